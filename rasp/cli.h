@@ -1,0 +1,39 @@
+/*
+** cli.h -- the subcommands of the `rasp` front end.
+**
+** Each subcommand takes its own argc/argv (argv[0] is the subcommand's
+** name), prints its own errors and returns the process exit status:
+** 0 success, 1 a failure the command reports (a program that fails
+** verification, an error in a program), 2 bad usage (an option or file).
+*/
+#ifndef RASP_CLI_H
+#define RASP_CLI_H
+
+#include "rasp.h"
+
+int rasp_cli_run(int argc, char **argv);
+int rasp_cli_script(int argc, char **argv);
+int rasp_cli_trace(int argc, char **argv);
+int rasp_cli_gen(int argc, char **argv);
+int rasp_cli_verify(int argc, char **argv);
+int rasp_cli_layers(int argc, char **argv);
+int rasp_cli_draw(int argc, char **argv);
+int rasp_cli_repl(int argc, char **argv);
+
+/* Splits text on whitespace into malloc'd symbols; returns the count. */
+int raspC_split(const char *text, char ***out);
+void raspC_free_strings(char **strs, int n);
+/* The default vocabulary of an input: its distinct symbols sorted, numbers
+** numerically first, then the rest by bytes.  Returns the count. */
+int raspC_default_vocab(char **symbols, int n, char ***out);
+/* Reads a vocabulary file (one symbol per line). Returns -1 on error. */
+int raspC_read_vocab(const char *path, char ***out, rasp_error *err);
+/* Parses an integer option value; prints "rasp CMD: --opt: ..." on error. */
+int raspC_int_opt(const char *cmd, const char *opt, const char *text, long lo, long hi,
+                  long *out);
+/* Writes data to path atomically (temporary file, fsync, rename). */
+int raspC_write_atomic(const char *path, const char *data, size_t len, rasp_error *err);
+/* Prints a node's values for input b (one line), symbolically or not. */
+void raspC_print_values(rasp_ctx *ctx, rasp_eval *ev, int node, int b, int symbolic, FILE *out);
+
+#endif

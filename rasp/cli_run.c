@@ -1,0 +1,363 @@
+/*
+** cli_run.c -- `rasp run`, `rasp trace` and `rasp FILE`, plus the helpers
+** the other subcommands share (input splitting, vocabularies, atomic files).
+*/
+#include <ctype.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "rmem.h"
+
+int raspC_split(const char *text, char ***out) {
+  int n = 0, cap = 0;
+  char **v = NULL;
+  const char *p = text;
+  for (;;) {
+    while (*p && isspace((unsigned char)*p)) p++;
+    if (!*p) break;
+    const char *s = p;
+    while (*p && !isspace((unsigned char)*p)) p++;
+    RASP_GROW(v, cap, n + 1);
+    v[n++] = raspM_strndup(s, (size_t)(p - s));
+  }
+  *out = v;
+  return n;
+}
+
+void raspC_free_strings(char **strs, int n) {
+  for (int i = 0; i < n; i++) raspM_free(strs[i]);
+  raspM_free(strs);
+}
+
+/* A symbol that is a decimal integer sorts numerically before the others. */
+static int as_integer(const char *s, long long *v) {
+  char *end;
+  errno = 0;
+  *v = strtoll(s, &end, 10);
+  return *s && !*end && errno == 0;
+}
+
+static int symbol_order(const void *a, const void *b) {
+  const char *x = *(char *const *)a, *y = *(char *const *)b;
+  long long vx, vy;
+  int nx = as_integer(x, &vx), ny = as_integer(y, &vy);
+  if (nx && ny) return vx < vy ? -1 : vx > vy;
+  if (nx != ny) return nx ? -1 : 1;
+  return strcmp(x, y);
+}
+
+int raspC_default_vocab(char **symbols, int n, char ***out) {
+  char **v = raspM_alloc(sizeof(char *) * (size_t)(n ? n : 1));
+  for (int i = 0; i < n; i++) v[i] = symbols[i];
+  qsort(v, (size_t)n, sizeof *v, symbol_order);
+  int m = 0;
+  for (int i = 0; i < n; i++)
+    if (m == 0 || strcmp(v[m - 1], v[i]) != 0) v[m++] = v[i];
+  for (int i = 0; i < m; i++) v[i] = raspM_strdup(v[i]);
+  *out = v;
+  return m;
+}
+
+int raspC_read_vocab(const char *path, char ***out, rasp_error *err) {
+  rasp_source *src = raspR_source_file(path, err);
+  if (!src) return -1;
+  int n = 0, cap = 0;
+  char **v = NULL;
+  const char *p = src->text, *end = src->text + src->len;
+  while (p < end) {
+    const char *eol = memchr(p, '\n', (size_t)(end - p));
+    if (!eol) eol = end;
+    const char *q = eol;
+    if (q > p && q[-1] == '\r') q--;
+    if (q > p) {
+      for (int i = 0; i < n; i++)
+        if (strlen(v[i]) == (size_t)(q - p) && memcmp(v[i], p, (size_t)(q - p)) == 0) {
+          raspR_setnopos(err, "vocabulary file '%s': symbol '%.*s' appears twice", path,
+                         (int)(q - p), p);
+          raspC_free_strings(v, n);
+          raspR_source_free(src);
+          return -1;
+        }
+      RASP_GROW(v, cap, n + 1);
+      v[n++] = raspM_strndup(p, (size_t)(q - p));
+    }
+    p = eol + 1;
+  }
+  raspR_source_free(src);
+  *out = v;
+  return n;
+}
+
+int raspC_int_opt(const char *cmd, const char *opt, const char *text, long lo, long hi,
+                  long *out) {
+  char *end;
+  errno = 0;
+  long v = text ? strtol(text, &end, 10) : 0;
+  if (!text || !*text || *end || errno || v < lo || v > hi) {
+    fprintf(stderr, "rasp %s: %s: expected an integer in %ld..%ld, got '%s'\n", cmd, opt, lo,
+            hi, text ? text : "");
+    return 0;
+  }
+  *out = v;
+  return 1;
+}
+
+int raspC_write_atomic(const char *path, const char *data, size_t len, rasp_error *err) {
+  char tmp[4200];
+  snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
+  FILE *f = fopen(tmp, "wb");
+  if (!f) {
+    raspR_setnopos(err, "cannot write '%s': %s", path, strerror(errno));
+    return 0;
+  }
+  int ok = fwrite(data, 1, len, f) == len && fflush(f) == 0 && fsync(fileno(f)) == 0;
+  int saved = errno;
+  if (fclose(f) != 0) ok = 0;
+  if (!ok || rename(tmp, path) != 0) {
+    if (ok) saved = errno;
+    unlink(tmp);
+    raspR_setnopos(err, "cannot write '%s': %s", path, strerror(saved));
+    return 0;
+  }
+  return 1;
+}
+
+void raspC_print_values(rasp_ctx *ctx, rasp_eval *ev, int node, int b, int symbolic, FILE *out) {
+  const rasp_elem *vals = raspE_value(ev, node, b);
+  int n = rasp_ctx_length(ctx);
+  char buf[256];
+  for (int i = 0; i < n; i++) {
+    if (symbolic) rasp_format_symbolic(ctx, vals[i], buf, sizeof buf);
+    else raspI_elem_format(rasp_ctx_ir(ctx), vals[i], buf, sizeof buf);
+    fprintf(out, "%s%s", i ? " " : "", buf);
+  }
+  fputc('\n', out);
+}
+
+/* ------------------------------------------------------------ rasp run */
+
+typedef struct run_opts {
+  const char *file, *input, *entry, *vocab_file, *stdlib;
+  int symbols, from_stdin;
+  char **sets;
+  int nsets;
+} run_opts;
+
+static void run_usage(FILE *out, const char *cmd) {
+  fprintf(out,
+          "usage: rasp %s FILE [--input TEXT | --stdin] [options]\n"
+          "  --input TEXT     the input: symbols separated by spaces\n"
+          "  --stdin          read the input from standard input\n"
+          "  --entry NAME     the function to trace (default main)\n"
+          "  --symbols        print values as the vocabulary symbols they stand for\n"
+          "  --vocab FILE     vocabulary, one symbol per line (id = line number)\n"
+          "  --set NAME=VAL   set a global before the program runs (integer,\n"
+          "                   True/False, or a string)\n"
+          "  --stdlib DIR     use another stdlib directory\n",
+          cmd);
+}
+
+static int parse_run_opts(const char *cmd, int argc, char **argv, run_opts *o) {
+  memset(o, 0, sizeof *o);
+  o->entry = "main";
+  o->sets = raspM_alloc(sizeof(char *) * (size_t)argc);
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    const char **dst = NULL;
+    if (strcmp(a, "--input") == 0) dst = &o->input;
+    else if (strcmp(a, "--entry") == 0) dst = &o->entry;
+    else if (strcmp(a, "--vocab") == 0) dst = &o->vocab_file;
+    else if (strcmp(a, "--stdlib") == 0) dst = &o->stdlib;
+    else if (strcmp(a, "--symbols") == 0) { o->symbols = 1; continue; }
+    else if (strcmp(a, "--stdin") == 0) { o->from_stdin = 1; continue; }
+    else if (strcmp(a, "--set") == 0) {
+      if (i + 1 >= argc || !strchr(argv[i + 1], '=')) {
+        fprintf(stderr, "rasp %s: --set: expected NAME=VALUE, got '%s'\n", cmd,
+                i + 1 < argc ? argv[i + 1] : "");
+        return 0;
+      }
+      o->sets[o->nsets++] = argv[++i];
+      continue;
+    } else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+      run_usage(stdout, cmd);
+      exit(0);
+    } else if (a[0] == '-' && a[1]) {
+      fprintf(stderr, "rasp %s: unknown option '%s'\n", cmd, a);
+      return 0;
+    } else if (!o->file) {
+      o->file = a;
+      continue;
+    } else {
+      fprintf(stderr, "rasp %s: unexpected argument '%s'\n", cmd, a);
+      return 0;
+    }
+    if (i + 1 >= argc) {
+      fprintf(stderr, "rasp %s: %s needs a value\n", cmd, a);
+      return 0;
+    }
+    *dst = argv[++i];
+  }
+  if (!o->file) {
+    fprintf(stderr, "rasp %s: no program file given\n", cmd);
+    return 0;
+  }
+  return 1;
+}
+
+static char *read_stdin(void) {
+  size_t cap = 4096, len = 0;
+  char *buf = raspM_alloc(cap);
+  size_t got;
+  while ((got = fread(buf + len, 1, cap - len - 1, stdin)) > 0) {
+    len += got;
+    if (len + 1 == cap) buf = raspM_realloc(buf, cap *= 2);
+  }
+  buf[len] = '\0';
+  return buf;
+}
+
+static void apply_set(rasp_ctx *ctx, const char *assignment) {
+  const char *eq = strchr(assignment, '=');
+  char name[256];
+  snprintf(name, sizeof name, "%.*s", (int)(eq - assignment), assignment);
+  const char *val = eq + 1;
+  long long v;
+  if (as_integer(val, &v)) rasp_set_int(ctx, name, v);
+  else if (strcmp(val, "True") == 0) rasp_set_bool(ctx, name, 1);
+  else if (strcmp(val, "False") == 0) rasp_set_bool(ctx, name, 0);
+  else rasp_set_string(ctx, name, val);
+}
+
+/* Traces o->file for the input; on success *ctx_out and token ids are set. */
+static int trace_input(const char *cmd, run_opts *o, rasp_ctx **ctx_out, int64_t **tokens_out) {
+  rasp_error err = {0};
+  char *stdin_text = NULL;
+  const char *text = o->input;
+  if (o->from_stdin) text = stdin_text = read_stdin();
+  if (!text) {
+    fprintf(stderr, "rasp %s: no input: give --input TEXT or --stdin\n", cmd);
+    return 2;
+  }
+  char **syms;
+  int n = raspC_split(text, &syms);
+  raspM_free(stdin_text);
+  if (n == 0) {
+    fprintf(stderr, "rasp %s: the input is empty\n", cmd);
+    raspC_free_strings(syms, n);
+    return 2;
+  }
+  char **vocab;
+  int nvocab;
+  if (o->vocab_file) {
+    nvocab = raspC_read_vocab(o->vocab_file, &vocab, &err);
+    if (nvocab < 0) {
+      raspR_print(&err, stderr);
+      raspC_free_strings(syms, n);
+      return 2;
+    }
+  } else {
+    nvocab = raspC_default_vocab(syms, n, &vocab);
+  }
+  rasp_ctx *ctx = rasp_ctx_new(n, NULL, &err);
+  int status = 1;
+  int64_t *tokens = raspM_alloc(sizeof(int64_t) * (size_t)n);
+  if (!ctx) goto fail;
+  if (!rasp_set_vocab(ctx, (const char *const *)vocab, nvocab, &err)) goto fail;
+  for (int i = 0; i < n; i++) {
+    tokens[i] = rasp_vocab_id(ctx, syms[i]);
+    if (!tokens[i]) {
+      fprintf(stderr, "rasp %s: input symbol '%s' is not in the vocabulary '%s'\n", cmd, syms[i],
+              o->vocab_file);
+      status = 2;
+      goto fail_quiet;
+    }
+  }
+  for (int i = 0; i < o->nsets; i++) apply_set(ctx, o->sets[i]);
+  if (!rasp_load_stdlib(ctx, o->stdlib, &err)) goto fail;
+  if (!rasp_exec_file(ctx, o->file, &err)) {
+    if (!err.pos.src) status = 2; /* unreadable file */
+    goto fail;
+  }
+  if (!rasp_trace(ctx, o->entry, &err)) goto fail;
+  raspC_free_strings(syms, n);
+  raspC_free_strings(vocab, nvocab);
+  *ctx_out = ctx;
+  *tokens_out = tokens;
+  return 0;
+fail:
+  raspR_print(&err, stderr);
+fail_quiet:
+  rasp_ctx_free(ctx);
+  raspM_free(tokens);
+  raspC_free_strings(syms, n);
+  raspC_free_strings(vocab, nvocab);
+  return status;
+}
+
+int rasp_cli_run(int argc, char **argv) {
+  run_opts o;
+  if (!parse_run_opts("run", argc, argv, &o)) {
+    raspM_free(o.sets);
+    run_usage(stderr, "run");
+    return 2;
+  }
+  rasp_ctx *ctx;
+  int64_t *tokens;
+  int status = trace_input("run", &o, &ctx, &tokens);
+  raspM_free(o.sets);
+  if (status) return status;
+  rasp_ir *ir = rasp_ctx_ir(ctx);
+  rasp_eval *ev = raspE_new(ir);
+  rasp_error err = {0};
+  if (!raspE_run(ev, 1, tokens, &err)) {
+    raspR_print(&err, stderr);
+    status = 1;
+  } else {
+    for (int k = 0; k < ir->noutputs; k++)
+      raspC_print_values(ctx, ev, ir->outputs[k], 0, o.symbols, stdout);
+  }
+  raspE_free(ev);
+  raspM_free(tokens);
+  rasp_ctx_free(ctx);
+  return status;
+}
+
+int rasp_cli_trace(int argc, char **argv) {
+  run_opts o;
+  if (!parse_run_opts("trace", argc, argv, &o)) {
+    raspM_free(o.sets);
+    run_usage(stderr, "trace");
+    return 2;
+  }
+  rasp_ctx *ctx;
+  int64_t *tokens;
+  int status = trace_input("trace", &o, &ctx, &tokens);
+  raspM_free(o.sets);
+  if (status) return status;
+  rasp_ir *ir = rasp_ctx_ir(ctx);
+  raspI_dump(ir, stdout);
+  rasp_layers layers;
+  raspL_analyse(ir, NULL, 0, &layers);
+  raspL_print(&layers, stdout);
+  raspL_free(&layers);
+  raspM_free(tokens);
+  rasp_ctx_free(ctx);
+  return 0;
+}
+
+/* `rasp FILE`: run the file's top level as a script (no input). */
+int rasp_cli_script(int argc, char **argv) {
+  (void)argc;
+  rasp_error err = {0};
+  rasp_ctx *ctx = rasp_ctx_new(1, NULL, &err);
+  int status = 0;
+  if (!ctx || !rasp_load_stdlib(ctx, NULL, &err) || !rasp_exec_file(ctx, argv[0], &err)) {
+    raspR_print(&err, stderr);
+    status = err.pos.src ? 1 : 2;
+  }
+  rasp_ctx_free(ctx);
+  return status;
+}

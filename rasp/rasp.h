@@ -1,0 +1,114 @@
+/*
+** rasp.h -- the public interface of librasp.
+**
+** A rasp_ctx is one interpreter: its globals, the sources it loaded, the
+** symbol table and the IR of the trace in progress.  Tracing a program
+** means running it for one input length n: rasp_ctx_new(n) makes the input
+** sequence `tokens` (and `indices`, `length`) of that length, the program
+** and the stdlib run once, and every operation on a sequence becomes an IR
+** node.  The IR (rasp_ctx_ir) is then evaluated on any number of inputs of
+** length n with the evaluator (reval.h), analysed for layers (rlayers.h) or
+** compiled.
+**
+** Ownership: the context owns every value, source and IR node it creates;
+** rasp_ctx_free releases all of it.  Nothing returned by these functions is
+** to be freed by the caller unless the comment says so.  Errors come back as
+** a rasp_error (rerror.h) and a zero return; the context stays usable.
+*/
+#ifndef RASP_RASP_H
+#define RASP_RASP_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "rerror.h"
+#include "rir.h"
+#include "reval.h"
+#include "rlayers.h"
+
+#define RASP_VERSION "0.1.0"
+
+typedef struct rasp_ctx rasp_ctx;
+
+/* Limits that keep bad programs from exhausting the machine. */
+typedef struct rasp_limits {
+  int max_length;         /* input length n */
+  int max_nodes;          /* IR nodes per trace */
+  int max_depth;          /* function call depth */
+  long long max_steps;    /* statements executed per top-level call */
+  size_t max_selector_cells; /* n*n cells of a materialised selector */
+  size_t max_list;        /* elements of a list or range */
+} rasp_limits;
+
+void rasp_default_limits(rasp_limits *limits);
+
+/* A context that traces for inputs of length n (1 <= n <= max_length). */
+rasp_ctx *rasp_ctx_new(int n, const rasp_limits *limits, rasp_error *err);
+void rasp_ctx_free(rasp_ctx *ctx);
+int rasp_ctx_length(const rasp_ctx *ctx);
+
+/* The vocabulary: symbol i (0-based) has token id i+1.  Defines the dicts
+** `d` (symbol -> id) and `reverse_d` (id -> symbol) and `vocab_size`.
+** Call before running programs that use them. */
+int rasp_set_vocab(rasp_ctx *ctx, const char *const *symbols, int count,
+                   rasp_error *err);
+int rasp_vocab_size(const rasp_ctx *ctx);
+const char *rasp_vocab_symbol(const rasp_ctx *ctx, int64_t token_id);
+int64_t rasp_vocab_id(const rasp_ctx *ctx, const char *symbol); /* 0: none */
+
+/* Sets a global to an integer, a boolean or a symbol (task parameters). */
+void rasp_set_int(rasp_ctx *ctx, const char *name, int64_t value);
+void rasp_set_bool(rasp_ctx *ctx, const char *name, int value);
+void rasp_set_string(rasp_ctx *ctx, const char *name, const char *value);
+
+/* Runs the stdlib (from dir, or the installed one when dir is NULL). */
+int rasp_load_stdlib(rasp_ctx *ctx, const char *dir, rasp_error *err);
+/* Runs a file or a string as a module in the global scope. */
+int rasp_exec_file(rasp_ctx *ctx, const char *path, rasp_error *err);
+int rasp_exec_string(rasp_ctx *ctx, const char *name, const char *text,
+                     rasp_error *err);
+
+/* Calls global function `entry` with the input sequence and records what it
+** returns (a sequence, or a tuple of sequences) as the IR's outputs. */
+int rasp_trace(rasp_ctx *ctx, const char *entry, rasp_error *err);
+rasp_ir *rasp_ctx_ir(rasp_ctx *ctx);
+
+/* Global lookups for front ends (the verifier reads task settings). */
+int rasp_has_global(rasp_ctx *ctx, const char *name);
+/* Integer global; 0 and err when missing or not an integer. */
+int rasp_get_int(rasp_ctx *ctx, const char *name, int64_t *out,
+                 rasp_error *err);
+
+/* Calls global function `name` with concrete arguments: each argument is
+** either a list of elements (as a Python list) or a single element.
+** Returns the truth of the result in *truth.  Used for output checks. */
+typedef struct rasp_arg {
+  const rasp_elem *elems; /* NULL: a single element in `elem` */
+  int count;
+  rasp_elem elem;
+} rasp_arg;
+int rasp_call_check(rasp_ctx *ctx, const char *name, const rasp_arg *args,
+                    int nargs, int *truth, rasp_error *err);
+
+/* Interns a symbol; the id stored in rasp_elem.num with den RASP_DEN_SYM. */
+int64_t rasp_symbol(rasp_ctx *ctx, const char *text);
+
+/* REPL support. */
+/* Runs one REPL entry: statements, or an expression whose value is then
+** shown.  When the value is a sequence or selector, *node is its IR node id
+** and *is_sel says which; otherwise *node = -1 and the value's text is
+** written to `shown` (malloc'd, caller frees; NULL for None). */
+int rasp_repl_entry(rasp_ctx *ctx, const char *text, int *node, int *is_sel,
+                    char **shown, rasp_error *err);
+/* Names of globals and builtins starting with prefix, for completion:
+** calls fn for each. */
+void rasp_complete(rasp_ctx *ctx, const char *prefix,
+                   void (*fn)(void *user, const char *name), void *user);
+/* Describes a global: its kind and, for a function, its parameters. */
+char *rasp_describe(rasp_ctx *ctx, const char *name); /* malloc'd */
+
+/* The text of a vocabulary-or-symbol element for --symbols printing. */
+int rasp_format_symbolic(const rasp_ctx *ctx, rasp_elem e, char *buf,
+                         size_t size);
+
+#endif

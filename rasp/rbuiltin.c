@@ -1,0 +1,468 @@
+/*
+** rbuiltin.c -- the functions every program sees.
+**
+** Two families.  The RASP primitives (full, indices, select, aggregate, ...)
+** build IR nodes; they are the C side of the language, and rprim.h says
+** which transformer component each node stands for.  Everything that can be
+** written in the language itself (kqv, shift_right, cumsum, is_true, ...)
+** lives in stdlib/core.rasp instead.  The Python builtins (len, range, min,
+** ...) work on scalars at trace time; a few of them (abs, min, max) also
+** accept sequences, where they are element-wise.
+**
+** Argument conventions: each builtin declares its parameters as a string
+** ("k,q,pred,causal=True"); the interpreter binds positional and keyword
+** arguments and fills defaults before calling, so every function below
+** receives exactly its declared parameters in order.
+*/
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rvalue.h"
+
+#define A(i) args[i]
+
+static int is_seq(const value *v) { return v->kind == V_SOP; }
+
+static value *need_sel(rasp_ctx *ctx, value *v, rasp_pos pos, const char *fname) {
+  if (v->kind != V_SEL)
+    raspV_error(ctx, pos, "%s() needs a selector (from select) as its first argument, not %s",
+                fname, raspV_kind_name(v));
+  return v;
+}
+
+/* A program function kept by an IR node must outlive early heap releases. */
+static void *keep_fn(rasp_ctx *ctx, value *fn, rasp_pos pos, const char *what) {
+  if (fn->kind != V_FUNC && fn->kind != V_BUILTIN && fn->kind != V_CFUNC)
+    raspV_error(ctx, pos, "%s must be a function, not %s", what, raspV_kind_name(fn));
+  raspV_barrier(ctx, 0, fn);
+  return fn;
+}
+
+static rasp_type join_type(rasp_type a, rasp_type b) { return a == b ? a : RASP_T_ANY; }
+
+/* full(x, const) */
+static value *b_full(rasp_ctx *ctx, value **args, int nargs, rasp_pos pos) {
+  (void)nargs;
+  if (A(0)->kind == V_LIST || A(0)->kind == V_TUPLE) {
+    value *r = raspV_list(ctx, A(0)->kind, A(0)->u.list.n);
+    for (int i = 0; i < r->u.list.n; i++) r->u.list.items[i] = A(1);
+    return r;
+  }
+  if (!is_seq(A(0)))
+    raspV_error(ctx, pos, "full() takes a sequence to copy the shape of, not %s",
+                raspV_kind_name(A(0)));
+  if (is_seq(A(1))) raspV_error(ctx, pos, "full() needs a constant, not a sequence");
+  return raspV_as_sop(ctx, A(1), pos);
+}
+
+/* indices(x) */
+static value *b_indices(rasp_ctx *ctx, value **args, int nargs, rasp_pos pos) {
+  (void)nargs;
+  if (!is_seq(A(0)))
+    raspV_error(ctx, pos, "indices() takes a sequence, not %s", raspV_kind_name(A(0)));
+  return raspV_sop(ctx, ctx->indices_node, V_SOP);
+}
+
+/* select(k, q, pred, causal=True) */
+static value *b_select(rasp_ctx *ctx, value **args, int nargs, rasp_pos pos) {
+  (void)nargs;
+  value *k = raspV_as_sop(ctx, A(0), pos), *q = raspV_as_sop(ctx, A(1), pos);
+  int pred = RASP_PRED_CUSTOM;
+  void *fn = NULL;
+  if (A(2)->kind == V_BUILTIN && A(2)->u.bi->pred >= 0) pred = A(2)->u.bi->pred;
+  else fn = keep_fn(ctx, A(2), pos, "the predicate");
+  int causal = raspV_truth(ctx, A(3), pos);
+  int in[2] = {k->u.node, q->u.node};
+  int id = raspV_add_node(ctx, RASP_OP_SELECT, RASP_T_SEL, pred, in, 2, pos);
+  ctx->ir.nodes[id].fn = fn;
+  ctx->ir.nodes[id].flags = causal ? RASP_CAUSAL : 0;
+  return raspV_sop(ctx, id, V_SEL);
+}
+
+/* sel_width(A) */
+static value *b_sel_width(rasp_ctx *ctx, value **args, int nargs, rasp_pos pos) {
+  (void)nargs;
+  int in[1] = {need_sel(ctx, A(0), pos, "sel_width")->u.node};
+  return raspV_sop(ctx, raspV_add_node(ctx, RASP_OP_SEL_WIDTH, RASP_T_INT, 0, in, 1, pos), V_SOP);
+}
+
+static value *aggregate_like(rasp_ctx *ctx, rasp_op op, const char *name, value **args,
+                             rasp_pos pos) {
+  value *sel = need_sel(ctx, A(0), pos, name);
+  value *v = raspV_as_sop(ctx, A(1), pos);
+  if (is_seq(A(2)) || A(2)->kind == V_SEL)
+    raspV_error(ctx, pos, "the default of %s() must be a constant, not %s", name,
+                raspV_kind_name(A(2)));
+  rasp_elem dflt = raspV_to_elem(ctx, A(2), pos);
+  rasp_type tv = raspV_node_type(ctx, v->u.node);
+  rasp_type td = dflt.den == RASP_DEN_BOOL ? RASP_T_BOOL : dflt.den == 1 ? RASP_T_INT : RASP_T_ANY;
+  rasp_type t = op == RASP_OP_AGGR_MEAN ? RASP_T_INT
+              : op == RASP_OP_AGGREGATE ? RASP_T_ANY : join_type(tv, td);
+  int in[2] = {sel->u.node, v->u.node};
+  int id = raspV_add_node(ctx, op, t, 0, in, 2, pos);
+  ctx->ir.nodes[id].c = dflt;
+  return raspV_sop(ctx, id, V_SOP);
+}
+
+static value *b_aggr_mean(rasp_ctx *ctx, value **args, int nargs, rasp_pos pos) {
+  (void)nargs;
+  return aggregate_like(ctx, RASP_OP_AGGR_MEAN, "aggr_mean", args, pos);
+}
+static value *b_aggregate(rasp_ctx *ctx, value **args, int nargs, rasp_pos pos) {
+  (void)nargs;
+  return aggregate_like(ctx, RASP_OP_AGGREGATE, "aggregate", args, pos);
+}
+static value *b_aggr_max(rasp_ctx *ctx, value **args, int nargs, rasp_pos pos) {
+  (void)nargs;
+  return aggregate_like(ctx, RASP_OP_AGGR_MAX, "aggr_max", args, pos);
+}
+static value *b_aggr_min(rasp_ctx *ctx, value **args, int nargs, rasp_pos pos) {
+  (void)nargs;
+  return aggregate_like(ctx, RASP_OP_AGGR_MIN, "aggr_min", args, pos);
+}
+
+/* tok_map(x, f) */
+static value *b_tok_map(rasp_ctx *ctx, value **args, int nargs, rasp_pos pos) {
+  (void)nargs;
+  if (!is_seq(A(0))) return raspV_call(ctx, A(1), &A(0), 1, NULL, NULL, 0, pos);
+  void *fn = keep_fn(ctx, A(1), pos, "tok_map's function");
+  int in[1] = {A(0)->u.node};
+  int id = raspV_add_node(ctx, RASP_OP_MAP, RASP_T_ANY, 0, in, 1, pos);
+  ctx->ir.nodes[id].fn = fn;
+  return raspV_sop(ctx, id, V_SOP);
+}
+
+/* seq_map(x, y, f) */
+static value *b_seq_map(rasp_ctx *ctx, value **args, int nargs, rasp_pos pos) {
+  (void)nargs;
+  if (!is_seq(A(0)) && !is_seq(A(1))) {
+    value *r = raspV_call(ctx, A(2), &A(0), 2, NULL, NULL, 0, pos);
+    return raspV_from_elem(ctx, raspI_elem_trunc(raspV_to_elem(ctx, r, pos)));
+  }
+  void *fn = keep_fn(ctx, A(2), pos, "seq_map's function");
+  value *x = raspV_as_sop(ctx, A(0), pos), *y = raspV_as_sop(ctx, A(1), pos);
+  int in[2] = {x->u.node, y->u.node};
+  int id = raspV_add_node(ctx, RASP_OP_SEQMAP, RASP_T_ANY, 0, in, 2, pos);
+  ctx->ir.nodes[id].fn = fn;
+  return raspV_sop(ctx, id, V_SOP);
+}
+
+/* where(cond, x, y) */
+static value *b_where(rasp_ctx *ctx, value **args, int nargs, rasp_pos pos) {
+  (void)nargs;
+  if (!is_seq(A(0))) return raspV_truth(ctx, A(0), pos) ? A(1) : A(2);
+  value *x = raspV_as_sop(ctx, A(1), pos), *y = raspV_as_sop(ctx, A(2), pos);
+  int in[3] = {A(0)->u.node, x->u.node, y->u.node};
+  rasp_type t = join_type(raspV_node_type(ctx, in[1]), raspV_node_type(ctx, in[2]));
+  return raspV_sop(ctx, raspV_add_node(ctx, RASP_OP_WHERE, t, 0, in, 3, pos), V_SOP);
+}
+
+/* The comparison predicates double as element-wise comparisons. */
+#define PRED_BUILTIN(fname, binop)                                             \
+  static value *b_##fname(rasp_ctx *ctx, value **args, int nargs, rasp_pos pos) { \
+    (void)nargs;                                                               \
+    return raspV_binop(ctx, binop, A(0), A(1), pos);                           \
+  }
+PRED_BUILTIN(equals, RASP_BIN_EQ)
+PRED_BUILTIN(not_equals, RASP_BIN_NE)
+PRED_BUILTIN(lt, RASP_BIN_LT)
+PRED_BUILTIN(leq, RASP_BIN_LE)
+PRED_BUILTIN(gt, RASP_BIN_GT)
+PRED_BUILTIN(geq, RASP_BIN_GE)
+
+static value *b_always(rasp_ctx *ctx, value **args, int nargs, rasp_pos pos) {
+  (void)args; (void)nargs; (void)pos;
+  return raspV_bool(ctx, 1);
+}
+static value *b_never(rasp_ctx *ctx, value **args, int nargs, rasp_pos pos) {
+  (void)args; (void)nargs; (void)pos;
+  return raspV_bool(ctx, 0);
+}
+
+/* ---------------------------------------------------- Python builtins */
+
+static value *b_len(rasp_ctx *ctx, value **args, int nargs, rasp_pos pos) {
+  (void)nargs;
+  switch (A(0)->kind) {
+  case V_SOP: return raspV_num_si(ctx, ctx->n);
+  case V_LIST:
+  case V_TUPLE: return raspV_num_si(ctx, A(0)->u.list.n);
+  case V_STR: return raspV_num_si(ctx, (long)A(0)->u.str.len);
+  case V_DICT: return raspV_num_si(ctx, A(0)->u.dict.n);
+  default: raspV_error(ctx, pos, "len() of %s", raspV_kind_name(A(0)));
+  }
+}
+
+static value *b_range(rasp_ctx *ctx, value **args, int nargs, rasp_pos pos) {
+  if (nargs < 1 || nargs > 3) raspV_error(ctx, pos, "range() takes 1 to 3 arguments");
+  int64_t start = 0, stop, step = 1;
+  if (nargs == 1) stop = raspV_int(ctx, A(0), pos, "range()'s argument");
+  else {
+    start = raspV_int(ctx, A(0), pos, "range()'s start");
+    stop = raspV_int(ctx, A(1), pos, "range()'s stop");
+    if (nargs == 3) step = raspV_int(ctx, A(2), pos, "range()'s step");
+  }
+  if (step == 0) raspV_error(ctx, pos, "range() step must not be zero");
+  value *r = raspV_list(ctx, V_LIST, 0);
+  for (int64_t i = start; step > 0 ? i < stop : i > stop; i += step)
+    raspV_list_push(ctx, r, raspV_num_si(ctx, (long)i));
+  return r;
+}
+
+static value *b_int(rasp_ctx *ctx, value **args, int nargs, rasp_pos pos) {
+  (void)nargs;
+  value *x = A(0);
+  if (x->kind == V_STR) {
+    char *end;
+    long v = strtol(x->u.str.s, &end, 10);
+    if (end == x->u.str.s || *end) raspV_error(ctx, pos, "int(): not a number: '%s'", x->u.str.s);
+    return raspV_num_si(ctx, v);
+  }
+  if (x->kind == V_BOOL) return raspV_num_si(ctx, x->u.b);
+  if (x->kind != V_NUM)
+    raspV_error(ctx, pos, "int() of %s%s", raspV_kind_name(x),
+                x->kind == V_SOP ? " (use seq_map or tok_map for element-wise conversion)" : "");
+  value *r = raspV_new(ctx, V_NUM);
+  mpz_tdiv_q(mpq_numref(r->u.q), mpq_numref(x->u.q), mpq_denref(x->u.q));
+  return r;
+}
+
+static value *b_abs(rasp_ctx *ctx, value **args, int nargs, rasp_pos pos) {
+  (void)nargs;
+  return raspV_unop(ctx, RASP_UN_ABS, A(0), pos);
+}
+
+static value *minmax(rasp_ctx *ctx, value **args, int nargs, rasp_pos pos, rasp_binop op) {
+  value **items = args;
+  int n = nargs;
+  if (nargs == 1 && !is_seq(A(0))) {
+    if (A(0)->kind != V_LIST && A(0)->kind != V_TUPLE)
+      raspV_error(ctx, pos, "%s() of %s", op == RASP_BIN_MIN ? "min" : "max",
+                  raspV_kind_name(A(0)));
+    items = A(0)->u.list.items;
+    n = A(0)->u.list.n;
+  }
+  if (n == 0) raspV_error(ctx, pos, "%s() of an empty sequence", op == RASP_BIN_MIN ? "min" : "max");
+  value *acc = items[0];
+  for (int i = 1; i < n; i++) acc = raspV_binop(ctx, op, acc, items[i], pos);
+  return acc;
+}
+
+static value *b_min(rasp_ctx *ctx, value **args, int nargs, rasp_pos pos) {
+  return minmax(ctx, args, nargs, pos, RASP_BIN_MIN);
+}
+static value *b_max(rasp_ctx *ctx, value **args, int nargs, rasp_pos pos) {
+  return minmax(ctx, args, nargs, pos, RASP_BIN_MAX);
+}
+
+static value *as_items(rasp_ctx *ctx, value *v, rasp_pos pos, const char *fname) {
+  if (v->kind == V_LIST || v->kind == V_TUPLE) return v;
+  if (v->kind == V_DICT || v->kind == V_STR) {
+    value *r = raspV_list(ctx, V_LIST, 0);
+    if (v->kind == V_DICT)
+      for (int i = 0; i < v->u.dict.n; i++) raspV_list_push(ctx, r, v->u.dict.keys[i]);
+    else
+      for (size_t i = 0; i < v->u.str.len; i++) raspV_list_push(ctx, r, raspV_str(ctx, v->u.str.s + i, 1));
+    return r;
+  }
+  raspV_error(ctx, pos, "%s() needs a list, tuple, dict or string, not %s", fname,
+              raspV_kind_name(v));
+}
+
+static value *b_sum(rasp_ctx *ctx, value **args, int nargs, rasp_pos pos) {
+  (void)nargs;
+  value *items = as_items(ctx, A(0), pos, "sum");
+  value *acc = A(1);
+  for (int i = 0; i < items->u.list.n; i++) acc = raspV_binop(ctx, RASP_BIN_ADD, acc, items->u.list.items[i], pos);
+  return acc;
+}
+
+static value *b_any(rasp_ctx *ctx, value **args, int nargs, rasp_pos pos) {
+  (void)nargs;
+  value *items = as_items(ctx, A(0), pos, "any");
+  for (int i = 0; i < items->u.list.n; i++)
+    if (raspV_truth(ctx, items->u.list.items[i], pos)) return raspV_bool(ctx, 1);
+  return raspV_bool(ctx, 0);
+}
+
+static value *b_all(rasp_ctx *ctx, value **args, int nargs, rasp_pos pos) {
+  (void)nargs;
+  value *items = as_items(ctx, A(0), pos, "all");
+  for (int i = 0; i < items->u.list.n; i++)
+    if (!raspV_truth(ctx, items->u.list.items[i], pos)) return raspV_bool(ctx, 0);
+  return raspV_bool(ctx, 1);
+}
+
+static value *b_print(rasp_ctx *ctx, value **args, int nargs, rasp_pos pos) {
+  (void)pos;
+  for (int i = 0; i < nargs; i++) {
+    if (i) fputc(' ', stdout);
+    if (A(i)->kind == V_STR) fwrite(A(i)->u.str.s, 1, A(i)->u.str.len, stdout);
+    else {
+      char *s = raspV_repr(ctx, A(i));
+      fputs(s, stdout);
+      raspM_free(s);
+    }
+  }
+  fputc('\n', stdout);
+  return &ctx->none_v;
+}
+
+static value *b_str(rasp_ctx *ctx, value **args, int nargs, rasp_pos pos) {
+  (void)nargs; (void)pos;
+  if (A(0)->kind == V_STR) return A(0);
+  char *s = raspV_repr(ctx, A(0));
+  value *r = raspV_str(ctx, s, strlen(s));
+  raspM_free(s);
+  return r;
+}
+
+static value *b_bool(rasp_ctx *ctx, value **args, int nargs, rasp_pos pos) {
+  (void)nargs;
+  return raspV_bool(ctx, raspV_truth(ctx, A(0), pos));
+}
+
+static value *copy_items(rasp_ctx *ctx, value *src, vkind kind) {
+  value *r = raspV_list(ctx, kind, 0);
+  for (int i = 0; i < src->u.list.n; i++) raspV_list_push(ctx, r, src->u.list.items[i]);
+  return r;
+}
+
+static value *b_list(rasp_ctx *ctx, value **args, int nargs, rasp_pos pos) {
+  if (nargs == 0 || A(0)->kind == V_NONE) return raspV_list(ctx, V_LIST, 0);
+  return copy_items(ctx, as_items(ctx, A(0), pos, "list"), V_LIST);
+}
+
+static value *b_tuple(rasp_ctx *ctx, value **args, int nargs, rasp_pos pos) {
+  if (nargs == 0 || A(0)->kind == V_NONE) return raspV_list(ctx, V_TUPLE, 0);
+  return copy_items(ctx, as_items(ctx, A(0), pos, "tuple"), V_TUPLE);
+}
+
+static value *b_dict(rasp_ctx *ctx, value **args, int nargs, rasp_pos pos) {
+  value *r = raspV_new(ctx, V_DICT);
+  if (nargs && A(0)->kind != V_NONE) {
+    value *items = as_items(ctx, A(0), pos, "dict");
+    for (int i = 0; i < items->u.list.n; i++) {
+      value *kv = items->u.list.items[i];
+      if ((kv->kind != V_TUPLE && kv->kind != V_LIST) || kv->u.list.n != 2)
+        raspV_error(ctx, pos, "dict() needs (key, value) pairs");
+      raspV_dict_set(ctx, r, kv->u.list.items[0], kv->u.list.items[1]);
+    }
+  }
+  return r;
+}
+
+static value *pair(rasp_ctx *ctx, value *a, value *b) {
+  value *t = raspV_list(ctx, V_TUPLE, 2);
+  t->u.list.items[0] = a;
+  t->u.list.items[1] = b;
+  return t;
+}
+
+static value *b_enumerate(rasp_ctx *ctx, value **args, int nargs, rasp_pos pos) {
+  (void)nargs;
+  value *items = as_items(ctx, A(0), pos, "enumerate");
+  value *r = raspV_list(ctx, V_LIST, 0);
+  for (int i = 0; i < items->u.list.n; i++)
+    raspV_list_push(ctx, r, pair(ctx, raspV_num_si(ctx, i), items->u.list.items[i]));
+  return r;
+}
+
+static value *b_zip(rasp_ctx *ctx, value **args, int nargs, rasp_pos pos) {
+  value *r = raspV_list(ctx, V_LIST, 0);
+  if (nargs == 0) return r;
+  int n = -1;
+  for (int i = 0; i < nargs; i++) {
+    A(i) = as_items(ctx, A(i), pos, "zip");
+    if (n < 0 || A(i)->u.list.n < n) n = A(i)->u.list.n;
+  }
+  for (int k = 0; k < n; k++) {
+    value *t = raspV_list(ctx, V_TUPLE, nargs);
+    for (int i = 0; i < nargs; i++) t->u.list.items[i] = A(i)->u.list.items[k];
+    raspV_list_push(ctx, r, t);
+  }
+  return r;
+}
+
+static value *b_sorted(rasp_ctx *ctx, value **args, int nargs, rasp_pos pos) {
+  (void)nargs;
+  value *r = copy_items(ctx, as_items(ctx, A(0), pos, "sorted"), V_LIST);
+  /* insertion sort: stable, and comparisons may raise errors (longjmp) */
+  for (int i = 1; i < r->u.list.n; i++) {
+    value *x = r->u.list.items[i];
+    int j = i - 1;
+    while (j >= 0 && raspV_truth(ctx, raspV_binop(ctx, RASP_BIN_GT, r->u.list.items[j], x, pos), pos)) {
+      r->u.list.items[j + 1] = r->u.list.items[j];
+      j--;
+    }
+    r->u.list.items[j + 1] = x;
+  }
+  return r;
+}
+
+static value *b_reversed(rasp_ctx *ctx, value **args, int nargs, rasp_pos pos) {
+  (void)nargs;
+  value *items = as_items(ctx, A(0), pos, "reversed");
+  value *r = raspV_list(ctx, V_LIST, 0);
+  for (int i = items->u.list.n - 1; i >= 0; i--) raspV_list_push(ctx, r, items->u.list.items[i]);
+  return r;
+}
+
+static value *b_cfunc(rasp_ctx *ctx, value **args, int nargs, rasp_pos pos) {
+  return raspF_bind(ctx, args, nargs, pos);
+}
+
+static const builtin builtins[] = {
+    {"full", "x,const", b_full, -1, "a sequence like x with const at every position [constant]"},
+    {"indices", "x", b_indices, -1, "0, 1, ..., n-1 [position embedding]"},
+    {"select", "k,q,pred,causal=True", b_select, -1,
+     "selector A[q][k] = pred(k[k], q[q]); causal keeps k <= q [attention pattern]"},
+    {"sel_width", "A", b_sel_width, -1, "number of selected keys per query [attention head]"},
+    {"aggr_mean", "A,v,default=0", b_aggr_mean, -1,
+     "mean of selected values truncated toward zero; default where none [attention head]"},
+    {"aggregate", "A,v,default=0", b_aggregate, -1,
+     "exact mean of selected values (one value passes through) [attention head]"},
+    {"aggr_max", "A,v,default=0", b_aggr_max, -1, "max of selected values [attention head]"},
+    {"aggr_min", "A,v,default=0", b_aggr_min, -1, "min of selected values [attention head]"},
+    {"tok_map", "x,f", b_tok_map, -1, "f applied to every element [MLP]"},
+    {"seq_map", "x,y,f", b_seq_map, -1, "f(x_i, y_i), as integers (astype(int)) [MLP]"},
+    {"where", "cond,x,y", b_where, -1, "x where cond holds, else y [MLP]"},
+    {"equals", "x,y", b_equals, RASP_PRED_EQ, "x == y; as a select predicate: key == query"},
+    {"not_equals", "x,y", b_not_equals, RASP_PRED_NE, "x != y; predicate key != query"},
+    {"lt", "x,y", b_lt, RASP_PRED_LT, "x < y; predicate key < query"},
+    {"leq", "x,y", b_leq, RASP_PRED_LE, "x <= y; predicate key <= query"},
+    {"gt", "x,y", b_gt, RASP_PRED_GT, "x > y; predicate key > query"},
+    {"geq", "x,y", b_geq, RASP_PRED_GE, "x >= y; predicate key >= query"},
+    {"always", "k,q", b_always, RASP_PRED_TRUE, "predicate that selects everything"},
+    {"never", "k,q", b_never, RASP_PRED_FALSE, "predicate that selects nothing"},
+    {"len", "x", b_len, -1, "length (a sequence's is the traced length n)"},
+    {"range", "*", b_range, -1, "range(stop) or range(start, stop[, step])"},
+    {"int", "x", b_int, -1, "integer part (truncates toward zero)"},
+    {"abs", "x", b_abs, -1, "absolute value (element-wise on sequences)"},
+    {"min", "*", b_min, -1, "smallest argument (element-wise on sequences)"},
+    {"max", "*", b_max, -1, "largest argument (element-wise on sequences)"},
+    {"sum", "xs,start=0", b_sum, -1, "sum of a list"},
+    {"any", "xs", b_any, -1, "True if any element is true"},
+    {"all", "xs", b_all, -1, "True if every element is true"},
+    {"print", "*", b_print, -1, "print values at trace time"},
+    {"str", "x", b_str, -1, "text of a value"},
+    {"bool", "x", b_bool, -1, "truth of a value"},
+    {"list", "xs=None", b_list, -1, "a list of the items"},
+    {"tuple", "xs=None", b_tuple, -1, "a tuple of the items"},
+    {"dict", "pairs=None", b_dict, -1, "a dict from (key, value) pairs"},
+    {"enumerate", "xs", b_enumerate, -1, "(index, item) pairs"},
+    {"zip", "*", b_zip, -1, "tuples of corresponding items"},
+    {"sorted", "xs", b_sorted, -1, "a sorted list"},
+    {"reversed", "xs", b_reversed, -1, "the items in reverse order"},
+    {"cfunc", "*", b_cfunc, -1,
+     "cfunc(library, symbol, signature): bind a C function, e.g. "
+     "cfunc('libm.so.6', 'cbrt', 'double(double)')"},
+};
+
+const builtin *raspB_table(int *count) {
+  *count = (int)(sizeof builtins / sizeof builtins[0]);
+  return builtins;
+}
+
+void raspB_install(rasp_ctx *ctx) { (void)ctx; }

@@ -1,0 +1,49 @@
+/*
+** reval.h -- the vectorised evaluator of the IR.
+**
+** Evaluates a traced program on a batch of B inputs of the traced length n
+** at once: every node's value is a B x n array, computed by one loop per
+** node over the whole batch.  Attention is evaluated without materialising
+** the n x n selection matrix where the predicate allows it: an equality
+** select with any aggregate or sel_width is a hash join, O(n) per head
+** (causal selects process positions in order with running sums); lt/leq/
+** gt/geq/not_equals go through sorting and prefix sums.  Other selectors
+** (custom predicates, and/or/not combinations) are materialised as bit
+** matrices, subject to the size limit.
+**
+** MAP, SEQMAP and CUSTOM predicates call back into the interpreter; results
+** are memoised per node and per evaluator, so a map costs one call per
+** distinct input value.  An evaluator is used by one thread at a time;
+** several evaluators may share one IR across threads.
+*/
+#ifndef RASP_REVAL_H
+#define RASP_REVAL_H
+
+#include "rir.h"
+
+typedef struct rasp_eval rasp_eval; /* opaque */
+
+/* Maximum number of cells of a materialised selection matrix per input
+** (n*n), beyond which evaluation fails with an error naming the node. */
+#define RASP_DEFAULT_MAX_SELECTOR_CELLS (64u * 1024u * 1024u)
+
+rasp_eval *raspE_new(const rasp_ir *ir);
+void raspE_free(rasp_eval *ev);
+void raspE_set_max_selector_cells(rasp_eval *ev, size_t cells);
+
+/* Evaluates every node needed for ir->outputs on B inputs.  tokens holds
+** B*n token ids, input b at tokens[b*n .. b*n+n-1].  Returns 0 and sets err
+** (with the failing node's source position) on error. */
+int raspE_run(rasp_eval *ev, int B, const int64_t *tokens, rasp_error *err);
+
+/* After a successful run: the value of node id for input b, n elements.
+** Valid until the next run or free.  Works for every node the outputs
+** depend on (intermediate values are kept, for counterexamples and the REPL).
+** For a selector node, returns NULL; use raspE_selector. */
+const rasp_elem *raspE_value(rasp_eval *ev, int node, int b);
+/* Materialised selection matrix of a selector node for input b: n*n bytes,
+** row q, column k (q*n + k), 1 where selected.  Computed on demand. */
+const unsigned char *raspE_selector(rasp_eval *ev, int node, int b,
+                                    rasp_error *err);
+
+#endif

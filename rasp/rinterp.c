@@ -1,0 +1,1847 @@
+/*
+** rinterp.c -- the interpreter, which is also the tracer.
+**
+** RASP programs are Python-like code, but what they compute is a dataflow
+** graph.  This file walks the syntax tree once per trace.  Scalars (exact
+** rationals in GMP, booleans, strings, containers, functions) are computed
+** on the spot: loops unroll, ifs pick a branch, functions are called.  Any
+** operation whose operand is a sequence (SOp) or a selector does not compute
+** anything; it appends a node to the context's IR and returns a value that
+** names that node.  So after `main(tokens)` returns, the IR holds exactly
+** the operations the program performs on its input, for the one input
+** length n the context was made for, and nothing of the Python scaffolding.
+**
+** Because a sequence's elements are unknown while tracing, anything that
+** would need them -- an `if` on a sequence, `range` of a sequence, the truth
+** of a sequence -- is an error that points to `where`.
+**
+** Errors longjmp to the innermost catcher (set by every API entry point and
+** by the evaluator callback).  That is safe because the context owns every
+** allocation made while interpreting: values, environments and syntax trees
+** are released together by rasp_ctx_free, never individually.
+*/
+#include "rvalue.h"
+
+#include <ctype.h>
+#include <dlfcn.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "rlex.h"
+#include "rparse.h"
+
+/* ---------------------------------------------------------------- heap */
+
+value *raspV_new(rasp_ctx *ctx, vkind kind) {
+  value *v = raspM_alloc(sizeof *v);
+  v->kind = kind;
+  v->serial = ++ctx->serial;
+  v->next_obj = ctx->objects;
+  ctx->objects = v;
+  if (kind == V_NUM) mpq_init(v->u.q);
+  if (kind == V_STR) v->u.str.sym = -1;
+  return v;
+}
+
+static void free_value(value *v) {
+  switch (v->kind) {
+  case V_NUM: mpq_clear(v->u.q); break;
+  case V_STR: raspM_free(v->u.str.s); break;
+  case V_TUPLE:
+  case V_LIST: raspM_free(v->u.list.items); break;
+  case V_DICT:
+    raspM_free(v->u.dict.keys);
+    raspM_free(v->u.dict.vals);
+    break;
+  case V_FUNC: raspM_free(v->u.func.defaults); break;
+  case V_CFUNC: raspF_free(v->u.cf); break;
+  default: break;
+  }
+  raspM_free(v);
+}
+
+static env *env_new(rasp_ctx *ctx, env *parent) {
+  env *e = raspM_alloc(sizeof *e);
+  e->parent = parent;
+  e->serial = ++ctx->serial;
+  e->next_env = ctx->envs;
+  ctx->envs = e;
+  return e;
+}
+
+static void free_env(env *e) {
+  raspM_free(e->names);
+  raspM_free(e->vals);
+  raspM_free(e->hash);
+  raspM_free(e);
+}
+
+/* Releases everything allocated after the mark, unless a barrier saw one of
+** those objects escape into an older one. */
+static void heap_release(rasp_ctx *ctx, unsigned long long mark) {
+  if (ctx->pinned) return;
+  while (ctx->objects && ctx->objects->serial > mark) {
+    value *v = ctx->objects;
+    ctx->objects = v->next_obj;
+    free_value(v);
+  }
+  while (ctx->envs && ctx->envs->serial > mark) {
+    env *e = ctx->envs;
+    ctx->envs = e->next_env;
+    free_env(e);
+  }
+}
+
+void raspV_barrier(rasp_ctx *ctx, unsigned long long holder_serial, value *v) {
+  if (ctx->mark && holder_serial <= ctx->mark && v->serial > ctx->mark)
+    ctx->pinned = 1;
+}
+
+value *raspV_num_si(rasp_ctx *ctx, long n) {
+  value *v = raspV_new(ctx, V_NUM);
+  mpq_set_si(v->u.q, n, 1);
+  return v;
+}
+
+value *raspV_bool(rasp_ctx *ctx, int b) { return b ? &ctx->true_v : &ctx->false_v; }
+
+value *raspV_str(rasp_ctx *ctx, const char *s, size_t len) {
+  value *v = raspV_new(ctx, V_STR);
+  v->u.str.s = raspM_strndup(s, len);
+  v->u.str.len = len;
+  return v;
+}
+
+value *raspV_list(rasp_ctx *ctx, vkind kind, int n) {
+  value *v = raspV_new(ctx, kind);
+  v->u.list.items = raspM_alloc(sizeof(value *) * (size_t)(n ? n : 1));
+  v->u.list.n = n;
+  v->u.list.cap = n ? n : 1;
+  return v;
+}
+
+void raspV_list_push(rasp_ctx *ctx, value *list, value *item) {
+  if ((size_t)list->u.list.n >= ctx->limits.max_list)
+    raspV_error(ctx, (rasp_pos){0}, "list longer than the limit of %zu elements",
+                ctx->limits.max_list);
+  RASP_GROW(list->u.list.items, list->u.list.cap, list->u.list.n + 1);
+  list->u.list.items[list->u.list.n++] = item;
+  raspV_barrier(ctx, list->serial, item);
+}
+
+value *raspV_sop(rasp_ctx *ctx, int node, vkind kind) {
+  value *v = raspV_new(ctx, kind);
+  v->u.node = node;
+  return v;
+}
+
+/* -------------------------------------------------------------- errors */
+
+_Noreturn void raspV_error(rasp_ctx *ctx, rasp_pos pos, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  if (ctx->err) {
+    vsnprintf(ctx->err->msg, sizeof ctx->err->msg, fmt, ap);
+    ctx->err->pos = pos;
+    ctx->err->set = 1;
+  }
+  va_end(ap);
+  longjmp(*ctx->catcher, 1);
+}
+
+/* ------------------------------------------------------------- interning */
+
+static size_t hash_str(const char *s) {
+  size_t h = 1469598103934665603u;
+  for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211u;
+  return h;
+}
+
+const char *raspV_intern(rasp_ctx *ctx, const char *s) {
+  if (ctx->ninterned * 2 >= ctx->icap) {
+    size_t ncap = ctx->icap ? ctx->icap * 2 : 256;
+    char **tab = raspM_alloc(ncap * sizeof *tab);
+    for (size_t i = 0; i < ctx->icap; i++)
+      if (ctx->interned[i]) {
+        size_t j = hash_str(ctx->interned[i]) & (ncap - 1);
+        while (tab[j]) j = (j + 1) & (ncap - 1);
+        tab[j] = ctx->interned[i];
+      }
+    raspM_free(ctx->interned);
+    ctx->interned = tab;
+    ctx->icap = ncap;
+  }
+  size_t j = hash_str(s) & (ctx->icap - 1);
+  while (ctx->interned[j]) {
+    if (strcmp(ctx->interned[j], s) == 0) return ctx->interned[j];
+    j = (j + 1) & (ctx->icap - 1);
+  }
+  ctx->interned[j] = raspM_strdup(s);
+  ctx->ninterned++;
+  return ctx->interned[j];
+}
+
+/* ------------------------------------------------------------- symbols */
+
+int64_t rasp_symbol(rasp_ctx *ctx, const char *text) {
+  if ((size_t)ctx->nsyms * 2 >= ctx->symhcap) {
+    size_t ncap = ctx->symhcap ? ctx->symhcap * 2 : 256;
+    int *tab = raspM_alloc(ncap * sizeof *tab);
+    for (size_t i = 0; i < ncap; i++) tab[i] = -1;
+    for (int64_t i = 0; i < ctx->nsyms; i++) {
+      size_t j = hash_str(ctx->syms[i]) & (ncap - 1);
+      while (tab[j] >= 0) j = (j + 1) & (ncap - 1);
+      tab[j] = (int)i;
+    }
+    raspM_free(ctx->symhash);
+    ctx->symhash = tab;
+    ctx->symhcap = ncap;
+  }
+  size_t j = hash_str(text) & (ctx->symhcap - 1);
+  while (ctx->symhash[j] >= 0) {
+    if (strcmp(ctx->syms[ctx->symhash[j]], text) == 0) return ctx->symhash[j];
+    j = (j + 1) & (ctx->symhcap - 1);
+  }
+  RASP_GROW(ctx->syms, ctx->symcap, ctx->nsyms + 1);
+  ctx->syms[ctx->nsyms] = raspM_strdup(text);
+  ctx->symhash[j] = (int)ctx->nsyms;
+  return ctx->nsyms++;
+}
+
+int64_t raspV_symbol_of(rasp_ctx *ctx, value *str) {
+  if (str->u.str.sym < 0) str->u.str.sym = rasp_symbol(ctx, str->u.str.s);
+  return str->u.str.sym;
+}
+
+static const char *symname_cb(void *user, int64_t id) {
+  rasp_ctx *ctx = user;
+  return id >= 0 && id < ctx->nsyms ? ctx->syms[id] : NULL;
+}
+
+/* --------------------------------------------------------- environments */
+
+static int env_find(const env *e, const char *name) {
+  if (e->hash) {
+    size_t j = ((uintptr_t)name >> 4) & (size_t)(e->hcap - 1);
+    while (e->hash[j] >= 0) {
+      if (e->names[e->hash[j]] == name) return e->hash[j];
+      j = (j + 1) & (size_t)(e->hcap - 1);
+    }
+    return -1;
+  }
+  for (int i = 0; i < e->n; i++)
+    if (e->names[i] == name) return i;
+  return -1;
+}
+
+static void env_rehash(env *e) {
+  int ncap = e->hcap ? e->hcap * 2 : 64;
+  raspM_free(e->hash);
+  e->hash = raspM_alloc(sizeof(int) * (size_t)ncap);
+  e->hcap = ncap;
+  for (int i = 0; i < ncap; i++) e->hash[i] = -1;
+  for (int i = 0; i < e->n; i++) {
+    size_t j = ((uintptr_t)e->names[i] >> 4) & (size_t)(ncap - 1);
+    while (e->hash[j] >= 0) j = (j + 1) & (size_t)(ncap - 1);
+    e->hash[j] = i;
+  }
+}
+
+static void env_set(rasp_ctx *ctx, env *e, const char *name, value *v) {
+  int i = env_find(e, name);
+  if (i >= 0) {
+    e->vals[i] = v;
+  } else {
+    int cap = e->cap;
+    RASP_GROW(e->names, cap, e->n + 1);
+    RASP_GROW(e->vals, e->cap, e->n + 1);
+    e->names[e->n] = name;
+    e->vals[e->n] = v;
+    e->n++;
+    if (e->n > 16 && e->n * 2 > e->hcap) env_rehash(e);
+    else if (e->hash) {
+      size_t j = ((uintptr_t)name >> 4) & (size_t)(e->hcap - 1);
+      while (e->hash[j] >= 0) j = (j + 1) & (size_t)(e->hcap - 1);
+      e->hash[j] = e->n - 1;
+    }
+  }
+  raspV_barrier(ctx, e->serial, v);
+}
+
+static value *env_get(env *e, const char *name) {
+  for (; e; e = e->parent) {
+    int i = env_find(e, name);
+    if (i >= 0) return e->vals[i];
+  }
+  return NULL;
+}
+
+/* ------------------------------------------------------------- numbers */
+
+static int is_num(const value *v) { return v->kind == V_NUM || v->kind == V_BOOL; }
+
+/* Numbers and booleans as an mpq (booleans are 0 and 1, as in Python). */
+static void num_get(mpq_t out, const value *v) {
+  if (v->kind == V_BOOL) mpq_set_si(out, v->u.b, 1);
+  else mpq_set(out, v->u.q);
+}
+
+static int num_is_int(const value *v) {
+  return v->kind == V_BOOL || mpz_cmp_ui(mpq_denref(v->u.q), 1) == 0;
+}
+
+/* Parses a numeric literal exactly: 12, 0x1f, 0.5, .5, 1e3, 2.5e-3. */
+static value *parse_number(rasp_ctx *ctx, const char *text, rasp_pos pos) {
+  value *v = raspV_new(ctx, V_NUM);
+  if (text[0] == '0' && (text[1] == 'x' || text[1] == 'X')) {
+    if (mpz_set_str(mpq_numref(v->u.q), text + 2, 16) != 0)
+      raspV_error(ctx, pos, "bad number '%s'", text);
+    return v;
+  }
+  mpz_t mant, scale;
+  mpz_init_set_ui(mant, 0);
+  mpz_init_set_ui(scale, 1);
+  const char *p = text;
+  long frac = 0, expo = 0;
+  int seen_dot = 0, digits = 0;
+  for (; *p; p++) {
+    if (isdigit((unsigned char)*p)) {
+      mpz_mul_ui(mant, mant, 10);
+      mpz_add_ui(mant, mant, (unsigned long)(*p - '0'));
+      digits++;
+      if (seen_dot) frac++;
+    } else if (*p == '.' && !seen_dot) {
+      seen_dot = 1;
+    } else if (*p == '_') {
+      continue;
+    } else {
+      break;
+    }
+  }
+  if (*p == 'e' || *p == 'E') {
+    char *end;
+    expo = strtol(p + 1, &end, 10);
+    if (end == p + 1 || *end || expo > 10000 || expo < -10000) digits = 0;
+    p = end;
+  }
+  if (!digits || *p) {
+    mpz_clears(mant, scale, NULL);
+    raspV_error(ctx, pos, "bad number '%s'", text);
+  }
+  long e10 = expo - frac;
+  mpz_ui_pow_ui(scale, 10, (unsigned long)(e10 < 0 ? -e10 : e10));
+  if (e10 >= 0) {
+    mpz_mul(mpq_numref(v->u.q), mant, scale);
+  } else {
+    mpz_set(mpq_numref(v->u.q), mant);
+    mpz_set(mpq_denref(v->u.q), scale);
+    mpq_canonicalize(v->u.q);
+  }
+  mpz_clears(mant, scale, NULL);
+  return v;
+}
+
+int64_t raspV_int(rasp_ctx *ctx, value *v, rasp_pos pos, const char *what) {
+  if (v->kind == V_BOOL) return v->u.b;
+  if (v->kind == V_SOP)
+    raspV_error(ctx, pos,
+                "%s depends on the input sequence; only constants are allowed "
+                "here (use where(...) for data-dependent choices)",
+                what);
+  if (v->kind != V_NUM || !num_is_int(v))
+    raspV_error(ctx, pos, "%s must be an integer, not %s", what,
+                raspV_kind_name(v));
+  if (!mpz_fits_slong_p(mpq_numref(v->u.q)))
+    raspV_error(ctx, pos, "%s is too large", what);
+  return mpz_get_si(mpq_numref(v->u.q));
+}
+
+rasp_elem raspV_to_elem(rasp_ctx *ctx, value *v, rasp_pos pos) {
+  rasp_elem e = {0, 1};
+  switch (v->kind) {
+  case V_BOOL:
+    e.num = v->u.b;
+    e.den = RASP_DEN_BOOL;
+    return e;
+  case V_NUM:
+    if (!mpz_fits_slong_p(mpq_numref(v->u.q)) ||
+        !mpz_fits_slong_p(mpq_denref(v->u.q)))
+      raspV_error(ctx, pos, "the number does not fit in 64 bits inside a sequence");
+    e.num = mpz_get_si(mpq_numref(v->u.q));
+    e.den = mpz_get_si(mpq_denref(v->u.q));
+    return e;
+  case V_STR:
+    e.num = raspV_symbol_of(ctx, v);
+    e.den = RASP_DEN_SYM;
+    return e;
+  default:
+    raspV_error(ctx, pos, "a sequence element must be a number, a boolean or a "
+                          "string, not %s", raspV_kind_name(v));
+  }
+}
+
+value *raspV_from_elem(rasp_ctx *ctx, rasp_elem e) {
+  if (e.den == RASP_DEN_BOOL) return raspV_bool(ctx, e.num != 0);
+  if (e.den == RASP_DEN_SYM) {
+    const char *s = symname_cb(ctx, e.num);
+    if (!s) s = "?";
+    value *v = raspV_str(ctx, s, strlen(s));
+    v->u.str.sym = e.num;
+    return v;
+  }
+  value *v = raspV_new(ctx, V_NUM);
+  mpq_set_si(v->u.q, (long)e.num, (unsigned long)e.den);
+  return v;
+}
+
+/* ------------------------------------------------------- generic values */
+
+const char *raspV_kind_name(const value *v) {
+  static const char *names[] = {"None", "a boolean", "a number", "a string",
+                                "a tuple", "a list", "a dict", "a function",
+                                "a builtin function", "a C function",
+                                "a sequence", "a selector"};
+  return names[v->kind];
+}
+
+int raspV_equal(const value *a, const value *b) {
+  if (is_num(a) && is_num(b)) {
+    if (a->kind == V_BOOL && b->kind == V_BOOL) return a->u.b == b->u.b;
+    if (a->kind == V_BOOL) return mpq_cmp_si(b->u.q, a->u.b, 1) == 0;
+    if (b->kind == V_BOOL) return mpq_cmp_si(a->u.q, b->u.b, 1) == 0;
+    return mpq_equal(a->u.q, b->u.q);
+  }
+  if (a->kind != b->kind) return 0;
+  switch (a->kind) {
+  case V_NONE: return 1;
+  case V_STR:
+    return a->u.str.len == b->u.str.len &&
+           memcmp(a->u.str.s, b->u.str.s, a->u.str.len) == 0;
+  case V_TUPLE:
+  case V_LIST:
+    if (a->u.list.n != b->u.list.n) return 0;
+    for (int i = 0; i < a->u.list.n; i++)
+      if (!raspV_equal(a->u.list.items[i], b->u.list.items[i])) return 0;
+    return 1;
+  default: return a == b;
+  }
+}
+
+value *raspV_dict_get(value *dict, value *key) {
+  for (int i = 0; i < dict->u.dict.n; i++)
+    if (raspV_equal(dict->u.dict.keys[i], key)) return dict->u.dict.vals[i];
+  return NULL;
+}
+
+void raspV_dict_set(rasp_ctx *ctx, value *dict, value *key, value *val) {
+  for (int i = 0; i < dict->u.dict.n; i++)
+    if (raspV_equal(dict->u.dict.keys[i], key)) {
+      dict->u.dict.vals[i] = val;
+      raspV_barrier(ctx, dict->serial, val);
+      return;
+    }
+  int cap = dict->u.dict.cap;
+  RASP_GROW(dict->u.dict.keys, cap, dict->u.dict.n + 1);
+  RASP_GROW(dict->u.dict.vals, dict->u.dict.cap, dict->u.dict.n + 1);
+  dict->u.dict.keys[dict->u.dict.n] = key;
+  dict->u.dict.vals[dict->u.dict.n] = val;
+  dict->u.dict.n++;
+  raspV_barrier(ctx, dict->serial, key);
+  raspV_barrier(ctx, dict->serial, val);
+}
+
+int raspV_truth(rasp_ctx *ctx, value *v, rasp_pos pos) {
+  switch (v->kind) {
+  case V_NONE: return 0;
+  case V_BOOL: return v->u.b;
+  case V_NUM: return mpq_sgn(v->u.q) != 0;
+  case V_STR: return v->u.str.len != 0;
+  case V_TUPLE:
+  case V_LIST: return v->u.list.n != 0;
+  case V_DICT: return v->u.dict.n != 0;
+  case V_SOP:
+  case V_SEL:
+    raspV_error(ctx, pos,
+                "the truth of %s depends on the input, which is not known "
+                "while tracing; use where(cond, x, y) instead of if/and/or",
+                raspV_kind_name(v));
+  default: return 1;
+  }
+}
+
+/* A growing string for repr. */
+typedef struct strbuf { char *s; size_t n, cap; } strbuf;
+
+static void sb_add(strbuf *b, const char *s, size_t len) {
+  RASP_GROW(b->s, b->cap, b->n + len + 1);
+  memcpy(b->s + b->n, s, len);
+  b->n += len;
+  b->s[b->n] = '\0';
+}
+
+static void sb_puts(strbuf *b, const char *s) { sb_add(b, s, strlen(s)); }
+
+static void repr_into(rasp_ctx *ctx, value *v, strbuf *b, int depth) {
+  if (depth > 50) { sb_puts(b, "..."); return; }
+  char tmp[64];
+  switch (v->kind) {
+  case V_NONE: sb_puts(b, "None"); break;
+  case V_BOOL: sb_puts(b, v->u.b ? "True" : "False"); break;
+  case V_NUM: {
+    char *s = mpq_get_str(NULL, 10, v->u.q);
+    sb_puts(b, s);
+    void (*freefn)(void *, size_t);
+    mp_get_memory_functions(NULL, NULL, &freefn);
+    freefn(s, strlen(s) + 1);
+    break;
+  }
+  case V_STR:
+    sb_puts(b, "'");
+    sb_add(b, v->u.str.s, v->u.str.len);
+    sb_puts(b, "'");
+    break;
+  case V_TUPLE:
+  case V_LIST: {
+    sb_puts(b, v->kind == V_LIST ? "[" : "(");
+    for (int i = 0; i < v->u.list.n; i++) {
+      if (i) sb_puts(b, ", ");
+      repr_into(ctx, v->u.list.items[i], b, depth + 1);
+    }
+    if (v->kind == V_TUPLE && v->u.list.n == 1) sb_puts(b, ",");
+    sb_puts(b, v->kind == V_LIST ? "]" : ")");
+    break;
+  }
+  case V_DICT:
+    sb_puts(b, "{");
+    for (int i = 0; i < v->u.dict.n; i++) {
+      if (i) sb_puts(b, ", ");
+      repr_into(ctx, v->u.dict.keys[i], b, depth + 1);
+      sb_puts(b, ": ");
+      repr_into(ctx, v->u.dict.vals[i], b, depth + 1);
+    }
+    sb_puts(b, "}");
+    break;
+  case V_FUNC:
+    sb_puts(b, "<function ");
+    sb_puts(b, v->u.func.def->kind == AST_DEF ? v->u.func.def->str : "<lambda>");
+    sb_puts(b, ">");
+    break;
+  case V_BUILTIN:
+    sb_puts(b, "<builtin ");
+    sb_puts(b, v->u.bi->name);
+    sb_puts(b, ">");
+    break;
+  case V_CFUNC: sb_puts(b, "<C function>"); break;
+  case V_SOP:
+  case V_SEL:
+    snprintf(tmp, sizeof tmp, "<%s #%d>", v->kind == V_SOP ? "sequence" : "selector",
+             v->u.node);
+    sb_puts(b, tmp);
+    break;
+  }
+}
+
+char *raspV_repr(rasp_ctx *ctx, value *v) {
+  strbuf b = {0};
+  sb_puts(&b, "");
+  repr_into(ctx, v, &b, 0);
+  return b.s;
+}
+
+/* ---------------------------------------------------------------- nodes */
+
+rasp_type raspV_node_type(rasp_ctx *ctx, int node) { return ctx->ir.nodes[node].type; }
+
+int raspV_add_node(rasp_ctx *ctx, rasp_op op, rasp_type type, int aux,
+                   const int *in, int nin, rasp_pos pos) {
+  if (ctx->ir.nnodes >= ctx->limits.max_nodes)
+    raspV_error(ctx, pos, "the program makes more than %d sequence operations "
+                          "(the limit); is a loop running too long?",
+                ctx->limits.max_nodes);
+  rasp_ir_node node;
+  memset(&node, 0, sizeof node);
+  node.op = op;
+  node.type = type;
+  node.aux = aux;
+  node.nin = nin;
+  for (int i = 0; i < nin; i++) node.in[i] = in[i];
+  node.pos = pos;
+  node.c.den = 1;
+  return raspI_add(&ctx->ir, &node);
+}
+
+static rasp_type elem_type(rasp_elem e) {
+  return e.den == RASP_DEN_BOOL ? RASP_T_BOOL : e.den == 1 ? RASP_T_INT : RASP_T_ANY;
+}
+
+static int full_node(rasp_ctx *ctx, rasp_elem c, rasp_pos pos) {
+  int id = raspV_add_node(ctx, RASP_OP_FULL, elem_type(c), 0, NULL, 0, pos);
+  ctx->ir.nodes[id].c = c;
+  return id;
+}
+
+value *raspV_as_sop(rasp_ctx *ctx, value *v, rasp_pos pos) {
+  if (v->kind == V_SOP) return v;
+  if (v->kind == V_SEL)
+    raspV_error(ctx, pos, "expected a sequence, got a selector (aggregate it first)");
+  return raspV_sop(ctx, full_node(ctx, raspV_to_elem(ctx, v, pos), pos), V_SOP);
+}
+
+static int intish(rasp_type t) { return t == RASP_T_INT || t == RASP_T_BOOL; }
+
+static rasp_type binop_type(rasp_binop op, rasp_type a, rasp_type b) {
+  switch (op) {
+  case RASP_BIN_EQ: case RASP_BIN_NE: case RASP_BIN_LT: case RASP_BIN_LE:
+  case RASP_BIN_GT: case RASP_BIN_GE: case RASP_BIN_AND: case RASP_BIN_OR:
+    return RASP_T_BOOL;
+  case RASP_BIN_BITAND: case RASP_BIN_BITOR: case RASP_BIN_BITXOR:
+  case RASP_BIN_MIN: case RASP_BIN_MAX:
+    if (a == RASP_T_BOOL && b == RASP_T_BOOL) return RASP_T_BOOL;
+    return intish(a) && intish(b) ? RASP_T_INT : RASP_T_ANY;
+  case RASP_BIN_DIV: case RASP_BIN_POW: return RASP_T_ANY;
+  default: return intish(a) && intish(b) ? RASP_T_INT : RASP_T_ANY;
+  }
+}
+
+static value *sel_combine(rasp_ctx *ctx, rasp_op op, value *a, value *b, rasp_pos pos) {
+  if (a->kind != V_SEL || (b && b->kind != V_SEL))
+    raspV_error(ctx, pos, "cannot combine a selector with %s",
+                raspV_kind_name(a->kind != V_SEL ? a : b));
+  int in[2] = {a->u.node, b ? b->u.node : 0};
+  return raspV_sop(ctx, raspV_add_node(ctx, op, RASP_T_SEL, 0, in, b ? 2 : 1, pos), V_SEL);
+}
+
+static value *scalar_binop(rasp_ctx *ctx, rasp_binop op, value *a, value *b, rasp_pos pos);
+
+value *raspV_binop(rasp_ctx *ctx, rasp_binop op, value *a, value *b, rasp_pos pos) {
+  if (a->kind == V_SEL || b->kind == V_SEL) {
+    if (op == RASP_BIN_AND || op == RASP_BIN_BITAND)
+      return sel_combine(ctx, RASP_OP_SEL_AND, a, b, pos);
+    if (op == RASP_BIN_OR || op == RASP_BIN_BITOR)
+      return sel_combine(ctx, RASP_OP_SEL_OR, a, b, pos);
+    raspV_error(ctx, pos, "operator '%s' is not defined on selectors (only & | ~ and/or/not)",
+                raspI_binop_name(op));
+  }
+  if (a->kind != V_SOP && b->kind != V_SOP) return scalar_binop(ctx, op, a, b, pos);
+  value *sa = raspV_as_sop(ctx, a, pos), *sb = raspV_as_sop(ctx, b, pos);
+  int in[2] = {sa->u.node, sb->u.node};
+  rasp_type t = binop_type(op, raspV_node_type(ctx, in[0]), raspV_node_type(ctx, in[1]));
+  return raspV_sop(ctx, raspV_add_node(ctx, RASP_OP_BINARY, t, op, in, 2, pos), V_SOP);
+}
+
+value *raspV_unop(rasp_ctx *ctx, rasp_unop op, value *a, rasp_pos pos) {
+  if (a->kind == V_SEL) {
+    if (op == RASP_UN_NOT || op == RASP_UN_INVERT)
+      return sel_combine(ctx, RASP_OP_SEL_NOT, a, NULL, pos);
+    raspV_error(ctx, pos, "operator '%s' is not defined on selectors", raspI_unop_name(op));
+  }
+  if (a->kind == V_SOP) {
+    rasp_type ta = raspV_node_type(ctx, a->u.node), t;
+    if (op == RASP_UN_NOT) t = RASP_T_BOOL;
+    else if (op == RASP_UN_INVERT) t = ta == RASP_T_BOOL ? RASP_T_BOOL : intish(ta) ? RASP_T_INT : RASP_T_ANY;
+    else t = intish(ta) ? RASP_T_INT : RASP_T_ANY;
+    int in[1] = {a->u.node};
+    return raspV_sop(ctx, raspV_add_node(ctx, RASP_OP_UNARY, t, op, in, 1, pos), V_SOP);
+  }
+  switch (op) {
+  case RASP_UN_NOT: return raspV_bool(ctx, !raspV_truth(ctx, a, pos));
+  case RASP_UN_POS:
+  case RASP_UN_NEG:
+  case RASP_UN_ABS:
+  case RASP_UN_INVERT: {
+    if (!is_num(a))
+      raspV_error(ctx, pos, "bad operand for unary '%s': %s", raspI_unop_name(op),
+                  raspV_kind_name(a));
+    value *r = raspV_new(ctx, V_NUM);
+    num_get(r->u.q, a);
+    if (op == RASP_UN_NEG) mpq_neg(r->u.q, r->u.q);
+    if (op == RASP_UN_ABS) mpq_abs(r->u.q, r->u.q);
+    if (op == RASP_UN_INVERT) {
+      if (a->kind == V_BOOL) return raspV_bool(ctx, !a->u.b);
+      if (!num_is_int(a)) raspV_error(ctx, pos, "'~' needs an integer");
+      mpz_com(mpq_numref(r->u.q), mpq_numref(r->u.q));
+    }
+    return r;
+  }
+  default: break;
+  }
+  raspV_error(ctx, pos, "bad unary operator");
+}
+
+static int value_cmp(rasp_ctx *ctx, value *a, value *b, rasp_pos pos) {
+  if (is_num(a) && is_num(b)) {
+    mpq_t x, y;
+    mpq_inits(x, y, NULL);
+    num_get(x, a);
+    num_get(y, b);
+    int c = mpq_cmp(x, y);
+    mpq_clears(x, y, NULL);
+    return c < 0 ? -1 : c > 0;
+  }
+  if (a->kind == V_STR && b->kind == V_STR) {
+    size_t n = a->u.str.len < b->u.str.len ? a->u.str.len : b->u.str.len;
+    int c = memcmp(a->u.str.s, b->u.str.s, n);
+    if (c) return c < 0 ? -1 : 1;
+    return a->u.str.len < b->u.str.len ? -1 : a->u.str.len > b->u.str.len;
+  }
+  if ((a->kind == V_TUPLE || a->kind == V_LIST) && a->kind == b->kind) {
+    for (int i = 0; i < a->u.list.n && i < b->u.list.n; i++) {
+      int c = value_cmp(ctx, a->u.list.items[i], b->u.list.items[i], pos);
+      if (c) return c;
+    }
+    return a->u.list.n < b->u.list.n ? -1 : a->u.list.n > b->u.list.n;
+  }
+  raspV_error(ctx, pos, "cannot order %s and %s", raspV_kind_name(a), raspV_kind_name(b));
+}
+
+static value *concat(rasp_ctx *ctx, value *a, value *b) {
+  value *r = raspV_list(ctx, a->kind, 0);
+  for (int i = 0; i < a->u.list.n; i++) raspV_list_push(ctx, r, a->u.list.items[i]);
+  for (int i = 0; i < b->u.list.n; i++) raspV_list_push(ctx, r, b->u.list.items[i]);
+  return r;
+}
+
+static value *scalar_binop(rasp_ctx *ctx, rasp_binop op, value *a, value *b, rasp_pos pos) {
+  switch (op) {
+  case RASP_BIN_EQ: return raspV_bool(ctx, raspV_equal(a, b));
+  case RASP_BIN_NE: return raspV_bool(ctx, !raspV_equal(a, b));
+  case RASP_BIN_LT: return raspV_bool(ctx, value_cmp(ctx, a, b, pos) < 0);
+  case RASP_BIN_LE: return raspV_bool(ctx, value_cmp(ctx, a, b, pos) <= 0);
+  case RASP_BIN_GT: return raspV_bool(ctx, value_cmp(ctx, a, b, pos) > 0);
+  case RASP_BIN_GE: return raspV_bool(ctx, value_cmp(ctx, a, b, pos) >= 0);
+  case RASP_BIN_MIN: return value_cmp(ctx, a, b, pos) <= 0 ? a : b;
+  case RASP_BIN_MAX: return value_cmp(ctx, a, b, pos) >= 0 ? a : b;
+  case RASP_BIN_AND: return raspV_truth(ctx, a, pos) ? b : a;
+  case RASP_BIN_OR: return raspV_truth(ctx, a, pos) ? a : b;
+  default: break;
+  }
+  if (op == RASP_BIN_ADD && a->kind == V_STR && b->kind == V_STR) {
+    value *r = raspV_new(ctx, V_STR);
+    r->u.str.len = a->u.str.len + b->u.str.len;
+    r->u.str.s = raspM_alloc(r->u.str.len + 1);
+    memcpy(r->u.str.s, a->u.str.s, a->u.str.len);
+    memcpy(r->u.str.s + a->u.str.len, b->u.str.s, b->u.str.len);
+    return r;
+  }
+  if (op == RASP_BIN_ADD && (a->kind == V_LIST || a->kind == V_TUPLE) && a->kind == b->kind)
+    return concat(ctx, a, b);
+  if (op == RASP_BIN_MUL && (a->kind == V_LIST || a->kind == V_TUPLE) && is_num(b)) {
+    int64_t k = raspV_int(ctx, b, pos, "the repeat count");
+    value *r = raspV_list(ctx, a->kind, 0);
+    for (int64_t i = 0; i < k; i++)
+      for (int j = 0; j < a->u.list.n; j++) raspV_list_push(ctx, r, a->u.list.items[j]);
+    return r;
+  }
+  if (!is_num(a) || !is_num(b))
+    raspV_error(ctx, pos, "unsupported operand types for '%s': %s and %s",
+                raspI_binop_name(op), raspV_kind_name(a), raspV_kind_name(b));
+  if (a->kind == V_BOOL && b->kind == V_BOOL &&
+      (op == RASP_BIN_BITAND || op == RASP_BIN_BITOR || op == RASP_BIN_BITXOR)) {
+    int r = op == RASP_BIN_BITAND ? a->u.b & b->u.b
+          : op == RASP_BIN_BITOR  ? a->u.b | b->u.b : a->u.b ^ b->u.b;
+    return raspV_bool(ctx, r);
+  }
+  value *r = raspV_new(ctx, V_NUM);
+  mpq_t x, y;
+  mpq_inits(x, y, NULL);
+  num_get(x, a);
+  num_get(y, b);
+  const char *fail = NULL;
+  switch (op) {
+  case RASP_BIN_ADD: mpq_add(r->u.q, x, y); break;
+  case RASP_BIN_SUB: mpq_sub(r->u.q, x, y); break;
+  case RASP_BIN_MUL: mpq_mul(r->u.q, x, y); break;
+  case RASP_BIN_DIV:
+    if (mpq_sgn(y) == 0) fail = "division by zero";
+    else mpq_div(r->u.q, x, y);
+    break;
+  case RASP_BIN_FLOORDIV:
+  case RASP_BIN_MOD: {
+    if (mpq_sgn(y) == 0) { fail = "division by zero"; break; }
+    mpq_t qt;
+    mpq_init(qt);
+    mpq_div(qt, x, y);
+    mpz_fdiv_q(mpq_numref(r->u.q), mpq_numref(qt), mpq_denref(qt));
+    mpz_set_ui(mpq_denref(r->u.q), 1);
+    if (op == RASP_BIN_MOD) { /* x - y * floor(x / y) */
+      mpq_mul(qt, y, r->u.q);
+      mpq_sub(r->u.q, x, qt);
+    }
+    mpq_clear(qt);
+    break;
+  }
+  case RASP_BIN_POW: {
+    if (mpz_cmp_ui(mpq_denref(y), 1) != 0) { fail = "'**' needs an integer exponent"; break; }
+    if (!mpz_fits_slong_p(mpq_numref(y)) || labs(mpz_get_si(mpq_numref(y))) > 100000) {
+      fail = "exponent too large";
+      break;
+    }
+    long e = mpz_get_si(mpq_numref(y));
+    if (e < 0 && mpq_sgn(x) == 0) { fail = "division by zero"; break; }
+    unsigned long ue = (unsigned long)(e < 0 ? -e : e);
+    mpz_pow_ui(mpq_numref(r->u.q), mpq_numref(x), ue);
+    mpz_pow_ui(mpq_denref(r->u.q), mpq_denref(x), ue);
+    if (e < 0) mpq_inv(r->u.q, r->u.q);
+    break;
+  }
+  case RASP_BIN_BITAND:
+  case RASP_BIN_BITOR:
+  case RASP_BIN_BITXOR:
+    if (mpz_cmp_ui(mpq_denref(x), 1) || mpz_cmp_ui(mpq_denref(y), 1)) {
+      fail = "bitwise operators need integers";
+      break;
+    }
+    if (op == RASP_BIN_BITAND) mpz_and(mpq_numref(r->u.q), mpq_numref(x), mpq_numref(y));
+    else if (op == RASP_BIN_BITOR) mpz_ior(mpq_numref(r->u.q), mpq_numref(x), mpq_numref(y));
+    else mpz_xor(mpq_numref(r->u.q), mpq_numref(x), mpq_numref(y));
+    break;
+  default: fail = "unsupported operator"; break;
+  }
+  mpq_clears(x, y, NULL);
+  if (fail) raspV_error(ctx, pos, "%s", fail);
+  return r;
+}
+
+/* ------------------------------------------------------------ evaluation */
+
+typedef enum flow { FLOW_NORMAL, FLOW_RETURN, FLOW_BREAK, FLOW_CONTINUE } flow;
+
+static value *eval(rasp_ctx *ctx, env *e, const rasp_ast *x);
+static flow exec_block(rasp_ctx *ctx, env *e, rasp_ast **body, int n);
+
+/* A literal's value, made once and kept with the tree. */
+static value *const_value(rasp_ctx *ctx, const rasp_ast *x, value *v) {
+  /* move v from the ordinary heap list to the constants list */
+  if (ctx->objects == v) {
+    ctx->objects = v->next_obj;
+    v->next_obj = ctx->consts;
+    ctx->consts = v;
+    v->serial = 0;
+  }
+  ((rasp_ast *)x)->cache = v;
+  return v;
+}
+
+static const char *ast_name(rasp_ctx *ctx, const rasp_ast *x) {
+  if (!x->cache) ((rasp_ast *)x)->cache = raspV_intern(ctx, x->str);
+  return x->cache;
+}
+
+static rasp_binop tok_binop(int tk) {
+  switch (tk) {
+  case TK_PLUS: case TK_PLUSEQ: return RASP_BIN_ADD;
+  case TK_MINUS: case TK_MINUSEQ: return RASP_BIN_SUB;
+  case TK_STAR: case TK_STAREQ: return RASP_BIN_MUL;
+  case TK_SLASH: case TK_SLASHEQ: return RASP_BIN_DIV;
+  case TK_DSLASH: case TK_DSLASHEQ: return RASP_BIN_FLOORDIV;
+  case TK_PERCENT: case TK_PERCENTEQ: return RASP_BIN_MOD;
+  case TK_DSTAR: return RASP_BIN_POW;
+  case TK_AMP: case TK_AMPEQ: return RASP_BIN_BITAND;
+  case TK_PIPE: case TK_PIPEEQ: return RASP_BIN_BITOR;
+  case TK_CARET: return RASP_BIN_BITXOR;
+  case TK_EQ: return RASP_BIN_EQ;
+  case TK_NE: return RASP_BIN_NE;
+  case TK_LT: return RASP_BIN_LT;
+  case TK_LE: return RASP_BIN_LE;
+  case TK_GT: return RASP_BIN_GT;
+  case TK_GE: return RASP_BIN_GE;
+  default: return RASP_BIN__COUNT;
+  }
+}
+
+static void check_steps(rasp_ctx *ctx, rasp_pos pos) {
+  if (++ctx->steps > ctx->limits.max_steps)
+    raspV_error(ctx, pos, "the program ran more than %lld steps (the limit); "
+                          "is a loop not terminating?", ctx->limits.max_steps);
+}
+
+/* Items of an iterable scalar value, as a list or tuple value. */
+static value *iterate(rasp_ctx *ctx, value *v, rasp_pos pos) {
+  switch (v->kind) {
+  case V_LIST:
+  case V_TUPLE: return v;
+  case V_DICT: {
+    value *r = raspV_list(ctx, V_LIST, 0);
+    for (int i = 0; i < v->u.dict.n; i++) raspV_list_push(ctx, r, v->u.dict.keys[i]);
+    return r;
+  }
+  case V_STR: {
+    value *r = raspV_list(ctx, V_LIST, 0);
+    for (size_t i = 0; i < v->u.str.len; i++)
+      raspV_list_push(ctx, r, raspV_str(ctx, v->u.str.s + i, 1));
+    return r;
+  }
+  case V_SOP:
+    raspV_error(ctx, pos, "cannot iterate over a sequence while tracing: its "
+                          "values depend on the input (use sequence operations, "
+                          "or x[i] for a fixed position i)");
+  default:
+    raspV_error(ctx, pos, "cannot iterate over %s", raspV_kind_name(v));
+  }
+}
+
+static int64_t index_of(rasp_ctx *ctx, value *idx, int64_t len, rasp_pos pos) {
+  int64_t i = raspV_int(ctx, idx, pos, "the index");
+  if (i < 0) i += len;
+  if (i < 0 || i >= len)
+    raspV_error(ctx, pos, "index %lld out of range for length %lld",
+                (long long)raspV_int(ctx, idx, pos, "the index"), (long long)len);
+  return i;
+}
+
+/* x[i] on a sequence, i static: an attention head that broadcasts. */
+static value *sop_static_index(rasp_ctx *ctx, value *sop, int64_t i, rasp_pos pos) {
+  int q = full_node(ctx, (rasp_elem){i, 1}, pos);
+  int in_sel[2] = {ctx->indices_node, q};
+  int sel = raspV_add_node(ctx, RASP_OP_SELECT, RASP_T_SEL, RASP_PRED_EQ, in_sel, 2, pos);
+  int in_agg[2] = {sel, sop->u.node};
+  int agg = raspV_add_node(ctx, RASP_OP_AGGREGATE, raspV_node_type(ctx, sop->u.node), 0,
+                           in_agg, 2, pos);
+  ctx->ir.nodes[agg].c = (rasp_elem){0, 1};
+  return raspV_sop(ctx, agg, V_SOP);
+}
+
+static void slice_bounds(rasp_ctx *ctx, env *e, const rasp_ast *sl, int64_t len,
+                         int64_t *start, int64_t *stop, int64_t *step) {
+  *step = sl->c ? raspV_int(ctx, eval(ctx, e, sl->c), sl->pos, "the slice step") : 1;
+  if (*step == 0) raspV_error(ctx, sl->pos, "slice step cannot be zero");
+  int64_t lo = *step > 0 ? 0 : -1, hi = *step > 0 ? len : len - 1;
+  for (int k = 0; k < 2; k++) {
+    const rasp_ast *b = k ? sl->b : sl->a;
+    int64_t *dst = k ? stop : start;
+    if (!b || eval(ctx, e, b)->kind == V_NONE) {
+      *dst = k ? (*step > 0 ? len : -1) : (*step > 0 ? 0 : len - 1);
+      continue;
+    }
+    int64_t v = raspV_int(ctx, eval(ctx, e, b), b->pos, "a slice bound");
+    if (v < 0) v += len;
+    if (v < lo) v = lo;
+    if (v > hi) v = hi;
+    *dst = v;
+  }
+}
+
+static value *subscript(rasp_ctx *ctx, env *e, const rasp_ast *x) {
+  value *obj = eval(ctx, e, x->a);
+  if (x->b->kind == AST_SLICE) {
+    int64_t len;
+    if (obj->kind == V_LIST || obj->kind == V_TUPLE) len = obj->u.list.n;
+    else if (obj->kind == V_STR) len = (int64_t)obj->u.str.len;
+    else raspV_error(ctx, x->pos, "cannot slice %s", raspV_kind_name(obj));
+    int64_t start, stop, step;
+    slice_bounds(ctx, e, x->b, len, &start, &stop, &step);
+    if (obj->kind == V_STR) {
+      strbuf b = {0};
+      sb_puts(&b, "");
+      for (int64_t i = start; step > 0 ? i < stop : i > stop; i += step)
+        sb_add(&b, obj->u.str.s + i, 1);
+      value *r = raspV_str(ctx, b.s, b.n);
+      raspM_free(b.s);
+      return r;
+    }
+    value *r = raspV_list(ctx, obj->kind, 0);
+    for (int64_t i = start; step > 0 ? i < stop : i > stop; i += step)
+      raspV_list_push(ctx, r, obj->u.list.items[i]);
+    return r;
+  }
+  value *idx = eval(ctx, e, x->b);
+  switch (obj->kind) {
+  case V_LIST:
+  case V_TUPLE: return obj->u.list.items[index_of(ctx, idx, obj->u.list.n, x->b->pos)];
+  case V_STR: {
+    int64_t i = index_of(ctx, idx, (int64_t)obj->u.str.len, x->b->pos);
+    return raspV_str(ctx, obj->u.str.s + i, 1);
+  }
+  case V_DICT: {
+    value *v = raspV_dict_get(obj, idx);
+    if (!v) {
+      char *k = raspV_repr(ctx, idx);
+      rasp_pos p = x->b->pos;
+      strbuf b = {0};
+      sb_puts(&b, k);
+      raspM_free(k);
+      /* copy to a stack buffer so nothing leaks across the longjmp */
+      char msg[200];
+      snprintf(msg, sizeof msg, "%s", b.s);
+      raspM_free(b.s);
+      raspV_error(ctx, p, "key %s is not in the dict", msg);
+    }
+    return v;
+  }
+  case V_SOP:
+    return sop_static_index(ctx, obj, index_of(ctx, idx, ctx->n, x->b->pos), x->pos);
+  default:
+    raspV_error(ctx, x->pos, "%s cannot be subscripted", raspV_kind_name(obj));
+  }
+}
+
+static void assign(rasp_ctx *ctx, env *e, const rasp_ast *target, value *v);
+
+/* x[i] = v: lists and dicts change in place; a sequence is replaced by a
+** new one (element-wise: where(indices == i, v, x)) bound to the same name. */
+static void assign_subscript(rasp_ctx *ctx, env *e, const rasp_ast *target, value *v) {
+  value *obj = eval(ctx, e, target->a);
+  if (target->b->kind == AST_SLICE)
+    raspV_error(ctx, target->pos, "slice assignment is not supported");
+  value *idx = eval(ctx, e, target->b);
+  if (obj->kind == V_LIST) {
+    obj->u.list.items[index_of(ctx, idx, obj->u.list.n, target->b->pos)] = v;
+    raspV_barrier(ctx, obj->serial, v);
+  } else if (obj->kind == V_DICT) {
+    raspV_dict_set(ctx, obj, idx, v);
+  } else if (obj->kind == V_SOP) {
+    int64_t i = index_of(ctx, idx, ctx->n, target->b->pos);
+    value *at = raspV_binop(ctx, RASP_BIN_EQ, raspV_sop(ctx, ctx->indices_node, V_SOP),
+                            raspV_num_si(ctx, (long)i), target->pos);
+    value *nv = raspV_as_sop(ctx, v, target->pos);
+    int in[3] = {at->u.node, nv->u.node, obj->u.node};
+    rasp_type ta = raspV_node_type(ctx, in[1]), tb = raspV_node_type(ctx, in[2]);
+    int w = raspV_add_node(ctx, RASP_OP_WHERE, ta == tb ? ta : RASP_T_ANY, 0, in, 3,
+                           target->pos);
+    assign(ctx, e, target->a, raspV_sop(ctx, w, V_SOP));
+  } else {
+    raspV_error(ctx, target->pos, "%s does not support item assignment",
+                raspV_kind_name(obj));
+  }
+}
+
+static void assign(rasp_ctx *ctx, env *e, const rasp_ast *target, value *v) {
+  switch (target->kind) {
+  case AST_NAME: {
+    const char *name = ast_name(ctx, target);
+    if ((v->kind == V_SOP || v->kind == V_SEL) && !ctx->ir.nodes[v->u.node].label)
+      ctx->ir.nodes[v->u.node].label = name;
+    env_set(ctx, e, name, v);
+    return;
+  }
+  case AST_TUPLE:
+  case AST_LIST: {
+    value *items = iterate(ctx, v, target->pos);
+    if (items->u.list.n != target->nitems)
+      raspV_error(ctx, target->pos, "cannot unpack %d values into %d targets",
+                  items->u.list.n, target->nitems);
+    for (int i = 0; i < target->nitems; i++)
+      assign(ctx, e, target->items[i], items->u.list.items[i]);
+    return;
+  }
+  case AST_SUBSCRIPT: assign_subscript(ctx, e, target, v); return;
+  default: raspV_error(ctx, target->pos, "cannot assign to this expression");
+  }
+}
+
+static value *make_function(rasp_ctx *ctx, env *e, const rasp_ast *def) {
+  value *f = raspV_new(ctx, V_FUNC);
+  f->u.func.def = def;
+  f->u.func.closure = e;
+  f->u.func.ndefaults = def->nitems2;
+  if (def->nitems2) {
+    f->u.func.defaults = raspM_alloc(sizeof(value *) * (size_t)def->nitems2);
+    for (int i = 0; i < def->nitems2; i++) f->u.func.defaults[i] = eval(ctx, e, def->items2[i]);
+  }
+  return f;
+}
+
+static value *compare(rasp_ctx *ctx, env *e, const rasp_ast *x) {
+  value *left = eval(ctx, e, x->items[0]);
+  value *acc = NULL;
+  for (int i = 1; i < x->nitems; i++) {
+    value *right = eval(ctx, e, x->items[i]);
+    int op = x->ops[i - 1];
+    value *r;
+    if (op == TK_IN || op == TK_NOTIN) {
+      int found = 0;
+      if (right->kind == V_DICT) found = raspV_dict_get(right, left) != NULL;
+      else if (right->kind == V_STR && left->kind == V_STR)
+        found = left->u.str.len == 0 ||
+                memmem(right->u.str.s, right->u.str.len, left->u.str.s, left->u.str.len) != NULL;
+      else {
+        value *items = iterate(ctx, right, x->items[i]->pos);
+        for (int k = 0; k < items->u.list.n && !found; k++)
+          found = raspV_equal(items->u.list.items[k], left);
+      }
+      r = raspV_bool(ctx, op == TK_IN ? found : !found);
+    } else if (op == TK_IS || op == TK_ISNOT) {
+      int same = left == right || (left->kind == V_NONE && right->kind == V_NONE) ||
+                 (left->kind == V_BOOL && right->kind == V_BOOL && left->u.b == right->u.b);
+      r = raspV_bool(ctx, op == TK_IS ? same : !same);
+    } else {
+      r = raspV_binop(ctx, tok_binop(op), left, right, x->pos);
+    }
+    if (!acc) acc = r;
+    else acc = raspV_binop(ctx, RASP_BIN_AND, acc, r, x->pos);
+    if (acc->kind != V_SOP && !raspV_truth(ctx, acc, x->pos)) return acc;
+    left = right;
+  }
+  return acc;
+}
+
+static value *list_comp(rasp_ctx *ctx, env *e, const rasp_ast *x) {
+  value *items = iterate(ctx, eval(ctx, e, x->c), x->c->pos);
+  value *out = raspV_list(ctx, V_LIST, 0);
+  env *scope = env_new(ctx, e);
+  for (int i = 0; i < items->u.list.n; i++) {
+    check_steps(ctx, x->pos);
+    assign(ctx, scope, x->b, items->u.list.items[i]);
+    int keep = 1;
+    for (int k = 0; k < x->nitems && keep; k++)
+      keep = raspV_truth(ctx, eval(ctx, scope, x->items[k]), x->items[k]->pos);
+    if (keep) raspV_list_push(ctx, out, eval(ctx, scope, x->a));
+  }
+  return out;
+}
+
+static value *method_call(rasp_ctx *ctx, value *obj, const char *name, value **args,
+                          int nargs, rasp_pos pos) {
+  if (obj->kind == V_LIST && strcmp(name, "append") == 0 && nargs == 1) {
+    raspV_list_push(ctx, obj, args[0]);
+    return &ctx->none_v;
+  }
+  if (obj->kind == V_LIST && strcmp(name, "extend") == 0 && nargs == 1) {
+    value *items = iterate(ctx, args[0], pos);
+    for (int i = 0; i < items->u.list.n; i++) raspV_list_push(ctx, obj, items->u.list.items[i]);
+    return &ctx->none_v;
+  }
+  if ((obj->kind == V_LIST || obj->kind == V_TUPLE) && strcmp(name, "index") == 0 && nargs == 1) {
+    for (int i = 0; i < obj->u.list.n; i++)
+      if (raspV_equal(obj->u.list.items[i], args[0])) return raspV_num_si(ctx, i);
+    raspV_error(ctx, pos, "value is not in the list");
+  }
+  if (obj->kind == V_DICT) {
+    if (strcmp(name, "get") == 0 && (nargs == 1 || nargs == 2)) {
+      value *v = raspV_dict_get(obj, args[0]);
+      return v ? v : nargs == 2 ? args[1] : &ctx->none_v;
+    }
+    int keys = strcmp(name, "keys") == 0, vals = strcmp(name, "values") == 0,
+        items = strcmp(name, "items") == 0;
+    if ((keys || vals || items) && nargs == 0) {
+      value *r = raspV_list(ctx, V_LIST, 0);
+      for (int i = 0; i < obj->u.dict.n; i++) {
+        value *it;
+        if (items) {
+          it = raspV_list(ctx, V_TUPLE, 2);
+          it->u.list.items[0] = obj->u.dict.keys[i];
+          it->u.list.items[1] = obj->u.dict.vals[i];
+        } else {
+          it = keys ? obj->u.dict.keys[i] : obj->u.dict.vals[i];
+        }
+        raspV_list_push(ctx, r, it);
+      }
+      return r;
+    }
+  }
+  raspV_error(ctx, pos, "%s has no method '%s' taking %d argument(s)", raspV_kind_name(obj),
+              name, nargs);
+}
+
+static value *call_expr(rasp_ctx *ctx, env *e, const rasp_ast *x) {
+  value *argv_small[8], *kwv_small[8];
+  int nargs = x->nitems, nkw = x->nitems2;
+  /* Arguments live in the context's objects only; the arrays are on the
+  ** stack or in a list value so an error cannot leak them. */
+  value **args = argv_small, **kwvals = kwv_small;
+  if (nargs > 8) args = raspV_list(ctx, V_TUPLE, nargs)->u.list.items;
+  if (nkw > 8) kwvals = raspV_list(ctx, V_TUPLE, nkw)->u.list.items;
+  value *obj = NULL;
+  value *fn = NULL;
+  if (x->a->kind == AST_ATTR) {
+    obj = eval(ctx, e, x->a->a);
+    if (obj->kind == V_DICT) {
+      value *key = raspV_str(ctx, x->a->str, strlen(x->a->str));
+      fn = raspV_dict_get(obj, key);
+      if (fn && (fn->kind == V_FUNC || fn->kind == V_BUILTIN || fn->kind == V_CFUNC)) obj = NULL;
+      else fn = NULL;
+    }
+  } else {
+    fn = eval(ctx, e, x->a);
+  }
+  for (int i = 0; i < nargs; i++) args[i] = eval(ctx, e, x->items[i]);
+  for (int i = 0; i < nkw; i++) kwvals[i] = eval(ctx, e, x->items2[i]);
+  if (!fn) {
+    if (nkw) raspV_error(ctx, x->pos, "methods take no keyword arguments");
+    return method_call(ctx, obj, x->a->str, args, nargs, x->pos);
+  }
+  const char *kwnames_small[8];
+  const char **kwnames = kwnames_small;
+  if (nkw > 8) kwnames = (const char **)raspV_list(ctx, V_TUPLE, nkw)->u.list.items;
+  for (int i = 0; i < nkw; i++) kwnames[i] = raspV_intern(ctx, x->names[i]);
+  return raspV_call(ctx, fn, args, nargs, kwnames, kwvals, nkw, x->pos);
+}
+
+static value *eval(rasp_ctx *ctx, env *e, const rasp_ast *x) {
+  switch (x->kind) {
+  case AST_NUM:
+    if (x->cache) return (value *)x->cache;
+    return const_value(ctx, x, parse_number(ctx, x->str, x->pos));
+  case AST_STR:
+    if (x->cache) return (value *)x->cache;
+    return const_value(ctx, x, raspV_str(ctx, x->str, x->len));
+  case AST_NAME: {
+    value *v = env_get(e, ast_name(ctx, x));
+    if (!v) raspV_error(ctx, x->pos, "unknown name '%s'", x->str);
+    return v;
+  }
+  case AST_TRUE: return &ctx->true_v;
+  case AST_FALSE: return &ctx->false_v;
+  case AST_NONE: return &ctx->none_v;
+  case AST_TUPLE:
+  case AST_LIST: {
+    value *r = raspV_list(ctx, x->kind == AST_LIST ? V_LIST : V_TUPLE, 0);
+    for (int i = 0; i < x->nitems; i++) raspV_list_push(ctx, r, eval(ctx, e, x->items[i]));
+    return r;
+  }
+  case AST_DICT: {
+    value *r = raspV_new(ctx, V_DICT);
+    for (int i = 0; i < x->nitems; i++) {
+      value *k = eval(ctx, e, x->items[i]);
+      if (k->kind == V_SOP || k->kind == V_SEL || k->kind == V_LIST || k->kind == V_DICT)
+        raspV_error(ctx, x->items[i]->pos, "%s cannot be a dict key", raspV_kind_name(k));
+      raspV_dict_set(ctx, r, k, eval(ctx, e, x->items2[i]));
+    }
+    return r;
+  }
+  case AST_BINOP: {
+    value *a = eval(ctx, e, x->a), *b = eval(ctx, e, x->b);
+    rasp_binop op = tok_binop(x->op);
+    if (op == RASP_BIN__COUNT) raspV_error(ctx, x->pos, "unsupported operator");
+    return raspV_binop(ctx, op, a, b, x->pos);
+  }
+  case AST_UNARY: {
+    value *a = eval(ctx, e, x->a);
+    rasp_unop op = x->op == TK_MINUS ? RASP_UN_NEG : x->op == TK_PLUS ? RASP_UN_POS : RASP_UN_INVERT;
+    return raspV_unop(ctx, op, a, x->pos);
+  }
+  case AST_NOT: return raspV_unop(ctx, RASP_UN_NOT, eval(ctx, e, x->a), x->pos);
+  case AST_AND:
+  case AST_OR: {
+    value *a = eval(ctx, e, x->a);
+    if (a->kind == V_SOP || a->kind == V_SEL)
+      return raspV_binop(ctx, x->kind == AST_AND ? RASP_BIN_AND : RASP_BIN_OR, a,
+                         eval(ctx, e, x->b), x->pos);
+    int t = raspV_truth(ctx, a, x->pos);
+    if (x->kind == AST_AND ? !t : t) return a;
+    value *b = eval(ctx, e, x->b);
+    if (b->kind == V_SOP || b->kind == V_SEL)
+      return raspV_binop(ctx, x->kind == AST_AND ? RASP_BIN_AND : RASP_BIN_OR, a, b, x->pos);
+    return b;
+  }
+  case AST_COMPARE: return compare(ctx, e, x);
+  case AST_CALL: return call_expr(ctx, e, x);
+  case AST_SUBSCRIPT: return subscript(ctx, e, x);
+  case AST_ATTR: {
+    value *obj = eval(ctx, e, x->a);
+    if (obj->kind == V_DICT) {
+      value *v = raspV_dict_get(obj, raspV_str(ctx, x->str, strlen(x->str)));
+      if (v) return v;
+    }
+    raspV_error(ctx, x->pos, "%s has no attribute '%s'", raspV_kind_name(obj), x->str);
+  }
+  case AST_IFEXP: {
+    value *c = eval(ctx, e, x->a);
+    if (c->kind == V_SOP)
+      raspV_error(ctx, x->a->pos, "the condition depends on the input sequence; "
+                                  "use where(cond, x, y) instead of 'x if cond else y'");
+    return eval(ctx, e, raspV_truth(ctx, c, x->a->pos) ? x->b : x->c);
+  }
+  case AST_LAMBDA: return make_function(ctx, e, x);
+  case AST_LISTCOMP: return list_comp(ctx, e, x);
+  case AST_SLICE: raspV_error(ctx, x->pos, "a slice is only allowed inside [ ]");
+  default: raspV_error(ctx, x->pos, "this statement is not an expression");
+  }
+}
+
+static flow exec_stmt(rasp_ctx *ctx, env *e, const rasp_ast *s) {
+  check_steps(ctx, s->pos);
+  switch (s->kind) {
+  case AST_EXPR: eval(ctx, e, s->a); return FLOW_NORMAL;
+  case AST_ASSIGN: {
+    value *v = eval(ctx, e, s->a);
+    for (int i = 0; i < s->nitems; i++) assign(ctx, e, s->items[i], v);
+    return FLOW_NORMAL;
+  }
+  case AST_AUGASSIGN: {
+    value *cur = eval(ctx, e, s->a);
+    value *rhs = eval(ctx, e, s->b);
+    rasp_binop op = tok_binop(s->op);
+    value *nv;
+    if (op == RASP_BIN_ADD && cur->kind == V_LIST && rhs->kind == V_LIST) {
+      for (int i = 0; i < rhs->u.list.n; i++) raspV_list_push(ctx, cur, rhs->u.list.items[i]);
+      nv = cur;
+    } else {
+      nv = raspV_binop(ctx, op, cur, rhs, s->pos);
+    }
+    assign(ctx, e, s->a, nv);
+    return FLOW_NORMAL;
+  }
+  case AST_DEF: {
+    value *f = make_function(ctx, e, s);
+    env_set(ctx, e, raspV_intern(ctx, s->str), f);
+    return FLOW_NORMAL;
+  }
+  case AST_RETURN:
+    ctx->retval = s->a ? eval(ctx, e, s->a) : &ctx->none_v;
+    return FLOW_RETURN;
+  case AST_IF: {
+    value *c = eval(ctx, e, s->a);
+    if (c->kind == V_SOP)
+      raspV_error(ctx, s->a->pos, "an 'if' on a sequence: its value depends on the "
+                                  "input, which is not known while tracing; use "
+                                  "where(cond, x, y)");
+    if (raspV_truth(ctx, c, s->a->pos)) return exec_block(ctx, e, s->items, s->nitems);
+    return exec_block(ctx, e, s->items2, s->nitems2);
+  }
+  case AST_FOR: {
+    value *it = eval(ctx, e, s->b);
+    value *items = iterate(ctx, it, s->b->pos);
+    for (int i = 0; i < items->u.list.n; i++) {
+      assign(ctx, e, s->a, items->u.list.items[i]);
+      flow f = exec_block(ctx, e, s->items, s->nitems);
+      if (f == FLOW_RETURN) return f;
+      if (f == FLOW_BREAK) break;
+    }
+    return FLOW_NORMAL;
+  }
+  case AST_WHILE:
+    for (;;) {
+      value *c = eval(ctx, e, s->a);
+      if (c->kind == V_SOP)
+        raspV_error(ctx, s->a->pos, "a 'while' on a sequence: its value depends on "
+                                    "the input; use where(cond, x, y)");
+      if (!raspV_truth(ctx, c, s->a->pos)) break;
+      flow f = exec_block(ctx, e, s->items, s->nitems);
+      if (f == FLOW_RETURN) return f;
+      if (f == FLOW_BREAK) break;
+      check_steps(ctx, s->pos);
+    }
+    return FLOW_NORMAL;
+  case AST_BREAK: return FLOW_BREAK;
+  case AST_CONTINUE: return FLOW_CONTINUE;
+  case AST_PASS: return FLOW_NORMAL;
+  case AST_ASSERT: {
+    value *c = eval(ctx, e, s->a);
+    if (c->kind == V_SOP)
+      raspV_error(ctx, s->a->pos, "assert on a sequence: its value depends on the input");
+    if (!raspV_truth(ctx, c, s->a->pos)) {
+      if (s->b) {
+        value *m = eval(ctx, e, s->b);
+        char msg[300];
+        if (m->kind == V_STR) snprintf(msg, sizeof msg, "%.*s", (int)m->u.str.len, m->u.str.s);
+        else {
+          char *r = raspV_repr(ctx, m);
+          snprintf(msg, sizeof msg, "%s", r);
+          raspM_free(r);
+        }
+        raspV_error(ctx, s->pos, "assertion failed: %s", msg);
+      }
+      raspV_error(ctx, s->pos, "assertion failed");
+    }
+    return FLOW_NORMAL;
+  }
+  default:
+    eval(ctx, e, s);
+    return FLOW_NORMAL;
+  }
+}
+
+static flow exec_block(rasp_ctx *ctx, env *e, rasp_ast **body, int n) {
+  for (int i = 0; i < n; i++) {
+    flow f = exec_stmt(ctx, e, body[i]);
+    if (f != FLOW_NORMAL) return f;
+  }
+  return FLOW_NORMAL;
+}
+
+/* ----------------------------------------------------------------- calls */
+
+/* Binds call arguments to parameter names (Python's rules without *args):
+** out[i] is the value for params[i], or NULL when it takes its default. */
+static void bind_args(rasp_ctx *ctx, const char *fname, const char **params, int nparams,
+                      int nrequired, value **args, int nargs, const char **kwnames,
+                      value **kwvals, int nkw, value **out, rasp_pos pos) {
+  if (nargs > nparams)
+    raspV_error(ctx, pos, "%s() takes %d argument%s but %d were given", fname, nparams,
+                nparams == 1 ? "" : "s", nargs);
+  for (int i = 0; i < nparams; i++) out[i] = i < nargs ? args[i] : NULL;
+  for (int k = 0; k < nkw; k++) {
+    int i = 0;
+    while (i < nparams && params[i] != kwnames[k]) i++;
+    if (i == nparams)
+      raspV_error(ctx, pos, "%s() got an unexpected keyword argument '%s'", fname, kwnames[k]);
+    if (out[i]) raspV_error(ctx, pos, "%s() got multiple values for argument '%s'", fname, kwnames[k]);
+    out[i] = kwvals[k];
+  }
+  for (int i = 0; i < nrequired; i++)
+    if (!out[i]) raspV_error(ctx, pos, "%s() missing required argument '%s'", fname, params[i]);
+}
+
+static value *call_function(rasp_ctx *ctx, value *fn, value **args, int nargs,
+                            const char **kwnames, value **kwvals, int nkw, rasp_pos pos) {
+  const rasp_ast *def = fn->u.func.def;
+  const char *fname = def->kind == AST_DEF ? def->str : "<lambda>";
+  int np = def->nnames;
+  value *small[16];
+  value **bound = np <= 16 ? small : raspV_list(ctx, V_TUPLE, np)->u.list.items;
+  const char *pnames_small[16];
+  const char **pnames = np <= 16 ? pnames_small
+                                 : (const char **)raspV_list(ctx, V_TUPLE, np)->u.list.items;
+  for (int i = 0; i < np; i++) pnames[i] = raspV_intern(ctx, def->names[i]);
+  bind_args(ctx, fname, pnames, np, np - fn->u.func.ndefaults, args, nargs, kwnames, kwvals,
+            nkw, bound, pos);
+  if (ctx->depth >= ctx->limits.max_depth)
+    raspV_error(ctx, pos, "recursion too deep (more than %d nested calls)", ctx->limits.max_depth);
+  env *local = env_new(ctx, fn->u.func.closure);
+  for (int i = 0; i < np; i++) {
+    value *v = bound[i] ? bound[i] : fn->u.func.defaults[i - (np - fn->u.func.ndefaults)];
+    env_set(ctx, local, pnames[i], v);
+  }
+  ctx->depth++;
+  value *result;
+  if (def->kind == AST_LAMBDA) {
+    result = eval(ctx, local, def->a);
+  } else {
+    flow f = exec_block(ctx, local, def->items, def->nitems);
+    result = f == FLOW_RETURN ? ctx->retval : &ctx->none_v;
+  }
+  ctx->depth--;
+  return result;
+}
+
+/* Parses a builtin's parameter spec "k,q,pred,causal=True". */
+static value *call_builtin(rasp_ctx *ctx, const builtin *bi, value **args, int nargs,
+                           const char **kwnames, value **kwvals, int nkw, rasp_pos pos) {
+  if (strcmp(bi->params, "*") == 0) {
+    if (nkw) raspV_error(ctx, pos, "%s() takes no keyword arguments", bi->name);
+    return bi->fn(ctx, args, nargs, pos);
+  }
+  const char *pnames[12];
+  value *defaults[12];
+  int np = 0, nreq = 0;
+  char buf[256];
+  snprintf(buf, sizeof buf, "%s", bi->params);
+  for (char *tok = strtok(buf, ","); tok && np < 12; tok = strtok(NULL, ",")) {
+    char *eq = strchr(tok, '=');
+    defaults[np] = NULL;
+    if (eq) {
+      *eq = '\0';
+      const char *d = eq + 1;
+      if (strcmp(d, "True") == 0) defaults[np] = &ctx->true_v;
+      else if (strcmp(d, "False") == 0) defaults[np] = &ctx->false_v;
+      else if (strcmp(d, "None") == 0) defaults[np] = &ctx->none_v;
+      else defaults[np] = raspV_num_si(ctx, strtol(d, NULL, 10));
+    } else {
+      nreq = np + 1;
+    }
+    pnames[np++] = raspV_intern(ctx, tok);
+  }
+  value *bound[12];
+  bind_args(ctx, bi->name, pnames, np, nreq, args, nargs, kwnames, kwvals, nkw, bound, pos);
+  int given = np;
+  while (given > 0 && !bound[given - 1] && !defaults[given - 1]) given--;
+  for (int i = 0; i < np; i++)
+    if (!bound[i]) bound[i] = defaults[i];
+  return bi->fn(ctx, bound, given, pos);
+}
+
+value *raspV_call(rasp_ctx *ctx, value *fn, value **args, int nargs, const char **kwnames,
+                  value **kwvals, int nkw, rasp_pos pos) {
+  switch (fn->kind) {
+  case V_FUNC: return call_function(ctx, fn, args, nargs, kwnames, kwvals, nkw, pos);
+  case V_BUILTIN: return call_builtin(ctx, fn->u.bi, args, nargs, kwnames, kwvals, nkw, pos);
+  case V_CFUNC:
+    if (nkw) raspV_error(ctx, pos, "C functions take no keyword arguments");
+    return raspF_call(ctx, fn->u.cf, args, nargs, pos);
+  default: raspV_error(ctx, pos, "%s is not callable", raspV_kind_name(fn));
+  }
+}
+
+/* ------------------------------------------------------------ callbacks */
+
+/* The evaluator calls program functions (tok_map, seq_map, custom
+** predicates) through this, possibly from several threads.  Values made
+** during the call are released afterwards unless they escaped. */
+static int ir_callback(void *user, void *fnp, int nargs, const rasp_elem *args,
+                       rasp_elem *out, rasp_error *err) {
+  rasp_ctx *ctx = user;
+  value *fn = fnp;
+  pthread_mutex_lock(&ctx->lock);
+  jmp_buf jb, *saved = ctx->catcher;
+  rasp_error *saved_err = ctx->err;
+  unsigned long long saved_mark = ctx->mark;
+  long long saved_steps = ctx->steps;
+  int saved_depth = ctx->depth;
+  ctx->catcher = &jb;
+  ctx->err = err;
+  ctx->mark = ctx->serial;
+  ctx->steps = 0;
+  int ok = 0;
+  if (setjmp(jb) == 0) {
+    value *argv[3];
+    for (int i = 0; i < nargs && i < 3; i++) argv[i] = raspV_from_elem(ctx, args[i]);
+    value *r = raspV_call(ctx, fn, argv, nargs, NULL, NULL, 0, (rasp_pos){0});
+    if (r->kind == V_SOP || r->kind == V_SEL)
+      raspV_error(ctx, (rasp_pos){0}, "a function used by tok_map/seq_map/select must "
+                                      "return a scalar, not %s", raspV_kind_name(r));
+    *out = raspV_to_elem(ctx, r, (rasp_pos){0});
+    ok = 1;
+  }
+  heap_release(ctx, ctx->mark);
+  ctx->mark = saved_mark;
+  ctx->catcher = saved;
+  ctx->err = saved_err;
+  ctx->steps = saved_steps;
+  ctx->depth = saved_depth;
+  pthread_mutex_unlock(&ctx->lock);
+  return ok;
+}
+
+/* ------------------------------------------------------------------ API */
+
+void rasp_default_limits(rasp_limits *limits) {
+  limits->max_length = 1 << 20;
+  limits->max_nodes = 1 << 20;
+  limits->max_depth = 200;
+  limits->max_steps = 100000000LL;
+  limits->max_selector_cells = RASP_DEFAULT_MAX_SELECTOR_CELLS;
+  limits->max_list = 10000000;
+}
+
+rasp_ctx *rasp_ctx_new(int n, const rasp_limits *limits, rasp_error *err) {
+  rasp_limits lim;
+  if (limits) lim = *limits;
+  else rasp_default_limits(&lim);
+  if (n < 1 || n > lim.max_length) {
+    raspR_setnopos(err, "input length %d is outside 1..%d", n, lim.max_length);
+    return NULL;
+  }
+  rasp_ctx *ctx = raspM_alloc(sizeof *ctx);
+  ctx->limits = lim;
+  ctx->n = n;
+  raspI_init(&ctx->ir, n);
+  ctx->ir.call = ir_callback;
+  ctx->ir.symname = symname_cb;
+  ctx->ir.user = ctx;
+  ctx->none_v.kind = V_NONE;
+  ctx->true_v.kind = V_BOOL;
+  ctx->true_v.u.b = 1;
+  ctx->false_v.kind = V_BOOL;
+  raspM_arena_init(&ctx->ast_arena);
+  pthread_mutex_init(&ctx->lock, NULL);
+  env *builtins = env_new(ctx, NULL);
+  ctx->globals = env_new(ctx, builtins);
+  jmp_buf jb;
+  ctx->catcher = &jb;
+  ctx->err = err;
+  if (setjmp(jb) != 0) { /* only the node limit can fail here */
+    rasp_ctx_free(ctx);
+    return NULL;
+  }
+  ctx->input_node = raspV_add_node(ctx, RASP_OP_INPUT, RASP_T_INT, 0, NULL, 0, (rasp_pos){0});
+  ctx->ir.nodes[ctx->input_node].label = raspV_intern(ctx, "tokens");
+  ctx->indices_node = raspV_add_node(ctx, RASP_OP_INDICES, RASP_T_INT, 0, NULL, 0, (rasp_pos){0});
+  ctx->ir.nodes[ctx->indices_node].label = raspV_intern(ctx, "indices");
+  int count;
+  const builtin *tab = raspB_table(&count);
+  for (int i = 0; i < count; i++) {
+    value *b = raspV_new(ctx, V_BUILTIN);
+    b->u.bi = &tab[i];
+    env_set(ctx, builtins, raspV_intern(ctx, tab[i].name), b);
+  }
+  env_set(ctx, ctx->globals, raspV_intern(ctx, "tokens"), raspV_sop(ctx, ctx->input_node, V_SOP));
+  raspB_install(ctx);
+  ctx->catcher = NULL;
+  ctx->err = NULL;
+  return ctx;
+}
+
+void rasp_ctx_free(rasp_ctx *ctx) {
+  if (!ctx) return;
+  for (int pass = 0; pass < 2; pass++) {
+    value *v = pass ? ctx->consts : ctx->objects;
+    while (v) {
+      value *next = v->next_obj;
+      free_value(v);
+      v = next;
+    }
+  }
+  while (ctx->envs) {
+    env *e = ctx->envs;
+    ctx->envs = e->next_env;
+    free_env(e);
+  }
+  for (size_t i = 0; i < ctx->icap; i++) raspM_free(ctx->interned[i]);
+  raspM_free(ctx->interned);
+  for (int64_t i = 0; i < ctx->nsyms; i++) raspM_free(ctx->syms[i]);
+  raspM_free(ctx->syms);
+  raspM_free(ctx->symhash);
+  raspM_free(ctx->vocab);
+  for (int i = 0; i < ctx->nsources; i++) raspR_source_free(ctx->sources[i]);
+  raspM_free(ctx->sources);
+  raspM_arena_free(&ctx->ast_arena);
+  raspI_free(&ctx->ir);
+  pthread_mutex_destroy(&ctx->lock);
+  raspM_free(ctx->stdlib_dir);
+  for (int i = 0; i < ctx->ndl; i++) dlclose(ctx->dl_handles[i]);
+  raspM_free(ctx->dl_handles);
+  raspM_free(ctx);
+}
+
+int rasp_ctx_length(const rasp_ctx *ctx) { return ctx->n; }
+rasp_ir *rasp_ctx_ir(rasp_ctx *ctx) { return &ctx->ir; }
+
+/* Every API entry runs its body under a catcher. */
+#define PROTECT_BEGIN(ctx, errp)                                               \
+  jmp_buf jb_, *saved_catcher_ = (ctx)->catcher;                               \
+  rasp_error *saved_err_ = (ctx)->err;                                         \
+  (ctx)->catcher = &jb_;                                                       \
+  (ctx)->err = (errp);                                                         \
+  volatile int ok_ = 0;                                                        \
+  if (setjmp(jb_) == 0) {
+#define PROTECT_END(ctx)                                                       \
+  ok_ = 1;                                                                     \
+  }                                                                            \
+  (ctx)->catcher = saved_catcher_;                                             \
+  (ctx)->err = saved_err_;                                                     \
+  (ctx)->depth = 0;                                                            \
+  return ok_;
+
+int rasp_set_vocab(rasp_ctx *ctx, const char *const *symbols, int count, rasp_error *err) {
+  PROTECT_BEGIN(ctx, err)
+  raspM_free(ctx->vocab);
+  ctx->vocab = raspM_alloc(sizeof(int64_t) * (size_t)(count ? count : 1));
+  ctx->nvocab = count;
+  value *d = raspV_new(ctx, V_DICT), *rd = raspV_new(ctx, V_DICT);
+  for (int i = 0; i < count; i++) {
+    value *s = raspV_str(ctx, symbols[i], strlen(symbols[i]));
+    ctx->vocab[i] = raspV_symbol_of(ctx, s);
+    if (raspV_dict_get(d, s))
+      raspV_error(ctx, (rasp_pos){0}, "vocabulary symbol '%s' appears twice", symbols[i]);
+    value *id = raspV_num_si(ctx, i + 1);
+    raspV_dict_set(ctx, d, s, id);
+    raspV_dict_set(ctx, rd, id, s);
+  }
+  env_set(ctx, ctx->globals, raspV_intern(ctx, "d"), d);
+  env_set(ctx, ctx->globals, raspV_intern(ctx, "reverse_d"), rd);
+  env_set(ctx, ctx->globals, raspV_intern(ctx, "vocab_size"), raspV_num_si(ctx, count));
+  PROTECT_END(ctx)
+}
+
+int rasp_vocab_size(const rasp_ctx *ctx) { return ctx->nvocab; }
+
+const char *rasp_vocab_symbol(const rasp_ctx *ctx, int64_t id) {
+  if (id < 1 || id > ctx->nvocab) return NULL;
+  return ctx->syms[ctx->vocab[id - 1]];
+}
+
+int64_t rasp_vocab_id(const rasp_ctx *ctx, const char *symbol) {
+  for (int i = 0; i < ctx->nvocab; i++)
+    if (strcmp(ctx->syms[ctx->vocab[i]], symbol) == 0) return i + 1;
+  return 0;
+}
+
+void rasp_set_int(rasp_ctx *ctx, const char *name, int64_t v) {
+  env_set(ctx, ctx->globals, raspV_intern(ctx, name), raspV_num_si(ctx, (long)v));
+}
+
+void rasp_set_bool(rasp_ctx *ctx, const char *name, int v) {
+  env_set(ctx, ctx->globals, raspV_intern(ctx, name), raspV_bool(ctx, v));
+}
+
+void rasp_set_string(rasp_ctx *ctx, const char *name, const char *text) {
+  env_set(ctx, ctx->globals, raspV_intern(ctx, name), raspV_str(ctx, text, strlen(text)));
+}
+
+static rasp_source *keep_source(rasp_ctx *ctx, rasp_source *src) {
+  RASP_GROW(ctx->sources, ctx->srccap, ctx->nsources + 1);
+  ctx->sources[ctx->nsources++] = src;
+  return src;
+}
+
+static int run_source(rasp_ctx *ctx, rasp_source *src, rasp_error *err) {
+  keep_source(ctx, src);
+  rasp_ast *mod = raspP_parse(src, &ctx->ast_arena, err);
+  if (!mod) return 0;
+  ctx->steps = 0;
+  PROTECT_BEGIN(ctx, err)
+  exec_block(ctx, ctx->globals, mod->items, mod->nitems);
+  PROTECT_END(ctx)
+}
+
+int rasp_exec_string(rasp_ctx *ctx, const char *name, const char *text, rasp_error *err) {
+  return run_source(ctx, raspR_source_new(name, text, strlen(text)), err);
+}
+
+int rasp_exec_file(rasp_ctx *ctx, const char *path, rasp_error *err) {
+  rasp_source *src = raspR_source_file(path, err);
+  if (!src) return 0;
+  return run_source(ctx, src, err);
+}
+
+#ifndef RASP_STDLIB_DIR
+#define RASP_STDLIB_DIR "stdlib"
+#endif
+
+int rasp_load_stdlib(rasp_ctx *ctx, const char *dir, rasp_error *err) {
+  if (!dir) dir = getenv("RASP_STDLIB");
+  char path[4096];
+  if (!dir) {
+    /* installed copy first; an uninstalled build finds the source tree's */
+    dir = RASP_STDLIB_DIR;
+    snprintf(path, sizeof path, "%s/core.rasp", dir);
+#ifdef RASP_SRC_STDLIB_DIR
+    if (access(path, R_OK) != 0) dir = RASP_SRC_STDLIB_DIR;
+#endif
+  }
+  snprintf(path, sizeof path, "%s/core.rasp", dir);
+  raspM_free(ctx->stdlib_dir);
+  ctx->stdlib_dir = raspM_strdup(dir);
+  return rasp_exec_file(ctx, path, err);
+}
+
+static void add_output(rasp_ctx *ctx, value *v, rasp_pos pos) {
+  if (v->kind != V_SOP)
+    raspV_error(ctx, pos, "the entry function must return a sequence or a tuple of "
+                          "sequences, not %s", raspV_kind_name(v));
+  ctx->ir.outputs = raspM_realloc(ctx->ir.outputs, sizeof(int) * (size_t)(ctx->ir.noutputs + 1));
+  ctx->ir.outputs[ctx->ir.noutputs++] = v->u.node;
+}
+
+int rasp_trace(rasp_ctx *ctx, const char *entry, rasp_error *err) {
+  ctx->steps = 0;
+  PROTECT_BEGIN(ctx, err)
+  value *fn = env_get(ctx->globals, raspV_intern(ctx, entry));
+  if (!fn) raspV_error(ctx, (rasp_pos){0}, "the program defines no function '%s'", entry);
+  value *input = raspV_sop(ctx, ctx->input_node, V_SOP);
+  value *r = raspV_call(ctx, fn, &input, 1, NULL, NULL, 0,
+                        fn->kind == V_FUNC ? fn->u.func.def->pos : (rasp_pos){0});
+  ctx->ir.noutputs = 0;
+  rasp_pos pos = fn->kind == V_FUNC ? fn->u.func.def->pos : (rasp_pos){0};
+  if (r->kind == V_TUPLE) {
+    for (int i = 0; i < r->u.list.n; i++) add_output(ctx, r->u.list.items[i], pos);
+  } else {
+    add_output(ctx, r, pos);
+  }
+  PROTECT_END(ctx)
+}
+
+int rasp_has_global(rasp_ctx *ctx, const char *name) {
+  return env_find(ctx->globals, raspV_intern(ctx, name)) >= 0;
+}
+
+int rasp_get_int(rasp_ctx *ctx, const char *name, int64_t *out, rasp_error *err) {
+  PROTECT_BEGIN(ctx, err)
+  value *v = env_get(ctx->globals, raspV_intern(ctx, name));
+  if (!v) raspV_error(ctx, (rasp_pos){0}, "the program defines no '%s'", name);
+  *out = raspV_int(ctx, v, (rasp_pos){0}, name);
+  PROTECT_END(ctx)
+}
+
+int rasp_call_check(rasp_ctx *ctx, const char *name, const rasp_arg *args, int nargs,
+                    int *truth, rasp_error *err) {
+  ctx->steps = 0;
+  unsigned long long saved_mark = ctx->mark;
+  ctx->mark = ctx->serial;
+  volatile int result;
+  {
+    PROTECT_BEGIN(ctx, err)
+    value *fn = env_get(ctx->globals, raspV_intern(ctx, name));
+    if (!fn) raspV_error(ctx, (rasp_pos){0}, "the program defines no function '%s'", name);
+    value *argv[8];
+    if (nargs > 8) raspV_error(ctx, (rasp_pos){0}, "too many arguments");
+    for (int i = 0; i < nargs; i++) {
+      if (args[i].elems) {
+        value *l = raspV_list(ctx, V_LIST, args[i].count);
+        for (int k = 0; k < args[i].count; k++)
+          l->u.list.items[k] = raspV_from_elem(ctx, args[i].elems[k]);
+        argv[i] = l;
+      } else {
+        argv[i] = raspV_from_elem(ctx, args[i].elem);
+      }
+    }
+    value *r = raspV_call(ctx, fn, argv, nargs, NULL, NULL, 0, (rasp_pos){0});
+    *truth = raspV_truth(ctx, r, fn->kind == V_FUNC ? fn->u.func.def->pos : (rasp_pos){0});
+    ok_ = 1;
+    }
+    ctx->catcher = saved_catcher_;
+    ctx->err = saved_err_;
+    ctx->depth = 0;
+    result = ok_;
+  }
+  heap_release(ctx, ctx->mark);
+  ctx->mark = saved_mark;
+  return result;
+}
+
+int rasp_repl_entry(rasp_ctx *ctx, const char *text, int *node, int *is_sel, char **shown,
+                    rasp_error *err) {
+  *node = -1;
+  *is_sel = 0;
+  *shown = NULL;
+  rasp_source *src = keep_source(ctx, raspR_source_new("<repl>", text, strlen(text)));
+  rasp_ast *mod = raspP_parse(src, &ctx->ast_arena, err);
+  if (!mod) return 0;
+  ctx->steps = 0;
+  PROTECT_BEGIN(ctx, err)
+  if (mod->nitems == 1 && mod->items[0]->kind == AST_EXPR) {
+    value *v = eval(ctx, ctx->globals, mod->items[0]->a);
+    if (v->kind == V_SOP || v->kind == V_SEL) {
+      *node = v->u.node;
+      *is_sel = v->kind == V_SEL;
+    } else if (v->kind != V_NONE) {
+      *shown = raspV_repr(ctx, v);
+    }
+  } else {
+    exec_block(ctx, ctx->globals, mod->items, mod->nitems);
+  }
+  PROTECT_END(ctx)
+}
+
+void rasp_complete(rasp_ctx *ctx, const char *prefix, void (*fn)(void *, const char *),
+                   void *user) {
+  size_t len = strlen(prefix);
+  for (env *e = ctx->globals; e; e = e->parent)
+    for (int i = 0; i < e->n; i++)
+      if (strncmp(e->names[i], prefix, len) == 0) fn(user, e->names[i]);
+}
+
+char *rasp_describe(rasp_ctx *ctx, const char *name) {
+  value *v = env_get(ctx->globals, raspV_intern(ctx, name));
+  strbuf b = {0};
+  sb_puts(&b, "");
+  if (!v) {
+    sb_puts(&b, "unknown name");
+  } else if (v->kind == V_BUILTIN) {
+    sb_puts(&b, v->u.bi->name);
+    sb_puts(&b, "(");
+    sb_puts(&b, v->u.bi->params);
+    sb_puts(&b, ") -- ");
+    sb_puts(&b, v->u.bi->doc);
+  } else if (v->kind == V_FUNC) {
+    const rasp_ast *def = v->u.func.def;
+    sb_puts(&b, name);
+    sb_puts(&b, "(");
+    for (int i = 0; i < def->nnames; i++) {
+      if (i) sb_puts(&b, ", ");
+      sb_puts(&b, def->names[i]);
+    }
+    sb_puts(&b, ")");
+    if (def->pos.src) {
+      char tmp[300];
+      snprintf(tmp, sizeof tmp, " -- defined at %s:%d", def->pos.src->name, def->pos.line);
+      sb_puts(&b, tmp);
+    }
+  } else {
+    char *r = raspV_repr(ctx, v);
+    sb_puts(&b, r);
+    raspM_free(r);
+  }
+  return b.s;
+}
+
+int rasp_format_symbolic(const rasp_ctx *ctx, rasp_elem e, char *buf, size_t size) {
+  if (e.den == 1) {
+    const char *s = rasp_vocab_symbol(ctx, e.num);
+    if (s) return snprintf(buf, size, "%s", s);
+  }
+  return raspI_elem_format(&ctx->ir, e, buf, size);
+}

@@ -1,0 +1,109 @@
+/*
+** rir.h -- the dataflow IR that tracing produces.
+**
+** A RASP program is run once, at trace time, for one input length n and one
+** set of task parameters.  Scalars, loops and ifs disappear then; what is
+** left is this graph: one node per operation on a sequence or a selector.
+** Evaluation (reval.h), layer analysis (rlayers.h) and the compiler all read
+** the same graph, so it records what each of them needs: the operation and
+** its operands, the constant and the map function if any, the static type
+** of the values, and the source position and name for messages.
+**
+** Nodes are stored in creation order, which is a topological order (an
+** operand always has a smaller id than its user).
+**
+** Values.  An element of a sequence is a rasp_elem:
+**   den >= 1   the exact number num/den (normalised: gcd 1, den > 0)
+**   den == 0   the symbol whose id in the symbol table is num
+**   den == -1  a boolean, num is 0 or 1
+** A node's static type narrows this: RASP_T_BOOL nodes hold only booleans,
+** RASP_T_INT only integers, RASP_T_ANY anything.
+*/
+#ifndef RASP_RIR_H
+#define RASP_RIR_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "rerror.h"
+#include "rprim.h"
+
+typedef struct rasp_elem {
+  int64_t num;
+  int64_t den;
+} rasp_elem;
+
+#define RASP_DEN_SYM 0
+#define RASP_DEN_BOOL (-1)
+
+typedef enum rasp_type { RASP_T_BOOL, RASP_T_INT, RASP_T_ANY, RASP_T_SEL } rasp_type;
+
+/* Node flags. */
+#define RASP_CAUSAL 1u /* SELECT: only keys k <= q */
+
+typedef struct rasp_ir_node {
+  rasp_op op;
+  rasp_type type;
+  int nin;
+  int in[3];      /* operand node ids */
+  int aux;        /* rasp_unop, rasp_binop or rasp_pred */
+  unsigned flags;
+  rasp_elem c;    /* FULL: the value; AGGR_*: the default */
+  void *fn;       /* MAP, SEQMAP, SELECT with RASP_PRED_CUSTOM: a callable
+                     owned by the interpreter, passed back to the callback */
+  rasp_pos pos;   /* the expression that made it */
+  const char *label; /* first variable name it was bound to, or NULL */
+} rasp_ir_node;
+
+/* Calls a program function on elements (for MAP, SEQMAP and CUSTOM
+** predicates).  Returns 0 and sets err on failure.  The result of a
+** predicate is read for truth (nonzero num with any den except a zero
+** number). Must be safe to call from several threads (the interpreter
+** serialises internally). */
+typedef int (*rasp_callback)(void *user, void *fn, int nargs,
+                             const rasp_elem *args, rasp_elem *out,
+                             rasp_error *err);
+
+/* Resolves a symbol id to its text (for printing); NULL if unknown. */
+typedef const char *(*rasp_symname)(void *user, int64_t id);
+
+typedef struct rasp_ir {
+  rasp_ir_node *nodes;
+  int nnodes, cap;
+  int n;              /* the input length it was traced for */
+  int *outputs;       /* nodes the program returns (a tuple gives several) */
+  int noutputs;
+  rasp_callback call; /* how to run fn pointers */
+  rasp_symname symname;
+  void *user;         /* the interpreter context */
+} rasp_ir;
+
+void raspI_init(rasp_ir *ir, int n);
+void raspI_free(rasp_ir *ir);
+/* Appends a node (copied) and returns its id. */
+int raspI_add(rasp_ir *ir, const rasp_ir_node *node);
+/* Marks the nodes reachable from the outputs: live[i] = 1.  live must have
+** room for ir->nnodes entries. */
+void raspI_live(const rasp_ir *ir, const int *roots, int nroots, unsigned char *live);
+/* One line per live node, for debugging and `rasp trace`. */
+void raspI_dump(const rasp_ir *ir, FILE *out);
+
+/* Exact element arithmetic shared by every back end.  All return 0 and set
+** err (no position) on overflow of 64 bits, division by zero or a symbol in
+** arithmetic. */
+int raspI_elem_binop(rasp_binop op, rasp_elem a, rasp_elem b, rasp_elem *out,
+                     rasp_error *err);
+int raspI_elem_unop(rasp_unop op, rasp_elem a, rasp_elem *out, rasp_error *err);
+/* Total order used by lt/leq/min/max: numbers (bools as 0/1) by value;
+** symbols after numbers, by id.  Returns -1, 0, 1. */
+int raspI_elem_cmp(rasp_elem a, rasp_elem b);
+int raspI_elem_eq(rasp_elem a, rasp_elem b); /* True == 1 as in Python */
+int raspI_elem_truth(rasp_elem a);
+/* numpy astype(int): truncation toward zero; bools to 0/1; symbols kept. */
+rasp_elem raspI_elem_trunc(rasp_elem a);
+/* Writes the element as the CLI prints it: 3, -1/2, True, or the symbol's
+** text (via ir->symname).  Returns the number of bytes written (snprintf). */
+int raspI_elem_format(const rasp_ir *ir, rasp_elem a, char *buf, size_t size);
+
+#endif

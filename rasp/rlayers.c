@@ -1,0 +1,101 @@
+/*
+** rlayers.c -- scheduling live nodes onto transformer sublayers.
+**
+** The rule is in rlayers.h.  Nodes are in topological order, so one forward
+** pass computes every node's earliest sublayer from its operands'.
+*/
+#include "rlayers.h"
+
+#include <stdio.h>
+
+#include "rmem.h"
+
+static int odd_after(int s) { return (s % 2) ? s + 2 : s + 1; }
+static int even_from(int s) { return (s % 2) ? s + 1 : s; }
+
+void raspL_analyse(const rasp_ir *ir, const int *roots, int nroots,
+                   rasp_layers *out) {
+  if (!roots) {
+    roots = ir->outputs;
+    nroots = ir->noutputs;
+  }
+  int nn = ir->nnodes;
+  unsigned char *live = raspM_alloc((size_t)nn + 1);
+  raspI_live(ir, roots, nroots, live);
+  out->sublayer = raspM_alloc(((size_t)nn + 1) * sizeof *out->sublayer);
+  int maxsub = 0;
+  for (int i = 0; i < nn; i++) {
+    out->sublayer[i] = -1;
+    if (!live[i]) continue;
+    const rasp_ir_node *nd = &ir->nodes[i];
+    rasp_component comp = raspI_op_component(nd->op);
+    int s = 0;
+    switch (comp) {
+    case RASP_COMP_EMBED:
+    case RASP_COMP_CONST: s = 0; break;
+    case RASP_COMP_SELECTOR:
+      /* Not a sublayer: the sublayer at which its keys and queries are
+         ready, which the head that uses it must come strictly after. */
+      for (int j = 0; j < nd->nin; j++)
+        if (out->sublayer[nd->in[j]] > s) s = out->sublayer[nd->in[j]];
+      break;
+    case RASP_COMP_ATTN: {
+      int m = 0;
+      for (int j = 0; j < nd->nin; j++)
+        if (out->sublayer[nd->in[j]] > m) m = out->sublayer[nd->in[j]];
+      s = odd_after(m);
+      break;
+    }
+    case RASP_COMP_MLP: {
+      int m = 2;
+      for (int j = 0; j < nd->nin; j++) {
+        int in = nd->in[j], t = out->sublayer[in];
+        if (raspI_op_component(ir->nodes[in].op) == RASP_COMP_ATTN) t++;
+        if (t > m) m = t;
+      }
+      s = even_from(m);
+      break;
+    }
+    }
+    out->sublayer[i] = s;
+    if (comp == RASP_COMP_ATTN || comp == RASP_COMP_MLP)
+      if (s > maxsub) maxsub = s;
+  }
+  out->nlayers = (maxsub + 1) / 2;
+  out->heads = raspM_alloc(((size_t)out->nlayers + 1) * sizeof *out->heads);
+  out->mlps = raspM_alloc(((size_t)out->nlayers + 1) * sizeof *out->mlps);
+  out->total_heads = 0;
+  for (int i = 0; i < nn; i++) {
+    if (!live[i]) continue;
+    rasp_component comp = raspI_op_component(ir->nodes[i].op);
+    int s = out->sublayer[i];
+    if (comp == RASP_COMP_ATTN) {
+      out->heads[(s - 1) / 2]++;
+      out->total_heads++;
+    } else if (comp == RASP_COMP_MLP) {
+      out->mlps[s / 2 - 1]++;
+    }
+  }
+  out->attn_layers = out->mlp_layers = 0;
+  for (int l = 0; l < out->nlayers; l++) {
+    out->attn_layers += out->heads[l] > 0;
+    out->mlp_layers += out->mlps[l] > 0;
+  }
+  raspM_free(live);
+}
+
+void raspL_free(rasp_layers *layers) {
+  raspM_free(layers->sublayer);
+  raspM_free(layers->heads);
+  raspM_free(layers->mlps);
+  layers->sublayer = layers->heads = layers->mlps = NULL;
+  layers->nlayers = layers->attn_layers = layers->mlp_layers = 0;
+  layers->total_heads = 0;
+}
+
+void raspL_print(const rasp_layers *layers, FILE *out) {
+  fprintf(out, "%d layers (%d attention, %d MLP); heads per layer:",
+          layers->nlayers, layers->attn_layers, layers->mlp_layers);
+  for (int l = 0; l < layers->nlayers; l++) fprintf(out, " %d", layers->heads[l]);
+  fputc('\n', out);
+}

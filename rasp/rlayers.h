@@ -1,0 +1,41 @@
+/*
+** rlayers.h -- how many transformer layers and heads a traced program needs.
+**
+** The rule (also in README.md): a transformer layer is an attention sublayer
+** followed by an MLP sublayer.  Number the sublayers 1, 2, 3, ... (odd:
+** attention of layer (s+1)/2, even: MLP of layer s/2).  Embeddings and
+** constants are available at sublayer 0.  Each live node is scheduled as
+** early as possible:
+**   - ATTN node (aggregate, sel_width): the smallest odd sublayer strictly
+**     after all of its inputs, including the keys and queries of its
+**     selector (selector nodes themselves take no sublayer; a selector is
+**     ready when its keys and queries are).  Each is one head.
+**   - MLP node (element-wise): the smallest even sublayer that is >= 2 and
+**     >= every input's sublayer, and > every attention input's sublayer.
+**     Element-wise chains therefore fuse into one MLP sublayer.
+** Independent heads share a layer; the number of heads of a layer is the
+** number of ATTN nodes scheduled in its attention sublayer.
+*/
+#ifndef RASP_RLAYERS_H
+#define RASP_RLAYERS_H
+
+#include "rir.h"
+
+typedef struct rasp_layers {
+  int *sublayer;      /* per node (ir->nnodes); -1 for nodes not live */
+  int nlayers;        /* transformer layers: ceil(max sublayer / 2) */
+  int attn_layers;    /* layers whose attention sublayer has >= 1 head */
+  int mlp_layers;     /* layers whose MLP sublayer has >= 1 node */
+  int *heads;         /* heads[l] for l in 0..nlayers-1 */
+  int *mlps;          /* element-wise nodes in layer l's MLP */
+  int total_heads;
+} rasp_layers;
+
+/* Analyses the nodes reachable from roots (all outputs when roots is NULL). */
+void raspL_analyse(const rasp_ir *ir, const int *roots, int nroots,
+                   rasp_layers *out);
+void raspL_free(rasp_layers *layers);
+/* "3 layers (3 attention, 2 MLP); heads per layer: 2 1 1" */
+void raspL_print(const rasp_layers *layers, FILE *out);
+
+#endif

@@ -1,0 +1,43 @@
+/*
+** rmem.h -- the one allocation wrapper and the arena.
+**
+** Every allocation in librasp goes through raspM_alloc/raspM_realloc, which
+** abort with a message on exhaustion (a library that cannot allocate a few
+** bytes has no sane way to continue).  Short-lived structures that die
+** together (a parse, a trace, an evaluation) come from an arena and are freed
+** all at once, which keeps error paths (longjmp) free of leaks.
+*/
+#ifndef RASP_RMEM_H
+#define RASP_RMEM_H
+
+#include <stddef.h>
+
+void *raspM_alloc(size_t size);                 /* zeroed */
+void *raspM_realloc(void *ptr, size_t size);
+void raspM_free(void *ptr);
+char *raspM_strdup(const char *s);
+char *raspM_strndup(const char *s, size_t n);
+
+/* Grow a dynamic array: ensures capacity for at least need elements. */
+#define RASP_GROW(ptr, cap, need)                                              \
+  do {                                                                         \
+    if ((size_t)(need) > (size_t)(cap)) {                                      \
+      size_t ncap_ = (cap) ? (size_t)(cap) * 2 : 8;                            \
+      while (ncap_ < (size_t)(need)) ncap_ *= 2;                               \
+      (ptr) = raspM_realloc((ptr), ncap_ * sizeof *(ptr));                     \
+      (cap) = ncap_;                                                           \
+    }                                                                          \
+  } while (0)
+
+typedef struct rasp_arena_block rasp_arena_block;
+typedef struct rasp_arena {
+  rasp_arena_block *head;
+  size_t total; /* bytes handed out, for size limits */
+} rasp_arena;
+
+void raspM_arena_init(rasp_arena *a);
+void *raspM_arena_alloc(rasp_arena *a, size_t size); /* zeroed, 16-aligned */
+char *raspM_arena_strndup(rasp_arena *a, const char *s, size_t n);
+void raspM_arena_free(rasp_arena *a);
+
+#endif

@@ -1,0 +1,157 @@
+/*
+** rvalue.h -- interpreter values and the context (internal to librasp).
+**
+** Ownership rule: every value is owned by its context.  Values are never
+** freed one by one; rasp_ctx_free releases them all.  A value allocated
+** after a heap mark can be released early with raspV_release, which the
+** verifier does after each output check; a write barrier (raspV_barrier)
+** notices when such a value escapes into an older object and then keeps
+** everything, so early release can never free a reachable value.
+*/
+#ifndef RASP_RVALUE_H
+#define RASP_RVALUE_H
+
+#include <gmp.h>
+#include <pthread.h>
+#include <setjmp.h>
+
+#include "rasp.h"
+#include "rast.h"
+#include "rir.h"
+#include "rmem.h"
+
+typedef enum vkind {
+  V_NONE, V_BOOL, V_NUM, V_STR, V_TUPLE, V_LIST, V_DICT,
+  V_FUNC, V_BUILTIN, V_CFUNC, V_SOP, V_SEL
+} vkind;
+
+typedef struct value value;
+typedef struct env env;
+typedef struct builtin builtin;
+typedef struct rasp_cfunc rasp_cfunc;
+
+struct value {
+  vkind kind;
+  unsigned long long serial; /* allocation order, for early release */
+  value *next_obj;
+  union {
+    int b;
+    mpq_t q;
+    struct { char *s; size_t len; int64_t sym; } str; /* sym -1: not interned yet */
+    struct { value **items; int n, cap; } list;        /* tuple and list */
+    struct { value **keys, **vals; int n, cap; } dict;
+    struct { const rasp_ast *def; env *closure; value **defaults; int ndefaults; } func;
+    const builtin *bi;
+    rasp_cfunc *cf;
+    int node;                                          /* SOP and SEL */
+  } u;
+};
+
+struct env {
+  env *parent;
+  const char **names; /* interned */
+  value **vals;
+  int n, cap;
+  int *hash;          /* open addressing over names, for large scopes */
+  int hcap;
+  unsigned long long serial;
+  env *next_env;
+};
+
+/* A builtin: params "k,q,pred,causal=True" parsed at start-up. */
+typedef value *(*builtin_fn)(rasp_ctx *ctx, value **args, int nargs,
+                             rasp_pos pos);
+struct builtin {
+  const char *name;
+  const char *params; /* comma-separated; '*' alone: variadic */
+  builtin_fn fn;
+  int pred;           /* rasp_pred for predicate builtins, else -1 */
+  const char *doc;
+};
+
+struct rasp_ctx {
+  rasp_limits limits;
+  int n;                 /* traced length */
+  rasp_ir ir;
+  /* heap */
+  value *objects;
+  value *consts;         /* literals cached in the syntax tree: never released early */
+  env *envs;
+  unsigned long long serial, mark;
+  int pinned;
+  value none_v, true_v, false_v;
+  /* globals and names */
+  env *globals;
+  char **interned;       /* open hash of interned strings */
+  size_t ninterned, icap;
+  /* symbols: id -> text */
+  char **syms;
+  int64_t nsyms, symcap;
+  int *symhash;
+  size_t symhcap;
+  /* vocabulary: token id i+1 -> symbol id vocab[i] */
+  int64_t *vocab;
+  int nvocab;
+  /* sources kept for error messages, and parse arenas */
+  rasp_source **sources;
+  int nsources, srccap;
+  rasp_arena ast_arena;
+  /* errors */
+  jmp_buf *catcher;
+  rasp_error *err;
+  int depth;
+  long long steps;
+  value *retval;
+  int input_node, indices_node;
+  pthread_mutex_t lock;  /* callbacks from evaluator threads */
+  char *stdlib_dir;
+  void **dl_handles;
+  int ndl, dlcap;
+};
+
+/* heap */
+value *raspV_new(rasp_ctx *ctx, vkind kind);
+value *raspV_num_si(rasp_ctx *ctx, long v);
+value *raspV_bool(rasp_ctx *ctx, int b);
+value *raspV_str(rasp_ctx *ctx, const char *s, size_t len);
+value *raspV_list(rasp_ctx *ctx, vkind kind, int n); /* n NULL items */
+void raspV_list_push(rasp_ctx *ctx, value *list, value *item);
+value *raspV_sop(rasp_ctx *ctx, int node, vkind kind);
+void raspV_barrier(rasp_ctx *ctx, unsigned long long holder_serial, value *v);
+const char *raspV_intern(rasp_ctx *ctx, const char *s);
+
+/* errors: longjmp to the innermost catcher */
+_Noreturn void raspV_error(rasp_ctx *ctx, rasp_pos pos, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* conversions and helpers shared by the builtins */
+const char *raspV_kind_name(const value *v);
+int raspV_truth(rasp_ctx *ctx, value *v, rasp_pos pos);
+int raspV_equal(const value *a, const value *b);
+int64_t raspV_int(rasp_ctx *ctx, value *v, rasp_pos pos, const char *what);
+rasp_elem raspV_to_elem(rasp_ctx *ctx, value *v, rasp_pos pos);
+value *raspV_from_elem(rasp_ctx *ctx, rasp_elem e);
+char *raspV_repr(rasp_ctx *ctx, value *v); /* malloc'd */
+int64_t raspV_symbol_of(rasp_ctx *ctx, value *str);
+value *raspV_call(rasp_ctx *ctx, value *fn, value **args, int nargs,
+                  const char **kwnames, value **kwvals, int nkw, rasp_pos pos);
+value *raspV_dict_get(value *dict, value *key);
+void raspV_dict_set(rasp_ctx *ctx, value *dict, value *key, value *val);
+
+/* tracing: node construction */
+int raspV_add_node(rasp_ctx *ctx, rasp_op op, rasp_type type, int aux,
+                   const int *in, int nin, rasp_pos pos);
+value *raspV_as_sop(rasp_ctx *ctx, value *v, rasp_pos pos); /* scalars -> full */
+value *raspV_binop(rasp_ctx *ctx, rasp_binop op, value *a, value *b, rasp_pos pos);
+value *raspV_unop(rasp_ctx *ctx, rasp_unop op, value *a, rasp_pos pos);
+rasp_type raspV_node_type(rasp_ctx *ctx, int node);
+
+/* builtins table (rbuiltin.c) and ffi (rffi.c) */
+void raspB_install(rasp_ctx *ctx);
+const builtin *raspB_table(int *count);
+value *raspF_bind(rasp_ctx *ctx, value **args, int nargs, rasp_pos pos);
+value *raspF_call(rasp_ctx *ctx, rasp_cfunc *cf, value **args, int nargs,
+                  rasp_pos pos);
+void raspF_free(rasp_cfunc *cf);
+
+#endif

@@ -1,0 +1,1 @@
+#include "rverify.h"

@@ -1,0 +1,795 @@
+/*
+** test_eval.c -- element arithmetic, the evaluator and layer analysis, on
+** IRs built by hand.
+*/
+#include <check.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "reval.h"
+#include "rir.h"
+#include "rlayers.h"
+
+/* ---- helpers */
+
+typedef enum { F_PRED, F_DOUBLE, F_HALFSUM, F_SYM, F_BOOM } fkind;
+typedef struct tfn {
+  fkind kind;
+  rasp_pred pred; /* F_PRED: which comparison the custom predicate does */
+} tfn;
+
+typedef struct tuser {
+  long calls;
+} tuser;
+
+static int test_call(void *user, void *fn, int nargs, const rasp_elem *args,
+                     rasp_elem *out, rasp_error *err) {
+  tuser *u = user;
+  const tfn *f = fn;
+  __atomic_add_fetch(&u->calls, 1, __ATOMIC_RELAXED);
+  switch (f->kind) {
+  case F_PRED: {
+    ck_assert_int_eq(nargs, 2);
+    int c = raspI_elem_cmp(args[0], args[1]), r = 0;
+    switch (f->pred) {
+    case RASP_PRED_EQ: r = c == 0; break;
+    case RASP_PRED_NE: r = c != 0; break;
+    case RASP_PRED_LT: r = c < 0; break;
+    case RASP_PRED_LE: r = c <= 0; break;
+    case RASP_PRED_GT: r = c > 0; break;
+    case RASP_PRED_GE: r = c >= 0; break;
+    case RASP_PRED_TRUE: r = 1; break;
+    default: r = 0; break;
+    }
+    out->num = r;
+    out->den = RASP_DEN_BOOL;
+    return 1;
+  }
+  case F_DOUBLE:
+    out->num = args[0].num * 2;
+    out->den = 1;
+    return 1;
+  case F_HALFSUM: /* (x + y) / 2, exact, for seq_map truncation */
+    return raspI_elem_binop(RASP_BIN_DIV,
+                            (rasp_elem){args[0].num + args[1].num, 1},
+                            (rasp_elem){2, 1}, out, err);
+  case F_SYM:
+    out->num = args[0].num;
+    out->den = RASP_DEN_SYM;
+    return 1;
+  case F_BOOM:
+    raspR_setnopos(err, "boom");
+    return 0;
+  }
+  return 0;
+}
+
+static const char *test_symname(void *user, int64_t id) {
+  (void)user;
+  static const char *names[] = {"a", "b", "c"};
+  return id >= 0 && id < 3 ? names[id] : NULL;
+}
+
+static tuser g_user_unused;
+
+static void ir_setup(rasp_ir *ir, int n, tuser *u) {
+  raspI_init(ir, n);
+  ir->call = test_call;
+  ir->symname = test_symname;
+  ir->user = u ? u : &g_user_unused;
+}
+
+static int add(rasp_ir *ir, rasp_op op, rasp_type t, int a, int b, int c) {
+  rasp_ir_node nd;
+  memset(&nd, 0, sizeof nd);
+  nd.op = op;
+  nd.type = t;
+  nd.nin = raspI_op_arity(op);
+  nd.in[0] = a;
+  nd.in[1] = b;
+  nd.in[2] = c;
+  nd.pos.line = ir->nnodes + 1; /* lets tests see which node an error names */
+  return raspI_add(ir, &nd);
+}
+
+static rasp_elem I(int64_t v) { return (rasp_elem){v, 1}; }
+static rasp_elem R(int64_t p, int64_t q) { return (rasp_elem){p, q}; }
+static rasp_elem BOOLV(int v) { return (rasp_elem){v, RASP_DEN_BOOL}; }
+static rasp_elem SYM(int64_t v) { return (rasp_elem){v, RASP_DEN_SYM}; }
+
+static int n_input(rasp_ir *ir) { return add(ir, RASP_OP_INPUT, RASP_T_INT, 0, 0, 0); }
+static int n_indices(rasp_ir *ir) {
+  return add(ir, RASP_OP_INDICES, RASP_T_INT, 0, 0, 0);
+}
+static int n_full(rasp_ir *ir, rasp_elem c) {
+  int id = add(ir, RASP_OP_FULL, RASP_T_ANY, 0, 0, 0);
+  ir->nodes[id].c = c;
+  return id;
+}
+static int n_bin(rasp_ir *ir, rasp_binop op, int a, int b) {
+  int id = add(ir, RASP_OP_BINARY, RASP_T_ANY, a, b, 0);
+  ir->nodes[id].aux = op;
+  return id;
+}
+static int n_select(rasp_ir *ir, int keys, int queries, rasp_pred p,
+                    int causal, const tfn *fn) {
+  int id = add(ir, RASP_OP_SELECT, RASP_T_SEL, keys, queries, 0);
+  ir->nodes[id].aux = p;
+  ir->nodes[id].flags = causal ? RASP_CAUSAL : 0;
+  ir->nodes[id].fn = (void *)fn;
+  return id;
+}
+static int n_head(rasp_ir *ir, rasp_op op, int sel, int vals, rasp_elem dflt) {
+  int id = add(ir, op, RASP_T_ANY, sel, vals, 0);
+  ir->nodes[id].c = dflt;
+  return id;
+}
+static int n_fn(rasp_ir *ir, rasp_op op, const tfn *fn, int a, int b) {
+  int id = add(ir, op, RASP_T_ANY, a, b, 0);
+  ir->nodes[id].fn = (void *)fn;
+  return id;
+}
+static void set_outputs(rasp_ir *ir, int nout, const int *outs) {
+  ir->outputs = realloc(ir->outputs, sizeof(int) * (size_t)nout);
+  memcpy(ir->outputs, outs, sizeof(int) * (size_t)nout);
+  ir->noutputs = nout;
+}
+static void out1(rasp_ir *ir, int id) { set_outputs(ir, 1, &id); }
+
+#define ck_elem(e, N, D)                                                       \
+  do {                                                                         \
+    rasp_elem e_ = (e);                                                        \
+    ck_assert_msg(e_.num == (N) && e_.den == (D),                              \
+                  "got %lld/%lld, want %lld/%lld", (long long)e_.num,          \
+                  (long long)e_.den, (long long)(N), (long long)(D));          \
+  } while (0)
+
+static rasp_elem bin(rasp_binop op, rasp_elem a, rasp_elem b) {
+  rasp_error err = {0};
+  rasp_elem r = {0, 0};
+  ck_assert_msg(raspI_elem_binop(op, a, b, &r, &err), "%s", err.msg);
+  return r;
+}
+static const char *bin_err(rasp_binop op, rasp_elem a, rasp_elem b) {
+  static rasp_error err;
+  memset(&err, 0, sizeof err);
+  rasp_elem r;
+  ck_assert(!raspI_elem_binop(op, a, b, &r, &err));
+  ck_assert(err.set);
+  return err.msg;
+}
+
+/* ---- element arithmetic */
+
+START_TEST(test_arith) {
+  ck_elem(bin(RASP_BIN_FLOORDIV, I(-7), I(2)), -4, 1);
+  ck_elem(bin(RASP_BIN_FLOORDIV, I(7), I(-2)), -4, 1);
+  ck_elem(bin(RASP_BIN_FLOORDIV, I(-7), I(-2)), 3, 1);
+  ck_elem(bin(RASP_BIN_MOD, I(-7), I(2)), 1, 1);
+  ck_elem(bin(RASP_BIN_MOD, I(7), I(-2)), -1, 1);
+  ck_elem(bin(RASP_BIN_MOD, I(-7), I(-2)), -1, 1);
+  ck_elem(bin(RASP_BIN_MOD, R(7, 2), I(2)), 3, 2);
+  ck_elem(bin(RASP_BIN_FLOORDIV, R(-1, 2), I(1)), -1, 1);
+  ck_elem(bin(RASP_BIN_DIV, I(2), I(4)), 1, 2);
+  ck_elem(bin(RASP_BIN_DIV, I(1), I(-2)), -1, 2);
+  ck_elem(bin(RASP_BIN_DIV, I(6), I(3)), 2, 1);
+  ck_elem(bin(RASP_BIN_ADD, R(1, 2), R(1, 3)), 5, 6);
+  ck_elem(bin(RASP_BIN_SUB, R(1, 2), R(1, 2)), 0, 1);
+  ck_elem(bin(RASP_BIN_MUL, R(2, 3), R(3, 2)), 1, 1);
+  ck_elem(bin(RASP_BIN_ADD, BOOLV(1), BOOLV(1)), 2, 1);
+  ck_elem(bin(RASP_BIN_POW, I(-2), I(3)), -8, 1);
+  ck_elem(bin(RASP_BIN_POW, I(2), I(-2)), 1, 4);
+  ck_elem(bin(RASP_BIN_POW, R(-2, 3), I(2)), 4, 9);
+  ck_elem(bin(RASP_BIN_POW, I(5), I(0)), 1, 1);
+  ck_elem(bin(RASP_BIN_POW, I(1), I(INT64_MAX)), 1, 1);
+  ck_assert_str_eq(bin_err(RASP_BIN_POW, I(2), I(64)),
+                   "integer overflow (value does not fit in 64 bits)");
+  ck_assert_str_eq(bin_err(RASP_BIN_ADD, I(INT64_MAX), I(1)),
+                   "integer overflow (value does not fit in 64 bits)");
+  ck_assert_str_eq(bin_err(RASP_BIN_MUL, I(INT64_MIN), I(-1)),
+                   "integer overflow (value does not fit in 64 bits)");
+  ck_assert_str_eq(bin_err(RASP_BIN_DIV, I(1), I(0)), "division by zero");
+  ck_assert_str_eq(bin_err(RASP_BIN_FLOORDIV, I(1), I(0)), "division by zero");
+  ck_assert_str_eq(bin_err(RASP_BIN_ADD, SYM(1), I(1)), "arithmetic on a symbol");
+  bin_err(RASP_BIN_POW, I(0), I(-1));
+  bin_err(RASP_BIN_BITAND, R(1, 2), I(1));
+  /* comparisons */
+  ck_elem(bin(RASP_BIN_EQ, BOOLV(1), I(1)), 1, -1);
+  ck_elem(bin(RASP_BIN_EQ, SYM(1), I(1)), 0, -1);
+  ck_elem(bin(RASP_BIN_EQ, SYM(1), SYM(1)), 1, -1);
+  ck_elem(bin(RASP_BIN_NE, SYM(1), SYM(2)), 1, -1);
+  ck_elem(bin(RASP_BIN_LT, R(1, 3), R(1, 2)), 1, -1);
+  ck_elem(bin(RASP_BIN_GE, I(-1), BOOLV(0)), 0, -1);
+  ck_elem(bin(RASP_BIN_LT, I(1000), SYM(0)), 1, -1);
+  ck_elem(bin(RASP_BIN_AND, I(2), BOOLV(1)), 1, -1);
+  ck_elem(bin(RASP_BIN_OR, I(0), R(0, 1)), 0, -1);
+  ck_elem(bin(RASP_BIN_BITAND, BOOLV(1), BOOLV(0)), 0, -1);
+  ck_elem(bin(RASP_BIN_BITXOR, BOOLV(1), BOOLV(0)), 1, -1);
+  ck_elem(bin(RASP_BIN_BITOR, I(4), I(1)), 5, 1);
+  ck_elem(bin(RASP_BIN_BITAND, BOOLV(1), I(3)), 1, 1);
+  ck_elem(bin(RASP_BIN_MIN, I(3), R(5, 2)), 5, 2);
+  ck_elem(bin(RASP_BIN_MAX, SYM(0), I(9)), 0, 0);
+  /* unary */
+  rasp_error err = {0};
+  rasp_elem r;
+  ck_assert(raspI_elem_unop(RASP_UN_INVERT, BOOLV(1), &r, &err));
+  ck_elem(r, 0, -1);
+  ck_assert(raspI_elem_unop(RASP_UN_INVERT, I(5), &r, &err));
+  ck_elem(r, -6, 1);
+  ck_assert(raspI_elem_unop(RASP_UN_NEG, BOOLV(1), &r, &err));
+  ck_elem(r, -1, 1);
+  ck_assert(raspI_elem_unop(RASP_UN_ABS, R(-3, 4), &r, &err));
+  ck_elem(r, 3, 4);
+  ck_assert(raspI_elem_unop(RASP_UN_NOT, I(0), &r, &err));
+  ck_elem(r, 1, -1);
+  ck_assert(!raspI_elem_unop(RASP_UN_NEG, I(INT64_MIN), &r, &err));
+  ck_assert(!raspI_elem_unop(RASP_UN_NEG, SYM(0), &r, &err));
+  /* trunc, format */
+  ck_elem(raspI_elem_trunc(R(-3, 2)), -1, 1);
+  ck_elem(raspI_elem_trunc(R(7, 2)), 3, 1);
+  ck_elem(raspI_elem_trunc(BOOLV(1)), 1, 1);
+  ck_elem(raspI_elem_trunc(SYM(2)), 2, 0);
+  rasp_ir ir;
+  ir_setup(&ir, 1, NULL);
+  char buf[64];
+  raspI_elem_format(&ir, R(-1, 2), buf, sizeof buf);
+  ck_assert_str_eq(buf, "-1/2");
+  raspI_elem_format(&ir, I(-12), buf, sizeof buf);
+  ck_assert_str_eq(buf, "-12");
+  raspI_elem_format(&ir, BOOLV(1), buf, sizeof buf);
+  ck_assert_str_eq(buf, "True");
+  raspI_elem_format(&ir, BOOLV(0), buf, sizeof buf);
+  ck_assert_str_eq(buf, "False");
+  raspI_elem_format(&ir, SYM(1), buf, sizeof buf);
+  ck_assert_str_eq(buf, "b");
+  raspI_elem_format(&ir, SYM(7), buf, sizeof buf);
+  ck_assert_str_eq(buf, "<sym 7>");
+  ck_assert_int_eq(raspI_elem_cmp(SYM(0), I(5)), 1);
+  ck_assert_int_eq(raspI_elem_cmp(BOOLV(1), I(1)), 0);
+  ck_assert_str_eq(raspI_op_name(RASP_OP_AGGR_MEAN), "aggr_mean");
+  ck_assert_str_eq(raspI_pred_name(RASP_PRED_LE), "leq");
+  ck_assert_int_eq(raspI_op_component(RASP_OP_SEL_WIDTH), RASP_COMP_ATTN);
+  raspI_free(&ir);
+}
+END_TEST
+
+/* ---- small programs */
+
+static rasp_eval *run_ok(rasp_ir *ir, int B, const int64_t *toks) {
+  rasp_eval *ev = raspE_new(ir);
+  rasp_error err = {0};
+  ck_assert_msg(raspE_run(ev, B, toks, &err), "%s", err.msg);
+  return ev;
+}
+
+static void check_ints(rasp_eval *ev, int node, int b, const int64_t *want,
+                       int n) {
+  const rasp_elem *v = raspE_value(ev, node, b);
+  ck_assert_ptr_nonnull(v);
+  for (int i = 0; i < n; i++) ck_elem(v[i], want[i], 1);
+}
+
+START_TEST(test_where_and_binary) {
+  rasp_ir ir;
+  ir_setup(&ir, 5, NULL);
+  int t = n_input(&ir);
+  int two = n_full(&ir, I(2));
+  int cond = n_bin(&ir, RASP_BIN_GT, t, two);
+  int neg = n_full(&ir, I(-1));
+  int w = add(&ir, RASP_OP_WHERE, RASP_T_INT, cond, t, neg);
+  int h = n_bin(&ir, RASP_BIN_DIV, t, two);
+  int outs[] = {w, h};
+  set_outputs(&ir, 2, outs);
+  int64_t toks[] = {1, 3, 2, 5, 0, 4, 4, 4, 4, 4};
+  rasp_eval *ev = run_ok(&ir, 2, toks);
+  check_ints(ev, w, 0, (int64_t[]){-1, 3, -1, 5, -1}, 5);
+  check_ints(ev, w, 1, (int64_t[]){4, 4, 4, 4, 4}, 5);
+  const rasp_elem *c = raspE_value(ev, cond, 0);
+  ck_elem(c[1], 1, -1);
+  ck_elem(c[0], 0, -1);
+  ck_elem(raspE_value(ev, h, 0)[0], 1, 2);
+  ck_assert_ptr_null(raspE_value(ev, w, 2));
+  raspE_free(ev);
+  raspI_free(&ir);
+}
+END_TEST
+
+START_TEST(test_error_position) {
+  rasp_ir ir;
+  ir_setup(&ir, 3, NULL);
+  int t = n_input(&ir);
+  int z = n_full(&ir, I(0));
+  int d = n_bin(&ir, RASP_BIN_FLOORDIV, t, z);
+  out1(&ir, d);
+  rasp_eval *ev = raspE_new(&ir);
+  rasp_error err = {0};
+  int64_t toks[] = {1, 2, 3};
+  ck_assert(!raspE_run(ev, 1, toks, &err));
+  ck_assert_str_eq(err.msg, "division by zero");
+  ck_assert_int_eq(err.pos.line, d + 1);
+  ck_assert_ptr_null(raspE_value(ev, t, 0));
+  raspE_free(ev);
+  raspI_free(&ir);
+}
+END_TEST
+
+START_TEST(test_aggr_mean) {
+  rasp_ir ir;
+  ir_setup(&ir, 2, NULL);
+  int t = n_input(&ir);
+  int all = n_select(&ir, t, t, RASP_PRED_TRUE, 0, NULL);
+  int m = n_head(&ir, RASP_OP_AGGR_MEAN, all, t, I(0));
+  int none = n_select(&ir, t, t, RASP_PRED_FALSE, 0, NULL);
+  int d = n_head(&ir, RASP_OP_AGGR_MEAN, none, t, R(5, 2));
+  int big = n_full(&ir, I(100));
+  int eq = n_select(&ir, t, big, RASP_PRED_EQ, 0, NULL); /* nothing equals */
+  int d2 = n_head(&ir, RASP_OP_AGGR_MEAN, eq, t, R(-7, 2));
+  int exact = n_head(&ir, RASP_OP_AGGREGATE, all, t, I(0));
+  int outs[] = {m, d, d2, exact};
+  set_outputs(&ir, 4, outs);
+  int64_t toks[] = {-1, -2, 1, 2};
+  rasp_eval *ev = run_ok(&ir, 2, toks);
+  check_ints(ev, m, 0, (int64_t[]){-1, -1}, 2); /* -3/2 truncates to -1 */
+  check_ints(ev, m, 1, (int64_t[]){1, 1}, 2);
+  check_ints(ev, d, 0, (int64_t[]){2, 2}, 2);
+  check_ints(ev, d2, 1, (int64_t[]){-3, -3}, 2);
+  ck_elem(raspE_value(ev, exact, 0)[0], -3, 2);
+  ck_elem(raspE_value(ev, exact, 1)[1], 3, 2);
+  raspE_free(ev);
+  raspI_free(&ir);
+}
+END_TEST
+
+START_TEST(test_causal) {
+  rasp_ir ir;
+  ir_setup(&ir, 4, NULL);
+  int t = n_input(&ir);
+  int sc = n_select(&ir, t, t, RASP_PRED_TRUE, 1, NULL);
+  int sn = n_select(&ir, t, t, RASP_PRED_TRUE, 0, NULL);
+  int wc = n_head(&ir, RASP_OP_SEL_WIDTH, sc, -1, I(0));
+  int wn = n_head(&ir, RASP_OP_SEL_WIDTH, sn, -1, I(0));
+  ir.nodes[wc].nin = ir.nodes[wn].nin = 1;
+  int pm = n_head(&ir, RASP_OP_AGGR_MAX, sc, t, I(0)); /* running max */
+  int ce = n_select(&ir, t, t, RASP_PRED_EQ, 1, NULL);
+  int ceq = n_head(&ir, RASP_OP_SEL_WIDTH, ce, -1, I(0));
+  ir.nodes[ceq].nin = 1;
+  int outs[] = {wc, wn, pm, ceq};
+  set_outputs(&ir, 4, outs);
+  int64_t toks[] = {3, 1, 3, 4};
+  rasp_eval *ev = run_ok(&ir, 1, toks);
+  check_ints(ev, wc, 0, (int64_t[]){1, 2, 3, 4}, 4);
+  check_ints(ev, wn, 0, (int64_t[]){4, 4, 4, 4}, 4);
+  check_ints(ev, pm, 0, (int64_t[]){3, 3, 3, 4}, 4);
+  check_ints(ev, ceq, 0, (int64_t[]){1, 1, 2, 1}, 4);
+  rasp_error err = {0};
+  const unsigned char *m = raspE_selector(ev, sc, 0, &err);
+  ck_assert_ptr_nonnull(m);
+  for (int q = 0; q < 4; q++)
+    for (int k = 0; k < 4; k++) ck_assert_int_eq(m[q * 4 + k], k <= q);
+  ck_assert_ptr_null(raspE_value(ev, sc, 0));
+  ck_assert_ptr_null(raspE_selector(ev, wc, 0, &err));
+  raspE_free(ev);
+  raspI_free(&ir);
+}
+END_TEST
+
+/* The fast paths against a custom predicate doing the same comparison,
+** which always goes through the materialised matrix. */
+static const rasp_op head_ops[] = {RASP_OP_SEL_WIDTH, RASP_OP_AGGR_MEAN,
+                                   RASP_OP_AGGREGATE, RASP_OP_AGGR_MAX,
+                                   RASP_OP_AGGR_MIN};
+static tfn pred_fns[RASP_PRED__COUNT];
+
+static void compare_paths(rasp_pred pred, int causal, unsigned seed) {
+  for (int p = 0; p < RASP_PRED__COUNT; p++) {
+    pred_fns[p].kind = F_PRED;
+    pred_fns[p].pred = (rasp_pred)p;
+  }
+  srand(seed);
+  static const int lens[] = {1, 2, 3, 5, 8, 13, 31};
+  for (size_t li = 0; li < sizeof lens / sizeof *lens; li++) {
+    int n = lens[li];
+    rasp_ir ir;
+    tuser u = {0};
+    ir_setup(&ir, n, &u);
+    int t = n_input(&ir);
+    int ix = n_indices(&ir);
+    int three = n_full(&ir, I(3));
+    int five = n_full(&ir, I(5));
+    /* queries: (3 t + 1) % 5, values: t - indices (negative, so means
+       exercise truncation toward zero and rational results) */
+    int q = n_bin(&ir, RASP_BIN_MOD,
+                  n_bin(&ir, RASP_BIN_ADD, n_bin(&ir, RASP_BIN_MUL, t, three),
+                        n_full(&ir, I(1))),
+                  five);
+    int v = n_bin(&ir, RASP_BIN_SUB, t, ix);
+    int fast = n_select(&ir, t, q, pred, causal, NULL);
+    int slow = n_select(&ir, t, q, RASP_PRED_CUSTOM, causal, &pred_fns[pred]);
+    int outs[10], no = 0;
+    for (size_t h = 0; h < 5; h++) {
+      int nin = head_ops[h] == RASP_OP_SEL_WIDTH ? 1 : 2;
+      int a = n_head(&ir, head_ops[h], fast, nin == 2 ? v : -1, R(-9, 2));
+      int b = n_head(&ir, head_ops[h], slow, nin == 2 ? v : -1, R(-9, 2));
+      ir.nodes[a].nin = ir.nodes[b].nin = nin;
+      outs[no++] = a;
+      outs[no++] = b;
+    }
+    set_outputs(&ir, no, outs);
+    rasp_eval *ev = raspE_new(&ir);
+    for (int rep = 0; rep < 20; rep++) {
+      int B = 1 + rand() % 4;
+      int64_t *toks = malloc(sizeof *toks * (size_t)(B * n));
+      int range = 1 + rand() % 6; /* small ranges force duplicates */
+      for (int i = 0; i < B * n; i++) toks[i] = rand() % range;
+      rasp_error err = {0};
+      ck_assert_msg(raspE_run(ev, B, toks, &err), "%s", err.msg);
+      for (int h = 0; h < no; h += 2)
+        for (int b = 0; b < B; b++) {
+          const rasp_elem *x = raspE_value(ev, outs[h], b);
+          const rasp_elem *y = raspE_value(ev, outs[h + 1], b);
+          for (int i = 0; i < n; i++)
+            ck_assert_msg(x[i].num == y[i].num && x[i].den == y[i].den,
+                          "pred %s causal %d head %s n %d: fast %lld/%lld, "
+                          "matrix %lld/%lld at %d",
+                          raspI_pred_name(pred), causal,
+                          raspI_op_name(head_ops[h / 2]), n,
+                          (long long)x[i].num, (long long)x[i].den,
+                          (long long)y[i].num, (long long)y[i].den, i);
+        }
+      free(toks);
+    }
+    raspE_free(ev);
+    raspI_free(&ir);
+  }
+}
+
+START_TEST(test_paths_agree) {
+  rasp_pred preds[] = {RASP_PRED_EQ, RASP_PRED_NE, RASP_PRED_LT, RASP_PRED_LE,
+                       RASP_PRED_GT, RASP_PRED_GE, RASP_PRED_TRUE,
+                       RASP_PRED_FALSE};
+  rasp_pred p = preds[_i / 2];
+  compare_paths(p, _i % 2, 1234u + (unsigned)_i);
+}
+END_TEST
+
+START_TEST(test_histogram) {
+  rasp_ir ir;
+  ir_setup(&ir, 5, NULL);
+  int t = n_input(&ir);
+  int s = n_select(&ir, t, t, RASP_PRED_EQ, 0, NULL);
+  int w = n_head(&ir, RASP_OP_SEL_WIDTH, s, -1, I(0));
+  ir.nodes[w].nin = 1;
+  out1(&ir, w);
+  int64_t toks[] = {'h', 'e', 'l', 'l', 'o'};
+  rasp_eval *ev = run_ok(&ir, 1, toks);
+  check_ints(ev, w, 0, (int64_t[]){1, 1, 2, 2, 1}, 5);
+  raspE_free(ev);
+  raspI_free(&ir);
+}
+END_TEST
+
+/* length = sel_width(select(tokens, tokens, TRUE));
+** opp = length - indices - 1; flip = select(indices, opp, EQ);
+** reverse = aggregate(flip, tokens) */
+static int build_reverse(rasp_ir *ir, int *len_out) {
+  int t = n_input(ir);
+  int ix = n_indices(ir);
+  int all = n_select(ir, t, t, RASP_PRED_TRUE, 0, NULL);
+  int len = n_head(ir, RASP_OP_SEL_WIDTH, all, -1, I(0));
+  ir->nodes[len].nin = 1;
+  int opp = n_bin(ir, RASP_BIN_SUB, n_bin(ir, RASP_BIN_SUB, len, ix),
+                  n_full(ir, I(1)));
+  int flip = n_select(ir, ix, opp, RASP_PRED_EQ, 0, NULL);
+  int rev = n_head(ir, RASP_OP_AGGREGATE, flip, t, I(0));
+  if (len_out) *len_out = len;
+  return rev;
+}
+
+START_TEST(test_reverse) {
+  rasp_ir ir;
+  ir_setup(&ir, 5, NULL);
+  int len;
+  int rev = build_reverse(&ir, &len);
+  out1(&ir, rev);
+  int64_t toks[] = {1, 2, 3, 4, 5, 9, 9, 8, 7, 0};
+  rasp_eval *ev = run_ok(&ir, 2, toks);
+  check_ints(ev, rev, 0, (int64_t[]){5, 4, 3, 2, 1}, 5);
+  check_ints(ev, rev, 1, (int64_t[]){0, 7, 8, 9, 9}, 5);
+  check_ints(ev, len, 1, (int64_t[]){5, 5, 5, 5, 5}, 5);
+  raspE_free(ev);
+  raspI_free(&ir);
+}
+END_TEST
+
+START_TEST(test_aggregate_symbols) {
+  static const tfn sym = {F_SYM, 0};
+  static const tfn eqp = {F_PRED, RASP_PRED_EQ};
+  rasp_ir ir;
+  ir_setup(&ir, 4, NULL);
+  int t = n_input(&ir);
+  int s = n_fn(&ir, RASP_OP_MAP, &sym, t, 0);
+  int eq = n_select(&ir, t, t, RASP_PRED_EQ, 0, NULL);
+  int eqc = n_select(&ir, t, t, RASP_PRED_CUSTOM, 1, &eqp);
+  int a = n_head(&ir, RASP_OP_AGGREGATE, eq, s, I(0));
+  int b = n_head(&ir, RASP_OP_AGGREGATE, eqc, s, I(0));
+  int bl = n_bin(&ir, RASP_BIN_EQ, t, n_full(&ir, I(1)));
+  int all = n_select(&ir, t, t, RASP_PRED_TRUE, 0, NULL);
+  int fr = n_head(&ir, RASP_OP_AGGREGATE, all, bl, I(0));   /* 1/2 */
+  int pass = n_head(&ir, RASP_OP_AGGREGATE, eq, bl, I(0));  /* bools kept */
+  int outs[] = {a, b, fr, pass};
+  set_outputs(&ir, 4, outs);
+  int64_t toks[] = {2, 1, 2, 1};
+  rasp_eval *ev = run_ok(&ir, 1, toks);
+  const rasp_elem *va = raspE_value(ev, a, 0), *vb = raspE_value(ev, b, 0);
+  for (int i = 0; i < 4; i++) {
+    ck_elem(va[i], toks[i], 0);
+    ck_elem(vb[i], toks[i], 0);
+  }
+  ck_elem(raspE_value(ev, fr, 0)[0], 1, 2);
+  ck_elem(raspE_value(ev, pass, 0)[0], 0, -1);
+  ck_elem(raspE_value(ev, pass, 0)[1], 1, -1);
+  raspE_free(ev);
+  /* differing symbols cannot be averaged */
+  int bad = n_head(&ir, RASP_OP_AGGREGATE, all, s, I(0));
+  out1(&ir, bad);
+  ev = raspE_new(&ir);
+  rasp_error err = {0};
+  ck_assert(!raspE_run(ev, 1, toks, &err));
+  ck_assert_msg(strstr(err.msg, "mean of symbols"), "%s", err.msg);
+  ck_assert_int_eq(err.pos.line, bad + 1);
+  /* aggr_mean refuses symbols */
+  int badm = n_head(&ir, RASP_OP_AGGR_MEAN, eq, s, I(0));
+  out1(&ir, badm);
+  memset(&err, 0, sizeof err);
+  ck_assert(!raspE_run(ev, 1, toks, &err));
+  raspE_free(ev);
+  raspI_free(&ir);
+}
+END_TEST
+
+START_TEST(test_memo) {
+  static const tfn dbl = {F_DOUBLE, 0};
+  static const tfn half = {F_HALFSUM, 0};
+  tuser u = {0};
+  rasp_ir ir;
+  ir_setup(&ir, 10, &u);
+  int t = n_input(&ir);
+  int m = n_fn(&ir, RASP_OP_MAP, &dbl, t, 0);
+  int ix = n_indices(&ir);
+  int sm = n_fn(&ir, RASP_OP_SEQMAP, &half, t, n_bin(&ir, RASP_BIN_MUL, ix,
+                                                      n_full(&ir, I(0))));
+  int neg = n_fn(&ir, RASP_OP_SEQMAP, &half, n_bin(&ir, RASP_BIN_SUB,
+                                                   n_full(&ir, I(0)), t), t);
+  int outs[] = {m, sm, neg};
+  set_outputs(&ir, 3, outs);
+  int64_t toks[40];
+  for (int i = 0; i < 40; i++) toks[i] = i % 3;
+  rasp_eval *ev = run_ok(&ir, 4, toks);
+  /* 3 distinct inputs for each of the three function nodes */
+  ck_assert_int_eq(u.calls, 9);
+  check_ints(ev, m, 0, (int64_t[]){0, 2, 4, 0, 2, 4}, 6);
+  check_ints(ev, sm, 0, (int64_t[]){0, 0, 1, 0, 0, 1}, 6); /* 1/2 -> 0 */
+  rasp_error err = {0};
+  ck_assert(raspE_run(ev, 4, toks, &err));
+  ck_assert_int_eq(u.calls, 9);
+  raspE_free(ev);
+  /* a failing callback reports and blames the node */
+  static const tfn boom = {F_BOOM, 0};
+  int b = n_fn(&ir, RASP_OP_MAP, &boom, t, 0);
+  out1(&ir, b);
+  ev = raspE_new(&ir);
+  ck_assert(!raspE_run(ev, 1, toks, &err));
+  ck_assert_str_eq(err.msg, "boom");
+  ck_assert_int_eq(err.pos.line, b + 1);
+  raspE_free(ev);
+  raspI_free(&ir);
+}
+END_TEST
+
+START_TEST(test_selector_limit) {
+  static const tfn eqp = {F_PRED, RASP_PRED_EQ};
+  rasp_ir ir;
+  ir_setup(&ir, 100, NULL);
+  int t = n_input(&ir);
+  int s = n_select(&ir, t, t, RASP_PRED_CUSTOM, 0, &eqp);
+  int s2 = n_select(&ir, t, t, RASP_PRED_LT, 1, NULL);
+  int both = add(&ir, RASP_OP_SEL_OR, RASP_T_SEL, s, s2, 0);
+  int w = n_head(&ir, RASP_OP_SEL_WIDTH, both, -1, I(0));
+  ir.nodes[w].nin = 1;
+  out1(&ir, w);
+  int64_t toks[100];
+  for (int i = 0; i < 100; i++) toks[i] = i % 7;
+  rasp_eval *ev = raspE_new(&ir);
+  raspE_set_max_selector_cells(ev, 5000);
+  rasp_error err = {0};
+  ck_assert(!raspE_run(ev, 1, toks, &err));
+  ck_assert_msg(strstr(err.msg, "exceeds the limit"), "%s", err.msg);
+  ck_assert_int_eq(err.pos.line, both + 1);
+  raspE_set_max_selector_cells(ev, 10000);
+  memset(&err, 0, sizeof err);
+  ck_assert_msg(raspE_run(ev, 1, toks, &err), "%s", err.msg);
+  const rasp_elem *v = raspE_value(ev, w, 0);
+  /* keys equal to mine or smaller and earlier */
+  for (int q = 0; q < 100; q++) {
+    int want = 0;
+    for (int k = 0; k < 100; k++)
+      want += toks[k] == toks[q] || (k <= q && toks[k] < toks[q]);
+    ck_elem(v[q], want, 1);
+  }
+  raspE_free(ev);
+  raspI_free(&ir);
+}
+END_TEST
+
+START_TEST(test_big) {
+  int n = 15000;
+  rasp_ir ir;
+  ir_setup(&ir, n, NULL);
+  int rev = build_reverse(&ir, NULL);
+  int t = 0; /* tokens are node 0 in build_reverse */
+  int e = n_select(&ir, t, t, RASP_PRED_EQ, 1, NULL);
+  int hist = n_head(&ir, RASP_OP_AGGR_MEAN, e, t, I(0));
+  int outs[] = {rev, hist};
+  set_outputs(&ir, 2, outs);
+  int64_t *toks = malloc(sizeof *toks * (size_t)n);
+  for (int i = 0; i < n; i++) toks[i] = (i * 7919) % 1000;
+  struct timespec a, b;
+  clock_gettime(CLOCK_MONOTONIC, &a);
+  rasp_eval *ev = run_ok(&ir, 1, toks);
+  clock_gettime(CLOCK_MONOTONIC, &b);
+  printf("n = %d: evaluated in %.3f s\n", n,
+         (double)(b.tv_sec - a.tv_sec) + (double)(b.tv_nsec - a.tv_nsec) / 1e9);
+  const rasp_elem *v = raspE_value(ev, rev, 0);
+  for (int i = 0; i < n; i++) ck_elem(v[i], toks[n - 1 - i], 1);
+  v = raspE_value(ev, hist, 0);
+  for (int i = 0; i < n; i++) ck_elem(v[i], toks[i], 1);
+  raspE_free(ev);
+  free(toks);
+  raspI_free(&ir);
+}
+END_TEST
+
+typedef struct job {
+  const rasp_ir *ir;
+  int rev;
+  int ok;
+} job;
+
+static void *thread_main(void *arg) {
+  job *j = arg;
+  int64_t toks[5];
+  j->ok = 1;
+  for (int rep = 0; rep < 200; rep++) {
+    for (int i = 0; i < 5; i++) toks[i] = rep + i;
+    rasp_eval *ev = raspE_new(j->ir);
+    rasp_error err = {0};
+    if (!raspE_run(ev, 1, toks, &err)) j->ok = 0;
+    const rasp_elem *v = raspE_value(ev, j->rev, 0);
+    for (int i = 0; v && i < 5; i++)
+      if (v[i].num != toks[4 - i]) j->ok = 0;
+    raspE_free(ev);
+  }
+  return NULL;
+}
+
+START_TEST(test_threads) {
+  rasp_ir ir;
+  ir_setup(&ir, 5, NULL);
+  int rev = build_reverse(&ir, NULL);
+  out1(&ir, rev);
+  pthread_t th[4];
+  job jobs[4];
+  for (int i = 0; i < 4; i++) {
+    jobs[i] = (job){&ir, rev, 0};
+    pthread_create(&th[i], NULL, thread_main, &jobs[i]);
+  }
+  for (int i = 0; i < 4; i++) {
+    pthread_join(th[i], NULL);
+    ck_assert(jobs[i].ok);
+  }
+  raspI_free(&ir);
+}
+END_TEST
+
+/* ---- layers */
+
+static void layers_str(const rasp_layers *l, char *buf, size_t size) {
+  FILE *f = fmemopen(buf, size, "w");
+  raspL_print(l, f);
+  fclose(f);
+}
+
+START_TEST(test_layers) {
+  rasp_ir ir;
+  ir_setup(&ir, 4, NULL);
+  int t = n_input(&ir);
+  int ix = n_indices(&ir);
+  /* a chain of three dependent aggregates */
+  int s1 = n_select(&ir, t, t, RASP_PRED_EQ, 0, NULL);
+  int a1 = n_head(&ir, RASP_OP_AGGREGATE, s1, ix, I(0));
+  int s2 = n_select(&ir, a1, t, RASP_PRED_EQ, 0, NULL);
+  int a2 = n_head(&ir, RASP_OP_AGGREGATE, s2, t, I(0));
+  int s3 = n_select(&ir, t, t, RASP_PRED_EQ, 0, NULL);
+  int a3 = n_head(&ir, RASP_OP_AGGREGATE, s3, a2, I(0));
+  /* an independent head in layer 1 and an element-wise chain after it */
+  int s4 = n_select(&ir, ix, ix, RASP_PRED_LT, 0, NULL);
+  int w = n_head(&ir, RASP_OP_SEL_WIDTH, s4, -1, I(0));
+  ir.nodes[w].nin = 1;
+  int e1 = n_bin(&ir, RASP_BIN_ADD, w, t);
+  int e2 = n_bin(&ir, RASP_BIN_MUL, e1, ix);
+  int e3 = n_bin(&ir, RASP_BIN_ADD, e2, a1);
+  int outs[] = {a3, e3};
+  set_outputs(&ir, 2, outs);
+  rasp_layers l;
+  raspL_analyse(&ir, NULL, 0, &l);
+  ck_assert_int_eq(l.sublayer[t], 0);
+  ck_assert_int_eq(l.sublayer[a1], 1);
+  ck_assert_int_eq(l.sublayer[w], 1);
+  ck_assert_int_eq(l.sublayer[a2], 3);
+  ck_assert_int_eq(l.sublayer[a3], 5);
+  ck_assert_int_eq(l.sublayer[e1], 2);
+  ck_assert_int_eq(l.sublayer[e2], 2);
+  ck_assert_int_eq(l.sublayer[e3], 2);
+  ck_assert_int_eq(l.nlayers, 3);
+  ck_assert_int_eq(l.attn_layers, 3);
+  ck_assert_int_eq(l.mlp_layers, 1);
+  ck_assert_int_eq(l.heads[0], 2);
+  ck_assert_int_eq(l.mlps[0], 3);
+  ck_assert_int_eq(l.total_heads, 4);
+  char buf[128];
+  layers_str(&l, buf, sizeof buf);
+  ck_assert_str_eq(buf, "3 layers (3 attention, 1 MLP); heads per layer: 2 1 1\n");
+  raspL_free(&l);
+  /* only the element-wise chain from embeddings: one MLP, its layer has no
+     attention */
+  int e4 = n_bin(&ir, RASP_BIN_ADD, t, ix);
+  int e5 = n_bin(&ir, RASP_BIN_MUL, e4, e4);
+  raspL_analyse(&ir, &e5, 1, &l);
+  ck_assert_int_eq(l.sublayer[e5], 2);
+  ck_assert_int_eq(l.sublayer[a1], -1);
+  layers_str(&l, buf, sizeof buf);
+  ck_assert_str_eq(buf, "1 layers (0 attention, 1 MLP); heads per layer: 0\n");
+  raspL_free(&l);
+  /* dump runs and mentions every live node */
+  char big[4096];
+  FILE *f = fmemopen(big, sizeof big, "w");
+  raspI_dump(&ir, f);
+  fclose(f);
+  ck_assert_msg(strstr(big, "aggregate") && strstr(big, "select[equals]"), "%s",
+                big);
+  raspI_free(&ir);
+}
+END_TEST
+
+static Suite *suite(void) {
+  Suite *s = suite_create("eval");
+  TCase *tc = tcase_create("core");
+  tcase_set_timeout(tc, 120);
+  tcase_add_test(tc, test_arith);
+  tcase_add_test(tc, test_where_and_binary);
+  tcase_add_test(tc, test_error_position);
+  tcase_add_test(tc, test_aggr_mean);
+  tcase_add_test(tc, test_causal);
+  tcase_add_loop_test(tc, test_paths_agree, 0, 16);
+  tcase_add_test(tc, test_histogram);
+  tcase_add_test(tc, test_reverse);
+  tcase_add_test(tc, test_aggregate_symbols);
+  tcase_add_test(tc, test_memo);
+  tcase_add_test(tc, test_selector_limit);
+  tcase_add_test(tc, test_big);
+  tcase_add_test(tc, test_threads);
+  tcase_add_test(tc, test_layers);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+int main(void) {
+  SRunner *sr = srunner_create(suite());
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
