@@ -1,5 +1,472 @@
-#include <stdio.h>
+/*
+** cli_verify.c -- `rasp verify`, `rasp layers` and `rasp draw`.
+*/
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
 #include "cli.h"
-int rasp_cli_verify(int argc, char **argv) { (void)argc; (void)argv; fprintf(stderr, "rasp verify: not built yet\n"); return 2; }
-int rasp_cli_layers(int argc, char **argv) { (void)argc; (void)argv; fprintf(stderr, "rasp layers: not built yet\n"); return 2; }
-int rasp_cli_draw(int argc, char **argv) { (void)argc; (void)argv; fprintf(stderr, "rasp draw: not built yet\n"); return 2; }
+#include "rmem.h"
+#include "rverify.h"
+
+/* "2..5", "3", or "2,3,5" */
+static int parse_range(const char *cmd, const char *opt, const char *text, long lo, long hi,
+                       int **out, int *count) {
+  int cap = 0;
+  *count = 0;
+  *out = NULL;
+  char buf[256];
+  snprintf(buf, sizeof buf, "%s", text);
+  char *save = NULL;
+  for (char *part = strtok_r(buf, ",", &save); part; part = strtok_r(NULL, ",", &save)) {
+    char *dots = strstr(part, "..");
+    long a, b;
+    if (dots) {
+      *dots = '\0';
+      if (!raspC_int_opt(cmd, opt, part, lo, hi, &a) || !raspC_int_opt(cmd, opt, dots + 2, lo, hi, &b))
+        goto bad;
+      if (b < a) {
+        fprintf(stderr, "rasp %s: %s: empty range '%s'\n", cmd, opt, text);
+        goto bad;
+      }
+    } else {
+      if (!raspC_int_opt(cmd, opt, part, lo, hi, &a)) goto bad;
+      b = a;
+    }
+    if (b - a > 10000) {
+      fprintf(stderr, "rasp %s: %s: range '%s' is too long\n", cmd, opt, text);
+      goto bad;
+    }
+    for (long v = a; v <= b; v++) {
+      RASP_GROW(*out, cap, *count + 1);
+      (*out)[(*count)++] = (int)v;
+    }
+  }
+  if (*count == 0) {
+    fprintf(stderr, "rasp %s: %s: expected a value or a range like 2..5, got '%s'\n", cmd, opt, text);
+    goto bad;
+  }
+  return 1;
+bad:
+  raspM_free(*out);
+  *out = NULL;
+  return 0;
+}
+
+typedef struct vopts {
+  int *Ds, nD, *Ms, nM;
+  long V, graphs, jobs, cap;
+  unsigned long long seed;
+  int json, exhaustive, quiet, no_shrink;
+  const char *stdlib, *out_file, *format;
+  char **programs;
+  int nprograms;
+} vopts;
+
+static void verify_usage(FILE *out) {
+  fputs("usage: rasp verify PROGRAM... [options]\n"
+        "  --D RANGE       degrees to check, e.g. 2..5 (default 2..5)\n"
+        "  --M RANGE       arm lengths, counting the start node (default 5)\n"
+        "  --V N           number of node symbols (default 100)\n"
+        "  --graphs N      random graphs per (D, M) (default 1000)\n"
+        "  --seed S        generator seed (default 1)\n"
+        "  --jobs K        threads (default: the number of cores)\n"
+        "  --exhaustive    every edge order and target of one graph instead of\n"
+        "                  random graphs (a proof for those sizes)\n"
+        "  --cap N         most inputs --exhaustive may enumerate (default 2000000)\n"
+        "  --json          one JSON object per line instead of the table\n"
+        "  --no-shrink     print the first failing input without shrinking it\n"
+        "  --stdlib DIR    another stdlib directory\n"
+        "Exit status: 0 when every program passes, 1 when one fails, 2 on bad usage.\n",
+        out);
+}
+
+static int common_opts(const char *cmd, int argc, char **argv, vopts *o, void (*usage)(FILE *)) {
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    const char *val = i + 1 < argc ? argv[i + 1] : NULL;
+    int takes = 1, ok = 1;
+    if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+      usage(stdout);
+      exit(0);
+    } else if (strcmp(a, "--json") == 0) { o->json = 1; takes = 0; }
+    else if (strcmp(a, "--exhaustive") == 0) { o->exhaustive = 1; takes = 0; }
+    else if (strcmp(a, "--quiet") == 0) { o->quiet = 1; takes = 0; }
+    else if (strcmp(a, "--no-shrink") == 0) { o->no_shrink = 1; takes = 0; }
+    else if (a[0] == '-' && a[1] && !val) {
+      fprintf(stderr, "rasp %s: %s needs a value\n", cmd, a);
+      return 0;
+    } else if (strcmp(a, "--D") == 0) { raspM_free(o->Ds); ok = parse_range(cmd, a, val, 1, 1000000, &o->Ds, &o->nD); }
+    else if (strcmp(a, "--M") == 0) { raspM_free(o->Ms); ok = parse_range(cmd, a, val, 2, 1000000, &o->Ms, &o->nM); }
+    else if (strcmp(a, "--V") == 0) ok = raspC_int_opt(cmd, a, val, 2, 1 << 30, &o->V);
+    else if (strcmp(a, "--graphs") == 0) ok = raspC_int_opt(cmd, a, val, 1, 1L << 40, &o->graphs);
+    else if (strcmp(a, "--jobs") == 0) ok = raspC_int_opt(cmd, a, val, 1, 1024, &o->jobs);
+    else if (strcmp(a, "--cap") == 0) ok = raspC_int_opt(cmd, a, val, 1, 1L << 40, &o->cap);
+    else if (strcmp(a, "--seed") == 0) {
+      long s;
+      ok = raspC_int_opt(cmd, a, val, 0, 0x7fffffffffffffffL, &s);
+      o->seed = (unsigned long long)s;
+    } else if (strcmp(a, "--stdlib") == 0) o->stdlib = val;
+    else if (strcmp(a, "-o") == 0) o->out_file = val;
+    else if (strcmp(a, "--format") == 0) o->format = val;
+    else if (a[0] == '-' && a[1]) {
+      fprintf(stderr, "rasp %s: unknown option '%s'\n", cmd, a);
+      return 0;
+    } else {
+      o->programs[o->nprograms++] = argv[i];
+      takes = 0;
+    }
+    if (!ok) return 0;
+    i += takes;
+  }
+  if (o->nprograms == 0) {
+    fprintf(stderr, "rasp %s: no program given\n", cmd);
+    return 0;
+  }
+  return 1;
+}
+
+static void free_vopts(vopts *o) {
+  raspM_free(o->Ds);
+  raspM_free(o->Ms);
+  raspM_free(o->programs);
+}
+
+static void init_vopts(vopts *o, int argc) {
+  memset(o, 0, sizeof *o);
+  o->V = 100;
+  o->graphs = 1000;
+  o->seed = 1;
+  o->cap = 2000000;
+  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  o->jobs = cores > 0 ? cores : 1;
+  o->programs = raspM_alloc(sizeof(char *) * (size_t)(argc + 1));
+}
+
+static double now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void heads_text(const rasp_layers *L, char *buf, size_t size) {
+  size_t used = 0;
+  buf[0] = '\0';
+  for (int l = 0; l < L->nlayers && used + 8 < size; l++)
+    used += (size_t)snprintf(buf + used, size - used, "%s%d", l ? " " : "", L->heads[l]);
+}
+
+int rasp_cli_verify(int argc, char **argv) {
+  vopts o;
+  init_vopts(&o, argc);
+  if (!common_opts("verify", argc, argv, &o, verify_usage)) {
+    verify_usage(stderr);
+    free_vopts(&o);
+    return 2;
+  }
+  if (!o.nD) parse_range("verify", "--D", "2..5", 1, 100, &o.Ds, &o.nD);
+  if (!o.nM) parse_range("verify", "--M", "5", 2, 100, &o.Ms, &o.nM);
+  int status = 0;
+  if (!o.json)
+    printf("%-34s %3s %3s %15s  %-6s %4s %4s %4s  %s\n", "program", "D", "M", "passed/total",
+           "result", "lay", "attn", "mlp", "heads per layer");
+  for (int p = 0; p < o.nprograms; p++) {
+    rasp_program prog;
+    rasp_error err = {0};
+    if (!raspK_load(o.programs[p], o.stdlib, o.Ds[0], o.Ms[0], (int)o.V, &prog, &err)) {
+      raspR_print(&err, stderr);
+      status = status ? status : (err.pos.src ? 1 : 2);
+      if (!err.pos.src) status = 2;
+      continue;
+    }
+    for (int mi = 0; mi < o.nM; mi++)
+      for (int di = 0; di < o.nD; di++) {
+        int D = o.Ds[di], M = o.Ms[mi];
+        rasp_ptrace tr;
+        err.set = 0;
+        double t0 = now();
+        if (!raspK_trace(&prog, D, M, (int)o.V, &tr, &err)) {
+          fprintf(stderr, "rasp verify: %s at D=%d, M=%d:\n", prog.name, D, M);
+          raspR_print(&err, stderr);
+          status = 1;
+          continue;
+        }
+        rasp_vresult res;
+        int ok = o.exhaustive ? raspK_verify_exhaustive(&tr, (uint64_t)o.cap, &res, &err)
+                              : raspK_verify_random(&tr, (uint64_t)o.graphs, o.seed, (int)o.jobs, &res);
+        if (!ok && !o.exhaustive) err = res.error;
+        double secs = now() - t0;
+        int pass = ok && res.passed == res.total;
+        if (!pass) status = 1;
+        char heads[512];
+        heads_text(&tr.layers, heads, sizeof heads);
+        if (o.json) {
+          printf("{\"program\":\"%s\",\"D\":%d,\"M\":%d,\"n\":%d,\"mode\":\"%s\",\"passed\":%llu,"
+                 "\"total\":%llu,\"ok\":%s,\"layers\":%d,\"attention_layers\":%d,"
+                 "\"mlp_layers\":%d,\"heads\":[",
+                 prog.name, D, M, tr.n, o.exhaustive ? "exhaustive" : "random",
+                 (unsigned long long)res.passed, (unsigned long long)res.total,
+                 pass ? "true" : "false", tr.layers.nlayers, tr.layers.attn_layers,
+                 tr.layers.mlp_layers);
+          for (int l = 0; l < tr.layers.nlayers; l++) printf("%s%d", l ? "," : "", tr.layers.heads[l]);
+          printf("],\"seconds\":%.3f}\n", secs);
+        } else {
+          char frac[64];
+          snprintf(frac, sizeof frac, "%llu/%llu", (unsigned long long)res.passed,
+                   (unsigned long long)res.total);
+          printf("%-34s %3d %3d %15s  %-6s %4d %4d %4d  %s\n", prog.name, D, M, frac,
+                 !ok ? "ERROR" : pass ? "ok" : "FAIL", tr.layers.nlayers, tr.layers.attn_layers,
+                 tr.layers.mlp_layers, heads);
+          if (o.exhaustive && ok)
+            printf("%-34s %3s %3s exhaustive: all %llu inputs (every %s order x every target)\n", "",
+                   "", "", (unsigned long long)res.total,
+                   tr.opts.order == RASP_ORDER_ARM ? "arm" : "edge");
+        }
+        fflush(stdout);
+        if (!ok) {
+          raspR_print(&err, stderr);
+        }
+        if (!pass && !o.quiet && !o.json) {
+          if (o.exhaustive || o.no_shrink || res.first_fail < 0) {
+            if (res.first_fail >= 0 && !o.exhaustive)
+              fprintf(stdout, "  first failing graph: index %lld of seed %llu\n",
+                      (long long)res.first_fail, o.seed);
+          } else {
+            raspK_counterexample(&prog, D, M, (int)o.V, o.seed, (uint64_t)res.first_fail, stdout);
+          }
+        }
+        if (secs > 2 && !o.json) fprintf(stderr, "  (%s D=%d M=%d took %.1f s)\n", prog.name, D, M, secs);
+        raspK_trace_free(&tr);
+      }
+    raspK_program_free(&prog);
+  }
+  free_vopts(&o);
+  return status;
+}
+
+/* ----------------------------------------------------------- rasp layers */
+
+static void layers_usage(FILE *out) {
+  fputs("usage: rasp layers PROGRAM [--M RANGE] [--D N] [--V N]\n"
+        "  prints the layers and heads the traced program needs for each M\n"
+        "  (default M = 3..33, D = 2) and names the growth: constant,\n"
+        "  logarithmic or linear in M.\n",
+        out);
+}
+
+/* Least-squares fit of y on x; returns the residual sum of squares. */
+static double fit_sse(const double *x, const double *y, int n, double *slope) {
+  double mx = 0, my = 0, sxx = 0, sxy = 0, sse = 0;
+  for (int i = 0; i < n; i++) mx += x[i], my += y[i];
+  mx /= n;
+  my /= n;
+  for (int i = 0; i < n; i++) sxx += (x[i] - mx) * (x[i] - mx), sxy += (x[i] - mx) * (y[i] - my);
+  double b = sxx > 0 ? sxy / sxx : 0;
+  for (int i = 0; i < n; i++) {
+    double r = y[i] - (my + b * (x[i] - mx));
+    sse += r * r;
+  }
+  *slope = b;
+  return sse;
+}
+
+int rasp_cli_layers(int argc, char **argv) {
+  vopts o;
+  init_vopts(&o, argc);
+  if (!common_opts("layers", argc, argv, &o, layers_usage)) {
+    layers_usage(stderr);
+    free_vopts(&o);
+    return 2;
+  }
+  if (!o.nM) parse_range("layers", "--M", "3..33", 2, 100, &o.Ms, &o.nM);
+  int D = o.nD ? o.Ds[0] : 2;
+  int status = 0;
+  for (int p = 0; p < o.nprograms; p++) {
+    rasp_program prog;
+    rasp_error err = {0};
+    if (!raspK_load(o.programs[p], o.stdlib, D, o.Ms[0], (int)o.V, &prog, &err)) {
+      raspR_print(&err, stderr);
+      status = 2;
+      continue;
+    }
+    printf("%s (D=%d)\n%5s %5s %7s %5s %5s  %s\n", prog.name, D, "M", "n", "layers", "attn",
+           "mlp", "heads per layer");
+    double *xs = raspM_alloc(sizeof(double) * (size_t)o.nM), *ys = raspM_alloc(sizeof(double) * (size_t)o.nM),
+           *ls = raspM_alloc(sizeof(double) * (size_t)o.nM);
+    int k = 0;
+    for (int mi = 0; mi < o.nM; mi++) {
+      int M = o.Ms[mi];
+      if (M < prog.min_M) continue;
+      rasp_ptrace tr;
+      err.set = 0;
+      if (!raspK_trace(&prog, D, M, (int)o.V, &tr, &err)) {
+        raspR_print(&err, stderr);
+        status = 1;
+        continue;
+      }
+      char heads[1024];
+      heads_text(&tr.layers, heads, sizeof heads);
+      printf("%5d %5d %7d %5d %5d  %s\n", M, tr.n, tr.layers.nlayers, tr.layers.attn_layers,
+             tr.layers.mlp_layers, heads);
+      xs[k] = M;
+      ls[k] = log2((double)M);
+      ys[k] = tr.layers.nlayers;
+      k++;
+      raspK_trace_free(&tr);
+    }
+    if (k >= 2) {
+      double lo = ys[0], hi = ys[0];
+      for (int i = 0; i < k; i++) lo = ys[i] < lo ? ys[i] : lo, hi = ys[i] > hi ? ys[i] : hi;
+      double slin, slog;
+      double elin = fit_sse(xs, ys, k, &slin), elog = fit_sse(ls, ys, k, &slog);
+      if (hi == lo) printf("growth: constant (%g layers for every M)\n", lo);
+      else if (elin <= elog)
+        printf("growth: linear in M (about %.2f layers per unit of M; residual %.2f vs %.2f for log M)\n",
+               slin, elin, elog);
+      else
+        printf("growth: logarithmic in M (about %.2f layers per doubling of M; residual %.2f vs %.2f for M)\n",
+               slog, elog, elin);
+    }
+    raspM_free(xs);
+    raspM_free(ys);
+    raspM_free(ls);
+    raspK_program_free(&prog);
+  }
+  free_vopts(&o);
+  return status;
+}
+
+/* ------------------------------------------------------------- rasp draw */
+
+static void draw_usage(FILE *out) {
+  fputs("usage: rasp draw PROGRAM [--D N] [--M N] [--V N] [-o FILE] [--format dot|svg|png]\n"
+        "  writes the traced computation graph, grouped by layer, as Graphviz DOT\n"
+        "  (to stdout, or FILE); svg and png need the `dot` tool (Debian: graphviz).\n",
+        out);
+}
+
+static void dot_escape(FILE *f, const char *s) {
+  for (; *s; s++) {
+    if (*s == '"' || *s == '\\') fputc('\\', f);
+    fputc(*s, f);
+  }
+}
+
+static void write_dot(rasp_ptrace *tr, const char *name, FILE *f) {
+  rasp_ir *ir = rasp_ctx_ir(tr->ctx);
+  unsigned char *live = raspM_alloc((size_t)ir->nnodes);
+  raspI_live(ir, &tr->output, 1, live);
+  fprintf(f, "digraph \"%s\" {\n  rankdir=TB;\n  node [fontname=\"Helvetica\", fontsize=10];\n", name);
+  int maxs = 0;
+  for (int i = 0; i < ir->nnodes; i++)
+    if (live[i] && tr->layers.sublayer[i] > maxs) maxs = tr->layers.sublayer[i];
+  for (int s = 0; s <= maxs; s++) {
+    if (s == 0) fprintf(f, "  subgraph cluster_embed {\n    label=\"embeddings and constants\";\n");
+    else fprintf(f, "  subgraph cluster_%d {\n    label=\"layer %d %s\";\n", s, (s + 1) / 2,
+                 s % 2 ? "attention" : "MLP");
+    for (int i = 0; i < ir->nnodes; i++) {
+      const rasp_ir_node *nd = &ir->nodes[i];
+      if (!live[i] || tr->layers.sublayer[i] != s) continue;
+      rasp_component c = raspI_op_component(nd->op);
+      if (c == RASP_COMP_SELECTOR && s != 0) continue;
+      const char *shape = c == RASP_COMP_ATTN ? "box" : c == RASP_COMP_SELECTOR ? "diamond" : "ellipse";
+      fprintf(f, "    n%d [shape=%s, label=\"", i, shape);
+      if (nd->label) {
+        dot_escape(f, nd->label);
+        fputs("\\n", f);
+      }
+      fputs(raspI_op_name(nd->op), f);
+      if (nd->op == RASP_OP_BINARY) fprintf(f, " %s", raspI_binop_name((rasp_binop)nd->aux));
+      if (nd->op == RASP_OP_SELECT) fprintf(f, " %s", raspI_pred_name((rasp_pred)nd->aux));
+      if (nd->pos.src) fprintf(f, "\\nline %d", nd->pos.line);
+      fputs("\"];\n", f);
+    }
+    fputs("  }\n", f);
+  }
+  /* selectors outside the embedding cluster float next to their heads */
+  for (int i = 0; i < ir->nnodes; i++) {
+    const rasp_ir_node *nd = &ir->nodes[i];
+    if (live[i] && raspI_op_component(nd->op) == RASP_COMP_SELECTOR && tr->layers.sublayer[i] != 0)
+      fprintf(f, "  n%d [shape=diamond, label=\"%s %s\"];\n", i, raspI_op_name(nd->op),
+              nd->op == RASP_OP_SELECT ? raspI_pred_name((rasp_pred)nd->aux) : "");
+  }
+  for (int i = 0; i < ir->nnodes; i++) {
+    if (!live[i]) continue;
+    for (int k = 0; k < ir->nodes[i].nin; k++) fprintf(f, "  n%d -> n%d;\n", ir->nodes[i].in[k], i);
+  }
+  fputs("}\n", f);
+  raspM_free(live);
+}
+
+int rasp_cli_draw(int argc, char **argv) {
+  vopts o;
+  init_vopts(&o, argc);
+  if (!common_opts("draw", argc, argv, &o, draw_usage)) {
+    draw_usage(stderr);
+    free_vopts(&o);
+    return 2;
+  }
+  const char *format = o.format ? o.format : "dot";
+  if (strcmp(format, "dot") && strcmp(format, "svg") && strcmp(format, "png")) {
+    fprintf(stderr, "rasp draw: --format: expected dot, svg or png, got '%s'\n", format);
+    free_vopts(&o);
+    return 2;
+  }
+  int D = o.nD ? o.Ds[0] : 2, M = o.nM ? o.Ms[0] : 5;
+  rasp_program prog;
+  rasp_error err = {0};
+  rasp_ptrace tr;
+  if (!raspK_load(o.programs[0], o.stdlib, D, M, (int)o.V, &prog, &err)) {
+    raspR_print(&err, stderr);
+    free_vopts(&o);
+    return 2;
+  }
+  if (!raspK_trace(&prog, D, M, (int)o.V, &tr, &err)) {
+    raspR_print(&err, stderr);
+    raspK_program_free(&prog);
+    free_vopts(&o);
+    return 1;
+  }
+  char *text = NULL;
+  size_t len = 0;
+  FILE *mem = open_memstream(&text, &len);
+  write_dot(&tr, prog.name, mem);
+  fclose(mem);
+  int status = 0;
+  if (strcmp(format, "dot") == 0) {
+    if (o.out_file) {
+      if (!raspC_write_atomic(o.out_file, text, len, &err)) {
+        raspR_print(&err, stderr);
+        status = 2;
+      }
+    } else {
+      fwrite(text, 1, len, stdout);
+    }
+  } else {
+    if (!o.out_file) {
+      fprintf(stderr, "rasp draw: --format %s needs -o FILE\n", format);
+      status = 2;
+    } else if (system("command -v dot >/dev/null 2>&1") != 0) {
+      fprintf(stderr, "rasp draw: the 'dot' tool is not installed (Debian: apt-get install graphviz); "
+                      "use --format dot\n");
+      status = 2;
+    } else {
+      char tmp[4200], cmd[9000];
+      snprintf(tmp, sizeof tmp, "%s.dot.%ld", o.out_file, (long)getpid());
+      snprintf(cmd, sizeof cmd, "dot -T%s -o '%s.part' '%s' && mv '%s.part' '%s'", format,
+               o.out_file, tmp, o.out_file, o.out_file);
+      if (!raspC_write_atomic(tmp, text, len, &err) || system(cmd) != 0) {
+        fprintf(stderr, "rasp draw: rendering with dot failed\n");
+        status = 1;
+      }
+      unlink(tmp);
+    }
+  }
+  free(text);
+  raspK_trace_free(&tr);
+  raspK_program_free(&prog);
+  free_vopts(&o);
+  return status;
+}

@@ -79,6 +79,13 @@ int rasp_has_global(rasp_ctx *ctx, const char *name);
 int rasp_get_int(rasp_ctx *ctx, const char *name, int64_t *out,
                  rasp_error *err);
 
+/* Reads entry `key` of the global dict `dict` as text: numbers in decimal,
+** booleans True/False, strings as they are, lists as their items joined by
+** single spaces.  Returns 1, 0 when the dict or the key is missing, -1 with
+** err when the text does not fit in buf. */
+int rasp_get_setting(rasp_ctx *ctx, const char *dict, const char *key, char *buf,
+                     size_t size, rasp_error *err);
+
 /* Calls global function `name` with concrete arguments: each argument is
 ** either a list of elements (as a Python list) or a single element.
 ** Returns the truth of the result in *truth.  Used for output checks. */

@@ -450,7 +450,7 @@ static const builtin builtins[] = {
     {"bool", "x", b_bool, -1, "truth of a value"},
     {"list", "xs=None", b_list, -1, "a list of the items"},
     {"tuple", "xs=None", b_tuple, -1, "a tuple of the items"},
-    {"dict", "pairs=None", b_dict, -1, "a dict from (key, value) pairs"},
+    {"dict", "pairs=None,**", b_dict, -1, "a dict from (key, value) pairs and keyword arguments"},
     {"enumerate", "xs", b_enumerate, -1, "(index, item) pairs"},
     {"zip", "*", b_zip, -1, "tuples of corresponding items"},
     {"sorted", "xs", b_sorted, -1, "a sorted list"},

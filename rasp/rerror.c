@@ -53,15 +53,32 @@ void raspR_source_free(rasp_source *src) {
   raspM_free(src);
 }
 
+/* Copies the file name and the line at pos into err. */
+static void copy_location(rasp_error *err, rasp_pos pos) {
+  err->pos = pos;
+  err->file[0] = err->line[0] = '\0';
+  const rasp_source *src = pos.src;
+  if (!src) return;
+  snprintf(err->file, sizeof err->file, "%s", src->name);
+  const char *p = src->text, *end = src->text + src->len;
+  for (int line = 1; line < pos.line && p < end; p++)
+    if (*p == '\n') line++;
+  const char *eol = p;
+  while (eol < end && *eol != '\n' && *eol != '\r') eol++;
+  snprintf(err->line, sizeof err->line, "%.*s", (int)(eol - p), p);
+}
+
 void raspR_set(rasp_error *err, rasp_pos pos, const char *fmt, ...) {
   if (!err) return;
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(err->msg, sizeof err->msg, fmt, ap);
   va_end(ap);
-  err->pos = pos;
+  copy_location(err, pos);
   err->set = 1;
 }
+
+void raspR_locate(rasp_error *err, rasp_pos pos) { copy_location(err, pos); }
 
 void raspR_setnopos(rasp_error *err, const char *fmt, ...) {
   if (!err) return;
@@ -70,25 +87,19 @@ void raspR_setnopos(rasp_error *err, const char *fmt, ...) {
   vsnprintf(err->msg, sizeof err->msg, fmt, ap);
   va_end(ap);
   memset(&err->pos, 0, sizeof err->pos);
+  err->file[0] = err->line[0] = '\0';
   err->set = 1;
 }
 
 void raspR_print(const rasp_error *err, FILE *out) {
-  const rasp_source *src = err->pos.src;
-  if (!src) {
+  if (!err->pos.src) {
     fprintf(out, "rasp: %s\n", err->msg);
     return;
   }
-  fprintf(out, "%s:%d:%d: %s\n", src->name, err->pos.line, err->pos.col,
-          err->msg);
-  /* Find the line and quote it, tabs kept so the caret lines up. */
-  const char *p = src->text, *end = src->text + src->len;
-  for (int line = 1; line < err->pos.line && p < end; p++)
-    if (*p == '\n') line++;
-  const char *eol = p;
-  while (eol < end && *eol != '\n' && *eol != '\r') eol++;
-  fprintf(out, "    %.*s\n    ", (int)(eol - p), p);
-  for (int i = 1; i < err->pos.col && p + i - 1 < eol; i++)
-    fputc(p[i - 1] == '\t' ? '\t' : ' ', out);
+  fprintf(out, "%s:%d:%d: %s\n", err->file, err->pos.line, err->pos.col, err->msg);
+  /* quote the line, tabs kept so that the caret lines up */
+  fprintf(out, "    %s\n    ", err->line);
+  for (int i = 1; i < err->pos.col && err->line[i - 1]; i++)
+    fputc(err->line[i - 1] == '\t' ? '\t' : ' ', out);
   fputs("^\n", out);
 }

@@ -30,10 +30,15 @@ typedef struct rasp_pos {
   int line, col;          /* 1-based; col counts bytes */
 } rasp_pos;
 
+/* An error carries copies of the file name and of the source line, so it
+** can be printed after the context that owned the source is gone (pos.src
+** is then only a flag saying that the error has a location). */
 typedef struct rasp_error {
   int set;
   rasp_pos pos;
   char msg[1024];
+  char file[256];
+  char line[512];
 } rasp_error;
 
 rasp_source *raspR_source_new(const char *name, const char *text, size_t len);
@@ -46,6 +51,9 @@ void raspR_set(rasp_error *err, rasp_pos pos, const char *fmt, ...)
 /* Same, without a position (bad option, unreadable file). */
 void raspR_setnopos(rasp_error *err, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+
+/* Sets err's position (and its copies of the file name and line). */
+void raspR_locate(rasp_error *err, rasp_pos pos);
 
 /* "file:line:col: message", then the source line and a caret. */
 void raspR_print(const rasp_error *err, FILE *out);

@@ -129,7 +129,7 @@ static void memo_grow(memo *m) {
 /* Errors raised inside a callback may carry their own position (inside the
 ** called function); otherwise blame the node. */
 static void blame(rasp_error *err, const rasp_ir_node *nd) {
-  if (err && !err->pos.src) err->pos = nd->pos;
+  if (err && !err->pos.src) raspR_locate(err, nd->pos);
 }
 
 static int call_memo(rasp_eval *ev, int id, int nargs, const rasp_elem *args,

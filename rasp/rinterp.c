@@ -144,7 +144,7 @@ _Noreturn void raspV_error(rasp_ctx *ctx, rasp_pos pos, const char *fmt, ...) {
   va_start(ap, fmt);
   if (ctx->err) {
     vsnprintf(ctx->err->msg, sizeof ctx->err->msg, fmt, ap);
-    ctx->err->pos = pos;
+    raspR_locate(ctx->err, pos);
     ctx->err->set = 1;
   }
   va_end(ap);
@@ -1410,6 +1410,12 @@ static value *call_function(rasp_ctx *ctx, value *fn, value **args, int nargs,
 /* Parses a builtin's parameter spec "k,q,pred,causal=True". */
 static value *call_builtin(rasp_ctx *ctx, const builtin *bi, value **args, int nargs,
                            const char **kwnames, value **kwvals, int nkw, rasp_pos pos) {
+  if (strcmp(bi->params, "pairs=None,**") == 0) { /* dict(pairs, key=value, ...) */
+    value *d = bi->fn(ctx, args, nargs > 1 ? 1 : nargs, pos);
+    for (int i = 0; i < nkw; i++)
+      raspV_dict_set(ctx, d, raspV_str(ctx, kwnames[i], strlen(kwnames[i])), kwvals[i]);
+    return d;
+  }
   if (strcmp(bi->params, "*") == 0) {
     if (nkw) raspV_error(ctx, pos, "%s() takes no keyword arguments", bi->name);
     return bi->fn(ctx, args, nargs, pos);
@@ -1501,7 +1507,7 @@ void rasp_default_limits(rasp_limits *limits) {
   limits->max_length = 1 << 20;
   limits->max_nodes = 1 << 20;
   limits->max_depth = 200;
-  limits->max_steps = 100000000LL;
+  limits->max_steps = 10000000LL;
   limits->max_selector_cells = RASP_DEFAULT_MAX_SELECTOR_CELLS;
   limits->max_list = 10000000;
 }
@@ -1692,10 +1698,14 @@ int rasp_load_stdlib(rasp_ctx *ctx, const char *dir, rasp_error *err) {
     if (access(path, R_OK) != 0) dir = RASP_SRC_STDLIB_DIR;
 #endif
   }
-  snprintf(path, sizeof path, "%s/core.rasp", dir);
   raspM_free(ctx->stdlib_dir);
   ctx->stdlib_dir = raspM_strdup(dir);
-  return rasp_exec_file(ctx, path, err);
+  static const char *files[] = {"core.rasp", "pathstar.rasp"};
+  for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+    snprintf(path, sizeof path, "%s/%s", dir, files[i]);
+    if (!rasp_exec_file(ctx, path, err)) return 0;
+  }
+  return 1;
 }
 
 static void add_output(rasp_ctx *ctx, value *v, rasp_pos pos) {
@@ -1736,8 +1746,20 @@ int rasp_get_int(rasp_ctx *ctx, const char *name, int64_t *out, rasp_error *err)
   PROTECT_END(ctx)
 }
 
+static int call_check_locked(rasp_ctx *ctx, const char *name, const rasp_arg *args, int nargs,
+                             int *truth, rasp_error *err);
+
+/* Serialised: verifier threads check outputs through one context. */
 int rasp_call_check(rasp_ctx *ctx, const char *name, const rasp_arg *args, int nargs,
                     int *truth, rasp_error *err) {
+  pthread_mutex_lock(&ctx->lock);
+  int ok = call_check_locked(ctx, name, args, nargs, truth, err);
+  pthread_mutex_unlock(&ctx->lock);
+  return ok;
+}
+
+static int call_check_locked(rasp_ctx *ctx, const char *name, const rasp_arg *args, int nargs,
+                             int *truth, rasp_error *err) {
   ctx->steps = 0;
   unsigned long long saved_mark = ctx->mark;
   ctx->mark = ctx->serial;
@@ -1844,4 +1866,38 @@ int rasp_format_symbolic(const rasp_ctx *ctx, rasp_elem e, char *buf, size_t siz
     if (s) return snprintf(buf, size, "%s", s);
   }
   return raspI_elem_format(&ctx->ir, e, buf, size);
+}
+
+int rasp_get_setting(rasp_ctx *ctx, const char *dict, const char *key, char *buf, size_t size,
+                     rasp_error *err) {
+  buf[0] = '\0';
+  value *d = env_get(ctx->globals, raspV_intern(ctx, dict));
+  if (!d || d->kind != V_DICT) return 0;
+  value *k = raspV_str(ctx, key, strlen(key));
+  value *v = raspV_dict_get(d, k);
+  if (!v) return 0;
+  strbuf b = {0};
+  sb_puts(&b, "");
+  value *items = v;
+  int n = 1;
+  if (v->kind == V_LIST || v->kind == V_TUPLE) n = v->u.list.n;
+  for (int i = 0; i < n; i++) {
+    value *it = (items->kind == V_LIST || items->kind == V_TUPLE) ? items->u.list.items[i] : v;
+    if (i) sb_puts(&b, " ");
+    if (it->kind == V_STR) sb_add(&b, it->u.str.s, it->u.str.len);
+    else {
+      char *r = raspV_repr(ctx, it);
+      sb_puts(&b, r);
+      raspM_free(r);
+    }
+  }
+  int ok = 1;
+  if (b.n + 1 > size) {
+    raspR_setnopos(err, "setting %s['%s'] is too long", dict, key);
+    ok = -1;
+  } else {
+    memcpy(buf, b.s, b.n + 1);
+  }
+  raspM_free(b.s);
+  return ok;
 }

@@ -1,1 +1,587 @@
+/*
+** rverify.c -- the verifier: programs against path-star graphs.
+**
+** A program is traced once per (D, M): the IR does not depend on the graph,
+** only on the sequence length and the task parameters.  Verification then
+** evaluates that one IR on batches of generated inputs, on several threads
+** (each with its own evaluator; the IR is shared read-only), and judges
+** each output with the program's own check() function.  Inputs are indexed
+** samples of a seeded generator, so every thread count sees the same graphs
+** and a failure can be named by its index and replayed.
+**
+** Counterexamples are shrunk the way property-based testing does it: first
+** the smallest (D, M) for which some graph fails, then the edge order,
+** sorted towards arm-by-arm order one adjacent swap at a time while the
+** input keeps failing, so what is printed is as small and as regular as
+** the failure allows.
+*/
 #include "rverify.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rmem.h"
+
+static const char *base_name(const char *path, char *buf, size_t size) {
+  const char *slash = strrchr(path, '/');
+  snprintf(buf, size, "%s", slash ? slash + 1 : path);
+  char *dot = strrchr(buf, '.');
+  if (dot && strcmp(dot, ".rasp") == 0) *dot = '\0';
+  return buf;
+}
+
+/* Globals that describe the layout, set before the file runs. */
+static void set_layout_globals(rasp_ctx *ctx, const rasp_task_opts *o, int n) {
+  rasp_sample s;
+  memset(&s, 0, sizeof s);
+  rasp_error err = {0};
+  int have = raspT_sample(o, 0, 0, &s, &err) == 0;
+  rasp_set_int(ctx, "arm_len", o->M);
+  rasp_set_int(ctx, "degree", o->D);
+  rasp_set_int(ctx, "num_symbols", o->V);
+  rasp_set_int(ctx, "seq_len", n);
+  rasp_set_int(ctx, "markers", o->markers);
+  rasp_set_int(ctx, "edge_width", 2 + o->markers);
+  rasp_set_bool(ctx, "q_before_g", o->q == RASP_Q_START);
+  rasp_set_int(ctx, "g_start", have ? s.g_start : 0);
+  rasp_set_int(ctx, "q_start", have ? s.q_start : 0);
+  rasp_set_int(ctx, "ans_start", have ? s.ans_start : 0);
+  raspT_sample_free(&s);
+}
+
+static int parse_setting(rasp_ctx *ctx, const char *key, char *buf, size_t size, rasp_error *err) {
+  int r = rasp_get_setting(ctx, "task", key, buf, size, err);
+  return r;
+}
+
+static int setting_bool(const char *path, const char *key, const char *text, int *out,
+                        rasp_error *err) {
+  if (strcmp(text, "True") == 0 || strcmp(text, "1") == 0) *out = 1;
+  else if (strcmp(text, "False") == 0 || strcmp(text, "0") == 0) *out = 0;
+  else {
+    raspR_setnopos(err, "%s: task['%s'] must be True or False, not '%s'", path, key, text);
+    return 0;
+  }
+  return 1;
+}
+
+/* Reads the `task` dict into prog->base. */
+static int read_settings(rasp_ctx *ctx, rasp_program *prog, rasp_error *err) {
+  char buf[256];
+  rasp_task_opts *o = &prog->base;
+  const char *path = prog->path;
+  if (!rasp_has_global(ctx, "task")) {
+    raspR_setnopos(err, "%s: the program declares no task settings (a global dict 'task')", path);
+    return 0;
+  }
+  static const char *known[] = {"order", "q", "markers", "st_names", "bos", "eos", "answer",
+                                "symbols", "min_M", "min_D", "check", "entry", "description",
+                                "causal", NULL};
+  (void)known;
+  int r;
+  if ((r = parse_setting(ctx, "order", buf, sizeof buf, err)) < 0) return 0;
+  if (r) {
+    if (strcmp(buf, "edge") == 0) o->order = RASP_ORDER_EDGE;
+    else if (strcmp(buf, "arm") == 0) o->order = RASP_ORDER_ARM;
+    else {
+      raspR_setnopos(err, "%s: task['order'] must be 'edge' or 'arm', not '%s'", path, buf);
+      return 0;
+    }
+  }
+  if ((r = parse_setting(ctx, "q", buf, sizeof buf, err)) < 0) return 0;
+  if (r) {
+    if (strcmp(buf, "start") == 0) o->q = RASP_Q_START;
+    else if (strcmp(buf, "end") == 0) o->q = RASP_Q_END;
+    else {
+      raspR_setnopos(err, "%s: task['q'] must be 'start' or 'end', not '%s'", path, buf);
+      return 0;
+    }
+  }
+  if ((r = parse_setting(ctx, "answer", buf, sizeof buf, err)) < 0) return 0;
+  if (r) {
+    static const char *names[] = {"none", "forward", "reverse", "lead"};
+    int k = 0;
+    while (k < 4 && strcmp(buf, names[k]) != 0) k++;
+    if (k == 4) {
+      raspR_setnopos(err, "%s: task['answer'] must be none, forward, reverse or lead, not '%s'",
+                     path, buf);
+      return 0;
+    }
+    o->answer = (rasp_answer)k;
+  }
+  struct { const char *key; int *dst; } bools[] = {
+      {"st_names", &o->st_names}, {"bos", &o->bos}, {"eos", &o->eos}};
+  for (size_t i = 0; i < sizeof bools / sizeof bools[0]; i++) {
+    if ((r = parse_setting(ctx, bools[i].key, buf, sizeof buf, err)) < 0) return 0;
+    if (r && !setting_bool(path, bools[i].key, buf, bools[i].dst, err)) return 0;
+  }
+  struct { const char *key; int *dst; int lo, hi; } ints[] = {
+      {"markers", &o->markers, 1, 2}, {"min_M", &prog->min_M, 2, 1000000},
+      {"min_D", &prog->min_D, 1, 1000000}};
+  for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++) {
+    if ((r = parse_setting(ctx, ints[i].key, buf, sizeof buf, err)) < 0) return 0;
+    if (!r) continue;
+    char *end;
+    long v = strtol(buf, &end, 10);
+    if (!*buf || *end || v < ints[i].lo || v > ints[i].hi) {
+      raspR_setnopos(err, "%s: task['%s'] must be an integer in %d..%d, not '%s'", path,
+                     ints[i].key, ints[i].lo, ints[i].hi, buf);
+      return 0;
+    }
+    *ints[i].dst = (int)v;
+  }
+  if ((r = parse_setting(ctx, "check", buf, sizeof buf, err)) < 0) return 0;
+  snprintf(prog->check, sizeof prog->check, "%.63s", r ? buf : "check");
+  if ((r = parse_setting(ctx, "entry", buf, sizeof buf, err)) < 0) return 0;
+  snprintf(prog->entry, sizeof prog->entry, "%.63s", r ? buf : "main");
+  return 1;
+}
+
+/* Builds a context for (D, M, V): vocabulary, globals, stdlib, the file. */
+static rasp_ctx *program_context(const rasp_program *prog, const rasp_task_opts *o, int n,
+                                 char ***extra, int *nextra, rasp_error *err) {
+  rasp_ctx *ctx = rasp_ctx_new(n, NULL, err);
+  if (!ctx) return NULL;
+  int nv = raspT_vocab_size(o) - 1; /* ids 1 .. V+7 */
+  char **syms = raspM_alloc(sizeof(char *) * (size_t)(nv + (extra ? *nextra : 0) + 1));
+  char buf[64];
+  for (int id = 1; id <= nv; id++) {
+    raspT_token_text(o, id, buf, sizeof buf);
+    syms[id - 1] = raspM_strdup(buf);
+  }
+  int total = nv;
+  if (extra)
+    for (int i = 0; i < *nextra; i++) {
+      int dup = 0;
+      for (int k = 0; k < total && !dup; k++) dup = strcmp(syms[k], (*extra)[i]) == 0;
+      if (!dup) syms[total++] = raspM_strdup((*extra)[i]);
+    }
+  int ok = rasp_set_vocab(ctx, (const char *const *)syms, total, err);
+  for (int i = 0; i < total; i++) raspM_free(syms[i]);
+  raspM_free(syms);
+  if (ok) {
+    set_layout_globals(ctx, o, n);
+    ok = rasp_load_stdlib(ctx, prog->stdlib, err) && rasp_exec_file(ctx, prog->path, err);
+  }
+  if (!ok) {
+    rasp_ctx_free(ctx);
+    return NULL;
+  }
+  return ctx;
+}
+
+int raspK_load(const char *path, const char *stdlib, int D, int M, int V, rasp_program *prog,
+               rasp_error *err) {
+  memset(prog, 0, sizeof *prog);
+  prog->path = raspM_strdup(path);
+  char buf[256];
+  prog->name = raspM_strdup(base_name(path, buf, sizeof buf));
+  prog->stdlib = stdlib;
+  prog->min_M = 2;
+  prog->min_D = 1;
+  raspT_opts_default(&prog->base);
+  prog->base.bos = prog->base.eos = 0;
+  prog->base.answer = RASP_ANS_NONE;
+  prog->base.D = D;
+  prog->base.M = M;
+  prog->base.V = V;
+  /* settings pass: the layout globals for the defaults, length 1 */
+  rasp_ctx *ctx = program_context(prog, &prog->base, 1, NULL, NULL, err);
+  if (!ctx) goto fail;
+  int ok = read_settings(ctx, prog, err);
+  rasp_ctx_free(ctx);
+  if (!ok) goto fail;
+  return 1;
+fail:
+  raspK_program_free(prog);
+  return 0;
+}
+
+void raspK_program_free(rasp_program *prog) {
+  raspM_free(prog->path);
+  raspM_free(prog->name);
+  memset(prog, 0, sizeof *prog);
+}
+
+int raspK_trace(const rasp_program *prog, int D, int M, int V, rasp_ptrace *tr, rasp_error *err) {
+  memset(tr, 0, sizeof *tr);
+  tr->opts = prog->base;
+  tr->opts.D = D;
+  tr->opts.M = M;
+  tr->opts.V = V;
+  tr->opts.structured = 0;
+  if (M < prog->min_M || D < prog->min_D) {
+    raspR_setnopos(err, "%s needs M >= %d and D >= %d (asked for D=%d, M=%d)", prog->path,
+                   prog->min_M, prog->min_D, D, M);
+    return 0;
+  }
+  if (raspT_opts_check(&tr->opts, err) != 0) return 0;
+  tr->n = raspT_length(&tr->opts);
+  /* The extra symbols may depend on M: read them from a settings run at the
+  ** right length, then build the real context with them. */
+  rasp_ctx *probe = program_context(prog, &tr->opts, tr->n, NULL, NULL, err);
+  if (!probe) return 0;
+  char buf[8192];
+  int r = rasp_get_setting(probe, "task", "symbols", buf, sizeof buf, err);
+  rasp_ctx_free(probe);
+  if (r < 0) return 0;
+  char **extra = NULL;
+  int nextra = 0;
+  if (r) {
+    char *save = NULL;
+    int cap = 0;
+    for (char *tok = strtok_r(buf, " ", &save); tok; tok = strtok_r(NULL, " ", &save)) {
+      RASP_GROW(extra, cap, nextra + 1);
+      extra[nextra++] = raspM_strdup(tok);
+    }
+  }
+  tr->ctx = program_context(prog, &tr->opts, tr->n, &extra, &nextra, err);
+  for (int i = 0; i < nextra; i++) raspM_free(extra[i]);
+  raspM_free(extra);
+  if (!tr->ctx) return 0;
+  if (!rasp_trace(tr->ctx, prog->entry, err)) {
+    raspK_trace_free(tr);
+    return 0;
+  }
+  rasp_ir *ir = rasp_ctx_ir(tr->ctx);
+  tr->output = ir->outputs[0];
+  snprintf(tr->check, sizeof tr->check, "%s", prog->check);
+  tr->nvocab = rasp_vocab_size(tr->ctx);
+  tr->vocab_sym = raspM_alloc(sizeof(int64_t) * (size_t)(tr->nvocab + 1));
+  for (int id = 1; id <= tr->nvocab; id++)
+    tr->vocab_sym[id] = rasp_symbol(tr->ctx, rasp_vocab_symbol(tr->ctx, id));
+  raspL_analyse(ir, &tr->output, 1, &tr->layers);
+  return 1;
+}
+
+void raspK_trace_free(rasp_ptrace *tr) {
+  if (tr->layers.sublayer) raspL_free(&tr->layers);
+  rasp_ctx_free(tr->ctx);
+  raspM_free(tr->vocab_sym);
+  memset(tr, 0, sizeof *tr);
+}
+
+static rasp_elem symbolic(const rasp_ptrace *tr, rasp_elem e) {
+  if (e.den == 1 && e.num >= 1 && e.num <= tr->nvocab)
+    return (rasp_elem){tr->vocab_sym[e.num], RASP_DEN_SYM};
+  return e;
+}
+
+int raspK_check_batch(rasp_ptrace *tr, rasp_eval *ev, int B, const int64_t *tokens,
+                      const int64_t *lead, const int64_t *target, unsigned char *pass,
+                      rasp_error *err) {
+  if (!raspE_run(ev, B, tokens, err)) return 0;
+  rasp_elem *out = raspM_alloc(sizeof(rasp_elem) * (size_t)tr->n);
+  int ok = 1;
+  for (int b = 0; b < B && ok; b++) {
+    const rasp_elem *v = raspE_value(ev, tr->output, b);
+    for (int i = 0; i < tr->n; i++) out[i] = symbolic(tr, v[i]);
+    rasp_arg args[3];
+    memset(args, 0, sizeof args);
+    args[0].elems = out;
+    args[0].count = tr->n;
+    args[1].elem = symbolic(tr, (rasp_elem){lead[b], 1});
+    args[2].elem = symbolic(tr, (rasp_elem){target[b], 1});
+    int truth = 0;
+    ok = rasp_call_check(tr->ctx, tr->check, args, 3, &truth, err);
+    pass[b] = (unsigned char)(ok && truth);
+  }
+  raspM_free(out);
+  return ok;
+}
+
+int raspK_sample_tokens(const rasp_ptrace *tr, uint64_t seed, uint64_t index, int64_t *tokens,
+                        int64_t *lead, int64_t *target, rasp_error *err) {
+  rasp_sample s;
+  memset(&s, 0, sizeof s);
+  if (raspT_sample(&tr->opts, seed, index, &s, err) != 0) {
+    raspT_sample_free(&s);
+    return 0;
+  }
+  for (int i = 0; i < s.ntokens; i++) tokens[i] = s.tokens[i];
+  *lead = s.lead;
+  *target = tr->opts.st_names ? tr->opts.V + RASP_SP_T : s.t;
+  raspT_sample_free(&s);
+  return 1;
+}
+
+/* ------------------------------------------------------ random, threaded */
+
+#define VERIFY_BATCH 64
+
+typedef struct vjob {
+  rasp_ptrace *tr;
+  uint64_t begin, end, seed;
+  uint64_t passed, done;
+  int64_t first_fail;
+  rasp_error err;
+  int failed_error;
+} vjob;
+
+static void *verify_worker(void *arg) {
+  vjob *job = arg;
+  rasp_ptrace *tr = job->tr;
+  int n = tr->n;
+  rasp_eval *ev = raspE_new(rasp_ctx_ir(tr->ctx));
+  int64_t *tokens = raspM_alloc(sizeof(int64_t) * (size_t)n * VERIFY_BATCH);
+  int64_t lead[VERIFY_BATCH], target[VERIFY_BATCH];
+  unsigned char pass[VERIFY_BATCH];
+  job->first_fail = -1;
+  for (uint64_t i = job->begin; i < job->end; i += VERIFY_BATCH) {
+    int B = (int)(job->end - i < VERIFY_BATCH ? job->end - i : VERIFY_BATCH);
+    for (int b = 0; b < B; b++)
+      if (!raspK_sample_tokens(tr, job->seed, i + (uint64_t)b, tokens + (size_t)b * (size_t)n,
+                               &lead[b], &target[b], &job->err)) {
+        job->failed_error = 1;
+        goto done;
+      }
+    if (!raspK_check_batch(tr, ev, B, tokens, lead, target, pass, &job->err)) {
+      job->failed_error = 1;
+      if (job->first_fail < 0) job->first_fail = (int64_t)i;
+      goto done;
+    }
+    for (int b = 0; b < B; b++) {
+      if (pass[b]) job->passed++;
+      else if (job->first_fail < 0) job->first_fail = (int64_t)(i + (uint64_t)b);
+    }
+    job->done += (uint64_t)B;
+  }
+done:
+  raspM_free(tokens);
+  raspE_free(ev);
+  return NULL;
+}
+
+int raspK_verify_random(rasp_ptrace *tr, uint64_t graphs, uint64_t seed, int jobs,
+                        rasp_vresult *res) {
+  memset(res, 0, sizeof *res);
+  res->first_fail = -1;
+  if (jobs < 1) jobs = 1;
+  if ((uint64_t)jobs > graphs) jobs = graphs ? (int)graphs : 1;
+  vjob *job = raspM_alloc(sizeof(vjob) * (size_t)jobs);
+  pthread_t *th = raspM_alloc(sizeof(pthread_t) * (size_t)jobs);
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setstacksize(&attr, 64u << 20); /* callbacks recurse in the interpreter */
+  for (int j = 0; j < jobs; j++) {
+    job[j].tr = tr;
+    job[j].seed = seed;
+    job[j].begin = graphs * (uint64_t)j / (uint64_t)jobs;
+    job[j].end = graphs * (uint64_t)(j + 1) / (uint64_t)jobs;
+    if (jobs == 1) verify_worker(&job[j]);
+    else pthread_create(&th[j], &attr, verify_worker, &job[j]);
+  }
+  int ok = 1;
+  for (int j = 0; j < jobs; j++) {
+    if (jobs > 1) pthread_join(th[j], NULL);
+    res->passed += job[j].passed;
+    res->total += job[j].end - job[j].begin;
+    if (job[j].first_fail >= 0 && (res->first_fail < 0 || job[j].first_fail < res->first_fail))
+      res->first_fail = job[j].first_fail;
+    if (job[j].failed_error && ok) {
+      res->error = job[j].err;
+      ok = 0;
+    }
+  }
+  pthread_attr_destroy(&attr);
+  raspM_free(job);
+  raspM_free(th);
+  return ok;
+}
+
+/* ------------------------------------------------------------ exhaustive */
+
+typedef struct xstate {
+  rasp_ptrace *tr;
+  rasp_eval *ev;
+  int64_t *tokens, lead[VERIFY_BATCH], target[VERIFY_BATCH];
+  int B;
+  uint64_t seen;
+  rasp_vresult *res;
+  int error;
+} xstate;
+
+static int flush_exhaustive(xstate *x) {
+  unsigned char pass[VERIFY_BATCH];
+  if (!x->B) return 1;
+  if (!raspK_check_batch(x->tr, x->ev, x->B, x->tokens, x->lead, x->target, pass, &x->res->error)) {
+    x->error = 1;
+    return 0;
+  }
+  for (int b = 0; b < x->B; b++) {
+    if (pass[b]) x->res->passed++;
+    else if (x->res->first_fail < 0) x->res->first_fail = (int64_t)(x->seen - (uint64_t)x->B + (uint64_t)b);
+  }
+  x->res->total += (uint64_t)x->B;
+  x->B = 0;
+  return 1;
+}
+
+static int exhaustive_visit(const rasp_sample *s, void *user) {
+  xstate *x = user;
+  int64_t *dst = x->tokens + (size_t)x->B * (size_t)x->tr->n;
+  for (int i = 0; i < s->ntokens; i++) dst[i] = s->tokens[i];
+  x->lead[x->B] = s->lead;
+  x->target[x->B] = x->tr->opts.st_names ? x->tr->opts.V + RASP_SP_T : s->t;
+  x->B++;
+  x->seen++;
+  if (x->B == VERIFY_BATCH && !flush_exhaustive(x)) return 1;
+  return 0;
+}
+
+int raspK_verify_exhaustive(rasp_ptrace *tr, uint64_t cap, rasp_vresult *res, rasp_error *err) {
+  memset(res, 0, sizeof *res);
+  res->first_fail = -1;
+  xstate x;
+  memset(&x, 0, sizeof x);
+  x.tr = tr;
+  x.res = res;
+  x.ev = raspE_new(rasp_ctx_ir(tr->ctx));
+  x.tokens = raspM_alloc(sizeof(int64_t) * (size_t)tr->n * VERIFY_BATCH);
+  uint64_t count = 0;
+  int r = raspT_enumerate(&tr->opts, NULL, cap, exhaustive_visit, &x, &count, err);
+  if (r == 0) flush_exhaustive(&x);
+  raspM_free(x.tokens);
+  raspE_free(x.ev);
+  if (r < 0) return 0;
+  if (x.error) {
+    *err = res->error;
+    return 0;
+  }
+  return 1;
+}
+
+/* -------------------------------------------------------- counterexamples */
+
+static int fails_on(rasp_ptrace *tr, rasp_eval *ev, const int64_t *tokens, int64_t lead,
+                    int64_t target) {
+  unsigned char pass = 0;
+  rasp_error err = {0};
+  if (!raspK_check_batch(tr, ev, 1, tokens, &lead, &target, &pass, &err)) return 1;
+  return !pass;
+}
+
+static void print_tokens(const rasp_ptrace *tr, const int64_t *tokens, FILE *out) {
+  char buf[64];
+  for (int i = 0; i < tr->n; i++) {
+    raspT_token_text(&tr->opts, (int)tokens[i], buf, sizeof buf);
+    fprintf(out, "%s%s", i ? " " : "", buf);
+  }
+  fputc('\n', out);
+}
+
+static void print_row(rasp_ptrace *tr, rasp_eval *ev, int node, FILE *out) {
+  const rasp_elem *v = raspE_value(ev, node, 0);
+  char buf[128];
+  for (int i = 0; i < tr->n; i++) {
+    rasp_format_symbolic(tr->ctx, v[i], buf, sizeof buf);
+    fprintf(out, "%s%s", i ? " " : "", buf);
+  }
+  fputc('\n', out);
+}
+
+/* Sorts blocks (edges, or whole arms) towards canonical order by adjacent
+** swaps that keep the input failing. */
+static void shrink_order(rasp_ptrace *tr, rasp_eval *ev, int64_t *tokens, int64_t lead,
+                         int64_t target, int g_start) {
+  const rasp_task_opts *o = &tr->opts;
+  int w = 2 + o->markers;
+  int E = o->D * (o->M - 1);
+  int block = o->order == RASP_ORDER_ARM ? (o->M - 1) * w : w;
+  int nblocks = o->order == RASP_ORDER_ARM ? o->D : E;
+  int64_t *tmp = raspM_alloc(sizeof(int64_t) * (size_t)block);
+  /* canonical order: blocks sorted by the ids of their first two tokens */
+  for (int pass = 0; pass < nblocks; pass++) {
+    int changed = 0;
+    for (int k = 0; k + 1 < nblocks; k++) {
+      int64_t *a = tokens + g_start + k * block, *b = a + block;
+      if (a[0] < b[0] || (a[0] == b[0] && a[1] <= b[1])) continue;
+      memcpy(tmp, a, sizeof(int64_t) * (size_t)block);
+      memcpy(a, b, sizeof(int64_t) * (size_t)block);
+      memcpy(b, tmp, sizeof(int64_t) * (size_t)block);
+      if (fails_on(tr, ev, tokens, lead, target)) changed = 1;
+      else { /* undo */
+        memcpy(tmp, a, sizeof(int64_t) * (size_t)block);
+        memcpy(a, b, sizeof(int64_t) * (size_t)block);
+        memcpy(b, tmp, sizeof(int64_t) * (size_t)block);
+      }
+    }
+    if (!changed) break;
+  }
+  raspM_free(tmp);
+}
+
+void raspK_counterexample(const rasp_program *prog, int D, int M, int V, uint64_t seed,
+                          uint64_t index, FILE *out) {
+  rasp_error err = {0};
+  rasp_ptrace tr;
+  int64_t *tokens = NULL, lead = 0, target = 0;
+  int found = 0;
+  /* smallest (D, M) first, then the one given */
+  for (int m = prog->min_M; m <= M && !found; m++)
+    for (int dd = prog->min_D > 2 ? prog->min_D : 2; dd <= D && !found; dd++) {
+      if (m == M && dd == D) continue;
+      if (!raspK_trace(prog, dd, m, V, &tr, &err)) continue;
+      rasp_eval *ev = raspE_new(rasp_ctx_ir(tr.ctx));
+      tokens = raspM_realloc(tokens, sizeof(int64_t) * (size_t)tr.n);
+      for (uint64_t i = 0; i < 200 && !found; i++)
+        if (raspK_sample_tokens(&tr, seed, i, tokens, &lead, &target, &err) &&
+            fails_on(&tr, ev, tokens, lead, target))
+          found = 1;
+      if (found) {
+        D = dd;
+        M = m;
+      }
+      raspE_free(ev);
+      raspK_trace_free(&tr);
+    }
+  if (!raspK_trace(prog, D, M, V, &tr, &err)) {
+    raspR_print(&err, out);
+    raspM_free(tokens);
+    return;
+  }
+  tokens = raspM_realloc(tokens, sizeof(int64_t) * (size_t)tr.n);
+  rasp_eval *ev = raspE_new(rasp_ctx_ir(tr.ctx));
+  if (!found) raspK_sample_tokens(&tr, seed, index, tokens, &lead, &target, &err);
+  rasp_sample s;
+  memset(&s, 0, sizeof s);
+  raspT_sample(&tr.opts, 0, 0, &s, &err);
+  int g_start = s.g_start;
+  raspT_sample_free(&s);
+  shrink_order(&tr, ev, tokens, lead, target, g_start);
+  char lbuf[64], tbuf[64];
+  raspT_token_text(&tr.opts, (int)lead, lbuf, sizeof lbuf);
+  raspT_token_text(&tr.opts, (int)target, tbuf, sizeof tbuf);
+  fprintf(out, "  counterexample (D=%d, M=%d, n=%d):\n    input:    ", D, M, tr.n);
+  print_tokens(&tr, tokens, out);
+  unsigned char pass = 0;
+  err.set = 0;
+  if (!raspK_check_batch(&tr, ev, 1, tokens, &lead, &target, &pass, &err)) {
+    fprintf(out, "    error:    ");
+    raspR_print(&err, out);
+  } else {
+    fprintf(out, "    output:   ");
+    print_row(&tr, ev, tr.output, out);
+  }
+  fprintf(out, "    expected: leading node l_t = %s for target t = %s (judged by %s's check)\n",
+          lbuf, tbuf, prog->name);
+  /* intermediate values: every labelled node the output depends on */
+  rasp_ir *ir = rasp_ctx_ir(tr.ctx);
+  unsigned char *live = raspM_alloc((size_t)ir->nnodes);
+  raspI_live(ir, &tr.output, 1, live);
+  fprintf(out, "    intermediate values (source line, variable, sublayer):\n");
+  int shown = 0;
+  for (int i = 0; i < ir->nnodes && shown < 60; i++) {
+    const rasp_ir_node *nd = &ir->nodes[i];
+    if (!live[i] || !nd->label || nd->type == RASP_T_SEL || !raspE_value(ev, i, 0)) continue;
+    if (nd->op == RASP_OP_INPUT || nd->op == RASP_OP_INDICES || nd->op == RASP_OP_FULL) continue;
+    fprintf(out, "      %4d %-18s %2d: ", nd->pos.line, nd->label, tr.layers.sublayer[i]);
+    print_row(&tr, ev, i, out);
+    shown++;
+  }
+  raspM_free(live);
+  raspE_free(ev);
+  raspK_trace_free(&tr);
+  raspM_free(tokens);
+}

@@ -1,6 +1,97 @@
 /*
 ** rverify.h -- checking path-star programs against generated graphs.
+**
+** A program file declares, in the language itself, what it assumes and how
+** its output is judged:
+**
+**     task = dict(order='edge', q='start', markers=1, st_names=True,
+**                 bos=False, eos=False, answer='none', min_M=3,
+**                 symbols=['j'] + ['a' + str(i) for i in range(arm_len)])
+**     def main(seq): ...                     # traced once per (D, M)
+**     def check(output, lead, target): ...   # called per graph
+**
+** `check` receives the program's output with vocabulary ids turned back
+** into their symbols (other values as they are), the leading node l_t and
+** the target t as symbols ('t' under st_names).  The verifier special-cases
+** no program: everything it needs comes from `task` and `check`.
+**
+** While the file runs, these globals describe the layout: arm_len (M),
+** degree (D), num_symbols (|V|), seq_len (n), g_start, q_start, ans_start
+** (positions of G, of "/", of the first answer token), q_before_g, markers,
+** edge_width (tokens per edge).  The vocabulary is the task's: node
+** symbols "1".."|V|" (ids 1..|V|), then | / = BOS EOS s t, then the file's
+** extra symbols, so `d` and `reverse_d` are as the paper uses them.
 */
 #ifndef RASP_RVERIFY_H
 #define RASP_RVERIFY_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "rasp.h"
+#include "rtask.h"
+
+typedef struct rasp_program {
+  char *path;
+  char *name;            /* file name without directory and .rasp */
+  rasp_task_opts base;   /* the file's settings; D, M, V set per run */
+  int min_M, min_D;
+  char entry[64], check[64];
+  const char *stdlib;    /* NULL: the default */
+} rasp_program;
+
+/* One trace of a program for one (D, M): the context, its IR and layers. */
+typedef struct rasp_ptrace {
+  rasp_ctx *ctx;
+  rasp_task_opts opts;
+  int n;
+  int output;            /* the output node */
+  char check[64];        /* the check function's name */
+  int64_t *vocab_sym;    /* token id -> symbol id, for check() */
+  int nvocab;
+  rasp_layers layers;
+} rasp_ptrace;
+
+typedef struct rasp_vresult {
+  uint64_t total, passed;
+  int64_t first_fail;    /* index of the first failing input, or -1 */
+  rasp_error error;      /* set when evaluation or check() raised an error */
+} rasp_vresult;
+
+/* Reads the file's settings (runs it once with D, M, V as given). */
+int raspK_load(const char *path, const char *stdlib, int D, int M, int V, rasp_program *prog,
+               rasp_error *err);
+void raspK_program_free(rasp_program *prog);
+
+/* Traces the program for D, M, V (task settings from the file). */
+int raspK_trace(const rasp_program *prog, int D, int M, int V, rasp_ptrace *tr, rasp_error *err);
+void raspK_trace_free(rasp_ptrace *tr);
+
+/* Checks one batch of inputs (B token arrays of length tr->n) with an
+** evaluator made for tr; pass[b] gets 1 or 0.  lead/target: node symbols'
+** token ids of l_t and t for each input.  Returns 0 and sets err when
+** evaluation or check() fails with an error. */
+int raspK_check_batch(rasp_ptrace *tr, rasp_eval *ev, int B, const int64_t *tokens,
+                      const int64_t *lead, const int64_t *target, unsigned char *pass,
+                      rasp_error *err);
+
+/* Runs `graphs` random inputs (sample indices 0..graphs-1 of seed) on
+** `jobs` threads. */
+int raspK_verify_random(rasp_ptrace *tr, uint64_t graphs, uint64_t seed, int jobs,
+                        rasp_vresult *res);
+/* Every edge (or arm) order and every target of one graph.  Fails with err
+** when that is more than cap inputs. */
+int raspK_verify_exhaustive(rasp_ptrace *tr, uint64_t cap, rasp_vresult *res, rasp_error *err);
+
+/* The token ids of sample `index` and its l_t and t (as token ids). */
+int raspK_sample_tokens(const rasp_ptrace *tr, uint64_t seed, uint64_t index, int64_t *tokens,
+                        int64_t *lead, int64_t *target, rasp_error *err);
+
+/* Finds a small failing input, starting from sample `index` of seed for
+** (D, M): tries smaller D and M first, then sorts the edge (or arm) order
+** as far as it still fails.  Prints the input, output, expected answer and
+** the labelled intermediate values. */
+void raspK_counterexample(const rasp_program *prog, int D, int M, int V, uint64_t seed,
+                          uint64_t index, FILE *out);
+
 #endif

@@ -341,7 +341,7 @@ END_TEST
 
 START_TEST(test_structure_all_options) {
   int shapes[][3] = {{1, 2, 2}, {1, 5, 9}, {2, 2, 3}, {2, 5, 100}, {3, 4, 10},
-                     {5, 3, 11}, {4, 6, 100000}, {8, 2, 9}};
+                     {5, 3, 11}, {4, 6, 20000}, {8, 2, 9}};
   rasp_sample s = {0};
   for (size_t sh = 0; sh < sizeof shapes / sizeof *shapes; sh++)
     for (int mask = 0; mask < 128; mask++) {
@@ -382,6 +382,20 @@ START_TEST(test_st_names_and_markers) {
 }
 END_TEST
 
+typedef struct {
+  const rasp_task_opts *o;
+  int want[64], n, found;
+} match_state;
+
+static int match_cb(const rasp_sample *s, void *user) {
+  match_state *m = user;
+  if (s->ntokens == m->n && memcmp(s->tokens, m->want, (size_t)m->n * sizeof(int)) == 0) {
+    check_sample(m->o, s);
+    m->found++;
+  }
+  return 0;
+}
+
 /* The paper's figure: both example tokenisations are among the enumerated
 ** ones of its graph. */
 START_TEST(test_paper_figure) {
@@ -393,16 +407,17 @@ START_TEST(test_paper_figure) {
     rasp_task_opts o = mk(3, 4, 10);
     o.q = RASP_Q_END;
     o.order = ord ? RASP_ORDER_ARM : RASP_ORDER_EDGE;
-    keyset ks = {0};
-    ks.o = &o;
+    match_state m = {0};
+    m.o = &o;
+    char *copy = strdup(want[ord]), *save = NULL;
+    for (char *t = strtok_r(copy, " ", &save); t; t = strtok_r(NULL, " ", &save))
+      m.want[m.n++] = raspT_token_id(&o, t);
+    free(copy);
+    ck_assert_int_eq(m.n, raspT_length(&o));
     uint64_t count = 0;
-    ck_assert_int_eq(raspT_enumerate(&o, graph, 2000000, collect_cb, &ks, &count, NULL), 0);
+    ck_assert_int_eq(raspT_enumerate(&o, graph, 2000000, match_cb, &m, &count, NULL), 0);
     ck_assert(count == (ord ? 6u * 3 : 362880u * 3));
-    int found = 0;
-    for (size_t i = 0; i < ks.n; i++) found += strcmp(ks.keys[i], want[ord]) == 0;
-    ck_assert_int_eq(found, 1);
-    ck_assert(keyset_distinct(&ks, NULL) == count);
-    keyset_free(&ks);
+    ck_assert_int_eq(m.found, 1);
   }
 }
 END_TEST
@@ -592,13 +607,13 @@ END_TEST
 /* Visits every ordered N-tuple of distinct values in 1..V (iterative
 ** odometer), builds the graph and enumerates it; returns the number of
 ** distinct token sequences. */
-static size_t brute_force(const rasp_task_opts *o, uint64_t *inputs) {
+static size_t brute_force(const rasp_task_opts *o, int check, uint64_t *inputs) {
   int D = o->D, M = o->M, V = o->V, N = D * (M - 1) + 1;
   int *idx = calloc((size_t)N, sizeof *idx);
   int *g = malloc((size_t)D * M * sizeof *g);
   keyset ks = {0};
   ks.o = o;
-  ks.check = 1;
+  ks.check = check;
   *inputs = 0;
   for (;;) {
     int ok = 1;
@@ -637,7 +652,7 @@ START_TEST(test_counts_brute_force) {
       o.answer = (rasp_answer)(c % 4);
       int D = o.D, M = o.M, V = o.V, N = D * (M - 1) + 1, E = D * (M - 1);
       uint64_t inputs;
-      size_t distinct = brute_force(&o, &inputs);
+      size_t distinct = brute_force(&o, mode == 0 || c < 2, &inputs);
       /* independent arithmetic */
       uint64_t labelled = fact(V) / fact(V - N) / fact(D);
       uint64_t gq = labelled * (uint64_t)D;
