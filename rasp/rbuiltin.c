@@ -413,6 +413,11 @@ static value *b_cfunc(rasp_ctx *ctx, value **args, int nargs, rasp_pos pos) {
   return raspF_bind(ctx, args, nargs, pos);
 }
 
+static value *b_include(rasp_ctx *ctx, value **args, int nargs, rasp_pos pos) {
+  (void)nargs;
+  return raspV_include(ctx, A(0), pos);
+}
+
 static const builtin builtins[] = {
     {"full", "x,const", b_full, -1, "a sequence like x with const at every position [constant]"},
     {"indices", "x", b_indices, -1, "0, 1, ..., n-1 [position embedding]"},
@@ -455,6 +460,8 @@ static const builtin builtins[] = {
     {"zip", "*", b_zip, -1, "tuples of corresponding items"},
     {"sorted", "xs", b_sorted, -1, "a sorted list"},
     {"reversed", "xs", b_reversed, -1, "the items in reverse order"},
+    {"include", "path", b_include, -1,
+     "run another file here (path relative to this file's directory)"},
     {"cfunc", "*", b_cfunc, -1,
      "cfunc(library, symbol, signature): bind a C function, e.g. "
      "cfunc('libm.so.6', 'cbrt', 'double(double)')"},

@@ -1673,6 +1673,34 @@ static int run_source(rasp_ctx *ctx, rasp_source *src, rasp_error *err) {
   PROTECT_END(ctx)
 }
 
+/* include('file.rasp'): runs another file in the global scope, its path
+** relative to the including file's directory. */
+value *raspV_include(rasp_ctx *ctx, value *path, rasp_pos pos) {
+  if (path->kind != V_STR) raspV_error(ctx, pos, "include() needs a file name");
+  char full[4096];
+  const char *base = pos.src ? pos.src->name : "";
+  const char *slash = strrchr(base, '/');
+  if (path->u.str.s[0] == '/' || !slash)
+    snprintf(full, sizeof full, "%s", path->u.str.s);
+  else
+    snprintf(full, sizeof full, "%.*s/%s", (int)(slash - base), base, path->u.str.s);
+  if (ctx->depth >= ctx->limits.max_depth)
+    raspV_error(ctx, pos, "include() nested too deeply");
+  rasp_error inner = {0};
+  rasp_source *src = raspR_source_file(full, &inner);
+  if (!src) raspV_error(ctx, pos, "%s", inner.msg);
+  keep_source(ctx, src);
+  rasp_ast *mod = raspP_parse(src, &ctx->ast_arena, &inner);
+  if (!mod) {
+    *ctx->err = inner;
+    longjmp(*ctx->catcher, 1);
+  }
+  ctx->depth++;
+  exec_block(ctx, ctx->globals, mod->items, mod->nitems);
+  ctx->depth--;
+  return &ctx->none_v;
+}
+
 int rasp_exec_string(rasp_ctx *ctx, const char *name, const char *text, rasp_error *err) {
   return run_source(ctx, raspR_source_new(name, text, strlen(text)), err);
 }

@@ -146,6 +146,8 @@ value *raspV_binop(rasp_ctx *ctx, rasp_binop op, value *a, value *b, rasp_pos po
 value *raspV_unop(rasp_ctx *ctx, rasp_unop op, value *a, rasp_pos pos);
 rasp_type raspV_node_type(rasp_ctx *ctx, int node);
 
+value *raspV_include(rasp_ctx *ctx, value *path, rasp_pos pos);
+
 /* builtins table (rbuiltin.c) and ffi (rffi.c) */
 void raspB_install(rasp_ctx *ctx);
 const builtin *raspB_table(int *count);
