@@ -21,6 +21,7 @@ static void usage(FILE *out) {
         "  rasp layers PROGRAM          layer count as M grows\n"
         "  rasp draw PROGRAM            computation graph as Graphviz DOT\n"
         "  rasp gen                     generate path-star samples\n"
+        "  rasp compile PROGRAM -o M    compile to transformer weights\n"
         "  rasp repl                    the REPL\n"
         "\n"
         "Each command takes --help.  Version " RASP_VERSION ".\n",
@@ -40,7 +41,7 @@ int main(int argc, char **argv) {
   } commands[] = {
       {"run", rasp_cli_run},       {"trace", rasp_cli_trace}, {"gen", rasp_cli_gen},
       {"verify", rasp_cli_verify}, {"layers", rasp_cli_layers}, {"draw", rasp_cli_draw},
-      {"repl", rasp_cli_repl},
+      {"repl", rasp_cli_repl},     {"compile", rasp_cli_compile},
   };
   for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
     if (strcmp(cmd, commands[i].name) == 0) return commands[i].fn(argc - 1, argv + 1);

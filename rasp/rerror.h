@@ -23,6 +23,7 @@ typedef struct rasp_source {
   char *name; /* file name, or "<stdin>", "<repl>", ... */
   char *text; /* NUL-terminated contents */
   size_t len;
+  int library; /* part of the stdlib: messages point at the caller instead */
 } rasp_source;
 
 typedef struct rasp_pos {

@@ -54,6 +54,7 @@ static void free_value(value *v) {
   case V_DICT:
     raspM_free(v->u.dict.keys);
     raspM_free(v->u.dict.vals);
+    raspM_free(v->u.dict.index);
     break;
   case V_FUNC: raspM_free(v->u.func.defaults); break;
   case V_CFUNC: raspF_free(v->u.cf); break;
@@ -142,6 +143,7 @@ value *raspV_sop(rasp_ctx *ctx, int node, vkind kind) {
 _Noreturn void raspV_error(rasp_ctx *ctx, rasp_pos pos, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
+  if (pos.src && pos.src->library && ctx->site.src) pos = ctx->site; /* blame the caller */
   if (ctx->err) {
     vsnprintf(ctx->err->msg, sizeof ctx->err->msg, fmt, ap);
     raspR_locate(ctx->err, pos);
@@ -429,25 +431,70 @@ int raspV_equal(const value *a, const value *b) {
   }
 }
 
-value *raspV_dict_get(value *dict, value *key) {
+/* Hash consistent with raspV_equal: equal numbers (True == 1) and equal
+** strings and tuples hash alike; other values hash by identity. */
+static size_t value_hash(const value *v) {
+  switch (v->kind) {
+  case V_BOOL: return (size_t)v->u.b * 0x9E3779B97F4A7C15u;
+  case V_NUM: {
+    size_t h = mpz_get_ui(mpq_numref(v->u.q)) * 0x9E3779B97F4A7C15u;
+    if (mpq_sgn(v->u.q) < 0) h = ~h;
+    return h ^ (mpz_get_ui(mpq_denref(v->u.q)) - 1) * 0xC2B2AE3D27D4EB4Fu;
+  }
+  case V_STR: {
+    size_t h = 1469598103934665603u;
+    for (size_t i = 0; i < v->u.str.len; i++) h = (h ^ (unsigned char)v->u.str.s[i]) * 1099511628211u;
+    return h;
+  }
+  case V_TUPLE: {
+    size_t h = 0x345678u;
+    for (int i = 0; i < v->u.list.n; i++) h = (h * 1000003u) ^ value_hash(v->u.list.items[i]);
+    return h;
+  }
+  case V_NONE: return 0x1234567u;
+  default: return (size_t)(uintptr_t)v >> 4;
+  }
+}
+
+static int dict_slot(const value *dict, const value *key, size_t h) {
+  size_t mask = (size_t)dict->u.dict.icap - 1;
+  for (size_t j = h & mask;; j = (j + 1) & mask) {
+    int i = dict->u.dict.index[j];
+    if (i < 0 || raspV_equal(dict->u.dict.keys[i], key)) return (int)j;
+  }
+}
+
+static void dict_reindex(value *dict, int icap) {
+  raspM_free(dict->u.dict.index);
+  dict->u.dict.index = raspM_alloc(sizeof(int) * (size_t)icap);
+  dict->u.dict.icap = icap;
+  for (int j = 0; j < icap; j++) dict->u.dict.index[j] = -1;
   for (int i = 0; i < dict->u.dict.n; i++)
-    if (raspV_equal(dict->u.dict.keys[i], key)) return dict->u.dict.vals[i];
-  return NULL;
+    dict->u.dict.index[dict_slot(dict, dict->u.dict.keys[i], value_hash(dict->u.dict.keys[i]))] = i;
+}
+
+value *raspV_dict_get(value *dict, value *key) {
+  if (!dict->u.dict.n) return NULL;
+  int i = dict->u.dict.index[dict_slot(dict, key, value_hash(key))];
+  return i < 0 ? NULL : dict->u.dict.vals[i];
 }
 
 void raspV_dict_set(rasp_ctx *ctx, value *dict, value *key, value *val) {
-  for (int i = 0; i < dict->u.dict.n; i++)
-    if (raspV_equal(dict->u.dict.keys[i], key)) {
-      dict->u.dict.vals[i] = val;
-      raspV_barrier(ctx, dict->serial, val);
-      return;
-    }
+  if ((dict->u.dict.n + 1) * 2 > dict->u.dict.icap)
+    dict_reindex(dict, dict->u.dict.icap ? dict->u.dict.icap * 2 : 16);
+  int j = dict_slot(dict, key, value_hash(key));
+  int i = dict->u.dict.index[j];
+  if (i >= 0) {
+    dict->u.dict.vals[i] = val;
+    raspV_barrier(ctx, dict->serial, val);
+    return;
+  }
   int cap = dict->u.dict.cap;
   RASP_GROW(dict->u.dict.keys, cap, dict->u.dict.n + 1);
   RASP_GROW(dict->u.dict.vals, dict->u.dict.cap, dict->u.dict.n + 1);
   dict->u.dict.keys[dict->u.dict.n] = key;
   dict->u.dict.vals[dict->u.dict.n] = val;
-  dict->u.dict.n++;
+  dict->u.dict.index[j] = dict->u.dict.n++;
   raspV_barrier(ctx, dict->serial, key);
   raspV_barrier(ctx, dict->serial, val);
 }
@@ -567,7 +614,8 @@ int raspV_add_node(rasp_ctx *ctx, rasp_op op, rasp_type type, int aux,
   node.aux = aux;
   node.nin = nin;
   for (int i = 0; i < nin; i++) node.in[i] = in[i];
-  node.pos = pos;
+  /* a node made inside the stdlib is attributed to the user's call */
+  node.pos = pos.src && pos.src->library && ctx->site.src ? ctx->site : pos;
   node.c.den = 1;
   return raspI_add(&ctx->ir, &node);
 }
@@ -1166,7 +1214,12 @@ static value *call_expr(rasp_ctx *ctx, env *e, const rasp_ast *x) {
   const char **kwnames = kwnames_small;
   if (nkw > 8) kwnames = (const char **)raspV_list(ctx, V_TUPLE, nkw)->u.list.items;
   for (int i = 0; i < nkw; i++) kwnames[i] = raspV_intern(ctx, x->names[i]);
-  return raspV_call(ctx, fn, args, nargs, kwnames, kwvals, nkw, x->pos);
+  if (!x->pos.src || x->pos.src->library) return raspV_call(ctx, fn, args, nargs, kwnames, kwvals, nkw, x->pos);
+  rasp_pos saved = ctx->site;
+  ctx->site = x->pos;
+  value *r = raspV_call(ctx, fn, args, nargs, kwnames, kwvals, nkw, x->pos);
+  ctx->site = saved;
+  return r;
 }
 
 static value *eval(rasp_ctx *ctx, env *e, const rasp_ast *x) {
@@ -1476,6 +1529,7 @@ static int ir_callback(void *user, void *fnp, int nargs, const rasp_elem *args,
   unsigned long long saved_mark = ctx->mark;
   long long saved_steps = ctx->steps;
   int saved_depth = ctx->depth;
+  rasp_pos saved_site = ctx->site;
   ctx->catcher = &jb;
   ctx->err = err;
   ctx->mark = ctx->serial;
@@ -1497,6 +1551,7 @@ static int ir_callback(void *user, void *fnp, int nargs, const rasp_elem *args,
   ctx->err = saved_err;
   ctx->steps = saved_steps;
   ctx->depth = saved_depth;
+  ctx->site = saved_site;
   pthread_mutex_unlock(&ctx->lock);
   return ok;
 }
@@ -1609,6 +1664,7 @@ rasp_ir *rasp_ctx_ir(rasp_ctx *ctx) { return &ctx->ir; }
   (ctx)->catcher = saved_catcher_;                                             \
   (ctx)->err = saved_err_;                                                     \
   (ctx)->depth = 0;                                                            \
+  (ctx)->site = (rasp_pos){0};                                                 \
   return ok_;
 
 int rasp_set_vocab(rasp_ctx *ctx, const char *const *symbols, int count, rasp_error *err) {
@@ -1665,6 +1721,7 @@ static rasp_source *keep_source(rasp_ctx *ctx, rasp_source *src) {
 
 static int run_source(rasp_ctx *ctx, rasp_source *src, rasp_error *err) {
   keep_source(ctx, src);
+  ctx->site = (rasp_pos){0};
   rasp_ast *mod = raspP_parse(src, &ctx->ast_arena, err);
   if (!mod) return 0;
   ctx->steps = 0;
@@ -1731,7 +1788,10 @@ int rasp_load_stdlib(rasp_ctx *ctx, const char *dir, rasp_error *err) {
   static const char *files[] = {"core.rasp", "pathstar.rasp"};
   for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
     snprintf(path, sizeof path, "%s/%s", dir, files[i]);
-    if (!rasp_exec_file(ctx, path, err)) return 0;
+    rasp_source *src = raspR_source_file(path, err);
+    if (!src) return 0;
+    src->library = 1;
+    if (!run_source(ctx, src, err)) return 0;
   }
   return 1;
 }
@@ -1746,6 +1806,7 @@ static void add_output(rasp_ctx *ctx, value *v, rasp_pos pos) {
 
 int rasp_trace(rasp_ctx *ctx, const char *entry, rasp_error *err) {
   ctx->steps = 0;
+  ctx->site = (rasp_pos){0};
   PROTECT_BEGIN(ctx, err)
   value *fn = env_get(ctx->globals, raspV_intern(ctx, entry));
   if (!fn) raspV_error(ctx, (rasp_pos){0}, "the program defines no function '%s'", entry);

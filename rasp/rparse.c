@@ -942,6 +942,37 @@ static rasp_ast *atom(Parser *p) {
 
 /* ---- Entry points -------------------------------------------------- */
 
+/* Left-associative chains (1 + 1 + ... , a[0][0]..., f()()...) are parsed
+** by loops, not recursion, so the nesting guard does not see them; but
+** they make trees as deep as they are long, and everything that walks a
+** tree recursively (the interpreter, raspP_dump) would overflow the stack.
+** This walk, with an explicit stack, bounds the depth of the whole tree. */
+#define RASP_MAX_TREE_DEPTH 2000
+static void check_depth(Parser *p, rasp_ast *root) {
+  typedef struct { rasp_ast *node; int depth; } frame;
+  size_t cap = 256, top = 0;
+  frame *stack = raspM_arena_alloc(p->arena, cap * sizeof *stack);
+  stack[top++] = (frame){root, 1};
+  while (top) {
+    frame f = stack[--top];
+    if (f.depth > RASP_MAX_TREE_DEPTH) fail(p, f.node->pos, "expression nested too deeply");
+    rasp_ast *kids[3] = {f.node->a, f.node->b, f.node->c};
+    size_t need = top + 3 + (size_t)f.node->nitems + (size_t)f.node->nitems2;
+    if (need > cap) {
+      while (cap < need) cap *= 2;
+      frame *bigger = raspM_arena_alloc(p->arena, cap * sizeof *stack);
+      memcpy(bigger, stack, top * sizeof *stack);
+      stack = bigger;
+    }
+    for (int i = 0; i < 3; i++)
+      if (kids[i]) stack[top++] = (frame){kids[i], f.depth + 1};
+    for (int i = 0; i < f.node->nitems; i++)
+      if (f.node->items[i]) stack[top++] = (frame){f.node->items[i], f.depth + 1};
+    for (int i = 0; i < f.node->nitems2; i++)
+      if (f.node->items2[i]) stack[top++] = (frame){f.node->items2[i], f.depth + 1};
+  }
+}
+
 rasp_ast *raspP_parse(const rasp_source *src, rasp_arena *arena,
                       rasp_error *err) {
   rasp_error dummy;
@@ -951,7 +982,9 @@ rasp_ast *raspP_parse(const rasp_source *src, rasp_arena *arena,
   p->lx = raspX_new(src, arena);
   if (setjmp(p->jb)) return NULL;
   advance(p);
-  return module(p);
+  rasp_ast *mod = module(p);
+  check_depth(p, mod);
+  return mod;
 }
 
 /* raspP_incomplete scans the text once, skipping strings and comments,

@@ -39,7 +39,7 @@ struct value {
     mpq_t q;
     struct { char *s; size_t len; int64_t sym; } str; /* sym -1: not interned yet */
     struct { value **items; int n, cap; } list;        /* tuple and list */
-    struct { value **keys, **vals; int n, cap; } dict;
+    struct { value **keys, **vals; int n, cap; int *index; int icap; } dict; /* index: open hash */
     struct { const rasp_ast *def; env *closure; value **defaults; int ndefaults; } func;
     const builtin *bi;
     rasp_cfunc *cf;
@@ -100,6 +100,7 @@ struct rasp_ctx {
   jmp_buf *catcher;
   rasp_error *err;
   int depth;
+  rasp_pos site;         /* innermost call in user code (not the stdlib) */
   long long steps;
   value *retval;
   int input_node, indices_node;

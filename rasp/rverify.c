@@ -111,7 +111,7 @@ static int read_settings(rasp_ctx *ctx, rasp_program *prog, rasp_error *err) {
     o->answer = (rasp_answer)k;
   }
   struct { const char *key; int *dst; } bools[] = {
-      {"st_names", &o->st_names}, {"bos", &o->bos}, {"eos", &o->eos}};
+      {"st_names", &o->st_names}, {"bos", &o->bos}, {"eos", &o->eos}, {"causal", &prog->causal}};
   for (size_t i = 0; i < sizeof bools / sizeof bools[0]; i++) {
     if ((r = parse_setting(ctx, bools[i].key, buf, sizeof buf, err)) < 0) return 0;
     if (r && !setting_bool(path, bools[i].key, buf, bools[i].dst, err)) return 0;
@@ -204,6 +204,25 @@ void raspK_program_free(rasp_program *prog) {
   memset(prog, 0, sizeof *prog);
 }
 
+/* A program that declares itself causal must not look ahead: every select
+** the output depends on has to be causal.  Checked on the IR, so it holds
+** for the code as written, not just for the inputs tried. */
+static int check_causal(rasp_ptrace *tr, rasp_error *err) {
+  rasp_ir *ir = rasp_ctx_ir(tr->ctx);
+  unsigned char *live = raspM_alloc((size_t)ir->nnodes);
+  raspI_live(ir, &tr->output, 1, live);
+  int ok = 1;
+  for (int i = 0; i < ir->nnodes && ok; i++)
+    if (live[i] && ir->nodes[i].op == RASP_OP_SELECT && !(ir->nodes[i].flags & RASP_CAUSAL)) {
+      raspR_set(err, ir->nodes[i].pos,
+                "the program declares task['causal'] = True, but this select is not causal "
+                "(a decoder cannot look at later positions)");
+      ok = 0;
+    }
+  raspM_free(live);
+  return ok;
+}
+
 int raspK_trace(const rasp_program *prog, int D, int M, int V, rasp_ptrace *tr, rasp_error *err) {
   memset(tr, 0, sizeof *tr);
   tr->opts = prog->base;
@@ -252,6 +271,10 @@ int raspK_trace(const rasp_program *prog, int D, int M, int V, rasp_ptrace *tr, 
   for (int id = 1; id <= tr->nvocab; id++)
     tr->vocab_sym[id] = rasp_symbol(tr->ctx, rasp_vocab_symbol(tr->ctx, id));
   raspL_analyse(ir, &tr->output, 1, &tr->layers);
+  if (prog->causal && !check_causal(tr, err)) {
+    raspK_trace_free(tr);
+    return 0;
+  }
   return 1;
 }
 

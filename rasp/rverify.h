@@ -36,6 +36,7 @@ typedef struct rasp_program {
   char *name;            /* file name without directory and .rasp */
   rasp_task_opts base;   /* the file's settings; D, M, V set per run */
   int min_M, min_D;
+  int causal;            /* task['causal']: every select must be causal */
   char entry[64], check[64];
   const char *stdlib;    /* NULL: the default */
 } rasp_program;

@@ -1,0 +1,2 @@
+/* rcompile.c -- to be written */
+#include "rcompile.h"

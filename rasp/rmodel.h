@@ -1,0 +1,104 @@
+/*
+** rmodel.h -- transformer weights: the model the compiler writes, the
+** trainer trains and both run.
+**
+** One architecture for everything: a standard decoder- or encoder-style
+** transformer with token and (optional) position embeddings, n_layers
+** blocks of multi-head attention then an MLP, each added to the residual
+** stream, optional pre-layer-norm, and a linear readout to n_out logits.
+**
+**     x0 = tok_emb[token] + pos_emb[position]
+**     for each layer l:
+**         h = LN1(x) if layer_norm else x
+**         x = x + sum_heads softmax(mask(Q K^T * attn_scale)) V W_o + b_o
+**         h = LN2(x) if layer_norm else x
+**         x = x + W_out act(W_in h + b_in) + b_out
+**     logits = (LN_f(x) if layer_norm else x) unembed + unembed_b
+**
+** with Q = h w_q + b_q, K = h w_k + b_k, V = h w_v + b_v per head,
+** attn_scale = 1/sqrt(d_head) (the standard one; compiled weights
+** compensate for it), the mask keeping keys k <= q when causal, and act the
+** ReLU (or GELU, tanh approximation).
+**
+** Tensor names and shapes (float32, row-major):
+**     tok_emb                    [vocab_size, d_model]
+**     pos_emb                    [max_len, d_model]       if pos_embedding
+**     layers.L.ln1.weight, .bias [d_model]                if layer_norm
+**     layers.L.attn.w_q, w_k, w_v [n_heads, d_model, d_head]
+**     layers.L.attn.b_q, b_k, b_v [n_heads, d_head]
+**     layers.L.attn.w_o          [n_heads, d_head, d_model]
+**     layers.L.attn.b_o          [d_model]
+**     layers.L.ln2.weight, .bias [d_model]                if layer_norm
+**     layers.L.mlp.w_in          [d_model, d_mlp]
+**     layers.L.mlp.b_in          [d_mlp]
+**     layers.L.mlp.w_out         [d_mlp, d_model]
+**     layers.L.mlp.b_out         [d_model]
+**     ln_f.weight, ln_f.bias     [d_model]                if layer_norm
+**     unembed                    [d_model, n_out]
+**     unembed_b                  [n_out]
+** All tensors live in one flat buffer (params), in the order above, so an
+** optimiser can treat the model as one vector.
+**
+** Files.  A model is two files with one stem: STEM.safetensors (the
+** tensors, in the safetensors format: an 8-byte little-endian header
+** length, a JSON header with dtype F32, shape and data_offsets for every
+** tensor, then the raw data) and STEM.json (the config below and, for
+** compiled models, the residual layout: what every dimension means, the
+** embeddings and the readout).  Both are written atomically.
+*/
+#ifndef RASP_RMODEL_H
+#define RASP_RMODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "rerror.h"
+
+typedef struct rasp_model_config {
+  int vocab_size;    /* token ids 0 .. vocab_size-1 */
+  int max_len;       /* positions 0 .. max_len-1 */
+  int d_model, n_layers, n_heads, d_head, d_mlp;
+  int n_out;         /* logits per position */
+  int causal;        /* 1: every head sees only keys k <= q */
+  int layer_norm;    /* 0: none (compiled models); 1: pre-LN */
+  int pos_embedding; /* 0: none; 1: learned (or compiled) */
+  int gelu;          /* 0: ReLU; 1: GELU */
+  int bos_token;     /* id the model expects at position 0, or -1 */
+} rasp_model_config;
+
+typedef struct rasp_tensor {
+  char name[64];
+  int ndim;
+  int64_t shape[4];
+  size_t offset, size; /* in floats, into params */
+} rasp_tensor;
+
+typedef struct rasp_model {
+  rasp_model_config cfg;
+  float *params;
+  size_t nparams;
+  rasp_tensor *tensors;
+  int ntensors;
+  char *json_extra;    /* compiled models: the layout object, as JSON text */
+} rasp_model;
+
+/* Lays out the tensors for cfg and allocates zeroed params. */
+int raspN_init(rasp_model *m, const rasp_model_config *cfg, rasp_error *err);
+void raspN_free(rasp_model *m);
+/* A tensor by name, or NULL. */
+rasp_tensor *raspN_tensor(rasp_model *m, const char *name);
+float *raspN_data(rasp_model *m, const char *name);
+
+/* Writes STEM.safetensors and STEM.json (atomically). */
+int raspN_save(const rasp_model *m, const char *stem, rasp_error *err);
+/* Reads them back; a truncated, inconsistent or foreign file is an error
+** that names the file and what is wrong with it. */
+int raspN_load(rasp_model *m, const char *stem, rasp_error *err);
+
+/* Reference forward pass (float32, one sequence): logits is n * n_out.
+** residual, if not NULL, receives the residual stream after the embedding
+** and after every sublayer: (1 + 2*n_layers) * n * d_model floats. */
+int raspN_forward(const rasp_model *m, const int *tokens, int n, float *logits,
+                  float *residual, rasp_error *err);
+
+#endif

@@ -1,0 +1,363 @@
+/*
+** test_train.c -- the trainer's network (trainer/tnet.c): gradients against
+** double-precision central differences for every layer type, forward
+** against the reference raspN_forward, a tiny overfit run, and the
+** checkpoint round trip.
+*/
+#include <check.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "rmem.h"
+#include "rmodel.h"
+#include "tnet.h"
+#include "ttrain.h"
+
+/* ---- a double-precision reference of the whole model and its loss ------- */
+
+/* Everything as in rmodel.h, in double, over one sequence; returns the sum
+** over positions of weight * cross entropy. */
+static double ref_loss(const rasp_model *m, const double *P, const int *tok,
+                       int t, const int *tgt, const float *w) {
+  const rasp_model_config *c = &m->cfg;
+  int D = c->d_model, H = c->n_heads, Dh = c->d_head, F = c->d_mlp,
+      O = c->n_out;
+  rasp_model *mm = (rasp_model *)m;
+#define T_(name) (P + raspN_tensor(mm, name)->offset)
+  char nm[64];
+#define LT(s) (snprintf(nm, sizeof nm, "layers.%d.%s", l, s), T_(nm))
+  double x[16][16], h[16][16], q[16][16], k[16][16], v[16][16], o[16][16];
+  ck_assert(t <= 16 && D <= 16 && H * Dh <= 16 && F <= 16);
+  for (int i = 0; i < t; i++)
+    for (int d = 0; d < D; d++)
+      x[i][d] = T_("tok_emb")[tok[i] * D + d] +
+                (c->pos_embedding ? T_("pos_emb")[i * D + d] : 0);
+  for (int l = 0; l < c->n_layers; l++) {
+    for (int sub = 0; sub < 2; sub++) {
+      for (int i = 0; i < t; i++) {
+        if (c->layer_norm) {
+          const double *lw = LT(sub ? "ln2.weight" : "ln1.weight");
+          const double *lb = LT(sub ? "ln2.bias" : "ln1.bias");
+          double mu = 0, var = 0;
+          for (int d = 0; d < D; d++) mu += x[i][d];
+          mu /= D;
+          for (int d = 0; d < D; d++) var += (x[i][d] - mu) * (x[i][d] - mu);
+          var /= D;
+          for (int d = 0; d < D; d++)
+            h[i][d] = (x[i][d] - mu) / sqrt(var + 1e-5) * lw[d] + lb[d];
+        } else {
+          for (int d = 0; d < D; d++) h[i][d] = x[i][d];
+        }
+      }
+      if (sub == 0) {
+        const double *wq = LT("attn.w_q"), *wk = LT("attn.w_k"),
+                     *wv = LT("attn.w_v"), *bq = LT("attn.b_q"),
+                     *bk = LT("attn.b_k"), *bv = LT("attn.b_v"),
+                     *wo = LT("attn.w_o"), *bo = LT("attn.b_o");
+        for (int i = 0; i < t; i++)
+          for (int hh = 0; hh < H; hh++)
+            for (int e = 0; e < Dh; e++) {
+              double sq = bq[hh * Dh + e], sk = bk[hh * Dh + e],
+                     sv = bv[hh * Dh + e];
+              for (int d = 0; d < D; d++) {
+                size_t wi = ((size_t)hh * D + d) * Dh + e;
+                sq += h[i][d] * wq[wi];
+                sk += h[i][d] * wk[wi];
+                sv += h[i][d] * wv[wi];
+              }
+              q[i][hh * Dh + e] = sq;
+              k[i][hh * Dh + e] = sk;
+              v[i][hh * Dh + e] = sv;
+            }
+        for (int i = 0; i < t; i++) {
+          for (int d = 0; d < D; d++) o[i][d] = bo[d];
+          for (int hh = 0; hh < H; hh++) {
+            int nk = c->causal ? i + 1 : t;
+            double s[16], mx = -1e300, sum = 0;
+            for (int j = 0; j < nk; j++) {
+              s[j] = 0;
+              for (int e = 0; e < Dh; e++) s[j] += q[i][hh * Dh + e] * k[j][hh * Dh + e];
+              s[j] /= sqrt((double)Dh);
+              if (s[j] > mx) mx = s[j];
+            }
+            for (int j = 0; j < nk; j++) sum += exp(s[j] - mx);
+            for (int e = 0; e < Dh; e++) {
+              double y = 0;
+              for (int j = 0; j < nk; j++) y += exp(s[j] - mx) / sum * v[j][hh * Dh + e];
+              for (int d = 0; d < D; d++) o[i][d] += y * wo[((size_t)hh * Dh + e) * D + d];
+            }
+          }
+        }
+      } else {
+        const double *wi = LT("mlp.w_in"), *bi = LT("mlp.b_in"),
+                     *wt = LT("mlp.w_out"), *bt = LT("mlp.b_out");
+        for (int i = 0; i < t; i++) {
+          double z[16];
+          for (int f = 0; f < F; f++) {
+            z[f] = bi[f];
+            for (int d = 0; d < D; d++) z[f] += h[i][d] * wi[d * F + f];
+            double xx = z[f];
+            z[f] = c->gelu ? 0.5 * xx * (1 + tanh(sqrt(2 / M_PI) * (xx + 0.044715 * xx * xx * xx)))
+                           : (xx > 0 ? xx : 0);
+          }
+          for (int d = 0; d < D; d++) {
+            o[i][d] = bt[d];
+            for (int f = 0; f < F; f++) o[i][d] += z[f] * wt[f * D + d];
+          }
+        }
+      }
+      for (int i = 0; i < t; i++)
+        for (int d = 0; d < D; d++) x[i][d] += o[i][d];
+    }
+  }
+  double loss = 0;
+  for (int i = 0; i < t; i++) {
+    double hf[16];
+    if (c->layer_norm) {
+      double mu = 0, var = 0;
+      for (int d = 0; d < D; d++) mu += x[i][d];
+      mu /= D;
+      for (int d = 0; d < D; d++) var += (x[i][d] - mu) * (x[i][d] - mu);
+      var /= D;
+      for (int d = 0; d < D; d++)
+        hf[d] = (x[i][d] - mu) / sqrt(var + 1e-5) * T_("ln_f.weight")[d] +
+                T_("ln_f.bias")[d];
+    } else {
+      for (int d = 0; d < D; d++) hf[d] = x[i][d];
+    }
+    if (w[i] == 0) continue;
+    double lg[32], mx = -1e300, sum = 0;
+    ck_assert(O <= 32);
+    for (int r = 0; r < O; r++) {
+      lg[r] = T_("unembed_b")[r];
+      for (int d = 0; d < D; d++) lg[r] += hf[d] * T_("unembed")[d * O + r];
+      if (lg[r] > mx) mx = lg[r];
+    }
+    for (int r = 0; r < O; r++) sum += exp(lg[r] - mx);
+    loss += w[i] * (mx + log(sum) - lg[tgt[i]]);
+  }
+#undef LT
+#undef T_
+  return loss;
+}
+
+static void random_params(rasp_model *m, unsigned seed) {
+  srand(seed);
+  for (int i = 0; i < m->ntensors; i++) {
+    rasp_tensor *t = &m->tensors[i];
+    int lnw = strstr(t->name, "ln") && strstr(t->name, ".weight");
+    for (size_t j = 0; j < t->size; j++) {
+      float u = (float)rand() / RAND_MAX - 0.5f;
+      m->params[t->offset + j] = lnw ? 1.0f + 0.5f * u : u;
+    }
+  }
+}
+
+static rasp_model_config tiny(int causal, int ln, int pos, int gelu) {
+  rasp_model_config c = {.vocab_size = 6, .max_len = 5, .d_model = 4,
+                         .n_layers = 2, .n_heads = 2, .d_head = 3, .d_mlp = 5,
+                         .n_out = 7, .causal = causal, .layer_norm = ln,
+                         .pos_embedding = pos, .gelu = gelu, .bos_token = -1};
+  return c;
+}
+
+/* Checks every parameter's gradient (so every layer type: embeddings,
+** layer norms, attention, MLP, readout) against central differences of
+** the double reference. */
+static void gradcheck(rasp_model_config c) {
+  rasp_model m;
+  rasp_error err = {0};
+  ck_assert_int_eq(raspN_init(&m, &c, &err), 0);
+  random_params(&m, 7 + (unsigned)c.causal * 2 + (unsigned)c.layer_norm);
+  enum { B = 2, T = 5 };
+  int tok[B * T] = {0, 3, 1, 5, 2, 4, 4, 1, 0, 3};
+  int tgt[B * T] = {1, 2, 6, 0, 3, 5, 0, 2, 2, 4};
+  float w[B * T] = {1, 0, 1, 0.5f, 1, 0, 1, 1, 2, 1};
+  raspX_net n;
+  ck_assert_int_eq(raspX_net_init(&n, &m, B, T, 0.0f, &err), 0);
+  raspX_zero_grad(&n);
+  raspX_forward(&n, tok, B, T);
+  double lf = raspX_loss(&n, tgt, w, 1.0f, 1, NULL);
+  raspX_backward(&n);
+  double *P = raspM_alloc(m.nparams * sizeof *P);
+  for (size_t i = 0; i < m.nparams; i++) P[i] = m.params[i];
+  double l0 = 0;
+  for (int s = 0; s < B; s++) l0 += ref_loss(&m, P, tok + s * T, T, tgt + s * T, w + s * T);
+  ck_assert_double_eq_tol(lf, l0, 1e-4 * fabs(l0) + 1e-5);
+  double worst = 0;
+  const char *worst_name = "";
+  for (int ti = 0; ti < m.ntensors; ti++) {
+    rasp_tensor *t = &m.tensors[ti];
+    for (size_t j = 0; j < t->size; j++) {
+      size_t i = t->offset + j;
+      double h = 1e-5, save = P[i], lp = 0, lm = 0;
+      P[i] = save + h;
+      for (int s = 0; s < B; s++) lp += ref_loss(&m, P, tok + s * T, T, tgt + s * T, w + s * T);
+      P[i] = save - h;
+      for (int s = 0; s < B; s++) lm += ref_loss(&m, P, tok + s * T, T, tgt + s * T, w + s * T);
+      P[i] = save;
+      double num = (lp - lm) / (2 * h), an = n.grad[i];
+      double rel = fabs(num - an) / fmax(fabs(num) + fabs(an), 1e-2);
+      if (rel > worst) {
+        worst = rel;
+        worst_name = t->name;
+      }
+      ck_assert_msg(rel < 1e-3, "%s[%zu]: analytic %g, numeric %g (rel %g)",
+                    t->name, j, an, num, rel);
+    }
+  }
+  (void)worst_name;
+  raspM_free(P);
+  raspX_net_free(&n);
+  raspN_free(&m);
+}
+
+START_TEST(test_grad_causal_ln_gelu) { gradcheck(tiny(1, 1, 1, 1)); }
+END_TEST
+START_TEST(test_grad_bidir_noln_relu) { gradcheck(tiny(0, 0, 0, 0)); }
+END_TEST
+START_TEST(test_grad_causal_noln_pos) { gradcheck(tiny(1, 0, 1, 0)); }
+END_TEST
+START_TEST(test_grad_bidir_ln) { gradcheck(tiny(0, 1, 1, 1)); }
+END_TEST
+
+/* The trainer's batched forward equals the reference forward. */
+START_TEST(test_forward_matches_reference) {
+  for (int variant = 0; variant < 4; variant++) {
+    rasp_model_config c = tiny(variant & 1, (variant >> 1) & 1, 1, variant == 3);
+    rasp_model m;
+    rasp_error err = {0};
+    ck_assert_int_eq(raspN_init(&m, &c, &err), 0);
+    random_params(&m, 100 + (unsigned)variant);
+    enum { B = 3, T = 5 };
+    int tok[B * T];
+    for (int i = 0; i < B * T; i++) tok[i] = (i * 7 + variant) % c.vocab_size;
+    raspX_net n;
+    ck_assert_int_eq(raspX_net_init(&n, &m, B, T, 0.0f, &err), 0);
+    raspX_forward(&n, tok, B, T);
+    for (int s = 0; s < B; s++) {
+      float lg[T * 7];
+      ck_assert_int_eq(raspN_forward(&m, tok + s * T, T, lg, NULL, &err), 0);
+      for (int i = 0; i < T * c.n_out; i++)
+        ck_assert_float_eq_tol(n.logits[s * T * c.n_out + i], lg[i], 1e-4f);
+    }
+    raspX_net_free(&n);
+    raspN_free(&m);
+  }
+}
+END_TEST
+
+/* A tiny model memorises four sequences. */
+START_TEST(test_overfit) {
+  rasp_model_config c = tiny(1, 1, 1, 0);
+  c.d_model = 16;
+  c.d_mlp = 32;
+  c.n_out = 6;
+  rasp_model m;
+  rasp_error err = {0};
+  ck_assert_int_eq(raspN_init(&m, &c, &err), 0);
+  raspX_init_params(&m, 3);
+  enum { B = 4, T = 5 };
+  int tok[B * T] = {0, 1, 2, 3, 4, 0, 2, 1, 4, 3, 0, 3, 3, 1, 2, 0, 4, 2, 2, 1};
+  int tgt[B * T];
+  float w[B * T];
+  for (int i = 0; i < B * T; i++) {
+    tgt[i] = (i % T < T - 1) ? tok[i + 1] : 0;
+    w[i] = (i % T < T - 1 && i % T >= 0) ? 1.0f : 0.0f;
+  }
+  raspX_net n;
+  ck_assert_int_eq(raspX_net_init(&n, &m, B, T, 0.1f, &err), 0);
+  raspX_adamw opt;
+  raspX_adamw_init(&opt, m.nparams);
+  opt.lr = 1e-2f;
+  double first = 0, last = 0;
+  for (int step = 0; step < 150; step++) {
+    n.training = 1;
+    raspX_zero_grad(&n);
+    raspX_forward(&n, tok, B, T);
+    double l = raspX_loss(&n, tgt, w, 1.0f / 16, 1, NULL) / 16;
+    raspX_backward(&n);
+    raspX_adamw_step(&opt, m.params, n.grad, m.nparams);
+    if (step == 0) first = l;
+    last = l;
+  }
+  n.training = 0;
+  raspX_forward(&n, tok, B, T);
+  double eval = raspX_loss(&n, tgt, w, 1.0f, 0, NULL) / 16;
+  ck_assert_msg(first > 1.0 && eval < 0.6 && last < first / 2,
+                "loss %g -> %g (eval %g)", first, last, eval);
+  raspX_adamw_free(&opt);
+  raspX_net_free(&n);
+  raspN_free(&m);
+}
+END_TEST
+
+START_TEST(test_checkpoint_round_trip) {
+  char dir[] = "/tmp/test_train.XXXXXX";
+  ck_assert_ptr_nonnull(mkdtemp(dir));
+  rasp_model_config c = tiny(1, 1, 1, 0);
+  rasp_model m, r;
+  rasp_error err = {0};
+  ck_assert_int_eq(raspN_init(&m, &c, &err), 0);
+  raspX_init_params(&m, 1);
+  raspX_adamw opt, o2;
+  raspX_adamw_init(&opt, m.nparams);
+  for (size_t i = 0; i < m.nparams; i++) {
+    opt.m[i] = (float)i;
+    opt.v[i] = (float)(2 * i);
+  }
+  opt.step = 77;
+  raspX_ckpt_state st = {.epoch = 3, .step = 77, .best_val = 0.5};
+  char stem[300];
+  snprintf(stem, sizeof stem, "%s/ck", dir);
+  ck_assert_int_eq(raspX_ckpt_save(stem, &m, &opt, &st, &err), 0);
+  raspX_ckpt_state st2;
+  ck_assert_int_eq(raspX_ckpt_load(stem, &r, &o2, &st2, &err), 0);
+  ck_assert_mem_eq(r.params, m.params, m.nparams * sizeof(float));
+  ck_assert_mem_eq(o2.m, opt.m, m.nparams * sizeof(float));
+  ck_assert_mem_eq(o2.v, opt.v, m.nparams * sizeof(float));
+  ck_assert_int_eq(o2.step, 77);
+  ck_assert_int_eq(st2.epoch, 3);
+  ck_assert_int_eq(st2.step, 77);
+  /* a truncated optimiser state is refused */
+  char p[320], cmd[700];
+  snprintf(p, sizeof p, "%s.opt", stem);
+  snprintf(cmd, sizeof cmd, "truncate -s 100 '%s'", p);
+  ck_assert_int_eq(system(cmd), 0);
+  raspN_free(&r);
+  raspX_adamw_free(&o2);
+  ck_assert_int_eq(raspX_ckpt_load(stem, &r, &o2, &st2, &err), -1);
+  ck_assert_ptr_nonnull(strstr(err.msg, ".opt"));
+  raspX_adamw_free(&opt);
+  raspN_free(&m);
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
+static Suite *train_suite(void) {
+  Suite *s = suite_create("train");
+  TCase *tc = tcase_create("core");
+  tcase_set_timeout(tc, 60);
+  tcase_add_test(tc, test_grad_causal_ln_gelu);
+  tcase_add_test(tc, test_grad_bidir_noln_relu);
+  tcase_add_test(tc, test_grad_causal_noln_pos);
+  tcase_add_test(tc, test_grad_bidir_ln);
+  tcase_add_test(tc, test_forward_matches_reference);
+  tcase_add_test(tc, test_overfit);
+  tcase_add_test(tc, test_checkpoint_round_trip);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+int main(void) {
+  SRunner *sr = srunner_create(train_suite());
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

@@ -1,0 +1,660 @@
+/*
+** tnet.c -- forward and backward passes of the trainer (see tnet.h).
+**
+** Layouts: every activation is row-major with one row per (sequence,
+** position), r = b*T + t.  Queries, keys and values of all heads share one
+** (rows, H*Dh) matrix each, head h in columns h*Dh .. h*Dh+Dh-1, so that
+** one sgemm per head (with a leading dimension of H*Dh) fills them and w_o,
+** stored [H, Dh, D], is used as one (H*Dh, D) matrix.
+*/
+#include "tnet.h"
+
+#include <cblas.h>
+#include <math.h>
+#include <string.h>
+
+#include "rmem.h"
+
+#define GELU_K 0.7978845608028654f /* sqrt(2/pi) */
+
+typedef struct lparams {
+  float *ln1w, *ln1b, *wq, *wk, *wv, *bq, *bk, *bv, *wo, *bo, *ln2w, *ln2b,
+      *win, *bin, *wout, *bout;
+} lparams;
+
+/* Pointers into a flat buffer laid out like the parameters (params or
+** grad), for layer l. */
+static lparams layer_ptrs(rasp_model *m, float *base, int l) {
+  lparams p;
+  char nm[64];
+#define G(s) (snprintf(nm, sizeof nm, "layers.%d.%s", l, s),                  \
+              raspN_tensor(m, nm) ? base + raspN_tensor(m, nm)->offset : NULL)
+  p.ln1w = G("ln1.weight");
+  p.ln1b = G("ln1.bias");
+  p.wq = G("attn.w_q");
+  p.wk = G("attn.w_k");
+  p.wv = G("attn.w_v");
+  p.bq = G("attn.b_q");
+  p.bk = G("attn.b_k");
+  p.bv = G("attn.b_v");
+  p.wo = G("attn.w_o");
+  p.bo = G("attn.b_o");
+  p.ln2w = G("ln2.weight");
+  p.ln2b = G("ln2.bias");
+  p.win = G("mlp.w_in");
+  p.bin = G("mlp.b_in");
+  p.wout = G("mlp.w_out");
+  p.bout = G("mlp.b_out");
+#undef G
+  return p;
+}
+
+static float *tensor_in(rasp_model *m, float *base, const char *name) {
+  rasp_tensor *t = raspN_tensor(m, name);
+  return t ? base + t->offset : NULL;
+}
+
+/* ---- allocation --------------------------------------------------------- */
+
+static float *fbuf(size_t n) { return raspM_alloc((n ? n : 1) * sizeof(float)); }
+
+int raspX_net_init(raspX_net *n, rasp_model *m, int B, int T, float dropout,
+                   rasp_error *err) {
+  memset(n, 0, sizeof *n);
+  const rasp_model_config *c = &m->cfg;
+  if (B < 1 || T < 1 || T > c->max_len) {
+    raspR_setnopos(err, "network: batch %d x length %d does not fit the model "
+                        "(max_len %d)", B, T, c->max_len);
+    return -1;
+  }
+  n->m = m;
+  n->B = B;
+  n->T = T;
+  n->dropout = dropout;
+  n->grad = fbuf(m->nparams);
+  size_t R = (size_t)B * T, D = (size_t)c->d_model,
+         HD = (size_t)c->n_heads * c->d_head, F = (size_t)c->d_mlp;
+  n->emb = fbuf(R * D);
+  if (dropout > 0) n->emb_mask = fbuf(R * D);
+  n->L = raspM_alloc(((size_t)c->n_layers + 1) * sizeof *n->L);
+  for (int l = 0; l < c->n_layers; l++) {
+    raspX_layer_acts *a = &n->L[l];
+    if (c->layer_norm) {
+      a->ln1 = fbuf(R * D);
+      a->ln1_mean = fbuf(R);
+      a->ln1_rstd = fbuf(R);
+      a->ln2 = fbuf(R * D);
+      a->ln2_mean = fbuf(R);
+      a->ln2_rstd = fbuf(R);
+    }
+    a->q = fbuf(R * HD);
+    a->k = fbuf(R * HD);
+    a->v = fbuf(R * HD);
+    a->att = fbuf((size_t)B * c->n_heads * T * T);
+    a->atty = fbuf(R * HD);
+    a->mid = fbuf(R * D);
+    a->pre = fbuf(R * F);
+    a->act = fbuf(R * F);
+    a->out = fbuf(R * D);
+    if (dropout > 0) {
+      a->ao_mask = fbuf(R * D);
+      a->mo_mask = fbuf(R * D);
+    }
+  }
+  if (c->layer_norm) {
+    n->lnf = fbuf(R * D);
+    n->lnf_mean = fbuf(R);
+    n->lnf_rstd = fbuf(R);
+  }
+  n->logits = fbuf(R * c->n_out);
+  n->dlogits = fbuf(R * c->n_out);
+  n->dx = fbuf(R * D);
+  n->dh = fbuf(R * D);
+  n->dt = fbuf(R * D);
+  n->dq = fbuf(R * HD);
+  n->dk = fbuf(R * HD);
+  n->dv = fbuf(R * HD);
+  n->daty = fbuf(R * HD);
+  n->dfc = fbuf(R * F);
+  raspT_rng_seed(&n->rng, 0x5eed, 0);
+  return 0;
+}
+
+void raspX_net_free(raspX_net *n) {
+  if (!n->m) return;
+  for (int l = 0; l < n->m->cfg.n_layers; l++) {
+    raspX_layer_acts *a = &n->L[l];
+    float *bufs[] = {a->ln1, a->ln1_mean, a->ln1_rstd, a->ln2, a->ln2_mean,
+                     a->ln2_rstd, a->q, a->k, a->v, a->att, a->atty, a->mid,
+                     a->pre, a->act, a->out, a->ao_mask, a->mo_mask};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) raspM_free(bufs[i]);
+  }
+  float *bufs[] = {n->grad, n->emb, n->emb_mask, n->lnf, n->lnf_mean,
+                   n->lnf_rstd, n->logits, n->dlogits, n->dx, n->dh, n->dt,
+                   n->dq, n->dk, n->dv, n->daty, n->dfc};
+  for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) raspM_free(bufs[i]);
+  raspM_free(n->L);
+  memset(n, 0, sizeof *n);
+}
+
+void raspX_zero_grad(raspX_net *n) {
+  memset(n->grad, 0, n->m->nparams * sizeof(float));
+}
+
+/* ---- dropout ------------------------------------------------------------ */
+
+/* Fills mask with 0 or 1/(1-p) (inverted dropout), and multiplies x by it. */
+static void dropout_fwd(raspX_net *n, float *x, float *mask, size_t len) {
+  float p = n->dropout, keep = 1.0f / (1.0f - p);
+  /* 24 random bits per draw: ample for a dropout rate. */
+  uint32_t thr = (uint32_t)(p * 16777216.0f);
+  for (size_t i = 0; i < len; i++) {
+    uint32_t u = (uint32_t)(raspT_rng_next(&n->rng) >> 40);
+    mask[i] = u < thr ? 0.0f : keep;
+    x[i] *= mask[i];
+  }
+}
+
+/* ---- embedding ---------------------------------------------------------- */
+
+static void embedding_fwd(float *out, const int *tok, const float *te,
+                          const float *pe, int b, int t, int D) {
+  for (int i = 0; i < b; i++)
+    for (int j = 0; j < t; j++) {
+      float *o = out + ((size_t)i * t + j) * D;
+      const float *e = te + (size_t)tok[i * t + j] * D;
+      const float *p = pe ? pe + (size_t)j * D : NULL;
+      for (int d = 0; d < D; d++) o[d] = e[d] + (p ? p[d] : 0.0f);
+    }
+}
+
+static void embedding_bwd(const float *dout, const int *tok, float *dte,
+                          float *dpe, int b, int t, int D) {
+  /* Serial: rows with the same token would race. */
+  for (int i = 0; i < b; i++)
+    for (int j = 0; j < t; j++) {
+      const float *g = dout + ((size_t)i * t + j) * D;
+      float *e = dte + (size_t)tok[i * t + j] * D;
+      float *p = dpe ? dpe + (size_t)j * D : NULL;
+      for (int d = 0; d < D; d++) {
+        e[d] += g[d];
+        if (p) p[d] += g[d];
+      }
+    }
+}
+
+/* ---- layer norm --------------------------------------------------------- */
+
+static void layernorm_fwd(float *out, float *mean, float *rstd, const float *x,
+                          const float *w, const float *bias, size_t R, int D) {
+#pragma omp parallel for schedule(static)
+  for (size_t r = 0; r < R; r++) {
+    const float *xr = x + r * D;
+    float m = 0, v = 0;
+    for (int d = 0; d < D; d++) m += xr[d];
+    m /= D;
+    for (int d = 0; d < D; d++) v += (xr[d] - m) * (xr[d] - m);
+    v /= D;
+    float s = 1.0f / sqrtf(v + 1e-5f);
+    float *o = out + r * D;
+    for (int d = 0; d < D; d++) o[d] = (xr[d] - m) * s * w[d] + bias[d];
+    mean[r] = m;
+    rstd[r] = s;
+  }
+}
+
+/* Adds to dx; dw and db accumulate (serially over rows, to avoid races). */
+static void layernorm_bwd(float *dx, float *dw, float *db, const float *dout,
+                          const float *x, const float *w, const float *mean,
+                          const float *rstd, size_t R, int D) {
+#pragma omp parallel for schedule(static)
+  for (size_t r = 0; r < R; r++) {
+    const float *g = dout + r * D, *xr = x + r * D;
+    float m = mean[r], s = rstd[r], a = 0, bsum = 0;
+    for (int d = 0; d < D; d++) {
+      float xh = (xr[d] - m) * s, gw = g[d] * w[d];
+      a += gw;
+      bsum += gw * xh;
+    }
+    a /= D;
+    bsum /= D;
+    float *o = dx + r * D;
+    for (int d = 0; d < D; d++) {
+      float xh = (xr[d] - m) * s;
+      o[d] += s * (g[d] * w[d] - a - xh * bsum);
+    }
+  }
+  for (size_t r = 0; r < R; r++) {
+    const float *g = dout + r * D, *xr = x + r * D;
+    for (int d = 0; d < D; d++) {
+      dw[d] += g[d] * (xr[d] - mean[r]) * rstd[r];
+      db[d] += g[d];
+    }
+  }
+}
+
+/* ---- matmul helpers ----------------------------------------------------- */
+
+/* C (M x N, ldc) = A (M x K, lda) B (K x N, ldb) [+ C when acc]. */
+static void mm(int M, int N, int K, const float *A, int lda, const float *Bm,
+               int ldb, float *C, int ldc, int acc) {
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, M, N, K, 1.0f, A, lda,
+              Bm, ldb, acc ? 1.0f : 0.0f, C, ldc);
+}
+/* C += A^T B: A (K x M), B (K x N). */
+static void mm_tn(int M, int N, int K, const float *A, int lda, const float *Bm,
+                  int ldb, float *C, int ldc) {
+  cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, M, N, K, 1.0f, A, lda,
+              Bm, ldb, 1.0f, C, ldc);
+}
+/* C (+)= A B^T: A (M x K), B (N x K). */
+static void mm_nt(int M, int N, int K, const float *A, int lda, const float *Bm,
+                  int ldb, float *C, int ldc, int acc) {
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, N, K, 1.0f, A, lda,
+              Bm, ldb, acc ? 1.0f : 0.0f, C, ldc);
+}
+
+static void add_bias(float *x, const float *b, size_t R, int N, int ld) {
+#pragma omp parallel for schedule(static)
+  for (size_t r = 0; r < R; r++)
+    for (int j = 0; j < N; j++) x[r * ld + j] += b[j];
+}
+
+static void bias_grad(float *db, const float *dy, size_t R, int N, int ld) {
+  for (size_t r = 0; r < R; r++)
+    for (int j = 0; j < N; j++) db[j] += dy[r * ld + j];
+}
+
+/* ---- attention ---------------------------------------------------------- */
+
+/* out (R x D) = attention(h) (without dropout). */
+static void attention_fwd(raspX_net *n, raspX_layer_acts *a, const lparams *p,
+                          const float *h, float *out) {
+  const rasp_model_config *c = &n->m->cfg;
+  int b = n->b, t = n->t, D = c->d_model, H = c->n_heads, Dh = c->d_head,
+      HD = H * Dh;
+  int R = b * t;
+  for (int hd = 0; hd < H; hd++) {
+    mm(R, Dh, D, h, D, p->wq + (size_t)hd * D * Dh, Dh, a->q + hd * Dh, HD, 0);
+    mm(R, Dh, D, h, D, p->wk + (size_t)hd * D * Dh, Dh, a->k + hd * Dh, HD, 0);
+    mm(R, Dh, D, h, D, p->wv + (size_t)hd * D * Dh, Dh, a->v + hd * Dh, HD, 0);
+  }
+  add_bias(a->q, p->bq, (size_t)R, HD, HD);
+  add_bias(a->k, p->bk, (size_t)R, HD, HD);
+  add_bias(a->v, p->bv, (size_t)R, HD, HD);
+  float scale = 1.0f / sqrtf((float)Dh);
+  int causal = c->causal;
+#pragma omp parallel for collapse(2) schedule(static)
+  for (int bi = 0; bi < b; bi++)
+    for (int hd = 0; hd < H; hd++) {
+      float *P = a->att + ((size_t)bi * H + hd) * t * t;
+      for (int i = 0; i < t; i++) {
+        const float *qi = a->q + ((size_t)bi * t + i) * HD + hd * Dh;
+        float *Pi = P + (size_t)i * t;
+        int nk = causal ? i + 1 : t;
+        float mx = -INFINITY;
+        for (int j = 0; j < nk; j++) {
+          const float *kj = a->k + ((size_t)bi * t + j) * HD + hd * Dh;
+          float s = 0;
+          for (int e = 0; e < Dh; e++) s += qi[e] * kj[e];
+          Pi[j] = s * scale;
+          if (Pi[j] > mx) mx = Pi[j];
+        }
+        float sum = 0;
+        for (int j = 0; j < nk; j++) {
+          Pi[j] = expf(Pi[j] - mx);
+          sum += Pi[j];
+        }
+        float inv = 1.0f / sum;
+        for (int j = 0; j < nk; j++) Pi[j] *= inv;
+        for (int j = nk; j < t; j++) Pi[j] = 0;
+        float *yi = a->atty + ((size_t)bi * t + i) * HD + hd * Dh;
+        for (int e = 0; e < Dh; e++) yi[e] = 0;
+        for (int j = 0; j < nk; j++) {
+          const float *vj = a->v + ((size_t)bi * t + j) * HD + hd * Dh;
+          for (int e = 0; e < Dh; e++) yi[e] += Pi[j] * vj[e];
+        }
+      }
+    }
+  mm(R, D, HD, a->atty, HD, p->wo, D, out, D, 0);
+  add_bias(out, p->bo, (size_t)R, D, D);
+}
+
+/* dout: gradient of the attention output (R x D); writes dh (R x D). */
+static void attention_bwd(raspX_net *n, raspX_layer_acts *a, const lparams *p,
+                          lparams *g, const float *h, const float *dout,
+                          float *dh) {
+  const rasp_model_config *c = &n->m->cfg;
+  int b = n->b, t = n->t, D = c->d_model, H = c->n_heads, Dh = c->d_head,
+      HD = H * Dh;
+  int R = b * t;
+  /* out = atty wo + bo */
+  mm_tn(HD, D, R, a->atty, HD, dout, D, g->wo, D);
+  bias_grad(g->bo, dout, (size_t)R, D, D);
+  mm_nt(R, HD, D, dout, D, p->wo, D, n->daty, HD, 0);
+  float scale = 1.0f / sqrtf((float)Dh);
+  int causal = c->causal;
+  memset(n->dq, 0, (size_t)R * HD * sizeof(float));
+  memset(n->dk, 0, (size_t)R * HD * sizeof(float));
+  memset(n->dv, 0, (size_t)R * HD * sizeof(float));
+#pragma omp parallel
+  {
+    float *dP = raspM_alloc((size_t)t * sizeof(float));
+#pragma omp for collapse(2) schedule(static)
+    for (int bi = 0; bi < b; bi++)
+      for (int hd = 0; hd < H; hd++) {
+        const float *P = a->att + ((size_t)bi * H + hd) * t * t;
+        for (int i = 0; i < t; i++) {
+          const float *Pi = P + (size_t)i * t;
+          size_t ri = ((size_t)bi * t + i) * HD + hd * Dh;
+          const float *dyi = n->daty + ri;
+          int nk = causal ? i + 1 : t;
+          float dot = 0;
+          for (int j = 0; j < nk; j++) {
+            size_t rj = ((size_t)bi * t + j) * HD + hd * Dh;
+            float s = 0;
+            for (int e = 0; e < Dh; e++) {
+              s += dyi[e] * a->v[rj + e];
+              n->dv[rj + e] += Pi[j] * dyi[e];
+            }
+            dP[j] = s;
+            dot += s * Pi[j];
+          }
+          for (int j = 0; j < nk; j++) {
+            float ds = Pi[j] * (dP[j] - dot) * scale;
+            size_t rj = ((size_t)bi * t + j) * HD + hd * Dh;
+            for (int e = 0; e < Dh; e++) {
+              n->dq[ri + e] += ds * a->k[rj + e];
+              n->dk[rj + e] += ds * a->q[ri + e];
+            }
+          }
+        }
+      }
+    raspM_free(dP);
+  }
+  bias_grad(g->bq, n->dq, (size_t)R, HD, HD);
+  bias_grad(g->bk, n->dk, (size_t)R, HD, HD);
+  bias_grad(g->bv, n->dv, (size_t)R, HD, HD);
+  for (int hd = 0; hd < H; hd++) {
+    size_t wofs = (size_t)hd * D * Dh;
+    mm_tn(D, Dh, R, h, D, n->dq + hd * Dh, HD, g->wq + wofs, Dh);
+    mm_tn(D, Dh, R, h, D, n->dk + hd * Dh, HD, g->wk + wofs, Dh);
+    mm_tn(D, Dh, R, h, D, n->dv + hd * Dh, HD, g->wv + wofs, Dh);
+    mm_nt(R, D, Dh, n->dq + hd * Dh, HD, p->wq + wofs, Dh, dh, D, hd > 0);
+    mm_nt(R, D, Dh, n->dk + hd * Dh, HD, p->wk + wofs, Dh, dh, D, 1);
+    mm_nt(R, D, Dh, n->dv + hd * Dh, HD, p->wv + wofs, Dh, dh, D, 1);
+  }
+}
+
+/* ---- MLP ---------------------------------------------------------------- */
+
+static void mlp_fwd(raspX_net *n, raspX_layer_acts *a, const lparams *p,
+                    const float *h, float *out) {
+  const rasp_model_config *c = &n->m->cfg;
+  int R = n->b * n->t, D = c->d_model, F = c->d_mlp, gelu = c->gelu;
+  mm(R, F, D, h, D, p->win, F, a->pre, F, 0);
+  add_bias(a->pre, p->bin, (size_t)R, F, F);
+  size_t RF = (size_t)R * F;
+#pragma omp parallel for schedule(static)
+  for (size_t i = 0; i < RF; i++) {
+    float x = a->pre[i];
+    a->act[i] = gelu ? 0.5f * x * (1.0f + tanhf(GELU_K * (x + 0.044715f * x * x * x)))
+                     : (x > 0 ? x : 0);
+  }
+  mm(R, D, F, a->act, F, p->wout, D, out, D, 0);
+  add_bias(out, p->bout, (size_t)R, D, D);
+}
+
+static void mlp_bwd(raspX_net *n, raspX_layer_acts *a, const lparams *p,
+                    lparams *g, const float *h, const float *dout, float *dh) {
+  const rasp_model_config *c = &n->m->cfg;
+  int R = n->b * n->t, D = c->d_model, F = c->d_mlp, gelu = c->gelu;
+  mm_tn(F, D, R, a->act, F, dout, D, g->wout, D);
+  bias_grad(g->bout, dout, (size_t)R, D, D);
+  mm_nt(R, F, D, dout, D, p->wout, D, n->dfc, F, 0);
+  size_t RF = (size_t)R * F;
+#pragma omp parallel for schedule(static)
+  for (size_t i = 0; i < RF; i++) {
+    float x = a->pre[i], d;
+    if (gelu) {
+      float u = GELU_K * (x + 0.044715f * x * x * x), th = tanhf(u);
+      d = 0.5f * (1.0f + th) +
+          0.5f * x * (1.0f - th * th) * GELU_K * (1.0f + 3 * 0.044715f * x * x);
+    } else {
+      d = x > 0 ? 1.0f : 0.0f;
+    }
+    n->dfc[i] *= d;
+  }
+  mm_tn(D, F, R, h, D, n->dfc, F, g->win, F);
+  bias_grad(g->bin, n->dfc, (size_t)R, F, F);
+  mm_nt(R, D, F, n->dfc, F, p->win, F, dh, D, 0);
+}
+
+/* ---- whole model -------------------------------------------------------- */
+
+void raspX_forward(raspX_net *n, const int *tokens, int b, int t) {
+  rasp_model *m = n->m;
+  const rasp_model_config *c = &m->cfg;
+  int D = c->d_model;
+  size_t R = (size_t)b * t, RD = R * D;
+  n->b = b;
+  n->t = t;
+  n->tokens = tokens;
+  int drop = n->training && n->dropout > 0;
+  embedding_fwd(n->emb, tokens, tensor_in(m, m->params, "tok_emb"),
+                tensor_in(m, m->params, "pos_emb"), b, t, D);
+  if (drop) dropout_fwd(n, n->emb, n->emb_mask, RD);
+  const float *x = n->emb;
+  for (int l = 0; l < c->n_layers; l++) {
+    raspX_layer_acts *a = &n->L[l];
+    lparams p = layer_ptrs(m, m->params, l);
+    const float *h = x;
+    if (c->layer_norm) {
+      layernorm_fwd(a->ln1, a->ln1_mean, a->ln1_rstd, x, p.ln1w, p.ln1b, R, D);
+      h = a->ln1;
+    }
+    attention_fwd(n, a, &p, h, a->mid);
+    if (drop) dropout_fwd(n, a->mid, a->ao_mask, RD);
+    for (size_t i = 0; i < RD; i++) a->mid[i] += x[i];
+    h = a->mid;
+    if (c->layer_norm) {
+      layernorm_fwd(a->ln2, a->ln2_mean, a->ln2_rstd, a->mid, p.ln2w, p.ln2b, R, D);
+      h = a->ln2;
+    }
+    mlp_fwd(n, a, &p, h, a->out);
+    if (drop) dropout_fwd(n, a->out, a->mo_mask, RD);
+    for (size_t i = 0; i < RD; i++) a->out[i] += a->mid[i];
+    x = a->out;
+  }
+  const float *h = x;
+  if (c->layer_norm) {
+    layernorm_fwd(n->lnf, n->lnf_mean, n->lnf_rstd, x,
+                  tensor_in(m, m->params, "ln_f.weight"),
+                  tensor_in(m, m->params, "ln_f.bias"), R, D);
+    h = n->lnf;
+  }
+  int O = c->n_out;
+  mm((int)R, O, D, h, D, tensor_in(m, m->params, "unembed"), O, n->logits, O, 0);
+  add_bias(n->logits, tensor_in(m, m->params, "unembed_b"), R, O, O);
+}
+
+double raspX_loss(raspX_net *n, const int *targets, const float *weight,
+                  float scale, int want_grad, int *pred) {
+  int O = n->m->cfg.n_out;
+  size_t R = (size_t)n->b * n->t;
+  double total = 0;
+#pragma omp parallel for schedule(static) reduction(+ : total)
+  for (size_t r = 0; r < R; r++) {
+    const float *lg = n->logits + r * O;
+    float *dl = n->dlogits + r * O;
+    int am = 0;
+    float mx = lg[0];
+    for (int o = 1; o < O; o++)
+      if (lg[o] > mx) {
+        mx = lg[o];
+        am = o;
+      }
+    if (pred) pred[r] = am;
+    float w = weight ? weight[r] : 1.0f;
+    if (w == 0.0f || targets[r] < 0 || targets[r] >= O) {
+      if (want_grad) memset(dl, 0, (size_t)O * sizeof *dl);
+      continue;
+    }
+    double sum = 0;
+    for (int o = 0; o < O; o++) sum += exp((double)(lg[o] - mx));
+    double lse = mx + log(sum);
+    total += w * (lse - lg[targets[r]]);
+    if (want_grad) {
+      for (int o = 0; o < O; o++)
+        dl[o] = (float)(scale * w * exp(lg[o] - lse));
+      dl[targets[r]] -= scale * w;
+    }
+  }
+  return total;
+}
+
+void raspX_backward(raspX_net *n) {
+  rasp_model *m = n->m;
+  const rasp_model_config *c = &m->cfg;
+  int D = c->d_model, O = c->n_out, b = n->b, t = n->t;
+  size_t R = (size_t)b * t, RD = R * D;
+  float *G = n->grad;
+  const float *xL = c->n_layers ? n->L[c->n_layers - 1].out : n->emb;
+  const float *hf = c->layer_norm ? n->lnf : xL;
+  /* readout */
+  mm_tn(D, O, (int)R, hf, D, n->dlogits, O, tensor_in(m, G, "unembed"), O);
+  bias_grad(tensor_in(m, G, "unembed_b"), n->dlogits, R, O, O);
+  float *dx = n->dx, *dh = n->dh, *dt = n->dt;
+  if (c->layer_norm) {
+    mm_nt((int)R, D, O, n->dlogits, O, tensor_in(m, m->params, "unembed"), O,
+          dh, D, 0);
+    memset(dx, 0, RD * sizeof *dx);
+    layernorm_bwd(dx, tensor_in(m, G, "ln_f.weight"), tensor_in(m, G, "ln_f.bias"),
+                  dh, xL, tensor_in(m, m->params, "ln_f.weight"), n->lnf_mean,
+                  n->lnf_rstd, R, D);
+  } else {
+    mm_nt((int)R, D, O, n->dlogits, O, tensor_in(m, m->params, "unembed"), O,
+          dx, D, 0);
+  }
+  for (int l = c->n_layers - 1; l >= 0; l--) {
+    raspX_layer_acts *a = &n->L[l];
+    lparams p = layer_ptrs(m, m->params, l), g = layer_ptrs(m, G, l);
+    const float *xin = l ? n->L[l - 1].out : n->emb;
+    /* out = mid + drop(mlp(h2)); dx holds d out */
+    const float *dmo = dx;
+    if (a->mo_mask && n->training && n->dropout > 0) {
+      for (size_t i = 0; i < RD; i++) dt[i] = dx[i] * a->mo_mask[i];
+      dmo = dt;
+    }
+    const float *h2 = c->layer_norm ? a->ln2 : a->mid;
+    mlp_bwd(n, a, &p, &g, h2, dmo, dh);
+    if (c->layer_norm)
+      layernorm_bwd(dx, g.ln2w, g.ln2b, dh, a->mid, p.ln2w, a->ln2_mean,
+                    a->ln2_rstd, R, D);
+    else
+      for (size_t i = 0; i < RD; i++) dx[i] += dh[i];
+    /* mid = xin + drop(attn(h1)); dx holds d mid */
+    const float *dao = dx;
+    if (a->ao_mask && n->training && n->dropout > 0) {
+      for (size_t i = 0; i < RD; i++) dt[i] = dx[i] * a->ao_mask[i];
+      dao = dt;
+    }
+    const float *h1 = c->layer_norm ? a->ln1 : xin;
+    attention_bwd(n, a, &p, &g, h1, dao, dh);
+    if (c->layer_norm)
+      layernorm_bwd(dx, g.ln1w, g.ln1b, dh, xin, p.ln1w, a->ln1_mean,
+                    a->ln1_rstd, R, D);
+    else
+      for (size_t i = 0; i < RD; i++) dx[i] += dh[i];
+  }
+  if (n->emb_mask && n->training && n->dropout > 0)
+    for (size_t i = 0; i < RD; i++) dx[i] *= n->emb_mask[i];
+  embedding_bwd(dx, n->tokens, tensor_in(m, G, "tok_emb"),
+                tensor_in(m, G, "pos_emb"), b, t, D);
+}
+
+/* ---- initialisation ----------------------------------------------------- */
+
+double raspX_normal(rasp_rng *r) {
+  /* Box-Muller on 53-bit uniforms; u1 in (0, 1]. */
+  double u1 = ((double)(raspT_rng_next(r) >> 11) + 1.0) / 9007199254740992.0;
+  double u2 = (double)(raspT_rng_next(r) >> 11) / 9007199254740992.0;
+  return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
+}
+
+static int ends_with(const char *s, const char *suf) {
+  size_t a = strlen(s), b = strlen(suf);
+  return a >= b && !strcmp(s + a - b, suf);
+}
+
+static void init_tensor(rasp_model *m, rasp_tensor *t, rasp_rng *r) {
+  float *p = m->params + t->offset;
+  float std = 0.02f;
+  if (ends_with(t->name, "w_o") || ends_with(t->name, "w_out"))
+    std /= sqrtf(2.0f * (m->cfg.n_layers ? m->cfg.n_layers : 1));
+  int is_ln_w = strstr(t->name, "ln") && ends_with(t->name, ".weight");
+  int is_bias = ends_with(t->name, ".bias") || ends_with(t->name, "_b") ||
+                strstr(t->name, ".b_") != NULL;
+  for (size_t i = 0; i < t->size; i++)
+    p[i] = is_ln_w ? 1.0f : is_bias ? 0.0f : (float)(std * raspX_normal(r));
+}
+
+void raspX_init_params(rasp_model *m, uint64_t seed) {
+  rasp_rng r;
+  raspT_rng_seed(&r, seed, 0x1a17);
+  for (int i = 0; i < m->ntensors; i++) init_tensor(m, &m->tensors[i], &r);
+}
+
+void raspX_reinit_layer(rasp_model *m, int layer, uint64_t seed) {
+  rasp_rng r;
+  raspT_rng_seed(&r, seed, 0x2e1a17 + (uint64_t)layer);
+  char pre[32];
+  snprintf(pre, sizeof pre, "layers.%d.", layer);
+  for (int i = 0; i < m->ntensors; i++)
+    if (!strncmp(m->tensors[i].name, pre, strlen(pre)))
+      init_tensor(m, &m->tensors[i], &r);
+}
+
+void raspX_add_noise(rasp_model *m, float sigma, uint64_t seed) {
+  rasp_rng r;
+  raspT_rng_seed(&r, seed, 0x9015e);
+  for (size_t i = 0; i < m->nparams; i++)
+    m->params[i] += (float)(sigma * raspX_normal(&r));
+}
+
+/* ---- AdamW -------------------------------------------------------------- */
+
+void raspX_adamw_init(raspX_adamw *o, size_t nparams) {
+  o->lr = 5e-4f;
+  o->beta1 = 0.9f;
+  o->beta2 = 0.999f;
+  o->eps = 1e-8f;
+  o->wd = 0.01f;
+  o->step = 0;
+  o->m = fbuf(nparams);
+  o->v = fbuf(nparams);
+}
+
+void raspX_adamw_free(raspX_adamw *o) {
+  raspM_free(o->m);
+  raspM_free(o->v);
+  o->m = o->v = NULL;
+}
+
+void raspX_adamw_step(raspX_adamw *o, float *params, const float *grad,
+                      size_t n) {
+  o->step++;
+  float b1c = 1.0f - powf(o->beta1, (float)o->step);
+  float b2c = 1.0f - powf(o->beta2, (float)o->step);
+  float lr = o->lr, b1 = o->beta1, b2 = o->beta2, eps = o->eps, wd = o->wd;
+  float *M = o->m, *V = o->v;
+#pragma omp parallel for schedule(static)
+  for (size_t i = 0; i < n; i++) {
+    float g = grad[i];
+    M[i] = b1 * M[i] + (1 - b1) * g;
+    V[i] = b2 * V[i] + (1 - b2) * g * g;
+    float mh = M[i] / b1c, vh = V[i] / b2c;
+    /* decoupled weight decay (Loshchilov & Hutter) */
+    params[i] -= lr * (mh / (sqrtf(vh) + eps) + wd * params[i]);
+  }
+}

@@ -1,0 +1,91 @@
+/*
+** tnet.h -- the trainer's network: forward and backward passes over a batch
+** of sequences, in flat buffers, for the architecture of rmodel.h.
+**
+** Parameters live in a rasp_model (so that raspN_save/raspN_load and
+** raspN_forward apply unchanged); gradients, Adam moments and activations
+** are flat float buffers laid out like the parameters (gradients, moments)
+** or per layer (activations).  One forward and one backward function per
+** layer type (embedding, layer norm, attention, MLP, readout with cross
+** entropy), llm.c style: matmuls through cblas_sgemm, loops over batch and
+** heads through OpenMP.
+*/
+#ifndef RASP_TNET_H
+#define RASP_TNET_H
+
+#include <stddef.h>
+
+#include "rmodel.h"
+#include "rtask.h"
+
+typedef struct raspX_layer_acts {
+  float *ln1, *ln1_mean, *ln1_rstd; /* NULL without layer norm */
+  float *q, *k, *v;                 /* (B*T, H*Dh) */
+  float *att;                       /* (B, H, T, T) probabilities */
+  float *atty;                      /* (B*T, H*Dh) */
+  float *ao_mask;                   /* dropout mask (scaled) or NULL */
+  float *mid;                       /* residual after attention */
+  float *ln2, *ln2_mean, *ln2_rstd;
+  float *pre, *act;                 /* (B*T, F) */
+  float *mo_mask;
+  float *out;                       /* residual after the MLP */
+} raspX_layer_acts;
+
+typedef struct raspX_net {
+  rasp_model *m; /* not owned */
+  float *grad;   /* nparams, accumulated by raspX_backward */
+  int B, T;      /* capacity: sequences and positions */
+  float dropout; /* on embeddings and on sublayer outputs; attention 0 */
+  int training;  /* dropout on */
+  rasp_rng rng;  /* dropout masks */
+  /* activations */
+  float *emb, *emb_mask;
+  raspX_layer_acts *L;
+  float *lnf, *lnf_mean, *lnf_rstd;
+  float *logits; /* (B*T, n_out) */
+  float *dlogits;
+  /* backward scratch */
+  float *dx, *dh, *dt, *dq, *dk, *dv, *daty, *dfc;
+  int b, t;      /* shape of the last forward */
+  const int *tokens;
+} raspX_net;
+
+int raspX_net_init(raspX_net *n, rasp_model *m, int B, int T, float dropout,
+                   rasp_error *err);
+void raspX_net_free(raspX_net *n);
+
+/* Forward over b sequences of t tokens (tokens: b*t ids); logits in
+** n->logits.  Dropout applies when n->training and n->dropout > 0. */
+void raspX_forward(raspX_net *n, const int *tokens, int b, int t);
+/* Cross entropy of the last forward: sum over positions of weight *
+** -log p(target) (positions with weight 0 are ignored).  With want_grad,
+** also sets n->dlogits to scale * d(sum)/d(logits).  pred (may be NULL,
+** b*t entries) gets every position's argmax. */
+double raspX_loss(raspX_net *n, const int *targets, const float *weight,
+                  float scale, int want_grad, int *pred);
+/* Backward of the last forward from n->dlogits; adds to n->grad. */
+void raspX_backward(raspX_net *n);
+void raspX_zero_grad(raspX_net *n);
+
+/* Parameter initialisation: weights N(0, 0.02^2) (output projections
+** scaled by 1/sqrt(2 n_layers), GPT-2 style), biases 0, LN weights 1. */
+void raspX_init_params(rasp_model *m, uint64_t seed);
+/* Adds N(0, sigma^2) noise to every parameter. */
+void raspX_add_noise(rasp_model *m, float sigma, uint64_t seed);
+/* Re-initialises the parameters of one layer as raspX_init_params would. */
+void raspX_reinit_layer(rasp_model *m, int layer, uint64_t seed);
+/* A standard normal draw. */
+double raspX_normal(rasp_rng *r);
+
+typedef struct raspX_adamw {
+  float lr, beta1, beta2, eps, wd;
+  long step;
+  float *m, *v; /* nparams each */
+} raspX_adamw;
+
+void raspX_adamw_init(raspX_adamw *o, size_t nparams);
+void raspX_adamw_free(raspX_adamw *o);
+void raspX_adamw_step(raspX_adamw *o, float *params, const float *grad,
+                      size_t n);
+
+#endif
