@@ -1,6 +1,55 @@
 /*
 ** rcompile.h -- compiling a traced program (its IR) to transformer weights.
+**
+** raspG_compile turns the IR of one trace (one input length n) into a
+** rasp_model (rmodel.h) that computes the program's first output exactly:
+** run the model on [BOS, t_0, ..., t_{n-1}] (the program's input shifted
+** right by one, BOS at position 0) and the argmax of the logits at model
+** position i+1 is the index, into `out_vals`, of the program's output at
+** input position i.  raspG_run does the shifting and the decoding.
+**
+** The input value set (`input_ids`) bounds what the compiler plans for:
+** token ids outside it are never given a dimension.  The design is
+** described at the top of rcompile.c and in doc/compiler.md.
 */
 #ifndef RASP_RCOMPILE_H
 #define RASP_RCOMPILE_H
+
+#include <stdio.h>
+
+#include "rir.h"
+#include "rmodel.h"
+
+typedef struct raspG_opts {
+  const int64_t *input_ids; /* the token ids an input may hold */
+  int ninput;
+  int nvocab;               /* token ids are 1..nvocab; BOS gets nvocab+1 */
+  const char *const *token_names; /* [nvocab+1], names for the JSON; may be NULL */
+} raspG_opts;
+
+typedef struct raspG_model {
+  rasp_model model;        /* cfg.bos_token is the BOS id */
+  int n;                   /* the input length it was compiled for */
+  rasp_elem *out_vals;     /* logit j means the value out_vals[j] */
+  int n_out;
+  int *heads;              /* real (non-padding) heads per layer */
+  int *mlp_width;          /* real hidden units per layer */
+  int n_dims;              /* residual dimensions in use (= d_model) */
+} raspG_model;
+
+/* Compiles ir's first output.  Returns 1, or 0 with err set (an operation
+** the compiler cannot realise, or a value set too large to plan for). */
+int raspG_compile(const rasp_ir *ir, const raspG_opts *opts, raspG_model *out,
+                  rasp_error *err);
+void raspG_free(raspG_model *g);
+
+/* Runs the model (float32, raspN_forward) on one input of length g->n and
+** decodes its output.  logits may be NULL; else it receives (n+1) * n_out
+** floats (row 0 is the BOS position). */
+int raspG_run(const raspG_model *g, const int64_t *tokens, rasp_elem *out,
+              float *logits, rasp_error *err);
+
+/* d_model, layers, heads and MLP widths per layer, parameter count. */
+void raspG_print_stats(const raspG_model *g, FILE *out);
+
 #endif

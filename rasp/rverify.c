@@ -131,6 +131,14 @@ static int read_settings(rasp_ctx *ctx, rasp_program *prog, rasp_error *err) {
     }
     *ints[i].dst = (int)v;
   }
+  if ((r = parse_setting(ctx, "expect", buf, sizeof buf, err)) < 0) return 0;
+  if (r) {
+    if (strcmp(buf, "fail") == 0) prog->expect_fail = 1;
+    else if (strcmp(buf, "pass") != 0) {
+      raspR_setnopos(err, "%s: task['expect'] must be 'pass' or 'fail', not '%s'", path, buf);
+      return 0;
+    }
+  }
   if ((r = parse_setting(ctx, "check", buf, sizeof buf, err)) < 0) return 0;
   snprintf(prog->check, sizeof prog->check, "%.63s", r ? buf : "check");
   if ((r = parse_setting(ctx, "entry", buf, sizeof buf, err)) < 0) return 0;

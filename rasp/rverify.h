@@ -37,6 +37,7 @@ typedef struct rasp_program {
   rasp_task_opts base;   /* the file's settings; D, M, V set per run */
   int min_M, min_D;
   int causal;            /* task['causal']: every select must be causal */
+  int expect_fail;       /* task['expect'] == 'fail': a known-wrong listing */
   char entry[64], check[64];
   const char *stdlib;    /* NULL: the default */
 } rasp_program;
