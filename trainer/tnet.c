@@ -11,6 +11,7 @@
 
 #include <cblas.h>
 #include <math.h>
+#include <omp.h>
 #include <string.h>
 
 #include "rmem.h"
@@ -67,6 +68,7 @@ int raspX_net_init(raspX_net *n, rasp_model *m, int B, int T, float dropout,
                         "(max_len %d)", B, T, c->max_len);
     return -1;
   }
+  openblas_set_num_threads(1); /* see sg() */
   n->m = m;
   n->B = B;
   n->T = T;
@@ -187,7 +189,7 @@ static void embedding_bwd(const float *dout, const int *tok, float *dte,
 
 static void layernorm_fwd(float *out, float *mean, float *rstd, const float *x,
                           const float *w, const float *bias, size_t R, int D) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (R * D > 100000)
   for (size_t r = 0; r < R; r++) {
     const float *xr = x + r * D;
     float m = 0, v = 0;
@@ -207,7 +209,7 @@ static void layernorm_fwd(float *out, float *mean, float *rstd, const float *x,
 static void layernorm_bwd(float *dx, float *dw, float *db, const float *dout,
                           const float *x, const float *w, const float *mean,
                           const float *rstd, size_t R, int D) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (R * D > 100000)
   for (size_t r = 0; r < R; r++) {
     const float *g = dout + r * D, *xr = x + r * D;
     float m = mean[r], s = rstd[r], a = 0, bsum = 0;
@@ -235,27 +237,59 @@ static void layernorm_bwd(float *dx, float *dw, float *db, const float *dout,
 
 /* ---- matmul helpers ----------------------------------------------------- */
 
+/* All matmuls go through sg(): OpenBLAS runs single-threaded and OpenMP
+** splits the output into row (or column) blocks, one sgemm per thread.
+** Mixing OpenBLAS's own threads with OpenMP's spinning ones oversubscribes
+** the cores (measured: 10x slower on 2 cores), so one threading layer. */
+static void sg(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int N, int K,
+               const float *A, int lda, const float *Bm, int ldb, float beta,
+               float *C, int ldc) {
+  int nt = omp_get_max_threads();
+  if (nt <= 1 || (long)M * N * K < 200000) {
+    cblas_sgemm(CblasRowMajor, ta, tb, M, N, K, 1.0f, A, lda, Bm, ldb, beta, C,
+                ldc);
+    return;
+  }
+  int rows = M >= N;
+  int tot = rows ? M : N;
+#pragma omp parallel num_threads(nt)
+  {
+    int id = omp_get_thread_num(), n = omp_get_num_threads();
+    int a = (int)((long)tot * id / n), b = (int)((long)tot * (id + 1) / n);
+    if (b > a) {
+      if (rows) {
+        const float *Ap = ta == CblasNoTrans ? A + (size_t)a * lda : A + a;
+        cblas_sgemm(CblasRowMajor, ta, tb, b - a, N, K, 1.0f, Ap, lda, Bm, ldb,
+                    beta, C + (size_t)a * ldc, ldc);
+      } else {
+        const float *Bp = tb == CblasNoTrans ? Bm + a : Bm + (size_t)a * ldb;
+        cblas_sgemm(CblasRowMajor, ta, tb, M, b - a, K, 1.0f, A, lda, Bp, ldb,
+                    beta, C + a, ldc);
+      }
+    }
+  }
+}
+
 /* C (M x N, ldc) = A (M x K, lda) B (K x N, ldb) [+ C when acc]. */
 static void mm(int M, int N, int K, const float *A, int lda, const float *Bm,
                int ldb, float *C, int ldc, int acc) {
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, M, N, K, 1.0f, A, lda,
-              Bm, ldb, acc ? 1.0f : 0.0f, C, ldc);
+  sg(CblasNoTrans, CblasNoTrans, M, N, K, A, lda, Bm, ldb, acc ? 1.0f : 0.0f,
+     C, ldc);
 }
 /* C += A^T B: A (K x M), B (K x N). */
 static void mm_tn(int M, int N, int K, const float *A, int lda, const float *Bm,
                   int ldb, float *C, int ldc) {
-  cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, M, N, K, 1.0f, A, lda,
-              Bm, ldb, 1.0f, C, ldc);
+  sg(CblasTrans, CblasNoTrans, M, N, K, A, lda, Bm, ldb, 1.0f, C, ldc);
 }
 /* C (+)= A B^T: A (M x K), B (N x K). */
 static void mm_nt(int M, int N, int K, const float *A, int lda, const float *Bm,
                   int ldb, float *C, int ldc, int acc) {
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, N, K, 1.0f, A, lda,
-              Bm, ldb, acc ? 1.0f : 0.0f, C, ldc);
+  sg(CblasNoTrans, CblasTrans, M, N, K, A, lda, Bm, ldb, acc ? 1.0f : 0.0f, C,
+     ldc);
 }
 
 static void add_bias(float *x, const float *b, size_t R, int N, int ld) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (R * N > 100000)
   for (size_t r = 0; r < R; r++)
     for (int j = 0; j < N; j++) x[r * ld + j] += b[j];
 }
@@ -284,7 +318,7 @@ static void attention_fwd(raspX_net *n, raspX_layer_acts *a, const lparams *p,
   add_bias(a->v, p->bv, (size_t)R, HD, HD);
   float scale = 1.0f / sqrtf((float)Dh);
   int causal = c->causal;
-#pragma omp parallel for collapse(2) schedule(static)
+#pragma omp parallel for collapse(2) schedule(static) if ((long)b * t * t * Dh * H > 200000)
   for (int bi = 0; bi < b; bi++)
     for (int hd = 0; hd < H; hd++) {
       float *P = a->att + ((size_t)bi * H + hd) * t * t;
@@ -337,7 +371,7 @@ static void attention_bwd(raspX_net *n, raspX_layer_acts *a, const lparams *p,
   memset(n->dq, 0, (size_t)R * HD * sizeof(float));
   memset(n->dk, 0, (size_t)R * HD * sizeof(float));
   memset(n->dv, 0, (size_t)R * HD * sizeof(float));
-#pragma omp parallel
+#pragma omp parallel if ((long)b * t * t * Dh * H > 200000)
   {
     float *dP = raspM_alloc((size_t)t * sizeof(float));
 #pragma omp for collapse(2) schedule(static)
@@ -395,7 +429,7 @@ static void mlp_fwd(raspX_net *n, raspX_layer_acts *a, const lparams *p,
   mm(R, F, D, h, D, p->win, F, a->pre, F, 0);
   add_bias(a->pre, p->bin, (size_t)R, F, F);
   size_t RF = (size_t)R * F;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (RF > 100000)
   for (size_t i = 0; i < RF; i++) {
     float x = a->pre[i];
     a->act[i] = gelu ? 0.5f * x * (1.0f + tanhf(GELU_K * (x + 0.044715f * x * x * x)))
@@ -413,7 +447,7 @@ static void mlp_bwd(raspX_net *n, raspX_layer_acts *a, const lparams *p,
   bias_grad(g->bout, dout, (size_t)R, D, D);
   mm_nt(R, F, D, dout, D, p->wout, D, n->dfc, F, 0);
   size_t RF = (size_t)R * F;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (RF > 100000)
   for (size_t i = 0; i < RF; i++) {
     float x = a->pre[i], d;
     if (gelu) {
@@ -483,7 +517,7 @@ double raspX_loss(raspX_net *n, const int *targets, const float *weight,
   int O = n->m->cfg.n_out;
   size_t R = (size_t)n->b * n->t;
   double total = 0;
-#pragma omp parallel for schedule(static) reduction(+ : total)
+#pragma omp parallel for schedule(static) reduction(+ : total) if (R * O > 100000)
   for (size_t r = 0; r < R; r++) {
     const float *lg = n->logits + r * O;
     float *dl = n->dlogits + r * O;
@@ -648,7 +682,7 @@ void raspX_adamw_step(raspX_adamw *o, float *params, const float *grad,
   float b2c = 1.0f - powf(o->beta2, (float)o->step);
   float lr = o->lr, b1 = o->beta1, b2 = o->beta2, eps = o->eps, wd = o->wd;
   float *M = o->m, *V = o->v;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (n > 100000)
   for (size_t i = 0; i < n; i++) {
     float g = grad[i];
     M[i] = b1 * M[i] + (1 - b1) * g;

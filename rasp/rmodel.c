@@ -1,0 +1,977 @@
+/*
+** rmodel.c -- transformer weights: layout, safetensors I/O, reference
+** forward pass.
+**
+** The file formats are read by a small JSON parser of our own (a model file
+** may be anything a user points us at, so the parser must survive garbage:
+** it is bounded in depth, never reads past its buffer and reports the byte
+** offset of the first problem).  Values are parsed into a small tree; object
+** values remember where their text starts and ends so that the "layout"
+** object of STEM.json can be kept verbatim.
+**
+** The forward pass is deliberately plain (no BLAS, no threads): it is the
+** reference the trainer and the compiler are checked against.
+*/
+#include "rmodel.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "rmem.h"
+
+/* Sizes beyond these are refused: they protect against overflow when a
+** foreign config is read, and no model of ours comes near them. */
+#define MAXDIM (1 << 20)
+#define MAXPARAMS ((size_t)1 << 32)
+#define MAXHEADER ((uint64_t)100 << 20)
+#define JSON_MAXDEPTH 64
+
+/* ---- layout ------------------------------------------------------------- */
+
+static int cfg_check(const rasp_model_config *c, rasp_error *err) {
+  struct { const char *name; int v, min; } f[] = {
+      {"vocab_size", c->vocab_size, 1}, {"max_len", c->max_len, 1},
+      {"d_model", c->d_model, 1},       {"n_layers", c->n_layers, 0},
+      {"n_heads", c->n_heads, 1},       {"d_head", c->d_head, 1},
+      {"d_mlp", c->d_mlp, 1},           {"n_out", c->n_out, 1},
+  };
+  for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
+    if (f[i].v < f[i].min || f[i].v > MAXDIM) {
+      raspR_setnopos(err, "model config: %s = %d is out of range [%d, %d]",
+                     f[i].name, f[i].v, f[i].min, MAXDIM);
+      return -1;
+    }
+  if (c->n_layers > 4096) {
+    raspR_setnopos(err, "model config: n_layers = %d is too large", c->n_layers);
+    return -1;
+  }
+  struct { const char *name; int v; } b[] = {{"causal", c->causal},
+                                             {"layer_norm", c->layer_norm},
+                                             {"pos_embedding", c->pos_embedding},
+                                             {"gelu", c->gelu}};
+  for (size_t i = 0; i < sizeof b / sizeof b[0]; i++)
+    if (b[i].v != 0 && b[i].v != 1) {
+      raspR_setnopos(err, "model config: %s = %d must be 0 or 1", b[i].name,
+                     b[i].v);
+      return -1;
+    }
+  if (c->bos_token < -1 || c->bos_token >= c->vocab_size) {
+    raspR_setnopos(err, "model config: bos_token = %d is not -1 or a token id "
+                        "below vocab_size %d", c->bos_token, c->vocab_size);
+    return -1;
+  }
+  return 0;
+}
+
+typedef struct layout {
+  rasp_tensor *t;
+  int n, cap;
+  size_t total;
+} layout;
+
+static void lay_add(layout *l, const char *name, int ndim, int64_t a, int64_t b,
+                    int64_t c) {
+  RASP_GROW(l->t, l->cap, l->n + 1);
+  rasp_tensor *t = &l->t[l->n++];
+  memset(t, 0, sizeof *t);
+  snprintf(t->name, sizeof t->name, "%s", name);
+  t->ndim = ndim;
+  int64_t d[3] = {a, b, c};
+  size_t sz = 1;
+  for (int i = 0; i < ndim; i++) {
+    t->shape[i] = d[i];
+    sz *= (size_t)d[i];
+  }
+  t->offset = l->total;
+  t->size = sz;
+  l->total += sz;
+}
+
+/* The one place that fixes the flat parameter order (see rmodel.h). */
+static void build_layout(layout *l, const rasp_model_config *c) {
+  int64_t V = c->vocab_size, T = c->max_len, D = c->d_model, H = c->n_heads,
+          Dh = c->d_head, F = c->d_mlp, O = c->n_out;
+  char nm[64];
+  lay_add(l, "tok_emb", 2, V, D, 0);
+  if (c->pos_embedding) lay_add(l, "pos_emb", 2, T, D, 0);
+  for (int L = 0; L < c->n_layers; L++) {
+#define NM(s) (snprintf(nm, sizeof nm, "layers.%d.%s", L, s), nm)
+    if (c->layer_norm) {
+      lay_add(l, NM("ln1.weight"), 1, D, 0, 0);
+      lay_add(l, NM("ln1.bias"), 1, D, 0, 0);
+    }
+    lay_add(l, NM("attn.w_q"), 3, H, D, Dh);
+    lay_add(l, NM("attn.w_k"), 3, H, D, Dh);
+    lay_add(l, NM("attn.w_v"), 3, H, D, Dh);
+    lay_add(l, NM("attn.b_q"), 2, H, Dh, 0);
+    lay_add(l, NM("attn.b_k"), 2, H, Dh, 0);
+    lay_add(l, NM("attn.b_v"), 2, H, Dh, 0);
+    lay_add(l, NM("attn.w_o"), 3, H, Dh, D);
+    lay_add(l, NM("attn.b_o"), 1, D, 0, 0);
+    if (c->layer_norm) {
+      lay_add(l, NM("ln2.weight"), 1, D, 0, 0);
+      lay_add(l, NM("ln2.bias"), 1, D, 0, 0);
+    }
+    lay_add(l, NM("mlp.w_in"), 2, D, F, 0);
+    lay_add(l, NM("mlp.b_in"), 1, F, 0, 0);
+    lay_add(l, NM("mlp.w_out"), 2, F, D, 0);
+    lay_add(l, NM("mlp.b_out"), 1, D, 0, 0);
+#undef NM
+  }
+  if (c->layer_norm) {
+    lay_add(l, "ln_f.weight", 1, D, 0, 0);
+    lay_add(l, "ln_f.bias", 1, D, 0, 0);
+  }
+  lay_add(l, "unembed", 2, D, O, 0);
+  lay_add(l, "unembed_b", 1, O, 0, 0);
+}
+
+int raspN_init(rasp_model *m, const rasp_model_config *cfg, rasp_error *err) {
+  memset(m, 0, sizeof *m);
+  if (cfg_check(cfg, err)) return -1;
+  layout l = {0};
+  build_layout(&l, cfg);
+  if (l.total > MAXPARAMS) {
+    raspR_setnopos(err, "model config: %zu parameters is too many", l.total);
+    raspM_free(l.t);
+    return -1;
+  }
+  m->cfg = *cfg;
+  m->tensors = l.t;
+  m->ntensors = l.n;
+  m->nparams = l.total;
+  m->params = raspM_alloc((l.total ? l.total : 1) * sizeof(float));
+  return 0;
+}
+
+void raspN_free(rasp_model *m) {
+  if (!m) return;
+  raspM_free(m->params);
+  raspM_free(m->tensors);
+  raspM_free(m->json_extra);
+  memset(m, 0, sizeof *m);
+}
+
+rasp_tensor *raspN_tensor(rasp_model *m, const char *name) {
+  for (int i = 0; i < m->ntensors; i++)
+    if (!strcmp(m->tensors[i].name, name)) return &m->tensors[i];
+  return NULL;
+}
+
+float *raspN_data(rasp_model *m, const char *name) {
+  rasp_tensor *t = raspN_tensor(m, name);
+  return t ? m->params + t->offset : NULL;
+}
+
+/* ---- a small JSON parser ------------------------------------------------ */
+
+typedef enum { J_NULL, J_BOOL, J_NUM, J_STR, J_ARR, J_OBJ } jtype;
+
+typedef struct jval {
+  jtype type;
+  double num;
+  int boolean;
+  char *str;          /* J_STR: decoded, NUL-terminated */
+  struct jval *items; /* J_ARR/J_OBJ: n values */
+  char **keys;        /* J_OBJ: n keys */
+  int n;
+  size_t begin, end;  /* the value's text */
+} jval;
+
+typedef struct jparser {
+  const char *s;
+  size_t len, pos;
+  const char *err; /* first problem, or NULL */
+} jparser;
+
+static void jfree(jval *v) {
+  if (v->type == J_STR) raspM_free(v->str);
+  if (v->type == J_ARR || v->type == J_OBJ) {
+    for (int i = 0; i < v->n; i++) {
+      jfree(&v->items[i]);
+      if (v->keys) raspM_free(v->keys[i]);
+    }
+    raspM_free(v->items);
+    raspM_free(v->keys);
+  }
+  memset(v, 0, sizeof *v);
+}
+
+static void jws(jparser *p) {
+  while (p->pos < p->len && (p->s[p->pos] == ' ' || p->s[p->pos] == '\t' ||
+                             p->s[p->pos] == '\n' || p->s[p->pos] == '\r'))
+    p->pos++;
+}
+
+static int jfail(jparser *p, const char *why) {
+  if (!p->err) p->err = why;
+  return -1;
+}
+
+static int hexval(int c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+static int jstring(jparser *p, char **out) {
+  /* p->s[p->pos] == '"' */
+  p->pos++;
+  size_t cap = 16, n = 0;
+  char *b = raspM_alloc(cap);
+  for (;;) {
+    if (p->pos >= p->len) {
+      raspM_free(b);
+      return jfail(p, "unterminated string");
+    }
+    unsigned char c = (unsigned char)p->s[p->pos++];
+    if (c == '"') break;
+    if (c < 0x20) {
+      raspM_free(b);
+      return jfail(p, "control character in string");
+    }
+    unsigned cp = c;
+    int raw = 1;
+    if (c == '\\') {
+      if (p->pos >= p->len) {
+        raspM_free(b);
+        return jfail(p, "unterminated string");
+      }
+      char e = p->s[p->pos++];
+      switch (e) {
+      case '"': cp = '"'; break;
+      case '\\': cp = '\\'; break;
+      case '/': cp = '/'; break;
+      case 'b': cp = '\b'; break;
+      case 'f': cp = '\f'; break;
+      case 'n': cp = '\n'; break;
+      case 'r': cp = '\r'; break;
+      case 't': cp = '\t'; break;
+      case 'u': {
+        if (p->len - p->pos < 4) {
+          raspM_free(b);
+          return jfail(p, "bad \\u escape");
+        }
+        cp = 0;
+        for (int i = 0; i < 4; i++) {
+          int h = hexval((unsigned char)p->s[p->pos++]);
+          if (h < 0) {
+            raspM_free(b);
+            return jfail(p, "bad \\u escape");
+          }
+          cp = cp * 16 + (unsigned)h;
+        }
+        raw = 0; /* encode as UTF-8 below (surrogates kept as-is: we only
+                    compare names, never render them) */
+        break;
+      }
+      default:
+        raspM_free(b);
+        return jfail(p, "bad escape in string");
+      }
+    }
+    if (n + 5 > cap) {
+      cap *= 2;
+      b = raspM_realloc(b, cap);
+    }
+    if (raw || cp < 0x80) {
+      b[n++] = (char)cp;
+    } else if (cp < 0x800) {
+      b[n++] = (char)(0xC0 | (cp >> 6));
+      b[n++] = (char)(0x80 | (cp & 0x3F));
+    } else {
+      b[n++] = (char)(0xE0 | (cp >> 12));
+      b[n++] = (char)(0x80 | ((cp >> 6) & 0x3F));
+      b[n++] = (char)(0x80 | (cp & 0x3F));
+    }
+  }
+  b[n] = 0;
+  if (memchr(b, 0, n)) { /* an embedded \u0000 would truncate names */
+    raspM_free(b);
+    return jfail(p, "NUL in string");
+  }
+  *out = b;
+  return 0;
+}
+
+static int jvalue(jparser *p, jval *v, int depth) {
+  memset(v, 0, sizeof *v);
+  if (depth > JSON_MAXDEPTH) return jfail(p, "nesting too deep");
+  jws(p);
+  if (p->pos >= p->len) return jfail(p, "unexpected end of JSON");
+  v->begin = p->pos;
+  char c = p->s[p->pos];
+  if (c == '{' || c == '[') {
+    int obj = c == '{';
+    char close = obj ? '}' : ']';
+    v->type = obj ? J_OBJ : J_ARR;
+    p->pos++;
+    jws(p);
+    int cap = 0;
+    if (p->pos < p->len && p->s[p->pos] == close) {
+      p->pos++;
+      v->end = p->pos;
+      return 0;
+    }
+    for (;;) {
+      int capk = cap;
+      RASP_GROW(v->items, cap, v->n + 1);
+      if (obj) {
+        /* keys grow with items: same capacity */
+        if (capk != cap) {
+          v->keys = raspM_realloc(v->keys, (size_t)cap * sizeof *v->keys);
+        }
+        jws(p);
+        if (p->pos >= p->len || p->s[p->pos] != '"')
+          return jfail(p, "expected a string key");
+        char *k = NULL;
+        if (jstring(p, &k)) return -1;
+        v->keys[v->n] = k;
+        jws(p);
+        if (p->pos >= p->len || p->s[p->pos] != ':') {
+          v->items[v->n].type = J_NULL;
+          v->n++; /* so that jfree frees the key */
+          return jfail(p, "expected ':'");
+        }
+        p->pos++;
+      }
+      int r = jvalue(p, &v->items[v->n], depth + 1);
+      v->n++;
+      if (r) return -1;
+      jws(p);
+      if (p->pos >= p->len) return jfail(p, "unexpected end of JSON");
+      if (p->s[p->pos] == ',') {
+        p->pos++;
+        continue;
+      }
+      if (p->s[p->pos] == close) {
+        p->pos++;
+        v->end = p->pos;
+        return 0;
+      }
+      return jfail(p, obj ? "expected ',' or '}'" : "expected ',' or ']'");
+    }
+  }
+  if (c == '"') {
+    v->type = J_STR;
+    if (jstring(p, &v->str)) {
+      v->type = J_NULL;
+      return -1;
+    }
+    v->end = p->pos;
+    return 0;
+  }
+  static const struct { const char *w; jtype t; int b; } words[] = {
+      {"null", J_NULL, 0}, {"true", J_BOOL, 1}, {"false", J_BOOL, 0}};
+  for (int i = 0; i < 3; i++) {
+    size_t wl = strlen(words[i].w);
+    if (p->len - p->pos >= wl && !memcmp(p->s + p->pos, words[i].w, wl)) {
+      v->type = words[i].t;
+      v->boolean = words[i].b;
+      p->pos += wl;
+      v->end = p->pos;
+      return 0;
+    }
+  }
+  if (c == '-' || (c >= '0' && c <= '9')) {
+    /* Copy the number's characters out: strtod must not read past the
+    ** buffer, which need not be NUL-terminated. */
+    char buf[64];
+    size_t n = 0;
+    while (p->pos < p->len && n < sizeof buf - 1 &&
+           strchr("+-0123456789.eE", p->s[p->pos]) && p->s[p->pos])
+      buf[n++] = p->s[p->pos++];
+    buf[n] = 0;
+    char *end;
+    errno = 0;
+    double d = strtod(buf, &end);
+    if (end != buf + n || n == 0 || errno) return jfail(p, "bad number");
+    v->type = J_NUM;
+    v->num = d;
+    v->end = p->pos;
+    return 0;
+  }
+  return jfail(p, "unexpected character");
+}
+
+/* Parses the whole of s[0..len); on failure returns -1 and sets *why and
+** *at (the byte offset). */
+static int jparse(const char *s, size_t len, jval *out, const char **why,
+                  size_t *at) {
+  jparser p = {s, len, 0, NULL};
+  int r = jvalue(&p, out, 0);
+  if (!r) {
+    jws(&p);
+    if (p.pos != len) r = jfail(&p, "trailing data after JSON value");
+  }
+  if (r) {
+    jfree(out);
+    *why = p.err ? p.err : "invalid JSON";
+    *at = p.pos;
+    return -1;
+  }
+  return 0;
+}
+
+static jval *jget(jval *o, const char *key) {
+  if (!o || o->type != J_OBJ) return NULL;
+  for (int i = 0; i < o->n; i++)
+    if (!strcmp(o->keys[i], key)) return &o->items[i];
+  return NULL;
+}
+
+/* An integer-valued number within [lo, hi]. */
+static int jint(const jval *v, double lo, double hi, int64_t *out) {
+  if (!v || v->type != J_NUM || v->num != floor(v->num) || v->num < lo ||
+      v->num > hi)
+    return -1;
+  *out = (int64_t)v->num;
+  return 0;
+}
+
+/* ---- files -------------------------------------------------------------- */
+
+static char *cat(const char *a, const char *b) {
+  size_t la = strlen(a), lb = strlen(b);
+  char *s = raspM_alloc(la + lb + 1);
+  memcpy(s, a, la);
+  memcpy(s + la, b, lb + 1);
+  return s;
+}
+
+/* Accept "x", "x.safetensors" and "x.json" as the stem "x". */
+static char *stem_of(const char *stem) {
+  size_t n = strlen(stem);
+  static const char *sfx[] = {".safetensors", ".json"};
+  for (int i = 0; i < 2; i++) {
+    size_t k = strlen(sfx[i]);
+    if (n > k && !strcmp(stem + n - k, sfx[i])) return raspM_strndup(stem, n - k);
+  }
+  return raspM_strdup(stem);
+}
+
+static int write_all(int fd, const void *buf, size_t n) {
+  const char *p = buf;
+  while (n) {
+    ssize_t w = write(fd, p, n);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      return -1;
+    }
+    p += w;
+    n -= (size_t)w;
+  }
+  return 0;
+}
+
+/* Writes path atomically: a temporary file in the same directory, fsync,
+** rename over path, so that a reader never sees a half-written model and a
+** crash leaves the old one intact. */
+static int write_atomic(const char *path, const void *a, size_t na,
+                        const void *b, size_t nb, rasp_error *err) {
+  char *tmp = cat(path, ".tmp.XXXXXX");
+  int fd = mkstemp(tmp);
+  if (fd < 0) {
+    raspR_setnopos(err, "cannot write '%s': %s", path, strerror(errno));
+    raspM_free(tmp);
+    return -1;
+  }
+  int e = 0;
+  if (write_all(fd, a, na) || (nb && write_all(fd, b, nb)) || fsync(fd)) e = errno;
+  if (close(fd) && !e) e = errno;
+  /* mkstemp makes 0600 files; models are ordinary files. */
+  if (!e) {
+    mode_t um = umask(0);
+    umask(um);
+    chmod(tmp, 0666 & ~um);
+  }
+  if (!e && rename(tmp, path)) e = errno;
+  if (e) {
+    unlink(tmp);
+    raspR_setnopos(err, "cannot write '%s': %s", path, strerror(e));
+    raspM_free(tmp);
+    return -1;
+  }
+  raspM_free(tmp);
+  return 0;
+}
+
+/* Appends printf output to a growing string. */
+typedef struct sbuf {
+  char *s;
+  size_t n, cap;
+} sbuf;
+
+static void sb_printf(sbuf *b, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void sb_printf(sbuf *b, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  int k = vsnprintf(NULL, 0, fmt, ap);
+  va_end(ap);
+  if (k < 0) return;
+  RASP_GROW(b->s, b->cap, b->n + (size_t)k + 1);
+  va_start(ap, fmt);
+  vsnprintf(b->s + b->n, (size_t)k + 1, fmt, ap);
+  va_end(ap);
+  b->n += (size_t)k;
+}
+
+#define CFG_FIELDS(X)                                                          \
+  X(vocab_size) X(max_len) X(d_model) X(n_layers) X(n_heads) X(d_head)         \
+  X(d_mlp) X(n_out) X(causal) X(layer_norm) X(pos_embedding) X(gelu)          \
+  X(bos_token)
+
+int raspN_save(const rasp_model *m, const char *stem_in, rasp_error *err) {
+  char *stem = stem_of(stem_in);
+  char *pt = cat(stem, ".safetensors"), *pj = cat(stem, ".json");
+  int rc = -1;
+  sbuf h = {0};
+  sb_printf(&h, "{");
+  size_t off = 0;
+  for (int i = 0; i < m->ntensors; i++) {
+    const rasp_tensor *t = &m->tensors[i];
+    sb_printf(&h, "\"%s\":{\"dtype\":\"F32\",\"shape\":[", t->name);
+    for (int d = 0; d < t->ndim; d++)
+      sb_printf(&h, "%s%lld", d ? "," : "", (long long)t->shape[d]);
+    sb_printf(&h, "],\"data_offsets\":[%zu,%zu]},", off, off + t->size * 4);
+    off += t->size * 4;
+  }
+  sb_printf(&h, "\"__metadata__\":{\"format\":\"rasp\"}}");
+  /* Pad the header with spaces (allowed by the format) so that the data
+  ** starts 8-aligned, which lets readers map it directly. */
+  while ((h.n + 8) % 8) sb_printf(&h, " ");
+  size_t hdr = 8 + h.n;
+  unsigned char *head = raspM_alloc(hdr);
+  uint64_t n = h.n;
+  for (int i = 0; i < 8; i++) head[i] = (unsigned char)(n >> (8 * i));
+  memcpy(head + 8, h.s, h.n);
+  /* Floats are written in host order: every machine we target is little
+  ** endian, which is what safetensors prescribes. */
+  if (write_atomic(pt, head, hdr, m->params, m->nparams * sizeof(float), err))
+    goto out;
+
+  sbuf j = {0};
+  sb_printf(&j, "{\n  \"config\": {");
+  const char *sep = "";
+#define X(f) sb_printf(&j, "%s\n    \"" #f "\": %d", sep, m->cfg.f), sep = ",";
+  CFG_FIELDS(X)
+#undef X
+  sb_printf(&j, "\n  },\n  \"layout\": %s\n}\n",
+            m->json_extra ? m->json_extra : "null");
+  rc = write_atomic(pj, j.s, j.n, NULL, 0, err);
+  raspM_free(j.s);
+out:
+  raspM_free(head);
+  raspM_free(h.s);
+  raspM_free(pt);
+  raspM_free(pj);
+  raspM_free(stem);
+  return rc;
+}
+
+/* Reads a whole file.  Size limit: anything above lim bytes is refused. */
+static char *read_file(const char *path, size_t *len, size_t lim,
+                       rasp_error *err) {
+  FILE *f = fopen(path, "rb");
+  if (!f) {
+    raspR_setnopos(err, "cannot read '%s': %s", path, strerror(errno));
+    return NULL;
+  }
+  size_t cap = 1 << 16, n = 0;
+  char *b = raspM_alloc(cap + 1);
+  for (;;) {
+    if (n == cap) {
+      if (cap >= lim) {
+        raspR_setnopos(err, "'%s': file too large", path);
+        fclose(f);
+        raspM_free(b);
+        return NULL;
+      }
+      cap *= 2;
+      b = raspM_realloc(b, cap + 1);
+    }
+    size_t r = fread(b + n, 1, cap - n, f);
+    n += r;
+    if (r == 0) break;
+  }
+  int bad = ferror(f);
+  fclose(f);
+  if (bad) {
+    raspR_setnopos(err, "cannot read '%s': I/O error", path);
+    raspM_free(b);
+    return NULL;
+  }
+  b[n] = 0;
+  *len = n;
+  return b;
+}
+
+static int load_config(const char *path, rasp_model_config *c, char **extra,
+                       rasp_error *err) {
+  size_t len;
+  char *text = read_file(path, &len, (size_t)1 << 30, err);
+  if (!text) return -1;
+  jval root;
+  const char *why;
+  size_t at;
+  int rc = -1;
+  if (jparse(text, len, &root, &why, &at)) {
+    raspR_setnopos(err, "'%s': not a model config: %s at byte %zu", path, why,
+                   at);
+    raspM_free(text);
+    return -1;
+  }
+  jval *cfg = jget(&root, "config");
+  if (!cfg || cfg->type != J_OBJ) {
+    raspR_setnopos(err, "'%s': not a model config: no \"config\" object", path);
+    goto out;
+  }
+  int64_t v;
+#define X(f)                                                                   \
+  if (jint(jget(cfg, #f), INT_MIN, INT_MAX, &v)) {                             \
+    raspR_setnopos(err, "'%s': config field \"" #f "\" is missing or not an "  \
+                        "integer", path);                                      \
+    goto out;                                                                  \
+  }                                                                            \
+  c->f = (int)v;
+  CFG_FIELDS(X)
+#undef X
+  if (cfg_check(c, err)) {
+    char m[sizeof err->msg];
+    snprintf(m, sizeof m, "%s", err->msg);
+    raspR_setnopos(err, "'%s': %s", path, m);
+    goto out;
+  }
+  jval *lay = jget(&root, "layout");
+  *extra = NULL;
+  if (lay && lay->type != J_NULL)
+    *extra = raspM_strndup(text + lay->begin, lay->end - lay->begin);
+  rc = 0;
+out:
+  jfree(&root);
+  raspM_free(text);
+  return rc;
+}
+
+typedef struct span {
+  uint64_t b, e;
+} span;
+
+static int span_cmp(const void *a, const void *b) {
+  const span *x = a, *y = b;
+  return x->b < y->b ? -1 : x->b > y->b;
+}
+
+static int load_tensors(rasp_model *m, const char *path, rasp_error *err) {
+  size_t len;
+  char *buf = read_file(path, &len, (size_t)1 << 36, err);
+  if (!buf) return -1;
+  int rc = -1;
+  jval root = {0};
+  span *sp = NULL;
+  if (len < 8) {
+    raspR_setnopos(err, "'%s': not a safetensors file (only %zu bytes)", path,
+                   len);
+    goto out;
+  }
+  uint64_t hn = 0;
+  for (int i = 0; i < 8; i++) hn |= (uint64_t)(unsigned char)buf[i] << (8 * i);
+  if (hn < 2 || hn > MAXHEADER || buf[8] != '{') {
+    raspR_setnopos(err, "'%s': not a safetensors file (bad header)", path);
+    goto out;
+  }
+  if (hn > len - 8) {
+    raspR_setnopos(err, "'%s': truncated (header of %llu bytes, file of %zu)",
+                   path, (unsigned long long)hn, len);
+    goto out;
+  }
+  const char *why;
+  size_t at;
+  if (jparse(buf + 8, (size_t)hn, &root, &why, &at)) {
+    raspR_setnopos(err, "'%s': bad safetensors header: %s at byte %zu", path,
+                   why, at + 8);
+    goto out;
+  }
+  if (root.type != J_OBJ) {
+    raspR_setnopos(err, "'%s': bad safetensors header: not an object", path);
+    goto out;
+  }
+  const char *data = buf + 8 + hn;
+  uint64_t dlen = len - 8 - hn;
+  sp = raspM_alloc(((size_t)root.n + 1) * sizeof *sp);
+  int nsp = 0;
+  for (int i = 0; i < root.n; i++) {
+    const char *k = root.keys[i];
+    if (!strcmp(k, "__metadata__")) continue;
+    if (!raspN_tensor(m, k)) {
+      raspR_setnopos(err, "'%s': unexpected tensor '%.64s' for this config",
+                     path, k);
+      goto out;
+    }
+    for (int j = 0; j < i; j++)
+      if (!strcmp(root.keys[j], k)) {
+        raspR_setnopos(err, "'%s': tensor '%.64s' appears twice", path, k);
+        goto out;
+      }
+  }
+  for (int i = 0; i < m->ntensors; i++) {
+    rasp_tensor *t = &m->tensors[i];
+    jval *e = jget(&root, t->name);
+    if (!e) {
+      raspR_setnopos(err, "'%s': tensor '%s' is missing", path, t->name);
+      goto out;
+    }
+    jval *dt = jget(e, "dtype"), *sh = jget(e, "shape"),
+         *of = jget(e, "data_offsets");
+    if (!dt || dt->type != J_STR || strcmp(dt->str, "F32")) {
+      raspR_setnopos(err, "'%s': tensor '%s' has dtype %s%.16s%s, not F32",
+                     path, t->name, dt && dt->type == J_STR ? "'" : "",
+                     dt && dt->type == J_STR ? dt->str : "(none)",
+                     dt && dt->type == J_STR ? "'" : "");
+      goto out;
+    }
+    int ok = sh && sh->type == J_ARR && sh->n == t->ndim;
+    for (int d = 0; ok && d < t->ndim; d++) {
+      int64_t x;
+      ok = !jint(&sh->items[d], 0, 1e15, &x) && x == t->shape[d];
+    }
+    if (!ok) {
+      char want[96] = "", *w = want;
+      for (int d = 0; d < t->ndim; d++)
+        w += snprintf(w, (size_t)(want + sizeof want - w), "%s%lld",
+                      d ? "," : "", (long long)t->shape[d]);
+      raspR_setnopos(err, "'%s': tensor '%s' has the wrong shape (expected "
+                          "[%s])", path, t->name, want);
+      goto out;
+    }
+    int64_t b, en;
+    if (!of || of->type != J_ARR || of->n != 2 ||
+        jint(&of->items[0], 0, 9e15, &b) || jint(&of->items[1], 0, 9e15, &en) ||
+        en < b || (uint64_t)(en - b) != t->size * 4) {
+      raspR_setnopos(err, "'%s': tensor '%s' has bad data_offsets (expected "
+                          "%zu bytes)", path, t->name, t->size * 4);
+      goto out;
+    }
+    if ((uint64_t)en > dlen) {
+      raspR_setnopos(err, "'%s': truncated: tensor '%s' ends at byte %lld of "
+                          "a %llu-byte data section", path, t->name,
+                     (long long)en, (unsigned long long)dlen);
+      goto out;
+    }
+    sp[nsp].b = (uint64_t)b;
+    sp[nsp].e = (uint64_t)en;
+    nsp++;
+    memcpy(m->params + t->offset, data + b, t->size * 4);
+  }
+  qsort(sp, (size_t)nsp, sizeof *sp, span_cmp);
+  for (int i = 1; i < nsp; i++)
+    if (sp[i].b < sp[i - 1].e) {
+      raspR_setnopos(err, "'%s': tensors overlap in the data section", path);
+      goto out;
+    }
+  for (size_t i = 0; i < m->nparams; i++)
+    if (!isfinite(m->params[i])) {
+      raspR_setnopos(err, "'%s': parameter %zu is not finite", path, i);
+      goto out;
+    }
+  rc = 0;
+out:
+  raspM_free(sp);
+  jfree(&root);
+  raspM_free(buf);
+  return rc;
+}
+
+int raspN_load(rasp_model *m, const char *stem_in, rasp_error *err) {
+  memset(m, 0, sizeof *m);
+  char *stem = stem_of(stem_in);
+  char *pt = cat(stem, ".safetensors"), *pj = cat(stem, ".json");
+  rasp_model_config c;
+  char *extra = NULL;
+  int rc = -1;
+  if (load_config(pj, &c, &extra, err)) goto out;
+  if (raspN_init(m, &c, err)) {
+    raspM_free(extra);
+    goto out;
+  }
+  m->json_extra = extra;
+  if (load_tensors(m, pt, err)) {
+    raspN_free(m);
+    goto out;
+  }
+  rc = 0;
+out:
+  raspM_free(stem);
+  raspM_free(pt);
+  raspM_free(pj);
+  return rc;
+}
+
+/* ---- reference forward pass --------------------------------------------- */
+
+static void layer_norm(const float *x, const float *w, const float *b, int d,
+                       float *out) {
+  double mean = 0, var = 0;
+  for (int i = 0; i < d; i++) mean += x[i];
+  mean /= d;
+  for (int i = 0; i < d; i++) var += (x[i] - mean) * (x[i] - mean);
+  var /= d;
+  float rs = (float)(1.0 / sqrt(var + 1e-5));
+  for (int i = 0; i < d; i++) out[i] = (float)((x[i] - mean) * rs) * w[i] + b[i];
+}
+
+static float act(float x, int gelu) {
+  if (!gelu) return x > 0 ? x : 0;
+  const float k = 0.7978845608028654f; /* sqrt(2/pi) */
+  return 0.5f * x * (1.0f + tanhf(k * (x + 0.044715f * x * x * x)));
+}
+
+int raspN_forward(const rasp_model *m, const int *tokens, int n, float *logits,
+                  float *residual, rasp_error *err) {
+  const rasp_model_config *c = &m->cfg;
+  if (n < 1 || n > c->max_len) {
+    raspR_setnopos(err, "forward: sequence length %d is not in 1..%d", n,
+                   c->max_len);
+    return -1;
+  }
+  for (int i = 0; i < n; i++)
+    if (tokens[i] < 0 || tokens[i] >= c->vocab_size) {
+      raspR_setnopos(err, "forward: token %d at position %d is not below "
+                          "vocab_size %d", tokens[i], i, c->vocab_size);
+      return -1;
+    }
+  rasp_model *mm = (rasp_model *)m; /* raspN_data does not modify */
+  int D = c->d_model, H = c->n_heads, Dh = c->d_head, F = c->d_mlp,
+      O = c->n_out;
+  size_t nD = (size_t)n * D;
+  float *x = raspM_alloc(nD * sizeof *x), *h = raspM_alloc(nD * sizeof *h);
+  float *q = raspM_alloc((size_t)n * Dh * sizeof *q);
+  float *k = raspM_alloc((size_t)n * Dh * sizeof *k);
+  float *v = raspM_alloc((size_t)n * Dh * sizeof *v);
+  float *att = raspM_alloc((size_t)n * sizeof *att);
+  float *o = raspM_alloc(nD * sizeof *o);
+  float *z = raspM_alloc((size_t)F * sizeof *z);
+  float *hv = raspM_alloc((size_t)Dh * sizeof *hv);
+  const float *te = raspN_data(mm, "tok_emb"), *pe = raspN_data(mm, "pos_emb");
+  for (int i = 0; i < n; i++)
+    for (int j = 0; j < D; j++)
+      x[(size_t)i * D + j] = te[(size_t)tokens[i] * D + j] +
+                             (pe ? pe[(size_t)i * D + j] : 0.0f);
+  int slot = 0;
+  if (residual) memcpy(residual + (size_t)slot++ * nD, x, nD * sizeof *x);
+  float scale = 1.0f / sqrtf((float)Dh);
+  char nm[64];
+  for (int L = 0; L < c->n_layers; L++) {
+#define P(s) (snprintf(nm, sizeof nm, "layers.%d.%s", L, s), raspN_data(mm, nm))
+    /* attention */
+    if (c->layer_norm) {
+      const float *w = P("ln1.weight"), *b = P("ln1.bias");
+      for (int i = 0; i < n; i++) layer_norm(x + (size_t)i * D, w, b, D, h + (size_t)i * D);
+    } else {
+      memcpy(h, x, nD * sizeof *h);
+    }
+    const float *wq = P("attn.w_q"), *wk = P("attn.w_k"), *wv = P("attn.w_v");
+    const float *bq = P("attn.b_q"), *bk = P("attn.b_k"), *bv = P("attn.b_v");
+    const float *wo = P("attn.w_o"), *bo = P("attn.b_o");
+    for (size_t i = 0; i < nD; i++) o[i] = bo[i % D];
+    for (int hd = 0; hd < H; hd++) {
+      const float *Wq = wq + (size_t)hd * D * Dh, *Wk = wk + (size_t)hd * D * Dh,
+                  *Wv = wv + (size_t)hd * D * Dh, *Wo = wo + (size_t)hd * Dh * D;
+      for (int i = 0; i < n; i++)
+        for (int e = 0; e < Dh; e++) {
+          float sq = bq[hd * Dh + e], sk = bk[hd * Dh + e], sv = bv[hd * Dh + e];
+          for (int j = 0; j < D; j++) {
+            float hj = h[(size_t)i * D + j];
+            sq += hj * Wq[(size_t)j * Dh + e];
+            sk += hj * Wk[(size_t)j * Dh + e];
+            sv += hj * Wv[(size_t)j * Dh + e];
+          }
+          q[(size_t)i * Dh + e] = sq;
+          k[(size_t)i * Dh + e] = sk;
+          v[(size_t)i * Dh + e] = sv;
+        }
+      for (int i = 0; i < n; i++) {
+        int nk = c->causal ? i + 1 : n;
+        float mx = -INFINITY;
+        for (int j = 0; j < nk; j++) {
+          float s = 0;
+          for (int e = 0; e < Dh; e++) s += q[(size_t)i * Dh + e] * k[(size_t)j * Dh + e];
+          att[j] = s * scale;
+          if (att[j] > mx) mx = att[j];
+        }
+        float sum = 0;
+        for (int j = 0; j < nk; j++) {
+          att[j] = expf(att[j] - mx);
+          sum += att[j];
+        }
+        for (int e = 0; e < Dh; e++) hv[e] = 0;
+        for (int j = 0; j < nk; j++) {
+          float a = att[j] / sum;
+          for (int e = 0; e < Dh; e++) hv[e] += a * v[(size_t)j * Dh + e];
+        }
+        for (int e = 0; e < Dh; e++)
+          for (int j = 0; j < D; j++)
+            o[(size_t)i * D + j] += hv[e] * Wo[(size_t)e * D + j];
+      }
+    }
+    for (size_t i = 0; i < nD; i++) x[i] += o[i];
+    if (residual) memcpy(residual + (size_t)slot++ * nD, x, nD * sizeof *x);
+    /* MLP */
+    if (c->layer_norm) {
+      const float *w = P("ln2.weight"), *b = P("ln2.bias");
+      for (int i = 0; i < n; i++) layer_norm(x + (size_t)i * D, w, b, D, h + (size_t)i * D);
+    } else {
+      memcpy(h, x, nD * sizeof *h);
+    }
+    const float *wi = P("mlp.w_in"), *bi = P("mlp.b_in"), *wt = P("mlp.w_out"),
+                *bt = P("mlp.b_out");
+#undef P
+    for (int i = 0; i < n; i++) {
+      for (int f = 0; f < F; f++) z[f] = bi[f];
+      for (int j = 0; j < D; j++) {
+        float hj = h[(size_t)i * D + j];
+        for (int f = 0; f < F; f++) z[f] += hj * wi[(size_t)j * F + f];
+      }
+      for (int f = 0; f < F; f++) z[f] = act(z[f], c->gelu);
+      for (int j = 0; j < D; j++) {
+        float s = bt[j];
+        for (int f = 0; f < F; f++) s += z[f] * wt[(size_t)f * D + j];
+        x[(size_t)i * D + j] += s;
+      }
+    }
+    if (residual) memcpy(residual + (size_t)slot++ * nD, x, nD * sizeof *x);
+  }
+  if (c->layer_norm) {
+    const float *w = raspN_data(mm, "ln_f.weight"), *b = raspN_data(mm, "ln_f.bias");
+    for (int i = 0; i < n; i++) layer_norm(x + (size_t)i * D, w, b, D, h + (size_t)i * D);
+  } else {
+    memcpy(h, x, nD * sizeof *h);
+  }
+  const float *U = raspN_data(mm, "unembed"), *ub = raspN_data(mm, "unembed_b");
+  for (int i = 0; i < n; i++)
+    for (int r = 0; r < O; r++) {
+      float s = ub[r];
+      for (int j = 0; j < D; j++) s += h[(size_t)i * D + j] * U[(size_t)j * O + r];
+      logits[(size_t)i * O + r] = s;
+    }
+  raspM_free(x);
+  raspM_free(h);
+  raspM_free(q);
+  raspM_free(k);
+  raspM_free(v);
+  raspM_free(att);
+  raspM_free(o);
+  raspM_free(z);
+  raspM_free(hv);
+  return 0;
+}

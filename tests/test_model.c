@@ -1,0 +1,498 @@
+/*
+** test_model.c -- transformer weights (rmodel.c): layout, file round trip,
+** rejection of bad files, and the reference forward pass against a hand
+** computation.
+*/
+#include <check.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "rmem.h"
+#include "rmodel.h"
+
+/* ---- helpers ------------------------------------------------------------ */
+
+static char tmpdir[256];
+
+static void setup_dir(void) {
+  snprintf(tmpdir, sizeof tmpdir, "/tmp/test_model.XXXXXX");
+  ck_assert_ptr_nonnull(mkdtemp(tmpdir));
+}
+
+static void teardown_dir(void) {
+  char cmd[512];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+  ck_assert_int_eq(system(cmd), 0);
+}
+
+static char *path(const char *name) {
+  static char buf[4][512];
+  static int k;
+  k = (k + 1) % 4;
+  snprintf(buf[k], sizeof buf[k], "%s/%s", tmpdir, name);
+  return buf[k];
+}
+
+static rasp_model_config small_cfg(void) {
+  rasp_model_config c = {.vocab_size = 7, .max_len = 5, .d_model = 4,
+                         .n_layers = 2, .n_heads = 2, .d_head = 3, .d_mlp = 6,
+                         .n_out = 5, .causal = 1, .layer_norm = 1,
+                         .pos_embedding = 1, .gelu = 0, .bos_token = -1};
+  return c;
+}
+
+static void fill_random(rasp_model *m, unsigned seed) {
+  srand(seed);
+  for (size_t i = 0; i < m->nparams; i++)
+    m->params[i] = (float)rand() / RAND_MAX - 0.5f;
+}
+
+static unsigned char *slurp(const char *p, size_t *n) {
+  FILE *f = fopen(p, "rb");
+  ck_assert_ptr_nonnull(f);
+  fseek(f, 0, SEEK_END);
+  long sz = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  unsigned char *b = raspM_alloc((size_t)sz + 1);
+  ck_assert_int_eq(fread(b, 1, (size_t)sz, f), (size_t)sz);
+  fclose(f);
+  *n = (size_t)sz;
+  return b;
+}
+
+static void spit(const char *p, const void *b, size_t n) {
+  FILE *f = fopen(p, "wb");
+  ck_assert_ptr_nonnull(f);
+  ck_assert_int_eq(fwrite(b, 1, n, f), n);
+  fclose(f);
+}
+
+/* Loading stem must fail with a message naming file (a substring). */
+static void expect_bad(const char *stem, const char *file, const char *what) {
+  rasp_model m;
+  rasp_error err = {0};
+  int rc = raspN_load(&m, stem, &err);
+  ck_assert_msg(rc == -1, "loading %s should fail (%s)", stem, what);
+  ck_assert_msg(err.set, "no error set");
+  ck_assert_msg(strstr(err.msg, file) != NULL, "message '%s' does not name '%s'",
+                err.msg, file);
+  if (what) ck_assert_msg(strstr(err.msg, what) != NULL,
+                          "message '%s' does not say '%s'", err.msg, what);
+}
+
+/* ---- layout ------------------------------------------------------------- */
+
+START_TEST(test_layout) {
+  rasp_model_config c = small_cfg();
+  rasp_model m;
+  rasp_error err = {0};
+  ck_assert_int_eq(raspN_init(&m, &c, &err), 0);
+  /* tok 7*4 + pos 5*4 + per layer (ln 8 + qkv 3*2*4*3 + b 3*6 + wo 2*3*4 +
+  ** bo 4 + ln 8 + win 24 + bin 6 + wout 24 + bout 4) + lnf 8 + U 20 + b 5 */
+  size_t layer = 8 + 72 + 18 + 24 + 4 + 8 + 24 + 6 + 24 + 4;
+  ck_assert_uint_eq(m.nparams, 28 + 20 + 2 * layer + 8 + 20 + 5);
+  ck_assert_str_eq(m.tensors[0].name, "tok_emb");
+  ck_assert_str_eq(m.tensors[1].name, "pos_emb");
+  ck_assert_str_eq(m.tensors[2].name, "layers.0.ln1.weight");
+  ck_assert_str_eq(m.tensors[m.ntensors - 1].name, "unembed_b");
+  size_t off = 0;
+  for (int i = 0; i < m.ntensors; i++) {
+    ck_assert_uint_eq(m.tensors[i].offset, off);
+    off += m.tensors[i].size;
+  }
+  ck_assert_uint_eq(off, m.nparams);
+  rasp_tensor *t = raspN_tensor(&m, "layers.1.attn.w_o");
+  ck_assert_ptr_nonnull(t);
+  ck_assert_int_eq(t->ndim, 3);
+  ck_assert_int_eq(t->shape[0], 2);
+  ck_assert_int_eq(t->shape[1], 3);
+  ck_assert_int_eq(t->shape[2], 4);
+  ck_assert_ptr_null(raspN_tensor(&m, "layers.2.attn.w_o"));
+  for (size_t i = 0; i < m.nparams; i++) ck_assert(m.params[i] == 0.0f);
+  raspN_free(&m);
+
+  c.layer_norm = 0;
+  c.pos_embedding = 0;
+  ck_assert_int_eq(raspN_init(&m, &c, &err), 0);
+  ck_assert_ptr_null(raspN_tensor(&m, "pos_emb"));
+  ck_assert_ptr_null(raspN_tensor(&m, "ln_f.weight"));
+  ck_assert_str_eq(m.tensors[1].name, "layers.0.attn.w_q");
+  raspN_free(&m);
+
+  c = small_cfg();
+  c.d_model = 0;
+  ck_assert_int_eq(raspN_init(&m, &c, &err), -1);
+  ck_assert_ptr_nonnull(strstr(err.msg, "d_model"));
+  c = small_cfg();
+  c.bos_token = 7;
+  ck_assert_int_eq(raspN_init(&m, &c, &err), -1);
+  c = small_cfg();
+  c.causal = 2;
+  ck_assert_int_eq(raspN_init(&m, &c, &err), -1);
+}
+END_TEST
+
+/* ---- files -------------------------------------------------------------- */
+
+START_TEST(test_round_trip) {
+  rasp_model_config c = small_cfg();
+  c.bos_token = 3;
+  c.gelu = 1;
+  rasp_model m, r;
+  rasp_error err = {0};
+  ck_assert_int_eq(raspN_init(&m, &c, &err), 0);
+  fill_random(&m, 1);
+  m.json_extra = raspM_strdup("{\"dims\": [\"a\", \"b\\n\"], \"x\": {\"y\": null}}");
+  ck_assert_int_eq(raspN_save(&m, path("m"), &err), 0);
+  ck_assert_int_eq(raspN_load(&r, path("m"), &err), 0);
+  ck_assert_mem_eq(&r.cfg, &m.cfg, sizeof m.cfg);
+  ck_assert_uint_eq(r.nparams, m.nparams);
+  ck_assert_mem_eq(r.params, m.params, m.nparams * sizeof(float));
+  ck_assert_str_eq(r.json_extra, m.json_extra);
+  raspN_free(&r);
+  /* the stem may be given with either extension */
+  ck_assert_int_eq(raspN_load(&r, path("m.safetensors"), &err), 0);
+  raspN_free(&r);
+  /* overwrite in place, without layout: no temporary files left behind */
+  raspM_free(m.json_extra);
+  m.json_extra = NULL;
+  m.params[0] = 42;
+  ck_assert_int_eq(raspN_save(&m, path("m"), &err), 0);
+  ck_assert_int_eq(raspN_load(&r, path("m"), &err), 0);
+  ck_assert(r.params[0] == 42.0f);
+  ck_assert_ptr_null(r.json_extra);
+  raspN_free(&r);
+  char cmd[600];
+  snprintf(cmd, sizeof cmd, "test $(ls '%s' | wc -l) -eq 2", tmpdir);
+  ck_assert_int_eq(system(cmd), 0);
+
+  /* the header is well-formed safetensors: 8-byte length, JSON, data */
+  size_t n;
+  unsigned char *b = slurp(path("m.safetensors"), &n);
+  uint64_t hn = 0;
+  for (int i = 0; i < 8; i++) hn |= (uint64_t)b[i] << (8 * i);
+  ck_assert_uint_eq(8 + hn + m.nparams * 4, n);
+  ck_assert_int_eq(hn % 8, 0);
+  ck_assert_int_eq(b[8], '{');
+  ck_assert_ptr_nonnull(strstr((char *)b + 8, "\"tok_emb\":{\"dtype\":\"F32\",\"shape\":[7,4],\"data_offsets\":[0,112]}"));
+  ck_assert_ptr_nonnull(strstr((char *)b + 8, "\"__metadata__\":{\"format\":\"rasp\"}"));
+  raspM_free(b);
+  raspN_free(&m);
+
+  /* unwritable destination */
+  ck_assert_int_eq(raspN_init(&m, &c, &err), 0);
+  ck_assert_int_eq(raspN_save(&m, "/nonexistent-dir/x", &err), -1);
+  ck_assert_ptr_nonnull(strstr(err.msg, "/nonexistent-dir/x.safetensors"));
+  raspN_free(&m);
+}
+END_TEST
+
+static void save_cfg(const char *stem, rasp_model_config c) {
+  rasp_model m;
+  rasp_error err = {0};
+  ck_assert_int_eq(raspN_init(&m, &c, &err), 0);
+  fill_random(&m, 2);
+  ck_assert_int_eq(raspN_save(&m, stem, &err), 0);
+  raspN_free(&m);
+}
+
+START_TEST(test_bad_files) {
+  rasp_model_config c = small_cfg();
+  save_cfg(path("good"), c);
+  size_t n, nj;
+  unsigned char *b = slurp(path("good.safetensors"), &n);
+  unsigned char *j = slurp(path("good.json"), &nj);
+  char st[512], js[512];
+  snprintf(st, sizeof st, "%s", path("bad.safetensors"));
+  snprintf(js, sizeof js, "%s", path("bad.json"));
+
+  /* missing files */
+  expect_bad(path("nothing"), "nothing.json", NULL);
+  spit(js, j, nj);
+  expect_bad(path("bad"), "bad.safetensors", NULL);
+
+  /* truncated at many points */
+  size_t cuts[] = {0, 3, 7, 8, 9, 20, 100, n / 2, n - 4, n - 1};
+  for (size_t i = 0; i < sizeof cuts / sizeof cuts[0]; i++) {
+    spit(st, b, cuts[i]);
+    expect_bad(path("bad"), "bad.safetensors", NULL);
+  }
+  spit(st, b, n - 1);
+  expect_bad(path("bad"), "bad.safetensors", "truncated");
+
+  /* not a safetensors file */
+  const char *text = "hello, this is certainly not a model file at all\n";
+  spit(st, text, strlen(text));
+  expect_bad(path("bad"), "bad.safetensors", "not a safetensors file");
+
+  /* every header byte flipped in turn: a clean error or (rarely, e.g. in the
+  ** padding) a valid model, never a crash */
+  uint64_t hn = 0;
+  for (int i = 0; i < 8; i++) hn |= (uint64_t)b[i] << (8 * i);
+  for (size_t i = 0; i < 8 + hn; i++) {
+    unsigned char *c2 = raspM_alloc(n);
+    memcpy(c2, b, n);
+    c2[i] ^= (i % 3 == 0) ? 0xFF : (i % 3 == 1 ? 0x01 : 0x20);
+    spit(st, c2, n);
+    rasp_model m;
+    rasp_error err = {0};
+    if (raspN_load(&m, path("bad"), &err) == 0) {
+      raspN_free(&m);
+    } else {
+      ck_assert_ptr_nonnull(strstr(err.msg, "bad.safetensors"));
+    }
+    raspM_free(c2);
+  }
+
+  /* wrong dtype: same length, so only the dtype check can catch it */
+  {
+    unsigned char *c2 = raspM_alloc(n);
+    memcpy(c2, b, n);
+    char *p = strstr((char *)c2 + 8, "F32");
+    ck_assert_ptr_nonnull(p);
+    p[1] = '1';
+    p[2] = '6';
+    spit(st, c2, n);
+    expect_bad(path("bad"), "bad.safetensors", "dtype");
+    raspM_free(c2);
+  }
+
+  /* wrong shapes: tensors of another config under this config */
+  rasp_model_config c2 = c;
+  c2.n_out = 4;
+  save_cfg(path("other"), c2);
+  char cmd[1200];
+  snprintf(cmd, sizeof cmd, "cp '%s' '%s'", path("other.safetensors"), st);
+  ck_assert_int_eq(system(cmd), 0);
+  spit(js, j, nj);
+  expect_bad(path("bad"), "bad.safetensors", "unembed");
+  /* missing tensor (the file lacks pos_emb) */
+  c2 = c;
+  c2.pos_embedding = 0;
+  save_cfg(path("other"), c2);
+  ck_assert_int_eq(system(cmd), 0);
+  expect_bad(path("bad"), "bad.safetensors", "pos_emb");
+  /* unexpected tensor (the file has layer norms the config does not) */
+  save_cfg(path("other"), c);
+  ck_assert_int_eq(system(cmd), 0);
+  c2 = c;
+  c2.layer_norm = 0;
+  save_cfg(path("cfg2"), c2);
+  snprintf(cmd, sizeof cmd, "cp '%s' '%s'", path("cfg2.json"), js);
+  ck_assert_int_eq(system(cmd), 0);
+  expect_bad(path("bad"), "bad.safetensors", "unexpected tensor");
+
+  /* bad config files */
+  spit(st, b, n);
+  const char *bad_json[] = {
+      "", "{", "[]", "null", "{\"config\": 3}", "{\"config\": {}}",
+      "{\"config\": {\"vocab_size\": 1.5}}", "\"\\u12\"", "{\"a\" 1}",
+      "{\"config\": {\"vocab_size\": 7}} trailing", "\x01\x02\x03\xff",
+      "{\"config\":{\"vocab_size\":7,\"max_len\":5,\"d_model\":4,\"n_layers\":2,"
+      "\"n_heads\":2,\"d_head\":3,\"d_mlp\":6,\"n_out\":5,\"causal\":1,"
+      "\"layer_norm\":1,\"pos_embedding\":1,\"gelu\":0,\"bos_token\":99}}",
+      "{\"config\":{\"vocab_size\":-7}}",
+      "{\"config\":{\"vocab_size\":1e300}}",
+  };
+  for (size_t i = 0; i < sizeof bad_json / sizeof bad_json[0]; i++) {
+    spit(js, bad_json[i], strlen(bad_json[i]));
+    expect_bad(path("bad"), "bad.json", NULL);
+  }
+  /* deep nesting is refused, not a stack overflow */
+  size_t deep = 100000;
+  char *d = raspM_alloc(deep + 1);
+  memset(d, '[', deep);
+  spit(js, d, deep);
+  expect_bad(path("bad"), "bad.json", "deep");
+  raspM_free(d);
+  /* random mutations of the good config: error or success, never a crash */
+  srand(5);
+  for (int it = 0; it < 500; it++) {
+    unsigned char *c3 = raspM_alloc(nj);
+    memcpy(c3, j, nj);
+    int k = 1 + rand() % 4;
+    for (int q = 0; q < k; q++) c3[rand() % nj] = (unsigned char)rand();
+    size_t len = (it % 5 == 0) ? (size_t)rand() % nj : nj;
+    spit(js, c3, len);
+    rasp_model m;
+    rasp_error err = {0};
+    if (raspN_load(&m, path("bad"), &err) == 0) raspN_free(&m);
+    raspM_free(c3);
+  }
+  raspM_free(b);
+  raspM_free(j);
+}
+END_TEST
+
+/* ---- forward ------------------------------------------------------------ */
+
+static void set(rasp_model *m, const char *name, const float *v) {
+  rasp_tensor *t = raspN_tensor(m, name);
+  ck_assert_ptr_nonnull(t);
+  memcpy(m->params + t->offset, v, t->size * sizeof(float));
+}
+
+/* One layer, one head of width 1, one MLP unit, identity readout: small
+** enough to compute by hand (see the comments for each step). */
+static void hand_model(rasp_model *m, int causal) {
+  rasp_model_config c = {.vocab_size = 3, .max_len = 2, .d_model = 2,
+                         .n_layers = 1, .n_heads = 1, .d_head = 1, .d_mlp = 1,
+                         .n_out = 2, .causal = causal, .layer_norm = 0,
+                         .pos_embedding = 1, .gelu = 0, .bos_token = -1};
+  rasp_error err = {0};
+  ck_assert_int_eq(raspN_init(m, &c, &err), 0);
+  set(m, "tok_emb", (float[]){1, 0, 0, 1, 1, 1});
+  set(m, "pos_emb", (float[]){0, 0, 0.5f, 0});
+  set(m, "layers.0.attn.w_q", (float[]){1, 0});  /* q = x[0] */
+  set(m, "layers.0.attn.w_k", (float[]){0, 1});  /* k = x[1] */
+  set(m, "layers.0.attn.w_v", (float[]){1, 1});  /* v = x[0] + x[1] */
+  set(m, "layers.0.attn.w_o", (float[]){2, -1});
+  set(m, "layers.0.attn.b_o", (float[]){0, 0.5f});
+  set(m, "layers.0.mlp.w_in", (float[]){1, -1}); /* z = relu(x0 - x1) */
+  set(m, "layers.0.mlp.w_out", (float[]){1, 1});
+  set(m, "unembed", (float[]){1, 0, 0, 1});
+  set(m, "unembed_b", (float[]){0, 0.25f});
+}
+
+START_TEST(test_forward_hand) {
+  for (int causal = 0; causal <= 1; causal++) {
+    rasp_model m;
+    hand_model(&m, causal);
+    int tok[2] = {0, 1};
+    float logits[4], res[3 * 4];
+    rasp_error err = {0};
+    ck_assert_int_eq(raspN_forward(&m, tok, 2, logits, res, &err), 0);
+    /* embeddings: x0 = [1,0], x1 = [0,1] + [0.5,0] */
+    double x[2][2] = {{1, 0}, {0.5, 1}};
+    ck_assert(res[0] == 1 && res[1] == 0 && res[2] == 0.5f && res[3] == 1);
+    double q[2] = {x[0][0], x[1][0]}, k[2] = {x[0][1], x[1][1]},
+           v[2] = {x[0][0] + x[0][1], x[1][0] + x[1][1]};
+    double xa[2][2];
+    for (int i = 0; i < 2; i++) {
+      int nk = causal ? i + 1 : 2;
+      double s[2], mx = -1e30, sum = 0, hv = 0;
+      for (int j = 0; j < nk; j++) {
+        s[j] = q[i] * k[j]; /* scale 1/sqrt(1) */
+        if (s[j] > mx) mx = s[j];
+      }
+      for (int j = 0; j < nk; j++) sum += exp(s[j] - mx);
+      for (int j = 0; j < nk; j++) hv += exp(s[j] - mx) / sum * v[j];
+      xa[i][0] = x[i][0] + 2 * hv;
+      xa[i][1] = x[i][1] - hv + 0.5;
+    }
+    if (causal) { /* position 0 sees only itself: hv = v0 = 1 */
+      ck_assert(fabs(xa[0][0] - 3) < 1e-12 && fabs(xa[0][1] + 0.5) < 1e-12);
+    }
+    for (int i = 0; i < 2; i++) {
+      ck_assert_double_eq_tol(res[4 + i * 2], xa[i][0], 1e-6);
+      ck_assert_double_eq_tol(res[4 + i * 2 + 1], xa[i][1], 1e-6);
+      double z = xa[i][0] - xa[i][1];
+      if (z < 0) z = 0;
+      double out0 = xa[i][0] + z, out1 = xa[i][1] + z;
+      ck_assert_double_eq_tol(res[8 + i * 2], out0, 1e-6);
+      ck_assert_double_eq_tol(res[8 + i * 2 + 1], out1, 1e-6);
+      ck_assert_double_eq_tol(logits[i * 2], out0, 1e-6);
+      ck_assert_double_eq_tol(logits[i * 2 + 1], out1 + 0.25, 1e-6);
+    }
+    /* causal: position 0's output does not depend on position 1 */
+    if (causal) {
+      float l1[2];
+      ck_assert_int_eq(raspN_forward(&m, tok, 1, l1, NULL, &err), 0);
+      ck_assert(l1[0] == logits[0] && l1[1] == logits[1]);
+    }
+    /* bad inputs */
+    ck_assert_int_eq(raspN_forward(&m, tok, 3, logits, NULL, &err), -1);
+    ck_assert_ptr_nonnull(strstr(err.msg, "length"));
+    int badtok[2] = {0, 3};
+    ck_assert_int_eq(raspN_forward(&m, badtok, 2, logits, NULL, &err), -1);
+    ck_assert_ptr_nonnull(strstr(err.msg, "token"));
+    raspN_free(&m);
+  }
+}
+END_TEST
+
+/* Layer norm and GELU, by hand: no layers, d_model 2, so LN_f maps [a, b]
+** to +-(a-b)/2 / sqrt(((a-b)/2)^2 + 1e-5) (times weight, plus bias). */
+START_TEST(test_forward_ln_gelu) {
+  rasp_model_config c = {.vocab_size = 2, .max_len = 1, .d_model = 2,
+                         .n_layers = 0, .n_heads = 1, .d_head = 1, .d_mlp = 1,
+                         .n_out = 2, .causal = 1, .layer_norm = 1,
+                         .pos_embedding = 0, .gelu = 1, .bos_token = 0};
+  rasp_model m;
+  rasp_error err = {0};
+  ck_assert_int_eq(raspN_init(&m, &c, &err), 0);
+  set(&m, "tok_emb", (float[]){3, 1, 0.001f, 0});
+  set(&m, "ln_f.weight", (float[]){2, 1});
+  set(&m, "ln_f.bias", (float[]){0, 1});
+  set(&m, "unembed", (float[]){1, 0, 0, 1});
+  for (int t = 0; t < 2; t++) {
+    float lg[2];
+    ck_assert_int_eq(raspN_forward(&m, &t, 1, lg, NULL, &err), 0);
+    double a = t ? 0.001 : 3, b = t ? 0 : 1, h = (a - b) / 2;
+    double y = h / sqrt(h * h + 1e-5);
+    ck_assert_double_eq_tol(lg[0], 2 * y, 1e-5);
+    ck_assert_double_eq_tol(lg[1], -y + 1, 1e-5);
+  }
+  raspN_free(&m);
+
+  /* GELU in an MLP: one layer, attention zero, w_in picks x[0] */
+  c.n_layers = 1;
+  c.layer_norm = 0;
+  ck_assert_int_eq(raspN_init(&m, &c, &err), 0);
+  set(&m, "tok_emb", (float[]){-0.7f, 0, 1.3f, 0});
+  set(&m, "layers.0.mlp.w_in", (float[]){1, 0});
+  set(&m, "layers.0.mlp.w_out", (float[]){0, 1});
+  set(&m, "unembed", (float[]){1, 0, 0, 1});
+  for (int t = 0; t < 2; t++) {
+    float lg[2];
+    ck_assert_int_eq(raspN_forward(&m, &t, 1, lg, NULL, &err), 0);
+    double x = t ? 1.3 : -0.7;
+    double g = 0.5 * x * (1 + tanh(sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
+    ck_assert_double_eq_tol(lg[0], x, 1e-6);
+    ck_assert_double_eq_tol(lg[1], g, 1e-6);
+  }
+  raspN_free(&m);
+}
+END_TEST
+
+/* Softmax stays finite for huge scores (numerically stable). */
+START_TEST(test_forward_stable) {
+  rasp_model m;
+  hand_model(&m, 0);
+  set(&m, "layers.0.attn.w_q", (float[]){1000, 0});
+  set(&m, "layers.0.attn.w_k", (float[]){0, 1000});
+  int tok[2] = {2, 2};
+  float lg[4];
+  rasp_error err = {0};
+  ck_assert_int_eq(raspN_forward(&m, tok, 2, lg, NULL, &err), 0);
+  for (int i = 0; i < 4; i++) ck_assert(isfinite(lg[i]));
+  raspN_free(&m);
+}
+END_TEST
+
+static Suite *model_suite(void) {
+  Suite *s = suite_create("model");
+  TCase *tc = tcase_create("core");
+  tcase_set_timeout(tc, 60);
+  tcase_add_checked_fixture(tc, setup_dir, teardown_dir);
+  tcase_add_test(tc, test_layout);
+  tcase_add_test(tc, test_round_trip);
+  tcase_add_test(tc, test_bad_files);
+  tcase_add_test(tc, test_forward_hand);
+  tcase_add_test(tc, test_forward_ln_gelu);
+  tcase_add_test(tc, test_forward_stable);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+int main(void) {
+  SRunner *sr = srunner_create(model_suite());
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

@@ -1,0 +1,961 @@
+/*
+** main.c -- rasp-train: trains transformers (rmodel.h architecture) on the
+** path-star task, from random or compiled weights.
+**
+**   rasp-train [options]            train (several trials), print a summary
+**   rasp-train compare [options]    random init vs --init STEM on the same
+**                                   batches; curves to CSV and PNG
+**
+** Data.  Training samples are indices 0..N-1 of --train-seed, test samples
+** indices of --test-seed; a test sample whose (graph, target) also occurs in
+** the training set is skipped (and counted).  Every epoch each training
+** sample's edge blocks (EDGE order) or arm blocks (ARM order) are permuted
+** anew with the trainer's own RNG, seeded from (seed, epoch, sample), so a
+** resumed run sees exactly the data an uninterrupted one would.
+**
+** Token ids are rtask.h's (0 unused, 1..V nodes, V+1.. specials); the
+** encoder's MASK token is V+8, so vocab_size = n_out = V+9.  A compiled
+** model given to --init must use the same ids: vocab_size >= V+8 (V+9 for
+** encoder objectives) and n_out >= V+8 (its logits index token ids).
+*/
+#include <errno.h>
+#include <math.h>
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "rmem.h"
+#include "rmodel.h"
+#include "rtask.h"
+#include "tnet.h"
+#include "ttrain.h"
+
+typedef enum { OBJ_TF, OBJ_IAR, OBJ_NAR } objective;
+
+typedef struct opts {
+  rasp_task_opts task;
+  objective obj;
+  int encoder;
+  rasp_model_config arch;
+  float dropout, lr, wd, stop_loss, init_noise;
+  int batch, micro, epochs, trials, ntrain, ntest, eval_every, threads;
+  long max_steps;
+  uint64_t seed, train_seed, test_seed;
+  const char *out, *init, *reinit;
+  int resume, compare;
+} opts;
+
+static void usage(FILE *f) {
+  fputs(
+      "usage: rasp-train [compare] [options]\n"
+      " task:  --D N --M N --V N --order edge|arm --q start|end\n"
+      "        --answer fwd|rev|lead --structured K --no-bos --no-eos\n"
+      " model: --model decoder|encoder --objective tf|iar|nar --layers N\n"
+      "        --d-model N --heads N --d-mlp N --pos learned|none --ln pre|none\n"
+      "        --act relu|gelu --init random|STEM --init-noise SIGMA\n"
+      "        --reinit-layers L,L,...\n"
+      " train: --lr X --wd X --dropout X --batch N --micro N --epochs N\n"
+      "        --max-steps N --stop-loss X --seed N --trials N --train N\n"
+      "        --test N --train-seed N --test-seed N --eval-every STEPS\n"
+      "        --threads N --out DIR --resume\n",
+      f);
+}
+
+static int bad_opt(const char *name, const char *val, const char *why) {
+  fprintf(stderr, "rasp-train: bad value '%s' for %s%s%s\n", val ? val : "",
+          name, why ? ": " : "", why ? why : "");
+  return 2;
+}
+
+static int parse_long(const char *s, long lo, long hi, long *out) {
+  char *e;
+  errno = 0;
+  long v = strtol(s, &e, 10);
+  if (!*s || *e || errno || v < lo || v > hi) return -1;
+  *out = v;
+  return 0;
+}
+
+static int parse_float(const char *s, double lo, double hi, float *out) {
+  char *e;
+  errno = 0;
+  double v = strtod(s, &e);
+  if (!*s || *e || errno || !(v >= lo && v <= hi)) return -1;
+  *out = (float)v;
+  return 0;
+}
+
+/* Returns 0, or the exit status (2) after a message. */
+static int parse_opts(int argc, char **argv, opts *o) {
+  memset(o, 0, sizeof *o);
+  raspT_opts_default(&o->task);
+  o->obj = OBJ_TF;
+  o->arch = (rasp_model_config){.n_layers = 6, .d_model = 200, .n_heads = 8,
+                                .d_mlp = 800, .causal = 1, .layer_norm = 1,
+                                .pos_embedding = 1, .gelu = 0, .bos_token = -1};
+  o->dropout = 0.1f;
+  o->lr = 5e-4f;
+  o->wd = 0.01f;
+  o->stop_loss = 0.001f;
+  o->batch = 1024;
+  o->micro = 64;
+  o->epochs = 100;
+  o->trials = 1;
+  o->ntrain = 20000;
+  o->ntest = 2000;
+  o->seed = 1;
+  o->train_seed = 1000;
+  o->test_seed = 2000;
+  o->threads = 0;
+  o->init = "random";
+  const char *objname = NULL;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    if (i == 1 && !strcmp(a, "compare")) {
+      o->compare = 1;
+      continue;
+    }
+    if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+      usage(stdout);
+      exit(0);
+    }
+    if (!strcmp(a, "--no-bos")) { o->task.bos = 0; continue; }
+    if (!strcmp(a, "--no-eos")) { o->task.eos = 0; continue; }
+    if (!strcmp(a, "--resume")) { o->resume = 1; continue; }
+    if (strncmp(a, "--", 2)) {
+      fprintf(stderr, "rasp-train: unexpected argument '%s'\n", a);
+      usage(stderr);
+      return 2;
+    }
+    if (i + 1 >= argc) {
+      fprintf(stderr, "rasp-train: option %s needs a value\n", a);
+      return 2;
+    }
+    const char *v = argv[++i];
+    long n;
+    float f;
+#define INT(name, lo, hi, dst)                                                 \
+  if (!strcmp(a, name)) {                                                      \
+    if (parse_long(v, lo, hi, &n)) return bad_opt(a, v, "expected an integer in " #lo ".." #hi); \
+    dst = n;                                                                   \
+    continue;                                                                  \
+  }
+#define FLT(name, lo, hi, dst)                                                 \
+  if (!strcmp(a, name)) {                                                      \
+    if (parse_float(v, lo, hi, &f)) return bad_opt(a, v, "expected a number in [" #lo ", " #hi "]"); \
+    dst = f;                                                                   \
+    continue;                                                                  \
+  }
+    INT("--D", 1, 1000, o->task.D)
+    INT("--M", 2, 1000, o->task.M)
+    INT("--V", 2, 1000000, o->task.V)
+    INT("--structured", 0, 999, o->task.structured)
+    INT("--layers", 0, 64, o->arch.n_layers)
+    INT("--d-model", 1, 8192, o->arch.d_model)
+    INT("--heads", 1, 256, o->arch.n_heads)
+    INT("--d-mlp", 1, 65536, o->arch.d_mlp)
+    INT("--batch", 1, 1 << 20, o->batch)
+    INT("--micro", 1, 1 << 16, o->micro)
+    INT("--epochs", 1, 1000000, o->epochs)
+    INT("--max-steps", 1, 1L << 40, o->max_steps)
+    INT("--trials", 1, 1000, o->trials)
+    INT("--train", 1, 100000000, o->ntrain)
+    INT("--test", 1, 10000000, o->ntest)
+    INT("--seed", 0, 1L << 62, o->seed)
+    INT("--train-seed", 0, 1L << 62, o->train_seed)
+    INT("--test-seed", 0, 1L << 62, o->test_seed)
+    INT("--eval-every", 0, 1L << 40, o->eval_every)
+    INT("--threads", 1, 1024, o->threads)
+    FLT("--lr", 0, 10, o->lr)
+    FLT("--wd", 0, 10, o->wd)
+    FLT("--dropout", 0, 0.95, o->dropout)
+    FLT("--stop-loss", 0, 1e9, o->stop_loss)
+    FLT("--init-noise", 0, 1e3, o->init_noise)
+#undef INT
+#undef FLT
+    if (!strcmp(a, "--order")) {
+      if (!strcmp(v, "edge")) o->task.order = RASP_ORDER_EDGE;
+      else if (!strcmp(v, "arm")) o->task.order = RASP_ORDER_ARM;
+      else return bad_opt(a, v, "expected edge or arm");
+    } else if (!strcmp(a, "--q")) {
+      if (!strcmp(v, "start")) o->task.q = RASP_Q_START;
+      else if (!strcmp(v, "end")) o->task.q = RASP_Q_END;
+      else return bad_opt(a, v, "expected start or end");
+    } else if (!strcmp(a, "--answer")) {
+      if (!strcmp(v, "fwd")) o->task.answer = RASP_ANS_FORWARD;
+      else if (!strcmp(v, "rev")) o->task.answer = RASP_ANS_REVERSE;
+      else if (!strcmp(v, "lead")) o->task.answer = RASP_ANS_LEAD;
+      else return bad_opt(a, v, "expected fwd, rev or lead");
+    } else if (!strcmp(a, "--model")) {
+      if (!strcmp(v, "decoder")) o->encoder = 0;
+      else if (!strcmp(v, "encoder")) o->encoder = 1;
+      else return bad_opt(a, v, "expected decoder or encoder");
+    } else if (!strcmp(a, "--objective")) {
+      objname = v;
+      if (!strcmp(v, "tf")) o->obj = OBJ_TF;
+      else if (!strcmp(v, "iar")) o->obj = OBJ_IAR;
+      else if (!strcmp(v, "nar")) o->obj = OBJ_NAR;
+      else return bad_opt(a, v, "expected tf, iar or nar");
+    } else if (!strcmp(a, "--pos")) {
+      if (!strcmp(v, "learned")) o->arch.pos_embedding = 1;
+      else if (!strcmp(v, "none")) o->arch.pos_embedding = 0;
+      else return bad_opt(a, v, "expected learned or none");
+    } else if (!strcmp(a, "--ln")) {
+      if (!strcmp(v, "pre")) o->arch.layer_norm = 1;
+      else if (!strcmp(v, "none")) o->arch.layer_norm = 0;
+      else return bad_opt(a, v, "expected pre or none");
+    } else if (!strcmp(a, "--act")) {
+      if (!strcmp(v, "relu")) o->arch.gelu = 0;
+      else if (!strcmp(v, "gelu")) o->arch.gelu = 1;
+      else return bad_opt(a, v, "expected relu or gelu");
+    } else if (!strcmp(a, "--init")) {
+      o->init = v;
+    } else if (!strcmp(a, "--reinit-layers")) {
+      for (const char *p = v; *p; p++)
+        if (!strchr("0123456789,", *p)) return bad_opt(a, v, "expected layer numbers like 0,3");
+      if (!*v) return bad_opt(a, v, "expected layer numbers like 0,3");
+      o->reinit = v;
+    } else if (!strcmp(a, "--out")) {
+      if (!*v) return bad_opt(a, v, "empty directory name");
+      o->out = v;
+    } else {
+      fprintf(stderr, "rasp-train: unknown option '%s'\n", a);
+      usage(stderr);
+      return 2;
+    }
+  }
+  /* the objective follows the model unless given */
+  if (o->encoder && !objname) o->obj = OBJ_NAR;
+  if (o->encoder && o->obj == OBJ_TF)
+    return bad_opt("--objective", "tf", "the encoder trains with iar or nar");
+  if (!o->encoder && o->obj != OBJ_TF)
+    return bad_opt("--objective", objname, "the decoder trains with tf");
+  if (o->arch.d_model % o->arch.n_heads) {
+    char b[32];
+    snprintf(b, sizeof b, "%d", o->arch.n_heads);
+    return bad_opt("--heads", b, "must divide --d-model");
+  }
+  if (o->micro > o->batch) o->micro = o->batch;
+  if (o->task.answer == RASP_ANS_NONE) return bad_opt("--answer", "none", NULL);
+  rasp_error err = {0};
+  if (raspT_opts_check(&o->task, &err)) {
+    fprintf(stderr, "rasp-train: %s\n", err.msg);
+    return 2;
+  }
+  if (o->compare && !strcmp(o->init, "random"))
+    return bad_opt("--init", o->init, "compare needs a model stem");
+  if (o->resume && !o->out)
+    return bad_opt("--resume", "", "needs --out DIR");
+  return 0;
+}
+
+/* ---- data --------------------------------------------------------------- */
+
+typedef struct dataset {
+  int n, len;       /* samples, tokens each */
+  int *tok;         /* n * len */
+  int *ans_start;   /* n */
+  int *edge_pos;    /* n * nedges: where each written edge block starts */
+  int *edge_arm;    /* n * nedges */
+  int nedges, blk;  /* edges per sample, tokens per edge block */
+} dataset;
+
+static uint64_t graph_key(const rasp_sample *s) {
+  /* (graph, target): arms as node sequences, sorted, then t; FNV-1a. */
+  int D = s->D, M = s->M;
+  int *ord = raspM_alloc((size_t)D * sizeof *ord);
+  for (int a = 0; a < D; a++) ord[a] = a;
+  for (int a = 1; a < D; a++)
+    for (int b = a; b > 0 && s->arms[ord[b] * M + 1] < s->arms[ord[b - 1] * M + 1]; b--) {
+      int x = ord[b];
+      ord[b] = ord[b - 1];
+      ord[b - 1] = x;
+    }
+  uint64_t h = 1469598103934665603ull;
+  for (int a = 0; a < D; a++)
+    for (int k = 0; k < M; k++) h = (h ^ (uint64_t)s->arms[ord[a] * M + k]) * 1099511628211ull;
+  h = (h ^ (uint64_t)s->t) * 1099511628211ull;
+  raspM_free(ord);
+  return h | 1; /* 0 marks an empty slot */
+}
+
+typedef struct keyset {
+  uint64_t *k;
+  size_t cap;
+} keyset;
+
+static void ks_add(keyset *s, uint64_t k) {
+  size_t i = k & (s->cap - 1);
+  while (s->k[i] && s->k[i] != k) i = (i + 1) & (s->cap - 1);
+  s->k[i] = k;
+}
+static int ks_has(const keyset *s, uint64_t k) {
+  size_t i = k & (s->cap - 1);
+  while (s->k[i]) {
+    if (s->k[i] == k) return 1;
+    i = (i + 1) & (s->cap - 1);
+  }
+  return 0;
+}
+
+static void ds_put(dataset *d, int i, const rasp_sample *s) {
+  memcpy(d->tok + (size_t)i * d->len, s->tokens, (size_t)d->len * sizeof(int));
+  d->ans_start[i] = s->ans_start;
+  for (int k = 0; k < d->nedges; k++) {
+    d->edge_pos[(size_t)i * d->nedges + k] = s->edge_pos[k];
+    d->edge_arm[(size_t)i * d->nedges + k] = s->edge_arm[k];
+  }
+}
+
+static void ds_alloc(dataset *d, const rasp_task_opts *t, int n) {
+  d->n = n;
+  d->len = raspT_length(t);
+  d->nedges = raspT_edges(t);
+  d->blk = 2 + t->markers;
+  d->tok = raspM_alloc((size_t)n * d->len * sizeof(int));
+  d->ans_start = raspM_alloc((size_t)n * sizeof(int));
+  d->edge_pos = raspM_alloc((size_t)n * d->nedges * sizeof(int));
+  d->edge_arm = raspM_alloc((size_t)n * d->nedges * sizeof(int));
+}
+
+static void ds_free(dataset *d) {
+  raspM_free(d->tok);
+  raspM_free(d->ans_start);
+  raspM_free(d->edge_pos);
+  raspM_free(d->edge_arm);
+  memset(d, 0, sizeof *d);
+}
+
+/* Training set (with structured variants) and a disjoint test set. */
+static int make_data(const opts *o, dataset *tr, dataset *te, int *overlap,
+                     rasp_error *err) {
+  int k = o->task.structured;
+  ds_alloc(tr, &o->task, o->ntrain * (k + 1));
+  rasp_sample *g = raspM_alloc((size_t)(k + 1) * sizeof *g);
+  keyset ks = {0};
+  ks.cap = 1;
+  while (ks.cap < (size_t)tr->n * 2 + 16) ks.cap *= 2;
+  ks.k = raspM_alloc(ks.cap * sizeof *ks.k);
+  int rc = -1;
+  for (int i = 0; i < o->ntrain; i++) {
+    if (raspT_sample_group(&o->task, o->train_seed, (uint64_t)i, g, err) < 0) goto out;
+    for (int j = 0; j <= k; j++) {
+      ds_put(tr, i * (k + 1) + j, &g[j]);
+      ks_add(&ks, graph_key(&g[j]));
+    }
+  }
+  ds_alloc(te, &o->task, o->ntest);
+  *overlap = 0;
+  uint64_t idx = 0;
+  for (int i = 0; i < o->ntest; idx++) {
+    if (raspT_sample(&o->task, o->test_seed, idx, &g[0], err)) goto out;
+    if (ks_has(&ks, graph_key(&g[0]))) {
+      ++*overlap;
+      continue;
+    }
+    ds_put(te, i++, &g[0]);
+  }
+  rc = 0;
+out:
+  for (int j = 0; j <= k; j++) raspT_sample_free(&g[j]);
+  raspM_free(g);
+  raspM_free(ks.k);
+  return rc;
+}
+
+/* Sample i of the set with its edge (or arm) blocks permuted by rng. */
+static void permuted(const dataset *d, const opts *o, int i, rasp_rng *rng,
+                     int *out) {
+  const int *src = d->tok + (size_t)i * d->len;
+  memcpy(out, src, (size_t)d->len * sizeof *out);
+  const int *ep = d->edge_pos + (size_t)i * d->nedges;
+  int E = d->nedges, blk = d->blk, gs = ep[0];
+  for (int k = 1; k < E; k++)
+    if (ep[k] < gs) gs = ep[k];
+  int perm[4096];
+  if (o->task.order == RASP_ORDER_EDGE) {
+    if (E > 4096) return;
+    for (int k = 0; k < E; k++) perm[k] = k;
+    for (int k = E - 1; k > 0; k--) {
+      int j = (int)raspT_rng_below(rng, (uint64_t)k + 1), x = perm[k];
+      perm[k] = perm[j];
+      perm[j] = x;
+    }
+    for (int k = 0; k < E; k++)
+      memcpy(out + gs + k * blk, src + ep[perm[k]], (size_t)blk * sizeof *out);
+  } else {
+    /* arms in written order; each arm's edges are consecutive blocks */
+    int D = o->task.D, per = o->task.M - 1;
+    if (D > 4096) return;
+    for (int a = 0; a < D; a++) perm[a] = a;
+    for (int a = D - 1; a > 0; a--) {
+      int j = (int)raspT_rng_below(rng, (uint64_t)a + 1), x = perm[a];
+      perm[a] = perm[j];
+      perm[j] = x;
+    }
+    for (int a = 0; a < D; a++)
+      memcpy(out + gs + a * per * blk, src + gs + perm[a] * per * blk,
+             (size_t)per * blk * sizeof *out);
+  }
+}
+
+/* ---- objectives --------------------------------------------------------- */
+
+static int answer_len(const opts *o) {
+  return o->task.answer == RASP_ANS_LEAD ? 1 : o->task.M;
+}
+/* Index of l_t within the answer. */
+static int lead_index(const opts *o) {
+  switch (o->task.answer) {
+  case RASP_ANS_FORWARD: return 1;
+  case RASP_ANS_REVERSE: return o->task.M - 2;
+  default: return 0;
+  }
+}
+static int model_len(const opts *o, int len) { return o->encoder ? len : len - 1; }
+static int mask_token(const opts *o) { return o->task.V + 8; }
+
+/* Builds one example: input (T ids), target and weight per position, and
+** apos (the answer index a position predicts, or -1).  eval: the encoder
+** masks every answer position (1-step NAR inference, as in the paper). */
+static void encode(const opts *o, const int *seq, int len, int ans, int eval,
+                   rasp_rng *rng, int *in, int *tgt, float *w, int *apos) {
+  int A = answer_len(o), T = model_len(o, len);
+  if (!o->encoder) {
+    for (int i = 0; i < T; i++) {
+      in[i] = seq[i];
+      tgt[i] = seq[i + 1];
+      int k = i + 1 - ans;
+      apos[i] = (k >= 0 && k < A) ? k : -1;
+      w[i] = apos[i] >= 0;
+    }
+    return;
+  }
+  double rate = 1.0;
+  if (o->obj == OBJ_IAR && !eval)
+    rate = (double)(raspT_rng_next(rng) >> 11) / 9007199254740992.0;
+  int any = 0;
+  for (int i = 0; i < T; i++) {
+    in[i] = seq[i];
+    tgt[i] = seq[i];
+    w[i] = 0;
+    apos[i] = -1;
+    int k = i - ans;
+    if (k >= 0 && k < A) {
+      int m = rate >= 1.0 || (double)(raspT_rng_next(rng) >> 11) / 9007199254740992.0 < rate;
+      if (m) {
+        in[i] = mask_token(o);
+        w[i] = 1;
+        apos[i] = k;
+        any = 1;
+      }
+    }
+  }
+  if (!any) { /* at least one masked position, so every sample teaches */
+    int k = (int)raspT_rng_below(rng, (uint64_t)A), i = ans + k;
+    in[i] = mask_token(o);
+    w[i] = 1;
+    apos[i] = k;
+  }
+}
+
+/* ---- evaluation --------------------------------------------------------- */
+
+typedef struct metrics {
+  double loss, seq_acc, tok_acc, lead_acc;
+  double pos_acc[64];
+} metrics;
+
+static void evaluate(raspX_net *n, const opts *o, const dataset *d, int limit,
+                     int permute_epoch, metrics *mt) {
+  int len = d->len, T = model_len(o, len), A = answer_len(o), B = n->B;
+  int cnt = limit < d->n ? limit : d->n;
+  int *seq = raspM_alloc((size_t)len * sizeof *seq);
+  int *in = raspM_alloc((size_t)B * T * sizeof *in), *tgt = raspM_alloc((size_t)B * T * sizeof *tgt);
+  int *apos = raspM_alloc((size_t)B * T * sizeof *apos), *pred = raspM_alloc((size_t)B * T * sizeof *pred);
+  float *w = raspM_alloc((size_t)B * T * sizeof *w);
+  double loss = 0, ntok = 0;
+  long seqok = 0, tokok = 0, posok[64] = {0};
+  int was = n->training;
+  n->training = 0;
+  for (int s0 = 0; s0 < cnt; s0 += B) {
+    int b = cnt - s0 < B ? cnt - s0 : B;
+    for (int j = 0; j < b; j++) {
+      rasp_rng r;
+      raspT_rng_seed(&r, o->seed ^ 0xe7a1, (uint64_t)(s0 + j));
+      if (permute_epoch >= 0) {
+        raspT_rng_seed(&r, o->seed, ((uint64_t)permute_epoch << 32) + (uint64_t)(s0 + j));
+        permuted(d, o, s0 + j, &r, seq);
+      } else {
+        memcpy(seq, d->tok + (size_t)(s0 + j) * len, (size_t)len * sizeof *seq);
+      }
+      encode(o, seq, len, d->ans_start[s0 + j], 1, &r, in + j * T, tgt + j * T,
+             w + j * T, apos + j * T);
+    }
+    raspX_forward(n, in, b, T);
+    loss += raspX_loss(n, tgt, w, 1.0f, 0, pred);
+    for (int j = 0; j < b; j++) {
+      int ok = 1;
+      for (int i = 0; i < T; i++) {
+        int r = j * T + i;
+        if (apos[r] < 0) continue;
+        int hit = pred[r] == tgt[r];
+        ok &= hit;
+        tokok += hit;
+        ntok++;
+        if (apos[r] < 64) posok[apos[r]] += hit;
+      }
+      seqok += ok;
+    }
+  }
+  n->training = was;
+  mt->loss = ntok ? loss / ntok : 0;
+  mt->seq_acc = cnt ? (double)seqok / cnt : 0;
+  mt->tok_acc = ntok ? tokok / ntok : 0;
+  for (int k = 0; k < A && k < 64; k++) mt->pos_acc[k] = cnt ? (double)posok[k] / cnt : 0;
+  mt->lead_acc = mt->pos_acc[lead_index(o)];
+  raspM_free(seq);
+  raspM_free(in);
+  raspM_free(tgt);
+  raspM_free(apos);
+  raspM_free(pred);
+  raspM_free(w);
+}
+
+/* ---- model set-up ------------------------------------------------------- */
+
+static int make_model(const opts *o, int trial, int random_init,
+                      const rasp_model_config *like, rasp_model *m,
+                      rasp_error *err) {
+  int len = raspT_length(&o->task), vocab = o->task.V + 9;
+  if (!random_init) {
+    if (raspN_load(m, o->init, err)) return -1;
+    const rasp_model_config *c = &m->cfg;
+    int need = o->encoder ? vocab : vocab - 1;
+    if (c->vocab_size < need || c->n_out < vocab - 1 ||
+        c->max_len < model_len(o, len) || c->causal != !o->encoder) {
+      raspR_setnopos(err, "'%s': does not fit the task (vocab_size %d, n_out "
+                          "%d, max_len %d, causal %d; the task needs vocab_size "
+                          ">= %d, n_out >= %d, max_len >= %d, causal %d)",
+                     o->init, c->vocab_size, c->n_out, c->max_len, c->causal,
+                     need, vocab - 1, model_len(o, len), !o->encoder);
+      raspN_free(m);
+      return -1;
+    }
+  } else if (like) { /* compare: the compiled model's architecture */
+    if (raspN_init(m, like, err)) return -1;
+    raspX_init_params(m, o->seed * 1000003 + (uint64_t)trial);
+  } else {
+    rasp_model_config c = o->arch;
+    c.vocab_size = vocab;
+    c.n_out = vocab;
+    c.max_len = len;
+    c.d_head = c.d_model / c.n_heads;
+    c.causal = !o->encoder;
+    c.bos_token = o->task.bos ? o->task.V + RASP_SP_BOS : -1;
+    if (raspN_init(m, &c, err)) return -1;
+    raspX_init_params(m, o->seed * 1000003 + (uint64_t)trial);
+  }
+  if (!random_init && o->reinit) {
+    for (const char *p = o->reinit; *p;) {
+      int l = atoi(p);
+      if (l >= m->cfg.n_layers) {
+        raspR_setnopos(err, "--reinit-layers: layer %d, the model has %d", l,
+                       m->cfg.n_layers);
+        raspN_free(m);
+        return -1;
+      }
+      raspX_reinit_layer(m, l, o->seed + (uint64_t)trial);
+      p = strchr(p, ',');
+      if (!p) break;
+      p++;
+    }
+  }
+  if (!random_init && o->init_noise > 0)
+    raspX_add_noise(m, o->init_noise, o->seed + (uint64_t)trial);
+  return 0;
+}
+
+/* ---- training ----------------------------------------------------------- */
+
+typedef struct trainer {
+  const opts *o;
+  rasp_model m;
+  raspX_net net;
+  raspX_adamw opt;
+  /* one batch, encoded */
+  int *in, *tgt, *apos;
+  float *w;
+  int *seq;
+} trainer;
+
+static int trainer_init(trainer *t, const opts *o, int trial, int random_init,
+                        const rasp_model_config *like, rasp_error *err) {
+  memset(t, 0, sizeof *t);
+  t->o = o;
+  if (make_model(o, trial, random_init, like, &t->m, err)) return -1;
+  int len = raspT_length(&o->task), T = model_len(o, len);
+  if (raspX_net_init(&t->net, &t->m, o->micro, T, o->dropout, err)) {
+    raspN_free(&t->m);
+    return -1;
+  }
+  raspT_rng_seed(&t->net.rng, o->seed + (uint64_t)trial, 0xd40);
+  raspX_adamw_init(&t->opt, t->m.nparams);
+  t->opt.lr = o->lr;
+  t->opt.wd = o->wd;
+  size_t BT = (size_t)o->batch * T;
+  t->in = raspM_alloc(BT * sizeof(int));
+  t->tgt = raspM_alloc(BT * sizeof(int));
+  t->apos = raspM_alloc(BT * sizeof(int));
+  t->w = raspM_alloc(BT * sizeof(float));
+  t->seq = raspM_alloc((size_t)len * sizeof(int));
+  return 0;
+}
+
+static void trainer_free(trainer *t) {
+  raspX_net_free(&t->net);
+  raspX_adamw_free(&t->opt);
+  raspN_free(&t->m);
+  raspM_free(t->in);
+  raspM_free(t->tgt);
+  raspM_free(t->apos);
+  raspM_free(t->w);
+  raspM_free(t->seq);
+}
+
+/* Encodes the batch of samples idx[0..b) for epoch e (the permutation of
+** G and the masks are pure functions of (seed, epoch, sample)). */
+static void encode_batch(trainer *t, const dataset *d, const int *idx, int b,
+                         int e) {
+  const opts *o = t->o;
+  int T = model_len(o, d->len);
+  for (int j = 0; j < b; j++) {
+    rasp_rng r;
+    raspT_rng_seed(&r, o->seed, ((uint64_t)e << 32) + (uint64_t)idx[j]);
+    permuted(d, o, idx[j], &r, t->seq);
+    encode(o, t->seq, d->len, d->ans_start[idx[j]], 0, &r, t->in + (size_t)j * T,
+           t->tgt + (size_t)j * T, t->w + (size_t)j * T, t->apos + (size_t)j * T);
+  }
+}
+
+/* One optimiser step over the encoded batch; returns the mean loss per
+** answer token. */
+static double train_step(trainer *t, int b, int T) {
+  double wsum = 0;
+  for (long i = 0; i < (long)b * T; i++) wsum += t->w[i];
+  if (wsum <= 0) return 0;
+  raspX_zero_grad(&t->net);
+  t->net.training = 1;
+  double loss = 0;
+  for (int s0 = 0; s0 < b; s0 += t->net.B) {
+    int mb = b - s0 < t->net.B ? b - s0 : t->net.B;
+    size_t off = (size_t)s0 * T;
+    raspX_forward(&t->net, t->in + off, mb, T);
+    loss += raspX_loss(&t->net, t->tgt + off, t->w + off, (float)(1.0 / wsum), 1, NULL);
+    raspX_backward(&t->net);
+  }
+  raspX_adamw_step(&t->opt, t->m.params, t->net.grad, t->m.nparams);
+  return loss / wsum;
+}
+
+static void shuffle_order(int *ord, int n, uint64_t seed, int epoch) {
+  rasp_rng r;
+  raspT_rng_seed(&r, seed ^ 0x0de5, (uint64_t)epoch);
+  for (int i = 0; i < n; i++) ord[i] = i;
+  for (int i = n - 1; i > 0; i--) {
+    int j = (int)raspT_rng_below(&r, (uint64_t)i + 1), x = ord[i];
+    ord[i] = ord[j];
+    ord[j] = x;
+  }
+}
+
+static void csv_header(FILE *f, const opts *o) {
+  fprintf(f, "trial,epoch,step,train_loss,train_eval_loss,val_loss,val_seq_acc,"
+             "val_tok_acc,val_lead_acc");
+  for (int k = 0; k < answer_len(o); k++) fprintf(f, ",val_pos%d_acc", k);
+  fprintf(f, ",seconds\n");
+}
+
+typedef struct trial_result {
+  double val_seq, val_loss, train_loss;
+  int epochs;
+} trial_result;
+
+static int run_trial(const opts *o, int trial, const dataset *tr,
+                     const dataset *te, trial_result *res, rasp_error *err) {
+  trainer t;
+  opts ot = *o;
+  ot.seed = o->seed + (uint64_t)trial * 7919;
+  if (trainer_init(&t, &ot, trial, !strcmp(o->init, "random"), NULL, err))
+    return -1;
+  raspX_ckpt_state st = {0, 0, INFINITY, 0};
+  char stem[4096] = "", csvp[4200] = "";
+  FILE *csv = NULL;
+  if (o->out) {
+    snprintf(stem, sizeof stem, "%s/trial%d", o->out, trial);
+    snprintf(csvp, sizeof csvp, "%s/trial%d.csv", o->out, trial);
+    struct stat sb;
+    char optp[4200];
+    snprintf(optp, sizeof optp, "%s.opt", stem);
+    if (o->resume && !stat(optp, &sb)) {
+      rasp_model m2;
+      raspX_adamw o2;
+      if (raspX_ckpt_load(stem, &m2, &o2, &st, err)) {
+        trainer_free(&t);
+        return -1;
+      }
+      if (m2.nparams != t.m.nparams) {
+        raspR_setnopos(err, "'%s': checkpoint does not match the options", stem);
+        raspN_free(&m2);
+        raspX_adamw_free(&o2);
+        trainer_free(&t);
+        return -1;
+      }
+      memcpy(t.m.params, m2.params, m2.nparams * sizeof(float));
+      memcpy(t.opt.m, o2.m, m2.nparams * sizeof(float));
+      memcpy(t.opt.v, o2.v, m2.nparams * sizeof(float));
+      t.opt.step = o2.step;
+      raspN_free(&m2);
+      raspX_adamw_free(&o2);
+      /* a finished run resumes when given more epochs or steps */
+      st.done = st.best_val < o->stop_loss || st.epoch >= o->epochs ||
+                (o->max_steps && st.step >= o->max_steps);
+      fprintf(stderr, "trial %d: resumed after epoch %d (step %ld)\n", trial,
+              st.epoch, st.step);
+    }
+    csv = fopen(csvp, st.epoch ? "a" : "w");
+    if (!csv) {
+      raspR_setnopos(err, "cannot write '%s': %s", csvp, strerror(errno));
+      trainer_free(&t);
+      return -1;
+    }
+    if (!st.epoch) csv_header(csv, o);
+  }
+  int T = model_len(o, tr->len);
+  int *ord = raspM_alloc((size_t)tr->n * sizeof *ord);
+  metrics mv = {0}, mt = {0};
+  double t0 = (double)clock() / CLOCKS_PER_SEC;
+  struct timespec w0;
+  clock_gettime(CLOCK_MONOTONIC, &w0);
+  int rc = 0;
+  while (!st.done && st.epoch < o->epochs) {
+    int e = st.epoch;
+    shuffle_order(ord, tr->n, ot.seed, e);
+    /* dropout masks from a stream tied to the epoch: a resumed run draws
+    ** exactly what an uninterrupted one would */
+    raspT_rng_seed(&t.net.rng, ot.seed, 0xd40000 + (uint64_t)e);
+    double eloss = 0;
+    int nb = 0;
+    for (int s0 = 0; s0 < tr->n; s0 += o->batch) {
+      int b = tr->n - s0 < o->batch ? tr->n - s0 : o->batch;
+      encode_batch(&t, tr, ord + s0, b, e);
+      eloss += train_step(&t, b, T);
+      nb++;
+      st.step++;
+      if (o->max_steps && st.step >= o->max_steps) break;
+    }
+    st.epoch++;
+    evaluate(&t.net, &ot, te, te->n, -1, &mv);
+    evaluate(&t.net, &ot, tr, te->n, e, &mt);
+    struct timespec w1;
+    clock_gettime(CLOCK_MONOTONIC, &w1);
+    double secs = (double)(w1.tv_sec - w0.tv_sec) + 1e-9 * (double)(w1.tv_nsec - w0.tv_nsec);
+    if (mv.loss < st.best_val) st.best_val = mv.loss;
+    res->train_loss = mt.loss;
+    if (csv) {
+      fprintf(csv, "%d,%d,%ld,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g", trial, st.epoch,
+              st.step, nb ? eloss / nb : 0, mt.loss, mv.loss, mv.seq_acc,
+              mv.tok_acc, mv.lead_acc);
+      for (int k = 0; k < answer_len(o); k++) fprintf(csv, ",%.6g", mv.pos_acc[k]);
+      fprintf(csv, ",%.2f\n", secs);
+      fflush(csv);
+    }
+    fprintf(stderr, "trial %d epoch %d step %ld: train %.4f val %.4f seq %.3f "
+                    "lead %.3f (%.1fs)\n", trial, st.epoch, st.step,
+            nb ? eloss / nb : 0, mv.loss, mv.seq_acc, mv.lead_acc, secs);
+    if (mv.loss < o->stop_loss) st.done = 1;
+    if (o->max_steps && st.step >= o->max_steps) st.done = 1;
+    if (st.epoch >= o->epochs) st.done = 1;
+    if (o->out && raspX_ckpt_save(stem, &t.m, &t.opt, &st, err)) {
+      rc = -1;
+      break;
+    }
+  }
+  (void)t0;
+  if (!rc && st.done && st.step && mv.loss == 0 && mt.loss == 0) {
+    /* finished earlier (resumed a completed run): evaluate once */
+    evaluate(&t.net, &ot, te, te->n, -1, &mv);
+    evaluate(&t.net, &ot, tr, te->n, 0, &mt);
+    res->train_loss = mt.loss;
+  }
+  res->val_seq = mv.seq_acc;
+  res->val_loss = mv.loss;
+  res->epochs = st.epoch;
+  if (csv) fclose(csv);
+  raspM_free(ord);
+  trainer_free(&t);
+  return rc;
+}
+
+/* ---- compare ------------------------------------------------------------ */
+
+static int run_compare(const opts *o, const dataset *tr, const dataset *te,
+                       rasp_error *err) {
+  trainer tc, tr0;
+  if (trainer_init(&tc, o, 0, 0, NULL, err)) return -1;
+  if (trainer_init(&tr0, o, 0, 1, &tc.m.cfg, err)) {
+    trainer_free(&tc);
+    return -1;
+  }
+  const char *dir = o->out ? o->out : ".";
+  char csvp[4200], pngp[4200], gp[4300];
+  snprintf(csvp, sizeof csvp, "%s/compare.csv", dir);
+  snprintf(pngp, sizeof pngp, "%s/compare.png", dir);
+  snprintf(gp, sizeof gp, "%s/compare.gp", dir);
+  FILE *f = fopen(csvp, "w");
+  if (!f) {
+    raspR_setnopos(err, "cannot write '%s': %s", csvp, strerror(errno));
+    trainer_free(&tc);
+    trainer_free(&tr0);
+    return -1;
+  }
+  fprintf(f, "step,init,train_loss,val_loss,val_lead_acc,val_seq_acc\n");
+  int T = model_len(o, tr->len), every = o->eval_every ? o->eval_every : 10;
+  int nev = te->n < 500 ? te->n : 500;
+  int *ord = raspM_alloc((size_t)tr->n * sizeof *ord);
+  long step = 0, max = o->max_steps ? o->max_steps : 1L << 40;
+  trainer *ts[2] = {&tr0, &tc};
+  const char *names[2] = {"random", "compiled"};
+  metrics mv;
+  for (int k = 0; k < 2; k++) {
+    evaluate(&ts[k]->net, o, te, nev, -1, &mv);
+    fprintf(f, "0,%s,,%.6g,%.6g,%.6g\n", names[k], mv.loss, mv.lead_acc, mv.seq_acc);
+  }
+  for (int e = 0; e < o->epochs && step < max; e++) {
+    shuffle_order(ord, tr->n, o->seed, e);
+    for (int s0 = 0; s0 < tr->n && step < max; s0 += o->batch) {
+      int b = tr->n - s0 < o->batch ? tr->n - s0 : o->batch;
+      double l[2];
+      for (int k = 0; k < 2; k++) {
+        /* the same sequences (and masks) for both: a pure function of
+        ** (seed, epoch, sample) */
+        encode_batch(ts[k], tr, ord + s0, b, e);
+        l[k] = train_step(ts[k], b, T);
+      }
+      step++;
+      if (step % every == 0) {
+        for (int k = 0; k < 2; k++) {
+          evaluate(&ts[k]->net, o, te, nev, -1, &mv);
+          fprintf(f, "%ld,%s,%.6g,%.6g,%.6g,%.6g\n", step, names[k], l[k],
+                  mv.loss, mv.lead_acc, mv.seq_acc);
+        }
+        fflush(f);
+        fprintf(stderr, "step %ld: loss random %.4f compiled %.4f\n", step,
+                l[0], l[1]);
+      }
+    }
+  }
+  fclose(f);
+  raspM_free(ord);
+  trainer_free(&tc);
+  trainer_free(&tr0);
+  FILE *g = fopen(gp, "w");
+  if (!g) {
+    raspR_setnopos(err, "cannot write '%s': %s", gp, strerror(errno));
+    return -1;
+  }
+  fprintf(g,
+          "set terminal pngcairo size 1500,450\n"
+          "set output '%s'\n"
+          "set datafile separator ','\n"
+                    "set multiplot layout 1,3\n"
+          "set xlabel 'step'\n"
+          "set title 'validation loss'\n"
+          "plot '%s' using (strcol(2) eq 'random' ? $1 : 1/0):4 with lines title 'random', "
+          "'' using (strcol(2) eq 'compiled' ? $1 : 1/0):4 with lines title 'compiled'\n"
+          "set title 'leading-node accuracy'\n"
+          "set yrange [0:1]\n"
+          "plot '%s' using (strcol(2) eq 'random' ? $1 : 1/0):5 with lines title 'random', "
+          "'' using (strcol(2) eq 'compiled' ? $1 : 1/0):5 with lines title 'compiled'\n"
+          "set title 'sequence accuracy'\n"
+          "plot '%s' using (strcol(2) eq 'random' ? $1 : 1/0):6 with lines title 'random', "
+          "'' using (strcol(2) eq 'compiled' ? $1 : 1/0):6 with lines title 'compiled'\n"
+          "unset multiplot\n",
+          pngp, csvp, csvp, csvp);
+  fclose(g);
+  char cmd[9000];
+  snprintf(cmd, sizeof cmd, "gnuplot '%s' 2>/dev/null", gp);
+  if (system(cmd) != 0)
+    fprintf(stderr, "rasp-train: gnuplot failed; curves are in %s\n", csvp);
+  else
+    fprintf(stderr, "rasp-train: wrote %s and %s\n", csvp, pngp);
+  return 0;
+}
+
+/* ---- main --------------------------------------------------------------- */
+
+int main(int argc, char **argv) {
+  opts o;
+  int rc = parse_opts(argc, argv, &o);
+  if (rc) return rc;
+  if (o.threads) omp_set_num_threads(o.threads);
+  rasp_error err = {0};
+  if (o.out && mkdir(o.out, 0777) && errno != EEXIST) {
+    fprintf(stderr, "rasp-train: cannot create '%s': %s\n", o.out, strerror(errno));
+    return 1;
+  }
+  dataset tr = {0}, te = {0};
+  int overlap = 0;
+  if (make_data(&o, &tr, &te, &overlap, &err)) {
+    fprintf(stderr, "rasp-train: %s\n", err.msg);
+    return 1;
+  }
+  fprintf(stderr, "rasp-train: %d training sequences, %d test (%d overlapping "
+                  "test samples skipped), %d tokens each\n",
+          tr.n, te.n, overlap, tr.len);
+  if (o.compare) {
+    rc = run_compare(&o, &tr, &te, &err) ? 1 : 0;
+    if (rc) fprintf(stderr, "rasp-train: %s\n", err.msg);
+    ds_free(&tr);
+    ds_free(&te);
+    return rc;
+  }
+  int ok = 0, failed = 0, not_diverged = 0;
+  for (int k = 0; k < o.trials; k++) {
+    trial_result r = {0};
+    if (run_trial(&o, k, &tr, &te, &r, &err)) {
+      fprintf(stderr, "rasp-train: %s\n", err.msg);
+      rc = 1;
+      break;
+    }
+    /* success: >= 95% teacher-forced sequence accuracy.  A failed trial
+    ** "overfits" when its validation loss has diverged from its training
+    ** loss: val > 2 * train + 0.05 (our reading of the paper's second
+    ** column, which reports failed trials that have NOT diverged). */
+    int success = r.val_seq >= 0.95;
+    int diverged = r.val_loss > 2 * r.train_loss + 0.05;
+    ok += success;
+    if (!success) {
+      failed++;
+      not_diverged += !diverged;
+    }
+    printf("trial %d: epochs %d, val seq acc %.4f, val loss %.4f, train loss "
+           "%.4f: %s\n", k, r.epochs, r.val_seq, r.val_loss, r.train_loss,
+           success ? "success" : diverged ? "failed (overfit)" : "failed");
+  }
+  if (!rc) {
+    printf("summary: %d trials, %.0f%% reached 95%% sequence accuracy", o.trials,
+           100.0 * ok / o.trials);
+    if (failed)
+      printf("; of %d failed, %.0f%% did not diverge (%.0f%% overfit)", failed,
+             100.0 * not_diverged / failed, 100.0 * (failed - not_diverged) / failed);
+    printf("\n");
+  }
+  ds_free(&tr);
+  ds_free(&te);
+  return rc;
+}
