@@ -90,11 +90,12 @@ static void show_selector(repl *r, rasp_eval *ev, int node) {
   size_t w = 1;
   for (int i = 0; i < n; i++)
     if (strlen(r->example[i]) > w) w = strlen(r->example[i]);
-  printf("%*s  keys\n%*s ", (int)w, "", (int)w, "");
+  /* rows are queries, columns keys, both labelled with the example */
+  printf("%*s   keys:", (int)w, "");
   for (int k = 0; k < n; k++) printf(" %s", r->example[k]);
   printf("\n");
   for (int q = 0; q < n; q++) {
-    printf("%*s |", (int)w, q == 0 ? "q" : "");
+    printf("%*s |      ", (int)w, r->example[q]);
     for (int k = 0; k < n; k++)
       printf(" %*s", (int)strlen(r->example[k]), m[(size_t)q * (size_t)n + (size_t)k] ? "1" : ".");
     printf("\n");
@@ -106,14 +107,9 @@ static void show_node(repl *r, int node, int is_sel) {
   rasp_ir *ir = rasp_ctx_ir(r->ctx);
   int *saved = ir->outputs, nsaved = ir->noutputs;
   int out[1] = {node};
-  if (is_sel) {
-    /* keep the selector's operands live: evaluate its inputs */
-    ir->outputs = (int *)ir->nodes[node].in;
-    ir->noutputs = ir->nodes[node].nin;
-  } else {
-    ir->outputs = out;
-    ir->noutputs = 1;
-  }
+  ir->outputs = out;
+  ir->noutputs = 1;
+  (void)is_sel;
   rasp_eval *ev = raspE_new(ir);
   rasp_error err = {0};
   if (!raspE_run(ev, 1, r->tokens, &err)) {

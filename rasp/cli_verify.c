@@ -86,6 +86,14 @@ static void verify_usage(FILE *out) {
         out);
 }
 
+static int is_value_option(const char *a) {
+  static const char *opts[] = {"--D", "--M", "--V", "--graphs", "--jobs", "--cap",
+                               "--seed", "--stdlib", "-o", "--format", NULL};
+  for (int i = 0; opts[i]; i++)
+    if (strcmp(a, opts[i]) == 0) return 1;
+  return 0;
+}
+
 static int common_opts(const char *cmd, int argc, char **argv, vopts *o, void (*usage)(FILE *)) {
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
@@ -99,7 +107,7 @@ static int common_opts(const char *cmd, int argc, char **argv, vopts *o, void (*
     else if (strcmp(a, "--quiet") == 0) { o->quiet = 1; takes = 0; }
     else if (strcmp(a, "--no-shrink") == 0) { o->no_shrink = 1; takes = 0; }
     else if (strcmp(a, "--strict") == 0) { o->strict = 1; takes = 0; }
-    else if (a[0] == '-' && a[1] && !val) {
+    else if (a[0] == '-' && a[1] && !val && is_value_option(a)) {
       fprintf(stderr, "rasp %s: %s needs a value\n", cmd, a);
       return 0;
     } else if (strcmp(a, "--D") == 0) { raspM_free(o->Ds); ok = parse_range(cmd, a, val, 1, 1000000, &o->Ds, &o->nD); }

@@ -1,0 +1,70 @@
+#!/bin/sh
+# verify.sh -- the verifier, layers and draw through the real binary: good
+# programs pass, deliberately broken ones are caught, bad options and files
+# get clear errors.  Prints "N passed, M failed".
+top_srcdir=${top_srcdir:-.}
+top_builddir=${top_builddir:-.}
+rasp="$top_builddir/rasp/rasp"
+cd "$top_srcdir" || exit 2
+export RASP_STDLIB="$top_srcdir/stdlib"
+pass=0 fail=0
+out=$(mktemp) err=$(mktemp)
+trap 'rm -f "$out" "$err"' EXIT
+
+# expect NAME STATUS STDOUT-PATTERN STDERR-PATTERN -- ARGS...
+expect() {
+  name=$1 want=$2 opat=$3 epat=$4
+  shift 5
+  "$rasp" "$@" >"$out" 2>"$err"
+  got=$?
+  ok=1
+  [ "$got" = "$want" ] || ok=0
+  [ -z "$opat" ] || grep -q -e "$opat" "$out" || ok=0
+  [ -z "$epat" ] || grep -q -e "$epat" "$err" || ok=0
+  if grep -q -e "AddressSanitizer" -e "runtime error" -e "LeakSanitizer" "$err"; then ok=0; fi
+  if [ $ok = 1 ]; then
+    pass=$((pass + 1))
+    echo "PASS: $name"
+  else
+    fail=$((fail + 1))
+    echo "FAIL: $name (status $got, wanted $want)"
+    sed 's/^/  out: /' "$out" | head -20
+    sed 's/^/  err: /' "$err" | head -20
+  fi
+}
+
+g="--graphs 60 --jobs 2"
+expect correct_listing 0 "listing1_back_target *2 *5 *60/60  ok" "" -- verify programs/listing1_back_target.rasp --D 2,3 $g
+expect readout_variants 0 "readout6_causal *3 *5 *60/60  ok" "" -- verify programs/readout2_backward_targets.rasp programs/readout6_causal.rasp --D 3 $g
+expect broken_walk_caught 1 "FAIL" "" -- verify tests/verify/broken_short_walk.rasp --D 2 $g
+expect broken_walk_counterexample 1 "counterexample (D=2" "" -- verify tests/verify/broken_short_walk.rasp --D 2 $g
+expect broken_check_caught 1 "0/60  FAIL" "" -- verify tests/verify/broken_check.rasp --D 2 $g --no-shrink
+expect known_wrong_listing4 0 "0/60  fail\*" "" -- verify programs/listing4_log.rasp --D 2 $g --quiet
+expect known_wrong_listing6_strict 1 "fail\*" "" -- verify programs/listing6_causal.rasp --D 2 --graphs 200 --strict --quiet
+expect unexpected_pass 1 "PASS!" "" -- verify tests/verify/wrongly_expected_fail.rasp --D 2 $g
+expect fixed_listing4_M9 0 "listing4_log_fixed *2 *9 *60/60  ok" "" -- verify programs/listing4_log_fixed.rasp --D 2 --M 9 $g
+expect exhaustive_count 0 "all 48 inputs" "" -- verify programs/listing2_backward_targets.rasp --D 2 --M 3 --exhaustive
+expect exhaustive_arm_order 0 "all 4 inputs (every arm order" "" -- verify programs/listing5_arms_constant.rasp --D 2 --M 3 --exhaustive
+expect exhaustive_cap 1 "" "refus\|cap\|exceed" -- verify programs/listing2_backward_targets.rasp --D 3 --M 4 --exhaustive --cap 1000
+expect json_output 0 '"program":"listing3_forward_start","D":2,"M":5' "" -- verify programs/listing3_forward_start.rasp --D 2 --json $g
+expect causal_declared_checked 1 "" "declares task\['causal'\] = True, but this select is not causal" -- verify tests/verify/not_causal.rasp --D 2 $g
+expect no_task 2 "" "declares no task settings" -- verify tests/verify/no_task.rasp
+expect bad_task_order 2 "" "task\['order'\] must be 'edge' or 'arm', not 'diagonal'" -- verify tests/verify/bad_order.rasp
+expect syntax_error 1 "" "syntax_error.rasp:3:17: expected an expression" -- verify tests/verify/syntax_error.rasp
+expect missing_file 2 "" "cannot read 'tests/verify/nope.rasp'" -- verify tests/verify/nope.rasp
+expect bad_D 2 "" "--D: expected an integer in 1..1000000, got 'x'" -- verify programs/listing1_back_target.rasp --D x
+expect bad_range 2 "" "empty range '5..2'" -- verify programs/listing1_back_target.rasp --D 5..2
+expect bad_graphs 2 "" "--graphs: expected an integer" -- verify programs/listing1_back_target.rasp --graphs 0
+expect unknown_option 2 "" "unknown option '--frobnicate'" -- verify programs/listing1_back_target.rasp --frobnicate
+expect no_program 2 "" "no program given" -- verify
+expect V_too_small 1 "" "fewer than" -- verify programs/listing1_back_target.rasp --D 5 --V 10
+expect M_below_min 1 "" "needs M >= 3" -- verify programs/listing1_back_target.rasp --M 2 --D 2
+expect layers_linear 0 "growth: linear in M" "" -- layers programs/listing2_backward_targets.rasp --M 3..12
+expect layers_log 0 "growth: logarithmic in M" "" -- layers programs/listing4_log_fixed.rasp --M 3..33
+expect layers_constant 0 "growth: constant (4 layers" "" -- layers programs/listing5_arms_constant.rasp --M 3..12
+expect draw_dot 0 "digraph \"listing5_arms_constant\"" "" -- draw programs/listing5_arms_constant.rasp
+expect draw_bad_format 2 "" "--format: expected dot, svg or png, got 'gif'" -- draw programs/listing5_arms_constant.rasp --format gif
+expect gen_count 0 "" "" -- gen --count --D 2 --M 3 --V 5
+
+echo "$pass passed, $fail failed"
+[ "$fail" = 0 ]
