@@ -1,0 +1,118 @@
+/*
+** fuzz_trace.c -- libFuzzer harness for the interpreter, the tracer and the
+** evaluator.
+**
+** The input bytes are a RASP program.  Each input gets a fresh context for
+** inputs of length 5 with small limits, a five-symbol vocabulary and the
+** stdlib; the program runs (rasp_exec_string), and when it defines `main`
+** that is traced (rasp_trace), its layers analysed, and the IR evaluated
+** (raspE_run, small selector limit) on one pseudo-random input derived from
+** the program's bytes, so every run is reproducible.  Everything is freed.
+** Errors are expected; crashes, sanitizer reports, leaks and hangs are not.
+**
+** Programs that mention `cfunc` or `include` are skipped: cfunc calls any C
+** function of any shared library (libFuzzer would find exit() or abort()
+** through its comparison hooks), and include reads files.
+**
+** Build and run from the top of the source tree (see tests/README.md):
+**
+**   clang -g -O1 -std=c11 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined \
+**     -Irasp -DRASP_STDLIB_DIR='"stdlib"' rasp/rmem.c rasp/rerror.c rasp/rlex.c \
+**     rasp/rparse.c rasp/rir.c rasp/reval.c rasp/rlayers.c rasp/rinterp.c \
+**     rasp/rbuiltin.c rasp/rffi.c tests/fuzz_trace.c -lffi -lgmp -lm -lpthread \
+**     -o fuzz_trace
+**   mkdir -p /tmp/fuzz_trace_corpus
+**   ./fuzz_trace -max_total_time=300 -close_fd_mask=1 /tmp/fuzz_trace_corpus \
+**     tests/fuzz_trace_corpus
+**
+** The stdlib directory is $RASP_STDLIB, else "stdlib" (the source tree's,
+** when run from its top).
+*/
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rasp.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+#define FUZZ_N 5
+
+static const char *const vocab[] = {"a", "b", "c", "(", ")"};
+#define FUZZ_NVOCAB ((int)(sizeof vocab / sizeof vocab[0]))
+
+static int mentions(const char *text, const char *word) { return strstr(text, word) != NULL; }
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  if (size > 8192) return 0;
+  char *text = malloc(size + 1);
+  if (size) memcpy(text, data, size);
+  text[size] = '\0';
+  if (strlen(text) != size || mentions(text, "cfunc") || mentions(text, "include")) {
+    free(text);
+    return 0;
+  }
+
+  const char *stdlib = getenv("RASP_STDLIB");
+  if (!stdlib) stdlib = "stdlib";
+
+  rasp_limits lim;
+  rasp_default_limits(&lim);
+  lim.max_steps = 20000;
+  lim.max_nodes = 5000;
+  lim.max_depth = 50;
+  lim.max_list = 10000;
+  lim.max_length = 64;
+  lim.max_selector_cells = 4096;
+
+  rasp_error err;
+  memset(&err, 0, sizeof err);
+  rasp_ctx *ctx = rasp_ctx_new(FUZZ_N, &lim, &err);
+  if (!ctx) abort(); /* valid length: must not fail */
+  if (!rasp_set_vocab(ctx, vocab, FUZZ_NVOCAB, &err)) abort();
+  if (!rasp_load_stdlib(ctx, stdlib, &err)) {
+    fprintf(stderr, "fuzz_trace: cannot load the stdlib from %s (set RASP_STDLIB): %s\n",
+            stdlib, err.msg);
+    abort();
+  }
+
+  memset(&err, 0, sizeof err);
+  if (rasp_exec_string(ctx, "<fuzz>", text, &err) && rasp_has_global(ctx, "main")) {
+    memset(&err, 0, sizeof err);
+    if (rasp_trace(ctx, "main", &err)) {
+      rasp_ir *ir = rasp_ctx_ir(ctx);
+      if (ir->noutputs < 1) abort(); /* a successful trace has an output */
+      rasp_layers layers;
+      memset(&layers, 0, sizeof layers);
+      raspL_analyse(ir, ir->outputs, ir->noutputs, &layers);
+      raspL_free(&layers);
+
+      /* one input, pseudo-random but determined by the program text */
+      uint64_t h = 1469598103934665603ULL;
+      for (size_t i = 0; i < size; i++) h = (h ^ data[i]) * 1099511628211ULL;
+      int64_t tokens[FUZZ_N];
+      for (int i = 0; i < FUZZ_N; i++) {
+        h ^= h >> 33;
+        h *= 0xff51afd7ed558ccdULL;
+        h ^= h >> 29;
+        tokens[i] = 1 + (int64_t)(h % (uint64_t)FUZZ_NVOCAB);
+      }
+      rasp_eval *ev = raspE_new(ir);
+      raspE_set_max_selector_cells(ev, 4096);
+      memset(&err, 0, sizeof err);
+      if (raspE_run(ev, 1, tokens, &err)) {
+        for (int k = 0; k < ir->noutputs; k++)
+          if (!raspE_value(ev, ir->outputs[k], 0)) abort();
+      } else if (!err.set) {
+        abort(); /* a failure must say why */
+      }
+      raspE_free(ev);
+    } else if (!err.set) {
+      abort();
+    }
+  }
+  rasp_ctx_free(ctx);
+  free(text);
+  return 0;
+}
