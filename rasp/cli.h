@@ -32,8 +32,6 @@ int raspC_read_vocab(const char *path, char ***out, rasp_error *err);
 /* Parses an integer option value; prints "rasp CMD: --opt: ..." on error. */
 int raspC_int_opt(const char *cmd, const char *opt, const char *text, long lo, long hi,
                   long *out);
-/* Writes data to path atomically (temporary file, fsync, rename). */
-int raspC_write_atomic(const char *path, const char *data, size_t len, rasp_error *err);
 /* Prints a node's values for input b (one line), symbolically or not. */
 void raspC_print_values(rasp_ctx *ctx, rasp_eval *ev, int node, int b, int symbolic, FILE *out);
 

@@ -318,61 +318,18 @@ static void write_counts(FILE *f, const rasp_task_opts *o) {
   mpz_clears(gq, tok, total, NULL);
 }
 
-/* Opens the output: stdout, or a temporary beside g->output. */
-static FILE *open_output(const gen_args *g, char **tmp) {
-  *tmp = NULL;
-  if (!g->output) return stdout;
-  size_t len = strlen(g->output) + 32;
-  *tmp = raspM_alloc(len);
-  snprintf(*tmp, len, "%s.tmp.%ld", g->output, (long)getpid());
-  FILE *f = fopen(*tmp, "w");
-  if (!f) {
-    fprintf(stderr, P "cannot write '%s': %s\n", *tmp, strerror(errno));
-    raspM_free(*tmp);
-    *tmp = NULL;
-  }
-  return f;
-}
-
-static void sync_dir(const char *path) {
-  const char *slash = strrchr(path, '/');
-  char *dir = slash ? raspM_strndup(path, slash == path ? 1 : (size_t)(slash - path))
-                    : raspM_strdup(".");
-  int fd = open(dir, O_RDONLY);
-  if (fd >= 0) {
-    fsync(fd); /* best effort: some file systems refuse */
-    close(fd);
-  }
-  raspM_free(dir);
-}
-
-/* Finishes the output; 0 or 1 (reported). */
-static int close_output(const gen_args *g, FILE *f, char *tmp) {
-  if (!tmp) {
-    if (fflush(f) != 0 || ferror(f)) {
-      fprintf(stderr, P "write error: %s\n", strerror(errno));
-      return 1;
-    }
-    return 0;
-  }
-  int bad = fflush(f) != 0 || ferror(f) || fsync(fileno(f)) != 0;
-  int saved = errno;
-  if (fclose(f) != 0 && !bad) {
-    bad = 1;
-    saved = errno;
-  }
-  if (!bad && rename(tmp, g->output) != 0) {
-    bad = 1;
-    saved = errno;
-  }
-  if (bad) {
-    fprintf(stderr, P "cannot write '%s': %s\n", g->output, strerror(saved));
-    unlink(tmp);
-    raspM_free(tmp);
+/* Finishes stdout, or commits the atomic file; 0 or 1 (reported). */
+static int close_output(FILE *f, rasp_afile *af) {
+  rasp_error err = {0};
+  if (af->f) {
+    if (raspR_atomic_commit(af, &err) == 0) return 0;
+    fprintf(stderr, P "%s\n", err.msg);
     return 1;
   }
-  sync_dir(g->output);
-  raspM_free(tmp);
+  if (fflush(f) != 0 || ferror(f)) {
+    fprintf(stderr, P "write error: %s\n", strerror(errno));
+    return 1;
+  }
   return 0;
 }
 
@@ -401,9 +358,15 @@ int rasp_cli_gen(int argc, char **argv) {
     return 2;
   }
 
-  char *tmp;
-  FILE *f = open_output(&g, &tmp);
-  if (!f) return 1;
+  rasp_afile af = {0};
+  FILE *f = stdout;
+  if (g.output) {
+    if (raspR_atomic_open(&af, g.output, &err)) {
+      fprintf(stderr, P "%s\n", err.msg);
+      return 1;
+    }
+    f = af.f;
+  }
   int rc = 0;
   if (g.count) {
     write_counts(f, &g.t);
@@ -427,12 +390,8 @@ int rasp_cli_gen(int argc, char **argv) {
     raspM_free(group);
   }
   if (rc != 0) {
-    if (tmp) {
-      fclose(f);
-      unlink(tmp);
-      raspM_free(tmp);
-    }
+    raspR_atomic_abort(&af);
     return 1;
   }
-  return close_output(&g, f, tmp);
+  return close_output(f, &af);
 }

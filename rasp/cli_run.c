@@ -105,26 +105,6 @@ int raspC_int_opt(const char *cmd, const char *opt, const char *text, long lo, l
   return 1;
 }
 
-int raspC_write_atomic(const char *path, const char *data, size_t len, rasp_error *err) {
-  char tmp[4200];
-  snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
-  FILE *f = fopen(tmp, "wb");
-  if (!f) {
-    raspR_setnopos(err, "cannot write '%s': %s", path, strerror(errno));
-    return 0;
-  }
-  int ok = fwrite(data, 1, len, f) == len && fflush(f) == 0 && fsync(fileno(f)) == 0;
-  int saved = errno;
-  if (fclose(f) != 0) ok = 0;
-  if (!ok || rename(tmp, path) != 0) {
-    if (ok) saved = errno;
-    unlink(tmp);
-    raspR_setnopos(err, "cannot write '%s': %s", path, strerror(saved));
-    return 0;
-  }
-  return 1;
-}
-
 void raspC_print_values(rasp_ctx *ctx, rasp_eval *ev, int node, int b, int symbolic, FILE *out) {
   const rasp_elem *vals = raspE_value(ev, node, b);
   int n = rasp_ctx_length(ctx);

@@ -458,7 +458,7 @@ int rasp_cli_draw(int argc, char **argv) {
   int status = 0;
   if (strcmp(format, "dot") == 0) {
     if (o.out_file) {
-      if (!raspC_write_atomic(o.out_file, text, len, &err)) {
+      if (raspR_write_file(o.out_file, text, len, &err)) {
         raspR_print(&err, stderr);
         status = 2;
       }
@@ -478,7 +478,7 @@ int rasp_cli_draw(int argc, char **argv) {
       snprintf(tmp, sizeof tmp, "%s.dot.%ld", o.out_file, (long)getpid());
       snprintf(cmd, sizeof cmd, "dot -T%s -o '%s.part' '%s' && mv '%s.part' '%s'", format,
                o.out_file, tmp, o.out_file, o.out_file);
-      if (!raspC_write_atomic(tmp, text, len, &err) || system(cmd) != 0) {
+      if (raspR_write_file(tmp, text, len, &err) || system(cmd) != 0) {
         fprintf(stderr, "rasp draw: rendering with dot failed\n");
         status = 1;
       }

@@ -4,8 +4,12 @@
 #include "rerror.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "rmem.h"
 
@@ -102,4 +106,84 @@ void raspR_print(const rasp_error *err, FILE *out) {
   for (int i = 1; i < err->pos.col && err->line[i - 1]; i++)
     fputc(err->line[i - 1] == '\t' ? '\t' : ' ', out);
   fputs("^\n", out);
+}
+
+/* ---- files written atomically ------------------------------------------ */
+
+int raspR_atomic_open(rasp_afile *af, const char *path, rasp_error *err) {
+  size_t len = strlen(path);
+  af->path = raspM_strdup(path);
+  af->tmp = raspM_alloc(len + 16);
+  snprintf(af->tmp, len + 16, "%s.tmp.XXXXXX", path);
+  int fd = mkstemp(af->tmp);
+  af->f = fd >= 0 ? fdopen(fd, "wb") : NULL;
+  if (!af->f) {
+    int e = errno;
+    if (fd >= 0) {
+      close(fd);
+      unlink(af->tmp);
+    }
+    raspR_setnopos(err, "cannot write '%s': %s", path, strerror(e));
+    raspM_free(af->tmp);
+    raspM_free(af->path);
+    af->tmp = af->path = NULL;
+    return -1;
+  }
+  /* mkstemp makes 0600 files; these are ordinary files */
+  mode_t um = umask(0);
+  umask(um);
+  fchmod(fd, 0666 & ~um);
+  return 0;
+}
+
+/* The directory entry must reach the disk too (best effort). */
+static void sync_parent(const char *path) {
+  const char *slash = strrchr(path, '/');
+  char *dir = slash ? raspM_strndup(path, slash == path ? 1 : (size_t)(slash - path))
+                    : raspM_strdup(".");
+  int fd = open(dir, O_RDONLY);
+  if (fd >= 0) {
+    fsync(fd);
+    close(fd);
+  }
+  raspM_free(dir);
+}
+
+int raspR_atomic_commit(rasp_afile *af, rasp_error *err) {
+  int e = 0;
+  if (fflush(af->f) != 0 || ferror(af->f) || fsync(fileno(af->f)) != 0) e = errno ? errno : EIO;
+  if (fclose(af->f) != 0 && !e) e = errno;
+  af->f = NULL;
+  if (!e && rename(af->tmp, af->path) != 0) e = errno;
+  if (e) {
+    unlink(af->tmp);
+    raspR_setnopos(err, "cannot write '%s': %s", af->path, strerror(e));
+  } else {
+    sync_parent(af->path);
+  }
+  raspM_free(af->tmp);
+  raspM_free(af->path);
+  af->tmp = af->path = NULL;
+  return e ? -1 : 0;
+}
+
+void raspR_atomic_abort(rasp_afile *af) {
+  if (af->f) fclose(af->f);
+  if (af->tmp) unlink(af->tmp);
+  raspM_free(af->tmp);
+  raspM_free(af->path);
+  af->f = NULL;
+  af->tmp = af->path = NULL;
+}
+
+int raspR_write_file(const char *path, const void *data, size_t len, rasp_error *err) {
+  rasp_afile af;
+  if (raspR_atomic_open(&af, path, err)) return -1;
+  if (len && fwrite(data, 1, len, af.f) != len) {
+    int e = errno;
+    raspR_atomic_abort(&af);
+    raspR_setnopos(err, "cannot write '%s': %s", path, strerror(e));
+    return -1;
+  }
+  return raspR_atomic_commit(&af, err);
 }

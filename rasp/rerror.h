@@ -56,6 +56,26 @@ void raspR_setnopos(rasp_error *err, const char *fmt, ...)
 /* Sets err's position (and its copies of the file name and line). */
 void raspR_locate(rasp_error *err, rasp_pos pos);
 
+/* ---- files written atomically ------------------------------------------
+** Every file the tools write (samples, models, checkpoints, logs, plots) is
+** written to a temporary file in the same directory, flushed to disk and
+** renamed over the target, so that a killed run leaves the old file or the
+** new one, never half of one. */
+typedef struct rasp_afile {
+  FILE *f;    /* write here between open and commit */
+  char *tmp;  /* the temporary file */
+  char *path; /* the target */
+} rasp_afile;
+
+/* 0, or -1 with err ("cannot write 'path': reason"). */
+int raspR_atomic_open(rasp_afile *af, const char *path, rasp_error *err);
+/* Flushes, syncs and renames; on failure removes the temporary file.
+** Either way af is released.  0, or -1 with err. */
+int raspR_atomic_commit(rasp_afile *af, rasp_error *err);
+void raspR_atomic_abort(rasp_afile *af);
+/* The whole of data as path, atomically.  0, or -1 with err. */
+int raspR_write_file(const char *path, const void *data, size_t len, rasp_error *err);
+
 /* "file:line:col: message", then the source line and a caret. */
 void raspR_print(const rasp_error *err, FILE *out);
 

@@ -459,50 +459,18 @@ static char *stem_of(const char *stem) {
   return raspM_strdup(stem);
 }
 
-static int write_all(int fd, const void *buf, size_t n) {
-  const char *p = buf;
-  while (n) {
-    ssize_t w = write(fd, p, n);
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      return -1;
-    }
-    p += w;
-    n -= (size_t)w;
-  }
-  return 0;
-}
-
-/* Writes path atomically: a temporary file in the same directory, fsync,
-** rename over path, so that a reader never sees a half-written model and a
-** crash leaves the old one intact. */
+/* Writes a then b as path, atomically (rerror.h). */
 static int write_atomic(const char *path, const void *a, size_t na,
                         const void *b, size_t nb, rasp_error *err) {
-  char *tmp = cat(path, ".tmp.XXXXXX");
-  int fd = mkstemp(tmp);
-  if (fd < 0) {
-    raspR_setnopos(err, "cannot write '%s': %s", path, strerror(errno));
-    raspM_free(tmp);
-    return -1;
-  }
-  int e = 0;
-  if (write_all(fd, a, na) || (nb && write_all(fd, b, nb)) || fsync(fd)) e = errno;
-  if (close(fd) && !e) e = errno;
-  /* mkstemp makes 0600 files; models are ordinary files. */
-  if (!e) {
-    mode_t um = umask(0);
-    umask(um);
-    chmod(tmp, 0666 & ~um);
-  }
-  if (!e && rename(tmp, path)) e = errno;
-  if (e) {
-    unlink(tmp);
+  rasp_afile af;
+  if (raspR_atomic_open(&af, path, err)) return -1;
+  if (fwrite(a, 1, na, af.f) != na || (nb && fwrite(b, 1, nb, af.f) != nb)) {
+    int e = errno;
+    raspR_atomic_abort(&af);
     raspR_setnopos(err, "cannot write '%s': %s", path, strerror(e));
-    raspM_free(tmp);
     return -1;
   }
-  raspM_free(tmp);
-  return 0;
+  return raspR_atomic_commit(&af, err);
 }
 
 /* Appends printf output to a growing string. */

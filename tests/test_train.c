@@ -177,12 +177,12 @@ static void gradcheck(rasp_model_config c) {
   int tok[B * T] = {0, 3, 1, 5, 2, 4, 4, 1, 0, 3};
   int tgt[B * T] = {1, 2, 6, 0, 3, 5, 0, 2, 2, 4};
   float w[B * T] = {1, 0, 1, 0.5f, 1, 0, 1, 1, 2, 1};
-  raspX_net n;
-  ck_assert_int_eq(raspX_net_init(&n, &m, B, T, 0.0f, &err), 0);
-  raspX_zero_grad(&n);
-  raspX_forward(&n, tok, B, T);
-  double lf = raspX_loss(&n, tgt, w, 1.0f, 1, NULL);
-  raspX_backward(&n);
+  train_net n;
+  ck_assert_int_eq(train_net_init(&n, &m, B, T, 0.0f, &err), 0);
+  train_zero_grad(&n);
+  train_forward(&n, tok, B, T);
+  double lf = train_loss(&n, tgt, w, 1.0f, 1, NULL);
+  train_backward(&n);
   double *P = raspM_alloc(m.nparams * sizeof *P);
   for (size_t i = 0; i < m.nparams; i++) P[i] = m.params[i];
   double l0 = 0;
@@ -212,7 +212,7 @@ static void gradcheck(rasp_model_config c) {
   }
   (void)worst_name;
   raspM_free(P);
-  raspX_net_free(&n);
+  train_net_free(&n);
   raspN_free(&m);
 }
 
@@ -236,16 +236,16 @@ START_TEST(test_forward_matches_reference) {
     enum { B = 3, T = 5 };
     int tok[B * T];
     for (int i = 0; i < B * T; i++) tok[i] = (i * 7 + variant) % c.vocab_size;
-    raspX_net n;
-    ck_assert_int_eq(raspX_net_init(&n, &m, B, T, 0.0f, &err), 0);
-    raspX_forward(&n, tok, B, T);
+    train_net n;
+    ck_assert_int_eq(train_net_init(&n, &m, B, T, 0.0f, &err), 0);
+    train_forward(&n, tok, B, T);
     for (int s = 0; s < B; s++) {
       float lg[T * 7];
       ck_assert_int_eq(raspN_forward(&m, tok + s * T, T, lg, NULL, &err), 0);
       for (int i = 0; i < T * c.n_out; i++)
         ck_assert_float_eq_tol(n.logits[s * T * c.n_out + i], lg[i], 1e-4f);
     }
-    raspX_net_free(&n);
+    train_net_free(&n);
     raspN_free(&m);
   }
 }
@@ -260,7 +260,7 @@ START_TEST(test_overfit) {
   rasp_model m;
   rasp_error err = {0};
   ck_assert_int_eq(raspN_init(&m, &c, &err), 0);
-  raspX_init_params(&m, 3);
+  train_init_params(&m, 3);
   enum { B = 4, T = 5 };
   int tok[B * T] = {0, 1, 2, 3, 4, 0, 2, 1, 4, 3, 0, 3, 3, 1, 2, 0, 4, 2, 2, 1};
   int tgt[B * T];
@@ -269,29 +269,29 @@ START_TEST(test_overfit) {
     tgt[i] = (i % T < T - 1) ? tok[i + 1] : 0;
     w[i] = (i % T < T - 1 && i % T >= 0) ? 1.0f : 0.0f;
   }
-  raspX_net n;
-  ck_assert_int_eq(raspX_net_init(&n, &m, B, T, 0.1f, &err), 0);
-  raspX_adamw opt;
-  raspX_adamw_init(&opt, m.nparams);
+  train_net n;
+  ck_assert_int_eq(train_net_init(&n, &m, B, T, 0.1f, &err), 0);
+  train_adamw opt;
+  train_adamw_init(&opt, m.nparams);
   opt.lr = 1e-2f;
   double first = 0, last = 0;
   for (int step = 0; step < 150; step++) {
     n.training = 1;
-    raspX_zero_grad(&n);
-    raspX_forward(&n, tok, B, T);
-    double l = raspX_loss(&n, tgt, w, 1.0f / 16, 1, NULL) / 16;
-    raspX_backward(&n);
-    raspX_adamw_step(&opt, m.params, n.grad, m.nparams);
+    train_zero_grad(&n);
+    train_forward(&n, tok, B, T);
+    double l = train_loss(&n, tgt, w, 1.0f / 16, 1, NULL) / 16;
+    train_backward(&n);
+    train_adamw_step(&opt, m.params, n.grad, m.nparams);
     if (step == 0) first = l;
     last = l;
   }
   n.training = 0;
-  raspX_forward(&n, tok, B, T);
-  double eval = raspX_loss(&n, tgt, w, 1.0f, 0, NULL) / 16;
+  train_forward(&n, tok, B, T);
+  double eval = train_loss(&n, tgt, w, 1.0f, 0, NULL) / 16;
   ck_assert_msg(first > 1.0 && eval < 0.6 && last < first / 2,
                 "loss %g -> %g (eval %g)", first, last, eval);
-  raspX_adamw_free(&opt);
-  raspX_net_free(&n);
+  train_adamw_free(&opt);
+  train_net_free(&n);
   raspN_free(&m);
 }
 END_TEST
@@ -303,20 +303,20 @@ START_TEST(test_checkpoint_round_trip) {
   rasp_model m, r;
   rasp_error err = {0};
   ck_assert_int_eq(raspN_init(&m, &c, &err), 0);
-  raspX_init_params(&m, 1);
-  raspX_adamw opt, o2;
-  raspX_adamw_init(&opt, m.nparams);
+  train_init_params(&m, 1);
+  train_adamw opt, o2;
+  train_adamw_init(&opt, m.nparams);
   for (size_t i = 0; i < m.nparams; i++) {
     opt.m[i] = (float)i;
     opt.v[i] = (float)(2 * i);
   }
   opt.step = 77;
-  raspX_ckpt_state st = {.epoch = 3, .step = 77, .best_val = 0.5};
+  train_ckpt_state st = {.epoch = 3, .step = 77, .best_val = 0.5};
   char stem[300];
   snprintf(stem, sizeof stem, "%s/ck", dir);
-  ck_assert_int_eq(raspX_ckpt_save(stem, &m, &opt, &st, &err), 0);
-  raspX_ckpt_state st2;
-  ck_assert_int_eq(raspX_ckpt_load(stem, &r, &o2, &st2, &err), 0);
+  ck_assert_int_eq(train_ckpt_save(stem, &m, &opt, &st, &err), 0);
+  train_ckpt_state st2;
+  ck_assert_int_eq(train_ckpt_load(stem, &r, &o2, &st2, &err), 0);
   ck_assert_mem_eq(r.params, m.params, m.nparams * sizeof(float));
   ck_assert_mem_eq(o2.m, opt.m, m.nparams * sizeof(float));
   ck_assert_mem_eq(o2.v, opt.v, m.nparams * sizeof(float));
@@ -329,10 +329,10 @@ START_TEST(test_checkpoint_round_trip) {
   snprintf(cmd, sizeof cmd, "truncate -s 100 '%s'", p);
   ck_assert_int_eq(system(cmd), 0);
   raspN_free(&r);
-  raspX_adamw_free(&o2);
-  ck_assert_int_eq(raspX_ckpt_load(stem, &r, &o2, &st2, &err), -1);
+  train_adamw_free(&o2);
+  ck_assert_int_eq(train_ckpt_load(stem, &r, &o2, &st2, &err), -1);
   ck_assert_ptr_nonnull(strstr(err.msg, ".opt"));
-  raspX_adamw_free(&opt);
+  train_adamw_free(&opt);
   raspN_free(&m);
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
   ck_assert_int_eq(system(cmd), 0);

@@ -470,7 +470,7 @@ typedef struct metrics {
   double pos_acc[64];
 } metrics;
 
-static void evaluate(raspX_net *n, const opts *o, const dataset *d, int limit,
+static void evaluate(train_net *n, const opts *o, const dataset *d, int limit,
                      int permute_epoch, metrics *mt) {
   int len = d->len, T = model_len(o, len), A = answer_len(o), B = n->B;
   int cnt = limit < d->n ? limit : d->n;
@@ -496,8 +496,8 @@ static void evaluate(raspX_net *n, const opts *o, const dataset *d, int limit,
       encode(o, seq, len, d->ans_start[s0 + j], 1, &r, in + j * T, tgt + j * T,
              w + j * T, apos + j * T);
     }
-    raspX_forward(n, in, b, T);
-    loss += raspX_loss(n, tgt, w, 1.0f, 0, pred);
+    train_forward(n, in, b, T);
+    loss += train_loss(n, tgt, w, 1.0f, 0, pred);
     for (int j = 0; j < b; j++) {
       int ok = 1;
       for (int i = 0; i < T; i++) {
@@ -548,7 +548,7 @@ static int make_model(const opts *o, int trial, int random_init,
     }
   } else if (like) { /* compare: the compiled model's architecture */
     if (raspN_init(m, like, err)) return -1;
-    raspX_init_params(m, o->seed * 1000003 + (uint64_t)trial);
+    train_init_params(m, o->seed * 1000003 + (uint64_t)trial);
   } else {
     rasp_model_config c = o->arch;
     c.vocab_size = vocab;
@@ -558,7 +558,7 @@ static int make_model(const opts *o, int trial, int random_init,
     c.causal = !o->encoder;
     c.bos_token = o->task.bos ? o->task.V + RASP_SP_BOS : -1;
     if (raspN_init(m, &c, err)) return -1;
-    raspX_init_params(m, o->seed * 1000003 + (uint64_t)trial);
+    train_init_params(m, o->seed * 1000003 + (uint64_t)trial);
   }
   if (!random_init && o->reinit) {
     for (const char *p = o->reinit; *p;) {
@@ -569,14 +569,14 @@ static int make_model(const opts *o, int trial, int random_init,
         raspN_free(m);
         return -1;
       }
-      raspX_reinit_layer(m, l, o->seed + (uint64_t)trial);
+      train_reinit_layer(m, l, o->seed + (uint64_t)trial);
       p = strchr(p, ',');
       if (!p) break;
       p++;
     }
   }
   if (!random_init && o->init_noise > 0)
-    raspX_add_noise(m, o->init_noise, o->seed + (uint64_t)trial);
+    train_add_noise(m, o->init_noise, o->seed + (uint64_t)trial);
   return 0;
 }
 
@@ -585,8 +585,8 @@ static int make_model(const opts *o, int trial, int random_init,
 typedef struct trainer {
   const opts *o;
   rasp_model m;
-  raspX_net net;
-  raspX_adamw opt;
+  train_net net;
+  train_adamw opt;
   /* one batch, encoded */
   int *in, *tgt, *apos;
   float *w;
@@ -599,12 +599,12 @@ static int trainer_init(trainer *t, const opts *o, int trial, int random_init,
   t->o = o;
   if (make_model(o, trial, random_init, like, &t->m, err)) return -1;
   int len = raspT_length(&o->task), T = model_len(o, len);
-  if (raspX_net_init(&t->net, &t->m, o->micro, T, o->dropout, err)) {
+  if (train_net_init(&t->net, &t->m, o->micro, T, o->dropout, err)) {
     raspN_free(&t->m);
     return -1;
   }
   raspT_rng_seed(&t->net.rng, o->seed + (uint64_t)trial, 0xd40);
-  raspX_adamw_init(&t->opt, t->m.nparams);
+  train_adamw_init(&t->opt, t->m.nparams);
   t->opt.lr = o->lr;
   t->opt.wd = o->wd;
   size_t BT = (size_t)o->batch * T;
@@ -617,8 +617,8 @@ static int trainer_init(trainer *t, const opts *o, int trial, int random_init,
 }
 
 static void trainer_free(trainer *t) {
-  raspX_net_free(&t->net);
-  raspX_adamw_free(&t->opt);
+  train_net_free(&t->net);
+  train_adamw_free(&t->opt);
   raspN_free(&t->m);
   raspM_free(t->in);
   raspM_free(t->tgt);
@@ -648,17 +648,17 @@ static double train_step(trainer *t, int b, int T) {
   double wsum = 0;
   for (long i = 0; i < (long)b * T; i++) wsum += t->w[i];
   if (wsum <= 0) return 0;
-  raspX_zero_grad(&t->net);
+  train_zero_grad(&t->net);
   t->net.training = 1;
   double loss = 0;
   for (int s0 = 0; s0 < b; s0 += t->net.B) {
     int mb = b - s0 < t->net.B ? b - s0 : t->net.B;
     size_t off = (size_t)s0 * T;
-    raspX_forward(&t->net, t->in + off, mb, T);
-    loss += raspX_loss(&t->net, t->tgt + off, t->w + off, (float)(1.0 / wsum), 1, NULL);
-    raspX_backward(&t->net);
+    train_forward(&t->net, t->in + off, mb, T);
+    loss += train_loss(&t->net, t->tgt + off, t->w + off, (float)(1.0 / wsum), 1, NULL);
+    train_backward(&t->net);
   }
-  raspX_adamw_step(&t->opt, t->m.params, t->net.grad, t->m.nparams);
+  train_adamw_step(&t->opt, t->m.params, t->net.grad, t->m.nparams);
   return loss / wsum;
 }
 
@@ -692,7 +692,7 @@ static int run_trial(const opts *o, int trial, const dataset *tr,
   ot.seed = o->seed + (uint64_t)trial * 7919;
   if (trainer_init(&t, &ot, trial, !strcmp(o->init, "random"), NULL, err))
     return -1;
-  raspX_ckpt_state st = {0, 0, INFINITY, 0};
+  train_ckpt_state st = {0, 0, INFINITY, 0};
   char stem[4096] = "", csvp[4200] = "";
   FILE *csv = NULL;
   if (o->out) {
@@ -703,15 +703,15 @@ static int run_trial(const opts *o, int trial, const dataset *tr,
     snprintf(optp, sizeof optp, "%s.opt", stem);
     if (o->resume && !stat(optp, &sb)) {
       rasp_model m2;
-      raspX_adamw o2;
-      if (raspX_ckpt_load(stem, &m2, &o2, &st, err)) {
+      train_adamw o2;
+      if (train_ckpt_load(stem, &m2, &o2, &st, err)) {
         trainer_free(&t);
         return -1;
       }
       if (m2.nparams != t.m.nparams) {
         raspR_setnopos(err, "'%s': checkpoint does not match the options", stem);
         raspN_free(&m2);
-        raspX_adamw_free(&o2);
+        train_adamw_free(&o2);
         trainer_free(&t);
         return -1;
       }
@@ -720,7 +720,7 @@ static int run_trial(const opts *o, int trial, const dataset *tr,
       memcpy(t.opt.v, o2.v, m2.nparams * sizeof(float));
       t.opt.step = o2.step;
       raspN_free(&m2);
-      raspX_adamw_free(&o2);
+      train_adamw_free(&o2);
       /* a finished run resumes when given more epochs or steps */
       st.done = st.best_val < o->stop_loss || st.epoch >= o->epochs ||
                 (o->max_steps && st.step >= o->max_steps);
@@ -780,7 +780,7 @@ static int run_trial(const opts *o, int trial, const dataset *tr,
     if (mv.loss < o->stop_loss) st.done = 1;
     if (o->max_steps && st.step >= o->max_steps) st.done = 1;
     if (st.epoch >= o->epochs) st.done = 1;
-    if (o->out && raspX_ckpt_save(stem, &t.m, &t.opt, &st, err)) {
+    if (o->out && train_ckpt_save(stem, &t.m, &t.opt, &st, err)) {
       rc = -1;
       break;
     }

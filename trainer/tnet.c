@@ -59,7 +59,7 @@ static float *tensor_in(rasp_model *m, float *base, const char *name) {
 
 static float *fbuf(size_t n) { return raspM_alloc((n ? n : 1) * sizeof(float)); }
 
-int raspX_net_init(raspX_net *n, rasp_model *m, int B, int T, float dropout,
+int train_net_init(train_net *n, rasp_model *m, int B, int T, float dropout,
                    rasp_error *err) {
   memset(n, 0, sizeof *n);
   const rasp_model_config *c = &m->cfg;
@@ -80,7 +80,7 @@ int raspX_net_init(raspX_net *n, rasp_model *m, int B, int T, float dropout,
   if (dropout > 0) n->emb_mask = fbuf(R * D);
   n->L = raspM_alloc(((size_t)c->n_layers + 1) * sizeof *n->L);
   for (int l = 0; l < c->n_layers; l++) {
-    raspX_layer_acts *a = &n->L[l];
+    train_layer_acts *a = &n->L[l];
     if (c->layer_norm) {
       a->ln1 = fbuf(R * D);
       a->ln1_mean = fbuf(R);
@@ -122,10 +122,10 @@ int raspX_net_init(raspX_net *n, rasp_model *m, int B, int T, float dropout,
   return 0;
 }
 
-void raspX_net_free(raspX_net *n) {
+void train_net_free(train_net *n) {
   if (!n->m) return;
   for (int l = 0; l < n->m->cfg.n_layers; l++) {
-    raspX_layer_acts *a = &n->L[l];
+    train_layer_acts *a = &n->L[l];
     float *bufs[] = {a->ln1, a->ln1_mean, a->ln1_rstd, a->ln2, a->ln2_mean,
                      a->ln2_rstd, a->q, a->k, a->v, a->att, a->atty, a->mid,
                      a->pre, a->act, a->out, a->ao_mask, a->mo_mask};
@@ -139,14 +139,14 @@ void raspX_net_free(raspX_net *n) {
   memset(n, 0, sizeof *n);
 }
 
-void raspX_zero_grad(raspX_net *n) {
+void train_zero_grad(train_net *n) {
   memset(n->grad, 0, n->m->nparams * sizeof(float));
 }
 
 /* ---- dropout ------------------------------------------------------------ */
 
 /* Fills mask with 0 or 1/(1-p) (inverted dropout), and multiplies x by it. */
-static void dropout_fwd(raspX_net *n, float *x, float *mask, size_t len) {
+static void dropout_fwd(train_net *n, float *x, float *mask, size_t len) {
   float p = n->dropout, keep = 1.0f / (1.0f - p);
   /* 24 random bits per draw: ample for a dropout rate. */
   uint32_t thr = (uint32_t)(p * 16777216.0f);
@@ -302,7 +302,7 @@ static void bias_grad(float *db, const float *dy, size_t R, int N, int ld) {
 /* ---- attention ---------------------------------------------------------- */
 
 /* out (R x D) = attention(h) (without dropout). */
-static void attention_fwd(raspX_net *n, raspX_layer_acts *a, const lparams *p,
+static void attention_fwd(train_net *n, train_layer_acts *a, const lparams *p,
                           const float *h, float *out) {
   const rasp_model_config *c = &n->m->cfg;
   int b = n->b, t = n->t, D = c->d_model, H = c->n_heads, Dh = c->d_head,
@@ -355,7 +355,7 @@ static void attention_fwd(raspX_net *n, raspX_layer_acts *a, const lparams *p,
 }
 
 /* dout: gradient of the attention output (R x D); writes dh (R x D). */
-static void attention_bwd(raspX_net *n, raspX_layer_acts *a, const lparams *p,
+static void attention_bwd(train_net *n, train_layer_acts *a, const lparams *p,
                           lparams *g, const float *h, const float *dout,
                           float *dh) {
   const rasp_model_config *c = &n->m->cfg;
@@ -422,7 +422,7 @@ static void attention_bwd(raspX_net *n, raspX_layer_acts *a, const lparams *p,
 
 /* ---- MLP ---------------------------------------------------------------- */
 
-static void mlp_fwd(raspX_net *n, raspX_layer_acts *a, const lparams *p,
+static void mlp_fwd(train_net *n, train_layer_acts *a, const lparams *p,
                     const float *h, float *out) {
   const rasp_model_config *c = &n->m->cfg;
   int R = n->b * n->t, D = c->d_model, F = c->d_mlp, gelu = c->gelu;
@@ -439,7 +439,7 @@ static void mlp_fwd(raspX_net *n, raspX_layer_acts *a, const lparams *p,
   add_bias(out, p->bout, (size_t)R, D, D);
 }
 
-static void mlp_bwd(raspX_net *n, raspX_layer_acts *a, const lparams *p,
+static void mlp_bwd(train_net *n, train_layer_acts *a, const lparams *p,
                     lparams *g, const float *h, const float *dout, float *dh) {
   const rasp_model_config *c = &n->m->cfg;
   int R = n->b * n->t, D = c->d_model, F = c->d_mlp, gelu = c->gelu;
@@ -466,7 +466,7 @@ static void mlp_bwd(raspX_net *n, raspX_layer_acts *a, const lparams *p,
 
 /* ---- whole model -------------------------------------------------------- */
 
-void raspX_forward(raspX_net *n, const int *tokens, int b, int t) {
+void train_forward(train_net *n, const int *tokens, int b, int t) {
   rasp_model *m = n->m;
   const rasp_model_config *c = &m->cfg;
   int D = c->d_model;
@@ -480,7 +480,7 @@ void raspX_forward(raspX_net *n, const int *tokens, int b, int t) {
   if (drop) dropout_fwd(n, n->emb, n->emb_mask, RD);
   const float *x = n->emb;
   for (int l = 0; l < c->n_layers; l++) {
-    raspX_layer_acts *a = &n->L[l];
+    train_layer_acts *a = &n->L[l];
     lparams p = layer_ptrs(m, m->params, l);
     const float *h = x;
     if (c->layer_norm) {
@@ -512,7 +512,7 @@ void raspX_forward(raspX_net *n, const int *tokens, int b, int t) {
   add_bias(n->logits, tensor_in(m, m->params, "unembed_b"), R, O, O);
 }
 
-double raspX_loss(raspX_net *n, const int *targets, const float *weight,
+double train_loss(train_net *n, const int *targets, const float *weight,
                   float scale, int want_grad, int *pred) {
   int O = n->m->cfg.n_out;
   size_t R = (size_t)n->b * n->t;
@@ -547,7 +547,7 @@ double raspX_loss(raspX_net *n, const int *targets, const float *weight,
   return total;
 }
 
-void raspX_backward(raspX_net *n) {
+void train_backward(train_net *n) {
   rasp_model *m = n->m;
   const rasp_model_config *c = &m->cfg;
   int D = c->d_model, O = c->n_out, b = n->b, t = n->t;
@@ -571,7 +571,7 @@ void raspX_backward(raspX_net *n) {
           dx, D, 0);
   }
   for (int l = c->n_layers - 1; l >= 0; l--) {
-    raspX_layer_acts *a = &n->L[l];
+    train_layer_acts *a = &n->L[l];
     lparams p = layer_ptrs(m, m->params, l), g = layer_ptrs(m, G, l);
     const float *xin = l ? n->L[l - 1].out : n->emb;
     /* out = mid + drop(mlp(h2)); dx holds d out */
@@ -609,7 +609,7 @@ void raspX_backward(raspX_net *n) {
 
 /* ---- initialisation ----------------------------------------------------- */
 
-double raspX_normal(rasp_rng *r) {
+double train_normal(rasp_rng *r) {
   /* Box-Muller on 53-bit uniforms; u1 in (0, 1]. */
   double u1 = ((double)(raspT_rng_next(r) >> 11) + 1.0) / 9007199254740992.0;
   double u2 = (double)(raspT_rng_next(r) >> 11) / 9007199254740992.0;
@@ -630,16 +630,16 @@ static void init_tensor(rasp_model *m, rasp_tensor *t, rasp_rng *r) {
   int is_bias = ends_with(t->name, ".bias") || ends_with(t->name, "_b") ||
                 strstr(t->name, ".b_") != NULL;
   for (size_t i = 0; i < t->size; i++)
-    p[i] = is_ln_w ? 1.0f : is_bias ? 0.0f : (float)(std * raspX_normal(r));
+    p[i] = is_ln_w ? 1.0f : is_bias ? 0.0f : (float)(std * train_normal(r));
 }
 
-void raspX_init_params(rasp_model *m, uint64_t seed) {
+void train_init_params(rasp_model *m, uint64_t seed) {
   rasp_rng r;
   raspT_rng_seed(&r, seed, 0x1a17);
   for (int i = 0; i < m->ntensors; i++) init_tensor(m, &m->tensors[i], &r);
 }
 
-void raspX_reinit_layer(rasp_model *m, int layer, uint64_t seed) {
+void train_reinit_layer(rasp_model *m, int layer, uint64_t seed) {
   rasp_rng r;
   raspT_rng_seed(&r, seed, 0x2e1a17 + (uint64_t)layer);
   char pre[32];
@@ -649,16 +649,16 @@ void raspX_reinit_layer(rasp_model *m, int layer, uint64_t seed) {
       init_tensor(m, &m->tensors[i], &r);
 }
 
-void raspX_add_noise(rasp_model *m, float sigma, uint64_t seed) {
+void train_add_noise(rasp_model *m, float sigma, uint64_t seed) {
   rasp_rng r;
   raspT_rng_seed(&r, seed, 0x9015e);
   for (size_t i = 0; i < m->nparams; i++)
-    m->params[i] += (float)(sigma * raspX_normal(&r));
+    m->params[i] += (float)(sigma * train_normal(&r));
 }
 
 /* ---- AdamW -------------------------------------------------------------- */
 
-void raspX_adamw_init(raspX_adamw *o, size_t nparams) {
+void train_adamw_init(train_adamw *o, size_t nparams) {
   o->lr = 5e-4f;
   o->beta1 = 0.9f;
   o->beta2 = 0.999f;
@@ -669,13 +669,13 @@ void raspX_adamw_init(raspX_adamw *o, size_t nparams) {
   o->v = fbuf(nparams);
 }
 
-void raspX_adamw_free(raspX_adamw *o) {
+void train_adamw_free(train_adamw *o) {
   raspM_free(o->m);
   raspM_free(o->v);
   o->m = o->v = NULL;
 }
 
-void raspX_adamw_step(raspX_adamw *o, float *params, const float *grad,
+void train_adamw_step(train_adamw *o, float *params, const float *grad,
                       size_t n) {
   o->step++;
   float b1c = 1.0f - powf(o->beta1, (float)o->step);

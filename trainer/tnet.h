@@ -18,7 +18,7 @@
 #include "rmodel.h"
 #include "rtask.h"
 
-typedef struct raspX_layer_acts {
+typedef struct train_layer_acts {
   float *ln1, *ln1_mean, *ln1_rstd; /* NULL without layer norm */
   float *q, *k, *v;                 /* (B*T, H*Dh) */
   float *att;                       /* (B, H, T, T) probabilities */
@@ -29,18 +29,18 @@ typedef struct raspX_layer_acts {
   float *pre, *act;                 /* (B*T, F) */
   float *mo_mask;
   float *out;                       /* residual after the MLP */
-} raspX_layer_acts;
+} train_layer_acts;
 
-typedef struct raspX_net {
+typedef struct train_net {
   rasp_model *m; /* not owned */
-  float *grad;   /* nparams, accumulated by raspX_backward */
+  float *grad;   /* nparams, accumulated by train_backward */
   int B, T;      /* capacity: sequences and positions */
   float dropout; /* on embeddings and on sublayer outputs; attention 0 */
   int training;  /* dropout on */
   rasp_rng rng;  /* dropout masks */
   /* activations */
   float *emb, *emb_mask;
-  raspX_layer_acts *L;
+  train_layer_acts *L;
   float *lnf, *lnf_mean, *lnf_rstd;
   float *logits; /* (B*T, n_out) */
   float *dlogits;
@@ -48,44 +48,44 @@ typedef struct raspX_net {
   float *dx, *dh, *dt, *dq, *dk, *dv, *daty, *dfc;
   int b, t;      /* shape of the last forward */
   const int *tokens;
-} raspX_net;
+} train_net;
 
-int raspX_net_init(raspX_net *n, rasp_model *m, int B, int T, float dropout,
+int train_net_init(train_net *n, rasp_model *m, int B, int T, float dropout,
                    rasp_error *err);
-void raspX_net_free(raspX_net *n);
+void train_net_free(train_net *n);
 
 /* Forward over b sequences of t tokens (tokens: b*t ids); logits in
 ** n->logits.  Dropout applies when n->training and n->dropout > 0. */
-void raspX_forward(raspX_net *n, const int *tokens, int b, int t);
+void train_forward(train_net *n, const int *tokens, int b, int t);
 /* Cross entropy of the last forward: sum over positions of weight *
 ** -log p(target) (positions with weight 0 are ignored).  With want_grad,
 ** also sets n->dlogits to scale * d(sum)/d(logits).  pred (may be NULL,
 ** b*t entries) gets every position's argmax. */
-double raspX_loss(raspX_net *n, const int *targets, const float *weight,
+double train_loss(train_net *n, const int *targets, const float *weight,
                   float scale, int want_grad, int *pred);
 /* Backward of the last forward from n->dlogits; adds to n->grad. */
-void raspX_backward(raspX_net *n);
-void raspX_zero_grad(raspX_net *n);
+void train_backward(train_net *n);
+void train_zero_grad(train_net *n);
 
 /* Parameter initialisation: weights N(0, 0.02^2) (output projections
 ** scaled by 1/sqrt(2 n_layers), GPT-2 style), biases 0, LN weights 1. */
-void raspX_init_params(rasp_model *m, uint64_t seed);
+void train_init_params(rasp_model *m, uint64_t seed);
 /* Adds N(0, sigma^2) noise to every parameter. */
-void raspX_add_noise(rasp_model *m, float sigma, uint64_t seed);
-/* Re-initialises the parameters of one layer as raspX_init_params would. */
-void raspX_reinit_layer(rasp_model *m, int layer, uint64_t seed);
+void train_add_noise(rasp_model *m, float sigma, uint64_t seed);
+/* Re-initialises the parameters of one layer as train_init_params would. */
+void train_reinit_layer(rasp_model *m, int layer, uint64_t seed);
 /* A standard normal draw. */
-double raspX_normal(rasp_rng *r);
+double train_normal(rasp_rng *r);
 
-typedef struct raspX_adamw {
+typedef struct train_adamw {
   float lr, beta1, beta2, eps, wd;
   long step;
   float *m, *v; /* nparams each */
-} raspX_adamw;
+} train_adamw;
 
-void raspX_adamw_init(raspX_adamw *o, size_t nparams);
-void raspX_adamw_free(raspX_adamw *o);
-void raspX_adamw_step(raspX_adamw *o, float *params, const float *grad,
+void train_adamw_init(train_adamw *o, size_t nparams);
+void train_adamw_free(train_adamw *o);
+void train_adamw_step(train_adamw *o, float *params, const float *grad,
                       size_t n);
 
 #endif

@@ -35,13 +35,12 @@ static uint64_t fnv(const void *p, size_t n) {
   return h;
 }
 
-int raspX_ckpt_save(const char *stem, const rasp_model *m, const raspX_adamw *o,
-                    const raspX_ckpt_state *st, rasp_error *err) {
+int train_ckpt_save(const char *stem, const rasp_model *m, const train_adamw *o,
+                    const train_ckpt_state *st, rasp_error *err) {
   if (raspN_save(m, stem, err)) return -1;
   size_t sl = strlen(stem);
-  char *path = raspM_alloc(sl + 32), *tmp = raspM_alloc(sl + 48);
+  char *path = raspM_alloc(sl + 32);
   snprintf(path, sl + 32, "%s.opt", stem);
-  snprintf(tmp, sl + 48, "%s.opt.tmp.XXXXXX", stem);
   opt_header h;
   memset(&h, 0, sizeof h);
   memcpy(h.magic, "RASPOPT1", 8);
@@ -52,32 +51,25 @@ int raspX_ckpt_save(const char *stem, const rasp_model *m, const raspX_adamw *o,
   h.done = st->done;
   h.best_val = st->best_val;
   h.param_sum = fnv(m->params, m->nparams * sizeof(float));
-  int rc = -1, fd = mkstemp(tmp);
-  FILE *f = fd >= 0 ? fdopen(fd, "wb") : NULL;
-  if (!f) {
-    raspR_setnopos(err, "cannot write '%s': %s", path, strerror(errno));
-    if (fd >= 0) close(fd);
+  int rc = -1;
+  rasp_afile af;
+  if (raspR_atomic_open(&af, path, err)) goto out;
+  if (fwrite(&h, sizeof h, 1, af.f) != 1 ||
+      fwrite(o->m, sizeof(float), m->nparams, af.f) != m->nparams ||
+      fwrite(o->v, sizeof(float), m->nparams, af.f) != m->nparams) {
+    int e = errno;
+    raspR_atomic_abort(&af);
+    raspR_setnopos(err, "cannot write '%s': %s", path, strerror(e));
     goto out;
   }
-  int bad = fwrite(&h, sizeof h, 1, f) != 1 ||
-            fwrite(o->m, sizeof(float), m->nparams, f) != m->nparams ||
-            fwrite(o->v, sizeof(float), m->nparams, f) != m->nparams ||
-            fflush(f) || fsync(fileno(f));
-  if (fclose(f)) bad = 1;
-  if (bad || rename(tmp, path)) {
-    raspR_setnopos(err, "cannot write '%s': %s", path, strerror(errno));
-    unlink(tmp);
-    goto out;
-  }
-  rc = 0;
+  rc = raspR_atomic_commit(&af, err);
 out:
   raspM_free(path);
-  raspM_free(tmp);
   return rc;
 }
 
-int raspX_ckpt_load(const char *stem, rasp_model *m, raspX_adamw *o,
-                    raspX_ckpt_state *st, rasp_error *err) {
+int train_ckpt_load(const char *stem, rasp_model *m, train_adamw *o,
+                    train_ckpt_state *st, rasp_error *err) {
   memset(o, 0, sizeof *o);
   if (raspN_load(m, stem, err)) return -1;
   size_t sl = strlen(stem);
@@ -90,7 +82,7 @@ int raspX_ckpt_load(const char *stem, rasp_model *m, raspX_adamw *o,
     raspR_setnopos(err, "cannot read '%s': %s", path, strerror(errno));
     goto fail;
   }
-  raspX_adamw_init(o, m->nparams);
+  train_adamw_init(o, m->nparams);
   if (fread(&h, sizeof h, 1, f) != 1 || memcmp(h.magic, "RASPOPT1", 8)) {
     raspR_setnopos(err, "'%s': not an optimiser checkpoint", path);
     goto fail;
@@ -121,7 +113,7 @@ fail:
   if (f) fclose(f);
   raspM_free(path);
   if (rc) {
-    raspX_adamw_free(o);
+    train_adamw_free(o);
     raspN_free(m);
   }
   return rc;

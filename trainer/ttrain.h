@@ -9,17 +9,17 @@
 #include "rmodel.h"
 #include "tnet.h"
 
-typedef struct raspX_ckpt_state {
+typedef struct train_ckpt_state {
   int epoch;       /* epochs completed */
   long step;       /* optimiser steps taken */
   double best_val; /* lowest validation loss seen */
   int done;        /* 1: the run finished (early stop or last epoch) */
-} raspX_ckpt_state;
+} train_ckpt_state;
 
-int raspX_ckpt_save(const char *stem, const rasp_model *m, const raspX_adamw *o,
-                    const raspX_ckpt_state *st, rasp_error *err);
+int train_ckpt_save(const char *stem, const rasp_model *m, const train_adamw *o,
+                    const train_ckpt_state *st, rasp_error *err);
 /* Loads model, optimiser and state; m and o are initialised here. */
-int raspX_ckpt_load(const char *stem, rasp_model *m, raspX_adamw *o,
-                    raspX_ckpt_state *st, rasp_error *err);
+int train_ckpt_load(const char *stem, rasp_model *m, train_adamw *o,
+                    train_ckpt_state *st, rasp_error *err);
 
 #endif

@@ -1,0 +1,16 @@
+#!/bin/sh
+# Compiles two programs, dumps one forward pass of each, and checks it
+# against an independent numpy forward pass over the safetensors file.
+# Skipped (77) when /usr/bin/python3 has no numpy.
+/usr/bin/python3 -c 'import numpy' 2>/dev/null || exit 77
+set -e
+RASP=${top_builddir:-.}/rasp/rasp
+SRC=${top_srcdir:-.}
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+$RASP compile "$SRC/examples/reverse.rasp" --input-vocab "a b c" --length 6 \
+    -o "$T/reverse" --dump-forward "$T/reverse.txt" --check 20
+/usr/bin/python3 "$SRC/tests/safetensors_check.py" "$T/reverse" "$T/reverse.txt"
+$RASP compile "$SRC/examples/balanced_parens.rasp" --input-vocab "( ) x" --length 8 \
+    -o "$T/parens" --dump-forward "$T/parens.txt" --check 20
+/usr/bin/python3 "$SRC/tests/safetensors_check.py" "$T/parens" "$T/parens.txt"
