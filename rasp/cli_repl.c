@@ -255,6 +255,7 @@ static char **complete(const char *text, int start, int end) {
   (void)start;
   (void)end;
   rl_attempted_completion_over = 1;
+  rl_completion_append_character = '\0'; /* names are usually followed by '(' or '.' */
   return rl_completion_matches(text, complete_name);
 }
 
@@ -309,7 +310,12 @@ int rasp_cli_repl(int argc, char **argv) {
   if (blen) run_entry(&r, buf);
   raspM_free(buf);
   if (interactive) printf("\n");
-  if (*histfile) write_history(histfile);
+  if (*histfile) { /* atomically, like every file the tools write */
+    char tmp[4200];
+    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", histfile, (long)getpid());
+    if (write_history(tmp) == 0 && rename(tmp, histfile) == 0) tmp[0] = '\0';
+    if (tmp[0]) unlink(tmp);
+  }
   for (int i = 0; i < r.nentries; i++) raspM_free(r.entries[i]);
   raspM_free(r.entries);
   raspC_free_strings(r.example, r.n);
