@@ -1,3 +1,221 @@
-#include <stdio.h>
+/*
+** cli_compile.c -- `rasp compile`: a RASP program to transformer weights.
+**
+** Path-star programs (files that declare `task`) are traced for --D --M
+** --V and checked on the task's own random samples; other programs are
+** traced for --length N over the vocabulary --input-vocab "a b c" (or
+** --vocab FILE) and checked on uniformly random token strings.  The check
+** runs the compiled model in float32 (raspN_forward) and compares every
+** position with the interpreter (raspE_run).
+*/
+#include <stdlib.h>
+#include <string.h>
+
 #include "cli.h"
-int rasp_cli_compile(int argc, char **argv) { (void)argc; (void)argv; fprintf(stderr, "rasp compile: not built yet\n"); return 2; }
+#include "rcompile.h"
+#include "rmem.h"
+#include "rverify.h"
+
+static void usage(FILE *out) {
+  fprintf(out,
+          "usage: rasp compile PROGRAM [options]\n"
+          "  -o STEM            write STEM.safetensors and STEM.json\n"
+          "  --D N --M N --V N  task parameters (programs that declare `task`;\n"
+          "                     default D=2 M=5 V=100)\n"
+          "  --input-vocab TXT  plain programs: the input symbols, space-separated\n"
+          "  --vocab FILE       plain programs: the vocabulary, one symbol a line\n"
+          "  --length N         plain programs: the input length (default 8)\n"
+          "  --stats            print d_model, layers, heads, MLP widths, parameters\n"
+          "  --check N          compare the model with the interpreter on N random inputs\n"
+          "  --seed S           seed of the random inputs (default 1)\n"
+          "  --dump-forward F   write the logits of one random input to F (text)\n"
+          "  --stdlib DIR       use another stdlib directory\n");
+}
+
+int rasp_cli_compile(int argc, char **argv) {
+  const char *file = NULL, *stem = NULL, *ivocab = NULL, *vfile = NULL, *stdlib = NULL,
+             *dump = NULL;
+  long D = 2, M = 5, V = 100, len = 8, check = 0, seed = 1;
+  int stats = 0, task_given = 0;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    int more = i + 1 < argc;
+#define VAL(opt) (more ? argv[++i] : (fprintf(stderr, "rasp compile: %s needs a value\n", opt), (char *)NULL))
+    if (!strcmp(a, "-o")) { if (!(stem = VAL(a))) return 2; }
+    else if (!strcmp(a, "--stats")) stats = 1;
+    else if (!strcmp(a, "--input-vocab")) { if (!(ivocab = VAL(a))) return 2; }
+    else if (!strcmp(a, "--vocab")) { if (!(vfile = VAL(a))) return 2; }
+    else if (!strcmp(a, "--stdlib")) { if (!(stdlib = VAL(a))) return 2; }
+    else if (!strcmp(a, "--dump-forward")) { if (!(dump = VAL(a))) return 2; }
+    else if (!strcmp(a, "--help") || !strcmp(a, "-h")) { usage(stdout); return 0; }
+    else if (!strcmp(a, "--D") || !strcmp(a, "--M") || !strcmp(a, "--V") || !strcmp(a, "--length") ||
+             !strcmp(a, "--check") || !strcmp(a, "--seed")) {
+      const char *v = VAL(a);
+      if (!v) return 2;
+      long *dst = !strcmp(a, "--D") ? &D : !strcmp(a, "--M") ? &M : !strcmp(a, "--V") ? &V
+                : !strcmp(a, "--length") ? &len : !strcmp(a, "--check") ? &check : &seed;
+      long hi = dst == &check || dst == &seed ? 1000000000L : 100000L;
+      if (!raspC_int_opt("compile", a, v, dst == &seed || dst == &check ? 0 : 1, hi, dst)) return 2;
+      if (dst == &D || dst == &M || dst == &V) task_given = 1;
+    } else if (a[0] == '-' && a[1]) {
+      fprintf(stderr, "rasp compile: unknown option '%s'\n", a);
+      usage(stderr);
+      return 2;
+    } else if (!file) file = a;
+    else {
+      fprintf(stderr, "rasp compile: unexpected argument '%s'\n", a);
+      return 2;
+    }
+#undef VAL
+  }
+  if (!file) {
+    fprintf(stderr, "rasp compile: no program file given\n");
+    usage(stderr);
+    return 2;
+  }
+  rasp_error err = {0};
+  rasp_program prog;
+  memset(&prog, 0, sizeof prog);
+  rasp_ptrace tr;
+  memset(&tr, 0, sizeof tr);
+  rasp_ctx *ctx = NULL;
+  int pathstar = 0, status = 1;
+  char **vocab = NULL;
+  int nvocab = 0;
+  raspG_model gm;
+  memset(&gm, 0, sizeof gm);
+  int64_t *ids = NULL, *tok = NULL;
+  int nids = 0;
+  rasp_eval *ev = NULL;
+  rasp_elem *got = NULL;
+  if (raspK_load(file, stdlib, (int)D, (int)M, (int)V, &prog, &err)) {
+    pathstar = 1;
+  } else if (task_given || !strstr(err.msg, "declares no task")) {
+    raspR_print(&err, stderr);
+    raspK_program_free(&prog);
+    return err.pos.src ? 1 : 2;
+  }
+  if (pathstar) {
+    if (!raspK_trace(&prog, (int)D, (int)M, (int)V, &tr, &err)) goto fail;
+    ctx = tr.ctx;
+    nids = raspT_vocab_size(&tr.opts) - 1; /* 1 .. V+7 */
+    ids = raspM_alloc(sizeof(int64_t) * (size_t)nids);
+    for (int i = 0; i < nids; i++) ids[i] = i + 1;
+  } else {
+    memset(&err, 0, sizeof err);
+    if (vfile) nvocab = raspC_read_vocab(vfile, &vocab, &err);
+    else if (ivocab) nvocab = raspC_split(ivocab, &vocab);
+    else {
+      fprintf(stderr, "rasp compile: a plain program needs --input-vocab or --vocab\n");
+      status = 2;
+      goto out;
+    }
+    if (nvocab <= 0) {
+      if (nvocab < 0) raspR_print(&err, stderr);
+      else fprintf(stderr, "rasp compile: the vocabulary is empty\n");
+      status = 2;
+      goto out;
+    }
+    ctx = rasp_ctx_new((int)len, NULL, &err);
+    if (!ctx || !rasp_set_vocab(ctx, (const char *const *)vocab, nvocab, &err) ||
+        !rasp_load_stdlib(ctx, stdlib, &err) || !rasp_exec_file(ctx, file, &err) ||
+        !rasp_trace(ctx, "main", &err))
+      goto fail;
+    nids = nvocab;
+    ids = raspM_alloc(sizeof(int64_t) * (size_t)nids);
+    for (int i = 0; i < nids; i++) ids[i] = i + 1;
+  }
+  rasp_ir *ir = rasp_ctx_ir(ctx);
+  int nv = rasp_vocab_size(ctx);
+  const char **names = raspM_alloc(sizeof(char *) * (size_t)(nv + 1));
+  for (int i = 1; i <= nv; i++) names[i] = rasp_vocab_symbol(ctx, i);
+  raspG_opts go = {ids, nids, nv, names};
+  int ok = raspG_compile(ir, &go, &gm, &err);
+  raspM_free(names);
+  if (!ok) goto fail;
+  if (stats) raspG_print_stats(&gm, stdout);
+  if (stem && raspN_save(&gm.model, stem, &err) != 0) {
+    raspR_print(&err, stderr);
+    status = 2;
+    goto out;
+  }
+  int n = ir->n;
+  tok = raspM_alloc(sizeof(int64_t) * (size_t)n);
+  got = raspM_alloc(sizeof(rasp_elem) * (size_t)n);
+  ev = raspE_new(ir);
+  long bad = 0, done = 0;
+  long total = check + (dump ? 1 : 0);
+  for (long k = 0; k < total; k++) {
+    if (pathstar) {
+      int64_t lead, target;
+      if (!raspK_sample_tokens(&tr, (uint64_t)seed, (uint64_t)k, tok, &lead, &target, &err))
+        goto fail;
+    } else {
+      rasp_rng rng;
+      raspT_rng_seed(&rng, (uint64_t)seed, (uint64_t)k);
+      for (int i = 0; i < n; i++) tok[i] = ids[raspT_rng_below(&rng, (uint64_t)nids)];
+    }
+    float *lg = NULL;
+    if (dump && k == check) lg = raspM_alloc(sizeof(float) * (size_t)(n + 1) * gm.model.cfg.n_out);
+    if (!raspG_run(&gm, tok, got, lg, &err)) {
+      raspM_free(lg);
+      goto fail;
+    }
+    if (lg) {
+      FILE *f = fopen(dump, "w");
+      if (!f) {
+        fprintf(stderr, "rasp compile: cannot write '%s'\n", dump);
+        raspM_free(lg);
+        status = 2;
+        goto out;
+      }
+      fprintf(f, "%d %d\n", n + 1, gm.model.cfg.n_out);
+      fprintf(f, "%d", gm.model.cfg.bos_token);
+      for (int i = 0; i < n; i++) fprintf(f, " %lld", (long long)tok[i]);
+      fprintf(f, "\n");
+      for (int i = 0; i < (n + 1) * gm.model.cfg.n_out; i++)
+        fprintf(f, "%.9g%c", lg[i], (i + 1) % gm.model.cfg.n_out ? ' ' : '\n');
+      fclose(f);
+      raspM_free(lg);
+      continue;
+    }
+    if (!raspE_run(ev, 1, tok, &err)) goto fail;
+    const rasp_elem *want = raspE_value(ev, ir->outputs[0], 0);
+    done++;
+    for (int i = 0; i < n; i++)
+      if (got[i].num != want[i].num || got[i].den != want[i].den) {
+        if (bad < 5) {
+          char a[128], b[128];
+          raspI_elem_format(ir, got[i], a, sizeof a);
+          raspI_elem_format(ir, want[i], b, sizeof b);
+          fprintf(stderr, "rasp compile: input %ld, position %d: model %s, interpreter %s\n  input:",
+                  k, i, a, b);
+          for (int j = 0; j < n; j++) {
+            char s[128];
+            rasp_format_symbolic(ctx, (rasp_elem){tok[j], 1}, s, sizeof s);
+            fprintf(stderr, " %s", s);
+          }
+          fprintf(stderr, "\n");
+        }
+        bad++;
+        break;
+      }
+  }
+  if (check) printf("check: %ld/%ld inputs agree with the interpreter\n", done - bad, done);
+  status = bad ? 1 : 0;
+  goto out;
+fail:
+  raspR_print(&err, stderr);
+  status = 1;
+out:
+  raspE_free(ev);
+  raspM_free(tok);
+  raspM_free(got);
+  raspM_free(ids);
+  raspG_free(&gm);
+  if (pathstar) raspK_trace_free(&tr);
+  else rasp_ctx_free(ctx);
+  raspK_program_free(&prog);
+  if (vocab) raspC_free_strings(vocab, nvocab);
+  return status;
+}

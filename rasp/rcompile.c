@@ -1,2 +1,1262 @@
-/* rcompile.c -- to be written */
+/*
+** rcompile.c -- compiling the IR of a traced program to transformer weights.
+**
+** Design.  The compiler is a planner followed by a weight writer.
+**
+** Units.  What lives in the residual stream is a list of *units*, each a
+** block of named dimensions: the token one-hot (TOK), the index one-hot
+** (IDX, from the position embedding), the constant ONE (1 at every real
+** position, 0 at BOS) and one unit per attention head or materialised MLP
+** node.  A unit is categorical (one dimension per value it can take, one-hot)
+** or numerical (one dimension holding a raw number: the mean an averaging
+** head computed, or 1/(w+1) for sel_width).  Dimension 0 is "is BOS".
+**
+** Views.  Most IR nodes never get dimensions: a node whose value depends on
+** one unit only (a tok_map of the tokens, `idx + 1`, `x == 3`, a full()) is
+** a *view*: that unit plus a table giving the node's value for each value of
+** the unit.  Whoever reads the node (a query or key of a select, the values
+** of an aggregate, an MLP, the readout) reads the unit's dimensions through
+** the table, so chains of element-wise maps of one source cost nothing.
+** Only an element-wise node that combines two different units is
+** materialised as an MLP unit:
+**   WHERE(c, x, y): one hidden unit per value of x's image and of y's,
+**     ReLU(onehot_x[v] + c_true - 1): |X| + |Y| units, not |X|*|Y|;
+**   any other two-operand node: per value a of one operand, one unit per
+**     output value other than the most common one (which is computed as
+**     ONE minus the rest), ReLU(x_a + sum_{b: f(a,b)=v} y_b - 1); the
+**     cheaper orientation wins, so an equality test costs |A| + 1 units.
+** Numerical units are read by MLPs through step functions placed at the
+** midpoints between consecutive possible values (exact for any input within
+** a quarter gap of a true value); other readers get a categorical decode.
+**
+** Value sets.  Every view and unit carries the exact set of values it can
+** take, computed from the input vocabulary and n with the evaluator's own
+** element arithmetic (raspI_elem_*) and program callbacks; combinations that
+** fail (division by zero) are dropped as impossible.
+**
+** Heads.  A selector is a product of *components*, each a 0/1 table over the
+** values of a key unit and a query unit (selects over the same units merge;
+** and/or/not are evaluated on the table; a causal select in a non-causal
+** model adds the component idx_k <= idx_q).  A component becomes a few
+** columns of the head: group the key values with equal table rows, one
+** column per group.  The raw score is the number of components that hold,
+** so a selected key scores m and others at most m-1.  BOS scores m - 1/2 for
+** aggregates (it wins only when nothing is selected: the default) and m for
+** sel_width (weight 1/(w+1) on BOS, decoded by the MLP).  Scores are scaled
+** by beta*sqrt(d_head) to undo the architecture's 1/sqrt(d_head); beta makes
+** the weight leaking to non-selected keys below 1e-9.  An aggregate whose
+** selector contains an equality select is categorical (the mean of equal
+** values is that value, as one-hot); one over order or `always` selects is
+** numerical and averages exactly, with the set of possible means enumerated.
+** At the BOS query every head attends to BOS alone, and one shared MLP unit
+** ReLU(is_bos) subtracts what it wrote, so every unit is zero at BOS and
+** BOS's value vector is the default alone.  All other MLP units are gated
+** off at BOS by -L*is_bos.
+**
+** Schedule.  Every unit goes as early as possible: a head at the first
+** attention sublayer after its sources, an MLP unit at the first MLP
+** sublayer after them; heads of one sublayer share a layer.
+*/
 #include "rcompile.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rmem.h"
+
+#define MAXVALS 200000 /* values one unit may take */
+#define MAXCOMPS 16
+
+enum { U_TOK, U_IDX, U_ONE, U_HEAD, U_MLP };
+enum { H_CAT, H_NUM, H_WIDTH };
+enum { M_DECODE, M_WHERE, M_PAIR };
+
+typedef struct view {
+  int unit;
+  int nv;          /* = the unit's nvals */
+  rasp_elem *val;  /* per unit value: the node's value */
+  unsigned char *ok;
+} view;
+
+typedef struct comp {
+  int ku, qu;      /* key and query units (categorical) */
+  unsigned char *t; /* nK * nQ, row = key value */
+} comp;
+
+typedef struct unit {
+  int kind, cat;
+  rasp_elem *vals; /* sorted; CAT: one dimension each; NUM: possible raw values */
+  int nvals;
+  int ready;       /* sublayer after which it is in the residual */
+  int dim;         /* first residual dimension, -1 while unused */
+  int used;
+  int node;        /* IR node, -1 if none */
+  /* head */
+  int hmode, selnode;
+  view hv;         /* the values (H_CAT, H_NUM) */
+  rasp_elem dflt;
+  /* MLP */
+  int mkind;
+  view mv[3];
+  int nmv;
+  int mnode;       /* WHERE/PAIR: the IR node to evaluate */
+  comp c[MAXCOMPS];
+  int nc;
+  int layer, cols; /* head: layer and query/key columns; MLP: layer */
+} unit;
+
+typedef struct gc {
+  const rasp_ir *ir;
+  const raspG_opts *o;
+  int n, causal_model;
+  unit *u;
+  int nu, capu;
+  view *nv;        /* per IR node */
+  unsigned char *have;
+  int *decoded;    /* per unit: its categorical decode unit, or -1 */
+  rasp_error *err;
+} gc;
+
+/* ---- elements ----------------------------------------------------------- */
+
+/* A total order that tells True from 1 (sets must keep both). */
+static int ecmp(rasp_elem a, rasp_elem b) {
+  int c = raspI_elem_cmp(a, b);
+  if (c) return c;
+  if (a.den != b.den) return a.den < b.den ? -1 : 1;
+  return a.num < b.num ? -1 : a.num > b.num;
+}
+static int ecmp_q(const void *a, const void *b) {
+  return ecmp(*(const rasp_elem *)a, *(const rasp_elem *)b);
+}
+static int uniq(rasp_elem *v, int n) {
+  qsort(v, (size_t)n, sizeof *v, ecmp_q);
+  int m = 0;
+  for (int i = 0; i < n; i++)
+    if (!m || ecmp(v[m - 1], v[i])) v[m++] = v[i];
+  return m;
+}
+static int find(const rasp_elem *v, int n, rasp_elem x) {
+  int lo = 0, hi = n - 1;
+  while (lo <= hi) {
+    int mid = (lo + hi) / 2, c = ecmp(v[mid], x);
+    if (!c) return mid;
+    if (c < 0) lo = mid + 1;
+    else hi = mid - 1;
+  }
+  return -1;
+}
+static int is_num(rasp_elem e) { return e.den != RASP_DEN_SYM; }
+static double dval(rasp_elem e) {
+  if (e.den == RASP_DEN_SYM) return 0;
+  if (e.den == RASP_DEN_BOOL) return (double)e.num;
+  return (double)e.num / (double)e.den;
+}
+
+/* Evaluates element-wise node nd on args (its operands' values). */
+static int eval_elem(gc *g, const rasp_ir_node *nd, const rasp_elem *a, rasp_elem *out) {
+  rasp_error e = {0};
+  switch (nd->op) {
+  case RASP_OP_UNARY: return raspI_elem_unop((rasp_unop)nd->aux, a[0], out, &e);
+  case RASP_OP_BINARY: return raspI_elem_binop((rasp_binop)nd->aux, a[0], a[1], out, &e);
+  case RASP_OP_WHERE: *out = raspI_elem_truth(a[0]) ? a[1] : a[2]; return 1;
+  case RASP_OP_MAP:
+  case RASP_OP_SEQMAP: {
+    if (!g->ir->call) return 0;
+    rasp_elem args[2] = {a[0], nd->op == RASP_OP_SEQMAP ? a[1] : a[0]};
+    if (!g->ir->call(g->ir->user, nd->fn, nd->op == RASP_OP_SEQMAP ? 2 : 1, args, out, &e))
+      return 0;
+    if (nd->op == RASP_OP_SEQMAP) *out = raspI_elem_trunc(*out);
+    return 1;
+  }
+  default: return 0;
+  }
+}
+
+static int pred_holds(gc *g, const rasp_ir_node *nd, rasp_elem k, rasp_elem q) {
+  switch ((rasp_pred)nd->aux) {
+  case RASP_PRED_EQ: return raspI_elem_eq(k, q);
+  case RASP_PRED_NE: return !raspI_elem_eq(k, q);
+  case RASP_PRED_LT: return raspI_elem_cmp(k, q) < 0;
+  case RASP_PRED_LE: return raspI_elem_cmp(k, q) <= 0;
+  case RASP_PRED_GT: return raspI_elem_cmp(k, q) > 0;
+  case RASP_PRED_GE: return raspI_elem_cmp(k, q) >= 0;
+  case RASP_PRED_TRUE: return 1;
+  case RASP_PRED_FALSE: return 0;
+  case RASP_PRED_CUSTOM: {
+    rasp_elem args[2] = {k, q}, r;
+    rasp_error e = {0};
+    if (!g->ir->call || !g->ir->call(g->ir->user, nd->fn, 2, args, &r, &e)) return 0;
+    return raspI_elem_truth(r);
+  }
+  default: return 0;
+  }
+}
+
+/* ---- units and views ---------------------------------------------------- */
+
+static int new_unit(gc *g, int kind, int cat, rasp_elem *vals, int nvals, int node) {
+  RASP_GROW(g->u, g->capu, g->nu + 1);
+  unit *u = &g->u[g->nu];
+  memset(u, 0, sizeof *u);
+  u->kind = kind;
+  u->cat = cat;
+  u->vals = vals;
+  u->nvals = nvals;
+  u->dim = -1;
+  u->node = node;
+  u->selnode = -1;
+  u->mnode = -1;
+  g->decoded = raspM_realloc(g->decoded, sizeof(int) * (size_t)(g->nu + 1));
+  g->decoded[g->nu] = -1;
+  return g->nu++;
+}
+
+static void view_alloc(gc *g, view *v, int unit_id) {
+  v->unit = unit_id;
+  v->nv = g->u[unit_id].nvals;
+  v->val = raspM_alloc(sizeof(rasp_elem) * (size_t)(v->nv ? v->nv : 1));
+  v->ok = raspM_alloc((size_t)(v->nv ? v->nv : 1));
+}
+static void view_free(view *v) {
+  raspM_free(v->val);
+  raspM_free(v->ok);
+  memset(v, 0, sizeof *v);
+}
+static void view_copy(gc *g, view *dst, const view *src) {
+  view_alloc(g, dst, src->unit);
+  memcpy(dst->val, src->val, sizeof(rasp_elem) * (size_t)src->nv);
+  memcpy(dst->ok, src->ok, (size_t)src->nv);
+}
+static void view_identity(gc *g, view *v, int unit_id) {
+  view_alloc(g, v, unit_id);
+  for (int i = 0; i < v->nv; i++) {
+    v->val[i] = g->u[unit_id].vals[i];
+    v->ok[i] = 1;
+  }
+}
+/* The distinct values a view takes; malloc'd, sorted. */
+static rasp_elem *view_image(const view *v, int *count) {
+  rasp_elem *r = raspM_alloc(sizeof(rasp_elem) * (size_t)(v->nv + 1));
+  int m = 0;
+  for (int i = 0; i < v->nv; i++)
+    if (v->ok[i]) r[m++] = v->val[i];
+  *count = uniq(r, m);
+  return r;
+}
+
+static int unit_of(gc *g, int node) { return g->nv[node].unit; }
+
+/* A categorical unit holding view v's values (an MLP decode), memoised for
+** identity views of numerical units. */
+static int decode_unit(gc *g, const view *v, int node) {
+  int cnt;
+  rasp_elem *img = view_image(v, &cnt);
+  int id = new_unit(g, U_MLP, 1, img, cnt, node);
+  g->u[id].mkind = M_DECODE;
+  view_copy(g, &g->u[id].mv[0], v);
+  g->u[id].nmv = 1;
+  return id;
+}
+
+/* Makes v read a categorical unit (decoding a numerical one). */
+static void need_cat(gc *g, view *v, int node) {
+  if (g->u[v->unit].cat) return;
+  int id = decode_unit(g, v, node);
+  view_free(v);
+  view_identity(g, v, id);
+}
+
+/* ---- value sets of averaging heads ------------------------------------- */
+
+static int64_t gcd64(int64_t a, int64_t b) {
+  if (a < 0) a = -a;
+  if (b < 0) b = -b;
+  while (b) {
+    int64_t t = a % b;
+    a = b;
+    b = t;
+  }
+  return a;
+}
+
+/* Every mean of 1..n values drawn (with repetition) from img, plus dflt.
+** Works on integers over the common denominator with a bitset of sums. */
+static rasp_elem *mean_set(gc *g, const rasp_elem *img, int cnt, rasp_elem dflt, int *count) {
+  int64_t D = 1;
+  for (int i = 0; i < cnt; i++) {
+    int64_t d = img[i].den > 0 ? img[i].den : 1;
+    D = D / gcd64(D, d) * d;
+    if (D > 1000000) return NULL;
+  }
+  int64_t *s = raspM_alloc(sizeof(int64_t) * (size_t)(cnt ? cnt : 1));
+  int64_t lo = 0, hi = 0;
+  for (int i = 0; i < cnt; i++) {
+    int64_t den = img[i].den > 0 ? img[i].den : 1;
+    s[i] = img[i].num * (D / den);
+    if (!i || s[i] < lo) lo = s[i];
+    if (!i || s[i] > hi) hi = s[i];
+  }
+  int64_t range = hi - lo;
+  if (range * g->n > 50000000 / (cnt ? cnt : 1)) {
+    raspM_free(s);
+    return NULL;
+  }
+  size_t width = (size_t)(range * g->n + 1);
+  unsigned char *cur = raspM_alloc(width), *nxt = raspM_alloc(width);
+  cur[0] = 1; /* offsets from w*lo */
+  int cap = 1024, m = 0;
+  rasp_elem *out = raspM_alloc(sizeof(rasp_elem) * (size_t)cap);
+  for (int w = 1; w <= g->n; w++) {
+    memset(nxt, 0, width);
+    size_t top = (size_t)(range * (w - 1));
+    for (size_t o = 0; o <= top; o++)
+      if (cur[o])
+        for (int i = 0; i < cnt; i++) nxt[o + (size_t)(s[i] - lo)] = 1;
+    unsigned char *t = cur;
+    cur = nxt;
+    nxt = t;
+    for (size_t o = 0; o <= (size_t)(range * w); o++)
+      if (cur[o]) {
+        int64_t num = (int64_t)o + lo * w, den = D * w, c = gcd64(num, den);
+        if (c > 1) {
+          num /= c;
+          den /= c;
+        }
+        if (m == cap) {
+          cap *= 2;
+          out = raspM_realloc(out, sizeof(rasp_elem) * (size_t)cap);
+        }
+        out[m++] = (rasp_elem){num, den};
+      }
+    if (m > 4 * MAXVALS) m = uniq(out, m);
+    if (m > MAXVALS) break;
+  }
+  raspM_free(cur);
+  raspM_free(nxt);
+  raspM_free(s);
+  out = raspM_realloc(out, sizeof(rasp_elem) * (size_t)(m + 1));
+  out[m++] = dflt;
+  m = uniq(out, m);
+  if (m > MAXVALS) {
+    raspM_free(out);
+    return NULL;
+  }
+  *count = m;
+  return out;
+}
+
+/* ---- selectors ---------------------------------------------------------- */
+
+/* Whether a selector tree contains an equality select (then its aggregates
+** are taken to pick one value, or equal ones). */
+static int sel_has_eq(const rasp_ir *ir, int id) {
+  const rasp_ir_node *nd = &ir->nodes[id];
+  if (nd->op == RASP_OP_SELECT) return nd->aux == RASP_PRED_EQ;
+  for (int i = 0; i < nd->nin; i++)
+    if (sel_has_eq(ir, nd->in[i])) return 1;
+  return 0;
+}
+/* The key and query units a selector tree reads, if it reads one of each
+** (ONE aside); 0 otherwise. */
+static int sel_units(gc *g, int id, int *ku, int *qu) {
+  const rasp_ir_node *nd = &g->ir->nodes[id];
+  if (nd->op == RASP_OP_SELECT) {
+    int k = unit_of(g, nd->in[0]), q = unit_of(g, nd->in[1]);
+    if (g->u[k].kind != U_ONE) {
+      if (*ku >= 0 && *ku != k) return 0;
+      *ku = k;
+    }
+    if (g->u[q].kind != U_ONE) {
+      if (*qu >= 0 && *qu != q) return 0;
+      *qu = q;
+    }
+    if (!g->causal_model && (nd->flags & RASP_CAUSAL)) return 0;
+    return 1;
+  }
+  for (int i = 0; i < nd->nin; i++)
+    if (!sel_units(g, nd->in[i], ku, qu)) return 0;
+  return 1;
+}
+
+static int one_unit(gc *g) {
+  for (int i = 0; i < g->nu; i++)
+    if (g->u[i].kind == U_ONE) return i;
+  return -1;
+}
+static int idx_unit(gc *g) {
+  for (int i = 0; i < g->nu; i++)
+    if (g->u[i].kind == U_IDX) return i;
+  return -1;
+}
+
+/* Selector tree value at key value index a (of unit ku) and query b. */
+static int sel_eval(gc *g, int id, int ku, int a, int qu, int b) {
+  const rasp_ir_node *nd = &g->ir->nodes[id];
+  switch (nd->op) {
+  case RASP_OP_SELECT: {
+    const view *kv = &g->nv[nd->in[0]], *qv = &g->nv[nd->in[1]];
+    int ka = kv->unit == ku ? a : 0, qb = qv->unit == qu ? b : 0;
+    if (!kv->ok[ka] || !qv->ok[qb]) return 0;
+    return pred_holds(g, nd, kv->val[ka], qv->val[qb]);
+  }
+  case RASP_OP_SEL_NOT: return !sel_eval(g, nd->in[0], ku, a, qu, b);
+  case RASP_OP_SEL_AND:
+    return sel_eval(g, nd->in[0], ku, a, qu, b) && sel_eval(g, nd->in[1], ku, a, qu, b);
+  case RASP_OP_SEL_OR:
+    return sel_eval(g, nd->in[0], ku, a, qu, b) || sel_eval(g, nd->in[1], ku, a, qu, b);
+  default: return 0;
+  }
+}
+
+static void add_comp(gc *g, comp *c, int *nc, int ku, int qu, int id, int causal_idx) {
+  int nk = g->u[ku].nvals, nq = g->u[qu].nvals;
+  c[*nc].ku = ku;
+  c[*nc].qu = qu;
+  c[*nc].t = raspM_alloc((size_t)nk * (size_t)nq);
+  for (int a = 0; a < nk; a++)
+    for (int b = 0; b < nq; b++)
+      c[*nc].t[(size_t)a * nq + b] =
+          (unsigned char)(causal_idx ? dval(g->u[ku].vals[a]) <= dval(g->u[qu].vals[b])
+                                     : sel_eval(g, id, ku, a, qu, b));
+  (*nc)++;
+}
+
+/* Splits a selector into components. */
+static int sel_comps(gc *g, int id, comp *c, int *nc) {
+  const rasp_ir_node *nd = &g->ir->nodes[id];
+  if (*nc >= MAXCOMPS - 1) {
+    raspR_set(g->err, nd->pos, "compile: selector has too many parts");
+    return 0;
+  }
+  int ku = -1, qu = -1;
+  int one = one_unit(g);
+  if (nd->op == RASP_OP_SELECT && !g->causal_model && (nd->flags & RASP_CAUSAL)) {
+    /* the select itself, then k <= q on the indices */
+    ku = unit_of(g, nd->in[0]);
+    qu = unit_of(g, nd->in[1]);
+    add_comp(g, c, nc, ku, qu, id, 0);
+    int ix = idx_unit(g);
+    g->u[ix].used = 1;
+    add_comp(g, c, nc, ix, ix, id, 1);
+    return 1;
+  }
+  if (sel_units(g, id, &ku, &qu)) {
+    if (ku < 0) ku = one;
+    if (qu < 0) qu = one;
+    add_comp(g, c, nc, ku, qu, id, 0);
+    return 1;
+  }
+  if (nd->op == RASP_OP_SEL_AND)
+    return sel_comps(g, nd->in[0], c, nc) && sel_comps(g, nd->in[1], c, nc);
+  raspR_set(g->err, nd->pos,
+            "compile: cannot realise this selector in one head (an or/not of selects "
+            "reading different sequences)");
+  return 0;
+}
+
+/* ---- planning ----------------------------------------------------------- */
+
+static int plan_node(gc *g, int id) {
+  const rasp_ir_node *nd = &g->ir->nodes[id];
+  view *v = &g->nv[id];
+  switch (nd->op) {
+  case RASP_OP_INPUT:
+    for (int i = 0; i < g->nu; i++)
+      if (g->u[i].kind == U_TOK) view_identity(g, v, i);
+    return 1;
+  case RASP_OP_INDICES: view_identity(g, v, idx_unit(g)); return 1;
+  case RASP_OP_FULL:
+    view_alloc(g, v, one_unit(g));
+    v->val[0] = nd->c;
+    v->ok[0] = 1;
+    return 1;
+  case RASP_OP_SELECT:
+    for (int i = 0; i < 2; i++) need_cat(g, &g->nv[nd->in[i]], nd->in[i]);
+    return 1;
+  case RASP_OP_SEL_AND:
+  case RASP_OP_SEL_OR:
+  case RASP_OP_SEL_NOT: return 1;
+  case RASP_OP_UNARY:
+  case RASP_OP_BINARY:
+  case RASP_OP_WHERE:
+  case RASP_OP_MAP:
+  case RASP_OP_SEQMAP: {
+    int src = -1, one = one_unit(g);
+    for (int i = 0; i < nd->nin; i++) {
+      int uu = unit_of(g, nd->in[i]);
+      if (uu == one) continue;
+      if (src == -1) src = uu;
+      else if (src != uu) src = -2;
+    }
+    if (src != -2) { /* one source: a view */
+      if (src < 0) src = one;
+      view_alloc(g, v, src);
+      for (int a = 0; a < v->nv; a++) {
+        rasp_elem args[3];
+        int ok = 1;
+        for (int i = 0; i < nd->nin; i++) {
+          const view *o = &g->nv[nd->in[i]];
+          int k = o->unit == src ? a : 0;
+          ok &= o->ok[k];
+          args[i] = o->val[k];
+        }
+        v->ok[a] = (unsigned char)(ok && eval_elem(g, nd, args, &v->val[a]));
+      }
+      return 1;
+    }
+    /* two or three sources: an MLP unit */
+    /* operands first, so that their decode units come before this one */
+    view tmp[3];
+    for (int i = 0; i < nd->nin; i++) {
+      view_copy(g, &tmp[i], &g->nv[nd->in[i]]);
+      need_cat(g, &tmp[i], nd->in[i]);
+    }
+    int uid = new_unit(g, U_MLP, 1, NULL, 0, id);
+    unit *u = &g->u[uid];
+    u->mkind = nd->op == RASP_OP_WHERE ? M_WHERE : M_PAIR;
+    u->mnode = id;
+    u->nmv = nd->nin;
+    for (int i = 0; i < nd->nin; i++) u->mv[i] = tmp[i];
+    /* the image: evaluate over every combination of the operand values */
+    int cap = 64, m = 0;
+    rasp_elem *img = raspM_alloc(sizeof(rasp_elem) * (size_t)cap);
+    if (u->mkind == M_WHERE) {
+      for (int br = 1; br <= 2; br++)
+        for (int a = 0; a < u->mv[br].nv; a++)
+          if (u->mv[br].ok[a]) {
+            RASP_GROW(img, cap, m + 1);
+            img[m++] = u->mv[br].val[a];
+          }
+    } else {
+      const view *x = &u->mv[0], *y = &u->mv[1];
+      if ((long long)x->nv * y->nv > 4000000) {
+        raspR_set(g->err, nd->pos, "compile: %d x %d value pairs is too many", x->nv, y->nv);
+        raspM_free(img);
+        return 0;
+      }
+      for (int a = 0; a < x->nv; a++)
+        for (int b = 0; b < y->nv; b++) {
+          rasp_elem args[2] = {x->val[a], y->val[b]}, r;
+          if (x->ok[a] && y->ok[b] && eval_elem(g, nd, args, &r)) {
+            RASP_GROW(img, cap, m + 1);
+            img[m++] = r;
+            if (m > 4 * MAXVALS) m = uniq(img, m);
+          }
+        }
+    }
+    m = uniq(img, m);
+    u->vals = img;
+    u->nvals = m;
+    view_identity(g, v, uid);
+    return 1;
+  }
+  case RASP_OP_SEL_WIDTH: {
+    rasp_elem *vals = raspM_alloc(sizeof(rasp_elem) * (size_t)(g->n + 1));
+    for (int w = 0; w <= g->n; w++) vals[w] = (rasp_elem){1, w + 1};
+    int cnt = uniq(vals, g->n + 1);
+    int uid = new_unit(g, U_HEAD, 0, vals, cnt, id);
+    g->u[uid].hmode = H_WIDTH;
+    g->u[uid].selnode = nd->in[0];
+    view_alloc(g, v, uid);
+    for (int a = 0; a < cnt; a++) {
+      v->val[a] = (rasp_elem){vals[a].den - 1, 1};
+      v->ok[a] = 1;
+    }
+    return 1;
+  }
+  case RASP_OP_AGGREGATE:
+  case RASP_OP_AGGR_MEAN: {
+    view hv;
+    view_copy(g, &hv, &g->nv[nd->in[1]]);
+    need_cat(g, &hv, nd->in[1]);
+    int trunc = nd->op == RASP_OP_AGGR_MEAN;
+    rasp_elem dflt = trunc ? raspI_elem_trunc(nd->c) : nd->c;
+    int cnt, allnum = 1, allbool = 1;
+    rasp_elem *img = view_image(&hv, &cnt);
+    for (int i = 0; i < cnt; i++) {
+      allnum &= is_num(img[i]);
+      allbool &= img[i].den == RASP_DEN_BOOL;
+    }
+    if (!allnum || sel_has_eq(g->ir, nd->in[0])) {
+      /* categorical: the selected value itself */
+      if (trunc)
+        for (int a = 0; a < hv.nv; a++) hv.val[a] = raspI_elem_trunc(hv.val[a]);
+      raspM_free(img);
+      img = view_image(&hv, &cnt);
+      img = raspM_realloc(img, sizeof(rasp_elem) * (size_t)(cnt + 1));
+      img[cnt++] = dflt;
+      cnt = uniq(img, cnt);
+      int uid = new_unit(g, U_HEAD, 1, img, cnt, id);
+      g->u[uid].hmode = H_CAT;
+      g->u[uid].selnode = nd->in[0];
+      g->u[uid].hv = hv;
+      g->u[uid].dflt = dflt;
+      view_identity(g, v, uid);
+      return 1;
+    }
+    /* numerical: the exact mean */
+    int mc;
+    rasp_elem dnum = nd->c;
+    if (dnum.den == RASP_DEN_BOOL) dnum.den = 1;
+    rasp_elem *means = mean_set(g, img, cnt, dnum, &mc);
+    raspM_free(img);
+    if (!means) {
+      view_free(&hv);
+      raspR_set(g->err, nd->pos, "compile: too many possible means for this aggregate");
+      return 0;
+    }
+    int uid = new_unit(g, U_HEAD, 0, means, mc, id);
+    g->u[uid].hmode = H_NUM;
+    g->u[uid].selnode = nd->in[0];
+    g->u[uid].hv = hv;
+    g->u[uid].dflt = dnum;
+    view_alloc(g, v, uid);
+    for (int a = 0; a < mc; a++) {
+      rasp_elem r = means[a];
+      if (ecmp(r, dnum) == 0) r = trunc ? raspI_elem_trunc(nd->c) : nd->c;
+      else if (trunc) r = raspI_elem_trunc(r);
+      else if (allbool && r.den == 1 && (r.num == 0 || r.num == 1))
+        r.den = RASP_DEN_BOOL;
+      v->val[a] = r;
+      v->ok[a] = 1;
+    }
+    return 1;
+  }
+  case RASP_OP_AGGR_MAX:
+  case RASP_OP_AGGR_MIN:
+  default:
+    raspR_set(g->err, nd->pos, "compile: '%s' is not supported by the compiler",
+              raspI_op_name(nd->op));
+    return 0;
+  }
+}
+
+/* ---- schedule ----------------------------------------------------------- */
+
+static void unit_sources(const unit *u, int *src, int *ns) {
+  *ns = 0;
+  if (u->kind == U_HEAD) {
+    for (int i = 0; i < u->nc; i++) {
+      src[(*ns)++] = u->c[i].ku;
+      src[(*ns)++] = u->c[i].qu;
+    }
+    if (u->hmode != H_WIDTH) src[(*ns)++] = u->hv.unit;
+  } else if (u->kind == U_MLP) {
+    for (int i = 0; i < u->nmv; i++) src[(*ns)++] = u->mv[i].unit;
+  }
+}
+
+static void schedule(gc *g) {
+  int src[2 * MAXCOMPS + 4], ns;
+  for (int i = 0; i < g->nu; i++) {
+    unit *u = &g->u[i];
+    unit_sources(u, src, &ns);
+    int r = 0;
+    for (int k = 0; k < ns; k++)
+      if (g->u[src[k]].ready > r) r = g->u[src[k]].ready;
+    if (u->kind == U_HEAD) u->ready = r % 2 ? r + 2 : r + 1;
+    else if (u->kind == U_MLP) u->ready = r % 2 ? r + 1 : r + 2;
+    else u->ready = 0;
+    u->layer = (u->ready - 1) / 2;
+  }
+}
+
+static void mark_used(gc *g, int root) {
+  int src[2 * MAXCOMPS + 4], ns;
+  g->u[root].used = 1;
+  for (int i = g->nu - 1; i >= 0; i--)
+    if (g->u[i].used) {
+      unit_sources(&g->u[i], src, &ns);
+      for (int k = 0; k < ns; k++) g->u[src[k]].used = 1;
+    }
+}
+
+/* ---- weights ------------------------------------------------------------ */
+
+typedef struct wctx {
+  gc *g;
+  int d, dmlp, dh;
+  float *w_in, *b_in, *w_out; /* this layer's MLP, NULL when counting */
+  int h;                      /* next hidden unit */
+} wctx;
+
+static int udim(gc *g, int uid) { return g->u[uid].dim; }
+
+/* Starts a hidden unit gated off at BOS by -L. */
+static int hid(wctx *w, double bias, double L) {
+  int h = w->h++;
+  if (w->w_in) {
+    w->b_in[h] = (float)bias;
+    w->w_in[(size_t)0 * w->dmlp + h] -= (float)L;
+  }
+  return h;
+}
+static void win(wctx *w, int dim, int h, double x) {
+  if (w->w_in) w->w_in[(size_t)dim * w->dmlp + h] += (float)x;
+}
+static void wout(wctx *w, int h, int dim, double x) {
+  if (w->w_in) w->w_out[(size_t)h * w->d + dim] += (float)x;
+}
+
+static void mlp_decode(wctx *w, unit *u) {
+  gc *g = w->g;
+  const view *v = &u->mv[0];
+  const unit *s = &g->u[v->unit];
+  if (s->cat) {
+    for (int k = 0; k < u->nvals; k++) {
+      int h = hid(w, 0, 10);
+      for (int a = 0; a < v->nv; a++)
+        if (v->ok[a] && ecmp(v->val[a], u->vals[k]) == 0) win(w, s->dim + a, h, 1);
+      wout(w, h, u->dim + k, 1);
+    }
+    return;
+  }
+  /* numerical source: a base value and a step wherever the value changes */
+  double maxabs = 1;
+  for (int a = 0; a < s->nvals; a++)
+    if (fabs(dval(s->vals[a])) > maxabs) maxabs = fabs(dval(s->vals[a]));
+  int prev = -1;
+  for (int a = 0; a < v->nv; a++) {
+    if (!v->ok[a]) continue;
+    if (prev < 0) {
+      int h = hid(w, 0, 0);
+      win(w, 1, h, 1);
+      wout(w, h, u->dim + find(u->vals, u->nvals, v->val[a]), 1);
+    } else if (ecmp(v->val[a], v->val[prev])) {
+      double lo = dval(s->vals[prev]), hi = dval(s->vals[a]);
+      double gap = hi - lo, mid = (lo + hi) / 2, sl = 2 / gap;
+      double L = sl * (maxabs + fabs(mid) + gap) + 10;
+      int h1 = hid(w, -sl * (mid - gap / 4), L), h2 = hid(w, -sl * (mid + gap / 4), L);
+      win(w, s->dim, h1, sl);
+      win(w, s->dim, h2, sl);
+      int vn = u->dim + find(u->vals, u->nvals, v->val[a]);
+      int vp = u->dim + find(u->vals, u->nvals, v->val[prev]);
+      wout(w, h1, vn, 1);
+      wout(w, h2, vn, -1);
+      wout(w, h1, vp, -1);
+      wout(w, h2, vp, 1);
+    }
+    prev = a;
+  }
+}
+
+static void mlp_where(wctx *w, unit *u) {
+  gc *g = w->g;
+  const view *c = &u->mv[0];
+  for (int br = 1; br <= 2; br++) {
+    const view *x = &u->mv[br];
+    int cnt;
+    rasp_elem *img = view_image(x, &cnt);
+    for (int k = 0; k < cnt; k++) {
+      int h = hid(w, -1, 10);
+      for (int a = 0; a < x->nv; a++)
+        if (x->ok[a] && ecmp(x->val[a], img[k]) == 0) win(w, udim(g, x->unit) + a, h, 1);
+      for (int b = 0; b < c->nv; b++)
+        if (c->ok[b] && raspI_elem_truth(c->val[b]) == (br == 1))
+          win(w, udim(g, c->unit) + b, h, 1);
+      wout(w, h, u->dim + find(u->vals, u->nvals, img[k]), 1);
+    }
+    raspM_free(img);
+  }
+}
+
+/* f(x_a, y_b) as an index into u->vals, or -1 when impossible. */
+static int pair_val(gc *g, unit *u, int a, int b) {
+  const view *x = &u->mv[0], *y = &u->mv[1];
+  rasp_elem args[2] = {x->val[a], y->val[b]}, r;
+  if (!x->ok[a] || !y->ok[b] || !eval_elem(g, &g->ir->nodes[u->mnode], args, &r)) return -1;
+  return find(u->vals, u->nvals, r);
+}
+
+/* Units needed with operand `outer` outside: per outer value, one per
+** distinct result other than v0.  Fills tab (nx*ny) when counting. */
+static long pair_cost(int nx, int ny, const int *tab, int outer, int v0, int nvals, int *seen) {
+  long cost = 1;
+  int no = outer ? ny : nx, ni = outer ? nx : ny;
+  for (int o = 0; o < no; o++) {
+    memset(seen, 0, sizeof(int) * (size_t)nvals);
+    for (int i = 0; i < ni; i++) {
+      int v = outer ? tab[(size_t)i * ny + o] : tab[(size_t)o * ny + i];
+      if (v >= 0 && v != v0 && !seen[v]) {
+        seen[v] = 1;
+        cost++;
+      }
+    }
+  }
+  return cost;
+}
+
+static void mlp_pair(wctx *w, unit *u) {
+  gc *g = w->g;
+  const view *x = &u->mv[0], *y = &u->mv[1];
+  int nx = x->nv, ny = y->nv;
+  int *tab = raspM_alloc(sizeof(int) * (size_t)nx * (size_t)ny);
+  int *cnt = raspM_alloc(sizeof(int) * (size_t)u->nvals);
+  for (int a = 0; a < nx; a++)
+    for (int b = 0; b < ny; b++) {
+      int v = pair_val(g, u, a, b);
+      tab[(size_t)a * ny + b] = v;
+      if (v >= 0) cnt[v]++;
+    }
+  int v0 = 0;
+  for (int v = 1; v < u->nvals; v++)
+    if (cnt[v] > cnt[v0]) v0 = v;
+  int outer = pair_cost(nx, ny, tab, 1, v0, u->nvals, cnt) <
+              pair_cost(nx, ny, tab, 0, v0, u->nvals, cnt);
+  int h0 = hid(w, 0, 0);
+  win(w, 1, h0, 1);
+  wout(w, h0, u->dim + v0, 1);
+  const view *ov = outer ? y : x, *iv = outer ? x : y;
+  int no = outer ? ny : nx, ni = outer ? nx : ny;
+  for (int o = 0; o < no; o++) {
+    if (!ov->ok[o]) continue;
+    for (int v = 0; v < u->nvals; v++) {
+      if (v == v0) continue;
+      int h = -1;
+      for (int i = 0; i < ni; i++) {
+        int r = outer ? tab[(size_t)i * ny + o] : tab[(size_t)o * ny + i];
+        if (r != v) continue;
+        if (h < 0) {
+          h = hid(w, -1, 10);
+          win(w, udim(g, ov->unit) + o, h, 1);
+          wout(w, h, u->dim + v, 1);
+          wout(w, h, u->dim + v0, -1);
+        }
+        win(w, udim(g, iv->unit) + i, h, 1);
+      }
+    }
+  }
+  raspM_free(tab);
+  raspM_free(cnt);
+}
+
+static void mlp_unit(wctx *w, unit *u) {
+  switch (u->mkind) {
+  case M_DECODE: mlp_decode(w, u); break;
+  case M_WHERE: mlp_where(w, u); break;
+  default: mlp_pair(w, u); break;
+  }
+}
+
+/* Columns of one component: key values grouped by equal table rows, or
+** query values by equal columns, whichever gives fewer.  Writes them when
+** wq is not NULL. */
+static int comp_cols(gc *g, const comp *c, int by_key, float *wq, float *wk, int d, int dh,
+                     int col0, double scale) {
+  int nk = g->u[c->ku].nvals, nq = g->u[c->qu].nvals;
+  int nouter = by_key ? nk : nq, ninner = by_key ? nq : nk;
+  int *grp = raspM_alloc(sizeof(int) * (size_t)(nouter ? nouter : 1));
+  int ncol = 0;
+#define T(o, i) (by_key ? c->t[(size_t)(o) * nq + (i)] : c->t[(size_t)(i) * nq + (o)])
+  for (int o = 0; o < nouter; o++) {
+    grp[o] = -1;
+    int zero = 1;
+    for (int i = 0; i < ninner && zero; i++) zero = !T(o, i);
+    if (zero) continue;
+    for (int p = 0; p < o && grp[o] < 0; p++) {
+      if (grp[p] < 0) continue;
+      int same = 1;
+      for (int i = 0; i < ninner && same; i++) same = T(o, i) == T(p, i);
+      if (same) grp[o] = grp[p];
+    }
+    if (grp[o] < 0) {
+      grp[o] = ncol++;
+      if (wq)
+        for (int i = 0; i < ninner; i++)
+          if (T(o, i)) {
+            int col = col0 + grp[o];
+            if (by_key) wq[(size_t)(udim(g, c->qu) + i) * dh + col] = (float)scale;
+            else wk[(size_t)(udim(g, c->ku) + i) * dh + col] = 1;
+          }
+    }
+    if (wq) {
+      int col = col0 + grp[o];
+      if (by_key) wk[(size_t)(udim(g, c->ku) + o) * dh + col] = 1;
+      else wq[(size_t)(udim(g, c->qu) + o) * dh + col] = (float)scale;
+    }
+  }
+#undef T
+  (void)d;
+  raspM_free(grp);
+  return ncol;
+}
+
+static int comp_by_key(gc *g, const comp *c) {
+  return comp_cols(g, c, 1, NULL, NULL, 0, 0, 0, 0) <= comp_cols(g, c, 0, NULL, NULL, 0, 0, 0, 0);
+}
+
+static int head_cols(gc *g, unit *u) {
+  int cols = 1; /* BOS */
+  for (int i = 0; i < u->nc; i++)
+    cols += comp_cols(g, &u->c[i], comp_by_key(g, &u->c[i]), NULL, NULL, 0, 0, 0, 0);
+  return cols;
+}
+
+static int vcols(const unit *u) { return u->hmode == H_CAT ? u->nvals : 1; }
+
+static void write_head(gc *g, unit *u, float *wq, float *wk, float *wv, float *wo, int d,
+                       int dh, double beta) {
+  double scale = beta * sqrt((double)dh);
+  int col = 0;
+  for (int i = 0; i < u->nc; i++)
+    col += comp_cols(g, &u->c[i], comp_by_key(g, &u->c[i]), wq, wk, d, dh, col, scale);
+  double m = u->nc;
+  wk[(size_t)0 * dh + col] = 1;
+  wq[(size_t)1 * dh + col] = (float)((u->hmode == H_WIDTH ? m : m - 0.5) * scale);
+  wq[(size_t)0 * dh + col] = (float)((m + 10) * scale);
+  if (u->hmode == H_WIDTH) {
+    wv[0] = 1;
+    wo[u->dim] = 1;
+  } else if (u->hmode == H_NUM) {
+    const view *v = &u->hv;
+    for (int a = 0; a < v->nv; a++)
+      if (v->ok[a]) wv[(size_t)(udim(g, v->unit) + a) * dh] += (float)dval(v->val[a]);
+    wv[0] = (float)dval(u->dflt);
+    wo[u->dim] = 1;
+  } else {
+    const view *v = &u->hv;
+    for (int a = 0; a < v->nv; a++)
+      if (v->ok[a])
+        wv[(size_t)(udim(g, v->unit) + a) * dh + find(u->vals, u->nvals, v->val[a])] += 1;
+    wv[find(u->vals, u->nvals, u->dflt)] = 1;
+    for (int k = 0; k < u->nvals; k++) wo[(size_t)k * d + u->dim + k] = 1;
+  }
+}
+
+/* ---- the layout as JSON ------------------------------------------------- */
+
+typedef struct sbuf {
+  char *s;
+  size_t len, cap;
+} sbuf;
+
+static void sb_printf(sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void sb_printf(sbuf *b, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  int k = vsnprintf(NULL, 0, fmt, ap);
+  va_end(ap);
+  if (b->len + (size_t)k + 1 > b->cap) {
+    b->cap = (b->len + (size_t)k + 1) * 2;
+    b->s = raspM_realloc(b->s, b->cap);
+  }
+  va_start(ap, fmt);
+  vsnprintf(b->s + b->len, (size_t)k + 1, fmt, ap);
+  va_end(ap);
+  b->len += (size_t)k;
+}
+static void sb_str(sbuf *b, const char *s) {
+  sb_printf(b, "\"");
+  for (; *s; s++) {
+    if (*s == '"' || *s == '\\') sb_printf(b, "\\%c", *s);
+    else if ((unsigned char)*s < 0x20) sb_printf(b, "\\u%04x", *s);
+    else sb_printf(b, "%c", *s);
+  }
+  sb_printf(b, "\"");
+}
+static void sb_elem(sbuf *b, const rasp_ir *ir, rasp_elem e) {
+  char buf[256];
+  raspI_elem_format(ir, e, buf, sizeof buf);
+  sb_str(b, buf);
+}
+
+static const char *unit_name(gc *g, const unit *u, char *buf, size_t size) {
+  if (u->kind == U_TOK) return "tokens";
+  if (u->kind == U_IDX) return "indices";
+  if (u->kind == U_ONE) return "one";
+  const rasp_ir_node *nd = &g->ir->nodes[u->node];
+  snprintf(buf, size, "%s%%%d%s%s", u->kind == U_MLP && u->mkind == M_DECODE ? "decode:" : "",
+           u->node, nd->label ? ":" : "", nd->label ? nd->label : "");
+  return buf;
+}
+
+static char *layout_json(gc *g, const raspG_model *m, int root, const view *ov) {
+  sbuf b = {0};
+  char nb[256];
+  sb_printf(&b, "{\"bos_token\": %d, \"input_offset\": 1, \"n\": %d, \"dims\": [\"is_bos\"",
+            m->model.cfg.bos_token, g->n);
+  for (int i = 0; i < g->nu; i++) {
+    unit *u = &g->u[i];
+    if (!u->used || u->kind == U_ONE) continue;
+    const char *name = unit_name(g, u, nb, sizeof nb);
+    for (int k = 0; k < (u->cat ? u->nvals : 1); k++) {
+      sb_printf(&b, ", ");
+      char eb[128], full[512];
+      if (u->kind == U_TOK && g->o->token_names && u->vals[k].num >= 0 &&
+          u->vals[k].num <= g->o->nvocab && g->o->token_names[u->vals[k].num])
+        snprintf(eb, sizeof eb, "%s", g->o->token_names[u->vals[k].num]);
+      else if (u->cat)
+        raspI_elem_format(g->ir, u->vals[k], eb, sizeof eb);
+      else
+        snprintf(eb, sizeof eb, "%s", u->hmode == H_WIDTH ? "1/(w+1)" : "mean");
+      snprintf(full, sizeof full, "%s=%s", name, eb);
+      sb_str(&b, full);
+    }
+    if (i == 0 && 0) break;
+  }
+  sb_printf(&b, "], \"units\": [");
+  int first = 1;
+  for (int i = 0; i < g->nu; i++) {
+    unit *u = &g->u[i];
+    if (!u->used) continue;
+    static const char *kinds[] = {"tokens", "indices", "one", "head", "mlp"};
+    sb_printf(&b, "%s{\"name\": ", first ? "" : ", ");
+    first = 0;
+    sb_str(&b, unit_name(g, u, nb, sizeof nb));
+    sb_printf(&b, ", \"kind\": \"%s\", \"encoding\": \"%s\", \"dim\": %d, \"size\": %d, "
+                  "\"layer\": %d}",
+              kinds[u->kind], u->cat ? "categorical" : "numerical", u->dim,
+              u->cat ? u->nvals : 1, u->kind >= U_HEAD ? u->layer : -1);
+  }
+  sb_printf(&b, "], \"token_embedding\": \"tokens one-hot; 'one' (dim 1) at every token "
+                "but BOS; is_bos (dim 0) at BOS\", \"position_embedding\": \"indices one-hot "
+                "of position p-1 at model position p >= 1\", \"readout\": {\"node\": %d, "
+                "\"values\": [",
+            root);
+  for (int j = 0; j < m->n_out; j++) {
+    if (j) sb_printf(&b, ", ");
+    sb_elem(&b, g->ir, m->out_vals[j]);
+  }
+  sb_printf(&b, "], \"decode\": \"argmax of the logits at model position i+1 is the output at "
+                "input position i\"}}");
+  (void)ov;
+  return b.s;
+}
+
+/* ---- the driver --------------------------------------------------------- */
+
+static void gc_free(gc *g) {
+  for (int i = 0; i < g->nu; i++) {
+    unit *u = &g->u[i];
+    raspM_free(u->vals);
+    view_free(&u->hv);
+    for (int k = 0; k < u->nmv; k++) view_free(&u->mv[k]);
+    for (int k = 0; k < u->nc; k++) raspM_free(u->c[k].t);
+  }
+  raspM_free(g->u);
+  if (g->nv)
+    for (int i = 0; i < g->ir->nnodes; i++) view_free(&g->nv[i]);
+  raspM_free(g->nv);
+  raspM_free(g->decoded);
+}
+
+int raspG_compile(const rasp_ir *ir, const raspG_opts *o, raspG_model *out, rasp_error *err) {
+  memset(out, 0, sizeof *out);
+  if (!ir->noutputs) {
+    raspR_setnopos(err, "compile: the program has no output");
+    return 0;
+  }
+  gc G, *g = &G;
+  memset(g, 0, sizeof G);
+  g->ir = ir;
+  g->o = o;
+  g->n = ir->n;
+  g->err = err;
+  int root = ir->outputs[0];
+  unsigned char *live = raspM_alloc((size_t)ir->nnodes);
+  raspI_live(ir, &root, 1, live);
+  /* a causal model when every select is causal */
+  g->causal_model = 1;
+  for (int i = 0; i < ir->nnodes; i++)
+    if (live[i] && ir->nodes[i].op == RASP_OP_SELECT && !(ir->nodes[i].flags & RASP_CAUSAL))
+      g->causal_model = 0;
+  /* the embedded units */
+  rasp_elem *tv = raspM_alloc(sizeof(rasp_elem) * (size_t)(o->ninput + 1));
+  for (int i = 0; i < o->ninput; i++) tv[i] = (rasp_elem){o->input_ids[i], 1};
+  new_unit(g, U_TOK, 1, tv, uniq(tv, o->ninput), -1);
+  rasp_elem *iv = raspM_alloc(sizeof(rasp_elem) * (size_t)g->n);
+  for (int i = 0; i < g->n; i++) iv[i] = (rasp_elem){i, 1};
+  new_unit(g, U_IDX, 1, iv, g->n, -1);
+  rasp_elem *ov1 = raspM_alloc(sizeof(rasp_elem));
+  ov1[0] = (rasp_elem){1, 1};
+  new_unit(g, U_ONE, 1, ov1, 1, -1);
+  g->nv = raspM_alloc(sizeof(view) * (size_t)ir->nnodes);
+  int ok = 1;
+  for (int i = 0; i < ir->nnodes && ok; i++)
+    if (live[i]) ok = plan_node(g, i);
+  raspM_free(live);
+  view ov = {0};
+  if (ok) {
+    view_copy(g, &ov, &g->nv[root]);
+    need_cat(g, &ov, root);
+  }
+  for (int i = 0; i < g->nu && ok; i++)
+    if (g->u[i].kind == U_HEAD) ok = sel_comps(g, g->u[i].selnode, g->u[i].c, &g->u[i].nc);
+  if (!ok) {
+    view_free(&ov);
+    gc_free(g);
+    return 0;
+  }
+  schedule(g);
+  mark_used(g, ov.unit);
+  if (getenv("RASP_COMPILE_DEBUG")) {
+    char nb[256];
+    for (int i = 0; i < g->nu; i++) {
+      unit *u = &g->u[i];
+      fprintf(stderr, "unit %d %s kind %d cat %d nvals %d ready %d used %d mode %d/%d nc %d:",
+              i, unit_name(g, u, nb, sizeof nb), u->kind, u->cat, u->nvals, u->ready, u->used,
+              u->hmode, u->mkind, u->nc);
+      for (int k = 0; k < u->nvals && k < 12; k++) {
+        char eb[64];
+        raspI_elem_format(ir, u->vals[k], eb, sizeof eb);
+        fprintf(stderr, " %s", eb);
+      }
+      fprintf(stderr, "\n");
+    }
+  }
+  g->u[2].used = 1; /* ONE */
+  /* residual dimensions */
+  int d = 2;
+  for (int i = 0; i < g->nu; i++) {
+    unit *u = &g->u[i];
+    if (!u->used) continue;
+    if (u->kind == U_ONE) u->dim = 1;
+    else {
+      u->dim = d;
+      d += u->cat ? u->nvals : 1;
+    }
+  }
+  /* layers, heads, widths */
+  int nl = 0;
+  for (int i = 0; i < g->nu; i++)
+    if (g->u[i].used && g->u[i].kind >= U_HEAD && g->u[i].layer + 1 > nl)
+      nl = g->u[i].layer + 1;
+  out->heads = raspM_alloc(sizeof(int) * (size_t)(nl + 1));
+  out->mlp_width = raspM_alloc(sizeof(int) * (size_t)(nl + 1));
+  int maxh = 1, dh = 1, dmlp = 1;
+  for (int i = 0; i < g->nu; i++) {
+    unit *u = &g->u[i];
+    if (!u->used || u->kind != U_HEAD) continue;
+    out->heads[u->layer]++;
+    u->cols = head_cols(g, u);
+    if (u->cols > dh) dh = u->cols;
+    if (vcols(u) > dh) dh = vcols(u);
+  }
+  for (int l = 0; l < nl; l++) {
+    if (out->heads[l] > maxh) maxh = out->heads[l];
+    wctx w = {g, d, 0, dh, NULL, NULL, NULL, out->heads[l] ? 1 : 0};
+    for (int i = 0; i < g->nu; i++)
+      if (g->u[i].used && g->u[i].kind == U_MLP && g->u[i].layer == l) mlp_unit(&w, &g->u[i]);
+    out->mlp_width[l] = w.h;
+    if (w.h > dmlp) dmlp = w.h;
+  }
+  /* the readout's values */
+  out->out_vals = view_image(&ov, &out->n_out);
+  out->n = g->n;
+  out->n_dims = d;
+  rasp_model_config cfg = {0};
+  cfg.vocab_size = o->nvocab + 2;
+  cfg.max_len = g->n + 1;
+  cfg.d_model = d;
+  cfg.n_layers = nl;
+  cfg.n_heads = maxh;
+  cfg.d_head = dh;
+  cfg.d_mlp = dmlp;
+  cfg.n_out = out->n_out > 0 ? out->n_out : 1;
+  cfg.causal = g->causal_model;
+  cfg.layer_norm = 0;
+  cfg.pos_embedding = 1;
+  cfg.gelu = 0;
+  cfg.bos_token = o->nvocab + 1;
+  if (raspN_init(&out->model, &cfg, err) != 0) {
+    view_free(&ov);
+    gc_free(g);
+    raspG_free(out);
+    return 0;
+  }
+  rasp_model *m = &out->model;
+  /* embeddings */
+  float *te = raspN_data(m, "tok_emb"), *pe = raspN_data(m, "pos_emb");
+  te[(size_t)cfg.bos_token * d + 0] = 1;
+  for (int t = 1; t <= o->nvocab; t++) {
+    te[(size_t)t * d + 1] = 1;
+    int k = find(g->u[0].vals, g->u[0].nvals, (rasp_elem){t, 1});
+    if (g->u[0].used && k >= 0) te[(size_t)t * d + g->u[0].dim + k] = 1;
+  }
+  if (g->u[1].used)
+    for (int p = 1; p <= g->n; p++) pe[(size_t)p * d + g->u[1].dim + p - 1] = 1;
+  /* attention sharpness: the weight leaking past a score gap of 1/2 stays
+  ** below 1e-9 of the total */
+  double beta = 2 * (log((double)g->n + 1) + 21);
+  char name[64];
+  for (int l = 0; l < nl; l++) {
+    int hh = 0;
+#define T_(s) (snprintf(name, sizeof name, "layers.%d.%s", l, s), raspN_data(m, name))
+    float *wq = T_("attn.w_q"), *wk = T_("attn.w_k"), *wv = T_("attn.w_v"), *wo = T_("attn.w_o");
+    for (int i = 0; i < g->nu; i++) {
+      unit *u = &g->u[i];
+      if (!u->used || u->kind != U_HEAD || u->layer != l) continue;
+      size_t off = (size_t)hh * d * dh;
+      write_head(g, u, wq + off, wk + off, wv + off, wo + (size_t)hh * dh * d, d, dh, beta);
+      hh++;
+    }
+    wctx w = {g, d, dmlp, dh, T_("mlp.w_in"), T_("mlp.b_in"), T_("mlp.w_out"), 0};
+#undef T_
+    if (hh) { /* undo what the heads wrote at BOS */
+      int h = w.h++;
+      w.w_in[h] = 1;
+      for (int i = 0; i < g->nu; i++) {
+        unit *u = &g->u[i];
+        if (!u->used || u->kind != U_HEAD || u->layer != l) continue;
+        if (u->hmode == H_CAT) wout(&w, h, u->dim + find(u->vals, u->nvals, u->dflt), -1);
+        else wout(&w, h, u->dim, u->hmode == H_WIDTH ? -1 : -dval(u->dflt));
+      }
+    }
+    for (int i = 0; i < g->nu; i++)
+      if (g->u[i].used && g->u[i].kind == U_MLP && g->u[i].layer == l) mlp_unit(&w, &g->u[i]);
+  }
+  /* the readout */
+  float *un = raspN_data(m, "unembed");
+  for (int a = 0; a < ov.nv; a++)
+    if (ov.ok[a])
+      un[(size_t)(udim(g, ov.unit) + a) * cfg.n_out + find(out->out_vals, out->n_out, ov.val[a])] =
+          1;
+  m->json_extra = layout_json(g, out, root, &ov);
+  view_free(&ov);
+  gc_free(g);
+  return 1;
+}
+
+void raspG_free(raspG_model *g) {
+  raspN_free(&g->model);
+  raspM_free(g->out_vals);
+  raspM_free(g->heads);
+  raspM_free(g->mlp_width);
+  memset(g, 0, sizeof *g);
+}
+
+int raspG_run(const raspG_model *g, const int64_t *tokens, rasp_elem *out, float *logits,
+              rasp_error *err) {
+  int n = g->n, no = g->model.cfg.n_out;
+  int *t = raspM_alloc(sizeof(int) * (size_t)(n + 1));
+  float *lg = logits ? logits : raspM_alloc(sizeof(float) * (size_t)(n + 1) * no);
+  t[0] = g->model.cfg.bos_token;
+  for (int i = 0; i < n; i++) t[i + 1] = (int)tokens[i];
+  int rc = raspN_forward(&g->model, t, n + 1, lg, NULL, err);
+  if (rc == 0)
+    for (int i = 0; i < n; i++) {
+      const float *row = lg + (size_t)(i + 1) * no;
+      int best = 0;
+      for (int j = 1; j < g->n_out; j++)
+        if (row[j] > row[best]) best = j;
+      out[i] = g->out_vals[best];
+    }
+  raspM_free(t);
+  if (!logits) raspM_free(lg);
+  return rc == 0;
+}
+
+void raspG_print_stats(const raspG_model *g, FILE *out) {
+  const rasp_model_config *c = &g->model.cfg;
+  fprintf(out, "d_model %d, layers %d, heads %d (d_head %d), d_mlp %d, n_out %d, %s\n",
+          c->d_model, c->n_layers, c->n_heads, c->d_head, c->d_mlp, c->n_out,
+          c->causal ? "causal" : "non-causal");
+  fprintf(out, "heads per layer:");
+  for (int l = 0; l < c->n_layers; l++) fprintf(out, " %d", g->heads[l]);
+  fprintf(out, "\nMLP widths:");
+  for (int l = 0; l < c->n_layers; l++) fprintf(out, " %d", g->mlp_width[l]);
+  fprintf(out, "\nparameters: %zu\n", g->model.nparams);
+}

@@ -1,0 +1,198 @@
+/*
+** test_compile.c -- the compiler (rcompile.h): compile small programs, run
+** the compiled model in float32 and compare it with the interpreter on
+** random inputs, position by position.  Also one save/load round trip.
+*/
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "rasp.h"
+#include "rcompile.h"
+#include "rtask.h"
+
+/* Traces `src` (its main) at length n over symbols vocab, compiles it and
+** compares model and interpreter on `trials` random inputs.  Returns the
+** number of disagreeing inputs; *model_out, if not NULL, keeps the model. */
+static int compile_and_compare(const char *src, const char *const *vocab, int nvocab, int n,
+                               int trials, raspG_model *model_out) {
+  rasp_error err = {0};
+  rasp_ctx *ctx = rasp_ctx_new(n, NULL, &err);
+  ck_assert_ptr_nonnull(ctx);
+  ck_assert(rasp_set_vocab(ctx, vocab, nvocab, &err));
+  ck_assert_msg(rasp_load_stdlib(ctx, NULL, &err), "%s", err.msg);
+  ck_assert_msg(rasp_exec_string(ctx, "test", src, &err), "%s", err.msg);
+  ck_assert_msg(rasp_trace(ctx, "main", &err), "%s", err.msg);
+  rasp_ir *ir = rasp_ctx_ir(ctx);
+  int64_t *ids = malloc(sizeof(int64_t) * (size_t)nvocab);
+  for (int i = 0; i < nvocab; i++) ids[i] = i + 1;
+  raspG_opts o = {ids, nvocab, nvocab, NULL};
+  raspG_model g;
+  ck_assert_msg(raspG_compile(ir, &o, &g, &err), "%s", err.msg);
+  rasp_eval *ev = raspE_new(ir);
+  int64_t *tok = malloc(sizeof(int64_t) * (size_t)n);
+  rasp_elem *got = malloc(sizeof(rasp_elem) * (size_t)n);
+  int bad = 0;
+  for (int k = 0; k < trials; k++) {
+    rasp_rng rng;
+    raspT_rng_seed(&rng, 7, (uint64_t)k);
+    for (int i = 0; i < n; i++) tok[i] = ids[raspT_rng_below(&rng, (uint64_t)nvocab)];
+    ck_assert_msg(raspG_run(&g, tok, got, NULL, &err), "%s", err.msg);
+    ck_assert_msg(raspE_run(ev, 1, tok, &err), "%s", err.msg);
+    const rasp_elem *want = raspE_value(ev, ir->outputs[0], 0);
+    for (int i = 0; i < n; i++)
+      if (got[i].num != want[i].num || got[i].den != want[i].den) {
+        bad++;
+        break;
+      }
+  }
+  raspE_free(ev);
+  free(tok);
+  free(got);
+  free(ids);
+  rasp_ctx_free(ctx);
+  if (model_out) *model_out = g;
+  else raspG_free(&g);
+  return bad;
+}
+
+static const char *const abc[] = {"a", "b", "c"};
+static const char *const nums[] = {"1", "2", "3", "4"};
+static const char *const parens[] = {"(", ")", "x"};
+
+START_TEST(test_length) {
+  raspG_model g;
+  ck_assert_int_eq(compile_and_compare("def main(seq):\n"
+                                       "    return sel_width(select(seq, seq, always, causal=False))\n",
+                                       abc, 3, 6, 50, &g),
+                   0);
+  ck_assert_int_eq(g.model.cfg.n_layers, 1);
+  ck_assert_int_eq(g.model.cfg.bos_token, 4);
+  raspG_free(&g);
+}
+END_TEST
+
+START_TEST(test_maps_fuse) {
+  /* a chain of maps of one sequence is a view: no layer at all */
+  raspG_model g;
+  ck_assert_int_eq(compile_and_compare("def main(seq):\n"
+                                       "    x = tok_map(seq, lambda t: t * 2)\n"
+                                       "    return (x + 1) % 3 == 0\n",
+                                       nums, 4, 5, 20, &g),
+                   0);
+  ck_assert_int_eq(g.model.cfg.n_layers, 0);
+  raspG_free(&g);
+}
+END_TEST
+
+START_TEST(test_where_pair) {
+  ck_assert_int_eq(compile_and_compare("def main(seq):\n"
+                                       "    idx = indices(seq)\n"
+                                       "    return where(idx % 2 == 0, seq, idx + 10)\n",
+                                       nums, 4, 7, 50, NULL),
+                   0);
+  ck_assert_int_eq(compile_and_compare("def main(seq):\n"
+                                       "    idx = indices(seq)\n"
+                                       "    return seq_map(seq, idx, lambda a, b: a * b + 1)\n",
+                                       nums, 4, 7, 50, NULL),
+                   0);
+}
+END_TEST
+
+START_TEST(test_classics) {
+  static const char *reverse = "def main(seq):\n"
+                               "    idx = indices(seq)\n"
+                               "    flip = select(idx, length - idx - 1, equals, causal=False)\n"
+                               "    return aggregate(flip, seq)\n";
+  static const char *hist = "def main(seq):\n"
+                            "    return sel_width(select(seq, seq, equals, causal=False))\n";
+  static const char *sort =
+      "def main(seq):\n"
+      "    idx = indices(seq)\n"
+      "    keys = seq + idx / len(seq)\n"
+      "    target = sel_width(select(keys, keys, lt, causal=False))\n"
+      "    return aggregate(select(target, idx, equals, causal=False), seq)\n";
+  static const char *parens_src =
+      "def main(seq):\n"
+      "    o = tok_map(seq, lambda t: 1 if reverse_d[t] == '(' else 0)\n"
+      "    c = tok_map(seq, lambda t: 1 if reverse_d[t] == ')' else 0)\n"
+      "    idx = indices(seq)\n"
+      "    bal = aggregate(select(idx, idx, leq, causal=True), o - c)\n"
+      "    neg = aggregate(select(idx, idx, always, causal=False),\n"
+      "                    where(bal < 0, full(seq, 1), full(seq, 0))) > 0\n"
+      "    last = aggregate(select(idx, length - 1, equals, causal=False),\n"
+      "                     where(bal == 0, full(seq, 1), full(seq, 0))) == 1\n"
+      "    return last & ~neg\n";
+  ck_assert_int_eq(compile_and_compare(reverse, abc, 3, 9, 50, NULL), 0);
+  ck_assert_int_eq(compile_and_compare(hist, abc, 3, 9, 50, NULL), 0);
+  ck_assert_int_eq(compile_and_compare(sort, nums, 4, 8, 50, NULL), 0);
+  ck_assert_int_eq(compile_and_compare(parens_src, parens, 3, 8, 100, NULL), 0);
+}
+END_TEST
+
+START_TEST(test_causal) {
+  raspG_model g;
+  ck_assert_int_eq(compile_and_compare("def main(seq):\n"
+                                       "    idx = indices(seq)\n"
+                                       "    return shift_right(seq, 1, default=0, causal=True)\n",
+                                       abc, 3, 6, 30, &g),
+                   0);
+  ck_assert_int_eq(g.model.cfg.causal, 1);
+  raspG_free(&g);
+}
+END_TEST
+
+START_TEST(test_save_load) {
+  raspG_model g;
+  ck_assert_int_eq(compile_and_compare("def main(seq):\n"
+                                       "    return shift_left(seq, 1, default=0)\n",
+                                       abc, 3, 5, 10, &g),
+                   0);
+  char stem[] = "/tmp/rasp_compile_testXXXXXX";
+  int fd = mkstemp(stem);
+  ck_assert_int_ge(fd, 0);
+  close(fd);
+  rasp_error err = {0};
+  ck_assert_msg(raspN_save(&g.model, stem, &err) == 0, "%s", err.msg);
+  raspG_model h = g;
+  memset(&h.model, 0, sizeof h.model);
+  ck_assert_msg(raspN_load(&h.model, stem, &err) == 0, "%s", err.msg);
+  ck_assert_int_eq(h.model.nparams, g.model.nparams);
+  ck_assert(memcmp(h.model.params, g.model.params, sizeof(float) * g.model.nparams) == 0);
+  ck_assert_ptr_nonnull(h.model.json_extra);
+  ck_assert_ptr_nonnull(strstr(h.model.json_extra, "\"readout\""));
+  int64_t tok[5] = {1, 2, 3, 1, 2};
+  rasp_elem out[5];
+  ck_assert(raspG_run(&h, tok, out, NULL, &err));
+  ck_assert_int_eq(out[0].num, 2);
+  ck_assert_int_eq(out[4].num, 0);
+  raspN_free(&h.model);
+  raspG_free(&g);
+  char path[64];
+  snprintf(path, sizeof path, "%s.safetensors", stem);
+  unlink(path);
+  snprintf(path, sizeof path, "%s.json", stem);
+  unlink(path);
+  unlink(stem);
+}
+END_TEST
+
+int main(void) {
+  Suite *s = suite_create("compile");
+  TCase *tc = tcase_create("core");
+  tcase_set_timeout(tc, 120);
+  tcase_add_test(tc, test_length);
+  tcase_add_test(tc, test_maps_fuse);
+  tcase_add_test(tc, test_where_pair);
+  tcase_add_test(tc, test_classics);
+  tcase_add_test(tc, test_causal);
+  tcase_add_test(tc, test_save_load);
+  suite_add_tcase(s, tc);
+  SRunner *sr = srunner_create(s);
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
