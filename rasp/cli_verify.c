@@ -389,7 +389,7 @@ static void write_dot(rasp_ptrace *tr, const char *name, FILE *f) {
                  s % 2 ? "attention" : "MLP");
     for (int i = 0; i < ir->nnodes; i++) {
       const rasp_ir_node *nd = &ir->nodes[i];
-      if (!live[i] || tr->layers.sublayer[i] != s) continue;
+      if (!live[i] || tr->layers.sublayer[i] != s || nd->op == RASP_OP_FULL) continue;
       rasp_component c = raspI_op_component(nd->op);
       if (c == RASP_COMP_SELECTOR && s != 0) continue;
       const char *shape = c == RASP_COMP_ATTN ? "box" : c == RASP_COMP_SELECTOR ? "diamond" : "ellipse";
@@ -401,6 +401,14 @@ static void write_dot(rasp_ptrace *tr, const char *name, FILE *f) {
       fputs(raspI_op_name(nd->op), f);
       if (nd->op == RASP_OP_BINARY) fprintf(f, " %s", raspI_binop_name((rasp_binop)nd->aux));
       if (nd->op == RASP_OP_SELECT) fprintf(f, " %s", raspI_pred_name((rasp_pred)nd->aux));
+      /* constants are folded into their users' labels to keep the graph legible */
+      for (int k = 0; k < nd->nin; k++)
+        if (ir->nodes[nd->in[k]].op == RASP_OP_FULL) {
+          char cbuf[64];
+          raspI_elem_format(ir, ir->nodes[nd->in[k]].c, cbuf, sizeof cbuf);
+          fprintf(f, " [%d]=", k);
+          dot_escape(f, cbuf);
+        }
       if (nd->pos.src) fprintf(f, "\\nline %d", nd->pos.line);
       fputs("\"];\n", f);
     }
@@ -415,7 +423,9 @@ static void write_dot(rasp_ptrace *tr, const char *name, FILE *f) {
   }
   for (int i = 0; i < ir->nnodes; i++) {
     if (!live[i]) continue;
-    for (int k = 0; k < ir->nodes[i].nin; k++) fprintf(f, "  n%d -> n%d;\n", ir->nodes[i].in[k], i);
+    for (int k = 0; k < ir->nodes[i].nin; k++)
+      if (ir->nodes[ir->nodes[i].in[k]].op != RASP_OP_FULL)
+        fprintf(f, "  n%d -> n%d;\n", ir->nodes[i].in[k], i);
   }
   fputs("}\n", f);
   raspM_free(live);
