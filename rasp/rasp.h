@@ -86,6 +86,11 @@ int rasp_get_int(rasp_ctx *ctx, const char *name, int64_t *out,
 int rasp_get_setting(rasp_ctx *ctx, const char *dict, const char *key, char *buf,
                      size_t size, rasp_error *err);
 
+/* Calls fn with every key of the global dict `dict` (non-string keys as
+** "?").  0 when there is no such dict. */
+int rasp_dict_keys(rasp_ctx *ctx, const char *dict, void (*fn)(void *user, const char *key),
+                   void *user);
+
 /* Calls global function `name` with concrete arguments: each argument is
 ** either a list of elements (as a Python list) or a single element.
 ** Returns the truth of the result in *truth.  Used for output checks. */

@@ -1005,16 +1005,11 @@ static value *subscript(rasp_ctx *ctx, env *e, const rasp_ast *x) {
   case V_DICT: {
     value *v = raspV_dict_get(obj, idx);
     if (!v) {
-      char *k = raspV_repr(ctx, idx);
-      rasp_pos p = x->b->pos;
-      strbuf b = {0};
-      sb_puts(&b, k);
+      /* copy to the stack so that nothing leaks across the longjmp */
+      char *k = raspV_repr(ctx, idx), msg[200];
+      snprintf(msg, sizeof msg, "%s", k);
       raspM_free(k);
-      /* copy to a stack buffer so nothing leaks across the longjmp */
-      char msg[200];
-      snprintf(msg, sizeof msg, "%s", b.s);
-      raspM_free(b.s);
-      raspV_error(ctx, p, "key %s is not in the dict", msg);
+      raspV_error(ctx, x->b->pos, "key %s is not in the dict", msg);
     }
     return v;
   }
@@ -1905,6 +1900,17 @@ int rasp_repl_entry(rasp_ctx *ctx, const char *text, int *node, int *is_sel, cha
     exec_block(ctx, ctx->globals, mod->items, mod->nitems);
   }
   PROTECT_END(ctx)
+}
+
+int rasp_dict_keys(rasp_ctx *ctx, const char *dict, void (*fn)(void *, const char *),
+                   void *user) {
+  value *d = env_get(ctx->globals, raspV_intern(ctx, dict));
+  if (!d || d->kind != V_DICT) return 0;
+  for (int i = 0; i < d->u.dict.n; i++) {
+    value *k = d->u.dict.keys[i];
+    fn(user, k->kind == V_STR ? k->u.str.s : "?");
+  }
+  return 1;
 }
 
 void rasp_complete(rasp_ctx *ctx, const char *prefix, void (*fn)(void *, const char *),

@@ -66,6 +66,23 @@ static int setting_bool(const char *path, const char *key, const char *text, int
   return 1;
 }
 
+#define KNOWN_KEYS                                                               \
+  "order, q, markers, st_names, bos, eos, answer, symbols, min_M, min_D, check, entry, " \
+  "causal, expect"
+
+typedef struct unknown_key { char *key; } unknown_key;
+
+static void note_unknown_key(void *user, const char *key) {
+  static const char *known[] = {"order", "q", "markers", "st_names", "bos", "eos",
+                                "answer", "symbols", "min_M", "min_D", "check",
+                                "entry", "causal", "expect", NULL};
+  unknown_key *uk = user;
+  if (uk->key) return;
+  for (int i = 0; known[i]; i++)
+    if (strcmp(known[i], key) == 0) return;
+  uk->key = raspM_strdup(key);
+}
+
 /* Reads the `task` dict into prog->base. */
 static int read_settings(rasp_ctx *ctx, rasp_program *prog, rasp_error *err) {
   char buf[256];
@@ -75,10 +92,14 @@ static int read_settings(rasp_ctx *ctx, rasp_program *prog, rasp_error *err) {
     raspR_setnopos(err, "%s: the program declares no task settings (a global dict 'task')", path);
     return 0;
   }
-  static const char *known[] = {"order", "q", "markers", "st_names", "bos", "eos", "answer",
-                                "symbols", "min_M", "min_D", "check", "entry", "description",
-                                "causal", NULL};
-  (void)known;
+  /* a misspelt setting would silently keep its default: refuse it */
+  unknown_key uk = {NULL};
+  rasp_dict_keys(ctx, "task", note_unknown_key, &uk);
+  if (uk.key) {
+    raspR_setnopos(err, "%s: unknown task setting '%s' (known: %s)", path, uk.key, KNOWN_KEYS);
+    raspM_free(uk.key);
+    return 0;
+  }
   int r;
   if ((r = parse_setting(ctx, "order", buf, sizeof buf, err)) < 0) return 0;
   if (r) {

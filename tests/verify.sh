@@ -50,6 +50,7 @@ expect json_output 0 '"program":"listing3_forward_start","D":2,"M":5' "" -- veri
 expect causal_declared_checked 1 "" "declares task\['causal'\] = True, but this select is not causal" -- verify tests/verify/not_causal.rasp --D 2 $g
 expect no_task 2 "" "declares no task settings" -- verify tests/verify/no_task.rasp
 expect bad_task_order 2 "" "task\['order'\] must be 'edge' or 'arm', not 'diagonal'" -- verify tests/verify/bad_order.rasp
+expect misspelt_setting 2 "" "unknown task setting 'ordr'" -- verify tests/verify/misspelt_setting.rasp
 expect syntax_error 1 "" "syntax_error.rasp:3:17: expected an expression" -- verify tests/verify/syntax_error.rasp
 expect missing_file 2 "" "cannot read 'tests/verify/nope.rasp'" -- verify tests/verify/nope.rasp
 expect bad_D 2 "" "--D: expected an integer in 1..1000000, got 'x'" -- verify programs/listing1_back_target.rasp --D x
