@@ -5,32 +5,68 @@
 ** operations, so the natural unit of work is "one node over the whole batch":
 ** each node's value is one B x n array of rasp_elem, filled by a tight loop.
 ** The interpreter's per-element overhead (dispatch, operand lookup) is paid
-** once per node instead of once per element, and the inner loops have a
-** fast path for plain integers that avoids the general rational code.
-** Every value is kept until the next run because counterexample reports and
-** the REPL want to show intermediates, and the memory is only B*n per node.
+** once per node instead of once per element.
+**
+** Kinds.  Besides its value, every node gets a run-time *kind*: the set of
+** element representations that may occur in it over the whole batch (plain
+** integers, booleans, rationals, symbols).  It is exact for inputs, indices,
+** constants, comparisons and counts, and an upper bound elsewhere (where
+** picks from two operands and gets the union).  The static types of the IR
+** are not trusted for this (min(True, 2) is True in an int-typed node).
+** Operations whose operands are "int-like" (integers and booleans only, so
+** num is the numeric value and equality and order are those of num) run
+** tight loops without per-element representation checks, which the compiler
+** can vectorise; anything else goes through the exact element routines.
+** An upper bound is safe for choosing a fast path; decisions that report
+** errors (symbols in aggr_mean) look at the values themselves.
+**
+** Memory.  Value buffers and all scratch space (hash tables, sort buffers,
+** selector matrices) belong to the evaluator and are reused from run to run,
+** so a run allocates nothing once the sizes have been seen.  By default every
+** value is kept until the next run, because counterexample reports and the
+** REPL want to show intermediates.  raspE_set_keep_intermediates(ev, 0)
+** instead hands a node's buffer back to a pool as soon as its last user has
+** run, so memory follows the widest point of the graph, not its size; only
+** the outputs can then be read.
 **
 ** Attention is where the cost lies.  A selector is never stored as a value:
 ** the head that consumes it (sel_width or an aggregate) looks at how the
 ** selector was made and picks an algorithm that does not build the n x n
 ** matrix when the predicate has structure:
-**   - equality: a hash join.  Keys are grouped by value with running
-**     statistics (count, exact sum, max, min); a query reads its group in
-**     O(1).  Causal selects sweep positions in order, inserting key p before
-**     answering query p, which gives exactly the keys k <= q.
+**   - equality, and conjunctions (select_and) of equalities with position
+**     windows: a hash join on the tuple of keys.  Keys and queries are
+**     first mapped to group numbers (int-like keys: a direct-addressed
+**     table when their range is
+**     at most a few times n, else an open-addressing table whose slots carry
+**     a generation stamp, so nothing is cleared between inputs); then
+**     statistics (count, exact sum, max, min) are accumulated per group and
+**     a query reads its group in O(1).  Causal selects (and prefix windows
+**     k < q + c) sweep positions in order, adding the keys up to q + c - 1
+**     before answering query q, which gives exactly the keys selected.
 **   - not_equals (non-causal), lt/leq/gt/geq (non-causal): keys are sorted
 **     once and prefix/suffix statistics are built; a query's selected set is
 **     a prefix, a suffix, or (for not_equals) a prefix plus a suffix of the
-**     sorted keys, found by binary search.  O(n log n).
+**     sorted keys, found by binary search (or, when keys and queries are the
+**     same node, by one pass over the sorted runs).  O(n log n).
+**   - position windows: a select whose keys and queries are both indices
+**     (and causal `always`) selects a prefix, a suffix or one position of
+**     the sequence itself, so the same prefix statistics answer it in O(n).
 **   - not_equals, causal: running totals minus the running statistics of the
 **     query's group; max/min cannot be subtracted, so heads that need them
 **     fall back to the matrix.
 **   - always/never: one running or global statistic.
 **   - everything else (custom predicates, causal comparisons, and/or/not
-**     combinations): a byte matrix per input, capped by max_selector_cells.
-** All paths reduce to the same statistic record and the same finishing
-** function, which is what keeps them in exact agreement (the tests compare
-** the fast paths against a custom-predicate matrix on random inputs).
+**     combinations): a byte matrix per input, capped by max_selector_cells,
+**     built row by row with vectorisable compares when keys are int-like.
+** Statistics come in two flavours.  When the values are all integers or all
+** booleans (or, for the mean heads, a mix of the two), the fast flavour
+** keeps count, a 128-bit sum, the number of booleans and the max or min as
+** plain numbers; otherwise the exact record (rstat) with rational sums.
+** Of equal-comparing values (True and 1) a max or min keeps the one at the
+** first position, whatever order a path adds them in (the matrix's row
+** order).  Both end in finishing functions with the same rules, and the tests
+** compare every fast path against a custom-predicate matrix on random
+** inputs, which is what keeps them in exact agreement.
 **
 ** Callbacks into the interpreter (maps, custom predicates) are memoised per
 ** node in hash tables owned by the evaluator, so a map over a vocabulary of
@@ -59,17 +95,76 @@ typedef struct memo {
   unsigned char *used;
 } memo;
 
+/* Element kinds (bit set). */
+#define K_INT 1u
+#define K_BOOL 2u
+#define K_RAT 4u
+#define K_SYM 8u
+#define INTLIKE(k) (((k) & (K_RAT | K_SYM)) == 0)
+
+/* Scratch slots, each a buffer reused across heads and runs. */
+enum {
+  SC_GID, SC_GQ, SC_GCNT, SC_GSUM, SC_GNB, SC_GEXT, SC_VV, SC_VB,
+  SC_PSUM, SC_PNB, SC_PEXT, SC_SEXT, SC_KS, SC_KS2, SC_SK, SC_QA, SC_QB,
+  SC_QT, SC_PRE, SC_SUF, SC_GSTAT, SC_KK, SC_QQ, SC_HKEY, SC_HEKEY,
+  SC_HGID, SC_HST, SC_GID2, SC_GQ2, SC_PK, SC_PQ, SC_MAT0,
+  SC__COUNT = SC_MAT0 + 8
+};
+
 struct rasp_eval {
   const rasp_ir *ir;
   size_t max_cells;
   int B, n, nnodes; /* nnodes: size of the per-node arrays */
   int ran;          /* a run has succeeded and values are valid */
+  int keep;         /* keep every intermediate value (default) */
   unsigned char *live;
+  unsigned char *kind;  /* per node: K_* bits of its value */
   rasp_elem **val;      /* per node: B*n elements, NULL for selectors */
+  size_t *valcap;       /* per node: capacity of val[] in elements */
+  size_t *cfill;        /* per node: leading elements of val[] that already
+                           hold the node's constant value (full, indices) */
   memo **memos;         /* per node, created on first use */
   unsigned char **selm; /* raspE_selector cache per node */
   int *selb;            /* which input selm[node] holds */
+  int *lastuse;         /* per node: last node that reads its value */
+  int *relstart, *rel;  /* nodes whose value dies after node i (CSR) */
+  /* buffers returned early (keep == 0), reused for later nodes */
+  rasp_elem **pool;
+  size_t *poolcap;
+  int npool, poolsz;
+  /* scratch */
+  void *sc[SC__COUNT];
+  size_t sccap[SC__COUNT];
+  int *dtab; /* direct-addressed group table, all -1 between uses */
+  size_t dtabcap;
+  uint32_t hgen; /* generation of the stamped hash tables */
+  size_t hcap;
 };
+
+/* A scratch buffer of at least bytes (contents undefined). */
+static void *scratch(rasp_eval *ev, int slot, size_t bytes) {
+  if (bytes > ev->sccap[slot]) {
+    size_t cap = ev->sccap[slot] ? ev->sccap[slot] : 64;
+    while (cap < bytes) cap *= 2;
+    raspM_free(ev->sc[slot]);
+    ev->sc[slot] = raspM_alloc(cap);
+    ev->sccap[slot] = cap;
+  }
+  return ev->sc[slot];
+}
+
+static unsigned elem_kind(rasp_elem e) {
+  return e.den == 1 ? K_INT
+         : e.den == RASP_DEN_BOOL ? K_BOOL
+         : e.den == RASP_DEN_SYM ? K_SYM
+                                 : K_RAT;
+}
+
+static unsigned scan_kind(const rasp_elem *v, size_t n) {
+  unsigned k = 0;
+  for (size_t i = 0; i < n; i++) k |= elem_kind(v[i]);
+  return k;
+}
 
 static uint64_t mix64(uint64_t x) {
   x ^= x >> 30;
@@ -175,6 +270,8 @@ static int call_memo(rasp_eval *ev, int id, int nargs, const rasp_elem *args,
 
 /* ---- element-wise nodes */
 
+#define KIND_SCAN 0x100u /* the handler leaves the kind to a scan */
+
 typedef struct ctx {
   rasp_eval *ev;
   int id;
@@ -183,10 +280,15 @@ typedef struct ctx {
   size_t total; /* B*n */
   rasp_elem *out;
   rasp_error *err;
+  unsigned kind; /* set by the handler, or KIND_SCAN */
 } ctx;
 
 static const rasp_elem *operand(const ctx *c, int j) {
   return c->ev->val[c->nd->in[j]];
+}
+
+static unsigned operand_kind(const ctx *c, int j) {
+  return c->ev->kind[c->nd->in[j]];
 }
 
 static int elem_fail(const ctx *c) {
@@ -199,98 +301,328 @@ static int eval_INPUT(ctx *c) {
     c->out[i].num = c->tokens[i];
     c->out[i].den = 1;
   }
+  c->kind = K_INT;
   return 1;
 }
 
 static int eval_INDICES(ctx *c) {
   int n = c->ev->n;
+  c->kind = K_INT;
+  if (c->ev->cfill[c->id] >= c->total) return 1;
+  c->ev->cfill[c->id] = c->total;
   for (int b = 0; b < c->ev->B; b++)
     for (int i = 0; i < n; i++) {
       c->out[(size_t)b * n + i].num = i;
       c->out[(size_t)b * n + i].den = 1;
     }
+  c->kind = K_INT;
   return 1;
 }
 
 static int eval_FULL(ctx *c) {
+  c->kind = c->total ? elem_kind(c->nd->c) : 0;
+  if (c->ev->cfill[c->id] >= c->total) return 1;
   for (size_t i = 0; i < c->total; i++) c->out[i] = c->nd->c;
+  c->ev->cfill[c->id] = c->total;
   return 1;
 }
 
 static int eval_UNARY(ctx *c) {
   const rasp_elem *x = operand(c, 0);
   rasp_unop op = (rasp_unop)c->nd->aux;
-  for (size_t i = 0; i < c->total; i++) {
-    if (op == RASP_UN_NEG && x[i].den == 1 && x[i].num != INT64_MIN) {
-      c->out[i].num = -x[i].num;
-      c->out[i].den = 1;
-    } else if (!raspI_elem_unop(op, x[i], &c->out[i], c->err)) {
-      return elem_fail(c);
+  unsigned kx = operand_kind(c, 0);
+  rasp_elem *o = c->out;
+  size_t total = c->total;
+  if (INTLIKE(kx) && op == RASP_UN_NOT) {
+    for (size_t i = 0; i < total; i++) {
+      o[i].num = x[i].num == 0;
+      o[i].den = RASP_DEN_BOOL;
     }
+    c->kind = K_BOOL;
+    return 1;
+  }
+  if (kx == K_INT) {
+    int bad = 0;
+    switch (op) {
+    case RASP_UN_NEG:
+      for (size_t i = 0; i < total; i++) {
+        bad |= x[i].num == INT64_MIN;
+        o[i].num = (int64_t)(0 - (uint64_t)x[i].num);
+        o[i].den = 1;
+      }
+      break;
+    case RASP_UN_POS:
+      for (size_t i = 0; i < total; i++) o[i] = x[i];
+      break;
+    case RASP_UN_ABS:
+      for (size_t i = 0; i < total; i++) {
+        int64_t v = x[i].num;
+        bad |= v == INT64_MIN;
+        o[i].num = v < 0 ? (int64_t)(0 - (uint64_t)v) : v;
+        o[i].den = 1;
+      }
+      break;
+    case RASP_UN_INVERT:
+      for (size_t i = 0; i < total; i++) {
+        o[i].num = ~x[i].num;
+        o[i].den = 1;
+      }
+      break;
+    default: bad = 1; break;
+    }
+    if (!bad) {
+      c->kind = K_INT;
+      return 1;
+    }
+  }
+  for (size_t i = 0; i < total; i++) {
+    if (!raspI_elem_unop(op, x[i], &o[i], c->err)) return elem_fail(c);
   }
   return 1;
 }
 
-/* The integer fast path: one switch per node, then a loop that handles
-** plain integers inline and hands anything else to the exact routine. */
-#define INT_LOOP(EXPR_OK)                                                      \
-  for (size_t i = 0; i < c->total; i++) {                                      \
-    rasp_elem a = x[i], b = y[i];                                              \
-    if (a.den == 1 && b.den == 1) {                                            \
-      int64_t r;                                                               \
-      if (EXPR_OK) {                                                           \
-        c->out[i].num = r;                                                     \
-        c->out[i].den = 1;                                                     \
-        continue;                                                              \
-      }                                                                        \
-    }                                                                          \
-    if (!raspI_elem_binop(op, a, b, &c->out[i], c->err)) return elem_fail(c);  \
+/* Python's floor division and modulo on integers; 0 when b == 0 or the
+** quotient overflows (the exact routine then reports). */
+static int floordiv64(int64_t a, int64_t b, int64_t *q) {
+  if (b == 0 || (a == INT64_MIN && b == -1)) return 0;
+  int64_t r = a / b;
+  if ((a % b != 0) && ((a < 0) != (b < 0))) r--;
+  *q = r;
+  return 1;
+}
+static int mod64(int64_t a, int64_t b, int64_t *m) {
+  if (b == 0) return 0;
+  if (b == -1) {
+    *m = 0;
+    return 1;
+  }
+  int64_t r = a % b;
+  if (r != 0 && ((r < 0) != (b < 0))) r += b;
+  *m = r;
+  return 1;
+}
+
+
+static uint64_t gcd_u64(uint64_t a, uint64_t b) {
+  if (!a) return b;
+  if (!b) return a;
+  int sh = __builtin_ctzll(a | b);
+  a >>= __builtin_ctzll(a);
+  do {
+    b >>= __builtin_ctzll(b);
+    if (a > b) {
+      uint64_t t = a;
+      a = b;
+      b = t;
+    }
+    b -= a;
+  } while (b);
+  return a << sh;
+}
+
+/* a / b for integers, as a normalised rational; 0 for b == 0 or overflow. */
+static int div64(int64_t a, int64_t b, rasp_elem *o) {
+  if (b == 0 || a == INT64_MIN || b == INT64_MIN) return 0;
+  if (b < 0) {
+    a = -a;
+    b = -b;
+  }
+  uint64_t g = gcd_u64(a < 0 ? (uint64_t)-a : (uint64_t)a, (uint64_t)b);
+  o->num = a / (int64_t)g;
+  o->den = b / (int64_t)g;
+  return 1;
+}
+
+/* Loops for int-like operands: no representation checks; errors (overflow,
+** division by zero) are only flagged, and the node is then recomputed by
+** the exact routine, which reports them. */
+#define ARITH_LOOP(EXPR_BAD)                                                   \
+  for (size_t i = 0; i < total; i++) {                                         \
+    int64_t a = x[i].num, b = y[i].num, r = 0;                                 \
+    bad |= EXPR_BAD;                                                           \
+    o[i].num = r;                                                              \
+    o[i].den = 1;                                                              \
   }
 
-#define CMP_LOOP(CMP)                                                          \
-  for (size_t i = 0; i < c->total; i++) {                                      \
-    rasp_elem a = x[i], b = y[i];                                              \
-    if (a.den == 1 && b.den == 1) {                                            \
-      c->out[i].num = (a.num CMP b.num);                                       \
-      c->out[i].den = RASP_DEN_BOOL;                                           \
-    } else if (!raspI_elem_binop(op, a, b, &c->out[i], c->err)) {              \
-      return elem_fail(c);                                                     \
-    }                                                                          \
+#define CMP_FAST(CMP)                                                          \
+  for (size_t i = 0; i < total; i++) {                                         \
+    o[i].num = (x[i].num CMP y[i].num);                                        \
+    o[i].den = RASP_DEN_BOOL;                                                  \
   }
+
+static int binary_fast(ctx *c, const rasp_elem *x, const rasp_elem *y,
+                       unsigned kx, unsigned ky) {
+  rasp_elem *o = c->out;
+  size_t total = c->total;
+  int bad = 0;
+  switch ((rasp_binop)c->nd->aux) {
+  case RASP_BIN_ADD: ARITH_LOOP(__builtin_add_overflow(a, b, &r)) break;
+  case RASP_BIN_SUB: ARITH_LOOP(__builtin_sub_overflow(a, b, &r)) break;
+  case RASP_BIN_MUL: ARITH_LOOP(__builtin_mul_overflow(a, b, &r)) break;
+  case RASP_BIN_FLOORDIV: ARITH_LOOP(!floordiv64(a, b, &r)) break;
+  case RASP_BIN_MOD: ARITH_LOOP(!mod64(a, b, &r)) break;
+  case RASP_BIN_DIV:
+    for (size_t i = 0; i < total; i++) bad |= !div64(x[i].num, y[i].num, &o[i]);
+    if (bad) return 0;
+    c->kind = KIND_SCAN;
+    return 1;
+  case RASP_BIN_EQ: CMP_FAST(==) c->kind = K_BOOL; return 1;
+  case RASP_BIN_NE: CMP_FAST(!=) c->kind = K_BOOL; return 1;
+  case RASP_BIN_LT: CMP_FAST(<) c->kind = K_BOOL; return 1;
+  case RASP_BIN_LE: CMP_FAST(<=) c->kind = K_BOOL; return 1;
+  case RASP_BIN_GT: CMP_FAST(>) c->kind = K_BOOL; return 1;
+  case RASP_BIN_GE: CMP_FAST(>=) c->kind = K_BOOL; return 1;
+  case RASP_BIN_AND:
+    for (size_t i = 0; i < total; i++) {
+      o[i].num = (x[i].num != 0) & (y[i].num != 0);
+      o[i].den = RASP_DEN_BOOL;
+    }
+    c->kind = K_BOOL;
+    return 1;
+  case RASP_BIN_OR:
+    for (size_t i = 0; i < total; i++) {
+      o[i].num = (x[i].num != 0) | (y[i].num != 0);
+      o[i].den = RASP_DEN_BOOL;
+    }
+    c->kind = K_BOOL;
+    return 1;
+  case RASP_BIN_BITAND:
+  case RASP_BIN_BITOR:
+  case RASP_BIN_BITXOR: {
+    rasp_binop op = (rasp_binop)c->nd->aux;
+    for (size_t i = 0; i < total; i++) {
+      int64_t a = x[i].num, b = y[i].num;
+      o[i].num = op == RASP_BIN_BITAND ? (a & b)
+                 : op == RASP_BIN_BITOR ? (a | b)
+                                        : (a ^ b);
+      /* bool op bool stays a bool (-1 & -1); anything else is an int */
+      o[i].den = x[i].den & y[i].den;
+    }
+    c->kind = ((kx & ky & K_BOOL) ? K_BOOL : 0) | ((kx | ky) & K_INT);
+    return 1;
+  }
+  /* Python's min/max return the first argument on ties. */
+  case RASP_BIN_MIN:
+    for (size_t i = 0; i < total; i++) o[i] = y[i].num < x[i].num ? y[i] : x[i];
+    c->kind = kx | ky;
+    return 1;
+  case RASP_BIN_MAX:
+    for (size_t i = 0; i < total; i++) o[i] = y[i].num > x[i].num ? y[i] : x[i];
+    c->kind = kx | ky;
+    return 1;
+  default: return 0;
+  }
+  if (bad) return 0;
+  c->kind = K_INT;
+  return 1;
+}
+
+/* raspI_elem_cmp, inline (equality of normalised numbers is cmp == 0). */
+static inline int ecmp(rasp_elem a, rasp_elem b) {
+  if (a.den == 1 && b.den == 1) return (a.num > b.num) - (a.num < b.num);
+  int sa = a.den == RASP_DEN_SYM, sb = b.den == RASP_DEN_SYM;
+  if (sa || sb) {
+    if (sa != sb) return sa ? 1 : -1;
+    return (a.num > b.num) - (a.num < b.num);
+  }
+  i128 l = (i128)a.num * (b.den < 0 ? 1 : b.den);
+  i128 r = (i128)b.num * (a.den < 0 ? 1 : a.den);
+  return (l > r) - (l < r);
+}
+
+#define CMP_ANY(EXPR)                                                          \
+  for (size_t i = 0; i < c->total; i++) {                                      \
+    int r_ = ecmp(x[i], y[i]);                                                 \
+    o[i].num = (EXPR);                                                         \
+    o[i].den = RASP_DEN_BOOL;                                                  \
+  }                                                                            \
+  c->kind = K_BOOL;                                                            \
+  return 1;
+
+/* int + p/q and p/q + int need no reduction: gcd(a q + p, q) = gcd(p, q). */
+static int add_int_rat(rasp_binop op, rasp_elem a, rasp_elem b, rasp_elem *o) {
+  if (a.den == 1 && b.den > 1) {
+    int64_t t, r;
+    if (__builtin_mul_overflow(a.num, b.den, &t)) return 0;
+    if (op == RASP_BIN_ADD ? __builtin_add_overflow(t, b.num, &r)
+                           : __builtin_sub_overflow(t, b.num, &r))
+      return 0;
+    o->num = r;
+    o->den = b.den;
+    return 1;
+  }
+  if (b.den == 1 && a.den > 1) {
+    int64_t t, r;
+    if (__builtin_mul_overflow(b.num, a.den, &t)) return 0;
+    if (op == RASP_BIN_ADD ? __builtin_add_overflow(a.num, t, &r)
+                           : __builtin_sub_overflow(a.num, t, &r))
+      return 0;
+    o->num = r;
+    o->den = a.den;
+    return 1;
+  }
+  if (a.den == 1 && b.den == 1) {
+    int64_t r;
+    if (op == RASP_BIN_ADD ? __builtin_add_overflow(a.num, b.num, &r)
+                           : __builtin_sub_overflow(a.num, b.num, &r))
+      return 0;
+    o->num = r;
+    o->den = 1;
+    return 1;
+  }
+  return 0;
+}
 
 static int eval_BINARY(ctx *c) {
   const rasp_elem *x = operand(c, 0), *y = operand(c, 1);
+  unsigned kx = operand_kind(c, 0), ky = operand_kind(c, 1);
   rasp_binop op = (rasp_binop)c->nd->aux;
+  if (INTLIKE(kx) && INTLIKE(ky) && binary_fast(c, x, y, kx, ky)) return 1;
+  c->kind = KIND_SCAN;
+  rasp_elem *o = c->out;
   switch (op) {
-  case RASP_BIN_ADD: INT_LOOP(!__builtin_add_overflow(a.num, b.num, &r)) break;
-  case RASP_BIN_SUB: INT_LOOP(!__builtin_sub_overflow(a.num, b.num, &r)) break;
-  case RASP_BIN_MUL: INT_LOOP(!__builtin_mul_overflow(a.num, b.num, &r)) break;
-  case RASP_BIN_EQ: CMP_LOOP(==) break;
-  case RASP_BIN_NE: CMP_LOOP(!=) break;
-  case RASP_BIN_LT: CMP_LOOP(<) break;
-  case RASP_BIN_LE: CMP_LOOP(<=) break;
-  case RASP_BIN_GT: CMP_LOOP(>) break;
-  case RASP_BIN_GE: CMP_LOOP(>=) break;
-  default:
-    for (size_t i = 0; i < c->total; i++)
-      if (!raspI_elem_binop(op, x[i], y[i], &c->out[i], c->err))
-        return elem_fail(c);
-    break;
+  case RASP_BIN_EQ: CMP_ANY(r_ == 0)
+  case RASP_BIN_NE: CMP_ANY(r_ != 0)
+  case RASP_BIN_LT: CMP_ANY(r_ < 0)
+  case RASP_BIN_LE: CMP_ANY(r_ <= 0)
+  case RASP_BIN_GT: CMP_ANY(r_ > 0)
+  case RASP_BIN_GE: CMP_ANY(r_ >= 0)
+  default: break;
   }
+  if (op == RASP_BIN_ADD || op == RASP_BIN_SUB) {
+    for (size_t i = 0; i < c->total; i++)
+      if (!add_int_rat(op, x[i], y[i], &o[i]) &&
+          !raspI_elem_binop(op, x[i], y[i], &o[i], c->err))
+        return elem_fail(c);
+    return 1;
+  }
+  for (size_t i = 0; i < c->total; i++)
+    if (!raspI_elem_binop(op, x[i], y[i], &o[i], c->err)) return elem_fail(c);
   return 1;
 }
 
 static int eval_WHERE(ctx *c) {
   const rasp_elem *k = operand(c, 0), *x = operand(c, 1), *y = operand(c, 2);
-  for (size_t i = 0; i < c->total; i++)
-    c->out[i] = raspI_elem_truth(k[i]) ? x[i] : y[i];
+  rasp_elem *o = c->out;
+  if (INTLIKE(operand_kind(c, 0))) {
+    for (size_t i = 0; i < c->total; i++) o[i] = k[i].num ? x[i] : y[i];
+  } else {
+    for (size_t i = 0; i < c->total; i++)
+      o[i] = raspI_elem_truth(k[i]) ? x[i] : y[i];
+  }
+  c->kind = operand_kind(c, 1) | operand_kind(c, 2);
   return 1;
 }
 
 static int eval_MAP(ctx *c) {
   const rasp_elem *x = operand(c, 0);
-  for (size_t i = 0; i < c->total; i++)
+  for (size_t i = 0; i < c->total; i++) {
+    if (i && x[i].num == x[i - 1].num && x[i].den == x[i - 1].den) {
+      c->out[i] = c->out[i - 1];
+      continue;
+    }
     if (!call_memo(c->ev, c->id, 1, &x[i], &c->out[i], c->err)) return 0;
+  }
   return 1;
 }
 
@@ -326,9 +658,10 @@ typedef struct rstat {
   int64_t count, nsym, nbool;
   rsum sum;
   rasp_elem max, min; /* valid when count > 0 and NEED_EXT */
+  int64_t maxpos, minpos; /* their positions: of equal extremes, the first */
 } rstat;
 
-static const rstat empty_stat = {0, 0, 0, {0, 1}, {0, 0}, {0, 0}};
+static const rstat empty_stat = {0, 0, 0, {0, 1}, {0, 0}, {0, 0}, 0, 0};
 
 static i128 gcd128(i128 a, i128 b) {
   if (a < 0) a = -a;
@@ -367,7 +700,8 @@ static int rsum_addsub(rsum *a, i128 bn, i128 bd, int sign) {
   return 1;
 }
 
-static int stat_add(rstat *s, rasp_elem v, unsigned need) {
+/* Adds the value at position pos. */
+static int stat_add(rstat *s, rasp_elem v, int64_t pos, unsigned need) {
   s->count++;
   if (v.den == RASP_DEN_SYM) {
     s->nsym++;
@@ -380,11 +714,21 @@ static int stat_add(rstat *s, rasp_elem v, unsigned need) {
   if (need & NEED_EXT) {
     if (s->count == 1) {
       s->max = s->min = v;
+      s->maxpos = s->minpos = pos;
     } else {
-      /* Strict comparisons keep the first of equal elements, as a scan in
-         key order would. */
-      if (raspI_elem_cmp(v, s->max) > 0) s->max = v;
-      if (raspI_elem_cmp(v, s->min) < 0) s->min = v;
+      /* Of equal-comparing elements (True and 1), the one at the first
+         position wins, as a scan of the matrix row would have it, whatever
+         order the elements are added in. */
+      int c = raspI_elem_cmp(v, s->max);
+      if (c > 0 || (c == 0 && pos < s->maxpos)) {
+        s->max = v;
+        s->maxpos = pos;
+      }
+      c = raspI_elem_cmp(v, s->min);
+      if (c < 0 || (c == 0 && pos < s->minpos)) {
+        s->min = v;
+        s->minpos = pos;
+      }
     }
   }
   return 1;
@@ -399,9 +743,19 @@ static int stat_merge(rstat *a, const rstat *b, unsigned need) {
     if (!a->count) {
       a->max = b->max;
       a->min = b->min;
+      a->maxpos = b->maxpos;
+      a->minpos = b->minpos;
     } else {
-      if (raspI_elem_cmp(b->max, a->max) > 0) a->max = b->max;
-      if (raspI_elem_cmp(b->min, a->min) < 0) a->min = b->min;
+      int c = raspI_elem_cmp(b->max, a->max);
+      if (c > 0 || (c == 0 && b->maxpos < a->maxpos)) {
+        a->max = b->max;
+        a->maxpos = b->maxpos;
+      }
+      c = raspI_elem_cmp(b->min, a->min);
+      if (c < 0 || (c == 0 && b->minpos < a->minpos)) {
+        a->min = b->min;
+        a->minpos = b->minpos;
+      }
     }
   }
   a->count += b->count;
@@ -507,6 +861,7 @@ static int finish(const rasp_ir_node *nd, const rstat *s, rasp_elem *out,
   return 0;
 }
 
+
 /* ---- materialised selectors */
 
 static int cells_ok(rasp_eval *ev, const rasp_ir_node *sel, rasp_error *err) {
@@ -543,16 +898,55 @@ static int pred_holds(rasp_eval *ev, int id, rasp_pred p, rasp_elem key,
   return 0;
 }
 
-/* Fills m (n*n, row q, column k) with selector id for input b. */
+#define ROW_LOOP(EXPR)                                                         \
+  for (int k = 0; k < lim; k++) row[k] = (unsigned char)(EXPR);
+
+/* Rows of a select on int-like keys and queries: plain compares of num. */
+static void select_rows_int(rasp_eval *ev, const rasp_ir_node *nd,
+                            const rasp_elem *keys, const rasp_elem *qs,
+                            unsigned char *m) {
+  int n = ev->n, causal = (nd->flags & RASP_CAUSAL) != 0;
+  int64_t *kk = scratch(ev, SC_KK, ((size_t)n + 1) * sizeof *kk);
+  for (int k = 0; k < n; k++) kk[k] = keys[k].num;
+  for (int q = 0; q < n; q++) {
+    unsigned char *row = m + (size_t)q * n;
+    int64_t qv = qs[q].num;
+    int lim = causal ? q + 1 : n;
+    switch ((rasp_pred)nd->aux) {
+    case RASP_PRED_EQ: ROW_LOOP(kk[k] == qv) break;
+    case RASP_PRED_NE: ROW_LOOP(kk[k] != qv) break;
+    case RASP_PRED_LT: ROW_LOOP(kk[k] < qv) break;
+    case RASP_PRED_LE: ROW_LOOP(kk[k] <= qv) break;
+    case RASP_PRED_GT: ROW_LOOP(kk[k] > qv) break;
+    case RASP_PRED_GE: ROW_LOOP(kk[k] >= qv) break;
+    case RASP_PRED_TRUE: memset(row, 1, (size_t)lim); break;
+    default: memset(row, 0, (size_t)lim); break;
+    }
+    if (lim < n) memset(row + lim, 0, (size_t)(n - lim));
+  }
+}
+
+/* Fills m (n*n, row q, column k) with selector id for input b.  depth picks
+** the scratch matrix for the operands of and/or. */
 static int build_matrix(rasp_eval *ev, int id, int b, unsigned char *m,
-                        rasp_error *err) {
+                        int depth, rasp_error *err) {
   const rasp_ir_node *nd = &ev->ir->nodes[id];
   int n = ev->n;
   size_t nn = (size_t)n * n;
   switch (nd->op) {
   case RASP_OP_SELECT: {
-    const rasp_elem *keys = ev->val[nd->in[0]] + (size_t)b * n;
-    const rasp_elem *qs = ev->val[nd->in[1]] + (size_t)b * n;
+    const rasp_elem *keys = ev->val[nd->in[0]], *qs = ev->val[nd->in[1]];
+    if (!keys || !qs) {
+      raspR_set(err, nd->pos, "the operands of this selector were not kept");
+      return 0;
+    }
+    keys += (size_t)b * n;
+    qs += (size_t)b * n;
+    if (nd->aux != RASP_PRED_CUSTOM && INTLIKE(ev->kind[nd->in[0]]) &&
+        INTLIKE(ev->kind[nd->in[1]])) {
+      select_rows_int(ev, nd, keys, qs, m);
+      return 1;
+    }
     int causal = (nd->flags & RASP_CAUSAL) != 0;
     for (int q = 0; q < n; q++)
       for (int k = 0; k < n; k++) {
@@ -565,21 +959,23 @@ static int build_matrix(rasp_eval *ev, int id, int b, unsigned char *m,
     return 1;
   }
   case RASP_OP_SEL_NOT:
-    if (!build_matrix(ev, nd->in[0], b, m, err)) return 0;
-    for (size_t i = 0; i < nn; i++) m[i] = !m[i];
+    if (!build_matrix(ev, nd->in[0], b, m, depth, err)) return 0;
+    for (size_t i = 0; i < nn; i++) m[i] ^= 1;
     return 1;
   case RASP_OP_SEL_AND:
   case RASP_OP_SEL_OR: {
-    if (!build_matrix(ev, nd->in[0], b, m, err)) return 0;
-    unsigned char *t = raspM_alloc(nn ? nn : 1);
-    int ok = build_matrix(ev, nd->in[1], b, t, err);
+    if (!build_matrix(ev, nd->in[0], b, m, depth, err)) return 0;
+    int slot = SC_MAT0 + depth + 1;
+    unsigned char *t = slot < SC__COUNT ? scratch(ev, slot, nn + 1)
+                                        : raspM_alloc(nn + 1);
+    int ok = build_matrix(ev, nd->in[1], b, t, depth + 1, err);
     if (ok) {
       if (nd->op == RASP_OP_SEL_AND)
         for (size_t i = 0; i < nn; i++) m[i] &= t[i];
       else
         for (size_t i = 0; i < nn; i++) m[i] |= t[i];
     }
-    raspM_free(t);
+    if (slot >= SC__COUNT) raspM_free(t);
     return ok;
   }
   default: break;
@@ -590,227 +986,774 @@ static int build_matrix(rasp_eval *ev, int id, int b, unsigned char *m,
 
 /* ---- heads */
 
+/* How a head's values are summarised: VM_NONE (sel_width), the fast
+** flavour on plain numbers (all integers, all booleans, or for the means a
+** mix), or VM_SLOW (exact rstat records). */
+enum { VM_NONE, VM_INT, VM_BOOL, VM_MIX, VM_SLOW };
+
 typedef struct head {
   rasp_eval *ev;
   const rasp_ir_node *nd;  /* the head */
   const rasp_ir_node *sel; /* its selector */
-  unsigned need;
+  unsigned need;           /* rstat needs (VM_SLOW) */
   int n;
   rasp_error *err;
+  int vm;
+  int64_t vden;            /* den of a max/min (VM_INT: 1, VM_BOOL: -1) */
+  int fsum, fnb, fext;     /* fast flavour: sum, boolean count, max/min */
+  int ismax;
+  const int64_t *vv;       /* fast: the values' num for the current input */
+  const unsigned char *vb; /* fast, VM_MIX: 1 where the value is a boolean */
 } head;
+
+/* The fast flavour's finishing function: the same rules as finish(). */
+static int ffinish(const head *h, int64_t cnt, i128 sum, int64_t nb,
+                   int64_t ext, rasp_elem *out) {
+  const rasp_ir_node *nd = h->nd;
+  switch (nd->op) {
+  case RASP_OP_SEL_WIDTH:
+    out->num = cnt;
+    out->den = 1;
+    return 1;
+  case RASP_OP_AGGR_MEAN: {
+    if (!cnt) {
+      *out = raspI_elem_trunc(nd->c);
+      return 1;
+    }
+    if (fits64(sum)) { /* the common case, without 128-bit division */
+      out->num = (int64_t)sum / cnt; /* truncates toward 0; |q| <= |sum| */
+      out->den = 1;
+      return 1;
+    }
+    i128 q = sum / cnt; /* truncates toward 0 */
+    if (!fits64(q)) return overflow_at(nd, h->err);
+    out->num = (int64_t)q;
+    out->den = 1;
+    return 1;
+  }
+  case RASP_OP_AGGREGATE: {
+    if (!cnt) {
+      *out = nd->c;
+      return 1;
+    }
+    if (h->vm == VM_BOOL) nb = cnt;
+    else if (h->vm == VM_INT) nb = 0;
+    if (nb == cnt) {
+      if (sum == 0) {
+        out->num = 0;
+        out->den = RASP_DEN_BOOL;
+        return 1;
+      }
+      if (sum == cnt) {
+        out->num = 1;
+        out->den = RASP_DEN_BOOL;
+        return 1;
+      }
+    }
+    if (cnt == 1 && fits64(sum)) {
+      out->num = (int64_t)sum;
+      out->den = 1;
+      return 1;
+    }
+    if (fits64(sum)) { /* 64-bit arithmetic: cnt >= 1, no overflow */
+      int64_t sn = (int64_t)sum;
+      uint64_t g = gcd_u64(sn < 0 ? (uint64_t)0 - (uint64_t)sn : (uint64_t)sn,
+                           (uint64_t)cnt);
+      if (g > 1) {
+        /* sn / g: g divides sn, and g >= 2 keeps INT64_MIN / g in range */
+        sn /= (int64_t)g;
+        cnt /= (int64_t)g;
+      }
+      out->num = sn;
+      out->den = cnt;
+      return 1;
+    }
+    i128 num = sum, den = cnt;
+    if (den > 1) {
+      if (num % den == 0) {
+        num /= den;
+        den = 1;
+      } else {
+        i128 g = fits64(num) ? (i128)gcd_u64(num < 0 ? (uint64_t)0 - (uint64_t)(int64_t)num
+                                                     : (uint64_t)num,
+                                             (uint64_t)den)
+                             : gcd128(num, den);
+        if (g > 1) {
+          num /= g;
+          den /= g;
+        }
+      }
+    }
+    if (!fits64(num) || !fits64(den)) return overflow_at(nd, h->err);
+    out->num = (int64_t)num;
+    out->den = (int64_t)den;
+    return 1;
+  }
+  case RASP_OP_AGGR_MAX:
+  case RASP_OP_AGGR_MIN:
+    if (!cnt) {
+      *out = nd->c;
+    } else {
+      out->num = ext;
+      out->den = h->vden;
+    }
+    return 1;
+  default: break;
+  }
+  raspR_set(h->err, nd->pos, "internal error: '%s' is not a head",
+            raspI_op_name(nd->op));
+  return 0;
+}
+
+static int64_t ext2(const head *h, int64_t a, int64_t b) {
+  return h->ismax ? (b > a ? b : a) : (b < a ? b : a);
+}
 
 static int head_matrix(head *h, int b, unsigned char *m, const rasp_elem *vals,
                        rasp_elem *out) {
   int n = h->n;
-  if (!build_matrix(h->ev, h->nd->in[0], b, m, h->err)) return 0;
+  if (!build_matrix(h->ev, h->nd->in[0], b, m, 0, h->err)) return 0;
   for (int q = 0; q < n; q++) {
-    rstat s = empty_stat;
     const unsigned char *row = m + (size_t)q * n;
-    if (!vals) {
-      for (int k = 0; k < n; k++) s.count += row[k];
+    if (h->vm == VM_NONE) {
+      int64_t cnt = 0;
+      for (int k = 0; k < n; k++) cnt += row[k];
+      out[q].num = cnt;
+      out[q].den = 1;
+    } else if (h->vm != VM_SLOW) {
+      int64_t cnt = 0, nb = 0, ext = 0;
+      i128 sum = 0;
+      const int64_t *vv = h->vv;
+      for (int k = 0; k < n; k++) {
+        if (!row[k]) continue;
+        int64_t v = vv[k];
+        sum += v;
+        if (h->fnb) nb += h->vb[k];
+        ext = cnt ? ext2(h, ext, v) : v;
+        cnt++;
+      }
+      if (!ffinish(h, cnt, sum, nb, ext, &out[q])) return 0;
     } else {
+      rstat s = empty_stat;
       for (int k = 0; k < n; k++)
-        if (row[k] && !stat_add(&s, vals[k], h->need))
+        if (row[k] && !stat_add(&s, vals[k], k, h->need))
           return overflow_at(h->nd, h->err);
+      if (!finish(h->nd, &s, &out[q], h->err)) return 0;
     }
-    if (!finish(h->nd, &s, &out[q], h->err)) return 0;
   }
   return 1;
 }
 
-/* Hash join for equality; keys are grouped by numeric value (True == 1). */
-typedef struct groups {
-  int *slot;       /* cap entries: group index or -1 */
-  size_t cap;
-  rasp_elem *key;  /* per group */
-  rstat *stat;     /* per group */
-  int ngroups;
-} groups;
+/* ---- grouping for equality: keys and queries to group numbers */
 
 static rasp_elem eq_key(rasp_elem e) {
   if (e.den == RASP_DEN_BOOL) e.den = 1;
   return e;
 }
 
-static void groups_init(groups *g, int n) {
-  g->cap = 16;
-  while (g->cap < (size_t)n * 2) g->cap *= 2;
-  g->slot = raspM_alloc(g->cap * sizeof *g->slot);
-  g->key = raspM_alloc(((size_t)n + 1) * sizeof *g->key);
-  g->stat = raspM_alloc(((size_t)n + 1) * sizeof *g->stat);
-}
-
-static void groups_reset(groups *g) {
-  memset(g->slot, 0xff, g->cap * sizeof *g->slot);
-  g->ngroups = 0;
-}
-
-static void groups_free(groups *g) {
-  raspM_free(g->slot);
-  raspM_free(g->key);
-  raspM_free(g->stat);
-}
-
-/* Group of e, or -1; with insert, creates it. */
-static int groups_find(groups *g, rasp_elem e, int insert) {
-  e = eq_key(e);
-  size_t j = hash_elems(&e, 1) & (g->cap - 1);
-  while (g->slot[j] >= 0) {
-    rasp_elem k = g->key[g->slot[j]];
-    if (k.num == e.num && k.den == e.den) return g->slot[j];
-    j = (j + 1) & (g->cap - 1);
+/* Makes room for a stamped table of cap slots; returns the generation. */
+static uint32_t hash_prepare(rasp_eval *ev, size_t cap) {
+  if (cap > ev->hcap) {
+    raspM_free(ev->sc[SC_HKEY]);
+    raspM_free(ev->sc[SC_HEKEY]);
+    raspM_free(ev->sc[SC_HGID]);
+    raspM_free(ev->sc[SC_HST]);
+    ev->sc[SC_HKEY] = raspM_alloc(cap * sizeof(int64_t));
+    ev->sc[SC_HEKEY] = raspM_alloc(cap * sizeof(rasp_elem));
+    ev->sc[SC_HGID] = raspM_alloc(cap * sizeof(int));
+    ev->sc[SC_HST] = raspM_alloc(cap * sizeof(uint32_t)); /* zeroed */
+    ev->hcap = cap;
+    ev->hgen = 0;
   }
-  if (!insert) return -1;
-  int gi = g->ngroups++;
-  g->slot[j] = gi;
-  g->key[gi] = e;
-  g->stat[gi] = empty_stat;
-  return gi;
+  if (++ev->hgen == 0) {
+    memset(ev->sc[SC_HST], 0, ev->hcap * sizeof(uint32_t));
+    ev->hgen = 1;
+  }
+  return ev->hgen;
 }
 
-static int head_eq(head *h, groups *g, const rasp_elem *keys,
-                   const rasp_elem *qs, const rasp_elem *vals, rasp_elem *out) {
-  int n = h->n, causal = (h->sel->flags & RASP_CAUSAL) != 0;
-  int ne = h->sel->aux == RASP_PRED_NE; /* causal only, count/sum heads */
-  rstat total = empty_stat;
-  rasp_elem one = {1, 1};
-  groups_reset(g);
-  if (causal) {
-    for (int p = 0; p < n; p++) {
-      int gi = groups_find(g, keys[p], 1);
-      rasp_elem v = vals ? vals[p] : one;
-      if (!stat_add(&g->stat[gi], v, h->need) ||
-          (ne && !stat_add(&total, v, h->need)))
-        return overflow_at(h->nd, h->err);
-      int gq = groups_find(g, qs[p], 0);
-      rstat s;
-      if (ne) {
-        if (!stat_sub(&s, &total, gq >= 0 ? &g->stat[gq] : &empty_stat,
-                      h->need))
-          return overflow_at(h->nd, h->err);
+static size_t hash_cap(int n) {
+  size_t cap = 16;
+  while (cap < (size_t)n * 2) cap *= 2;
+  return cap;
+}
+
+/* Int-like keys and queries (True == 1 by num).  Returns the group count. */
+static int group_int(rasp_eval *ev, const rasp_elem *keys, const rasp_elem *qs,
+                     int n, int *gid, int *gq) {
+  int G = 0;
+  if (!n) return 0;
+  int64_t kmin = keys[0].num, kmax = keys[0].num;
+  for (int k = 1; k < n; k++) {
+    int64_t v = keys[k].num;
+    kmin = v < kmin ? v : kmin;
+    kmax = v > kmax ? v : kmax;
+  }
+  uint64_t range = (uint64_t)kmax - (uint64_t)kmin;
+  if (range < (uint64_t)n * 4 + 256) {
+    size_t need = (size_t)range + 1;
+    if (need > ev->dtabcap) {
+      size_t cap = ev->dtabcap ? ev->dtabcap : 256;
+      while (cap < need) cap *= 2;
+      raspM_free(ev->dtab);
+      ev->dtab = raspM_alloc(cap * sizeof *ev->dtab);
+      memset(ev->dtab, 0xff, cap * sizeof *ev->dtab);
+      ev->dtabcap = cap;
+    }
+    int *t = ev->dtab;
+    for (int k = 0; k < n; k++) {
+      int *s = &t[(uint64_t)keys[k].num - (uint64_t)kmin];
+      if (*s < 0) *s = G++;
+      gid[k] = *s;
+    }
+    for (int q = 0; q < n; q++) {
+      uint64_t o = (uint64_t)qs[q].num - (uint64_t)kmin;
+      gq[q] = o <= range ? t[o] : -1;
+    }
+    for (int k = 0; k < n; k++) t[(uint64_t)keys[k].num - (uint64_t)kmin] = -1;
+    return G;
+  }
+  size_t cap = hash_cap(n), mask = cap - 1;
+  uint32_t gen = hash_prepare(ev, cap);
+  int64_t *hk = ev->sc[SC_HKEY];
+  int *hg = ev->sc[SC_HGID];
+  uint32_t *hs = ev->sc[SC_HST];
+  for (int k = 0; k < n; k++) {
+    int64_t v = keys[k].num;
+    size_t j = mix64((uint64_t)v) & mask;
+    while (hs[j] == gen && hk[j] != v) j = (j + 1) & mask;
+    if (hs[j] != gen) {
+      hs[j] = gen;
+      hk[j] = v;
+      hg[j] = G++;
+    }
+    gid[k] = hg[j];
+  }
+  for (int q = 0; q < n; q++) {
+    int64_t v = qs[q].num;
+    size_t j = mix64((uint64_t)v) & mask;
+    while (hs[j] == gen && hk[j] != v) j = (j + 1) & mask;
+    gq[q] = hs[j] == gen ? hg[j] : -1;
+  }
+  return G;
+}
+
+/* Any keys: grouped by numeric value (True == 1), symbols apart. */
+static int group_any(rasp_eval *ev, const rasp_elem *keys, const rasp_elem *qs,
+                     int n, int *gid, int *gq) {
+  int G = 0;
+  size_t cap = hash_cap(n), mask = cap - 1;
+  uint32_t gen = hash_prepare(ev, cap);
+  rasp_elem *hk = ev->sc[SC_HEKEY];
+  int *hg = ev->sc[SC_HGID];
+  uint32_t *hs = ev->sc[SC_HST];
+  for (int pass = 0; pass < 2; pass++)
+    for (int i = 0; i < n; i++) {
+      rasp_elem e = eq_key(pass ? qs[i] : keys[i]);
+      size_t j = hash_elems(&e, 1) & mask;
+      while (hs[j] == gen && (hk[j].num != e.num || hk[j].den != e.den))
+        j = (j + 1) & mask;
+      if (pass) {
+        gq[i] = hs[j] == gen ? hg[j] : -1;
       } else {
-        s = gq >= 0 ? g->stat[gq] : empty_stat;
+        if (hs[j] != gen) {
+          hs[j] = gen;
+          hk[j] = e;
+          hg[j] = G++;
+        }
+        gid[i] = hg[j];
       }
-      if (!finish(h->nd, &s, &out[p], h->err)) return 0;
+    }
+  return G;
+}
+
+/* Equality (and causal not_equals) from the group numbers: query q sees
+** the keys k < q + off of its group (off > n: all keys; causal: off = 1);
+** ne: the keys outside its group instead (count/sum heads only). */
+static int head_groups(head *h, int G, const int *gid, const int *gq, int off,
+                       int ne, const rasp_elem *vals, rasp_elem *out) {
+  rasp_eval *ev = h->ev;
+  int n = h->n, ins = 0;
+  size_t gs = (size_t)G + 1;
+  if (off > n) off = n;
+  if (h->vm == VM_NONE) {
+    int64_t *gc = scratch(ev, SC_GCNT, gs * sizeof *gc);
+    memset(gc, 0, gs * sizeof *gc);
+    for (int q = 0; q < n; q++) {
+      int lim = q + off < n ? q + off : n;
+      for (; ins < lim; ins++) gc[gid[ins]]++;
+      int64_t c = gq[q] >= 0 ? gc[gq[q]] : 0;
+      out[q].num = ne ? ins - c : c;
+      out[q].den = 1;
     }
     return 1;
   }
-  for (int k = 0; k < n; k++) {
-    int gi = groups_find(g, keys[k], 1);
-    if (!stat_add(&g->stat[gi], vals ? vals[k] : one, h->need))
-      return overflow_at(h->nd, h->err);
+  if (h->vm != VM_SLOW) {
+    int64_t *gc = scratch(ev, SC_GCNT, gs * sizeof *gc);
+    i128 *gsum = scratch(ev, SC_GSUM, gs * sizeof *gsum);
+    int64_t *gnb = scratch(ev, SC_GNB, gs * sizeof *gnb);
+    int64_t *gext = scratch(ev, SC_GEXT, gs * sizeof *gext);
+    memset(gc, 0, gs * sizeof *gc);
+    if (h->fsum) memset(gsum, 0, gs * sizeof *gsum);
+    if (h->fnb) memset(gnb, 0, gs * sizeof *gnb);
+    const int64_t *vv = h->vv;
+    int64_t tnb = 0;
+    i128 ts = 0;
+    for (int q = 0; q < n; q++) {
+      int lim = q + off < n ? q + off : n;
+      for (; ins < lim; ins++) {
+        int g = gid[ins];
+        int64_t v = vv[ins];
+        if (h->fsum) gsum[g] += v;
+        if (h->fnb) gnb[g] += h->vb[ins];
+        if (h->fext) gext[g] = gc[g] ? ext2(h, gext[g], v) : v;
+        gc[g]++;
+        if (ne) {
+          ts += v;
+          if (h->fnb) tnb += h->vb[ins];
+        }
+      }
+      int g = gq[q];
+      int ok;
+      if (ne) {
+        if (g >= 0)
+          ok = ffinish(h, ins - gc[g], ts - gsum[g], h->fnb ? tnb - gnb[g] : 0,
+                       0, &out[q]);
+        else
+          ok = ffinish(h, ins, ts, tnb, 0, &out[q]);
+      } else if (g >= 0) {
+        ok = ffinish(h, gc[g], h->fsum ? gsum[g] : 0, h->fnb ? gnb[g] : 0,
+                     h->fext ? gext[g] : 0, &out[q]);
+      } else {
+        ok = ffinish(h, 0, 0, 0, 0, &out[q]);
+      }
+      if (!ok) return 0;
+    }
+    return 1;
   }
+  rstat *gst = scratch(ev, SC_GSTAT, gs * sizeof *gst);
+  for (int g = 0; g < G; g++) gst[g] = empty_stat;
+  rstat total = empty_stat;
   for (int q = 0; q < n; q++) {
-    int gq = groups_find(g, qs[q], 0);
-    if (!finish(h->nd, gq >= 0 ? &g->stat[gq] : &empty_stat, &out[q], h->err))
-      return 0;
-  }
-  return 1;
-}
-
-/* Sorted keys with prefix and suffix statistics, for non-causal
-** comparisons and not_equals. */
-typedef struct keyix {
-  rasp_elem key;
-  int idx;
-} keyix;
-
-static int keyix_cmp(const void *a, const void *b) {
-  const keyix *x = a, *y = b;
-  int c = raspI_elem_cmp(x->key, y->key);
-  if (c) return c;
-  return (x->idx > y->idx) - (x->idx < y->idx);
-}
-
-typedef struct sorted {
-  keyix *ks;
-  rstat *pre, *suf; /* n+1 each: pre[i] = first i keys, suf[i] = keys i.. */
-} sorted;
-
-/* First i with ks[i].key >= q (strict = 0) or > q (strict = 1). */
-static int bound(const keyix *ks, int n, rasp_elem q, int strict) {
-  int lo = 0, hi = n;
-  while (lo < hi) {
-    int mid = lo + (hi - lo) / 2;
-    int c = raspI_elem_cmp(ks[mid].key, q);
-    if (c < 0 || (strict && c == 0))
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
-  return lo;
-}
-
-static int head_sorted(head *h, sorted *st, const rasp_elem *keys,
-                       const rasp_elem *qs, const rasp_elem *vals,
-                       rasp_elem *out) {
-  int n = h->n;
-  rasp_elem one = {1, 1};
-  for (int k = 0; k < n; k++) {
-    st->ks[k].key = keys[k];
-    st->ks[k].idx = k;
-  }
-  /* Sorting by (key, index) makes the scan order, and so which of two
-     equal-comparing elements max/min keep, deterministic. */
-  qsort(st->ks, (size_t)n, sizeof *st->ks, keyix_cmp);
-  st->pre[0] = empty_stat;
-  for (int i = 0; i < n; i++) {
-    st->pre[i + 1] = st->pre[i];
-    rasp_elem v = vals ? vals[st->ks[i].idx] : one;
-    if (!stat_add(&st->pre[i + 1], v, h->need))
-      return overflow_at(h->nd, h->err);
-  }
-  st->suf[n] = empty_stat;
-  for (int i = n - 1; i >= 0; i--) {
-    st->suf[i] = st->suf[i + 1];
-    rasp_elem v = vals ? vals[st->ks[i].idx] : one;
-    if (!stat_add(&st->suf[i], v, h->need)) return overflow_at(h->nd, h->err);
-  }
-  for (int q = 0; q < n; q++) {
-    int lo = bound(st->ks, n, qs[q], 0), hi = bound(st->ks, n, qs[q], 1);
-    rstat s;
-    switch ((rasp_pred)h->sel->aux) {
-    case RASP_PRED_LT: s = st->pre[lo]; break;   /* key < query */
-    case RASP_PRED_LE: s = st->pre[hi]; break;   /* key <= query */
-    case RASP_PRED_GT: s = st->suf[hi]; break;   /* key > query */
-    case RASP_PRED_GE: s = st->suf[lo]; break;   /* key >= query */
-    default:                                     /* NE */
-      s = st->pre[lo];
-      if (!stat_merge(&s, &st->suf[hi], h->need))
+    int lim = q + off < n ? q + off : n;
+    for (; ins < lim; ins++) {
+      rasp_elem v = vals[ins];
+      if (!stat_add(&gst[gid[ins]], v, ins, h->need) ||
+          (ne && !stat_add(&total, v, ins, h->need)))
         return overflow_at(h->nd, h->err);
-      break;
+    }
+    int g = gq[q];
+    rstat s;
+    if (ne) {
+      if (!stat_sub(&s, &total, g >= 0 ? &gst[g] : &empty_stat, h->need))
+        return overflow_at(h->nd, h->err);
+    } else {
+      s = g >= 0 ? gst[g] : empty_stat;
     }
     if (!finish(h->nd, &s, &out[q], h->err)) return 0;
   }
   return 1;
 }
 
-/* always (non-causal: everything; causal: a running prefix). */
-static int head_true(head *h, const rasp_elem *vals, rasp_elem *out) {
-  int n = h->n, causal = (h->sel->flags & RASP_CAUSAL) != 0;
-  rasp_elem one = {1, 1};
-  rstat s = empty_stat;
-  for (int p = 0; p < n; p++) {
-    if (!stat_add(&s, vals ? vals[p] : one, h->need))
-      return overflow_at(h->nd, h->err);
-    if (causal && !finish(h->nd, &s, &out[p], h->err)) return 0;
+/* ---- order statistics: sorted keys, position windows */
+
+/* Which part of the ordered keys a query selects, from its bounds a, b. */
+enum { W_NONE, W_PREF /* [0,a) */, W_SUF /* [a,n) */,
+       W_BOTH /* [0,a) and [b,n) */, W_ONE /* [a,a+1) */ };
+
+/* Statistics over keys in the order perm (NULL: positions), answering each
+** query q from its window (wt, qa[q], qb[q]).  VM_SLOW supports W_SUF and
+** W_BOTH only with a perm (the sorted path, built exactly as before). */
+static int head_order(head *h, const int *perm, int wt, const int *qa,
+                      const int *qb, const rasp_elem *vals, rasp_elem *out) {
+  rasp_eval *ev = h->ev;
+  int n = h->n;
+  if (h->vm == VM_NONE) {
+    for (int q = 0; q < n; q++) {
+      int64_t c = 0;
+      switch (wt) {
+      case W_PREF: c = qa[q]; break;
+      case W_SUF: c = n - qa[q]; break;
+      case W_BOTH: c = qa[q] + (n - qb[q]); break;
+      case W_ONE: c = 1; break;
+      default: break;
+      }
+      out[q].num = c;
+      out[q].den = 1;
+    }
+    return 1;
   }
-  if (!causal)
-    for (int q = 0; q < n; q++)
-      if (!finish(h->nd, &s, &out[q], h->err)) return 0;
+  size_t n1 = (size_t)n + 1;
+  if (h->vm != VM_SLOW) {
+    int64_t *pv = (int64_t *)h->vv;
+    if (perm) {
+      pv = scratch(ev, SC_KK, n1 * sizeof *pv);
+      for (int i = 0; i < n; i++) pv[i] = h->vv[perm[i]];
+    }
+    i128 *ps = scratch(ev, SC_PSUM, n1 * sizeof *ps);
+    int64_t *pnb = scratch(ev, SC_PNB, n1 * sizeof *pnb);
+    int64_t *pe = scratch(ev, SC_PEXT, n1 * sizeof *pe);
+    int64_t *se = scratch(ev, SC_SEXT, n1 * sizeof *se);
+    ps[0] = 0;
+    pnb[0] = 0;
+    pe[0] = 0;
+    for (int i = 0; i < n; i++) {
+      ps[i + 1] = ps[i] + pv[i];
+      if (h->fnb) pnb[i + 1] = pnb[i] + h->vb[perm ? perm[i] : i];
+      if (h->fext) pe[i + 1] = i ? ext2(h, pe[i], pv[i]) : pv[i];
+    }
+    if (h->fext && (wt == W_SUF || wt == W_BOTH)) {
+      se[n] = 0;
+      for (int i = n - 1; i >= 0; i--)
+        se[i] = i == n - 1 ? pv[i] : ext2(h, se[i + 1], pv[i]);
+    }
+    for (int q = 0; q < n; q++) {
+      int64_t c = 0, nb = 0, e = 0;
+      i128 s = 0;
+      int a = wt == W_NONE ? 0 : qa[q];
+      switch (wt) {
+      case W_PREF:
+        c = a;
+        s = ps[a];
+        nb = pnb[a];
+        e = pe[a];
+        break;
+      case W_SUF:
+        c = n - a;
+        s = ps[n] - ps[a];
+        nb = pnb[n] - pnb[a];
+        e = se[a];
+        break;
+      case W_BOTH: {
+        int bb = qb[q];
+        c = a + (n - bb);
+        s = ps[a] + (ps[n] - ps[bb]);
+        nb = pnb[a] + (pnb[n] - pnb[bb]);
+        if (h->fext) {
+          if (a && bb < n) e = ext2(h, pe[a], se[bb]);
+          else e = a ? pe[a] : se[bb];
+        }
+        break;
+      }
+      case W_ONE:
+        c = 1;
+        s = pv[a];
+        nb = pnb[a + 1] - pnb[a];
+        e = pv[a];
+        break;
+      default: break;
+      }
+      if (!ffinish(h, c, s, nb, e, &out[q])) return 0;
+    }
+    return 1;
+  }
+  rasp_elem one = {1, 1};
+  rstat *pre = scratch(ev, SC_PRE, n1 * sizeof *pre);
+  rstat *suf = scratch(ev, SC_SUF, n1 * sizeof *suf);
+  pre[0] = empty_stat;
+  for (int i = 0; i < n; i++) {
+    pre[i + 1] = pre[i];
+    int k = perm ? perm[i] : i;
+    if (!stat_add(&pre[i + 1], vals ? vals[k] : one, k, h->need))
+      return overflow_at(h->nd, h->err);
+  }
+  if (wt == W_SUF || wt == W_BOTH) {
+    suf[n] = empty_stat;
+    for (int i = n - 1; i >= 0; i--) {
+      suf[i] = suf[i + 1];
+      int k = perm ? perm[i] : i;
+      if (!stat_add(&suf[i], vals ? vals[k] : one, k, h->need))
+        return overflow_at(h->nd, h->err);
+    }
+  }
+  for (int q = 0; q < n; q++) {
+    rstat s = empty_stat;
+    switch (wt) {
+    case W_PREF: s = pre[qa[q]]; break;
+    case W_SUF: s = suf[qa[q]]; break;
+    case W_BOTH:
+      s = pre[qa[q]];
+      if (!stat_merge(&s, &suf[qb[q]], h->need))
+        return overflow_at(h->nd, h->err);
+      break;
+    case W_ONE:
+      if (!stat_add(&s, vals[perm ? perm[qa[q]] : qa[q]],
+                    perm ? perm[qa[q]] : qa[q], h->need))
+        return overflow_at(h->nd, h->err);
+      break;
+    default: break;
+    }
+    if (!finish(h->nd, &s, &out[q], h->err)) return 0;
+  }
   return 1;
 }
 
-enum strategy { S_MATRIX, S_HASH, S_SORT, S_TRUE, S_FALSE };
+/* Stable merge sort of idx[0..n) by key; tmp has room for n. */
+#define MERGE_SORT(NAME, T, LESS)                                              \
+  static void NAME(T *a, T *tmp, int n) {                                      \
+    if (n < 2) return;                                                         \
+    if (n <= 16) {                                                             \
+      for (int i = 1; i < n; i++) {                                            \
+        T x = a[i];                                                            \
+        int j = i;                                                             \
+        while (j > 0 && LESS(x, a[j - 1])) {                                   \
+          a[j] = a[j - 1];                                                     \
+          j--;                                                                 \
+        }                                                                      \
+        a[j] = x;                                                              \
+      }                                                                        \
+      return;                                                                  \
+    }                                                                          \
+    int m = n / 2;                                                             \
+    NAME(a, tmp, m);                                                           \
+    NAME(a + m, tmp, n - m);                                                   \
+    if (!LESS(a[m], a[m - 1])) return;                                         \
+    memcpy(tmp, a, sizeof *a * (size_t)m);                                     \
+    int i = 0, j = m, k = 0;                                                   \
+    while (i < m && j < n) a[k++] = LESS(a[j], tmp[i]) ? a[j++] : tmp[i++];    \
+    while (i < m) a[k++] = tmp[i++];                                           \
+  }
 
-static enum strategy choose(const rasp_ir_node *nd, const rasp_ir_node *sel,
+typedef struct ikey {
+  int64_t key;
+  int idx;
+} ikey;
+
+typedef struct ekey {
+  rasp_elem key;
+  int idx;
+} ekey;
+
+
+#define IKEY_LESS(x, y) ((x).key < (y).key)
+#define EKEY_LESS(x, y) (ecmp((x).key, (y).key) < 0)
+MERGE_SORT(sort_ikey, ikey, IKEY_LESS)
+MERGE_SORT(sort_ekey, ekey, EKEY_LESS)
+
+/* Non-causal comparisons and not_equals on sorted keys. */
+static int head_sorted(head *h, const rasp_elem *keys, const rasp_elem *qs,
+                       int same, int intlike, const rasp_elem *vals,
+                       rasp_elem *out) {
+  rasp_eval *ev = h->ev;
+  int n = h->n;
+  size_t n1 = (size_t)n + 1;
+  int *perm = scratch(ev, SC_GID, n1 * sizeof *perm);
+  int *lo = scratch(ev, SC_QA, n1 * sizeof *lo);
+  int *hi = scratch(ev, SC_QB, n1 * sizeof *hi);
+  /* Stable sorting by key gives (key, index) order, which makes the scan
+     order, and so which of two equal-comparing elements max/min keep,
+     deterministic. */
+  if (intlike) {
+    ikey *ks = scratch(ev, SC_KS, n1 * sizeof *ks);
+    ikey *tmp = scratch(ev, SC_KS2, n1 * sizeof *tmp);
+    for (int k = 0; k < n; k++) {
+      ks[k].key = keys[k].num;
+      ks[k].idx = k;
+    }
+    sort_ikey(ks, tmp, n);
+    for (int i = 0; i < n; i++) perm[i] = ks[i].idx;
+    if (same) {
+      for (int s = 0, e; s < n; s = e) {
+        for (e = s + 1; e < n && ks[e].key == ks[s].key; e++) {}
+        for (int i = s; i < e; i++) {
+          lo[ks[i].idx] = s;
+          hi[ks[i].idx] = e;
+        }
+      }
+    } else {
+      int64_t *sk = scratch(ev, SC_SK, n1 * sizeof *sk);
+      for (int i = 0; i < n; i++) sk[i] = ks[i].key;
+      for (int q = 0; q < n; q++) {
+        int64_t v = qs[q].num;
+        int a = 0, b = n;
+        while (a < b) {
+          int mid = (a + b) >> 1;
+          if (sk[mid] < v) a = mid + 1;
+          else b = mid;
+        }
+        lo[q] = a;
+        b = n;
+        while (a < b) {
+          int mid = (a + b) >> 1;
+          if (sk[mid] <= v) a = mid + 1;
+          else b = mid;
+        }
+        hi[q] = a;
+      }
+    }
+  } else {
+    ekey *ks = scratch(ev, SC_KS, n1 * sizeof *ks);
+    ekey *tmp = scratch(ev, SC_KS2, n1 * sizeof *tmp);
+    for (int k = 0; k < n; k++) {
+      ks[k].key = keys[k];
+      ks[k].idx = k;
+    }
+    sort_ekey(ks, tmp, n);
+    for (int i = 0; i < n; i++) perm[i] = ks[i].idx;
+    if (same) {
+      for (int s = 0, e; s < n; s = e) {
+        for (e = s + 1; e < n && ecmp(ks[e].key, ks[s].key) == 0; e++) {}
+        for (int i = s; i < e; i++) {
+          lo[ks[i].idx] = s;
+          hi[ks[i].idx] = e;
+        }
+      }
+    } else {
+      for (int q = 0; q < n; q++) {
+        rasp_elem v = qs[q];
+        int a = 0, b = n;
+        while (a < b) {
+          int mid = (a + b) >> 1;
+          if (ecmp(ks[mid].key, v) < 0) a = mid + 1;
+          else b = mid;
+        }
+        lo[q] = a;
+        b = n;
+        while (a < b) {
+          int mid = (a + b) >> 1;
+          if (ecmp(ks[mid].key, v) <= 0) a = mid + 1;
+          else b = mid;
+        }
+        hi[q] = a;
+      }
+    }
+  }
+  switch ((rasp_pred)h->sel->aux) {
+  case RASP_PRED_LT: return head_order(h, perm, W_PREF, lo, NULL, vals, out);
+  case RASP_PRED_LE: return head_order(h, perm, W_PREF, hi, NULL, vals, out);
+  case RASP_PRED_GT: return head_order(h, perm, W_SUF, hi, NULL, vals, out);
+  case RASP_PRED_GE: return head_order(h, perm, W_SUF, lo, NULL, vals, out);
+  default: return head_order(h, perm, W_BOTH, lo, hi, vals, out); /* NE */
+  }
+}
+
+/* Windows of positions: a select on indices against indices, or always. */
+static int window_of(const rasp_eval *ev, const rasp_ir_node *sel, int *wt,
+                     int *off) {
+  const rasp_ir *ir = ev->ir;
+  int causal = (sel->flags & RASP_CAUSAL) != 0;
+  rasp_pred p = (rasp_pred)sel->aux;
+  *off = 0;
+  if (p == RASP_PRED_TRUE) {
+    *wt = W_PREF;
+    *off = causal ? 1 : ev->n + 1; /* n + 1: the whole sequence */
+    return 1;
+  }
+  if (p == RASP_PRED_FALSE) {
+    *wt = W_NONE;
+    return 1;
+  }
+  if (ir->nodes[sel->in[0]].op != RASP_OP_INDICES ||
+      ir->nodes[sel->in[1]].op != RASP_OP_INDICES)
+    return 0;
+  switch (p) {
+  case RASP_PRED_EQ: *wt = W_ONE; return 1;
+  case RASP_PRED_LE: *wt = W_PREF; *off = 1; return 1;
+  case RASP_PRED_LT: *wt = W_PREF; return 1;
+  case RASP_PRED_GE: *wt = causal ? W_ONE : W_SUF; return 1;
+  case RASP_PRED_GT:
+    *wt = causal ? W_NONE : W_SUF;
+    *off = 1;
+    return 1;
+  case RASP_PRED_NE:
+    *wt = causal ? W_PREF : W_BOTH;
+    return 1;
+  default: return 0;
+  }
+}
+
+/* Conjunctions of equality selects and position windows (or causal):
+** the equalities become one equality on the tuple of keys, the windows
+** intersect to one.  Fills leaves with the equality selects; wt and off
+** the window (W_PREF with off > n: everything). */
+#define MAX_CONJ 8
+
+static int conj_window(int *wt, int *off, int wt2, int off2) {
+  /* both windows are W_PREF(off), W_ONE or W_NONE */
+  if (*wt == W_NONE || wt2 == W_NONE) {
+    *wt = W_NONE;
+  } else if (*wt == W_ONE || wt2 == W_ONE) {
+    int o = *wt == W_ONE ? off2 : *off; /* the other, if W_PREF */
+    int other = *wt == W_ONE ? wt2 : *wt;
+    *wt = other == W_PREF && o < 1 ? W_NONE : W_ONE;
+  } else {
+    *off = off2 < *off ? off2 : *off;
+  }
+  return 1;
+}
+
+static int conj_of(const rasp_eval *ev, int id, int *leaves, int *nleaves,
+                   int *wt, int *off) {
+  const rasp_ir_node *nd = &ev->ir->nodes[id];
+  if (nd->op == RASP_OP_SEL_AND)
+    return conj_of(ev, nd->in[0], leaves, nleaves, wt, off) &&
+           conj_of(ev, nd->in[1], leaves, nleaves, wt, off);
+  if (nd->op != RASP_OP_SELECT) return 0;
+  int w, o;
+  if (window_of(ev, nd, &w, &o)) {
+    if (w != W_PREF && w != W_ONE && w != W_NONE) return 0;
+    return conj_window(wt, off, w, o);
+  }
+  if (nd->aux != RASP_PRED_EQ || *nleaves >= MAX_CONJ) return 0;
+  leaves[(*nleaves)++] = id;
+  if (nd->flags & RASP_CAUSAL) conj_window(wt, off, W_PREF, 1);
+  return 1;
+}
+
+/* Group numbers for the equality leaves of input b (off: its offset). */
+static int conj_groups(rasp_eval *ev, const int *leaves, int nl, size_t off,
+                       int n, int *gid, int *gq) {
+  int G = 0;
+  size_t n1 = (size_t)n + 1;
+  for (int l = 0; l < nl; l++) {
+    const rasp_ir_node *s = &ev->ir->nodes[leaves[l]];
+    const rasp_elem *keys = ev->val[s->in[0]] + off;
+    const rasp_elem *qs = ev->val[s->in[1]] + off;
+    int intl = INTLIKE(ev->kind[s->in[0]]) && INTLIKE(ev->kind[s->in[1]]);
+    if (l == 0) {
+      G = intl ? group_int(ev, keys, qs, n, gid, gq)
+               : group_any(ev, keys, qs, n, gid, gq);
+      continue;
+    }
+    int *g2 = scratch(ev, SC_GID2, n1 * sizeof *g2);
+    int *q2 = scratch(ev, SC_GQ2, n1 * sizeof *q2);
+    int G2 = intl ? group_int(ev, keys, qs, n, g2, q2)
+                  : group_any(ev, keys, qs, n, g2, q2);
+    /* the pair (group, group2) as one integer key */
+    rasp_elem *pk = scratch(ev, SC_PK, n1 * sizeof *pk);
+    rasp_elem *pq = scratch(ev, SC_PQ, n1 * sizeof *pq);
+    int64_t mul = (int64_t)G2 + 1;
+    for (int i = 0; i < n; i++) {
+      pk[i].num = (int64_t)gid[i] * mul + g2[i];
+      pk[i].den = 1;
+      pq[i].num = gq[i] < 0 || q2[i] < 0 ? -1 : (int64_t)gq[i] * mul + q2[i];
+      pq[i].den = 1;
+    }
+    G = group_int(ev, pk, pq, n, gid, gq);
+  }
+  return G;
+}
+
+enum strategy { S_MATRIX, S_HASH, S_SORT, S_WIN, S_CONJ };
+
+static enum strategy choose(const rasp_eval *ev, const rasp_ir_node *nd,
+                            const rasp_ir_node *sel, int vm,
                             int values_have_sym) {
+  int wt, off;
+  if (sel->op == RASP_OP_SEL_AND) {
+    int leaves[MAX_CONJ], nl = 0;
+    wt = W_PREF;
+    off = ev->n + 1;
+    if (conj_of(ev, (int)(sel - ev->ir->nodes), leaves, &nl, &wt, &off) && nl)
+      return S_CONJ;
+  }
   if (sel->op != RASP_OP_SELECT) return S_MATRIX;
+  if (window_of(ev, sel, &wt, &off) &&
+      (vm != VM_SLOW || wt == W_PREF || wt == W_ONE || wt == W_NONE))
+    return S_WIN;
   int causal = (sel->flags & RASP_CAUSAL) != 0;
   switch ((rasp_pred)sel->aux) {
-  case RASP_PRED_EQ: return S_HASH;
-  case RASP_PRED_TRUE: return S_TRUE;
-  case RASP_PRED_FALSE: return S_FALSE;
+  case RASP_PRED_EQ: return S_CONJ;
   case RASP_PRED_NE:
     if (!causal) return S_SORT;
     /* Causal not_equals subtracts from running totals, which works for
@@ -831,11 +1774,19 @@ static int eval_head(ctx *c) {
   rasp_eval *ev = c->ev;
   const rasp_ir_node *nd = c->nd;
   const rasp_ir_node *sel = &ev->ir->nodes[nd->in[0]];
-  head h = {ev, nd, sel, head_needs(nd->op), ev->n, c->err};
+  head h;
+  memset(&h, 0, sizeof h);
+  h.ev = ev;
+  h.nd = nd;
+  h.sel = sel;
+  h.need = head_needs(nd->op);
+  h.n = ev->n;
+  h.err = c->err;
   int n = ev->n, ok = 1;
   const rasp_elem *allvals = nd->op == RASP_OP_SEL_WIDTH ? NULL : operand(c, 1);
+  unsigned kv = allvals ? operand_kind(c, 1) : 0;
   int has_sym = 0;
-  if (allvals)
+  if (allvals && (kv & K_SYM))
     for (size_t i = 0; i < c->total && !has_sym; i++)
       has_sym = allvals[i].den == RASP_DEN_SYM;
   if (has_sym && nd->op == RASP_OP_AGGR_MEAN) {
@@ -843,20 +1794,52 @@ static int eval_head(ctx *c) {
               "aggr_mean needs numbers or booleans, not symbols");
     return 0;
   }
-  enum strategy strat = choose(nd, sel, has_sym);
+  if (!allvals) h.vm = VM_NONE;
+  else if (kv == K_INT || kv == 0) h.vm = VM_INT;
+  else if (kv == K_BOOL) h.vm = VM_BOOL;
+  else if (INTLIKE(kv) &&
+           (nd->op == RASP_OP_AGGR_MEAN || nd->op == RASP_OP_AGGREGATE))
+    h.vm = VM_MIX;
+  else h.vm = VM_SLOW;
+  h.vden = h.vm == VM_BOOL ? RASP_DEN_BOOL : 1;
+  h.fsum = nd->op == RASP_OP_AGGR_MEAN || nd->op == RASP_OP_AGGREGATE;
+  h.fnb = nd->op == RASP_OP_AGGREGATE && h.vm == VM_MIX;
+  h.fext = nd->op == RASP_OP_AGGR_MAX || nd->op == RASP_OP_AGGR_MIN;
+  h.ismax = nd->op == RASP_OP_AGGR_MAX;
+  enum strategy strat = choose(ev, nd, sel, h.vm, has_sym);
   if (strat == S_HASH && sel->aux == RASP_PRED_NE) h.need &= ~NEED_EXT;
   unsigned char *m = NULL;
-  groups g = {0};
-  sorted st = {0};
+  size_t n1 = (size_t)n + 1;
   if (strat == S_MATRIX) {
     if (!cells_ok(ev, sel, c->err)) return 0;
-    m = raspM_alloc((size_t)n * n + 1);
-  } else if (strat == S_HASH) {
-    groups_init(&g, n);
-  } else if (strat == S_SORT) {
-    st.ks = raspM_alloc(((size_t)n + 1) * sizeof *st.ks);
-    st.pre = raspM_alloc(((size_t)n + 1) * sizeof *st.pre);
-    st.suf = raspM_alloc(((size_t)n + 1) * sizeof *st.suf);
+    m = scratch(ev, SC_MAT0, (size_t)n * n + 1);
+  }
+  int64_t *vv = NULL;
+  unsigned char *vb = NULL;
+  if (h.vm != VM_NONE && h.vm != VM_SLOW) {
+    vv = scratch(ev, SC_VV, n1 * sizeof *vv);
+    if (h.fnb) vb = scratch(ev, SC_VB, n1);
+    h.vv = vv;
+    h.vb = vb;
+  }
+  int wt = W_NONE, woff = 0;
+  int *qa = NULL;
+  if (strat == S_WIN) {
+    window_of(ev, sel, &wt, &woff);
+    qa = scratch(ev, SC_QT, n1 * sizeof *qa);
+    int *qb = scratch(ev, SC_QB, n1 * sizeof *qb);
+    for (int q = 0; q < n; q++) {
+      qa[q] = woff > n ? n : q + woff;
+      qb[q] = q + 1;
+    }
+  }
+  int cleaves[MAX_CONJ], cnl = 0, cwt = W_PREF, coff = n + 1;
+  if (strat == S_CONJ)
+    conj_of(ev, nd->in[0], cleaves, &cnl, &cwt, &coff);
+  int keys_int = 0, same = 0;
+  if (sel->op == RASP_OP_SELECT) {
+    keys_int = INTLIKE(ev->kind[sel->in[0]]) && INTLIKE(ev->kind[sel->in[1]]);
+    same = sel->in[0] == sel->in[1];
   }
   for (int b = 0; ok && b < ev->B; b++) {
     size_t off = (size_t)b * n;
@@ -867,22 +1850,57 @@ static int eval_head(ctx *c) {
       keys = ev->val[sel->in[0]] + off;
       qs = ev->val[sel->in[1]] + off;
     }
+    if (vv) {
+      for (int k = 0; k < n; k++) vv[k] = vals[k].num;
+      if (vb)
+        for (int k = 0; k < n; k++) vb[k] = vals[k].den == RASP_DEN_BOOL;
+    }
     switch (strat) {
     case S_MATRIX: ok = head_matrix(&h, b, m, vals, out); break;
-    case S_HASH: ok = head_eq(&h, &g, keys, qs, vals, out); break;
-    case S_SORT: ok = head_sorted(&h, &st, keys, qs, vals, out); break;
-    case S_TRUE: ok = head_true(&h, vals, out); break;
-    case S_FALSE:
-      for (int q = 0; ok && q < n; q++)
-        ok = finish(nd, &empty_stat, &out[q], c->err);
+    case S_HASH: { /* causal not_equals */
+      int *gid = scratch(ev, SC_GID, n1 * sizeof *gid);
+      int *gq = scratch(ev, SC_GQ, n1 * sizeof *gq);
+      int G = keys_int ? group_int(ev, keys, qs, n, gid, gq)
+                       : group_any(ev, keys, qs, n, gid, gq);
+      ok = head_groups(&h, G, gid, gq, 1, 1, vals, out);
+      break;
+    }
+    case S_CONJ: {
+      int *gid = scratch(ev, SC_GID, n1 * sizeof *gid);
+      int *gq = scratch(ev, SC_GQ, n1 * sizeof *gq);
+      int G = conj_groups(ev, cleaves, cnl, off, n, gid, gq);
+      if (cwt == W_NONE) {
+        ok = head_order(&h, NULL, W_NONE, NULL, NULL, vals, out);
+      } else if (cwt == W_ONE) {
+        /* key q alone, if it is in query q's group */
+        for (int q = 0; q < n; q++) {
+          gq[q] = gid[q] == gq[q] ? q : -1;
+          gid[q] = q;
+        }
+        ok = head_groups(&h, n, gid, gq, n + 1, 0, vals, out);
+      } else {
+        ok = head_groups(&h, G, gid, gq, coff, 0, vals, out);
+      }
+      break;
+    }
+    case S_SORT: ok = head_sorted(&h, keys, qs, same, keys_int, vals, out); break;
+    case S_WIN:
+      ok = head_order(&h, NULL, wt, qa, ev->sc[SC_QB], vals, out);
       break;
     }
   }
-  raspM_free(m);
-  groups_free(&g);
-  raspM_free(st.ks);
-  raspM_free(st.pre);
-  raspM_free(st.suf);
+  if (ok) {
+    switch (nd->op) {
+    case RASP_OP_SEL_WIDTH:
+    case RASP_OP_AGGR_MEAN:
+      c->kind = c->total ? K_INT : 0;
+      if (nd->op == RASP_OP_AGGR_MEAN) c->kind |= elem_kind(raspI_elem_trunc(nd->c));
+      break;
+    case RASP_OP_AGGR_MAX:
+    case RASP_OP_AGGR_MIN: c->kind = kv | (c->total ? elem_kind(nd->c) : 0); break;
+    default: c->kind = KIND_SCAN; break;
+    }
+  }
   return ok;
 }
 
@@ -909,33 +1927,63 @@ rasp_eval *raspE_new(const rasp_ir *ir) {
   rasp_eval *ev = raspM_alloc(sizeof *ev);
   ev->ir = ir;
   ev->max_cells = RASP_DEFAULT_MAX_SELECTOR_CELLS;
+  ev->keep = 1;
   return ev;
 }
 
-static void drop_values(rasp_eval *ev) {
+static void pool_put(rasp_eval *ev, rasp_elem *buf, size_t cap) {
+  if (!buf) return;
+  RASP_GROW(ev->pool, ev->poolsz, ev->npool + 1);
+  ev->poolcap = raspM_realloc(ev->poolcap, (size_t)ev->poolsz * sizeof *ev->poolcap);
+  ev->pool[ev->npool] = buf;
+  ev->poolcap[ev->npool] = cap;
+  ev->npool++;
+}
+
+static void free_buffers(rasp_eval *ev) {
   for (int i = 0; i < ev->nnodes; i++) {
     raspM_free(ev->val[i]);
     ev->val[i] = NULL;
+    ev->valcap[i] = 0;
+    ev->cfill[i] = 0;
     raspM_free(ev->selm[i]);
     ev->selm[i] = NULL;
+    ev->selb[i] = -1;
   }
+  for (int i = 0; i < ev->npool; i++) raspM_free(ev->pool[i]);
+  ev->npool = 0;
   ev->ran = 0;
 }
 
 void raspE_free(rasp_eval *ev) {
   if (!ev) return;
-  drop_values(ev);
+  free_buffers(ev);
   for (int i = 0; i < ev->nnodes; i++) memo_free(ev->memos[i]);
   raspM_free(ev->val);
+  raspM_free(ev->valcap);
+  raspM_free(ev->cfill);
+  raspM_free(ev->kind);
   raspM_free(ev->memos);
   raspM_free(ev->selm);
   raspM_free(ev->selb);
   raspM_free(ev->live);
+  raspM_free(ev->lastuse);
+  raspM_free(ev->relstart);
+  raspM_free(ev->rel);
+  raspM_free(ev->pool);
+  raspM_free(ev->poolcap);
+  for (int i = 0; i < SC__COUNT; i++) raspM_free(ev->sc[i]);
+  raspM_free(ev->dtab);
   raspM_free(ev);
 }
 
 void raspE_set_max_selector_cells(rasp_eval *ev, size_t cells) {
   ev->max_cells = cells;
+}
+
+void raspE_set_keep_intermediates(rasp_eval *ev, int keep) {
+  ev->keep = keep != 0;
+  ev->ran = 0;
 }
 
 /* The IR may have grown since the evaluator was made (the REPL traces more
@@ -944,12 +1992,21 @@ static void fit_nodes(rasp_eval *ev) {
   int nn = ev->ir->nnodes;
   if (nn <= ev->nnodes) return;
   ev->val = raspM_realloc(ev->val, (size_t)nn * sizeof *ev->val);
+  ev->valcap = raspM_realloc(ev->valcap, (size_t)nn * sizeof *ev->valcap);
+  ev->cfill = raspM_realloc(ev->cfill, (size_t)nn * sizeof *ev->cfill);
+  ev->kind = raspM_realloc(ev->kind, (size_t)nn);
   ev->memos = raspM_realloc(ev->memos, (size_t)nn * sizeof *ev->memos);
   ev->selm = raspM_realloc(ev->selm, (size_t)nn * sizeof *ev->selm);
   ev->selb = raspM_realloc(ev->selb, (size_t)nn * sizeof *ev->selb);
   ev->live = raspM_realloc(ev->live, (size_t)nn);
+  ev->lastuse = raspM_realloc(ev->lastuse, (size_t)nn * sizeof *ev->lastuse);
+  ev->relstart = raspM_realloc(ev->relstart, ((size_t)nn + 1) * sizeof *ev->relstart);
+  ev->rel = raspM_realloc(ev->rel, (size_t)nn * sizeof *ev->rel);
   for (int i = ev->nnodes; i < nn; i++) {
     ev->val[i] = NULL;
+    ev->valcap[i] = 0;
+    ev->cfill[i] = 0;
+    ev->kind[i] = 0;
     ev->memos[i] = NULL;
     ev->selm[i] = NULL;
     ev->selb[i] = -1;
@@ -989,10 +2046,83 @@ static int valid_node(const rasp_ir *ir, int id, rasp_error *err) {
   return 1;
 }
 
+static int is_selector(const rasp_ir *ir, int id) {
+  return raspI_op_component(ir->nodes[id].op) == RASP_COMP_SELECTOR;
+}
+
+/* For keep == 0: after which node each value dies.  A selector's operands
+** are read by the heads that use the selector, so its uses pass down. */
+static void plan_release(rasp_eval *ev) {
+  const rasp_ir *ir = ev->ir;
+  int nn = ir->nnodes;
+  for (int i = 0; i < nn; i++) ev->lastuse[i] = -1;
+  for (int id = 0; id < nn; id++) {
+    if (!ev->live[id]) continue;
+    const rasp_ir_node *nd = &ir->nodes[id];
+    for (int j = 0; j < nd->nin; j++) {
+      int in = nd->in[j];
+      if (in >= 0 && in < id && ev->lastuse[in] < id) ev->lastuse[in] = id;
+    }
+  }
+  for (int id = nn - 1; id >= 0; id--) {
+    if (!ev->live[id] || !is_selector(ir, id)) continue;
+    const rasp_ir_node *nd = &ir->nodes[id];
+    for (int j = 0; j < nd->nin; j++) {
+      int in = nd->in[j];
+      if (in >= 0 && in < id && ev->lastuse[in] < ev->lastuse[id])
+        ev->lastuse[in] = ev->lastuse[id];
+    }
+  }
+  for (int i = 0; i < ir->noutputs; i++) {
+    int o = ir->outputs[i];
+    if (o >= 0 && o < nn) ev->lastuse[o] = nn; /* never released */
+  }
+  /* CSR by release time */
+  memset(ev->relstart, 0, ((size_t)nn + 1) * sizeof *ev->relstart);
+  for (int i = 0; i < nn; i++)
+    if (ev->live[i] && ev->lastuse[i] >= 0 && ev->lastuse[i] < nn)
+      ev->relstart[ev->lastuse[i] + 1]++;
+  for (int i = 0; i < nn; i++) ev->relstart[i + 1] += ev->relstart[i];
+  int *fill = ev->lastuse; /* reuse: positions are no longer needed */
+  int *pos = raspM_alloc(((size_t)nn + 1) * sizeof *pos);
+  memcpy(pos, ev->relstart, ((size_t)nn + 1) * sizeof *pos);
+  for (int i = 0; i < nn; i++)
+    if (ev->live[i] && fill[i] >= 0 && fill[i] < nn) ev->rel[pos[fill[i]]++] = i;
+  raspM_free(pos);
+}
+
+static rasp_elem *node_buffer(rasp_eval *ev, int id, size_t total) {
+  size_t need = total ? total : 1;
+  if (ev->val[id] && ev->valcap[id] >= need) return ev->val[id];
+  if (ev->val[id]) {
+    raspM_free(ev->val[id]);
+    ev->val[id] = NULL;
+  }
+  /* best fit from the pool */
+  int best = -1;
+  for (int i = 0; i < ev->npool; i++)
+    if (ev->poolcap[i] >= need && (best < 0 || ev->poolcap[i] < ev->poolcap[best]))
+      best = i;
+  if (best >= 0) {
+    ev->val[id] = ev->pool[best];
+    ev->valcap[id] = ev->poolcap[best];
+    ev->cfill[id] = 0;
+    ev->npool--;
+    ev->pool[best] = ev->pool[ev->npool];
+    ev->poolcap[best] = ev->poolcap[ev->npool];
+    return ev->val[id];
+  }
+  ev->val[id] = raspM_alloc(need * sizeof(rasp_elem));
+  ev->valcap[id] = need;
+  ev->cfill[id] = 0;
+  return ev->val[id];
+}
+
 int raspE_run(rasp_eval *ev, int B, const int64_t *tokens, rasp_error *err) {
   const rasp_ir *ir = ev->ir;
   fit_nodes(ev);
-  drop_values(ev);
+  ev->ran = 0;
+  for (int i = 0; i < ev->nnodes; i++) ev->selb[i] = -1;
   if (B < 0 || ir->n < 0) {
     raspR_setnopos(err, "bad batch size %d or length %d", B, ir->n);
     return 0;
@@ -1001,20 +2131,42 @@ int raspE_run(rasp_eval *ev, int B, const int64_t *tokens, rasp_error *err) {
   ev->n = ir->n;
   raspI_live(ir, ir->outputs, ir->noutputs, ev->live);
   size_t total = (size_t)B * (size_t)ir->n;
+  if (!ev->keep) {
+    /* every buffer back to the pool; values are handed out again in order */
+    for (int i = 0; i < ev->nnodes; i++) {
+      pool_put(ev, ev->val[i], ev->valcap[i]);
+      ev->val[i] = NULL;
+      ev->valcap[i] = 0;
+      ev->cfill[i] = 0;
+    }
+    plan_release(ev);
+  } else {
+    for (int i = 0; i < ev->nnodes; i++)
+      if (!ev->live[i] && ev->val[i]) {
+        pool_put(ev, ev->val[i], ev->valcap[i]);
+        ev->val[i] = NULL;
+        ev->valcap[i] = 0;
+        ev->cfill[i] = 0;
+      }
+  }
   for (int id = 0; id < ir->nnodes; id++) {
     if (!ev->live[id]) continue;
-    if (!valid_node(ir, id, err)) {
-      drop_values(ev);
-      return 0;
-    }
+    if (!valid_node(ir, id, err)) return 0;
     const rasp_ir_node *nd = &ir->nodes[id];
-    ctx c = {ev, id, nd, tokens, total, NULL, err};
-    if (raspI_op_component(nd->op) != RASP_COMP_SELECTOR)
-      c.out = ev->val[id] = raspM_alloc((total ? total : 1) * sizeof *c.out);
-    if (!handlers[nd->op](&c)) {
-      drop_values(ev);
-      return 0;
-    }
+    ctx c = {ev, id, nd, tokens, total, NULL, err, KIND_SCAN};
+    if (!is_selector(ir, id)) c.out = node_buffer(ev, id, total);
+    else c.kind = 0;
+    if (!handlers[nd->op](&c)) return 0;
+    ev->kind[id] = (unsigned char)(c.kind == KIND_SCAN ? scan_kind(c.out, total)
+                                                       : c.kind);
+    if (!ev->keep)
+      for (int r = ev->relstart[id]; r < ev->relstart[id + 1]; r++) {
+        int d = ev->rel[r];
+        pool_put(ev, ev->val[d], ev->valcap[d]);
+        ev->val[d] = NULL;
+        ev->valcap[d] = 0;
+        ev->cfill[d] = 0;
+      }
   }
   ev->ran = 1;
   return 1;
@@ -1022,7 +2174,8 @@ int raspE_run(rasp_eval *ev, int B, const int64_t *tokens, rasp_error *err) {
 
 const rasp_elem *raspE_value(rasp_eval *ev, int node, int b) {
   if (!ev->ran || node < 0 || node >= ev->nnodes || b < 0 || b >= ev->B ||
-      !ev->val[node])
+      !ev->live[node] || !ev->val[node] ||
+      is_selector(ev->ir, node))
     return NULL;
   return ev->val[node] + (size_t)b * ev->n;
 }
@@ -1046,10 +2199,11 @@ const unsigned char *raspE_selector(rasp_eval *ev, int node, int b,
   if (!cells_ok(ev, nd, err)) return NULL;
   size_t nn = (size_t)ev->n * ev->n;
   unsigned char *m = ev->selm[node];
-  if (!m) m = raspM_alloc(nn + 1);
+  raspM_free(m);
+  m = raspM_alloc(nn + 1);
   ev->selm[node] = m;
   ev->selb[node] = -1;
-  if (!build_matrix(ev, node, b, m, err)) return NULL;
+  if (!build_matrix(ev, node, b, m, 0, err)) return NULL;
   ev->selb[node] = b;
   return m;
 }

@@ -30,6 +30,13 @@ typedef struct rasp_eval rasp_eval; /* opaque */
 rasp_eval *raspE_new(const rasp_ir *ir);
 void raspE_free(rasp_eval *ev);
 void raspE_set_max_selector_cells(rasp_eval *ev, size_t cells);
+/* keep = 1 (the default): every intermediate value stays readable through
+** raspE_value until the next run.  keep = 0: a value's buffer is reused as
+** soon as the last node reading it has run, so memory follows the widest
+** point of the graph; then only the outputs (ir->outputs at run time) can
+** be read, and raspE_selector works only for selectors whose operands are
+** outputs.  Takes effect from the next run. */
+void raspE_set_keep_intermediates(rasp_eval *ev, int keep);
 
 /* Evaluates every node needed for ir->outputs on B inputs.  tokens holds
 ** B*n token ids, input b at tokens[b*n .. b*n+n-1].  Returns 0 and sets err
@@ -38,7 +45,8 @@ int raspE_run(rasp_eval *ev, int B, const int64_t *tokens, rasp_error *err);
 
 /* After a successful run: the value of node id for input b, n elements.
 ** Valid until the next run or free.  Works for every node the outputs
-** depend on (intermediate values are kept, for counterexamples and the REPL).
+** depend on (intermediate values are kept, for counterexamples and the REPL;
+** with raspE_set_keep_intermediates(ev, 0) only the outputs, NULL otherwise).
 ** For a selector node, returns NULL; use raspE_selector. */
 const rasp_elem *raspE_value(rasp_eval *ev, int node, int b);
 /* Materialised selection matrix of a selector node for input b: n*n bytes,

@@ -343,19 +343,25 @@ int raspK_check_batch(rasp_ptrace *tr, rasp_eval *ev, int B, const int64_t *toke
   return ok;
 }
 
+/* scratch: a sample whose buffers are reused from call to call, or NULL */
+static int sample_tokens(const rasp_ptrace *tr, uint64_t seed, uint64_t index, int64_t *tokens,
+                         int64_t *lead, int64_t *target, rasp_sample *scratch, rasp_error *err) {
+  rasp_sample own;
+  rasp_sample *s = scratch ? scratch : &own;
+  if (!scratch) memset(&own, 0, sizeof own);
+  int ok = raspT_sample(&tr->opts, seed, index, s, err) == 0;
+  if (ok) {
+    for (int i = 0; i < s->ntokens; i++) tokens[i] = s->tokens[i];
+    *lead = s->lead;
+    *target = tr->opts.st_names ? tr->opts.V + RASP_SP_T : s->t;
+  }
+  if (!scratch) raspT_sample_free(&own);
+  return ok;
+}
+
 int raspK_sample_tokens(const rasp_ptrace *tr, uint64_t seed, uint64_t index, int64_t *tokens,
                         int64_t *lead, int64_t *target, rasp_error *err) {
-  rasp_sample s;
-  memset(&s, 0, sizeof s);
-  if (raspT_sample(&tr->opts, seed, index, &s, err) != 0) {
-    raspT_sample_free(&s);
-    return 0;
-  }
-  for (int i = 0; i < s.ntokens; i++) tokens[i] = s.tokens[i];
-  *lead = s.lead;
-  *target = tr->opts.st_names ? tr->opts.V + RASP_SP_T : s.t;
-  raspT_sample_free(&s);
-  return 1;
+  return sample_tokens(tr, seed, index, tokens, lead, target, NULL, err);
 }
 
 /* ------------------------------------------------------ random, threaded */
@@ -376,6 +382,9 @@ static void *verify_worker(void *arg) {
   rasp_ptrace *tr = job->tr;
   int n = tr->n;
   rasp_eval *ev = raspE_new(rasp_ctx_ir(tr->ctx));
+  raspE_set_keep_intermediates(ev, 0); /* only the output is read */
+  rasp_sample scratch;
+  memset(&scratch, 0, sizeof scratch);
   int64_t *tokens = raspM_alloc(sizeof(int64_t) * (size_t)n * VERIFY_BATCH);
   int64_t lead[VERIFY_BATCH], target[VERIFY_BATCH];
   unsigned char pass[VERIFY_BATCH];
@@ -383,8 +392,8 @@ static void *verify_worker(void *arg) {
   for (uint64_t i = job->begin; i < job->end; i += VERIFY_BATCH) {
     int B = (int)(job->end - i < VERIFY_BATCH ? job->end - i : VERIFY_BATCH);
     for (int b = 0; b < B; b++)
-      if (!raspK_sample_tokens(tr, job->seed, i + (uint64_t)b, tokens + (size_t)b * (size_t)n,
-                               &lead[b], &target[b], &job->err)) {
+      if (!sample_tokens(tr, job->seed, i + (uint64_t)b, tokens + (size_t)b * (size_t)n,
+                         &lead[b], &target[b], &scratch, &job->err)) {
         job->failed_error = 1;
         goto done;
       }
@@ -400,6 +409,7 @@ static void *verify_worker(void *arg) {
     job->done += (uint64_t)B;
   }
 done:
+  raspT_sample_free(&scratch);
   raspM_free(tokens);
   raspE_free(ev);
   return NULL;
@@ -490,6 +500,7 @@ int raspK_verify_exhaustive(rasp_ptrace *tr, uint64_t cap, rasp_vresult *res, ra
   x.tr = tr;
   x.res = res;
   x.ev = raspE_new(rasp_ctx_ir(tr->ctx));
+  raspE_set_keep_intermediates(x.ev, 0);
   x.tokens = raspM_alloc(sizeof(int64_t) * (size_t)tr->n * VERIFY_BATCH);
   uint64_t count = 0;
   int r = raspT_enumerate(&tr->opts, NULL, cap, exhaustive_visit, &x, &count, err);

@@ -455,6 +455,136 @@ START_TEST(test_paths_agree) {
 }
 END_TEST
 
+/* Conjunctions, windows and value kinds: fast selectors against the same
+** selectors made of custom predicates (always the matrix), on values of
+** every kind (integers, booleans, both mixed, rationals, symbols). */
+static int n_un(rasp_ir *ir, rasp_unop op, int a) {
+  int id = add(ir, RASP_OP_UNARY, RASP_T_ANY, a, 0, 0);
+  ir->nodes[id].aux = op;
+  return id;
+}
+static int n_and(rasp_ir *ir, int a, int b) {
+  return add(ir, RASP_OP_SEL_AND, RASP_T_SEL, a, b, 0);
+}
+
+START_TEST(test_paths_agree_kinds) {
+  static const tfn sym = {F_SYM, 0};
+  for (int p = 0; p < RASP_PRED__COUNT; p++) {
+    pred_fns[p].kind = F_PRED;
+    pred_fns[p].pred = (rasp_pred)p;
+  }
+  srand(777u + (unsigned)_i);
+  static const int lens[] = {1, 2, 3, 7, 16, 33};
+  for (size_t li = 0; li < sizeof lens / sizeof *lens; li++) {
+    int n = lens[li];
+    rasp_ir ir;
+    tuser u = {0};
+    ir_setup(&ir, n, &u);
+    int t = n_input(&ir);
+    int ix = n_indices(&ir);
+    int two = n_full(&ir, I(2));
+    /* keys and queries of several kinds */
+    int tq = n_bin(&ir, RASP_BIN_MOD, n_bin(&ir, RASP_BIN_ADD, t, ix), n_full(&ir, I(3)));
+    int big = n_bin(&ir, RASP_BIN_SUB, n_bin(&ir, RASP_BIN_MUL, t, n_full(&ir, I(1000003))),
+                    n_full(&ir, I(5000000))); /* wide range, negative */
+    int bigq = n_bin(&ir, RASP_BIN_SUB, n_bin(&ir, RASP_BIN_MUL, tq, n_full(&ir, I(1000003))),
+                     n_full(&ir, I(5000000)));
+    int tb = n_bin(&ir, RASP_BIN_GT, t, two);            /* bools */
+    int one = n_full(&ir, I(1));                           /* True == 1 */
+    int trat = n_bin(&ir, RASP_BIN_DIV, t, two);          /* rationals */
+    int tqr = n_bin(&ir, RASP_BIN_DIV, tq, two);
+    /* values of every kind */
+    int vint = n_bin(&ir, RASP_BIN_SUB, t, ix);
+    int vbool = n_bin(&ir, RASP_BIN_LT, t, n_full(&ir, I(3)));
+    int vmix = n_bin(&ir, RASP_BIN_MIN, vbool, n_bin(&ir, RASP_BIN_SUB, t, two));
+    int vrat = n_bin(&ir, RASP_BIN_DIV, vint, n_full(&ir, I(3)));
+    int vsym = n_fn(&ir, RASP_OP_MAP, &sym, t, 0);
+    int vneg = n_un(&ir, RASP_UN_NEG, vint);
+    int vals[] = {vint, vbool, vmix, vrat, vsym, vneg};
+    /* selector pairs: fast, matrix */
+    int pairs[40][2], np = 0;
+#define SEL(k, q, pr, c) n_select(&ir, k, q, pr, c, NULL)
+#define CSEL(k, q, pr, c) n_select(&ir, k, q, RASP_PRED_CUSTOM, c, &pred_fns[pr])
+#define PAIR(F, S) (pairs[np][0] = (F), pairs[np][1] = (S), np++)
+    for (int c = 0; c < 2; c++) {
+      PAIR(SEL(t, tq, RASP_PRED_EQ, c), CSEL(t, tq, RASP_PRED_EQ, c));
+      PAIR(SEL(big, bigq, RASP_PRED_EQ, c), CSEL(big, bigq, RASP_PRED_EQ, c));
+      PAIR(SEL(tb, one, RASP_PRED_EQ, c), CSEL(tb, one, RASP_PRED_EQ, c));
+      PAIR(SEL(trat, tqr, RASP_PRED_EQ, c), CSEL(trat, tqr, RASP_PRED_EQ, c));
+      PAIR(SEL(vsym, vsym, RASP_PRED_EQ, c), CSEL(vsym, vsym, RASP_PRED_EQ, c));
+    }
+    rasp_pred wp[] = {RASP_PRED_EQ, RASP_PRED_NE, RASP_PRED_LT, RASP_PRED_LE,
+                      RASP_PRED_GT, RASP_PRED_GE, RASP_PRED_TRUE, RASP_PRED_FALSE};
+    int c = _i % 2;
+    for (size_t w = 0; w < sizeof wp / sizeof *wp; w++) {
+      /* a window alone, and with one or two equalities */
+      PAIR(SEL(ix, ix, wp[w], c), CSEL(ix, ix, wp[w], c));
+      PAIR(n_and(&ir, SEL(t, tq, RASP_PRED_EQ, 0), SEL(ix, ix, wp[w], c)),
+           n_and(&ir, CSEL(t, tq, RASP_PRED_EQ, 0), CSEL(ix, ix, wp[w], c)));
+      PAIR(n_and(&ir, SEL(ix, ix, wp[w], c),
+                 n_and(&ir, SEL(trat, tqr, RASP_PRED_EQ, 1), SEL(tb, one, RASP_PRED_EQ, 0))),
+           n_and(&ir, CSEL(ix, ix, wp[w], c),
+                 n_and(&ir, CSEL(trat, tqr, RASP_PRED_EQ, 1), CSEL(tb, one, RASP_PRED_EQ, 0))));
+    }
+    PAIR(n_and(&ir, SEL(t, t, RASP_PRED_EQ, c), SEL(big, bigq, RASP_PRED_EQ, 0)),
+         n_and(&ir, CSEL(t, t, RASP_PRED_EQ, c), CSEL(big, bigq, RASP_PRED_EQ, 0)));
+    PAIR(n_and(&ir, SEL(t, tq, RASP_PRED_EQ, c), SEL(tq, t, RASP_PRED_LT, 0)),
+         n_and(&ir, CSEL(t, tq, RASP_PRED_EQ, c), CSEL(tq, t, RASP_PRED_LT, 0)));
+    PAIR(SEL(trat, trat, RASP_PRED_LT, 0), CSEL(trat, trat, RASP_PRED_LT, 0));
+    PAIR(SEL(trat, tqr, RASP_PRED_GE, 0), CSEL(trat, tqr, RASP_PRED_GE, 0));
+    PAIR(SEL(t, tq, RASP_PRED_NE, 1), CSEL(t, tq, RASP_PRED_NE, 1));
+    PAIR(SEL(t, t, RASP_PRED_LE, 1), CSEL(t, t, RASP_PRED_LE, 1));
+#undef SEL
+#undef CSEL
+#undef PAIR
+    int outs[2000], no = 0;
+    for (int s = 0; s < np; s++)
+      for (size_t h = 0; h < 5; h++)
+        for (size_t vi = 0; vi < sizeof vals / sizeof *vals; vi++) {
+          rasp_op op = head_ops[h];
+          if (op == RASP_OP_SEL_WIDTH && vi) continue;
+          if (vals[vi] == vsym && (op == RASP_OP_AGGR_MEAN || op == RASP_OP_AGGREGATE))
+            continue;
+          int nin = op == RASP_OP_SEL_WIDTH ? 1 : 2;
+          rasp_elem dflt = vi == 1 ? BOOLV(1) : R(-9, 2);
+          int a = n_head(&ir, op, pairs[s][0], nin == 2 ? vals[vi] : -1, dflt);
+          int b = n_head(&ir, op, pairs[s][1], nin == 2 ? vals[vi] : -1, dflt);
+          ir.nodes[a].nin = ir.nodes[b].nin = nin;
+          outs[no++] = a;
+          outs[no++] = b;
+        }
+    set_outputs(&ir, no, outs);
+    rasp_eval *ev = raspE_new(&ir);
+    for (int rep = 0; rep < 8; rep++) {
+      int B = 1 + rand() % 3;
+      int64_t *toks = malloc(sizeof *toks * (size_t)(B * n));
+      int range = 1 + rand() % 6;
+      for (int i = 0; i < B * n; i++) toks[i] = rand() % range - (rep & 1);
+      rasp_error err = {0};
+      ck_assert_msg(raspE_run(ev, B, toks, &err), "%s", err.msg);
+      for (int h = 0; h < no; h += 2)
+        for (int b = 0; b < B; b++) {
+          const rasp_elem *x = raspE_value(ev, outs[h], b);
+          const rasp_elem *y = raspE_value(ev, outs[h + 1], b);
+          for (int i = 0; i < n; i++)
+            ck_assert_msg(x[i].num == y[i].num && x[i].den == y[i].den,
+                          "head %s (node %d, sel %s/%s, values %d) n %d input %d: fast %lld/%lld, "
+                          "matrix %lld/%lld at %d",
+                          raspI_op_name(ir.nodes[outs[h]].op), outs[h],
+                          raspI_op_name(ir.nodes[ir.nodes[outs[h]].in[0]].op),
+                          raspI_pred_name((rasp_pred)ir.nodes[ir.nodes[outs[h]].in[0]].aux),
+                          ir.nodes[outs[h]].in[1], n, b,
+                          (long long)x[i].num, (long long)x[i].den,
+                          (long long)y[i].num, (long long)y[i].den, i);
+        }
+      free(toks);
+    }
+    raspE_free(ev);
+    raspI_free(&ir);
+  }
+}
+END_TEST
+
 START_TEST(test_histogram) {
   rasp_ir ir;
   ir_setup(&ir, 5, NULL);
@@ -499,6 +629,41 @@ START_TEST(test_reverse) {
   check_ints(ev, rev, 0, (int64_t[]){5, 4, 3, 2, 1}, 5);
   check_ints(ev, rev, 1, (int64_t[]){0, 7, 8, 9, 9}, 5);
   check_ints(ev, len, 1, (int64_t[]){5, 5, 5, 5, 5}, 5);
+  raspE_free(ev);
+  raspI_free(&ir);
+}
+END_TEST
+
+/* keep_intermediates = 0: outputs are right, intermediates are gone, and
+** buffers are reused across runs of different batch sizes. */
+START_TEST(test_drop_intermediates) {
+  rasp_ir ir;
+  ir_setup(&ir, 6, NULL);
+  int len;
+  int rev = build_reverse(&ir, &len);
+  out1(&ir, rev);
+  rasp_eval *ev = raspE_new(&ir);
+  raspE_set_keep_intermediates(ev, 0);
+  for (int rep = 0; rep < 4; rep++) {
+    int B = 1 + rep * 3;
+    int64_t *toks = malloc(sizeof *toks * (size_t)(B * 6));
+    for (int i = 0; i < B * 6; i++) toks[i] = (i * 7 + rep) % 11;
+    rasp_error err = {0};
+    ck_assert_msg(raspE_run(ev, B, toks, &err), "%s", err.msg);
+    for (int b = 0; b < B; b++) {
+      const rasp_elem *v = raspE_value(ev, rev, b);
+      ck_assert_ptr_nonnull(v);
+      for (int i = 0; i < 6; i++) ck_elem(v[i], toks[b * 6 + 5 - i], 1);
+    }
+    ck_assert_ptr_null(raspE_value(ev, len, 0));
+    free(toks);
+  }
+  raspE_set_keep_intermediates(ev, 1);
+  int64_t toks[6] = {1, 2, 3, 4, 5, 6};
+  rasp_error err = {0};
+  ck_assert_msg(raspE_run(ev, 1, toks, &err), "%s", err.msg);
+  check_ints(ev, len, 0, (int64_t[]){6, 6, 6, 6, 6, 6}, 6);
+  check_ints(ev, rev, 0, (int64_t[]){6, 5, 4, 3, 2, 1}, 6);
   raspE_free(ev);
   raspI_free(&ir);
 }
@@ -774,6 +939,8 @@ static Suite *suite(void) {
   tcase_add_test(tc, test_aggr_mean);
   tcase_add_test(tc, test_causal);
   tcase_add_loop_test(tc, test_paths_agree, 0, 16);
+  tcase_add_loop_test(tc, test_paths_agree_kinds, 0, 2);
+  tcase_add_test(tc, test_drop_intermediates);
   tcase_add_test(tc, test_histogram);
   tcase_add_test(tc, test_reverse);
   tcase_add_test(tc, test_aggregate_symbols);
