@@ -384,14 +384,49 @@ rasp_elem raspV_to_elem(rasp_ctx *ctx, value *v, rasp_pos pos) {
   }
 }
 
+/* Moves v from the heap list to the constants, which are never released
+** early: values are immutable, so one object can stand for a number or a
+** symbol wherever it occurs. */
+static value *make_const(rasp_ctx *ctx, value *v) {
+  if (ctx->objects == v) {
+    ctx->objects = v->next_obj;
+    v->next_obj = ctx->consts;
+    ctx->consts = v;
+    v->serial = 0;
+  }
+  return v;
+}
+
+#define SMALL_INT_MIN (-128)
+#define SMALL_INT_MAX 4096
+
+/* Elements become values often (every output check, every map call):
+** small integers and symbols come from caches instead of new objects. */
 value *raspV_from_elem(rasp_ctx *ctx, rasp_elem e) {
   if (e.den == RASP_DEN_BOOL) return raspV_bool(ctx, e.num != 0);
   if (e.den == RASP_DEN_SYM) {
-    const char *s = symname_cb(ctx, e.num);
-    if (!s) s = "?";
-    value *v = raspV_str(ctx, s, strlen(s));
+    if (e.num >= 0 && e.num < ctx->nsyms) {
+      if (ctx->symcache_n < ctx->nsyms) {
+        ctx->symcache = raspM_realloc(ctx->symcache, sizeof(value *) * (size_t)ctx->nsyms);
+        for (int64_t i = ctx->symcache_n; i < ctx->nsyms; i++) ctx->symcache[i] = NULL;
+        ctx->symcache_n = ctx->nsyms;
+      }
+      if (!ctx->symcache[e.num]) {
+        const char *s = ctx->syms[e.num];
+        value *v = make_const(ctx, raspV_str(ctx, s, strlen(s)));
+        v->u.str.sym = e.num;
+        ctx->symcache[e.num] = v;
+      }
+      return ctx->symcache[e.num];
+    }
+    value *v = raspV_str(ctx, "?", 1);
     v->u.str.sym = e.num;
     return v;
+  }
+  if (e.den == 1 && e.num >= SMALL_INT_MIN && e.num <= SMALL_INT_MAX) {
+    value **slot = &ctx->intcache[e.num - SMALL_INT_MIN];
+    if (!*slot) *slot = make_const(ctx, raspV_num_si(ctx, (long)e.num));
+    return *slot;
   }
   value *v = raspV_new(ctx, V_NUM);
   mpq_set_si(v->u.q, (long)e.num, (unsigned long)e.den);
@@ -861,14 +896,7 @@ static flow exec_block(rasp_ctx *ctx, env *e, rasp_ast **body, int n);
 
 /* A literal's value, made once and kept with the tree. */
 static value *const_value(rasp_ctx *ctx, const rasp_ast *x, value *v) {
-  /* move v from the ordinary heap list to the constants list */
-  if (ctx->objects == v) {
-    ctx->objects = v->next_obj;
-    v->next_obj = ctx->consts;
-    ctx->consts = v;
-    v->serial = 0;
-  }
-  ((rasp_ast *)x)->cache = v;
+  ((rasp_ast *)x)->cache = make_const(ctx, v);
   return v;
 }
 
@@ -1573,6 +1601,7 @@ rasp_ctx *rasp_ctx_new(int n, const rasp_limits *limits, rasp_error *err) {
   rasp_ctx *ctx = raspM_alloc(sizeof *ctx);
   ctx->limits = lim;
   ctx->n = n;
+  ctx->intcache = raspM_alloc(sizeof(value *) * (SMALL_INT_MAX - SMALL_INT_MIN + 1));
   raspI_init(&ctx->ir, n);
   ctx->ir.call = ir_callback;
   ctx->ir.symname = symname_cb;
@@ -1631,6 +1660,8 @@ void rasp_ctx_free(rasp_ctx *ctx) {
   raspM_free(ctx->syms);
   raspM_free(ctx->symhash);
   raspM_free(ctx->vocab);
+  raspM_free(ctx->intcache);
+  raspM_free(ctx->symcache);
   for (int i = 0; i < ctx->nsources; i++) raspR_source_free(ctx->sources[i]);
   raspM_free(ctx->sources);
   raspM_arena_free(&ctx->ast_arena);

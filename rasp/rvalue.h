@@ -76,6 +76,9 @@ struct rasp_ctx {
   /* heap */
   value *objects;
   value *consts;         /* literals cached in the syntax tree: never released early */
+  value **intcache;      /* small integers, shared (values are immutable) */
+  value **symcache;      /* one string value per symbol id */
+  int64_t symcache_n;
   env *envs;
   unsigned long long serial, mark;
   int pinned;

@@ -2,7 +2,8 @@
 ** test_train.c -- the trainer's network (trainer/tnet.c): gradients against
 ** double-precision central differences for every layer type, forward
 ** against the reference raspN_forward, a tiny overfit run, and the
-** checkpoint round trip.
+** checkpoint round trip; a compiled model adapted as initialisation
+** (train_adapt_compiled) against the compiled model's own decisions.
 */
 #include <check.h>
 #include <math.h>
@@ -12,6 +13,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "rasp.h"
+#include "rcompile.h"
 #include "rmem.h"
 #include "rmodel.h"
 #include "tnet.h"
@@ -339,6 +342,111 @@ START_TEST(test_checkpoint_round_trip) {
 }
 END_TEST
 
+/* ---- compiled initialisation ------------------------------------------- */
+
+/* A small causal program over the task vocabulary (V = 4, st_names, no
+** BOS/EOS), compiled, saved and loaded as rasp-train --init does, adapted
+** to the trainer's ids; the trainer's forward must make the compiled
+** model's decisions (raspG_run) wherever they are token ids. */
+START_TEST(test_compiled_init) {
+  rasp_task_opts task;
+  raspT_opts_default(&task);
+  task.V = 4;
+  task.D = 1;
+  task.M = 4;
+  task.bos = task.eos = 0;
+  task.st_names = 1;
+  int V = task.V, nvocab = V + 7, n = 7, nout = V + 9;
+  char names[16][16];
+  const char *vocab[16], *tnames[17];
+  tnames[0] = "0";
+  for (int id = 1; id <= nvocab; id++) {
+    raspT_token_text(&task, id, names[id], sizeof names[id]);
+    vocab[id - 1] = names[id];
+    tnames[id] = names[id];
+  }
+  rasp_error err = {0};
+  rasp_ctx *ctx = rasp_ctx_new(n, NULL, &err);
+  ck_assert_ptr_nonnull(ctx);
+  ck_assert(rasp_set_vocab(ctx, vocab, nvocab, &err));
+  ck_assert_msg(rasp_load_stdlib(ctx, NULL, &err), "%s", err.msg);
+  ck_assert_msg(rasp_exec_string(ctx, "test",
+                                 "def main(seq):\n"
+                                 "    return shift_right(seq, 1, default=-1, causal=True)\n",
+                                 &err),
+                "%s", err.msg);
+  ck_assert_msg(rasp_trace(ctx, "main", &err), "%s", err.msg);
+  /* what a task sequence can hold: nodes, | / =, s, t (no BOS, EOS) */
+  int64_t ids[16];
+  int nids = 0;
+  for (int id = 1; id <= nvocab; id++)
+    if (id != V + RASP_SP_BOS && id != V + RASP_SP_EOS) ids[nids++] = id;
+  raspG_opts go = {ids, nids, nvocab, tnames};
+  raspG_model g;
+  ck_assert_msg(raspG_compile(rasp_ctx_ir(ctx), &go, &g, &err), "%s", err.msg);
+  char dir[] = "/tmp/test_train.XXXXXX", stem[300], cmd[400];
+  ck_assert_ptr_nonnull(mkdtemp(dir));
+  snprintf(stem, sizeof stem, "%s/c", dir);
+  ck_assert_msg(raspN_save(&g.model, stem, &err) == 0, "%s", err.msg);
+  rasp_model m;
+  ck_assert_msg(raspN_load(&m, stem, &err) == 0, "%s", err.msg);
+  ck_assert(train_is_compiled(&m));
+  /* a task with EOS does not fit: EOS is not in the compiled vocabulary */
+  rasp_task_opts bad = task;
+  bad.eos = 1;
+  ck_assert_int_eq(train_adapt_compiled(&m, "c", &bad, nout, n, -10, &err), -1);
+  ck_assert_msg(strstr(err.msg, "EOS") != NULL, "%s", err.msg);
+  /* nor does one longer than the compiled length */
+  ck_assert_int_eq(train_adapt_compiled(&m, "c", &task, nout, n + 1, -10, &err), -1);
+  int bos = m.cfg.bos_token;
+  ck_assert_msg(train_adapt_compiled(&m, "c", &task, nout, n, -10, &err) == 0,
+                "%s", err.msg);
+  ck_assert_int_eq(m.cfg.n_out, nout);
+  ck_assert_int_eq(m.cfg.bos_token, bos);
+  ck_assert_int_eq(m.cfg.layer_norm, 0);
+  ck_assert_int_eq(m.cfg.d_model, g.model.cfg.d_model);
+  ck_assert_int_eq(m.cfg.n_heads, g.model.cfg.n_heads);
+  enum { B = 8 };
+  train_net net;
+  ck_assert_int_eq(train_net_init(&net, &m, B, n + 1, 0.0f, &err), 0);
+  int tok[B * 8];
+  int64_t in[8];
+  rasp_elem out[B][8];
+  rasp_rng rng;
+  raspT_rng_seed(&rng, 11, 0);
+  for (int b = 0; b < B; b++) {
+    tok[b * (n + 1)] = bos;
+    for (int i = 0; i < n; i++) {
+      in[i] = ids[raspT_rng_below(&rng, (uint64_t)nids)];
+      tok[b * (n + 1) + i + 1] = (int)in[i];
+    }
+    ck_assert_msg(raspG_run(&g, in, out[b], NULL, &err), "%s", err.msg);
+  }
+  train_forward(&net, tok, B, n + 1);
+  int checked = 0;
+  for (int b = 0; b < B; b++)
+    for (int i = 0; i < n; i++) {
+      const rasp_elem *e = &out[b][i];
+      if (e->den != 1 || e->num < 0 || e->num >= nout) continue;
+      const float *lg = net.logits + ((size_t)b * (n + 1) + i + 1) * nout;
+      int am = 0;
+      for (int v = 1; v < nout; v++)
+        if (lg[v] > lg[am]) am = v;
+      ck_assert_msg(am == e->num, "sequence %d position %d: trainer %d, compiled %lld",
+                    b, i, am, (long long)e->num);
+      ck_assert_int_eq(e->num, tok[b * (n + 1) + i]); /* the previous token */
+      checked++;
+    }
+  ck_assert_int_ge(checked, B * (n - 1));
+  train_net_free(&net);
+  raspN_free(&m);
+  raspG_free(&g);
+  rasp_ctx_free(ctx);
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
 static Suite *train_suite(void) {
   Suite *s = suite_create("train");
   TCase *tc = tcase_create("core");
@@ -350,6 +458,7 @@ static Suite *train_suite(void) {
   tcase_add_test(tc, test_forward_matches_reference);
   tcase_add_test(tc, test_overfit);
   tcase_add_test(tc, test_checkpoint_round_trip);
+  tcase_add_test(tc, test_compiled_init);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -14,12 +14,31 @@
 ** resumed run sees exactly the data an uninterrupted one would.
 **
 ** Token ids are rtask.h's (0 unused, 1..V nodes, V+1.. specials); the
-** encoder's MASK token is V+8, so vocab_size = n_out = V+9.  A compiled
-** model given to --init must use the same ids: vocab_size >= V+8 (V+9 for
-** encoder objectives) and n_out >= V+8 (its logits index token ids).
+** encoder's MASK token is V+8, so vocab_size = n_out = V+9.  A model given
+** to --init is either one of ours (same ids: vocab_size >= V+8, V+9 for
+** encoder objectives, and n_out >= V+8) or a compiled one (rcompile.h:
+** bos_token >= 0 and a layout in STEM.json), decoder only: then every
+** sequence gets the model's BOS in front (targets and loss weights move
+** with it; BOS itself has none), the task's ids must be the compiled
+** model's input ids (checked by name against the layout; the readout
+** programs want --st-names --no-bos --no-eos, Q at the start, the same V),
+** and the readout is rebuilt over token ids (train_adapt_compiled in
+** ttrain.c): column v is the compiled column whose out_vals entry is v, ids
+** it never outputs get weight 0 and a bias below the compiled logits seen
+** on a few training sequences.  Layer norm stays off, widths and heads
+** stay the compiled ones; --init-noise and --reinit-layers apply after.
+** Every run evaluates once before its first step (CSV row epoch 0): for a
+** compiled init, the leading-node accuracy there is what
+** `rasp compile --check` measured.  compare's random arm gets the compiled
+** architecture and the same BOS prefix.
+**
+** Logs (trialK.csv, compare.csv, compare.gp, compare.png) are kept in
+** memory and rewritten whole, atomically, after every row: a killed run
+** leaves the previous or the new file, never a torn one.
 */
 #include <errno.h>
 #include <math.h>
+#include <stdarg.h>
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,6 +73,7 @@ static void usage(FILE *f) {
       "usage: rasp-train [compare] [options]\n"
       " task:  --D N --M N --V N --order edge|arm --q start|end\n"
       "        --answer fwd|rev|lead --structured K --no-bos --no-eos\n"
+      "        --st-names\n"
       " model: --model decoder|encoder --objective tf|iar|nar --layers N\n"
       "        --d-model N --heads N --d-mlp N --pos learned|none --ln pre|none\n"
       "        --act relu|gelu --init random|STEM --init-noise SIGMA\n"
@@ -126,6 +146,7 @@ static int parse_opts(int argc, char **argv, opts *o) {
     if (!strcmp(a, "--no-bos")) { o->task.bos = 0; continue; }
     if (!strcmp(a, "--no-eos")) { o->task.eos = 0; continue; }
     if (!strcmp(a, "--resume")) { o->resume = 1; continue; }
+    if (!strcmp(a, "--st-names")) { o->task.st_names = 1; continue; }
     if (strncmp(a, "--", 2)) {
       fprintf(stderr, "rasp-train: unexpected argument '%s'\n", a);
       usage(stderr);
@@ -423,8 +444,17 @@ static int mask_token(const opts *o) { return o->task.V + 8; }
 ** apos (the answer index a position predicts, or -1).  eval: the encoder
 ** masks every answer position (1-step NAR inference, as in the paper). */
 static void encode(const opts *o, const int *seq, int len, int ans, int eval,
-                   rasp_rng *rng, int *in, int *tgt, float *w, int *apos) {
+                   rasp_rng *rng, int *in, int *tgt, float *w, int *apos,
+                   int prefix) {
   int A = answer_len(o), T = model_len(o, len);
+  if (prefix >= 0) {
+    /* compiled models: BOS at position 0 (no target), the rest shifted */
+    in[0] = prefix;
+    tgt[0] = 0;
+    w[0] = 0;
+    apos[0] = -1;
+    in++, tgt++, w++, apos++;
+  }
   if (!o->encoder) {
     for (int i = 0; i < T; i++) {
       in[i] = seq[i];
@@ -470,9 +500,10 @@ typedef struct metrics {
   double pos_acc[64];
 } metrics;
 
-static void evaluate(train_net *n, const opts *o, const dataset *d, int limit,
-                     int permute_epoch, metrics *mt) {
-  int len = d->len, T = model_len(o, len), A = answer_len(o), B = n->B;
+static void evaluate(train_net *n, const opts *o, int prefix, const dataset *d,
+                     int limit, int permute_epoch, metrics *mt) {
+  int len = d->len, T = model_len(o, len) + (prefix >= 0), A = answer_len(o),
+      B = n->B;
   int cnt = limit < d->n ? limit : d->n;
   int *seq = raspM_alloc((size_t)len * sizeof *seq);
   int *in = raspM_alloc((size_t)B * T * sizeof *in), *tgt = raspM_alloc((size_t)B * T * sizeof *tgt);
@@ -494,7 +525,7 @@ static void evaluate(train_net *n, const opts *o, const dataset *d, int limit,
         memcpy(seq, d->tok + (size_t)(s0 + j) * len, (size_t)len * sizeof *seq);
       }
       encode(o, seq, len, d->ans_start[s0 + j], 1, &r, in + j * T, tgt + j * T,
-             w + j * T, apos + j * T);
+             w + j * T, apos + j * T, prefix);
     }
     train_forward(n, in, b, T);
     loss += train_loss(n, tgt, w, 1.0f, 0, pred);
@@ -528,12 +559,66 @@ static void evaluate(train_net *n, const opts *o, const dataset *d, int limit,
 
 /* ---- model set-up ------------------------------------------------------- */
 
+/* The lowest and highest logit of a compiled model over a few of the
+** training sequences (BOS prepended), for the adapted readout's floor. */
+static void compiled_logit_range(const rasp_model *m, const opts *o,
+                                 const dataset *d, float *lo, float *hi) {
+  int T = model_len(o, d->len) + 1, cnt = d->n < 8 ? d->n : 8;
+  int *in = raspM_alloc((size_t)T * sizeof *in);
+  float *lg = raspM_alloc((size_t)T * m->cfg.n_out * sizeof *lg);
+  *lo = INFINITY;
+  *hi = -INFINITY;
+  rasp_error e = {0};
+  for (int s = 0; s < cnt; s++) {
+    in[0] = m->cfg.bos_token;
+    memcpy(in + 1, d->tok + (size_t)s * d->len, (size_t)(T - 1) * sizeof *in);
+    if (raspN_forward(m, in, T, lg, NULL, &e)) continue;
+    for (long k = 0; k < (long)T * m->cfg.n_out; k++) {
+      if (lg[k] < *lo) *lo = lg[k];
+      if (lg[k] > *hi) *hi = lg[k];
+    }
+  }
+  if (!(*lo <= *hi)) *lo = *hi = 0;
+  raspM_free(in);
+  raspM_free(lg);
+}
+
+/* prefix: the BOS id to put before every sequence (compiled models), or
+** -1.  d: training data (for the compiled logits' range). */
 static int make_model(const opts *o, int trial, int random_init,
-                      const rasp_model_config *like, rasp_model *m,
-                      rasp_error *err) {
+                      const rasp_model_config *like, const dataset *d,
+                      rasp_model *m, int *prefix, rasp_error *err) {
   int len = raspT_length(&o->task), vocab = o->task.V + 9;
+  *prefix = -1;
   if (!random_init) {
     if (raspN_load(m, o->init, err)) return -1;
+  }
+  if (!random_init && train_is_compiled(m)) {
+    if (o->encoder) {
+      raspR_setnopos(err, "'%s': a compiled model initialises the decoder "
+                          "only (--model decoder)", o->init);
+      raspN_free(m);
+      return -1;
+    }
+    float lo, hi;
+    compiled_logit_range(m, o, d, &lo, &hi);
+    /* ids the compiled model never outputs: well below anything it emits */
+    float floor = lo - (hi - lo) - 1.0f;
+    int bos = m->cfg.bos_token;
+    if (train_adapt_compiled(m, o->init, &o->task, vocab, model_len(o, len),
+                             floor, err)) {
+      raspN_free(m);
+      return -1;
+    }
+    *prefix = bos;
+    if (trial == 0)
+      fprintf(stderr, "rasp-train: '%s' is compiled: BOS %d prepended, readout "
+                      "mapped to %d token ids (compiled logits in [%.3g, %.3g], "
+                      "floor %.3g); d_model %d, %d layers, %d heads, d_mlp %d, "
+                      "no layer norm\n",
+              o->init, bos, vocab, lo, hi, floor, m->cfg.d_model,
+              m->cfg.n_layers, m->cfg.n_heads, m->cfg.d_mlp);
+  } else if (!random_init) {
     const rasp_model_config *c = &m->cfg;
     int need = o->encoder ? vocab : vocab - 1;
     if (c->vocab_size < need || c->n_out < vocab - 1 ||
@@ -548,6 +633,7 @@ static int make_model(const opts *o, int trial, int random_init,
     }
   } else if (like) { /* compare: the compiled model's architecture */
     if (raspN_init(m, like, err)) return -1;
+    *prefix = like->bos_token;
     train_init_params(m, o->seed * 1000003 + (uint64_t)trial);
   } else {
     rasp_model_config c = o->arch;
@@ -591,14 +677,19 @@ typedef struct trainer {
   int *in, *tgt, *apos;
   float *w;
   int *seq;
+  int prefix; /* BOS id prepended (compiled architectures), or -1 */
+  int T;      /* model positions */
 } trainer;
 
 static int trainer_init(trainer *t, const opts *o, int trial, int random_init,
-                        const rasp_model_config *like, rasp_error *err) {
+                        const rasp_model_config *like, const dataset *d,
+                        rasp_error *err) {
   memset(t, 0, sizeof *t);
   t->o = o;
-  if (make_model(o, trial, random_init, like, &t->m, err)) return -1;
-  int len = raspT_length(&o->task), T = model_len(o, len);
+  if (make_model(o, trial, random_init, like, d, &t->m, &t->prefix, err))
+    return -1;
+  int len = raspT_length(&o->task), T = model_len(o, len) + (t->prefix >= 0);
+  t->T = T;
   if (train_net_init(&t->net, &t->m, o->micro, T, o->dropout, err)) {
     raspN_free(&t->m);
     return -1;
@@ -632,13 +723,14 @@ static void trainer_free(trainer *t) {
 static void encode_batch(trainer *t, const dataset *d, const int *idx, int b,
                          int e) {
   const opts *o = t->o;
-  int T = model_len(o, d->len);
+  int T = t->T;
   for (int j = 0; j < b; j++) {
     rasp_rng r;
     raspT_rng_seed(&r, o->seed, ((uint64_t)e << 32) + (uint64_t)idx[j]);
     permuted(d, o, idx[j], &r, t->seq);
     encode(o, t->seq, d->len, d->ans_start[idx[j]], 0, &r, t->in + (size_t)j * T,
-           t->tgt + (size_t)j * T, t->w + (size_t)j * T, t->apos + (size_t)j * T);
+           t->tgt + (size_t)j * T, t->w + (size_t)j * T, t->apos + (size_t)j * T,
+           t->prefix);
   }
 }
 
@@ -673,11 +765,60 @@ static void shuffle_order(int *ord, int n, uint64_t seed, int epoch) {
   }
 }
 
-static void csv_header(FILE *f, const opts *o) {
-  fprintf(f, "trial,epoch,step,train_loss,train_eval_loss,val_loss,val_seq_acc,"
-             "val_tok_acc,val_lead_acc");
-  for (int k = 0; k < answer_len(o); k++) fprintf(f, ",val_pos%d_acc", k);
-  fprintf(f, ",seconds\n");
+/* ---- logs, rewritten whole and atomically ------------------------------- */
+
+/* A log kept in memory and written out whole (raspR_write_file: a temporary
+** file renamed over the old one) after every row, so that a run killed at
+** any moment leaves the previous or the new log, never a torn one. */
+typedef struct logbuf {
+  char *s;
+  size_t len, cap;
+} logbuf;
+
+static void lb_printf(logbuf *b, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(NULL, 0, fmt, ap);
+  va_end(ap);
+  if (n < 0) return;
+  if (b->len + (size_t)n + 1 > b->cap) {
+    while (b->len + (size_t)n + 1 > b->cap) b->cap = b->cap ? b->cap * 2 : 4096;
+    b->s = raspM_realloc(b->s, b->cap);
+  }
+  va_start(ap, fmt);
+  vsnprintf(b->s + b->len, (size_t)n + 1, fmt, ap);
+  va_end(ap);
+  b->len += (size_t)n;
+}
+
+static int lb_commit(const logbuf *b, const char *path, rasp_error *err) {
+  return raspR_write_file(path, b->s ? b->s : "", b->len, err);
+}
+
+/* Resuming: the rows of an earlier log up to (and including) epoch `upto`
+** (its second column), so a run killed between writing its log and its
+** checkpoint does not repeat a row.  Returns 1 if a log was read. */
+static int lb_resume(logbuf *b, const char *path, int upto) {
+  FILE *f = fopen(path, "r");
+  if (!f) return 0;
+  char line[8192];
+  int first = 1;
+  while (fgets(line, sizeof line, f)) {
+    size_t n = strlen(line);
+    if (!n || line[n - 1] != '\n') break; /* (not possible: written whole) */
+    const char *c = strchr(line, ',');
+    if (first || (c && atoi(c + 1) <= upto)) lb_printf(b, "%s", line);
+    first = 0;
+  }
+  fclose(f);
+  return b->len > 0;
+}
+
+static void csv_header(logbuf *f, const opts *o) {
+  lb_printf(f, "trial,epoch,step,train_loss,train_eval_loss,val_loss,val_seq_acc,"
+               "val_tok_acc,val_lead_acc");
+  for (int k = 0; k < answer_len(o); k++) lb_printf(f, ",val_pos%d_acc", k);
+  lb_printf(f, ",seconds\n");
 }
 
 typedef struct trial_result {
@@ -690,11 +831,11 @@ static int run_trial(const opts *o, int trial, const dataset *tr,
   trainer t;
   opts ot = *o;
   ot.seed = o->seed + (uint64_t)trial * 7919;
-  if (trainer_init(&t, &ot, trial, !strcmp(o->init, "random"), NULL, err))
+  if (trainer_init(&t, &ot, trial, !strcmp(o->init, "random"), NULL, tr, err))
     return -1;
   train_ckpt_state st = {0, 0, INFINITY, 0};
   char stem[4096] = "", csvp[4200] = "";
-  FILE *csv = NULL;
+  logbuf csv = {0};
   if (o->out) {
     snprintf(stem, sizeof stem, "%s/trial%d", o->out, trial);
     snprintf(csvp, sizeof csvp, "%s/trial%d.csv", o->out, trial);
@@ -727,22 +868,39 @@ static int run_trial(const opts *o, int trial, const dataset *tr,
       fprintf(stderr, "trial %d: resumed after epoch %d (step %ld)\n", trial,
               st.epoch, st.step);
     }
-    csv = fopen(csvp, st.epoch ? "a" : "w");
-    if (!csv) {
-      raspR_setnopos(err, "cannot write '%s': %s", csvp, strerror(errno));
-      trainer_free(&t);
-      return -1;
+    if (!st.epoch || !lb_resume(&csv, csvp, st.epoch)) {
+      csv.len = 0;
+      csv_header(&csv, o);
     }
-    if (!st.epoch) csv_header(csv, o);
   }
-  int T = model_len(o, tr->len);
+  int T = t.T;
   int *ord = raspM_alloc((size_t)tr->n * sizeof *ord);
   metrics mv = {0}, mt = {0};
   double t0 = (double)clock() / CLOCKS_PER_SEC;
   struct timespec w0;
   clock_gettime(CLOCK_MONOTONIC, &w0);
   int rc = 0;
-  while (!st.done && st.epoch < o->epochs) {
+  if (!st.epoch && !st.done) {
+    /* before the first step: the initialisation's accuracies (for a
+    ** compiled model, what `rasp compile --check` measured) */
+    evaluate(&t.net, &ot, t.prefix, te, te->n, -1, &mv);
+    evaluate(&t.net, &ot, t.prefix, tr, te->n, 0, &mt);
+    fprintf(stderr, "trial %d before training: val %.4f seq %.3f lead %.3f pos",
+            trial, mv.loss, mv.seq_acc, mv.lead_acc);
+    for (int k = 0; k < answer_len(o) && k < 64; k++)
+      fprintf(stderr, " %.3f", mv.pos_acc[k]);
+    fprintf(stderr, "\n");
+    if (o->out) {
+      lb_printf(&csv, "%d,0,0,,%.6g,%.6g,%.6g,%.6g,%.6g", trial, mt.loss,
+                mv.loss, mv.seq_acc, mv.tok_acc, mv.lead_acc);
+      for (int k = 0; k < answer_len(o); k++) lb_printf(&csv, ",%.6g", mv.pos_acc[k]);
+      lb_printf(&csv, ",0\n");
+      if (lb_commit(&csv, csvp, err)) rc = -1;
+    }
+    memset(&mv, 0, sizeof mv);
+    memset(&mt, 0, sizeof mt);
+  }
+  while (!rc && !st.done && st.epoch < o->epochs) {
     int e = st.epoch;
     shuffle_order(ord, tr->n, ot.seed, e);
     /* dropout masks from a stream tied to the epoch: a resumed run draws
@@ -759,20 +917,23 @@ static int run_trial(const opts *o, int trial, const dataset *tr,
       if (o->max_steps && st.step >= o->max_steps) break;
     }
     st.epoch++;
-    evaluate(&t.net, &ot, te, te->n, -1, &mv);
-    evaluate(&t.net, &ot, tr, te->n, e, &mt);
+    evaluate(&t.net, &ot, t.prefix, te, te->n, -1, &mv);
+    evaluate(&t.net, &ot, t.prefix, tr, te->n, e, &mt);
     struct timespec w1;
     clock_gettime(CLOCK_MONOTONIC, &w1);
     double secs = (double)(w1.tv_sec - w0.tv_sec) + 1e-9 * (double)(w1.tv_nsec - w0.tv_nsec);
     if (mv.loss < st.best_val) st.best_val = mv.loss;
     res->train_loss = mt.loss;
-    if (csv) {
-      fprintf(csv, "%d,%d,%ld,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g", trial, st.epoch,
-              st.step, nb ? eloss / nb : 0, mt.loss, mv.loss, mv.seq_acc,
-              mv.tok_acc, mv.lead_acc);
-      for (int k = 0; k < answer_len(o); k++) fprintf(csv, ",%.6g", mv.pos_acc[k]);
-      fprintf(csv, ",%.2f\n", secs);
-      fflush(csv);
+    if (o->out) {
+      lb_printf(&csv, "%d,%d,%ld,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g", trial, st.epoch,
+                st.step, nb ? eloss / nb : 0, mt.loss, mv.loss, mv.seq_acc,
+                mv.tok_acc, mv.lead_acc);
+      for (int k = 0; k < answer_len(o); k++) lb_printf(&csv, ",%.6g", mv.pos_acc[k]);
+      lb_printf(&csv, ",%.2f\n", secs);
+      if (lb_commit(&csv, csvp, err)) {
+        rc = -1;
+        break;
+      }
     }
     fprintf(stderr, "trial %d epoch %d step %ld: train %.4f val %.4f seq %.3f "
                     "lead %.3f (%.1fs)\n", trial, st.epoch, st.step,
@@ -788,14 +949,14 @@ static int run_trial(const opts *o, int trial, const dataset *tr,
   (void)t0;
   if (!rc && st.done && st.step && mv.loss == 0 && mt.loss == 0) {
     /* finished earlier (resumed a completed run): evaluate once */
-    evaluate(&t.net, &ot, te, te->n, -1, &mv);
-    evaluate(&t.net, &ot, tr, te->n, 0, &mt);
+    evaluate(&t.net, &ot, t.prefix, te, te->n, -1, &mv);
+    evaluate(&t.net, &ot, t.prefix, tr, te->n, 0, &mt);
     res->train_loss = mt.loss;
   }
   res->val_seq = mv.seq_acc;
   res->val_loss = mv.loss;
   res->epochs = st.epoch;
-  if (csv) fclose(csv);
+  raspM_free(csv.s);
   raspM_free(ord);
   trainer_free(&t);
   return rc;
@@ -803,39 +964,90 @@ static int run_trial(const opts *o, int trial, const dataset *tr,
 
 /* ---- compare ------------------------------------------------------------ */
 
+/* The gnuplot script for compare.csv: loss, leading-node and sequence
+** accuracy against steps, both inits.  The PNG goes to a temporary name and
+** is renamed, so it too is replaced whole. */
+/* Rows alternate random, compiled after the header: every 2::1, 2::2. */
+static int write_compare_gp(const char *gp, const char *csvp, const char *pngtmp,
+                            rasp_error *err) {
+  logbuf g = {0};
+  lb_printf(&g,
+            "set terminal pngcairo size 1200,360 font ',10'\n"
+            "set output '%s'\n"
+            "set datafile separator ','\n"
+            "set multiplot layout 1,3\n"
+            "set xlabel 'step'\n"
+            "set title 'validation loss (answer tokens)'\n"
+            "set logscale y\n"
+            "plot '%s' every 2::1 using 1:4 with lines lw 2 title 'random', "
+            "'' every 2::2 using 1:4 with lines lw 2 title 'compiled'\n"
+            "unset logscale y\n"
+            "set title 'leading-node accuracy'\n"
+            "set yrange [0:1.05]\n"
+            "plot '%s' every 2::1 using 1:5 with lines lw 2 title 'random', "
+            "'' every 2::2 using 1:5 with lines lw 2 title 'compiled'\n"
+            "set title 'other answer tokens (mean accuracy)'\n"
+            "plot '%s' every 2::1 using 1:8 with lines lw 2 title 'random', "
+            "'' every 2::2 using 1:8 with lines lw 2 title 'compiled'\n"
+            "unset multiplot\n",
+            pngtmp, csvp, csvp, csvp);
+  int rc = lb_commit(&g, gp, err);
+  raspM_free(g.s);
+  return rc;
+}
+
 static int run_compare(const opts *o, const dataset *tr, const dataset *te,
                        rasp_error *err) {
   trainer tc, tr0;
-  if (trainer_init(&tc, o, 0, 0, NULL, err)) return -1;
-  if (trainer_init(&tr0, o, 0, 1, &tc.m.cfg, err)) {
+  if (trainer_init(&tc, o, 0, 0, NULL, tr, err)) return -1;
+  if (trainer_init(&tr0, o, 0, 1, &tc.m.cfg, tr, err)) {
     trainer_free(&tc);
     return -1;
   }
   const char *dir = o->out ? o->out : ".";
-  char csvp[4200], pngp[4200], gp[4300];
+  char csvp[4200], pngp[4200], pngtmp[4300], gp[4300];
   snprintf(csvp, sizeof csvp, "%s/compare.csv", dir);
   snprintf(pngp, sizeof pngp, "%s/compare.png", dir);
+  snprintf(pngtmp, sizeof pngtmp, "%s/compare.png.tmp", dir);
   snprintf(gp, sizeof gp, "%s/compare.gp", dir);
-  FILE *f = fopen(csvp, "w");
-  if (!f) {
-    raspR_setnopos(err, "cannot write '%s': %s", csvp, strerror(errno));
-    trainer_free(&tc);
-    trainer_free(&tr0);
-    return -1;
-  }
-  fprintf(f, "step,init,train_loss,val_loss,val_lead_acc,val_seq_acc\n");
-  int T = model_len(o, tr->len), every = o->eval_every ? o->eval_every : 10;
+  int A = answer_len(o), lead = lead_index(o);
+  logbuf f = {0};
+  lb_printf(&f, "step,init,train_loss,val_loss,val_lead_acc,val_seq_acc,"
+                "val_tok_acc,val_other_acc");
+  for (int k = 0; k < A && k < 64; k++) lb_printf(&f, ",val_pos%d_acc", k);
+  lb_printf(&f, "\n");
+  int every = o->eval_every ? o->eval_every : 10;
   int nev = te->n < 500 ? te->n : 500;
   int *ord = raspM_alloc((size_t)tr->n * sizeof *ord);
   long step = 0, max = o->max_steps ? o->max_steps : 1L << 40;
   trainer *ts[2] = {&tr0, &tc};
   const char *names[2] = {"random", "compiled"};
   metrics mv;
+  int rc = 0;
+#define ROW(k, lossfmt)                                                        \
+  do {                                                                         \
+    double oth = 0;                                                            \
+    for (int q = 0; q < A && q < 64; q++)                                      \
+      if (q != lead) oth += mv.pos_acc[q];                                     \
+    oth = A > 1 ? oth / (A - 1) : 0;                                           \
+    lb_printf(&f, "%ld,%s,", step, names[k]);                                  \
+    lossfmt;                                                                   \
+    lb_printf(&f, ",%.6g,%.6g,%.6g,%.6g,%.6g", mv.loss, mv.lead_acc,           \
+              mv.seq_acc, mv.tok_acc, oth);                                    \
+    for (int q = 0; q < A && q < 64; q++) lb_printf(&f, ",%.6g", mv.pos_acc[q]); \
+    lb_printf(&f, "\n");                                                       \
+    fprintf(stderr, "step %ld %s: val %.4f lead %.3f seq %.3f pos", step,      \
+            names[k], mv.loss, mv.lead_acc, mv.seq_acc);                       \
+    for (int q = 0; q < A && q < 64; q++) fprintf(stderr, " %.3f", mv.pos_acc[q]); \
+    fprintf(stderr, "\n");                                                     \
+  } while (0)
   for (int k = 0; k < 2; k++) {
-    evaluate(&ts[k]->net, o, te, nev, -1, &mv);
-    fprintf(f, "0,%s,,%.6g,%.6g,%.6g\n", names[k], mv.loss, mv.lead_acc, mv.seq_acc);
+    evaluate(&ts[k]->net, o, ts[k]->prefix, te, nev, -1, &mv);
+    ROW(k, (void)0);
   }
-  for (int e = 0; e < o->epochs && step < max; e++) {
+  if (lb_commit(&f, csvp, err) || write_compare_gp(gp, csvp, pngtmp, err))
+    rc = -1;
+  for (int e = 0; !rc && e < o->epochs && step < max; e++) {
     shuffle_order(ord, tr->n, o->seed, e);
     for (int s0 = 0; s0 < tr->n && step < max; s0 += o->batch) {
       int b = tr->n - s0 < o->batch ? tr->n - s0 : o->batch;
@@ -844,55 +1056,36 @@ static int run_compare(const opts *o, const dataset *tr, const dataset *te,
         /* the same sequences (and masks) for both: a pure function of
         ** (seed, epoch, sample) */
         encode_batch(ts[k], tr, ord + s0, b, e);
-        l[k] = train_step(ts[k], b, T);
+        l[k] = train_step(ts[k], b, ts[k]->T);
       }
       step++;
-      if (step % every == 0) {
+      if (step % every == 0 || step == max) {
         for (int k = 0; k < 2; k++) {
-          evaluate(&ts[k]->net, o, te, nev, -1, &mv);
-          fprintf(f, "%ld,%s,%.6g,%.6g,%.6g,%.6g\n", step, names[k], l[k],
-                  mv.loss, mv.lead_acc, mv.seq_acc);
+          evaluate(&ts[k]->net, o, ts[k]->prefix, te, nev, -1, &mv);
+          ROW(k, lb_printf(&f, "%.6g", l[k]));
         }
-        fflush(f);
-        fprintf(stderr, "step %ld: loss random %.4f compiled %.4f\n", step,
-                l[0], l[1]);
+        if (lb_commit(&f, csvp, err)) {
+          rc = -1;
+          break;
+        }
       }
     }
   }
-  fclose(f);
+#undef ROW
+  raspM_free(f.s);
   raspM_free(ord);
   trainer_free(&tc);
   trainer_free(&tr0);
-  FILE *g = fopen(gp, "w");
-  if (!g) {
-    raspR_setnopos(err, "cannot write '%s': %s", gp, strerror(errno));
-    return -1;
-  }
-  fprintf(g,
-          "set terminal pngcairo size 1500,450\n"
-          "set output '%s'\n"
-          "set datafile separator ','\n"
-                    "set multiplot layout 1,3\n"
-          "set xlabel 'step'\n"
-          "set title 'validation loss'\n"
-          "plot '%s' using (strcol(2) eq 'random' ? $1 : 1/0):4 with lines title 'random', "
-          "'' using (strcol(2) eq 'compiled' ? $1 : 1/0):4 with lines title 'compiled'\n"
-          "set title 'leading-node accuracy'\n"
-          "set yrange [0:1]\n"
-          "plot '%s' using (strcol(2) eq 'random' ? $1 : 1/0):5 with lines title 'random', "
-          "'' using (strcol(2) eq 'compiled' ? $1 : 1/0):5 with lines title 'compiled'\n"
-          "set title 'sequence accuracy'\n"
-          "plot '%s' using (strcol(2) eq 'random' ? $1 : 1/0):6 with lines title 'random', "
-          "'' using (strcol(2) eq 'compiled' ? $1 : 1/0):6 with lines title 'compiled'\n"
-          "unset multiplot\n",
-          pngp, csvp, csvp, csvp);
-  fclose(g);
+  if (rc) return -1;
   char cmd[9000];
   snprintf(cmd, sizeof cmd, "gnuplot '%s' 2>/dev/null", gp);
-  if (system(cmd) != 0)
-    fprintf(stderr, "rasp-train: gnuplot failed; curves are in %s\n", csvp);
-  else
+  if (system(cmd) != 0 || rename(pngtmp, pngp)) {
+    remove(pngtmp);
+    fprintf(stderr, "rasp-train: gnuplot failed; curves are in %s (script %s)\n",
+            csvp, gp);
+  } else {
     fprintf(stderr, "rasp-train: wrote %s and %s\n", csvp, pngp);
+  }
   return 0;
 }
 

@@ -12,6 +12,7 @@
 #include "ttrain.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -116,5 +117,207 @@ fail:
     train_adamw_free(o);
     raspN_free(m);
   }
+  return rc;
+}
+
+/* ---- compiled models as initialisation ---------------------------------- */
+
+/* The JSON string array that follows key (searched from from); *n gets its
+** length.  Strings are unescaped (\" \\ \/ and \uXXXX below 128). */
+static char **json_str_array(const char *from, const char *key, int *n) {
+  char pat[64];
+  snprintf(pat, sizeof pat, "\"%s\"", key);
+  const char *p = strstr(from, pat);
+  *n = 0;
+  if (!p) return NULL;
+  p += strlen(pat);
+  while (*p == ' ' || *p == ':' || *p == '\n' || *p == '\t' || *p == '\r') p++;
+  if (*p != '[') return NULL;
+  p++;
+  int cap = 16;
+  char **v = raspM_alloc((size_t)cap * sizeof *v);
+  for (;;) {
+    while (*p == ' ' || *p == ',' || *p == '\n' || *p == '\t' || *p == '\r') p++;
+    if (*p == ']' || !*p) break;
+    if (*p != '"') break; /* not a string array: stop */
+    p++;
+    size_t len = 0, bcap = 32;
+    char *b = raspM_alloc(bcap);
+    while (*p && *p != '"') {
+      char c = *p++;
+      if (c == '\\' && *p) {
+        c = *p++;
+        if (c == 'n') c = '\n';
+        else if (c == 't') c = '\t';
+        else if (c == 'u' && p[0] && p[1] && p[2] && p[3]) {
+          c = (char)strtol((char[5]){p[0], p[1], p[2], p[3], 0}, NULL, 16);
+          p += 4;
+        }
+      }
+      if (len + 2 > bcap) b = raspM_realloc(b, bcap *= 2);
+      b[len++] = c;
+    }
+    b[len] = 0;
+    if (*p == '"') p++;
+    if (*n == cap) v = raspM_realloc(v, (size_t)(cap *= 2) * sizeof *v);
+    v[(*n)++] = b;
+  }
+  return v;
+}
+
+static void free_strs(char **v, int n) {
+  for (int i = 0; i < n; i++) raspM_free(v[i]);
+  raspM_free(v);
+}
+
+/* The "dim" of the layout unit whose "kind" is "tokens", or -1. */
+static int tokens_unit_dim(const char *js) {
+  for (const char *p = js; (p = strstr(p, "\"kind\"")) != NULL;) {
+    p += 6;
+    while (*p == ' ' || *p == ':') p++;
+    if (strncmp(p, "\"tokens\"", 8)) continue;
+    /* the unit's fields: look back to its '{' and forward to its '}' */
+    const char *b = p;
+    while (b > js && *b != '{') b--;
+    const char *e = strchr(p, '}');
+    const char *d = strstr(b, "\"dim\"");
+    if (!d || (e && d > e)) return -1;
+    d += 5;
+    while (*d == ' ' || *d == ':') d++;
+    return atoi(d);
+  }
+  return -1;
+}
+
+int train_is_compiled(const rasp_model *m) {
+  return m->cfg.bos_token >= 0 && m->json_extra &&
+         strstr(m->json_extra, "\"readout\"") != NULL;
+}
+
+int *train_compiled_out_vals(const rasp_model *m, int *nvals, rasp_error *err) {
+  const char *r = m->json_extra ? strstr(m->json_extra, "\"readout\"") : NULL;
+  int n = 0;
+  char **s = r ? json_str_array(r, "values", &n) : NULL;
+  if (!s || n != m->cfg.n_out) {
+    raspR_setnopos(err, "the model's layout has no readout values for its %d "
+                        "logits (%d found)", m->cfg.n_out, n);
+    if (s) free_strs(s, n);
+    return NULL;
+  }
+  int *v = raspM_alloc((size_t)n * sizeof *v);
+  for (int j = 0; j < n; j++) {
+    char *e;
+    long x = strtol(s[j], &e, 10);
+    v[j] = (*s[j] && !*e && x > INT32_MIN && x < INT32_MAX) ? (int)x : INT32_MIN;
+  }
+  free_strs(s, n);
+  *nvals = n;
+  return v;
+}
+
+int train_adapt_compiled(rasp_model *m, const char *name,
+                         const rasp_task_opts *task, int n_out, int T,
+                         float floor, rasp_error *err) {
+  rasp_model_config *c = &m->cfg;
+  if (!train_is_compiled(m)) {
+    raspR_setnopos(err, "'%s': not a compiled model (no BOS token or layout)", name);
+    return -1;
+  }
+  if (!c->causal) {
+    raspR_setnopos(err, "'%s': the compiled model is not causal; the decoder "
+                        "needs a causal program (e.g. readout6_causal)", name);
+    return -1;
+  }
+  if (c->max_len < T + 1) {
+    raspR_setnopos(err, "'%s': compiled for %d positions (BOS included); the "
+                        "task needs %d (BOS + %d tokens)", name, c->max_len, T + 1, T);
+    return -1;
+  }
+  int nd = 0, rc = -1;
+  char **dims = json_str_array(m->json_extra, "dims", &nd);
+  int nv = 0;
+  int *vals = train_compiled_out_vals(m, &nv, err);
+  if (!vals) goto out;
+  if (nd > c->d_model) {
+    raspR_setnopos(err, "'%s': the layout names %d dimensions, d_model is %d",
+                   name, nd, c->d_model);
+    goto out;
+  }
+  /* every id the task writes must be the compiled model's id for that text */
+  const float *te = raspN_data(m, "tok_emb");
+  /* dims[k] names residual dimension k; where the list leaves some out,
+  ** the tokens unit's "dim" anchors its first "tokens=" entry */
+  int k0 = -1, udim = tokens_unit_dim(m->json_extra);
+  for (int k = 0; k < nd && k0 < 0; k++)
+    if (!strncmp(dims[k], "tokens=", 7)) k0 = k;
+  int shift = (k0 >= 0 && udim >= 0) ? udim - k0 : 0;
+  for (int id = 1; id <= task->V + RASP_SP_COUNT; id++) {
+    int sp = id - task->V;
+    if ((sp == RASP_SP_BOS && !task->bos) || (sp == RASP_SP_EOS && !task->eos) ||
+        ((sp == RASP_SP_S || sp == RASP_SP_T) && !task->st_names))
+      continue;
+    char text[64], want[80];
+    raspT_token_text(task, id, text, sizeof text);
+    snprintf(want, sizeof want, "tokens=%s", text);
+    int d = -1;
+    for (int k = 0; k < nd; k++)
+      if (!strcmp(dims[k], want)) { d = k + shift; break; }
+    if (d < 0 || d >= c->d_model || id >= c->vocab_size || te[(size_t)id * c->d_model + d] == 0.0f) {
+      raspR_setnopos(err, "'%s': token '%s' (id %d) is not in the compiled "
+                          "model's vocabulary%s; train with the task settings "
+                          "the program was compiled for (e.g. --st-names "
+                          "--no-bos --no-eos --q start, same --V)", name, text, id,
+                     d >= 0 ? " under that id" : "");
+      goto out;
+    }
+  }
+  if (!task->st_names) {
+    /* a program written for st_names reads 's' and 't' as symbols */
+    for (int k = 0; k < nd; k++)
+      if (!strcmp(dims[k], "tokens=s") || !strcmp(dims[k], "tokens=t")) {
+        raspR_setnopos(err, "'%s': the program reads the symbols 's' and 't'; "
+                            "train with --st-names", name);
+        goto out;
+      }
+  }
+  /* the new readout */
+  size_t D = (size_t)c->d_model;
+  const float *U = raspN_data(m, "unembed"), *Ub = raspN_data(m, "unembed_b");
+  float *nu = raspM_alloc(D * (size_t)n_out * sizeof *nu);
+  float *nb = raspM_alloc((size_t)n_out * sizeof *nb);
+  int *src = raspM_alloc((size_t)n_out * sizeof *src);
+  for (int v = 0; v < n_out; v++) src[v] = -1;
+  for (int j = 0; j < nv; j++)
+    if (vals[j] >= 0 && vals[j] < n_out && src[vals[j]] < 0) src[vals[j]] = j;
+  for (int v = 0; v < n_out; v++) {
+    nb[v] = src[v] >= 0 ? Ub[src[v]] : floor;
+    if (src[v] >= 0)
+      for (size_t d = 0; d < D; d++) nu[d * n_out + v] = U[d * (size_t)c->n_out + src[v]];
+  }
+  rasp_model nm;
+  rasp_model_config nc = *c;
+  nc.n_out = n_out;
+  if (raspN_init(&nm, &nc, err)) {
+    raspM_free(nu);
+    raspM_free(nb);
+    raspM_free(src);
+    goto out;
+  }
+  for (int k = 0; k < nm.ntensors; k++) {
+    rasp_tensor *t = &nm.tensors[k];
+    float *dst = nm.params + t->offset;
+    if (!strcmp(t->name, "unembed")) memcpy(dst, nu, t->size * sizeof *dst);
+    else if (!strcmp(t->name, "unembed_b")) memcpy(dst, nb, t->size * sizeof *dst);
+    else memcpy(dst, raspN_data(m, t->name), t->size * sizeof *dst);
+  }
+  raspM_free(nu);
+  raspM_free(nb);
+  raspM_free(src);
+  raspN_free(m);
+  *m = nm;
+  rc = 0;
+out:
+  if (dims) free_strs(dims, nd);
+  raspM_free(vals);
   return rc;
 }

@@ -7,6 +7,7 @@
 #define RASP_TTRAIN_H
 
 #include "rmodel.h"
+#include "rtask.h"
 #include "tnet.h"
 
 typedef struct train_ckpt_state {
@@ -21,5 +22,32 @@ int train_ckpt_save(const char *stem, const rasp_model *m, const train_adamw *o,
 /* Loads model, optimiser and state; m and o are initialised here. */
 int train_ckpt_load(const char *stem, rasp_model *m, train_adamw *o,
                     train_ckpt_state *st, rasp_error *err);
+
+/* ---- compiled models as initialisation ----------------------------------
+**
+** A compiled model (rcompile.h; cfg.bos_token >= 0 and a layout in
+** json_extra) reads [BOS, t_0, ..., t_{n-1}] and its logit j at model
+** position i+1 means the value out_vals[j] (layout.readout.values) of the
+** program's output at input position i.  train_adapt_compiled makes such a
+** model a next-token predictor over the trainer's ids:
+**   - checks that every token id the task can write (nodes 1..V, the
+**     specials it uses) has the compiled model's one-hot dimension named
+**     "tokens=<text>" (so trainer id = compiled input id), and that the
+**     model is causal and long enough (max_len >= T + 1, BOS included);
+**   - replaces the readout by unembed [d_model, n_out]: column v is the
+**     compiled column j with out_vals[j] == v, bias likewise; ids the
+**     compiled model never outputs get weight 0 and bias `floor`
+**     (callers pass a value below the compiled logits' range, so the
+**     argmax is unchanged wherever the compiled argmax is a token id);
+**   - keeps everything else (no layer norm, widths, heads, bos_token) and
+**     drops the layout (the readout no longer matches it).
+** Returns 0, or -1 with err saying what does not fit. */
+int train_is_compiled(const rasp_model *m);
+int train_adapt_compiled(rasp_model *m, const char *name,
+                         const rasp_task_opts *task, int n_out, int T,
+                         float floor, rasp_error *err);
+/* The compiled readout's values as integers (non-integers as INT32_MIN);
+** *nvals gets their count.  NULL (err set) when the layout has none. */
+int *train_compiled_out_vals(const rasp_model *m, int *nvals, rasp_error *err);
 
 #endif
