@@ -163,6 +163,28 @@ static double now(void) {
   return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+/* Long runs report progress on stderr: a rewritten line on a terminal,
+** a line every ten seconds otherwise. */
+typedef struct progress_state {
+  const char *name;
+  int D, M;
+  double start, last;
+  int shown;
+} progress_state;
+
+static void show_progress(void *user, uint64_t done, uint64_t total) {
+  progress_state *ps = user;
+  double t = now();
+  int tty = isatty(2);
+  if (t - ps->start < 2 || t - ps->last < (tty ? 0.5 : 10)) return;
+  ps->last = t;
+  ps->shown = 1;
+  fprintf(stderr, "%s  %s D=%d M=%d: %llu/%llu graphs (%.0f s)%s", tty ? "\r" : "", ps->name,
+          ps->D, ps->M, (unsigned long long)done, (unsigned long long)total, t - ps->start,
+          tty ? "" : "\n");
+  fflush(stderr);
+}
+
 static void heads_text(const rasp_layers *L, char *buf, size_t size) {
   size_t used = 0;
   buf[0] = '\0';
@@ -207,8 +229,11 @@ int rasp_cli_verify(int argc, char **argv) {
           continue;
         }
         rasp_vresult res;
+        progress_state ps = {prog.name, D, M, t0, 0, 0};
         int ok = o.exhaustive ? raspK_verify_exhaustive(&tr, (uint64_t)o.cap, &res, &err)
-                              : raspK_verify_random(&tr, (uint64_t)o.graphs, o.seed, (int)o.jobs, &res);
+                              : raspK_verify_random_progress(&tr, (uint64_t)o.graphs, o.seed,
+                                                             (int)o.jobs, &res, show_progress, &ps);
+        if (ps.shown && isatty(2)) fputc('\n', stderr);
         if (!ok && !o.exhaustive) err = res.error;
         double secs = now() - t0;
         int pass = ok && res.passed == res.total;

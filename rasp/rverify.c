@@ -20,6 +20,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "rmem.h"
 
@@ -372,6 +373,7 @@ typedef struct vjob {
   rasp_ptrace *tr;
   uint64_t begin, end, seed;
   uint64_t passed, done;
+  int finished;
   int64_t first_fail;
   rasp_error err;
   int failed_error;
@@ -406,17 +408,23 @@ static void *verify_worker(void *arg) {
       if (pass[b]) job->passed++;
       else if (job->first_fail < 0) job->first_fail = (int64_t)(i + (uint64_t)b);
     }
-    job->done += (uint64_t)B;
+    __atomic_store_n(&job->done, job->done + (uint64_t)B, __ATOMIC_RELAXED);
   }
 done:
   raspT_sample_free(&scratch);
   raspM_free(tokens);
   raspE_free(ev);
+  __atomic_store_n(&job->finished, 1, __ATOMIC_RELEASE);
   return NULL;
 }
 
 int raspK_verify_random(rasp_ptrace *tr, uint64_t graphs, uint64_t seed, int jobs,
                         rasp_vresult *res) {
+  return raspK_verify_random_progress(tr, graphs, seed, jobs, res, NULL, NULL);
+}
+
+int raspK_verify_random_progress(rasp_ptrace *tr, uint64_t graphs, uint64_t seed, int jobs,
+                                 rasp_vresult *res, raspK_progress progress, void *user) {
   memset(res, 0, sizeof *res);
   res->first_fail = -1;
   if (jobs < 1) jobs = 1;
@@ -431,12 +439,24 @@ int raspK_verify_random(rasp_ptrace *tr, uint64_t graphs, uint64_t seed, int job
     job[j].seed = seed;
     job[j].begin = graphs * (uint64_t)j / (uint64_t)jobs;
     job[j].end = graphs * (uint64_t)(j + 1) / (uint64_t)jobs;
-    if (jobs == 1) verify_worker(&job[j]);
-    else pthread_create(&th[j], &attr, verify_worker, &job[j]);
+    pthread_create(&th[j], &attr, verify_worker, &job[j]);
+  }
+  /* the workers count what they have done; this thread reports it */
+  for (;;) {
+    uint64_t done = 0;
+    int finished = 1;
+    for (int j = 0; j < jobs; j++) {
+      done += __atomic_load_n(&job[j].done, __ATOMIC_RELAXED);
+      finished &= __atomic_load_n(&job[j].finished, __ATOMIC_ACQUIRE);
+    }
+    if (finished) break;
+    if (progress) progress(user, done, graphs);
+    struct timespec ts = {0, 100 * 1000 * 1000};
+    nanosleep(&ts, NULL);
   }
   int ok = 1;
   for (int j = 0; j < jobs; j++) {
-    if (jobs > 1) pthread_join(th[j], NULL);
+    pthread_join(th[j], NULL);
     res->passed += job[j].passed;
     res->total += job[j].end - job[j].begin;
     if (job[j].first_fail >= 0 && (res->first_fail < 0 || job[j].first_fail < res->first_fail))
