@@ -23,6 +23,7 @@
 #include "rvalue.h"
 
 #include <ctype.h>
+#include <limits.h>
 #include <dlfcn.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -100,8 +101,12 @@ void raspV_barrier(rasp_ctx *ctx, unsigned long long holder_serial, value *v) {
     ctx->pinned = 1;
 }
 
+static value *small_int_value(rasp_ctx *ctx, long n);
+
 value *raspV_num_si(rasp_ctx *ctx, long n) {
-  value *v = raspV_new(ctx, V_NUM);
+  value *v = small_int_value(ctx, n);
+  if (v) return v;
+  v = raspV_new(ctx, V_NUM);
   mpq_set_si(v->u.q, n, 1);
   return v;
 }
@@ -400,6 +405,18 @@ static value *make_const(rasp_ctx *ctx, value *v) {
 #define SMALL_INT_MIN (-128)
 #define SMALL_INT_MAX 4096
 
+/* The shared value of a small integer, or NULL outside the cached range. */
+static value *small_int_value(rasp_ctx *ctx, long n) {
+  if (n < SMALL_INT_MIN || n > SMALL_INT_MAX) return NULL;
+  value **slot = &ctx->intcache[n - SMALL_INT_MIN];
+  if (!*slot) {
+    value *v = raspV_new(ctx, V_NUM);
+    mpq_set_si(v->u.q, n, 1);
+    *slot = make_const(ctx, v);
+  }
+  return *slot;
+}
+
 /* Elements become values often (every output check, every map call):
 ** small integers and symbols come from caches instead of new objects. */
 value *raspV_from_elem(rasp_ctx *ctx, rasp_elem e) {
@@ -423,11 +440,8 @@ value *raspV_from_elem(rasp_ctx *ctx, rasp_elem e) {
     v->u.str.sym = e.num;
     return v;
   }
-  if (e.den == 1 && e.num >= SMALL_INT_MIN && e.num <= SMALL_INT_MAX) {
-    value **slot = &ctx->intcache[e.num - SMALL_INT_MIN];
-    if (!*slot) *slot = make_const(ctx, raspV_num_si(ctx, (long)e.num));
-    return *slot;
-  }
+  if (e.den == 1 && e.num >= SMALL_INT_MIN && e.num <= SMALL_INT_MAX)
+    return small_int_value(ctx, (long)e.num);
   value *v = raspV_new(ctx, V_NUM);
   mpq_set_si(v->u.q, (long)e.num, (unsigned long)e.den);
   return v;
@@ -786,7 +800,51 @@ static value *concat(rasp_ctx *ctx, value *a, value *b) {
   return r;
 }
 
+/* Integers that fit a long: most trace-time arithmetic (loop counters,
+** positions, ids) takes this path instead of GMP. */
+static int as_long(const value *v, long *out) {
+  if (v->kind == V_BOOL) {
+    *out = v->u.b;
+    return 1;
+  }
+  if (v->kind != V_NUM || mpz_cmp_ui(mpq_denref(v->u.q), 1) != 0 ||
+      !mpz_fits_slong_p(mpq_numref(v->u.q)))
+    return 0;
+  *out = mpz_get_si(mpq_numref(v->u.q));
+  return 1;
+}
+
+static value *long_binop(rasp_ctx *ctx, rasp_binop op, long x, long y) {
+  long r;
+  switch (op) {
+  case RASP_BIN_EQ: return raspV_bool(ctx, x == y);
+  case RASP_BIN_NE: return raspV_bool(ctx, x != y);
+  case RASP_BIN_LT: return raspV_bool(ctx, x < y);
+  case RASP_BIN_LE: return raspV_bool(ctx, x <= y);
+  case RASP_BIN_GT: return raspV_bool(ctx, x > y);
+  case RASP_BIN_GE: return raspV_bool(ctx, x >= y);
+  case RASP_BIN_ADD: if (__builtin_add_overflow(x, y, &r)) return NULL; break;
+  case RASP_BIN_SUB: if (__builtin_sub_overflow(x, y, &r)) return NULL; break;
+  case RASP_BIN_MUL: if (__builtin_mul_overflow(x, y, &r)) return NULL; break;
+  case RASP_BIN_FLOORDIV:
+  case RASP_BIN_MOD:
+    if (y == 0 || (x == LONG_MIN && y == -1)) return NULL; /* GMP path reports it */
+    r = x / y;
+    if ((x % y != 0) && ((x < 0) != (y < 0))) r--;
+    if (op == RASP_BIN_MOD) r = x - r * y;
+    break;
+  default: return NULL;
+  }
+  return raspV_num_si(ctx, r);
+}
+
 static value *scalar_binop(rasp_ctx *ctx, rasp_binop op, value *a, value *b, rasp_pos pos) {
+  long lx, ly;
+  if (op != RASP_BIN_AND && op != RASP_BIN_OR && !(a->kind == V_BOOL && b->kind == V_BOOL) &&
+      as_long(a, &lx) && as_long(b, &ly)) {
+    value *r = long_binop(ctx, op, lx, ly);
+    if (r) return r;
+  }
   switch (op) {
   case RASP_BIN_EQ: return raspV_bool(ctx, raspV_equal(a, b));
   case RASP_BIN_NE: return raspV_bool(ctx, !raspV_equal(a, b));
