@@ -56,6 +56,22 @@
 ** Schedule.  Every unit goes as early as possible: a head at the first
 ** attention sublayer after its sources, an MLP unit at the first MLP
 ** sublayer after them; heads of one sublayer share a layer.
+**
+** Numerical sums.  An integer node of two units that is G(x) + H(y)
+** (checked on every pair) is one numerical dimension (M_SUM): one hidden
+** unit per categorical operand, two per value change of a numerical one.
+** A non-causal equality select of such a query against a view of the
+** indices (every query value being an index value, so a key always
+** matches) scores 2qy - y^2 = q^2 - (q-y)^2 in three columns (numq).
+**
+** In place.  where(c, x, y) over a categorical unit y that nothing reads
+** after it (accept_aliases, after scheduling) shares y's dimensions and
+** adds x - y where c holds, with the same hidden units: loop state does not
+** grow the residual.
+**
+** Running.  raspG_run uses a sparse copy of the weights (fast_forward):
+** raspN_forward's sums in the same order without the zero terms, so the
+** logits are bit-identical and --check is fast on large models.
 */
 #include "rcompile.h"
 
@@ -71,7 +87,7 @@
 
 enum { U_TOK, U_IDX, U_ONE, U_HEAD, U_MLP };
 enum { H_CAT, H_NUM, H_WIDTH };
-enum { M_DECODE, M_WHERE, M_PAIR };
+enum { M_DECODE, M_WHERE, M_PAIR, M_SUM };
 
 typedef struct view {
   int unit;
@@ -83,6 +99,11 @@ typedef struct view {
 typedef struct comp {
   int ku, qu;      /* key and query units (categorical) */
   unsigned char *t; /* nK * nQ, row = key value */
+  /* numerical query (qu numerical, q = qa * raw + qb) equal to the key's
+  ** table value ky[key value]: score 2 q y - y^2 (t is NULL) */
+  int numq;
+  double qa, qb;
+  double *ky;
 } comp;
 
 typedef struct unit {
@@ -105,6 +126,7 @@ typedef struct unit {
   comp c[MAXCOMPS];
   int nc;
   int layer, cols; /* head: layer and query/key columns; MLP: layer */
+  int alias;       /* WHERE updating its else-operand in place: that unit, or -1 */
 } unit;
 
 typedef struct gc {
@@ -115,6 +137,7 @@ typedef struct gc {
   int nu, capu;
   view *nv;        /* per IR node */
   unsigned char *have;
+  unsigned char *numq; /* per IR node: a select read through a numerical query */
   int *decoded;    /* per unit: its categorical decode unit, or -1 */
   rasp_error *err;
 } gc;
@@ -209,6 +232,7 @@ static int new_unit(gc *g, int kind, int cat, rasp_elem *vals, int nvals, int no
   u->node = node;
   u->selnode = -1;
   u->mnode = -1;
+  u->alias = -1;
   g->decoded = raspM_realloc(g->decoded, sizeof(int) * (size_t)(g->nu + 1));
   g->decoded[g->nu] = -1;
   return g->nu++;
@@ -252,6 +276,16 @@ static int unit_of(gc *g, int node) { return g->nv[node].unit; }
 /* A categorical unit holding view v's values (an MLP decode), memoised for
 ** identity views of numerical units. */
 static int decode_unit(gc *g, const view *v, int node) {
+  for (int i = 0; i < g->nu; i++) {
+    const unit *d = &g->u[i];
+    if (d->kind == U_MLP && d->mkind == M_DECODE && d->mv[0].unit == v->unit &&
+        !memcmp(d->mv[0].ok, v->ok, (size_t)v->nv)) {
+      int same = 1;
+      for (int a = 0; a < v->nv && same; a++)
+        same = !v->ok[a] || !ecmp(d->mv[0].val[a], v->val[a]);
+      if (same) return i;
+    }
+  }
   int cnt;
   rasp_elem *img = view_image(v, &cnt);
   int id = new_unit(g, U_MLP, 1, img, cnt, node);
@@ -413,6 +447,7 @@ static int sel_eval(gc *g, int id, int ku, int a, int qu, int b) {
 
 static void add_comp(gc *g, comp *c, int *nc, int ku, int qu, int id, int causal_idx) {
   int nk = g->u[ku].nvals, nq = g->u[qu].nvals;
+  memset(&c[*nc], 0, sizeof c[*nc]);
   c[*nc].ku = ku;
   c[*nc].qu = qu;
   c[*nc].t = raspM_alloc((size_t)nk * (size_t)nq);
@@ -424,6 +459,8 @@ static void add_comp(gc *g, comp *c, int *nc, int ku, int qu, int id, int causal
   (*nc)++;
 }
 
+static int view_affine(gc *g, const view *v, double *a, double *b);
+
 /* Splits a selector into components. */
 static int sel_comps(gc *g, int id, comp *c, int *nc) {
   const rasp_ir_node *nd = &g->ir->nodes[id];
@@ -433,6 +470,18 @@ static int sel_comps(gc *g, int id, comp *c, int *nc) {
   }
   int ku = -1, qu = -1;
   int one = one_unit(g);
+  if (nd->op == RASP_OP_SELECT && g->numq[id]) {
+    const view *kv = &g->nv[nd->in[0]], *qv = &g->nv[nd->in[1]];
+    comp *cc = &c[(*nc)++];
+    memset(cc, 0, sizeof *cc);
+    cc->ku = kv->unit;
+    cc->qu = qv->unit;
+    cc->numq = 1;
+    view_affine(g, qv, &cc->qa, &cc->qb);
+    cc->ky = raspM_alloc(sizeof(double) * (size_t)kv->nv);
+    for (int a = 0; a < kv->nv; a++) cc->ky[a] = kv->ok[a] ? dval(kv->val[a]) : 1e6;
+    return 1;
+  }
   if (nd->op == RASP_OP_SELECT && !g->causal_model && (nd->flags & RASP_CAUSAL)) {
     /* the select itself, then k <= q on the indices */
     ku = unit_of(g, nd->in[0]);
@@ -459,6 +508,127 @@ static int sel_comps(gc *g, int id, comp *c, int *nc) {
 
 /* ---- planning ----------------------------------------------------------- */
 
+/* Whether view v is raw * a + b of its (numerical) unit's raw values, with
+** integer results. */
+static int view_affine(gc *g, const view *v, double *a, double *b) {
+  const unit *u = &g->u[v->unit];
+  int first = -1;
+  *a = 1;
+  *b = 0;
+  for (int i = 0; i < v->nv; i++) {
+    if (!v->ok[i]) continue;
+    if (!is_num(v->val[i]) || v->val[i].den == RASP_DEN_BOOL || !is_num(u->vals[i])) return 0;
+    if (v->val[i].den != 1) return 0;
+    if (first < 0) first = i;
+  }
+  if (first < 0) return 0;
+  int second = -1;
+  for (int i = first + 1; i < v->nv && second < 0; i++)
+    if (v->ok[i]) second = i;
+  double x0 = dval(u->vals[first]), y0 = dval(v->val[first]);
+  if (second >= 0) {
+    double x1 = dval(u->vals[second]), y1 = dval(v->val[second]);
+    *a = (y1 - y0) / (x1 - x0);
+  }
+  *b = y0 - *a * x0;
+  for (int i = 0; i < v->nv; i++)
+    if (v->ok[i] && fabs(*a * dval(u->vals[i]) + *b - dval(v->val[i])) > 1e-9) return 0;
+  return 1;
+}
+
+/* A select realised with a numerical query: equality, not causal, the key
+** a view of the indices (whose every value occurs in every input, so some
+** key always matches and the default is never needed), the query an affine
+** integer view of a numerical MLP unit whose values are all among the
+** key's, and read only by aggregates.  Saves decoding the query. */
+static int numq_ok(gc *g, int id) {
+  const rasp_ir_node *nd = &g->ir->nodes[id];
+  const view *kv = &g->nv[nd->in[0]], *qv = &g->nv[nd->in[1]];
+  if (nd->aux != RASP_PRED_EQ || (nd->flags & RASP_CAUSAL)) return 0;
+  if (g->u[kv->unit].kind != U_IDX) return 0;
+  const unit *q = &g->u[qv->unit];
+  if (q->cat || q->kind != U_MLP || q->mkind != M_SUM) return 0;
+  double a, b;
+  if (!view_affine(g, qv, &a, &b)) return 0;
+  for (int i = 0; i < qv->nv; i++) {
+    if (!qv->ok[i]) continue;
+    int hit = 0;
+    for (int k = 0; k < kv->nv && !hit; k++)
+      hit = kv->ok[k] && is_num(kv->val[k]) && kv->val[k].den != RASP_DEN_BOOL &&
+            raspI_elem_eq(kv->val[k], qv->val[i]);
+    if (!hit) return 0;
+  }
+  for (int i = 0; i < g->ir->nnodes; i++) {
+    const rasp_ir_node *r = &g->ir->nodes[i];
+    for (int k = 0; k < r->nin; k++)
+      if (r->in[k] == id && r->op != RASP_OP_AGGREGATE && r->op != RASP_OP_AGGR_MEAN) return 0;
+  }
+  return 1;
+}
+
+/* f(x, y) = G(x) + H(y) over integers: an element-wise node of two units
+** that is a sum of functions of each (length - idx - 1) becomes one
+** numerical dimension computed with |X| + |Y| hidden units at most,
+** instead of a categorical table of |X| * |Y|. */
+static int plan_sum(gc *g, int id, const rasp_ir_node *nd) {
+  if (nd->op != RASP_OP_BINARY && nd->op != RASP_OP_SEQMAP) return 0;
+  const view *x = &g->nv[nd->in[0]], *y = &g->nv[nd->in[1]];
+  if (x->unit == y->unit || (long long)x->nv * y->nv > 4000000) return 0;
+  if ((long long)x->nv * y->nv <= 64) return 0; /* a small table is as cheap */
+  int a0 = -1, b0 = -1;
+  for (int a = 0; a < x->nv && a0 < 0; a++)
+    if (x->ok[a]) a0 = a;
+  for (int b = 0; b < y->nv && b0 < 0; b++)
+    if (y->ok[b]) b0 = b;
+  if (a0 < 0 || b0 < 0) return 0;
+  double *G = raspM_alloc(sizeof(double) * (size_t)x->nv), *H = raspM_alloc(sizeof(double) * (size_t)y->nv);
+  int cap = 64, m = 0, ok = 1;
+  rasp_elem *img = raspM_alloc(sizeof(rasp_elem) * (size_t)cap);
+  rasp_elem r00;
+  {
+    rasp_elem args[2] = {x->val[a0], y->val[b0]};
+    ok = eval_elem(g, nd, args, &r00) && r00.den == 1;
+  }
+  for (int a = 0; a < x->nv && ok; a++)
+    for (int b = 0; b < y->nv && ok; b++) {
+      if (!x->ok[a] || !y->ok[b]) continue;
+      rasp_elem args[2] = {x->val[a], y->val[b]}, r;
+      if (!eval_elem(g, nd, args, &r) || r.den != 1 || r.num > 100000000 || r.num < -100000000) {
+        ok = 0;
+        break;
+      }
+      if (b == b0) G[a] = (double)r.num;
+      if (a == a0) H[b] = (double)r.num - (double)r00.num;
+      if (b != b0 && a != a0) {
+        /* checked once G[a] and H[b] are known: a0/b0 come first */
+        if ((double)r.num != G[a] + H[b]) ok = 0;
+      }
+      RASP_GROW(img, cap, m + 1);
+      img[m++] = r;
+      if (m > 4 * MAXVALS) m = uniq(img, m);
+    }
+  if (!ok) {
+    raspM_free(G);
+    raspM_free(H);
+    raspM_free(img);
+    return 0;
+  }
+  m = uniq(img, m);
+  int uid = new_unit(g, U_MLP, 0, img, m, id);
+  unit *u = &g->u[uid];
+  u->mkind = M_SUM;
+  u->mnode = id;
+  u->nmv = 2;
+  view_copy(g, &u->mv[0], x);
+  view_copy(g, &u->mv[1], y);
+  for (int a = 0; a < x->nv; a++) u->mv[0].val[a] = (rasp_elem){(int64_t)(x->ok[a] ? G[a] : 0), 1};
+  for (int b = 0; b < y->nv; b++) u->mv[1].val[b] = (rasp_elem){(int64_t)(y->ok[b] ? H[b] : 0), 1};
+  raspM_free(G);
+  raspM_free(H);
+  view_identity(g, &g->nv[id], uid);
+  return 1;
+}
+
 static int plan_node(gc *g, int id) {
   const rasp_ir_node *nd = &g->ir->nodes[id];
   view *v = &g->nv[id];
@@ -474,6 +644,11 @@ static int plan_node(gc *g, int id) {
     v->ok[0] = 1;
     return 1;
   case RASP_OP_SELECT:
+    if (numq_ok(g, id)) {
+      g->numq[id] = 1;
+      need_cat(g, &g->nv[nd->in[0]], nd->in[0]);
+      return 1;
+    }
     for (int i = 0; i < 2; i++) need_cat(g, &g->nv[nd->in[i]], nd->in[i]);
     return 1;
   case RASP_OP_SEL_AND:
@@ -507,11 +682,15 @@ static int plan_node(gc *g, int id) {
       }
       return 1;
     }
+    if (plan_sum(g, id, nd)) return 1;
     /* two or three sources: an MLP unit */
     /* operands first, so that their decode units come before this one */
     view tmp[3];
     for (int i = 0; i < nd->nin; i++) {
       view_copy(g, &tmp[i], &g->nv[nd->in[i]]);
+      if (nd->op == RASP_OP_WHERE && i == 0) /* only the truth of the condition matters */
+        for (int a = 0; a < tmp[i].nv; a++)
+          tmp[i].val[a] = (rasp_elem){raspI_elem_truth(tmp[i].val[a]), RASP_DEN_BOOL};
       need_cat(g, &tmp[i], nd->in[i]);
     }
     int uid = new_unit(g, U_MLP, 1, NULL, 0, id);
@@ -550,13 +729,41 @@ static int plan_node(gc *g, int id) {
     m = uniq(img, m);
     u->vals = img;
     u->nvals = m;
+    if (u->mkind == M_WHERE) {
+      /* where(c, x, y) over a y that nobody reads afterwards can update y's
+      ** dimensions in place (decided after scheduling): it takes y's value
+      ** list when its own values are among y's */
+      const view *y = &u->mv[2];
+      unit *Y = &g->u[y->unit];
+      int ident = Y->cat && (Y->kind == U_MLP || Y->kind == U_HEAD);
+      for (int a = 0; a < y->nv && ident; a++) ident = y->ok[a] && !ecmp(y->val[a], Y->vals[a]);
+      for (int k = 0; k < m && ident; k++) ident = find(Y->vals, Y->nvals, img[k]) >= 0;
+      if (ident) {
+        u->vals = raspM_alloc(sizeof(rasp_elem) * (size_t)Y->nvals);
+        memcpy(u->vals, Y->vals, sizeof(rasp_elem) * (size_t)Y->nvals);
+        u->nvals = Y->nvals;
+        u->alias = y->unit;
+        raspM_free(img);
+      }
+    }
     view_identity(g, v, uid);
     return 1;
   }
   case RASP_OP_SEL_WIDTH: {
+    const rasp_ir_node *sn = &g->ir->nodes[nd->in[0]];
+    int wlo = 0;
+    if (sn->op == RASP_OP_SELECT && sn->aux == RASP_PRED_TRUE) {
+      if (!(sn->flags & RASP_CAUSAL)) { /* `length`: the constant n, no head */
+        view_alloc(g, v, one_unit(g));
+        v->val[0] = (rasp_elem){g->n, 1};
+        v->ok[0] = 1;
+        return 1;
+      }
+      wlo = 1; /* causal: i + 1 */
+    }
     rasp_elem *vals = raspM_alloc(sizeof(rasp_elem) * (size_t)(g->n + 1));
-    for (int w = 0; w <= g->n; w++) vals[w] = (rasp_elem){1, w + 1};
-    int cnt = uniq(vals, g->n + 1);
+    for (int w = wlo; w <= g->n; w++) vals[w - wlo] = (rasp_elem){1, w + 1};
+    int cnt = uniq(vals, g->n + 1 - wlo);
     int uid = new_unit(g, U_HEAD, 0, vals, cnt, id);
     g->u[uid].hmode = H_WIDTH;
     g->u[uid].selnode = nd->in[0];
@@ -674,6 +881,29 @@ static void mark_used(gc *g, int root) {
     }
 }
 
+/* An in-place where(c, x, y) is kept when nothing reads y after it: every
+** other reader of y runs at or before its MLP sublayer (heads of the same
+** layer and MLP units of the same sublayer read the residual before it
+** writes), y is not the readout and no other unit updates y. */
+static void accept_aliases(gc *g, int readout) {
+  int src[2 * MAXCOMPS + 4], ns;
+  unsigned char *taken = raspM_alloc((size_t)g->nu);
+  for (int i = 0; i < g->nu; i++) {
+    unit *u = &g->u[i];
+    if (u->alias < 0) continue;
+    int y = u->alias, ok = u->used && g->u[y].used && y != readout && !taken[y];
+    for (int r = 0; r < g->nu && ok; r++) {
+      if (r == i || !g->u[r].used || g->u[r].ready <= u->ready) continue;
+      unit_sources(&g->u[r], src, &ns);
+      for (int k = 0; k < ns; k++)
+        if (src[k] == y) ok = 0;
+    }
+    if (ok) taken[y] = 1;
+    else u->alias = -1;
+  }
+  raspM_free(taken);
+}
+
 /* ---- weights ------------------------------------------------------------ */
 
 typedef struct wctx {
@@ -754,10 +984,12 @@ static void mlp_where(wctx *w, unit *u) {
       int h = hid(w, -1, 10);
       for (int a = 0; a < x->nv; a++)
         if (x->ok[a] && ecmp(x->val[a], img[k]) == 0) win(w, udim(g, x->unit) + a, h, 1);
+      /* in place: where c holds, add x and take y away */
+      int want = u->alias >= 0 ? 1 : br == 1;
       for (int b = 0; b < c->nv; b++)
-        if (c->ok[b] && raspI_elem_truth(c->val[b]) == (br == 1))
+        if (c->ok[b] && raspI_elem_truth(c->val[b]) == want)
           win(w, udim(g, c->unit) + b, h, 1);
-      wout(w, h, u->dim + find(u->vals, u->nvals, img[k]), 1);
+      wout(w, h, u->dim + find(u->vals, u->nvals, img[k]), u->alias >= 0 && br == 2 ? -1 : 1);
     }
     raspM_free(img);
   }
@@ -833,8 +1065,61 @@ static void mlp_pair(wctx *w, unit *u) {
   raspM_free(cnt);
 }
 
+/* Adds view v's values (numbers) to dimension out: a categorical source
+** through one hidden unit (values shifted to be >= 0, the shift added by
+** the ONE unit of the caller: returned), a numerical one through a base and
+** a step wherever the value changes (as mlp_decode). */
+static double mlp_add_view(wctx *w, const view *v, int out) {
+  gc *g = w->g;
+  const unit *s = &g->u[v->unit];
+  if (s->cat) {
+    double lo = 0;
+    int first = 1;
+    for (int a = 0; a < v->nv; a++)
+      if (v->ok[a] && (first || dval(v->val[a]) < lo)) {
+        lo = dval(v->val[a]);
+        first = 0;
+      }
+    int h = hid(w, 0, 10);
+    for (int a = 0; a < v->nv; a++)
+      if (v->ok[a] && dval(v->val[a]) != lo) win(w, s->dim + a, h, dval(v->val[a]) - lo);
+    wout(w, h, out, 1);
+    return lo;
+  }
+  double maxabs = 1, base = 0;
+  for (int a = 0; a < s->nvals; a++)
+    if (fabs(dval(s->vals[a])) > maxabs) maxabs = fabs(dval(s->vals[a]));
+  int prev = -1;
+  for (int a = 0; a < v->nv; a++) {
+    if (!v->ok[a]) continue;
+    if (prev < 0) base = dval(v->val[a]);
+    else if (dval(v->val[a]) != dval(v->val[prev])) {
+      double lo = dval(s->vals[prev]), hi = dval(s->vals[a]);
+      double gap = hi - lo, mid = (lo + hi) / 2, sl = 2 / gap;
+      double L = sl * (maxabs + fabs(mid) + gap) + 10, dv = dval(v->val[a]) - dval(v->val[prev]);
+      int h1 = hid(w, -sl * (mid - gap / 4), L), h2 = hid(w, -sl * (mid + gap / 4), L);
+      win(w, s->dim, h1, sl);
+      win(w, s->dim, h2, sl);
+      wout(w, h1, out, dv);
+      wout(w, h2, out, -dv);
+    }
+    prev = a;
+  }
+  return base;
+}
+
+static void mlp_sum(wctx *w, unit *u) {
+  double c = mlp_add_view(w, &u->mv[0], u->dim) + mlp_add_view(w, &u->mv[1], u->dim);
+  if (c != 0) {
+    int h = hid(w, 0, 0);
+    win(w, 1, h, 1);
+    wout(w, h, u->dim, c);
+  }
+}
+
 static void mlp_unit(wctx *w, unit *u) {
   switch (u->mkind) {
+  case M_SUM: mlp_sum(w, u); break;
   case M_DECODE: mlp_decode(w, u); break;
   case M_WHERE: mlp_where(w, u); break;
   default: mlp_pair(w, u); break;
@@ -891,7 +1176,7 @@ static int comp_by_key(gc *g, const comp *c) {
 static int head_cols(gc *g, unit *u) {
   int cols = 1; /* BOS */
   for (int i = 0; i < u->nc; i++)
-    cols += comp_cols(g, &u->c[i], comp_by_key(g, &u->c[i]), NULL, NULL, 0, 0, 0, 0);
+    cols += u->c[i].numq ? 2 : comp_cols(g, &u->c[i], comp_by_key(g, &u->c[i]), NULL, NULL, 0, 0, 0, 0);
   return cols;
 }
 
@@ -901,12 +1186,29 @@ static void write_head(gc *g, unit *u, float *wq, float *wk, float *wv, float *w
                        int dh, double beta) {
   double scale = beta * sqrt((double)dh);
   int col = 0;
-  for (int i = 0; i < u->nc; i++)
-    col += comp_cols(g, &u->c[i], comp_by_key(g, &u->c[i]), wq, wk, d, dh, col, scale);
-  double m = u->nc;
-  wk[(size_t)0 * dh + col] = 1;
-  wq[(size_t)1 * dh + col] = (float)((u->hmode == H_WIDTH ? m : m - 0.5) * scale);
-  wq[(size_t)0 * dh + col] = (float)((m + 10) * scale);
+  if (u->nc == 1 && u->c[0].numq) {
+    /* score 2 q y - y^2 = q^2 - (q - y)^2: q^2 at the matching keys, at
+    ** most q^2 - 1 elsewhere; BOS scores -1 (never wins: q^2 >= 0) */
+    const comp *c = &u->c[0];
+    int qd = udim(g, c->qu), kd = udim(g, c->ku);
+    wq[(size_t)qd * dh + 0] = (float)(2 * c->qa * scale);
+    wq[(size_t)1 * dh + 0] = (float)(2 * c->qb * scale);
+    wq[(size_t)1 * dh + 1] = (float)scale;
+    for (int a = 0; a < g->u[c->ku].nvals; a++) {
+      wk[(size_t)(kd + a) * dh + 0] = (float)c->ky[a];
+      wk[(size_t)(kd + a) * dh + 1] = (float)(-c->ky[a] * c->ky[a]);
+    }
+    wk[(size_t)0 * dh + 2] = 1;
+    wq[(size_t)1 * dh + 2] = (float)(-1 * scale);
+    wq[(size_t)0 * dh + 2] = (float)(10 * scale);
+  } else {
+    for (int i = 0; i < u->nc; i++)
+      col += comp_cols(g, &u->c[i], comp_by_key(g, &u->c[i]), wq, wk, d, dh, col, scale);
+    double m = u->nc;
+    wk[(size_t)0 * dh + col] = 1;
+    wq[(size_t)1 * dh + col] = (float)((u->hmode == H_WIDTH ? m : m - 0.5) * scale);
+    wq[(size_t)0 * dh + col] = (float)((m + 10) * scale);
+  }
   if (u->hmode == H_WIDTH) {
     wv[0] = 1;
     wo[u->dim] = 1;
@@ -980,7 +1282,7 @@ static char *layout_json(gc *g, const raspG_model *m, int root, const view *ov) 
             m->model.cfg.bos_token, g->n);
   for (int i = 0; i < g->nu; i++) {
     unit *u = &g->u[i];
-    if (!u->used || u->kind == U_ONE) continue;
+    if (!u->used || u->kind == U_ONE || u->alias >= 0) continue;
     const char *name = unit_name(g, u, nb, sizeof nb);
     for (int k = 0; k < (u->cat ? u->nvals : 1); k++) {
       sb_printf(&b, ", ");
@@ -1007,9 +1309,10 @@ static char *layout_json(gc *g, const raspG_model *m, int root, const view *ov) 
     first = 0;
     sb_str(&b, unit_name(g, u, nb, sizeof nb));
     sb_printf(&b, ", \"kind\": \"%s\", \"encoding\": \"%s\", \"dim\": %d, \"size\": %d, "
-                  "\"layer\": %d}",
+                  "\"layer\": %d%s}",
               kinds[u->kind], u->cat ? "categorical" : "numerical", u->dim,
-              u->cat ? u->nvals : 1, u->kind >= U_HEAD ? u->layer : -1);
+              u->cat ? u->nvals : 1, u->kind >= U_HEAD ? u->layer : -1,
+              u->alias >= 0 ? ", \"in_place\": true" : "");
   }
   sb_printf(&b, "], \"token_embedding\": \"tokens one-hot; 'one' (dim 1) at every token "
                 "but BOS; is_bos (dim 0) at BOS\", \"position_embedding\": \"indices one-hot "
@@ -1028,19 +1331,27 @@ static char *layout_json(gc *g, const raspG_model *m, int root, const view *ov) 
 
 /* ---- the driver --------------------------------------------------------- */
 
+struct raspG_fast;
+static struct raspG_fast *fast_build(rasp_model *m);
+static void fast_free(struct raspG_fast *f);
+
 static void gc_free(gc *g) {
   for (int i = 0; i < g->nu; i++) {
     unit *u = &g->u[i];
     raspM_free(u->vals);
     view_free(&u->hv);
     for (int k = 0; k < u->nmv; k++) view_free(&u->mv[k]);
-    for (int k = 0; k < u->nc; k++) raspM_free(u->c[k].t);
+    for (int k = 0; k < u->nc; k++) {
+      raspM_free(u->c[k].t);
+      raspM_free(u->c[k].ky);
+    }
   }
   raspM_free(g->u);
   if (g->nv)
     for (int i = 0; i < g->ir->nnodes; i++) view_free(&g->nv[i]);
   raspM_free(g->nv);
   raspM_free(g->decoded);
+  raspM_free(g->numq);
 }
 
 int raspG_compile(const rasp_ir *ir, const raspG_opts *o, raspG_model *out, rasp_error *err) {
@@ -1074,6 +1385,7 @@ int raspG_compile(const rasp_ir *ir, const raspG_opts *o, raspG_model *out, rasp
   ov1[0] = (rasp_elem){1, 1};
   new_unit(g, U_ONE, 1, ov1, 1, -1);
   g->nv = raspM_alloc(sizeof(view) * (size_t)ir->nnodes);
+  g->numq = raspM_alloc((size_t)ir->nnodes);
   int ok = 1;
   for (int i = 0; i < ir->nnodes && ok; i++)
     if (live[i]) ok = plan_node(g, i);
@@ -1108,12 +1420,14 @@ int raspG_compile(const rasp_ir *ir, const raspG_opts *o, raspG_model *out, rasp
     }
   }
   g->u[2].used = 1; /* ONE */
+  accept_aliases(g, ov.unit);
   /* residual dimensions */
   int d = 2;
   for (int i = 0; i < g->nu; i++) {
     unit *u = &g->u[i];
     if (!u->used) continue;
     if (u->kind == U_ONE) u->dim = 1;
+    else if (u->alias >= 0) u->dim = g->u[u->alias].dim;
     else {
       u->dim = d;
       d += u->cat ? u->nvals : 1;
@@ -1215,17 +1529,228 @@ int raspG_compile(const rasp_ir *ir, const raspG_opts *o, raspG_model *out, rasp
       un[(size_t)(udim(g, ov.unit) + a) * cfg.n_out + find(out->out_vals, out->n_out, ov.val[a])] =
           1;
   m->json_extra = layout_json(g, out, root, &ov);
+  out->fast = fast_build(m);
   view_free(&ov);
   gc_free(g);
   return 1;
 }
 
 void raspG_free(raspG_model *g) {
+  fast_free(g->fast);
   raspN_free(&g->model);
   raspM_free(g->out_vals);
   raspM_free(g->heads);
   raspM_free(g->mlp_width);
   memset(g, 0, sizeof *g);
+}
+
+/* ---- a sparse forward pass ---------------------------------------------
+** The same arithmetic as raspN_forward (rmodel.c) in the same order, with
+** the zero weights skipped: every float sum adds the same nonzero terms in
+** the same index order, and the skipped terms are exact zeros, so the
+** logits are bit-identical to the dense pass (tests/test_compile checks
+** this).  Compiled models are more than 99% zeros, which makes --check on
+** the path-star programs feasible.  Only for models without layer norm and
+** with ReLU (what the compiler writes). */
+
+typedef struct spm { /* compressed columns of a rows x cols row-major matrix */
+  int ncol;
+  int *start; /* ncol + 1 */
+  int *row;
+  float *w;
+} spm;
+
+static void spm_build(spm *s, const float *W, int rows, int cols) {
+  size_t nz = 0;
+  for (size_t i = 0; i < (size_t)rows * cols; i++) nz += W[i] != 0;
+  s->ncol = cols;
+  s->start = raspM_alloc(sizeof(int) * (size_t)(cols + 1));
+  s->row = raspM_alloc(sizeof(int) * (nz ? nz : 1));
+  s->w = raspM_alloc(sizeof(float) * (nz ? nz : 1));
+  size_t k = 0;
+  for (int c = 0; c < cols; c++) {
+    s->start[c] = (int)k;
+    for (int r = 0; r < rows; r++) {
+      float w = W[(size_t)r * cols + c];
+      if (w != 0) {
+        s->row[k] = r;
+        s->w[k++] = w;
+      }
+    }
+  }
+  s->start[cols] = (int)k;
+}
+static void spm_free(spm *s) {
+  raspM_free(s->start);
+  raspM_free(s->row);
+  raspM_free(s->w);
+}
+
+struct raspG_fast {
+  int nl, H;
+  spm *q, *k, *v, *o;  /* nl * H each */
+  spm *wi, *wo;        /* nl each */
+  spm un;
+};
+
+static void fast_free(struct raspG_fast *f) {
+  if (!f) return;
+  for (int i = 0; i < f->nl * f->H; i++) {
+    spm_free(&f->q[i]);
+    spm_free(&f->k[i]);
+    spm_free(&f->v[i]);
+    spm_free(&f->o[i]);
+  }
+  for (int l = 0; l < f->nl; l++) {
+    spm_free(&f->wi[l]);
+    spm_free(&f->wo[l]);
+  }
+  spm_free(&f->un);
+  raspM_free(f->q);
+  raspM_free(f->k);
+  raspM_free(f->v);
+  raspM_free(f->o);
+  raspM_free(f->wi);
+  raspM_free(f->wo);
+  raspM_free(f);
+}
+
+static struct raspG_fast *fast_build(rasp_model *m) {
+  const rasp_model_config *c = &m->cfg;
+  if (c->layer_norm || c->gelu) return NULL;
+  int D = c->d_model, H = c->n_heads, Dh = c->d_head, F = c->d_mlp, nl = c->n_layers;
+  struct raspG_fast *f = raspM_alloc(sizeof *f);
+  f->nl = nl;
+  f->H = H;
+  size_t nh = (size_t)(nl * H > 0 ? nl * H : 1);
+  f->q = raspM_alloc(sizeof(spm) * nh);
+  f->k = raspM_alloc(sizeof(spm) * nh);
+  f->v = raspM_alloc(sizeof(spm) * nh);
+  f->o = raspM_alloc(sizeof(spm) * nh);
+  f->wi = raspM_alloc(sizeof(spm) * (size_t)(nl ? nl : 1));
+  f->wo = raspM_alloc(sizeof(spm) * (size_t)(nl ? nl : 1));
+  char nm[64];
+  for (int L = 0; L < nl; L++) {
+#define P_(s) (snprintf(nm, sizeof nm, "layers.%d.%s", L, s), raspN_data(m, nm))
+    const float *wq = P_("attn.w_q"), *wk = P_("attn.w_k"), *wv = P_("attn.w_v"),
+                *wo = P_("attn.w_o");
+    for (int hd = 0; hd < H; hd++) {
+      size_t off = (size_t)hd * D * Dh;
+      spm_build(&f->q[L * H + hd], wq + off, D, Dh);
+      spm_build(&f->k[L * H + hd], wk + off, D, Dh);
+      spm_build(&f->v[L * H + hd], wv + off, D, Dh);
+      spm_build(&f->o[L * H + hd], wo + (size_t)hd * Dh * D, Dh, D);
+    }
+    spm_build(&f->wi[L], P_("mlp.w_in"), D, F);
+    spm_build(&f->wo[L], P_("mlp.w_out"), F, D);
+#undef P_
+  }
+  spm_build(&f->un, raspN_data(m, "unembed"), D, c->n_out);
+  return f;
+}
+
+/* y[c] = b[c] + sum_r x[r] W[r][c], in increasing r (as the dense pass). */
+static void spm_apply(const spm *s, const float *x, const float *b, float *y) {
+  for (int c = 0; c < s->ncol; c++) {
+    float acc = b ? b[c] : 0.0f;
+    for (int k = s->start[c]; k < s->start[c + 1]; k++) acc += x[s->row[k]] * s->w[k];
+    y[c] = acc;
+  }
+}
+
+static int fast_forward(const raspG_model *g, const int *tokens, int n, float *logits) {
+  const struct raspG_fast *f = g->fast;
+  rasp_model *mm = (rasp_model *)&g->model;
+  const rasp_model_config *c = &mm->cfg;
+  int D = c->d_model, H = c->n_heads, Dh = c->d_head, F = c->d_mlp, O = c->n_out;
+  size_t nD = (size_t)n * D;
+  float *x = raspM_alloc(nD * sizeof *x), *o = raspM_alloc(nD * sizeof *o);
+  float *q = raspM_alloc((size_t)n * Dh * sizeof *q), *k = raspM_alloc((size_t)n * Dh * sizeof *k);
+  float *v = raspM_alloc((size_t)n * Dh * sizeof *v), *att = raspM_alloc((size_t)n * sizeof *att);
+  float *z = raspM_alloc((size_t)(F > D ? F : D) * sizeof *z), *hv = raspM_alloc((size_t)Dh * sizeof *hv);
+  int *act = raspM_alloc(sizeof(int) * (size_t)Dh), *vact = raspM_alloc(sizeof(int) * (size_t)Dh);
+  const float *te = raspN_data(mm, "tok_emb"), *pe = raspN_data(mm, "pos_emb");
+  for (int i = 0; i < n; i++)
+    for (int j = 0; j < D; j++)
+      x[(size_t)i * D + j] = te[(size_t)tokens[i] * D + j] + (pe ? pe[(size_t)i * D + j] : 0.0f);
+  float scale = 1.0f / sqrtf((float)Dh);
+  char nm[64];
+  for (int L = 0; L < c->n_layers; L++) {
+#define P_(s) (snprintf(nm, sizeof nm, "layers.%d.%s", L, s), raspN_data(mm, nm))
+    const float *bq = P_("attn.b_q"), *bk = P_("attn.b_k"), *bv = P_("attn.b_v"),
+                *bo = P_("attn.b_o");
+    for (size_t i = 0; i < nD; i++) o[i] = bo[i % D];
+    for (int hd = 0; hd < H; hd++) {
+      const spm *Sq = &f->q[L * H + hd], *Sk = &f->k[L * H + hd], *Sv = &f->v[L * H + hd],
+                *So = &f->o[L * H + hd];
+      const float *hbq = bq + hd * Dh, *hbk = bk + hd * Dh, *hbv = bv + hd * Dh;
+      int na = 0, nva = 0;
+      for (int e = 0; e < Dh; e++) {
+        int qe = Sq->start[e + 1] > Sq->start[e] || hbq[e] != 0;
+        int ke = Sk->start[e + 1] > Sk->start[e] || hbk[e] != 0;
+        int ve = Sv->start[e + 1] > Sv->start[e] || hbv[e] != 0;
+        if (qe && ke) act[na++] = e;
+        if (ve) vact[nva++] = e;
+      }
+      if (!nva) continue; /* writes nothing: o += 0 */
+      for (int i = 0; i < n; i++) {
+        spm_apply(Sq, x + (size_t)i * D, hbq, q + (size_t)i * Dh);
+        spm_apply(Sk, x + (size_t)i * D, hbk, k + (size_t)i * Dh);
+        spm_apply(Sv, x + (size_t)i * D, hbv, v + (size_t)i * Dh);
+      }
+      for (int i = 0; i < n; i++) {
+        int nk = c->causal ? i + 1 : n;
+        float mx = -INFINITY;
+        for (int j = 0; j < nk; j++) {
+          float s = 0;
+          for (int t = 0; t < na; t++) s += q[(size_t)i * Dh + act[t]] * k[(size_t)j * Dh + act[t]];
+          att[j] = s * scale;
+          if (att[j] > mx) mx = att[j];
+        }
+        float sum = 0;
+        for (int j = 0; j < nk; j++) {
+          att[j] = expf(att[j] - mx);
+          sum += att[j];
+        }
+        for (int e = 0; e < Dh; e++) hv[e] = 0;
+        for (int j = 0; j < nk; j++) {
+          if (att[j] == 0) continue;
+          float a = att[j] / sum;
+          for (int t = 0; t < nva; t++) hv[vact[t]] += a * v[(size_t)j * Dh + vact[t]];
+        }
+        float *oi = o + (size_t)i * D;
+        for (int j = 0; j < D; j++)
+          for (int kk = So->start[j]; kk < So->start[j + 1]; kk++) oi[j] += hv[So->row[kk]] * So->w[kk];
+      }
+    }
+    for (size_t i = 0; i < nD; i++) x[i] += o[i];
+    const float *bi = P_("mlp.b_in"), *bt = P_("mlp.b_out");
+#undef P_
+    for (int i = 0; i < n; i++) {
+      float *xi = x + (size_t)i * D;
+      spm_apply(&f->wi[L], xi, bi, z);
+      for (int t = 0; t < F; t++) z[t] = z[t] > 0 ? z[t] : 0;
+      const spm *So = &f->wo[L];
+      for (int j = 0; j < D; j++) {
+        float s = bt[j];
+        for (int kk = So->start[j]; kk < So->start[j + 1]; kk++) s += z[So->row[kk]] * So->w[kk];
+        xi[j] += s;
+      }
+    }
+  }
+  const float *ub = raspN_data(mm, "unembed_b");
+  for (int i = 0; i < n; i++) spm_apply(&f->un, x + (size_t)i * D, ub, logits + (size_t)i * O);
+  raspM_free(x);
+  raspM_free(o);
+  raspM_free(q);
+  raspM_free(k);
+  raspM_free(v);
+  raspM_free(att);
+  raspM_free(z);
+  raspM_free(hv);
+  raspM_free(act);
+  raspM_free(vact);
+  return 0;
 }
 
 int raspG_run(const raspG_model *g, const int64_t *tokens, rasp_elem *out, float *logits,
@@ -1235,7 +1760,8 @@ int raspG_run(const raspG_model *g, const int64_t *tokens, rasp_elem *out, float
   float *lg = logits ? logits : raspM_alloc(sizeof(float) * (size_t)(n + 1) * no);
   t[0] = g->model.cfg.bos_token;
   for (int i = 0; i < n; i++) t[i + 1] = (int)tokens[i];
-  int rc = raspN_forward(&g->model, t, n + 1, lg, NULL, err);
+  int rc = g->fast && !getenv("RASP_COMPILE_DENSE") ? fast_forward(g, t, n + 1, lg)
+                                                     : raspN_forward(&g->model, t, n + 1, lg, NULL, err);
   if (rc == 0)
     for (int i = 0; i < n; i++) {
       const float *row = lg + (size_t)(i + 1) * no;

@@ -35,6 +35,7 @@ typedef struct raspG_model {
   int *heads;              /* real (non-padding) heads per layer */
   int *mlp_width;          /* real hidden units per layer */
   int n_dims;              /* residual dimensions in use (= d_model) */
+  struct raspG_fast *fast; /* private: the sparse weights raspG_run uses */
 } raspG_model;
 
 /* Compiles ir's first output.  Returns 1, or 0 with err set (an operation
@@ -43,8 +44,11 @@ int raspG_compile(const rasp_ir *ir, const raspG_opts *opts, raspG_model *out,
                   rasp_error *err);
 void raspG_free(raspG_model *g);
 
-/* Runs the model (float32, raspN_forward) on one input of length g->n and
-** decodes its output.  logits may be NULL; else it receives (n+1) * n_out
+/* Runs the model on one input of length g->n and decodes its output.  It
+** skips the zero weights but adds the nonzero terms in raspN_forward's
+** order, so the logits are bit-identical to raspN_forward's (float32);
+** RASP_COMPILE_DENSE=1 in the environment makes it call raspN_forward.
+** logits may be NULL; else it receives (n+1) * n_out
 ** floats (row 0 is the BOS position). */
 int raspG_run(const raspG_model *g, const int64_t *tokens, rasp_elem *out,
               float *logits, rasp_error *err);
