@@ -107,7 +107,7 @@ enum {
   SC_GID, SC_GQ, SC_GCNT, SC_GSUM, SC_GNB, SC_GEXT, SC_VV, SC_VB,
   SC_PSUM, SC_PNB, SC_PEXT, SC_SEXT, SC_KS, SC_KS2, SC_SK, SC_QA, SC_QB,
   SC_QT, SC_PRE, SC_SUF, SC_GSTAT, SC_KK, SC_QQ, SC_HKEY, SC_HEKEY,
-  SC_HGID, SC_HST, SC_GID2, SC_GQ2, SC_PK, SC_PQ, SC_MAT0,
+  SC_HGID, SC_HST, SC_GID2, SC_GQ2, SC_PK, SC_PQ, SC_SCK, SC_SCQ, SC_MAT0,
   SC__COUNT = SC_MAT0 + 8
 };
 
@@ -161,8 +161,13 @@ static unsigned elem_kind(rasp_elem e) {
 }
 
 static unsigned scan_kind(const rasp_elem *v, size_t n) {
+  /* elem_kind without branches */
   unsigned k = 0;
-  for (size_t i = 0; i < n; i++) k |= elem_kind(v[i]);
+  for (size_t i = 0; i < n; i++) {
+    int64_t d = v[i].den;
+    k |= (unsigned)(d == 1) * K_INT | (unsigned)(d == RASP_DEN_BOOL) * K_BOOL |
+         (unsigned)(d > 1) * K_RAT | (unsigned)(d == RASP_DEN_SYM) * K_SYM;
+  }
   return k;
 }
 
@@ -530,7 +535,25 @@ static inline int ecmp(rasp_elem a, rasp_elem b) {
   return (l > r) - (l < r);
 }
 
+/* Numbers only (no symbols): cross-multiplication, no representation
+** checks beyond mapping a boolean's den to 1. */
+static inline int ncmp(rasp_elem a, rasp_elem b) {
+  if ((a.den | b.den) == 1) return (a.num > b.num) - (a.num < b.num);
+  i128 l = (i128)a.num * (b.den < 1 ? 1 : b.den);
+  i128 r = (i128)b.num * (a.den < 1 ? 1 : a.den);
+  return (l > r) - (l < r);
+}
+
 #define CMP_ANY(EXPR)                                                          \
+  if (!((kx | ky) & K_SYM)) {                                                  \
+    for (size_t i = 0; i < c->total; i++) {                                    \
+      int r_ = ncmp(x[i], y[i]);                                               \
+      o[i].num = (EXPR);                                                       \
+      o[i].den = RASP_DEN_BOOL;                                                \
+    }                                                                          \
+    c->kind = K_BOOL;                                                          \
+    return 1;                                                                  \
+  }                                                                            \
   for (size_t i = 0; i < c->total; i++) {                                      \
     int r_ = ecmp(x[i], y[i]);                                                 \
     o[i].num = (EXPR);                                                         \
@@ -1020,6 +1043,11 @@ static int ffinish(const head *h, int64_t cnt, i128 sum, int64_t nb,
       *out = raspI_elem_trunc(nd->c);
       return 1;
     }
+    if (sum >= INT32_MIN && sum <= INT32_MAX && cnt <= INT32_MAX) {
+      out->num = (int32_t)sum / (int32_t)cnt; /* cnt >= 1: no overflow */
+      out->den = 1;
+      return 1;
+    }
     if (fits64(sum)) { /* the common case, without 128-bit division */
       out->num = (int64_t)sum / cnt; /* truncates toward 0; |q| <= |sum| */
       out->den = 1;
@@ -1061,8 +1089,13 @@ static int ffinish(const head *h, int64_t cnt, i128 sum, int64_t nb,
                            (uint64_t)cnt);
       if (g > 1) {
         /* sn / g: g divides sn, and g >= 2 keeps INT64_MIN / g in range */
-        sn /= (int64_t)g;
-        cnt /= (int64_t)g;
+        if (sn >= INT32_MIN && sn <= INT32_MAX && cnt <= INT32_MAX) {
+          sn = (int32_t)sn / (int32_t)g; /* exact; 32-bit division */
+          cnt = (int32_t)cnt / (int32_t)g;
+        } else {
+          sn /= (int64_t)g;
+          cnt /= (int64_t)g;
+        }
       }
       out->num = sn;
       out->den = cnt;
@@ -1297,20 +1330,30 @@ static int head_groups(head *h, int G, const int *gid, const int *gq, int off,
     if (h->fsum) memset(gsum, 0, gs * sizeof *gsum);
     if (h->fnb) memset(gnb, 0, gs * sizeof *gnb);
     const int64_t *vv = h->vv;
+    const unsigned char *vb = h->vb;
+    /* the flags in locals: the stores below cannot change them */
+    const int fsum = h->fsum, fnb = h->fnb, fext = h->fext;
     int64_t tnb = 0;
     i128 ts = 0;
     for (int q = 0; q < n; q++) {
       int lim = q + off < n ? q + off : n;
+      if (fsum && !fnb && !fext && !ne) { /* the means of plain numbers */
+        for (; ins < lim; ins++) {
+          int g = gid[ins];
+          gsum[g] += vv[ins];
+          gc[g]++;
+        }
+      }
       for (; ins < lim; ins++) {
         int g = gid[ins];
         int64_t v = vv[ins];
-        if (h->fsum) gsum[g] += v;
-        if (h->fnb) gnb[g] += h->vb[ins];
-        if (h->fext) gext[g] = gc[g] ? ext2(h, gext[g], v) : v;
+        if (fsum) gsum[g] += v;
+        if (fnb) gnb[g] += vb[ins];
+        if (fext) gext[g] = gc[g] ? ext2(h, gext[g], v) : v;
         gc[g]++;
         if (ne) {
           ts += v;
-          if (h->fnb) tnb += h->vb[ins];
+          if (fnb) tnb += vb[ins];
         }
       }
       int g = gq[q];
@@ -1488,6 +1531,37 @@ static int head_order(head *h, const int *perm, int wt, const int *qa,
   return 1;
 }
 
+/* Maps numbers (integers, booleans, rationals; no symbols) a[0..na) and
+** b[0..nb) to integers over one common denominator L, so that x < y exactly
+** when its image is smaller (and equal when equal).  0 when there is a
+** symbol or L or a scaled numerator does not fit in 64 bits: callers then
+** compare the elements themselves. */
+static int scale_common(const rasp_elem *a, int na, const rasp_elem *b, int nb,
+                        int64_t *oa, int64_t *ob) {
+  int64_t L = 1;
+  for (int pass = 0; pass < 2; pass++) {
+    const rasp_elem *v = pass ? b : a;
+    int nv = pass ? nb : na;
+    for (int i = 0; i < nv; i++) {
+      int64_t d = v[i].den;
+      if (d == RASP_DEN_SYM) return 0;
+      if (d <= 1 || L % d == 0) continue;
+      int64_t g = (int64_t)gcd_u64((uint64_t)L, (uint64_t)d);
+      if (__builtin_mul_overflow(L / g, d, &L)) return 0;
+    }
+  }
+  for (int pass = 0; pass < 2; pass++) {
+    const rasp_elem *v = pass ? b : a;
+    int64_t *o = pass ? ob : oa;
+    int nv = pass ? nb : na;
+    for (int i = 0; i < nv; i++) {
+      int64_t d = v[i].den < 1 ? 1 : v[i].den;
+      if (__builtin_mul_overflow(v[i].num, L / d, &o[i])) return 0;
+    }
+  }
+  return 1;
+}
+
 /* Stable merge sort of idx[0..n) by key; tmp has room for n. */
 #define MERGE_SORT(NAME, T, LESS)                                              \
   static void NAME(T *a, T *tmp, int n) {                                      \
@@ -1543,11 +1617,32 @@ static int head_sorted(head *h, const rasp_elem *keys, const rasp_elem *qs,
   /* Stable sorting by key gives (key, index) order, which makes the scan
      order, and so which of two equal-comparing elements max/min keep,
      deterministic. */
+  const int64_t *kv = NULL, *qv = NULL;
   if (intlike) {
+    int64_t *a = scratch(ev, SC_SCK, n1 * sizeof *a);
+    for (int k = 0; k < n; k++) a[k] = keys[k].num;
+    kv = a;
+    if (!same) {
+      int64_t *b = scratch(ev, SC_SCQ, n1 * sizeof *b);
+      for (int q = 0; q < n; q++) b[q] = qs[q].num;
+      qv = b;
+    }
+  } else {
+    /* Numbers (rationals among them) over a common denominator L compare
+       as their numerators scaled to L: exact, so the sort and the searches
+       below run on integers. */
+    int64_t *a = scratch(ev, SC_SCK, n1 * sizeof *a);
+    int64_t *b = same ? NULL : scratch(ev, SC_SCQ, n1 * sizeof *b);
+    if (scale_common(keys, n, same ? NULL : qs, same ? 0 : n, a, b)) {
+      kv = a;
+      qv = b;
+    }
+  }
+  if (kv) {
     ikey *ks = scratch(ev, SC_KS, n1 * sizeof *ks);
     ikey *tmp = scratch(ev, SC_KS2, n1 * sizeof *tmp);
     for (int k = 0; k < n; k++) {
-      ks[k].key = keys[k].num;
+      ks[k].key = kv[k];
       ks[k].idx = k;
     }
     sort_ikey(ks, tmp, n);
@@ -1564,7 +1659,7 @@ static int head_sorted(head *h, const rasp_elem *keys, const rasp_elem *qs,
       int64_t *sk = scratch(ev, SC_SK, n1 * sizeof *sk);
       for (int i = 0; i < n; i++) sk[i] = ks[i].key;
       for (int q = 0; q < n; q++) {
-        int64_t v = qs[q].num;
+        int64_t v = qv[q];
         int a = 0, b = n;
         while (a < b) {
           int mid = (a + b) >> 1;
@@ -2014,25 +2109,41 @@ static void fit_nodes(rasp_eval *ev) {
   ev->nnodes = nn;
 }
 
+/* The operation table, local: raspE_run consults it for every node. */
+static const unsigned char op_comp[] = {
+#define RASP_OP_COMP(name, text, comp, arity) RASP_COMP_##comp,
+    RASP_OPS(RASP_OP_COMP)
+#undef RASP_OP_COMP
+};
+static const unsigned char op_arity[] = {
+#define RASP_OP_ARITY(name, text, comp, arity) arity,
+    RASP_OPS(RASP_OP_ARITY)
+#undef RASP_OP_ARITY
+};
+
+static int op_is_sel(rasp_op op) {
+  return (unsigned)op < RASP_OP__COUNT && op_comp[op] == RASP_COMP_SELECTOR;
+}
+
 static int valid_node(const rasp_ir *ir, int id, rasp_error *err) {
   const rasp_ir_node *nd = &ir->nodes[id];
   if ((unsigned)nd->op >= RASP_OP__COUNT) {
     raspR_set(err, nd->pos, "internal error: bad operation %d", (int)nd->op);
     return 0;
   }
-  if (nd->nin != raspI_op_arity(nd->op)) {
+  if (nd->nin != op_arity[nd->op]) {
     raspR_set(err, nd->pos, "internal error: '%s' with %d operands",
               raspI_op_name(nd->op), nd->nin);
     return 0;
   }
-  rasp_component comp = raspI_op_component(nd->op);
+  rasp_component comp = (rasp_component)op_comp[nd->op];
   for (int j = 0; j < nd->nin; j++) {
     int in = nd->in[j];
     if (in < 0 || in >= id) {
       raspR_set(err, nd->pos, "internal error: bad operand %d", in);
       return 0;
     }
-    int insel = raspI_op_component(ir->nodes[in].op) == RASP_COMP_SELECTOR;
+    int insel = op_is_sel(ir->nodes[in].op);
     /* Selectors feed exactly: select takes values, combinators and heads'
        first operand take selectors. */
     int wantsel = (comp == RASP_COMP_SELECTOR && nd->op != RASP_OP_SELECT) ||
@@ -2047,7 +2158,7 @@ static int valid_node(const rasp_ir *ir, int id, rasp_error *err) {
 }
 
 static int is_selector(const rasp_ir *ir, int id) {
-  return raspI_op_component(ir->nodes[id].op) == RASP_COMP_SELECTOR;
+  return op_is_sel(ir->nodes[id].op);
 }
 
 /* For keep == 0: after which node each value dies.  A selector's operands

@@ -15,7 +15,7 @@
 
 /* ---- helpers */
 
-typedef enum { F_PRED, F_DOUBLE, F_HALFSUM, F_SYM, F_BOOM } fkind;
+typedef enum { F_PRED, F_DOUBLE, F_HALFSUM, F_SYM, F_BOOM, F_TABLE } fkind;
 typedef struct tfn {
   fkind kind;
   rasp_pred pred; /* F_PRED: which comparison the custom predicate does */
@@ -24,6 +24,30 @@ typedef struct tfn {
 typedef struct tuser {
   long calls;
 } tuser;
+
+/* Rational keys: sorted paths (integers over a common denominator, or the
+** element comparator when that does not fit or symbols occur) and the
+** element-wise comparisons, against the matrix and raspI_elem_cmp.  Keys
+** come from a table: small denominators (one common denominator), huge
+** numerators and denominators (no common denominator in 64 bits, or
+** scaled numerators that overflow), and symbols. */
+#define BIGM INT64_MAX
+static const rasp_elem key_tab[] = {
+    /* 0-7: small */
+    {1, 2}, {-3, 4}, {5, 3}, {2, 7}, {1, RASP_DEN_BOOL}, {-1, 1}, {0, 1},
+    {7, 6},
+    /* 8-15: near overflow */
+    {BIGM, 2}, {-BIGM, 3}, {BIGM, 5}, {BIGM - 2, BIGM}, {1, BIGM},
+    {-4611686018427387903LL, 5}, {BIGM, 1}, {-BIGM, 1},
+    /* 16-23: symbols among numbers */
+    {3, RASP_DEN_SYM}, {1, 3}, {0, RASP_DEN_SYM}, {-2, 1}, {0, RASP_DEN_BOOL},
+    {3, RASP_DEN_SYM}, {9, 4}, {-5, 2},
+    /* 24-31: one large common denominator, scaled values near the limit */
+    {4611686018427387905LL, 7}, {1, 4611686018427387905LL},
+    {2305843009213693952LL, 3}, {-2305843009213693953LL, 2}, {BIGM, 6},
+    {-BIGM, 4}, {1, 1}, {0, RASP_DEN_BOOL},
+};
+#undef BIGM
 
 static int test_call(void *user, void *fn, int nargs, const rasp_elem *args,
                      rasp_elem *out, rasp_error *err) {
@@ -63,6 +87,11 @@ static int test_call(void *user, void *fn, int nargs, const rasp_elem *args,
   case F_BOOM:
     raspR_setnopos(err, "boom");
     return 0;
+  case F_TABLE: {
+    int64_t i = args[0].num % 32; /* x -> key_tab[x mod 32] */
+    *out = key_tab[i < 0 ? i + 32 : i];
+    return 1;
+  }
   }
   return 0;
 }
@@ -585,6 +614,123 @@ START_TEST(test_paths_agree_kinds) {
 }
 END_TEST
 
+
+START_TEST(test_paths_agree_rational) {
+  static const tfn ktab = {F_TABLE, 0};
+  for (int p = 0; p < RASP_PRED__COUNT; p++) {
+    pred_fns[p].kind = F_PRED;
+    pred_fns[p].pred = (rasp_pred)p;
+  }
+  srand(4242u + (unsigned)_i);
+  static const int lens[] = {1, 2, 5, 17, 40};
+  static const rasp_pred preds[] = {RASP_PRED_LT, RASP_PRED_LE, RASP_PRED_GT,
+                                    RASP_PRED_GE, RASP_PRED_NE, RASP_PRED_EQ};
+  static const rasp_binop cmps[] = {RASP_BIN_LT, RASP_BIN_LE, RASP_BIN_GT,
+                                    RASP_BIN_GE, RASP_BIN_EQ, RASP_BIN_NE};
+  for (size_t li = 0; li < sizeof lens / sizeof *lens; li++) {
+    int n = lens[li];
+    rasp_ir ir;
+    tuser u = {0};
+    ir_setup(&ir, n, &u);
+    int t = n_input(&ir);
+    int ix = n_indices(&ir);
+    int k = n_fn(&ir, RASP_OP_MAP, &ktab, t, 0);
+    /* queries: the key of a neighbouring token (same table block) */
+    int tq = n_bin(&ir, RASP_BIN_ADD,
+                   n_bin(&ir, RASP_BIN_SUB, t,
+                         n_bin(&ir, RASP_BIN_MOD, t, n_full(&ir, I(8)))),
+                   n_bin(&ir, RASP_BIN_MOD, n_bin(&ir, RASP_BIN_ADD, t, ix),
+                         n_full(&ir, I(8))));
+    int q = n_fn(&ir, RASP_OP_MAP, &ktab, tq, 0);
+    /* sort-like keys: t + i/n */
+    int len = n_full(&ir, I(n));
+    int sk = n_bin(&ir, RASP_BIN_ADD, t, n_bin(&ir, RASP_BIN_DIV, ix, len));
+    int vint = n_bin(&ir, RASP_BIN_SUB, t, ix);
+    int vrat = n_bin(&ir, RASP_BIN_DIV, vint, n_full(&ir, I(3)));
+    int vals[] = {vint, vrat};
+    int outs[600], no = 0;
+    int cmpouts[6][2], nc = 0;
+    for (size_t c = 0; c < 6; c++) {
+      cmpouts[nc][0] = n_bin(&ir, cmps[c], k, q);
+      cmpouts[nc][1] = n_bin(&ir, cmps[c], q, k);
+      outs[no++] = cmpouts[nc][0];
+      outs[no++] = cmpouts[nc][1];
+      nc++;
+    }
+    int pairs[40][2], np = 0;
+    for (size_t pi = 0; pi < sizeof preds / sizeof *preds; pi++) {
+      rasp_pred pr = preds[pi];
+      int kk[3][2] = {{k, k}, {k, q}, {sk, sk}};
+      for (int m = 0; m < 3; m++) {
+        pairs[np][0] = n_select(&ir, kk[m][0], kk[m][1], pr, 0, NULL);
+        pairs[np][1] =
+            n_select(&ir, kk[m][0], kk[m][1], RASP_PRED_CUSTOM, 0, &pred_fns[pr]);
+        np++;
+      }
+    }
+    int hstart = no;
+    for (int s = 0; s < np; s++)
+      for (size_t h = 0; h < 5; h++)
+        for (int vi = 0; vi < 2; vi++) {
+          rasp_op op = head_ops[h];
+          if (op == RASP_OP_SEL_WIDTH && vi) continue;
+          int nin = op == RASP_OP_SEL_WIDTH ? 1 : 2;
+          int a = n_head(&ir, op, pairs[s][0], nin == 2 ? vals[vi] : -1, R(-9, 2));
+          int b = n_head(&ir, op, pairs[s][1], nin == 2 ? vals[vi] : -1, R(-9, 2));
+          ir.nodes[a].nin = ir.nodes[b].nin = nin;
+          outs[no++] = a;
+          outs[no++] = b;
+        }
+    ck_assert_int_le(no, 600);
+    set_outputs(&ir, no, outs);
+    rasp_eval *ev = raspE_new(&ir);
+    for (int rep = 0; rep < 24; rep++) {
+      int B = 1 + rand() % 3;
+      int64_t *toks = malloc(sizeof *toks * (size_t)(B * n));
+      int block = rep % 5; /* 4: the whole table */
+      int range = 1 + rand() % 8;
+      for (int i = 0; i < B * n; i++)
+        toks[i] = block == 4 ? rand() % 32 : block * 8 + rand() % range;
+      rasp_error err = {0};
+      ck_assert_msg(raspE_run(ev, B, toks, &err), "%s", err.msg);
+      for (int b = 0; b < B; b++) {
+        const rasp_elem *kv = raspE_value(ev, k, b), *qv = raspE_value(ev, q, b);
+        for (int c = 0; c < nc; c++)
+          for (int dir = 0; dir < 2; dir++) {
+            const rasp_elem *x = raspE_value(ev, cmpouts[c][dir], b);
+            for (int i = 0; i < n; i++) {
+              rasp_elem l = dir ? qv[i] : kv[i], r = dir ? kv[i] : qv[i], want;
+              rasp_error e2 = {0};
+              ck_assert(raspI_elem_binop(cmps[c], l, r, &want, &e2));
+              ck_assert_msg(x[i].num == want.num && x[i].den == want.den,
+                            "%s %lld/%lld %lld/%lld: got %lld/%lld",
+                            raspI_binop_name(cmps[c]), (long long)l.num,
+                            (long long)l.den, (long long)r.num, (long long)r.den,
+                            (long long)x[i].num, (long long)x[i].den);
+            }
+          }
+      }
+      for (int h = hstart; h < no; h += 2)
+        for (int b = 0; b < B; b++) {
+          const rasp_elem *x = raspE_value(ev, outs[h], b);
+          const rasp_elem *y = raspE_value(ev, outs[h + 1], b);
+          for (int i = 0; i < n; i++)
+            ck_assert_msg(x[i].num == y[i].num && x[i].den == y[i].den,
+                          "head %s (sel %s) n %d block %d: fast %lld/%lld, "
+                          "matrix %lld/%lld at %d",
+                          raspI_op_name(ir.nodes[outs[h]].op),
+                          raspI_pred_name((rasp_pred)ir.nodes[ir.nodes[outs[h]].in[0]].aux),
+                          n, block, (long long)x[i].num, (long long)x[i].den,
+                          (long long)y[i].num, (long long)y[i].den, i);
+        }
+      free(toks);
+    }
+    raspE_free(ev);
+    raspI_free(&ir);
+  }
+}
+END_TEST
+
 START_TEST(test_histogram) {
   rasp_ir ir;
   ir_setup(&ir, 5, NULL);
@@ -940,6 +1086,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, test_causal);
   tcase_add_loop_test(tc, test_paths_agree, 0, 16);
   tcase_add_loop_test(tc, test_paths_agree_kinds, 0, 2);
+  tcase_add_loop_test(tc, test_paths_agree_rational, 0, 3);
   tcase_add_test(tc, test_drop_intermediates);
   tcase_add_test(tc, test_histogram);
   tcase_add_test(tc, test_reverse);
