@@ -6,7 +6,7 @@ set multiplot layout 1,2
 set key bottom right
 set yrange [0:1.05]
 set xlabel 'epoch (313 steps of 64)'
-set title 'random init, pre-LN decoder (D=2 M=4 V=8): val accuracy'
+set title 'random init, pre-LN decoder (D=2 M=4 V=8): validation accuracy'
 plot 'runs/random/trial0.csv' every ::1 using 2:11 with linespoints lw 2 title 'pos 1: leading node', \
      '' every ::1 using 2:12 with linespoints lw 2 title 'pos 2', \
      '' every ::1 using 2:10 with lines dt 2 title 'pos 0 (s)', \
