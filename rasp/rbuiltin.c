@@ -472,4 +472,3 @@ const builtin *raspB_table(int *count) {
   return builtins;
 }
 
-void raspB_install(rasp_ctx *ctx) { (void)ctx; }

@@ -1691,7 +1691,6 @@ rasp_ctx *rasp_ctx_new(int n, const rasp_limits *limits, rasp_error *err) {
     env_set(ctx, builtins, raspV_intern(ctx, tab[i].name), b);
   }
   env_set(ctx, ctx->globals, raspV_intern(ctx, "tokens"), raspV_sop(ctx, ctx->input_node, V_SOP));
-  raspB_install(ctx);
   ctx->catcher = NULL;
   ctx->err = NULL;
   return ctx;

@@ -153,7 +153,6 @@ rasp_type raspV_node_type(rasp_ctx *ctx, int node);
 value *raspV_include(rasp_ctx *ctx, value *path, rasp_pos pos);
 
 /* builtins table (rbuiltin.c) and ffi (rffi.c) */
-void raspB_install(rasp_ctx *ctx);
 const builtin *raspB_table(int *count);
 value *raspF_bind(rasp_ctx *ctx, value **args, int nargs, rasp_pos pos);
 value *raspF_call(rasp_ctx *ctx, rasp_cfunc *cf, value **args, int nargs,

@@ -51,10 +51,6 @@ static void set_layout_globals(rasp_ctx *ctx, const rasp_task_opts *o, int n) {
   raspT_sample_free(&s);
 }
 
-static int parse_setting(rasp_ctx *ctx, const char *key, char *buf, size_t size, rasp_error *err) {
-  int r = rasp_get_setting(ctx, "task", key, buf, size, err);
-  return r;
-}
 
 static int setting_bool(const char *path, const char *key, const char *text, int *out,
                         rasp_error *err) {
@@ -102,7 +98,7 @@ static int read_settings(rasp_ctx *ctx, rasp_program *prog, rasp_error *err) {
     return 0;
   }
   int r;
-  if ((r = parse_setting(ctx, "order", buf, sizeof buf, err)) < 0) return 0;
+  if ((r = rasp_get_setting(ctx, "task", "order", buf, sizeof buf, err)) < 0) return 0;
   if (r) {
     if (strcmp(buf, "edge") == 0) o->order = RASP_ORDER_EDGE;
     else if (strcmp(buf, "arm") == 0) o->order = RASP_ORDER_ARM;
@@ -111,7 +107,7 @@ static int read_settings(rasp_ctx *ctx, rasp_program *prog, rasp_error *err) {
       return 0;
     }
   }
-  if ((r = parse_setting(ctx, "q", buf, sizeof buf, err)) < 0) return 0;
+  if ((r = rasp_get_setting(ctx, "task", "q", buf, sizeof buf, err)) < 0) return 0;
   if (r) {
     if (strcmp(buf, "start") == 0) o->q = RASP_Q_START;
     else if (strcmp(buf, "end") == 0) o->q = RASP_Q_END;
@@ -120,7 +116,7 @@ static int read_settings(rasp_ctx *ctx, rasp_program *prog, rasp_error *err) {
       return 0;
     }
   }
-  if ((r = parse_setting(ctx, "answer", buf, sizeof buf, err)) < 0) return 0;
+  if ((r = rasp_get_setting(ctx, "task", "answer", buf, sizeof buf, err)) < 0) return 0;
   if (r) {
     static const char *names[] = {"none", "forward", "reverse", "lead"};
     int k = 0;
@@ -135,14 +131,14 @@ static int read_settings(rasp_ctx *ctx, rasp_program *prog, rasp_error *err) {
   struct { const char *key; int *dst; } bools[] = {
       {"st_names", &o->st_names}, {"bos", &o->bos}, {"eos", &o->eos}, {"causal", &prog->causal}};
   for (size_t i = 0; i < sizeof bools / sizeof bools[0]; i++) {
-    if ((r = parse_setting(ctx, bools[i].key, buf, sizeof buf, err)) < 0) return 0;
+    if ((r = rasp_get_setting(ctx, "task", bools[i].key, buf, sizeof buf, err)) < 0) return 0;
     if (r && !setting_bool(path, bools[i].key, buf, bools[i].dst, err)) return 0;
   }
   struct { const char *key; int *dst; int lo, hi; } ints[] = {
       {"markers", &o->markers, 1, 2}, {"min_M", &prog->min_M, 2, 1000000},
       {"min_D", &prog->min_D, 1, 1000000}};
   for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++) {
-    if ((r = parse_setting(ctx, ints[i].key, buf, sizeof buf, err)) < 0) return 0;
+    if ((r = rasp_get_setting(ctx, "task", ints[i].key, buf, sizeof buf, err)) < 0) return 0;
     if (!r) continue;
     char *end;
     long v = strtol(buf, &end, 10);
@@ -153,7 +149,7 @@ static int read_settings(rasp_ctx *ctx, rasp_program *prog, rasp_error *err) {
     }
     *ints[i].dst = (int)v;
   }
-  if ((r = parse_setting(ctx, "expect", buf, sizeof buf, err)) < 0) return 0;
+  if ((r = rasp_get_setting(ctx, "task", "expect", buf, sizeof buf, err)) < 0) return 0;
   if (r) {
     if (strcmp(buf, "fail") == 0) prog->expect_fail = 1;
     else if (strcmp(buf, "pass") != 0) {
@@ -161,9 +157,9 @@ static int read_settings(rasp_ctx *ctx, rasp_program *prog, rasp_error *err) {
       return 0;
     }
   }
-  if ((r = parse_setting(ctx, "check", buf, sizeof buf, err)) < 0) return 0;
+  if ((r = rasp_get_setting(ctx, "task", "check", buf, sizeof buf, err)) < 0) return 0;
   snprintf(prog->check, sizeof prog->check, "%.63s", r ? buf : "check");
-  if ((r = parse_setting(ctx, "entry", buf, sizeof buf, err)) < 0) return 0;
+  if ((r = rasp_get_setting(ctx, "task", "entry", buf, sizeof buf, err)) < 0) return 0;
   snprintf(prog->entry, sizeof prog->entry, "%.63s", r ? buf : "main");
   return 1;
 }
