@@ -14,19 +14,8 @@
 #   NAME.args    optional: other arguments after `rasp` (shell quoting)
 #   NAME.in      optional: standard input (default /dev/null)
 # Prints PASS:/FAIL: per case and "N passed, M failed".
-top_srcdir=${top_srcdir:-.}
-top_builddir=${top_builddir:-.}
-case $top_builddir in /*) ;; *) top_builddir=$(pwd)/$top_builddir ;; esac
-RASP=$top_builddir/rasp/rasp
-if [ ! -x "$RASP" ]; then
-  echo "errors.sh: no binary at $RASP" >&2
-  exit 2
-fi
-RASP_STDLIB=${RASP_STDLIB:-$(cd "$top_srcdir" && pwd)/stdlib}
-export RASP_STDLIB
-cd "$top_srcdir" || exit 2
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/rasp-errors.XXXXXX") || exit 2
-trap 'rm -rf "$tmp"' EXIT INT TERM
+NAME=errors.sh
+. "$(dirname "$0")/lib.sh"
 limit=60                       # seconds per case; a hang is a failure
 TIMEOUT=
 command -v timeout >/dev/null 2>&1 && TIMEOUT="timeout $limit"

@@ -13,19 +13,8 @@
 #   NAME.rasp    optional: the program, when no example fits
 # Commands run from $top_srcdir, so arguments name files relative to the
 # source tree.  Prints PASS:/FAIL: per case and "N passed, M failed".
-top_srcdir=${top_srcdir:-.}
-top_builddir=${top_builddir:-.}
-case $top_builddir in /*) ;; *) top_builddir=$(pwd)/$top_builddir ;; esac
-RASP=$top_builddir/rasp/rasp
-if [ ! -x "$RASP" ]; then
-  echo "golden.sh: no binary at $RASP" >&2
-  exit 2
-fi
-RASP_STDLIB=${RASP_STDLIB:-$(cd "$top_srcdir" && pwd)/stdlib}
-export RASP_STDLIB
-cd "$top_srcdir" || exit 2
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/rasp-golden.XXXXXX") || exit 2
-trap 'rm -rf "$tmp"' EXIT INT TERM
+NAME=golden.sh
+. "$(dirname "$0")/lib.sh"
 
 pass=0
 fail=0
