@@ -7,6 +7,17 @@
 ** --vocab FILE) and checked on uniformly random token strings.  The check
 ** runs the compiled model in float32 (raspN_forward) and compares every
 ** position with the interpreter (raspE_run).
+**
+** --encoder compiles a path-star program for rasp-train's encoder-only
+** models, which read the sequence with every answer position replaced by
+** the mask token (id V+8; the trainer's MASK) and predict each answer token
+** at its own position.  The program must name 'MASK' as its first extra
+** symbol (task['symbols']), so that the interpreter's id for it is V+8;
+** the model's input ids then include it, and --check masks the answer
+** positions of every sample before comparing model and interpreter, and
+** also runs the program's check() on those masked inputs (the readout's
+** accuracy where the encoder sees MASK, which `rasp verify`, on the task's
+** unmasked samples, does not measure).
 */
 #include <stdlib.h>
 #include <string.h>
@@ -27,22 +38,59 @@ static void usage(FILE *out) {
           "  --length N         plain programs: the input length (default 8)\n"
           "  --stats            print d_model, layers, heads, MLP widths, parameters\n"
           "  --check N          compare the model with the interpreter on N random inputs\n"
+          "  --encoder          path-star programs: compile for rasp-train's encoder\n"
+          "                     (answer positions hold MASK, id V+8; the program's\n"
+          "                     first extra symbol must be 'MASK'); --check also\n"
+          "                     runs the program's check() on the masked inputs\n"
           "  --seed S           seed of the random inputs (default 1)\n"
           "  --dump-forward F   write the logits of one random input to F (text)\n"
           "  --stdlib DIR       use another stdlib directory\n");
+}
+
+/* --encoder: the mask token's id (V+8, which the program must name 'MASK')
+** and the answer positions it replaces (ans .. ans+alen-1, the same in
+** every sample of the task).  0, or -1 after a message. */
+static int encoder_layout(const rasp_ptrace *tr, uint64_t seed, int *mask, int *ans,
+                          int *alen) {
+  *mask = raspT_vocab_size(&tr->opts);
+  const char *sym = *mask <= rasp_vocab_size(tr->ctx) ? rasp_vocab_symbol(tr->ctx, *mask) : NULL;
+  if (!sym || strcmp(sym, "MASK")) {
+    fprintf(stderr, "rasp compile: --encoder: token id %d (V+8, rasp-train's mask token) "
+                    "is '%s', not 'MASK'; name 'MASK' first in task['symbols'], e.g. "
+                    "symbols=['MASK'] + pathstar_symbols() (programs/encoder*.rasp)\n",
+            *mask, sym ? sym : "(none)");
+    return -1;
+  }
+  if (tr->opts.answer == RASP_ANS_NONE) {
+    fprintf(stderr, "rasp compile: --encoder: the task has no answer to mask "
+                    "(task['answer'] is 'none')\n");
+    return -1;
+  }
+  rasp_sample s;
+  memset(&s, 0, sizeof s);
+  rasp_error err = {0};
+  if (raspT_sample(&tr->opts, seed, 0, &s, &err)) {
+    raspR_print(&err, stderr);
+    return -1;
+  }
+  *ans = s.ans_start;
+  *alen = tr->opts.answer == RASP_ANS_LEAD ? 1 : tr->opts.M;
+  raspT_sample_free(&s);
+  return 0;
 }
 
 int rasp_cli_compile(int argc, char **argv) {
   const char *file = NULL, *stem = NULL, *ivocab = NULL, *vfile = NULL, *stdlib = NULL,
              *dump = NULL;
   long D = 2, M = 5, V = 100, len = 8, check = 0, seed = 1;
-  int stats = 0, task_given = 0;
+  int stats = 0, task_given = 0, encoder = 0;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     int more = i + 1 < argc;
 #define VAL(opt) (more ? argv[++i] : (fprintf(stderr, "rasp compile: %s needs a value\n", opt), (char *)NULL))
     if (!strcmp(a, "-o")) { if (!(stem = VAL(a))) return 2; }
     else if (!strcmp(a, "--stats")) stats = 1;
+    else if (!strcmp(a, "--encoder")) encoder = 1;
     else if (!strcmp(a, "--input-vocab")) { if (!(ivocab = VAL(a))) return 2; }
     else if (!strcmp(a, "--vocab")) { if (!(vfile = VAL(a))) return 2; }
     else if (!strcmp(a, "--stdlib")) { if (!(stdlib = VAL(a))) return 2; }
@@ -86,6 +134,7 @@ int rasp_cli_compile(int argc, char **argv) {
   memset(&gm, 0, sizeof gm);
   int64_t *ids = NULL, *tok = NULL;
   int nids = 0;
+  int mask = 0, ans = 0, alen = 0; /* --encoder: MASK's id, answer positions */
   rasp_eval *ev = NULL;
   rasp_elem *got = NULL;
   if (raspK_load(file, stdlib, (int)D, (int)M, (int)V, &prog, &err)) {
@@ -95,12 +144,23 @@ int rasp_cli_compile(int argc, char **argv) {
     raspK_program_free(&prog);
     return err.pos.src ? 1 : 2;
   }
+  if (encoder && !pathstar) {
+    fprintf(stderr, "rasp compile: --encoder is for path-star programs (files that "
+                    "declare `task`)\n");
+    status = 2;
+    goto out;
+  }
   if (pathstar) {
     if (!raspK_trace(&prog, (int)D, (int)M, (int)V, &tr, &err)) goto fail;
     ctx = tr.ctx;
     nids = raspT_vocab_size(&tr.opts) - 1; /* 1 .. V+7 */
-    ids = raspM_alloc(sizeof(int64_t) * (size_t)nids);
+    if (encoder && encoder_layout(&tr, (uint64_t)seed, &mask, &ans, &alen) != 0) {
+      status = 2;
+      goto out;
+    }
+    ids = raspM_alloc(sizeof(int64_t) * (size_t)(nids + 1));
     for (int i = 0; i < nids; i++) ids[i] = i + 1;
+    if (encoder) ids[nids++] = mask;
   } else {
     memset(&err, 0, sizeof err);
     if (vfile) nvocab = raspC_read_vocab(vfile, &vocab, &err);
@@ -143,13 +203,14 @@ int rasp_cli_compile(int argc, char **argv) {
   tok = raspM_alloc(sizeof(int64_t) * (size_t)n);
   got = raspM_alloc(sizeof(rasp_elem) * (size_t)n);
   ev = raspE_new(ir);
-  long bad = 0, done = 0;
+  long bad = 0, done = 0, passed = 0;
   long total = check + (dump ? 1 : 0);
   for (long k = 0; k < total; k++) {
+    int64_t lead = 0, target = 0;
     if (pathstar) {
-      int64_t lead, target;
       if (!raspK_sample_tokens(&tr, (uint64_t)seed, (uint64_t)k, tok, &lead, &target, &err))
         goto fail;
+      for (int i = 0; encoder && i < alen; i++) tok[ans + i] = mask;
     } else {
       rasp_rng rng;
       raspT_rng_seed(&rng, (uint64_t)seed, (uint64_t)k);
@@ -179,7 +240,14 @@ int rasp_cli_compile(int argc, char **argv) {
       raspM_free(lg);
       continue;
     }
-    if (!raspE_run(ev, 1, tok, &err)) goto fail;
+    if (encoder) {
+      /* the interpreter's output and the program's verdict in one run */
+      unsigned char pass = 0;
+      if (!raspK_check_batch(&tr, ev, 1, tok, &lead, &target, &pass, &err)) goto fail;
+      passed += pass;
+    } else if (!raspE_run(ev, 1, tok, &err)) {
+      goto fail;
+    }
     const rasp_elem *want = raspE_value(ev, ir->outputs[0], 0);
     done++;
     for (int i = 0; i < n; i++)
@@ -202,7 +270,10 @@ int rasp_cli_compile(int argc, char **argv) {
       }
   }
   if (check) printf("check: %ld/%ld inputs agree with the interpreter\n", done - bad, done);
-  status = bad ? 1 : 0;
+  if (check && encoder)
+    printf("check: the program's check() passes on %ld/%ld inputs with the answer "
+           "masked\n", passed, done);
+  status = bad || passed < (encoder ? done : 0) ? 1 : 0;
   goto out;
 fail:
   raspR_print(&err, stderr);
