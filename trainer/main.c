@@ -14,23 +14,40 @@
 ** resumed run sees exactly the data an uninterrupted one would.
 **
 ** Token ids are rtask.h's (0 unused, 1..V nodes, V+1.. specials); the
-** encoder's MASK token is V+8, so vocab_size = n_out = V+9.  A model given
-** to --init is either one of ours (same ids: vocab_size >= V+8, V+9 for
-** encoder objectives, and n_out >= V+8) or a compiled one (rcompile.h:
-** bos_token >= 0 and a layout in STEM.json), decoder only: then every
-** sequence gets the model's BOS in front (targets and loss weights move
-** with it; BOS itself has none), the task's ids must be the compiled
-** model's input ids (checked by name against the layout; the readout
-** programs want --st-names --no-bos --no-eos, Q at the start, the same V),
-** and the readout is rebuilt over token ids (train_adapt_compiled in
-** ttrain.c): column v is the compiled column whose out_vals entry is v, ids
-** it never outputs get weight 0 and a bias below the compiled logits seen
-** on a few training sequences.  Layer norm stays off, widths and heads
-** stay the compiled ones; --init-noise and --reinit-layers apply after.
-** Every run evaluates once before its first step (CSV row epoch 0): for a
-** compiled init, the leading-node accuracy there is what
-** `rasp compile --check` measured.  compare's random arm gets the compiled
-** architecture and the same BOS prefix.
+** encoder's MASK token is V+8 (train_mask_id), so vocab_size = n_out = V+9.
+** The decoder predicts token i+1 at position i; the encoder reads every
+** answer position as MASK at evaluation (NAR; IAR training masks a random
+** share of them, at least one) and predicts each masked token at its own
+** position, so the leading node l_t (answer index 1 of fwd, M-2 of rev, 0
+** of lead) is predicted at position ans_start+1 for fwd.
+**
+** A model given to --init is either one of ours (same ids: vocab_size >=
+** V+8, V+9 for encoder objectives, and n_out >= V+8) or a compiled one
+** (rcompile.h: bos_token >= 0 and a layout in STEM.json).  A compiled model
+** gets the model's BOS in front of every sequence (targets and loss
+** weights move with it; BOS itself has none), the task's ids must be the
+** compiled model's input ids (checked by name against the layout; the
+** readout programs want --st-names --no-bos --no-eos, Q at the start, the
+** same V), and the readout is rebuilt over token ids (train_adapt_compiled
+** in ttrain.c): column v is the compiled column whose out_vals entry is v,
+** ids it never outputs get weight 0 and a bias below the compiled logits
+** seen on a few training sequences (as evaluation encodes them).
+**   - decoder: the model must be causal (programs/readout6_causal.rasp,
+**     which puts l_t at ans_start, where the decoder predicts token
+**     ans_start+1 = l_t);
+**   - encoder (--model encoder, nar or iar): the model must have MASK (id
+**     V+8) among its inputs and be compiled for exactly the task's length:
+**     `rasp compile --encoder` of programs/encoder*.rasp, which put l_t at
+**     ans_start+1, where the encoder sees MASK and predicts l_t.  Its
+**     output at position i is read as the prediction at position i itself
+**     (no shift; the BOS prefix moves inputs and targets alike).
+** Anything else is refused with what does not fit.  Layer norm stays off,
+** widths and heads stay the compiled ones; --init-noise and --reinit-layers
+** apply after.  Every run evaluates once before its first step (CSV row
+** epoch 0): for a compiled init, the leading-node accuracy there is what
+** `rasp compile --check` measured (for --encoder, its check() line on
+** masked inputs).  compare's random arm gets the compiled architecture
+** (causal or not) and the same BOS prefix.
 **
 ** Logs (trialK.csv, compare.csv, compare.gp, compare.png) are kept in
 ** memory and rewritten whole, atomically, after every row: a killed run
@@ -78,6 +95,10 @@ static void usage(FILE *f) {
       "        --d-model N --heads N --d-mlp N --pos learned|none --ln pre|none\n"
       "        --act relu|gelu --init random|STEM --init-noise SIGMA\n"
       "        --reinit-layers L,L,...\n"
+      "        (--init STEM from rasp compile: decoder: a causal program,\n"
+      "        e.g. readout6_causal; encoder: rasp compile --encoder of\n"
+      "        programs/encoder*.rasp; same --D --M --V, --st-names\n"
+      "        --no-bos --no-eos)\n"
       " train: --lr X --wd X --dropout X --batch N --micro N --epochs N\n"
       "        --max-steps N --stop-loss X --seed N --trials N --train N\n"
       "        --test N --train-seed N --test-seed N --eval-every STEPS\n"
@@ -438,7 +459,7 @@ static int lead_index(const opts *o) {
   }
 }
 static int model_len(const opts *o, int len) { return o->encoder ? len : len - 1; }
-static int mask_token(const opts *o) { return o->task.V + 8; }
+static int mask_token(const opts *o) { return train_mask_id(&o->task); }
 
 /* Builds one example: input (T ids), target and weight per position, and
 ** apos (the answer index a position predicts, or -1).  eval: the encoder
@@ -560,18 +581,23 @@ static void evaluate(train_net *n, const opts *o, int prefix, const dataset *d,
 /* ---- model set-up ------------------------------------------------------- */
 
 /* The lowest and highest logit of a compiled model over a few of the
-** training sequences (BOS prepended), for the adapted readout's floor. */
+** training sequences, as the model sees them at evaluation (BOS prepended;
+** the encoder's answer masked), for the adapted readout's floor. */
 static void compiled_logit_range(const rasp_model *m, const opts *o,
                                  const dataset *d, float *lo, float *hi) {
   int T = model_len(o, d->len) + 1, cnt = d->n < 8 ? d->n : 8;
-  int *in = raspM_alloc((size_t)T * sizeof *in);
+  int *in = raspM_alloc((size_t)T * sizeof *in), *tgt = raspM_alloc((size_t)T * sizeof *tgt);
+  int *apos = raspM_alloc((size_t)T * sizeof *apos);
+  float *w = raspM_alloc((size_t)T * sizeof *w);
   float *lg = raspM_alloc((size_t)T * m->cfg.n_out * sizeof *lg);
   *lo = INFINITY;
   *hi = -INFINITY;
   rasp_error e = {0};
   for (int s = 0; s < cnt; s++) {
-    in[0] = m->cfg.bos_token;
-    memcpy(in + 1, d->tok + (size_t)s * d->len, (size_t)(T - 1) * sizeof *in);
+    rasp_rng r;
+    raspT_rng_seed(&r, o->seed ^ 0xe7a1, (uint64_t)s);
+    encode(o, d->tok + (size_t)s * d->len, d->len, d->ans_start[s], 1, &r, in,
+           tgt, w, apos, m->cfg.bos_token);
     if (raspN_forward(m, in, T, lg, NULL, &e)) continue;
     for (long k = 0; k < (long)T * m->cfg.n_out; k++) {
       if (lg[k] < *lo) *lo = lg[k];
@@ -580,6 +606,9 @@ static void compiled_logit_range(const rasp_model *m, const opts *o,
   }
   if (!(*lo <= *hi)) *lo = *hi = 0;
   raspM_free(in);
+  raspM_free(tgt);
+  raspM_free(apos);
+  raspM_free(w);
   raspM_free(lg);
 }
 
@@ -594,19 +623,13 @@ static int make_model(const opts *o, int trial, int random_init,
     if (raspN_load(m, o->init, err)) return -1;
   }
   if (!random_init && train_is_compiled(m)) {
-    if (o->encoder) {
-      raspR_setnopos(err, "'%s': a compiled model initialises the decoder "
-                          "only (--model decoder)", o->init);
-      raspN_free(m);
-      return -1;
-    }
     float lo, hi;
     compiled_logit_range(m, o, d, &lo, &hi);
     /* ids the compiled model never outputs: well below anything it emits */
     float floor = lo - (hi - lo) - 1.0f;
     int bos = m->cfg.bos_token;
-    if (train_adapt_compiled(m, o->init, &o->task, vocab, model_len(o, len),
-                             floor, err)) {
+    if (train_adapt_compiled(m, o->init, &o->task, o->encoder, vocab,
+                             model_len(o, len), floor, err)) {
       raspN_free(m);
       return -1;
     }
@@ -615,9 +638,10 @@ static int make_model(const opts *o, int trial, int random_init,
       fprintf(stderr, "rasp-train: '%s' is compiled: BOS %d prepended, readout "
                       "mapped to %d token ids (compiled logits in [%.3g, %.3g], "
                       "floor %.3g); d_model %d, %d layers, %d heads, d_mlp %d, "
-                      "no layer norm\n",
+                      "no layer norm, %s\n",
               o->init, bos, vocab, lo, hi, floor, m->cfg.d_model,
-              m->cfg.n_layers, m->cfg.n_heads, m->cfg.d_mlp);
+              m->cfg.n_layers, m->cfg.n_heads, m->cfg.d_mlp,
+              m->cfg.causal ? "causal" : "non-causal");
   } else if (!random_init) {
     const rasp_model_config *c = &m->cfg;
     int need = o->encoder ? vocab : vocab - 1;

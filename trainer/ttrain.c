@@ -215,22 +215,36 @@ int *train_compiled_out_vals(const rasp_model *m, int *nvals, rasp_error *err) {
   return v;
 }
 
+int train_mask_id(const rasp_task_opts *task) { return raspT_vocab_size(task); }
+
+/* The residual dimension of dims[] named want ("tokens=x"), or -1. */
+static int named_dim(char **dims, int nd, int shift, const char *want) {
+  for (int k = 0; k < nd; k++)
+    if (!strcmp(dims[k], want)) return k + shift;
+  return -1;
+}
+
 int train_adapt_compiled(rasp_model *m, const char *name,
-                         const rasp_task_opts *task, int n_out, int T,
-                         float floor, rasp_error *err) {
+                         const rasp_task_opts *task, int encoder, int n_out,
+                         int T, float floor, rasp_error *err) {
   rasp_model_config *c = &m->cfg;
   if (!train_is_compiled(m)) {
     raspR_setnopos(err, "'%s': not a compiled model (no BOS token or layout)", name);
     return -1;
   }
-  if (!c->causal) {
+  if (!encoder && !c->causal) {
     raspR_setnopos(err, "'%s': the compiled model is not causal; the decoder "
                         "needs a causal program (e.g. readout6_causal)", name);
     return -1;
   }
-  if (c->max_len < T + 1) {
+  /* a causal model's outputs do not depend on later positions, so a longer
+  ** one serves a shorter task; a non-causal one only its own length */
+  if (c->causal ? c->max_len < T + 1 : c->max_len != T + 1) {
     raspR_setnopos(err, "'%s': compiled for %d positions (BOS included); the "
-                        "task needs %d (BOS + %d tokens)", name, c->max_len, T + 1, T);
+                        "task needs %s%d (BOS + %d tokens): train with the task "
+                        "settings it was compiled for (--D, --M, --V, --answer, "
+                        "--no-bos --no-eos)", name, c->max_len,
+                   c->causal ? "at least " : "exactly ", T + 1, T);
     return -1;
   }
   int nd = 0, rc = -1;
@@ -259,14 +273,26 @@ int train_adapt_compiled(rasp_model *m, const char *name,
     char text[64], want[80];
     raspT_token_text(task, id, text, sizeof text);
     snprintf(want, sizeof want, "tokens=%s", text);
-    int d = -1;
-    for (int k = 0; k < nd; k++)
-      if (!strcmp(dims[k], want)) { d = k + shift; break; }
+    int d = named_dim(dims, nd, shift, want);
     if (d < 0 || d >= c->d_model || id >= c->vocab_size || te[(size_t)id * c->d_model + d] == 0.0f) {
       raspR_setnopos(err, "'%s': token '%s' (id %d) is not in the compiled "
                           "model's vocabulary%s; train with the task settings "
                           "the program was compiled for (e.g. --st-names "
                           "--no-bos --no-eos --q start, same --V)", name, text, id,
+                     d >= 0 ? " under that id" : "");
+      goto out;
+    }
+  }
+  if (encoder) {
+    /* the encoder writes MASK at the answer positions it predicts */
+    int id = train_mask_id(task), d = named_dim(dims, nd, shift, "tokens=MASK");
+    if (d < 0 || d >= c->d_model || id >= c->vocab_size ||
+        te[(size_t)id * c->d_model + d] == 0.0f) {
+      raspR_setnopos(err, "'%s': the encoder writes MASK (id %d) at the answer "
+                          "positions, and it is not among the compiled model's "
+                          "inputs%s; compile an encoder readout (e.g. "
+                          "programs/encoder2_backward_targets.rasp) with "
+                          "`rasp compile --encoder`", name, id,
                      d >= 0 ? " under that id" : "");
       goto out;
     }

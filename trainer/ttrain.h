@@ -29,11 +29,22 @@ int train_ckpt_load(const char *stem, rasp_model *m, train_adamw *o,
 ** json_extra) reads [BOS, t_0, ..., t_{n-1}] and its logit j at model
 ** position i+1 means the value out_vals[j] (layout.readout.values) of the
 ** program's output at input position i.  train_adapt_compiled makes such a
-** model a next-token predictor over the trainer's ids:
+** model a predictor over the trainer's ids, position for position:
 **   - checks that every token id the task can write (nodes 1..V, the
 **     specials it uses) has the compiled model's one-hot dimension named
-**     "tokens=<text>" (so trainer id = compiled input id), and that the
-**     model is causal and long enough (max_len >= T + 1, BOS included);
+**     "tokens=<text>" (so trainer id = compiled input id);
+**   - decoder (encoder = 0; T = the model's tokens, the sequence less its
+**     last): the model must be causal and long enough (max_len >= T + 1,
+**     BOS included); it predicts the next token, so its output at input
+**     position i is read as the prediction of token i + 1 (a readout
+**     program puts l_t where the answer's s is);
+**   - encoder (encoder = 1; T = the whole sequence): the model must have
+**     the mask token train_mask_id() among its inputs ("tokens=MASK", as
+**     `rasp compile --encoder` makes it) and, unless causal, exactly
+**     max_len = T + 1 (a non-causal model computes for its own length
+**     only); its output at input position i is the prediction of token i
+**     itself, which the encoder sees as MASK (a readout program for it puts
+**     l_t where the answer's l_t is: programs/encoder*.rasp);
 **   - replaces the readout by unembed [d_model, n_out]: column v is the
 **     compiled column j with out_vals[j] == v, bias likewise; ids the
 **     compiled model never outputs get weight 0 and bias `floor`
@@ -44,8 +55,11 @@ int train_ckpt_load(const char *stem, rasp_model *m, train_adamw *o,
 ** Returns 0, or -1 with err saying what does not fit. */
 int train_is_compiled(const rasp_model *m);
 int train_adapt_compiled(rasp_model *m, const char *name,
-                         const rasp_task_opts *task, int n_out, int T,
-                         float floor, rasp_error *err);
+                         const rasp_task_opts *task, int encoder, int n_out,
+                         int T, float floor, rasp_error *err);
+/* The encoder's mask token: V + 8, the first id after the task's own
+** (rtask.h), so vocab_size = V + 9 for encoder objectives. */
+int train_mask_id(const rasp_task_opts *task);
 /* The compiled readout's values as integers (non-integers as INT32_MIN);
 ** *nvals gets their count.  NULL (err set) when the layout has none. */
 int *train_compiled_out_vals(const rasp_model *m, int *nvals, rasp_error *err);
