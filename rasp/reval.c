@@ -121,6 +121,7 @@ struct rasp_eval {
   unsigned char *kind;  /* per node: K_* bits of its value */
   rasp_elem **val;      /* per node: B*n elements, NULL for selectors */
   size_t *valcap;       /* per node: capacity of val[] in elements */
+  unsigned char *isstatic; /* per node: depends on no input token */
   size_t *cfill;        /* per node: leading elements of val[] that already
                            hold the node's constant value (full, indices) */
   memo **memos;         /* per node, created on first use */
@@ -1829,7 +1830,36 @@ static int conj_groups(rasp_eval *ev, const int *leaves, int nl, size_t off,
   return G;
 }
 
-enum strategy { S_MATRIX, S_HASH, S_SORT, S_WIN, S_CONJ };
+/* select(indices, q, ==): query q selects at most the one key at position
+** qs[q] (x[i], kqv(idx, ...)), so the head is a gather, with the same
+** results as the general paths: a single selected value passes through
+** aggregate, max and min unchanged, and aggr_mean truncates it. */
+static void head_gather(const head *h, const rasp_elem *qs, int causal,
+                        const rasp_elem *vals, rasp_elem *out) {
+  const rasp_ir_node *nd = h->nd;
+  int n = h->n;
+  rasp_elem none = nd->op == RASP_OP_SEL_WIDTH ? (rasp_elem){0, 1}
+                   : nd->op == RASP_OP_AGGR_MEAN ? raspI_elem_trunc(nd->c)
+                                                 : nd->c;
+  for (int q = 0; q < n; q++) {
+    rasp_elem qv = qs[q];
+    /* True == 1; rationals are never whole (normalised), symbols never
+       equal a number */
+    int intlike = qv.den == 1 || qv.den == RASP_DEN_BOOL;
+    int hit = intlike && qv.num >= 0 && qv.num < n && (!causal || qv.num <= q);
+    if (!hit) {
+      out[q] = none;
+    } else if (nd->op == RASP_OP_SEL_WIDTH) {
+      out[q] = (rasp_elem){1, 1};
+    } else if (nd->op == RASP_OP_AGGR_MEAN) {
+      out[q] = raspI_elem_trunc(vals[qv.num]);
+    } else {
+      out[q] = vals[qv.num];
+    }
+  }
+}
+
+enum strategy { S_MATRIX, S_HASH, S_SORT, S_WIN, S_CONJ, S_GATHER };
 
 static enum strategy choose(const rasp_eval *ev, const rasp_ir_node *nd,
                             const rasp_ir_node *sel, int vm,
@@ -1847,6 +1877,8 @@ static enum strategy choose(const rasp_eval *ev, const rasp_ir_node *nd,
       (vm != VM_SLOW || wt == W_PREF || wt == W_ONE || wt == W_NONE))
     return S_WIN;
   int causal = (sel->flags & RASP_CAUSAL) != 0;
+  if (sel->aux == RASP_PRED_EQ && ev->ir->nodes[sel->in[0]].op == RASP_OP_INDICES)
+    return S_GATHER;
   switch ((rasp_pred)sel->aux) {
   case RASP_PRED_EQ: return S_CONJ;
   case RASP_PRED_NE:
@@ -1945,7 +1977,7 @@ static int eval_head(ctx *c) {
       keys = ev->val[sel->in[0]] + off;
       qs = ev->val[sel->in[1]] + off;
     }
-    if (vv) {
+    if (vv && strat != S_GATHER) {
       for (int k = 0; k < n; k++) vv[k] = vals[k].num;
       if (vb)
         for (int k = 0; k < n; k++) vb[k] = vals[k].den == RASP_DEN_BOOL;
@@ -1979,6 +2011,9 @@ static int eval_head(ctx *c) {
       break;
     }
     case S_SORT: ok = head_sorted(&h, keys, qs, same, keys_int, vals, out); break;
+    case S_GATHER:
+      head_gather(&h, qs, (sel->flags & RASP_CAUSAL) != 0, vals, out);
+      break;
     case S_WIN:
       ok = head_order(&h, NULL, wt, qa, ev->sc[SC_QB], vals, out);
       break;
@@ -2057,6 +2092,7 @@ void raspE_free(rasp_eval *ev) {
   raspM_free(ev->val);
   raspM_free(ev->valcap);
   raspM_free(ev->cfill);
+  raspM_free(ev->isstatic);
   raspM_free(ev->kind);
   raspM_free(ev->memos);
   raspM_free(ev->selm);
@@ -2089,6 +2125,7 @@ static void fit_nodes(rasp_eval *ev) {
   ev->val = raspM_realloc(ev->val, (size_t)nn * sizeof *ev->val);
   ev->valcap = raspM_realloc(ev->valcap, (size_t)nn * sizeof *ev->valcap);
   ev->cfill = raspM_realloc(ev->cfill, (size_t)nn * sizeof *ev->cfill);
+  ev->isstatic = raspM_realloc(ev->isstatic, (size_t)nn);
   ev->kind = raspM_realloc(ev->kind, (size_t)nn);
   ev->memos = raspM_realloc(ev->memos, (size_t)nn * sizeof *ev->memos);
   ev->selm = raspM_realloc(ev->selm, (size_t)nn * sizeof *ev->selm);
@@ -2105,6 +2142,14 @@ static void fit_nodes(rasp_eval *ev) {
     ev->memos[i] = NULL;
     ev->selm[i] = NULL;
     ev->selb[i] = -1;
+    /* A node that reads no token (indices, constants, and everything
+       computed from them alone: position masks, x[i] windows) has the same
+       value for every input of the length, so a run can keep it. */
+    const rasp_ir_node *nd = &ev->ir->nodes[i];
+    int st = nd->op != RASP_OP_INPUT;
+    for (int j = 0; j < nd->nin && st; j++)
+      st = nd->in[j] >= 0 && nd->in[j] < i && ev->isstatic[nd->in[j]];
+    ev->isstatic[i] = (unsigned char)st;
   }
   ev->nnodes = nn;
 }
@@ -2163,7 +2208,17 @@ static int is_selector(const rasp_ir *ir, int id) {
 
 /* For keep == 0: after which node each value dies.  A selector's operands
 ** are read by the heads that use the selector, so its uses pass down. */
-static void plan_release(rasp_eval *ev) {
+/* Static values kept across runs: all of them when every value is kept,
+** else those of at most this many elements (a few per program, so memory
+** still follows the widest point of the graph on long sequences). */
+#define STATIC_HOLD_ELEMS ((size_t)1 << 15)
+
+static int held(const rasp_eval *ev, int id, size_t total) {
+  return ev->isstatic[id] && !is_selector(ev->ir, id) &&
+         (ev->keep || total <= STATIC_HOLD_ELEMS);
+}
+
+static void plan_release(rasp_eval *ev, size_t total) {
   const rasp_ir *ir = ev->ir;
   int nn = ir->nnodes;
   for (int i = 0; i < nn; i++) ev->lastuse[i] = -1;
@@ -2191,14 +2246,16 @@ static void plan_release(rasp_eval *ev) {
   /* CSR by release time */
   memset(ev->relstart, 0, ((size_t)nn + 1) * sizeof *ev->relstart);
   for (int i = 0; i < nn; i++)
-    if (ev->live[i] && ev->lastuse[i] >= 0 && ev->lastuse[i] < nn)
+    if (ev->live[i] && ev->lastuse[i] >= 0 && ev->lastuse[i] < nn &&
+        !held(ev, i, total))
       ev->relstart[ev->lastuse[i] + 1]++;
   for (int i = 0; i < nn; i++) ev->relstart[i + 1] += ev->relstart[i];
   int *fill = ev->lastuse; /* reuse: positions are no longer needed */
   int *pos = raspM_alloc(((size_t)nn + 1) * sizeof *pos);
   memcpy(pos, ev->relstart, ((size_t)nn + 1) * sizeof *pos);
   for (int i = 0; i < nn; i++)
-    if (ev->live[i] && fill[i] >= 0 && fill[i] < nn) ev->rel[pos[fill[i]]++] = i;
+    if (ev->live[i] && fill[i] >= 0 && fill[i] < nn && !held(ev, i, total))
+      ev->rel[pos[fill[i]]++] = i;
   raspM_free(pos);
 }
 
@@ -2238,19 +2295,23 @@ int raspE_run(rasp_eval *ev, int B, const int64_t *tokens, rasp_error *err) {
     raspR_setnopos(err, "bad batch size %d or length %d", B, ir->n);
     return 0;
   }
+  if (ev->n != ir->n) /* kept values are for one length */
+    for (int i = 0; i < ev->nnodes; i++) ev->cfill[i] = 0;
   ev->B = B;
   ev->n = ir->n;
   raspI_live(ir, ir->outputs, ir->noutputs, ev->live);
   size_t total = (size_t)B * (size_t)ir->n;
   if (!ev->keep) {
-    /* every buffer back to the pool; values are handed out again in order */
+    /* every buffer back to the pool (but the static values this run keeps);
+       values are handed out again in order */
     for (int i = 0; i < ev->nnodes; i++) {
+      if (ev->live[i] && held(ev, i, total)) continue;
       pool_put(ev, ev->val[i], ev->valcap[i]);
       ev->val[i] = NULL;
       ev->valcap[i] = 0;
       ev->cfill[i] = 0;
     }
-    plan_release(ev);
+    plan_release(ev, total);
   } else {
     for (int i = 0; i < ev->nnodes; i++)
       if (!ev->live[i] && ev->val[i]) {
@@ -2265,11 +2326,17 @@ int raspE_run(rasp_eval *ev, int B, const int64_t *tokens, rasp_error *err) {
     if (!valid_node(ir, id, err)) return 0;
     const rasp_ir_node *nd = &ir->nodes[id];
     ctx c = {ev, id, nd, tokens, total, NULL, err, KIND_SCAN};
-    if (!is_selector(ir, id)) c.out = node_buffer(ev, id, total);
-    else c.kind = 0;
-    if (!handlers[nd->op](&c)) return 0;
-    ev->kind[id] = (unsigned char)(c.kind == KIND_SCAN ? scan_kind(c.out, total)
-                                                       : c.kind);
+    int hold = held(ev, id, total);
+    if (hold && ev->val[id] && ev->cfill[id] >= total) {
+      /* computed by an earlier run; its kind is still in ev->kind */
+    } else {
+      if (!is_selector(ir, id)) c.out = node_buffer(ev, id, total);
+      else c.kind = 0;
+      if (!handlers[nd->op](&c)) return 0;
+      ev->kind[id] = (unsigned char)(c.kind == KIND_SCAN ? scan_kind(c.out, total)
+                                                         : c.kind);
+      if (hold) ev->cfill[id] = total;
+    }
     if (!ev->keep)
       for (int r = ev->relstart[id]; r < ev->relstart[id + 1]; r++) {
         int d = ev->rel[r];

@@ -531,7 +531,7 @@ START_TEST(test_paths_agree_kinds) {
     int vneg = n_un(&ir, RASP_UN_NEG, vint);
     int vals[] = {vint, vbool, vmix, vrat, vsym, vneg};
     /* selector pairs: fast, matrix */
-    int pairs[40][2], np = 0;
+    int pairs[64][2], np = 0;
 #define SEL(k, q, pr, c) n_select(&ir, k, q, pr, c, NULL)
 #define CSEL(k, q, pr, c) n_select(&ir, k, q, RASP_PRED_CUSTOM, c, &pred_fns[pr])
 #define PAIR(F, S) (pairs[np][0] = (F), pairs[np][1] = (S), np++)
@@ -541,6 +541,14 @@ START_TEST(test_paths_agree_kinds) {
       PAIR(SEL(tb, one, RASP_PRED_EQ, c), CSEL(tb, one, RASP_PRED_EQ, c));
       PAIR(SEL(trat, tqr, RASP_PRED_EQ, c), CSEL(trat, tqr, RASP_PRED_EQ, c));
       PAIR(SEL(vsym, vsym, RASP_PRED_EQ, c), CSEL(vsym, vsym, RASP_PRED_EQ, c));
+      /* keys = indices (x[q] gathers): queries in and out of range, booleans
+         (True selects position 1), rationals, symbols */
+      PAIR(SEL(ix, tq, RASP_PRED_EQ, c), CSEL(ix, tq, RASP_PRED_EQ, c));
+      PAIR(SEL(ix, vint, RASP_PRED_EQ, c), CSEL(ix, vint, RASP_PRED_EQ, c));
+      PAIR(SEL(ix, tb, RASP_PRED_EQ, c), CSEL(ix, tb, RASP_PRED_EQ, c));
+      PAIR(SEL(ix, tqr, RASP_PRED_EQ, c), CSEL(ix, tqr, RASP_PRED_EQ, c));
+      PAIR(SEL(ix, bigq, RASP_PRED_EQ, c), CSEL(ix, bigq, RASP_PRED_EQ, c));
+      PAIR(SEL(ix, vsym, RASP_PRED_EQ, c), CSEL(ix, vsym, RASP_PRED_EQ, c));
     }
     rasp_pred wp[] = {RASP_PRED_EQ, RASP_PRED_NE, RASP_PRED_LT, RASP_PRED_LE,
                       RASP_PRED_GT, RASP_PRED_GE, RASP_PRED_TRUE, RASP_PRED_FALSE};
@@ -566,7 +574,7 @@ START_TEST(test_paths_agree_kinds) {
 #undef SEL
 #undef CSEL
 #undef PAIR
-    int outs[2000], no = 0;
+    int outs[4000], no = 0;
     for (int s = 0; s < np; s++)
       for (size_t h = 0; h < 5; h++)
         for (size_t vi = 0; vi < sizeof vals / sizeof *vals; vi++) {
