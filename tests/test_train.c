@@ -3,7 +3,12 @@
 ** double-precision central differences for every layer type, forward
 ** against the reference raspN_forward, a tiny overfit run, and the
 ** checkpoint round trip; a compiled model adapted as initialisation
-** (train_adapt_compiled) against the compiled model's own decisions.
+** (train_adapt_compiled) against the compiled model's own decisions; an
+** encoder readout (programs/encoder2_backward_targets.rasp) compiled for
+** the encoder, adapted, and its leading-node accuracy on masked samples,
+** in process and through the real binaries (rasp compile --encoder,
+** rasp-train --model encoder and compare), with mismatched and corrupted
+** models refused.
 */
 #include <check.h>
 #include <math.h>
@@ -11,12 +16,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "rasp.h"
 #include "rcompile.h"
 #include "rmem.h"
 #include "rmodel.h"
+#include "rverify.h"
 #include "tnet.h"
 #include "ttrain.h"
 
@@ -394,12 +401,12 @@ START_TEST(test_compiled_init) {
   /* a task with EOS does not fit: EOS is not in the compiled vocabulary */
   rasp_task_opts bad = task;
   bad.eos = 1;
-  ck_assert_int_eq(train_adapt_compiled(&m, "c", &bad, nout, n, -10, &err), -1);
+  ck_assert_int_eq(train_adapt_compiled(&m, "c", &bad, 0, nout, n, -10, &err), -1);
   ck_assert_msg(strstr(err.msg, "EOS") != NULL, "%s", err.msg);
   /* nor does one longer than the compiled length */
-  ck_assert_int_eq(train_adapt_compiled(&m, "c", &task, nout, n + 1, -10, &err), -1);
+  ck_assert_int_eq(train_adapt_compiled(&m, "c", &task, 0, nout, n + 1, -10, &err), -1);
   int bos = m.cfg.bos_token;
-  ck_assert_msg(train_adapt_compiled(&m, "c", &task, nout, n, -10, &err) == 0,
+  ck_assert_msg(train_adapt_compiled(&m, "c", &task, 0, nout, n, -10, &err) == 0,
                 "%s", err.msg);
   ck_assert_int_eq(m.cfg.n_out, nout);
   ck_assert_int_eq(m.cfg.bos_token, bos);
@@ -447,6 +454,240 @@ START_TEST(test_compiled_init) {
 }
 END_TEST
 
+/* ---- compiled initialisation of the encoder ------------------------------ */
+
+/* The encoder task of these tests: D = 2, M = 3, |V| = 6, as the encoder
+** readouts want it (edge order, Q at the start, st_names, no BOS/EOS). */
+static void enc_task(rasp_task_opts *t) {
+  raspT_opts_default(t);
+  t->D = 2;
+  t->M = 3;
+  t->V = 6;
+  t->bos = t->eos = 0;
+  t->st_names = 1;
+}
+
+static const char *srcdir(void) {
+  const char *d = getenv("top_srcdir");
+  return d && *d ? d : ".";
+}
+
+/* Compiles programs/NAME.rasp for enc_task as `rasp compile` does, with
+** the mask token among the input ids when with_mask (--encoder), and
+** saves it to stem. */
+static void enc_compile(const char *name, int with_mask, const char *stem) {
+  rasp_task_opts t;
+  enc_task(&t);
+  char path[4096];
+  snprintf(path, sizeof path, "%s/programs/%s.rasp", srcdir(), name);
+  rasp_program prog;
+  rasp_ptrace tr;
+  rasp_error err = {0};
+  ck_assert_msg(raspK_load(path, NULL, t.D, t.M, t.V, &prog, &err), "%s", err.msg);
+  ck_assert_msg(raspK_trace(&prog, t.D, t.M, t.V, &tr, &err), "%s", err.msg);
+  int nv = rasp_vocab_size(tr.ctx), mask = train_mask_id(&t);
+  ck_assert_int_ge(nv, mask);
+  if (with_mask) ck_assert_str_eq(rasp_vocab_symbol(tr.ctx, mask), "MASK");
+  int64_t ids[64];
+  int nids = 0;
+  for (int id = 1; id < mask; id++) ids[nids++] = id;
+  if (with_mask) ids[nids++] = mask;
+  const char **names = raspM_alloc(sizeof(char *) * (size_t)(nv + 1));
+  names[0] = "PAD";
+  for (int i = 1; i <= nv; i++) names[i] = rasp_vocab_symbol(tr.ctx, i);
+  raspG_opts go = {ids, nids, nv, names};
+  raspG_model g;
+  ck_assert_msg(raspG_compile(rasp_ctx_ir(tr.ctx), &go, &g, &err), "%s", err.msg);
+  ck_assert_int_eq(g.model.cfg.causal, 0);
+  ck_assert_msg(raspN_save(&g.model, stem, &err) == 0, "%s", err.msg);
+  raspM_free(names);
+  raspG_free(&g);
+  raspK_trace_free(&tr);
+  raspK_program_free(&prog);
+}
+
+/* In process: the encoder readout compiled with MASK, loaded and adapted as
+** rasp-train --model encoder --init does; on test samples whose answer
+** positions all hold MASK (NAR evaluation), the argmax at the answer's
+** second position (model position ans_start + 2, after BOS) is l_t, every
+** time.  The same program compiled without MASK, the model given to the
+** decoder, and a task of another length are refused. */
+START_TEST(test_compiled_init_encoder) {
+  rasp_task_opts t;
+  enc_task(&t);
+  int n = raspT_length(&t), nout = t.V + 9, mask = train_mask_id(&t);
+  ck_assert_int_eq(mask, t.V + 8);
+  char dir[] = "/tmp/test_train.XXXXXX", stem[300], nomask[300], cmd[400];
+  ck_assert_ptr_nonnull(mkdtemp(dir));
+  snprintf(stem, sizeof stem, "%s/enc", dir);
+  snprintf(nomask, sizeof nomask, "%s/nomask", dir);
+  enc_compile("encoder2_backward_targets", 1, stem);
+  enc_compile("encoder2_backward_targets", 0, nomask);
+  rasp_error err = {0};
+  rasp_model m;
+  /* without MASK among its inputs: refused, naming MASK */
+  ck_assert_msg(raspN_load(&m, nomask, &err) == 0, "%s", err.msg);
+  ck_assert_int_eq(train_adapt_compiled(&m, "nomask", &t, 1, nout, n, -2, &err), -1);
+  ck_assert_msg(strstr(err.msg, "MASK") && strstr(err.msg, "--encoder"), "%s", err.msg);
+  raspN_free(&m);
+  ck_assert_msg(raspN_load(&m, stem, &err) == 0, "%s", err.msg);
+  ck_assert(train_is_compiled(&m));
+  /* a non-causal model cannot be a decoder */
+  ck_assert_int_eq(train_adapt_compiled(&m, "enc", &t, 0, nout, n - 1, -2, &err), -1);
+  ck_assert_msg(strstr(err.msg, "not causal") != NULL, "%s", err.msg);
+  /* nor serve another length (here the decoder's n - 1 tokens) */
+  ck_assert_int_eq(train_adapt_compiled(&m, "enc", &t, 1, nout, n - 1, -2, &err), -1);
+  ck_assert_msg(strstr(err.msg, "exactly") != NULL, "%s", err.msg);
+  int bos = m.cfg.bos_token;
+  ck_assert_msg(train_adapt_compiled(&m, "enc", &t, 1, nout, n, -2, &err) == 0, "%s",
+                err.msg);
+  ck_assert_int_eq(m.cfg.n_out, nout);
+  enum { B = 16 };
+  train_net net;
+  ck_assert_int_eq(train_net_init(&net, &m, B, n + 1, 0.0f, &err), 0);
+  int tok[B * 32], lead[B], at[B];
+  ck_assert_int_le(n + 1, 32);
+  rasp_sample s;
+  memset(&s, 0, sizeof s);
+  for (int b = 0; b < B; b++) {
+    ck_assert_msg(raspT_sample(&t, 2000, (uint64_t)b, &s, &err) == 0, "%s", err.msg);
+    int *row = tok + b * (n + 1);
+    row[0] = bos;
+    for (int i = 0; i < n; i++)
+      row[i + 1] = i >= s.ans_start && i < s.ans_start + t.M ? mask : s.tokens[i];
+    lead[b] = s.lead;
+    at[b] = s.ans_start + 1; /* l_t's input position in R_t = s l_t ... t */
+    ck_assert_int_eq(s.tokens[at[b]], s.lead);
+  }
+  raspT_sample_free(&s);
+  train_forward(&net, tok, B, n + 1);
+  int hits = 0;
+  for (int b = 0; b < B; b++) {
+    const float *lg = net.logits + ((size_t)b * (n + 1) + at[b] + 1) * nout;
+    int am = 0;
+    for (int v = 1; v < nout; v++)
+      if (lg[v] > lg[am]) am = v;
+    hits += am == lead[b];
+  }
+  ck_assert_msg(hits == B, "leading-node accuracy %d/%d before training", hits, B);
+  train_net_free(&net);
+  raspN_free(&m);
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
+/* Runs a shell command line; returns its exit status, its stderr in err. */
+static int run_cmd(const char *line, char *errbuf, size_t size) {
+  char cmd[8192];
+  snprintf(cmd, sizeof cmd, "%s 2>&1 >/dev/null", line);
+  FILE *p = popen(cmd, "r");
+  ck_assert_ptr_nonnull(p);
+  size_t n = fread(errbuf, 1, size - 1, p);
+  errbuf[n] = 0;
+  int st = pclose(p);
+  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* Field k (0-based) of the CSV row of path whose first fields are
+** "trial,0" (rasp-train's row before the first step) or, for compare.csv,
+** "0,compiled"; NAN when there is none. */
+static double csv_field(const char *path, const char *prefix, int k) {
+  FILE *f = fopen(path, "r");
+  if (!f) return NAN;
+  char line[4096];
+  double v = NAN;
+  while (fgets(line, sizeof line, f))
+    if (!strncmp(line, prefix, strlen(prefix))) {
+      char *p = line;
+      for (int i = 0; i < k && p; i++) {
+        p = strchr(p, ',');
+        if (p) p++;
+      }
+      if (p) v = strtod(p, NULL);
+      break;
+    }
+  fclose(f);
+  return v;
+}
+
+/* Through the binaries, as a user runs them: rasp compile --encoder
+** (--check: every masked input passes the program's check), rasp-train
+** --model encoder --objective nar --init: the CSV row before the first step
+** has leading-node accuracy 1 (as --check measured); compare: the compiled
+** arm's step-0 row likewise.  A model compiled for the decoder layout
+** (readout2_backward_targets, no MASK) and a truncated one are refused
+** with a message, exit status 1. */
+START_TEST(test_compiled_encoder_binaries) {
+  const char *bd = getenv("top_builddir");
+  if (!bd || !*bd) bd = ".";
+  char rasp[4200], train[4200], dir[] = "/tmp/test_train.XXXXXX", cmd[8192], out[8192];
+  snprintf(rasp, sizeof rasp, "%s/rasp/rasp", bd);
+  snprintf(train, sizeof train, "%s/trainer/rasp-train", bd);
+  ck_assert_msg(access(rasp, X_OK) == 0 && access(train, X_OK) == 0,
+                "no binaries under top_builddir '%s'", bd);
+  ck_assert_ptr_nonnull(mkdtemp(dir));
+  const char *task = "--D 2 --M 3 --V 6";
+  snprintf(cmd, sizeof cmd,
+           "'%s' compile '%s/programs/encoder2_backward_targets.rasp' %s --encoder "
+           "-o '%s/enc' --check 20 2>&1 | grep -c '20/20'",
+           rasp, srcdir(), task, dir);
+  FILE *p = popen(cmd, "r");
+  ck_assert_ptr_nonnull(p);
+  int lines = 0;
+  ck_assert_int_eq(fscanf(p, "%d", &lines), 1);
+  pclose(p);
+  ck_assert_msg(lines == 2, "rasp compile --encoder --check: %d of 2 lines say 20/20", lines);
+  char targs[2048];
+  snprintf(targs, sizeof targs,
+           "%s --st-names --no-bos --no-eos --model encoder --objective nar "
+           "--train 16 --test 16 --batch 8 --micro 8 --lr 1e-5 --dropout 0 --threads 1",
+           task);
+  snprintf(cmd, sizeof cmd, "'%s' %s --init '%s/enc' --epochs 1 --out '%s/run'", train,
+           targs, dir, dir);
+  ck_assert_msg(run_cmd(cmd, out, sizeof out) == 0, "%s", out);
+  ck_assert_ptr_nonnull(strstr(out, "non-causal"));
+  char csv[4300];
+  snprintf(csv, sizeof csv, "%s/run/trial0.csv", dir);
+  /* trial,epoch,step,train_loss,train_eval_loss,val_loss,val_seq_acc,
+  ** val_tok_acc,val_lead_acc: the lead accuracy is field 8 */
+  double lead = csv_field(csv, "0,0,0,", 8);
+  ck_assert_msg(lead == 1.0, "leading-node accuracy before the first step: %g", lead);
+  /* compare: the random arm gets the compiled architecture */
+  snprintf(cmd, sizeof cmd, "'%s' compare %s --init '%s/enc' --max-steps 1 "
+           "--eval-every 1 --out '%s'", train, targs, dir, dir);
+  ck_assert_msg(run_cmd(cmd, out, sizeof out) == 0, "%s", out);
+  snprintf(csv, sizeof csv, "%s/compare.csv", dir);
+  /* step,init,train_loss,val_loss,val_lead_acc: field 4 */
+  double clead = csv_field(csv, "0,compiled,", 4);
+  ck_assert_msg(clead == 1.0, "compare, compiled arm at step 0: lead %g", clead);
+  ck_assert(csv_field(csv, "0,random,", 4) >= 0.0);
+  /* the decoder's readout (no MASK, l_t at the answer's first position) */
+  snprintf(cmd, sizeof cmd,
+           "'%s' compile '%s/programs/readout2_backward_targets.rasp' %s -o '%s/dec'",
+           rasp, srcdir(), task, dir);
+  ck_assert_int_eq(run_cmd(cmd, out, sizeof out), 0);
+  snprintf(cmd, sizeof cmd, "'%s' %s --init '%s/dec' --epochs 1", train, targs, dir);
+  ck_assert_int_eq(run_cmd(cmd, out, sizeof out), 1);
+  ck_assert_msg(strstr(out, "MASK (id 14)") && strstr(out, "rasp compile --encoder"), "%s",
+                out);
+  /* rasp compile --encoder refuses a program without MASK */
+  snprintf(cmd, sizeof cmd,
+           "'%s' compile '%s/programs/readout2_backward_targets.rasp' %s --encoder -o '%s/x'",
+           rasp, srcdir(), task, dir);
+  ck_assert_int_eq(run_cmd(cmd, out, sizeof out), 2);
+  ck_assert_msg(strstr(out, "not 'MASK'") != NULL, "%s", out);
+  /* a corrupted model */
+  snprintf(cmd, sizeof cmd, "truncate -s 200 '%s/enc.safetensors'", dir);
+  ck_assert_int_eq(system(cmd), 0);
+  snprintf(cmd, sizeof cmd, "'%s' %s --init '%s/enc' --epochs 1", train, targs, dir);
+  ck_assert_int_eq(run_cmd(cmd, out, sizeof out), 1);
+  ck_assert_msg(strstr(out, "enc") != NULL && strstr(out, "rasp-train: ") != NULL, "%s", out);
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
 static Suite *train_suite(void) {
   Suite *s = suite_create("train");
   TCase *tc = tcase_create("core");
@@ -459,6 +700,8 @@ static Suite *train_suite(void) {
   tcase_add_test(tc, test_overfit);
   tcase_add_test(tc, test_checkpoint_round_trip);
   tcase_add_test(tc, test_compiled_init);
+  tcase_add_test(tc, test_compiled_init_encoder);
+  tcase_add_test(tc, test_compiled_encoder_binaries);
   suite_add_tcase(s, tc);
   return s;
 }
