@@ -136,10 +136,28 @@ struct rasp_eval {
   /* scratch */
   void *sc[SC__COUNT];
   size_t sccap[SC__COUNT];
-  int *dtab; /* direct-addressed group table, all -1 between uses */
+  /* direct-addressed group table: (generation << 32) | group per key value,
+     so nothing is cleared between uses */
+  uint64_t *dtab;
   size_t dtabcap;
+  uint32_t dgen;
+  /* direct-addressed accumulators (head_direct), stamped like dtab */
+  struct dacc *dacc;
+  size_t dacccap;
+  uint32_t daccgen;
+  /* per node: min and max num over the batch, valid when bndrun == runno */
+  int64_t *bndlo, *bndhi;
+  unsigned *bndrun;
+  unsigned runno;
   uint32_t hgen; /* generation of the stamped hash tables */
   size_t hcap;
+};
+
+/* One key value's statistics in head_direct. */
+struct dacc {
+  uint32_t stamp;
+  int32_t cnt;
+  int64_t sum;
 };
 
 /* A scratch buffer of at least bytes (contents undefined). */
@@ -1212,16 +1230,42 @@ static size_t hash_cap(int n) {
   return cap;
 }
 
-/* Int-like keys and queries (True == 1 by num).  Returns the group count. */
-static int group_int(rasp_eval *ev, const rasp_elem *keys, const rasp_elem *qs,
-                     int n, int *gid, int *gq) {
+/* The smallest and largest num of an int-like node over the whole batch,
+** once per run: every head keyed on the node then skips its own scan. */
+static void node_bounds(rasp_eval *ev, int id, int64_t *lo, int64_t *hi) {
+  if (ev->bndrun[id] != ev->runno) {
+    const rasp_elem *v = ev->val[id];
+    size_t total = (size_t)ev->B * ev->n;
+    int64_t a = total ? v[0].num : 0, b = a;
+    for (size_t i = 1; i < total; i++) {
+      int64_t x = v[i].num;
+      a = x < a ? x : a;
+      b = x > b ? x : b;
+    }
+    ev->bndlo[id] = a;
+    ev->bndhi[id] = b;
+    ev->bndrun[id] = ev->runno;
+  }
+  *lo = ev->bndlo[id];
+  *hi = ev->bndhi[id];
+}
+
+/* Int-like keys and queries (True == 1 by num).  Returns the group count.
+** keynode: the node the keys are a row of (its bounds are cached), or -1. */
+static int group_int(rasp_eval *ev, int keynode, const rasp_elem *keys,
+                     const rasp_elem *qs, int n, int *gid, int *gq) {
   int G = 0;
   if (!n) return 0;
-  int64_t kmin = keys[0].num, kmax = keys[0].num;
-  for (int k = 1; k < n; k++) {
-    int64_t v = keys[k].num;
-    kmin = v < kmin ? v : kmin;
-    kmax = v > kmax ? v : kmax;
+  int64_t kmin, kmax;
+  if (keynode >= 0) {
+    node_bounds(ev, keynode, &kmin, &kmax);
+  } else {
+    kmin = kmax = keys[0].num;
+    for (int k = 1; k < n; k++) {
+      int64_t v = keys[k].num;
+      kmin = v < kmin ? v : kmin;
+      kmax = v > kmax ? v : kmax;
+    }
   }
   uint64_t range = (uint64_t)kmax - (uint64_t)kmin;
   if (range < (uint64_t)n * 4 + 256) {
@@ -1230,21 +1274,25 @@ static int group_int(rasp_eval *ev, const rasp_elem *keys, const rasp_elem *qs,
       size_t cap = ev->dtabcap ? ev->dtabcap : 256;
       while (cap < need) cap *= 2;
       raspM_free(ev->dtab);
-      ev->dtab = raspM_alloc(cap * sizeof *ev->dtab);
-      memset(ev->dtab, 0xff, cap * sizeof *ev->dtab);
+      ev->dtab = raspM_alloc(cap * sizeof *ev->dtab); /* zeroed */
       ev->dtabcap = cap;
+      ev->dgen = 0;
     }
-    int *t = ev->dtab;
+    if (++ev->dgen == 0) {
+      memset(ev->dtab, 0, ev->dtabcap * sizeof *ev->dtab);
+      ev->dgen = 1;
+    }
+    uint64_t *t = ev->dtab, stamp = (uint64_t)ev->dgen << 32;
     for (int k = 0; k < n; k++) {
-      int *s = &t[(uint64_t)keys[k].num - (uint64_t)kmin];
-      if (*s < 0) *s = G++;
-      gid[k] = *s;
+      uint64_t *s = &t[(uint64_t)keys[k].num - (uint64_t)kmin];
+      if ((*s & ~(uint64_t)UINT32_MAX) != stamp) *s = stamp | (uint32_t)G++;
+      gid[k] = (int)(uint32_t)*s;
     }
     for (int q = 0; q < n; q++) {
       uint64_t o = (uint64_t)qs[q].num - (uint64_t)kmin;
-      gq[q] = o <= range ? t[o] : -1;
+      uint64_t e = o <= range ? t[o] : 0;
+      gq[q] = (e & ~(uint64_t)UINT32_MAX) == stamp ? (int)(uint32_t)e : -1;
     }
-    for (int k = 0; k < n; k++) t[(uint64_t)keys[k].num - (uint64_t)kmin] = -1;
     return G;
   }
   size_t cap = hash_cap(n), mask = cap - 1;
@@ -1330,24 +1378,45 @@ static int head_groups(head *h, int G, const int *gid, const int *gq, int off,
     memset(gc, 0, gs * sizeof *gc);
     if (h->fsum) memset(gsum, 0, gs * sizeof *gsum);
     if (h->fnb) memset(gnb, 0, gs * sizeof *gnb);
-    const int64_t *vv = h->vv;
+    /* the values' nums straight from the elements: the scatter below does
+       not vectorise, so a packed copy would only cost a pass */
+    const rasp_elem *ve = vals;
     const unsigned char *vb = h->vb;
     /* the flags in locals: the stores below cannot change them */
     const int fsum = h->fsum, fnb = h->fnb, fext = h->fext;
+    rasp_elem none; /* the result for an empty selection, once per input */
+    if (!ffinish(h, 0, 0, 0, 0, &none)) return 0;
+    if (fsum && !fnb && !fext && !ne) {
+      /* aggregate / aggr_mean of integers or of booleans: the common case,
+         with the single-value result inline (passes through; a mean of one
+         value is the value) */
+      const int64_t one_den = h->nd->op == RASP_OP_AGGREGATE ? h->vden : 1;
+      for (int q = 0; q < n; q++) {
+        int lim = q + off < n ? q + off : n;
+        for (; ins < lim; ins++) {
+          int g = gid[ins];
+          gsum[g] += ve[ins].num;
+          gc[g]++;
+        }
+        int g = gq[q];
+        if (g < 0 || !gc[g]) {
+          out[q] = none;
+        } else if (gc[g] == 1) {
+          out[q].num = (int64_t)gsum[g]; /* one int64 value */
+          out[q].den = one_den;
+        } else if (!ffinish(h, gc[g], gsum[g], 0, 0, &out[q])) {
+          return 0;
+        }
+      }
+      return 1;
+    }
     int64_t tnb = 0;
     i128 ts = 0;
     for (int q = 0; q < n; q++) {
       int lim = q + off < n ? q + off : n;
-      if (fsum && !fnb && !fext && !ne) { /* the means of plain numbers */
-        for (; ins < lim; ins++) {
-          int g = gid[ins];
-          gsum[g] += vv[ins];
-          gc[g]++;
-        }
-      }
       for (; ins < lim; ins++) {
         int g = gid[ins];
-        int64_t v = vv[ins];
+        int64_t v = ve[ins].num;
         if (fsum) gsum[g] += v;
         if (fnb) gnb[g] += vb[ins];
         if (fext) gext[g] = gc[g] ? ext2(h, gext[g], v) : v;
@@ -1358,18 +1427,18 @@ static int head_groups(head *h, int G, const int *gid, const int *gq, int off,
         }
       }
       int g = gq[q];
-      int ok;
+      int ok = 1;
       if (ne) {
         if (g >= 0)
           ok = ffinish(h, ins - gc[g], ts - gsum[g], h->fnb ? tnb - gnb[g] : 0,
                        0, &out[q]);
         else
           ok = ffinish(h, ins, ts, tnb, 0, &out[q]);
-      } else if (g >= 0) {
+      } else if (g >= 0 && gc[g]) {
         ok = ffinish(h, gc[g], h->fsum ? gsum[g] : 0, h->fnb ? gnb[g] : 0,
                      h->fext ? gext[g] : 0, &out[q]);
       } else {
-        ok = ffinish(h, 0, 0, 0, 0, &out[q]);
+        out[q] = none;
       }
       if (!ok) return 0;
     }
@@ -1807,13 +1876,13 @@ static int conj_groups(rasp_eval *ev, const int *leaves, int nl, size_t off,
     const rasp_elem *qs = ev->val[s->in[1]] + off;
     int intl = INTLIKE(ev->kind[s->in[0]]) && INTLIKE(ev->kind[s->in[1]]);
     if (l == 0) {
-      G = intl ? group_int(ev, keys, qs, n, gid, gq)
+      G = intl ? group_int(ev, s->in[0], keys, qs, n, gid, gq)
                : group_any(ev, keys, qs, n, gid, gq);
       continue;
     }
     int *g2 = scratch(ev, SC_GID2, n1 * sizeof *g2);
     int *q2 = scratch(ev, SC_GQ2, n1 * sizeof *q2);
-    int G2 = intl ? group_int(ev, keys, qs, n, g2, q2)
+    int G2 = intl ? group_int(ev, s->in[0], keys, qs, n, g2, q2)
                   : group_any(ev, keys, qs, n, g2, q2);
     /* the pair (group, group2) as one integer key */
     rasp_elem *pk = scratch(ev, SC_PK, n1 * sizeof *pk);
@@ -1825,7 +1894,7 @@ static int conj_groups(rasp_eval *ev, const int *leaves, int nl, size_t off,
       pq[i].num = gq[i] < 0 || q2[i] < 0 ? -1 : (int64_t)gq[i] * mul + q2[i];
       pq[i].den = 1;
     }
-    G = group_int(ev, pk, pq, n, gid, gq);
+    G = group_int(ev, -1, pk, pq, n, gid, gq);
   }
   return G;
 }
@@ -1857,6 +1926,71 @@ static void head_gather(const head *h, const rasp_elem *qs, int causal,
       out[q] = vals[qv.num];
     }
   }
+}
+
+static inline void dacc_add(struct dacc *t, uint32_t gen, int64_t at, int64_t v) {
+  struct dacc *a = &t[at];
+  if (a->stamp != gen) {
+    a->stamp = gen;
+    a->cnt = 1;
+    a->sum = v;
+  } else {
+    a->cnt++;
+    a->sum += v;
+  }
+}
+
+/* One equality select on int-like keys of small range (token ids, node
+** ids, positions), causal or not, under sel_width or a sum head over
+** integers or booleans whose sums fit int64: the statistics live in a
+** table indexed by key value, so there is no group numbering and, when
+** causal, one sweep that adds key q and then answers query q. */
+static int head_direct(head *h, const rasp_elem *keys, const rasp_elem *qs,
+                       int64_t kmin, uint64_t range, int causal,
+                       const rasp_elem *vals, rasp_elem *out) {
+  rasp_eval *ev = h->ev;
+  int n = h->n;
+  size_t need = (size_t)range + 1;
+  if (need > ev->dacccap) {
+    size_t cap = ev->dacccap ? ev->dacccap : 256;
+    while (cap < need) cap *= 2;
+    raspM_free(ev->dacc);
+    ev->dacc = raspM_alloc(cap * sizeof *ev->dacc); /* zeroed: stamp 0 */
+    ev->dacccap = cap;
+    ev->daccgen = 0;
+  }
+  if (++ev->daccgen == 0) {
+    memset(ev->dacc, 0, ev->dacccap * sizeof *ev->dacc);
+    ev->daccgen = 1;
+  }
+  struct dacc *t = ev->dacc;
+  const uint32_t gen = ev->daccgen;
+  const int width = h->nd->op == RASP_OP_SEL_WIDTH;
+  const int64_t one_den = h->nd->op == RASP_OP_AGGREGATE ? h->vden : 1;
+  rasp_elem none;
+  if (!ffinish(h, 0, 0, 0, 0, &none)) return 0;
+  /* causal: add key q, then answer query q; else all keys, then all queries */
+  if (!causal)
+    for (int k = 0; k < n; k++) dacc_add(t, gen, keys[k].num - kmin, width ? 0 : vals[k].num);
+  for (int q = 0; q < n; q++) {
+    if (causal) dacc_add(t, gen, keys[q].num - kmin, width ? 0 : vals[q].num);
+    uint64_t o = (uint64_t)qs[q].num - (uint64_t)kmin;
+    if (o > range || t[o].stamp != gen) {
+      out[q] = none;
+      continue;
+    }
+    const struct dacc *a = &t[o];
+    if (width) {
+      out[q].num = a->cnt;
+      out[q].den = 1;
+    } else if (a->cnt == 1) {
+      out[q].num = a->sum;
+      out[q].den = one_den;
+    } else if (!ffinish(h, a->cnt, a->sum, 0, 0, &out[q])) {
+      return 0;
+    }
+  }
+  return 1;
 }
 
 enum strategy { S_MATRIX, S_HASH, S_SORT, S_WIN, S_CONJ, S_GATHER };
@@ -1963,6 +2097,24 @@ static int eval_head(ctx *c) {
   int cleaves[MAX_CONJ], cnl = 0, cwt = W_PREF, coff = n + 1;
   if (strat == S_CONJ)
     conj_of(ev, nd->in[0], cleaves, &cnl, &cwt, &coff);
+  /* head_direct applies for the whole batch or not at all */
+  int direct = 0;
+  int64_t dkmin = 0;
+  uint64_t drange = 0;
+  if (strat == S_CONJ && cnl == 1 && cwt == W_PREF && (coff == 1 || coff > n) &&
+      (h.vm == VM_NONE || ((h.vm == VM_INT || h.vm == VM_BOOL) && h.fsum)) && n > 0) {
+    const rasp_ir_node *leaf = &ev->ir->nodes[cleaves[0]];
+    int64_t kmax, vlo = 0, vhi = 0;
+    if (INTLIKE(ev->kind[leaf->in[0]]) && INTLIKE(ev->kind[leaf->in[1]])) {
+      node_bounds(ev, leaf->in[0], &dkmin, &kmax);
+      drange = (uint64_t)kmax - (uint64_t)dkmin;
+      if (h.vm != VM_NONE) node_bounds(ev, nd->in[1], &vlo, &vhi);
+      /* sums of n values within +-2^62/n fit int64 */
+      int64_t lim = INT64_MAX / 2 / n;
+      direct = drange < (uint64_t)n * 4 + 256 && vlo >= -lim && vhi <= lim &&
+               n <= INT32_MAX / 2;
+    }
+  }
   int keys_int = 0, same = 0;
   if (sel->op == RASP_OP_SELECT) {
     keys_int = INTLIKE(ev->kind[sel->in[0]]) && INTLIKE(ev->kind[sel->in[1]]);
@@ -1978,7 +2130,9 @@ static int eval_head(ctx *c) {
       qs = ev->val[sel->in[1]] + off;
     }
     if (vv && strat != S_GATHER) {
-      for (int k = 0; k < n; k++) vv[k] = vals[k].num;
+      /* head_groups reads the elements themselves */
+      if (!(strat == S_HASH || (strat == S_CONJ && cwt != W_NONE) || direct))
+        for (int k = 0; k < n; k++) vv[k] = vals[k].num;
       if (vb)
         for (int k = 0; k < n; k++) vb[k] = vals[k].den == RASP_DEN_BOOL;
     }
@@ -1987,12 +2141,18 @@ static int eval_head(ctx *c) {
     case S_HASH: { /* causal not_equals */
       int *gid = scratch(ev, SC_GID, n1 * sizeof *gid);
       int *gq = scratch(ev, SC_GQ, n1 * sizeof *gq);
-      int G = keys_int ? group_int(ev, keys, qs, n, gid, gq)
+      int G = keys_int ? group_int(ev, sel->in[0], keys, qs, n, gid, gq)
                        : group_any(ev, keys, qs, n, gid, gq);
       ok = head_groups(&h, G, gid, gq, 1, 1, vals, out);
       break;
     }
     case S_CONJ: {
+      if (direct) {
+        const rasp_ir_node *leaf = &ev->ir->nodes[cleaves[0]];
+        ok = head_direct(&h, ev->val[leaf->in[0]] + off, ev->val[leaf->in[1]] + off,
+                         dkmin, drange, coff == 1, vals, out);
+        break;
+      }
       int *gid = scratch(ev, SC_GID, n1 * sizeof *gid);
       int *gq = scratch(ev, SC_GQ, n1 * sizeof *gq);
       int G = conj_groups(ev, cleaves, cnl, off, n, gid, gq);
@@ -2093,6 +2253,10 @@ void raspE_free(rasp_eval *ev) {
   raspM_free(ev->valcap);
   raspM_free(ev->cfill);
   raspM_free(ev->isstatic);
+  raspM_free(ev->bndlo);
+  raspM_free(ev->bndhi);
+  raspM_free(ev->bndrun);
+  raspM_free(ev->dacc);
   raspM_free(ev->kind);
   raspM_free(ev->memos);
   raspM_free(ev->selm);
@@ -2126,6 +2290,9 @@ static void fit_nodes(rasp_eval *ev) {
   ev->valcap = raspM_realloc(ev->valcap, (size_t)nn * sizeof *ev->valcap);
   ev->cfill = raspM_realloc(ev->cfill, (size_t)nn * sizeof *ev->cfill);
   ev->isstatic = raspM_realloc(ev->isstatic, (size_t)nn);
+  ev->bndlo = raspM_realloc(ev->bndlo, (size_t)nn * sizeof *ev->bndlo);
+  ev->bndhi = raspM_realloc(ev->bndhi, (size_t)nn * sizeof *ev->bndhi);
+  ev->bndrun = raspM_realloc(ev->bndrun, (size_t)nn * sizeof *ev->bndrun);
   ev->kind = raspM_realloc(ev->kind, (size_t)nn);
   ev->memos = raspM_realloc(ev->memos, (size_t)nn * sizeof *ev->memos);
   ev->selm = raspM_realloc(ev->selm, (size_t)nn * sizeof *ev->selm);
@@ -2142,6 +2309,7 @@ static void fit_nodes(rasp_eval *ev) {
     ev->memos[i] = NULL;
     ev->selm[i] = NULL;
     ev->selb[i] = -1;
+    ev->bndrun[i] = 0;
     /* A node that reads no token (indices, constants, and everything
        computed from them alone: position masks, x[i] windows) has the same
        value for every input of the length, so a run can keep it. */
@@ -2299,6 +2467,10 @@ int raspE_run(rasp_eval *ev, int B, const int64_t *tokens, rasp_error *err) {
     for (int i = 0; i < ev->nnodes; i++) ev->cfill[i] = 0;
   ev->B = B;
   ev->n = ir->n;
+  if (++ev->runno == 0) { /* wrapped: no bounds may look current */
+    for (int i = 0; i < ev->nnodes; i++) ev->bndrun[i] = 0;
+    ev->runno = 1;
+  }
   raspI_live(ir, ir->outputs, ir->noutputs, ev->live);
   size_t total = (size_t)B * (size_t)ir->n;
   if (!ev->keep) {
