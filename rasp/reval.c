@@ -1044,6 +1044,7 @@ typedef struct head {
   int64_t vden;            /* den of a max/min (VM_INT: 1, VM_BOOL: -1) */
   int fsum, fnb, fext;     /* fast flavour: sum, boolean count, max/min */
   int ismax;
+  int mixed;               /* head_direct: some result averages several values */
   const int64_t *vv;       /* fast: the values' num for the current input */
   const unsigned char *vb; /* fast, VM_MIX: 1 where the value is a boolean */
 } head;
@@ -1986,8 +1987,9 @@ static int head_direct(head *h, const rasp_elem *keys, const rasp_elem *qs,
     } else if (a->cnt == 1) {
       out[q].num = a->sum;
       out[q].den = one_den;
-    } else if (!ffinish(h, a->cnt, a->sum, 0, 0, &out[q])) {
-      return 0;
+    } else {
+      h->mixed = 1;
+      if (!ffinish(h, a->cnt, a->sum, 0, 0, &out[q])) return 0;
     }
   }
   return 1;
@@ -2188,7 +2190,14 @@ static int eval_head(ctx *c) {
       break;
     case RASP_OP_AGGR_MAX:
     case RASP_OP_AGGR_MIN: c->kind = kv | (c->total ? elem_kind(nd->c) : 0); break;
-    default: c->kind = KIND_SCAN; break;
+    default:
+      /* aggregate: a gather, or a sweep that only ever found one value,
+         passes values (or the default) through, so their kinds bound it */
+      if (strat == S_GATHER || (direct && !h.mixed))
+        c->kind = c->total ? kv | elem_kind(nd->c) : 0;
+      else
+        c->kind = KIND_SCAN;
+      break;
     }
   }
   return ok;
