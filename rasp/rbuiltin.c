@@ -204,9 +204,13 @@ static value *b_range(rasp_ctx *ctx, value **args, int nargs, rasp_pos pos) {
     if (nargs == 3) step = raspV_int(ctx, A(2), pos, "range()'s step");
   }
   if (step == 0) raspV_error(ctx, pos, "range() step must not be zero");
-  value *r = raspV_list(ctx, V_LIST, 0);
-  for (int64_t i = start; step > 0 ? i < stop : i > stop; i += step)
-    raspV_list_push(ctx, r, raspV_num_si(ctx, (long)i));
+  uint64_t count = step > 0 ? (stop > start ? ((uint64_t)stop - (uint64_t)start - 1) / (uint64_t)step + 1 : 0)
+                             : (start > stop ? ((uint64_t)start - (uint64_t)stop - 1) / (0 - (uint64_t)step) + 1 : 0);
+  if (count > ctx->limits.max_list)
+    raspV_error(ctx, pos, "list longer than the limit of %zu elements", ctx->limits.max_list);
+  value *r = raspV_list(ctx, V_LIST, (int)count);
+  for (uint64_t k = 0; k < count; k++) /* new values are younger than r: no barrier */
+    r->u.list.items[k] = raspV_num_si(ctx, (long)(start + (int64_t)k * step));
   return r;
 }
 
@@ -324,8 +328,8 @@ static value *b_bool(rasp_ctx *ctx, value **args, int nargs, rasp_pos pos) {
 }
 
 static value *copy_items(rasp_ctx *ctx, value *src, vkind kind) {
-  value *r = raspV_list(ctx, kind, 0);
-  for (int i = 0; i < src->u.list.n; i++) raspV_list_push(ctx, r, src->u.list.items[i]);
+  value *r = raspV_list(ctx, kind, src->u.list.n); /* newer than its items: no barrier */
+  memcpy(r->u.list.items, src->u.list.items, sizeof(value *) * (size_t)src->u.list.n);
   return r;
 }
 

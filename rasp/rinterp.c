@@ -35,20 +35,42 @@
 
 /* ---------------------------------------------------------------- heap */
 
+/* Values released early (heap_release) go to two spare lists, so the
+** verifier's thousands of check() calls do not pay malloc and mpq_init for
+** every temporary; numbers keep their mpq_t. */
+#define MAX_SPARE 4096
+
 value *raspV_new(rasp_ctx *ctx, vkind kind) {
-  value *v = raspM_alloc(sizeof *v);
+  value *v;
+  if (kind == V_NUM && ctx->spare_num) {
+    v = ctx->spare_num;
+    ctx->spare_num = v->next_obj;
+    ctx->nspare--;
+    mpq_set_ui(v->u.q, 0, 1);
+  } else if (kind != V_NUM && ctx->spare) {
+    v = ctx->spare;
+    ctx->spare = v->next_obj;
+    ctx->nspare--;
+    memset(v, 0, sizeof *v);
+  } else {
+    v = raspM_alloc(sizeof *v);
+    if (kind == V_NUM) mpq_init(v->u.q);
+  }
   v->kind = kind;
   v->serial = ++ctx->serial;
   v->next_obj = ctx->objects;
   ctx->objects = v;
-  if (kind == V_NUM) mpq_init(v->u.q);
   if (kind == V_STR) v->u.str.sym = -1;
   return v;
 }
 
-static void free_value(value *v) {
+/* Frees what v owns; returns 1 if v still holds an initialised mpq_t. */
+static int free_parts(value *v, int keep_num) {
   switch (v->kind) {
-  case V_NUM: mpq_clear(v->u.q); break;
+  case V_NUM:
+    if (keep_num) return 1;
+    mpq_clear(v->u.q);
+    break;
   case V_STR: raspM_free(v->u.str.s); break;
   case V_TUPLE:
   case V_LIST: raspM_free(v->u.list.items); break;
@@ -61,11 +83,37 @@ static void free_value(value *v) {
   case V_CFUNC: raspF_free(v->u.cf); break;
   default: break;
   }
+  return 0;
+}
+
+static void free_value(value *v) {
+  free_parts(v, 0);
   raspM_free(v);
 }
 
+static void spare_value(rasp_ctx *ctx, value *v) {
+  if (ctx->nspare >= MAX_SPARE) {
+    free_value(v);
+    return;
+  }
+  if (free_parts(v, 1)) {
+    v->next_obj = ctx->spare_num;
+    ctx->spare_num = v;
+  } else {
+    v->kind = V_NONE; /* owns nothing now */
+    v->next_obj = ctx->spare;
+    ctx->spare = v;
+  }
+  ctx->nspare++;
+}
+
 static env *env_new(rasp_ctx *ctx, env *parent) {
-  env *e = raspM_alloc(sizeof *e);
+  env *const e = ctx->spare_env ? ctx->spare_env : raspM_alloc(sizeof *e);
+  if (e == ctx->spare_env) { /* names and vals keep their capacity */
+    ctx->spare_env = e->next_env;
+    ctx->nspare_env--;
+    e->n = 0;
+  }
   e->parent = parent;
   e->serial = ++ctx->serial;
   e->next_env = ctx->envs;
@@ -87,12 +135,18 @@ static void heap_release(rasp_ctx *ctx, unsigned long long mark) {
   while (ctx->objects && ctx->objects->serial > mark) {
     value *v = ctx->objects;
     ctx->objects = v->next_obj;
-    free_value(v);
+    spare_value(ctx, v);
   }
   while (ctx->envs && ctx->envs->serial > mark) {
     env *e = ctx->envs;
     ctx->envs = e->next_env;
-    free_env(e);
+    if (ctx->nspare_env >= MAX_SPARE || e->hash) {
+      free_env(e);
+    } else {
+      e->next_env = ctx->spare_env;
+      ctx->spare_env = e;
+      ctx->nspare_env++;
+    }
   }
 }
 
@@ -807,6 +861,15 @@ static int as_long(const value *v, long *out) {
     *out = v->u.b;
     return 1;
   }
+  if (v->kind == V_NUM) { /* one-limb integers without calls into GMP */
+    const __mpz_struct *num = mpq_numref(v->u.q), *den = mpq_denref(v->u.q);
+    if (den->_mp_size == 1 && den->_mp_d[0] == 1 && num->_mp_size >= -1 &&
+        num->_mp_size <= 1 && (num->_mp_size == 0 || num->_mp_d[0] <= (mp_limb_t)LONG_MAX)) {
+      *out = num->_mp_size == 0 ? 0
+             : num->_mp_size > 0 ? (long)num->_mp_d[0] : -(long)num->_mp_d[0];
+      return 1;
+    }
+  }
   if (v->kind != V_NUM || mpz_cmp_ui(mpq_denref(v->u.q), 1) != 0 ||
       !mpz_fits_slong_p(mpq_numref(v->u.q)))
     return 0;
@@ -1075,9 +1138,12 @@ static value *subscript(rasp_ctx *ctx, env *e, const rasp_ast *x) {
       raspM_free(b.s);
       return r;
     }
-    value *r = raspV_list(ctx, obj->kind, 0);
+    int64_t count = 0;
+    for (int64_t i = start; step > 0 ? i < stop : i > stop; i += step) count++;
+    value *r = raspV_list(ctx, obj->kind, (int)count); /* count <= len */
+    count = 0;
     for (int64_t i = start; step > 0 ? i < stop : i > stop; i += step)
-      raspV_list_push(ctx, r, obj->u.list.items[i]);
+      r->u.list.items[count++] = obj->u.list.items[i];
     return r;
   }
   value *idx = eval(ctx, e, x->b);
@@ -1516,10 +1582,14 @@ static value *call_function(rasp_ctx *ctx, value *fn, value **args, int nargs,
   int np = def->nnames;
   value *small[16];
   value **bound = np <= 16 ? small : raspV_list(ctx, V_TUPLE, np)->u.list.items;
-  const char *pnames_small[16];
-  const char **pnames = np <= 16 ? pnames_small
-                                 : (const char **)raspV_list(ctx, V_TUPLE, np)->u.list.items;
-  for (int i = 0; i < np; i++) pnames[i] = raspV_intern(ctx, def->names[i]);
+  /* the parameter names, interned once per definition (the syntax tree
+     belongs to this context, like the name caches of AST_NAME) */
+  if (!def->cache && np) {
+    const char **interned = raspM_arena_alloc(&ctx->ast_arena, sizeof(char *) * (size_t)np);
+    for (int i = 0; i < np; i++) interned[i] = raspV_intern(ctx, def->names[i]);
+    ((rasp_ast *)def)->cache = interned;
+  }
+  const char **pnames = (const char **)def->cache;
   bind_args(ctx, fname, pnames, np, np - fn->u.func.ndefaults, args, nargs, kwnames, kwvals,
             nkw, bound, pos);
   if (ctx->depth >= ctx->limits.max_depth)
@@ -1542,6 +1612,50 @@ static value *call_function(rasp_ctx *ctx, value *fn, value **args, int nargs,
 }
 
 /* Parses a builtin's parameter spec "k,q,pred,causal=True". */
+/* A builtin's parameter list, parsed on its first call in a context (the
+** names are interned per context; the defaults are constants). */
+typedef struct bi_sig {
+  int ready, np, nreq;
+  const char *pnames[12];
+  value *defaults[12];
+} bi_sig;
+
+static bi_sig *builtin_sig(rasp_ctx *ctx, const builtin *bi, rasp_pos pos) {
+  int count;
+  const builtin *table = raspB_table(&count);
+  if (bi < table || bi >= table + count)
+    raspV_error(ctx, pos, "internal error: builtin '%s' is not in the table", bi->name);
+  if (!ctx->bisigs) {
+    ctx->bisigs = raspM_alloc((size_t)count * sizeof *ctx->bisigs);
+    ctx->nbisigs = count;
+  }
+  bi_sig *sig = &ctx->bisigs[bi - table];
+  if (sig->ready) return sig;
+  int np = 0, nreq = 0;
+  char buf[256];
+  snprintf(buf, sizeof buf, "%s", bi->params);
+  for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok && np < 12;
+       tok = strtok_r(NULL, ",", &save)) {
+    char *eq = strchr(tok, '=');
+    sig->defaults[np] = NULL;
+    if (eq) {
+      *eq = '\0';
+      const char *d = eq + 1;
+      if (strcmp(d, "True") == 0) sig->defaults[np] = &ctx->true_v;
+      else if (strcmp(d, "False") == 0) sig->defaults[np] = &ctx->false_v;
+      else if (strcmp(d, "None") == 0) sig->defaults[np] = &ctx->none_v;
+      else sig->defaults[np] = make_const(ctx, raspV_num_si(ctx, strtol(d, NULL, 10)));
+    } else {
+      nreq = np + 1;
+    }
+    sig->pnames[np++] = raspV_intern(ctx, tok);
+  }
+  sig->np = np;
+  sig->nreq = nreq;
+  sig->ready = 1;
+  return sig;
+}
+
 static value *call_builtin(rasp_ctx *ctx, const builtin *bi, value **args, int nargs,
                            const char **kwnames, value **kwvals, int nkw, rasp_pos pos) {
   if (strcmp(bi->params, "pairs=None,**") == 0) { /* dict(pairs, key=value, ...) */
@@ -1554,26 +1668,10 @@ static value *call_builtin(rasp_ctx *ctx, const builtin *bi, value **args, int n
     if (nkw) raspV_error(ctx, pos, "%s() takes no keyword arguments", bi->name);
     return bi->fn(ctx, args, nargs, pos);
   }
-  const char *pnames[12];
-  value *defaults[12];
-  int np = 0, nreq = 0;
-  char buf[256];
-  snprintf(buf, sizeof buf, "%s", bi->params);
-  for (char *tok = strtok(buf, ","); tok && np < 12; tok = strtok(NULL, ",")) {
-    char *eq = strchr(tok, '=');
-    defaults[np] = NULL;
-    if (eq) {
-      *eq = '\0';
-      const char *d = eq + 1;
-      if (strcmp(d, "True") == 0) defaults[np] = &ctx->true_v;
-      else if (strcmp(d, "False") == 0) defaults[np] = &ctx->false_v;
-      else if (strcmp(d, "None") == 0) defaults[np] = &ctx->none_v;
-      else defaults[np] = raspV_num_si(ctx, strtol(d, NULL, 10));
-    } else {
-      nreq = np + 1;
-    }
-    pnames[np++] = raspV_intern(ctx, tok);
-  }
+  bi_sig *sig = builtin_sig(ctx, bi, pos);
+  const char **pnames = sig->pnames;
+  value **defaults = sig->defaults;
+  int np = sig->np, nreq = sig->nreq;
   value *bound[12];
   bind_args(ctx, bi->name, pnames, np, nreq, args, nargs, kwnames, kwvals, nkw, bound, pos);
   int given = np;
@@ -1698,19 +1796,22 @@ rasp_ctx *rasp_ctx_new(int n, const rasp_limits *limits, rasp_error *err) {
 
 void rasp_ctx_free(rasp_ctx *ctx) {
   if (!ctx) return;
-  for (int pass = 0; pass < 2; pass++) {
-    value *v = pass ? ctx->consts : ctx->objects;
+  for (int pass = 0; pass < 4; pass++) {
+    value *v = pass == 0 ? ctx->objects : pass == 1 ? ctx->consts
+               : pass == 2 ? ctx->spare : ctx->spare_num;
     while (v) {
       value *next = v->next_obj;
       free_value(v);
       v = next;
     }
   }
-  while (ctx->envs) {
-    env *e = ctx->envs;
-    ctx->envs = e->next_env;
-    free_env(e);
-  }
+  for (int pass = 0; pass < 2; pass++)
+    while (pass ? ctx->spare_env : ctx->envs) {
+      env **list = pass ? &ctx->spare_env : &ctx->envs;
+      env *e = *list;
+      *list = e->next_env;
+      free_env(e);
+    }
   for (size_t i = 0; i < ctx->icap; i++) raspM_free(ctx->interned[i]);
   raspM_free(ctx->interned);
   for (int64_t i = 0; i < ctx->nsyms; i++) raspM_free(ctx->syms[i]);
@@ -1719,6 +1820,7 @@ void rasp_ctx_free(rasp_ctx *ctx) {
   raspM_free(ctx->vocab);
   raspM_free(ctx->intcache);
   raspM_free(ctx->symcache);
+  raspM_free(ctx->bisigs);
   for (int i = 0; i < ctx->nsources; i++) raspR_source_free(ctx->sources[i]);
   raspM_free(ctx->sources);
   raspM_arena_free(&ctx->ast_arena);

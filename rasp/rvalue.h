@@ -76,7 +76,14 @@ struct rasp_ctx {
   /* heap */
   value *objects;
   value *consts;         /* literals cached in the syntax tree: never released early */
+  value *spare;          /* released value structs for reuse (next_obj chain) */
+  value *spare_num;      /* the same with their mpq_t still initialised */
+  int nspare;
+  env *spare_env;        /* released scopes, arrays kept (next_env chain) */
+  int nspare_env;
   value **intcache;      /* small integers, shared (values are immutable) */
+  struct bi_sig *bisigs;  /* per builtin (raspB_table order): parsed params */
+  int nbisigs;
   value **symcache;      /* one string value per symbol id */
   int64_t symcache_n;
   env *envs;
