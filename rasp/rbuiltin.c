@@ -290,6 +290,29 @@ static value *b_any(rasp_ctx *ctx, value **args, int nargs, rasp_pos pos) {
   return raspV_bool(ctx, 0);
 }
 
+/* The verifier's usual criterion ("some edge holds a then b") as one call:
+** check() runs once per graph, and this loop is most of it. */
+static value *b_has_pair(rasp_ctx *ctx, value **args, int nargs, rasp_pos pos) {
+  (void)nargs;
+  value *xs = A(0);
+  if (xs->kind != V_LIST && xs->kind != V_TUPLE)
+    raspV_error(ctx, pos, "has_pair() needs a list or tuple, not %s", raspV_kind_name(xs));
+  int64_t gap = raspV_int(ctx, A(3), pos, "has_pair()'s gap");
+  int64_t start = raspV_int(ctx, A(4), pos, "has_pair()'s start");
+  int64_t stop = raspV_int(ctx, A(5), pos, "has_pair()'s stop");
+  int64_t step = raspV_int(ctx, A(6), pos, "has_pair()'s step");
+  if (step <= 0) raspV_error(ctx, pos, "has_pair() step must be positive");
+  int64_t n = xs->u.list.n;
+  for (int64_t i = start; i < stop; i += step) {
+    if (i < 0 || i >= n || i + gap < 0 || i + gap >= n)
+      raspV_error(ctx, pos, "has_pair(): index %lld out of range for length %lld",
+                  (long long)(i < 0 || i >= n ? i : i + gap), (long long)n);
+    if (raspV_equal(xs->u.list.items[i], A(1)) && raspV_equal(xs->u.list.items[i + gap], A(2)))
+      return raspV_bool(ctx, 1);
+  }
+  return raspV_bool(ctx, 0);
+}
+
 static value *b_all(rasp_ctx *ctx, value **args, int nargs, rasp_pos pos) {
   (void)nargs;
   value *items = as_items(ctx, A(0), pos, "all");
@@ -447,6 +470,8 @@ static const builtin builtins[] = {
     {"never", "k,q", b_never, RASP_PRED_FALSE, "predicate that selects nothing"},
     {"len", "x", b_len, -1, "length (a sequence's is the traced length n)"},
     {"range", "*", b_range, -1, "range(stop) or range(start, stop[, step])"},
+    {"has_pair", "xs,a,b,gap,start,stop,step", b_has_pair, -1,
+     "whether some i in range(start, stop, step) has xs[i] == a and xs[i + gap] == b"},
     {"int", "x", b_int, -1, "integer part (truncates toward zero)"},
     {"abs", "x", b_abs, -1, "absolute value (element-wise on sequences)"},
     {"min", "*", b_min, -1, "smallest argument (element-wise on sequences)"},
