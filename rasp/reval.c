@@ -646,6 +646,28 @@ static int eval_BINARY(ctx *c) {
 static int eval_WHERE(ctx *c) {
   const rasp_elem *k = operand(c, 0), *x = operand(c, 1), *y = operand(c, 2);
   rasp_elem *o = c->out;
+  rasp_eval *ev = c->ev;
+  int n = ev->n;
+  if (ev->isstatic[c->nd->in[0]] && n > 0) {
+    /* A condition that reads no token (a position mask: write_in_mask,
+       idx == ans_start) is the same row for every input: copy the operand
+       it mostly picks, then patch the positions where it picks the other. */
+    int *flip = scratch(ev, SC_QT, ((size_t)n + 1) * sizeof *flip);
+    int ntrue = 0;
+    for (int i = 0; i < n; i++) ntrue += raspI_elem_truth(k[i]) != 0;
+    int want = ntrue * 2 <= n ? 1 : 0; /* patch the minority */
+    int nflip = 0;
+    for (int i = 0; i < n; i++)
+      if ((raspI_elem_truth(k[i]) != 0) == want) flip[nflip++] = i;
+    const rasp_elem *base = want ? y : x, *patch = want ? x : y;
+    for (int b = 0; b < ev->B; b++) {
+      size_t off = (size_t)b * n;
+      memcpy(o + off, base + off, (size_t)n * sizeof *o);
+      for (int j = 0; j < nflip; j++) o[off + flip[j]] = patch[off + flip[j]];
+    }
+    c->kind = operand_kind(c, 1) | operand_kind(c, 2);
+    return 1;
+  }
   if (INTLIKE(operand_kind(c, 0))) {
     for (size_t i = 0; i < c->total; i++) o[i] = k[i].num ? x[i] : y[i];
   } else {
@@ -1904,29 +1926,35 @@ static int conj_groups(rasp_eval *ev, const int *leaves, int nl, size_t off,
 ** qs[q] (x[i], kqv(idx, ...)), so the head is a gather, with the same
 ** results as the general paths: a single selected value passes through
 ** aggregate, max and min unchanged, and aggr_mean truncates it. */
-static void head_gather(const head *h, const rasp_elem *qs, int causal,
+static void head_gather(const head *h, const rasp_elem *qs, int qintlike, int causal,
                         const rasp_elem *vals, rasp_elem *out) {
   const rasp_ir_node *nd = h->nd;
-  int n = h->n;
-  rasp_elem none = nd->op == RASP_OP_SEL_WIDTH ? (rasp_elem){0, 1}
-                   : nd->op == RASP_OP_AGGR_MEAN ? raspI_elem_trunc(nd->c)
-                                                 : nd->c;
-  for (int q = 0; q < n; q++) {
-    rasp_elem qv = qs[q];
-    /* True == 1; rationals are never whole (normalised), symbols never
-       equal a number */
-    int intlike = qv.den == 1 || qv.den == RASP_DEN_BOOL;
-    int hit = intlike && qv.num >= 0 && qv.num < n && (!causal || qv.num <= q);
-    if (!hit) {
-      out[q] = none;
-    } else if (nd->op == RASP_OP_SEL_WIDTH) {
-      out[q] = (rasp_elem){1, 1};
-    } else if (nd->op == RASP_OP_AGGR_MEAN) {
-      out[q] = raspI_elem_trunc(vals[qv.num]);
-    } else {
-      out[q] = vals[qv.num];
+  const int n = h->n;
+  const rasp_op op = nd->op;
+  const rasp_elem none = op == RASP_OP_SEL_WIDTH ? (rasp_elem){0, 1}
+                         : op == RASP_OP_AGGR_MEAN ? raspI_elem_trunc(nd->c)
+                                                   : nd->c;
+  /* the key a query selects, or -1: True == 1; rationals are never whole
+     (normalised) and symbols never equal a number */
+#define GATHER_KEY(q)                                                         \
+  ((qintlike || qs[q].den == 1 || qs[q].den == RASP_DEN_BOOL) &&              \
+           (uint64_t)qs[q].num < (uint64_t)n && (!causal || qs[q].num <= (q))  \
+       ? qs[q].num                                                            \
+       : -1)
+  if (op == RASP_OP_SEL_WIDTH) {
+    for (int q = 0; q < n; q++) out[q] = (rasp_elem){GATHER_KEY(q) >= 0, 1};
+  } else if (op == RASP_OP_AGGR_MEAN) {
+    for (int q = 0; q < n; q++) {
+      int64_t k = GATHER_KEY(q);
+      out[q] = k >= 0 ? raspI_elem_trunc(vals[k]) : none;
+    }
+  } else { /* aggregate, max, min: the one value passes through */
+    for (int q = 0; q < n; q++) {
+      int64_t k = GATHER_KEY(q);
+      out[q] = k >= 0 ? vals[k] : none;
     }
   }
+#undef GATHER_KEY
 }
 
 static inline void dacc_add(struct dacc *t, uint32_t gen, int64_t at, int64_t v) {
@@ -2174,7 +2202,8 @@ static int eval_head(ctx *c) {
     }
     case S_SORT: ok = head_sorted(&h, keys, qs, same, keys_int, vals, out); break;
     case S_GATHER:
-      head_gather(&h, qs, (sel->flags & RASP_CAUSAL) != 0, vals, out);
+      head_gather(&h, qs, INTLIKE(ev->kind[sel->in[1]]), (sel->flags & RASP_CAUSAL) != 0,
+                  vals, out);
       break;
     case S_WIN:
       ok = head_order(&h, NULL, wt, qa, ev->sc[SC_QB], vals, out);
