@@ -225,16 +225,22 @@ int raspT_token_id(const rasp_task_opts *o, const char *text) {
 
 /* ---- assembling and rendering ------------------------------------------- */
 
-static void grow_int(int **p, size_t n) { *p = raspM_realloc(*p, (n ? n : 1) * sizeof **p); }
+static void grow_int(int **p, size_t *cap, size_t n) {
+  if (n <= *cap && *p) return;
+  *p = raspM_realloc(*p, (n ? n : 1) * sizeof **p);
+  *cap = n;
+}
 
 static void sample_alloc(const rasp_task_opts *o, rasp_sample *out) {
   int E = raspT_edges(o);
-  grow_int(&out->tokens, (size_t)raspT_length(o));
-  grow_int(&out->answer, (size_t)o->M);
-  grow_int(&out->arms, (size_t)o->D * (size_t)o->M);
-  grow_int(&out->edge_arm, (size_t)E);
-  grow_int(&out->edge_step, (size_t)E);
-  grow_int(&out->edge_pos, (size_t)E);
+  size_t ecap = out->cap_edges;
+  grow_int(&out->tokens, &out->cap_tokens, (size_t)raspT_length(o));
+  grow_int(&out->answer, &out->cap_answer, (size_t)o->M);
+  grow_int(&out->arms, &out->cap_arms, (size_t)o->D * (size_t)o->M);
+  grow_int(&out->edge_arm, &ecap, (size_t)E);
+  ecap = out->cap_edges;
+  grow_int(&out->edge_step, &ecap, (size_t)E);
+  grow_int(&out->edge_pos, &out->cap_edges, (size_t)E);
   out->D = o->D;
   out->M = o->M;
   out->nedges = E;
@@ -248,6 +254,7 @@ void raspT_sample_free(rasp_sample *s) {
   raspM_free(s->edge_arm);
   raspM_free(s->edge_step);
   raspM_free(s->edge_pos);
+  raspM_free(s->work);
   memset(s, 0, sizeof *s);
 }
 
@@ -349,9 +356,16 @@ static void copy_graph(const rasp_task_opts *o, rasp_sample *dst,
 /* ---- drawing ------------------------------------------------------------ */
 
 /* An ordered tuple of n distinct values, uniform over 1..V. */
-static void draw_tuple(rasp_rng *rng, int V, int n, int *tuple) {
+static int *work_area(rasp_sample *s, size_t n) {
+  grow_int(&s->work, &s->cap_work, n);
+  return s->work;
+}
+
+/* An ordered tuple of n distinct values, uniform over 1..V; scratch: room
+** for max(V, 4n + 16) ints. */
+static void draw_tuple(rasp_rng *rng, int V, int n, int *tuple, int *scratch_ints) {
   if ((int64_t)n * 2 > V) {
-    int *pool = raspM_alloc((size_t)V * sizeof *pool);
+    int *pool = scratch_ints;
     for (int i = 0; i < V; i++) pool[i] = i + 1;
     for (int i = 0; i < n; i++) {
       int j = i + (int)raspT_rng_below(rng, (uint64_t)(V - i));
@@ -360,12 +374,12 @@ static void draw_tuple(rasp_rng *rng, int V, int n, int *tuple) {
       pool[j] = t;
       tuple[i] = pool[i];
     }
-    raspM_free(pool);
     return;
   }
   size_t cap = 16;
   while (cap < (size_t)n * 4) cap *= 2;
-  int *set = raspM_alloc(cap * sizeof *set); /* 0 = empty */
+  int *set = scratch_ints; /* 0 = empty */
+  memset(set, 0, cap * sizeof *set);
   for (int i = 0; i < n;) {
     int v = 1 + (int)raspT_rng_below(rng, (uint64_t)V);
     size_t h = (size_t)(mix64((uint64_t)v) & (cap - 1));
@@ -374,7 +388,13 @@ static void draw_tuple(rasp_rng *rng, int V, int n, int *tuple) {
     set[h] = v;
     tuple[i++] = v;
   }
-  raspM_free(set);
+}
+
+/* Room draw_tuple needs for n values out of V. */
+static size_t tuple_scratch(int V, int n) {
+  size_t cap = 16;
+  while (cap < (size_t)n * 4) cap *= 2;
+  return (size_t)V > cap ? (size_t)V : cap;
 }
 
 /* Steps 1 and 2 of the design note, leaving rng after the target draw. */
@@ -383,13 +403,14 @@ static int draw_sample(const rasp_task_opts *o, rasp_rng *rng, rasp_sample *out,
   if (raspT_opts_check(o, err) != 0) return -1;
   int D = o->D, M = o->M, N = raspT_nodes(o), E = raspT_edges(o);
   sample_alloc(o, out);
-  int *tuple = raspM_alloc((size_t)N * sizeof *tuple);
-  int *gen = raspM_alloc((size_t)D * (size_t)M * sizeof *gen);
   int nperm = o->order == RASP_ORDER_EDGE ? E : D;
-  int *perm = raspM_alloc((size_t)nperm * sizeof *perm);
-  int *rank = raspM_alloc((size_t)D * sizeof *rank);
+  size_t nts = tuple_scratch(o->V, N);
+  int *tuple = work_area(out, (size_t)N + (size_t)D * M + (size_t)nperm + (size_t)D + nts);
+  int *gen = tuple + N;
+  int *perm = gen + (size_t)D * M;
+  int *rank = perm + nperm;
 
-  draw_tuple(rng, o->V, N, tuple);
+  draw_tuple(rng, o->V, N, tuple, rank + D);
   for (int a = 0; a < D; a++) {
     gen[(size_t)a * M] = tuple[0];
     for (int j = 1; j < M; j++)
@@ -401,11 +422,6 @@ static int draw_sample(const rasp_task_opts *o, rasp_rng *rng, rasp_sample *out,
   int target = (int)raspT_rng_below(rng, (uint64_t)D);
   out->variant = 0;
   render(o, out, target);
-
-  raspM_free(tuple);
-  raspM_free(gen);
-  raspM_free(perm);
-  raspM_free(rank);
   return 0;
 }
 

@@ -158,6 +158,11 @@ typedef struct rasp_sample {
   ** and its u token sits at tokens[edge_pos[k]]. */
   int *edge_arm, *edge_step, *edge_pos;
   int variant;      /* 0: the sample itself; 1..k: its structured variants */
+  /* capacities of the arrays above and a scratch area, so that drawing
+     many samples into one rasp_sample allocates nothing after the first */
+  size_t cap_tokens, cap_answer, cap_arms, cap_edges;
+  int *work;
+  size_t cap_work;
 } rasp_sample;
 
 /* Generates sample `index` of the run with seed `seed` into out, which must
