@@ -313,6 +313,33 @@ static value *b_has_pair(rasp_ctx *ctx, value **args, int nargs, rasp_pos pos) {
   return raspV_bool(ctx, 0);
 }
 
+/* The same for "the window xs[i:i+width] holds a and b, in any slots". */
+static value *b_holds_both(rasp_ctx *ctx, value **args, int nargs, rasp_pos pos) {
+  (void)nargs;
+  value *xs = A(0);
+  if (xs->kind != V_LIST && xs->kind != V_TUPLE)
+    raspV_error(ctx, pos, "holds_both() needs a list or tuple, not %s", raspV_kind_name(xs));
+  int64_t width = raspV_int(ctx, A(3), pos, "holds_both()'s width");
+  int64_t start = raspV_int(ctx, A(4), pos, "holds_both()'s start");
+  int64_t stop = raspV_int(ctx, A(5), pos, "holds_both()'s stop");
+  int64_t step = raspV_int(ctx, A(6), pos, "holds_both()'s step");
+  if (step <= 0) raspV_error(ctx, pos, "holds_both() step must be positive");
+  if (width < 1) raspV_error(ctx, pos, "holds_both() width must be positive");
+  int64_t n = xs->u.list.n;
+  for (int64_t i = start; i < stop; i += step) {
+    if (i < 0 || i + width > n)
+      raspV_error(ctx, pos, "holds_both(): window [%lld, %lld) out of range for length %lld",
+                  (long long)i, (long long)(i + width), (long long)n);
+    int has_a = 0, has_b = 0;
+    for (int64_t j = i; j < i + width; j++) {
+      has_a = has_a || raspV_equal(xs->u.list.items[j], A(1));
+      has_b = has_b || raspV_equal(xs->u.list.items[j], A(2));
+    }
+    if (has_a && has_b) return raspV_bool(ctx, 1);
+  }
+  return raspV_bool(ctx, 0);
+}
+
 static value *b_all(rasp_ctx *ctx, value **args, int nargs, rasp_pos pos) {
   (void)nargs;
   value *items = as_items(ctx, A(0), pos, "all");
@@ -472,6 +499,8 @@ static const builtin builtins[] = {
     {"range", "*", b_range, -1, "range(stop) or range(start, stop[, step])"},
     {"has_pair", "xs,a,b,gap,start,stop,step", b_has_pair, -1,
      "whether some i in range(start, stop, step) has xs[i] == a and xs[i + gap] == b"},
+    {"holds_both", "xs,a,b,width,start,stop,step", b_holds_both, -1,
+     "whether some i in range(start, stop, step) has a and b in xs[i:i + width]"},
     {"int", "x", b_int, -1, "integer part (truncates toward zero)"},
     {"abs", "x", b_abs, -1, "absolute value (element-wise on sequences)"},
     {"min", "*", b_min, -1, "smallest argument (element-wise on sequences)"},
