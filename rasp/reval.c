@@ -1957,21 +1957,23 @@ static void head_gather(const head *h, const rasp_elem *qs, int qintlike, int ca
 #undef GATHER_KEY
 }
 
-static inline void dacc_add(struct dacc *t, uint32_t gen, int64_t at, int64_t v) {
+/* Adds v to key slot at; returns 0 if the int64 sum overflowed. */
+static inline int dacc_add(struct dacc *t, uint32_t gen, int64_t at, int64_t v) {
   struct dacc *a = &t[at];
   if (a->stamp != gen) {
     a->stamp = gen;
     a->cnt = 1;
     a->sum = v;
-  } else {
-    a->cnt++;
-    a->sum += v;
+    return 1;
   }
+  a->cnt++;
+  return !__builtin_add_overflow(a->sum, v, &a->sum);
 }
 
 /* One equality select on int-like keys of small range (token ids, node
 ** ids, positions), causal or not, under sel_width or a sum head over
-** integers or booleans whose sums fit int64: the statistics live in a
+** integers or booleans (returns 2 if a sum overflows int64, for the
+** general path to redo the input): the statistics live in a
 ** table indexed by key value, so there is no group numbering and, when
 ** causal, one sweep that adds key q and then answers query q. */
 static int head_direct(head *h, const rasp_elem *keys, const rasp_elem *qs,
@@ -2000,9 +2002,10 @@ static int head_direct(head *h, const rasp_elem *keys, const rasp_elem *qs,
   if (!ffinish(h, 0, 0, 0, 0, &none)) return 0;
   /* causal: add key q, then answer query q; else all keys, then all queries */
   if (!causal)
-    for (int k = 0; k < n; k++) dacc_add(t, gen, keys[k].num - kmin, width ? 0 : vals[k].num);
+    for (int k = 0; k < n; k++)
+      if (!dacc_add(t, gen, keys[k].num - kmin, width ? 0 : vals[k].num)) return 2;
   for (int q = 0; q < n; q++) {
-    if (causal) dacc_add(t, gen, keys[q].num - kmin, width ? 0 : vals[q].num);
+    if (causal && !dacc_add(t, gen, keys[q].num - kmin, width ? 0 : vals[q].num)) return 2;
     uint64_t o = (uint64_t)qs[q].num - (uint64_t)kmin;
     if (o > range || t[o].stamp != gen) {
       out[q] = none;
@@ -2134,14 +2137,11 @@ static int eval_head(ctx *c) {
   if (strat == S_CONJ && cnl == 1 && cwt == W_PREF && (coff == 1 || coff > n) &&
       (h.vm == VM_NONE || ((h.vm == VM_INT || h.vm == VM_BOOL) && h.fsum)) && n > 0) {
     const rasp_ir_node *leaf = &ev->ir->nodes[cleaves[0]];
-    int64_t kmax, vlo = 0, vhi = 0;
+    int64_t kmax;
     if (INTLIKE(ev->kind[leaf->in[0]]) && INTLIKE(ev->kind[leaf->in[1]])) {
       node_bounds(ev, leaf->in[0], &dkmin, &kmax);
       drange = (uint64_t)kmax - (uint64_t)dkmin;
-      if (h.vm != VM_NONE) node_bounds(ev, nd->in[1], &vlo, &vhi);
-      /* sums of n values within +-2^62/n fit int64 */
-      int64_t lim = INT64_MAX / 2 / n;
-      direct = drange < (uint64_t)n * 4 + 256 && vlo >= -lim && vhi <= lim &&
+      direct = drange < (uint64_t)n * 4 + 256 &&
                n <= INT32_MAX / 2;
     }
   }
@@ -2181,7 +2181,10 @@ static int eval_head(ctx *c) {
         const rasp_ir_node *leaf = &ev->ir->nodes[cleaves[0]];
         ok = head_direct(&h, ev->val[leaf->in[0]] + off, ev->val[leaf->in[1]] + off,
                          dkmin, drange, coff == 1, vals, out);
-        break;
+        if (ok != 2) break;
+        /* an int64 sum overflowed: this input takes the 128-bit path */
+        h.mixed = 1;
+        ok = 1;
       }
       int *gid = scratch(ev, SC_GID, n1 * sizeof *gid);
       int *gq = scratch(ev, SC_GQ, n1 * sizeof *gq);
