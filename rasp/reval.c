@@ -87,12 +87,18 @@ typedef __int128 i128;
 
 /* ---- memo tables for callbacks */
 
+#define MEMO_SMALL 256
+
 typedef struct memo {
   int nargs;
   size_t cap, count; /* cap is a power of two, or 0 */
   rasp_elem *keys;   /* cap * nargs */
   rasp_elem *vals;
   unsigned char *used;
+  /* one-argument maps of small non-negative integers (token ids, counts):
+     a direct table in front of the hash */
+  rasp_elem small[MEMO_SMALL];
+  unsigned char small_set[MEMO_SMALL];
 } memo;
 
 /* Element kinds (bit set). */
@@ -680,9 +686,19 @@ static int eval_WHERE(ctx *c) {
 
 static int eval_MAP(ctx *c) {
   const rasp_elem *x = operand(c, 0);
+  memo *m = NULL;
   for (size_t i = 0; i < c->total; i++) {
-    if (i && x[i].num == x[i - 1].num && x[i].den == x[i - 1].den) {
-      c->out[i] = c->out[i - 1];
+    rasp_elem e = x[i];
+    if (e.den == 1 && (uint64_t)e.num < MEMO_SMALL) {
+      if (!m) m = c->ev->memos[c->id]; /* made by the first call_memo */
+      if (m && m->small_set[e.num]) {
+        c->out[i] = m->small[e.num];
+        continue;
+      }
+      if (!call_memo(c->ev, c->id, 1, &x[i], &c->out[i], c->err)) return 0;
+      m = c->ev->memos[c->id];
+      m->small[e.num] = c->out[i];
+      m->small_set[e.num] = 1;
       continue;
     }
     if (!call_memo(c->ev, c->id, 1, &x[i], &c->out[i], c->err)) return 0;
