@@ -365,7 +365,16 @@ int raspK_sample_tokens(const rasp_ptrace *tr, uint64_t seed, uint64_t index, in
 
 #define VERIFY_BATCH 64
 
+/* Wakes the reporting thread when a worker finishes, so that a short run
+** does not wait out the reporter's sleep. */
+typedef struct vdone {
+  pthread_mutex_t lock;
+  pthread_cond_t cond;
+  int finished;
+} vdone;
+
 typedef struct vjob {
+  vdone *all;
   rasp_ptrace *tr;
   uint64_t begin, end, seed;
   uint64_t passed, done;
@@ -411,6 +420,10 @@ done:
   raspM_free(tokens);
   raspE_free(ev);
   __atomic_store_n(&job->finished, 1, __ATOMIC_RELEASE);
+  pthread_mutex_lock(&job->all->lock);
+  job->all->finished++;
+  pthread_cond_signal(&job->all->cond);
+  pthread_mutex_unlock(&job->all->lock);
   return NULL;
 }
 
@@ -430,26 +443,39 @@ int raspK_verify_random_progress(rasp_ptrace *tr, uint64_t graphs, uint64_t seed
   pthread_attr_t attr;
   pthread_attr_init(&attr);
   pthread_attr_setstacksize(&attr, 64u << 20); /* callbacks recurse in the interpreter */
+  vdone all;
+  pthread_mutex_init(&all.lock, NULL);
+  pthread_cond_init(&all.cond, NULL);
+  all.finished = 0;
   for (int j = 0; j < jobs; j++) {
+    job[j].all = &all;
     job[j].tr = tr;
     job[j].seed = seed;
     job[j].begin = graphs * (uint64_t)j / (uint64_t)jobs;
     job[j].end = graphs * (uint64_t)(j + 1) / (uint64_t)jobs;
     pthread_create(&th[j], &attr, verify_worker, &job[j]);
   }
-  /* the workers count what they have done; this thread reports it */
-  for (;;) {
-    uint64_t done = 0;
-    int finished = 1;
-    for (int j = 0; j < jobs; j++) {
-      done += __atomic_load_n(&job[j].done, __ATOMIC_RELAXED);
-      finished &= __atomic_load_n(&job[j].finished, __ATOMIC_ACQUIRE);
+  /* the workers count what they have done; this thread reports it every
+     100 ms until the last one signals that it has finished */
+  pthread_mutex_lock(&all.lock);
+  while (all.finished < jobs) {
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_nsec += 100 * 1000 * 1000;
+    if (until.tv_nsec >= 1000000000L) {
+      until.tv_sec++;
+      until.tv_nsec -= 1000000000L;
     }
-    if (finished) break;
-    if (progress) progress(user, done, graphs);
-    struct timespec ts = {0, 100 * 1000 * 1000};
-    nanosleep(&ts, NULL);
+    pthread_cond_timedwait(&all.cond, &all.lock, &until);
+    if (all.finished < jobs && progress) {
+      uint64_t done = 0;
+      for (int j = 0; j < jobs; j++) done += __atomic_load_n(&job[j].done, __ATOMIC_RELAXED);
+      pthread_mutex_unlock(&all.lock);
+      progress(user, done, graphs);
+      pthread_mutex_lock(&all.lock);
+    }
   }
+  pthread_mutex_unlock(&all.lock);
   int ok = 1;
   for (int j = 0; j < jobs; j++) {
     pthread_join(th[j], NULL);
@@ -463,6 +489,8 @@ int raspK_verify_random_progress(rasp_ptrace *tr, uint64_t graphs, uint64_t seed
     }
   }
   pthread_attr_destroy(&attr);
+  pthread_cond_destroy(&all.cond);
+  pthread_mutex_destroy(&all.lock);
   raspM_free(job);
   raspM_free(th);
   return ok;
