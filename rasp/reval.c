@@ -1964,6 +1964,11 @@ static void head_gather(const head *h, const rasp_elem *qs, int qintlike, int ca
       int64_t k = GATHER_KEY(q);
       out[q] = k >= 0 ? raspI_elem_trunc(vals[k]) : none;
     }
+  } else if (qintlike && !causal) { /* the common case: x[i], kqv(idx, ...) */
+    for (int q = 0; q < n; q++) {
+      uint64_t k = (uint64_t)qs[q].num;
+      out[q] = k < (uint64_t)n ? vals[k] : none;
+    }
   } else { /* aggregate, max, min: the one value passes through */
     for (int q = 0; q < n; q++) {
       int64_t k = GATHER_KEY(q);
