@@ -1289,6 +1289,129 @@ static void node_bounds(rasp_eval *ev, int id, int64_t *lo, int64_t *hi) {
   *hi = ev->bndhi[id];
 }
 
+/* Bounds from the operands' bounds, so that most heads never scan their
+** keys: interval arithmetic on int-like nodes, run after each node.  A node
+** whose bounds cannot be derived (maps, division, an operand with
+** rationals or symbols) is left to node_bounds' scan. */
+static int bnd_known(const rasp_eval *ev, int id) {
+  return ev->bndrun[id] == ev->runno && INTLIKE(ev->kind[id]);
+}
+
+static void bnd_set(rasp_eval *ev, int id, int64_t lo, int64_t hi) {
+  ev->bndlo[id] = lo;
+  ev->bndhi[id] = hi;
+  ev->bndrun[id] = ev->runno;
+}
+
+static int elem_intlike(rasp_elem e) { return e.den == 1 || e.den == RASP_DEN_BOOL; }
+
+static void derive_bounds(rasp_eval *ev, int id, const int64_t *tokens, size_t total) {
+  const rasp_ir_node *nd = &ev->ir->nodes[id];
+  if (!INTLIKE(ev->kind[id]) || !total) return;
+  int64_t lo, hi;
+  const int *in = nd->in;
+  switch (nd->op) {
+  case RASP_OP_INPUT:
+    lo = hi = tokens[0];
+    for (size_t i = 1; i < total; i++) {
+      lo = tokens[i] < lo ? tokens[i] : lo;
+      hi = tokens[i] > hi ? tokens[i] : hi;
+    }
+    break;
+  case RASP_OP_INDICES:
+    lo = 0;
+    hi = ev->n - 1;
+    break;
+  case RASP_OP_FULL:
+    if (!elem_intlike(nd->c)) return;
+    lo = hi = nd->c.num;
+    break;
+  case RASP_OP_SEL_WIDTH:
+    lo = 0;
+    hi = ev->n;
+    break;
+  case RASP_OP_WHERE:
+    if (!bnd_known(ev, in[1]) || !bnd_known(ev, in[2])) return;
+    lo = ev->bndlo[in[1]] < ev->bndlo[in[2]] ? ev->bndlo[in[1]] : ev->bndlo[in[2]];
+    hi = ev->bndhi[in[1]] > ev->bndhi[in[2]] ? ev->bndhi[in[1]] : ev->bndhi[in[2]];
+    break;
+  case RASP_OP_AGGR_MEAN:
+  case RASP_OP_AGGREGATE:
+  case RASP_OP_AGGR_MAX:
+  case RASP_OP_AGGR_MIN: {
+    /* a mean, max or min of selected values, or the default */
+    rasp_elem c = nd->op == RASP_OP_AGGR_MEAN ? raspI_elem_trunc(nd->c) : nd->c;
+    if (!bnd_known(ev, in[1]) || !elem_intlike(c)) return;
+    lo = ev->bndlo[in[1]] < c.num ? ev->bndlo[in[1]] : c.num;
+    hi = ev->bndhi[in[1]] > c.num ? ev->bndhi[in[1]] : c.num;
+    break;
+  }
+  case RASP_OP_UNARY: {
+    if (!bnd_known(ev, in[0])) return;
+    int64_t a = ev->bndlo[in[0]], b = ev->bndhi[in[0]];
+    switch ((rasp_unop)nd->aux) {
+    case RASP_UN_POS: lo = a; hi = b; break;
+    case RASP_UN_NEG:
+      if (a == INT64_MIN) return;
+      lo = -b;
+      hi = -a;
+      break;
+    case RASP_UN_NOT: lo = 0; hi = 1; break;
+    default: return;
+    }
+    break;
+  }
+  case RASP_OP_BINARY: {
+    rasp_binop op = (rasp_binop)nd->aux;
+    if (op >= RASP_BIN_EQ && op <= RASP_BIN_OR) {
+      lo = 0;
+      hi = 1;
+      break;
+    }
+    if (!bnd_known(ev, in[0]) || !bnd_known(ev, in[1])) return;
+    int64_t a = ev->bndlo[in[0]], b = ev->bndhi[in[0]];
+    int64_t c = ev->bndlo[in[1]], d = ev->bndhi[in[1]];
+    switch (op) {
+    case RASP_BIN_ADD:
+      if (__builtin_add_overflow(a, c, &lo) || __builtin_add_overflow(b, d, &hi)) return;
+      break;
+    case RASP_BIN_SUB:
+      if (__builtin_sub_overflow(a, d, &lo) || __builtin_sub_overflow(b, c, &hi)) return;
+      break;
+    case RASP_BIN_MUL: {
+      int64_t p[4];
+      if (__builtin_mul_overflow(a, c, &p[0]) || __builtin_mul_overflow(a, d, &p[1]) ||
+          __builtin_mul_overflow(b, c, &p[2]) || __builtin_mul_overflow(b, d, &p[3]))
+        return;
+      lo = hi = p[0];
+      for (int k = 1; k < 4; k++) {
+        lo = p[k] < lo ? p[k] : lo;
+        hi = p[k] > hi ? p[k] : hi;
+      }
+      break;
+    }
+    case RASP_BIN_MOD: /* Python's %: a positive divisor gives 0 .. d-1 */
+      if (c <= 0) return;
+      lo = 0;
+      hi = d - 1;
+      break;
+    case RASP_BIN_MIN:
+      lo = a < c ? a : c;
+      hi = b < d ? b : d;
+      break;
+    case RASP_BIN_MAX:
+      lo = a > c ? a : c;
+      hi = b > d ? b : d;
+      break;
+    default: return;
+    }
+    break;
+  }
+  default: return;
+  }
+  bnd_set(ev, id, lo, hi);
+}
+
 /* Int-like keys and queries (True == 1 by num).  Returns the group count.
 ** keynode: the node the keys are a row of (its bounds are cached), or -1. */
 static int group_int(rasp_eval *ev, int keynode, const rasp_elem *keys,
@@ -1997,30 +2120,13 @@ static inline int dacc_add(struct dacc *t, uint32_t gen, int64_t at, int64_t v) 
 ** general path to redo the input): the statistics live in a
 ** table indexed by key value, so there is no group numbering and, when
 ** causal, one sweep that adds key q and then answers query q. */
-static int head_direct(head *h, const rasp_elem *keys, const rasp_elem *qs,
-                       int64_t kmin, uint64_t range, int causal,
-                       const rasp_elem *vals, rasp_elem *out) {
-  rasp_eval *ev = h->ev;
-  int n = h->n;
-  size_t need = (size_t)range + 1;
-  if (need > ev->dacccap) {
-    size_t cap = ev->dacccap ? ev->dacccap : 256;
-    while (cap < need) cap *= 2;
-    raspM_free(ev->dacc);
-    ev->dacc = raspM_alloc(cap * sizeof *ev->dacc); /* zeroed: stamp 0 */
-    ev->dacccap = cap;
-    ev->daccgen = 0;
-  }
-  if (++ev->daccgen == 0) {
-    memset(ev->dacc, 0, ev->dacccap * sizeof *ev->dacc);
-    ev->daccgen = 1;
-  }
-  struct dacc *t = ev->dacc;
-  const uint32_t gen = ev->daccgen;
-  const int width = h->nd->op == RASP_OP_SEL_WIDTH;
-  const int64_t one_den = h->nd->op == RASP_OP_AGGREGATE ? h->vden : 1;
-  rasp_elem none;
-  if (!ffinish(h, 0, 0, 0, 0, &none)) return 0;
+/* The sweep, inlined with causal and width as constants. */
+static inline __attribute__((always_inline)) int
+direct_sweep(head *h, struct dacc *t, uint32_t gen, const rasp_elem *keys,
+             const rasp_elem *qs, int64_t kmin, uint64_t range, const int causal,
+             const int width, int64_t one_den, rasp_elem none, const rasp_elem *vals,
+             rasp_elem *out) {
+  const int n = h->n;
   /* causal: add key q, then answer query q; else all keys, then all queries */
   if (!causal)
     for (int k = 0; k < n; k++)
@@ -2045,6 +2151,34 @@ static int head_direct(head *h, const rasp_elem *keys, const rasp_elem *qs,
     }
   }
   return 1;
+}
+
+/* none: the head's result on an empty selection. */
+static int head_direct(head *h, const rasp_elem *keys, const rasp_elem *qs,
+                       int64_t kmin, uint64_t range, int causal, rasp_elem none,
+                       const rasp_elem *vals, rasp_elem *out) {
+  rasp_eval *ev = h->ev;
+  size_t need = (size_t)range + 1;
+  if (need > ev->dacccap) {
+    size_t cap = ev->dacccap ? ev->dacccap : 256;
+    while (cap < need) cap *= 2;
+    raspM_free(ev->dacc);
+    ev->dacc = raspM_alloc(cap * sizeof *ev->dacc); /* zeroed: stamp 0 */
+    ev->dacccap = cap;
+    ev->daccgen = 0;
+  }
+  if (++ev->daccgen == 0) {
+    memset(ev->dacc, 0, ev->dacccap * sizeof *ev->dacc);
+    ev->daccgen = 1;
+  }
+  struct dacc *t = ev->dacc;
+  const uint32_t gen = ev->daccgen;
+  const int64_t one_den = h->nd->op == RASP_OP_AGGREGATE ? h->vden : 1;
+  if (h->nd->op == RASP_OP_SEL_WIDTH)
+    return causal ? direct_sweep(h, t, gen, keys, qs, kmin, range, 1, 1, one_den, none, vals, out)
+                  : direct_sweep(h, t, gen, keys, qs, kmin, range, 0, 1, one_den, none, vals, out);
+  return causal ? direct_sweep(h, t, gen, keys, qs, kmin, range, 1, 0, one_den, none, vals, out)
+                : direct_sweep(h, t, gen, keys, qs, kmin, range, 0, 0, one_den, none, vals, out);
 }
 
 enum strategy { S_MATRIX, S_HASH, S_SORT, S_WIN, S_CONJ, S_GATHER };
@@ -2166,6 +2300,8 @@ static int eval_head(ctx *c) {
                n <= INT32_MAX / 2;
     }
   }
+  rasp_elem dnone = {0, 1};
+  if (direct && !ffinish(&h, 0, 0, 0, 0, &dnone)) return 0;
   int keys_int = 0, same = 0;
   if (sel->op == RASP_OP_SELECT) {
     keys_int = INTLIKE(ev->kind[sel->in[0]]) && INTLIKE(ev->kind[sel->in[1]]);
@@ -2201,7 +2337,7 @@ static int eval_head(ctx *c) {
       if (direct) {
         const rasp_ir_node *leaf = &ev->ir->nodes[cleaves[0]];
         ok = head_direct(&h, ev->val[leaf->in[0]] + off, ev->val[leaf->in[1]] + off,
-                         dkmin, drange, coff == 1, vals, out);
+                         dkmin, drange, coff == 1, dnone, vals, out);
         if (ok != 2) break;
         /* an int64 sum overflowed: this input takes the 128-bit path */
         h.mixed = 1;
@@ -2571,6 +2707,7 @@ int raspE_run(rasp_eval *ev, int B, const int64_t *tokens, rasp_error *err) {
                                                          : c.kind);
       if (hold) ev->cfill[id] = total;
     }
+    if (!is_selector(ir, id)) derive_bounds(ev, id, tokens, total);
     if (!ev->keep)
       for (int r = ev->relstart[id]; r < ev->relstart[id + 1]; r++) {
         int d = ev->rel[r];

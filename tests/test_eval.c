@@ -534,7 +534,7 @@ START_TEST(test_paths_agree_kinds) {
                       n_full(&ir, I(4000000000000000000)));
     int vals[] = {vint, vbool, vmix, vrat, vsym, vneg, vhuge};
     /* selector pairs: fast, matrix */
-    int pairs[64][2], np = 0;
+    int pairs[96][2], np = 0;
 #define SEL(k, q, pr, c) n_select(&ir, k, q, pr, c, NULL)
 #define CSEL(k, q, pr, c) n_select(&ir, k, q, RASP_PRED_CUSTOM, c, &pred_fns[pr])
 #define PAIR(F, S) (pairs[np][0] = (F), pairs[np][1] = (S), np++)
@@ -552,6 +552,26 @@ START_TEST(test_paths_agree_kinds) {
       PAIR(SEL(ix, tqr, RASP_PRED_EQ, c), CSEL(ix, tqr, RASP_PRED_EQ, c));
       PAIR(SEL(ix, bigq, RASP_PRED_EQ, c), CSEL(ix, bigq, RASP_PRED_EQ, c));
       PAIR(SEL(ix, vsym, RASP_PRED_EQ, c), CSEL(ix, vsym, RASP_PRED_EQ, c));
+    }
+    /* keys whose bounds the evaluator derives instead of scanning (a bound
+       too tight would misplace keys in the direct table) */
+    {
+      int kneg = n_un(&ir, RASP_UN_NEG, vint);
+      int kmul = n_bin(&ir, RASP_BIN_MUL, t, n_bin(&ir, RASP_BIN_SUB, ix, two));
+      int kmin = n_bin(&ir, RASP_BIN_MIN, t, n_bin(&ir, RASP_BIN_SUB, two, ix));
+      int kmax = n_bin(&ir, RASP_BIN_MAX, vneg, n_full(&ir, I(-2)));
+      int kw = n_bin(&ir, RASP_BIN_ADD, vbool, vint); /* bools and ints */
+      int ksw = n_head(&ir, RASP_OP_SEL_WIDTH, n_select(&ir, t, t, RASP_PRED_EQ, 0, NULL), -1,
+                       I(0));
+      ir.nodes[ksw].nin = 1;
+      int kagg = n_head(&ir, RASP_OP_AGGR_MAX, n_select(&ir, t, tq, RASP_PRED_EQ, 0, NULL),
+                        vneg, I(-7));
+      int keys[] = {tq, kneg, kmul, kmin, kmax, kw, ksw, kagg};
+      for (size_t k = 0; k < sizeof keys / sizeof *keys; k++) {
+        int c = (int)(k % 2);
+        PAIR(SEL(keys[k], keys[k], RASP_PRED_EQ, c), CSEL(keys[k], keys[k], RASP_PRED_EQ, c));
+        PAIR(SEL(keys[k], vint, RASP_PRED_EQ, 1 - c), CSEL(keys[k], vint, RASP_PRED_EQ, 1 - c));
+      }
     }
     rasp_pred wp[] = {RASP_PRED_EQ, RASP_PRED_NE, RASP_PRED_LT, RASP_PRED_LE,
                       RASP_PRED_GT, RASP_PRED_GE, RASP_PRED_TRUE, RASP_PRED_FALSE};
@@ -577,7 +597,7 @@ START_TEST(test_paths_agree_kinds) {
 #undef SEL
 #undef CSEL
 #undef PAIR
-    int outs[4000], no = 0;
+    int outs[8000], no = 0;
     for (int s = 0; s < np; s++)
       for (size_t h = 0; h < 5; h++)
         for (size_t vi = 0; vi < sizeof vals / sizeof *vals; vi++) {
