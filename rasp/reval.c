@@ -2515,6 +2515,11 @@ static void fit_nodes(rasp_eval *ev) {
     int st = nd->op != RASP_OP_INPUT;
     for (int j = 0; j < nd->nin && st; j++)
       st = nd->in[j] >= 0 && nd->in[j] < i && ev->isstatic[nd->in[j]];
+    /* always / never ignore the values they compare: sel_width of one is
+       the length, whatever the tokens */
+    if (nd->op == RASP_OP_SELECT &&
+        (nd->aux == RASP_PRED_TRUE || nd->aux == RASP_PRED_FALSE))
+      st = 1;
     ev->isstatic[i] = (unsigned char)st;
   }
   ev->nnodes = nn;
@@ -2726,6 +2731,11 @@ const rasp_elem *raspE_value(rasp_eval *ev, int node, int b) {
       !ev->live[node] || !ev->val[node] ||
       is_selector(ev->ir, node))
     return NULL;
+  if (!ev->keep) { /* only outputs, though kept static values are there too */
+    int out = 0;
+    for (int i = 0; i < ev->ir->noutputs && !out; i++) out = ev->ir->outputs[i] == node;
+    if (!out) return NULL;
+  }
   return ev->val[node] + (size_t)b * ev->n;
 }
 
