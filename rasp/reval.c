@@ -155,6 +155,13 @@ struct rasp_eval {
   int64_t *bndlo, *bndhi;
   unsigned *bndrun;
   unsigned runno;
+  /* what raspI_live and plan_release last worked from, to skip them when
+     nothing changed (one run per input must not pay O(graph) set-up) */
+  int plan_nnodes, plan_noutputs, plan_keep;
+  int *plan_outputs;
+  size_t plan_total;
+  int plan_valid;
+  int selb_dirty; /* some selb[] entry may be set */
   uint32_t hgen; /* generation of the stamped hash tables */
   size_t hcap;
 };
@@ -2455,6 +2462,7 @@ void raspE_free(rasp_eval *ev) {
   raspM_free(ev->bndhi);
   raspM_free(ev->bndrun);
   raspM_free(ev->dacc);
+  raspM_free(ev->plan_outputs);
   raspM_free(ev->kind);
   raspM_free(ev->memos);
   raspM_free(ev->selm);
@@ -2477,6 +2485,28 @@ void raspE_set_max_selector_cells(rasp_eval *ev, size_t cells) {
 void raspE_set_keep_intermediates(rasp_eval *ev, int keep) {
   ev->keep = keep != 0;
   ev->ran = 0;
+  ev->plan_valid = 0;
+}
+
+/* Whether the liveness and release plan of the last run still hold. */
+static int plan_current(const rasp_eval *ev, size_t total) {
+  const rasp_ir *ir = ev->ir;
+  if (!ev->plan_valid || ev->plan_nnodes != ir->nnodes || ev->plan_noutputs != ir->noutputs ||
+      ev->plan_keep != ev->keep || (!ev->keep && ev->plan_total != total))
+    return 0;
+  return ir->noutputs == 0 ||
+         memcmp(ev->plan_outputs, ir->outputs, sizeof(int) * (size_t)ir->noutputs) == 0;
+}
+
+static void plan_remember(rasp_eval *ev, size_t total) {
+  const rasp_ir *ir = ev->ir;
+  ev->plan_outputs = raspM_realloc(ev->plan_outputs, sizeof(int) * (size_t)(ir->noutputs + 1));
+  if (ir->noutputs) memcpy(ev->plan_outputs, ir->outputs, sizeof(int) * (size_t)ir->noutputs);
+  ev->plan_nnodes = ir->nnodes;
+  ev->plan_noutputs = ir->noutputs;
+  ev->plan_keep = ev->keep;
+  ev->plan_total = total;
+  ev->plan_valid = 1;
 }
 
 /* The IR may have grown since the evaluator was made (the REPL traces more
@@ -2661,7 +2691,10 @@ int raspE_run(rasp_eval *ev, int B, const int64_t *tokens, rasp_error *err) {
   const rasp_ir *ir = ev->ir;
   fit_nodes(ev);
   ev->ran = 0;
-  for (int i = 0; i < ev->nnodes; i++) ev->selb[i] = -1;
+  if (ev->selb_dirty) {
+    for (int i = 0; i < ev->nnodes; i++) ev->selb[i] = -1;
+    ev->selb_dirty = 0;
+  }
   if (B < 0 || ir->n < 0) {
     raspR_setnopos(err, "bad batch size %d or length %d", B, ir->n);
     return 0;
@@ -2674,8 +2707,10 @@ int raspE_run(rasp_eval *ev, int B, const int64_t *tokens, rasp_error *err) {
     for (int i = 0; i < ev->nnodes; i++) ev->bndrun[i] = 0;
     ev->runno = 1;
   }
-  raspI_live(ir, ir->outputs, ir->noutputs, ev->live);
   size_t total = (size_t)B * (size_t)ir->n;
+  int replan = !plan_current(ev, total);
+  if (replan) raspI_live(ir, ir->outputs, ir->noutputs, ev->live);
+  if (replan && ev->keep) plan_remember(ev, total);
   if (!ev->keep) {
     /* every buffer back to the pool (but the static values this run keeps);
        values are handed out again in order */
@@ -2686,7 +2721,10 @@ int raspE_run(rasp_eval *ev, int B, const int64_t *tokens, rasp_error *err) {
       ev->valcap[i] = 0;
       ev->cfill[i] = 0;
     }
-    plan_release(ev, total);
+    if (replan) {
+      plan_release(ev, total);
+      plan_remember(ev, total);
+    }
   } else {
     for (int i = 0; i < ev->nnodes; i++)
       if (!ev->live[i] && ev->val[i]) {
@@ -2764,5 +2802,6 @@ const unsigned char *raspE_selector(rasp_eval *ev, int node, int b,
   ev->selb[node] = -1;
   if (!build_matrix(ev, node, b, m, 0, err)) return NULL;
   ev->selb[node] = b;
+  ev->selb_dirty = 1;
   return m;
 }
