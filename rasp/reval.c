@@ -128,6 +128,7 @@ struct rasp_eval {
   rasp_elem **val;      /* per node: B*n elements, NULL for selectors */
   size_t *valcap;       /* per node: capacity of val[] in elements */
   unsigned char *isstatic; /* per node: depends on no input token */
+  unsigned char *checked;  /* per node: valid_node passed (nodes never change) */
   size_t *cfill;        /* per node: leading elements of val[] that already
                            hold the node's constant value (full, indices) */
   memo **memos;         /* per node, created on first use */
@@ -2458,6 +2459,7 @@ void raspE_free(rasp_eval *ev) {
   raspM_free(ev->valcap);
   raspM_free(ev->cfill);
   raspM_free(ev->isstatic);
+  raspM_free(ev->checked);
   raspM_free(ev->bndlo);
   raspM_free(ev->bndhi);
   raspM_free(ev->bndrun);
@@ -2518,6 +2520,7 @@ static void fit_nodes(rasp_eval *ev) {
   ev->valcap = raspM_realloc(ev->valcap, (size_t)nn * sizeof *ev->valcap);
   ev->cfill = raspM_realloc(ev->cfill, (size_t)nn * sizeof *ev->cfill);
   ev->isstatic = raspM_realloc(ev->isstatic, (size_t)nn);
+  ev->checked = raspM_realloc(ev->checked, (size_t)nn);
   ev->bndlo = raspM_realloc(ev->bndlo, (size_t)nn * sizeof *ev->bndlo);
   ev->bndhi = raspM_realloc(ev->bndhi, (size_t)nn * sizeof *ev->bndhi);
   ev->bndrun = raspM_realloc(ev->bndrun, (size_t)nn * sizeof *ev->bndrun);
@@ -2538,6 +2541,7 @@ static void fit_nodes(rasp_eval *ev) {
     ev->selm[i] = NULL;
     ev->selb[i] = -1;
     ev->bndrun[i] = 0;
+    ev->checked[i] = 0;
     /* A node that reads no token (indices, constants, and everything
        computed from them alone: position masks, x[i] windows) has the same
        value for every input of the length, so a run can keep it. */
@@ -2614,7 +2618,7 @@ static int is_selector(const rasp_ir *ir, int id) {
 ** still follows the widest point of the graph on long sequences). */
 #define STATIC_HOLD_ELEMS ((size_t)1 << 15)
 
-static int held(const rasp_eval *ev, int id, size_t total) {
+static inline int held(const rasp_eval *ev, int id, size_t total) {
   return ev->isstatic[id] && !is_selector(ev->ir, id) &&
          (ev->keep || total <= STATIC_HOLD_ELEMS);
 }
@@ -2736,7 +2740,10 @@ int raspE_run(rasp_eval *ev, int B, const int64_t *tokens, rasp_error *err) {
   }
   for (int id = 0; id < ir->nnodes; id++) {
     if (!ev->live[id]) continue;
-    if (!valid_node(ir, id, err)) return 0;
+    if (!ev->checked[id]) {
+      if (!valid_node(ir, id, err)) return 0;
+      ev->checked[id] = 1;
+    }
     const rasp_ir_node *nd = &ir->nodes[id];
     ctx c = {ev, id, nd, tokens, total, NULL, err, KIND_SCAN};
     int hold = held(ev, id, total);
