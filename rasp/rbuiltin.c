@@ -290,18 +290,33 @@ static value *b_any(rasp_ctx *ctx, value **args, int nargs, rasp_pos pos) {
   return raspV_bool(ctx, 0);
 }
 
+/* has_pair and holds_both: (xs, a, b, k, start, stop, step), where k is
+** has_pair's gap or holds_both's width.  Returns xs after checking the
+** arguments. */
+static value *scan_args(rasp_ctx *ctx, value **args, const char *fname, int64_t *k,
+                        int64_t *start, int64_t *stop, int64_t *step, rasp_pos pos) {
+  value *xs = A(0);
+  char what[64];
+  if (xs->kind != V_LIST && xs->kind != V_TUPLE)
+    raspV_error(ctx, pos, "%s() needs a list or tuple, not %s", fname, raspV_kind_name(xs));
+  snprintf(what, sizeof what, "%s()'s 4th argument", fname);
+  *k = raspV_int(ctx, A(3), pos, what);
+  snprintf(what, sizeof what, "%s()'s start", fname);
+  *start = raspV_int(ctx, A(4), pos, what);
+  snprintf(what, sizeof what, "%s()'s stop", fname);
+  *stop = raspV_int(ctx, A(5), pos, what);
+  snprintf(what, sizeof what, "%s()'s step", fname);
+  *step = raspV_int(ctx, A(6), pos, what);
+  if (*step <= 0) raspV_error(ctx, pos, "%s() step must be positive", fname);
+  return xs;
+}
+
 /* The verifier's usual criterion ("some edge holds a then b") as one call:
 ** check() runs once per graph, and this loop is most of it. */
 static value *b_has_pair(rasp_ctx *ctx, value **args, int nargs, rasp_pos pos) {
   (void)nargs;
-  value *xs = A(0);
-  if (xs->kind != V_LIST && xs->kind != V_TUPLE)
-    raspV_error(ctx, pos, "has_pair() needs a list or tuple, not %s", raspV_kind_name(xs));
-  int64_t gap = raspV_int(ctx, A(3), pos, "has_pair()'s gap");
-  int64_t start = raspV_int(ctx, A(4), pos, "has_pair()'s start");
-  int64_t stop = raspV_int(ctx, A(5), pos, "has_pair()'s stop");
-  int64_t step = raspV_int(ctx, A(6), pos, "has_pair()'s step");
-  if (step <= 0) raspV_error(ctx, pos, "has_pair() step must be positive");
+  int64_t gap, start, stop, step;
+  value *xs = scan_args(ctx, args, "has_pair", &gap, &start, &stop, &step, pos);
   int64_t n = xs->u.list.n;
   for (int64_t i = start; i < stop; i += step) {
     if (i < 0 || i >= n || i + gap < 0 || i + gap >= n)
@@ -316,14 +331,8 @@ static value *b_has_pair(rasp_ctx *ctx, value **args, int nargs, rasp_pos pos) {
 /* The same for "the window xs[i:i+width] holds a and b, in any slots". */
 static value *b_holds_both(rasp_ctx *ctx, value **args, int nargs, rasp_pos pos) {
   (void)nargs;
-  value *xs = A(0);
-  if (xs->kind != V_LIST && xs->kind != V_TUPLE)
-    raspV_error(ctx, pos, "holds_both() needs a list or tuple, not %s", raspV_kind_name(xs));
-  int64_t width = raspV_int(ctx, A(3), pos, "holds_both()'s width");
-  int64_t start = raspV_int(ctx, A(4), pos, "holds_both()'s start");
-  int64_t stop = raspV_int(ctx, A(5), pos, "holds_both()'s stop");
-  int64_t step = raspV_int(ctx, A(6), pos, "holds_both()'s step");
-  if (step <= 0) raspV_error(ctx, pos, "holds_both() step must be positive");
+  int64_t width, start, stop, step;
+  value *xs = scan_args(ctx, args, "holds_both", &width, &start, &stop, &step, pos);
   if (width < 1) raspV_error(ctx, pos, "holds_both() width must be positive");
   int64_t n = xs->u.list.n;
   for (int64_t i = start; i < stop; i += step) {
