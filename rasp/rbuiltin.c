@@ -291,22 +291,18 @@ static value *b_any(rasp_ctx *ctx, value **args, int nargs, rasp_pos pos) {
 }
 
 /* has_pair and holds_both: (xs, a, b, k, start, stop, step), where k is
-** has_pair's gap or holds_both's width.  Returns xs after checking the
-** arguments. */
-static value *scan_args(rasp_ctx *ctx, value **args, const char *fname, int64_t *k,
-                        int64_t *start, int64_t *stop, int64_t *step, rasp_pos pos) {
+** has_pair's gap or holds_both's width; what[] names the four numbers for
+** error messages.  Returns xs after checking the arguments. */
+static value *scan_args(rasp_ctx *ctx, value **args, const char *fname,
+                        const char *const what[4], int64_t *k, int64_t *start,
+                        int64_t *stop, int64_t *step, rasp_pos pos) {
   value *xs = A(0);
-  char what[64];
   if (xs->kind != V_LIST && xs->kind != V_TUPLE)
     raspV_error(ctx, pos, "%s() needs a list or tuple, not %s", fname, raspV_kind_name(xs));
-  snprintf(what, sizeof what, "%s()'s 4th argument", fname);
-  *k = raspV_int(ctx, A(3), pos, what);
-  snprintf(what, sizeof what, "%s()'s start", fname);
-  *start = raspV_int(ctx, A(4), pos, what);
-  snprintf(what, sizeof what, "%s()'s stop", fname);
-  *stop = raspV_int(ctx, A(5), pos, what);
-  snprintf(what, sizeof what, "%s()'s step", fname);
-  *step = raspV_int(ctx, A(6), pos, what);
+  *k = raspV_int(ctx, A(3), pos, what[0]);
+  *start = raspV_int(ctx, A(4), pos, what[1]);
+  *stop = raspV_int(ctx, A(5), pos, what[2]);
+  *step = raspV_int(ctx, A(6), pos, what[3]);
   if (*step <= 0) raspV_error(ctx, pos, "%s() step must be positive", fname);
   return xs;
 }
@@ -316,7 +312,9 @@ static value *scan_args(rasp_ctx *ctx, value **args, const char *fname, int64_t 
 static value *b_has_pair(rasp_ctx *ctx, value **args, int nargs, rasp_pos pos) {
   (void)nargs;
   int64_t gap, start, stop, step;
-  value *xs = scan_args(ctx, args, "has_pair", &gap, &start, &stop, &step, pos);
+  static const char *const what[4] = {"has_pair()'s gap", "has_pair()'s start",
+                                      "has_pair()'s stop", "has_pair()'s step"};
+  value *xs = scan_args(ctx, args, "has_pair", what, &gap, &start, &stop, &step, pos);
   int64_t n = xs->u.list.n;
   for (int64_t i = start; i < stop; i += step) {
     if (i < 0 || i >= n || i + gap < 0 || i + gap >= n)
@@ -332,7 +330,9 @@ static value *b_has_pair(rasp_ctx *ctx, value **args, int nargs, rasp_pos pos) {
 static value *b_holds_both(rasp_ctx *ctx, value **args, int nargs, rasp_pos pos) {
   (void)nargs;
   int64_t width, start, stop, step;
-  value *xs = scan_args(ctx, args, "holds_both", &width, &start, &stop, &step, pos);
+  static const char *const what[4] = {"holds_both()'s width", "holds_both()'s start",
+                                      "holds_both()'s stop", "holds_both()'s step"};
+  value *xs = scan_args(ctx, args, "holds_both", what, &width, &start, &stop, &step, pos);
   if (width < 1) raspV_error(ctx, pos, "holds_both() width must be positive");
   int64_t n = xs->u.list.n;
   for (int64_t i = start; i < stop; i += step) {
