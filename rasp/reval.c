@@ -163,6 +163,7 @@ struct rasp_eval {
   size_t plan_total;
   int plan_valid;
   int selb_dirty; /* some selb[] entry may be set */
+  int hold_ok;    /* static values are kept this run (decide_hold) */
   uint32_t hgen; /* generation of the stamped hash tables */
   size_t hcap;
 };
@@ -2614,13 +2615,21 @@ static int is_selector(const rasp_ir *ir, int id) {
 /* For keep == 0: after which node each value dies.  A selector's operands
 ** are read by the heads that use the selector, so its uses pass down. */
 /* Static values kept across runs: all of them when every value is kept,
-** else those of at most this many elements (a few per program, so memory
-** still follows the widest point of the graph on long sequences). */
-#define STATIC_HOLD_ELEMS ((size_t)1 << 15)
+** else as long as together they take at most this much (so memory still
+** follows the widest point of the graph on long sequences, where a program
+** can have hundreds of position masks). */
+#define STATIC_HOLD_BYTES ((size_t)16 << 20)
 
 static inline int held(const rasp_eval *ev, int id, size_t total) {
-  return ev->isstatic[id] && !is_selector(ev->ir, id) &&
-         (ev->keep || total <= STATIC_HOLD_ELEMS);
+  (void)total; /* hold_ok was decided for this run's batch shape */
+  return ev->hold_ok && ev->isstatic[id] && !is_selector(ev->ir, id);
+}
+
+static void decide_hold(rasp_eval *ev, size_t total) {
+  size_t nstatic = 0;
+  for (int i = 0; i < ev->ir->nnodes; i++)
+    nstatic += ev->live[i] && ev->isstatic[i] && !is_selector(ev->ir, i);
+  ev->hold_ok = ev->keep || nstatic * total <= STATIC_HOLD_BYTES / sizeof(rasp_elem);
 }
 
 static void plan_release(rasp_eval *ev, size_t total) {
@@ -2713,7 +2722,10 @@ int raspE_run(rasp_eval *ev, int B, const int64_t *tokens, rasp_error *err) {
   }
   size_t total = (size_t)B * (size_t)ir->n;
   int replan = !plan_current(ev, total);
-  if (replan) raspI_live(ir, ir->outputs, ir->noutputs, ev->live);
+  if (replan) {
+    raspI_live(ir, ir->outputs, ir->noutputs, ev->live);
+    decide_hold(ev, total);
+  }
   if (replan && ev->keep) plan_remember(ev, total);
   if (!ev->keep) {
     /* every buffer back to the pool (but the static values this run keeps);
