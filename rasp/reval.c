@@ -129,6 +129,8 @@ struct rasp_eval {
   size_t *valcap;       /* per node: capacity of val[] in elements */
   unsigned char *isstatic; /* per node: depends on no input token */
   unsigned char *checked;  /* per node: valid_node passed (nodes never change) */
+  int *canon;              /* per node: the live node computing the same value
+                              (itself, or an earlier one whose buffer it shares) */
   size_t *cfill;        /* per node: leading elements of val[] that already
                            hold the node's constant value (full, indices) */
   memo **memos;         /* per node, created on first use */
@@ -2439,7 +2441,7 @@ static void pool_put(rasp_eval *ev, rasp_elem *buf, size_t cap) {
 
 static void free_buffers(rasp_eval *ev) {
   for (int i = 0; i < ev->nnodes; i++) {
-    raspM_free(ev->val[i]);
+    if (ev->canon[i] == i) raspM_free(ev->val[i]);
     ev->val[i] = NULL;
     ev->valcap[i] = 0;
     ev->cfill[i] = 0;
@@ -2461,6 +2463,7 @@ void raspE_free(rasp_eval *ev) {
   raspM_free(ev->cfill);
   raspM_free(ev->isstatic);
   raspM_free(ev->checked);
+  raspM_free(ev->canon);
   raspM_free(ev->bndlo);
   raspM_free(ev->bndhi);
   raspM_free(ev->bndrun);
@@ -2522,6 +2525,7 @@ static void fit_nodes(rasp_eval *ev) {
   ev->cfill = raspM_realloc(ev->cfill, (size_t)nn * sizeof *ev->cfill);
   ev->isstatic = raspM_realloc(ev->isstatic, (size_t)nn);
   ev->checked = raspM_realloc(ev->checked, (size_t)nn);
+  ev->canon = raspM_realloc(ev->canon, (size_t)nn * sizeof *ev->canon);
   ev->bndlo = raspM_realloc(ev->bndlo, (size_t)nn * sizeof *ev->bndlo);
   ev->bndhi = raspM_realloc(ev->bndhi, (size_t)nn * sizeof *ev->bndhi);
   ev->bndrun = raspM_realloc(ev->bndrun, (size_t)nn * sizeof *ev->bndrun);
@@ -2543,6 +2547,7 @@ static void fit_nodes(rasp_eval *ev) {
     ev->selb[i] = -1;
     ev->bndrun[i] = 0;
     ev->checked[i] = 0;
+    ev->canon[i] = i;
     /* A node that reads no token (indices, constants, and everything
        computed from them alone: position masks, x[i] windows) has the same
        value for every input of the length, so a run can keep it. */
@@ -2632,6 +2637,67 @@ static void decide_hold(rasp_eval *ev, size_t total) {
   ev->hold_ok = ev->keep || nstatic * total <= STATIC_HOLD_BYTES / sizeof(rasp_elem);
 }
 
+/* Common subexpressions.  Programs compute the same thing more than once
+** (the same full(), the same mask or head in two helpers: a third of the
+** live nodes of the causal path-star program), and the IR keeps them apart
+** because layer counting and the compiler describe the program as written.
+** The evaluator computes each value once: a live node whose operation,
+** constants and canonical operands equal an earlier live node's shares
+** that node's buffer and skips its own evaluation.  Aliases own nothing;
+** their canonical node lives as long as the last of them is read. */
+static uint64_t node_sig(const rasp_eval *ev, const rasp_ir_node *nd) {
+  uint64_t h = mix64((uint64_t)nd->op * 31 + (uint64_t)(unsigned)nd->aux);
+  h = mix64(h ^ (uint64_t)nd->nin ^ ((uint64_t)nd->flags << 8));
+  h = mix64(h ^ (uint64_t)nd->c.num) ^ mix64((uint64_t)nd->c.den + 7);
+  h = mix64(h ^ (uint64_t)(uintptr_t)nd->fn);
+  for (int j = 0; j < nd->nin; j++) h = mix64(h ^ ((uint64_t)ev->canon[nd->in[j]] + 1) * 0x9e37u);
+  return h;
+}
+
+static int same_node(const rasp_eval *ev, const rasp_ir_node *a, const rasp_ir_node *b) {
+  if (a->op != b->op || a->aux != b->aux || a->nin != b->nin || a->flags != b->flags ||
+      a->fn != b->fn || a->c.num != b->c.num || a->c.den != b->c.den)
+    return 0;
+  for (int j = 0; j < a->nin; j++)
+    if (ev->canon[a->in[j]] != ev->canon[b->in[j]]) return 0;
+  return 1;
+}
+
+static void plan_canon(rasp_eval *ev) {
+  const rasp_ir *ir = ev->ir;
+  int nn = ir->nnodes;
+  /* buffers of nodes that were aliases belong to their canonical node */
+  for (int i = 0; i < nn; i++)
+    if (ev->canon[i] != i) {
+      ev->val[i] = NULL;
+      ev->valcap[i] = 0;
+      ev->cfill[i] = 0;
+      ev->canon[i] = i;
+    }
+  size_t cap = 16;
+  while (cap < (size_t)nn * 2) cap *= 2;
+  int *tab = raspM_alloc(cap * sizeof *tab); /* node + 1, 0 = empty */
+  for (int i = 0; i < nn; i++) {
+    if (!ev->live[i]) continue;
+    const rasp_ir_node *nd = &ir->nodes[i];
+    size_t j = node_sig(ev, nd) & (cap - 1);
+    for (; tab[j]; j = (j + 1) & (cap - 1))
+      if (same_node(ev, &ir->nodes[tab[j] - 1], nd)) break;
+    if (!tab[j]) {
+      tab[j] = i + 1;
+      continue;
+    }
+    ev->canon[i] = tab[j] - 1;
+    if (ev->val[i]) { /* it owned a buffer as a canonical node before */
+      pool_put(ev, ev->val[i], ev->valcap[i]);
+      ev->val[i] = NULL;
+      ev->valcap[i] = 0;
+      ev->cfill[i] = 0;
+    }
+  }
+  raspM_free(tab);
+}
+
 static void plan_release(rasp_eval *ev, size_t total) {
   const rasp_ir *ir = ev->ir;
   int nn = ir->nnodes;
@@ -2657,18 +2723,25 @@ static void plan_release(rasp_eval *ev, size_t total) {
     int o = ir->outputs[i];
     if (o >= 0 && o < nn) ev->lastuse[o] = nn; /* never released */
   }
+  /* an alias's readers read its canonical node's buffer */
+  for (int i = 0; i < nn; i++) {
+    int c = ev->canon[i];
+    if (c != i && ev->live[i] && ev->lastuse[c] < ev->lastuse[i])
+      ev->lastuse[c] = ev->lastuse[i];
+  }
   /* CSR by release time */
   memset(ev->relstart, 0, ((size_t)nn + 1) * sizeof *ev->relstart);
   for (int i = 0; i < nn; i++)
     if (ev->live[i] && ev->lastuse[i] >= 0 && ev->lastuse[i] < nn &&
-        !held(ev, i, total))
+        !held(ev, i, total) && ev->canon[i] == i)
       ev->relstart[ev->lastuse[i] + 1]++;
   for (int i = 0; i < nn; i++) ev->relstart[i + 1] += ev->relstart[i];
   int *fill = ev->lastuse; /* reuse: positions are no longer needed */
   int *pos = raspM_alloc(((size_t)nn + 1) * sizeof *pos);
   memcpy(pos, ev->relstart, ((size_t)nn + 1) * sizeof *pos);
   for (int i = 0; i < nn; i++)
-    if (ev->live[i] && fill[i] >= 0 && fill[i] < nn && !held(ev, i, total))
+    if (ev->live[i] && fill[i] >= 0 && fill[i] < nn && !held(ev, i, total) &&
+        ev->canon[i] == i)
       ev->rel[pos[fill[i]]++] = i;
   raspM_free(pos);
 }
@@ -2724,6 +2797,7 @@ int raspE_run(rasp_eval *ev, int B, const int64_t *tokens, rasp_error *err) {
   int replan = !plan_current(ev, total);
   if (replan) {
     raspI_live(ir, ir->outputs, ir->noutputs, ev->live);
+    plan_canon(ev);
     decide_hold(ev, total);
   }
   if (replan && ev->keep) plan_remember(ev, total);
@@ -2732,7 +2806,7 @@ int raspE_run(rasp_eval *ev, int B, const int64_t *tokens, rasp_error *err) {
        values are handed out again in order */
     for (int i = 0; i < ev->nnodes; i++) {
       if (ev->live[i] && held(ev, i, total)) continue;
-      pool_put(ev, ev->val[i], ev->valcap[i]);
+      if (ev->canon[i] == i) pool_put(ev, ev->val[i], ev->valcap[i]);
       ev->val[i] = NULL;
       ev->valcap[i] = 0;
       ev->cfill[i] = 0;
@@ -2744,7 +2818,7 @@ int raspE_run(rasp_eval *ev, int B, const int64_t *tokens, rasp_error *err) {
   } else {
     for (int i = 0; i < ev->nnodes; i++)
       if (!ev->live[i] && ev->val[i]) {
-        pool_put(ev, ev->val[i], ev->valcap[i]);
+        if (ev->canon[i] == i) pool_put(ev, ev->val[i], ev->valcap[i]);
         ev->val[i] = NULL;
         ev->valcap[i] = 0;
         ev->cfill[i] = 0;
@@ -2759,7 +2833,15 @@ int raspE_run(rasp_eval *ev, int B, const int64_t *tokens, rasp_error *err) {
     const rasp_ir_node *nd = &ir->nodes[id];
     ctx c = {ev, id, nd, tokens, total, NULL, err, KIND_SCAN};
     int hold = held(ev, id, total);
-    if (hold && ev->val[id] && ev->cfill[id] >= total) {
+    int canon = ev->canon[id];
+    if (canon != id) { /* the same value as an earlier node: share it */
+      ev->val[id] = ev->val[canon];
+      ev->valcap[id] = 0;
+      ev->kind[id] = ev->kind[canon];
+      ev->bndlo[id] = ev->bndlo[canon];
+      ev->bndhi[id] = ev->bndhi[canon];
+      ev->bndrun[id] = ev->bndrun[canon];
+    } else if (hold && ev->val[id] && ev->cfill[id] >= total) {
       /* computed by an earlier run; its kind is still in ev->kind */
     } else {
       if (!is_selector(ir, id)) c.out = node_buffer(ev, id, total);
@@ -2769,7 +2851,7 @@ int raspE_run(rasp_eval *ev, int B, const int64_t *tokens, rasp_error *err) {
                                                          : c.kind);
       if (hold) ev->cfill[id] = total;
     }
-    if (!is_selector(ir, id)) derive_bounds(ev, id, tokens, total);
+    if (canon == id && !is_selector(ir, id)) derive_bounds(ev, id, tokens, total);
     if (!ev->keep)
       for (int r = ev->relstart[id]; r < ev->relstart[id + 1]; r++) {
         int d = ev->rel[r];
