@@ -7,7 +7,11 @@
 ** stdlib; the program runs (rasp_exec_string), and when it defines `main`
 ** that is traced (rasp_trace), its layers analysed, and the IR evaluated
 ** (raspE_run, small selector limit) on one pseudo-random input derived from
-** the program's bytes, so every run is reproducible.  Everything is freed.
+** the program's bytes, so every run is reproducible; then the same input is
+** evaluated again inside batches of 1 to 3 on a second evaluator that drops
+** and then keeps intermediates, and its outputs must be identical (what an
+** evaluator carries between runs must not change results).  Everything is
+** freed.
 ** Errors are expected; crashes, sanitizer reports, leaks and hangs are not.
 **
 ** Programs that mention `cfunc` or `include` are skipped: cfunc calls any C
@@ -104,6 +108,32 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       if (raspE_run(ev, 1, tokens, &err)) {
         for (int k = 0; k < ir->noutputs; k++)
           if (!raspE_value(ev, ir->outputs[k], 0)) abort();
+        /* The same input again, inside batches, on an evaluator that drops
+           intermediates and then keeps them: what the evaluator carries
+           from run to run (token-independent values, shared duplicates,
+           the release plan) must not change any output. */
+        int64_t batch[3 * FUZZ_N];
+        for (int b = 0; b < 3; b++)
+          for (int i = 0; i < FUZZ_N; i++)
+            batch[b * FUZZ_N + i] = b ? 1 + (tokens[i] + b) % FUZZ_NVOCAB : tokens[i];
+        rasp_eval *ev2 = raspE_new(ir);
+        raspE_set_max_selector_cells(ev2, 4096);
+        static const int shapes[][2] = {{3, 0}, {1, 0}, {2, 1}, {3, 0}};
+        for (size_t r = 0; r < sizeof shapes / sizeof *shapes; r++) {
+          raspE_set_keep_intermediates(ev2, shapes[r][1]);
+          rasp_error err2;
+          memset(&err2, 0, sizeof err2);
+          if (!raspE_run(ev2, shapes[r][0], batch, &err2)) {
+            if (!err2.set) abort();
+            continue; /* another input of the batch may fail */
+          }
+          for (int k = 0; k < ir->noutputs; k++) {
+            const rasp_elem *x = raspE_value(ev, ir->outputs[k], 0);
+            const rasp_elem *y = raspE_value(ev2, ir->outputs[k], 0);
+            if (!y || memcmp(x, y, sizeof *x * FUZZ_N) != 0) abort();
+          }
+        }
+        raspE_free(ev2);
       } else if (!err.set) {
         abort(); /* a failure must say why */
       }
