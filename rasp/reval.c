@@ -29,12 +29,28 @@
 ** run, so memory follows the widest point of the graph, not its size; only
 ** the outputs can then be read.
 **
+** Work that does not depend on the input.  Many nodes read no token:
+** indices, constants, position masks, `length` (sel_width of an always
+** select) and everything computed from them alone.  Their values are the
+** same for every input of the length, so they are computed once and kept
+** across runs (within 16 MB when intermediates are dropped).  Programs also
+** compute the same value twice (a full(), a mask or a head written in two
+** helpers); a node equal to an earlier live one shares its buffer.  The IR
+** itself keeps both: layer counts and the compiler describe the program as
+** written.  Key bounds for the direct tables below come from interval
+** arithmetic over the IR where it can derive them, not from a scan.
+**
 ** Attention is where the cost lies.  A selector is never stored as a value:
 ** the head that consumes it (sel_width or an aggregate) looks at how the
 ** selector was made and picks an algorithm that does not build the n x n
 ** matrix when the predicate has structure:
-**   - equality, and conjunctions (select_and) of equalities with position
-**     windows: a hash join on the tuple of keys.  Keys and queries are
+**   - equality against the indices (x[i], kqv(idx, q, ...)): each query
+**     selects at most one key, so the head is a gather.
+**   - one equality on int-like keys of small range (token and node ids):
+**     counts and sums accumulate in a table indexed by key value, in one
+**     sweep for causal selects (add key q, answer query q).
+**   - other equalities, and conjunctions (select_and) of equalities with
+**     position windows: a hash join on the tuple of keys.  Keys and queries are
 **     first mapped to group numbers (int-like keys: a direct-addressed
 **     table when their range is
 **     at most a few times n, else an open-addressing table whose slots carry
