@@ -290,63 +290,57 @@ static value *b_any(rasp_ctx *ctx, value **args, int nargs, rasp_pos pos) {
   return raspV_bool(ctx, 0);
 }
 
-/* has_pair and holds_both: (xs, a, b, k, start, stop, step), where k is
-** has_pair's gap or holds_both's width; what[] names the four numbers for
-** error messages.  Returns xs after checking the arguments. */
-static value *scan_args(rasp_ctx *ctx, value **args, const char *fname,
-                        const char *const what[4], int64_t *k, int64_t *start,
-                        int64_t *stop, int64_t *step, rasp_pos pos) {
+/* has_pair(xs, a, b, gap, start, stop, step): some i in range(start, stop,
+** step) has xs[i] == a and xs[i + gap] == b -- the verifier's usual
+** criterion, "some edge holds a then b", as one call (check() runs once per
+** graph, and this loop was most of it).  holds_both(xs, a, b, width, ...):
+** the window xs[i:i+width] holds a and b, in any slots. */
+static value *scan_pairs(rasp_ctx *ctx, value **args, rasp_pos pos, int windows) {
+  static const char *const what[2][4] = {
+      {"has_pair()'s gap", "has_pair()'s start", "has_pair()'s stop", "has_pair()'s step"},
+      {"holds_both()'s width", "holds_both()'s start", "holds_both()'s stop",
+       "holds_both()'s step"}};
+  const char *fname = windows ? "holds_both" : "has_pair";
   value *xs = A(0);
   if (xs->kind != V_LIST && xs->kind != V_TUPLE)
     raspV_error(ctx, pos, "%s() needs a list or tuple, not %s", fname, raspV_kind_name(xs));
-  *k = raspV_int(ctx, A(3), pos, what[0]);
-  *start = raspV_int(ctx, A(4), pos, what[1]);
-  *stop = raspV_int(ctx, A(5), pos, what[2]);
-  *step = raspV_int(ctx, A(6), pos, what[3]);
-  if (*step <= 0) raspV_error(ctx, pos, "%s() step must be positive", fname);
-  return xs;
+  int64_t k = raspV_int(ctx, A(3), pos, what[windows][0]);
+  int64_t start = raspV_int(ctx, A(4), pos, what[windows][1]);
+  int64_t stop = raspV_int(ctx, A(5), pos, what[windows][2]);
+  int64_t step = raspV_int(ctx, A(6), pos, what[windows][3]);
+  if (step <= 0) raspV_error(ctx, pos, "%s() step must be positive", fname);
+  if (windows && k < 1) raspV_error(ctx, pos, "holds_both() width must be positive");
+  int64_t n = xs->u.list.n;
+  for (int64_t i = start; i < stop; i += step) {
+    if (windows) {
+      if (i < 0 || i + k > n)
+        raspV_error(ctx, pos, "holds_both(): window [%lld, %lld) out of range for length %lld",
+                    (long long)i, (long long)(i + k), (long long)n);
+      int has_a = 0, has_b = 0;
+      for (int64_t j = i; j < i + k; j++) {
+        has_a = has_a || raspV_equal(xs->u.list.items[j], A(1));
+        has_b = has_b || raspV_equal(xs->u.list.items[j], A(2));
+      }
+      if (has_a && has_b) return raspV_bool(ctx, 1);
+    } else {
+      if (i < 0 || i >= n || i + k < 0 || i + k >= n)
+        raspV_error(ctx, pos, "has_pair(): index %lld out of range for length %lld",
+                    (long long)(i < 0 || i >= n ? i : i + k), (long long)n);
+      if (raspV_equal(xs->u.list.items[i], A(1)) && raspV_equal(xs->u.list.items[i + k], A(2)))
+        return raspV_bool(ctx, 1);
+    }
+  }
+  return raspV_bool(ctx, 0);
 }
 
-/* The verifier's usual criterion ("some edge holds a then b") as one call:
-** check() runs once per graph, and this loop is most of it. */
 static value *b_has_pair(rasp_ctx *ctx, value **args, int nargs, rasp_pos pos) {
   (void)nargs;
-  int64_t gap, start, stop, step;
-  static const char *const what[4] = {"has_pair()'s gap", "has_pair()'s start",
-                                      "has_pair()'s stop", "has_pair()'s step"};
-  value *xs = scan_args(ctx, args, "has_pair", what, &gap, &start, &stop, &step, pos);
-  int64_t n = xs->u.list.n;
-  for (int64_t i = start; i < stop; i += step) {
-    if (i < 0 || i >= n || i + gap < 0 || i + gap >= n)
-      raspV_error(ctx, pos, "has_pair(): index %lld out of range for length %lld",
-                  (long long)(i < 0 || i >= n ? i : i + gap), (long long)n);
-    if (raspV_equal(xs->u.list.items[i], A(1)) && raspV_equal(xs->u.list.items[i + gap], A(2)))
-      return raspV_bool(ctx, 1);
-  }
-  return raspV_bool(ctx, 0);
+  return scan_pairs(ctx, args, pos, 0);
 }
 
-/* The same for "the window xs[i:i+width] holds a and b, in any slots". */
 static value *b_holds_both(rasp_ctx *ctx, value **args, int nargs, rasp_pos pos) {
   (void)nargs;
-  int64_t width, start, stop, step;
-  static const char *const what[4] = {"holds_both()'s width", "holds_both()'s start",
-                                      "holds_both()'s stop", "holds_both()'s step"};
-  value *xs = scan_args(ctx, args, "holds_both", what, &width, &start, &stop, &step, pos);
-  if (width < 1) raspV_error(ctx, pos, "holds_both() width must be positive");
-  int64_t n = xs->u.list.n;
-  for (int64_t i = start; i < stop; i += step) {
-    if (i < 0 || i + width > n)
-      raspV_error(ctx, pos, "holds_both(): window [%lld, %lld) out of range for length %lld",
-                  (long long)i, (long long)(i + width), (long long)n);
-    int has_a = 0, has_b = 0;
-    for (int64_t j = i; j < i + width; j++) {
-      has_a = has_a || raspV_equal(xs->u.list.items[j], A(1));
-      has_b = has_b || raspV_equal(xs->u.list.items[j], A(2));
-    }
-    if (has_a && has_b) return raspV_bool(ctx, 1);
-  }
-  return raspV_bool(ctx, 0);
+  return scan_pairs(ctx, args, pos, 1);
 }
 
 static value *b_all(rasp_ctx *ctx, value **args, int nargs, rasp_pos pos) {
