@@ -234,6 +234,14 @@ START_TEST(test_grad_causal_noln_pos) { gradcheck(tiny(1, 0, 1, 0)); }
 END_TEST
 START_TEST(test_grad_bidir_ln) { gradcheck(tiny(0, 1, 1, 1)); }
 END_TEST
+/* one head: the projections skip the head packing (tnet.c) */
+START_TEST(test_grad_one_head) {
+  rasp_model_config c = tiny(1, 0, 1, 0);
+  c.n_heads = 1;
+  c.d_head = 5;
+  gradcheck(c);
+}
+END_TEST
 
 /* The trainer's batched forward equals the reference forward. */
 START_TEST(test_forward_matches_reference) {
@@ -696,6 +704,7 @@ static Suite *train_suite(void) {
   tcase_add_test(tc, test_grad_bidir_noln_relu);
   tcase_add_test(tc, test_grad_causal_noln_pos);
   tcase_add_test(tc, test_grad_bidir_ln);
+  tcase_add_test(tc, test_grad_one_head);
   tcase_add_test(tc, test_forward_matches_reference);
   tcase_add_test(tc, test_overfit);
   tcase_add_test(tc, test_checkpoint_round_trip);

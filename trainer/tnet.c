@@ -4,8 +4,11 @@
 ** Layouts: every activation is row-major with one row per (sequence,
 ** position), r = b*T + t.  Queries, keys and values of all heads share one
 ** (rows, H*Dh) matrix each, head h in columns h*Dh .. h*Dh+Dh-1, so that
-** one sgemm per head (with a leading dimension of H*Dh) fills them and w_o,
-** stored [H, Dh, D], is used as one (H*Dh, D) matrix.
+** w_o, stored [H, Dh, D], is used as one (H*Dh, D) matrix.  w_q, w_k and
+** w_v, stored [H, D, Dh], are copied into one (D, H*Dh) matrix (wpack) per
+** use, so that each projection and its gradients are one sgemm over all
+** heads, not H narrow ones (d_head is small in compiled models: 27 for a
+** d_model of 755; the copy is D*H*Dh floats against R*D*H*Dh MACs).
 */
 #include "tnet.h"
 
@@ -118,6 +121,8 @@ int train_net_init(train_net *n, rasp_model *m, int B, int T, float dropout,
   n->dv = fbuf(R * HD);
   n->daty = fbuf(R * HD);
   n->dfc = fbuf(R * F);
+  n->wpack = fbuf(D * HD);
+  n->gpack = fbuf(D * HD);
   raspT_rng_seed(&n->rng, 0x5eed, 0);
   return 0;
 }
@@ -133,7 +138,7 @@ void train_net_free(train_net *n) {
   }
   float *bufs[] = {n->grad, n->emb, n->emb_mask, n->lnf, n->lnf_mean,
                    n->lnf_rstd, n->logits, n->dlogits, n->dx, n->dh, n->dt,
-                   n->dq, n->dk, n->dv, n->daty, n->dfc};
+                   n->dq, n->dk, n->dv, n->daty, n->dfc, n->wpack, n->gpack};
   for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) raspM_free(bufs[i]);
   raspM_free(n->L);
   memset(n, 0, sizeof *n);
@@ -301,6 +306,26 @@ static void bias_grad(float *db, const float *dy, size_t R, int N, int ld) {
 
 /* ---- attention ---------------------------------------------------------- */
 
+/* w (H, D, Dh) -> out (D, H*Dh): out[d][h*Dh + e] = w[h][d][e]. */
+static void pack_heads(float *out, const float *w, int H, int D, int Dh) {
+  size_t HD = (size_t)H * Dh;
+  for (int hd = 0; hd < H; hd++)
+    for (int d = 0; d < D; d++)
+      memcpy(out + d * HD + (size_t)hd * Dh, w + ((size_t)hd * D + d) * Dh,
+             (size_t)Dh * sizeof *out);
+}
+
+/* w (H, D, Dh) += g (D, H*Dh), the inverse layout of pack_heads. */
+static void unpack_add_heads(float *w, const float *g, int H, int D, int Dh) {
+  size_t HD = (size_t)H * Dh;
+  for (int hd = 0; hd < H; hd++)
+    for (int d = 0; d < D; d++) {
+      float *o = w + ((size_t)hd * D + d) * Dh;
+      const float *s = g + d * HD + (size_t)hd * Dh;
+      for (int e = 0; e < Dh; e++) o[e] += s[e];
+    }
+}
+
 /* out (R x D) = attention(h) (without dropout). */
 static void attention_fwd(train_net *n, train_layer_acts *a, const lparams *p,
                           const float *h, float *out) {
@@ -308,10 +333,16 @@ static void attention_fwd(train_net *n, train_layer_acts *a, const lparams *p,
   int b = n->b, t = n->t, D = c->d_model, H = c->n_heads, Dh = c->d_head,
       HD = H * Dh;
   int R = b * t;
-  for (int hd = 0; hd < H; hd++) {
-    mm(R, Dh, D, h, D, p->wq + (size_t)hd * D * Dh, Dh, a->q + hd * Dh, HD, 0);
-    mm(R, Dh, D, h, D, p->wk + (size_t)hd * D * Dh, Dh, a->k + hd * Dh, HD, 0);
-    mm(R, Dh, D, h, D, p->wv + (size_t)hd * D * Dh, Dh, a->v + hd * Dh, HD, 0);
+  const float *W[3] = {p->wq, p->wk, p->wv};
+  float *Y[3] = {a->q, a->k, a->v};
+  for (int w = 0; w < 3; w++) {
+    /* one head: (D, Dh) is already (D, H*Dh) */
+    const float *Wp = W[w];
+    if (H > 1) {
+      pack_heads(n->wpack, W[w], H, D, Dh);
+      Wp = n->wpack;
+    }
+    mm(R, HD, D, h, D, Wp, HD, Y[w], HD, 0);
   }
   add_bias(a->q, p->bq, (size_t)R, HD, HD);
   add_bias(a->k, p->bk, (size_t)R, HD, HD);
@@ -409,14 +440,19 @@ static void attention_bwd(train_net *n, train_layer_acts *a, const lparams *p,
   bias_grad(g->bq, n->dq, (size_t)R, HD, HD);
   bias_grad(g->bk, n->dk, (size_t)R, HD, HD);
   bias_grad(g->bv, n->dv, (size_t)R, HD, HD);
-  for (int hd = 0; hd < H; hd++) {
-    size_t wofs = (size_t)hd * D * Dh;
-    mm_tn(D, Dh, R, h, D, n->dq + hd * Dh, HD, g->wq + wofs, Dh);
-    mm_tn(D, Dh, R, h, D, n->dk + hd * Dh, HD, g->wk + wofs, Dh);
-    mm_tn(D, Dh, R, h, D, n->dv + hd * Dh, HD, g->wv + wofs, Dh);
-    mm_nt(R, D, Dh, n->dq + hd * Dh, HD, p->wq + wofs, Dh, dh, D, hd > 0);
-    mm_nt(R, D, Dh, n->dk + hd * Dh, HD, p->wk + wofs, Dh, dh, D, 1);
-    mm_nt(R, D, Dh, n->dv + hd * Dh, HD, p->wv + wofs, Dh, dh, D, 1);
+  const float *W[3] = {p->wq, p->wk, p->wv}, *dY[3] = {n->dq, n->dk, n->dv};
+  float *gW[3] = {g->wq, g->wk, g->wv};
+  for (int w = 0; w < 3; w++) {
+    if (H == 1) {
+      mm_tn(D, HD, R, h, D, dY[w], HD, gW[w], HD);
+      mm_nt(R, D, HD, dY[w], HD, W[w], HD, dh, D, w > 0);
+      continue;
+    }
+    /* gpack = h^T dY (all heads at once), then added head by head */
+    sg(CblasTrans, CblasNoTrans, D, HD, R, h, D, dY[w], HD, 0.0f, n->gpack, HD);
+    unpack_add_heads(gW[w], n->gpack, H, D, Dh);
+    pack_heads(n->wpack, W[w], H, D, Dh);
+    mm_nt(R, D, HD, dY[w], HD, n->wpack, HD, dh, D, w > 0);
   }
 }
 

@@ -46,6 +46,8 @@ typedef struct train_net {
   float *dlogits;
   /* backward scratch */
   float *dx, *dh, *dt, *dq, *dk, *dv, *daty, *dfc;
+  float *wpack, *gpack; /* one of w_q, w_k, w_v (or its gradient) as one
+                        ** (D, H*Dh) matrix: see attention_fwd */
   int b, t;      /* shape of the last forward */
   const int *tokens;
 } train_net;
