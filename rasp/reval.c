@@ -390,7 +390,8 @@ static int eval_UNARY(ctx *c) {
   unsigned kx = operand_kind(c, 0);
   rasp_elem *o = c->out;
   size_t total = c->total;
-  if (INTLIKE(kx) && op == RASP_UN_NOT) {
+  if ((INTLIKE(kx) && op == RASP_UN_NOT) || (kx == K_BOOL && op == RASP_UN_INVERT)) {
+    /* not x; and ~ on booleans, which is numpy's logical not */
     for (size_t i = 0; i < total; i++) {
       o[i].num = x[i].num == 0;
       o[i].den = RASP_DEN_BOOL;
@@ -1110,6 +1111,8 @@ typedef struct head {
   int fsum, fnb, fext;     /* fast flavour: sum, boolean count, max/min */
   int ismax;
   int mixed;               /* head_direct: some result averages several values */
+  int tracked;             /* inputs whose result kinds are in okind */
+  unsigned okind;
   const int64_t *vv;       /* fast: the values' num for the current input */
   const unsigned char *vb; /* fast, VM_MIX: 1 where the value is a boolean */
 } head;
@@ -1703,6 +1706,32 @@ static int head_order(head *h, const int *perm, int wt, const int *qa,
       ps[i + 1] = ps[i] + pv[i];
       if (h->fnb) pnb[i + 1] = pnb[i] + h->vb[perm ? perm[i] : i];
       if (h->fext) pe[i + 1] = i ? ext2(h, pe[i], pv[i]) : pv[i];
+    }
+    if (wt == W_PREF && h->fsum && !h->fnb && h->vm == VM_INT) {
+      /* prefix means of integers (a running balance): the common case
+         inline, with the result kinds tracked so nothing rescans them */
+      rasp_elem none;
+      if (!ffinish(h, 0, 0, 0, 0, &none)) return 0;
+      const int mean = h->nd->op == RASP_OP_AGGR_MEAN;
+      unsigned k = 0;
+      for (int q = 0; q < n; q++) {
+        int64_t c = qa[q];
+        i128 sum = ps[c];
+        if (!c) {
+          out[q] = none;
+          k |= elem_kind(none);
+        } else if (fits64(sum) && (mean || (int64_t)sum % c == 0)) {
+          out[q].num = (int64_t)sum / c; /* truncates toward zero */
+          out[q].den = 1;
+          k |= K_INT;
+        } else {
+          if (!ffinish(h, c, sum, 0, 0, &out[q])) return 0;
+          k |= elem_kind(out[q]);
+        }
+      }
+      h->okind |= k;
+      h->tracked++;
+      return 1;
     }
     if (h->fext && (wt == W_SUF || wt == W_BOTH)) {
       se[n] = 0;
@@ -2411,6 +2440,8 @@ static int eval_head(ctx *c) {
          passes values (or the default) through, so their kinds bound it */
       if (strat == S_GATHER || (direct && !h.mixed))
         c->kind = c->total ? kv | elem_kind(nd->c) : 0;
+      else if (h.tracked == ev->B)
+        c->kind = h.okind;
       else
         c->kind = KIND_SCAN;
       break;
