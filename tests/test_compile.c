@@ -141,6 +141,11 @@ START_TEST(test_classics) {
   ck_assert_int_eq(compile_and_compare(hist, abc, 3, 9, 50, NULL), 0);
   ck_assert_int_eq(compile_and_compare(sort, nums, 4, 8, 50, NULL), 0);
   ck_assert_int_eq(compile_and_compare(parens_src, parens, 3, 8, 100, NULL), 0);
+  /* exact by construction at the longest length the issue names: the
+     attention sharpness and the MLP steps scale with n */
+  ck_assert_int_eq(compile_and_compare(reverse, abc, 3, 128, 8, NULL), 0);
+  ck_assert_int_eq(compile_and_compare(hist, abc, 3, 128, 8, NULL), 0);
+  ck_assert_int_eq(compile_and_compare(parens_src, parens, 3, 128, 8, NULL), 0);
 }
 END_TEST
 
