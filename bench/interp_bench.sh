@@ -8,15 +8,18 @@
 #   (b) bench/numpy_rasp.py (the paper's numpy primitives, Debian's
 #       /usr/bin/python3 with python3-numpy),
 # checks that both give identical outputs on every input (fails loudly
-# otherwise) and prints the times per input and the ratios.  Not a test.
+# otherwise) and prints the times per input and the ratios.  Both sides run
+# REPEAT times, alternately, and each time is the smallest of its runs (the
+# machine is shared; the minimum is the run least disturbed).  Not a test.
 #
 # usage (from the source tree, after `make bench/interp_bench` in BUILD):
-#   bench/interp_bench.sh [BUILD [COUNT [LENGTH]]]
+#   bench/interp_bench.sh [BUILD [COUNT [LENGTH [REPEAT]]]]
 # Use a build configured without --enable-sanitizers for meaningful times.
 set -eu
 build=${1:-.}
 count=${2:-1000}
 length=${3:-32}
+repeat=${4:-3}
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(dirname "$here")
 python=${PYTHON:-/usr/bin/python3}
@@ -34,11 +37,29 @@ progs="reverse histogram sort double_histogram balanced_parens"
 files=
 for p in $progs; do files="$files $top/examples/$p.rasp"; done
 
-echo "== librasp (bench/interp_bench, single thread)"
-# shellcheck disable=SC2086
-"$bench" "$out/inputs.txt" "$out/rasp.txt" $files | tee "$out/rasp_times.txt"
-echo "== numpy (the paper's primitives, $python)"
-"$python" "$here/numpy_rasp.py" "$out/inputs.txt" "$out/numpy.txt" | tee "$out/numpy_times.txt"
+# the smallest value of each column over the runs, per program
+minof() {
+  awk 'NR == FNR && /\.rasp / { n[$1] = NF; for (i = 2; i <= NF; i++) m[$1, i] = $i; next }
+       /\.rasp / { for (i = 2; i <= NF; i++) if ($i < m[$1, i]) m[$1, i] = $i }
+       END { for (p in n) { printf "%s", p; for (i = 2; i <= n[p]; i++) printf " %s", m[p, i];
+                            printf "\n" } }' "$@"
+}
+r=1
+while [ "$r" -le "$repeat" ]; do
+  echo "== run $r of $repeat: librasp (bench/interp_bench, single thread)"
+  # shellcheck disable=SC2086
+  "$bench" "$out/inputs.txt" "$out/rasp.txt" $files | tee "$out/rasp_times.$r.txt"
+  echo "== run $r of $repeat: numpy (the paper's primitives, $python)"
+  "$python" "$here/numpy_rasp.py" "$out/inputs.txt" "$out/numpy.txt" | tee "$out/numpy_times.$r.txt"
+  r=$((r + 1))
+done
+minof "$out"/rasp_times.*.txt >"$out/rasp_times.txt"
+minof "$out"/numpy_times.*.txt >"$out/numpy_times.txt"
+rm -f "$out"/rasp_times.*.txt "$out"/numpy_times.*.txt
+echo "== smallest of $repeat runs, us per input: librasp trace ms, batch, B=1"
+sort "$out/rasp_times.txt"
+echo "== smallest of $repeat runs, us per input: numpy"
+sort "$out/numpy_times.txt"
 
 if ! cmp -s "$out/rasp.txt" "$out/numpy.txt"; then
   echo "interp_bench.sh: OUTPUTS DIFFER between librasp and numpy:" >&2
