@@ -16,8 +16,9 @@
 #     from the slope (tracing and start-up drop out) and the ratio.
 #
 # usage (from the source tree, BUILD configured without sanitizers):
-#   bench/verify_bench.sh [BUILD [NUMPY_GRAPHS [RASP_GRAPHS [D [M]]]]]
-#   defaults: BUILD=. NUMPY_GRAPHS=30 RASP_GRAPHS=2000,20000 D=2..5 M=5
+#   bench/verify_bench.sh [BUILD [NUMPY_GRAPHS [RASP_GRAPHS [D [M [REPEAT]]]]]]
+# Each side is timed REPEAT times (default 3); the smallest CPU time counts.
+#   defaults: BUILD=. NUMPY_GRAPHS=30 RASP_GRAPHS=2000,20000 D=2..5 M=5 REPEAT=3
 # Results also go to bench/out/verify_bench.jsonl (ignored by git).
 set -eu
 build=${1:-.}
@@ -25,6 +26,7 @@ ngraphs=${2:-30}
 rgraphs=${3:-2000,20000}
 D=${4:-2..5}
 M=${5:-5}
+repeat=${6:-3}
 here=$(cd "$(dirname "$0")" && pwd)
 python=${PYTHON:-/usr/bin/python3}
 rasp=$build/rasp/rasp
@@ -34,4 +36,5 @@ if [ ! -x "$rasp" ]; then
 fi
 mkdir -p "$here/out"
 exec "$python" "$here/verify_numpy.py" --rasp "$rasp" --D "$D" --M "$M" \
-  --graphs "$ngraphs" --rasp-graphs "$rgraphs" --json "$here/out/verify_bench.jsonl"
+  --graphs "$ngraphs" --rasp-graphs "$rgraphs" --repeat "$repeat" \
+  --json "$here/out/verify_bench.jsonl"
