@@ -3,12 +3,15 @@
 **
 ** Layouts: every activation is row-major with one row per (sequence,
 ** position), r = b*T + t.  Queries, keys and values of all heads share one
-** (rows, H*Dh) matrix each, head h in columns h*Dh .. h*Dh+Dh-1, so that
+** (rows, 3*H*Dh) matrix: row r holds q, then k, then v, head h of each in
+** columns h*Dh .. h*Dh+Dh-1 of its third; a->k is a->q + H*Dh, a->v is
+** a->q + 2*H*Dh, all with row stride 3*H*Dh (and so do their gradients).
 ** w_o, stored [H, Dh, D], is used as one (H*Dh, D) matrix.  w_q, w_k and
-** w_v, stored [H, D, Dh], are copied into one (D, H*Dh) matrix (wpack) per
-** use, so that each projection and its gradients are one sgemm over all
-** heads, not H narrow ones (d_head is small in compiled models: 27 for a
-** d_model of 755; the copy is D*H*Dh floats against R*D*H*Dh MACs).
+** w_v, stored [H, D, Dh], are copied into one (D, 3*H*Dh) matrix (wpack)
+** per use, so that the three projections of all heads are one sgemm, and
+** so are their two gradients, not 3*H narrow ones each (d_head is small in
+** compiled models: 3 heads of 27 for a d_model of 755; the copy is
+** 3*D*H*Dh floats against 3*R*D*H*Dh MACs).
 */
 #include "tnet.h"
 
@@ -92,9 +95,9 @@ int train_net_init(train_net *n, rasp_model *m, int B, int T, float dropout,
       a->ln2_mean = fbuf(R);
       a->ln2_rstd = fbuf(R);
     }
-    a->q = fbuf(R * HD);
-    a->k = fbuf(R * HD);
-    a->v = fbuf(R * HD);
+    a->q = fbuf(R * 3 * HD); /* q, k, v interleaved by row (see top) */
+    a->k = a->q + HD;
+    a->v = a->q + 2 * HD;
     a->att = fbuf((size_t)B * c->n_heads * T * T);
     a->atty = fbuf(R * HD);
     a->mid = fbuf(R * D);
@@ -116,13 +119,13 @@ int train_net_init(train_net *n, rasp_model *m, int B, int T, float dropout,
   n->dx = fbuf(R * D);
   n->dh = fbuf(R * D);
   n->dt = fbuf(R * D);
-  n->dq = fbuf(R * HD);
-  n->dk = fbuf(R * HD);
-  n->dv = fbuf(R * HD);
+  n->dq = fbuf(R * 3 * HD);
+  n->dk = n->dq + HD;
+  n->dv = n->dq + 2 * HD;
   n->daty = fbuf(R * HD);
   n->dfc = fbuf(R * F);
-  n->wpack = fbuf(D * HD);
-  n->gpack = fbuf(D * HD);
+  n->wpack = fbuf(D * 3 * HD);
+  n->gpack = fbuf(D * 3 * HD);
   raspT_rng_seed(&n->rng, 0x5eed, 0);
   return 0;
 }
@@ -132,13 +135,13 @@ void train_net_free(train_net *n) {
   for (int l = 0; l < n->m->cfg.n_layers; l++) {
     train_layer_acts *a = &n->L[l];
     float *bufs[] = {a->ln1, a->ln1_mean, a->ln1_rstd, a->ln2, a->ln2_mean,
-                     a->ln2_rstd, a->q, a->k, a->v, a->att, a->atty, a->mid,
+                     a->ln2_rstd, a->q, a->att, a->atty, a->mid,
                      a->pre, a->act, a->out, a->ao_mask, a->mo_mask};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) raspM_free(bufs[i]);
   }
   float *bufs[] = {n->grad, n->emb, n->emb_mask, n->lnf, n->lnf_mean,
                    n->lnf_rstd, n->logits, n->dlogits, n->dx, n->dh, n->dt,
-                   n->dq, n->dk, n->dv, n->daty, n->dfc, n->wpack, n->gpack};
+                   n->dq, n->daty, n->dfc, n->wpack, n->gpack};
   for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) raspM_free(bufs[i]);
   raspM_free(n->L);
   memset(n, 0, sizeof *n);
@@ -293,37 +296,52 @@ static void mm_nt(int M, int N, int K, const float *A, int lda, const float *Bm,
      ldc);
 }
 
-static void add_bias(float *x, const float *b, size_t R, int N, int ld) {
+/* The element-wise loops below take restrict pointers: without them GCC's
+** -O2 (cheap vectorisation, no runtime alias checks) leaves them scalar,
+** which cost a fifth of a step on a compiled model (d_model 755, few heads). */
+static void add_bias(float *restrict x, const float *restrict b, size_t R,
+                     int N, int ld) {
 #pragma omp parallel for schedule(static) if (R * N > 100000)
   for (size_t r = 0; r < R; r++)
     for (int j = 0; j < N; j++) x[r * ld + j] += b[j];
 }
 
-static void bias_grad(float *db, const float *dy, size_t R, int N, int ld) {
+static void bias_grad(float *restrict db, const float *restrict dy, size_t R,
+                      int N, int ld) {
   for (size_t r = 0; r < R; r++)
     for (int j = 0; j < N; j++) db[j] += dy[r * ld + j];
 }
 
+/* y += x */
+static void vec_add(float *restrict y, const float *restrict x, size_t n) {
+  for (size_t i = 0; i < n; i++) y[i] += x[i];
+}
+
+/* y = x * m */
+static void vec_mul(float *restrict y, const float *restrict x,
+                    const float *restrict m, size_t n) {
+  for (size_t i = 0; i < n; i++) y[i] = x[i] * m[i];
+}
+
 /* ---- attention ---------------------------------------------------------- */
 
-/* w (H, D, Dh) -> out (D, H*Dh): out[d][h*Dh + e] = w[h][d][e]. */
-static void pack_heads(float *out, const float *w, int H, int D, int Dh) {
-  size_t HD = (size_t)H * Dh;
+/* w (H, D, Dh) -> out (D, H*Dh, leading dimension ld):
+** out[d][h*Dh + e] = w[h][d][e]. */
+static void pack_heads(float *out, size_t ld, const float *w, int H, int D,
+                       int Dh) {
   for (int hd = 0; hd < H; hd++)
     for (int d = 0; d < D; d++)
-      memcpy(out + d * HD + (size_t)hd * Dh, w + ((size_t)hd * D + d) * Dh,
+      memcpy(out + d * ld + (size_t)hd * Dh, w + ((size_t)hd * D + d) * Dh,
              (size_t)Dh * sizeof *out);
 }
 
-/* w (H, D, Dh) += g (D, H*Dh), the inverse layout of pack_heads. */
-static void unpack_add_heads(float *w, const float *g, int H, int D, int Dh) {
-  size_t HD = (size_t)H * Dh;
+/* w (H, D, Dh) += g (D, H*Dh, leading dimension ld): pack_heads inverted. */
+static void unpack_add_heads(float *w, const float *g, size_t ld, int H, int D,
+                             int Dh) {
   for (int hd = 0; hd < H; hd++)
-    for (int d = 0; d < D; d++) {
-      float *o = w + ((size_t)hd * D + d) * Dh;
-      const float *s = g + d * HD + (size_t)hd * Dh;
-      for (int e = 0; e < Dh; e++) o[e] += s[e];
-    }
+    for (int d = 0; d < D; d++)
+      vec_add(w + ((size_t)hd * D + d) * Dh, g + d * ld + (size_t)hd * Dh,
+              (size_t)Dh);
 }
 
 /* out (R x D) = attention(h) (without dropout). */
@@ -332,35 +350,31 @@ static void attention_fwd(train_net *n, train_layer_acts *a, const lparams *p,
   const rasp_model_config *c = &n->m->cfg;
   int b = n->b, t = n->t, D = c->d_model, H = c->n_heads, Dh = c->d_head,
       HD = H * Dh;
-  int R = b * t;
-  const float *W[3] = {p->wq, p->wk, p->wv};
-  float *Y[3] = {a->q, a->k, a->v};
-  for (int w = 0; w < 3; w++) {
-    /* one head: (D, Dh) is already (D, H*Dh) */
-    const float *Wp = W[w];
-    if (H > 1) {
-      pack_heads(n->wpack, W[w], H, D, Dh);
-      Wp = n->wpack;
-    }
-    mm(R, HD, D, h, D, Wp, HD, Y[w], HD, 0);
-  }
-  add_bias(a->q, p->bq, (size_t)R, HD, HD);
-  add_bias(a->k, p->bk, (size_t)R, HD, HD);
-  add_bias(a->v, p->bv, (size_t)R, HD, HD);
+  int R = b * t, QS = 3 * HD; /* row stride of q, k, v */
+  pack_heads(n->wpack, (size_t)QS, p->wq, H, D, Dh);
+  pack_heads(n->wpack + HD, (size_t)QS, p->wk, H, D, Dh);
+  pack_heads(n->wpack + 2 * HD, (size_t)QS, p->wv, H, D, Dh);
+  mm(R, QS, D, h, D, n->wpack, QS, a->q, QS, 0);
+  add_bias(a->q, p->bq, (size_t)R, HD, QS);
+  add_bias(a->k, p->bk, (size_t)R, HD, QS);
+  add_bias(a->v, p->bv, (size_t)R, HD, QS);
   float scale = 1.0f / sqrtf((float)Dh);
   int causal = c->causal;
+  const float *restrict Q = a->q, *restrict K = a->k, *restrict V = a->v;
+  float *restrict Y = a->atty, *restrict att = a->att;
 #pragma omp parallel for collapse(2) schedule(static) if ((long)b * t * t * Dh * H > 200000)
   for (int bi = 0; bi < b; bi++)
     for (int hd = 0; hd < H; hd++) {
-      float *P = a->att + ((size_t)bi * H + hd) * t * t;
+      float *P = att + ((size_t)bi * H + hd) * t * t;
       for (int i = 0; i < t; i++) {
-        const float *qi = a->q + ((size_t)bi * t + i) * HD + hd * Dh;
+        const float *qi = Q + ((size_t)bi * t + i) * QS + hd * Dh;
         float *Pi = P + (size_t)i * t;
         int nk = causal ? i + 1 : t;
         float mx = -INFINITY;
         for (int j = 0; j < nk; j++) {
-          const float *kj = a->k + ((size_t)bi * t + j) * HD + hd * Dh;
+          const float *kj = K + ((size_t)bi * t + j) * QS + hd * Dh;
           float s = 0;
+#pragma omp simd reduction(+ : s)
           for (int e = 0; e < Dh; e++) s += qi[e] * kj[e];
           Pi[j] = s * scale;
           if (Pi[j] > mx) mx = Pi[j];
@@ -373,10 +387,10 @@ static void attention_fwd(train_net *n, train_layer_acts *a, const lparams *p,
         float inv = 1.0f / sum;
         for (int j = 0; j < nk; j++) Pi[j] *= inv;
         for (int j = nk; j < t; j++) Pi[j] = 0;
-        float *yi = a->atty + ((size_t)bi * t + i) * HD + hd * Dh;
+        float *yi = Y + ((size_t)bi * t + i) * HD + hd * Dh;
         for (int e = 0; e < Dh; e++) yi[e] = 0;
         for (int j = 0; j < nk; j++) {
-          const float *vj = a->v + ((size_t)bi * t + j) * HD + hd * Dh;
+          const float *vj = V + ((size_t)bi * t + j) * QS + hd * Dh;
           for (int e = 0; e < Dh; e++) yi[e] += Pi[j] * vj[e];
         }
       }
@@ -392,68 +406,67 @@ static void attention_bwd(train_net *n, train_layer_acts *a, const lparams *p,
   const rasp_model_config *c = &n->m->cfg;
   int b = n->b, t = n->t, D = c->d_model, H = c->n_heads, Dh = c->d_head,
       HD = H * Dh;
-  int R = b * t;
+  int R = b * t, QS = 3 * HD;
   /* out = atty wo + bo */
   mm_tn(HD, D, R, a->atty, HD, dout, D, g->wo, D);
   bias_grad(g->bo, dout, (size_t)R, D, D);
   mm_nt(R, HD, D, dout, D, p->wo, D, n->daty, HD, 0);
   float scale = 1.0f / sqrtf((float)Dh);
   int causal = c->causal;
-  memset(n->dq, 0, (size_t)R * HD * sizeof(float));
-  memset(n->dk, 0, (size_t)R * HD * sizeof(float));
-  memset(n->dv, 0, (size_t)R * HD * sizeof(float));
+  memset(n->dq, 0, (size_t)R * QS * sizeof(float)); /* dq, dk and dv */
+  /* dq, dk and dv share a buffer, in disjoint columns */
+  float *restrict dQ = n->dq, *restrict dK = n->dk, *restrict dV = n->dv;
+  const float *restrict Q = a->q, *restrict K = a->k, *restrict V = a->v,
+              *restrict dY = n->daty, *restrict att = a->att;
 #pragma omp parallel if ((long)b * t * t * Dh * H > 200000)
   {
     float *dP = raspM_alloc((size_t)t * sizeof(float));
 #pragma omp for collapse(2) schedule(static)
     for (int bi = 0; bi < b; bi++)
       for (int hd = 0; hd < H; hd++) {
-        const float *P = a->att + ((size_t)bi * H + hd) * t * t;
+        const float *P = att + ((size_t)bi * H + hd) * t * t;
         for (int i = 0; i < t; i++) {
           const float *Pi = P + (size_t)i * t;
-          size_t ri = ((size_t)bi * t + i) * HD + hd * Dh;
-          const float *dyi = n->daty + ri;
+          size_t ri = ((size_t)bi * t + i) * QS + hd * Dh;
+          const float *dyi = dY + ((size_t)bi * t + i) * HD + hd * Dh;
           int nk = causal ? i + 1 : t;
           float dot = 0;
           for (int j = 0; j < nk; j++) {
-            size_t rj = ((size_t)bi * t + j) * HD + hd * Dh;
-            float s = 0;
+            size_t rj = ((size_t)bi * t + j) * QS + hd * Dh;
+            float s = 0, pj = Pi[j];
+#pragma omp simd reduction(+ : s)
             for (int e = 0; e < Dh; e++) {
-              s += dyi[e] * a->v[rj + e];
-              n->dv[rj + e] += Pi[j] * dyi[e];
+              s += dyi[e] * V[rj + e];
+              dV[rj + e] += pj * dyi[e];
             }
             dP[j] = s;
             dot += s * Pi[j];
           }
           for (int j = 0; j < nk; j++) {
             float ds = Pi[j] * (dP[j] - dot) * scale;
-            size_t rj = ((size_t)bi * t + j) * HD + hd * Dh;
+            size_t rj = ((size_t)bi * t + j) * QS + hd * Dh;
             for (int e = 0; e < Dh; e++) {
-              n->dq[ri + e] += ds * a->k[rj + e];
-              n->dk[rj + e] += ds * a->q[ri + e];
+              dQ[ri + e] += ds * K[rj + e];
+              dK[rj + e] += ds * Q[ri + e];
             }
           }
         }
       }
     raspM_free(dP);
   }
-  bias_grad(g->bq, n->dq, (size_t)R, HD, HD);
-  bias_grad(g->bk, n->dk, (size_t)R, HD, HD);
-  bias_grad(g->bv, n->dv, (size_t)R, HD, HD);
-  const float *W[3] = {p->wq, p->wk, p->wv}, *dY[3] = {n->dq, n->dk, n->dv};
-  float *gW[3] = {g->wq, g->wk, g->wv};
-  for (int w = 0; w < 3; w++) {
-    if (H == 1) {
-      mm_tn(D, HD, R, h, D, dY[w], HD, gW[w], HD);
-      mm_nt(R, D, HD, dY[w], HD, W[w], HD, dh, D, w > 0);
-      continue;
-    }
-    /* gpack = h^T dY (all heads at once), then added head by head */
-    sg(CblasTrans, CblasNoTrans, D, HD, R, h, D, dY[w], HD, 0.0f, n->gpack, HD);
-    unpack_add_heads(gW[w], n->gpack, H, D, Dh);
-    pack_heads(n->wpack, W[w], H, D, Dh);
-    mm_nt(R, D, HD, dY[w], HD, n->wpack, HD, dh, D, w > 0);
-  }
+  bias_grad(g->bq, n->dq, (size_t)R, HD, QS);
+  bias_grad(g->bk, n->dk, (size_t)R, HD, QS);
+  bias_grad(g->bv, n->dv, (size_t)R, HD, QS);
+  /* gpack = h^T [dq dk dv], added to the three gradients head by head;
+  ** dh = [dq dk dv] wpack^T */
+  sg(CblasTrans, CblasNoTrans, D, QS, R, h, D, n->dq, QS, 0.0f, n->gpack, QS);
+  unpack_add_heads(g->wq, n->gpack, (size_t)QS, H, D, Dh);
+  unpack_add_heads(g->wk, n->gpack + HD, (size_t)QS, H, D, Dh);
+  unpack_add_heads(g->wv, n->gpack + 2 * HD, (size_t)QS, H, D, Dh);
+  pack_heads(n->wpack, (size_t)QS, p->wq, H, D, Dh);
+  pack_heads(n->wpack + HD, (size_t)QS, p->wk, H, D, Dh);
+  pack_heads(n->wpack + 2 * HD, (size_t)QS, p->wv, H, D, Dh);
+  mm_nt(R, D, QS, n->dq, QS, n->wpack, QS, dh, D, 0);
 }
 
 /* ---- MLP ---------------------------------------------------------------- */
@@ -525,7 +538,7 @@ void train_forward(train_net *n, const int *tokens, int b, int t) {
     }
     attention_fwd(n, a, &p, h, a->mid);
     if (drop) dropout_fwd(n, a->mid, a->ao_mask, RD);
-    for (size_t i = 0; i < RD; i++) a->mid[i] += x[i];
+    vec_add(a->mid, x, RD);
     h = a->mid;
     if (c->layer_norm) {
       layernorm_fwd(a->ln2, a->ln2_mean, a->ln2_rstd, a->mid, p.ln2w, p.ln2b, R, D);
@@ -533,7 +546,7 @@ void train_forward(train_net *n, const int *tokens, int b, int t) {
     }
     mlp_fwd(n, a, &p, h, a->out);
     if (drop) dropout_fwd(n, a->out, a->mo_mask, RD);
-    for (size_t i = 0; i < RD; i++) a->out[i] += a->mid[i];
+    vec_add(a->out, a->mid, RD);
     x = a->out;
   }
   const float *h = x;
@@ -613,7 +626,7 @@ void train_backward(train_net *n) {
     /* out = mid + drop(mlp(h2)); dx holds d out */
     const float *dmo = dx;
     if (a->mo_mask && n->training && n->dropout > 0) {
-      for (size_t i = 0; i < RD; i++) dt[i] = dx[i] * a->mo_mask[i];
+      vec_mul(dt, dx, a->mo_mask, RD);
       dmo = dt;
     }
     const float *h2 = c->layer_norm ? a->ln2 : a->mid;
@@ -622,11 +635,11 @@ void train_backward(train_net *n) {
       layernorm_bwd(dx, g.ln2w, g.ln2b, dh, a->mid, p.ln2w, a->ln2_mean,
                     a->ln2_rstd, R, D);
     else
-      for (size_t i = 0; i < RD; i++) dx[i] += dh[i];
+      vec_add(dx, dh, RD);
     /* mid = xin + drop(attn(h1)); dx holds d mid */
     const float *dao = dx;
     if (a->ao_mask && n->training && n->dropout > 0) {
-      for (size_t i = 0; i < RD; i++) dt[i] = dx[i] * a->ao_mask[i];
+      vec_mul(dt, dx, a->ao_mask, RD);
       dao = dt;
     }
     const float *h1 = c->layer_norm ? a->ln1 : xin;
@@ -635,7 +648,7 @@ void train_backward(train_net *n) {
       layernorm_bwd(dx, g.ln1w, g.ln1b, dh, xin, p.ln1w, a->ln1_mean,
                     a->ln1_rstd, R, D);
     else
-      for (size_t i = 0; i < RD; i++) dx[i] += dh[i];
+      vec_add(dx, dh, RD);
   }
   if (n->emb_mask && n->training && n->dropout > 0)
     for (size_t i = 0; i < RD; i++) dx[i] *= n->emb_mask[i];

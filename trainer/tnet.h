@@ -20,7 +20,8 @@
 
 typedef struct train_layer_acts {
   float *ln1, *ln1_mean, *ln1_rstd; /* NULL without layer norm */
-  float *q, *k, *v;                 /* (B*T, H*Dh) */
+  float *q, *k, *v;                 /* (B*T, H*Dh), row stride 3*H*Dh: one
+                                    ** buffer (q), see tnet.c */
   float *att;                       /* (B, H, T, T) probabilities */
   float *atty;                      /* (B*T, H*Dh) */
   float *ao_mask;                   /* dropout mask (scaled) or NULL */
@@ -45,9 +46,10 @@ typedef struct train_net {
   float *logits; /* (B*T, n_out) */
   float *dlogits;
   /* backward scratch */
-  float *dx, *dh, *dt, *dq, *dk, *dv, *daty, *dfc;
-  float *wpack, *gpack; /* one of w_q, w_k, w_v (or its gradient) as one
-                        ** (D, H*Dh) matrix: see attention_fwd */
+  float *dx, *dh, *dt, *daty, *dfc;
+  float *dq, *dk, *dv; /* one buffer (dq), laid out like q, k, v */
+  float *wpack, *gpack; /* w_q, w_k, w_v (or their gradients) as one
+                        ** (D, 3*H*Dh) matrix: see tnet.c */
   int b, t;      /* shape of the last forward */
   const int *tokens;
 } train_net;
