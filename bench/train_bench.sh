@@ -15,5 +15,6 @@ OMP_WAIT_POLICY=passive "$B/trainer/rasp-train" --threads "$TH" --D 5 --M 5 --V 
   --max-steps "$STEPS" >/dev/null 2>&1
 t1=$(date +%s.%N)
 echo "rasp-train: $TH threads, batch $BATCH, seq $T: $(echo "($t1 - $t0) / $STEPS" | bc -l | cut -c1-6) s/step, $(echo "$BATCH * $T * $STEPS / ($t1 - $t0)" | bc) tokens/s"
-/usr/bin/python3 "$SRC/torch_train.py" --threads "$TH" --batch "$BATCH" \
+# OpenBLAS threads: see train_bench_compiled.sh
+OPENBLAS_NUM_THREADS=$TH /usr/bin/python3 "$SRC/torch_train.py" --threads "$TH" --batch "$BATCH" \
   --micro 64 --seq $T --steps "$STEPS"

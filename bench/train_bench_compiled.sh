@@ -39,6 +39,8 @@ S=$(sed -n 's/.*step [0-9]*:.*(\([0-9.]*\)s)$/\1/p' "$TMP/log" | sed -n '1p;$p' 
     tr '\n' ' ')
 set -- $S
 echo "rasp-train (OMP_WAIT_POLICY=$OMP_WAIT_POLICY): $TH threads, batch $BATCH, seq $T: $(echo "($2 - $1) / ($STEPS - 1)" | bc -l | cut -c1-6) s/step, $(echo "$BATCH * $T * ($STEPS - 1) / ($2 - $1)" | bc) tokens/s"
-/usr/bin/python3 "$SRC/torch_train.py" --arch "$STEM.json" --weights \
+# torch's matmuls run in OpenBLAS's own threads, which torch.set_num_threads
+# does not limit (Debian's torch: "1 thread" used both cores): THREADS too
+OPENBLAS_NUM_THREADS=$TH /usr/bin/python3 "$SRC/torch_train.py" --arch "$STEM.json" --weights \
   --n-out $((V + 9)) --seq "$T" --answer "$M" --lr 1e-5 --threads "$TH" \
   --batch "$BATCH" --micro "$MICRO" --steps "$((STEPS - 1))"
