@@ -2160,14 +2160,12 @@ static void head_gather(const head *h, const rasp_elem *qs, int qintlike, int ca
 /* Adds v to key slot at; returns 0 if the int64 sum overflowed. */
 static inline int dacc_add(struct dacc *t, uint32_t gen, int64_t at, int64_t v) {
   struct dacc *a = &t[at];
-  if (a->stamp != gen) {
-    a->stamp = gen;
-    a->cnt = 1;
-    a->sum = v;
-    return 1;
-  }
-  a->cnt++;
-  return !__builtin_add_overflow(a->sum, v, &a->sum);
+  /* without a branch on the stamp: whether a key repeats is data */
+  int fresh = a->stamp != gen;
+  int64_t base = fresh ? 0 : a->sum;
+  a->stamp = gen;
+  a->cnt = fresh ? 1 : a->cnt + 1;
+  return !__builtin_add_overflow(base, v, &a->sum);
 }
 
 /* One equality select on int-like keys of small range (token ids, node
@@ -2189,21 +2187,20 @@ direct_sweep(head *h, struct dacc *t, uint32_t gen, const rasp_elem *keys,
       if (!dacc_add(t, gen, keys[k].num - kmin, width ? 0 : vals[k].num)) return 2;
   for (int q = 0; q < n; q++) {
     if (causal && !dacc_add(t, gen, keys[q].num - kmin, width ? 0 : vals[q].num)) return 2;
+    /* a query outside the keys' range reads slot range + 1, never stamped;
+       selects, not branches, where the outcome is data */
     uint64_t o = (uint64_t)qs[q].num - (uint64_t)kmin;
-    if (o > range || t[o].stamp != gen) {
-      out[q] = none;
-      continue;
-    }
-    const struct dacc *a = &t[o];
+    const struct dacc *a = &t[o > range ? range + 1 : o];
+    int hit = a->stamp == gen;
     if (width) {
-      out[q].num = a->cnt;
+      out[q].num = hit ? a->cnt : 0;
       out[q].den = 1;
-    } else if (a->cnt == 1) {
-      out[q].num = a->sum;
-      out[q].den = one_den;
-    } else {
+    } else if (hit && a->cnt != 1) {
       h->mixed = 1;
       if (!ffinish(h, a->cnt, a->sum, 0, 0, &out[q])) return 0;
+    } else {
+      out[q].num = hit ? a->sum : none.num;
+      out[q].den = hit ? one_den : none.den;
     }
   }
   return 1;
@@ -2214,7 +2211,7 @@ static int head_direct(head *h, const rasp_elem *keys, const rasp_elem *qs,
                        int64_t kmin, uint64_t range, int causal, rasp_elem none,
                        const rasp_elem *vals, rasp_elem *out) {
   rasp_eval *ev = h->ev;
-  size_t need = (size_t)range + 1;
+  size_t need = (size_t)range + 2; /* the last slot: queries out of range */
   if (need > ev->dacccap) {
     size_t cap = ev->dacccap ? ev->dacccap : 256;
     while (cap < need) cap *= 2;
