@@ -703,7 +703,12 @@ static int eval_WHERE(ctx *c) {
     return 1;
   }
   if (INTLIKE(operand_kind(c, 0))) {
-    for (size_t i = 0; i < c->total; i++) o[i] = k[i].num ? x[i] : y[i];
+    /* branch-free: the condition is data and mispredicts */
+    for (size_t i = 0; i < c->total; i++) {
+      int64_t m = -(int64_t)(k[i].num != 0);
+      o[i].num = (x[i].num & m) | (y[i].num & ~m);
+      o[i].den = (x[i].den & m) | (y[i].den & ~m);
+    }
   } else {
     for (size_t i = 0; i < c->total; i++)
       o[i] = raspI_elem_truth(k[i]) ? x[i] : y[i];
