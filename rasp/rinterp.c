@@ -331,6 +331,22 @@ static void env_set(rasp_ctx *ctx, env *e, const char *name, value *v) {
   raspV_barrier(ctx, e->serial, v);
 }
 
+/* A parameter into a fresh scope: the parser rejects duplicate parameter
+** names, so there is nothing to look up first. */
+static void env_append(rasp_ctx *ctx, env *e, const char *name, value *v) {
+  if (e->n >= 16) { /* big scopes keep their hash: the general path */
+    env_set(ctx, e, name, v);
+    return;
+  }
+  int cap = e->cap;
+  RASP_GROW(e->names, cap, e->n + 1);
+  RASP_GROW(e->vals, e->cap, e->n + 1);
+  e->names[e->n] = name;
+  e->vals[e->n] = v;
+  e->n++;
+  raspV_barrier(ctx, e->serial, v);
+}
+
 static value *env_get(env *e, const char *name) {
   for (; e; e = e->parent) {
     int i = env_find(e, name);
@@ -474,6 +490,12 @@ static value *small_int_value(rasp_ctx *ctx, long n) {
 /* Elements become values often (every output check, every map call):
 ** small integers and symbols come from caches instead of new objects. */
 value *raspV_from_elem(rasp_ctx *ctx, rasp_elem e) {
+  /* the two common cases first, straight from the caches */
+  if (e.den == 1 && e.num >= SMALL_INT_MIN && e.num <= SMALL_INT_MAX &&
+      ctx->intcache[e.num - SMALL_INT_MIN])
+    return ctx->intcache[e.num - SMALL_INT_MIN];
+  if (e.den == RASP_DEN_SYM && e.num >= 0 && e.num < ctx->symcache_n && ctx->symcache[e.num])
+    return ctx->symcache[e.num];
   if (e.den == RASP_DEN_BOOL) return raspV_bool(ctx, e.num != 0);
   if (e.den == RASP_DEN_SYM) {
     if (e.num >= 0 && e.num < ctx->nsyms) {
@@ -1597,7 +1619,7 @@ static value *call_function(rasp_ctx *ctx, value *fn, value **args, int nargs,
   env *local = env_new(ctx, fn->u.func.closure);
   for (int i = 0; i < np; i++) {
     value *v = bound[i] ? bound[i] : fn->u.func.defaults[i - (np - fn->u.func.ndefaults)];
-    env_set(ctx, local, pnames[i], v);
+    env_append(ctx, local, pnames[i], v);
   }
   ctx->depth++;
   value *result;
@@ -2040,7 +2062,12 @@ static int call_check_locked(rasp_ctx *ctx, const char *name, const rasp_arg *ar
   volatile int result;
   {
     PROTECT_BEGIN(ctx, err)
-    value *fn = env_get(ctx->globals, raspV_intern(ctx, name));
+    /* the verifier calls the same function for every graph */
+    if (name != ctx->check_name) {
+      ctx->check_interned = raspV_intern(ctx, name);
+      ctx->check_name = name;
+    }
+    value *fn = env_get(ctx->globals, ctx->check_interned);
     if (!fn) raspV_error(ctx, (rasp_pos){0}, "the program defines no function '%s'", name);
     value *argv[8];
     if (nargs > 8) raspV_error(ctx, (rasp_pos){0}, "too many arguments");

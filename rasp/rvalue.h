@@ -82,6 +82,7 @@ struct rasp_ctx {
   env *spare_env;        /* released scopes, arrays kept (next_env chain) */
   int nspare_env;
   value **intcache;      /* small integers, shared (values are immutable) */
+  const char *check_name, *check_interned; /* rasp_call_check's last name */
   struct bi_sig *bisigs;  /* per builtin (raspB_table order): parsed params */
   int nbisigs;
   value **symcache;      /* one string value per symbol id */
