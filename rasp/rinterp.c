@@ -310,40 +310,33 @@ static void env_rehash(env *e) {
   }
 }
 
-static void env_set(rasp_ctx *ctx, env *e, const char *name, value *v) {
-  int i = env_find(e, name);
-  if (i >= 0) {
-    e->vals[i] = v;
-  } else {
-    int cap = e->cap;
-    RASP_GROW(e->names, cap, e->n + 1);
-    RASP_GROW(e->vals, e->cap, e->n + 1);
-    e->names[e->n] = name;
-    e->vals[e->n] = v;
-    e->n++;
-    if (e->n > 16 && e->n * 2 > e->hcap) env_rehash(e);
-    else if (e->hash) {
-      size_t j = ((uintptr_t)name >> 4) & (size_t)(e->hcap - 1);
-      while (e->hash[j] >= 0) j = (j + 1) & (size_t)(e->hcap - 1);
-      e->hash[j] = e->n - 1;
-    }
-  }
-  raspV_barrier(ctx, e->serial, v);
-}
-
-/* A parameter into a fresh scope: the parser rejects duplicate parameter
-** names, so there is nothing to look up first. */
-static void env_append(rasp_ctx *ctx, env *e, const char *name, value *v) {
-  if (e->n >= 16) { /* big scopes keep their hash: the general path */
-    env_set(ctx, e, name, v);
-    return;
-  }
+/* Appends a binding the scope does not have yet. */
+static void env_push(env *e, const char *name, value *v) {
   int cap = e->cap;
   RASP_GROW(e->names, cap, e->n + 1);
   RASP_GROW(e->vals, e->cap, e->n + 1);
   e->names[e->n] = name;
   e->vals[e->n] = v;
   e->n++;
+  if (e->n > 16 && e->n * 2 > e->hcap) env_rehash(e);
+  else if (e->hash) {
+    size_t j = ((uintptr_t)name >> 4) & (size_t)(e->hcap - 1);
+    while (e->hash[j] >= 0) j = (j + 1) & (size_t)(e->hcap - 1);
+    e->hash[j] = e->n - 1;
+  }
+}
+
+static void env_set(rasp_ctx *ctx, env *e, const char *name, value *v) {
+  int i = env_find(e, name);
+  if (i >= 0) e->vals[i] = v;
+  else env_push(e, name, v);
+  raspV_barrier(ctx, e->serial, v);
+}
+
+/* A parameter into a fresh scope: the parser rejects duplicate parameter
+** names, so there is nothing to look up first. */
+static void env_append(rasp_ctx *ctx, env *e, const char *name, value *v) {
+  env_push(e, name, v);
   raspV_barrier(ctx, e->serial, v);
 }
 

@@ -412,6 +412,27 @@ static const rasp_op head_ops[] = {RASP_OP_SEL_WIDTH, RASP_OP_AGGR_MEAN,
                                    RASP_OP_AGGR_MIN};
 static tfn pred_fns[RASP_PRED__COUNT];
 
+/* outs[] holds pairs (fast path, matrix path) of the same head: after a
+** run of B inputs, each pair must agree on every position.  `what` says
+** which run this is for the failure message. */
+static void check_pairs(rasp_eval *ev, const rasp_ir *ir, const int *outs, int from, int no,
+                        int B, int n, const char *what) {
+  for (int h = from; h < no; h += 2)
+    for (int b = 0; b < B; b++) {
+      const rasp_elem *x = raspE_value(ev, outs[h], b);
+      const rasp_elem *y = raspE_value(ev, outs[h + 1], b);
+      const rasp_ir_node *nd = &ir->nodes[outs[h]], *sel = &ir->nodes[nd->in[0]];
+      for (int i = 0; i < n; i++)
+        ck_assert_msg(x[i].num == y[i].num && x[i].den == y[i].den,
+                      "%s: head %s (node %d, sel %s/%s, values %d) n %d input %d: "
+                      "fast %lld/%lld, matrix %lld/%lld at %d",
+                      what, raspI_op_name(nd->op), outs[h], raspI_op_name(sel->op),
+                      raspI_pred_name((rasp_pred)sel->aux), nd->nin > 1 ? nd->in[1] : -1,
+                      n, b, (long long)x[i].num, (long long)x[i].den,
+                      (long long)y[i].num, (long long)y[i].den, i);
+    }
+}
+
 static void compare_paths(rasp_pred pred, int causal, unsigned seed) {
   for (int p = 0; p < RASP_PRED__COUNT; p++) {
     pred_fns[p].kind = F_PRED;
@@ -455,19 +476,9 @@ static void compare_paths(rasp_pred pred, int causal, unsigned seed) {
       for (int i = 0; i < B * n; i++) toks[i] = rand() % range;
       rasp_error err = {0};
       ck_assert_msg(raspE_run(ev, B, toks, &err), "%s", err.msg);
-      for (int h = 0; h < no; h += 2)
-        for (int b = 0; b < B; b++) {
-          const rasp_elem *x = raspE_value(ev, outs[h], b);
-          const rasp_elem *y = raspE_value(ev, outs[h + 1], b);
-          for (int i = 0; i < n; i++)
-            ck_assert_msg(x[i].num == y[i].num && x[i].den == y[i].den,
-                          "pred %s causal %d head %s n %d: fast %lld/%lld, "
-                          "matrix %lld/%lld at %d",
-                          raspI_pred_name(pred), causal,
-                          raspI_op_name(head_ops[h / 2]), n,
-                          (long long)x[i].num, (long long)x[i].den,
-                          (long long)y[i].num, (long long)y[i].den, i);
-        }
+      char what[64];
+      snprintf(what, sizeof what, "pred %s causal %d", raspI_pred_name(pred), causal);
+      check_pairs(ev, &ir, outs, 0, no, B, n, what);
       free(toks);
     }
     raspE_free(ev);
@@ -624,21 +635,7 @@ START_TEST(test_paths_agree_kinds) {
       for (int i = 0; i < B * n; i++) toks[i] = rand() % range - (rep & 1);
       rasp_error err = {0};
       ck_assert_msg(raspE_run(ev, B, toks, &err), "%s", err.msg);
-      for (int h = 0; h < no; h += 2)
-        for (int b = 0; b < B; b++) {
-          const rasp_elem *x = raspE_value(ev, outs[h], b);
-          const rasp_elem *y = raspE_value(ev, outs[h + 1], b);
-          for (int i = 0; i < n; i++)
-            ck_assert_msg(x[i].num == y[i].num && x[i].den == y[i].den,
-                          "head %s (node %d, sel %s/%s, values %d) n %d input %d: fast %lld/%lld, "
-                          "matrix %lld/%lld at %d",
-                          raspI_op_name(ir.nodes[outs[h]].op), outs[h],
-                          raspI_op_name(ir.nodes[ir.nodes[outs[h]].in[0]].op),
-                          raspI_pred_name((rasp_pred)ir.nodes[ir.nodes[outs[h]].in[0]].aux),
-                          ir.nodes[outs[h]].in[1], n, b,
-                          (long long)x[i].num, (long long)x[i].den,
-                          (long long)y[i].num, (long long)y[i].den, i);
-        }
+      check_pairs(ev, &ir, outs, 0, no, B, n, "kinds");
       free(toks);
     }
     raspE_free(ev);
@@ -743,19 +740,9 @@ START_TEST(test_paths_agree_rational) {
             }
           }
       }
-      for (int h = hstart; h < no; h += 2)
-        for (int b = 0; b < B; b++) {
-          const rasp_elem *x = raspE_value(ev, outs[h], b);
-          const rasp_elem *y = raspE_value(ev, outs[h + 1], b);
-          for (int i = 0; i < n; i++)
-            ck_assert_msg(x[i].num == y[i].num && x[i].den == y[i].den,
-                          "head %s (sel %s) n %d block %d: fast %lld/%lld, "
-                          "matrix %lld/%lld at %d",
-                          raspI_op_name(ir.nodes[outs[h]].op),
-                          raspI_pred_name((rasp_pred)ir.nodes[ir.nodes[outs[h]].in[0]].aux),
-                          n, block, (long long)x[i].num, (long long)x[i].den,
-                          (long long)y[i].num, (long long)y[i].den, i);
-        }
+      char what[32];
+      snprintf(what, sizeof what, "rational block %d", block);
+      check_pairs(ev, &ir, outs, hstart, no, B, n, what);
       free(toks);
     }
     raspE_free(ev);
