@@ -25,66 +25,10 @@ import numpy as np
 VOCAB = ["(", ")", "a", "b", "c", "d", "e", "f"]   # ids 1..8, as interp_bench
 reverse_d = {i + 1: s for i, s in enumerate(VOCAB)}
 
-# ---- the paper's primitives, as printed
+# ---- the paper's primitives, as printed: bench/paper_core.py
 
-
-def full(x, const):
-    return np.full_like(x, const)
-
-
-def indices(x):
-    return np.arange(len(x), dtype=int)
-
-
-def equals(x, y):
-    return x == y
-
-
-def lt(x, y):
-    return x < y
-
-
-def leq(x, y):
-    return x <= y
-
-
-def always(x, y):
-    return True
-
-
-def select(k, q, pred, causal=True):
-    s = len(k)
-    A = np.zeros((s, s), dtype=bool)
-    for qi in range(s):
-        # k index <= q index if causal
-        for kj in (range(qi + 1) if causal else range(s)):
-            A[qi, kj] = pred(k[kj], q[qi])
-    return A
-
-
-def sel_width(A):
-    o = np.ones(len(A))
-    return np.dot(A, o).astype(int)
-
-
-def aggr_mean(A, v, default=0):
-    out = np.dot(A, v)
-    norm = sel_width(A)
-    o = np.full_like(v, default, dtype=float)
-    out = np.divide(out, norm, out=o, where=(norm != 0))
-    return out.astype(int)
-
-
-def aggregate(A, v, default=0):
-    # aggr_mean without the astype(int)
-    out = np.dot(A, v)
-    norm = sel_width(A)
-    o = np.full_like(v, default, dtype=float)
-    return np.divide(out, norm, out=o, where=(norm != 0))
-
-
-def tok_map(x, func):
-    return np.array([func(xi) for xi in x])
+from paper_core import (aggr_mean, aggregate, always, equals, full,  # noqa: E402,F401
+                        indices, leq, lt, sel_width, select, tok_map)
 
 
 def make_length(x):
