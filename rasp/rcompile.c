@@ -1700,18 +1700,12 @@ static int fast_forward(const raspG_model *g, const int *tokens, int n, float *l
       }
       for (int i = 0; i < n; i++) {
         int nk = c->causal ? i + 1 : n;
-        float mx = -INFINITY;
         for (int j = 0; j < nk; j++) {
           float s = 0;
           for (int t = 0; t < na; t++) s += q[(size_t)i * Dh + act[t]] * k[(size_t)j * Dh + act[t]];
           att[j] = s * scale;
-          if (att[j] > mx) mx = att[j];
         }
-        float sum = 0;
-        for (int j = 0; j < nk; j++) {
-          att[j] = expf(att[j] - mx);
-          sum += att[j];
-        }
+        float sum = raspN_softmax_exp(att, nk);
         for (int e = 0; e < Dh; e++) hv[e] = 0;
         for (int j = 0; j < nk; j++) {
           if (att[j] == 0) continue;

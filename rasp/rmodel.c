@@ -804,6 +804,18 @@ static float act(float x, int gelu) {
   return 0.5f * x * (1.0f + tanhf(k * (x + 0.044715f * x * x * x)));
 }
 
+float raspN_softmax_exp(float *att, int nk) {
+  float mx = -INFINITY;
+  for (int j = 0; j < nk; j++)
+    if (att[j] > mx) mx = att[j];
+  float sum = 0;
+  for (int j = 0; j < nk; j++) {
+    att[j] = expf(att[j] - mx);
+    sum += att[j];
+  }
+  return sum;
+}
+
 int raspN_forward(const rasp_model *m, const int *tokens, int n, float *logits,
                   float *residual, rasp_error *err) {
   const rasp_model_config *c = &m->cfg;
@@ -870,18 +882,12 @@ int raspN_forward(const rasp_model *m, const int *tokens, int n, float *logits,
         }
       for (int i = 0; i < n; i++) {
         int nk = c->causal ? i + 1 : n;
-        float mx = -INFINITY;
         for (int j = 0; j < nk; j++) {
           float s = 0;
           for (int e = 0; e < Dh; e++) s += q[(size_t)i * Dh + e] * k[(size_t)j * Dh + e];
           att[j] = s * scale;
-          if (att[j] > mx) mx = att[j];
         }
-        float sum = 0;
-        for (int j = 0; j < nk; j++) {
-          att[j] = expf(att[j] - mx);
-          sum += att[j];
-        }
+        float sum = raspN_softmax_exp(att, nk);
         for (int e = 0; e < Dh; e++) hv[e] = 0;
         for (int j = 0; j < nk; j++) {
           float a = att[j] / sum;

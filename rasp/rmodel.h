@@ -95,6 +95,11 @@ int raspN_save(const rasp_model *m, const char *stem, rasp_error *err);
 ** that names the file and what is wrong with it. */
 int raspN_load(rasp_model *m, const char *stem, rasp_error *err);
 
+/* Softmax of one row of attention scores, in place but unnormalised:
+** att[j] = exp(att[j] - max); returns the sum.  The dense and the sparse
+** forward passes share it, so their logits stay bit-identical. */
+float raspN_softmax_exp(float *att, int nk);
+
 /* Reference forward pass (float32, one sequence): logits is n * n_out.
 ** residual, if not NULL, receives the residual stream after the embedding
 ** and after every sublayer: (1 + 2*n_layers) * n * d_model floats. */
