@@ -306,14 +306,8 @@ static void need_cat(gc *g, view *v, int node) {
 /* ---- value sets of averaging heads ------------------------------------- */
 
 static int64_t gcd64(int64_t a, int64_t b) {
-  if (a < 0) a = -a;
-  if (b < 0) b = -b;
-  while (b) {
-    int64_t t = a % b;
-    a = b;
-    b = t;
-  }
-  return a;
+  return (int64_t)raspI_gcd_u64(a < 0 ? 0 - (uint64_t)a : (uint64_t)a,
+                                b < 0 ? 0 - (uint64_t)b : (uint64_t)b);
 }
 
 /* Every mean of 1..n values drawn (with repetition) from img, plus dflt.

@@ -461,23 +461,6 @@ static int mod64(int64_t a, int64_t b, int64_t *m) {
 }
 
 
-static uint64_t gcd_u64(uint64_t a, uint64_t b) {
-  if (!a) return b;
-  if (!b) return a;
-  int sh = __builtin_ctzll(a | b);
-  a >>= __builtin_ctzll(a);
-  do {
-    b >>= __builtin_ctzll(b);
-    if (a > b) {
-      uint64_t t = a;
-      a = b;
-      b = t;
-    }
-    b -= a;
-  } while (b);
-  return a << sh;
-}
-
 /* a / b for integers, as a normalised rational; 0 for b == 0 or overflow. */
 static int div64(int64_t a, int64_t b, rasp_elem *o) {
   if (b == 0 || a == INT64_MIN || b == INT64_MIN) return 0;
@@ -485,7 +468,7 @@ static int div64(int64_t a, int64_t b, rasp_elem *o) {
     a = -a;
     b = -b;
   }
-  uint64_t g = gcd_u64(a < 0 ? (uint64_t)-a : (uint64_t)a, (uint64_t)b);
+  uint64_t g = raspI_gcd_u64(a < 0 ? (uint64_t)-a : (uint64_t)a, (uint64_t)b);
   o->num = a / (int64_t)g;
   o->den = b / (int64_t)g;
   return 1;
@@ -776,16 +759,6 @@ typedef struct rstat {
 
 static const rstat empty_stat = {0, 0, 0, {0, 1}, {0, 0}, {0, 0}, 0, 0};
 
-static i128 gcd128(i128 a, i128 b) {
-  if (a < 0) a = -a;
-  while (b) {
-    i128 t = a % b;
-    a = b;
-    b = t;
-  }
-  return a;
-}
-
 /* a += sign * b, exactly; 0 on overflow. */
 static int rsum_addsub(rsum *a, i128 bn, i128 bd, int sign) {
   if (a->den == 1 && bd == 1) {
@@ -800,7 +773,7 @@ static int rsum_addsub(rsum *a, i128 bn, i128 bd, int sign) {
   if (sign > 0 ? __builtin_add_overflow(l, r, &s)
                : __builtin_sub_overflow(l, r, &s))
     return 0;
-  i128 g = gcd128(s, d);
+  i128 g = raspI_gcd128(s, d);
   if (g > 1) {
     s /= g;
     d /= g;
@@ -951,7 +924,7 @@ static int finish(const rasp_ir_node *nd, const rstat *s, rasp_elem *out,
       }
     }
     i128 num = s->sum.num, den = s->sum.den * s->count;
-    i128 g = gcd128(num, den);
+    i128 g = raspI_gcd128(num, den);
     if (g > 1) {
       num /= g;
       den /= g;
@@ -1178,7 +1151,7 @@ static int ffinish(const head *h, int64_t cnt, i128 sum, int64_t nb,
     }
     if (fits64(sum)) { /* 64-bit arithmetic: cnt >= 1, no overflow */
       int64_t sn = (int64_t)sum;
-      uint64_t g = gcd_u64(sn < 0 ? (uint64_t)0 - (uint64_t)sn : (uint64_t)sn,
+      uint64_t g = raspI_gcd_u64(sn < 0 ? (uint64_t)0 - (uint64_t)sn : (uint64_t)sn,
                            (uint64_t)cnt);
       if (g > 1) {
         /* sn / g: g divides sn, and g >= 2 keeps INT64_MIN / g in range */
@@ -1200,10 +1173,10 @@ static int ffinish(const head *h, int64_t cnt, i128 sum, int64_t nb,
         num /= den;
         den = 1;
       } else {
-        i128 g = fits64(num) ? (i128)gcd_u64(num < 0 ? (uint64_t)0 - (uint64_t)(int64_t)num
+        i128 g = fits64(num) ? (i128)raspI_gcd_u64(num < 0 ? (uint64_t)0 - (uint64_t)(int64_t)num
                                                      : (uint64_t)num,
                                              (uint64_t)den)
-                             : gcd128(num, den);
+                             : raspI_gcd128(num, den);
         if (g > 1) {
           num /= g;
           den /= g;
@@ -1839,7 +1812,7 @@ static int scale_common(const rasp_elem *a, int na, const rasp_elem *b, int nb,
       int64_t d = v[i].den;
       if (d == RASP_DEN_SYM) return 0;
       if (d <= 1 || L % d == 0) continue;
-      int64_t g = (int64_t)gcd_u64((uint64_t)L, (uint64_t)d);
+      int64_t g = (int64_t)raspI_gcd_u64((uint64_t)L, (uint64_t)d);
       if (__builtin_mul_overflow(L / g, d, &L)) return 0;
     }
   }

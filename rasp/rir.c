@@ -165,24 +165,13 @@ static int overflow(rasp_error *err) {
   return 0;
 }
 
-static i128 gcd128(i128 a, i128 b) {
-  if (a < 0) a = -a;
-  if (b < 0) b = -b;
-  while (b) {
-    i128 t = a % b;
-    a = b;
-    b = t;
-  }
-  return a;
-}
-
 /* Normalises num/den (den != 0) into a 64-bit number element. */
 static int make_num(i128 num, i128 den, rasp_elem *out, rasp_error *err) {
   if (den < 0) {
     num = -num;
     den = -den;
   }
-  i128 g = gcd128(num, den);
+  i128 g = raspI_gcd128(num, den);
   if (g > 1) {
     num /= g;
     den /= g;

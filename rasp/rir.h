@@ -106,4 +106,34 @@ rasp_elem raspI_elem_trunc(rasp_elem a);
 ** text (via ir->symname).  Returns the number of bytes written (snprintf). */
 int raspI_elem_format(const rasp_ir *ir, rasp_elem a, char *buf, size_t size);
 
+/* Greatest common divisors for exact arithmetic: inline because the
+** evaluator normalises a mean per element with them. */
+static inline uint64_t raspI_gcd_u64(uint64_t a, uint64_t b) {
+  if (!a) return b;
+  if (!b) return a;
+  int sh = __builtin_ctzll(a | b);
+  a >>= __builtin_ctzll(a);
+  do {
+    b >>= __builtin_ctzll(b);
+    if (a > b) {
+      uint64_t t = a;
+      a = b;
+      b = t;
+    }
+    b -= a;
+  } while (b);
+  return a << sh;
+}
+
+static inline __int128 raspI_gcd128(__int128 a, __int128 b) {
+  if (a < 0) a = -a;
+  if (b < 0) b = -b;
+  while (b) {
+    __int128 t = a % b;
+    a = b;
+    b = t;
+  }
+  return a;
+}
+
 #endif
