@@ -238,6 +238,18 @@ static int new_unit(gc *g, int kind, int cat, rasp_elem *vals, int nvals, int no
   return g->nu++;
 }
 
+/* A head unit: its mode, the selector it reads and (aggregates) the view of
+** the values it moves and the default of an empty selection. */
+static int new_head(gc *g, int cat, rasp_elem *vals, int nvals, int node, int hmode,
+                    int selnode, const view *hv, rasp_elem dflt) {
+  int uid = new_unit(g, U_HEAD, cat, vals, nvals, node);
+  g->u[uid].hmode = hmode;
+  g->u[uid].selnode = selnode;
+  if (hv) g->u[uid].hv = *hv;
+  g->u[uid].dflt = dflt;
+  return uid;
+}
+
 static void view_alloc(gc *g, view *v, int unit_id) {
   v->unit = unit_id;
   v->nv = g->u[unit_id].nvals;
@@ -758,9 +770,7 @@ static int plan_node(gc *g, int id) {
     rasp_elem *vals = raspM_alloc(sizeof(rasp_elem) * (size_t)(g->n + 1));
     for (int w = wlo; w <= g->n; w++) vals[w - wlo] = (rasp_elem){1, w + 1};
     int cnt = uniq(vals, g->n + 1 - wlo);
-    int uid = new_unit(g, U_HEAD, 0, vals, cnt, id);
-    g->u[uid].hmode = H_WIDTH;
-    g->u[uid].selnode = nd->in[0];
+    int uid = new_head(g, 0, vals, cnt, id, H_WIDTH, nd->in[0], NULL, (rasp_elem){0, 1});
     view_alloc(g, v, uid);
     for (int a = 0; a < cnt; a++) {
       v->val[a] = (rasp_elem){vals[a].den - 1, 1};
@@ -790,11 +800,7 @@ static int plan_node(gc *g, int id) {
       img = raspM_realloc(img, sizeof(rasp_elem) * (size_t)(cnt + 1));
       img[cnt++] = dflt;
       cnt = uniq(img, cnt);
-      int uid = new_unit(g, U_HEAD, 1, img, cnt, id);
-      g->u[uid].hmode = H_CAT;
-      g->u[uid].selnode = nd->in[0];
-      g->u[uid].hv = hv;
-      g->u[uid].dflt = dflt;
+      int uid = new_head(g, 1, img, cnt, id, H_CAT, nd->in[0], &hv, dflt);
       view_identity(g, v, uid);
       return 1;
     }
@@ -809,11 +815,7 @@ static int plan_node(gc *g, int id) {
       raspR_set(g->err, nd->pos, "compile: too many possible means for this aggregate");
       return 0;
     }
-    int uid = new_unit(g, U_HEAD, 0, means, mc, id);
-    g->u[uid].hmode = H_NUM;
-    g->u[uid].selnode = nd->in[0];
-    g->u[uid].hv = hv;
-    g->u[uid].dflt = dnum;
+    int uid = new_head(g, 0, means, mc, id, H_NUM, nd->in[0], &hv, dnum);
     view_alloc(g, v, uid);
     for (int a = 0; a < mc; a++) {
       rasp_elem r = means[a];
