@@ -29,6 +29,17 @@
 
 /* ---- a double-precision reference of the whole model and its loss ------- */
 
+/* Layer norm of one position, in double, as the reference computes it. */
+static void ref_layer_norm(const double *x, int D, const double *w, const double *b,
+                           double *out) {
+  double mu = 0, var = 0;
+  for (int d = 0; d < D; d++) mu += x[d];
+  mu /= D;
+  for (int d = 0; d < D; d++) var += (x[d] - mu) * (x[d] - mu);
+  var /= D;
+  for (int d = 0; d < D; d++) out[d] = (x[d] - mu) / sqrt(var + 1e-5) * w[d] + b[d];
+}
+
 /* Everything as in rmodel.h, in double, over one sequence; returns the sum
 ** over positions of weight * cross entropy. */
 static double ref_loss(const rasp_model *m, const double *P, const int *tok,
@@ -50,18 +61,11 @@ static double ref_loss(const rasp_model *m, const double *P, const int *tok,
     for (int sub = 0; sub < 2; sub++) {
       for (int i = 0; i < t; i++) {
         if (c->layer_norm) {
-          const double *lw = LT(sub ? "ln2.weight" : "ln1.weight");
+          const double *lw = LT(sub ? "ln2.weight" : "ln1.weight"); /* one nm at a time */
           const double *lb = LT(sub ? "ln2.bias" : "ln1.bias");
-          double mu = 0, var = 0;
-          for (int d = 0; d < D; d++) mu += x[i][d];
-          mu /= D;
-          for (int d = 0; d < D; d++) var += (x[i][d] - mu) * (x[i][d] - mu);
-          var /= D;
-          for (int d = 0; d < D; d++)
-            h[i][d] = (x[i][d] - mu) / sqrt(var + 1e-5) * lw[d] + lb[d];
-        } else {
+          ref_layer_norm(x[i], D, lw, lb, h[i]);
+        } else
           for (int d = 0; d < D; d++) h[i][d] = x[i][d];
-        }
       }
       if (sub == 0) {
         const double *wq = LT("attn.w_q"), *wk = LT("attn.w_k"),
@@ -127,18 +131,10 @@ static double ref_loss(const rasp_model *m, const double *P, const int *tok,
   double loss = 0;
   for (int i = 0; i < t; i++) {
     double hf[16];
-    if (c->layer_norm) {
-      double mu = 0, var = 0;
-      for (int d = 0; d < D; d++) mu += x[i][d];
-      mu /= D;
-      for (int d = 0; d < D; d++) var += (x[i][d] - mu) * (x[i][d] - mu);
-      var /= D;
-      for (int d = 0; d < D; d++)
-        hf[d] = (x[i][d] - mu) / sqrt(var + 1e-5) * T_("ln_f.weight")[d] +
-                T_("ln_f.bias")[d];
-    } else {
+    if (c->layer_norm)
+      ref_layer_norm(x[i], D, T_("ln_f.weight"), T_("ln_f.bias"), hf);
+    else
       for (int d = 0; d < D; d++) hf[d] = x[i][d];
-    }
     if (w[i] == 0) continue;
     double lg[32], mx = -1e300, sum = 0;
     ck_assert(O <= 32);
