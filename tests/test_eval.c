@@ -433,6 +433,18 @@ static void check_pairs(rasp_eval *ev, const rasp_ir *ir, const int *outs, int f
     }
 }
 
+/* The same head over a fast selector and its matrix twin: a pair of outputs
+** for check_pairs. */
+static void add_head_pair(rasp_ir *ir, rasp_op op, int fast, int slow, int vals,
+                          rasp_elem dflt, int *outs, int *no) {
+  int nin = op == RASP_OP_SEL_WIDTH ? 1 : 2;
+  int a = n_head(ir, op, fast, nin == 2 ? vals : -1, dflt);
+  int b = n_head(ir, op, slow, nin == 2 ? vals : -1, dflt);
+  ir->nodes[a].nin = ir->nodes[b].nin = nin;
+  outs[(*no)++] = a;
+  outs[(*no)++] = b;
+}
+
 static void compare_paths(rasp_pred pred, int causal, unsigned seed) {
   for (int p = 0; p < RASP_PRED__COUNT; p++) {
     pred_fns[p].kind = F_PRED;
@@ -459,14 +471,7 @@ static void compare_paths(rasp_pred pred, int causal, unsigned seed) {
     int fast = n_select(&ir, t, q, pred, causal, NULL);
     int slow = n_select(&ir, t, q, RASP_PRED_CUSTOM, causal, &pred_fns[pred]);
     int outs[10], no = 0;
-    for (size_t h = 0; h < 5; h++) {
-      int nin = head_ops[h] == RASP_OP_SEL_WIDTH ? 1 : 2;
-      int a = n_head(&ir, head_ops[h], fast, nin == 2 ? v : -1, R(-9, 2));
-      int b = n_head(&ir, head_ops[h], slow, nin == 2 ? v : -1, R(-9, 2));
-      ir.nodes[a].nin = ir.nodes[b].nin = nin;
-      outs[no++] = a;
-      outs[no++] = b;
-    }
+    for (size_t h = 0; h < 5; h++) add_head_pair(&ir, head_ops[h], fast, slow, v, R(-9, 2), outs, &no);
     set_outputs(&ir, no, outs);
     rasp_eval *ev = raspE_new(&ir);
     for (int rep = 0; rep < 20; rep++) {
@@ -618,13 +623,8 @@ START_TEST(test_paths_agree_kinds) {
             continue;
           /* exact means of huge values may not fit a rational of int64s */
           if (vals[vi] == vhuge && op == RASP_OP_AGGREGATE) continue;
-          int nin = op == RASP_OP_SEL_WIDTH ? 1 : 2;
           rasp_elem dflt = vi == 1 ? BOOLV(1) : R(-9, 2);
-          int a = n_head(&ir, op, pairs[s][0], nin == 2 ? vals[vi] : -1, dflt);
-          int b = n_head(&ir, op, pairs[s][1], nin == 2 ? vals[vi] : -1, dflt);
-          ir.nodes[a].nin = ir.nodes[b].nin = nin;
-          outs[no++] = a;
-          outs[no++] = b;
+          add_head_pair(&ir, op, pairs[s][0], pairs[s][1], vals[vi], dflt, outs, &no);
         }
     set_outputs(&ir, no, outs);
     rasp_eval *ev = raspE_new(&ir);
@@ -704,12 +704,7 @@ START_TEST(test_paths_agree_rational) {
         for (int vi = 0; vi < 2; vi++) {
           rasp_op op = head_ops[h];
           if (op == RASP_OP_SEL_WIDTH && vi) continue;
-          int nin = op == RASP_OP_SEL_WIDTH ? 1 : 2;
-          int a = n_head(&ir, op, pairs[s][0], nin == 2 ? vals[vi] : -1, R(-9, 2));
-          int b = n_head(&ir, op, pairs[s][1], nin == 2 ? vals[vi] : -1, R(-9, 2));
-          ir.nodes[a].nin = ir.nodes[b].nin = nin;
-          outs[no++] = a;
-          outs[no++] = b;
+          add_head_pair(&ir, op, pairs[s][0], pairs[s][1], vals[vi], R(-9, 2), outs, &no);
         }
     ck_assert_int_le(no, 600);
     set_outputs(&ir, no, outs);
