@@ -412,6 +412,14 @@ static const rasp_op head_ops[] = {RASP_OP_SEL_WIDTH, RASP_OP_AGGR_MEAN,
                                    RASP_OP_AGGR_MIN};
 static tfn pred_fns[RASP_PRED__COUNT];
 
+/* pred_fns[p]: a custom predicate doing comparison p (always the matrix) */
+static void init_pred_fns(void) {
+  for (int p = 0; p < RASP_PRED__COUNT; p++) {
+    pred_fns[p].kind = F_PRED;
+    pred_fns[p].pred = (rasp_pred)p;
+  }
+}
+
 /* outs[] holds pairs (fast path, matrix path) of the same head: after a
 ** run of B inputs, each pair must agree on every position.  `what` says
 ** which run this is for the failure message. */
@@ -446,10 +454,7 @@ static void add_head_pair(rasp_ir *ir, rasp_op op, int fast, int slow, int vals,
 }
 
 static void compare_paths(rasp_pred pred, int causal, unsigned seed) {
-  for (int p = 0; p < RASP_PRED__COUNT; p++) {
-    pred_fns[p].kind = F_PRED;
-    pred_fns[p].pred = (rasp_pred)p;
-  }
+  init_pred_fns();
   srand(seed);
   static const int lens[] = {1, 2, 3, 5, 8, 13, 31};
   for (size_t li = 0; li < sizeof lens / sizeof *lens; li++) {
@@ -514,10 +519,7 @@ static int n_and(rasp_ir *ir, int a, int b) {
 
 START_TEST(test_paths_agree_kinds) {
   static const tfn sym = {F_SYM, 0};
-  for (int p = 0; p < RASP_PRED__COUNT; p++) {
-    pred_fns[p].kind = F_PRED;
-    pred_fns[p].pred = (rasp_pred)p;
-  }
+  init_pred_fns();
   srand(777u + (unsigned)_i);
   static const int lens[] = {1, 2, 3, 7, 16, 33};
   for (size_t li = 0; li < sizeof lens / sizeof *lens; li++) {
@@ -647,10 +649,7 @@ END_TEST
 
 START_TEST(test_paths_agree_rational) {
   static const tfn ktab = {F_TABLE, 0};
-  for (int p = 0; p < RASP_PRED__COUNT; p++) {
-    pred_fns[p].kind = F_PRED;
-    pred_fns[p].pred = (rasp_pred)p;
-  }
+  init_pred_fns();
   srand(4242u + (unsigned)_i);
   static const int lens[] = {1, 2, 5, 17, 40};
   static const rasp_pred preds[] = {RASP_PRED_LT, RASP_PRED_LE, RASP_PRED_GT,
