@@ -13,6 +13,8 @@
 #include "rcompile.h"
 #include "rtask.h"
 
+#include "check_main.h"
+
 /* Traces `src` (its main) at length n over symbols vocab, compiles it and
 ** compares model and interpreter on `trials` random inputs.  Returns the
 ** number of disagreeing inputs; *model_out, if not NULL, keeps the model. */
@@ -213,7 +215,7 @@ START_TEST(test_save_load) {
 }
 END_TEST
 
-int main(void) {
+static Suite *compile_suite(void) {
   Suite *s = suite_create("compile");
   TCase *tc = tcase_create("core");
   tcase_set_timeout(tc, 120);
@@ -225,9 +227,7 @@ int main(void) {
   tcase_add_test(tc, test_causal);
   tcase_add_test(tc, test_save_load);
   suite_add_tcase(s, tc);
-  SRunner *sr = srunner_create(s);
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+  return s;
 }
+
+RASP_CHECK_MAIN(compile_suite())

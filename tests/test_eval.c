@@ -13,6 +13,8 @@
 #include "rir.h"
 #include "rlayers.h"
 
+#include "check_main.h"
+
 /* ---- helpers */
 
 typedef enum { F_PRED, F_DOUBLE, F_HALFSUM, F_SYM, F_BOOM, F_TABLE } fkind;
@@ -1114,10 +1116,4 @@ static Suite *suite(void) {
   return s;
 }
 
-int main(void) {
-  SRunner *sr = srunner_create(suite());
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+RASP_CHECK_MAIN(suite())

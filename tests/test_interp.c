@@ -11,6 +11,8 @@
 
 #include "rasp.h"
 
+#include "check_main.h"
+
 static rasp_ctx *ctx;
 static rasp_error err;
 
@@ -313,10 +315,4 @@ static Suite *suite(void) {
   return s;
 }
 
-int main(void) {
-  SRunner *sr = srunner_create(suite());
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+RASP_CHECK_MAIN(suite())

@@ -14,6 +14,8 @@
 #include "rmem.h"
 #include "rmodel.h"
 
+#include "check_main.h"
+
 /* ---- helpers ------------------------------------------------------------ */
 
 static char tmpdir[256];
@@ -489,10 +491,4 @@ static Suite *model_suite(void) {
   return s;
 }
 
-int main(void) {
-  SRunner *sr = srunner_create(model_suite());
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+RASP_CHECK_MAIN(model_suite())

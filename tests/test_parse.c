@@ -11,6 +11,8 @@
 #include "rlex.h"
 #include "rparse.h"
 
+#include "check_main.h"
+
 static char result[65536];
 
 /* Parses text (len bytes) and returns the dump without its newline, or
@@ -609,10 +611,4 @@ static Suite *parse_suite(void) {
   return s;
 }
 
-int main(void) {
-  SRunner *sr = srunner_create(parse_suite());
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+RASP_CHECK_MAIN(parse_suite())

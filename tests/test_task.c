@@ -14,6 +14,8 @@
 #include "rmem.h"
 #include "rtask.h"
 
+#include "check_main.h"
+
 /* ---- helpers ------------------------------------------------------------ */
 
 static rasp_task_opts mk(int D, int M, int V) {
@@ -953,10 +955,4 @@ static Suite *task_suite(void) {
   return s;
 }
 
-int main(void) {
-  SRunner *sr = srunner_create(task_suite());
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+RASP_CHECK_MAIN(task_suite())

@@ -27,6 +27,8 @@
 #include "tnet.h"
 #include "ttrain.h"
 
+#include "check_main.h"
+
 /* ---- a double-precision reference of the whole model and its loss ------- */
 
 /* Layer norm of one position, in double, as the reference computes it. */
@@ -711,10 +713,4 @@ static Suite *train_suite(void) {
   return s;
 }
 
-int main(void) {
-  SRunner *sr = srunner_create(train_suite());
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+RASP_CHECK_MAIN(train_suite())
