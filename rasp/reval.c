@@ -115,6 +115,7 @@ typedef struct memo {
      a direct table in front of the hash */
   rasp_elem small[MEMO_SMALL];
   unsigned char small_set[MEMO_SMALL];
+  unsigned small_kind; /* K_* bits of every value in small[] */
 } memo;
 
 /* Element kinds (bit set). */
@@ -147,6 +148,8 @@ struct rasp_eval {
   unsigned char *checked;  /* per node: valid_node passed (nodes never change) */
   int *canon;              /* per node: the live node computing the same value
                               (itself, or an earlier one whose buffer it shares) */
+  unsigned char *raw;      /* per node: its rationals may be left unreduced
+                              (plan_raw); raspE_value reduces them on reading */
   size_t *cfill;        /* per node: leading elements of val[] that already
                            hold the node's constant value (full, indices) */
   memo **memos;         /* per node, created on first use */
@@ -580,7 +583,23 @@ static inline int ncmp(rasp_elem a, rasp_elem b) {
   return (l > r) - (l < r);
 }
 
+/* A number (rationals unreduced too) against an integer or boolean: one
+** product, no branch; the common shape of `mean < 0`, `balance == 0`. */
 #define CMP_ANY(EXPR)                                                          \
+  if (!((kx | ky) & K_SYM) && (INTLIKE(kx) || INTLIKE(ky))) {                  \
+    const rasp_elem *p_ = INTLIKE(ky) ? x : y, *q_ = INTLIKE(ky) ? y : x;      \
+    int flip_ = !INTLIKE(ky);                                                  \
+    for (size_t i = 0; i < c->total; i++) {                                    \
+      i128 l_ = p_[i].num;                                                     \
+      i128 m_ = (i128)q_[i].num * (p_[i].den < 1 ? 1 : p_[i].den);             \
+      int r_ = (l_ > m_) - (l_ < m_);                                          \
+      r_ = flip_ ? -r_ : r_;                                                   \
+      o[i].num = (EXPR);                                                       \
+      o[i].den = RASP_DEN_BOOL;                                                \
+    }                                                                          \
+    c->kind = K_BOOL;                                                          \
+    return 1;                                                                  \
+  }                                                                            \
   if (!((kx | ky) & K_SYM)) {                                                  \
     for (size_t i = 0; i < c->total; i++) {                                    \
       int r_ = ncmp(x[i], y[i]);                                               \
@@ -703,6 +722,7 @@ static int eval_WHERE(ctx *c) {
 static int eval_MAP(ctx *c) {
   const rasp_elem *x = operand(c, 0);
   memo *m = NULL;
+  int all_small = 1; /* then the table's kinds bound the result's */
   for (size_t i = 0; i < c->total; i++) {
     rasp_elem e = x[i];
     if (e.den == 1 && (uint64_t)e.num < MEMO_SMALL) {
@@ -715,10 +735,13 @@ static int eval_MAP(ctx *c) {
       m = c->ev->memos[c->id];
       m->small[e.num] = c->out[i];
       m->small_set[e.num] = 1;
+      m->small_kind |= elem_kind(c->out[i]);
       continue;
     }
+    all_small = 0;
     if (!call_memo(c->ev, c->id, 1, &x[i], &c->out[i], c->err)) return 0;
   }
+  if (all_small && m) c->kind = m->small_kind;
   return 1;
 }
 
@@ -1088,6 +1111,7 @@ typedef struct head {
   int64_t vden;            /* den of a max/min (VM_INT: 1, VM_BOOL: -1) */
   int fsum, fnb, fext;     /* fast flavour: sum, boolean count, max/min */
   int ismax;
+  int raw;                 /* rationals may be left unreduced (plan_raw) */
   int mixed;               /* head_direct: some result averages several values */
   int tracked;             /* inputs whose result kinds are in okind */
   unsigned okind;
@@ -1147,6 +1171,11 @@ static int ffinish(const head *h, int64_t cnt, i128 sum, int64_t nb,
     if (cnt == 1 && fits64(sum)) {
       out->num = (int64_t)sum;
       out->den = 1;
+      return 1;
+    }
+    if (h->raw && fits64(sum)) { /* only compared: no gcd */
+      out->num = (int64_t)sum;
+      out->den = cnt;
       return 1;
     }
     if (fits64(sum)) { /* 64-bit arithmetic: cnt >= 1, no overflow */
@@ -1698,6 +1727,10 @@ static int head_order(head *h, const int *perm, int wt, const int *qa,
         if (!c) {
           out[q] = none;
           k |= elem_kind(none);
+        } else if (h->raw && fits64(sum)) { /* only compared: no division */
+          out[q].num = (int64_t)sum;
+          out[q].den = c;
+          k |= c == 1 ? K_INT : K_RAT;
         } else if (fits64(sum) && (mean || (int64_t)sum % c == 0)) {
           out[q].num = (int64_t)sum / c; /* truncates toward zero */
           out[q].den = 1;
@@ -1808,10 +1841,13 @@ static int scale_common(const rasp_elem *a, int na, const rasp_elem *b, int nb,
   for (int pass = 0; pass < 2; pass++) {
     const rasp_elem *v = pass ? b : a;
     int nv = pass ? nb : na;
+    int64_t seen = 1; /* denominators repeat: skip the division for them */
     for (int i = 0; i < nv; i++) {
       int64_t d = v[i].den;
       if (d == RASP_DEN_SYM) return 0;
-      if (d <= 1 || L % d == 0) continue;
+      if (d <= 1 || d == seen) continue;
+      seen = d;
+      if (L % d == 0) continue;
       int64_t g = (int64_t)raspI_gcd_u64((uint64_t)L, (uint64_t)d);
       if (__builtin_mul_overflow(L / g, d, &L)) return 0;
     }
@@ -1820,9 +1856,14 @@ static int scale_common(const rasp_elem *a, int na, const rasp_elem *b, int nb,
     const rasp_elem *v = pass ? b : a;
     int64_t *o = pass ? ob : oa;
     int nv = pass ? nb : na;
+    int64_t last = 1, factor = L;
     for (int i = 0; i < nv; i++) {
       int64_t d = v[i].den < 1 ? 1 : v[i].den;
-      if (__builtin_mul_overflow(v[i].num, L / d, &o[i])) return 0;
+      if (d != last) {
+        last = d;
+        factor = L / d;
+      }
+      if (__builtin_mul_overflow(v[i].num, factor, &o[i])) return 0;
     }
   }
   return 1;
@@ -1870,6 +1911,36 @@ typedef struct ekey {
 MERGE_SORT(sort_ikey, ikey, IKEY_LESS)
 MERGE_SORT(sort_ekey, ekey, EKEY_LESS)
 
+/* Keys of small range (token ids, counts, positions, and rationals of one
+** small denominator once scaled) are ranked by counting instead of sorting:
+** lo[k] is the number of keys smaller than key k, hi[k] that plus the keys
+** equal to it, and perm the stable (key, index) order that the sort would
+** give.  O(n + range); 0 (nothing done) when the range is too wide. */
+static int count_ranks(head *h, const int64_t *kv, int *perm, int *lo, int *hi) {
+  int n = h->n;
+  if (n < 2) return 0;
+  int64_t mn = kv[0], mx = kv[0];
+  for (int k = 1; k < n; k++) {
+    mn = kv[k] < mn ? kv[k] : mn;
+    mx = kv[k] > mx ? kv[k] : mx;
+  }
+  uint64_t range = (uint64_t)mx - (uint64_t)mn; /* no overflow in uint64 */
+  if (range > 8 * (uint64_t)n + 64) return 0;
+  size_t slots = (size_t)range + 2;
+  int *below = scratch(h->ev, SC_GCNT, slots * sizeof *below);
+  memset(below, 0, slots * sizeof *below);
+  for (int k = 0; k < n; k++) below[kv[k] - mn + 1]++;
+  for (size_t r = 1; r < slots; r++) below[r] += below[r - 1];
+  for (int k = 0; k < n; k++) {
+    int64_t r = kv[k] - mn;
+    lo[k] = below[r];
+    hi[k] = below[r + 1];
+  }
+  if (h->vm != VM_NONE) /* the order is needed only to aggregate values */
+    for (int k = 0; k < n; k++) perm[below[kv[k] - mn]++] = k;
+  return 1;
+}
+
 /* Non-causal comparisons and not_equals on sorted keys. */
 static int head_sorted(head *h, const rasp_elem *keys, const rasp_elem *qs,
                        int same, int intlike, const rasp_elem *vals,
@@ -1904,7 +1975,9 @@ static int head_sorted(head *h, const rasp_elem *keys, const rasp_elem *qs,
       qv = b;
     }
   }
-  if (kv) {
+  if (kv && same && count_ranks(h, kv, perm, lo, hi)) {
+    /* ranked by counting */
+  } else if (kv) {
     ikey *ks = scratch(ev, SC_KS, n1 * sizeof *ks);
     ikey *tmp = scratch(ev, SC_KS2, n1 * sizeof *tmp);
     for (int k = 0; k < n; k++) {
@@ -2286,6 +2359,7 @@ static int eval_head(ctx *c) {
   h.fnb = nd->op == RASP_OP_AGGREGATE && h.vm == VM_MIX;
   h.fext = nd->op == RASP_OP_AGGR_MAX || nd->op == RASP_OP_AGGR_MIN;
   h.ismax = nd->op == RASP_OP_AGGR_MAX;
+  h.raw = nd->op == RASP_OP_AGGREGATE && ev->raw[c->id];
   enum strategy strat = choose(ev, nd, sel, h.vm, has_sym);
   if (strat == S_HASH && sel->aux == RASP_PRED_NE) h.need &= ~NEED_EXT;
   unsigned char *m = NULL;
@@ -2486,6 +2560,7 @@ void raspE_free(rasp_eval *ev) {
   raspM_free(ev->isstatic);
   raspM_free(ev->checked);
   raspM_free(ev->canon);
+  raspM_free(ev->raw);
   raspM_free(ev->bndlo);
   raspM_free(ev->bndhi);
   raspM_free(ev->bndrun);
@@ -2548,6 +2623,7 @@ static void fit_nodes(rasp_eval *ev) {
   ev->isstatic = raspM_realloc(ev->isstatic, (size_t)nn);
   ev->checked = raspM_realloc(ev->checked, (size_t)nn);
   ev->canon = raspM_realloc(ev->canon, (size_t)nn * sizeof *ev->canon);
+  ev->raw = raspM_realloc(ev->raw, (size_t)nn);
   ev->bndlo = raspM_realloc(ev->bndlo, (size_t)nn * sizeof *ev->bndlo);
   ev->bndhi = raspM_realloc(ev->bndhi, (size_t)nn * sizeof *ev->bndhi);
   ev->bndrun = raspM_realloc(ev->bndrun, (size_t)nn * sizeof *ev->bndrun);
@@ -2570,6 +2646,7 @@ static void fit_nodes(rasp_eval *ev) {
     ev->bndrun[i] = 0;
     ev->checked[i] = 0;
     ev->canon[i] = i;
+    ev->raw[i] = 0;
     /* A node that reads no token (indices, constants, and everything
        computed from them alone: position masks, x[i] windows) has the same
        value for every input of the length, so a run can keep it. */
@@ -2720,6 +2797,42 @@ static void plan_canon(rasp_eval *ev) {
   raspM_free(tab);
 }
 
+static rasp_elem rat_reduce(rasp_elem e) {
+  uint64_t a = e.num < 0 ? (uint64_t)0 - (uint64_t)e.num : (uint64_t)e.num;
+  uint64_t g = raspI_gcd_u64(a, (uint64_t)e.den);
+  if (g > 1) {
+    e.num = e.num < 0 ? -(int64_t)(a / g) : (int64_t)(a / g);
+    e.den = (int64_t)((uint64_t)e.den / g);
+  }
+  return e;
+}
+
+/* Unreduced rationals.  A mean is a fraction sum/count, and reducing it
+** costs a gcd per element: most of the work of a running balance such as
+** balanced_parens's.  When every reader of an aggregate only compares it
+** (==, !=, <, <=, >, >=, which cross-multiply and so do not care whether a
+** fraction is reduced) and it is not an output, the heads store sum/count
+** as it is.  raspE_value reduces a row before handing it out, so nobody
+** outside sees the difference. */
+static void plan_raw(rasp_eval *ev) {
+  const rasp_ir *ir = ev->ir;
+  int nn = ir->nnodes;
+  for (int i = 0; i < nn; i++) ev->raw[i] = ir->nodes[i].op == RASP_OP_AGGREGATE;
+  for (int i = 0; i < ir->noutputs; i++)
+    if (ir->outputs[i] >= 0 && ir->outputs[i] < nn) ev->raw[ev->canon[ir->outputs[i]]] = 0;
+  for (int u = 0; u < nn; u++) {
+    if (!ev->live[u]) continue;
+    const rasp_ir_node *nd = &ir->nodes[u];
+    int compares = nd->op == RASP_OP_BINARY &&
+                   (nd->aux == RASP_BIN_EQ || nd->aux == RASP_BIN_NE || nd->aux == RASP_BIN_LT ||
+                    nd->aux == RASP_BIN_LE || nd->aux == RASP_BIN_GT || nd->aux == RASP_BIN_GE);
+    if (compares) continue;
+    for (int j = 0; j < nd->nin; j++)
+      if (nd->in[j] >= 0 && nd->in[j] < nn) ev->raw[ev->canon[nd->in[j]]] = 0;
+  }
+  for (int i = 0; i < nn; i++) ev->raw[i] = ev->raw[i] && ev->raw[ev->canon[i]];
+}
+
 static void plan_release(rasp_eval *ev, size_t total) {
   const rasp_ir *ir = ev->ir;
   int nn = ir->nnodes;
@@ -2820,6 +2933,7 @@ int raspE_run(rasp_eval *ev, int B, const int64_t *tokens, rasp_error *err) {
   if (replan) {
     raspI_live(ir, ir->outputs, ir->noutputs, ev->live);
     plan_canon(ev);
+    plan_raw(ev);
     decide_hold(ev, total);
   }
   if (replan && ev->keep) plan_remember(ev, total);
@@ -2897,7 +3011,11 @@ const rasp_elem *raspE_value(rasp_eval *ev, int node, int b) {
     for (int i = 0; i < ev->ir->noutputs && !out; i++) out = ev->ir->outputs[i] == node;
     if (!out) return NULL;
   }
-  return ev->val[node] + (size_t)b * ev->n;
+  rasp_elem *row = ev->val[node] + (size_t)b * ev->n;
+  if (ev->raw[node])
+    for (int i = 0; i < ev->n; i++)
+      if (row[i].den > 1) row[i] = rat_reduce(row[i]);
+  return row;
 }
 
 const unsigned char *raspE_selector(rasp_eval *ev, int node, int b,

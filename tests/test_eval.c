@@ -747,6 +747,100 @@ START_TEST(test_paths_agree_rational) {
 }
 END_TEST
 
+/* Means that are only compared are kept as unreduced fractions (the
+** evaluator skips the gcd).  Each such head has a matrix twin that is an
+** output (so always reduced); the comparisons must equal raspI_elem_binop on
+** the twin's values, and reading the compared head itself must give the
+** reduced value.  Key ranges go from a few values (ranked by counting) to
+** thousands apart (sorted). */
+START_TEST(test_unreduced_means) {
+  init_pred_fns();
+  srand(777u);
+  static const int lens[] = {1, 2, 5, 17, 40};
+  static const rasp_binop cmps[] = {RASP_BIN_LT, RASP_BIN_LE, RASP_BIN_GT,
+                                    RASP_BIN_GE, RASP_BIN_EQ, RASP_BIN_NE};
+  static const rasp_pred preds[] = {RASP_PRED_LE, RASP_PRED_EQ, RASP_PRED_LT,
+                                    RASP_PRED_NE};
+  for (size_t li = 0; li < sizeof lens / sizeof *lens; li++) {
+    int n = lens[li];
+    rasp_ir ir;
+    tuser u = {0};
+    ir_setup(&ir, n, &u);
+    int t = n_input(&ir);
+    int ix = n_indices(&ir);
+    int v = n_bin(&ir, RASP_BIN_SUB, n_bin(&ir, RASP_BIN_MOD, t, n_full(&ir, I(7))),
+                  n_full(&ir, I(3)));
+    int vrat = n_bin(&ir, RASP_BIN_DIV, v, n_full(&ir, I(4)));
+    int consts[] = {n_full(&ir, I(0)), n_full(&ir, I(1)), n_full(&ir, R(1, 2)),
+                    n_full(&ir, BOOLV(1))};
+    int heads[16][2], nh = 0;
+    for (size_t pi = 0; pi < sizeof preds / sizeof *preds; pi++)
+      for (int vi = 0; vi < 2; vi++) {
+        rasp_pred pr = preds[pi];
+        int kq = pr == RASP_PRED_LE ? ix : t;
+        int fast = n_select(&ir, kq, kq, pr, pr == RASP_PRED_LE, NULL);
+        int slow = n_select(&ir, kq, kq, RASP_PRED_CUSTOM, pr == RASP_PRED_LE, &pred_fns[pr]);
+        heads[nh][0] = n_head(&ir, RASP_OP_AGGREGATE, fast, vi ? vrat : v, I(0));
+        heads[nh][1] = n_head(&ir, RASP_OP_AGGREGATE, slow, vi ? vrat : v, I(0));
+        nh++;
+      }
+    int outs[512], no = 0;
+    int cmp_at[16][6][5];
+    for (int h = 0; h < nh; h++) {
+      outs[no++] = heads[h][1];
+      for (int c = 0; c < 6; c++)
+        for (int k = 0; k < 5; k++) {
+          /* against each constant, and against the next head (raw too) */
+          int other = k < 4 ? consts[k] : heads[(h + 1) % nh][0];
+          cmp_at[h][c][k] = outs[no++] = k % 2 ? n_bin(&ir, cmps[c], other, heads[h][0])
+                                               : n_bin(&ir, cmps[c], heads[h][0], other);
+        }
+    }
+    ck_assert_int_le(no, 512);
+    set_outputs(&ir, no, outs);
+    rasp_eval *ev = raspE_new(&ir);
+    for (int rep = 0; rep < 12; rep++) {
+      int B = 1 + rand() % 3;
+      int64_t *toks = malloc(sizeof *toks * (size_t)(B * n));
+      int64_t spread = rep % 3 == 0 ? 5 : rep % 3 == 1 ? 60 : 100000;
+      for (int i = 0; i < B * n; i++) toks[i] = 1 + rand() % spread;
+      rasp_error err = {0};
+      ck_assert_msg(raspE_run(ev, B, toks, &err), "%s", err.msg);
+      for (int b = 0; b < B; b++)
+        for (int h = 0; h < nh; h++) {
+          const rasp_elem *want = raspE_value(ev, heads[h][1], b);
+          const rasp_elem *next = raspE_value(ev, heads[(h + 1) % nh][1], b);
+          for (int c = 0; c < 6; c++)
+            for (int k = 0; k < 5; k++) {
+              const rasp_elem *x = raspE_value(ev, cmp_at[h][c][k], b);
+              const rasp_elem *o = k < 4 ? raspE_value(ev, consts[k], b) : next;
+              ck_assert_ptr_nonnull(x);
+              for (int i = 0; i < n; i++) {
+                rasp_elem l = k % 2 ? o[i] : want[i], r = k % 2 ? want[i] : o[i], w;
+                rasp_error e2 = {0};
+                ck_assert(raspI_elem_binop(cmps[c], l, r, &w, &e2));
+                ck_assert_msg(x[i].num == w.num && x[i].den == w.den,
+                              "n %d head %d %s %lld/%lld %lld/%lld: got %lld", n, h,
+                              raspI_binop_name(cmps[c]), (long long)l.num, (long long)l.den,
+                              (long long)r.num, (long long)r.den, (long long)x[i].num);
+              }
+            }
+          /* read directly, the compared head is reduced like its twin */
+          const rasp_elem *got = raspE_value(ev, heads[h][0], b);
+          for (int i = 0; i < n; i++)
+            ck_assert_msg(got[i].num == want[i].num && got[i].den == want[i].den,
+                          "n %d head %d at %d: %lld/%lld, want %lld/%lld", n, h, i,
+                          (long long)got[i].num, (long long)got[i].den,
+                          (long long)want[i].num, (long long)want[i].den);
+        }
+      free(toks);
+    }
+    raspE_free(ev);
+    raspI_free(&ir);
+  }
+}
+END_TEST
+
 START_TEST(test_histogram) {
   rasp_ir ir;
   ir_setup(&ir, 5, NULL);
@@ -1103,6 +1197,7 @@ static Suite *suite(void) {
   tcase_add_loop_test(tc, test_paths_agree, 0, 16);
   tcase_add_loop_test(tc, test_paths_agree_kinds, 0, 2);
   tcase_add_loop_test(tc, test_paths_agree_rational, 0, 3);
+  tcase_add_test(tc, test_unreduced_means);
   tcase_add_test(tc, test_drop_intermediates);
   tcase_add_test(tc, test_histogram);
   tcase_add_test(tc, test_reverse);
