@@ -145,6 +145,9 @@ struct rasp_eval {
   rasp_elem **val;      /* per node: B*n elements, NULL for selectors */
   size_t *valcap;       /* per node: capacity of val[] in elements */
   unsigned char *isstatic; /* per node: depends on no input token */
+  unsigned char *issel;    /* per node: a selector (no value buffer) */
+  unsigned char *hold;     /* per node: held(), fixed for the current plan */
+  int *steps, nsteps;      /* the live nodes in order, for the current plan */
   unsigned char *checked;  /* per node: valid_node passed (nodes never change) */
   int *canon;              /* per node: the live node computing the same value
                               (itself, or an earlier one whose buffer it shares) */
@@ -356,11 +359,19 @@ static int elem_fail(const ctx *c) {
   return 0;
 }
 
+static void bnd_set(rasp_eval *ev, int id, int64_t lo, int64_t hi);
+
 static int eval_INPUT(ctx *c) {
+  /* the token bounds come with the copy (derive_bounds leaves them) */
+  int64_t lo = c->total ? c->tokens[0] : 0, hi = lo;
   for (size_t i = 0; i < c->total; i++) {
-    c->out[i].num = c->tokens[i];
+    int64_t t = c->tokens[i];
+    c->out[i].num = t;
     c->out[i].den = 1;
+    lo = t < lo ? t : lo;
+    hi = t > hi ? t : hi;
   }
+  if (c->total) bnd_set(c->ev, c->id, lo, hi);
   c->kind = K_INT;
   return 1;
 }
@@ -583,23 +594,10 @@ static inline int ncmp(rasp_elem a, rasp_elem b) {
   return (l > r) - (l < r);
 }
 
-/* A number (rationals unreduced too) against an integer or boolean: one
-** product, no branch; the common shape of `mean < 0`, `balance == 0`. */
 #define CMP_ANY(EXPR)                                                          \
-  if (!((kx | ky) & K_SYM) && (INTLIKE(kx) || INTLIKE(ky))) {                  \
-    const rasp_elem *p_ = INTLIKE(ky) ? x : y, *q_ = INTLIKE(ky) ? y : x;      \
-    int flip_ = !INTLIKE(ky);                                                  \
-    for (size_t i = 0; i < c->total; i++) {                                    \
-      i128 l_ = p_[i].num;                                                     \
-      i128 m_ = (i128)q_[i].num * (p_[i].den < 1 ? 1 : p_[i].den);             \
-      int r_ = (l_ > m_) - (l_ < m_);                                          \
-      r_ = flip_ ? -r_ : r_;                                                   \
-      o[i].num = (EXPR);                                                       \
-      o[i].den = RASP_DEN_BOOL;                                                \
-    }                                                                          \
-    c->kind = K_BOOL;                                                          \
+  if (!((kx | ky) & K_SYM) && (INTLIKE(kx) || INTLIKE(ky)) &&                  \
+      cmp_num_int(c, x, y, INTLIKE(ky)))                                       \
     return 1;                                                                  \
-  }                                                                            \
   if (!((kx | ky) & K_SYM)) {                                                  \
     for (size_t i = 0; i < c->total; i++) {                                    \
       int r_ = ncmp(x[i], y[i]);                                               \
@@ -616,6 +614,44 @@ static inline int ncmp(rasp_elem a, rasp_elem b) {
   }                                                                            \
   c->kind = K_BOOL;                                                            \
   return 1;
+
+/* A number (rationals unreduced too) against an integer or boolean y:
+** x.num against y.num * x.den in 64 bits, no branch per element; the common
+** shape of `mean < 0` and `balance == 0`.  0 (nothing decided) when a
+** product overflows; the caller then cross-multiplies in 128 bits. */
+#define CMP_NI_LOOP(REL)                                                       \
+  for (size_t i = 0; i < total; i++) {                                         \
+    int64_t m_;                                                                \
+    bad |= __builtin_mul_overflow(q[i].num, p[i].den < 1 ? 1 : p[i].den, &m_); \
+    o[i].num = p[i].num REL m_;                                                \
+    o[i].den = RASP_DEN_BOOL;                                                  \
+  }                                                                            \
+  break;
+static int cmp_num_int(ctx *c, const rasp_elem *x, const rasp_elem *y, int y_int) {
+  const rasp_elem *p = y_int ? x : y, *q = y_int ? y : x;
+  rasp_binop op = (rasp_binop)c->nd->aux;
+  if (!y_int) /* q op p: swap the relation so p stays on the left */
+    op = op == RASP_BIN_LT   ? RASP_BIN_GT
+         : op == RASP_BIN_GT ? RASP_BIN_LT
+         : op == RASP_BIN_LE ? RASP_BIN_GE
+         : op == RASP_BIN_GE ? RASP_BIN_LE
+                             : op;
+  rasp_elem *o = c->out;
+  size_t total = c->total;
+  int bad = 0;
+  switch (op) {
+  case RASP_BIN_EQ: CMP_NI_LOOP(==)
+  case RASP_BIN_NE: CMP_NI_LOOP(!=)
+  case RASP_BIN_LT: CMP_NI_LOOP(<)
+  case RASP_BIN_LE: CMP_NI_LOOP(<=)
+  case RASP_BIN_GT: CMP_NI_LOOP(>)
+  case RASP_BIN_GE: CMP_NI_LOOP(>=)
+  default: return 0;
+  }
+  if (bad) return 0;
+  c->kind = K_BOOL;
+  return 1;
+}
 
 /* int + p/q and p/q + int need no reduction: gcd(a q + p, q) = gcd(p, q). */
 static int add_int_rat(rasp_binop op, rasp_elem a, rasp_elem b, rasp_elem *o) {
@@ -719,9 +755,25 @@ static int eval_WHERE(ctx *c) {
   return 1;
 }
 
+static int bnd_known(const rasp_eval *ev, int id);
+
 static int eval_MAP(ctx *c) {
   const rasp_elem *x = operand(c, 0);
-  memo *m = NULL;
+  memo *m = c->ev->memos[c->id];
+  int in = c->nd->in[0];
+  if (m && operand_kind(c, 0) == K_INT && bnd_known(c->ev, in) && c->ev->bndlo[in] >= 0 &&
+      c->ev->bndhi[in] < MEMO_SMALL) {
+    /* integers whose every possible value is in the direct table already
+       (token ids after the first inputs): one load per element */
+    int all = 1;
+    for (int64_t v = c->ev->bndlo[in]; v <= c->ev->bndhi[in] && all; v++) all = m->small_set[v];
+    if (all) {
+      for (size_t i = 0; i < c->total; i++) c->out[i] = m->small[x[i].num];
+      c->kind = m->small_kind;
+      return 1;
+    }
+  }
+  m = NULL;
   int all_small = 1; /* then the table's kinds bound the result's */
   for (size_t i = 0; i < c->total; i++) {
     rasp_elem e = x[i];
@@ -1349,6 +1401,7 @@ static void derive_bounds(rasp_eval *ev, int id, const int64_t *tokens, size_t t
   const int *in = nd->in;
   switch (nd->op) {
   case RASP_OP_INPUT:
+    if (ev->bndrun[id] == ev->runno) return; /* eval_INPUT found them */
     lo = hi = tokens[0];
     for (size_t i = 1; i < total; i++) {
       lo = tokens[i] < lo ? tokens[i] : lo;
@@ -1681,17 +1734,13 @@ static int head_order(head *h, const int *perm, int wt, const int *qa,
   rasp_eval *ev = h->ev;
   int n = h->n;
   if (h->vm == VM_NONE) {
-    for (int q = 0; q < n; q++) {
-      int64_t c = 0;
-      switch (wt) {
-      case W_PREF: c = qa[q]; break;
-      case W_SUF: c = n - qa[q]; break;
-      case W_BOTH: c = qa[q] + (n - qb[q]); break;
-      case W_ONE: c = 1; break;
-      default: break;
-      }
-      out[q].num = c;
-      out[q].den = 1;
+    for (int q = 0; q < n; q++) out[q].den = 1;
+    switch (wt) {
+    case W_PREF: for (int q = 0; q < n; q++) out[q].num = qa[q]; break;
+    case W_SUF: for (int q = 0; q < n; q++) out[q].num = n - qa[q]; break;
+    case W_BOTH: for (int q = 0; q < n; q++) out[q].num = qa[q] + (n - qb[q]); break;
+    case W_ONE: for (int q = 0; q < n; q++) out[q].num = 1; break;
+    default: for (int q = 0; q < n; q++) out[q].num = 0; break;
     }
     return 1;
   }
@@ -1830,6 +1879,44 @@ static int head_order(head *h, const int *perm, int wt, const int *qa,
   return 1;
 }
 
+/* Sums and means of integers over a prefix window, query q reading the
+** first min(q + woff, n) values: running balances (causal means of +1/-1)
+** and global means (non-causal always, woff > n).  Straight from the
+** values, with int64 prefix sums; 2 (nothing decided) when one overflows. */
+static int head_prefix_sum(head *h, int woff, const rasp_elem *vals, rasp_elem *out) {
+  int n = h->n;
+  int64_t *ps = scratch(h->ev, SC_PSUM, ((size_t)n + 1) * sizeof *ps);
+  int bad = 0;
+  ps[0] = 0;
+  for (int i = 0; i < n; i++) bad |= __builtin_add_overflow(ps[i], vals[i].num, &ps[i + 1]);
+  if (bad) return 2;
+  rasp_elem none;
+  if (!ffinish(h, 0, 0, 0, 0, &none)) return 0;
+  const int mean = h->nd->op == RASP_OP_AGGR_MEAN;
+  unsigned k = 0;
+  for (int q = 0; q < n; q++) {
+    int64_t c = woff > n - q ? n : q + woff;
+    if (c <= 0) {
+      out[q] = none;
+      k |= elem_kind(none);
+    } else if (h->raw) { /* only compared: no division */
+      out[q].num = ps[c];
+      out[q].den = c;
+      k |= (unsigned)(c == 1) * K_INT | (unsigned)(c > 1) * K_RAT;
+    } else if (mean || ps[c] % c == 0) {
+      out[q].num = ps[c] / c; /* truncates toward zero; c >= 1 */
+      out[q].den = 1;
+      k |= K_INT;
+    } else {
+      if (!ffinish(h, c, ps[c], 0, 0, &out[q])) return 0;
+      k |= elem_kind(out[q]);
+    }
+  }
+  h->okind |= k;
+  h->tracked++;
+  return 1;
+}
+
 /* Maps numbers (integers, booleans, rationals; no symbols) a[0..na) and
 ** b[0..nb) to integers over one common denominator L, so that x < y exactly
 ** when its image is smaller (and equal when equal).  0 when there is a
@@ -1837,33 +1924,45 @@ static int head_order(head *h, const int *perm, int wt, const int *qa,
 ** compare the elements themselves. */
 static int scale_common(const rasp_elem *a, int na, const rasp_elem *b, int nb,
                         int64_t *oa, int64_t *ob) {
+  /* Denominators repeat (i/n takes a handful of them), so each distinct
+     small one costs one division: a bit per denominator below 64 says it
+     is already in L, and its factor L/d is computed once. */
   int64_t L = 1;
+  uint64_t in_l = 0;
   for (int pass = 0; pass < 2; pass++) {
     const rasp_elem *v = pass ? b : a;
     int nv = pass ? nb : na;
-    int64_t seen = 1; /* denominators repeat: skip the division for them */
     for (int i = 0; i < nv; i++) {
       int64_t d = v[i].den;
       if (d == RASP_DEN_SYM) return 0;
-      if (d <= 1 || d == seen) continue;
-      seen = d;
+      if (d <= 1) continue;
+      if (d < 64) {
+        if (in_l >> d & 1) continue;
+        in_l |= (uint64_t)1 << d;
+      }
       if (L % d == 0) continue;
       int64_t g = (int64_t)raspI_gcd_u64((uint64_t)L, (uint64_t)d);
       if (__builtin_mul_overflow(L / g, d, &L)) return 0;
     }
   }
+  int64_t factor[64];
+  uint64_t have = 0;
   for (int pass = 0; pass < 2; pass++) {
     const rasp_elem *v = pass ? b : a;
     int64_t *o = pass ? ob : oa;
     int nv = pass ? nb : na;
-    int64_t last = 1, factor = L;
     for (int i = 0; i < nv; i++) {
-      int64_t d = v[i].den < 1 ? 1 : v[i].den;
-      if (d != last) {
-        last = d;
-        factor = L / d;
+      int64_t d = v[i].den < 1 ? 1 : v[i].den, f;
+      if (d < 64) {
+        if (!(have >> d & 1)) {
+          factor[d] = L / d;
+          have |= (uint64_t)1 << d;
+        }
+        f = factor[d];
+      } else {
+        f = L / d;
       }
-      if (__builtin_mul_overflow(v[i].num, factor, &o[i])) return 0;
+      if (__builtin_mul_overflow(v[i].num, f, &o[i])) return 0;
     }
   }
   return 1;
@@ -1915,7 +2014,8 @@ MERGE_SORT(sort_ekey, ekey, EKEY_LESS)
 ** small denominator once scaled) are ranked by counting instead of sorting:
 ** lo[k] is the number of keys smaller than key k, hi[k] that plus the keys
 ** equal to it, and perm the stable (key, index) order that the sort would
-** give.  O(n + range); 0 (nothing done) when the range is too wide. */
+** give.  Only the occupied key values are visited (a bitmap of them), so
+** the cost is O(n + range / 64); 0 (nothing done) when the range is wide. */
 static int count_ranks(head *h, const int64_t *kv, int *perm, int *lo, int *hi) {
   int n = h->n;
   if (n < 2) return 0;
@@ -1925,19 +2025,33 @@ static int count_ranks(head *h, const int64_t *kv, int *perm, int *lo, int *hi) 
     mx = kv[k] > mx ? kv[k] : mx;
   }
   uint64_t range = (uint64_t)mx - (uint64_t)mn; /* no overflow in uint64 */
-  if (range > 8 * (uint64_t)n + 64) return 0;
-  size_t slots = (size_t)range + 2;
-  int *below = scratch(h->ev, SC_GCNT, slots * sizeof *below);
-  memset(below, 0, slots * sizeof *below);
-  for (int k = 0; k < n; k++) below[kv[k] - mn + 1]++;
-  for (size_t r = 1; r < slots; r++) below[r] += below[r - 1];
+  if (range > 64 * (uint64_t)n + 4096) return 0;
+  size_t words = (size_t)(range >> 6) + 1;
+  uint64_t *occupied = scratch(h->ev, SC_GEXT, words * sizeof *occupied);
+  int *at = scratch(h->ev, SC_GCNT, ((size_t)range + 1) * sizeof *at);
+  int *slot = scratch(h->ev, SC_GID2, (size_t)n * sizeof *slot);
+  memset(occupied, 0, words * sizeof *occupied);
   for (int k = 0; k < n; k++) {
-    int64_t r = kv[k] - mn;
-    lo[k] = below[r];
-    hi[k] = below[r + 1];
+    int r = (int)(kv[k] - mn);
+    slot[k] = r;
+    at[r] = 0;
+    occupied[r >> 6] |= (uint64_t)1 << (r & 63);
   }
+  for (int k = 0; k < n; k++) at[slot[k]]++;
+  int run = 0; /* at[r]: the keys smaller than mn + r */
+  for (size_t w = 0; w < words; w++)
+    for (uint64_t bits = occupied[w]; bits; bits &= bits - 1) {
+      size_t r = w * 64 + (size_t)__builtin_ctzll(bits);
+      int here = at[r];
+      at[r] = run;
+      run += here;
+    }
+  for (int k = 0; k < n; k++) lo[k] = at[slot[k]];
   if (h->vm != VM_NONE) /* the order is needed only to aggregate values */
-    for (int k = 0; k < n; k++) perm[below[kv[k] - mn]++] = k;
+    for (int k = 0; k < n; k++) perm[at[slot[k]]++] = k;
+  else
+    for (int k = 0; k < n; k++) at[slot[k]]++;
+  for (int k = 0; k < n; k++) hi[k] = at[slot[k]];
   return 1;
 }
 
@@ -2209,8 +2323,13 @@ static void head_gather(const head *h, const rasp_elem *qs, int qintlike, int ca
 }
 
 /* Adds v to key slot at; returns 0 if the int64 sum overflowed. */
-static inline int dacc_add(struct dacc *t, uint32_t gen, int64_t at, int64_t v) {
+static inline __attribute__((always_inline)) int
+dacc_add(struct dacc *t, uint32_t gen, int64_t at, int64_t v, const int cleared) {
   struct dacc *a = &t[at];
+  if (cleared) { /* the table was zeroed for this input: no stamps */
+    a->cnt++;
+    return !__builtin_add_overflow(a->sum, v, &a->sum);
+  }
   /* without a branch on the stamp: whether a key repeats is data */
   int fresh = a->stamp != gen;
   int64_t base = fresh ? 0 : a->sum;
@@ -2229,20 +2348,21 @@ static inline int dacc_add(struct dacc *t, uint32_t gen, int64_t at, int64_t v) 
 static inline __attribute__((always_inline)) int
 direct_sweep(head *h, struct dacc *t, uint32_t gen, const rasp_elem *keys,
              const rasp_elem *qs, int64_t kmin, uint64_t range, const int causal,
-             const int width, int64_t one_den, rasp_elem none, const rasp_elem *vals,
-             rasp_elem *out) {
+             const int width, const int cleared, int64_t one_den, rasp_elem none,
+             const rasp_elem *vals, rasp_elem *out) {
   const int n = h->n;
   /* causal: add key q, then answer query q; else all keys, then all queries */
   if (!causal)
     for (int k = 0; k < n; k++)
-      if (!dacc_add(t, gen, keys[k].num - kmin, width ? 0 : vals[k].num)) return 2;
+      if (!dacc_add(t, gen, keys[k].num - kmin, width ? 0 : vals[k].num, cleared)) return 2;
   for (int q = 0; q < n; q++) {
-    if (causal && !dacc_add(t, gen, keys[q].num - kmin, width ? 0 : vals[q].num)) return 2;
+    if (causal && !dacc_add(t, gen, keys[q].num - kmin, width ? 0 : vals[q].num, cleared))
+      return 2;
     /* a query outside the keys' range reads slot range + 1, never stamped;
        selects, not branches, where the outcome is data */
     uint64_t o = (uint64_t)qs[q].num - (uint64_t)kmin;
     const struct dacc *a = &t[o > range ? range + 1 : o];
-    int hit = a->stamp == gen;
+    int hit = cleared ? a->cnt != 0 : a->stamp == gen;
     if (width) {
       out[q].num = hit ? a->cnt : 0;
       out[q].den = 1;
@@ -2278,11 +2398,22 @@ static int head_direct(head *h, const rasp_elem *keys, const rasp_elem *qs,
   struct dacc *t = ev->dacc;
   const uint32_t gen = ev->daccgen;
   const int64_t one_den = h->nd->op == RASP_OP_AGGREGATE ? h->vden : 1;
-  if (h->nd->op == RASP_OP_SEL_WIDTH)
-    return causal ? direct_sweep(h, t, gen, keys, qs, kmin, range, 1, 1, one_den, none, vals, out)
-                  : direct_sweep(h, t, gen, keys, qs, kmin, range, 0, 1, one_den, none, vals, out);
-  return causal ? direct_sweep(h, t, gen, keys, qs, kmin, range, 1, 0, one_den, none, vals, out)
-                : direct_sweep(h, t, gen, keys, qs, kmin, range, 0, 0, one_den, none, vals, out);
+  const int width = h->nd->op == RASP_OP_SEL_WIDTH;
+  /* A table no longer than the input is cheaper to clear than to stamp
+     (token ids: a few slots); stamp 0 then reads as stale later on. */
+  if (need <= (size_t)h->n + 64) {
+    memset(t, 0, need * sizeof *t);
+    if (width)
+      return causal ? direct_sweep(h, t, gen, keys, qs, kmin, range, 1, 1, 1, one_den, none, vals, out)
+                    : direct_sweep(h, t, gen, keys, qs, kmin, range, 0, 1, 1, one_den, none, vals, out);
+    return causal ? direct_sweep(h, t, gen, keys, qs, kmin, range, 1, 0, 1, one_den, none, vals, out)
+                  : direct_sweep(h, t, gen, keys, qs, kmin, range, 0, 0, 1, one_den, none, vals, out);
+  }
+  if (width)
+    return causal ? direct_sweep(h, t, gen, keys, qs, kmin, range, 1, 1, 0, one_den, none, vals, out)
+                  : direct_sweep(h, t, gen, keys, qs, kmin, range, 0, 1, 0, one_den, none, vals, out);
+  return causal ? direct_sweep(h, t, gen, keys, qs, kmin, range, 1, 0, 0, one_den, none, vals, out)
+                : direct_sweep(h, t, gen, keys, qs, kmin, range, 0, 0, 0, one_den, none, vals, out);
 }
 
 enum strategy { S_MATRIX, S_HASH, S_SORT, S_WIN, S_CONJ, S_GATHER };
@@ -2387,6 +2518,7 @@ static int eval_head(ctx *c) {
       qb[q] = q + 1;
     }
   }
+  const int prefix = strat == S_WIN && wt == W_PREF && h.fsum && h.vm == VM_INT && !h.fnb;
   int cleaves[MAX_CONJ], cnl = 0, cwt = W_PREF, coff = n + 1;
   if (strat == S_CONJ)
     conj_of(ev, nd->in[0], cleaves, &cnl, &cwt, &coff);
@@ -2423,7 +2555,7 @@ static int eval_head(ctx *c) {
     }
     if (vv && strat != S_GATHER) {
       /* head_groups reads the elements themselves */
-      if (!(strat == S_HASH || (strat == S_CONJ && cwt != W_NONE) || direct))
+      if (!(strat == S_HASH || (strat == S_CONJ && cwt != W_NONE) || direct || prefix))
         for (int k = 0; k < n; k++) vv[k] = vals[k].num;
       if (vb)
         for (int k = 0; k < n; k++) vb[k] = vals[k].den == RASP_DEN_BOOL;
@@ -2471,6 +2603,12 @@ static int eval_head(ctx *c) {
                   vals, out);
       break;
     case S_WIN:
+      if (prefix) {
+        ok = head_prefix_sum(&h, woff, vals, out);
+        if (ok != 2) break;
+        ok = 1; /* an int64 prefix sum overflowed: the 128-bit path */
+        for (int k = 0; k < n; k++) vv[k] = vals[k].num;
+      }
       ok = head_order(&h, NULL, wt, qa, ev->sc[SC_QB], vals, out);
       break;
     }
@@ -2561,6 +2699,9 @@ void raspE_free(rasp_eval *ev) {
   raspM_free(ev->checked);
   raspM_free(ev->canon);
   raspM_free(ev->raw);
+  raspM_free(ev->issel);
+  raspM_free(ev->hold);
+  raspM_free(ev->steps);
   raspM_free(ev->bndlo);
   raspM_free(ev->bndhi);
   raspM_free(ev->bndrun);
@@ -2614,6 +2755,8 @@ static void plan_remember(rasp_eval *ev, size_t total) {
 
 /* The IR may have grown since the evaluator was made (the REPL traces more
 ** into the same graph), so the per-node arrays follow it. */
+static int is_selector(const rasp_ir *ir, int id);
+
 static void fit_nodes(rasp_eval *ev) {
   int nn = ev->ir->nnodes;
   if (nn <= ev->nnodes) return;
@@ -2621,6 +2764,9 @@ static void fit_nodes(rasp_eval *ev) {
   ev->valcap = raspM_realloc(ev->valcap, (size_t)nn * sizeof *ev->valcap);
   ev->cfill = raspM_realloc(ev->cfill, (size_t)nn * sizeof *ev->cfill);
   ev->isstatic = raspM_realloc(ev->isstatic, (size_t)nn);
+  ev->issel = raspM_realloc(ev->issel, (size_t)nn);
+  ev->hold = raspM_realloc(ev->hold, (size_t)nn);
+  ev->steps = raspM_realloc(ev->steps, (size_t)nn * sizeof *ev->steps);
   ev->checked = raspM_realloc(ev->checked, (size_t)nn);
   ev->canon = raspM_realloc(ev->canon, (size_t)nn * sizeof *ev->canon);
   ev->raw = raspM_realloc(ev->raw, (size_t)nn);
@@ -2647,6 +2793,8 @@ static void fit_nodes(rasp_eval *ev) {
     ev->checked[i] = 0;
     ev->canon[i] = i;
     ev->raw[i] = 0;
+    ev->hold[i] = 0;
+    ev->issel[i] = (unsigned char)is_selector(ev->ir, i);
     /* A node that reads no token (indices, constants, and everything
        computed from them alone: position masks, x[i] windows) has the same
        value for every input of the length, so a run can keep it. */
@@ -2725,15 +2873,18 @@ static int is_selector(const rasp_ir *ir, int id) {
 #define STATIC_HOLD_BYTES ((size_t)16 << 20)
 
 static inline int held(const rasp_eval *ev, int id, size_t total) {
-  (void)total; /* hold_ok was decided for this run's batch shape */
-  return ev->hold_ok && ev->isstatic[id] && !is_selector(ev->ir, id);
+  (void)total; /* decided for this run's batch shape by decide_hold */
+  return ev->hold[id];
 }
 
 static void decide_hold(rasp_eval *ev, size_t total) {
   size_t nstatic = 0;
-  for (int i = 0; i < ev->ir->nnodes; i++)
-    nstatic += ev->live[i] && ev->isstatic[i] && !is_selector(ev->ir, i);
+  int nn = ev->ir->nnodes;
+  for (int i = 0; i < nn; i++)
+    nstatic += ev->live[i] && ev->isstatic[i] && !ev->issel[i];
   ev->hold_ok = ev->keep || nstatic * total <= STATIC_HOLD_BYTES / sizeof(rasp_elem);
+  for (int i = 0; i < nn; i++)
+    ev->hold[i] = (unsigned char)(ev->hold_ok && ev->isstatic[i] && !ev->issel[i]);
 }
 
 /* Common subexpressions.  Programs compute the same thing more than once
@@ -2931,7 +3082,17 @@ int raspE_run(rasp_eval *ev, int B, const int64_t *tokens, rasp_error *err) {
   size_t total = (size_t)B * (size_t)ir->n;
   int replan = !plan_current(ev, total);
   if (replan) {
+    ev->plan_valid = 0;
     raspI_live(ir, ir->outputs, ir->noutputs, ev->live);
+    ev->nsteps = 0;
+    for (int id = 0; id < ir->nnodes; id++) {
+      if (!ev->live[id]) continue;
+      if (!ev->checked[id]) { /* nodes never change: validated once */
+        if (!valid_node(ir, id, err)) return 0;
+        ev->checked[id] = 1;
+      }
+      ev->steps[ev->nsteps++] = id;
+    }
     plan_canon(ev);
     plan_raw(ev);
     decide_hold(ev, total);
@@ -2951,7 +3112,7 @@ int raspE_run(rasp_eval *ev, int B, const int64_t *tokens, rasp_error *err) {
       plan_release(ev, total);
       plan_remember(ev, total);
     }
-  } else {
+  } else if (replan) { /* values of nodes that left the graph */
     for (int i = 0; i < ev->nnodes; i++)
       if (!ev->live[i] && ev->val[i]) {
         if (ev->canon[i] == i) pool_put(ev, ev->val[i], ev->valcap[i]);
@@ -2960,15 +3121,9 @@ int raspE_run(rasp_eval *ev, int B, const int64_t *tokens, rasp_error *err) {
         ev->cfill[i] = 0;
       }
   }
-  for (int id = 0; id < ir->nnodes; id++) {
-    if (!ev->live[id]) continue;
-    if (!ev->checked[id]) {
-      if (!valid_node(ir, id, err)) return 0;
-      ev->checked[id] = 1;
-    }
-    const rasp_ir_node *nd = &ir->nodes[id];
-    ctx c = {ev, id, nd, tokens, total, NULL, err, KIND_SCAN};
-    int hold = held(ev, id, total);
+  for (int s = 0; s < ev->nsteps; s++) {
+    int id = ev->steps[s];
+    int hold = ev->hold[id];
     int canon = ev->canon[id];
     if (canon != id) { /* the same value as an earlier node: share it */
       ev->val[id] = ev->val[canon];
@@ -2980,14 +3135,16 @@ int raspE_run(rasp_eval *ev, int B, const int64_t *tokens, rasp_error *err) {
     } else if (hold && ev->val[id] && ev->cfill[id] >= total) {
       /* computed by an earlier run; its kind is still in ev->kind */
     } else {
-      if (!is_selector(ir, id)) c.out = node_buffer(ev, id, total);
+      const rasp_ir_node *nd = &ir->nodes[id];
+      ctx c = {ev, id, nd, tokens, total, NULL, err, KIND_SCAN};
+      if (!ev->issel[id]) c.out = node_buffer(ev, id, total);
       else c.kind = 0;
       if (!handlers[nd->op](&c)) return 0;
       ev->kind[id] = (unsigned char)(c.kind == KIND_SCAN ? scan_kind(c.out, total)
                                                          : c.kind);
       if (hold) ev->cfill[id] = total;
     }
-    if (canon == id && !is_selector(ir, id)) derive_bounds(ev, id, tokens, total);
+    if (canon == id && !ev->issel[id]) derive_bounds(ev, id, tokens, total);
     if (!ev->keep)
       for (int r = ev->relstart[id]; r < ev->relstart[id + 1]; r++) {
         int d = ev->rel[r];
