@@ -627,6 +627,14 @@ static inline int ncmp(rasp_elem a, rasp_elem b) {
     o[i].den = RASP_DEN_BOOL;                                                  \
   }                                                                            \
   break;
+#define CMP_ZERO_LOOP(REL)                                                     \
+  for (size_t i = 0; i < total; i++) {                                         \
+    o[i].num = p[i].num REL 0;                                                 \
+    o[i].den = RASP_DEN_BOOL;                                                  \
+  }                                                                            \
+  break;
+static int bnd_known(const rasp_eval *ev, int id);
+
 static int cmp_num_int(ctx *c, const rasp_elem *x, const rasp_elem *y, int y_int) {
   const rasp_elem *p = y_int ? x : y, *q = y_int ? y : x;
   rasp_binop op = (rasp_binop)c->nd->aux;
@@ -639,6 +647,21 @@ static int cmp_num_int(ctx *c, const rasp_elem *x, const rasp_elem *y, int y_int
   rasp_elem *o = c->out;
   size_t total = c->total;
   int bad = 0;
+  int qid = c->nd->in[y_int ? 1 : 0];
+  if (bnd_known(c->ev, qid) && c->ev->bndlo[qid] == 0 && c->ev->bndhi[qid] == 0) {
+    /* against zero (`balance < 0`): the sign of the numerator, den > 0 */
+    switch (op) {
+    case RASP_BIN_EQ: CMP_ZERO_LOOP(==)
+    case RASP_BIN_NE: CMP_ZERO_LOOP(!=)
+    case RASP_BIN_LT: CMP_ZERO_LOOP(<)
+    case RASP_BIN_LE: CMP_ZERO_LOOP(<=)
+    case RASP_BIN_GT: CMP_ZERO_LOOP(>)
+    case RASP_BIN_GE: CMP_ZERO_LOOP(>=)
+    default: return 0;
+    }
+    c->kind = K_BOOL;
+    return 1;
+  }
   switch (op) {
   case RASP_BIN_EQ: CMP_NI_LOOP(==)
   case RASP_BIN_NE: CMP_NI_LOOP(!=)
@@ -687,6 +710,30 @@ static int add_int_rat(rasp_binop op, rasp_elem a, rasp_elem b, rasp_elem *o) {
   return 0;
 }
 
+/* An integer (or boolean) plus or minus a number, `key + i/n`: over the
+** number's denominator, a*d +- p stays reduced (gcd(a d + p, d) = gcd(p, d)),
+** so one branch-free loop; 0 (nothing decided) when a product overflows. */
+static int add_num_int(ctx *c, const rasp_elem *x, const rasp_elem *y, int x_int) {
+  const rasp_elem *a = x_int ? x : y, *p = x_int ? y : x; /* a: the integers */
+  /* x - y: a - p when x is the integer side, p - a otherwise */
+  int64_t sa = c->nd->aux == RASP_BIN_SUB && !x_int ? -1 : 1;
+  int64_t sp = c->nd->aux == RASP_BIN_SUB && x_int ? -1 : 1;
+  rasp_elem *o = c->out;
+  int bad = 0;
+  unsigned k = 0;
+  for (size_t i = 0; i < c->total; i++) {
+    int64_t d = p[i].den < 1 ? 1 : p[i].den, t, r;
+    bad |= __builtin_mul_overflow(a[i].num, d * sa, &t);
+    bad |= __builtin_mul_overflow(p[i].num, sp, &r);
+    bad |= __builtin_add_overflow(t, r, &o[i].num);
+    o[i].den = d;
+    k |= (unsigned)(d == 1) * K_INT | (unsigned)(d > 1) * K_RAT;
+  }
+  if (bad) return 0;
+  c->kind = k;
+  return 1;
+}
+
 static int eval_BINARY(ctx *c) {
   const rasp_elem *x = operand(c, 0), *y = operand(c, 1);
   unsigned kx = operand_kind(c, 0), ky = operand_kind(c, 1);
@@ -703,6 +750,9 @@ static int eval_BINARY(ctx *c) {
   case RASP_BIN_GE: CMP_ANY(r_ >= 0)
   default: break;
   }
+  if ((op == RASP_BIN_ADD || op == RASP_BIN_SUB) && !((kx | ky) & K_SYM) &&
+      (INTLIKE(kx) || INTLIKE(ky)) && add_num_int(c, x, y, INTLIKE(kx)))
+    return 1;
   if (op == RASP_BIN_ADD || op == RASP_BIN_SUB) {
     for (size_t i = 0; i < c->total; i++)
       if (!add_int_rat(op, x[i], y[i], &o[i]) &&
@@ -1894,6 +1944,19 @@ static int head_prefix_sum(head *h, int woff, const rasp_elem *vals, rasp_elem *
   if (!ffinish(h, 0, 0, 0, 0, &none)) return 0;
   const int mean = h->nd->op == RASP_OP_AGGR_MEAN;
   unsigned k = 0;
+  if (h->raw && woff >= 1) { /* every row selects something: sum / count */
+    int64_t c = woff > n ? n : woff;
+    k |= (unsigned)(c == 1) * K_INT;
+    for (int q = 0; q < n; q++) {
+      out[q].num = ps[c];
+      out[q].den = c;
+      c += c < n;
+    }
+    k |= (unsigned)(n > 1 || c > 1) * K_RAT;
+    h->okind |= k;
+    h->tracked++;
+    return 1;
+  }
   for (int q = 0; q < n; q++) {
     int64_t c = woff > n - q ? n : q + woff;
     if (c <= 0) {
@@ -2454,6 +2517,19 @@ static enum strategy choose(const rasp_eval *ev, const rasp_ir_node *nd,
   }
 }
 
+/* A window's rows for head_order: query q reads the first qa[q] positions
+** (W_PREF) and the positions from qb[q] on (W_BOTH, W_SUF). */
+static int *window_rows(rasp_eval *ev, int woff) {
+  int n = ev->n;
+  int *qa = scratch(ev, SC_QT, ((size_t)n + 1) * sizeof *qa);
+  int *qb = scratch(ev, SC_QB, ((size_t)n + 1) * sizeof *qb);
+  for (int q = 0; q < n; q++) {
+    qa[q] = woff > n ? n : q + woff;
+    qb[q] = q + 1;
+  }
+  return qa;
+}
+
 static int eval_head(ctx *c) {
   rasp_eval *ev = c->ev;
   const rasp_ir_node *nd = c->nd;
@@ -2509,16 +2585,9 @@ static int eval_head(ctx *c) {
   }
   int wt = W_NONE, woff = 0;
   int *qa = NULL;
-  if (strat == S_WIN) {
-    window_of(ev, sel, &wt, &woff);
-    qa = scratch(ev, SC_QT, n1 * sizeof *qa);
-    int *qb = scratch(ev, SC_QB, n1 * sizeof *qb);
-    for (int q = 0; q < n; q++) {
-      qa[q] = woff > n ? n : q + woff;
-      qb[q] = q + 1;
-    }
-  }
+  if (strat == S_WIN) window_of(ev, sel, &wt, &woff);
   const int prefix = strat == S_WIN && wt == W_PREF && h.fsum && h.vm == VM_INT && !h.fnb;
+  if (strat == S_WIN && !prefix) qa = window_rows(ev, woff);
   int cleaves[MAX_CONJ], cnl = 0, cwt = W_PREF, coff = n + 1;
   if (strat == S_CONJ)
     conj_of(ev, nd->in[0], cleaves, &cnl, &cwt, &coff);
@@ -2608,6 +2677,7 @@ static int eval_head(ctx *c) {
         if (ok != 2) break;
         ok = 1; /* an int64 prefix sum overflowed: the 128-bit path */
         for (int k = 0; k < n; k++) vv[k] = vals[k].num;
+        qa = window_rows(ev, woff);
       }
       ok = head_order(&h, NULL, wt, qa, ev->sc[SC_QB], vals, out);
       break;
@@ -3121,6 +3191,7 @@ int raspE_run(rasp_eval *ev, int B, const int64_t *tokens, rasp_error *err) {
         ev->cfill[i] = 0;
       }
   }
+  ctx c = {ev, 0, NULL, tokens, total, NULL, err, KIND_SCAN};
   for (int s = 0; s < ev->nsteps; s++) {
     int id = ev->steps[s];
     int hold = ev->hold[id];
@@ -3136,7 +3207,10 @@ int raspE_run(rasp_eval *ev, int B, const int64_t *tokens, rasp_error *err) {
       /* computed by an earlier run; its kind is still in ev->kind */
     } else {
       const rasp_ir_node *nd = &ir->nodes[id];
-      ctx c = {ev, id, nd, tokens, total, NULL, err, KIND_SCAN};
+      c.id = id;
+      c.nd = nd;
+      c.kind = KIND_SCAN;
+      c.out = NULL;
       if (!ev->issel[id]) c.out = node_buffer(ev, id, total);
       else c.kind = 0;
       if (!handlers[nd->op](&c)) return 0;

@@ -328,6 +328,63 @@ START_TEST(test_where_and_binary) {
 }
 END_TEST
 
+/* Integers and booleans plus or minus numbers of the key table (small and
+** near-overflow rationals), both ways round, against raspI_elem_binop:
+** the same values, or an error from the run where an element overflows. */
+START_TEST(test_int_rat_arith) {
+  static const tfn ktab = {F_TABLE, 0};
+  srand(99u);
+  static const int blocks[] = {0, 8, 24};
+  for (int rep = 0; rep < 36; rep++) {
+    int n = 1 + rand() % 9;
+    int64_t toks[9];
+    int block = blocks[rep % 3];
+    for (int i = 0; i < n; i++) toks[i] = block + rand() % 8;
+    for (int op = 0; op < 2; op++)
+      for (int form = 0; form < 4; form++) {
+        rasp_ir ir;
+        tuser u = {0};
+        ir_setup(&ir, n, &u);
+        int t = n_input(&ir);
+        int k = n_fn(&ir, RASP_OP_MAP, &ktab, t, 0);
+        int side = form < 2 ? t : n_bin(&ir, RASP_BIN_GT, t, n_full(&ir, I(block + 3)));
+        rasp_binop bop = op ? RASP_BIN_SUB : RASP_BIN_ADD;
+        int r = form % 2 ? n_bin(&ir, bop, side, k) : n_bin(&ir, bop, k, side);
+        out1(&ir, r);
+        rasp_eval *ev = raspE_new(&ir);
+        rasp_error err = {0};
+        int ran = raspE_run(ev, 1, toks, &err);
+        const rasp_elem *kv = ran ? raspE_value(ev, k, 0) : NULL;
+        const rasp_elem *sv = ran ? raspE_value(ev, side, 0) : NULL;
+        const rasp_elem *rv = ran ? raspE_value(ev, r, 0) : NULL;
+        int want_ok = 1;
+        for (int i = 0; i < n; i++) {
+          rasp_elem kk = key_tab[toks[i] % 32];
+          rasp_elem ss = form < 2 ? I(toks[i]) : BOOLV(toks[i] > block + 3), w;
+          rasp_error e2 = {0};
+          int ok = form % 2 ? raspI_elem_binop(bop, ss, kk, &w, &e2)
+                            : raspI_elem_binop(bop, kk, ss, &w, &e2);
+          if (!ok) {
+            want_ok = 0;
+            continue;
+          }
+          if (!ran) continue;
+          ck_assert(kv[i].num == kk.num && kv[i].den == kk.den);
+          ck_assert(sv[i].num == ss.num && sv[i].den == ss.den);
+          ck_assert_msg(rv[i].num == w.num && rv[i].den == w.den,
+                        "%s form %d: %lld/%lld and %lld/%lld gave %lld/%lld, want %lld/%lld",
+                        raspI_binop_name(bop), form, (long long)kk.num, (long long)kk.den,
+                        (long long)ss.num, (long long)ss.den, (long long)rv[i].num,
+                        (long long)rv[i].den, (long long)w.num, (long long)w.den);
+        }
+        ck_assert_msg(ran == want_ok, "run %d, elements %d: %s", ran, want_ok, err.msg);
+        raspE_free(ev);
+        raspI_free(&ir);
+      }
+  }
+}
+END_TEST
+
 START_TEST(test_error_position) {
   rasp_ir ir;
   ir_setup(&ir, 3, NULL);
@@ -1192,6 +1249,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, test_arith);
   tcase_add_test(tc, test_where_and_binary);
   tcase_add_test(tc, test_error_position);
+  tcase_add_test(tc, test_int_rat_arith);
   tcase_add_test(tc, test_aggr_mean);
   tcase_add_test(tc, test_causal);
   tcase_add_loop_test(tc, test_paths_agree, 0, 16);
