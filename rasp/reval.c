@@ -712,26 +712,32 @@ static int add_int_rat(rasp_binop op, rasp_elem a, rasp_elem b, rasp_elem *o) {
 
 /* An integer (or boolean) plus or minus a number, `key + i/n`: over the
 ** number's denominator, a*d +- p stays reduced (gcd(a d + p, d) = gcd(p, d)),
-** so one branch-free loop; 0 (nothing decided) when a product overflows. */
-static int add_num_int(ctx *c, const rasp_elem *x, const rasp_elem *y, int x_int) {
-  const rasp_elem *a = x_int ? x : y, *p = x_int ? y : x; /* a: the integers */
-  /* x - y: a - p when x is the integer side, p - a otherwise */
-  int64_t sa = c->nd->aux == RASP_BIN_SUB && !x_int ? -1 : 1;
-  int64_t sp = c->nd->aux == RASP_BIN_SUB && x_int ? -1 : 1;
+** so one branch-free loop; 0 (nothing decided) when a product overflows.
+** form: 0 a + p, 1 a - p, 2 p - a. */
+static inline __attribute__((always_inline)) int
+add_num_int_loop(ctx *c, const rasp_elem *a, const rasp_elem *p, const int form) {
   rasp_elem *o = c->out;
   int bad = 0;
-  unsigned k = 0;
+  int64_t dmin = INT64_MAX, dmax = 0;
   for (size_t i = 0; i < c->total; i++) {
-    int64_t d = p[i].den < 1 ? 1 : p[i].den, t, r;
-    bad |= __builtin_mul_overflow(a[i].num, d * sa, &t);
-    bad |= __builtin_mul_overflow(p[i].num, sp, &r);
-    bad |= __builtin_add_overflow(t, r, &o[i].num);
+    int64_t d = p[i].den < 1 ? 1 : p[i].den, t;
+    bad |= __builtin_mul_overflow(a[i].num, d, &t);
+    bad |= form == 0   ? __builtin_add_overflow(t, p[i].num, &o[i].num)
+           : form == 1 ? __builtin_sub_overflow(t, p[i].num, &o[i].num)
+                       : __builtin_sub_overflow(p[i].num, t, &o[i].num);
     o[i].den = d;
-    k |= (unsigned)(d == 1) * K_INT | (unsigned)(d > 1) * K_RAT;
+    dmin = d < dmin ? d : dmin;
+    dmax = d > dmax ? d : dmax;
   }
   if (bad) return 0;
-  c->kind = k;
+  c->kind = (dmin == 1 ? K_INT : 0) | (dmax > 1 ? K_RAT : 0);
   return 1;
+}
+
+static int add_num_int(ctx *c, const rasp_elem *x, const rasp_elem *y, int x_int) {
+  if (c->nd->aux == RASP_BIN_ADD)
+    return x_int ? add_num_int_loop(c, x, y, 0) : add_num_int_loop(c, y, x, 0);
+  return x_int ? add_num_int_loop(c, x, y, 1) : add_num_int_loop(c, y, x, 2);
 }
 
 static int eval_BINARY(ctx *c) {
@@ -1982,11 +1988,12 @@ static int head_prefix_sum(head *h, int woff, const rasp_elem *vals, rasp_elem *
 
 /* Maps numbers (integers, booleans, rationals; no symbols) a[0..na) and
 ** b[0..nb) to integers over one common denominator L, so that x < y exactly
-** when its image is smaller (and equal when equal).  0 when there is a
+** when its image is smaller (and equal when equal); *amin and *amax get the
+** range of a's images.  0 when there is a
 ** symbol or L or a scaled numerator does not fit in 64 bits: callers then
 ** compare the elements themselves. */
 static int scale_common(const rasp_elem *a, int na, const rasp_elem *b, int nb,
-                        int64_t *oa, int64_t *ob) {
+                        int64_t *oa, int64_t *ob, int64_t *amin, int64_t *amax) {
   /* Denominators repeat (i/n takes a handful of them), so each distinct
      small one costs one division: a bit per denominator below 64 says it
      is already in L, and its factor L/d is computed once. */
@@ -2014,6 +2021,7 @@ static int scale_common(const rasp_elem *a, int na, const rasp_elem *b, int nb,
     const rasp_elem *v = pass ? b : a;
     int64_t *o = pass ? ob : oa;
     int nv = pass ? nb : na;
+    int64_t mn = INT64_MAX, mx = INT64_MIN; /* of oa: the keys' range */
     for (int i = 0; i < nv; i++) {
       int64_t d = v[i].den < 1 ? 1 : v[i].den, f;
       if (d < 64) {
@@ -2026,6 +2034,12 @@ static int scale_common(const rasp_elem *a, int na, const rasp_elem *b, int nb,
         f = L / d;
       }
       if (__builtin_mul_overflow(v[i].num, f, &o[i])) return 0;
+      mn = o[i] < mn ? o[i] : mn;
+      mx = o[i] > mx ? o[i] : mx;
+    }
+    if (!pass) {
+      *amin = mn;
+      *amax = mx;
     }
   }
   return 1;
@@ -2079,14 +2093,10 @@ MERGE_SORT(sort_ekey, ekey, EKEY_LESS)
 ** equal to it, and perm the stable (key, index) order that the sort would
 ** give.  Only the occupied key values are visited (a bitmap of them), so
 ** the cost is O(n + range / 64); 0 (nothing done) when the range is wide. */
-static int count_ranks(head *h, const int64_t *kv, int *perm, int *lo, int *hi) {
+static int count_ranks(head *h, const int64_t *kv, int64_t mn, int64_t mx, int *perm,
+                       int *lo, int *hi) {
   int n = h->n;
   if (n < 2) return 0;
-  int64_t mn = kv[0], mx = kv[0];
-  for (int k = 1; k < n; k++) {
-    mn = kv[k] < mn ? kv[k] : mn;
-    mx = kv[k] > mx ? kv[k] : mx;
-  }
   uint64_t range = (uint64_t)mx - (uint64_t)mn; /* no overflow in uint64 */
   if (range > 64 * (uint64_t)n + 4096) return 0;
   size_t words = (size_t)(range >> 6) + 1;
@@ -2110,11 +2120,12 @@ static int count_ranks(head *h, const int64_t *kv, int *perm, int *lo, int *hi) 
       run += here;
     }
   for (int k = 0; k < n; k++) lo[k] = at[slot[k]];
-  if (h->vm != VM_NONE) /* the order is needed only to aggregate values */
+  if (perm) /* the order is needed only to aggregate values */
     for (int k = 0; k < n; k++) perm[at[slot[k]]++] = k;
-  else
+  else if (hi)
     for (int k = 0; k < n; k++) at[slot[k]]++;
-  for (int k = 0; k < n; k++) hi[k] = at[slot[k]];
+  if (hi)
+    for (int k = 0; k < n; k++) hi[k] = at[slot[k]];
   return 1;
 }
 
@@ -2132,9 +2143,15 @@ static int head_sorted(head *h, const rasp_elem *keys, const rasp_elem *qs,
      order, and so which of two equal-comparing elements max/min keep,
      deterministic. */
   const int64_t *kv = NULL, *qv = NULL;
+  int64_t kmin = 0, kmax = 0; /* of kv */
   if (intlike) {
     int64_t *a = scratch(ev, SC_SCK, n1 * sizeof *a);
-    for (int k = 0; k < n; k++) a[k] = keys[k].num;
+    kmin = kmax = n ? keys[0].num : 0;
+    for (int k = 0; k < n; k++) {
+      a[k] = keys[k].num;
+      kmin = a[k] < kmin ? a[k] : kmin;
+      kmax = a[k] > kmax ? a[k] : kmax;
+    }
     kv = a;
     if (!same) {
       int64_t *b = scratch(ev, SC_SCQ, n1 * sizeof *b);
@@ -2147,13 +2164,28 @@ static int head_sorted(head *h, const rasp_elem *keys, const rasp_elem *qs,
        below run on integers. */
     int64_t *a = scratch(ev, SC_SCK, n1 * sizeof *a);
     int64_t *b = same ? NULL : scratch(ev, SC_SCQ, n1 * sizeof *b);
-    if (scale_common(keys, n, same ? NULL : qs, same ? 0 : n, a, b)) {
+    if (scale_common(keys, n, same ? NULL : qs, same ? 0 : n, a, b, &kmin, &kmax)) {
       kv = a;
       qv = b;
     }
   }
-  if (kv && same && count_ranks(h, kv, perm, lo, hi)) {
-    /* ranked by counting */
+  rasp_pred pred = (rasp_pred)h->sel->aux;
+  int width = h->vm == VM_NONE;
+  if (kv && same &&
+      count_ranks(h, kv, kmin, kmax, width ? NULL : perm, lo,
+                  width && (pred == RASP_PRED_LT || pred == RASP_PRED_GE) ? NULL : hi)) {
+    if (width) { /* sel_width: the counts are the ranks */
+      for (int q = 0; q < n; q++) {
+        int c = pred == RASP_PRED_LT   ? lo[q]
+                : pred == RASP_PRED_GE ? n - lo[q]
+                : pred == RASP_PRED_LE ? hi[q]
+                : pred == RASP_PRED_GT ? n - hi[q]
+                                       : n - (hi[q] - lo[q]); /* NE */
+        out[q].num = c;
+        out[q].den = 1;
+      }
+      return 1;
+    }
   } else if (kv) {
     ikey *ks = scratch(ev, SC_KS, n1 * sizeof *ks);
     ikey *tmp = scratch(ev, SC_KS2, n1 * sizeof *tmp);
