@@ -147,6 +147,7 @@ struct rasp_eval {
   unsigned char *isstatic; /* per node: depends on no input token */
   unsigned char *issel;    /* per node: a selector (no value buffer) */
   unsigned char *hold;     /* per node: held(), fixed for the current plan */
+  unsigned char *bndheld;  /* per node: a held value whose bounds were derived */
   int *steps, nsteps;      /* the live nodes in order, for the current plan */
   unsigned char *checked;  /* per node: valid_node passed (nodes never change) */
   int *canon;              /* per node: the live node computing the same value
@@ -2803,6 +2804,7 @@ void raspE_free(rasp_eval *ev) {
   raspM_free(ev->raw);
   raspM_free(ev->issel);
   raspM_free(ev->hold);
+  raspM_free(ev->bndheld);
   raspM_free(ev->steps);
   raspM_free(ev->bndlo);
   raspM_free(ev->bndhi);
@@ -2868,6 +2870,7 @@ static void fit_nodes(rasp_eval *ev) {
   ev->isstatic = raspM_realloc(ev->isstatic, (size_t)nn);
   ev->issel = raspM_realloc(ev->issel, (size_t)nn);
   ev->hold = raspM_realloc(ev->hold, (size_t)nn);
+  ev->bndheld = raspM_realloc(ev->bndheld, (size_t)nn);
   ev->steps = raspM_realloc(ev->steps, (size_t)nn * sizeof *ev->steps);
   ev->checked = raspM_realloc(ev->checked, (size_t)nn);
   ev->canon = raspM_realloc(ev->canon, (size_t)nn * sizeof *ev->canon);
@@ -2896,6 +2899,7 @@ static void fit_nodes(rasp_eval *ev) {
     ev->canon[i] = i;
     ev->raw[i] = 0;
     ev->hold[i] = 0;
+    ev->bndheld[i] = 0;
     ev->issel[i] = (unsigned char)is_selector(ev->ir, i);
     /* A node that reads no token (indices, constants, and everything
        computed from them alone: position masks, x[i] windows) has the same
@@ -3236,7 +3240,9 @@ int raspE_run(rasp_eval *ev, int B, const int64_t *tokens, rasp_error *err) {
       ev->bndhi[id] = ev->bndhi[canon];
       ev->bndrun[id] = ev->bndrun[canon];
     } else if (hold && ev->val[id] && ev->cfill[id] >= total) {
-      /* computed by an earlier run; its kind is still in ev->kind */
+      /* computed by an earlier run; its kind is still in ev->kind, and its
+         bounds, derived from static operands, still hold */
+      if (ev->bndheld[id]) ev->bndrun[id] = ev->runno;
     } else {
       const rasp_ir_node *nd = &ir->nodes[id];
       c.id = id;
@@ -3249,8 +3255,11 @@ int raspE_run(rasp_eval *ev, int B, const int64_t *tokens, rasp_error *err) {
       ev->kind[id] = (unsigned char)(c.kind == KIND_SCAN ? scan_kind(c.out, total)
                                                          : c.kind);
       if (hold) ev->cfill[id] = total;
+      if (!ev->issel[id]) {
+        derive_bounds(ev, id, tokens, total);
+        ev->bndheld[id] = (unsigned char)(hold && ev->bndrun[id] == ev->runno);
+      }
     }
-    if (canon == id && !ev->issel[id]) derive_bounds(ev, id, tokens, total);
     if (!ev->keep)
       for (int r = ev->relstart[id]; r < ev->relstart[id + 1]; r++) {
         int d = ev->rel[r];
