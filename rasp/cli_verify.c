@@ -9,6 +9,7 @@
 
 #include "cli.h"
 #include "rmem.h"
+#include "rstage.h"
 #include "rverify.h"
 
 /* "2..5", "3", or "2,3,5" */
@@ -59,7 +60,7 @@ typedef struct vopts {
   int *Ds, nD, *Ms, nM;
   long V, graphs, jobs, cap;
   unsigned long long seed;
-  int json, exhaustive, quiet, no_shrink, strict;
+  int json, exhaustive, quiet, no_shrink, strict, interpret_check;
   const char *stdlib, *out_file, *format;
   char **programs;
   int nprograms;
@@ -79,6 +80,8 @@ static void verify_usage(FILE *out) {
         "  --json          one JSON object per line instead of the table\n"
         "  --no-shrink     print the first failing input without shrinking it\n"
         "  --strict        count expected failures (task['expect'] = 'fail') as failures\n"
+        "  --interpret-check  call check() through the interpreter for every graph,\n"
+        "                  not its staged form (the same verdicts, slower)\n"
         "  --stdlib DIR    another stdlib directory\n"
         "Results: ok; FAIL; fail* (a listing declared task['expect'] = 'fail', failing\n"
         "as expected); PASS! (declared to fail but passed); ERROR (an error while running).\n"
@@ -107,6 +110,7 @@ static int common_opts(const char *cmd, int argc, char **argv, vopts *o, void (*
     else if (strcmp(a, "--quiet") == 0) { o->quiet = 1; takes = 0; }
     else if (strcmp(a, "--no-shrink") == 0) { o->no_shrink = 1; takes = 0; }
     else if (strcmp(a, "--strict") == 0) { o->strict = 1; takes = 0; }
+    else if (strcmp(a, "--interpret-check") == 0) { o->interpret_check = 1; takes = 0; }
     else if (a[0] == '-' && a[1] && !val && is_value_option(a)) {
       fprintf(stderr, "rasp %s: %s needs a value\n", cmd, a);
       return 0;
@@ -216,6 +220,7 @@ int rasp_cli_verify(int argc, char **argv) {
       continue;
     }
     int shown_counterexample = 0;
+    prog.interpret_check = o.interpret_check;
     for (int mi = 0; mi < o.nM; mi++)
       for (int di = 0; di < o.nD; di++) {
         int D = o.Ds[di], M = o.Ms[mi];
@@ -253,7 +258,11 @@ int rasp_cli_verify(int argc, char **argv) {
                  tr.layers.nlayers, tr.layers.attn_layers,
                  tr.layers.mlp_layers);
           for (int l = 0; l < tr.layers.nlayers; l++) printf("%s%d", l ? "," : "", tr.layers.heads[l]);
-          printf("],\"seconds\":%.3f}\n", secs);
+          char how[512];
+          if (tr.staged) raspS_describe(tr.staged, how, sizeof how);
+          printf("],\"check\":\"%s: %s\",\"seconds\":%.3f}\n",
+                 tr.staged ? "staged" : "interpreted",
+                 tr.staged ? how : tr.unstaged ? tr.unstaged : "no check function", secs);
         } else {
           char frac[64];
           snprintf(frac, sizeof frac, "%llu/%llu", (unsigned long long)res.passed,

@@ -2206,3 +2206,42 @@ int rasp_get_setting(rasp_ctx *ctx, const char *dict, const char *key, char *buf
   raspM_free(b.s);
   return ok;
 }
+
+/* ------------------------------------------------ hooks for rstage.c */
+
+value *raspV_eval(rasp_ctx *ctx, env *e, const rasp_ast *x) { return eval(ctx, e, x); }
+
+env *raspV_env_new(rasp_ctx *ctx, env *parent) { return env_new(ctx, parent); }
+
+void raspV_env_set(rasp_ctx *ctx, env *e, const char *name, value *v) {
+  env_set(ctx, e, name, v);
+}
+
+value *raspV_global(rasp_ctx *ctx, const char *name) {
+  return env_get(ctx->globals, raspV_intern(ctx, name));
+}
+
+/* Runs body under an error catcher, with the context's lock held (so no
+** evaluator callback runs meanwhile), and releases the values it made. */
+int raspV_protected(rasp_ctx *ctx, rasp_error *err, void (*body)(rasp_ctx *, void *),
+                    void *arg) {
+  pthread_mutex_lock(&ctx->lock);
+  unsigned long long saved_mark = ctx->mark;
+  ctx->mark = ctx->serial;
+  ctx->steps = 0;
+  volatile int result;
+  {
+    PROTECT_BEGIN(ctx, err)
+    body(ctx, arg);
+    ok_ = 1;
+    }
+    ctx->catcher = saved_catcher_;
+    ctx->err = saved_err_;
+    ctx->depth = 0;
+    result = ok_;
+  }
+  heap_release(ctx, ctx->mark);
+  ctx->mark = saved_mark;
+  pthread_mutex_unlock(&ctx->lock);
+  return result;
+}

@@ -160,6 +160,15 @@ rasp_type raspV_node_type(rasp_ctx *ctx, int node);
 
 value *raspV_include(rasp_ctx *ctx, value *path, rasp_pos pos);
 
+/* for staging (rstage.c): evaluation in a scope, scopes, globals, and a
+** protected region (lock held, errors caught, its values released) */
+value *raspV_eval(rasp_ctx *ctx, env *e, const rasp_ast *x);
+env *raspV_env_new(rasp_ctx *ctx, env *parent);
+void raspV_env_set(rasp_ctx *ctx, env *e, const char *name, value *v);
+value *raspV_global(rasp_ctx *ctx, const char *name);
+int raspV_protected(rasp_ctx *ctx, rasp_error *err, void (*body)(rasp_ctx *, void *),
+                    void *arg);
+
 /* builtins table (rbuiltin.c) and ffi (rffi.c) */
 const builtin *raspB_table(int *count);
 value *raspF_bind(rasp_ctx *ctx, value **args, int nargs, rasp_pos pos);

@@ -40,6 +40,7 @@ typedef struct rasp_program {
   int expect_fail;       /* task['expect'] == 'fail': a known-wrong listing */
   char entry[64], check[64];
   const char *stdlib;    /* NULL: the default */
+  int interpret_check;   /* 1: never stage check() (rstage.h), always interpret it */
 } rasp_program;
 
 /* One trace of a program for one (D, M): the context, its IR and layers. */
@@ -52,6 +53,8 @@ typedef struct rasp_ptrace {
   int64_t *vocab_sym;    /* token id -> symbol id, for check() */
   int nvocab;
   rasp_layers layers;
+  struct rasp_staged *staged; /* check() staged (rstage.h), or NULL: interpreted */
+  const char *unstaged;  /* why check() was not staged, when it was not */
 } rasp_ptrace;
 
 typedef struct rasp_vresult {

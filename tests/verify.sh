@@ -42,6 +42,22 @@ expect broken_check_caught 1 "0/60  FAIL" "" -- verify tests/verify/broken_check
 expect known_wrong_listing4 0 "0/60  fail\*" "" -- verify programs/listing4_log.rasp --D 2 $g --quiet
 expect known_wrong_listing6_strict 1 "fail\*" "" -- verify programs/listing6_causal.rasp --D 2 --graphs 200 --strict --quiet
 expect unexpected_pass 1 "PASS!" "" -- verify tests/verify/wrongly_expected_fail.rasp --D 2 $g
+# check() is staged (rstage.h) unless --interpret-check; both give the same
+# verdicts, also on the listing that fails a quarter of its graphs
+for prog in listing6_causal listing4_log_fixed listing2_backward_targets readout1_back_target; do
+  "$rasp" verify programs/$prog.rasp --D 2..3 --graphs 400 --jobs 2 --json >"$out" 2>"$err"
+  staged=$(grep -o '"passed":[0-9]*' "$out" | tr '\n' ' ')
+  how=$(grep -c '"check":"staged: ' "$out")
+  "$rasp" verify programs/$prog.rasp --D 2..3 --graphs 400 --jobs 2 --json --interpret-check >"$out" 2>"$err"
+  interp=$(grep -o '"passed":[0-9]*' "$out" | tr '\n' ' ')
+  how2=$(grep -c '"check":"interpreted: --interpret-check"' "$out")
+  if [ -n "$staged" ] && [ "$staged" = "$interp" ] && [ "$how" = 2 ] && [ "$how2" = 2 ]; then
+    pass=$((pass + 1)); echo "PASS: staged_check_agrees_$prog"
+  else
+    fail=$((fail + 1)); echo "FAIL: staged_check_agrees_$prog: staged $staged ($how), interpreted $interp ($how2)"
+  fi
+done
+expect unstaged_check_still_verdicts 1 "0/60  FAIL" "" -- verify tests/verify/broken_check.rasp --D 2 $g --no-shrink --interpret-check
 expect fixed_listing4_M9 0 "listing4_log_fixed *2 *9 *60/60  ok" "" -- verify programs/listing4_log_fixed.rasp --D 2 --M 9 $g
 expect exhaustive_count 0 "all 48 inputs" "" -- verify programs/listing2_backward_targets.rasp --D 2 --M 3 --exhaustive
 expect exhaustive_arm_order 0 "all 4 inputs (every arm order" "" -- verify programs/listing5_arms_constant.rasp --D 2 --M 3 --exhaustive
