@@ -130,7 +130,7 @@ enum {
   SC_GID, SC_GQ, SC_GCNT, SC_GSUM, SC_GNB, SC_GEXT, SC_VV, SC_VB,
   SC_PSUM, SC_PNB, SC_PEXT, SC_SEXT, SC_KS, SC_KS2, SC_SK, SC_QA, SC_QB,
   SC_QT, SC_PRE, SC_SUF, SC_GSTAT, SC_KK, SC_QQ, SC_HKEY, SC_HEKEY,
-  SC_HGID, SC_HST, SC_GID2, SC_GQ2, SC_PK, SC_PQ, SC_SCK, SC_SCQ, SC_MAT0,
+  SC_HGID, SC_HST, SC_GID2, SC_GQ2, SC_PK, SC_PQ, SC_SCK, SC_SCQ, SC_INV, SC_QPOS, SC_MAT0,
   SC__COUNT = SC_MAT0 + 8
 };
 
@@ -2402,7 +2402,9 @@ static void head_gather(const head *h, const rasp_elem *qs, int qintlike, int ca
   } else if (op == RASP_OP_AGGR_MEAN) {
     for (int q = 0; q < n; q++) {
       int64_t k = GATHER_KEY(q);
-      out[q] = k >= 0 ? raspI_elem_trunc(vals[k]) : none;
+      rasp_elem v = k >= 0 ? vals[k] : none;
+      if (v.den != 1) v = raspI_elem_trunc(v); /* the mean of one value */
+      out[q] = v;
     }
   } else if (qintlike && !causal) { /* the common case: x[i], kqv(idx, ...) */
     for (int q = 0; q < n; q++) {
@@ -2512,7 +2514,56 @@ static int head_direct(head *h, const rasp_elem *keys, const rasp_elem *qs,
                 : direct_sweep(h, t, gen, keys, qs, kmin, range, 0, 0, 0, one_den, none, vals, out);
 }
 
-enum strategy { S_MATRIX, S_HASH, S_SORT, S_WIN, S_CONJ, S_GATHER };
+enum strategy { S_MATRIX, S_HASH, S_SORT, S_WIN, S_CONJ, S_GATHER, S_KGATHER };
+
+/* A gather through static_positions: query q selects the position
+** inv[qs[q] - kmin] (numbers equal to a key: integers and booleans; a
+** rational is never whole, a symbol never a number), if any and, when
+** causal, not after q.  none: the head's value for an empty selection. */
+static void head_kgather(const head *h, const int *inv, int64_t kmin, uint64_t range,
+                         const rasp_elem *qs, const rasp_elem *vals, rasp_elem none,
+                         rasp_elem *out) {
+  const int n = h->n, causal = (h->sel->flags & RASP_CAUSAL) != 0;
+  const rasp_op op = h->nd->op;
+  for (int q = 0; q < n; q++) {
+    uint64_t o = (uint64_t)qs[q].num - (uint64_t)kmin;
+    int64_t k = (qs[q].den == 1 || qs[q].den == RASP_DEN_BOOL) && o <= range ? inv[o] : -1;
+    if (causal && k > q) k = -1;
+    if (op == RASP_OP_SEL_WIDTH) {
+      out[q].num = k >= 0;
+      out[q].den = 1;
+      continue;
+    }
+    rasp_elem v = k >= 0 ? vals[k] : none;
+    if (op == RASP_OP_AGGR_MEAN && v.den != 1) v = raspI_elem_trunc(v); /* of one value */
+    out[q] = v;
+  }
+}
+
+/* Keys that read no token and are distinct integers (idx + 1, start + 2,
+** any shifted or permuted position) select at most one position per query,
+** the same for every input: inv[v - kmin] is the position holding key v, or
+** -1, built once per head per run, and the head becomes a gather.  NULL
+** when the keys are not such. */
+static const int *static_positions(rasp_eval *ev, int keys, int64_t *kmin, uint64_t *range) {
+  int n = ev->n;
+  if (!ev->isstatic[keys] || !INTLIKE(ev->kind[keys]) || n < 1) return NULL;
+  int64_t lo, hi;
+  node_bounds(ev, keys, &lo, &hi);
+  uint64_t r = (uint64_t)hi - (uint64_t)lo;
+  if (r > 4 * (uint64_t)n + 256) return NULL;
+  int *inv = scratch(ev, SC_INV, ((size_t)r + 1) * sizeof *inv);
+  for (uint64_t v = 0; v <= r; v++) inv[v] = -1;
+  const rasp_elem *kv = ev->val[keys]; /* every input's row is the same */
+  for (int k = 0; k < n; k++) {
+    uint64_t o = (uint64_t)kv[k].num - (uint64_t)lo;
+    if (o > r || inv[o] >= 0) return NULL; /* a repeated key */
+    inv[o] = k;
+  }
+  *kmin = lo;
+  *range = r;
+  return inv;
+}
 
 static enum strategy choose(const rasp_eval *ev, const rasp_ir_node *nd,
                             const rasp_ir_node *sel, int vm,
@@ -2601,6 +2652,17 @@ static int eval_head(ctx *c) {
   h.ismax = nd->op == RASP_OP_AGGR_MAX;
   h.raw = nd->op == RASP_OP_AGGREGATE && ev->raw[c->id];
   enum strategy strat = choose(ev, nd, sel, h.vm, has_sym);
+  const int *inv = NULL;
+  int64_t ikmin = 0;
+  uint64_t irange = 0;
+  rasp_elem kg_none = {0, 1};
+  if (strat == S_CONJ && sel->op == RASP_OP_SELECT &&
+      (inv = static_positions(ev, sel->in[0], &ikmin, &irange))) {
+    strat = S_KGATHER;
+    kg_none = nd->op == RASP_OP_SEL_WIDTH  ? (rasp_elem){0, 1}
+              : nd->op == RASP_OP_AGGR_MEAN ? raspI_elem_trunc(nd->c)
+                                            : nd->c;
+  }
   if (strat == S_HASH && sel->aux == RASP_PRED_NE) h.need &= ~NEED_EXT;
   unsigned char *m = NULL;
   size_t n1 = (size_t)n + 1;
@@ -2655,7 +2717,7 @@ static int eval_head(ctx *c) {
       keys = ev->val[sel->in[0]] + off;
       qs = ev->val[sel->in[1]] + off;
     }
-    if (vv && strat != S_GATHER) {
+    if (vv && strat != S_GATHER && strat != S_KGATHER) {
       /* head_groups reads the elements themselves */
       if (!(strat == S_HASH || (strat == S_CONJ && cwt != W_NONE) || direct || prefix))
         for (int k = 0; k < n; k++) vv[k] = vals[k].num;
@@ -2704,6 +2766,9 @@ static int eval_head(ctx *c) {
       head_gather(&h, qs, INTLIKE(ev->kind[sel->in[1]]), (sel->flags & RASP_CAUSAL) != 0,
                   vals, out);
       break;
+    case S_KGATHER:
+      head_kgather(&h, inv, ikmin, irange, qs, vals, kg_none, out);
+      break;
     case S_WIN:
       if (prefix) {
         ok = head_prefix_sum(&h, woff, vals, out);
@@ -2728,7 +2793,7 @@ static int eval_head(ctx *c) {
     default:
       /* aggregate: a gather, or a sweep that only ever found one value,
          passes values (or the default) through, so their kinds bound it */
-      if (strat == S_GATHER || (direct && !h.mixed))
+      if (strat == S_GATHER || strat == S_KGATHER || (direct && !h.mixed))
         c->kind = c->total ? kv | elem_kind(nd->c) : 0;
       else if (h.tracked == ev->B)
         c->kind = h.okind;
