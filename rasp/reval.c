@@ -219,6 +219,17 @@ static unsigned elem_kind(rasp_elem e) {
                                  : K_RAT;
 }
 
+/* raspI_elem_trunc, inline: the mean of one value (a gather under
+** aggr_mean), per element. */
+static inline rasp_elem elem_trunc(rasp_elem a) {
+  if (a.den == RASP_DEN_BOOL) a.den = 1;
+  else if (a.den > 1) {
+    a.num /= a.den; /* C division truncates toward zero */
+    a.den = 1;
+  }
+  return a;
+}
+
 static unsigned scan_kind(const rasp_elem *v, size_t n) {
   /* elem_kind without branches */
   unsigned k = 0;
@@ -859,7 +870,7 @@ static int eval_SEQMAP(ctx *c) {
   for (size_t i = 0; i < c->total; i++) {
     rasp_elem args[2] = {x[i], y[i]}, r;
     if (!call_memo(c->ev, c->id, 2, args, &r, c->err)) return 0;
-    c->out[i] = raspI_elem_trunc(r);
+    c->out[i] = elem_trunc(r);
   }
   return 1;
 }
@@ -1020,7 +1031,7 @@ static int finish(const rasp_ir_node *nd, const rstat *s, rasp_elem *out,
     return 1;
   case RASP_OP_AGGR_MEAN: {
     if (!s->count) {
-      *out = raspI_elem_trunc(nd->c);
+      *out = elem_trunc(nd->c);
       return 1;
     }
     i128 q = s->sum.num / (s->sum.den * s->count); /* truncates toward 0 */
@@ -1239,7 +1250,7 @@ static int ffinish(const head *h, int64_t cnt, i128 sum, int64_t nb,
     return 1;
   case RASP_OP_AGGR_MEAN: {
     if (!cnt) {
-      *out = raspI_elem_trunc(nd->c);
+      *out = elem_trunc(nd->c);
       return 1;
     }
     if (sum >= INT32_MIN && sum <= INT32_MAX && cnt <= INT32_MAX) {
@@ -1487,7 +1498,7 @@ static void derive_bounds(rasp_eval *ev, int id, const int64_t *tokens, size_t t
   case RASP_OP_AGGR_MAX:
   case RASP_OP_AGGR_MIN: {
     /* a mean, max or min of selected values, or the default */
-    rasp_elem c = nd->op == RASP_OP_AGGR_MEAN ? raspI_elem_trunc(nd->c) : nd->c;
+    rasp_elem c = nd->op == RASP_OP_AGGR_MEAN ? elem_trunc(nd->c) : nd->c;
     if (!bnd_known(ev, in[1]) || !elem_intlike(c)) return;
     lo = ev->bndlo[in[1]] < c.num ? ev->bndlo[in[1]] : c.num;
     hi = ev->bndhi[in[1]] > c.num ? ev->bndhi[in[1]] : c.num;
@@ -2388,7 +2399,7 @@ static void head_gather(const head *h, const rasp_elem *qs, int qintlike, int ca
   const int n = h->n;
   const rasp_op op = nd->op;
   const rasp_elem none = op == RASP_OP_SEL_WIDTH ? (rasp_elem){0, 1}
-                         : op == RASP_OP_AGGR_MEAN ? raspI_elem_trunc(nd->c)
+                         : op == RASP_OP_AGGR_MEAN ? elem_trunc(nd->c)
                                                    : nd->c;
   /* the key a query selects, or -1: True == 1; rationals are never whole
      (normalised) and symbols never equal a number */
@@ -2403,7 +2414,7 @@ static void head_gather(const head *h, const rasp_elem *qs, int qintlike, int ca
     for (int q = 0; q < n; q++) {
       int64_t k = GATHER_KEY(q);
       rasp_elem v = k >= 0 ? vals[k] : none;
-      if (v.den != 1) v = raspI_elem_trunc(v); /* the mean of one value */
+      if (v.den != 1) v = elem_trunc(v); /* the mean of one value */
       out[q] = v;
     }
   } else if (qintlike && !causal) { /* the common case: x[i], kqv(idx, ...) */
@@ -2535,7 +2546,7 @@ static void head_kgather(const head *h, const int *inv, int64_t kmin, uint64_t r
       continue;
     }
     rasp_elem v = k >= 0 ? vals[k] : none;
-    if (op == RASP_OP_AGGR_MEAN && v.den != 1) v = raspI_elem_trunc(v); /* of one value */
+    if (op == RASP_OP_AGGR_MEAN && v.den != 1) v = elem_trunc(v); /* of one value */
     out[q] = v;
   }
 }
@@ -2660,7 +2671,7 @@ static int eval_head(ctx *c) {
       (inv = static_positions(ev, sel->in[0], &ikmin, &irange))) {
     strat = S_KGATHER;
     kg_none = nd->op == RASP_OP_SEL_WIDTH  ? (rasp_elem){0, 1}
-              : nd->op == RASP_OP_AGGR_MEAN ? raspI_elem_trunc(nd->c)
+              : nd->op == RASP_OP_AGGR_MEAN ? elem_trunc(nd->c)
                                             : nd->c;
   }
   if (strat == S_HASH && sel->aux == RASP_PRED_NE) h.need &= ~NEED_EXT;
@@ -2786,7 +2797,7 @@ static int eval_head(ctx *c) {
     case RASP_OP_SEL_WIDTH:
     case RASP_OP_AGGR_MEAN:
       c->kind = c->total ? K_INT : 0;
-      if (nd->op == RASP_OP_AGGR_MEAN) c->kind |= elem_kind(raspI_elem_trunc(nd->c));
+      if (nd->op == RASP_OP_AGGR_MEAN) c->kind |= elem_kind(elem_trunc(nd->c));
       break;
     case RASP_OP_AGGR_MAX:
     case RASP_OP_AGGR_MIN: c->kind = kv | (c->total ? elem_kind(nd->c) : 0); break;
