@@ -85,11 +85,11 @@ uint64_t raspT_rng_next(rasp_rng *rng) {
 uint64_t raspT_rng_below(rasp_rng *rng, uint64_t n) {
   if (n <= 1) return 0;
   /* Reject the lowest 2^64 mod n values: what remains is a whole number of
-  ** copies of 0..n-1. */
-  uint64_t threshold = (0 - n) % n;
+  ** copies of 0..n-1.  That threshold is below n, so it needs computing (a
+  ** division) only for the rare draw below n. */
   for (;;) {
     uint64_t r = raspT_rng_next(rng);
-    if (r >= threshold) return r % n;
+    if (r >= n || r >= (0 - n) % n) return r % n;
   }
 }
 
