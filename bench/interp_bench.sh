@@ -4,7 +4,8 @@
 # Runs examples/{reverse,histogram,sort,double_histogram,balanced_parens}.rasp
 # on the same COUNT random inputs of length LENGTH with
 #   (a) bench/interp_bench (C, librasp: trace once, evaluate all inputs in
-#       one batch, and one input per run), and
+#       batches of 64 inputs per run, as rasp verify does, and one input
+#       per run), and
 #   (b) bench/numpy_rasp.py (the paper's numpy primitives, Debian's
 #       /usr/bin/python3 with python3-numpy),
 # checks that both give identical outputs on every input (fails loudly
@@ -68,7 +69,7 @@ if ! cmp -s "$out/rasp.txt" "$out/numpy.txt"; then
 fi
 echo "== outputs identical on all $count inputs x 5 programs"
 echo "== numpy time / librasp time, per input"
-printf '%-22s %12s %12s\n' program "vs batch" "vs B=1"
+printf '%-22s %12s %12s\n' program "vs batch 64" "vs B=1"
 for p in $progs; do
   r=$(grep "^$p.rasp " "$out/rasp_times.txt")
   np=$(grep "^$p.rasp " "$out/numpy_times.txt" | awk '{print $2}')

@@ -149,6 +149,9 @@ struct rasp_eval {
   unsigned char *hold;     /* per node: held(), fixed for the current plan */
   unsigned char *bndheld;  /* per node: a held value whose bounds were derived */
   int *steps, nsteps;      /* the live nodes in order, for the current plan */
+  int *dsteps, ndsteps;    /* those a run still visits (plan_dsteps) */
+  int dsteps_ok;           /* dsteps is for the current plan */
+  size_t dsteps_total;     /* ... and batches of at most this many elements */
   unsigned char *checked;  /* per node: valid_node passed (nodes never change) */
   int *canon;              /* per node: the live node computing the same value
                               (itself, or an earlier one whose buffer it shares) */
@@ -1428,8 +1431,10 @@ static size_t hash_cap(int n) {
 
 /* The smallest and largest num of an int-like node over the whole batch,
 ** once per run: every head keyed on the node then skips its own scan. */
+static int bnd_current(const rasp_eval *ev, int id);
+
 static void node_bounds(rasp_eval *ev, int id, int64_t *lo, int64_t *hi) {
-  if (ev->bndrun[id] != ev->runno) {
+  if (!bnd_current(ev, id)) {
     const rasp_elem *v = ev->val[id];
     size_t total = (size_t)ev->B * ev->n;
     int64_t a = total ? v[0].num : 0, b = a;
@@ -1441,6 +1446,7 @@ static void node_bounds(rasp_eval *ev, int id, int64_t *lo, int64_t *hi) {
     ev->bndlo[id] = a;
     ev->bndhi[id] = b;
     ev->bndrun[id] = ev->runno;
+    ev->bndheld[id] = ev->hold[id] && ev->cfill[id] >= total; /* valid as long as it is */
   }
   *lo = ev->bndlo[id];
   *hi = ev->bndhi[id];
@@ -1450,8 +1456,16 @@ static void node_bounds(rasp_eval *ev, int id, int64_t *lo, int64_t *hi) {
 ** keys: interval arithmetic on int-like nodes, run after each node.  A node
 ** whose bounds cannot be derived (maps, division, an operand with
 ** rationals or symbols) is left to node_bounds' scan. */
+/* Set this run, or set for a held static value that is still complete:
+** its operands are static too, so its bounds still hold, and the run need
+** not visit the node at all. */
+static int bnd_current(const rasp_eval *ev, int id) {
+  return ev->bndrun[id] == ev->runno ||
+         (ev->bndheld[id] && ev->cfill[ev->canon[id]] >= (size_t)ev->B * (size_t)ev->n);
+}
+
 static int bnd_known(const rasp_eval *ev, int id) {
-  return ev->bndrun[id] == ev->runno && INTLIKE(ev->kind[id]);
+  return bnd_current(ev, id) && INTLIKE(ev->kind[id]);
 }
 
 static void bnd_set(rasp_eval *ev, int id, int64_t lo, int64_t hi) {
@@ -2882,6 +2896,7 @@ void raspE_free(rasp_eval *ev) {
   raspM_free(ev->hold);
   raspM_free(ev->bndheld);
   raspM_free(ev->steps);
+  raspM_free(ev->dsteps);
   raspM_free(ev->bndlo);
   raspM_free(ev->bndhi);
   raspM_free(ev->bndrun);
@@ -2948,6 +2963,8 @@ static void fit_nodes(rasp_eval *ev) {
   ev->hold = raspM_realloc(ev->hold, (size_t)nn);
   ev->bndheld = raspM_realloc(ev->bndheld, (size_t)nn);
   ev->steps = raspM_realloc(ev->steps, (size_t)nn * sizeof *ev->steps);
+  ev->dsteps = raspM_realloc(ev->dsteps, (size_t)nn * sizeof *ev->dsteps);
+  ev->dsteps_ok = 0;
   ev->checked = raspM_realloc(ev->checked, (size_t)nn);
   ev->canon = raspM_realloc(ev->canon, (size_t)nn * sizeof *ev->canon);
   ev->raw = raspM_realloc(ev->raw, (size_t)nn);
@@ -3241,6 +3258,27 @@ static rasp_elem *node_buffer(rasp_eval *ev, int id, size_t total) {
   return ev->val[id];
 }
 
+/* After a run under the current plan: the steps a run still needs.  A held
+** static value that is complete needs nothing (its kind and bounds stay),
+** nor does a selector (no value; its head does the work) unless values die
+** after it. */
+static void plan_dsteps(rasp_eval *ev, size_t total) {
+  ev->ndsteps = 0;
+  for (int s = 0; s < ev->nsteps; s++) {
+    int id = ev->steps[s];
+    int c = ev->canon[id], own = c == id;
+    /* kept, or an alias of a kept value whose copies (val, kind, bounds)
+       it took in this run */
+    int kept = ev->hold[c] && ev->val[c] && ev->cfill[c] >= total &&
+               (own || (ev->val[id] == ev->val[c] && ev->bndheld[id] == ev->bndheld[c]));
+    int idle_sel = own && ev->issel[id] &&
+                   (ev->keep || ev->relstart[id] == ev->relstart[id + 1]);
+    if (!kept && !idle_sel) ev->dsteps[ev->ndsteps++] = id;
+  }
+  ev->dsteps_total = total;
+  ev->dsteps_ok = 1;
+}
+
 int raspE_run(rasp_eval *ev, int B, const int64_t *tokens, rasp_error *err) {
   const rasp_ir *ir = ev->ir;
   fit_nodes(ev);
@@ -3253,8 +3291,10 @@ int raspE_run(rasp_eval *ev, int B, const int64_t *tokens, rasp_error *err) {
     raspR_setnopos(err, "bad batch size %d or length %d", B, ir->n);
     return 0;
   }
-  if (ev->n != ir->n) /* kept values are for one length */
+  if (ev->n != ir->n) { /* kept values are for one length */
     for (int i = 0; i < ev->nnodes; i++) ev->cfill[i] = 0;
+    ev->dsteps_ok = 0;
+  }
   ev->B = B;
   ev->n = ir->n;
   if (++ev->runno == 0) { /* wrapped: no bounds may look current */
@@ -3265,6 +3305,7 @@ int raspE_run(rasp_eval *ev, int B, const int64_t *tokens, rasp_error *err) {
   int replan = !plan_current(ev, total);
   if (replan) {
     ev->plan_valid = 0;
+    ev->dsteps_ok = 0;
     raspI_live(ir, ir->outputs, ir->noutputs, ev->live);
     ev->nsteps = 0;
     for (int id = 0; id < ir->nnodes; id++) {
@@ -3304,8 +3345,13 @@ int raspE_run(rasp_eval *ev, int B, const int64_t *tokens, rasp_error *err) {
       }
   }
   ctx c = {ev, 0, NULL, tokens, total, NULL, err, KIND_SCAN};
-  for (int s = 0; s < ev->nsteps; s++) {
-    int id = ev->steps[s];
+  /* dsteps: the steps that still do something once the static values are
+     kept (see plan_dsteps) */
+  if (ev->dsteps_ok && total > ev->dsteps_total) ev->dsteps_ok = 0;
+  const int *steps = ev->dsteps_ok ? ev->dsteps : ev->steps;
+  int nsteps = ev->dsteps_ok ? ev->ndsteps : ev->nsteps;
+  for (int s = 0; s < nsteps; s++) {
+    int id = steps[s];
     int hold = ev->hold[id];
     int canon = ev->canon[id];
     if (canon != id) { /* the same value as an earlier node: share it */
@@ -3314,11 +3360,11 @@ int raspE_run(rasp_eval *ev, int B, const int64_t *tokens, rasp_error *err) {
       ev->kind[id] = ev->kind[canon];
       ev->bndlo[id] = ev->bndlo[canon];
       ev->bndhi[id] = ev->bndhi[canon];
-      ev->bndrun[id] = ev->bndrun[canon];
+      ev->bndrun[id] = bnd_current(ev, canon) ? ev->runno : 0;
+      ev->bndheld[id] = ev->bndheld[canon] && bnd_current(ev, canon); /* copies still valid */
     } else if (hold && ev->val[id] && ev->cfill[id] >= total) {
-      /* computed by an earlier run; its kind is still in ev->kind, and its
-         bounds, derived from static operands, still hold */
-      if (ev->bndheld[id]) ev->bndrun[id] = ev->runno;
+      /* computed by an earlier run (and not in dsteps any more): its kind
+         is still in ev->kind, its bounds (bndheld) still hold */
     } else {
       const rasp_ir_node *nd = &ir->nodes[id];
       c.id = id;
@@ -3345,6 +3391,7 @@ int raspE_run(rasp_eval *ev, int B, const int64_t *tokens, rasp_error *err) {
         ev->cfill[d] = 0;
       }
   }
+  if (!ev->dsteps_ok) plan_dsteps(ev, total);
   ev->ran = 1;
   return 1;
 }
