@@ -150,6 +150,11 @@ struct rasp_eval {
   unsigned char *bndheld;  /* per node: a held value whose bounds were derived */
   int *steps, nsteps;      /* the live nodes in order, for the current plan */
   int *dsteps, ndsteps;    /* those a run still visits (plan_dsteps) */
+  int *twin;               /* per sel_width node: an aggregate over the same
+                              selector evaluated with it (plan_twins), or -1 */
+  unsigned *early;         /* per node: the run in which a twin evaluated it */
+  rasp_elem *fuse_counts;  /* eval_head: also write selection counts here */
+  int fuse_done;           /* ... and it did, for the whole batch */
   int dsteps_ok;           /* dsteps is for the current plan */
   size_t dsteps_total;     /* ... and batches of at most this many elements */
   unsigned char *checked;  /* per node: valid_node passed (nodes never change) */
@@ -1235,6 +1240,7 @@ typedef struct head {
   int fsum, fnb, fext;     /* fast flavour: sum, boolean count, max/min */
   int ismax;
   int raw;                 /* rationals may be left unreduced (plan_raw) */
+  rasp_elem *counts;       /* head_direct: the selection counts too (a twin) */
   int mixed;               /* head_direct: some result averages several values */
   int tracked;             /* inputs whose result kinds are in okind */
   unsigned okind;
@@ -2486,6 +2492,10 @@ direct_sweep(head *h, struct dacc *t, uint32_t gen, const rasp_elem *keys,
     uint64_t o = (uint64_t)qs[q].num - (uint64_t)kmin;
     const struct dacc *a = &t[o > range ? range + 1 : o];
     int hit = cleared ? a->cnt != 0 : a->stamp == gen;
+    if (!width && h->counts) {
+      h->counts[q].num = hit ? a->cnt : 0;
+      h->counts[q].den = 1;
+    }
     if (width) {
       out[q].num = hit ? a->cnt : 0;
       out[q].den = 1;
@@ -2676,6 +2686,10 @@ static int eval_head(ctx *c) {
   h.fext = nd->op == RASP_OP_AGGR_MAX || nd->op == RASP_OP_AGGR_MIN;
   h.ismax = nd->op == RASP_OP_AGGR_MAX;
   h.raw = nd->op == RASP_OP_AGGREGATE && ev->raw[c->id];
+  rasp_elem *fuse = ev->fuse_counts; /* a sel_width twin's buffer, or NULL */
+  int fused = fuse != NULL;
+  ev->fuse_counts = NULL;
+  ev->fuse_done = 0;
   enum strategy strat = choose(ev, nd, sel, h.vm, has_sym);
   const int *inv = NULL;
   int64_t ikmin = 0;
@@ -2762,11 +2776,14 @@ static int eval_head(ctx *c) {
     case S_CONJ: {
       if (direct) {
         const rasp_ir_node *leaf = &ev->ir->nodes[cleaves[0]];
+        h.counts = fuse ? fuse + off : NULL;
         ok = head_direct(&h, ev->val[leaf->in[0]] + off, ev->val[leaf->in[1]] + off,
                          dkmin, drange, coff == 1, dnone, vals, out);
         if (ok != 2) break;
-        /* an int64 sum overflowed: this input takes the 128-bit path */
+        /* an int64 sum overflowed: this input takes the 128-bit path (and
+           the twin counts itself) */
         h.mixed = 1;
+        fused = 0;
         ok = 1;
       }
       int *gid = scratch(ev, SC_GID, n1 * sizeof *gid);
@@ -2827,6 +2844,7 @@ static int eval_head(ctx *c) {
       break;
     }
   }
+  ev->fuse_done = ok && fused && direct; /* the twin's counts are all there */
   return ok;
 }
 
@@ -2897,6 +2915,8 @@ void raspE_free(rasp_eval *ev) {
   raspM_free(ev->bndheld);
   raspM_free(ev->steps);
   raspM_free(ev->dsteps);
+  raspM_free(ev->twin);
+  raspM_free(ev->early);
   raspM_free(ev->bndlo);
   raspM_free(ev->bndhi);
   raspM_free(ev->bndrun);
@@ -2964,6 +2984,8 @@ static void fit_nodes(rasp_eval *ev) {
   ev->bndheld = raspM_realloc(ev->bndheld, (size_t)nn);
   ev->steps = raspM_realloc(ev->steps, (size_t)nn * sizeof *ev->steps);
   ev->dsteps = raspM_realloc(ev->dsteps, (size_t)nn * sizeof *ev->dsteps);
+  ev->twin = raspM_realloc(ev->twin, (size_t)nn * sizeof *ev->twin);
+  ev->early = raspM_realloc(ev->early, (size_t)nn * sizeof *ev->early);
   ev->dsteps_ok = 0;
   ev->checked = raspM_realloc(ev->checked, (size_t)nn);
   ev->canon = raspM_realloc(ev->canon, (size_t)nn * sizeof *ev->canon);
@@ -2993,6 +3015,8 @@ static void fit_nodes(rasp_eval *ev) {
     ev->raw[i] = 0;
     ev->hold[i] = 0;
     ev->bndheld[i] = 0;
+    ev->twin[i] = -1;
+    ev->early[i] = 0;
     ev->issel[i] = (unsigned char)is_selector(ev->ir, i);
     /* A node that reads no token (indices, constants, and everything
        computed from them alone: position masks, x[i] windows) has the same
@@ -3258,6 +3282,38 @@ static rasp_elem *node_buffer(rasp_eval *ev, int id, size_t total) {
   return ev->val[id];
 }
 
+/* Twins.  A program often takes both sel_width(S) and an aggregate over the
+** same selector S (is_before and connecting_i_idx in the causal path-star
+** program); when S is one equality on small-range keys, the aggregate's
+** sweep already counts each query's selection, so the width comes with it.
+** twin[w] is that aggregate for the sel_width node w: the first later live
+** aggregate over S whose values are computed before w (so it can run at
+** w's step).  Static nodes need no twin: they are computed once. */
+static void plan_twins(rasp_eval *ev) {
+  const rasp_ir *ir = ev->ir;
+  for (int s = 0; s < ev->nsteps; s++) ev->twin[ev->steps[s]] = -1;
+  for (int s = 0; s < ev->nsteps; s++) {
+    int w = ev->steps[s];
+    const rasp_ir_node *wn = &ir->nodes[w];
+    if (wn->op != RASP_OP_SEL_WIDTH || ev->canon[w] != w || ev->hold[w]) continue;
+    int sel = ev->canon[wn->in[0]];
+    if (ir->nodes[sel].op != RASP_OP_SELECT || ir->nodes[sel].aux != RASP_PRED_EQ) continue;
+    for (int t = s + 1; t < ev->nsteps; t++) {
+      int a = ev->steps[t];
+      const rasp_ir_node *an = &ir->nodes[a];
+      if ((an->op != RASP_OP_AGGR_MEAN && an->op != RASP_OP_AGGREGATE) || ev->canon[a] != a ||
+          ev->hold[a] || ev->canon[an->in[0]] != sel || ev->canon[an->in[1]] >= w)
+        continue;
+      int taken = 0;
+      for (int u = 0; u < s && !taken; u++) taken = ev->twin[ev->steps[u]] == a;
+      if (!taken) {
+        ev->twin[w] = a;
+        break;
+      }
+    }
+  }
+}
+
 /* After a run under the current plan: the steps a run still needs.  A held
 ** static value that is complete needs nothing (its kind and bounds stay),
 ** nor does a selector (no value; its head does the work) unless values die
@@ -3297,8 +3353,8 @@ int raspE_run(rasp_eval *ev, int B, const int64_t *tokens, rasp_error *err) {
   }
   ev->B = B;
   ev->n = ir->n;
-  if (++ev->runno == 0) { /* wrapped: no bounds may look current */
-    for (int i = 0; i < ev->nnodes; i++) ev->bndrun[i] = 0;
+  if (++ev->runno == 0) { /* wrapped: no bounds or twin results may look current */
+    for (int i = 0; i < ev->nnodes; i++) ev->bndrun[i] = ev->early[i] = 0;
     ev->runno = 1;
   }
   size_t total = (size_t)B * (size_t)ir->n;
@@ -3319,6 +3375,7 @@ int raspE_run(rasp_eval *ev, int B, const int64_t *tokens, rasp_error *err) {
     plan_canon(ev);
     plan_raw(ev);
     decide_hold(ev, total);
+    plan_twins(ev);
   }
   if (replan && ev->keep) plan_remember(ev, total);
   if (!ev->keep) {
@@ -3373,7 +3430,22 @@ int raspE_run(rasp_eval *ev, int B, const int64_t *tokens, rasp_error *err) {
       c.out = NULL;
       if (!ev->issel[id]) c.out = node_buffer(ev, id, total);
       else c.kind = 0;
-      if (!handlers[nd->op](&c)) return 0;
+      int done = ev->early[id] == ev->runno; /* its twin evaluated it */
+      int tw = ev->twin[id];
+      if (!done && tw >= 0) { /* the twin aggregate now, with this width */
+        ctx ca = {ev, tw, &ir->nodes[tw], tokens, total, node_buffer(ev, tw, total), err,
+                  KIND_SCAN};
+        ev->fuse_counts = c.out;
+        if (!handlers[ir->nodes[tw].op](&ca)) return 0;
+        ev->kind[tw] = (unsigned char)(ca.kind == KIND_SCAN ? scan_kind(ca.out, total) : ca.kind);
+        ev->early[tw] = ev->runno;
+        if (ev->fuse_done) {
+          done = 1;
+          c.kind = K_INT;
+        }
+      }
+      if (done) c.kind = ev->early[id] == ev->runno ? ev->kind[id] : c.kind;
+      else if (!handlers[nd->op](&c)) return 0;
       ev->kind[id] = (unsigned char)(c.kind == KIND_SCAN ? scan_kind(c.out, total)
                                                          : c.kind);
       if (hold) ev->cfill[id] = total;
