@@ -647,6 +647,14 @@ static inline int ncmp(rasp_elem a, rasp_elem b) {
     o[i].den = RASP_DEN_BOOL;                                                  \
   }                                                                            \
   break;
+/* The six comparisons as switch cases, each running LOOP(relation). */
+#define CMP_CASES(LOOP)                                                        \
+  case RASP_BIN_EQ: LOOP(==)                                                   \
+  case RASP_BIN_NE: LOOP(!=)                                                   \
+  case RASP_BIN_LT: LOOP(<)                                                    \
+  case RASP_BIN_LE: LOOP(<=)                                                   \
+  case RASP_BIN_GT: LOOP(>)                                                    \
+  case RASP_BIN_GE: LOOP(>=)
 #define CMP_ZERO_LOOP(REL)                                                     \
   for (size_t i = 0; i < total; i++) {                                         \
     o[i].num = p[i].num REL 0;                                                 \
@@ -671,24 +679,14 @@ static int cmp_num_int(ctx *c, const rasp_elem *x, const rasp_elem *y, int y_int
   if (bnd_known(c->ev, qid) && c->ev->bndlo[qid] == 0 && c->ev->bndhi[qid] == 0) {
     /* against zero (`balance < 0`): the sign of the numerator, den > 0 */
     switch (op) {
-    case RASP_BIN_EQ: CMP_ZERO_LOOP(==)
-    case RASP_BIN_NE: CMP_ZERO_LOOP(!=)
-    case RASP_BIN_LT: CMP_ZERO_LOOP(<)
-    case RASP_BIN_LE: CMP_ZERO_LOOP(<=)
-    case RASP_BIN_GT: CMP_ZERO_LOOP(>)
-    case RASP_BIN_GE: CMP_ZERO_LOOP(>=)
+      CMP_CASES(CMP_ZERO_LOOP)
     default: return 0;
     }
     c->kind = K_BOOL;
     return 1;
   }
   switch (op) {
-  case RASP_BIN_EQ: CMP_NI_LOOP(==)
-  case RASP_BIN_NE: CMP_NI_LOOP(!=)
-  case RASP_BIN_LT: CMP_NI_LOOP(<)
-  case RASP_BIN_LE: CMP_NI_LOOP(<=)
-  case RASP_BIN_GT: CMP_NI_LOOP(>)
-  case RASP_BIN_GE: CMP_NI_LOOP(>=)
+    CMP_CASES(CMP_NI_LOOP)
   default: return 0;
   }
   if (bad) return 0;

@@ -2035,47 +2035,17 @@ int rasp_get_int(rasp_ctx *ctx, const char *name, int64_t *out, rasp_error *err)
   PROTECT_END(ctx)
 }
 
-static int call_check_locked(rasp_ctx *ctx, const char *name, const rasp_arg *args, int nargs,
-                             int *truth, rasp_error *err);
-
-/* Serialised: verifier threads check outputs through one context. */
-int rasp_call_check(rasp_ctx *ctx, const char *name, const rasp_arg *args, int nargs,
-                    int *truth, rasp_error *err) {
-  pthread_mutex_lock(&ctx->lock);
-  int ok = call_check_locked(ctx, name, args, nargs, truth, err);
-  pthread_mutex_unlock(&ctx->lock);
-  return ok;
-}
-
-static int call_check_locked(rasp_ctx *ctx, const char *name, const rasp_arg *args, int nargs,
-                             int *truth, rasp_error *err) {
+/* Runs body(ctx, arg) with errors caught into err and releases the values
+** it made; the caller holds the context's lock. */
+static int run_protected(rasp_ctx *ctx, rasp_error *err, void (*body)(rasp_ctx *, void *),
+                         void *arg) {
   ctx->steps = 0;
   unsigned long long saved_mark = ctx->mark;
   ctx->mark = ctx->serial;
   volatile int result;
   {
     PROTECT_BEGIN(ctx, err)
-    /* the verifier calls the same function for every graph */
-    if (name != ctx->check_name) {
-      ctx->check_interned = raspV_intern(ctx, name);
-      ctx->check_name = name;
-    }
-    value *fn = env_get(ctx->globals, ctx->check_interned);
-    if (!fn) raspV_error(ctx, (rasp_pos){0}, "the program defines no function '%s'", name);
-    value *argv[8];
-    if (nargs > 8) raspV_error(ctx, (rasp_pos){0}, "too many arguments");
-    for (int i = 0; i < nargs; i++) {
-      if (args[i].elems) {
-        value *l = raspV_list(ctx, V_LIST, args[i].count);
-        for (int k = 0; k < args[i].count; k++)
-          l->u.list.items[k] = raspV_from_elem(ctx, args[i].elems[k]);
-        argv[i] = l;
-      } else {
-        argv[i] = raspV_from_elem(ctx, args[i].elem);
-      }
-    }
-    value *r = raspV_call(ctx, fn, argv, nargs, NULL, NULL, 0, (rasp_pos){0});
-    *truth = raspV_truth(ctx, r, fn->kind == V_FUNC ? fn->u.func.def->pos : (rasp_pos){0});
+    body(ctx, arg);
     ok_ = 1;
     }
     ctx->catcher = saved_catcher_;
@@ -2086,6 +2056,48 @@ static int call_check_locked(rasp_ctx *ctx, const char *name, const rasp_arg *ar
   heap_release(ctx, ctx->mark);
   ctx->mark = saved_mark;
   return result;
+}
+
+typedef struct check_call {
+  const char *name;
+  const rasp_arg *args;
+  int nargs;
+  int *truth;
+} check_call;
+
+static void check_body(rasp_ctx *ctx, void *arg) {
+  const check_call *cc = arg;
+  /* the verifier calls the same function for every graph */
+  if (cc->name != ctx->check_name) {
+    ctx->check_interned = raspV_intern(ctx, cc->name);
+    ctx->check_name = cc->name;
+  }
+  value *fn = env_get(ctx->globals, ctx->check_interned);
+  if (!fn) raspV_error(ctx, (rasp_pos){0}, "the program defines no function '%s'", cc->name);
+  value *argv[8];
+  if (cc->nargs > 8) raspV_error(ctx, (rasp_pos){0}, "too many arguments");
+  for (int i = 0; i < cc->nargs; i++) {
+    if (cc->args[i].elems) {
+      value *l = raspV_list(ctx, V_LIST, cc->args[i].count);
+      for (int k = 0; k < cc->args[i].count; k++)
+        l->u.list.items[k] = raspV_from_elem(ctx, cc->args[i].elems[k]);
+      argv[i] = l;
+    } else {
+      argv[i] = raspV_from_elem(ctx, cc->args[i].elem);
+    }
+  }
+  value *r = raspV_call(ctx, fn, argv, cc->nargs, NULL, NULL, 0, (rasp_pos){0});
+  *cc->truth = raspV_truth(ctx, r, fn->kind == V_FUNC ? fn->u.func.def->pos : (rasp_pos){0});
+}
+
+/* Serialised: verifier threads check outputs through one context. */
+int rasp_call_check(rasp_ctx *ctx, const char *name, const rasp_arg *args, int nargs,
+                    int *truth, rasp_error *err) {
+  check_call cc = {name, args, nargs, truth};
+  pthread_mutex_lock(&ctx->lock);
+  int ok = run_protected(ctx, err, check_body, &cc);
+  pthread_mutex_unlock(&ctx->lock);
+  return ok;
 }
 
 int rasp_repl_entry(rasp_ctx *ctx, const char *text, int *node, int *is_sel, char **shown,
@@ -2226,22 +2238,7 @@ value *raspV_global(rasp_ctx *ctx, const char *name) {
 int raspV_protected(rasp_ctx *ctx, rasp_error *err, void (*body)(rasp_ctx *, void *),
                     void *arg) {
   pthread_mutex_lock(&ctx->lock);
-  unsigned long long saved_mark = ctx->mark;
-  ctx->mark = ctx->serial;
-  ctx->steps = 0;
-  volatile int result;
-  {
-    PROTECT_BEGIN(ctx, err)
-    body(ctx, arg);
-    ok_ = 1;
-    }
-    ctx->catcher = saved_catcher_;
-    ctx->err = saved_err_;
-    ctx->depth = 0;
-    result = ok_;
-  }
-  heap_release(ctx, ctx->mark);
-  ctx->mark = saved_mark;
+  int ok = run_protected(ctx, err, body, arg);
   pthread_mutex_unlock(&ctx->lock);
-  return result;
+  return ok;
 }

@@ -126,6 +126,13 @@ static int add(rasp_ir *ir, rasp_op op, rasp_type t, int a, int b, int c) {
   return raspI_add(ir, &nd);
 }
 
+/* A fresh IR of length n with the input tokens (*t) and indices (*ix). */
+static void ir_with_input(rasp_ir *ir, int n, tuser *u, int *t, int *ix) {
+  ir_setup(ir, n, u);
+  *t = add(ir, RASP_OP_INPUT, RASP_T_INT, 0, 0, 0);
+  *ix = add(ir, RASP_OP_INDICES, RASP_T_INT, 0, 0, 0);
+}
+
 static rasp_elem I(int64_t v) { return (rasp_elem){v, 1}; }
 static rasp_elem R(int64_t p, int64_t q) { return (rasp_elem){p, q}; }
 static rasp_elem BOOLV(int v) { return (rasp_elem){v, RASP_DEN_BOOL}; }
@@ -520,9 +527,8 @@ static void compare_paths(rasp_pred pred, int causal, unsigned seed) {
     int n = lens[li];
     rasp_ir ir;
     tuser u = {0};
-    ir_setup(&ir, n, &u);
-    int t = n_input(&ir);
-    int ix = n_indices(&ir);
+    int t, ix;
+    ir_with_input(&ir, n, &u, &t, &ix);
     int three = n_full(&ir, I(3));
     int five = n_full(&ir, I(5));
     /* queries: (3 t + 1) % 5, values: t - indices (negative, so means
@@ -585,9 +591,8 @@ START_TEST(test_paths_agree_kinds) {
     int n = lens[li];
     rasp_ir ir;
     tuser u = {0};
-    ir_setup(&ir, n, &u);
-    int t = n_input(&ir);
-    int ix = n_indices(&ir);
+    int t, ix;
+    ir_with_input(&ir, n, &u, &t, &ix);
     int two = n_full(&ir, I(2));
     /* keys and queries of several kinds */
     int tq = n_bin(&ir, RASP_BIN_MOD, n_bin(&ir, RASP_BIN_ADD, t, ix), n_full(&ir, I(3)));
@@ -719,9 +724,8 @@ START_TEST(test_paths_agree_rational) {
     int n = lens[li];
     rasp_ir ir;
     tuser u = {0};
-    ir_setup(&ir, n, &u);
-    int t = n_input(&ir);
-    int ix = n_indices(&ir);
+    int t, ix;
+    ir_with_input(&ir, n, &u, &t, &ix);
     int k = n_fn(&ir, RASP_OP_MAP, &ktab, t, 0);
     /* queries: the key of a neighbouring token (same table block) */
     int tq = n_bin(&ir, RASP_BIN_ADD,
@@ -822,9 +826,8 @@ START_TEST(test_unreduced_means) {
     int n = lens[li];
     rasp_ir ir;
     tuser u = {0};
-    ir_setup(&ir, n, &u);
-    int t = n_input(&ir);
-    int ix = n_indices(&ir);
+    int t, ix;
+    ir_with_input(&ir, n, &u, &t, &ix);
     int v = n_bin(&ir, RASP_BIN_SUB, n_bin(&ir, RASP_BIN_MOD, t, n_full(&ir, I(7))),
                   n_full(&ir, I(3)));
     int vrat = n_bin(&ir, RASP_BIN_DIV, v, n_full(&ir, I(4)));
