@@ -18,12 +18,12 @@
 # usage (from the source tree, BUILD configured without sanitizers):
 #   bench/verify_bench.sh [BUILD [NUMPY_GRAPHS [RASP_GRAPHS [D [M [REPEAT]]]]]]
 # Each side is timed REPEAT times (default 3); the smallest CPU time counts.
-#   defaults: BUILD=. NUMPY_GRAPHS=30 RASP_GRAPHS=2000,20000 D=2..5 M=5 REPEAT=3
+#   defaults: BUILD=. NUMPY_GRAPHS=30 RASP_GRAPHS=2000,400000 D=2..5 M=5 REPEAT=3
 # Results also go to bench/out/verify_bench.jsonl (ignored by git).
 set -eu
 build=${1:-.}
 ngraphs=${2:-30}
-rgraphs=${3:-2000,20000}
+rgraphs=${3:-2000,400000}
 D=${4:-2..5}
 M=${5:-5}
 repeat=${6:-3}
