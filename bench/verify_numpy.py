@@ -27,7 +27,7 @@ wall-clock figures go to the --json file too.
 
 usage: /usr/bin/python3 bench/verify_numpy.py --rasp BUILD/rasp/rasp
            [--D 2..5] [--M 5] [--V 100] [--seed 1] [--graphs 30]
-           [--rasp-graphs 2000,20000] [--json FILE] [PROGRAM ...]
+           [--rasp-graphs 2000,400000] [--json FILE] [PROGRAM ...]
 (PROGRAM: names under programs/ without .rasp; default all eight.)
 """
 import argparse
@@ -487,7 +487,7 @@ def main():
     ap.add_argument("--V", type=int, default=100)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--graphs", type=int, default=30, help="graphs for numpy")
-    ap.add_argument("--rasp-graphs", default="2000,20000",
+    ap.add_argument("--rasp-graphs", default="2000,400000",
                     help="two graph counts for rasp verify's slope")
     ap.add_argument("--repeat", type=int, default=3,
                     help="time each side this many times and keep the smallest")
