@@ -10,8 +10,10 @@
 ** the program's bytes, so every run is reproducible; then the same input is
 ** evaluated again inside batches of 1 to 3 on a second evaluator that drops
 ** and then keeps intermediates, and its outputs must be identical (what an
-** evaluator carries between runs must not change results).  Everything is
-** freed.
+** evaluator carries between runs must not change results).  When the
+** program defines `check`, it is staged (rstage.h) and, if that succeeds,
+** its residual predicate must agree with the interpreted check() on a few
+** outputs wherever it decides.  Everything is freed.
 ** Errors are expected; crashes, sanitizer reports, leaks and hangs are not.
 **
 ** Programs that mention `cfunc` or `include` are skipped: cfunc calls any C
@@ -23,8 +25,8 @@
 **   clang -g -O1 -std=c11 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined \
 **     -Irasp -DRASP_STDLIB_DIR='"stdlib"' rasp/rmem.c rasp/rerror.c rasp/rlex.c \
 **     rasp/rparse.c rasp/rir.c rasp/reval.c rasp/rlayers.c rasp/rinterp.c \
-**     rasp/rbuiltin.c rasp/rffi.c tests/fuzz_trace.c -lffi -lgmp -lm -lpthread \
-**     -o fuzz_trace
+**     rasp/rbuiltin.c rasp/rffi.c rasp/rstage.c tests/fuzz_trace.c -lffi -lgmp -lm \
+**     -lpthread -o fuzz_trace
 **   mkdir -p /tmp/fuzz_trace_corpus
 **   ./fuzz_trace -max_total_time=300 -close_fd_mask=1 /tmp/fuzz_trace_corpus \
 **     tests/fuzz_trace_corpus
@@ -38,6 +40,7 @@
 #include <string.h>
 
 #include "rasp.h"
+#include "rstage.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -47,6 +50,46 @@ static const char *const vocab[] = {"a", "b", "c", "(", ")"};
 #define FUZZ_NVOCAB ((int)(sizeof vocab / sizeof vocab[0]))
 
 static int mentions(const char *text, const char *word) { return strstr(text, word) != NULL; }
+
+/* A staged check() against the interpreted one on outputs made from h. */
+static void fuzz_check(rasp_ctx *ctx, uint64_t h) {
+  rasp_staged *st = raspS_stage(ctx, "check", FUZZ_N, NULL);
+  if (!st) return;
+  int64_t vocab_sym[FUZZ_NVOCAB + 1];
+  for (int id = 1; id <= FUZZ_NVOCAB; id++)
+    vocab_sym[id] = rasp_symbol(ctx, rasp_vocab_symbol(ctx, id));
+  for (int g = 0; g < 4; g++) {
+    rasp_elem out[FUZZ_N], shown[FUZZ_N], lt[2];
+    for (int i = 0; i < FUZZ_N + 2; i++) {
+      h = (h ^ (h >> 31)) * 0x9e3779b97f4a7c15ULL + (uint64_t)i;
+      int64_t v = (int64_t)((h >> 40) % 8); /* tokens 1..5, then 0, 6, a boolean */
+      rasp_elem e = v == 7 ? (rasp_elem){(int64_t)(h & 1), RASP_DEN_BOOL} : (rasp_elem){v, 1};
+      rasp_elem sym = e.den == 1 && e.num >= 1 && e.num <= FUZZ_NVOCAB
+                          ? (rasp_elem){vocab_sym[e.num], RASP_DEN_SYM}
+                          : e;
+      if (i < FUZZ_N) {
+        out[i] = e;
+        shown[i] = sym;
+      } else {
+        lt[i - FUZZ_N] = sym;
+      }
+    }
+    int r = raspS_eval(st, out, vocab_sym, FUZZ_NVOCAB, lt[0], lt[1]);
+    rasp_arg args[3];
+    memset(args, 0, sizeof args);
+    args[0].elems = shown;
+    args[0].count = FUZZ_N;
+    args[1].elem = lt[0];
+    args[2].elem = lt[1];
+    int truth = -1;
+    rasp_error err;
+    memset(&err, 0, sizeof err);
+    int ok = rasp_call_check(ctx, "check", args, 3, &truth, &err);
+    if (r >= 0 && (!ok || truth != r)) abort(); /* a staged verdict must be the real one */
+    if (!ok && !err.set) abort();
+  }
+  raspS_free(st);
+}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (size > 8192) return 0;
@@ -82,7 +125,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   }
 
   memset(&err, 0, sizeof err);
-  if (rasp_exec_string(ctx, "<fuzz>", text, &err) && rasp_has_global(ctx, "main")) {
+  int ran = rasp_exec_string(ctx, "<fuzz>", text, &err);
+  if (ran && rasp_has_global(ctx, "check")) {
+    uint64_t h = 0x12345;
+    for (size_t i = 0; i < size; i++) h = (h ^ data[i]) * 1099511628211ULL;
+    fuzz_check(ctx, h);
+  }
+  if (ran && rasp_has_global(ctx, "main")) {
     memset(&err, 0, sizeof err);
     if (rasp_trace(ctx, "main", &err)) {
       rasp_ir *ir = rasp_ctx_ir(ctx);
