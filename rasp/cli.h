@@ -32,6 +32,14 @@ int raspC_read_vocab(const char *path, char ***out, rasp_error *err);
 /* Parses an integer option value; prints "rasp CMD: --opt: ..." on error. */
 int raspC_int_opt(const char *cmd, const char *opt, const char *text, long lo, long hi,
                   long *out);
+/* --allow-ffi and --allow-include DIR, taken by every command that runs a
+** program (rasp_access in rasp.h).  1: argv[*i] was one of them (*i moves
+** past its value), 0: it was not, -1: a bad value (message printed).
+** acc's directories point into argv; raspC_access_free releases the list. */
+int raspC_access_opt(const char *cmd, int argc, char **argv, int *i, rasp_access *acc);
+void raspC_access_free(rasp_access *acc);
+/* Their lines for the usage texts. */
+extern const char raspC_access_help[];
 /* Prints a node's values for input b (one line), symbolically or not. */
 void raspC_print_values(rasp_ctx *ctx, rasp_eval *ev, int node, int b, int symbolic, FILE *out);
 

@@ -44,7 +44,9 @@ static void usage(FILE *out) {
           "                     runs the program's check() on the masked inputs\n"
           "  --seed S           seed of the random inputs (default 1)\n"
           "  --dump-forward F   write the logits of one random input to F (text)\n"
-          "  --stdlib DIR       use another stdlib directory\n");
+          "  --stdlib DIR       use another stdlib directory\n"
+          "%s",
+          raspC_access_help);
 }
 
 /* --encoder: the mask token's id (V+8, which the program must name 'MASK')
@@ -79,7 +81,8 @@ static int encoder_layout(const rasp_ptrace *tr, uint64_t seed, int *mask, int *
   return 0;
 }
 
-int rasp_cli_compile(int argc, char **argv) {
+/* The command; *access (options --allow-*) is the caller's to free. */
+static int compile_cmd(int argc, char **argv, rasp_access *access) {
   const char *file = NULL, *stem = NULL, *ivocab = NULL, *vfile = NULL, *stdlib = NULL,
              *dump = NULL;
   long D = 2, M = 5, V = 100, len = 8, check = 0, seed = 1;
@@ -88,6 +91,9 @@ int rasp_cli_compile(int argc, char **argv) {
     const char *a = argv[i];
     int more = i + 1 < argc;
 #define VAL(opt) (more ? argv[++i] : (fprintf(stderr, "rasp compile: %s needs a value\n", opt), (char *)NULL))
+    int acc = raspC_access_opt("compile", argc, argv, &i, access);
+    if (acc < 0) return 2;
+    if (acc) continue;
     if (!strcmp(a, "-o")) { if (!(stem = VAL(a))) return 2; }
     else if (!strcmp(a, "--stats")) stats = 1;
     else if (!strcmp(a, "--encoder")) encoder = 1;
@@ -137,7 +143,7 @@ int rasp_cli_compile(int argc, char **argv) {
   int mask = 0, ans = 0, alen = 0; /* --encoder: MASK's id, answer positions */
   rasp_eval *ev = NULL;
   rasp_elem *got = NULL;
-  if (raspK_load(file, stdlib, (int)D, (int)M, (int)V, &prog, &err)) {
+  if (raspK_load_with(file, stdlib, access, (int)D, (int)M, (int)V, &prog, &err)) {
     pathstar = 1;
   } else if (task_given || !strstr(err.msg, "declares no task")) {
     raspR_print(&err, stderr);
@@ -177,7 +183,7 @@ int rasp_cli_compile(int argc, char **argv) {
       goto out;
     }
     ctx = rasp_ctx_new((int)len, NULL, &err);
-    if (!ctx || !rasp_set_vocab(ctx, (const char *const *)vocab, nvocab, &err) ||
+    if (!ctx || !rasp_set_access(ctx, access, &err) || !rasp_set_vocab(ctx, (const char *const *)vocab, nvocab, &err) ||
         !rasp_load_stdlib(ctx, stdlib, &err) || !rasp_exec_file(ctx, file, &err) ||
         !rasp_trace(ctx, "main", &err))
       goto fail;
@@ -288,5 +294,12 @@ out:
   else rasp_ctx_free(ctx);
   raspK_program_free(&prog);
   if (vocab) raspC_free_strings(vocab, nvocab);
+  return status;
+}
+
+int rasp_cli_compile(int argc, char **argv) {
+  rasp_access access = {0};
+  int status = compile_cmd(argc, argv, &access);
+  raspC_access_free(&access);
   return status;
 }

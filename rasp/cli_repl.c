@@ -6,6 +6,15 @@
 ** grid.  Because a trace is tied to an input length, changing the example
 ** replays the session's successful entries in a fresh context of the new
 ** length; so variables keep their meaning for the new example.
+**
+** What programs may reach is as in every command (rasp_access in rasp.h),
+** with the current directory as the program's tree.  Because a bare `rasp`
+** takes no options, RASP_ALLOW_FFI=1 in the environment also turns C
+** functions on -- for the REPL only: the batch commands run programs that
+** come from others, where a variable exported once would be forgotten.
+** The history file is replaced atomically through a fresh mkstemp file
+** (raspR_atomic_open), never through a predictable name that a planted
+** link could redirect.
 */
 #include <errno.h>
 #include <stdio.h>
@@ -28,6 +37,7 @@ typedef struct repl {
   char **entries;     /* successful entries, replayed on a new example */
   int nentries, cap;
   const char *stdlib;
+  rasp_access access;
 } repl;
 
 static repl *completion_repl;
@@ -44,8 +54,9 @@ static int repl_entry_quiet(repl *r, const char *text, rasp_error *err) {
 static int repl_reset(repl *r, char **example, int n) {
   rasp_error err = {0};
   rasp_ctx *ctx = rasp_ctx_new(n, NULL, &err);
-  if (!ctx) {
+  if (!ctx || !rasp_set_access(ctx, &r->access, &err)) {
     raspR_print(&err, stderr);
+    rasp_ctx_free(ctx);
     return 0;
   }
   char **vocab;
@@ -259,19 +270,29 @@ static char **complete(const char *text, int start, int end) {
   return rl_completion_matches(text, complete_name);
 }
 
-int rasp_cli_repl(int argc, char **argv) {
-  repl r;
-  memset(&r, 0, sizeof r);
-  for (int i = 1; i < argc; i++) {
-    if (strcmp(argv[i], "--stdlib") == 0 && i + 1 < argc) r.stdlib = argv[++i];
-    else {
-      fprintf(stderr, "rasp repl: unknown option '%s'\n", argv[i]);
-      return 2;
-    }
-  }
+/* The history, one entry a line as readline writes it, replaced whole. */
+static void save_history(const char *path) {
+  rasp_afile af;
+  rasp_error err = {0};
+  if (raspR_atomic_open(&af, path, &err)) return; /* best effort, as before */
+  HIST_ENTRY **list = history_list();
+  for (int i = 0; list && list[i]; i++) fprintf(af.f, "%s\n", list[i]->line);
+  if (ferror(af.f)) raspR_atomic_abort(&af);
+  else raspR_atomic_commit(&af, &err);
+}
+
+/* The session, once the options are in r. */
+static int repl_main(repl *rp) {
+  repl r = *rp;
+  const char *env = getenv("RASP_ALLOW_FFI");
+  if (env && strcmp(env, "1") == 0) r.access.allow_ffi = 1;
+  r.access.root = ".";
   char **ex;
   int n = raspC_split("h e l l o", &ex);
-  if (!repl_reset(&r, ex, n)) return 1;
+  if (!repl_reset(&r, ex, n)) {
+    raspC_free_strings(ex, n);
+    return 1;
+  }
   completion_repl = &r;
   rl_attempted_completion_function = complete;
   rl_basic_word_break_characters = " \t\n\"\\'`@$><=;|&{(,[+-*/%";
@@ -310,16 +331,30 @@ int rasp_cli_repl(int argc, char **argv) {
   if (blen) run_entry(&r, buf);
   raspM_free(buf);
   if (interactive) printf("\n");
-  if (*histfile) { /* atomically, like every file the tools write */
-    char tmp[4200];
-    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", histfile, (long)getpid());
-    if (write_history(tmp) == 0 && rename(tmp, histfile) == 0) tmp[0] = '\0';
-    if (tmp[0]) unlink(tmp);
-  }
+  if (*histfile) save_history(histfile);
   for (int i = 0; i < r.nentries; i++) raspM_free(r.entries[i]);
   raspM_free(r.entries);
   raspC_free_strings(r.example, r.n);
   raspM_free(r.tokens);
   rasp_ctx_free(r.ctx);
   return 0;
+}
+
+int rasp_cli_repl(int argc, char **argv) {
+  repl r;
+  memset(&r, 0, sizeof r);
+  int status = 0;
+  for (int i = 1; i < argc && !status; i++) {
+    int acc = raspC_access_opt("repl", argc, argv, &i, &r.access);
+    if (acc < 0) status = 2;
+    else if (acc) continue;
+    else if (strcmp(argv[i], "--stdlib") == 0 && i + 1 < argc) r.stdlib = argv[++i];
+    else {
+      fprintf(stderr, "rasp repl: unknown option '%s'\n", argv[i]);
+      status = 2;
+    }
+  }
+  if (!status) status = repl_main(&r);
+  raspC_access_free(&r.access);
+  return status;
 }

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -105,6 +106,42 @@ int raspC_int_opt(const char *cmd, const char *opt, const char *text, long lo, l
   return 1;
 }
 
+const char raspC_access_help[] =
+    "  --allow-ffi      let the program call C functions (cfunc): native code that\n"
+    "                   can do anything you can, so only for programs you trust\n"
+    "  --allow-include DIR  let include() read .rasp files under DIR as well as\n"
+    "                   the program's own directory tree and the stdlib\n";
+
+int raspC_access_opt(const char *cmd, int argc, char **argv, int *i, rasp_access *acc) {
+  const char *a = argv[*i];
+  if (strcmp(a, "--allow-ffi") == 0) {
+    acc->allow_ffi = 1;
+    return 1;
+  }
+  if (strcmp(a, "--allow-include") != 0) return 0;
+  if (*i + 1 >= argc) {
+    fprintf(stderr, "rasp %s: %s needs a value\n", cmd, a);
+    return -1;
+  }
+  const char *dir = argv[++*i];
+  struct stat st;
+  if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
+    fprintf(stderr, "rasp %s: --allow-include: '%s' is not a directory\n", cmd, dir);
+    return -1;
+  }
+  const char **dirs = raspM_realloc((void *)acc->include_dirs,
+                                    sizeof(char *) * (size_t)(acc->ninclude_dirs + 1));
+  dirs[acc->ninclude_dirs++] = dir;
+  acc->include_dirs = dirs;
+  return 1;
+}
+
+void raspC_access_free(rasp_access *acc) {
+  raspM_free((void *)acc->include_dirs);
+  acc->include_dirs = NULL;
+  acc->ninclude_dirs = 0;
+}
+
 void raspC_print_values(rasp_ctx *ctx, rasp_eval *ev, int node, int b, int symbolic, FILE *out) {
   const rasp_elem *vals = raspE_value(ev, node, b);
   int n = rasp_ctx_length(ctx);
@@ -124,6 +161,7 @@ typedef struct run_opts {
   int symbols, from_stdin;
   char **sets;
   int nsets;
+  rasp_access access;
 } run_opts;
 
 static void run_usage(FILE *out, const char *cmd) {
@@ -136,8 +174,9 @@ static void run_usage(FILE *out, const char *cmd) {
           "  --vocab FILE     vocabulary, one symbol per line (id = line number)\n"
           "  --set NAME=VAL   set a global before the program runs (integer,\n"
           "                   True/False, or a string)\n"
-          "  --stdlib DIR     use another stdlib directory\n",
-          cmd);
+          "  --stdlib DIR     use another stdlib directory\n"
+          "%s",
+          cmd, raspC_access_help);
 }
 
 static int parse_run_opts(const char *cmd, int argc, char **argv, run_opts *o) {
@@ -147,6 +186,9 @@ static int parse_run_opts(const char *cmd, int argc, char **argv, run_opts *o) {
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     const char **dst = NULL;
+    int acc = raspC_access_opt(cmd, argc, argv, &i, &o->access);
+    if (acc < 0) return 0;
+    if (acc) continue;
     if (strcmp(a, "--input") == 0) dst = &o->input;
     else if (strcmp(a, "--entry") == 0) dst = &o->entry;
     else if (strcmp(a, "--vocab") == 0) dst = &o->vocab_file;
@@ -245,6 +287,10 @@ static int trace_input(const char *cmd, run_opts *o, rasp_ctx **ctx_out, int64_t
   int status = 1;
   int64_t *tokens = raspM_alloc(sizeof(int64_t) * (size_t)n);
   if (!ctx) goto fail;
+  if (!rasp_set_access(ctx, &o->access, &err)) {
+    status = 2;
+    goto fail;
+  }
   if (!rasp_set_vocab(ctx, (const char *const *)vocab, nvocab, &err)) goto fail;
   for (int i = 0; i < n; i++) {
     tokens[i] = rasp_vocab_id(ctx, syms[i]);
@@ -281,6 +327,7 @@ int rasp_cli_run(int argc, char **argv) {
   run_opts o;
   if (!parse_run_opts("run", argc, argv, &o)) {
     raspM_free(o.sets);
+    raspC_access_free(&o.access);
     run_usage(stderr, "run");
     return 2;
   }
@@ -288,6 +335,7 @@ int rasp_cli_run(int argc, char **argv) {
   int64_t *tokens;
   int status = trace_input("run", &o, &ctx, &tokens);
   raspM_free(o.sets);
+  raspC_access_free(&o.access);
   if (status) return status;
   rasp_ir *ir = rasp_ctx_ir(ctx);
   rasp_eval *ev = raspE_new(ir);
@@ -309,6 +357,7 @@ int rasp_cli_trace(int argc, char **argv) {
   run_opts o;
   if (!parse_run_opts("trace", argc, argv, &o)) {
     raspM_free(o.sets);
+    raspC_access_free(&o.access);
     run_usage(stderr, "trace");
     return 2;
   }
@@ -316,6 +365,7 @@ int rasp_cli_trace(int argc, char **argv) {
   int64_t *tokens;
   int status = trace_input("trace", &o, &ctx, &tokens);
   raspM_free(o.sets);
+  raspC_access_free(&o.access);
   if (status) return status;
   rasp_ir *ir = rasp_ctx_ir(ctx);
   raspI_dump(ir, stdout);
@@ -328,16 +378,30 @@ int rasp_cli_trace(int argc, char **argv) {
   return 0;
 }
 
-/* `rasp FILE`: run the file's top level as a script (no input). */
+/* `rasp [--allow-ffi] [--allow-include DIR] FILE [ARGS]`: run the file's
+** top level as a script (no input); what follows FILE is the script's. */
 int rasp_cli_script(int argc, char **argv) {
-  (void)argc;
+  rasp_access access = {0};
+  int i = 0;
+  for (int acc; i < argc && (acc = raspC_access_opt("script", argc, argv, &i, &access)); i++)
+    if (acc < 0) {
+      raspC_access_free(&access);
+      return 2;
+    }
+  if (i >= argc) {
+    fprintf(stderr, "rasp: no program file given\n");
+    raspC_access_free(&access);
+    return 2;
+  }
   rasp_error err = {0};
   rasp_ctx *ctx = rasp_ctx_new(1, NULL, &err);
   int status = 0;
-  if (!ctx || !rasp_load_stdlib(ctx, NULL, &err) || !rasp_exec_file(ctx, argv[0], &err)) {
+  if (!ctx || !rasp_set_access(ctx, &access, &err) || !rasp_load_stdlib(ctx, NULL, &err) ||
+      !rasp_exec_file(ctx, argv[i], &err)) {
     raspR_print(&err, stderr);
     status = err.pos.src ? 1 : 2;
   }
   rasp_ctx_free(ctx);
+  raspC_access_free(&access);
   return status;
 }

@@ -64,6 +64,7 @@ typedef struct vopts {
   const char *stdlib, *out_file, *format;
   char **programs;
   int nprograms;
+  rasp_access access;
 } vopts;
 
 static void verify_usage(FILE *out) {
@@ -82,8 +83,10 @@ static void verify_usage(FILE *out) {
         "  --strict        count expected failures (task['expect'] = 'fail') as failures\n"
         "  --interpret-check  call check() through the interpreter for every graph,\n"
         "                  not its staged form (the same verdicts, slower)\n"
-        "  --stdlib DIR    another stdlib directory\n"
-        "Results: ok; FAIL; fail* (a listing declared task['expect'] = 'fail', failing\n"
+        "  --stdlib DIR    another stdlib directory\n",
+        out);
+  fputs(raspC_access_help, out);
+  fputs("Results: ok; FAIL; fail* (a listing declared task['expect'] = 'fail', failing\n"
         "as expected); PASS! (declared to fail but passed); ERROR (an error while running).\n"
         "Exit status: 0 when every outcome is as expected, 1 otherwise, 2 on bad usage.\n",
         out);
@@ -102,6 +105,9 @@ static int common_opts(const char *cmd, int argc, char **argv, vopts *o, void (*
     const char *a = argv[i];
     const char *val = i + 1 < argc ? argv[i + 1] : NULL;
     int takes = 1, ok = 1;
+    int acc = raspC_access_opt(cmd, argc, argv, &i, &o->access);
+    if (acc < 0) return 0;
+    if (acc) continue;
     if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
       usage(stdout);
       exit(0);
@@ -148,6 +154,7 @@ static void free_vopts(vopts *o) {
   raspM_free(o->Ds);
   raspM_free(o->Ms);
   raspM_free(o->programs);
+  raspC_access_free(&o->access);
 }
 
 static void init_vopts(vopts *o, int argc) {
@@ -213,7 +220,7 @@ int rasp_cli_verify(int argc, char **argv) {
   for (int p = 0; p < o.nprograms; p++) {
     rasp_program prog;
     rasp_error err = {0};
-    if (!raspK_load(o.programs[p], o.stdlib, o.Ds[0], o.Ms[0], (int)o.V, &prog, &err)) {
+    if (!raspK_load_with(o.programs[p], o.stdlib, &o.access, o.Ds[0], o.Ms[0], (int)o.V, &prog, &err)) {
       raspR_print(&err, stderr);
       status = status ? status : (err.pos.src ? 1 : 2);
       if (!err.pos.src) status = 2;
@@ -309,6 +316,7 @@ static void layers_usage(FILE *out) {
         "  (default M = 3..33, D = 2) and names the growth: constant,\n"
         "  logarithmic or linear in M.\n",
         out);
+  fputs(raspC_access_help, out);
 }
 
 /* Least-squares fit of y on x; returns the residual sum of squares. */
@@ -341,7 +349,7 @@ int rasp_cli_layers(int argc, char **argv) {
   for (int p = 0; p < o.nprograms; p++) {
     rasp_program prog;
     rasp_error err = {0};
-    if (!raspK_load(o.programs[p], o.stdlib, D, o.Ms[0], (int)o.V, &prog, &err)) {
+    if (!raspK_load_with(o.programs[p], o.stdlib, &o.access, D, o.Ms[0], (int)o.V, &prog, &err)) {
       raspR_print(&err, stderr);
       status = 2;
       continue;
@@ -400,6 +408,7 @@ static void draw_usage(FILE *out) {
         "  writes the traced computation graph, grouped by layer, as Graphviz DOT\n"
         "  (to stdout, or FILE); svg and png need the `dot` tool (Debian: graphviz).\n",
         out);
+  fputs(raspC_access_help, out);
 }
 
 static void dot_escape(FILE *f, const char *s) {
@@ -483,7 +492,7 @@ int rasp_cli_draw(int argc, char **argv) {
   rasp_program prog;
   rasp_error err = {0};
   rasp_ptrace tr;
-  if (!raspK_load(o.programs[0], o.stdlib, D, M, (int)o.V, &prog, &err)) {
+  if (!raspK_load_with(o.programs[0], o.stdlib, &o.access, D, M, (int)o.V, &prog, &err)) {
     raspR_print(&err, stderr);
     free_vopts(&o);
     return 2;

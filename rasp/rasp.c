@@ -14,7 +14,7 @@ static void usage(FILE *out) {
   fputs("usage: rasp [COMMAND] [ARGS]\n"
         "\n"
         "  rasp                         interactive REPL (on a terminal)\n"
-        "  rasp FILE [ARGS]             run a file as a script\n"
+        "  rasp [ACCESS] FILE [ARGS]    run a file as a script\n"
         "  rasp run FILE --input TEXT   trace main(seq) and print its output\n"
         "  rasp trace FILE --input TEXT print the traced IR\n"
         "  rasp verify PROGRAM...       check path-star programs on random graphs\n"
@@ -24,6 +24,10 @@ static void usage(FILE *out) {
         "  rasp compile PROGRAM -o M    compile to transformer weights\n"
         "  rasp repl                    the REPL\n"
         "\n"
+        "\n"
+        "Programs cannot call C functions or include files outside their own\n"
+        "directory tree; every command that runs one (and ACCESS above) takes\n"
+        "--allow-ffi and --allow-include DIR to allow it.\n"
         "Each command takes --help.  Version " RASP_VERSION ".\n",
         out);
 }
@@ -53,6 +57,8 @@ int main(int argc, char **argv) {
     puts("rasp " RASP_VERSION);
     return 0;
   }
+  if (strcmp(cmd, "--allow-ffi") == 0 || strcmp(cmd, "--allow-include") == 0)
+    return rasp_cli_script(argc - 1, argv + 1);
   if (cmd[0] == '-') {
     fprintf(stderr, "rasp: unknown option '%s'\n", cmd);
     usage(stderr);

@@ -42,9 +42,32 @@ typedef struct rasp_limits {
 
 void rasp_default_limits(rasp_limits *limits);
 
+/* What a program may reach beyond the interpreter.  Programs travel between
+** people, so a new context trusts them with nothing (all fields zero):
+**   - cfunc() is refused.  A C function is native code from any shared
+**     library: it can do anything the process can (start a shell, write
+**     files, overwrite memory), and a crash or an exit() inside it ends the
+**     process.  Only programs one would run as a native binary get it.
+**   - include() reads only .rasp files inside the program's directory tree
+**     (resolved with realpath, so '..' and links cannot leave it), the
+**     stdlib directory and include_dirs; other files are refused before
+**     they are read, so no error ever quotes them. */
+typedef struct rasp_access {
+  int allow_ffi;                   /* 1: cfunc() binds C functions */
+  const char *root;                /* the program's tree; NULL: the directory of the
+                                      first file rasp_exec_file runs (before that,
+                                      the current directory) */
+  const char *const *include_dirs; /* more trees include() may read */
+  int ninclude_dirs;
+} rasp_access;
+
 /* A context that traces for inputs of length n (1 <= n <= max_length). */
 rasp_ctx *rasp_ctx_new(int n, const rasp_limits *limits, rasp_error *err);
 void rasp_ctx_free(rasp_ctx *ctx);
+/* Sets what programs run in ctx may reach (NULL: nothing, as in a new
+** context).  Directories are resolved now; the strings are not kept.
+** 1, or 0 with err when a directory does not exist. */
+int rasp_set_access(rasp_ctx *ctx, const rasp_access *access, rasp_error *err);
 int rasp_ctx_length(const rasp_ctx *ctx);
 
 /* The vocabulary: symbol i (0-based) has token id i+1.  Defines the dicts

@@ -8,6 +8,11 @@
 ** Integers cross exactly; a double argument is the nearest double to the
 ** exact number, and a double result is converted back exactly (every finite
 ** double is a rational), so rounding happens only inside the C function.
+**
+** cfunc() is refused unless the context allows it (rasp_access in rasp.h):
+** a program that binds C functions is native code -- `system` is in libc --
+** and programs are passed around, so running one must not mean trusting it.
+** Nothing here can contain a C function that crashes or calls exit().
 */
 #include <dlfcn.h>
 #include <ffi.h>
@@ -42,6 +47,10 @@ static ffi_type *ffi_of(int t) {
 }
 
 value *raspF_bind(rasp_ctx *ctx, value **args, int nargs, rasp_pos pos) {
+  if (!ctx->allow_ffi)
+    raspV_error(ctx, pos, "cfunc() is off: a C function can do anything this process can "
+                          "(run a shell, write files); run with --allow-ffi to allow it "
+                          "(RASP_ALLOW_FFI=1 for the REPL)");
   if (nargs != 3 || args[0]->kind != V_STR || args[1]->kind != V_STR || args[2]->kind != V_STR)
     raspV_error(ctx, pos, "cfunc(library, symbol, signature) takes three strings");
   const char *lib = args[0]->u.str.s, *sym = args[1]->u.str.s, *sig = args[2]->u.str.s;

@@ -19,15 +19,23 @@
 ** by the evaluator callback).  That is safe because the context owns every
 ** allocation made while interpreting: values, environments and syntax trees
 ** are released together by rasp_ctx_free, never individually.
+**
+** Programs are untrusted (rasp_access in rasp.h): include() resolves the
+** file with realpath and reads it only when it is a .rasp file inside an
+** allowed tree, so neither '..' nor a link reaches other files, and a file
+** that is not a program is refused before it is read (its content can then
+** never show up in an error).  cfunc() is checked in rffi.c.
 */
 #include "rvalue.h"
 
 #include <ctype.h>
+#include <errno.h>
 #include <limits.h>
 #include <dlfcn.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "rlex.h"
@@ -1842,6 +1850,9 @@ void rasp_ctx_free(rasp_ctx *ctx) {
   raspI_free(&ctx->ir);
   pthread_mutex_destroy(&ctx->lock);
   raspM_free(ctx->stdlib_dir);
+  raspM_free(ctx->include_root);
+  for (int i = 0; i < ctx->ninclude_dirs; i++) raspM_free(ctx->include_dirs[i]);
+  raspM_free(ctx->include_dirs);
   for (int i = 0; i < ctx->ndl; i++) dlclose(ctx->dl_handles[i]);
   raspM_free(ctx->dl_handles);
   raspM_free(ctx);
@@ -1930,22 +1941,102 @@ static int run_source(rasp_ctx *ctx, rasp_source *src, rasp_error *err) {
   PROTECT_END(ctx)
 }
 
+/* The real path of an existing directory, malloc'd; NULL with err. */
+static char *real_dir(const char *dir, rasp_error *err) {
+  char buf[PATH_MAX];
+  struct stat st;
+  if (!realpath(dir, buf) || stat(buf, &st) != 0) {
+    raspR_setnopos(err, "include directory '%s': %s", dir, strerror(errno));
+    return NULL;
+  }
+  if (!S_ISDIR(st.st_mode)) {
+    raspR_setnopos(err, "include directory '%s': not a directory", dir);
+    return NULL;
+  }
+  return raspM_strdup(buf);
+}
+
+int rasp_set_access(rasp_ctx *ctx, const rasp_access *access, rasp_error *err) {
+  rasp_access none = {0};
+  if (!access) access = &none;
+  char *root = NULL;
+  char **dirs = raspM_alloc(sizeof(char *) * (size_t)(access->ninclude_dirs + 1));
+  int n = 0;
+  if (access->root && !(root = real_dir(access->root, err))) goto fail;
+  for (; n < access->ninclude_dirs; n++)
+    if (!(dirs[n] = real_dir(access->include_dirs[n], err))) goto fail;
+  ctx->allow_ffi = access->allow_ffi != 0;
+  if (root) {
+    raspM_free(ctx->include_root);
+    ctx->include_root = root;
+  }
+  for (int i = 0; i < ctx->ninclude_dirs; i++) raspM_free(ctx->include_dirs[i]);
+  raspM_free(ctx->include_dirs);
+  ctx->include_dirs = dirs;
+  ctx->ninclude_dirs = n;
+  return 1;
+fail:
+  raspM_free(root);
+  for (int i = 0; i < n; i++) raspM_free(dirs[i]);
+  raspM_free(dirs);
+  return 0;
+}
+
+static int ends_with(const char *s, const char *suffix) {
+  size_t n = strlen(s), k = strlen(suffix);
+  return n >= k && strcmp(s + n - k, suffix) == 0;
+}
+
+/* Whether the real path p lies in the tree of the real directory dir. */
+static int inside(const char *dir, const char *p) {
+  size_t n = strlen(dir);
+  if (n == 1 && dir[0] == '/') return 1;
+  return strncmp(dir, p, n) == 0 && (p[n] == '/' || p[n] == '\0');
+}
+
 /* include('file.rasp'): runs another file in the global scope, its path
-** relative to the including file's directory. */
+** relative to the including file's directory.  Only programs inside the
+** trees rasp_access allows are read (see the top of this file). */
 value *raspV_include(rasp_ctx *ctx, value *path, rasp_pos pos) {
   if (path->kind != V_STR) raspV_error(ctx, pos, "include() needs a file name");
+  const char *name = path->u.str.s;
   char full[4096];
   const char *base = pos.src ? pos.src->name : "";
   const char *slash = strrchr(base, '/');
-  if (path->u.str.s[0] == '/' || !slash)
-    snprintf(full, sizeof full, "%s", path->u.str.s);
+  if (name[0] == '/' || !slash)
+    snprintf(full, sizeof full, "%s", name);
   else
-    snprintf(full, sizeof full, "%.*s/%s", (int)(slash - base), base, path->u.str.s);
+    snprintf(full, sizeof full, "%.*s/%s", (int)(slash - base), base, name);
   if (ctx->depth >= ctx->limits.max_depth)
     raspV_error(ctx, pos, "include() nested too deeply");
+  if (!ends_with(full, ".rasp"))
+    raspV_error(ctx, pos, "include(): '%s' is not a program; only .rasp files can be included",
+                name);
+  char real[PATH_MAX], dir[PATH_MAX];
+  if (!realpath(full, real))
+    raspV_error(ctx, pos, "include(): cannot read '%s': %s", full, strerror(errno));
+  const char *root = ctx->include_root;
+  if (!root && !(root = realpath(".", dir)))
+    raspV_error(ctx, pos, "include(): cannot resolve the current directory: %s", strerror(errno));
+  int ok = inside(root, real);
+  for (int i = 0; !ok && i < ctx->ninclude_dirs; i++) ok = inside(ctx->include_dirs[i], real);
+  if (!ok && ctx->stdlib_dir && realpath(ctx->stdlib_dir, dir)) ok = inside(dir, real);
+  if (!ok)
+    raspV_error(ctx, pos, "include(): '%s' is outside the program's directory tree '%s'; "
+                "--allow-include DIR allows another tree", full, root);
+  /* a link named x.rasp inside the tree may still point at another file */
+  if (!ends_with(real, ".rasp"))
+    raspV_error(ctx, pos, "include(): '%s' is not a program (it is '%s'); only .rasp files can "
+                "be included", full, real);
   rasp_error inner = {0};
-  rasp_source *src = raspR_source_file(full, &inner);
-  if (!src) raspV_error(ctx, pos, "%s", inner.msg);
+  rasp_source *src = raspR_source_file(real, &inner);
+  if (!src) raspV_error(ctx, pos, "include(): %s", inner.msg);
+  raspM_free(src->name); /* errors name the file as the program wrote it */
+  src->name = raspM_strdup(full);
+  if (memchr(src->text, '\0', src->len)) {
+    raspR_source_free(src);
+    raspV_error(ctx, pos, "include(): '%s' is not a program (it is not text)", full);
+  }
   keep_source(ctx, src);
   rasp_ast *mod = raspP_parse(src, &ctx->ast_arena, &inner);
   if (!mod) {
@@ -1965,6 +2056,14 @@ int rasp_exec_string(rasp_ctx *ctx, const char *name, const char *text, rasp_err
 int rasp_exec_file(rasp_ctx *ctx, const char *path, rasp_error *err) {
   rasp_source *src = raspR_source_file(path, err);
   if (!src) return 0;
+  if (!ctx->include_root) { /* the top-level program's tree */
+    const char *slash = strrchr(path, '/');
+    char *dir = slash ? raspM_strndup(path, slash == path ? 1 : (size_t)(slash - path))
+                      : raspM_strdup(".");
+    char buf[PATH_MAX];
+    if (realpath(dir, buf)) ctx->include_root = raspM_strdup(buf);
+    raspM_free(dir);
+  }
   return run_source(ctx, src, err);
 }
 

@@ -117,6 +117,11 @@ struct rasp_ctx {
   int input_node, indices_node;
   pthread_mutex_t lock;  /* callbacks from evaluator threads */
   char *stdlib_dir;
+  /* rasp_access, resolved: include() trees are real paths */
+  int allow_ffi;
+  char *include_root;    /* NULL until the first rasp_exec_file */
+  char **include_dirs;
+  int ninclude_dirs;
   void **dl_handles;
   int ndl, dlcap;
 };

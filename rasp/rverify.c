@@ -170,6 +170,10 @@ static rasp_ctx *program_context(const rasp_program *prog, const rasp_task_opts 
                                  char ***extra, int *nextra, rasp_error *err) {
   rasp_ctx *ctx = rasp_ctx_new(n, NULL, err);
   if (!ctx) return NULL;
+  if (!rasp_set_access(ctx, &prog->access, err)) {
+    rasp_ctx_free(ctx);
+    return NULL;
+  }
   int nv = raspT_vocab_size(o) - 1; /* ids 1 .. V+7 */
   char **syms = raspM_alloc(sizeof(char *) * (size_t)(nv + (extra ? *nextra : 0) + 1));
   char buf[64];
@@ -200,7 +204,13 @@ static rasp_ctx *program_context(const rasp_program *prog, const rasp_task_opts 
 
 int raspK_load(const char *path, const char *stdlib, int D, int M, int V, rasp_program *prog,
                rasp_error *err) {
+  return raspK_load_with(path, stdlib, NULL, D, M, V, prog, err);
+}
+
+int raspK_load_with(const char *path, const char *stdlib, const rasp_access *access, int D,
+                    int M, int V, rasp_program *prog, rasp_error *err) {
   memset(prog, 0, sizeof *prog);
+  if (access) prog->access = *access;
   prog->path = raspM_strdup(path);
   char buf[256];
   prog->name = raspM_strdup(base_name(path, buf, sizeof buf));

@@ -41,6 +41,7 @@ typedef struct rasp_program {
   char entry[64], check[64];
   const char *stdlib;    /* NULL: the default */
   int interpret_check;   /* 1: never stage check() (rstage.h), always interpret it */
+  rasp_access access;    /* what the program may reach; its strings are borrowed */
 } rasp_program;
 
 /* One trace of a program for one (D, M): the context, its IR and layers. */
@@ -66,6 +67,10 @@ typedef struct rasp_vresult {
 /* Reads the file's settings (runs it once with D, M, V as given). */
 int raspK_load(const char *path, const char *stdlib, int D, int M, int V, rasp_program *prog,
                rasp_error *err);
+/* The same with what the program may reach (rasp_access in rasp.h; NULL: nothing,
+** as raspK_load).  access's strings must outlive prog. */
+int raspK_load_with(const char *path, const char *stdlib, const rasp_access *access, int D,
+                    int M, int V, rasp_program *prog, rasp_error *err);
 void raspK_program_free(rasp_program *prog);
 
 /* Traces the program for D, M, V (task settings from the file). */

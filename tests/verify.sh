@@ -33,15 +33,17 @@ expect() {
   fi
 }
 
+# tests/verify/*.rasp include listings from programs/, outside their own
+# directory tree: --allow-include programs lets them
 g="--graphs 60 --jobs 2"
 expect correct_listing 0 "listing1_back_target *2 *5 *60/60  ok" "" -- verify programs/listing1_back_target.rasp --D 2,3 $g
 expect readout_variants 0 "readout6_causal *3 *5 *60/60  ok" "" -- verify programs/readout2_backward_targets.rasp programs/readout6_causal.rasp --D 3 $g
-expect broken_walk_caught 1 "FAIL" "" -- verify tests/verify/broken_short_walk.rasp --D 2 $g
-expect broken_walk_counterexample 1 "counterexample (D=2" "" -- verify tests/verify/broken_short_walk.rasp --D 2 $g
-expect broken_check_caught 1 "0/60  FAIL" "" -- verify tests/verify/broken_check.rasp --D 2 $g --no-shrink
+expect broken_walk_caught 1 "FAIL" "" -- verify tests/verify/broken_short_walk.rasp --D 2 $g --allow-include programs
+expect broken_walk_counterexample 1 "counterexample (D=2" "" -- verify tests/verify/broken_short_walk.rasp --D 2 $g --allow-include programs
+expect broken_check_caught 1 "0/60  FAIL" "" -- verify tests/verify/broken_check.rasp --D 2 $g --no-shrink --allow-include programs
 expect known_wrong_listing4 0 "0/60  fail\*" "" -- verify programs/listing4_log.rasp --D 2 $g --quiet
 expect known_wrong_listing6_strict 1 "fail\*" "" -- verify programs/listing6_causal.rasp --D 2 --graphs 200 --strict --quiet
-expect unexpected_pass 1 "PASS!" "" -- verify tests/verify/wrongly_expected_fail.rasp --D 2 $g
+expect unexpected_pass 1 "PASS!" "" -- verify tests/verify/wrongly_expected_fail.rasp --D 2 $g --allow-include programs
 # check() is staged (rstage.h) unless --interpret-check; both give the same
 # verdicts, also on the listing that fails a quarter of its graphs
 for prog in listing6_causal listing4_log_fixed listing2_backward_targets readout1_back_target; do
@@ -57,16 +59,16 @@ for prog in listing6_causal listing4_log_fixed listing2_backward_targets readout
     fail=$((fail + 1)); echo "FAIL: staged_check_agrees_$prog: staged $staged ($how), interpreted $interp ($how2)"
   fi
 done
-expect unstaged_check_still_verdicts 1 "0/60  FAIL" "" -- verify tests/verify/broken_check.rasp --D 2 $g --no-shrink --interpret-check
+expect unstaged_check_still_verdicts 1 "0/60  FAIL" "" -- verify tests/verify/broken_check.rasp --D 2 $g --no-shrink --interpret-check --allow-include programs
 expect fixed_listing4_M9 0 "listing4_log_fixed *2 *9 *60/60  ok" "" -- verify programs/listing4_log_fixed.rasp --D 2 --M 9 $g
 expect exhaustive_count 0 "all 48 inputs" "" -- verify programs/listing2_backward_targets.rasp --D 2 --M 3 --exhaustive
 expect exhaustive_arm_order 0 "all 4 inputs (every arm order" "" -- verify programs/listing5_arms_constant.rasp --D 2 --M 3 --exhaustive
 expect exhaustive_cap 1 "" "refus\|cap\|exceed" -- verify programs/listing2_backward_targets.rasp --D 3 --M 4 --exhaustive --cap 1000
 expect json_output 0 '"program":"listing3_forward_start","D":2,"M":5' "" -- verify programs/listing3_forward_start.rasp --D 2 --json $g
-expect causal_declared_checked 1 "" "declares task\['causal'\] = True, but this select is not causal" -- verify tests/verify/not_causal.rasp --D 2 $g
+expect causal_declared_checked 1 "" "declares task\['causal'\] = True, but this select is not causal" -- verify tests/verify/not_causal.rasp --D 2 $g --allow-include programs
 expect no_task 2 "" "declares no task settings" -- verify tests/verify/no_task.rasp
-expect bad_task_order 2 "" "task\['order'\] must be 'edge' or 'arm', not 'diagonal'" -- verify tests/verify/bad_order.rasp
-expect misspelt_setting 2 "" "unknown task setting 'ordr'" -- verify tests/verify/misspelt_setting.rasp
+expect bad_task_order 2 "" "task\['order'\] must be 'edge' or 'arm', not 'diagonal'" -- verify tests/verify/bad_order.rasp --allow-include programs
+expect misspelt_setting 2 "" "unknown task setting 'ordr'" -- verify tests/verify/misspelt_setting.rasp --allow-include programs
 expect syntax_error 1 "" "syntax_error.rasp:3:17: expected an expression" -- verify tests/verify/syntax_error.rasp
 expect missing_file 2 "" "cannot read 'tests/verify/nope.rasp'" -- verify tests/verify/nope.rasp
 expect bad_D 2 "" "--D: expected an integer in 1..1000000, got 'x'" -- verify programs/listing1_back_target.rasp --D x
