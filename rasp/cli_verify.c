@@ -1,6 +1,7 @@
 /*
 ** cli_verify.c -- `rasp verify`, `rasp layers` and `rasp draw`.
 */
+#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -474,6 +475,43 @@ static void write_dot(rasp_ptrace *tr, const char *name, FILE *f) {
   raspM_free(live);
 }
 
+/* svg and png through Graphviz, with no shell and no predictable file name:
+** dot reads the DOT text from an unnamed temporary file and writes to a
+** fresh mkstemp file beside out (raspR_atomic_open), renamed over out only
+** when dot succeeded.  The exit status for rasp_cli_draw. */
+static int render(const char *format, const char *out, const char *text, size_t len) {
+  rasp_error err = {0};
+  FILE *in = tmpfile();
+  if (!in || fwrite(text, 1, len, in) != len || fflush(in) != 0 ||
+      lseek(fileno(in), 0, SEEK_SET) != 0) {
+    fprintf(stderr, "rasp draw: cannot write a temporary file: %s\n", strerror(errno));
+    if (in) fclose(in);
+    return 2;
+  }
+  rasp_afile af;
+  if (raspR_atomic_open(&af, out, &err)) {
+    raspR_print(&err, stderr);
+    fclose(in);
+    return 2;
+  }
+  char type[16];
+  snprintf(type, sizeof type, "-T%s", format);
+  const char *argv[] = {"dot", type, NULL};
+  int status = 0;
+  if (raspR_spawn(argv, fileno(in), fileno(af.f), &err)) {
+    int missing = errno == ENOENT;
+    fprintf(stderr, "rasp draw: %s%s\n", err.msg,
+            missing ? " (Debian: apt-get install graphviz); use --format dot" : "");
+    raspR_atomic_abort(&af);
+    status = missing ? 2 : 1;
+  } else if (raspR_atomic_commit(&af, &err)) {
+    raspR_print(&err, stderr);
+    status = 2;
+  }
+  fclose(in);
+  return status;
+}
+
 int rasp_cli_draw(int argc, char **argv) {
   vopts o;
   init_vopts(&o, argc);
@@ -522,20 +560,8 @@ int rasp_cli_draw(int argc, char **argv) {
     if (!o.out_file) {
       fprintf(stderr, "rasp draw: --format %s needs -o FILE\n", format);
       status = 2;
-    } else if (system("command -v dot >/dev/null 2>&1") != 0) {
-      fprintf(stderr, "rasp draw: the 'dot' tool is not installed (Debian: apt-get install graphviz); "
-                      "use --format dot\n");
-      status = 2;
     } else {
-      char tmp[4200], cmd[9000];
-      snprintf(tmp, sizeof tmp, "%s.dot.%ld", o.out_file, (long)getpid());
-      snprintf(cmd, sizeof cmd, "dot -T%s -o '%s.part' '%s' && mv '%s.part' '%s'", format,
-               o.out_file, tmp, o.out_file, o.out_file);
-      if (raspR_write_file(tmp, text, len, &err) || system(cmd) != 0) {
-        fprintf(stderr, "rasp draw: rendering with dot failed\n");
-        status = 1;
-      }
-      unlink(tmp);
+      status = render(format, o.out_file, text, len);
     }
   }
   free(text);

@@ -1,14 +1,18 @@
 /*
-** rerror.c -- sources, positions and error reports.
+** rerror.c -- sources, positions and error reports, and the two ways the
+** tools touch the outside world: files written atomically and other
+** programs run without a shell (see rerror.h).
 */
 #include "rerror.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <spawn.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "rmem.h"
@@ -129,10 +133,18 @@ int raspR_atomic_open(rasp_afile *af, const char *path, rasp_error *err) {
     af->tmp = af->path = NULL;
     return -1;
   }
-  /* mkstemp makes 0600 files; these are ordinary files */
-  mode_t um = umask(0);
-  umask(um);
-  fchmod(fd, 0666 & ~um);
+  /* mkstemp makes 0600 files: a rewritten file keeps its permissions (a
+  ** private file stays private), a new one is an ordinary file */
+  struct stat st;
+  mode_t mode;
+  if (stat(path, &st) == 0 && S_ISREG(st.st_mode)) {
+    mode = st.st_mode & 0777;
+  } else {
+    mode_t um = umask(0);
+    umask(um);
+    mode = 0666 & ~um;
+  }
+  fchmod(fd, mode);
   return 0;
 }
 
@@ -186,4 +198,39 @@ int raspR_write_file(const char *path, const void *data, size_t len, rasp_error 
     return -1;
   }
   return raspR_atomic_commit(&af, err);
+}
+
+/* ---- other programs ------------------------------------------------------ */
+
+extern char **environ;
+
+int raspR_spawn(const char *const *argv, int in_fd, int out_fd, rasp_error *err) {
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  if (in_fd >= 0 && in_fd != 0) posix_spawn_file_actions_adddup2(&fa, in_fd, 0);
+  if (out_fd >= 0 && out_fd != 1) posix_spawn_file_actions_adddup2(&fa, out_fd, 1);
+  pid_t pid;
+  int e = posix_spawnp(&pid, argv[0], &fa, NULL, (char *const *)argv, environ);
+  posix_spawn_file_actions_destroy(&fa);
+  if (e) {
+    if (e == ENOENT) raspR_setnopos(err, "cannot run '%s': not found in PATH", argv[0]);
+    else raspR_setnopos(err, "cannot run '%s': %s", argv[0], strerror(e));
+    errno = e;
+    return -1;
+  }
+  int st;
+  while (waitpid(pid, &st, 0) < 0)
+    if (errno != EINTR) {
+      e = errno;
+      raspR_setnopos(err, "waiting for '%s': %s", argv[0], strerror(e));
+      errno = e;
+      return -1;
+    }
+  if (WIFEXITED(st) && WEXITSTATUS(st) == 0) return 0;
+  if (WIFEXITED(st))
+    raspR_setnopos(err, "'%s' failed with exit status %d", argv[0], WEXITSTATUS(st));
+  else
+    raspR_setnopos(err, "'%s' was killed by signal %d", argv[0], WTERMSIG(st));
+  errno = ECHILD;
+  return -1;
 }

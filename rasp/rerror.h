@@ -60,7 +60,10 @@ void raspR_locate(rasp_error *err, rasp_pos pos);
 ** Every file the tools write (samples, models, checkpoints, logs, plots) is
 ** written to a temporary file in the same directory, flushed to disk and
 ** renamed over the target, so that a killed run leaves the old file or the
-** new one, never half of one. */
+** new one, never half of one.  The temporary is made by mkstemp (a fresh
+** random name, O_CREAT|O_EXCL: a link planted in the directory is never
+** followed) and gets the target's permissions when it exists, else 0666
+** less the umask. */
 typedef struct rasp_afile {
   FILE *f;    /* write here between open and commit */
   char *tmp;  /* the temporary file */
@@ -75,6 +78,16 @@ int raspR_atomic_commit(rasp_afile *af, rasp_error *err);
 void raspR_atomic_abort(rasp_afile *af);
 /* The whole of data as path, atomically.  0, or -1 with err. */
 int raspR_write_file(const char *path, const void *data, size_t len, rasp_error *err);
+
+/* ---- other programs ------------------------------------------------------
+** The tools the commands hand work to (Graphviz's dot, gnuplot) run from an
+** argument vector through posix_spawnp, never through a shell: a file name
+** stays one argument whatever characters it holds.  in_fd and out_fd (-1:
+** inherited) become the child's standard input and output.  Waits for the
+** child.  0, or -1 with err ("cannot run 'dot': not found in PATH", "'dot'
+** failed with exit status 1", "'dot' was killed by signal 11"); errno is
+** then ENOENT exactly when the program was not found. */
+int raspR_spawn(const char *const *argv, int in_fd, int out_fd, rasp_error *err);
 
 /* "file:line:col: message", then the source line and a caret. */
 void raspR_print(const rasp_error *err, FILE *out);

@@ -989,32 +989,35 @@ static int run_trial(const opts *o, int trial, const dataset *tr,
 /* ---- compare ------------------------------------------------------------ */
 
 /* The gnuplot script for compare.csv: loss, leading-node and sequence
-** accuracy against steps, both inits.  The PNG goes to a temporary name and
-** is renamed, so it too is replaced whole. */
+** accuracy against steps, both inits.  It names no file: the CSV and the
+** PNG are its arguments (gnuplot -c compare.gp CSV PNG, PNG '-' for the
+** standard output; by default compare.csv and compare.png beside it), so no
+** file name is ever gnuplot code, whatever --out holds. */
 /* Rows alternate random, compiled after the header: every 2::1, 2::2. */
-static int write_compare_gp(const char *gp, const char *csvp, const char *pngtmp,
-                            rasp_error *err) {
+static int write_compare_gp(const char *gp, rasp_error *err) {
   logbuf g = {0};
   lb_printf(&g,
+            "# gnuplot -c compare.gp [CSV [PNG]]\n"
+            "csv = ARGC >= 1 ? ARG1 : 'compare.csv'\n"
+            "png = ARGC >= 2 ? ARG2 : 'compare.png'\n"
             "set terminal pngcairo size 1200,360 font ',10'\n"
-            "set output '%s'\n"
+            "if (png eq '-') { set output } else { set output png }\n"
             "set datafile separator ','\n"
             "set multiplot layout 1,3\n"
             "set xlabel 'step'\n"
             "set title 'validation loss (answer tokens)'\n"
             "set logscale y\n"
-            "plot '%s' every 2::1 using 1:4 with lines lw 2 title 'random', "
+            "plot csv every 2::1 using 1:4 with lines lw 2 title 'random', "
             "'' every 2::2 using 1:4 with lines lw 2 title 'compiled'\n"
             "unset logscale y\n"
             "set title 'leading-node accuracy'\n"
             "set yrange [0:1.05]\n"
-            "plot '%s' every 2::1 using 1:5 with lines lw 2 title 'random', "
+            "plot csv every 2::1 using 1:5 with lines lw 2 title 'random', "
             "'' every 2::2 using 1:5 with lines lw 2 title 'compiled'\n"
             "set title 'other answer tokens (mean accuracy)'\n"
-            "plot '%s' every 2::1 using 1:8 with lines lw 2 title 'random', "
+            "plot csv every 2::1 using 1:8 with lines lw 2 title 'random', "
             "'' every 2::2 using 1:8 with lines lw 2 title 'compiled'\n"
-            "unset multiplot\n",
-            pngtmp, csvp, csvp, csvp);
+            "unset multiplot\n");
   int rc = lb_commit(&g, gp, err);
   raspM_free(g.s);
   return rc;
@@ -1029,11 +1032,13 @@ static int run_compare(const opts *o, const dataset *tr, const dataset *te,
     return -1;
   }
   const char *dir = o->out ? o->out : ".";
-  char csvp[4200], pngp[4200], pngtmp[4300], gp[4300];
-  snprintf(csvp, sizeof csvp, "%s/compare.csv", dir);
-  snprintf(pngp, sizeof pngp, "%s/compare.png", dir);
-  snprintf(pngtmp, sizeof pngtmp, "%s/compare.png.tmp", dir);
-  snprintf(gp, sizeof gp, "%s/compare.gp", dir);
+  /* gnuplot reads a file name that starts with '<' as a shell command:
+  ** relative paths get "./" in front */
+  const char *dot = dir[0] == '/' ? "" : "./";
+  char csvp[4300], pngp[4300], gp[4300];
+  snprintf(csvp, sizeof csvp, "%s%s/compare.csv", dot, dir);
+  snprintf(pngp, sizeof pngp, "%s%s/compare.png", dot, dir);
+  snprintf(gp, sizeof gp, "%s%s/compare.gp", dot, dir);
   int A = answer_len(o), lead = lead_index(o);
   logbuf f = {0};
   lb_printf(&f, "step,init,train_loss,val_loss,val_lead_acc,val_seq_acc,"
@@ -1069,7 +1074,7 @@ static int run_compare(const opts *o, const dataset *tr, const dataset *te,
     evaluate(&ts[k]->net, o, ts[k]->prefix, te, nev, -1, &mv);
     ROW(k, (void)0);
   }
-  if (lb_commit(&f, csvp, err) || write_compare_gp(gp, csvp, pngtmp, err))
+  if (lb_commit(&f, csvp, err) || write_compare_gp(gp, err))
     rc = -1;
   for (int e = 0; !rc && e < o->epochs && step < max; e++) {
     shuffle_order(ord, tr->n, o->seed, e);
@@ -1101,15 +1106,20 @@ static int run_compare(const opts *o, const dataset *tr, const dataset *te,
   trainer_free(&tc);
   trainer_free(&tr0);
   if (rc) return -1;
-  char cmd[9000];
-  snprintf(cmd, sizeof cmd, "gnuplot '%s' 2>/dev/null", gp);
-  if (system(cmd) != 0 || rename(pngtmp, pngp)) {
-    remove(pngtmp);
-    fprintf(stderr, "rasp-train: gnuplot failed; curves are in %s (script %s)\n",
-            csvp, gp);
-  } else {
-    fprintf(stderr, "rasp-train: wrote %s and %s\n", csvp, pngp);
+  /* no shell: gnuplot's arguments are a vector, and the PNG comes on its
+  ** standard output into a fresh mkstemp file renamed over compare.png */
+  const char *gargv[] = {"gnuplot", "-c", gp, csvp, "-", NULL};
+  rasp_afile png;
+  rasp_error perr = {0};
+  if (raspR_atomic_open(&png, pngp, &perr) == 0) {
+    if (raspR_spawn(gargv, -1, fileno(png.f), &perr)) raspR_atomic_abort(&png);
+    else raspR_atomic_commit(&png, &perr);
   }
+  if (perr.set)
+    fprintf(stderr, "rasp-train: no plot (%s); curves are in %s (script %s)\n", perr.msg,
+            csvp, gp);
+  else
+    fprintf(stderr, "rasp-train: wrote %s and %s\n", csvp, pngp);
   return 0;
 }
 
