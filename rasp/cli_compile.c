@@ -229,21 +229,26 @@ static int compile_cmd(int argc, char **argv, rasp_access *access) {
       goto fail;
     }
     if (lg) {
-      FILE *f = fopen(dump, "w");
-      if (!f) {
-        fprintf(stderr, "rasp compile: cannot write '%s'\n", dump);
+      rasp_afile af; /* atomically, like every file the tools write */
+      if (raspR_atomic_open(&af, dump, &err)) {
+        raspR_print(&err, stderr);
         raspM_free(lg);
         status = 2;
         goto out;
       }
+      FILE *f = af.f;
       fprintf(f, "%d %d\n", n + 1, gm.model.cfg.n_out);
       fprintf(f, "%d", gm.model.cfg.bos_token);
       for (int i = 0; i < n; i++) fprintf(f, " %lld", (long long)tok[i]);
       fprintf(f, "\n");
       for (int i = 0; i < (n + 1) * gm.model.cfg.n_out; i++)
         fprintf(f, "%.9g%c", lg[i], (i + 1) % gm.model.cfg.n_out ? ' ' : '\n');
-      fclose(f);
       raspM_free(lg);
+      if (raspR_atomic_commit(&af, &err)) {
+        raspR_print(&err, stderr);
+        status = 2;
+        goto out;
+      }
       continue;
     }
     if (encoder) {
