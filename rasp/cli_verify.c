@@ -352,7 +352,7 @@ int rasp_cli_layers(int argc, char **argv) {
     rasp_error err = {0};
     if (!raspK_load_with(o.programs[p], o.stdlib, &o.access, D, o.Ms[0], (int)o.V, &prog, &err)) {
       raspR_print(&err, stderr);
-      status = 2;
+      if (status != 2) status = err.pos.src ? 1 : 2; /* an error in the program, or usage */
       continue;
     }
     printf("%s (D=%d)\n%5s %5s %7s %5s %5s  %s\n", prog.name, D, "M", "n", "layers", "attn",
@@ -533,7 +533,7 @@ int rasp_cli_draw(int argc, char **argv) {
   if (!raspK_load_with(o.programs[0], o.stdlib, &o.access, D, M, (int)o.V, &prog, &err)) {
     raspR_print(&err, stderr);
     free_vopts(&o);
-    return 2;
+    return err.pos.src ? 1 : 2; /* an error in the program, or usage */
   }
   if (!raspK_trace(&prog, D, M, (int)o.V, &tr, &err)) {
     raspR_print(&err, stderr);
