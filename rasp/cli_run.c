@@ -1,6 +1,8 @@
 /*
 ** cli_run.c -- `rasp run`, `rasp trace` and `rasp FILE`, plus the helpers
-** the other subcommands share (input splitting, vocabularies, atomic files).
+** the other subcommands share (input splitting, vocabularies, atomic files,
+** and --allow-ffi / --allow-include, which every command that runs a
+** program takes: programs are untrusted unless the user says otherwise).
 */
 #include <ctype.h>
 #include <errno.h>
