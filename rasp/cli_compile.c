@@ -183,7 +183,8 @@ static int compile_cmd(int argc, char **argv, rasp_access *access) {
       goto out;
     }
     ctx = rasp_ctx_new((int)len, NULL, &err);
-    if (!ctx || !rasp_set_access(ctx, access, &err) || !rasp_set_vocab(ctx, (const char *const *)vocab, nvocab, &err) ||
+    if (!ctx || !rasp_set_access(ctx, access, &err) ||
+        !rasp_set_vocab(ctx, (const char *const *)vocab, nvocab, &err) ||
         !rasp_load_stdlib(ctx, stdlib, &err) || !rasp_exec_file(ctx, file, &err) ||
         !rasp_trace(ctx, "main", &err))
       goto fail;

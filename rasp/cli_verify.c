@@ -221,7 +221,8 @@ int rasp_cli_verify(int argc, char **argv) {
   for (int p = 0; p < o.nprograms; p++) {
     rasp_program prog;
     rasp_error err = {0};
-    if (!raspK_load_with(o.programs[p], o.stdlib, &o.access, o.Ds[0], o.Ms[0], (int)o.V, &prog, &err)) {
+    if (!raspK_load_with(o.programs[p], o.stdlib, &o.access, o.Ds[0], o.Ms[0], (int)o.V, &prog,
+                         &err)) {
       raspR_print(&err, stderr);
       status = status ? status : (err.pos.src ? 1 : 2);
       if (!err.pos.src) status = 2;

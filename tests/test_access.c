@@ -93,8 +93,8 @@ static void assert_refused(const char *text, const char *why) {
 
 START_TEST(test_cfunc_off_by_default) {
   memset(&err, 0, sizeof err);
-  ck_assert(!rasp_exec_string(ctx, "<t>", "x = 1\ncbrt = cfunc('libm.so.6', 'cbrt', 'double(double)')\n",
-                              &err));
+  const char *prog = "x = 1\ncbrt = cfunc('libm.so.6', 'cbrt', 'double(double)')\n";
+  ck_assert(!rasp_exec_string(ctx, "<t>", prog, &err));
   ck_assert_int_eq(err.pos.line, 2);
   ck_assert_int_eq(err.pos.col, 8);
   ck_assert_msg(strstr(err.msg, "cfunc() is off") && strstr(err.msg, "--allow-ffi"), "%s",
@@ -110,7 +110,8 @@ START_TEST(test_cfunc_off_by_default) {
   ck_assert_int_eq(y, 3);
   /* and off again */
   ck_assert(rasp_set_access(ctx, NULL, &err));
-  ck_assert(!rasp_exec_string(ctx, "<t>", "f = cfunc('libm.so.6', 'cbrt', 'double(double)')\n", &err));
+  ck_assert(
+      !rasp_exec_string(ctx, "<t>", "f = cfunc('libm.so.6', 'cbrt', 'double(double)')\n", &err));
 }
 END_TEST
 
