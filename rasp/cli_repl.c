@@ -329,11 +329,38 @@ static void run_code(repl *r, const char *text) {
   }
 }
 
+/* Whether line, unindented after a block, starts the next entry (as in a
+** file) instead of being a syntax error: it must not continue the block
+** (else, elif, ...) and the block must be complete without it. */
+static int ends_block(repl *r, const char *line) {
+  static const char *const continuations[] = {"else", "elif", "except", "finally", NULL};
+  if (!*line || isspace((unsigned char)*line) || *line == '#' || *line == ')' ||
+      *line == ']' || *line == '}')
+    return 0;
+  for (int i = 0; continuations[i]; i++) {
+    size_t l = strlen(continuations[i]);
+    if (strncmp(line, continuations[i], l) == 0 && !isalnum((unsigned char)line[l]) &&
+        line[l] != '_')
+      return 0;
+  }
+  r->buf = raspM_realloc(r->buf, r->blen + 2);
+  r->buf[r->blen] = '\n'; /* the empty line that would end the block */
+  r->buf[r->blen + 1] = '\0';
+  int done = !raspP_incomplete(r->buf);
+  r->buf[r->blen] = '\0';
+  return done;
+}
+
 /* Adds one line (without its newline) to the entry in progress and runs
 ** the entry once it is complete: a colon command at once, code when the
-** parser no longer wants more (a block ends with an empty line).  Returns
+** parser no longer wants more (a block ends with an empty line or with an
+** unindented line that starts the next entry).  Returns
 ** 1 when the REPL is to end. */
 static int feed(repl *r, const char *line) {
+  if (r->blen > 0 && ends_block(r, line)) { /* as if an empty line came first */
+    run_code(r, r->buf);
+    r->blen = 0;
+  }
   if (r->blen == 0) {
     const char *p = line;
     while (*p == ' ' || *p == '\t') p++;
