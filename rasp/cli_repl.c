@@ -525,9 +525,9 @@ static int read_pipe_line(char **line, size_t *cap) {
   return 1;
 }
 
-/* Writes the history file atomically, like every file the tools write. */
+/* Called on every way out of the REPL. */
 static void save_history(const char *histfile) {
-  if (*histfile) {
+  if (*histfile) { /* atomically, like every file the tools write */
     char tmp[4200];
     snprintf(tmp, sizeof tmp, "%s.tmp.%ld", histfile, (long)getpid());
     if (write_history(tmp) == 0 && rename(tmp, histfile) == 0) tmp[0] = '\0';

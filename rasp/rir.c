@@ -93,7 +93,8 @@ void raspI_free(rasp_ir *ir) {
 ** operands only; anything computed from ids (a tok_map, arithmetic, a
 ** truncated mean) is not, because its numbers need not be ids. */
 int raspI_carries_tokens(const rasp_ir *ir, const rasp_ir_node *nd) {
-#define TOK(k) (nd->in[k] >= 0 && nd->in[k] < ir->nnodes && (ir->nodes[nd->in[k]].flags & RASP_TOKEN_IDS))
+#define TOK(k)                                                                             \
+  (nd->in[k] >= 0 && nd->in[k] < ir->nnodes && (ir->nodes[nd->in[k]].flags & RASP_TOKEN_IDS))
   switch (nd->op) {
   case RASP_OP_INPUT: return 1;
   case RASP_OP_AGGREGATE:

@@ -99,6 +99,8 @@ class Session:
             if pid:
                 self.status = os.WEXITSTATUS(st) if os.WIFEXITED(st) else 128 + os.WTERMSIG(st)
                 os.close(self.fd)
+                for report in ("AddressSanitizer", "LeakSanitizer", "runtime error"):
+                    lacks(self.out, report, "no sanitizer report")
                 return self.status
         os.kill(self.pid, signal.SIGKILL)
         os.waitpid(self.pid, 0)
