@@ -14,8 +14,9 @@
 ** drop the line or block in progress and give a fresh prompt, and SIGTERM or
 ** SIGHUP can end the session through the same exit as Ctrl-D and :quit
 ** (which saves the history).  A Ctrl-C while an entry runs asks the
-** interpreter to stop it (rasp_interrupt).  From a pipe, lines are read
-** plainly and no prompt is shown.
+** interpreter to stop it (rasp_interrupt).  From a pipe, no prompt is
+** shown; lines are read the same way (pselect, then read), SIGINT ends the
+** session there, and an unindented line after a block ends the block.
 */
 #include <ctype.h>
 #include <errno.h>
@@ -514,15 +515,64 @@ static int read_tty_line(const char *prompt, char **out) {
   return cb_line != NULL;
 }
 
-/* A line from a pipe or file, without its newline.  Same returns. */
-static int read_pipe_line(char **line, size_t *cap) {
-  errno = 0;
-  ssize_t len = getline(line, cap, stdin);
-  if (got_signal) return -1;
-  if (len < 0) return 0;
-  if (len > 0 && (*line)[len - 1] == '\n') (*line)[--len] = '\0';
-  if (len > 0 && (*line)[len - 1] == '\r') (*line)[--len] = '\0';
-  return 1;
+/* Piped input is read with read(2) after pselect, like the terminal, so that
+** a signal ends the wait (stdio's getline would sleep in read through it). */
+typedef struct pipe_in {
+  char *buf;
+  size_t start, len, cap; /* the unread bytes are buf[start..len) */
+  int eof;
+} pipe_in;
+
+/* A line from a pipe or file, without its newline (valid until the next
+** call).  Same returns as read_tty_line. */
+static int read_pipe_line(pipe_in *in, char **out) {
+  sigset_t block, orig;
+  sigemptyset(&block);
+  for (int i = 0; i < NHANDLED; i++) sigaddset(&block, handled[i]);
+  sigprocmask(SIG_BLOCK, &block, &orig);
+  int status;
+  for (;;) {
+    if (got_signal) {
+      status = -1;
+      break;
+    }
+    char *nl = in->len > in->start ? memchr(in->buf + in->start, '\n', in->len - in->start)
+                                   : NULL;
+    if (nl || (in->eof && in->len > in->start)) { /* the last line may lack '\n' */
+      size_t end = nl ? (size_t)(nl - in->buf) : in->len; /* cap > len: room for '\0' */
+      in->buf[end] = '\0';
+      if (end > in->start && in->buf[end - 1] == '\r') in->buf[end - 1] = '\0';
+      *out = in->buf + in->start;
+      in->start = nl ? end + 1 : end;
+      status = 1;
+      break;
+    }
+    if (in->eof) {
+      status = 0;
+      break;
+    }
+    if (in->start) { /* keep the partial line, drop what was read */
+      memmove(in->buf, in->buf + in->start, in->len - in->start);
+      in->len -= in->start;
+      in->start = 0;
+    }
+    if (in->len + 1 >= in->cap) {
+      in->cap = in->cap ? in->cap * 2 : 4096;
+      in->buf = raspM_realloc(in->buf, in->cap);
+    }
+    fd_set fds;
+    FD_ZERO(&fds);
+    FD_SET(0, &fds);
+    if (pselect(1, &fds, NULL, NULL, NULL, &orig) < 0) {
+      if (errno != EINTR) in->eof = 1;
+      continue;
+    }
+    ssize_t got = read(0, in->buf + in->len, in->cap - in->len - 1);
+    if (got > 0) in->len += (size_t)got;
+    else if (got == 0 || errno != EINTR) in->eof = 1;
+  }
+  sigprocmask(SIG_SETMASK, &orig, NULL);
+  return status;
 }
 
 /* Called on every way out of the REPL. */
@@ -579,8 +629,8 @@ int rasp_cli_repl(int argc, char **argv) {
   struct sigaction old[NHANDLED];
   got_signal = 0;
   catch_signals(old);
-  char *line = NULL;
-  size_t cap = 0;
+  char *line = NULL; /* a line from Readline, or one in piped.buf */
+  pipe_in piped = {0};
   int status = 0;
   for (;;) {
     int got;
@@ -589,7 +639,7 @@ int rasp_cli_repl(int argc, char **argv) {
       line = NULL;
       got = read_tty_line(r.blen ? "... " : ">>> ", &line);
     } else {
-      got = read_pipe_line(&line, &cap);
+      got = read_pipe_line(&piped, &line);
     }
     if (got < 0 && got_signal == SIGINT && interactive) { /* cancel, like Python */
       got_signal = 0;
@@ -619,7 +669,8 @@ int rasp_cli_repl(int argc, char **argv) {
   }
   restore_signals(old);
   fflush(stdout);
-  free(line);
+  if (interactive) free(line);
+  raspM_free(piped.buf);
   save_history(histfile);
   raspM_free(r.buf);
   for (int i = 0; i < r.nentries; i++) raspM_free(r.entries[i]);
