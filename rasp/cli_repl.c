@@ -451,13 +451,18 @@ static void on_signal(int sig) {
 static const int handled[] = {SIGINT, SIGTERM, SIGHUP};
 #define NHANDLED ((int)(sizeof handled / sizeof handled[0]))
 
-/* No SA_RESTART: a read or select waiting for input returns with EINTR. */
+/* No SA_RESTART: a read or select waiting for input returns with EINTR.  A
+** signal ignored when the REPL started (nohup, a background job) stays
+** ignored. */
 static void catch_signals(struct sigaction *old) {
   struct sigaction sa;
   memset(&sa, 0, sizeof sa);
   sa.sa_handler = on_signal;
   sigemptyset(&sa.sa_mask);
-  for (int i = 0; i < NHANDLED; i++) sigaction(handled[i], &sa, &old[i]);
+  for (int i = 0; i < NHANDLED; i++) {
+    sigaction(handled[i], NULL, &old[i]);
+    if (old[i].sa_handler != SIG_IGN) sigaction(handled[i], &sa, NULL);
+  }
 }
 
 static void restore_signals(const struct sigaction *old) {

@@ -6,8 +6,9 @@
 # prompts on a pipe; every colon command, blocks, symbols, errors), the
 # line after :quit must not run, and the history file must hold the lines.
 # Then: the end of piped input in the middle of a block runs the block,
-# SIGTERM while waiting for piped input saves the history (status 143), and
-# `rasp repl --help` / a bad option.
+# SIGTERM while waiting for piped input saves the history (status 143), a
+# SIGHUP ignored at the start stays ignored, and `rasp repl --help` / a bad
+# option.
 # Pty: tests/repl_pty.py types into the REPL with Readline on (completion,
 # history, Ctrl-C, colon commands, blocks, each way out).
 # HOME is a temporary directory throughout.  Prints PASS:/FAIL: lines.
@@ -83,6 +84,27 @@ if command -v mkfifo >/dev/null 2>&1; then
     bad "SIGTERM on piped input: status $status"
   grep -qx 'waiting = 5' "$tmp/home2/.rasp_history" 2>/dev/null &&
     ok "SIGTERM on piped input: history saved" || bad "SIGTERM on piped input: no history"
+  # a signal ignored at the start stays ignored (nohup): SIGHUP does not end it
+  rm -f "$tmp/out"
+  (trap '' HUP && HOME=$tmp/home2 exec "$RASP" repl) <"$tmp/fifo" >"$tmp/out" 2>"$tmp/err" &
+  pid=$!
+  exec 3>"$tmp/fifo"
+  printf 'still = 6\nstill\n' >&3
+  i=0
+  while ! grep -qx 6 "$tmp/out" 2>/dev/null && [ $i -lt 600 ]; do
+    sleep 0.1
+    i=$((i + 1))
+  done
+  kill -HUP $pid 2>/dev/null
+  printf 'still + 1\n' >&3
+  exec 3>&-
+  wait $pid
+  status=$?
+  if [ "$status" -eq 0 ] && grep -qx 7 "$tmp/out"; then
+    ok "an ignored SIGHUP stays ignored"
+  else
+    bad "ignored SIGHUP: status $status, output $(cat "$tmp/out")"
+  fi
 fi
 
 # --help and a bad option
