@@ -5,7 +5,18 @@
 ** sequence expression is evaluated on it at once and shown, selectors as a
 ** grid.  Because a trace is tied to an input length, changing the example
 ** replays the session's successful entries in a fresh context of the new
-** length; so variables keep their meaning for the new example.
+** length; so variables keep their meaning for the new example.  Values the
+** IR marks as token ids (RASP_TOKEN_IDS) show as the example's symbols.
+**
+** On a terminal, lines come through Readline's callback interface rather
+** than readline(): a signal handler cannot safely leave readline(), but the
+** callback loop waits in pselect, which a signal interrupts, so Ctrl-C can
+** drop the line or block in progress and give a fresh prompt, and SIGTERM or
+** SIGHUP can end the session through the same exit as Ctrl-D and :quit
+** (which saves the history).  A Ctrl-C while an entry runs asks the
+** interpreter to stop it (rasp_interrupt).  From a pipe, no prompt is
+** shown; lines are read the same way (pselect, then read), SIGINT ends the
+** session there, and an unindented line after a block ends the block.
 **
 ** What programs may reach is as in every command (rasp_access in rasp.h),
 ** with the current directory as the program's tree.  Because a bare `rasp`
@@ -16,10 +27,13 @@
 ** (raspR_atomic_open), never through a predictable name that a planted
 ** link could redirect.
 */
+#include <ctype.h>
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/select.h>
 #include <unistd.h>
 
 #include <readline/history.h>
@@ -38,14 +52,29 @@ typedef struct repl {
   int nentries, cap;
   const char *stdlib;
   rasp_access access;
+  int symbols;        /* show token-valued sequences as symbols */
+  char *buf;          /* the entry being typed (a block spans lines) */
+  size_t blen;
 } repl;
 
 static repl *completion_repl;
+static volatile sig_atomic_t got_signal; /* the last SIGINT/SIGTERM/SIGHUP */
+static rasp_ctx *volatile running;       /* the context running an entry */
+
+/* rasp_repl_entry, which Ctrl-C can stop (see on_signal). */
+static int repl_entry(repl *r, const char *text, int *node, int *is_sel, char **shown,
+                      rasp_error *err) {
+  rasp_interrupt(r->ctx, 0);
+  running = r->ctx;
+  int ok = rasp_repl_entry(r->ctx, text, node, is_sel, shown, err);
+  running = NULL;
+  return ok;
+}
 
 static int repl_entry_quiet(repl *r, const char *text, rasp_error *err) {
   int node, is_sel;
   char *shown;
-  int ok = rasp_repl_entry(r->ctx, text, &node, &is_sel, &shown, err);
+  int ok = repl_entry(r, text, &node, &is_sel, &shown, err);
   free(shown);
   return ok;
 }
@@ -128,7 +157,9 @@ static void show_node(repl *r, int node, int is_sel) {
   } else if (is_sel) {
     show_selector(r, ev, node);
   } else {
-    raspC_print_values(r->ctx, ev, node, 0, 0, stdout);
+    /* only values the IR knows to be token ids stand for symbols */
+    int symbolic = r->symbols && (ir->nodes[node].flags & RASP_TOKEN_IDS);
+    raspC_print_values(r->ctx, ev, node, 0, symbolic, stdout);
   }
   raspE_free(ev);
   ir->outputs = saved;
@@ -139,13 +170,13 @@ static void show_layers(repl *r, const char *expr) {
   rasp_error err = {0};
   int node, is_sel;
   char *shown;
-  if (!rasp_repl_entry(r->ctx, expr, &node, &is_sel, &shown, &err)) {
+  if (!repl_entry(r, expr, &node, &is_sel, &shown, &err)) {
     raspR_print(&err, stderr);
     return;
   }
   free(shown);
   if (node < 0 || is_sel) {
-    printf("layers apply to a sequence expression\n");
+    fprintf(stderr, ":layers: '%s' is not a sequence expression\n", expr);
     return;
   }
   rasp_layers layers;
@@ -154,86 +185,219 @@ static void show_layers(repl *r, const char *expr) {
   raspL_free(&layers);
 }
 
+/* The IR so far (no expression: every node traced in the session), or the
+** nodes one expression needs. */
+static void show_ir(repl *r, const char *expr) {
+  rasp_ir *ir = rasp_ctx_ir(r->ctx);
+  int node = -1;
+  if (*expr) {
+    rasp_error err = {0};
+    int is_sel;
+    char *shown;
+    int ok = repl_entry(r, expr, &node, &is_sel, &shown, &err);
+    if (!ok) {
+      raspR_print(&err, stderr);
+      return;
+    }
+    free(shown);
+    if (node < 0) {
+      fprintf(stderr, ":ir: '%s' is not a sequence or a selector\n", expr);
+      return;
+    }
+  }
+  int *saved = ir->outputs, nsaved = ir->noutputs;
+  int *all = NULL;
+  if (node >= 0) {
+    ir->outputs = &node;
+    ir->noutputs = 1;
+  } else {
+    all = raspM_alloc(sizeof(int) * (size_t)(ir->nnodes + 1));
+    for (int i = 0; i < ir->nnodes; i++) all[i] = i;
+    ir->outputs = all;
+    ir->noutputs = ir->nnodes;
+  }
+  raspI_dump(ir, stdout);
+  ir->outputs = saved;
+  ir->noutputs = nsaved;
+  raspM_free(all);
+}
+
 static const char *help_text =
     "Enter statements or expressions in RASP (a Python subset).  A sequence\n"
     "expression shows its value on the running example; a selector shows as a\n"
     "grid (rows: queries, columns: keys).  Blocks continue with '...' until an\n"
-    "empty line.\n"
+    "empty line.  Ctrl-C cancels the line or block (or stops a running entry).\n"
     "\n"
     "  :example SYMBOLS   set the running example (default: h e l l o)\n"
     "  :layers EXPR       transformer layers and heads the expression needs\n"
     "  :load FILE         run a file in this session\n"
     "  :doc NAME          describe a function or value\n"
-    "  :ir                show the traced IR so far\n"
+    "  :ir [EXPR]         the traced IR so far, or the nodes EXPR needs\n"
+    "  :symbols [on|off]  show token ids as their symbols (default on)\n"
     "  :help              this text\n"
-    "  :quit              leave (also Ctrl-D)\n"
+    "  :quit, :q          leave (also Ctrl-D)\n"
     "\n"
-    "Input tokens are `tokens`; d maps symbols to ids; try\n"
-    "  reverse = aggregate(select(indices(tokens), len(tokens) - indices(tokens) - 1, equals), tokens)\n";
+    "Input tokens are `tokens` (vocabulary ids, shown as symbols); d maps\n"
+    "symbols to ids, and tokens == \"l\" compares with d[\"l\"].  Try\n"
+    "  reverse = aggregate(select(indices(tokens), len(tokens) - indices(tokens) - 1, equals, "
+    "causal=False), tokens)\n";
 
 static void remember(repl *r, const char *text) {
   RASP_GROW(r->entries, r->cap, r->nentries + 1);
   r->entries[r->nentries++] = raspM_strdup(text);
 }
 
-static void run_entry(repl *r, const char *text) {
-  while (*text == ' ' || *text == '\t') text++;
-  if (text[0] == ':') {
-    char cmd[32];
-    int len = 0;
-    const char *p = text + 1;
-    while (*p && *p != ' ' && len < 31) cmd[len++] = *p++;
-    cmd[len] = '\0';
-    while (*p == ' ') p++;
-    if (strcmp(cmd, "help") == 0) fputs(help_text, stdout);
-    else if (strcmp(cmd, "example") == 0) {
-      char **syms;
-      int n = raspC_split(p, &syms);
-      if (n == 0) {
-        printf("example: ");
-        for (int i = 0; i < r->n; i++) printf("%s ", r->example[i]);
-        printf("\n");
-        raspC_free_strings(syms, n);
-      } else if (!repl_reset(r, syms, n)) {
-        raspC_free_strings(syms, n);
-      }
-    } else if (strcmp(cmd, "layers") == 0) show_layers(r, p);
-    else if (strcmp(cmd, "load") == 0) {
-      rasp_error err = {0};
-      char buf[4200];
-      snprintf(buf, sizeof buf, "%s", p);
-      if (rasp_exec_file(r->ctx, buf, &err)) {
-        rasp_source *src = raspR_source_file(buf, &err);
-        if (src) {
-          remember(r, src->text);
-          raspR_source_free(src);
-        }
-      } else {
-        raspR_print(&err, stderr);
-      }
-    } else if (strcmp(cmd, "doc") == 0) {
-      char *d = rasp_describe(r->ctx, p);
-      printf("%s\n", d);
-      raspM_free(d);
-    } else if (strcmp(cmd, "ir") == 0) raspI_dump(rasp_ctx_ir(r->ctx), stdout);
-    else if (strcmp(cmd, "quit") == 0 || strcmp(cmd, "q") == 0) exit(0);
-    else printf("unknown command ':%s' (try :help)\n", cmd);
-    return;
-  }
+static void load_file(repl *r, const char *path) {
   rasp_error err = {0};
-  int node, is_sel;
-  char *shown;
-  if (!rasp_repl_entry(r->ctx, text, &node, &is_sel, &shown, &err)) {
+  rasp_interrupt(r->ctx, 0);
+  running = r->ctx;
+  int ok = rasp_exec_file(r->ctx, path, &err);
+  running = NULL;
+  if (!ok) {
     raspR_print(&err, stderr);
     return;
   }
-  remember(r, text);
+  rasp_source *src = raspR_source_file(path, &err);
+  if (src) { /* replayed as text: the file may change before :example */
+    remember(r, src->text);
+    raspR_source_free(src);
+  }
+}
+
+/* Runs a colon command (text starts after the ':', with no trailing white
+** space).  Returns 1 when the REPL is to end. */
+static int run_command(repl *r, const char *text) {
+  char cmd[32];
+  int len = 0;
+  const char *p = text;
+  while (*p && *p != ' ' && *p != '\t' && len < 31) cmd[len++] = *p++;
+  cmd[len] = '\0';
+  while (*p == ' ' || *p == '\t') p++;
+  if (strcmp(cmd, "help") == 0 || strcmp(cmd, "h") == 0 || strcmp(cmd, "?") == 0) {
+    fputs(help_text, stdout);
+  } else if (strcmp(cmd, "quit") == 0 || strcmp(cmd, "q") == 0 || strcmp(cmd, "exit") == 0) {
+    return 1;
+  } else if (strcmp(cmd, "example") == 0) {
+    char **syms;
+    int n = raspC_split(p, &syms);
+    if (n == 0) {
+      printf("example:");
+      for (int i = 0; i < r->n; i++) printf(" %s", r->example[i]);
+      printf("\n");
+      raspC_free_strings(syms, n);
+    } else if (!repl_reset(r, syms, n)) {
+      raspC_free_strings(syms, n);
+    }
+  } else if (strcmp(cmd, "layers") == 0) {
+    if (*p) show_layers(r, p);
+    else fprintf(stderr, "usage: :layers EXPR\n");
+  } else if (strcmp(cmd, "load") == 0) {
+    if (*p) load_file(r, p);
+    else fprintf(stderr, "usage: :load FILE\n");
+  } else if (strcmp(cmd, "doc") == 0) {
+    if (*p) {
+      char *d = rasp_describe(r->ctx, p);
+      if (strcmp(d, "unknown name") == 0) fprintf(stderr, ":doc: unknown name '%s'\n", p);
+      else printf("%s\n", d);
+      raspM_free(d);
+    } else {
+      fprintf(stderr, "usage: :doc NAME\n");
+    }
+  } else if (strcmp(cmd, "ir") == 0) {
+    show_ir(r, p);
+  } else if (strcmp(cmd, "symbols") == 0) {
+    if (strcmp(p, "on") == 0) r->symbols = 1;
+    else if (strcmp(p, "off") == 0) r->symbols = 0;
+    else if (*p) {
+      fprintf(stderr, "usage: :symbols [on|off], not '%s'\n", p);
+      return 0;
+    }
+    printf("symbols %s\n", r->symbols ? "on" : "off");
+  } else {
+    fprintf(stderr, "unknown command ':%s' (try :help)\n", cmd);
+  }
+  return 0;
+}
+
+/* Runs a complete entry of code. */
+static void run_code(repl *r, const char *text) {
+  rasp_error err = {0};
+  int node, is_sel;
+  char *shown;
+  int ok = repl_entry(r, text, &node, &is_sel, &shown, &err);
+  if (!ok) {
+    raspR_print(&err, stderr);
+    return;
+  }
+  /* A sequence or selector expression only traces nodes: replaying it for
+  ** a new example would change nothing but could fail there (a symbol the
+  ** new example lacks), so only other entries are kept. */
+  if (node < 0) remember(r, text);
   if (shown) {
     printf("%s\n", shown);
     free(shown);
   } else if (node >= 0) {
     show_node(r, node, is_sel);
   }
+}
+
+/* Whether line, unindented after a block, starts the next entry (as in a
+** file) instead of being a syntax error: it must not continue the block
+** (else, elif, ...) and the block must be complete without it. */
+static int ends_block(repl *r, const char *line) {
+  static const char *const continuations[] = {"else", "elif", "except", "finally", NULL};
+  if (!*line || isspace((unsigned char)*line) || *line == '#' || *line == ')' ||
+      *line == ']' || *line == '}')
+    return 0;
+  for (int i = 0; continuations[i]; i++) {
+    size_t l = strlen(continuations[i]);
+    if (strncmp(line, continuations[i], l) == 0 && !isalnum((unsigned char)line[l]) &&
+        line[l] != '_')
+      return 0;
+  }
+  r->buf = raspM_realloc(r->buf, r->blen + 2);
+  r->buf[r->blen] = '\n'; /* the empty line that would end the block */
+  r->buf[r->blen + 1] = '\0';
+  int done = !raspP_incomplete(r->buf);
+  r->buf[r->blen] = '\0';
+  return done;
+}
+
+/* Adds one line (without its newline) to the entry in progress and runs
+** the entry once it is complete: a colon command at once, code when the
+** parser no longer wants more (a block ends with an empty line or with an
+** unindented line that starts the next entry).  Returns
+** 1 when the REPL is to end. */
+static int feed(repl *r, const char *line) {
+  if (r->blen > 0 && ends_block(r, line)) { /* as if an empty line came first */
+    run_code(r, r->buf);
+    r->blen = 0;
+  }
+  if (r->blen == 0) {
+    const char *p = line;
+    while (*p == ' ' || *p == '\t') p++;
+    if (*p == '\0') return 0;
+    if (*p == ':') {
+      size_t l = strlen(p);
+      while (l > 1 && isspace((unsigned char)p[l - 1])) l--;
+      char *cmd = raspM_strndup(p + 1, l - 1);
+      int quit = run_command(r, cmd);
+      raspM_free(cmd);
+      return quit;
+    }
+  }
+  if (r->blen == 0)
+    while (*line == ' ' || *line == '\t') line++; /* a stray indent before a lone entry */
+  size_t l = strlen(line);
+  r->buf = raspM_realloc(r->buf, r->blen + l + 2);
+  memcpy(r->buf + r->blen, line, l);
+  r->blen += l;
+  r->buf[r->blen++] = '\n';
+  r->buf[r->blen] = '\0';
+  if (raspP_incomplete(r->buf)) return 0;
+  run_code(r, r->buf);
+  r->blen = 0;
+  return 0;
 }
 
 /* ---------------------------------------------------------- completion */
@@ -262,16 +426,175 @@ static char *complete_name(const char *text, int state) {
   return NULL;
 }
 
+static char *complete_command(const char *text, int state) {
+  static const char *const cmds[] = {":example", ":layers", ":load", ":doc", ":ir",
+                                     ":symbols", ":help", ":quit", NULL};
+  static int next;
+  if (state == 0) next = 0;
+  size_t len = strlen(text);
+  while (cmds[next])
+    if (strncmp(cmds[next++], text, len) == 0) return strdup(cmds[next - 1]);
+  return NULL;
+}
+
 static char **complete(const char *text, int start, int end) {
-  (void)start;
   (void)end;
   rl_attempted_completion_over = 1;
   rl_completion_append_character = '\0'; /* names are usually followed by '(' or '.' */
+  if (start == 0 && text[0] == ':') {
+    rl_completion_append_character = ' ';
+    return rl_completion_matches(text, complete_command);
+  }
   return rl_completion_matches(text, complete_name);
 }
 
-/* The history, one entry a line as readline writes it, replaced whole. */
+/* ------------------------------------------------------------- signals */
+
+/* SIGINT, SIGTERM and SIGHUP only set got_signal (and ask a running entry
+** to stop); the loops below act on it, so every way out passes through the
+** same clean-up, history saving included. */
+static void on_signal(int sig) {
+  got_signal = sig;
+  rasp_ctx *ctx = running;
+  if (ctx) rasp_interrupt(ctx, 1);
+}
+
+static const int handled[] = {SIGINT, SIGTERM, SIGHUP};
+#define NHANDLED ((int)(sizeof handled / sizeof handled[0]))
+
+/* No SA_RESTART: a read or select waiting for input returns with EINTR.  A
+** signal ignored when the REPL started (nohup, a background job) stays
+** ignored. */
+static void catch_signals(struct sigaction *old) {
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_signal;
+  sigemptyset(&sa.sa_mask);
+  for (int i = 0; i < NHANDLED; i++) {
+    sigaction(handled[i], NULL, &old[i]);
+    if (old[i].sa_handler != SIG_IGN) sigaction(handled[i], &sa, NULL);
+  }
+}
+
+static void restore_signals(const struct sigaction *old) {
+  for (int i = 0; i < NHANDLED; i++) sigaction(handled[i], &old[i], NULL);
+}
+
+/* ---------------------------------------------------------------- input */
+
+static char *cb_line;
+static int cb_done;
+
+static void on_line(char *line) {
+  cb_line = line;
+  cb_done = 1;
+  rl_callback_handler_remove(); /* the entry runs with the terminal as it was */
+}
+
+/* Reads a line with Readline's callback interface, so that a signal can end
+** the wait: the signals stay blocked except inside pselect, so one that
+** arrives between the check and the wait is not lost.  Returns 1 and the
+** line (malloc'd), 0 at end of input, -1 on a signal (got_signal). */
+static int read_tty_line(const char *prompt, char **out) {
+  sigset_t block, orig;
+  sigemptyset(&block);
+  for (int i = 0; i < NHANDLED; i++) sigaddset(&block, handled[i]);
+  sigprocmask(SIG_BLOCK, &block, &orig);
+  cb_line = NULL;
+  cb_done = 0;
+  rl_callback_handler_install(prompt, on_line);
+  int fd = fileno(rl_instream), status = 0;
+  while (!cb_done) {
+    fd_set fds;
+    FD_ZERO(&fds);
+    FD_SET(fd, &fds);
+    int rc = got_signal ? -1 : pselect(fd + 1, &fds, NULL, NULL, NULL, &orig);
+    if (got_signal) { /* drop the half-typed line and its editing state */
+      rl_point = rl_end;
+      rl_redisplay();
+      rl_free_line_state();
+      rl_callback_sigcleanup();
+      rl_callback_handler_remove();
+      using_history();
+      status = -1;
+      break;
+    }
+    if (rc < 0 && errno != EINTR) {
+      rl_callback_handler_remove();
+      break;
+    }
+    if (rc > 0) rl_callback_read_char();
+  }
+  sigprocmask(SIG_SETMASK, &orig, NULL);
+  if (status < 0) return -1;
+  *out = cb_line;
+  return cb_line != NULL;
+}
+
+/* Piped input is read with read(2) after pselect, like the terminal, so that
+** a signal ends the wait (stdio's getline would sleep in read through it). */
+typedef struct pipe_in {
+  char *buf;
+  size_t start, len, cap; /* the unread bytes are buf[start..len) */
+  int eof;
+} pipe_in;
+
+/* A line from a pipe or file, without its newline (valid until the next
+** call).  Same returns as read_tty_line. */
+static int read_pipe_line(pipe_in *in, char **out) {
+  sigset_t block, orig;
+  sigemptyset(&block);
+  for (int i = 0; i < NHANDLED; i++) sigaddset(&block, handled[i]);
+  sigprocmask(SIG_BLOCK, &block, &orig);
+  int status;
+  for (;;) {
+    if (got_signal) {
+      status = -1;
+      break;
+    }
+    char *nl = in->len > in->start ? memchr(in->buf + in->start, '\n', in->len - in->start)
+                                   : NULL;
+    if (nl || (in->eof && in->len > in->start)) { /* the last line may lack '\n' */
+      size_t end = nl ? (size_t)(nl - in->buf) : in->len; /* cap > len: room for '\0' */
+      in->buf[end] = '\0';
+      if (end > in->start && in->buf[end - 1] == '\r') in->buf[end - 1] = '\0';
+      *out = in->buf + in->start;
+      in->start = nl ? end + 1 : end;
+      status = 1;
+      break;
+    }
+    if (in->eof) {
+      status = 0;
+      break;
+    }
+    if (in->start) { /* keep the partial line, drop what was read */
+      memmove(in->buf, in->buf + in->start, in->len - in->start);
+      in->len -= in->start;
+      in->start = 0;
+    }
+    if (in->len + 1 >= in->cap) {
+      in->cap = in->cap ? in->cap * 2 : 4096;
+      in->buf = raspM_realloc(in->buf, in->cap);
+    }
+    fd_set fds;
+    FD_ZERO(&fds);
+    FD_SET(0, &fds);
+    if (pselect(1, &fds, NULL, NULL, NULL, &orig) < 0) {
+      if (errno != EINTR) in->eof = 1;
+      continue;
+    }
+    ssize_t got = read(0, in->buf + in->len, in->cap - in->len - 1);
+    if (got > 0) in->len += (size_t)got;
+    else if (got == 0 || errno != EINTR) in->eof = 1;
+  }
+  sigprocmask(SIG_SETMASK, &orig, NULL);
+  return status;
+}
+
+/* Called on every way out of the REPL: the history, one entry a line as
+** readline writes it, replaced whole. */
 static void save_history(const char *path) {
+  if (!*path) return;
   rasp_afile af;
   rasp_error err = {0};
   if (raspR_atomic_open(&af, path, &err)) return; /* best effort, as before */
@@ -279,6 +602,14 @@ static void save_history(const char *path) {
   for (int i = 0; list && list[i]; i++) fprintf(af.f, "%s\n", list[i]->line);
   if (ferror(af.f)) raspR_atomic_abort(&af);
   else raspR_atomic_commit(&af, &err);
+}
+
+static void repl_usage(FILE *out) {
+  fputs("usage: rasp repl [--stdlib DIR] [--allow-ffi] [--allow-include DIR]\n"
+        "  --stdlib DIR     use another stdlib directory\n"
+        "Reads entries from a terminal (GNU Readline, history in ~/.rasp_history)\n"
+        "or, without prompts, from a pipe.  :help inside lists the commands.\n",
+        out);
 }
 
 /* The session, once the options are in r. */
@@ -296,6 +627,7 @@ static int repl_main(repl *rp) {
   completion_repl = &r;
   rl_attempted_completion_function = complete;
   rl_basic_word_break_characters = " \t\n\"\\'`@$><=;|&{(,[+-*/%";
+  rl_catch_signals = 0; /* ours: see on_signal */
   char histfile[4096] = "";
   const char *home = getenv("HOME");
   if (home) {
@@ -306,55 +638,82 @@ static int repl_main(repl *rp) {
   if (interactive)
     printf("rasp %s -- RASP REPL.  :help for help, Ctrl-D to quit.\n"
            "running example: h e l l o\n", RASP_VERSION);
-  char *buf = NULL;
-  size_t blen = 0;
+  fflush(stdout);
+  struct sigaction old[NHANDLED];
+  got_signal = 0;
+  catch_signals(old);
+  char *line = NULL; /* a line from Readline, or one in piped.buf */
+  pipe_in piped = {0};
+  int status = 0;
   for (;;) {
-    char *line = readline(blen ? "... " : ">>> ");
-    if (!line) break;
-    if (*line) add_history(line);
-    size_t l = strlen(line);
-    buf = raspM_realloc(buf, blen + l + 2);
-    memcpy(buf + blen, line, l);
-    blen += l;
-    buf[blen++] = '\n';
-    buf[blen] = '\0';
-    int blank = l == 0;
-    free(line);
-    if (buf[0] != ':' && raspP_incomplete(buf) && !(blank && blen > 1 && buf[0] != '\n' &&
-                                                     raspP_incomplete(buf) == 0))
+    int got;
+    if (interactive) {
+      free(line);
+      line = NULL;
+      got = read_tty_line(r.blen ? "... " : ">>> ", &line);
+    } else {
+      got = read_pipe_line(&piped, &line);
+    }
+    if (got < 0 && got_signal == SIGINT && interactive) { /* cancel, like Python */
+      got_signal = 0;
+      r.blen = 0;
+      printf("\nKeyboardInterrupt\n");
+      fflush(stdout);
       continue;
-    if (blen > 1 || buf[0] != '\n') run_entry(&r, buf);
-    blen = 0;
-    buf[0] = '\0';
+    }
+    if (got < 0) { /* SIGTERM, SIGHUP, or SIGINT on piped input: leave */
+      status = 128 + got_signal;
+      break;
+    }
+    if (got == 0) {
+      if (r.blen) run_code(&r, r.buf); /* the last block needs no empty line */
+      if (interactive) printf("\n");
+      break;
+    }
+    if (*line) add_history(line);
+    int quit = feed(&r, line);
     fflush(stdout);
+    if (got_signal == SIGINT && interactive) got_signal = 0; /* it stopped the entry */
+    if (quit) break;
+    if (got_signal) {
+      status = 128 + got_signal;
+      break;
+    }
   }
-  if (blen) run_entry(&r, buf);
-  raspM_free(buf);
-  if (interactive) printf("\n");
-  if (*histfile) save_history(histfile);
+  restore_signals(old);
+  fflush(stdout);
+  if (interactive) free(line);
+  raspM_free(piped.buf);
+  save_history(histfile);
+  raspM_free(r.buf);
   for (int i = 0; i < r.nentries; i++) raspM_free(r.entries[i]);
   raspM_free(r.entries);
   raspC_free_strings(r.example, r.n);
   raspM_free(r.tokens);
   rasp_ctx_free(r.ctx);
-  return 0;
+  return status;
 }
 
 int rasp_cli_repl(int argc, char **argv) {
   repl r;
   memset(&r, 0, sizeof r);
-  int status = 0;
-  for (int i = 1; i < argc && !status; i++) {
+  r.symbols = 1;
+  int status = -1;
+  for (int i = 1; i < argc && status < 0; i++) {
     int acc = raspC_access_opt("repl", argc, argv, &i, &r.access);
     if (acc < 0) status = 2;
     else if (acc) continue;
     else if (strcmp(argv[i], "--stdlib") == 0 && i + 1 < argc) r.stdlib = argv[++i];
-    else {
+    else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+      repl_usage(stdout);
+      status = 0;
+    } else {
       fprintf(stderr, "rasp repl: unknown option '%s'\n", argv[i]);
+      repl_usage(stderr);
       status = 2;
     }
   }
-  if (!status) status = repl_main(&r);
+  if (status < 0) status = repl_main(&r);
   raspC_access_free(&r.access);
   return status;
 }

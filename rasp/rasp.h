@@ -135,6 +135,11 @@ int64_t rasp_symbol(rasp_ctx *ctx, const char *text);
 ** written to `shown` (malloc'd, caller frees; NULL for None). */
 int rasp_repl_entry(rasp_ctx *ctx, const char *text, int *node, int *is_sel,
                     char **shown, rasp_error *err);
+/* Asks the code running in ctx to stop at its next step with the located
+** error "interrupted" (on != 0), or withdraws the request (on == 0: a front
+** end does so before an entry, so that a stale request cannot stop it).
+** Async-signal-safe: a SIGINT handler may call it. */
+void rasp_interrupt(rasp_ctx *ctx, int on);
 /* Names of globals and builtins starting with prefix, for completion:
 ** calls fn for each. */
 void rasp_complete(rasp_ctx *ctx, const char *prefix,

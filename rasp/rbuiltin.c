@@ -101,7 +101,9 @@ static value *aggregate_like(rasp_ctx *ctx, rasp_op op, const char *name, value 
               : op == RASP_OP_AGGREGATE ? RASP_T_ANY : join_type(tv, td);
   int in[2] = {sel->u.node, v->u.node};
   int id = raspV_add_node(ctx, op, t, 0, in, 2, pos);
-  ctx->ir.nodes[id].c = dflt;
+  rasp_ir_node *nd = &ctx->ir.nodes[id];
+  nd->c = dflt; /* a default that could be an id makes the values not tokens */
+  if (!raspI_carries_tokens(&ctx->ir, nd)) nd->flags &= ~RASP_TOKEN_IDS;
   return raspV_sop(ctx, id, V_SOP);
 }
 

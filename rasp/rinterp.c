@@ -789,6 +789,28 @@ static value *sel_combine(rasp_ctx *ctx, rasp_op op, value *a, value *b, rasp_po
 
 static value *scalar_binop(rasp_ctx *ctx, rasp_binop op, value *a, value *b, rasp_pos pos);
 
+/* Token-valued sequences hold vocabulary ids, so `tokens == "l"` would
+** compare ids with a symbol and be False everywhere.  A string compared for
+** equality with them becomes its id; any other operation on the two is
+** refused, saying how to write it. */
+static value *token_operand(rasp_ctx *ctx, rasp_binop op, value *v, value *other, rasp_pos pos) {
+  if (v->kind != V_STR || other->kind != V_SOP ||
+      !(ctx->ir.nodes[other->u.node].flags & RASP_TOKEN_IDS))
+    return v;
+  if (op != RASP_BIN_EQ && op != RASP_BIN_NE)
+    raspV_error(ctx, pos, "'%s' between token ids and the string '%s': the tokens are "
+                "vocabulary ids; use the id d['%s']", raspI_binop_name(op), v->u.str.s,
+                v->u.str.s);
+  if (ctx->nvocab == 0)
+    raspV_error(ctx, pos, "the tokens are vocabulary ids and there is no vocabulary to "
+                "look '%s' up in", v->u.str.s);
+  int64_t id = strlen(v->u.str.s) == v->u.str.len ? rasp_vocab_id(ctx, v->u.str.s) : 0;
+  if (!id)
+    raspV_error(ctx, pos, "'%s' is not in the vocabulary, so no token can equal it "
+                "(the tokens are vocabulary ids: d maps symbols to them)", v->u.str.s);
+  return raspV_num_si(ctx, (long)id);
+}
+
 value *raspV_binop(rasp_ctx *ctx, rasp_binop op, value *a, value *b, rasp_pos pos) {
   if (a->kind == V_SEL || b->kind == V_SEL) {
     if (op == RASP_BIN_AND || op == RASP_BIN_BITAND)
@@ -799,6 +821,8 @@ value *raspV_binop(rasp_ctx *ctx, rasp_binop op, value *a, value *b, rasp_pos po
                 raspI_binop_name(op));
   }
   if (a->kind != V_SOP && b->kind != V_SOP) return scalar_binop(ctx, op, a, b, pos);
+  a = token_operand(ctx, op, a, b, pos);
+  b = token_operand(ctx, op, b, a, pos);
   value *sa = raspV_as_sop(ctx, a, pos), *sb = raspV_as_sop(ctx, b, pos);
   int in[2] = {sa->u.node, sb->u.node};
   rasp_type t = binop_type(op, raspV_node_type(ctx, in[0]), raspV_node_type(ctx, in[1]));
@@ -1075,6 +1099,10 @@ static void check_steps(rasp_ctx *ctx, rasp_pos pos) {
   if (++ctx->steps > ctx->limits.max_steps)
     raspV_error(ctx, pos, "the program ran more than %lld steps (the limit); "
                           "is a loop not terminating?", ctx->limits.max_steps);
+  if (ctx->interrupted) {
+    ctx->interrupted = 0;
+    raspV_error(ctx, pos, "interrupted");
+  }
 }
 
 /* Items of an iterable scalar value, as a list or tuple value. */
@@ -2198,6 +2226,8 @@ int rasp_call_check(rasp_ctx *ctx, const char *name, const rasp_arg *args, int n
   pthread_mutex_unlock(&ctx->lock);
   return ok;
 }
+
+void rasp_interrupt(rasp_ctx *ctx, int on) { ctx->interrupted = on != 0; }
 
 int rasp_repl_entry(rasp_ctx *ctx, const char *text, int *node, int *is_sel, char **shown,
                     rasp_error *err) {

@@ -89,9 +89,33 @@ void raspI_free(rasp_ir *ir) {
   ir->nnodes = ir->cap = ir->noutputs = 0;
 }
 
+/* Whether a node's values are token ids, judged from its operation and
+** operands only; anything computed from ids (a tok_map, arithmetic, a
+** truncated mean) is not, because its numbers need not be ids. */
+int raspI_carries_tokens(const rasp_ir *ir, const rasp_ir_node *nd) {
+#define TOK(k)                                                                             \
+  (nd->in[k] >= 0 && nd->in[k] < ir->nnodes && (ir->nodes[nd->in[k]].flags & RASP_TOKEN_IDS))
+  switch (nd->op) {
+  case RASP_OP_INPUT: return 1;
+  case RASP_OP_AGGREGATE:
+  case RASP_OP_AGGR_MAX:
+  case RASP_OP_AGGR_MIN: /* the default shows where nothing is selected */
+    return nd->nin == 2 && TOK(1) && !(nd->c.den == 1 && nd->c.num > 0);
+  case RASP_OP_WHERE: return nd->nin == 3 && TOK(1) && TOK(2);
+  case RASP_OP_BINARY:
+    return nd->nin == 2 && (nd->aux == RASP_BIN_MIN || nd->aux == RASP_BIN_MAX) && TOK(0) &&
+           TOK(1);
+  default: return 0;
+  }
+#undef TOK
+}
+
 int raspI_add(rasp_ir *ir, const rasp_ir_node *node) {
   RASP_GROW(ir->nodes, ir->cap, ir->nnodes + 1);
-  ir->nodes[ir->nnodes] = *node;
+  rasp_ir_node *nd = &ir->nodes[ir->nnodes];
+  *nd = *node;
+  nd->flags &= ~RASP_TOKEN_IDS;
+  if (raspI_carries_tokens(ir, nd)) nd->flags |= RASP_TOKEN_IDS;
   return ir->nnodes++;
 }
 

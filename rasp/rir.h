@@ -41,6 +41,12 @@ typedef enum rasp_type { RASP_T_BOOL, RASP_T_INT, RASP_T_ANY, RASP_T_SEL } rasp_
 
 /* Node flags. */
 #define RASP_CAUSAL 1u /* SELECT: only keys k <= q */
+/* The values are token ids (raspI_add derives it): the input, and what only
+** moves token ids -- an aggregate of token ids whose default is no id (a
+** mean of several ids is a number, not a token), where() and min/max of two
+** token-valued operands.  Front ends print such values as the symbols they
+** stand for; the tracer maps a string compared with them to its id. */
+#define RASP_TOKEN_IDS 2u
 
 typedef struct rasp_ir_node {
   rasp_op op;
@@ -81,8 +87,12 @@ typedef struct rasp_ir {
 
 void raspI_init(rasp_ir *ir, int n);
 void raspI_free(rasp_ir *ir);
-/* Appends a node (copied) and returns its id. */
+/* Appends a node (copied, RASP_TOKEN_IDS set from its operands) and returns
+** its id. */
 int raspI_add(rasp_ir *ir, const rasp_ir_node *node);
+/* Whether RASP_TOKEN_IDS holds for nd (its operands already in ir): a caller
+** that sets `c` after raspI_add re-derives the flag with it. */
+int raspI_carries_tokens(const rasp_ir *ir, const rasp_ir_node *nd);
 /* Marks the nodes reachable from the outputs: live[i] = 1.  live must have
 ** room for ir->nnodes entries. */
 void raspI_live(const rasp_ir *ir, const int *roots, int nroots, unsigned char *live);

@@ -14,6 +14,7 @@
 #include <gmp.h>
 #include <pthread.h>
 #include <setjmp.h>
+#include <signal.h>
 
 #include "rasp.h"
 #include "rast.h"
@@ -113,6 +114,7 @@ struct rasp_ctx {
   int depth;
   rasp_pos site;         /* innermost call in user code (not the stdlib) */
   long long steps;
+  volatile sig_atomic_t interrupted; /* rasp_interrupt, from a signal handler */
   value *retval;
   int input_node, indices_node;
   pthread_mutex_t lock;  /* callbacks from evaluator threads */

@@ -1,8 +1,9 @@
 /*
 ** test_interp.c -- Check unit tests of the interpreter through the public
 ** API (rasp.h): exact scalar arithmetic, Python semantics of the statement
-** and expression forms, errors with positions, tracing into IR nodes, and
-** rasp_call_check.
+** and expression forms, errors with positions, tracing into IR nodes,
+** rasp_call_check, token-valued nodes (RASP_TOKEN_IDS) with strings compared
+** to them, and rasp_interrupt.
 */
 #include <check.h>
 #include <stdio.h>
@@ -291,6 +292,95 @@ START_TEST(test_call_check) {
 }
 END_TEST
 
+/* ---- token ids: which nodes carry them, and strings compared with them */
+
+/* The node of a sequence expression. */
+static int node_of(const char *expr) {
+  int node, is_sel;
+  char *shown = NULL;
+  memset(&err, 0, sizeof err);
+  if (!rasp_repl_entry(ctx, expr, &node, &is_sel, &shown, &err))
+    ck_abort_msg("error in '%s': %s", expr, err.msg);
+  free(shown);
+  ck_assert_int_ge(node, 0);
+  return node;
+}
+
+static int is_tokens(const char *expr) {
+  int node = node_of(expr); /* first: tracing may move the node array */
+  return (rasp_ctx_ir(ctx)->nodes[node].flags & RASP_TOKEN_IDS) != 0;
+}
+
+/* An expression's values on the input a b c b, as 0/1 truths. */
+static const char *truths(const char *expr) {
+  static char buf[16];
+  int node = node_of(expr);
+  int64_t tokens[4] = {1, 2, 3, 2}; /* a b c b */
+  rasp_ir *ir = rasp_ctx_ir(ctx);
+  ir->outputs = &node; /* the evaluator computes what the outputs need */
+  ir->noutputs = 1;
+  rasp_eval *ev = raspE_new(ir);
+  ck_assert(raspE_run(ev, 1, tokens, &err));
+  const rasp_elem *v = raspE_value(ev, node, 0);
+  ck_assert_ptr_nonnull(v);
+  for (int i = 0; i < 4; i++) buf[i] = raspI_elem_truth(v[i]) ? '1' : '0';
+  buf[4] = '\0';
+  raspE_free(ev);
+  ir->outputs = NULL;
+  ir->noutputs = 0;
+  return buf;
+}
+
+START_TEST(test_token_ids) {
+  /* without a vocabulary a string has no id to compare with */
+  ck_assert_str_eq(exec_err("x = tokens == 'a'"),
+                   "1:5: the tokens are vocabulary ids and there is no vocabulary to look 'a' "
+                   "up in");
+  const char *names[] = {"a", "b", "c"};
+  ck_assert(rasp_set_vocab(ctx, names, 3, &err));
+  exec_ok("rev = aggregate(select(indices(tokens), 3 - indices(tokens), equals, "
+          "causal=False), tokens)\n");
+  ck_assert(is_tokens("tokens"));
+  ck_assert(is_tokens("rev"));
+  ck_assert(is_tokens("where(tokens == d['a'], tokens, rev)"));
+  ck_assert(is_tokens("aggr_max(select(tokens, tokens, leq, causal=False), tokens)"));
+  ck_assert(is_tokens("min(tokens, rev)"));
+  /* computed from ids, or mixed with numbers that may be ids: not tokens */
+  ck_assert(!is_tokens("indices(tokens)"));
+  ck_assert(!is_tokens("tokens + 0"));
+  ck_assert(!is_tokens("tok_map(tokens, lambda t: t)"));
+  ck_assert(!is_tokens("where(tokens == d['a'], tokens, 0)"));
+  ck_assert(!is_tokens("aggregate(select(tokens, tokens, equals), tokens, default=2)"));
+  ck_assert(!is_tokens("aggr_mean(select(tokens, tokens, equals), tokens)"));
+  /* a string compared for equality with token ids means its id */
+  ck_assert_str_eq(truths("tokens == 'b'"), "0101");
+  ck_assert_str_eq(truths("'b' != tokens"), "1010");
+  ck_assert_str_eq(truths("rev == 'a'"), "0001"); /* rev: b c b a */
+  ck_assert_str_eq(truths("tokens == d['b']"), "0101");
+  /* sequences of strings still compare as strings */
+  ck_assert_str_eq(truths("where(tokens == 'c', 'x', 'y') == 'x'"), "0010");
+  /* anything else is refused, saying how */
+  ck_assert_str_eq(exec_err("x = tokens < 'b'"),
+                   "1:5: '<' between token ids and the string 'b': the tokens are vocabulary "
+                   "ids; use the id d['b']");
+  ck_assert_str_eq(exec_err("x = rev == 'zz'"),
+                   "1:5: 'zz' is not in the vocabulary, so no token can equal it (the tokens "
+                   "are vocabulary ids: d maps symbols to them)");
+}
+END_TEST
+
+START_TEST(test_interrupt) {
+  rasp_interrupt(ctx, 1);
+  ck_assert_str_eq(exec_err("for i in range(3):\n    x = i\n"), "1:1: interrupted");
+  exec_ok("for i in range(3):\n    x = i\n"); /* one request stops one run */
+  ck_assert_int_eq(get_int("x"), 2);
+  rasp_interrupt(ctx, 1);
+  rasp_interrupt(ctx, 0); /* withdrawn */
+  exec_ok("y = 1\n");
+  ck_assert_int_eq(get_int("y"), 1);
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("interp");
   TCase *tc = tcase_create("interp");
@@ -311,6 +401,8 @@ static Suite *suite(void) {
   tcase_add_test(tc, test_trace_nodes);
   tcase_add_test(tc, test_trace_stdlib);
   tcase_add_test(tc, test_call_check);
+  tcase_add_test(tc, test_token_ids);
+  tcase_add_test(tc, test_interrupt);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -1,0 +1,138 @@
+#!/bin/sh
+# repl.sh -- the REPL, through a pipe and through a pseudo-terminal.
+#
+# Pipe: tests/repl/pipe.in is typed into `rasp repl` on standard input;
+# stdout and stderr must equal tests/repl/pipe.out and pipe.err exactly (no
+# prompts on a pipe; every colon command, blocks, symbols, errors), the
+# line after :quit must not run, and the history file must hold the lines.
+# Then: the end of piped input in the middle of a block runs the block,
+# SIGTERM while waiting for piped input saves the history (status 143), a
+# SIGHUP ignored at the start stays ignored, and `rasp repl --help` / a bad
+# option.
+# Pty: tests/repl_pty.py types into the REPL with Readline on (completion,
+# history, Ctrl-C, colon commands, blocks, each way out).
+# HOME is a temporary directory throughout.  Prints PASS:/FAIL: lines.
+NAME=repl.sh
+. "$(dirname "$0")/lib.sh"
+TIMEOUT=
+command -v timeout >/dev/null 2>&1 && TIMEOUT="timeout 120"
+fail=0
+ok() { echo "PASS: $1"; }
+bad() { echo "FAIL: $1"; fail=1; }
+sanitizer_clean() {
+  if grep -q -e AddressSanitizer -e LeakSanitizer -e 'runtime error' "$1"; then
+    bad "$2: sanitizer report"
+    cat "$1"
+  fi
+}
+
+# ---------------------------------------------------------------- pipe
+mkdir "$tmp/home"
+HOME=$tmp/home $TIMEOUT "$RASP" repl <tests/repl/pipe.in >"$tmp/out" 2>"$tmp/err"
+status=$?
+[ "$status" -eq 0 ] && ok "piped session: status 0" || bad "piped session: status $status"
+sanitizer_clean "$tmp/err" "piped session"
+if diff -u tests/repl/pipe.out "$tmp/out" >"$tmp/diff"; then
+  ok "piped session: stdout"
+else
+  bad "piped session: stdout differs"
+  cat "$tmp/diff"
+fi
+if diff -u tests/repl/pipe.err "$tmp/err" >"$tmp/diff"; then
+  ok "piped session: stderr"
+else
+  bad "piped session: stderr differs"
+  cat "$tmp/diff"
+fi
+hist=$tmp/home/.rasp_history
+if [ -f "$hist" ] && grep -qx ':quit' "$hist" && grep -qx 'count(tokens)' "$hist" &&
+   ! grep -q 'this line is not read' "$hist"; then
+  ok "piped session: history saved up to :quit"
+else
+  bad "piped session: history file"
+  cat "$hist" 2>/dev/null
+fi
+
+# the input ends inside a block: the block still runs
+printf 'def f(s):\n    return s + 1\n' >"$tmp/block.in"
+printf 'f(indices(tokens))' >>"$tmp/block.in" # no final newline either
+HOME=$tmp/home $TIMEOUT "$RASP" repl <"$tmp/block.in" >"$tmp/out" 2>"$tmp/err"
+if grep -qx '1 2 3 4 5' "$tmp/out"; then
+  ok "piped block without an empty line and last line without newline"
+else
+  bad "piped block: got $(cat "$tmp/out" "$tmp/err")"
+fi
+
+# SIGTERM while the REPL waits for piped input
+if command -v mkfifo >/dev/null 2>&1; then
+  mkdir "$tmp/home2"
+  mkfifo "$tmp/fifo"
+  HOME=$tmp/home2 "$RASP" repl <"$tmp/fifo" >"$tmp/out" 2>"$tmp/err" &
+  pid=$!
+  exec 3>"$tmp/fifo"
+  printf 'waiting = 5\nwaiting\n' >&3
+  i=0
+  while ! grep -qx 5 "$tmp/out" 2>/dev/null && [ $i -lt 600 ]; do
+    sleep 0.1
+    i=$((i + 1))
+  done
+  kill -TERM $pid
+  wait $pid
+  status=$?
+  exec 3>&-
+  [ "$status" -eq 143 ] && ok "SIGTERM on piped input: status 143" ||
+    bad "SIGTERM on piped input: status $status"
+  grep -qx 'waiting = 5' "$tmp/home2/.rasp_history" 2>/dev/null &&
+    ok "SIGTERM on piped input: history saved" || bad "SIGTERM on piped input: no history"
+  # a signal ignored at the start stays ignored (nohup): SIGHUP does not end it
+  rm -f "$tmp/out"
+  (trap '' HUP && HOME=$tmp/home2 exec "$RASP" repl) <"$tmp/fifo" >"$tmp/out" 2>"$tmp/err" &
+  pid=$!
+  exec 3>"$tmp/fifo"
+  printf 'still = 6\nstill\n' >&3
+  i=0
+  while ! grep -qx 6 "$tmp/out" 2>/dev/null && [ $i -lt 600 ]; do
+    sleep 0.1
+    i=$((i + 1))
+  done
+  kill -HUP $pid 2>/dev/null
+  printf 'still + 1\n' >&3
+  exec 3>&-
+  wait $pid
+  status=$?
+  if [ "$status" -eq 0 ] && grep -qx 7 "$tmp/out"; then
+    ok "an ignored SIGHUP stays ignored"
+  else
+    bad "ignored SIGHUP: status $status, output $(cat "$tmp/out")"
+  fi
+fi
+
+# --help and a bad option
+"$RASP" repl --help >"$tmp/out" 2>"$tmp/err"
+status=$?
+if [ "$status" -eq 0 ] && grep -q '^usage: rasp repl' "$tmp/out" && [ ! -s "$tmp/err" ]; then
+  ok "rasp repl --help"
+else
+  bad "rasp repl --help: status $status"
+fi
+"$RASP" repl --bogus </dev/null >"$tmp/out" 2>"$tmp/err"
+status=$?
+if [ "$status" -eq 2 ] && grep -q "unknown option '--bogus'" "$tmp/err"; then
+  ok "rasp repl --bogus: status 2"
+else
+  bad "rasp repl --bogus: status $status"
+fi
+
+# ----------------------------------------------------------------- pty
+PYTHON=${PYTHON:-python3}
+if ! command -v "$PYTHON" >/dev/null 2>&1; then
+  echo "SKIP: no $PYTHON for the pty test"
+  [ $fail -eq 0 ] && exit 77
+  exit 1
+fi
+mkdir "$tmp/pty"
+$TIMEOUT "$PYTHON" tests/repl_pty.py "$RASP" "$tmp/pty" >"$tmp/pty.log" 2>&1
+status=$?
+cat "$tmp/pty.log"
+[ "$status" -eq 0 ] || [ "$status" -eq 77 ] || bad "pty session (status $status)"
+exit $fail
