@@ -22,6 +22,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "rcausal.h"
 #include "rmem.h"
 #include "rstage.h"
 
@@ -231,22 +232,15 @@ void raspK_program_free(rasp_program *prog) {
   memset(prog, 0, sizeof *prog);
 }
 
-/* A program that declares itself causal must not look ahead: every select
-** the output depends on has to be causal.  Checked on the IR, so it holds
-** for the code as written, not just for the inputs tried. */
+/* A program that declares itself causal must not look ahead: its output at
+** every position q may depend only on tokens 0..q.  Checked on the IR with
+** the causality analysis (rcausal.h), so it holds for the code as written,
+** not just for the inputs tried; the error points at the node that leaks. */
 static int check_causal(rasp_ptrace *tr, rasp_error *err) {
-  rasp_ir *ir = rasp_ctx_ir(tr->ctx);
-  unsigned char *live = raspM_alloc((size_t)ir->nnodes);
-  raspI_live(ir, &tr->output, 1, live);
-  int ok = 1;
-  for (int i = 0; i < ir->nnodes && ok; i++)
-    if (live[i] && ir->nodes[i].op == RASP_OP_SELECT && !(ir->nodes[i].flags & RASP_CAUSAL)) {
-      raspR_set(err, ir->nodes[i].pos,
-                "the program declares task['causal'] = True, but this select is not causal "
-                "(a decoder cannot look at later positions)");
-      ok = 0;
-    }
-  raspM_free(live);
+  rasp_causal ca;
+  raspA_analyse(rasp_ctx_ir(tr->ctx), &ca);
+  int ok = raspA_check(&ca, tr->output, "the program declares task['causal'] = True", err);
+  raspA_free(&ca);
   return ok;
 }
 

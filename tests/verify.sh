@@ -63,7 +63,7 @@ expect exhaustive_count 0 "all 48 inputs" "" -- verify programs/listing2_backwar
 expect exhaustive_arm_order 0 "all 4 inputs (every arm order" "" -- verify programs/listing5_arms_constant.rasp --D 2 --M 3 --exhaustive
 expect exhaustive_cap 1 "" "refus\|cap\|exceed" -- verify programs/listing2_backward_targets.rasp --D 3 --M 4 --exhaustive --cap 1000
 expect json_output 0 '"program":"listing3_forward_start","D":2,"M":5' "" -- verify programs/listing3_forward_start.rasp --D 2 --json $g
-expect causal_declared_checked 1 "" "declares task\['causal'\] = True, but this select is not causal" -- verify tests/verify/not_causal.rasp --D 2 $g
+expect causal_declared_checked 1 "" "declares task\['causal'\] = True, but this select (equals, not causal) reads later positions" -- verify tests/verify/not_causal.rasp --D 2 $g
 expect no_task 2 "" "declares no task settings" -- verify tests/verify/no_task.rasp
 expect bad_task_order 2 "" "task\['order'\] must be 'edge' or 'arm', not 'diagonal'" -- verify tests/verify/bad_order.rasp
 expect misspelt_setting 2 "" "unknown task setting 'ordr'" -- verify tests/verify/misspelt_setting.rasp
