@@ -47,9 +47,10 @@ static int first_ok(int64_t a, int64_t b, int n) {
 }
 
 /* Of two bounds on the selected keys of one selector (both hold), the one
-** causal from the earlier position. */
+** causal from the earlier position, else the one that reads less far at 0. */
 static void tighter(int n, int64_t *s, int64_t *t, int64_t s2, int64_t t2) {
-  if (first_ok(s2, t2, n) < first_ok(*s, *t, n)) {
+  int f1 = first_ok(*s, *t, n), f2 = first_ok(s2, t2, n);
+  if (f2 < f1 || (f2 == f1 && mx(s2, t2) < mx(*s, *t))) {
     *s = s2;
     *t = t2;
   }
@@ -260,12 +261,14 @@ static int sel_leak(const rasp_causal *c, int id, int masked, int *next) {
     return id;
   }
   if (masked) return id; /* cannot happen: the mask bounds the keys */
-  /* the keys it may select reach later positions */
-  if (nd->op == RASP_OP_SEL_OR)
-    for (int j = 0; j < nd->nin; j++) {
-      const struct raspA_node *o = &c->node[nd->in[j]];
-      if (leaky(c, o->s, o->t)) return sel_leak(c, nd->in[j], 0, next);
-    }
+  /* the keys it may select reach later positions: the operand that
+     gave the bound (&) or one that reaches them (|) */
+  int comb = nd->op == RASP_OP_SEL_AND || nd->op == RASP_OP_SEL_OR;
+  for (int j = 0; j < nd->nin && comb; j++) {
+    const struct raspA_node *o = &c->node[nd->in[j]];
+    if (nd->op == RASP_OP_SEL_AND ? o->s == x->s && o->t == x->t : leaky(c, o->s, o->t))
+      return sel_leak(c, nd->in[j], 0, next);
+  }
   return id;
 }
 
