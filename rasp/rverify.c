@@ -401,8 +401,9 @@ typedef struct vjob {
 ** independent graph of the same layout (so the changed input is still a
 ** well-formed one); q and the donor depend only on seed and index. */
 
-/* 16 inputs of every fourth batch of 64: 64 of 1000 graphs, which costs
-** the causal programs about a fifth more time (README.md) */
+/* 16 inputs of every fourth batch of 64: 64 of 1000 graphs, a few percent
+** more time for the causal programs (README.md); every batch cost half as
+** much again, since a run's cost hardly shrinks with its batch */
 #define VERIFY_PROBES 16
 #define PROBE_EVERY 4
 #define PROBE_SALT 0xd1b54a32d192ed03ULL
