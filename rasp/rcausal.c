@@ -35,7 +35,14 @@ struct raspA_node {
 };
 
 static int64_t mx(int64_t x, int64_t y) { return x > y ? x : y; }
-static int64_t add(int64_t x, int64_t y) { return x == NONE || y == NONE ? NONE : x + y; }
+/* Sums stay within +-2^50 (far below overflow however many heads add up):
+** raising a bound that low, or lowering one above every position, keeps it
+** sound. */
+static int64_t add(int64_t x, int64_t y) {
+  if (x == NONE || y == NONE) return NONE;
+  int64_t r = x + y, lim = (int64_t)1 << 50;
+  return r > lim ? lim : r < -lim ? -lim : r;
+}
 static int is_sel(const rasp_ir_node *nd) { return nd->type == RASP_T_SEL; }
 
 /* First position from which the bound (a, b) stays within q. */

@@ -210,6 +210,15 @@ START_TEST(test_causal_combinators) {
       ck_assert_int_eq(g.model.cfg.causal, causal_model);
       raspG_free(&g);
     }
+  /* heads that provably read only keys k <= q need no causal flag for a
+     causal model: x[0] and a shift right */
+  raspG_model gp;
+  ck_assert_int_eq(compile_and_compare("def main(seq):\n"
+                                       "    return shift_right(seq, 1) * 4 + seq[0]\n",
+                                       abc, 3, 6, 30, &gp),
+                   0);
+  ck_assert_int_eq(gp.model.cfg.causal, 1);
+  raspG_free(&gp);
   /* a value read through a causal combination: the issue's look-ahead
      selector, which now selects nothing */
   raspG_model g;
