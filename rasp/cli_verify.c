@@ -88,7 +88,8 @@ static void verify_usage(FILE *out) {
         out);
   fputs(raspC_access_help, out);
   fputs("Results: ok; FAIL; fail* (a listing declared task['expect'] = 'fail', failing\n"
-        "as expected); PASS! (declared to fail but passed); ERROR (an error while running).\n"
+        "as expected); PASS! (declared to fail but passed); ERROR (an error while running);\n"
+        "LEAK (declared task['causal'] = True, but an output changed when only later tokens did).\n"
         "Exit status: 0 when every outcome is as expected, 1 otherwise, 2 on bad usage.\n",
         out);
 }
@@ -254,6 +255,8 @@ int rasp_cli_verify(int argc, char **argv) {
         /* a listing known to be wrong is expected to fail somewhere; only
         ** an unexpected outcome (or --strict) makes the exit status 1 */
         int expected = prog.expect_fail && !o.strict ? ok && !pass : pass;
+        int leak = ok && res.leaks > 0; /* declared causal, yet reads ahead */
+        if (leak) expected = 0;
         if (!expected) status = 1;
         char heads[512];
         heads_text(&tr.layers, heads, sizeof heads);
@@ -269,15 +272,18 @@ int rasp_cli_verify(int argc, char **argv) {
           for (int l = 0; l < tr.layers.nlayers; l++) printf("%s%d", l ? "," : "", tr.layers.heads[l]);
           char how[512];
           if (tr.staged) raspS_describe(tr.staged, how, sizeof how);
-          printf("],\"check\":\"%s: %s\",\"seconds\":%.3f}\n",
-                 tr.staged ? "staged" : "interpreted",
-                 tr.staged ? how : tr.unstaged ? tr.unstaged : "no check function", secs);
+          printf("],\"check\":\"%s: %s\",", tr.staged ? "staged" : "interpreted",
+                 tr.staged ? how : tr.unstaged ? tr.unstaged : "no check function");
+          if (tr.probe_causal)
+            printf("\"causal_probes\":%llu,\"causal_leaks\":%llu,", (unsigned long long)res.probes,
+                   (unsigned long long)res.leaks);
+          printf("\"seconds\":%.3f}\n", secs);
         } else {
           char frac[64];
           snprintf(frac, sizeof frac, "%llu/%llu", (unsigned long long)res.passed,
                    (unsigned long long)res.total);
           printf("%-34s %3d %3d %15s  %-6s %4d %4d %4d  %s\n", prog.name, D, M, frac,
-                 !ok ? "ERROR" : pass ? (prog.expect_fail ? "PASS!" : "ok")
+                 !ok ? "ERROR" : leak ? "LEAK" : pass ? (prog.expect_fail ? "PASS!" : "ok")
                                       : (prog.expect_fail ? "fail*" : "FAIL"),
                  tr.layers.nlayers, tr.layers.attn_layers,
                  tr.layers.mlp_layers, heads);
@@ -290,6 +296,7 @@ int rasp_cli_verify(int argc, char **argv) {
         if (!ok) {
           raspR_print(&err, stderr);
         }
+        if (leak && !o.json) raspK_print_leak(&tr, o.seed, &res, stdout);
         if (!pass && !o.quiet && !o.json) {
           /* one shrunk counterexample per program is enough to read */
           if (o.exhaustive || o.no_shrink || res.first_fail < 0 || shown_counterexample) {

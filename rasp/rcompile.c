@@ -36,8 +36,9 @@
 **
 ** Heads.  A selector is a product of *components*, each a 0/1 table over the
 ** values of a key unit and a query unit (selects over the same units merge;
-** and/or/not are evaluated on the table; a causal select in a non-causal
-** model adds the component idx_k <= idx_q).  A component becomes a few
+** and/or/not are evaluated on the table; a causal selector in a non-causal
+** model, a causal combination included, adds the component idx_k <= idx_q
+** to its unmasked pattern).  A component becomes a few
 ** columns of the head: group the key values with equal table rows, one
 ** column per group.  The raw score is the number of components that hold,
 ** so a selected key scores m and others at most m-1.  BOS scores m - 1/2 for
@@ -74,6 +75,8 @@
 ** logits are bit-identical and --check is fast on large models.
 */
 #include "rcompile.h"
+
+#include "rcausal.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -133,6 +136,7 @@ typedef struct gc {
   const rasp_ir *ir;
   const raspG_opts *o;
   int n, causal_model;
+  int raw;         /* realising a causal selector's pattern before its mask */
   unit *u;
   int nu, capu;
   view *nv;        /* per IR node */
@@ -413,7 +417,7 @@ static int sel_units(gc *g, int id, int *ku, int *qu) {
       if (*qu >= 0 && *qu != q) return 0;
       *qu = q;
     }
-    if (!g->causal_model && (nd->flags & RASP_CAUSAL)) return 0;
+    if (!g->causal_model && !g->raw && (nd->flags & RASP_CAUSAL)) return 0;
     return 1;
   }
   for (int i = 0; i < nd->nin; i++)
@@ -488,11 +492,13 @@ static int sel_comps(gc *g, int id, comp *c, int *nc) {
     for (int a = 0; a < kv->nv; a++) cc->ky[a] = kv->ok[a] ? dval(kv->val[a]) : 1e6;
     return 1;
   }
-  if (nd->op == RASP_OP_SELECT && !g->causal_model && (nd->flags & RASP_CAUSAL)) {
-    /* the select itself, then k <= q on the indices */
-    ku = unit_of(g, nd->in[0]);
-    qu = unit_of(g, nd->in[1]);
-    add_comp(g, c, nc, ku, qu, id, 0);
+  if (!g->causal_model && !g->raw && (nd->flags & RASP_CAUSAL)) {
+    /* the pattern without the mask (a causal combination is masked after
+       combining: rcausal.h), then k <= q on the indices */
+    g->raw = 1;
+    int ok = sel_comps(g, id, c, nc);
+    g->raw = 0;
+    if (!ok) return 0;
     int ix = idx_unit(g);
     g->u[ix].used = 1;
     add_comp(g, c, nc, ix, ix, id, 1);
@@ -1365,11 +1371,17 @@ int raspG_compile(const rasp_ir *ir, const raspG_opts *o, raspG_model *out, rasp
   int root = ir->outputs[0];
   unsigned char *live = raspM_alloc((size_t)ir->nnodes);
   raspI_live(ir, &root, 1, live);
-  /* a causal model when every select is causal */
+  /* a causal model when no head selects a later key: its selector is causal
+     or provably reads only keys k <= q (rcausal.h), so the mask changes
+     nothing */
+  rasp_causal ca;
+  raspA_analyse(ir, &ca);
   g->causal_model = 1;
   for (int i = 0; i < ir->nnodes; i++)
-    if (live[i] && ir->nodes[i].op == RASP_OP_SELECT && !(ir->nodes[i].flags & RASP_CAUSAL))
+    if (live[i] && raspI_op_component(ir->nodes[i].op) == RASP_COMP_ATTN &&
+        !raspA_sel_prefix(&ca, ir->nodes[i].in[0]))
       g->causal_model = 0;
+  raspA_free(&ca);
   /* the embedded units */
   rasp_elem *tv = raspM_alloc(sizeof(rasp_elem) * (size_t)(o->ninput + 1));
   for (int i = 0; i < o->ninput; i++) tv[i] = (rasp_elem){o->input_ids[i], 1};

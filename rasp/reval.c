@@ -73,7 +73,8 @@
 **   - always/never: one running or global statistic.
 **   - everything else (custom predicates, causal comparisons, and/or/not
 **     combinations): a byte matrix per input, capped by max_selector_cells,
-**     built row by row with vectorisable compares when keys are int-like.
+**     built row by row with vectorisable compares when keys are int-like;
+**     a causal combination is masked to k <= q after combining (rcausal.h).
 ** Statistics come in two flavours.  When the values are all integers or all
 ** booleans (or, for the mean heads, a mix of the two), the fast flavour
 ** keeps count, a 128-bit sum, the number of booleans and the max or min as
@@ -1161,6 +1162,13 @@ static void select_rows_int(rasp_eval *ev, const rasp_ir_node *nd,
   }
 }
 
+/* A causal combination of selectors keeps only keys k <= q of the combined
+** pattern (rcausal.h): ~causal(A) selects no later key. */
+static void mask_causal(const rasp_ir_node *nd, int n, unsigned char *m) {
+  if (!(nd->flags & RASP_CAUSAL)) return;
+  for (int q = 0; q + 1 < n; q++) memset(m + (size_t)q * n + q + 1, 0, (size_t)(n - q - 1));
+}
+
 /* Fills m (n*n, row q, column k) with selector id for input b.  depth picks
 ** the scratch matrix for the operands of and/or. */
 static int build_matrix(rasp_eval *ev, int id, int b, unsigned char *m,
@@ -1196,6 +1204,7 @@ static int build_matrix(rasp_eval *ev, int id, int b, unsigned char *m,
   case RASP_OP_SEL_NOT:
     if (!build_matrix(ev, nd->in[0], b, m, depth, err)) return 0;
     for (size_t i = 0; i < nn; i++) m[i] ^= 1;
+    mask_causal(nd, n, m);
     return 1;
   case RASP_OP_SEL_AND:
   case RASP_OP_SEL_OR: {
@@ -1209,6 +1218,7 @@ static int build_matrix(rasp_eval *ev, int id, int b, unsigned char *m,
         for (size_t i = 0; i < nn; i++) m[i] &= t[i];
       else
         for (size_t i = 0; i < nn; i++) m[i] |= t[i];
+      mask_causal(nd, n, m);
     }
     if (slot >= SC__COUNT) raspM_free(t);
     return ok;
@@ -2360,7 +2370,8 @@ static int conj_of(const rasp_eval *ev, int id, int *leaves, int *nleaves,
   const rasp_ir_node *nd = &ev->ir->nodes[id];
   if (nd->op == RASP_OP_SEL_AND)
     return conj_of(ev, nd->in[0], leaves, nleaves, wt, off) &&
-           conj_of(ev, nd->in[1], leaves, nleaves, wt, off);
+           conj_of(ev, nd->in[1], leaves, nleaves, wt, off) &&
+           (!(nd->flags & RASP_CAUSAL) || conj_window(wt, off, W_PREF, 1));
   if (nd->op != RASP_OP_SELECT) return 0;
   int w, o;
   if (window_of(ev, nd, &w, &o)) {

@@ -784,7 +784,12 @@ static value *sel_combine(rasp_ctx *ctx, rasp_op op, value *a, value *b, rasp_po
     raspV_error(ctx, pos, "cannot combine a selector with %s",
                 raspV_kind_name(a->kind != V_SEL ? a : b));
   int in[2] = {a->u.node, b ? b->u.node : 0};
-  return raspV_sop(ctx, raspV_add_node(ctx, op, RASP_T_SEL, 0, in, b ? 2 : 1, pos), V_SEL);
+  int id = raspV_add_node(ctx, op, RASP_T_SEL, 0, in, b ? 2 : 1, pos);
+  /* causal is contagious: the mask k <= q applies after the combination,
+     so ~causal(A) is causal(~A) (rcausal.h) */
+  ctx->ir.nodes[id].flags = (ctx->ir.nodes[in[0]].flags | (b ? ctx->ir.nodes[in[1]].flags : 0u)) &
+                            RASP_CAUSAL;
+  return raspV_sop(ctx, id, V_SEL);
 }
 
 static value *scalar_binop(rasp_ctx *ctx, rasp_binop op, value *a, value *b, rasp_pos pos);

@@ -157,6 +157,8 @@ void raspI_dump(const rasp_ir *ir, FILE *out) {
     if (nd->op == RASP_OP_SELECT)
       fprintf(out, "[%s%s]", raspI_pred_name(nd->aux),
               (nd->flags & RASP_CAUSAL) ? ", causal" : "");
+    else if (nd->type == RASP_T_SEL && (nd->flags & RASP_CAUSAL))
+      fprintf(out, "[causal]"); /* masked after combining (rcausal.h) */
     fputc('(', out);
     for (int j = 0; j < nd->nin; j++)
       fprintf(out, "%s%%%d", j ? ", " : "", nd->in[j]);

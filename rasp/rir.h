@@ -40,7 +40,9 @@ typedef struct rasp_elem {
 typedef enum rasp_type { RASP_T_BOOL, RASP_T_INT, RASP_T_ANY, RASP_T_SEL } rasp_type;
 
 /* Node flags. */
-#define RASP_CAUSAL 1u /* SELECT: only keys k <= q */
+/* Selectors: only keys k <= q.  On a SELECT from causal=True; on ~ & | when
+** any operand has it, the mask then applying to the combination (rcausal.h). */
+#define RASP_CAUSAL 1u
 /* The values are token ids (raspI_add derives it): the input, and what only
 ** moves token ids -- an aggregate of token ids whose default is no id (a
 ** mean of several ids is a number, not a token), where() and min/max of two

@@ -28,9 +28,9 @@
 **                                  truncated toward zero (numpy astype(int))
 **   SELECT    keys, queries        aux: RASP_PRED_*; flags: RASP_CAUSAL;
 **                                  A[q][k] = pred(keys[k], queries[q])
-**   SEL_AND   sel, sel
-**   SEL_OR    sel, sel
-**   SEL_NOT   sel
+**   SEL_AND   sel, sel             flags: RASP_CAUSAL when an operand has
+**   SEL_OR    sel, sel             it, and then only keys k <= q of the
+**   SEL_NOT   sel                  combination (~causal(A) = causal(~A))
 **   SEL_WIDTH sel                  number of selected keys per query
 **   AGGR_MEAN sel, values          the paper's aggr_mean: mean truncated
 **                                  toward zero; `c` where nothing is selected

@@ -22,6 +22,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "rcausal.h"
 #include "rmem.h"
 #include "rstage.h"
 
@@ -241,22 +242,15 @@ void raspK_program_free(rasp_program *prog) {
   memset(prog, 0, sizeof *prog);
 }
 
-/* A program that declares itself causal must not look ahead: every select
-** the output depends on has to be causal.  Checked on the IR, so it holds
-** for the code as written, not just for the inputs tried. */
+/* A program that declares itself causal must not look ahead: its output at
+** every position q may depend only on tokens 0..q.  Checked on the IR with
+** the causality analysis (rcausal.h), so it holds for the code as written,
+** not just for the inputs tried; the error points at the node that leaks. */
 static int check_causal(rasp_ptrace *tr, rasp_error *err) {
-  rasp_ir *ir = rasp_ctx_ir(tr->ctx);
-  unsigned char *live = raspM_alloc((size_t)ir->nnodes);
-  raspI_live(ir, &tr->output, 1, live);
-  int ok = 1;
-  for (int i = 0; i < ir->nnodes && ok; i++)
-    if (live[i] && ir->nodes[i].op == RASP_OP_SELECT && !(ir->nodes[i].flags & RASP_CAUSAL)) {
-      raspR_set(err, ir->nodes[i].pos,
-                "the program declares task['causal'] = True, but this select is not causal "
-                "(a decoder cannot look at later positions)");
-      ok = 0;
-    }
-  raspM_free(live);
+  rasp_causal ca;
+  raspA_analyse(rasp_ctx_ir(tr->ctx), &ca);
+  int ok = raspA_check(&ca, tr->output, "the program declares task['causal'] = True", err);
+  raspA_free(&ca);
   return ok;
 }
 
@@ -310,6 +304,7 @@ int raspK_trace(const rasp_program *prog, int D, int M, int V, rasp_ptrace *tr, 
   raspL_analyse(ir, &tr->output, 1, &tr->layers);
   tr->unstaged = "--interpret-check";
   if (!prog->interpret_check) tr->staged = raspS_stage(tr->ctx, tr->check, tr->n, &tr->unstaged);
+  tr->probe_causal = prog->causal;
   if (prog->causal && !check_causal(tr, err)) {
     raspK_trace_free(tr);
     return 0;
@@ -406,7 +401,81 @@ typedef struct vjob {
   int64_t first_fail;
   rasp_error err;
   int failed_error;
+  uint64_t probes, leaks;
+  int64_t first_leak;
+  int leak_q;
 } vjob;
+
+/* ---- the dynamic causality check
+** Input `index` keeps its tokens 0..q and takes the rest from a donor, an
+** independent graph of the same layout (so the changed input is still a
+** well-formed one); q and the donor depend only on seed and index. */
+
+/* 16 inputs of every fourth batch of 64: 64 of 1000 graphs, a few percent
+** more time for the causal programs (README.md).  Probing 8 inputs of every
+** batch cost them half as much again: a run's cost hardly shrinks with its
+** batch. */
+#define VERIFY_PROBES 16
+#define PROBE_EVERY 4
+#define PROBE_SALT 0xd1b54a32d192ed03ULL
+
+static int probe_q(const rasp_ptrace *tr, uint64_t seed, uint64_t index) {
+  rasp_rng rng;
+  raspT_rng_seed(&rng, seed ^ PROBE_SALT, ~index); /* not the donor's stream */
+  return tr->n > 1 ? (int)raspT_rng_below(&rng, (uint64_t)(tr->n - 1)) : 0;
+}
+
+static int sample_tokens(const rasp_ptrace *tr, uint64_t seed, uint64_t index, int64_t *tokens,
+                         int64_t *lead, int64_t *target, rasp_sample *scratch, rasp_error *err);
+
+/* Input index with its tokens after q from the donor. */
+static int probe_input(const rasp_ptrace *tr, uint64_t seed, uint64_t index, const int64_t *tokens,
+                       int64_t *out, int *q, rasp_sample *scratch, rasp_error *err) {
+  int64_t lead, target;
+  if (!sample_tokens(tr, seed ^ PROBE_SALT, index, out, &lead, &target, scratch, err)) return 0;
+  *q = probe_q(tr, seed, index);
+  memcpy(out, tokens, sizeof(int64_t) * (size_t)(*q + 1));
+  return 1;
+}
+
+/* The first position <= q where two outputs differ, or -1. */
+static int prefix_change(const rasp_elem *a, const rasp_elem *b, int q) {
+  for (int p = 0; p <= q; p++)
+    if (a[p].num != b[p].num || a[p].den != b[p].den) return p;
+  return -1;
+}
+
+/* Probes the first P inputs of a batch that ev has just run (indices first,
+** first + 1, ...).  Changed inputs that the program cannot evaluate (it
+** raises an error on them) are not counted as probes. */
+static void probe_batch(vjob *job, rasp_eval *ev, uint64_t first, int P, const int64_t *tokens,
+                        rasp_sample *scratch) {
+  rasp_ptrace *tr = job->tr;
+  int n = tr->n;
+  rasp_elem *orig = raspM_alloc(sizeof(rasp_elem) * (size_t)n * (size_t)P);
+  int64_t *changed = raspM_alloc(sizeof(int64_t) * (size_t)n * (size_t)P);
+  int q[VERIFY_PROBES];
+  rasp_error err = {0};
+  int ok = 1;
+  for (int b = 0; b < P && ok; b++) {
+    memcpy(orig + (size_t)b * n, raspE_value(ev, tr->output, b), sizeof(rasp_elem) * (size_t)n);
+    ok = probe_input(tr, job->seed, first + (uint64_t)b, tokens + (size_t)b * n,
+                     changed + (size_t)b * n, &q[b], scratch, &err);
+  }
+  if (ok && raspE_run(ev, P, changed, &err)) {
+    job->probes += (uint64_t)P;
+    for (int b = 0; b < P; b++)
+      if (prefix_change(orig + (size_t)b * n, raspE_value(ev, tr->output, b), q[b]) >= 0) {
+        job->leaks++;
+        if (job->first_leak < 0) {
+          job->first_leak = (int64_t)(first + (uint64_t)b);
+          job->leak_q = q[b];
+        }
+      }
+  }
+  raspM_free(orig);
+  raspM_free(changed);
+}
 
 static void *verify_worker(void *arg) {
   vjob *job = arg;
@@ -420,6 +489,7 @@ static void *verify_worker(void *arg) {
   int64_t lead[VERIFY_BATCH], target[VERIFY_BATCH];
   unsigned char pass[VERIFY_BATCH];
   job->first_fail = -1;
+  job->first_leak = -1;
   for (uint64_t i = job->begin; i < job->end; i += VERIFY_BATCH) {
     int B = (int)(job->end - i < VERIFY_BATCH ? job->end - i : VERIFY_BATCH);
     for (int b = 0; b < B; b++)
@@ -437,6 +507,8 @@ static void *verify_worker(void *arg) {
       if (pass[b]) job->passed++;
       else if (job->first_fail < 0) job->first_fail = (int64_t)(i + (uint64_t)b);
     }
+    if (tr->probe_causal && (i - job->begin) / VERIFY_BATCH % PROBE_EVERY == 0)
+      probe_batch(job, ev, i, B < VERIFY_PROBES ? B : VERIFY_PROBES, tokens, &scratch);
     __atomic_store_n(&job->done, job->done + (uint64_t)B, __ATOMIC_RELAXED);
   }
 done:
@@ -460,9 +532,11 @@ int raspK_verify_random_progress(rasp_ptrace *tr, uint64_t graphs, uint64_t seed
                                  rasp_vresult *res, raspK_progress progress, void *user) {
   memset(res, 0, sizeof *res);
   res->first_fail = -1;
+  res->first_leak = -1;
   if (jobs < 1) jobs = 1;
   if ((uint64_t)jobs > graphs) jobs = graphs ? (int)graphs : 1;
   vjob *job = raspM_alloc(sizeof(vjob) * (size_t)jobs);
+  memset(job, 0, sizeof(vjob) * (size_t)jobs);
   pthread_t *th = raspM_alloc(sizeof(pthread_t) * (size_t)jobs);
   pthread_attr_t attr;
   pthread_attr_init(&attr);
@@ -507,6 +581,12 @@ int raspK_verify_random_progress(rasp_ptrace *tr, uint64_t graphs, uint64_t seed
     res->total += job[j].end - job[j].begin;
     if (job[j].first_fail >= 0 && (res->first_fail < 0 || job[j].first_fail < res->first_fail))
       res->first_fail = job[j].first_fail;
+    res->probes += job[j].probes;
+    res->leaks += job[j].leaks;
+    if (job[j].first_leak >= 0 && (res->first_leak < 0 || job[j].first_leak < res->first_leak)) {
+      res->first_leak = job[j].first_leak;
+      res->leak_q = job[j].leak_q;
+    }
     if (job[j].failed_error && ok) {
       res->error = job[j].err;
       ok = 0;
@@ -563,6 +643,7 @@ static int exhaustive_visit(const rasp_sample *s, void *user) {
 int raspK_verify_exhaustive(rasp_ptrace *tr, uint64_t cap, rasp_vresult *res, rasp_error *err) {
   memset(res, 0, sizeof *res);
   res->first_fail = -1;
+  res->first_leak = -1;
   xstate x;
   memset(&x, 0, sizeof x);
   x.tr = tr;
@@ -610,6 +691,39 @@ static void print_row(rasp_ptrace *tr, rasp_eval *ev, int node, FILE *out) {
     fprintf(out, "%s%s", i ? " " : "", buf);
   }
   fputc('\n', out);
+}
+
+void raspK_print_leak(rasp_ptrace *tr, uint64_t seed, const rasp_vresult *res, FILE *out) {
+  if (res->first_leak < 0) return;
+  int n = tr->n;
+  uint64_t index = (uint64_t)res->first_leak;
+  int64_t *tokens = raspM_alloc(sizeof(int64_t) * (size_t)n * 2), lead, target;
+  rasp_elem *before = raspM_alloc(sizeof(rasp_elem) * (size_t)n);
+  rasp_error err = {0};
+  rasp_eval *ev = raspE_new(rasp_ctx_ir(tr->ctx));
+  int q = 0;
+  if (!sample_tokens(tr, seed, index, tokens, &lead, &target, NULL, &err) ||
+      !probe_input(tr, seed, index, tokens, tokens + n, &q, NULL, &err) ||
+      !raspE_run(ev, 2, tokens, &err)) {
+    raspR_print(&err, out);
+  } else {
+    memcpy(before, raspE_value(ev, tr->output, 0), sizeof(rasp_elem) * (size_t)n);
+    int p = prefix_change(before, raspE_value(ev, tr->output, 1), q);
+    fprintf(out, "  causal leak (graph %llu of seed %llu, n=%d): output position %d changed when "
+                 "only the tokens after position %d did\n    input:    ",
+            (unsigned long long)index, (unsigned long long)seed, n, p, q);
+    print_tokens(tr, tokens, out);
+    fprintf(out, "    changed:  ");
+    print_tokens(tr, tokens + n, out);
+    fprintf(out, "    output:   ");
+    print_row(tr, ev, tr->output, out);
+    raspE_run(ev, 1, tokens + n, &err);
+    fprintf(out, "    now:      ");
+    print_row(tr, ev, tr->output, out);
+  }
+  raspE_free(ev);
+  raspM_free(before);
+  raspM_free(tokens);
 }
 
 /* Sorts blocks (edges, or whole arms) towards canonical order by adjacent

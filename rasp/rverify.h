@@ -56,12 +56,19 @@ typedef struct rasp_ptrace {
   rasp_layers layers;
   struct rasp_staged *staged; /* check() staged (rstage.h), or NULL: interpreted */
   const char *unstaged;  /* why check() was not staged, when it was not */
+  int probe_causal;      /* task['causal']: the dynamic prefix check (below) runs */
 } rasp_ptrace;
 
 typedef struct rasp_vresult {
   uint64_t total, passed;
   int64_t first_fail;    /* index of the first failing input, or -1 */
   rasp_error error;      /* set when evaluation or check() raised an error */
+  /* The dynamic causality check (probe_causal): some inputs of every batch
+  ** get their tokens after a position q replaced by another input's, and
+  ** outputs 0..q must not change. */
+  uint64_t probes, leaks;
+  int64_t first_leak;    /* sample index of the first input that leaked, or -1 */
+  int leak_q;            /* its q */
 } rasp_vresult;
 
 /* Reads the file's settings (runs it once with D, M, V as given). */
@@ -101,6 +108,11 @@ int raspK_verify_exhaustive(rasp_ptrace *tr, uint64_t cap, rasp_vresult *res, ra
 /* The token ids of sample `index` and its l_t and t (as token ids). */
 int raspK_sample_tokens(const rasp_ptrace *tr, uint64_t seed, uint64_t index, int64_t *tokens,
                         int64_t *lead, int64_t *target, rasp_error *err);
+
+/* Prints the leak that the dynamic causality check found (res->first_leak of
+** seed): the input, the one with its tokens after q changed, and the first
+** output position <= q whose value changed. */
+void raspK_print_leak(rasp_ptrace *tr, uint64_t seed, const rasp_vresult *res, FILE *out);
 
 /* Finds a small failing input, starting from sample `index` of seed for
 ** (D, M): tries smaller D and M first, then sorts the edge (or arm) order

@@ -13,7 +13,10 @@
 ** evaluator carries between runs must not change results).  When the
 ** program defines `check`, it is staged (rstage.h) and, if that succeeds,
 ** its residual predicate must agree with the interpreted check() on a few
-** outputs wherever it decides.  Everything is freed.
+** outputs wherever it decides.  The causality analysis (rcausal.h) runs on
+** the IR, and every output position it calls causal must keep its value
+** when the tokens after it change (a finding otherwise: the analysis
+** missed a leak).  Everything is freed.
 ** Errors are expected; crashes, sanitizer reports, leaks and hangs are not.
 **
 ** Programs that mention `cfunc` or `include` are skipped: cfunc calls any C
@@ -24,7 +27,7 @@
 **
 **   clang -g -O1 -std=c11 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined \
 **     -Irasp -DRASP_STDLIB_DIR='"stdlib"' rasp/rmem.c rasp/rerror.c rasp/rlex.c \
-**     rasp/rparse.c rasp/rir.c rasp/reval.c rasp/rlayers.c rasp/rinterp.c \
+**     rasp/rparse.c rasp/rir.c rasp/reval.c rasp/rlayers.c rasp/rcausal.c rasp/rinterp.c \
 **     rasp/rbuiltin.c rasp/rffi.c rasp/rstage.c tests/fuzz_trace.c -lffi -lgmp -lm \
 **     -lpthread -o fuzz_trace
 **   mkdir -p /tmp/fuzz_trace_corpus
@@ -40,6 +43,7 @@
 #include <string.h>
 
 #include "rasp.h"
+#include "rcausal.h"
 #include "rstage.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -89,6 +93,41 @@ static void fuzz_check(rasp_ctx *ctx, uint64_t h) {
     if (!ok && !err.set) abort();
   }
   raspS_free(st);
+}
+
+/* For every q, tokens 0..q kept and the rest changed: output positions
+** p <= q that the analysis calls causal must not change. */
+static void fuzz_causal(rasp_ir *ir, const int64_t *tokens) {
+  rasp_causal ca;
+  raspA_analyse(ir, &ca);
+  rasp_eval *ev = raspE_new(ir);
+  raspE_set_max_selector_cells(ev, 4096);
+  int64_t batch[(FUZZ_N - 1) * FUZZ_N];
+  for (int q = 0; q + 1 < FUZZ_N; q++)
+    for (int i = 0; i < FUZZ_N; i++)
+      batch[q * FUZZ_N + i] = i <= q ? tokens[i] : 1 + (tokens[i] + q) % FUZZ_NVOCAB;
+  rasp_error err;
+  memset(&err, 0, sizeof err);
+  int64_t both[2 * FUZZ_N];
+  memcpy(both, tokens, sizeof(int64_t) * FUZZ_N);
+  for (int q = 0; q + 1 < FUZZ_N; q++) {
+    memcpy(both + FUZZ_N, batch + q * FUZZ_N, sizeof(int64_t) * FUZZ_N);
+    if (!raspE_run(ev, 2, both, &err)) {
+      if (!err.set) abort();
+      memset(&err, 0, sizeof err);
+      continue; /* the changed input may be one the program rejects */
+    }
+    for (int k = 0; k < ir->noutputs; k++) {
+      const rasp_elem *x = raspE_value(ev, ir->outputs[k], 0);
+      const rasp_elem *y = raspE_value(ev, ir->outputs[k], 1);
+      for (int p = 0; p <= q; p++)
+        if ((x[p].num != y[p].num || x[p].den != y[p].den) &&
+            raspA_causal_at(&ca, ir->outputs[k], p))
+          abort(); /* a leak the analysis missed */
+    }
+  }
+  raspE_free(ev);
+  raspA_free(&ca);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
@@ -183,6 +222,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
           }
         }
         raspE_free(ev2);
+        fuzz_causal(ir, tokens);
       } else if (!err.set) {
         abort(); /* a failure must say why */
       }

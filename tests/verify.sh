@@ -65,7 +65,17 @@ expect exhaustive_count 0 "all 48 inputs" "" -- verify programs/listing2_backwar
 expect exhaustive_arm_order 0 "all 4 inputs (every arm order" "" -- verify programs/listing5_arms_constant.rasp --D 2 --M 3 --exhaustive
 expect exhaustive_cap 1 "" "refus\|cap\|exceed" -- verify programs/listing2_backward_targets.rasp --D 3 --M 4 --exhaustive --cap 1000
 expect json_output 0 '"program":"listing3_forward_start","D":2,"M":5' "" -- verify programs/listing3_forward_start.rasp --D 2 --json $g
-expect causal_declared_checked 1 "" "declares task\['causal'\] = True, but this select is not causal" -- verify tests/verify/not_causal.rasp --D 2 $g --allow-include programs
+expect causal_declared_checked 1 "" "not_causal.rasp:5:12: the program declares task\['causal'\] = True, but this select (equals, not causal) reads later positions" -- verify tests/verify/not_causal.rasp --D 2 $g --allow-include programs
+# causality: the static check names the node that reads ahead (in verify and
+# compile); the dynamic one counts its probes; ~ of a causal select stays
+# causal, so the look-ahead program now fails honestly and its
+# compiled model agrees with the interpreter
+expect lookahead_refused 1 "" "lookahead.rasp:13:30: the program declares task\['causal'\] = True, but this select (equals, not causal) reads later positions" -- verify tests/verify/lookahead.rasp --D 2 $g
+expect lookahead_compile_refused 1 "" "lookahead.rasp:13:30: .* reads later positions" -- compile tests/verify/lookahead.rasp --D 2 --M 4 --V 8 -o "$out.model"
+expect lookahead_not_fails 1 "lookahead_not *2 *5 *0/60  FAIL" "" -- verify tests/verify/lookahead_not.rasp --D 2 $g --quiet
+expect lookahead_not_compiles 0 "check: 20/20 inputs agree" "" -- compile tests/verify/lookahead_not.rasp --D 2 --M 4 --V 8 -o "$out.model" --check 20
+rm -f "$out.model" "$out.model.json" "$out.model.safetensors"
+expect causal_probes_json 0 '"causal_probes":64,"causal_leaks":0' "" -- verify programs/readout6_causal.rasp --D 2 --graphs 1000 --json
 expect no_task 2 "" "declares no task settings" -- verify tests/verify/no_task.rasp
 expect bad_task_order 2 "" "task\['order'\] must be 'edge' or 'arm', not 'diagonal'" -- verify tests/verify/bad_order.rasp --allow-include programs
 expect misspelt_setting 2 "" "unknown task setting 'ordr'" -- verify tests/verify/misspelt_setting.rasp --allow-include programs
