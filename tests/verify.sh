@@ -81,9 +81,9 @@ expect sweep_strict 1 "fail\*" "" -- verify --sweep --strict programs/listing6_c
 # faithful Listing 4 passes at M = 4 under its j-first vocabulary, so its
 # declared expect = fail makes that run a PASS!, status 1)
 expect exhaustive_proof 0 "proof (the program is order-invariant)" "" -- verify programs/listing4_log_fixed.rasp --D 2 --M 4 --exhaustive
-expect exhaustive_sample 1 "sample (the id order was fixed: line 27: token ids are compared by order" "" -- verify programs/listing4_log.rasp --D 2 --M 4 --exhaustive --quiet
+expect exhaustive_sample 1 "sample (the id order was fixed: line 32: token ids are compared by order" "" -- verify programs/listing4_log.rasp --D 2 --M 4 --exhaustive --quiet
 expect exhaustive_json_proof 0 '"proof":true,"order":"invariant"' "" -- verify programs/listing2_backward_targets.rasp --D 2 --M 3 --exhaustive --json
-expect exhaustive_json_sample 0 '"proof":false,"order":"line 29: where mixes token ids' "" -- verify programs/listing1_back_target.rasp --D 2 --M 3 --exhaustive --json
+expect exhaustive_json_sample 0 '"proof":false,"order":"line 35: where mixes token ids' "" -- verify programs/listing1_back_target.rasp --D 2 --M 3 --exhaustive --json
 # --vocab-order shuffled: each graph also judged under its own random ids
 expect shuffled_catches_listing4 0 "listing4_log *2 *9 .*fail\* .*/60 CHANGED" "" -- verify programs/listing4_log.rasp --D 2 --M 9 $g --vocab-order shuffled --quiet
 expect shuffled_same_fixed 0 "60/60  ok .*60/60 same" "" -- verify programs/listing4_log_fixed.rasp --D 2 --M 9 $g --vocab-order shuffled
