@@ -19,7 +19,9 @@
 ** of them.
 **
 ** The proof is an abstract interpretation over the nodes (in creation
-** order, which is topological).  Every value node gets flags:
+** order, which is topological).  Every value node gets flags per position
+** (so a register such as Listing 1's position 0 can hold a position at one
+** step and a token at the next), selectors get them per node:
 **   INV   invariant: the same values under every pi;
 **   EQV   equivariant: under pi the values are pi(values) (ids map to ids,
 **         everything else -- other numbers, rationals, symbols -- stays);
@@ -38,8 +40,11 @@
 ** EQV value with a constant outside 1..K (is_true(x) is x > 0) is INV,
 ** because every id lies on the same side of it; not/and/or and where's
 ** condition only read truth, which pi keeps; where keeps what both branches
-** have; tok_map, seq_map and custom predicates may do anything and are
-** neither.  An aggregate needs an INV selector; with INV values it is INV;
+** have at a position, or only the branch taken when its condition does not
+** depend on the input (x[i] = v); tok_map, seq_map and custom predicates
+** may do anything and are neither.  A position that lost its flags is
+** harmless until it reaches the output; the reason printed is the node
+** where it was lost.  An aggregate needs an INV selector; with INV values it is INV;
 ** with EQV values it passes one value through, EQV, when the selector is
 ** ONE -- and otherwise only if no query selects two different values (a
 ** mean of two ids is not an id).  That last condition is not decided on the

@@ -14,6 +14,12 @@
 ** sorted towards arm-by-arm order one adjacent swap at a time while the
 ** input keeps failing, so what is printed is as small and as regular as
 ** the failure allows.
+**
+** Vocabulary order.  A trace numbers the vocabulary as the file declares
+** (task['symbols_first']), at random per graph (--vocab-order shuffled), or
+** in one of two fixed reorderings that the order analysis (rorder.h)
+** retraces under; the generator's token ids reach the program through
+** tr->tok_map, so the graphs are the same whatever the numbering.
 */
 #include "rverify.h"
 
