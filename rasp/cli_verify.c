@@ -409,7 +409,8 @@ int rasp_cli_verify(int argc, char **argv) {
             else if (!tr.order.invariant) json_text(tr.order.why.msg, tr.order.why.pos.src ? tr.order.why.pos.line : 0);
             else if (res.mixed) printf("an aggregate averaged different ids on %llu inputs", (unsigned long long)res.mixed);
             else printf("not analysed");
-            printf("\"");
+            printf("\",\"watched_aggregates\":%d,\"inputs_averaging_ids\":%llu",
+                   tr.order.invariant ? tr.order.nmixing : 0, (unsigned long long)res.mixed);
           }
           if (shuffled)
             printf(",\"vocab_order\":\"shuffled\",\"shuffled_passed\":%llu,\"verdicts_changed\":%llu",

@@ -84,6 +84,8 @@ expect exhaustive_proof 0 "proof (the program is order-invariant)" "" -- verify 
 expect exhaustive_sample 1 "sample (the id order was fixed: line 32: token ids are compared by order" "" -- verify programs/listing4_log.rasp --D 2 --M 4 --exhaustive --quiet
 expect exhaustive_json_proof 0 '"proof":true,"order":"invariant"' "" -- verify programs/listing2_backward_targets.rasp --D 2 --M 3 --exhaustive --json
 expect exhaustive_json_sample 0 '"proof":false,"order":"line 35: where mixes token ids' "" -- verify programs/listing1_back_target.rasp --D 2 --M 3 --exhaustive --json
+expect exhaustive_watches_averages 0 "sample (the id order was fixed: an aggregate averaged different ids on 48 inputs)" "" -- verify tests/verify/averages_ids.rasp --D 2 --M 3 --exhaustive
+expect exhaustive_json_watched 0 '"watched_aggregates":1,"inputs_averaging_ids":0' "" -- verify programs/listing2_backward_targets.rasp --D 2 --M 3 --exhaustive --json
 # --vocab-order shuffled: each graph also judged under its own random ids
 expect shuffled_catches_listing4 0 "listing4_log *2 *9 .*fail\* .*/60 CHANGED" "" -- verify programs/listing4_log.rasp --D 2 --M 9 $g --vocab-order shuffled --quiet
 expect shuffled_same_fixed 0 "60/60  ok .*60/60 same" "" -- verify programs/listing4_log_fixed.rasp --D 2 --M 9 $g --vocab-order shuffled
