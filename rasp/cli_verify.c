@@ -243,7 +243,7 @@ static void list_text(const int *v, int n, char *buf, size_t size) {
 
 /* The failing cells of a sweep, grouped by M: "M=9,15,17" when every D
 ** fails there, "M=9[D=2,3]" otherwise. */
-static void failing_text(const vcell *c, int nc, const int *Ds, int nD, int shuffled, char *buf,
+static void failing_text(const vcell *c, int nc, int nD, int shuffled, char *buf,
                          size_t size) {
   size_t used = 0;
   buf[0] = '\0';
@@ -272,7 +272,6 @@ static void failing_text(const vcell *c, int nc, const int *Ds, int nD, int shuf
       used += (size_t)snprintf(buf + used, size - used, "%sM=%d[D=%s]", m ? " " : "", ms[m], l);
     }
   }
-  (void)Ds;
   raspM_free(ms);
 }
 
@@ -476,9 +475,9 @@ int rasp_cli_verify(int argc, char **argv) {
       list_text(Ms, nM, mtext, sizeof mtext);
       if (lay_lo == lay_hi) snprintf(lay, sizeof lay, "%d", lay_lo);
       else snprintf(lay, sizeof lay, "%d-%d", lay_lo, lay_hi);
-      failing_text(cells, ncells, o.Ds, o.nD, 0, fails, sizeof fails);
+      failing_text(cells, ncells, o.nD, 0, fails, sizeof fails);
       if (shuffled) {
-        failing_text(cells, ncells, o.Ds, o.nD, 1, chg, sizeof chg);
+        failing_text(cells, ncells, o.nD, 1, chg, sizeof chg);
         size_t l = strlen(fails);
         snprintf(fails + l, sizeof fails - l, "%sids: %s", l ? "; " : "", chg[0] ? chg : "same");
       }
