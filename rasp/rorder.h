@@ -51,6 +51,14 @@
 ** IR: such aggregates are listed, and the exhaustive verifier checks them
 ** on every input it enumerates (raspO_mixes), which covers every relabelled
 ** input too, since pi keeps values distinct.  The output must be EQV.
+**
+** Limits.  What the program computes from ids while tracing (loops, ifs,
+** constants) is compared under the two probe numberings only: a rotation
+** and a reversal of the declared ids.  A trace-time computation that is
+** not equivariant but happens to agree under both (it would have to be
+** symmetric under that dihedral group) would be misjudged; tracking where
+** each constant came from inside the interpreter would close that gap.
+** Everything after tracing -- the IR -- is judged for every permutation.
 */
 #ifndef RASP_RORDER_H
 #define RASP_RORDER_H
