@@ -158,6 +158,12 @@ static int compile_cmd(int argc, char **argv, rasp_access *access) {
   }
   if (pathstar) {
     if (!raspK_trace(&prog, (int)D, (int)M, (int)V, &tr, &err)) goto fail;
+    if (tr.tok_map) { /* the model would read the generator's ids as its own */
+      fprintf(stderr, "rasp compile: %s declares task['symbols_first'], which renumbers the "
+                      "task's tokens; compiling needs them at ids 1..|V|+7\n", file);
+      status = 1;
+      goto out;
+    }
     ctx = tr.ctx;
     nids = raspT_vocab_size(&tr.opts) - 1; /* 1 .. V+7 */
     if (encoder && encoder_layout(&tr, (uint64_t)seed, &mask, &ans, &alen) != 0) {

@@ -61,8 +61,8 @@ typedef struct vopts {
   int *Ds, nD, *Ms, nM;
   long V, graphs, jobs, cap;
   unsigned long long seed;
-  int json, exhaustive, quiet, no_shrink, strict, interpret_check;
-  const char *stdlib, *out_file, *format;
+  int json, exhaustive, quiet, no_shrink, strict, interpret_check, sweep, verbose;
+  const char *stdlib, *out_file, *format, *vocab_order;
   char **programs;
   int nprograms;
   rasp_access access;
@@ -76,8 +76,17 @@ static void verify_usage(FILE *out) {
         "  --graphs N      random graphs per (D, M) (default 1000)\n"
         "  --seed S        generator seed (default 1)\n"
         "  --jobs K        threads (default: the number of cores)\n"
+        "  --sweep         M = 3 .. task['sweep_M'] (default 10) per program unless\n"
+        "                  --M is given; one compact row per program naming the\n"
+        "                  failing (D, M) cells (-v or --json: every cell)\n"
+        "  -v, --verbose   with --sweep, one row per (D, M) as without it\n"
         "  --exhaustive    every edge order and target of one graph instead of\n"
-        "                  random graphs (a proof for those sizes)\n"
+        "                  random graphs: a proof for those sizes when the program\n"
+        "                  is proven not to see the order of the ids (rorder.h),\n"
+        "                  else a sample, and the output says which\n"
+        "  --vocab-order shuffled  also judge each graph with the vocabulary's ids\n"
+        "                  (specials included) in a random order of its own, and\n"
+        "                  report the graphs whose verdict changed (default: fixed)\n"
         "  --cap N         most inputs --exhaustive may enumerate (default 2000000)\n"
         "  --json          one JSON object per line instead of the table\n"
         "  --no-shrink     print the first failing input without shrinking it\n"
@@ -88,15 +97,16 @@ static void verify_usage(FILE *out) {
         out);
   fputs(raspC_access_help, out);
   fputs("Results: ok; FAIL; fail* (a listing declared task['expect'] = 'fail', failing\n"
-        "as expected); PASS! (declared to fail but passed); ERROR (an error while running);\n"
-        "LEAK (declared task['causal'] = True, but an output changed when only later tokens did).\n"
+        "as expected); PASS! (declared to fail but passed every cell of the run); ERROR\n"
+        "(an error while running); LEAK (declared task['causal'] = True, but an output\n"
+        "changed when only later tokens did).\n"
         "Exit status: 0 when every outcome is as expected, 1 otherwise, 2 on bad usage.\n",
         out);
 }
 
 static int is_value_option(const char *a) {
   static const char *opts[] = {"--D", "--M", "--V", "--graphs", "--jobs", "--cap",
-                               "--seed", "--stdlib", "-o", "--format", NULL};
+                               "--seed", "--stdlib", "-o", "--format", "--vocab-order", NULL};
   for (int i = 0; opts[i]; i++)
     if (strcmp(a, opts[i]) == 0) return 1;
   return 0;
@@ -119,6 +129,8 @@ static int common_opts(const char *cmd, int argc, char **argv, vopts *o, void (*
     else if (strcmp(a, "--no-shrink") == 0) { o->no_shrink = 1; takes = 0; }
     else if (strcmp(a, "--strict") == 0) { o->strict = 1; takes = 0; }
     else if (strcmp(a, "--interpret-check") == 0) { o->interpret_check = 1; takes = 0; }
+    else if (strcmp(a, "--sweep") == 0) { o->sweep = 1; takes = 0; }
+    else if (strcmp(a, "-v") == 0 || strcmp(a, "--verbose") == 0) { o->verbose = 1; takes = 0; }
     else if (a[0] == '-' && a[1] && !val && is_value_option(a)) {
       fprintf(stderr, "rasp %s: %s needs a value\n", cmd, a);
       return 0;
@@ -135,6 +147,7 @@ static int common_opts(const char *cmd, int argc, char **argv, vopts *o, void (*
     } else if (strcmp(a, "--stdlib") == 0) o->stdlib = val;
     else if (strcmp(a, "-o") == 0) o->out_file = val;
     else if (strcmp(a, "--format") == 0) o->format = val;
+    else if (strcmp(a, "--vocab-order") == 0) o->vocab_order = val;
     else if (a[0] == '-' && a[1]) {
       fprintf(stderr, "rasp %s: unknown option '%s'\n", cmd, a);
       return 0;
@@ -198,11 +211,77 @@ static void show_progress(void *user, uint64_t done, uint64_t total) {
   fflush(stderr);
 }
 
+/* A message inside a JSON string: quotes, backslashes and controls escaped. */
+static void json_text(const char *msg, int line) {
+  if (line) printf("line %d: ", line);
+  for (const char *p = msg; *p; p++) {
+    if (*p == '"' || *p == '\\') printf("\\%c", *p);
+    else if ((unsigned char)*p < 0x20) printf("\\u%04x", (unsigned char)*p);
+    else putchar(*p);
+  }
+}
+
 static void heads_text(const rasp_layers *L, char *buf, size_t size) {
   size_t used = 0;
   buf[0] = '\0';
   for (int l = 0; l < L->nlayers && used + 8 < size; l++)
     used += (size_t)snprintf(buf + used, size - used, "%s%d", l ? " " : "", L->heads[l]);
+}
+
+/* One (D, M) cell of a program's run. */
+typedef struct vcell {
+  int D, M, ok, pass, layers;
+  uint64_t passed, total;
+  int shuffled;              /* the shuffled-ids run happened: */
+  uint64_t spassed, changed; /*   its passes, graphs whose verdict changed */
+} vcell;
+
+/* "2-5" or "2,3,5" for a sorted list of ints */
+static void list_text(const int *v, int n, char *buf, size_t size) {
+  size_t used = 0;
+  buf[0] = '\0';
+  for (int i = 0; i < n && used + 16 < size;) {
+    int j = i;
+    while (j + 1 < n && v[j + 1] == v[j] + 1) j++;
+    if (j >= i + 2) used += (size_t)snprintf(buf + used, size - used, "%s%d-%d", i ? "," : "", v[i], v[j]);
+    else
+      for (int k = i; k <= j; k++) used += (size_t)snprintf(buf + used, size - used, "%s%d", k ? "," : "", v[k]);
+    i = j + 1;
+  }
+}
+
+/* The failing cells of a sweep, grouped by M: "M=9,15,17" when every D
+** fails there, "M=9[D=2,3]" otherwise. */
+static void failing_text(const vcell *c, int nc, int nD, int shuffled, char *buf,
+                         size_t size) {
+  size_t used = 0;
+  buf[0] = '\0';
+  int *ms = raspM_alloc(sizeof(int) * (size_t)(nc + 1)), nm = 0;
+  for (int i = 0; i < nc; i++) {
+    int bad = shuffled ? c[i].changed > 0 : !c[i].pass;
+    if (bad && (nm == 0 || ms[nm - 1] != c[i].M)) ms[nm++] = c[i].M;
+  }
+  int all_D = 1;
+  for (int m = 0; m < nm && all_D; m++) {
+    int cnt = 0;
+    for (int i = 0; i < nc; i++) cnt += c[i].M == ms[m] && (shuffled ? c[i].changed > 0 : !c[i].pass);
+    all_D = cnt == nD;
+  }
+  if (nm && all_D) {
+    char l[512];
+    list_text(ms, nm, l, sizeof l);
+    snprintf(buf, size, "M=%s", l);
+  } else {
+    for (int m = 0; m < nm && used + 32 < size; m++) {
+      int ds[64], nd = 0;
+      for (int i = 0; i < nc && nd < 64; i++)
+        if (c[i].M == ms[m] && (shuffled ? c[i].changed > 0 : !c[i].pass)) ds[nd++] = c[i].D;
+      char l[256];
+      list_text(ds, nd, l, sizeof l);
+      used += (size_t)snprintf(buf + used, size - used, "%sM=%d[D=%s]", m ? " " : "", ms[m], l);
+    }
+  }
+  raspM_free(ms);
 }
 
 int rasp_cli_verify(int argc, char **argv) {
@@ -213,12 +292,34 @@ int rasp_cli_verify(int argc, char **argv) {
     free_vopts(&o);
     return 2;
   }
+  if (o.vocab_order && strcmp(o.vocab_order, "fixed") != 0 && strcmp(o.vocab_order, "shuffled") != 0) {
+    fprintf(stderr, "rasp verify: --vocab-order: expected fixed or shuffled, got '%s'\n", o.vocab_order);
+    free_vopts(&o);
+    return 2;
+  }
+  int shuffled = o.vocab_order && strcmp(o.vocab_order, "shuffled") == 0;
+  if (shuffled && o.exhaustive) {
+    fprintf(stderr, "rasp verify: --vocab-order shuffled draws random graphs; it does not combine "
+                    "with --exhaustive\n");
+    free_vopts(&o);
+    return 2;
+  }
+  if (o.sweep && o.exhaustive) {
+    fprintf(stderr, "rasp verify: --sweep does not combine with --exhaustive\n");
+    free_vopts(&o);
+    return 2;
+  }
+  int given_M = o.nM > 0;
   if (!o.nD) parse_range("verify", "--D", "2..5", 1, 100, &o.Ds, &o.nD);
   if (!o.nM) parse_range("verify", "--M", "5", 2, 100, &o.Ms, &o.nM);
+  int compact = o.sweep && !o.verbose && !o.json;
   int status = 0;
-  if (!o.json)
+  if (compact)
+    printf("%-28s %5s %6s %6s %9s  %-6s %5s  %s\n", "program", "D", "M", "cells", "graphs", "result",
+           "lay", shuffled ? "failing (D, M) cells; ids: verdicts changed by shuffled ids" : "failing (D, M) cells");
+  else if (!o.json)
     printf("%-34s %3s %3s %15s  %-6s %4s %4s %4s  %s\n", "program", "D", "M", "passed/total",
-           "result", "lay", "attn", "mlp", "heads per layer");
+           "result", "lay", "attn", "mlp", shuffled ? "shuffled ids  heads per layer" : "heads per layer");
   for (int p = 0; p < o.nprograms; p++) {
     rasp_program prog;
     rasp_error err = {0};
@@ -229,11 +330,26 @@ int rasp_cli_verify(int argc, char **argv) {
       if (!err.pos.src) status = 2;
       continue;
     }
-    int shown_counterexample = 0;
+    int shown_counterexample = 0, cx_D = 0, cx_M = 0;
+    int64_t cx_index = -1;
     prog.interpret_check = o.interpret_check;
-    for (int mi = 0; mi < o.nM; mi++)
+    /* a sweep checks M = 3 (or the program's min_M) .. its task['sweep_M']
+       (default 10) unless --M says otherwise */
+    int *Ms = o.Ms, nM = o.nM, own_Ms = 0;
+    if (o.sweep && !given_M) {
+      int lo = prog.min_M > 3 ? prog.min_M : 3, hi = prog.sweep_M ? prog.sweep_M : 10;
+      if (hi < lo) hi = lo;
+      Ms = raspM_alloc(sizeof(int) * (size_t)(hi - lo + 1));
+      nM = 0;
+      for (int m = lo; m <= hi; m++) Ms[nM++] = m;
+      own_Ms = 1;
+    }
+    vcell *cells = raspM_alloc(sizeof(vcell) * (size_t)(nM * o.nD));
+    int ncells = 0, any_fail = 0, any_error = 0, any_leak = 0, lay_lo = 1 << 30, lay_hi = 0;
+    uint64_t graphs_done = 0;
+    for (int mi = 0; mi < nM; mi++)
       for (int di = 0; di < o.nD; di++) {
-        int D = o.Ds[di], M = o.Ms[mi];
+        int D = o.Ds[di], M = Ms[mi];
         rasp_ptrace tr;
         err.set = 0;
         double t0 = now();
@@ -241,23 +357,46 @@ int rasp_cli_verify(int argc, char **argv) {
           fprintf(stderr, "rasp verify: %s at D=%d, M=%d:\n", prog.name, D, M);
           raspR_print(&err, stderr);
           status = 1;
+          any_error = 1;
           continue;
         }
-        rasp_vresult res;
+        rasp_vresult res, sres;
+        memset(&sres, 0, sizeof sres);
         progress_state ps = {prog.name, D, M, t0, 0, 0};
+        if (o.exhaustive) raspK_order(&prog, &tr);
         int ok = o.exhaustive ? raspK_verify_exhaustive(&tr, (uint64_t)o.cap, &res, &err)
                               : raspK_verify_random_progress(&tr, (uint64_t)o.graphs, o.seed,
                                                              (int)o.jobs, &res, show_progress, &ps);
         if (ps.shown && isatty(2)) fputc('\n', stderr);
         if (!ok && !o.exhaustive) err = res.error;
+        if (ok && shuffled) {
+          ok = raspK_verify_shuffled(&prog, &tr, (uint64_t)o.graphs, o.seed, (int)o.jobs, &sres);
+          if (!ok) err = sres.error;
+        }
         double secs = now() - t0;
         int pass = ok && res.passed == res.total;
-        /* a listing known to be wrong is expected to fail somewhere; only
-        ** an unexpected outcome (or --strict) makes the exit status 1 */
-        int expected = prog.expect_fail && !o.strict ? ok && !pass : pass;
+        int proof = o.exhaustive && ok && tr.order.invariant && res.mixed == 0;
+        if (!ok) any_error = 1;
         int leak = ok && res.leaks > 0; /* declared causal, yet reads ahead */
-        if (leak) expected = 0;
-        if (!expected) status = 1;
+        if (leak) any_leak = 1;
+        if (ok && !pass) any_fail = 1;
+        /* a listing known to be wrong is expected to fail somewhere in the
+        ** run (judged after its last cell); anything else must pass */
+        if (!ok || leak || (!pass && (!prog.expect_fail || o.strict))) status = 1;
+        vcell *c = &cells[ncells++];
+        c->D = D;
+        c->M = M;
+        c->ok = ok;
+        c->pass = pass;
+        c->passed = res.passed;
+        c->total = res.total;
+        c->layers = tr.layers.nlayers;
+        c->shuffled = shuffled && ok;
+        c->spassed = sres.passed;
+        c->changed = sres.changed;
+        graphs_done += res.total;
+        if (tr.layers.nlayers < lay_lo) lay_lo = tr.layers.nlayers;
+        if (tr.layers.nlayers > lay_hi) lay_hi = tr.layers.nlayers;
         char heads[512];
         heads_text(&tr.layers, heads, sizeof heads);
         if (o.json) {
@@ -272,37 +411,68 @@ int rasp_cli_verify(int argc, char **argv) {
           for (int l = 0; l < tr.layers.nlayers; l++) printf("%s%d", l ? "," : "", tr.layers.heads[l]);
           char how[512];
           if (tr.staged) raspS_describe(tr.staged, how, sizeof how);
-          printf("],\"check\":\"%s: %s\",", tr.staged ? "staged" : "interpreted",
+          printf("],\"check\":\"%s: %s\"",
+                 tr.staged ? "staged" : "interpreted",
                  tr.staged ? how : tr.unstaged ? tr.unstaged : "no check function");
           if (tr.probe_causal)
-            printf("\"causal_probes\":%llu,\"causal_leaks\":%llu,", (unsigned long long)res.probes,
+            printf(",\"causal_probes\":%llu,\"causal_leaks\":%llu", (unsigned long long)res.probes,
                    (unsigned long long)res.leaks);
-          printf("\"seconds\":%.3f}\n", secs);
-        } else {
-          char frac[64];
+          if (o.exhaustive) {
+            printf(",\"proof\":%s,\"order\":\"", proof ? "true" : "false");
+            if (proof) printf("invariant");
+            else if (!tr.order.invariant) json_text(tr.order.why.msg, tr.order.why.pos.src ? tr.order.why.pos.line : 0);
+            else if (res.mixed) printf("an aggregate averaged different ids on %llu inputs", (unsigned long long)res.mixed);
+            else printf("not analysed");
+            printf("\",\"watched_aggregates\":%d,\"inputs_averaging_ids\":%llu",
+                   tr.order.invariant ? tr.order.nmixing : 0, (unsigned long long)res.mixed);
+          }
+          if (shuffled)
+            printf(",\"vocab_order\":\"shuffled\",\"shuffled_passed\":%llu,\"verdicts_changed\":%llu",
+                   (unsigned long long)sres.passed, (unsigned long long)sres.changed);
+          printf(",\"seconds\":%.3f}\n", secs);
+        } else if (!compact) {
+          char frac[64], sh[64] = "";
           snprintf(frac, sizeof frac, "%llu/%llu", (unsigned long long)res.passed,
                    (unsigned long long)res.total);
-          printf("%-34s %3d %3d %15s  %-6s %4d %4d %4d  %s\n", prog.name, D, M, frac,
-                 !ok ? "ERROR" : leak ? "LEAK" : pass ? (prog.expect_fail ? "PASS!" : "ok")
-                                      : (prog.expect_fail ? "fail*" : "FAIL"),
+          if (shuffled)
+            snprintf(sh, sizeof sh, "%llu/%llu %s  ", (unsigned long long)sres.passed,
+                     (unsigned long long)res.total, sres.changed ? "CHANGED" : "same");
+          printf("%-34s %3d %3d %15s  %-6s %4d %4d %4d  %s%s\n", prog.name, D, M, frac,
+                 !ok ? "ERROR" : leak ? "LEAK" : pass ? "ok" : (prog.expect_fail ? "fail*" : "FAIL"),
                  tr.layers.nlayers, tr.layers.attn_layers,
-                 tr.layers.mlp_layers, heads);
-          if (o.exhaustive && ok)
-            printf("%-34s %3s %3s exhaustive: all %llu inputs (every %s order x every target)\n", "",
+                 tr.layers.mlp_layers, sh, heads);
+          if (o.exhaustive && ok) {
+            printf("%-34s %3s %3s exhaustive: all %llu inputs (every %s order x every target): ", "",
                    "", "", (unsigned long long)res.total,
                    tr.opts.order == RASP_ORDER_ARM ? "arm" : "edge");
+            if (proof) printf("proof (the program is order-invariant)\n");
+            else {
+              printf("sample (the id order was fixed: ");
+              if (!tr.order.invariant) {
+                if (tr.order.why.pos.src) printf("line %d: ", tr.order.why.pos.line);
+                printf("%s)\n", tr.order.why.msg);
+              } else
+                printf("an aggregate averaged different ids on %llu inputs)\n", (unsigned long long)res.mixed);
+            }
+          }
         }
         fflush(stdout);
         if (!ok) {
           raspR_print(&err, stderr);
         }
         if (leak && !o.json) raspK_print_leak(&tr, o.seed, &res, stdout);
-        if (!pass && !o.quiet && !o.json) {
-          /* one shrunk counterexample per program is enough to read */
+        if (!pass && ok && !o.quiet && !o.json) {
+          /* one shrunk counterexample per program is enough to read; in
+             the compact table it follows the program's row */
           if (o.exhaustive || o.no_shrink || res.first_fail < 0 || shown_counterexample) {
-            if (res.first_fail >= 0 && !o.exhaustive)
+            if (res.first_fail >= 0 && !o.exhaustive && !compact)
               fprintf(stdout, "  first failing graph: index %lld of seed %llu\n",
                       (long long)res.first_fail, o.seed);
+          } else if (compact) {
+            cx_D = D;
+            cx_M = M;
+            cx_index = res.first_fail;
+            shown_counterexample = 1;
           } else {
             raspK_counterexample(&prog, D, M, (int)o.V, o.seed, (uint64_t)res.first_fail, stdout);
             shown_counterexample = 1;
@@ -311,6 +481,35 @@ int rasp_cli_verify(int argc, char **argv) {
         if (secs > 2 && !o.json) fprintf(stderr, "  (%s D=%d M=%d took %.1f s)\n", prog.name, D, M, secs);
         raspK_trace_free(&tr);
       }
+    int unexpected_pass = prog.expect_fail && !o.strict && !any_fail && !any_error && ncells > 0;
+    if (unexpected_pass) status = 1;
+    if (compact && ncells) {
+      char dtext[64], mtext[64], lay[32], fails[1024], chg[1024] = "";
+      int ds[64], nd = 0;
+      for (int i = 0; i < o.nD && nd < 64; i++) ds[nd++] = o.Ds[i];
+      list_text(ds, nd, dtext, sizeof dtext);
+      list_text(Ms, nM, mtext, sizeof mtext);
+      if (lay_lo == lay_hi) snprintf(lay, sizeof lay, "%d", lay_lo);
+      else snprintf(lay, sizeof lay, "%d-%d", lay_lo, lay_hi);
+      failing_text(cells, ncells, o.nD, 0, fails, sizeof fails);
+      if (shuffled) {
+        failing_text(cells, ncells, o.nD, 1, chg, sizeof chg);
+        size_t l = strlen(fails);
+        snprintf(fails + l, sizeof fails - l, "%sids: %s", l ? "; " : "", chg[0] ? chg : "same");
+      }
+      printf("%-28s %5s %6s %6d %9llu  %-6s %5s  %s\n", prog.name, dtext, mtext, ncells,
+             (unsigned long long)graphs_done,
+             any_error ? "ERROR" : any_leak ? "LEAK" : unexpected_pass ? "PASS!" : !any_fail ? "ok"
+             : prog.expect_fail ? "fail*" : "FAIL",
+             lay, fails[0] ? fails : "-");
+      fflush(stdout);
+      if (cx_index >= 0)
+        raspK_counterexample(&prog, cx_D, cx_M, (int)o.V, o.seed, (uint64_t)cx_index, stdout);
+    } else if (unexpected_pass && !o.json) {
+      printf("%-34s PASS! (declared task['expect'] = 'fail', but passed every cell)\n", prog.name);
+    }
+    raspM_free(cells);
+    if (own_Ms) raspM_free(Ms);
     raspK_program_free(&prog);
   }
   free_vopts(&o);

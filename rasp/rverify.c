@@ -14,6 +14,12 @@
 ** sorted towards arm-by-arm order one adjacent swap at a time while the
 ** input keeps failing, so what is printed is as small and as regular as
 ** the failure allows.
+**
+** Vocabulary order.  A trace numbers the vocabulary as the file declares
+** (task['symbols_first']), at random per graph (--vocab-order shuffled), or
+** in one of two fixed reorderings that the order analysis (rorder.h)
+** retraces under; the generator's token ids reach the program through
+** tr->tok_map, so the graphs are the same whatever the numbering.
 */
 #include "rverify.h"
 
@@ -67,14 +73,15 @@ static int setting_bool(const char *path, const char *key, const char *text, int
 
 #define KNOWN_KEYS                                                               \
   "order, q, markers, st_names, bos, eos, answer, symbols, min_M, min_D, check, entry, " \
-  "causal, expect"
+  "causal, expect, symbols_first, sweep_M"
 
 typedef struct unknown_key { char *key; } unknown_key;
 
 static void note_unknown_key(void *user, const char *key) {
   static const char *known[] = {"order", "q", "markers", "st_names", "bos", "eos",
                                 "answer", "symbols", "min_M", "min_D", "check",
-                                "entry", "causal", "expect", NULL};
+                                "entry", "causal", "expect", "symbols_first", "sweep_M",
+                                NULL};
   unknown_key *uk = user;
   if (uk->key) return;
   for (int i = 0; known[i]; i++)
@@ -131,14 +138,15 @@ static int read_settings(rasp_ctx *ctx, rasp_program *prog, rasp_error *err) {
     o->answer = (rasp_answer)k;
   }
   struct { const char *key; int *dst; } bools[] = {
-      {"st_names", &o->st_names}, {"bos", &o->bos}, {"eos", &o->eos}, {"causal", &prog->causal}};
+      {"st_names", &o->st_names}, {"bos", &o->bos}, {"eos", &o->eos}, {"causal", &prog->causal},
+      {"symbols_first", &prog->symbols_first}};
   for (size_t i = 0; i < sizeof bools / sizeof bools[0]; i++) {
     if ((r = rasp_get_setting(ctx, "task", bools[i].key, buf, sizeof buf, err)) < 0) return 0;
     if (r && !setting_bool(path, bools[i].key, buf, bools[i].dst, err)) return 0;
   }
   struct { const char *key; int *dst; int lo, hi; } ints[] = {
       {"markers", &o->markers, 1, 2}, {"min_M", &prog->min_M, 2, 1000000},
-      {"min_D", &prog->min_D, 1, 1000000}};
+      {"min_D", &prog->min_D, 1, 1000000}, {"sweep_M", &prog->sweep_M, 2, 1000}};
   for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++) {
     if ((r = rasp_get_setting(ctx, "task", ints[i].key, buf, sizeof buf, err)) < 0) return 0;
     if (!r) continue;
@@ -166,9 +174,43 @@ static int read_settings(rasp_ctx *ctx, rasp_program *prog, rasp_error *err) {
   return 1;
 }
 
-/* Builds a context for (D, M, V): vocabulary, globals, stdlib, the file. */
+/* How a context numbers its vocabulary: as the file declares, in a random
+** order (--vocab-order shuffled), or one of the two fixed reorderings of
+** the declared ids that the order analysis retraces under (rorder.h). */
+enum { IDS_DECLARED, IDS_SHUFFLED, IDS_PROBE_ROTATE, IDS_PROBE_REVERSE };
+
+/* The id that the declared numbering's id v gets in a probe (1..K). */
+static int64_t probe_id(int kind, int64_t v, int64_t K) {
+  return kind == IDS_PROBE_ROTATE ? v % K + 1 : K + 1 - v;
+}
+
+/* ids[c] = the program's id of canonical symbol c (task tokens 1..nv are
+** c = 0..nv-1, then the extra symbols). */
+static void number_ids(const rasp_program *prog, int nv, int K, int kind, uint64_t seed,
+                       uint64_t index, int64_t *ids) {
+  for (int c = 0; c < K; c++)
+    ids[c] = prog->symbols_first ? (c < nv ? c + 1 + (K - nv) : c - nv + 1) : c + 1;
+  if (kind == IDS_PROBE_ROTATE || kind == IDS_PROBE_REVERSE)
+    for (int c = 0; c < K; c++) ids[c] = probe_id(kind, ids[c], K);
+  if (kind == IDS_SHUFFLED) { /* Fisher-Yates on its own stream of the seed */
+    rasp_rng rng;
+    raspT_rng_seed(&rng, seed ^ 0x766f636162756c61ULL, index);
+    for (int c = K - 1; c > 0; c--) {
+      int r = (int)raspT_rng_below(&rng, (uint64_t)c + 1);
+      int64_t t = ids[c];
+      ids[c] = ids[r];
+      ids[r] = t;
+    }
+  }
+}
+
+/* Builds a context for (D, M, V): vocabulary, globals, stdlib, the file.
+** tok_map (may be NULL) gets a malloc'd map from task token ids to the
+** program's ids, or NULL when they are the same. */
 static rasp_ctx *program_context(const rasp_program *prog, const rasp_task_opts *o, int n,
-                                 char ***extra, int *nextra, rasp_error *err) {
+                                 char ***extra, int *nextra, int kind, uint64_t seed,
+                                 uint64_t index, int64_t **tok_map, rasp_error *err) {
+  if (tok_map) *tok_map = NULL;
   rasp_ctx *ctx = rasp_ctx_new(n, NULL, err);
   if (!ctx) return NULL;
   if (!rasp_set_access(ctx, &prog->access, err)) {
@@ -176,27 +218,46 @@ static rasp_ctx *program_context(const rasp_program *prog, const rasp_task_opts 
     return NULL;
   }
   int nv = raspT_vocab_size(o) - 1; /* ids 1 .. V+7 */
-  char **syms = raspM_alloc(sizeof(char *) * (size_t)(nv + (extra ? *nextra : 0) + 1));
+  size_t cap = (size_t)(nv + (extra ? *nextra : 0) + 1);
+  char **canon = raspM_alloc(sizeof(char *) * cap), **syms = raspM_alloc(sizeof(char *) * cap);
   char buf[64];
   for (int id = 1; id <= nv; id++) {
     raspT_token_text(o, id, buf, sizeof buf);
-    syms[id - 1] = raspM_strdup(buf);
+    canon[id - 1] = raspM_strdup(buf);
   }
   int total = nv;
   if (extra)
     for (int i = 0; i < *nextra; i++) {
       int dup = 0;
-      for (int k = 0; k < total && !dup; k++) dup = strcmp(syms[k], (*extra)[i]) == 0;
-      if (!dup) syms[total++] = raspM_strdup((*extra)[i]);
+      for (int k = 0; k < total && !dup; k++) dup = strcmp(canon[k], (*extra)[i]) == 0;
+      if (!dup) canon[total++] = raspM_strdup((*extra)[i]);
     }
+  int64_t *ids = raspM_alloc(sizeof(int64_t) * cap);
+  number_ids(prog, nv, total, kind, seed, index, ids);
+  int same = 1;
+  for (int c = 0; c < total; c++) {
+    syms[ids[c] - 1] = canon[c];
+    if (ids[c] != c + 1) same = 0;
+  }
+  if (tok_map && !same) {
+    *tok_map = raspM_alloc(sizeof(int64_t) * (size_t)(nv + 1));
+    (*tok_map)[0] = 0;
+    for (int t = 1; t <= nv; t++) (*tok_map)[t] = ids[t - 1];
+  }
   int ok = rasp_set_vocab(ctx, (const char *const *)syms, total, err);
-  for (int i = 0; i < total; i++) raspM_free(syms[i]);
+  for (int i = 0; i < total; i++) raspM_free(canon[i]);
+  raspM_free(canon);
   raspM_free(syms);
+  raspM_free(ids);
   if (ok) {
     set_layout_globals(ctx, o, n);
     ok = rasp_load_stdlib(ctx, prog->stdlib, err) && rasp_exec_file(ctx, prog->path, err);
   }
   if (!ok) {
+    if (tok_map) {
+      raspM_free(*tok_map);
+      *tok_map = NULL;
+    }
     rasp_ctx_free(ctx);
     return NULL;
   }
@@ -225,7 +286,7 @@ int raspK_load_with(const char *path, const char *stdlib, const rasp_access *acc
   prog->base.M = M;
   prog->base.V = V;
   /* settings pass: the layout globals for the defaults, length 1 */
-  rasp_ctx *ctx = program_context(prog, &prog->base, 1, NULL, NULL, err);
+  rasp_ctx *ctx = program_context(prog, &prog->base, 1, NULL, NULL, IDS_DECLARED, 0, 0, NULL, err);
   if (!ctx) goto fail;
   int ok = read_settings(ctx, prog, err);
   rasp_ctx_free(ctx);
@@ -254,7 +315,22 @@ static int check_causal(rasp_ptrace *tr, rasp_error *err) {
   return ok;
 }
 
+static int trace_with(const rasp_program *prog, int D, int M, int V, int kind, uint64_t seed,
+                      uint64_t index, int analyse, rasp_ptrace *tr, rasp_error *err);
+
 int raspK_trace(const rasp_program *prog, int D, int M, int V, rasp_ptrace *tr, rasp_error *err) {
+  return trace_with(prog, D, M, V, IDS_DECLARED, 0, 0, 1, tr, err);
+}
+
+int raspK_trace_ids(const rasp_program *prog, int D, int M, int V, int shuffled, uint64_t seed,
+                    uint64_t index, rasp_ptrace *tr, rasp_error *err) {
+  return trace_with(prog, D, M, V, shuffled ? IDS_SHUFFLED : IDS_DECLARED, seed, index, 1, tr,
+                    err);
+}
+
+/* analyse = 0: no layers and no staging (a probe for the order analysis) */
+static int trace_with(const rasp_program *prog, int D, int M, int V, int kind, uint64_t seed,
+                      uint64_t index, int analyse, rasp_ptrace *tr, rasp_error *err) {
   memset(tr, 0, sizeof *tr);
   tr->opts = prog->base;
   tr->opts.D = D;
@@ -270,7 +346,8 @@ int raspK_trace(const rasp_program *prog, int D, int M, int V, rasp_ptrace *tr, 
   tr->n = raspT_length(&tr->opts);
   /* The extra symbols may depend on M: read them from a settings run at the
   ** right length, then build the real context with them. */
-  rasp_ctx *probe = program_context(prog, &tr->opts, tr->n, NULL, NULL, err);
+  rasp_ctx *probe = program_context(prog, &tr->opts, tr->n, NULL, NULL, IDS_DECLARED, 0, 0, NULL,
+                                    err);
   if (!probe) return 0;
   char buf[8192];
   int r = rasp_get_setting(probe, "task", "symbols", buf, sizeof buf, err);
@@ -286,7 +363,9 @@ int raspK_trace(const rasp_program *prog, int D, int M, int V, rasp_ptrace *tr, 
       extra[nextra++] = raspM_strdup(tok);
     }
   }
-  tr->ctx = program_context(prog, &tr->opts, tr->n, &extra, &nextra, err);
+  tr->ntask_ids = raspT_vocab_size(&tr->opts) - 1;
+  tr->ctx = program_context(prog, &tr->opts, tr->n, &extra, &nextra, kind, seed, index,
+                            &tr->tok_map, err);
   for (int i = 0; i < nextra; i++) raspM_free(extra[i]);
   raspM_free(extra);
   if (!tr->ctx) return 0;
@@ -301,7 +380,7 @@ int raspK_trace(const rasp_program *prog, int D, int M, int V, rasp_ptrace *tr, 
   tr->vocab_sym = raspM_alloc(sizeof(int64_t) * (size_t)(tr->nvocab + 1));
   for (int id = 1; id <= tr->nvocab; id++)
     tr->vocab_sym[id] = rasp_symbol(tr->ctx, rasp_vocab_symbol(tr->ctx, id));
-  raspL_analyse(ir, &tr->output, 1, &tr->layers);
+  if (analyse) raspL_analyse(ir, &tr->output, 1, &tr->layers);
   tr->unstaged = "--interpret-check";
   if (!prog->interpret_check) tr->staged = raspS_stage(tr->ctx, tr->check, tr->n, &tr->unstaged);
   tr->probe_causal = prog->causal;
@@ -314,11 +393,17 @@ int raspK_trace(const rasp_program *prog, int D, int M, int V, rasp_ptrace *tr, 
 
 void raspK_trace_free(rasp_ptrace *tr) {
   if (tr->layers.sublayer) raspL_free(&tr->layers);
+  if (tr->order_done) raspO_free(&tr->order);
+  raspM_free(tr->tok_map);
   raspS_free(tr->staged);
   rasp_ctx_free(tr->ctx);
   raspM_free(tr->vocab_sym);
   memset(tr, 0, sizeof *tr);
 }
+
+static int check_mapped(rasp_ptrace *tr, rasp_eval *ev, int B, const int64_t *tokens,
+                        const int64_t *lead, const int64_t *target, unsigned char *pass,
+                        rasp_error *err);
 
 static rasp_elem symbolic(const rasp_ptrace *tr, rasp_elem e) {
   if (e.den == 1 && e.num >= 1 && e.num <= tr->nvocab)
@@ -326,9 +411,33 @@ static rasp_elem symbolic(const rasp_ptrace *tr, rasp_elem e) {
   return e;
 }
 
-int raspK_check_batch(rasp_ptrace *tr, rasp_eval *ev, int B, const int64_t *tokens,
-                      const int64_t *lead, const int64_t *target, unsigned char *pass,
+/* Task token ids as the program numbers them (tr->tok_map); NULL when they
+** are the same.  Ids outside the task's vocabulary are left alone. */
+static int64_t *map_ids(const rasp_ptrace *tr, const int64_t *ids, size_t count) {
+  if (!tr->tok_map) return NULL;
+  int64_t *out = raspM_alloc(sizeof(int64_t) * (count ? count : 1));
+  for (size_t i = 0; i < count; i++)
+    out[i] = ids[i] >= 1 && ids[i] <= tr->ntask_ids ? tr->tok_map[ids[i]] : ids[i];
+  return out;
+}
+
+int raspK_check_batch(rasp_ptrace *tr, rasp_eval *ev, int B, const int64_t *tokens_in,
+                      const int64_t *lead_in, const int64_t *target_in, unsigned char *pass,
                       rasp_error *err) {
+  int64_t *mtok = map_ids(tr, tokens_in, (size_t)B * (size_t)tr->n);
+  int64_t *mlead = map_ids(tr, lead_in, (size_t)B), *mtarget = map_ids(tr, target_in, (size_t)B);
+  const int64_t *tokens = mtok ? mtok : tokens_in, *lead = mlead ? mlead : lead_in,
+                *target = mtarget ? mtarget : target_in;
+  int ok = check_mapped(tr, ev, B, tokens, lead, target, pass, err);
+  raspM_free(mtok);
+  raspM_free(mlead);
+  raspM_free(mtarget);
+  return ok;
+}
+
+static int check_mapped(rasp_ptrace *tr, rasp_eval *ev, int B, const int64_t *tokens,
+                        const int64_t *lead, const int64_t *target, unsigned char *pass,
+                        rasp_error *err) {
   if (!raspE_run(ev, B, tokens, err)) return 0;
   rasp_elem *out = NULL;
   int ok = 1;
@@ -378,6 +487,68 @@ static int sample_tokens(const rasp_ptrace *tr, uint64_t seed, uint64_t index, i
 int raspK_sample_tokens(const rasp_ptrace *tr, uint64_t seed, uint64_t index, int64_t *tokens,
                         int64_t *lead, int64_t *target, rasp_error *err) {
   return sample_tokens(tr, seed, index, tokens, lead, target, NULL, err);
+}
+
+/* ------------------------------------------------------- order analysis */
+
+int raspK_order(const rasp_program *prog, rasp_ptrace *tr) {
+  if (tr->order_done) raspO_free(&tr->order);
+  tr->order_done = 1;
+  memset(&tr->order, 0, sizeof tr->order);
+  rasp_ptrace probe[2];
+  int kinds[2] = {IDS_PROBE_ROTATE, IDS_PROBE_REVERSE};
+  int ok = 1;
+  rasp_error err = {0};
+  for (int p = 0; p < 2; p++) {
+    memset(&probe[p], 0, sizeof probe[p]);
+    if (ok && !trace_with(prog, tr->opts.D, tr->opts.M, tr->opts.V, kinds[p], 0, 0, 0, &probe[p],
+                          &err)) {
+      ok = 0;
+      raspR_setnopos(&tr->order.why,
+                     "the program fails to trace when the symbols get other ids: %s", err.msg);
+    }
+  }
+  if (ok) {
+    int64_t K = tr->nvocab;
+    int64_t *perm[2];
+    unsigned char *node_id = raspM_alloc((size_t)K + 1);
+    memset(node_id, 0, (size_t)K + 1);
+    for (int v = 1; v <= tr->opts.V; v++) node_id[tr->tok_map ? tr->tok_map[v] : v] = 1;
+    rasp_order_probe pr[2];
+    for (int p = 0; p < 2; p++) {
+      perm[p] = raspM_alloc(sizeof(int64_t) * (size_t)(K + 1));
+      perm[p][0] = 0;
+      for (int64_t v = 1; v <= K; v++) perm[p][v] = probe_id(kinds[p], v, K);
+      pr[p].ir = rasp_ctx_ir(probe[p].ctx);
+      pr[p].output = probe[p].output;
+      pr[p].perm = perm[p];
+    }
+    raspO_analyse(rasp_ctx_ir(tr->ctx), tr->output, K, node_id, pr, K > 1 ? 2 : 1, &tr->order);
+    /* check() sees symbols, but it could still read `d`: its staged form
+       must not change with the ids, and an interpreted one is not trusted */
+    if (tr->order.invariant) {
+      char a[2048], b[2048];
+      if (!tr->staged) {
+        tr->order.invariant = 0;
+        raspR_setnopos(&tr->order.why, "check() is interpreted (%s), so it is not analysed",
+                       tr->unstaged ? tr->unstaged : "not staged");
+      } else {
+        raspS_describe(tr->staged, a, sizeof a);
+        for (int p = 0; p < 2 && tr->order.invariant; p++) {
+          b[0] = '\0';
+          if (probe[p].staged) raspS_describe(probe[p].staged, b, sizeof b);
+          if (strcmp(a, b) != 0) {
+            tr->order.invariant = 0;
+            raspR_setnopos(&tr->order.why, "check() changes when the symbols get other ids");
+          }
+        }
+      }
+    }
+    for (int p = 0; p < 2; p++) raspM_free(perm[p]);
+    raspM_free(node_id);
+  }
+  for (int p = 0; p < 2; p++) raspK_trace_free(&probe[p]);
+  return 1;
 }
 
 /* ------------------------------------------------------ random, threaded */
@@ -462,7 +633,9 @@ static void probe_batch(vjob *job, rasp_eval *ev, uint64_t first, int P, const i
     ok = probe_input(tr, job->seed, first + (uint64_t)b, tokens + (size_t)b * n,
                      changed + (size_t)b * n, &q[b], scratch, &err);
   }
-  if (ok && raspE_run(ev, P, changed, &err)) {
+  /* the batch ran on the program's own ids (raspK_check_batch maps them) */
+  int64_t *mapped = ok ? map_ids(tr, changed, (size_t)n * (size_t)P) : NULL;
+  if (ok && raspE_run(ev, P, mapped ? mapped : changed, &err)) {
     job->probes += (uint64_t)P;
     for (int b = 0; b < P; b++)
       if (prefix_change(orig + (size_t)b * n, raspE_value(ev, tr->output, b), q[b]) >= 0) {
@@ -473,6 +646,7 @@ static void probe_batch(vjob *job, rasp_eval *ev, uint64_t first, int P, const i
         }
       }
   }
+  raspM_free(mapped);
   raspM_free(orig);
   raspM_free(changed);
 }
@@ -600,6 +774,98 @@ int raspK_verify_random_progress(rasp_ptrace *tr, uint64_t graphs, uint64_t seed
   return ok;
 }
 
+/* ------------------------------------------------------- shuffled ids */
+
+typedef struct sjob {
+  const rasp_program *prog;
+  rasp_ptrace *tr;
+  uint64_t begin, end, seed;
+  uint64_t passed, changed;
+  int64_t first_fail;
+  rasp_error err;
+  int failed_error;
+} sjob;
+
+/* Each graph gets its own vocabulary order, so its own trace: the cost is
+** one trace per graph, which is why this is a separate mode. */
+static void *shuffled_worker(void *arg) {
+  sjob *job = arg;
+  rasp_ptrace *base = job->tr;
+  int n = base->n;
+  int64_t *tokens = raspM_alloc(sizeof(int64_t) * (size_t)n);
+  rasp_eval *fixed = raspE_new(rasp_ctx_ir(base->ctx)); /* the same graph, ids as declared */
+  raspE_set_keep_intermediates(fixed, 0);
+  job->first_fail = -1;
+  for (uint64_t i = job->begin; i < job->end && !job->failed_error; i++) {
+    rasp_ptrace tr;
+    int64_t lead, target;
+    unsigned char pass = 0;
+    if (!trace_with(job->prog, base->opts.D, base->opts.M, base->opts.V, IDS_SHUFFLED, job->seed,
+                    i, 0, &tr, &job->err)) {
+      job->failed_error = 1;
+      break;
+    }
+    rasp_eval *ev = raspE_new(rasp_ctx_ir(tr.ctx));
+    raspE_set_keep_intermediates(ev, 0);
+    if (!sample_tokens(&tr, job->seed, i, tokens, &lead, &target, NULL, &job->err) ||
+        !raspK_check_batch(&tr, ev, 1, tokens, &lead, &target, &pass, &job->err)) {
+      job->failed_error = 1;
+      if (job->first_fail < 0) job->first_fail = (int64_t)i;
+    } else {
+      unsigned char was = 0;
+      if (!raspK_check_batch(base, fixed, 1, tokens, &lead, &target, &was, &job->err))
+        job->failed_error = 1;
+      if (pass != was) job->changed++;
+      if (pass) job->passed++;
+      else if (job->first_fail < 0) job->first_fail = (int64_t)i;
+    }
+    raspE_free(ev);
+    raspK_trace_free(&tr);
+  }
+  raspE_free(fixed);
+  raspM_free(tokens);
+  return NULL;
+}
+
+int raspK_verify_shuffled(const rasp_program *prog, rasp_ptrace *tr, uint64_t graphs,
+                          uint64_t seed, int jobs, rasp_vresult *res) {
+  memset(res, 0, sizeof *res);
+  res->first_fail = -1;
+  if (jobs < 1) jobs = 1;
+  if ((uint64_t)jobs > graphs) jobs = graphs ? (int)graphs : 1;
+  sjob *job = raspM_alloc(sizeof(sjob) * (size_t)jobs);
+  pthread_t *th = raspM_alloc(sizeof(pthread_t) * (size_t)jobs);
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setstacksize(&attr, 64u << 20); /* the interpreter recurses */
+  for (int j = 0; j < jobs; j++) {
+    memset(&job[j], 0, sizeof job[j]);
+    job[j].prog = prog;
+    job[j].tr = tr;
+    job[j].seed = seed;
+    job[j].begin = graphs * (uint64_t)j / (uint64_t)jobs;
+    job[j].end = graphs * (uint64_t)(j + 1) / (uint64_t)jobs;
+    pthread_create(&th[j], &attr, shuffled_worker, &job[j]);
+  }
+  int ok = 1;
+  for (int j = 0; j < jobs; j++) {
+    pthread_join(th[j], NULL);
+    res->passed += job[j].passed;
+    res->changed += job[j].changed;
+    res->total += job[j].end - job[j].begin;
+    if (job[j].first_fail >= 0 && (res->first_fail < 0 || job[j].first_fail < res->first_fail))
+      res->first_fail = job[j].first_fail;
+    if (job[j].failed_error && ok) {
+      res->error = job[j].err;
+      ok = 0;
+    }
+  }
+  pthread_attr_destroy(&attr);
+  raspM_free(job);
+  raspM_free(th);
+  return ok;
+}
+
 /* ------------------------------------------------------------ exhaustive */
 
 typedef struct xstate {
@@ -610,6 +876,7 @@ typedef struct xstate {
   uint64_t seen;
   rasp_vresult *res;
   int error;
+  int watch;   /* the order analysis left aggregates to check per input */
 } xstate;
 
 static int flush_exhaustive(xstate *x) {
@@ -623,6 +890,9 @@ static int flush_exhaustive(xstate *x) {
     if (pass[b]) x->res->passed++;
     else if (x->res->first_fail < 0) x->res->first_fail = (int64_t)(x->seen - (uint64_t)x->B + (uint64_t)b);
   }
+  if (x->watch)
+    for (int b = 0; b < x->B; b++)
+      x->res->mixed += (uint64_t)raspO_mixes(&x->tr->order, rasp_ctx_ir(x->tr->ctx), x->ev, b);
   x->res->total += (uint64_t)x->B;
   x->B = 0;
   return 1;
@@ -649,7 +919,8 @@ int raspK_verify_exhaustive(rasp_ptrace *tr, uint64_t cap, rasp_vresult *res, ra
   x.tr = tr;
   x.res = res;
   x.ev = raspE_new(rasp_ctx_ir(tr->ctx));
-  raspE_set_keep_intermediates(x.ev, 0);
+  x.watch = tr->order_done && tr->order.invariant && tr->order.nmixing > 0;
+  raspE_set_keep_intermediates(x.ev, x.watch);
   x.tokens = raspM_alloc(sizeof(int64_t) * (size_t)tr->n * VERIFY_BATCH);
   uint64_t count = 0;
   int r = raspT_enumerate(&tr->opts, NULL, cap, exhaustive_visit, &x, &count, err);
@@ -683,11 +954,14 @@ static void print_tokens(const rasp_ptrace *tr, const int64_t *tokens, FILE *out
   fputc('\n', out);
 }
 
-static void print_row(rasp_ptrace *tr, rasp_eval *ev, int node, FILE *out) {
+/* symbolic: token ids as their symbols; else numbers as numbers (a
+** position is not a symbol, whatever id it happens to equal) */
+static void print_row(rasp_ptrace *tr, rasp_eval *ev, int node, int symbolic_ids, FILE *out) {
   const rasp_elem *v = raspE_value(ev, node, 0);
   char buf[128];
   for (int i = 0; i < tr->n; i++) {
-    rasp_format_symbolic(tr->ctx, v[i], buf, sizeof buf);
+    if (symbolic_ids) rasp_format_symbolic(tr->ctx, v[i], buf, sizeof buf);
+    else raspI_elem_format(rasp_ctx_ir(tr->ctx), v[i], buf, sizeof buf);
     fprintf(out, "%s%s", i ? " " : "", buf);
   }
   fputc('\n', out);
@@ -702,9 +976,10 @@ void raspK_print_leak(rasp_ptrace *tr, uint64_t seed, const rasp_vresult *res, F
   rasp_error err = {0};
   rasp_eval *ev = raspE_new(rasp_ctx_ir(tr->ctx));
   int q = 0;
+  int64_t *mapped = NULL; /* the program's own ids, when they differ */
   if (!sample_tokens(tr, seed, index, tokens, &lead, &target, NULL, &err) ||
       !probe_input(tr, seed, index, tokens, tokens + n, &q, NULL, &err) ||
-      !raspE_run(ev, 2, tokens, &err)) {
+      !raspE_run(ev, 2, (mapped = map_ids(tr, tokens, 2 * (size_t)n)) ? mapped : tokens, &err)) {
     raspR_print(&err, out);
   } else {
     memcpy(before, raspE_value(ev, tr->output, 0), sizeof(rasp_elem) * (size_t)n);
@@ -716,12 +991,13 @@ void raspK_print_leak(rasp_ptrace *tr, uint64_t seed, const rasp_vresult *res, F
     fprintf(out, "    changed:  ");
     print_tokens(tr, tokens + n, out);
     fprintf(out, "    output:   ");
-    print_row(tr, ev, tr->output, out);
-    raspE_run(ev, 1, tokens + n, &err);
+    print_row(tr, ev, tr->output, 1, out);
+    raspE_run(ev, 1, (mapped ? mapped : tokens) + n, &err);
     fprintf(out, "    now:      ");
-    print_row(tr, ev, tr->output, out);
+    print_row(tr, ev, tr->output, 1, out);
   }
   raspE_free(ev);
+  raspM_free(mapped);
   raspM_free(before);
   raspM_free(tokens);
 }
@@ -807,7 +1083,7 @@ void raspK_counterexample(const rasp_program *prog, int D, int M, int V, uint64_
     raspR_print(&err, out);
   } else {
     fprintf(out, "    output:   ");
-    print_row(&tr, ev, tr.output, out);
+    print_row(&tr, ev, tr.output, 1, out);
   }
   fprintf(out, "    expected: leading node l_t = %s for target t = %s (judged by %s's check)\n",
           lbuf, tbuf, prog->name);
@@ -815,6 +1091,8 @@ void raspK_counterexample(const rasp_program *prog, int D, int M, int V, uint64_
   rasp_ir *ir = rasp_ctx_ir(tr.ctx);
   unsigned char *live = raspM_alloc((size_t)ir->nnodes);
   raspI_live(ir, &tr.output, 1, live);
+  unsigned char *carries = raspM_alloc((size_t)ir->nnodes + 1);
+  raspO_carries_ids(ir, tr.nvocab, carries);
   fprintf(out, "    intermediate values (source line, variable, sublayer):\n");
   int shown = 0;
   for (int i = 0; i < ir->nnodes && shown < 60; i++) {
@@ -822,9 +1100,10 @@ void raspK_counterexample(const rasp_program *prog, int D, int M, int V, uint64_
     if (!live[i] || !nd->label || nd->type == RASP_T_SEL || !raspE_value(ev, i, 0)) continue;
     if (nd->op == RASP_OP_INPUT || nd->op == RASP_OP_INDICES || nd->op == RASP_OP_FULL) continue;
     fprintf(out, "      %4d %-18s %2d: ", nd->pos.line, nd->label, tr.layers.sublayer[i]);
-    print_row(&tr, ev, i, out);
+    print_row(&tr, ev, i, carries[i], out);
     shown++;
   }
+  raspM_free(carries);
   raspM_free(live);
   raspE_free(ev);
   raspK_trace_free(&tr);

@@ -20,7 +20,16 @@
 ** (positions of G, of "/", of the first answer token), q_before_g, markers,
 ** edge_width (tokens per edge).  The vocabulary is the task's: node
 ** symbols "1".."|V|" (ids 1..|V|), then | / = BOS EOS s t, then the file's
-** extra symbols, so `d` and `reverse_d` are as the paper uses them.
+** extra symbols, so `d` and `reverse_d` are as the paper uses them.  With
+** task['symbols_first'] = True the extra symbols come first instead (ids
+** 1..k, so e.g. 'j' sorts before every node, as Listing 4 assumes) and the
+** task's tokens follow.  A trace may also number the whole vocabulary in a
+** random order (raspK_trace_ids); token ids from the generator are then
+** mapped through tr->tok_map before the program sees them.
+**
+** Order invariance (rorder.h): raspK_order decides whether the verdict can
+** depend on which id each symbol got.  Only then is an exhaustive run a
+** proof for every labelled graph and every vocabulary order.
 */
 #ifndef RASP_RVERIFY_H
 #define RASP_RVERIFY_H
@@ -29,6 +38,7 @@
 #include <stdio.h>
 
 #include "rasp.h"
+#include "rorder.h"
 #include "rtask.h"
 
 typedef struct rasp_program {
@@ -38,6 +48,8 @@ typedef struct rasp_program {
   int min_M, min_D;
   int causal;            /* task['causal']: every select must be causal */
   int expect_fail;       /* task['expect'] == 'fail': a known-wrong listing */
+  int symbols_first;     /* task['symbols_first']: extra symbols get the lowest ids */
+  int sweep_M;           /* task['sweep_M']: the largest M of a --sweep (0: the default, 10) */
   char entry[64], check[64];
   const char *stdlib;    /* NULL: the default */
   int interpret_check;   /* 1: never stage check() (rstage.h), always interpret it */
@@ -57,11 +69,18 @@ typedef struct rasp_ptrace {
   struct rasp_staged *staged; /* check() staged (rstage.h), or NULL: interpreted */
   const char *unstaged;  /* why check() was not staged, when it was not */
   int probe_causal;      /* task['causal']: the dynamic prefix check (below) runs */
+  int64_t *tok_map;      /* task token id -> the program's id; NULL: the same */
+  int ntask_ids;         /* task ids 1..ntask_ids (raspT_vocab_size - 1) */
+  int order_done;        /* raspK_order has run: */
+  rasp_idorder order;     /*   its result */
 } rasp_ptrace;
 
 typedef struct rasp_vresult {
   uint64_t total, passed;
   int64_t first_fail;    /* index of the first failing input, or -1 */
+  uint64_t mixed;        /* exhaustive, order analysed: inputs on which an aggregate
+                            averaged different ids (the order proof then fails) */
+  uint64_t changed;      /* shuffled: graphs whose verdict differs from the fixed order's */
   rasp_error error;      /* set when evaluation or check() raised an error */
   /* The dynamic causality check (probe_causal): some inputs of every batch
   ** get their tokens after a position q replaced by another input's, and
@@ -82,6 +101,17 @@ void raspK_program_free(rasp_program *prog);
 
 /* Traces the program for D, M, V (task settings from the file). */
 int raspK_trace(const rasp_program *prog, int D, int M, int V, rasp_ptrace *tr, rasp_error *err);
+/* The same with the vocabulary's ids in a random order (all of them,
+** specials and extra symbols included), drawn from stream `index` of
+** `seed`: the same permutation on every machine.  shuffled = 0 is
+** raspK_trace. */
+int raspK_trace_ids(const rasp_program *prog, int D, int M, int V, int shuffled, uint64_t seed,
+                    uint64_t index, rasp_ptrace *tr, rasp_error *err);
+/* Runs the order-invariance analysis on tr (retracing under two other id
+** orders) into tr->order.  A program whose probe traces fail is not
+** invariant (the reason says so); returns 0 only when memory or the
+** declared trace itself is at fault. */
+int raspK_order(const rasp_program *prog, rasp_ptrace *tr);
 void raspK_trace_free(rasp_ptrace *tr);
 
 /* Checks one batch of inputs (B token arrays of length tr->n) with an
@@ -101,8 +131,15 @@ int raspK_verify_random(rasp_ptrace *tr, uint64_t graphs, uint64_t seed, int job
 typedef void (*raspK_progress)(void *user, uint64_t done, uint64_t total);
 int raspK_verify_random_progress(rasp_ptrace *tr, uint64_t graphs, uint64_t seed, int jobs,
                                  rasp_vresult *res, raspK_progress progress, void *user);
+/* `graphs` random inputs as raspK_verify_random draws them, each judged by
+** a trace whose vocabulary ids are shuffled for that graph alone (stream
+** `index` of seed, raspK_trace_ids).  tr gives the sizes.  A program whose
+** verdicts here differ from the fixed order's sees the order of the ids. */
+int raspK_verify_shuffled(const rasp_program *prog, rasp_ptrace *tr, uint64_t graphs,
+                          uint64_t seed, int jobs, rasp_vresult *res);
 /* Every edge (or arm) order and every target of one graph.  Fails with err
-** when that is more than cap inputs. */
+** when that is more than cap inputs.  When raspK_order has run and found
+** aggregates to watch, each input is also checked for them (res->mixed). */
 int raspK_verify_exhaustive(rasp_ptrace *tr, uint64_t cap, rasp_vresult *res, rasp_error *err);
 
 /* The token ids of sample `index` and its l_t and t (as token ids). */

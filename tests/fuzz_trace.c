@@ -16,7 +16,11 @@
 ** outputs wherever it decides.  The causality analysis (rcausal.h) runs on
 ** the IR, and every output position it calls causal must keep its value
 ** when the tokens after it change (a finding otherwise: the analysis
-** missed a leak).  Everything is freed.
+** missed a leak).  The program is also traced under two renumbered
+** vocabularies and analysed for order invariance (rorder.h); if
+** it is called invariant (and no watched aggregate averages ids on the
+** input), its output under a third, pseudo-random numbering must be the
+** same as symbols.  Everything is freed.
 ** Errors are expected; crashes, sanitizer reports, leaks and hangs are not.
 **
 ** Programs that mention `cfunc` or `include` are skipped: cfunc calls any C
@@ -28,7 +32,8 @@
 **   clang -g -O1 -std=c11 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined \
 **     -Irasp -DRASP_STDLIB_DIR='"stdlib"' rasp/rmem.c rasp/rerror.c rasp/rlex.c \
 **     rasp/rparse.c rasp/rir.c rasp/reval.c rasp/rlayers.c rasp/rcausal.c rasp/rinterp.c \
-**     rasp/rbuiltin.c rasp/rffi.c rasp/rstage.c tests/fuzz_trace.c -lffi -lgmp -lm \
+**     rasp/rbuiltin.c rasp/rffi.c rasp/rstage.c rasp/rorder.c tests/fuzz_trace.c \
+**     -lffi -lgmp -lm \
 **     -lpthread -o fuzz_trace
 **   mkdir -p /tmp/fuzz_trace_corpus
 **   ./fuzz_trace -max_total_time=300 -close_fd_mask=1 /tmp/fuzz_trace_corpus \
@@ -44,6 +49,7 @@
 
 #include "rasp.h"
 #include "rcausal.h"
+#include "rorder.h"
 #include "rstage.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -128,6 +134,91 @@ static void fuzz_causal(rasp_ir *ir, const int64_t *tokens) {
   }
   raspE_free(ev);
   raspA_free(&ca);
+}
+
+/* A context of the program with the vocabulary's ids renumbered: symbol
+** with id v gets id perm[v]; NULL when it does not run or trace. */
+static rasp_ctx *traced_with(const char *text, const rasp_limits *lim, const char *stdlib,
+                             const int64_t *perm) {
+  const char *syms[FUZZ_NVOCAB];
+  for (int v = 1; v <= FUZZ_NVOCAB; v++) syms[perm[v] - 1] = vocab[v - 1];
+  rasp_error err;
+  memset(&err, 0, sizeof err);
+  rasp_ctx *ctx = rasp_ctx_new(FUZZ_N, lim, &err);
+  if (!ctx) abort();
+  if (!rasp_set_vocab(ctx, syms, FUZZ_NVOCAB, &err) || !rasp_load_stdlib(ctx, stdlib, &err) ||
+      !rasp_exec_string(ctx, "<fuzz>", text, &err) || !rasp_trace(ctx, "main", &err)) {
+    rasp_ctx_free(ctx);
+    return NULL;
+  }
+  return ctx;
+}
+
+/* The first output on tokens (ids of ctx's own numbering) as text, symbols
+** by name: 0 when the evaluation fails. */
+static int output_text(rasp_ctx *ctx, const int64_t *tokens, char *buf, size_t size) {
+  rasp_ir *ir = rasp_ctx_ir(ctx);
+  rasp_eval *ev = raspE_new(ir);
+  raspE_set_max_selector_cells(ev, 4096);
+  rasp_error err;
+  memset(&err, 0, sizeof err);
+  int ok = raspE_run(ev, 1, tokens, &err);
+  size_t used = 0;
+  buf[0] = '\0';
+  for (int i = 0; ok && i < FUZZ_N; i++) {
+    char e[128];
+    rasp_format_symbolic(ctx, raspE_value(ev, ir->outputs[0], 0)[i], e, sizeof e);
+    used += (size_t)snprintf(buf + used, size - used, "%s ", e);
+  }
+  raspE_free(ev);
+  return ok;
+}
+
+/* A program the order analysis (rorder.h) calls invariant must give the
+** same output, as symbols, under a renumbered vocabulary. */
+static void fuzz_order(rasp_ctx *ctx, const char *text, const rasp_limits *lim,
+                       const char *stdlib, const int64_t *tokens, uint64_t h) {
+  int64_t rot[FUZZ_NVOCAB + 1], rev[FUZZ_NVOCAB + 1], shuf[FUZZ_NVOCAB + 1];
+  rot[0] = rev[0] = shuf[0] = 0;
+  for (int v = 1; v <= FUZZ_NVOCAB; v++) {
+    rot[v] = v % FUZZ_NVOCAB + 1;
+    rev[v] = FUZZ_NVOCAB + 1 - v;
+    shuf[v] = v;
+  }
+  for (int v = FUZZ_NVOCAB; v > 1; v--) { /* a permutation drawn from h */
+    h = (h ^ (h >> 29)) * 0xbf58476d1ce4e5b9ULL + 1;
+    int r = 1 + (int)((h >> 33) % (uint64_t)v);
+    int64_t t = shuf[v];
+    shuf[v] = shuf[r];
+    shuf[r] = t;
+  }
+  rasp_ctx *p0 = traced_with(text, lim, stdlib, rot), *p1 = traced_with(text, lim, stdlib, rev);
+  rasp_ctx *sh = traced_with(text, lim, stdlib, shuf);
+  rasp_ir *ir = rasp_ctx_ir(ctx);
+  if (p0 && p1 && sh && ir->noutputs == 1) {
+    rasp_order_probe pr[2] = {{rasp_ctx_ir(p0), rasp_ctx_ir(p0)->outputs[0], rot},
+                              {rasp_ctx_ir(p1), rasp_ctx_ir(p1)->outputs[0], rev}};
+    unsigned char node_id[FUZZ_NVOCAB + 1] = {0};
+    rasp_idorder res;
+    if (raspO_analyse(ir, ir->outputs[0], FUZZ_NVOCAB, node_id, pr, 2, &res)) {
+      rasp_eval *ev = raspE_new(ir);
+      raspE_set_max_selector_cells(ev, 4096);
+      rasp_error err;
+      memset(&err, 0, sizeof err);
+      int mixes = !raspE_run(ev, 1, tokens, &err) || raspO_mixes(&res, ir, ev, 0);
+      raspE_free(ev);
+      int64_t moved[FUZZ_N];
+      for (int i = 0; i < FUZZ_N; i++) moved[i] = shuf[tokens[i]];
+      char a[2048], b[2048];
+      if (!mixes && output_text(ctx, tokens, a, sizeof a) && output_text(sh, moved, b, sizeof b) &&
+          strcmp(a, b) != 0)
+        abort(); /* called invariant, yet the ids' order changed the output */
+    }
+    raspO_free(&res);
+  }
+  rasp_ctx_free(p0);
+  rasp_ctx_free(p1);
+  rasp_ctx_free(sh);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
@@ -227,6 +318,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         abort(); /* a failure must say why */
       }
       raspE_free(ev);
+      fuzz_order(ctx, text, &lim, stdlib, tokens, h);
     } else if (!err.set) {
       abort();
     }

@@ -41,7 +41,7 @@ expect readout_variants 0 "readout6_causal *3 *5 *60/60  ok" "" -- verify progra
 expect broken_walk_caught 1 "FAIL" "" -- verify tests/verify/broken_short_walk.rasp --D 2 $g --allow-include programs
 expect broken_walk_counterexample 1 "counterexample (D=2" "" -- verify tests/verify/broken_short_walk.rasp --D 2 $g --allow-include programs
 expect broken_check_caught 1 "0/60  FAIL" "" -- verify tests/verify/broken_check.rasp --D 2 $g --no-shrink --allow-include programs
-expect known_wrong_listing4 0 "0/60  fail\*" "" -- verify programs/listing4_log.rasp --D 2 $g --quiet
+expect known_wrong_listing4 0 "listing4_log *2 *9 *[0-9]*/60  fail\*" "" -- verify programs/listing4_log.rasp --D 2 --M 9 $g --quiet
 expect known_wrong_listing6_strict 1 "fail\*" "" -- verify programs/listing6_causal.rasp --D 2 --graphs 200 --strict --quiet
 expect unexpected_pass 1 "PASS!" "" -- verify tests/verify/wrongly_expected_fail.rasp --D 2 $g --allow-include programs
 # check() is staged (rstage.h) unless --interpret-check; both give the same
@@ -64,6 +64,38 @@ expect fixed_listing4_M9 0 "listing4_log_fixed *2 *9 *60/60  ok" "" -- verify pr
 expect exhaustive_count 0 "all 48 inputs" "" -- verify programs/listing2_backward_targets.rasp --D 2 --M 3 --exhaustive
 expect exhaustive_arm_order 0 "all 4 inputs (every arm order" "" -- verify programs/listing5_arms_constant.rasp --D 2 --M 3 --exhaustive
 expect exhaustive_cap 1 "" "refus\|cap\|exceed" -- verify programs/listing2_backward_targets.rasp --D 3 --M 4 --exhaustive --cap 1000
+# The faithful Listing 4 under its own vocabulary (j first): it fails
+# exactly at M = 9, 15, 17, 19 of 3..20 (README, "Listing 4")
+"$rasp" verify programs/listing4_log.rasp --D 2 --M 3..20 --graphs 300 --jobs 2 --json >"$out" 2>"$err"
+failing=$(grep '"ok":false' "$out" | sed 's/.*"M":\([0-9]*\).*/\1/' | tr '\n' ' ')
+if [ "$failing" = "9 15 17 19 " ] && [ "$(grep -c '"ok":true' "$out")" = 14 ]; then
+  pass=$((pass + 1)); echo "PASS: listing4_failing_M"
+else
+  fail=$((fail + 1)); echo "FAIL: listing4_failing_M: failing M = '$failing'"
+fi
+# --sweep: one row per program naming the failing cells, its own M range
+expect sweep_compact 0 "listing4_log *2 *3-17 *15 *3000  fail\* .*M=9,15,17" "" -- verify --sweep programs/listing4_log.rasp --D 2 --graphs 200 --jobs 2
+expect sweep_counterexample 0 "counterexample (D=2, M=9" "" -- verify --sweep programs/listing4_log.rasp --D 2 --graphs 200 --jobs 2
+expect sweep_default_M 0 "listing2_backward_targets *2,3 *3-10 *16 .* ok .* -$" "" -- verify --sweep programs/listing2_backward_targets.rasp --D 2,3 --graphs 50 --jobs 2
+expect sweep_verbose 0 "listing2_backward_targets *3 *10 *50/50  ok" "" -- verify --sweep -v programs/listing2_backward_targets.rasp --D 2,3 --graphs 50 --jobs 2
+expect sweep_strict 1 "fail\*" "" -- verify --sweep --strict programs/listing6_causal.rasp --D 2 --graphs 100 --quiet
+# --exhaustive is a proof only for programs proven order-invariant (the
+# faithful Listing 4 passes at M = 4 under its j-first vocabulary, so its
+# declared expect = fail makes that run a PASS!, status 1)
+expect exhaustive_proof 0 "proof (the program is order-invariant)" "" -- verify programs/listing4_log_fixed.rasp --D 2 --M 4 --exhaustive
+expect exhaustive_sample 1 "sample (the id order was fixed: line 32: token ids are compared by order" "" -- verify programs/listing4_log.rasp --D 2 --M 4 --exhaustive --quiet
+expect exhaustive_json_proof 0 '"proof":true,"order":"invariant"' "" -- verify programs/listing2_backward_targets.rasp --D 2 --M 3 --exhaustive --json
+expect exhaustive_json_sample 0 '"proof":false,"order":"line 35: where mixes token ids' "" -- verify programs/listing1_back_target.rasp --D 2 --M 3 --exhaustive --json
+expect exhaustive_watches_averages 0 "sample (the id order was fixed: an aggregate averaged different ids on 48 inputs)" "" -- verify tests/verify/averages_ids.rasp --D 2 --M 3 --exhaustive
+expect exhaustive_json_watched 0 '"watched_aggregates":1,"inputs_averaging_ids":0' "" -- verify programs/listing2_backward_targets.rasp --D 2 --M 3 --exhaustive --json
+# --vocab-order shuffled: each graph also judged under its own random ids
+expect shuffled_catches_listing4 0 "listing4_log *2 *9 .*fail\* .*/60 CHANGED" "" -- verify programs/listing4_log.rasp --D 2 --M 9 $g --vocab-order shuffled --quiet
+expect shuffled_same_fixed 0 "60/60  ok .*60/60 same" "" -- verify programs/listing4_log_fixed.rasp --D 2 --M 9 $g --vocab-order shuffled
+expect shuffled_json 0 '"verdicts_changed":0' "" -- verify programs/listing3_forward_start.rasp --D 2 $g --vocab-order shuffled --json
+expect shuffled_sweep 0 "ids: M=4-10" "" -- verify --sweep programs/listing4_log.rasp --D 2 --M 3..10 --graphs 40 --jobs 2 --vocab-order shuffled --quiet
+expect bad_vocab_order 2 "" "--vocab-order: expected fixed or shuffled, got 'sorted'" -- verify programs/listing2_backward_targets.rasp --vocab-order sorted
+expect shuffled_not_exhaustive 2 "" "does not combine" -- verify programs/listing2_backward_targets.rasp --vocab-order shuffled --exhaustive
+expect bad_symbols_first 2 "" "task\['symbols_first'\] must be True or False, not 'first'" -- verify tests/verify/bad_symbols_first.rasp
 expect json_output 0 '"program":"listing3_forward_start","D":2,"M":5' "" -- verify programs/listing3_forward_start.rasp --D 2 --json $g
 expect causal_declared_checked 1 "" "not_causal.rasp:5:12: the program declares task\['causal'\] = True, but this select (equals, not causal) reads later positions" -- verify tests/verify/not_causal.rasp --D 2 $g --allow-include programs
 # causality: the static check names the node that reads ahead (in verify and
