@@ -86,7 +86,7 @@ expect exhaustive_proof 0 "proof (the program is order-invariant)" "" -- verify 
 expect exhaustive_sample 1 "sample (the id order was fixed: line 32: token ids are compared by order" "" -- verify programs/listing4_log.rasp --D 2 --M 4 --exhaustive --quiet
 expect exhaustive_json_proof 0 '"proof":true,"order":"invariant"' "" -- verify programs/listing2_backward_targets.rasp --D 2 --M 3 --exhaustive --json
 expect exhaustive_json_sample 0 '"proof":false,"order":"line 35: where mixes token ids' "" -- verify programs/listing1_back_target.rasp --D 2 --M 3 --exhaustive --json
-expect exhaustive_watches_averages 0 "sample (the id order was fixed: an aggregate averaged different ids on 48 inputs)" "" -- verify tests/verify/averages_ids.rasp --D 2 --M 3 --exhaustive
+expect exhaustive_watches_averages 0 "sample (the id order was fixed: an aggregate averaged different ids on 48 inputs)" "" -- verify tests/verify/averages_ids.rasp --D 2 --M 3 --exhaustive --allow-include programs
 expect exhaustive_json_watched 0 '"watched_aggregates":1,"inputs_averaging_ids":0' "" -- verify programs/listing2_backward_targets.rasp --D 2 --M 3 --exhaustive --json
 # --vocab-order shuffled: each graph also judged under its own random ids
 expect shuffled_catches_listing4 0 "listing4_log *2 *9 .*fail\* .*/60 CHANGED" "" -- verify programs/listing4_log.rasp --D 2 --M 9 $g --vocab-order shuffled --quiet
@@ -95,7 +95,7 @@ expect shuffled_json 0 '"verdicts_changed":0' "" -- verify programs/listing3_for
 expect shuffled_sweep 0 "ids: M=4-10" "" -- verify --sweep programs/listing4_log.rasp --D 2 --M 3..10 --graphs 40 --jobs 2 --vocab-order shuffled --quiet
 expect bad_vocab_order 2 "" "--vocab-order: expected fixed or shuffled, got 'sorted'" -- verify programs/listing2_backward_targets.rasp --vocab-order sorted
 expect shuffled_not_exhaustive 2 "" "does not combine" -- verify programs/listing2_backward_targets.rasp --vocab-order shuffled --exhaustive
-expect bad_symbols_first 2 "" "task\['symbols_first'\] must be True or False, not 'first'" -- verify tests/verify/bad_symbols_first.rasp
+expect bad_symbols_first 2 "" "task\['symbols_first'\] must be True or False, not 'first'" -- verify tests/verify/bad_symbols_first.rasp --allow-include programs
 expect json_output 0 '"program":"listing3_forward_start","D":2,"M":5' "" -- verify programs/listing3_forward_start.rasp --D 2 --json $g
 expect causal_declared_checked 1 "" "not_causal.rasp:5:12: the program declares task\['causal'\] = True, but this select (equals, not causal) reads later positions" -- verify tests/verify/not_causal.rasp --D 2 $g --allow-include programs
 # causality: the static check names the node that reads ahead (in verify and
