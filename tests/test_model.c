@@ -333,6 +333,40 @@ START_TEST(test_bad_files) {
 }
 END_TEST
 
+/* The compiled layout is queried through the parser: keys, not text.  The
+** decoys (a string "\"readout\"", a unit named "tokens" of another kind)
+** are what searching the text would have taken. */
+START_TEST(test_layout_query) {
+  rasp_model_config c = small_cfg();
+  rasp_model m;
+  rasp_error err = {0};
+  ck_assert_int_eq(raspN_init(&m, &c, &err), 0);
+  ck_assert_int_eq(raspN_layout_has(&m, "readout"), 0);
+  ck_assert_int_eq(raspN_layout_unit_dim(&m, "tokens"), -1);
+  m.json_extra = raspM_strdup(
+      "{\"note\": \"no \\\"readout\\\" here, \\\"dims\\\": [\\\"x\\\"]\","
+      " \"units\": [{\"name\": \"tokens\", \"kind\": \"numerical\", \"dim\": 9},"
+      " {\"kind\": \"tokens\", \"dim\": 3}],"
+      " \"dims\": [\"is_bos\", \"tokens=\\u0041\"],"
+      " \"out\": {\"readout\": {\"values\": [\"1\", 2]}}}");
+  ck_assert_int_eq(raspN_layout_has(&m, "readout"), 0);
+  ck_assert_int_eq(raspN_layout_has(&m, "out.readout.values"), 1);
+  int n = -1;
+  char **v = raspN_layout_strings(&m, "dims", &n);
+  ck_assert_int_eq(n, 2);
+  ck_assert_str_eq(v[1], "tokens=A");
+  raspN_free_strings(v, n);
+  /* not all strings: none */
+  ck_assert_ptr_null(raspN_layout_strings(&m, "out.readout.values", &n));
+  ck_assert_int_eq(n, 0);
+  ck_assert_ptr_null(raspN_layout_strings(&m, "dims.x", &n));
+  ck_assert_int_eq(raspN_layout_unit_dim(&m, "tokens"), 3);
+  ck_assert_int_eq(raspN_layout_unit_dim(&m, "numerical"), 9);
+  ck_assert_int_eq(raspN_layout_unit_dim(&m, "categorical"), -1);
+  raspN_free(&m);
+}
+END_TEST
+
 /* ---- files that claim more than they hold -------------------------------- */
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -606,6 +640,7 @@ static Suite *model_suite(void) {
   tcase_add_test(tc, test_round_trip);
   tcase_add_test(tc, test_bad_files);
   tcase_add_test(tc, test_huge_claims);
+  tcase_add_test(tc, test_layout_query);
   tcase_add_test(tc, test_forward_hand);
   tcase_add_test(tc, test_forward_ln_gelu);
   tcase_add_test(tc, test_forward_stable);

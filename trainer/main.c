@@ -52,6 +52,14 @@
 ** Logs (trialK.csv, compare.csv, compare.gp, compare.png) are kept in
 ** memory and rewritten whole, atomically, after every row: a killed run
 ** leaves the previous or the new file, never a torn one.
+**
+** Checkpoints (--out DIR): after every epoch, DIR/trialK.ckpt commits a
+** generation of model and optimiser files (ttrain.h), with the trial's
+** configuration (config_text: every option that shapes its trajectory);
+** --resume loads the committed generation and refuses one made with other
+** options, naming each.  A run locks DIR (DIR/rasp-train.lock, one run per
+** directory) and, on start, removes what killed runs left there:
+** temporaries of interrupted writes and generations never committed.
 */
 #include <errno.h>
 #include <fcntl.h>

@@ -382,95 +382,32 @@ int train_config_diff(const char *saved, const char *now, char *msg,
 
 /* ---- compiled models as initialisation ---------------------------------- */
 
-/* The JSON string array that follows key (searched from from); *n gets its
-** length.  Strings are unescaped (\" \\ \/ and \uXXXX below 128). */
-static char **json_str_array(const char *from, const char *key, int *n) {
-  char pat[64];
-  snprintf(pat, sizeof pat, "\"%s\"", key);
-  const char *p = strstr(from, pat);
-  *n = 0;
-  if (!p) return NULL;
-  p += strlen(pat);
-  while (*p == ' ' || *p == ':' || *p == '\n' || *p == '\t' || *p == '\r') p++;
-  if (*p != '[') return NULL;
-  p++;
-  int cap = 16;
-  char **v = raspM_alloc((size_t)cap * sizeof *v);
-  for (;;) {
-    while (*p == ' ' || *p == ',' || *p == '\n' || *p == '\t' || *p == '\r') p++;
-    if (*p == ']' || !*p) break;
-    if (*p != '"') break; /* not a string array: stop */
-    p++;
-    size_t len = 0, bcap = 32;
-    char *b = raspM_alloc(bcap);
-    while (*p && *p != '"') {
-      char c = *p++;
-      if (c == '\\' && *p) {
-        c = *p++;
-        if (c == 'n') c = '\n';
-        else if (c == 't') c = '\t';
-        else if (c == 'u' && p[0] && p[1] && p[2] && p[3]) {
-          c = (char)strtol((char[5]){p[0], p[1], p[2], p[3], 0}, NULL, 16);
-          p += 4;
-        }
-      }
-      if (len + 2 > bcap) b = raspM_realloc(b, bcap *= 2);
-      b[len++] = c;
-    }
-    b[len] = 0;
-    if (*p == '"') p++;
-    if (*n == cap) v = raspM_realloc(v, (size_t)(cap *= 2) * sizeof *v);
-    v[(*n)++] = b;
-  }
-  return v;
-}
-
-static void free_strs(char **v, int n) {
-  for (int i = 0; i < n; i++) raspM_free(v[i]);
-  raspM_free(v);
-}
-
-/* The "dim" of the layout unit whose "kind" is "tokens", or -1. */
-static int tokens_unit_dim(const char *js) {
-  for (const char *p = js; (p = strstr(p, "\"kind\"")) != NULL;) {
-    p += 6;
-    while (*p == ' ' || *p == ':') p++;
-    if (strncmp(p, "\"tokens\"", 8)) continue;
-    /* the unit's fields: look back to its '{' and forward to its '}' */
-    const char *b = p;
-    while (b > js && *b != '{') b--;
-    const char *e = strchr(p, '}');
-    const char *d = strstr(b, "\"dim\"");
-    if (!d || (e && d > e)) return -1;
-    d += 5;
-    while (*d == ' ' || *d == ':') d++;
-    return atoi(d);
-  }
-  return -1;
-}
+/* The layout is read through rmodel's JSON parser (raspN_layout_*), never
+** by searching its text: a name or a string that happens to contain
+** "readout" or "kind" must not be taken for the key. */
 
 int train_is_compiled(const rasp_model *m) {
-  return m->cfg.bos_token >= 0 && m->json_extra &&
-         strstr(m->json_extra, "\"readout\"") != NULL;
+  return m->cfg.bos_token >= 0 && raspN_layout_has(m, "readout");
 }
 
 int *train_compiled_out_vals(const rasp_model *m, int *nvals, rasp_error *err) {
-  const char *r = m->json_extra ? strstr(m->json_extra, "\"readout\"") : NULL;
   int n = 0;
-  char **s = r ? json_str_array(r, "values", &n) : NULL;
+  char **s = raspN_layout_strings(m, "readout.values", &n);
   if (!s || n != m->cfg.n_out) {
     raspR_setnopos(err, "the model's layout has no readout values for its %d "
                         "logits (%d found)", m->cfg.n_out, n);
-    if (s) free_strs(s, n);
+    raspN_free_strings(s, n);
     return NULL;
   }
   int *v = raspM_alloc((size_t)n * sizeof *v);
   for (int j = 0; j < n; j++) {
     char *e;
+    errno = 0;
     long x = strtol(s[j], &e, 10);
-    v[j] = (*s[j] && !*e && x > INT32_MIN && x < INT32_MAX) ? (int)x : INT32_MIN;
+    v[j] = (*s[j] && !*e && !errno && x > INT32_MIN && x < INT32_MAX) ? (int)x
+                                                                       : INT32_MIN;
   }
-  free_strs(s, n);
+  raspN_free_strings(s, n);
   *nvals = n;
   return v;
 }
@@ -508,7 +445,7 @@ int train_adapt_compiled(rasp_model *m, const char *name,
     return -1;
   }
   int nd = 0, rc = -1;
-  char **dims = json_str_array(m->json_extra, "dims", &nd);
+  char **dims = raspN_layout_strings(m, "dims", &nd);
   int nv = 0;
   int *vals = train_compiled_out_vals(m, &nv, err);
   if (!vals) goto out;
@@ -521,7 +458,7 @@ int train_adapt_compiled(rasp_model *m, const char *name,
   const float *te = raspN_data(m, "tok_emb");
   /* dims[k] names residual dimension k; where the list leaves some out,
   ** the tokens unit's "dim" anchors its first "tokens=" entry */
-  int k0 = -1, udim = tokens_unit_dim(m->json_extra);
+  int k0 = -1, udim = raspN_layout_unit_dim(m, "tokens");
   for (int k = 0; k < nd && k0 < 0; k++)
     if (!strncmp(dims[k], "tokens=", 7)) k0 = k;
   int shift = (k0 >= 0 && udim >= 0) ? udim - k0 : 0;
@@ -603,7 +540,7 @@ int train_adapt_compiled(rasp_model *m, const char *name,
   *m = nm;
   rc = 0;
 out:
-  if (dims) free_strs(dims, nd);
+  raspN_free_strings(dims, nd);
   raspM_free(vals);
   return rc;
 }
