@@ -19,12 +19,12 @@ fi
 SEED=${SEED:-11}
 KILLS=${KILLS:-50}
 MIN_IN_WRITE=${MIN_IN_WRITE:-5}
-EPOCHS=${EPOCHS:-400}
+EPOCHS=${EPOCHS:-250}
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/rasp-killresume.XXXXXX") || exit 2
 trap 'rm -rf "$tmp"' EXIT INT TERM
 export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1
 args="--D 2 --M 3 --V 6 --layers 2 --d-model 32 --heads 2 --d-mlp 64
-      --train 8 --test 8 --batch 8 --epochs $EPOCHS --threads 1"
+      --train 2 --test 2 --batch 2 --epochs $EPOCHS --threads 1"
 
 fail() {
   echo "FAIL: $*"

@@ -23,7 +23,8 @@ ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}max_allocation_size_mb=1024"
 export ASAN_OPTIONS
 # an address-space limit, where the binary runs under one (not with ASan)
 limit=2000000
-(ulimit -v $limit && "$train" --help) >/dev/null 2>&1 || limit=unlimited
+sh -c 'ulimit -v "$1" && "$2" --help; echo $?' sh $limit "$train" 2>/dev/null |
+  grep -qx 0 || limit=unlimited
 pass=0 fail=0
 task="--D 2 --M 3 --V 6 --train 8 --test 8 --batch 8 --threads 1"
 small="$task --layers 1 --d-model 16 --heads 2 --d-mlp 32"
