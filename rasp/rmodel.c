@@ -38,7 +38,7 @@
 #define MAXHEADER ((uint64_t)16 << 20) /* the safetensors JSON header */
 #define MAXJSON ((size_t)64 << 20)     /* STEM.json */
 #define JSON_MAXDEPTH 64
-#define JSON_MAXNODES (8 << 20)        /* values in one JSON text */
+#define JSON_MAXNODES (4 << 20)        /* values in one JSON text */
 
 /* ---- layout ------------------------------------------------------------- */
 
@@ -322,7 +322,8 @@ static int jstring(jparser *p, char **out) {
 static int jvalue(jparser *p, jval *v, int depth) {
   memset(v, 0, sizeof *v);
   if (depth > JSON_MAXDEPTH) return jfail(p, "nesting too deep");
-  /* a tree node is ~20 times the 2-3 bytes "0," takes in the text */
+  /* a tree node (72 bytes) is ~36 times the 2 bytes "0," takes in the
+  ** text: the count, not the text's size, bounds the tree */
   if (++p->nodes > JSON_MAXNODES) return jfail(p, "too many values");
   jws(p);
   if (p->pos >= p->len) return jfail(p, "unexpected end of JSON");

@@ -476,6 +476,19 @@ START_TEST(test_huge_claims) {
   spit(js, huge, strlen(huge));
   ck_assert_int_eq(truncate(js, (off_t)100 << 20), 0);
   expect_bad(path("bad"), "bad.json", "104857600 bytes; a model config has at most");
+  /* 5M values in 10 MB: refused by count before the tree outgrows the cap */
+  {
+    size_t nv = 5u << 20;
+    char *t = raspM_alloc(2 * nv + 2);
+    t[0] = '[';
+    for (size_t i = 0; i < nv; i++) {
+      t[1 + 2 * i] = '0';
+      t[2 + 2 * i] = i + 1 < nv ? ',' : ']';
+    }
+    spit(js, t, 2 * nv + 1);
+    raspM_free(t);
+    expect_bad(path("bad"), "bad.json", "too many values");
+  }
   ck_assert_int_eq(unlink(js), 0);
   ck_assert_int_eq(mkdir(js, 0700), 0);
   expect_bad(path("bad"), "bad.json", "not a regular file");
