@@ -284,7 +284,9 @@ static long gen_of(const char *name, const char *base) {
 
 int train_ckpt_clean(const char *stem) {
   rasp_error e = {0};
-  long keep = train_ckpt_generation(stem, &e); /* -1, 0: keep none */
+  long keep = train_ckpt_generation(stem, &e);
+  /* a manifest that cannot be read may still be repaired by hand: keep all */
+  if (keep < 0) return 0;
   char *dir;
   const char *base;
   split_path(stem, &dir, &base);

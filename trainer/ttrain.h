@@ -48,8 +48,9 @@ long train_ckpt_generation(const char *stem, rasp_error *err);
 int train_ckpt_load(const char *stem, rasp_model *m, train_adamw *o,
                     train_ckpt_state *st, char **config, rasp_error *err);
 /* Removes STEM's generation files other than the committed one (all of
-** them when there is no readable manifest): left by a run killed between
-** writing a generation and committing it.  Returns how many it removed. */
+** them when there is no manifest; none when it cannot be read): left by a
+** run killed between writing a generation and committing it.  Returns how
+** many it removed. */
 int train_ckpt_clean(const char *stem);
 /* Removes the temporaries of killed writes in dir: files named
 ** "*.tmp.XXXXXX" (rerror.h's raspR_atomic_open; X alphanumeric).  Returns
