@@ -622,8 +622,6 @@ static void compiled_logit_range(const rasp_model *m, const opts *o,
   raspM_free(lg);
 }
 
-/* prefix: the BOS id to put before every sequence (compiled models), or
-** -1.  d: training data (for the compiled logits' range). */
 static uint64_t fnv1a(const void *p, size_t n) {
   const unsigned char *b = p;
   uint64_t h = 1469598103934665603ull;
@@ -631,8 +629,10 @@ static uint64_t fnv1a(const void *p, size_t n) {
   return h;
 }
 
-/* init_fnv: FNV-1a of the --init model's parameters as loaded (0 for a
-** random init), for the checkpoint's configuration. */
+/* prefix: the BOS id to put before every sequence (compiled models), or
+** -1.  d: training data (for the compiled logits' range).  init_fnv:
+** FNV-1a of the --init model's parameters as loaded (0 for a random init),
+** for the checkpoint's configuration. */
 static int make_model(const opts *o, int trial, int random_init,
                       const rasp_model_config *like, const dataset *d,
                       rasp_model *m, int *prefix, uint64_t *init_fnv,
@@ -869,13 +869,6 @@ static void csv_header(logbuf *f, const opts *o) {
   lb_printf(f, ",seconds\n");
 }
 
-/* The checkpoint's configuration: every option that shapes a trial's
-** trajectory, one "--name value" line each, in the form the command line
-** takes (floats with 9 digits: they round-trip).  --epochs, --max-steps
-** and --stop-loss only say where to stop (a finished run resumes when given
-** more), --trials, --threads, --eval-every and --out not what a trial
-** computes, so they are left out.  init-weights fingerprints the --init
-** model's contents, which may change under the same name. */
 /* The shortest "%g" text that reads back as f. */
 static const char *ftext(char *buf, size_t size, float f) {
   for (int p = 6; p <= 9; p++) {
@@ -885,6 +878,14 @@ static const char *ftext(char *buf, size_t size, float f) {
   return buf;
 }
 
+/* The checkpoint's configuration: every option that shapes a trial's
+** trajectory, one "--name value" line each, in the form the command line
+** takes (floats in the shortest form that reads back exactly, so equal
+** means equal).  --epochs, --max-steps and --stop-loss only say where to
+** stop (a finished run resumes when given more), --trials, --threads,
+** --eval-every and --out not what a trial computes, so they are left out.
+** init-weights fingerprints the --init model's contents, which may change
+** under the same name. */
 static void config_text(logbuf *b, const opts *o, const trainer *t) {
   char f1[32], f2[32], f3[32];
   static const char *orders[] = {"edge", "arm"}, *qs[] = {"start", "end"};
