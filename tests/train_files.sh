@@ -5,7 +5,8 @@
 # refused with the file and the value named, under a 2 GB address-space
 # limit (or, in a sanitizer build, AddressSanitizer's 1 GiB allocation cap),
 # before anything of that size is allocated; --resume refuses a checkpoint
-# made with other options, naming each with both values; a damaged manifest
+# made with other options (or another --init model under the same name),
+# naming each with both values; a damaged manifest
 # is refused by name; temporaries and uncommitted generations of killed runs
 # are removed on the next start; a directory in use by another run is
 # refused.  Prints "N passed, M failed".
@@ -61,6 +62,15 @@ $1"
 }
 
 expect small_run 0 "trial 0 epoch 2" -- $small --epochs 2 --out "$tmp/run"
+# --init: the model's contents are part of the configuration, not only its name
+i="$tmp/i"
+cp "$tmp/run/trial0.g000002.json" "$i.json"
+cp "$tmp/run/trial0.g000002.safetensors" "$i.safetensors"
+expect init_run 0 "trial 0 epoch 1" -- $small --init "$i" --epochs 1 --out "$tmp/run2"
+cp "$tmp/run2/trial0.g000001.safetensors" "$i.safetensors"
+expect init_changed 1 "the checkpoint was made with other options: init-weights [0-9a-f]* (checkpoint: [0-9a-f]*);" \
+  -- $small --init "$i" --epochs 2 --out "$tmp/run2" --resume
+
 m="$tmp/m"
 cp "$tmp/run/trial0.g000002.safetensors" "$m.safetensors"
 
