@@ -27,12 +27,18 @@
 
 #include "rmem.h"
 
-/* Sizes beyond these are refused: they protect against overflow when a
-** foreign config is read, and no model of ours comes near them. */
-#define MAXDIM (1 << 20)
-#define MAXPARAMS ((size_t)1 << 32)
-#define MAXHEADER ((uint64_t)100 << 20)
+/* Limits on what a model file may claim.  A model may come from anywhere,
+** so nothing it says is allocated before it has been checked against these
+** and against the size of the files themselves (raspN_load): a config that
+** claims more parameters than its .safetensors holds is refused before any
+** parameter memory exists.  No model of ours comes near them. */
+#define MAXDIM (1 << 20)               /* vocab_size, max_len, d_model, ... */
+#define MAXLAYERS 4096                 /* n_layers */
+#define MAXPARAMS ((size_t)1 << 32)    /* floats, all tensors together */
+#define MAXHEADER ((uint64_t)16 << 20) /* the safetensors JSON header */
+#define MAXJSON ((size_t)64 << 20)     /* STEM.json */
 #define JSON_MAXDEPTH 64
+#define JSON_MAXNODES (4 << 20)        /* values in one JSON text */
 
 /* ---- layout ------------------------------------------------------------- */
 
@@ -49,8 +55,9 @@ static int cfg_check(const rasp_model_config *c, rasp_error *err) {
                      f[i].name, f[i].v, f[i].min, MAXDIM);
       return -1;
     }
-  if (c->n_layers > 4096) {
-    raspR_setnopos(err, "model config: n_layers = %d is too large", c->n_layers);
+  if (c->n_layers > MAXLAYERS) {
+    raspR_setnopos(err, "model config: n_layers = %d is too large (at most %d)",
+                   c->n_layers, MAXLAYERS);
     return -1;
   }
   struct { const char *name; int v; } b[] = {{"causal", c->causal},
@@ -134,13 +141,16 @@ static void build_layout(layout *l, const rasp_model_config *c) {
   lay_add(l, "unembed_b", 1, O, 0, 0);
 }
 
-int raspN_init(rasp_model *m, const rasp_model_config *cfg, rasp_error *err) {
+/* The tensor table of cfg, without the parameters (m->params NULL): what
+** raspN_load checks a file against before it allocates anything. */
+static int lay_out(rasp_model *m, const rasp_model_config *cfg, rasp_error *err) {
   memset(m, 0, sizeof *m);
   if (cfg_check(cfg, err)) return -1;
   layout l = {0};
   build_layout(&l, cfg);
   if (l.total > MAXPARAMS) {
-    raspR_setnopos(err, "model config: %zu parameters is too many", l.total);
+    raspR_setnopos(err, "model config: %zu parameters is too many (at most %zu)",
+                   l.total, MAXPARAMS);
     raspM_free(l.t);
     return -1;
   }
@@ -148,7 +158,12 @@ int raspN_init(rasp_model *m, const rasp_model_config *cfg, rasp_error *err) {
   m->tensors = l.t;
   m->ntensors = l.n;
   m->nparams = l.total;
-  m->params = raspM_alloc((l.total ? l.total : 1) * sizeof(float));
+  return 0;
+}
+
+int raspN_init(rasp_model *m, const rasp_model_config *cfg, rasp_error *err) {
+  if (lay_out(m, cfg, err)) return -1;
+  m->params = raspM_alloc((m->nparams ? m->nparams : 1) * sizeof(float));
   return 0;
 }
 
@@ -190,6 +205,7 @@ typedef struct jparser {
   const char *s;
   size_t len, pos;
   const char *err; /* first problem, or NULL */
+  long nodes;      /* values parsed so far (JSON_MAXNODES) */
 } jparser;
 
 static void jfree(jval *v) {
@@ -306,6 +322,9 @@ static int jstring(jparser *p, char **out) {
 static int jvalue(jparser *p, jval *v, int depth) {
   memset(v, 0, sizeof *v);
   if (depth > JSON_MAXDEPTH) return jfail(p, "nesting too deep");
+  /* a tree node (72 bytes) is ~36 times the 2 bytes "0," takes in the
+  ** text: the count, not the text's size, bounds the tree */
+  if (++p->nodes > JSON_MAXNODES) return jfail(p, "too many values");
   jws(p);
   if (p->pos >= p->len) return jfail(p, "unexpected end of JSON");
   v->begin = p->pos;
@@ -407,7 +426,7 @@ static int jvalue(jparser *p, jval *v, int depth) {
 ** *at (the byte offset). */
 static int jparse(const char *s, size_t len, jval *out, const char **why,
                   size_t *at) {
-  jparser p = {s, len, 0, NULL};
+  jparser p = {s, len, 0, NULL, 0};
   int r = jvalue(&p, out, 0);
   if (!r) {
     jws(&p);
@@ -547,48 +566,56 @@ out:
   return rc;
 }
 
-/* Reads a whole file.  Size limit: anything above lim bytes is refused. */
-static char *read_file(const char *path, size_t *len, size_t lim,
-                       rasp_error *err) {
+/* Opens path for reading and checks it is a regular file; *size gets its
+** size.  NULL with err set otherwise. */
+static FILE *open_regular(const char *path, uint64_t *size, rasp_error *err) {
   FILE *f = fopen(path, "rb");
   if (!f) {
     raspR_setnopos(err, "cannot read '%s': %s", path, strerror(errno));
     return NULL;
   }
-  size_t cap = 1 << 16, n = 0;
-  char *b = raspM_alloc(cap + 1);
-  for (;;) {
-    if (n == cap) {
-      if (cap >= lim) {
-        raspR_setnopos(err, "'%s': file too large", path);
-        fclose(f);
-        raspM_free(b);
-        return NULL;
-      }
-      cap *= 2;
-      b = raspM_realloc(b, cap + 1);
-    }
-    size_t r = fread(b + n, 1, cap - n, f);
-    n += r;
-    if (r == 0) break;
-  }
-  int bad = ferror(f);
-  fclose(f);
-  if (bad) {
-    raspR_setnopos(err, "cannot read '%s': I/O error", path);
-    raspM_free(b);
+  struct stat sb;
+  if (fstat(fileno(f), &sb) || !S_ISREG(sb.st_mode) || sb.st_size < 0) {
+    raspR_setnopos(err, "cannot read '%s': not a regular file", path);
+    fclose(f);
     return NULL;
   }
-  b[n] = 0;
-  *len = n;
-  return b;
+  *size = (uint64_t)sb.st_size;
+  return f;
+}
+
+/* n bytes at offset off of f into dst; 0, or -1 with err (a short read means
+** the file shrank since it was checked). */
+static int read_at(FILE *f, const char *path, uint64_t off, void *dst, size_t n,
+                   rasp_error *err) {
+  if (fseeko(f, (off_t)off, SEEK_SET) || fread(dst, 1, n, f) != n) {
+    raspR_setnopos(err, "cannot read '%s': %s", path,
+                   ferror(f) ? "I/O error" : "truncated while reading");
+    return -1;
+  }
+  return 0;
 }
 
 static int load_config(const char *path, rasp_model_config *c, char **extra,
                        rasp_error *err) {
-  size_t len;
-  char *text = read_file(path, &len, (size_t)1 << 30, err);
-  if (!text) return -1;
+  uint64_t size;
+  FILE *f = open_regular(path, &size, err);
+  if (!f) return -1;
+  if (size > MAXJSON) {
+    raspR_setnopos(err, "'%s': %llu bytes; a model config has at most %zu",
+                   path, (unsigned long long)size, MAXJSON);
+    fclose(f);
+    return -1;
+  }
+  size_t len = (size_t)size;
+  char *text = raspM_alloc(len + 1);
+  int bad = len && read_at(f, path, 0, text, len, err);
+  fclose(f);
+  if (bad) {
+    raspM_free(text);
+    return -1;
+  }
+  text[len] = 0;
   jval root;
   const char *why;
   size_t at;
@@ -640,32 +667,49 @@ static int span_cmp(const void *a, const void *b) {
   return x->b < y->b ? -1 : x->b > y->b;
 }
 
-static int load_tensors(rasp_model *m, const char *path, rasp_error *err) {
-  size_t len;
-  char *buf = read_file(path, &len, (size_t)1 << 36, err);
-  if (!buf) return -1;
+/* Reads the tensors of m (laid out, m->params still NULL) from path.  Order
+** matters: the file's size, then its header, then every tensor's entry are
+** checked against m's layout before the parameters are allocated, so that
+** their size is bounded by the file's; then each tensor is read straight
+** into place (no copy of the whole file). */
+static int load_tensors(rasp_model *m, const char *path, const char *cfgpath,
+                        rasp_error *err) {
+  uint64_t len;
+  FILE *f = open_regular(path, &len, err);
+  if (!f) return -1;
   int rc = -1;
   jval root = {0};
   span *sp = NULL;
-  if (len < 8) {
-    raspR_setnopos(err, "'%s': not a safetensors file (only %zu bytes)", path,
-                   len);
+  char *hdr = NULL;
+  unsigned char lenb[8];
+  if (len < 8 || read_at(f, path, 0, lenb, 8, err)) {
+    raspR_setnopos(err, "'%s': not a safetensors file (only %llu bytes)", path,
+                   (unsigned long long)len);
     goto out;
   }
   uint64_t hn = 0;
-  for (int i = 0; i < 8; i++) hn |= (uint64_t)(unsigned char)buf[i] << (8 * i);
-  if (hn < 2 || hn > MAXHEADER || buf[8] != '{') {
-    raspR_setnopos(err, "'%s': not a safetensors file (bad header)", path);
+  for (int i = 0; i < 8; i++) hn |= (uint64_t)lenb[i] << (8 * i);
+  if (hn < 2 || hn > MAXHEADER) {
+    raspR_setnopos(err, "'%s': not a safetensors file (header length %llu is "
+                        "not in 2..%llu)", path, (unsigned long long)hn,
+                   (unsigned long long)MAXHEADER);
     goto out;
   }
   if (hn > len - 8) {
-    raspR_setnopos(err, "'%s': truncated (header of %llu bytes, file of %zu)",
-                   path, (unsigned long long)hn, len);
+    raspR_setnopos(err, "'%s': truncated (header of %llu bytes, file of %llu)",
+                   path, (unsigned long long)hn, (unsigned long long)len);
+    goto out;
+  }
+  uint64_t dlen = len - 8 - hn;
+  hdr = raspM_alloc((size_t)hn);
+  if (read_at(f, path, 8, hdr, (size_t)hn, err)) goto out;
+  if (hdr[0] != '{') {
+    raspR_setnopos(err, "'%s': not a safetensors file (bad header)", path);
     goto out;
   }
   const char *why;
   size_t at;
-  if (jparse(buf + 8, (size_t)hn, &root, &why, &at)) {
+  if (jparse(hdr, (size_t)hn, &root, &why, &at)) {
     raspR_setnopos(err, "'%s': bad safetensors header: %s at byte %zu", path,
                    why, at + 8);
     goto out;
@@ -674,10 +718,7 @@ static int load_tensors(rasp_model *m, const char *path, rasp_error *err) {
     raspR_setnopos(err, "'%s': bad safetensors header: not an object", path);
     goto out;
   }
-  const char *data = buf + 8 + hn;
-  uint64_t dlen = len - 8 - hn;
-  sp = raspM_alloc(((size_t)root.n + 1) * sizeof *sp);
-  int nsp = 0;
+  sp = raspM_alloc(((size_t)m->ntensors + 1) * sizeof *sp);
   for (int i = 0; i < root.n; i++) {
     const char *k = root.keys[i];
     if (!strcmp(k, "__metadata__")) continue;
@@ -736,17 +777,38 @@ static int load_tensors(rasp_model *m, const char *path, rasp_error *err) {
                      (long long)en, (unsigned long long)dlen);
       goto out;
     }
-    sp[nsp].b = (uint64_t)b;
-    sp[nsp].e = (uint64_t)en;
-    nsp++;
-    memcpy(m->params + t->offset, data + b, t->size * 4);
+    sp[i].b = (uint64_t)b;
+    sp[i].e = (uint64_t)en;
   }
-  qsort(sp, (size_t)nsp, sizeof *sp, span_cmp);
-  for (int i = 1; i < nsp; i++)
-    if (sp[i].b < sp[i - 1].e) {
-      raspR_setnopos(err, "'%s': tensors overlap in the data section", path);
+  span *sorted = raspM_alloc(((size_t)m->ntensors + 1) * sizeof *sorted);
+  memcpy(sorted, sp, (size_t)m->ntensors * sizeof *sp);
+  qsort(sorted, (size_t)m->ntensors, sizeof *sorted, span_cmp);
+  int overlap = 0;
+  for (int i = 1; i < m->ntensors; i++)
+    if (sorted[i].b < sorted[i - 1].e) overlap = 1;
+  raspM_free(sorted);
+  if (overlap) {
+    raspR_setnopos(err, "'%s': tensors overlap in the data section", path);
+    goto out;
+  }
+  if ((uint64_t)m->nparams * 4 > dlen) {
+    /* (implied by the spans above; kept as the last word before the
+    ** allocation) */
+    raspR_setnopos(err, "'%s': truncated, or not the tensors of '%s': that "
+                        "config needs %zu parameters (%llu bytes), the file "
+                        "holds %llu bytes of tensor data",
+                   path, cfgpath, m->nparams,
+                   (unsigned long long)m->nparams * 4, (unsigned long long)dlen);
+    goto out;
+  }
+  /* every size is now known to fit in the file: allocate and read */
+  m->params = raspM_alloc((m->nparams ? m->nparams : 1) * sizeof(float));
+  for (int i = 0; i < m->ntensors; i++) {
+    rasp_tensor *t = &m->tensors[i];
+    if (t->size && read_at(f, path, 8 + hn + sp[i].b, m->params + t->offset,
+                           t->size * 4, err))
       goto out;
-    }
+  }
   for (size_t i = 0; i < m->nparams; i++)
     if (!isfinite(m->params[i])) {
       raspR_setnopos(err, "'%s': parameter %zu is not finite", path, i);
@@ -754,9 +816,10 @@ static int load_tensors(rasp_model *m, const char *path, rasp_error *err) {
     }
   rc = 0;
 out:
+  fclose(f);
   raspM_free(sp);
+  raspM_free(hdr);
   jfree(&root);
-  raspM_free(buf);
   return rc;
 }
 
@@ -768,12 +831,15 @@ int raspN_load(rasp_model *m, const char *stem_in, rasp_error *err) {
   char *extra = NULL;
   int rc = -1;
   if (load_config(pj, &c, &extra, err)) goto out;
-  if (raspN_init(m, &c, err)) {
+  if (lay_out(m, &c, err)) {
+    char msg[sizeof err->msg];
+    snprintf(msg, sizeof msg, "%s", err->msg);
+    raspR_setnopos(err, "'%s': %s", pj, msg);
     raspM_free(extra);
     goto out;
   }
   m->json_extra = extra;
-  if (load_tensors(m, pt, err)) {
+  if (load_tensors(m, pt, pj, err)) {
     raspN_free(m);
     goto out;
   }
@@ -783,6 +849,78 @@ out:
   raspM_free(pt);
   raspM_free(pj);
   return rc;
+}
+
+/* ---- the layout of a compiled model ------------------------------------- */
+
+/* json_extra parsed into root; -1 without a (parsable) layout. */
+static int layout_parse(const rasp_model *m, jval *root) {
+  const char *why;
+  size_t at;
+  memset(root, 0, sizeof *root);
+  if (!m->json_extra) return -1;
+  return jparse(m->json_extra, strlen(m->json_extra), root, &why, &at);
+}
+
+/* The value at a dotted path of object keys, or NULL. */
+static jval *jpath(jval *v, const char *path) {
+  char key[128];
+  while (v && *path) {
+    const char *dot = strchr(path, '.');
+    size_t n = dot ? (size_t)(dot - path) : strlen(path);
+    if (n >= sizeof key) return NULL;
+    memcpy(key, path, n);
+    key[n] = 0;
+    v = jget(v, key);
+    path += n + (dot != NULL);
+  }
+  return v;
+}
+
+int raspN_layout_has(const rasp_model *m, const char *path) {
+  jval root;
+  if (layout_parse(m, &root)) return 0;
+  int r = jpath(&root, path) != NULL;
+  jfree(&root);
+  return r;
+}
+
+char **raspN_layout_strings(const rasp_model *m, const char *path, int *n) {
+  jval root;
+  *n = 0;
+  if (layout_parse(m, &root)) return NULL;
+  jval *a = jpath(&root, path);
+  char **v = NULL;
+  int ok = a && a->type == J_ARR;
+  for (int i = 0; ok && i < a->n; i++) ok = a->items[i].type == J_STR;
+  if (ok) {
+    v = raspM_alloc(((size_t)a->n + 1) * sizeof *v);
+    for (int i = 0; i < a->n; i++) v[i] = raspM_strdup(a->items[i].str);
+    *n = a->n;
+  }
+  jfree(&root);
+  return v;
+}
+
+void raspN_free_strings(char **v, int n) {
+  for (int i = 0; v && i < n; i++) raspM_free(v[i]);
+  raspM_free(v);
+}
+
+int raspN_layout_unit_dim(const rasp_model *m, const char *kind) {
+  jval root;
+  if (layout_parse(m, &root)) return -1;
+  jval *u = jget(&root, "units");
+  int dim = -1;
+  for (int i = 0; u && u->type == J_ARR && i < u->n; i++) {
+    jval *k = jget(&u->items[i], "kind");
+    if (!k || k->type != J_STR || strcmp(k->str, kind)) continue;
+    int64_t d;
+    if (!jint(jget(&u->items[i], "dim"), 0, INT_MAX, &d)) dim = (int)d;
+    break;
+  }
+  jfree(&root);
+  return dim;
 }
 
 /* ---- reference forward pass --------------------------------------------- */

@@ -92,7 +92,11 @@ float *raspN_data(rasp_model *m, const char *name);
 /* Writes STEM.safetensors and STEM.json (atomically). */
 int raspN_save(const rasp_model *m, const char *stem, rasp_error *err);
 /* Reads them back; a truncated, inconsistent or foreign file is an error
-** that names the file and what is wrong with it. */
+** that names the file and what is wrong with it.  Every size the files
+** claim is checked against limits (rmodel.c: dimensions, layers,
+** parameters, header and config bytes) and against the .safetensors' real
+** size before the parameters are allocated, and the tensors are read
+** straight into place, so a small file cannot make it allocate much. */
 int raspN_load(rasp_model *m, const char *stem, rasp_error *err);
 
 /* Softmax of one row of attention scores, in place but unnormalised:
@@ -105,5 +109,20 @@ float raspN_softmax_exp(float *att, int nk);
 ** and after every sublayer: (1 + 2*n_layers) * n * d_model floats. */
 int raspN_forward(const rasp_model *m, const int *tokens, int n, float *logits,
                   float *residual, rasp_error *err);
+
+/* ---- the layout of a compiled model -------------------------------------
+** json_extra read through the same bounded JSON parser as the files (never
+** by searching its text).  A path is object keys joined by dots, from the
+** layout object: "dims", "readout.values". */
+/* 1 if the layout has a value at path, else 0 (also without a layout). */
+int raspN_layout_has(const rasp_model *m, const char *path);
+/* The array of strings at path: fresh strings in a fresh array (free with
+** raspN_free_strings), *n its length; NULL (*n = 0) when there is no
+** such array or an item is not a string. */
+char **raspN_layout_strings(const rasp_model *m, const char *path, int *n);
+void raspN_free_strings(char **v, int n);
+/* The integer "dim" of the first object in the layout's "units" array
+** whose "kind" is kind, or -1. */
+int raspN_layout_unit_dim(const rasp_model *m, const char *kind);
 
 #endif

@@ -1,7 +1,8 @@
 /*
 ** test_model.c -- transformer weights (rmodel.c): layout, file round trip,
-** rejection of bad files, and the reference forward pass against a hand
-** computation.
+** rejection of bad files (also files that claim sizes they do not hold:
+** refused before anything of that size is allocated, under an address
+** space limit), and the reference forward pass against a hand computation.
 */
 #include <check.h>
 #include <math.h>
@@ -9,6 +10,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "rmem.h"
@@ -330,6 +333,199 @@ START_TEST(test_bad_files) {
 }
 END_TEST
 
+/* The compiled layout is queried through the parser: keys, not text.  The
+** decoys (a string "\"readout\"", a unit named "tokens" of another kind)
+** are what searching the text would have taken. */
+START_TEST(test_layout_query) {
+  rasp_model_config c = small_cfg();
+  rasp_model m;
+  rasp_error err = {0};
+  ck_assert_int_eq(raspN_init(&m, &c, &err), 0);
+  ck_assert_int_eq(raspN_layout_has(&m, "readout"), 0);
+  ck_assert_int_eq(raspN_layout_unit_dim(&m, "tokens"), -1);
+  m.json_extra = raspM_strdup(
+      "{\"note\": \"no \\\"readout\\\" here, \\\"dims\\\": [\\\"x\\\"]\","
+      " \"units\": [{\"name\": \"tokens\", \"kind\": \"numerical\", \"dim\": 9},"
+      " {\"kind\": \"tokens\", \"dim\": 3}],"
+      " \"dims\": [\"is_bos\", \"tokens=\\u0041\"],"
+      " \"out\": {\"readout\": {\"values\": [\"1\", 2]}}}");
+  ck_assert_int_eq(raspN_layout_has(&m, "readout"), 0);
+  ck_assert_int_eq(raspN_layout_has(&m, "out.readout.values"), 1);
+  int n = -1;
+  char **v = raspN_layout_strings(&m, "dims", &n);
+  ck_assert_int_eq(n, 2);
+  ck_assert_str_eq(v[1], "tokens=A");
+  raspN_free_strings(v, n);
+  /* not all strings: none */
+  ck_assert_ptr_null(raspN_layout_strings(&m, "out.readout.values", &n));
+  ck_assert_int_eq(n, 0);
+  ck_assert_ptr_null(raspN_layout_strings(&m, "dims.x", &n));
+  ck_assert_int_eq(raspN_layout_unit_dim(&m, "tokens"), 3);
+  ck_assert_int_eq(raspN_layout_unit_dim(&m, "numerical"), 9);
+  ck_assert_int_eq(raspN_layout_unit_dim(&m, "categorical"), -1);
+  raspN_free(&m);
+}
+END_TEST
+
+/* ---- files that claim more than they hold -------------------------------- */
+
+#if defined(__SANITIZE_ADDRESS__)
+/* Under AddressSanitizer an address space limit cannot be used (its shadow
+** memory is reserved up front); its own cap makes any allocation above
+** 1 GiB abort the test instead. */
+const char *__asan_default_options(void);
+const char *__asan_default_options(void) { return "max_allocation_size_mb=1024"; }
+#endif
+
+/* Limits the address space to what the process has now plus 1 GiB (not
+** under AddressSanitizer, see above); restore with the returned limit. */
+static struct rlimit cap_memory(void) {
+  struct rlimit old;
+  ck_assert_int_eq(getrlimit(RLIMIT_AS, &old), 0);
+#if !defined(__SANITIZE_ADDRESS__)
+  FILE *f = fopen("/proc/self/statm", "r");
+  unsigned long pages = 0;
+  if (f) {
+    ck_assert_int_eq(fscanf(f, "%lu", &pages), 1);
+    fclose(f);
+  }
+  struct rlimit lim = old;
+  lim.rlim_cur = (rlim_t)pages * (rlim_t)sysconf(_SC_PAGESIZE) + ((rlim_t)1 << 30);
+  if (old.rlim_cur == RLIM_INFINITY || lim.rlim_cur < old.rlim_cur)
+    ck_assert_int_eq(setrlimit(RLIMIT_AS, &lim), 0);
+#endif
+  return old;
+}
+
+/* A STEM.json of a few hundred bytes whose config needs vocab_size *
+** d_model = 2^30 floats (4 GiB) for tok_emb alone: refused, whether the
+** .safetensors next to it is an honest small model, one whose header claims
+** the same shapes, or one whose header length lies. */
+START_TEST(test_huge_claims) {
+  const char *huge =
+      "{\"config\":{\"vocab_size\":1048576,\"max_len\":5,\"d_model\":1024,"
+      "\"n_layers\":1,\"n_heads\":1,\"d_head\":1024,\"d_mlp\":1024,\"n_out\":5,"
+      "\"causal\":1,\"layer_norm\":0,\"pos_embedding\":0,\"gelu\":0,"
+      "\"bos_token\":-1}}";
+  ck_assert_uint_lt(strlen(huge), 400);
+  rasp_model_config small = small_cfg(); /* the same tensors, smaller */
+  small.n_layers = 1;
+  small.pos_embedding = small.layer_norm = 0;
+  save_cfg(path("good"), small);
+  size_t n;
+  unsigned char *b = slurp(path("good.safetensors"), &n);
+  char st[512], js[512];
+  snprintf(st, sizeof st, "%s", path("bad.safetensors"));
+  snprintf(js, sizeof js, "%s", path("bad.json"));
+  struct rlimit old = cap_memory();
+
+  /* an honest small tensor file */
+  spit(js, huge, strlen(huge));
+  spit(st, b, n);
+  expect_bad(path("bad"), "bad.safetensors", "tok_emb' has the wrong shape (expected [1048576,1024])");
+  /* a header that claims the shapes, with 400 bytes of data */
+  char hdr[2048];
+  int hl = snprintf(hdr, sizeof hdr,
+                    "{\"tok_emb\":{\"dtype\":\"F32\",\"shape\":[1048576,1024],"
+                    "\"data_offsets\":[0,4294967296]}}");
+  unsigned char *f = raspM_alloc(8 + (size_t)hl + 400);
+  for (int i = 0; i < 8; i++) f[i] = (unsigned char)((uint64_t)hl >> (8 * i));
+  memcpy(f + 8, hdr, (size_t)hl);
+  spit(st, f, 8 + (size_t)hl + 400);
+  expect_bad(path("bad"), "bad.safetensors", "ends at byte 4294967296 of a 400-byte data section");
+  /* header lengths: more than the file, more than any header may be */
+  uint64_t lens[] = {(uint64_t)1 << 40, (uint64_t)hl + 401, UINT64_MAX, 1};
+  const char *why[] = {"header length 1099511627776", "truncated (header of",
+                       "header length 18446744073709551615", "header length 1 "};
+  for (int k = 0; k < 4; k++) {
+    for (int i = 0; i < 8; i++) f[i] = (unsigned char)(lens[k] >> (8 * i));
+    spit(st, f, 8 + (size_t)hl + 400);
+    expect_bad(path("bad"), "bad.safetensors", why[k]);
+  }
+  /* a header of 17 MiB that the file does hold (sparse): still refused */
+  for (int i = 0; i < 8; i++) f[i] = (unsigned char)(((uint64_t)17 << 20) >> (8 * i));
+  spit(st, f, 8 + (size_t)hl);
+  ck_assert_int_eq(truncate(st, (off_t)(18 << 20)), 0);
+  expect_bad(path("bad"), "bad.safetensors", "header length 17825792 is not in 2..16777216");
+  raspM_free(f);
+
+  /* a 4 GiB (sparse) .safetensors is not read whole: a bad header is
+  ** refused at once, and a good one loads reading only its tensors */
+  for (int good = 0; good < 2; good++) {
+    spit(st, b, n);
+    if (!good) {
+      unsigned char junk = 'x';
+      FILE *g = fopen(st, "r+b");
+      ck_assert_ptr_nonnull(g);
+      ck_assert_int_eq(fseek(g, 8, SEEK_SET), 0);
+      ck_assert_int_eq(fwrite(&junk, 1, 1, g), 1);
+      fclose(g);
+    }
+    ck_assert_int_eq(truncate(st, (off_t)4 << 30), 0);
+    char cmd[1200];
+    snprintf(cmd, sizeof cmd, "cp '%s' '%s'", path("good.json"), js);
+    ck_assert_int_eq(system(cmd), 0);
+    if (!good) {
+      expect_bad(path("bad"), "bad.safetensors", "bad header");
+    } else {
+      rasp_model mm;
+      rasp_error err = {0};
+      ck_assert_msg(raspN_load(&mm, path("bad"), &err) == 0, "%s", err.msg);
+      ck_assert_mem_eq(mm.params, b + n - mm.nparams * 4, mm.nparams * 4);
+      raspN_free(&mm);
+    }
+  }
+  ck_assert_int_eq(unlink(st), 0);
+
+  /* the config's own limits: dimensions, layers, parameters */
+  const char *over[][2] = {
+      {"\"d_model\":1024", "\"d_model\":1048577"},
+      {"\"n_layers\":1", "\"n_layers\":5000"},
+      {"\"d_mlp\":1024", "\"d_mlp\":1048576,\"x\":0"},
+  };
+  const char *overwhy[] = {"d_model = 1048577 is out of range",
+                           "n_layers = 5000", "parameters is too many"};
+  for (int k = 0; k < 3; k++) {
+    char j2[1024];
+    const char *at = strstr(huge, over[k][0]);
+    ck_assert_ptr_nonnull(at);
+    snprintf(j2, sizeof j2, "%.*s%s%s", (int)(at - huge), huge, over[k][1],
+             at + strlen(over[k][0]));
+    if (k == 2) { /* and many layers: 16 * 2^31 floats */
+      char *l = strstr(j2, "\"n_layers\":1,");
+      ck_assert_ptr_nonnull(l);
+      memmove(l + 13, l + 12, strlen(l + 12) + 1);
+      memcpy(l, "\"n_layers\":16", 13);
+    }
+    spit(js, j2, strlen(j2));
+    expect_bad(path("bad"), "bad.json", overwhy[k]);
+  }
+  /* a config file of 100 MiB (sparse), a directory */
+  spit(js, huge, strlen(huge));
+  ck_assert_int_eq(truncate(js, (off_t)100 << 20), 0);
+  expect_bad(path("bad"), "bad.json", "104857600 bytes; a model config has at most");
+  /* 5M values in 10 MB: refused by count before the tree outgrows the cap */
+  {
+    size_t nv = 5u << 20;
+    char *t = raspM_alloc(2 * nv + 2);
+    t[0] = '[';
+    for (size_t i = 0; i < nv; i++) {
+      t[1 + 2 * i] = '0';
+      t[2 + 2 * i] = i + 1 < nv ? ',' : ']';
+    }
+    spit(js, t, 2 * nv + 1);
+    raspM_free(t);
+    expect_bad(path("bad"), "bad.json", "too many values");
+  }
+  ck_assert_int_eq(unlink(js), 0);
+  ck_assert_int_eq(mkdir(js, 0700), 0);
+  expect_bad(path("bad"), "bad.json", "not a regular file");
+  ck_assert_int_eq(rmdir(js), 0);
+  ck_assert_int_eq(setrlimit(RLIMIT_AS, &old), 0);
+  raspM_free(b);
+}
+END_TEST
+
 /* ---- forward ------------------------------------------------------------ */
 
 static void set(rasp_model *m, const char *name, const float *v) {
@@ -484,6 +680,8 @@ static Suite *model_suite(void) {
   tcase_add_test(tc, test_layout);
   tcase_add_test(tc, test_round_trip);
   tcase_add_test(tc, test_bad_files);
+  tcase_add_test(tc, test_huge_claims);
+  tcase_add_test(tc, test_layout_query);
   tcase_add_test(tc, test_forward_hand);
   tcase_add_test(tc, test_forward_ln_gelu);
   tcase_add_test(tc, test_forward_stable);

@@ -312,6 +312,26 @@ START_TEST(test_overfit) {
 }
 END_TEST
 
+static int exists(const char *dir, const char *name) {
+  char p[600];
+  snprintf(p, sizeof p, "%s/%s", dir, name);
+  return access(p, F_OK) == 0;
+}
+
+static void touch(const char *dir, const char *name) {
+  char p[600];
+  snprintf(p, sizeof p, "%s/%s", dir, name);
+  FILE *f = fopen(p, "w");
+  ck_assert_ptr_nonnull(f);
+  fputs("partial", f);
+  fclose(f);
+}
+
+/* Checkpoints (ttrain.h): a generation's files committed by the manifest.
+** Round trip with the configuration; the previous generation removed only
+** after the next commits; a generation written but not committed (a kill
+** before the manifest's rename) ignored by load and removed by clean, as
+** are temporaries; damaged files refused with the file named. */
 START_TEST(test_checkpoint_round_trip) {
   char dir[] = "/tmp/test_train.XXXXXX";
   ck_assert_ptr_nonnull(mkdtemp(dir));
@@ -327,31 +347,110 @@ START_TEST(test_checkpoint_round_trip) {
     opt.v[i] = (float)(2 * i);
   }
   opt.step = 77;
-  train_ckpt_state st = {.epoch = 3, .step = 77, .best_val = 0.5};
+  train_ckpt_state st = {.epoch = 3, .step = 77, .best_val = 0.1, .generation = 0};
   char stem[300];
   snprintf(stem, sizeof stem, "%s/ck", dir);
-  ck_assert_int_eq(train_ckpt_save(stem, &m, &opt, &st, &err), 0);
+  const char *cfg = "--lr 0.0005\n--seed 1\n";
+  ck_assert_int_eq(train_ckpt_generation(stem, &err), 0);
+  ck_assert_msg(train_ckpt_save(stem, &m, &opt, &st, cfg, &err) == 0, "%s", err.msg);
+  ck_assert_int_eq(st.generation, 1);
+  ck_assert_int_eq(train_ckpt_generation(stem, &err), 1);
   train_ckpt_state st2;
-  ck_assert_int_eq(train_ckpt_load(stem, &r, &o2, &st2, &err), 0);
+  char *saved = NULL;
+  ck_assert_msg(train_ckpt_load(stem, &r, &o2, &st2, &saved, &err) == 0, "%s", err.msg);
   ck_assert_mem_eq(r.params, m.params, m.nparams * sizeof(float));
   ck_assert_mem_eq(o2.m, opt.m, m.nparams * sizeof(float));
   ck_assert_mem_eq(o2.v, opt.v, m.nparams * sizeof(float));
   ck_assert_int_eq(o2.step, 77);
   ck_assert_int_eq(st2.epoch, 3);
   ck_assert_int_eq(st2.step, 77);
-  /* a truncated optimiser state is refused */
-  char p[320], cmd[700];
-  snprintf(p, sizeof p, "%s.opt", stem);
-  snprintf(cmd, sizeof cmd, "truncate -s 100 '%s'", p);
-  ck_assert_int_eq(system(cmd), 0);
+  ck_assert(st2.best_val == 0.1); /* exactly: stored in hex */
+  ck_assert_int_eq(st2.generation, 1);
+  ck_assert_str_eq(saved, cfg);
+  raspM_free(saved);
   raspN_free(&r);
   train_adamw_free(&o2);
-  ck_assert_int_eq(train_ckpt_load(stem, &r, &o2, &st2, &err), -1);
-  ck_assert_ptr_nonnull(strstr(err.msg, ".opt"));
+
+  /* the next generation replaces the previous one only once committed */
+  m.params[0] += 1.0f;
+  st.epoch = 4;
+  ck_assert_int_eq(train_ckpt_save(stem, &m, &opt, &st, cfg, &err), 0);
+  ck_assert_int_eq(st.generation, 2);
+  ck_assert(!exists(dir, "ck.g000001.safetensors") && !exists(dir, "ck.g000001.opt") &&
+            !exists(dir, "ck.g000001.json"));
+  ck_assert(exists(dir, "ck.g000002.safetensors") && exists(dir, "ck.g000002.opt"));
+
+  /* killed after writing generation 3, before its manifest: load reads 2 */
+  char g3[320];
+  snprintf(g3, sizeof g3, "%s.g000003", stem);
+  float p2 = m.params[0];
+  m.params[0] += 1.0f;
+  ck_assert_int_eq(raspN_save(&m, g3, &err), 0);
+  touch(dir, "ck.g000003.opt.tmp.Ab12Cd");
+  touch(dir, "ck.ckpt.tmp.x9Y8z7");
+  touch(dir, "notes.tmp.txt");  /* not ours: kept */
+  touch(dir, "ck.csv.tmp.abc"); /* not mkstemp's six characters: kept */
+  ck_assert_int_eq(train_ckpt_load(stem, &r, &o2, &st2, NULL, &err), 0);
+  ck_assert_int_eq(st2.generation, 2);
+  ck_assert_int_eq(st2.epoch, 4);
+  ck_assert(r.params[0] == p2);
+  raspN_free(&r);
+  train_adamw_free(&o2);
+  ck_assert_int_eq(train_ckpt_clean(stem), 2); /* g3's .json, .safetensors */
+  ck_assert_int_eq(train_clean_tmp(dir), 2);
+  ck_assert(!exists(dir, "ck.g000003.json") && !exists(dir, "ck.ckpt.tmp.x9Y8z7"));
+  ck_assert(exists(dir, "notes.tmp.txt") && exists(dir, "ck.csv.tmp.abc"));
+  ck_assert(exists(dir, "ck.g000002.json") && exists(dir, "ck.ckpt"));
+
+  /* damaged files: named in the error, nothing half-loaded */
+  char p[320], cmd[1500];
+  snprintf(p, sizeof p, "%s.g000002.opt", stem);
+  snprintf(cmd, sizeof cmd, "cp '%s' '%s.bak' && truncate -s 100 '%s'", p, p, p);
+  ck_assert_int_eq(system(cmd), 0);
+  ck_assert_int_eq(train_ckpt_load(stem, &r, &o2, &st2, NULL, &err), -1);
+  ck_assert_msg(strstr(err.msg, "ck.g000002.opt") && strstr(err.msg, "100 bytes"), "%s", err.msg);
+  snprintf(cmd, sizeof cmd, "mv '%s.bak' '%s'", p, p);
+  ck_assert_int_eq(system(cmd), 0);
+  /* a changed moment: the optimiser state is not the committed one */
+  snprintf(cmd, sizeof cmd, "printf 'XXXX' | dd of='%s' bs=1 seek=40 conv=notrunc 2>/dev/null", p);
+  ck_assert_int_eq(system(cmd), 0);
+  ck_assert_int_eq(train_ckpt_load(stem, &r, &o2, &st2, NULL, &err), -1);
+  ck_assert_msg(strstr(err.msg, "optimiser state in") && strstr(err.msg, "ck.g000002.opt"), "%s", err.msg);
+  /* a damaged manifest */
+  snprintf(p, sizeof p, "%s.ckpt", stem);
+  snprintf(cmd, sizeof cmd, "sed -i 's/^end$/en/' '%s'", p);
+  ck_assert_int_eq(system(cmd), 0);
+  ck_assert_int_eq(train_ckpt_load(stem, &r, &o2, &st2, NULL, &err), -1);
+  ck_assert_msg(strstr(err.msg, "ck.ckpt") && strstr(err.msg, "damaged"), "%s", err.msg);
+  ck_assert_int_eq(train_ckpt_generation(stem, &err), -1);
+  ck_assert_int_eq(train_ckpt_clean(stem), 0); /* kept for repair by hand */
+  ck_assert_int_eq(unlink(p), 0);
+  ck_assert_int_eq(train_ckpt_load(stem, &r, &o2, &st2, NULL, &err), -1);
+  ck_assert_msg(strstr(err.msg, "no checkpoint"), "%s", err.msg);
+  /* without a manifest no generation is committed: clean removes them all */
+  ck_assert_int_eq(train_ckpt_clean(stem), 3);
   train_adamw_free(&opt);
   raspN_free(&m);
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
   ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
+/* Configurations differ option by option, both ways, each named with both
+** values. */
+START_TEST(test_config_diff) {
+  char msg[512];
+  const char *a = "--lr 0.0005\n--seed 1\n--model decoder\n--gone x\n";
+  const char *b = "--lr 0.001\n--seed 1\n--model encoder\n--new 3\n";
+  ck_assert_int_eq(train_config_diff(a, a, msg, sizeof msg), 0);
+  ck_assert_str_eq(msg, "");
+  ck_assert_int_eq(train_config_diff(a, b, msg, sizeof msg), 4);
+  ck_assert_str_eq(msg, "--lr 0.001 (checkpoint: 0.0005), --model encoder "
+                        "(checkpoint: decoder), --new 3 (checkpoint: not set), "
+                        "--gone not set (checkpoint: x)");
+  /* a short buffer truncates the message, not the count */
+  ck_assert_int_eq(train_config_diff(a, b, msg, 10), 4);
+  ck_assert_uint_eq(strlen(msg), 9);
 }
 END_TEST
 
@@ -706,6 +805,7 @@ static Suite *train_suite(void) {
   tcase_add_test(tc, test_forward_matches_reference);
   tcase_add_test(tc, test_overfit);
   tcase_add_test(tc, test_checkpoint_round_trip);
+  tcase_add_test(tc, test_config_diff);
   tcase_add_test(tc, test_compiled_init);
   tcase_add_test(tc, test_compiled_init_encoder);
   tcase_add_test(tc, test_compiled_encoder_binaries);

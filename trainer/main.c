@@ -52,14 +52,24 @@
 ** Logs (trialK.csv, compare.csv, compare.gp, compare.png) are kept in
 ** memory and rewritten whole, atomically, after every row: a killed run
 ** leaves the previous or the new file, never a torn one.
+**
+** Checkpoints (--out DIR): after every epoch, DIR/trialK.ckpt commits a
+** generation of model and optimiser files (ttrain.h), with the trial's
+** configuration (config_text: every option that shapes its trajectory);
+** --resume loads the committed generation and refuses one made with other
+** options, naming each.  A run locks DIR (DIR/rasp-train.lock, one run per
+** directory) and, on start, removes what killed runs left there:
+** temporaries of interrupted writes and generations never committed.
 */
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdarg.h>
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -612,15 +622,27 @@ static void compiled_logit_range(const rasp_model *m, const opts *o,
   raspM_free(lg);
 }
 
+static uint64_t fnv1a(const void *p, size_t n) {
+  const unsigned char *b = p;
+  uint64_t h = 1469598103934665603ull;
+  for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 1099511628211ull;
+  return h;
+}
+
 /* prefix: the BOS id to put before every sequence (compiled models), or
-** -1.  d: training data (for the compiled logits' range). */
+** -1.  d: training data (for the compiled logits' range).  init_fnv:
+** FNV-1a of the --init model's parameters as loaded (0 for a random init),
+** for the checkpoint's configuration. */
 static int make_model(const opts *o, int trial, int random_init,
                       const rasp_model_config *like, const dataset *d,
-                      rasp_model *m, int *prefix, rasp_error *err) {
+                      rasp_model *m, int *prefix, uint64_t *init_fnv,
+                      rasp_error *err) {
   int len = raspT_length(&o->task), vocab = o->task.V + 9;
   *prefix = -1;
+  *init_fnv = 0;
   if (!random_init) {
     if (raspN_load(m, o->init, err)) return -1;
+    *init_fnv = fnv1a(m->params, m->nparams * sizeof(float));
   }
   if (!random_init && train_is_compiled(m)) {
     float lo, hi;
@@ -703,6 +725,7 @@ typedef struct trainer {
   int *seq;
   int prefix; /* BOS id prepended (compiled architectures), or -1 */
   int T;      /* model positions */
+  uint64_t init_fnv; /* the --init model's parameters (make_model) */
 } trainer;
 
 static int trainer_init(trainer *t, const opts *o, int trial, int random_init,
@@ -710,7 +733,8 @@ static int trainer_init(trainer *t, const opts *o, int trial, int random_init,
                         rasp_error *err) {
   memset(t, 0, sizeof *t);
   t->o = o;
-  if (make_model(o, trial, random_init, like, d, &t->m, &t->prefix, err))
+  if (make_model(o, trial, random_init, like, d, &t->m, &t->prefix,
+                 &t->init_fnv, err))
     return -1;
   int len = raspT_length(&o->task), T = model_len(o, len) + (t->prefix >= 0);
   t->T = T;
@@ -845,6 +869,54 @@ static void csv_header(logbuf *f, const opts *o) {
   lb_printf(f, ",seconds\n");
 }
 
+/* The shortest "%g" text that reads back as f. */
+static const char *ftext(char *buf, size_t size, float f) {
+  for (int p = 6; p <= 9; p++) {
+    snprintf(buf, size, "%.*g", p, (double)f);
+    if (strtof(buf, NULL) == f) break;
+  }
+  return buf;
+}
+
+/* The checkpoint's configuration: every option that shapes a trial's
+** trajectory, one "--name value" line each, in the form the command line
+** takes (floats in the shortest form that reads back exactly, so equal
+** means equal).  --epochs, --max-steps and --stop-loss only say where to
+** stop (a finished run resumes when given more), --trials, --threads,
+** --eval-every and --out not what a trial computes, so they are left out.
+** init-weights fingerprints the --init model's contents, which may change
+** under the same name. */
+static void config_text(logbuf *b, const opts *o, const trainer *t) {
+  char f1[32], f2[32], f3[32];
+  static const char *orders[] = {"edge", "arm"}, *qs[] = {"start", "end"};
+  const char *ans = o->task.answer == RASP_ANS_FORWARD   ? "fwd"
+                    : o->task.answer == RASP_ANS_REVERSE ? "rev"
+                                                         : "lead";
+  const char *obj = o->obj == OBJ_TF ? "tf" : o->obj == OBJ_IAR ? "iar" : "nar";
+  lb_printf(b, "--D %d\n--M %d\n--V %d\n--order %s\n--q %s\n--answer %s\n"
+               "--structured %d\n--no-bos %s\n--no-eos %s\n--st-names %s\n",
+            o->task.D, o->task.M, o->task.V, orders[o->task.order == RASP_ORDER_ARM],
+            qs[o->task.q == RASP_Q_END], ans, o->task.structured,
+            o->task.bos ? "no" : "yes", o->task.eos ? "no" : "yes",
+            o->task.st_names ? "yes" : "no");
+  lb_printf(b, "--model %s\n--objective %s\n--layers %d\n--d-model %d\n"
+               "--heads %d\n--d-mlp %d\n--pos %s\n--ln %s\n--act %s\n",
+            o->encoder ? "encoder" : "decoder", obj, o->arch.n_layers,
+            o->arch.d_model, o->arch.n_heads, o->arch.d_mlp,
+            o->arch.pos_embedding ? "learned" : "none",
+            o->arch.layer_norm ? "pre" : "none", o->arch.gelu ? "gelu" : "relu");
+  lb_printf(b, "--init %s\n--init-noise %s\n--reinit-layers %s\n", o->init,
+            ftext(f1, sizeof f1, o->init_noise), o->reinit ? o->reinit : "none");
+  if (t->init_fnv) lb_printf(b, "init-weights %016llx\n", (unsigned long long)t->init_fnv);
+  lb_printf(b, "--lr %s\n--wd %s\n--dropout %s\n--batch %d\n--micro %d\n"
+               "--train %d\n--test %d\n--seed %llu\n--train-seed %llu\n"
+               "--test-seed %llu\n",
+            ftext(f1, sizeof f1, o->lr), ftext(f2, sizeof f2, o->wd),
+            ftext(f3, sizeof f3, o->dropout), o->batch, o->micro,
+            o->ntrain, o->ntest, (unsigned long long)o->seed,
+            (unsigned long long)o->train_seed, (unsigned long long)o->test_seed);
+}
+
 typedef struct trial_result {
   double val_seq, val_loss, train_loss;
   int epochs;
@@ -857,35 +929,55 @@ static int run_trial(const opts *o, int trial, const dataset *tr,
   ot.seed = o->seed + (uint64_t)trial * 7919;
   if (trainer_init(&t, &ot, trial, !strcmp(o->init, "random"), NULL, tr, err))
     return -1;
-  train_ckpt_state st = {0, 0, INFINITY, 0};
+  train_ckpt_state st = {0, 0, INFINITY, 0, 0};
   char stem[4096] = "", csvp[4200] = "";
-  logbuf csv = {0};
+  logbuf csv = {0}, cfg = {0};
   if (o->out) {
     snprintf(stem, sizeof stem, "%s/trial%d", o->out, trial);
     snprintf(csvp, sizeof csvp, "%s/trial%d.csv", o->out, trial);
-    struct stat sb;
-    char optp[4200];
-    snprintf(optp, sizeof optp, "%s.opt", stem);
-    if (o->resume && !stat(optp, &sb)) {
+    config_text(&cfg, o, &t);
+    /* generations written but never committed (a kill between the two) */
+    train_ckpt_clean(stem);
+    long gen = train_ckpt_generation(stem, err);
+    if (gen < 0 && o->resume) {
+      trainer_free(&t);
+      raspM_free(cfg.s);
+      return -1;
+    }
+    /* a fresh run numbers its generations after any committed one, so
+    ** that the old checkpoint stays whole until the new one commits */
+    st.generation = gen > 0 ? gen : 0;
+    if (o->resume && gen > 0) {
       rasp_model m2;
       train_adamw o2;
-      if (train_ckpt_load(stem, &m2, &o2, &st, err)) {
+      char *saved = NULL;
+      if (train_ckpt_load(stem, &m2, &o2, &st, &saved, err)) {
         trainer_free(&t);
+        raspM_free(cfg.s);
         return -1;
       }
-      if (m2.nparams != t.m.nparams) {
-        raspR_setnopos(err, "'%s': checkpoint does not match the options", stem);
-        raspN_free(&m2);
-        train_adamw_free(&o2);
-        trainer_free(&t);
-        return -1;
+      char diff[sizeof err->msg - 200];
+      int nd = train_config_diff(saved, cfg.s, diff, sizeof diff);
+      int bad = nd || m2.nparams != t.m.nparams;
+      if (bad)
+        raspR_setnopos(err, "'%s.ckpt': the checkpoint was made with other "
+                            "options: %s; resume with the same options, or "
+                            "train into another --out", stem,
+                       nd ? diff : "(a model of another size)");
+      else {
+        memcpy(t.m.params, m2.params, m2.nparams * sizeof(float));
+        memcpy(t.opt.m, o2.m, m2.nparams * sizeof(float));
+        memcpy(t.opt.v, o2.v, m2.nparams * sizeof(float));
+        t.opt.step = o2.step;
       }
-      memcpy(t.m.params, m2.params, m2.nparams * sizeof(float));
-      memcpy(t.opt.m, o2.m, m2.nparams * sizeof(float));
-      memcpy(t.opt.v, o2.v, m2.nparams * sizeof(float));
-      t.opt.step = o2.step;
+      raspM_free(saved);
       raspN_free(&m2);
       train_adamw_free(&o2);
+      if (bad) {
+        trainer_free(&t);
+        raspM_free(cfg.s);
+        return -1;
+      }
       /* a finished run resumes when given more epochs or steps */
       st.done = st.best_val < o->stop_loss || st.epoch >= o->epochs ||
                 (o->max_steps && st.step >= o->max_steps);
@@ -965,7 +1057,7 @@ static int run_trial(const opts *o, int trial, const dataset *tr,
     if (mv.loss < o->stop_loss) st.done = 1;
     if (o->max_steps && st.step >= o->max_steps) st.done = 1;
     if (st.epoch >= o->epochs) st.done = 1;
-    if (o->out && train_ckpt_save(stem, &t.m, &t.opt, &st, err)) {
+    if (o->out && train_ckpt_save(stem, &t.m, &t.opt, &st, cfg.s, err)) {
       rc = -1;
       break;
     }
@@ -981,6 +1073,7 @@ static int run_trial(const opts *o, int trial, const dataset *tr,
   res->val_loss = mv.loss;
   res->epochs = st.epoch;
   raspM_free(csv.s);
+  raspM_free(cfg.s);
   raspM_free(ord);
   trainer_free(&t);
   return rc;
@@ -1134,6 +1227,24 @@ int main(int argc, char **argv) {
   if (o.out && mkdir(o.out, 0777) && errno != EEXIST) {
     fprintf(stderr, "rasp-train: cannot create '%s': %s\n", o.out, strerror(errno));
     return 1;
+  }
+  if (o.out) {
+    /* one run per directory: the lock (released by the kernel however the
+    ** run ends) makes it safe to remove what killed runs left */
+    char lp[4200];
+    snprintf(lp, sizeof lp, "%s/rasp-train.lock", o.out);
+    int lk = open(lp, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+    if (lk < 0 || flock(lk, LOCK_EX | LOCK_NB)) {
+      int e = errno;
+      fprintf(stderr, "rasp-train: cannot lock '%s': %s\n", lp,
+              e == EWOULDBLOCK ? "another rasp-train is using the directory"
+                               : strerror(e));
+      return 1;
+    }
+    int n = train_clean_tmp(o.out);
+    if (n)
+      fprintf(stderr, "rasp-train: removed %d temporary file%s left in '%s' "
+                      "by a killed run\n", n, n > 1 ? "s" : "", o.out);
   }
   dataset tr = {0}, te = {0};
   int overlap = 0;

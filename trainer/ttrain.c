@@ -1,118 +1,267 @@
 /*
-** ttrain.c -- trainer checkpoints (see ttrain.h).
+** ttrain.c -- trainer checkpoints (see ttrain.h for the files and the
+** guarantees) and compiled models as initialisation.
 **
-** STEM.opt: the magic "RASPOPT1", a fixed little header (nparams, adam
-** step, epoch, step, best_val, done), then Adam's m and v.  The model is
-** written first and the .opt last: a kill between the two leaves a newer
-** model with an older .opt, which resume detects by the step recorded in
-** both (the model's json_extra is not touched; the step lives in .opt, and
-** the model of the same step is what matters for exact resumption, so the
-** .opt also stores a checksum of the parameters).
+** STEM.gNNNNNN.opt: the magic "RASPOPT2", the parameter count (uint64),
+** then Adam's m and v (float32, host order: little endian everywhere we
+** run).  Its size is checked against the count before anything is read.
+**
+** STEM.ckpt, the manifest, is text, one "key value" per line, in this
+** order (read back strictly; best_val in C99 hex so it round-trips):
+**     rasp-train checkpoint 2
+**     generation N
+**     epoch E / step S / adam_step A / best_val X / done 0|1
+**     nparams P
+**     params_fnv H / opt_fnv H      FNV-1a of the parameters' bytes and of
+**                                   m then v, as written
+**     config K                      then K lines of configuration
+**     end
+** Nothing in it depends on the time or the machine, so an interrupted and
+** resumed run leaves the same bytes as an uninterrupted one.
 */
 #include "ttrain.h"
 
+#include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "rmem.h"
 
-typedef struct opt_header {
-  char magic[8];
-  uint64_t nparams;
-  int64_t adam_step, step;
-  int32_t epoch, done;
-  double best_val;
-  uint64_t param_sum; /* FNV-1a of the parameters' bytes */
-} opt_header;
+#define OPT_MAGIC "RASPOPT2"
+#define MANIFEST_MAX (1 << 20) /* bytes: a manifest is a few hundred */
 
-static uint64_t fnv(const void *p, size_t n) {
+static uint64_t fnv_add(uint64_t h, const void *p, size_t n) {
   const unsigned char *b = p;
-  uint64_t h = 1469598103934665603ull;
   for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 1099511628211ull;
   return h;
 }
+#define FNV0 1469598103934665603ull
+
+/* printf into a fresh string */
+static char *fmt(const char *f, ...) __attribute__((format(printf, 1, 2)));
+static char *fmt(const char *f, ...) {
+  va_list ap;
+  va_start(ap, f);
+  int n = vsnprintf(NULL, 0, f, ap);
+  va_end(ap);
+  char *s = raspM_alloc((size_t)(n > 0 ? n : 0) + 1);
+  va_start(ap, f);
+  vsnprintf(s, (size_t)(n > 0 ? n : 0) + 1, f, ap);
+  va_end(ap);
+  return s;
+}
+
+static char *gen_stem(const char *stem, long gen) {
+  return fmt("%s.g%06ld", stem, gen);
+}
+
+/* Splits a path into its directory ("." if none) and base name. */
+static void split_path(const char *path, char **dir, const char **base) {
+  const char *sl = strrchr(path, '/');
+  *dir = sl ? raspM_strndup(path, sl == path ? 1 : (size_t)(sl - path))
+            : raspM_strdup(".");
+  *base = sl ? sl + 1 : path;
+}
 
 int train_ckpt_save(const char *stem, const rasp_model *m, const train_adamw *o,
-                    const train_ckpt_state *st, rasp_error *err) {
-  if (raspN_save(m, stem, err)) return -1;
-  size_t sl = strlen(stem);
-  char *path = raspM_alloc(sl + 32);
-  snprintf(path, sl + 32, "%s.opt", stem);
-  opt_header h;
-  memset(&h, 0, sizeof h);
-  memcpy(h.magic, "RASPOPT1", 8);
-  h.nparams = m->nparams;
-  h.adam_step = o->step;
-  h.step = st->step;
-  h.epoch = st->epoch;
-  h.done = st->done;
-  h.best_val = st->best_val;
-  h.param_sum = fnv(m->params, m->nparams * sizeof(float));
+                    train_ckpt_state *st, const char *config, rasp_error *err) {
+  long gen = st->generation + 1;
+  char *gs = gen_stem(stem, gen), *optp = fmt("%s.opt", gs),
+       *manp = fmt("%s.ckpt", stem), *man = NULL;
   int rc = -1;
+  size_t n = m->nparams;
+  /* 1. the generation's files, each atomically */
+  if (raspN_save(m, gs, err)) goto out;
   rasp_afile af;
-  if (raspR_atomic_open(&af, path, err)) goto out;
-  if (fwrite(&h, sizeof h, 1, af.f) != 1 ||
-      fwrite(o->m, sizeof(float), m->nparams, af.f) != m->nparams ||
-      fwrite(o->v, sizeof(float), m->nparams, af.f) != m->nparams) {
+  if (raspR_atomic_open(&af, optp, err)) goto out;
+  uint64_t n64 = n;
+  if (fwrite(OPT_MAGIC, 8, 1, af.f) != 1 || fwrite(&n64, 8, 1, af.f) != 1 ||
+      fwrite(o->m, sizeof(float), n, af.f) != n ||
+      fwrite(o->v, sizeof(float), n, af.f) != n) {
     int e = errno;
     raspR_atomic_abort(&af);
-    raspR_setnopos(err, "cannot write '%s': %s", path, strerror(e));
+    raspR_setnopos(err, "cannot write '%s': %s", optp, strerror(e));
     goto out;
   }
-  rc = raspR_atomic_commit(&af, err);
+  if (raspR_atomic_commit(&af, err)) goto out;
+  /* 2. the manifest: its rename commits the generation */
+  uint64_t ph = fnv_add(FNV0, m->params, n * sizeof(float));
+  uint64_t oh = fnv_add(fnv_add(FNV0, o->m, n * sizeof(float)), o->v,
+                        n * sizeof(float));
+  int lines = 0;
+  for (const char *c = config; *c; c++) lines += *c == '\n';
+  if (*config && config[strlen(config) - 1] != '\n') lines++;
+  man = fmt("rasp-train checkpoint 2\ngeneration %ld\nepoch %d\nstep %ld\n"
+            "adam_step %ld\nbest_val %a\ndone %d\nnparams %zu\n"
+            "params_fnv %016" PRIx64 "\nopt_fnv %016" PRIx64 "\nconfig %d\n%s%s"
+            "end\n",
+            gen, st->epoch, st->step, o->step, st->best_val, st->done, n, ph,
+            oh, lines, config,
+            *config && config[strlen(config) - 1] != '\n' ? "\n" : "");
+  if (raspR_write_file(manp, man, strlen(man), err)) goto out;
+  st->generation = gen;
+  /* 3. only now the older generations go */
+  train_ckpt_clean(stem);
+  rc = 0;
 out:
+  raspM_free(gs);
+  raspM_free(optp);
+  raspM_free(manp);
+  raspM_free(man);
+  return rc;
+}
+
+/* The manifest, parsed. */
+typedef struct manifest {
+  long generation, step, adam_step;
+  int epoch, done;
+  double best_val;
+  size_t nparams;
+  uint64_t params_fnv, opt_fnv;
+  char *config;
+} manifest;
+
+/* Reads STEM.ckpt: 1 when read, 0 when there is none, -1 (err set) when it
+** is unreadable or malformed. */
+static int read_manifest(const char *stem, manifest *mf, rasp_error *err) {
+  memset(mf, 0, sizeof *mf);
+  char *path = fmt("%s.ckpt", stem), *text = NULL;
+  int rc = -1;
+  FILE *f = fopen(path, "rb");
+  if (!f) {
+    if (errno == ENOENT) rc = 0;
+    else raspR_setnopos(err, "cannot read '%s': %s", path, strerror(errno));
+    goto out;
+  }
+  struct stat sb;
+  if (fstat(fileno(f), &sb) || !S_ISREG(sb.st_mode) || sb.st_size > MANIFEST_MAX) {
+    raspR_setnopos(err, "'%s': not a checkpoint manifest (not a regular file "
+                        "of at most %d bytes)", path, MANIFEST_MAX);
+    goto out;
+  }
+  size_t len = (size_t)sb.st_size;
+  text = raspM_alloc(len + 1);
+  if (fread(text, 1, len, f) != len) {
+    raspR_setnopos(err, "cannot read '%s': I/O error", path);
+    goto out;
+  }
+  text[len] = 0;
+  if (memchr(text, 0, len)) goto bad;
+  /* the fixed lines, in order */
+  const char *p = text;
+  int cl = -1, used = 0;
+  unsigned long long ph, oh;
+  if (sscanf(p, "rasp-train checkpoint 2\ngeneration %ld\nepoch %d\nstep %ld\n"
+                "adam_step %ld\nbest_val %la\ndone %d\nnparams %zu\n"
+                "params_fnv %16llx\nopt_fnv %16llx\nconfig %d\n%n",
+             &mf->generation, &mf->epoch, &mf->step, &mf->adam_step,
+             &mf->best_val, &mf->done, &mf->nparams, &ph, &oh, &cl, &used) != 10 ||
+      !used || mf->generation < 1 || mf->generation > 999999999 ||
+      mf->epoch < 0 || mf->step < 0 || mf->adam_step < 0 ||
+      (mf->done != 0 && mf->done != 1) || cl < 0)
+    goto bad;
+  mf->params_fnv = ph;
+  mf->opt_fnv = oh;
+  p += used;
+  const char *cfg = p;
+  for (int k = 0; k < cl; k++) {
+    const char *nl = strchr(p, '\n');
+    if (!nl) goto bad;
+    p = nl + 1;
+  }
+  if (strcmp(p, "end\n")) goto bad;
+  mf->config = raspM_strndup(cfg, (size_t)(p - cfg));
+  rc = 1;
+  goto out;
+bad:
+  raspR_setnopos(err, "'%s': not a rasp-train checkpoint manifest (or a "
+                      "damaged one)", path);
+out:
+  if (f) fclose(f);
+  raspM_free(text);
   raspM_free(path);
   return rc;
 }
 
+long train_ckpt_generation(const char *stem, rasp_error *err) {
+  manifest mf;
+  int r = read_manifest(stem, &mf, err);
+  raspM_free(mf.config);
+  return r < 0 ? -1 : r ? mf.generation : 0;
+}
+
 int train_ckpt_load(const char *stem, rasp_model *m, train_adamw *o,
-                    train_ckpt_state *st, rasp_error *err) {
+                    train_ckpt_state *st, char **config, rasp_error *err) {
   memset(o, 0, sizeof *o);
-  if (raspN_load(m, stem, err)) return -1;
-  size_t sl = strlen(stem);
-  char *path = raspM_alloc(sl + 32);
-  snprintf(path, sl + 32, "%s.opt", stem);
+  memset(m, 0, sizeof *m);
+  if (config) *config = NULL;
+  manifest mf;
+  int r = read_manifest(stem, &mf, err);
+  if (r <= 0) {
+    if (!r) raspR_setnopos(err, "no checkpoint '%s.ckpt'", stem);
+    return -1;
+  }
+  char *gs = gen_stem(stem, mf.generation), *optp = fmt("%s.opt", gs);
   int rc = -1;
-  FILE *f = fopen(path, "rb");
-  opt_header h;
-  if (!f) {
-    raspR_setnopos(err, "cannot read '%s': %s", path, strerror(errno));
+  FILE *f = NULL;
+  if (raspN_load(m, gs, err)) goto fail;
+  size_t n = m->nparams;
+  if (n != mf.nparams ||
+      fnv_add(FNV0, m->params, n * sizeof(float)) != mf.params_fnv) {
+    raspR_setnopos(err, "'%s.ckpt': the parameters in '%s.safetensors' are "
+                        "not the ones it committed", stem, gs);
     goto fail;
   }
-  train_adamw_init(o, m->nparams);
-  if (fread(&h, sizeof h, 1, f) != 1 || memcmp(h.magic, "RASPOPT1", 8)) {
-    raspR_setnopos(err, "'%s': not an optimiser checkpoint", path);
+  f = fopen(optp, "rb");
+  struct stat sb;
+  if (!f || fstat(fileno(f), &sb)) {
+    raspR_setnopos(err, "cannot read '%s': %s", optp, strerror(errno));
     goto fail;
   }
-  if (h.nparams != m->nparams) {
-    raspR_setnopos(err, "'%s': for %llu parameters, the model has %zu", path,
-                   (unsigned long long)h.nparams, m->nparams);
+  /* the size first: nothing is allocated for a file that cannot hold it */
+  char magic[8];
+  uint64_t n64 = 0;
+  if ((uint64_t)sb.st_size != 16 + (uint64_t)n * 8 || fread(magic, 8, 1, f) != 1 ||
+      memcmp(magic, OPT_MAGIC, 8) || fread(&n64, 8, 1, f) != 1 || n64 != n) {
+    raspR_setnopos(err, "'%s': not the optimiser state of a %zu-parameter "
+                        "model (%lld bytes)", optp, n, (long long)sb.st_size);
     goto fail;
   }
-  if (fread(o->m, sizeof(float), m->nparams, f) != m->nparams ||
-      fread(o->v, sizeof(float), m->nparams, f) != m->nparams ||
-      fgetc(f) != EOF) {
-    raspR_setnopos(err, "'%s': truncated or oversized optimiser state", path);
+  train_adamw_init(o, n);
+  if (fread(o->m, sizeof(float), n, f) != n || fread(o->v, sizeof(float), n, f) != n) {
+    raspR_setnopos(err, "cannot read '%s': truncated while reading", optp);
     goto fail;
   }
-  if (h.param_sum != fnv(m->params, m->nparams * sizeof(float))) {
-    raspR_setnopos(err, "'%s': does not belong to the model next to it "
-                        "(interrupted checkpoint?)", path);
+  if (fnv_add(fnv_add(FNV0, o->m, n * sizeof(float)), o->v, n * sizeof(float)) !=
+      mf.opt_fnv) {
+    raspR_setnopos(err, "'%s.ckpt': the optimiser state in '%s' is not the one "
+                        "it committed", stem, optp);
     goto fail;
   }
-  o->step = h.adam_step;
-  st->epoch = h.epoch;
-  st->step = (long)h.step;
-  st->best_val = h.best_val;
-  st->done = h.done;
+  o->step = mf.adam_step;
+  st->epoch = mf.epoch;
+  st->step = mf.step;
+  st->best_val = mf.best_val;
+  st->done = mf.done;
+  st->generation = mf.generation;
+  if (config) {
+    *config = mf.config;
+    mf.config = NULL;
+  }
   rc = 0;
 fail:
   if (f) fclose(f);
-  raspM_free(path);
+  raspM_free(gs);
+  raspM_free(optp);
+  raspM_free(mf.config);
   if (rc) {
     train_adamw_free(o);
     raspN_free(m);
@@ -120,97 +269,147 @@ fail:
   return rc;
 }
 
+/* name is "<base>.g<digits>.<ext>" for one of the generation files' ext;
+** returns the generation, or -1. */
+static long gen_of(const char *name, const char *base) {
+  size_t bl = strlen(base);
+  if (strncmp(name, base, bl) || strncmp(name + bl, ".g", 2)) return -1;
+  const char *d = name + bl + 2, *e = d;
+  while (isdigit((unsigned char)*e)) e++;
+  if (e == d || e - d > 9) return -1;
+  if (strcmp(e, ".safetensors") && strcmp(e, ".json") && strcmp(e, ".opt"))
+    return -1;
+  return strtol(d, NULL, 10);
+}
+
+int train_ckpt_clean(const char *stem) {
+  rasp_error e = {0};
+  long keep = train_ckpt_generation(stem, &e);
+  /* a manifest that cannot be read may still be repaired by hand: keep all */
+  if (keep < 0) return 0;
+  char *dir;
+  const char *base;
+  split_path(stem, &dir, &base);
+  int removed = 0;
+  DIR *d = opendir(dir);
+  if (d) {
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+      long g = gen_of(de->d_name, base);
+      if (g < 0 || g == keep) continue;
+      char *p = fmt("%s/%s", dir, de->d_name);
+      removed += unlink(p) == 0;
+      raspM_free(p);
+    }
+    closedir(d);
+  }
+  raspM_free(dir);
+  return removed;
+}
+
+int train_clean_tmp(const char *dir) {
+  int removed = 0;
+  DIR *d = opendir(dir);
+  if (!d) return 0;
+  struct dirent *de;
+  while ((de = readdir(d)) != NULL) {
+    const char *t = strstr(de->d_name, ".tmp.");
+    /* the last ".tmp." followed by exactly six alphanumerics */
+    while (t && strstr(t + 1, ".tmp.")) t = strstr(t + 1, ".tmp.");
+    if (!t || t == de->d_name || strlen(t + 5) != 6) continue;
+    int ok = 1;
+    for (int i = 5; i < 11; i++) ok &= isalnum((unsigned char)t[i]) != 0;
+    if (!ok) continue;
+    char *p = fmt("%s/%s", dir, de->d_name);
+    struct stat sb;
+    if (!lstat(p, &sb) && S_ISREG(sb.st_mode)) removed += unlink(p) == 0;
+    raspM_free(p);
+  }
+  closedir(d);
+  return removed;
+}
+
+/* The value of option name in a config ("--name value" lines), as a fresh
+** string, or NULL. */
+static char *config_get(const char *cfg, const char *name, size_t nl) {
+  for (const char *p = cfg; *p;) {
+    const char *e = strchr(p, '\n');
+    size_t len = e ? (size_t)(e - p) : strlen(p);
+    if (len > nl && !strncmp(p, name, nl) && p[nl] == ' ')
+      return raspM_strndup(p + nl + 1, len - nl - 1);
+    if (len == nl && !strncmp(p, name, nl)) return raspM_strdup("");
+    p += len + (e != NULL);
+  }
+  return NULL;
+}
+
+/* For every option name in a (each line's first word) that b has not the
+** same value for: appends to msg; swap: a is the checkpoint's. */
+static int diff_one_way(const char *a, const char *b, int a_is_saved,
+                        int only_missing, char *msg, size_t size, size_t *at) {
+  int n = 0;
+  for (const char *p = a; *p;) {
+    const char *e = strchr(p, '\n');
+    size_t len = e ? (size_t)(e - p) : strlen(p);
+    const char *sp = memchr(p, ' ', len);
+    size_t nl = sp ? (size_t)(sp - p) : len;
+    if (nl) {
+      char *name = raspM_strndup(p, nl);
+      char *va = config_get(a, name, nl), *vb = config_get(b, name, nl);
+      if (!vb || (!only_missing && strcmp(va, vb))) {
+        const char *now = a_is_saved ? vb : va, *saved = a_is_saved ? va : vb;
+        int w = snprintf(msg + *at, *at < size ? size - *at : 0,
+                         "%s%s %s (checkpoint: %s)", *at ? ", " : "", name,
+                         now ? now : "not set", saved ? saved : "not set");
+        if (w > 0) *at = *at + (size_t)w < size ? *at + (size_t)w : size;
+        n++;
+      }
+      raspM_free(name);
+      raspM_free(va);
+      raspM_free(vb);
+    }
+    p += len + (e != NULL);
+  }
+  return n;
+}
+
+int train_config_diff(const char *saved, const char *now, char *msg,
+                      size_t size) {
+  size_t at = 0;
+  if (size) msg[0] = 0;
+  int n = diff_one_way(now, saved, 0, 0, msg, size, &at);
+  n += diff_one_way(saved, now, 1, 1, msg, size, &at);
+  return n;
+}
+
 /* ---- compiled models as initialisation ---------------------------------- */
 
-/* The JSON string array that follows key (searched from from); *n gets its
-** length.  Strings are unescaped (\" \\ \/ and \uXXXX below 128). */
-static char **json_str_array(const char *from, const char *key, int *n) {
-  char pat[64];
-  snprintf(pat, sizeof pat, "\"%s\"", key);
-  const char *p = strstr(from, pat);
-  *n = 0;
-  if (!p) return NULL;
-  p += strlen(pat);
-  while (*p == ' ' || *p == ':' || *p == '\n' || *p == '\t' || *p == '\r') p++;
-  if (*p != '[') return NULL;
-  p++;
-  int cap = 16;
-  char **v = raspM_alloc((size_t)cap * sizeof *v);
-  for (;;) {
-    while (*p == ' ' || *p == ',' || *p == '\n' || *p == '\t' || *p == '\r') p++;
-    if (*p == ']' || !*p) break;
-    if (*p != '"') break; /* not a string array: stop */
-    p++;
-    size_t len = 0, bcap = 32;
-    char *b = raspM_alloc(bcap);
-    while (*p && *p != '"') {
-      char c = *p++;
-      if (c == '\\' && *p) {
-        c = *p++;
-        if (c == 'n') c = '\n';
-        else if (c == 't') c = '\t';
-        else if (c == 'u' && p[0] && p[1] && p[2] && p[3]) {
-          c = (char)strtol((char[5]){p[0], p[1], p[2], p[3], 0}, NULL, 16);
-          p += 4;
-        }
-      }
-      if (len + 2 > bcap) b = raspM_realloc(b, bcap *= 2);
-      b[len++] = c;
-    }
-    b[len] = 0;
-    if (*p == '"') p++;
-    if (*n == cap) v = raspM_realloc(v, (size_t)(cap *= 2) * sizeof *v);
-    v[(*n)++] = b;
-  }
-  return v;
-}
-
-static void free_strs(char **v, int n) {
-  for (int i = 0; i < n; i++) raspM_free(v[i]);
-  raspM_free(v);
-}
-
-/* The "dim" of the layout unit whose "kind" is "tokens", or -1. */
-static int tokens_unit_dim(const char *js) {
-  for (const char *p = js; (p = strstr(p, "\"kind\"")) != NULL;) {
-    p += 6;
-    while (*p == ' ' || *p == ':') p++;
-    if (strncmp(p, "\"tokens\"", 8)) continue;
-    /* the unit's fields: look back to its '{' and forward to its '}' */
-    const char *b = p;
-    while (b > js && *b != '{') b--;
-    const char *e = strchr(p, '}');
-    const char *d = strstr(b, "\"dim\"");
-    if (!d || (e && d > e)) return -1;
-    d += 5;
-    while (*d == ' ' || *d == ':') d++;
-    return atoi(d);
-  }
-  return -1;
-}
+/* The layout is read through rmodel's JSON parser (raspN_layout_*), never
+** by searching its text: a name or a string that happens to contain
+** "readout" or "kind" must not be taken for the key. */
 
 int train_is_compiled(const rasp_model *m) {
-  return m->cfg.bos_token >= 0 && m->json_extra &&
-         strstr(m->json_extra, "\"readout\"") != NULL;
+  return m->cfg.bos_token >= 0 && raspN_layout_has(m, "readout");
 }
 
 int *train_compiled_out_vals(const rasp_model *m, int *nvals, rasp_error *err) {
-  const char *r = m->json_extra ? strstr(m->json_extra, "\"readout\"") : NULL;
   int n = 0;
-  char **s = r ? json_str_array(r, "values", &n) : NULL;
+  char **s = raspN_layout_strings(m, "readout.values", &n);
   if (!s || n != m->cfg.n_out) {
     raspR_setnopos(err, "the model's layout has no readout values for its %d "
                         "logits (%d found)", m->cfg.n_out, n);
-    if (s) free_strs(s, n);
+    raspN_free_strings(s, n);
     return NULL;
   }
   int *v = raspM_alloc((size_t)n * sizeof *v);
   for (int j = 0; j < n; j++) {
     char *e;
+    errno = 0;
     long x = strtol(s[j], &e, 10);
-    v[j] = (*s[j] && !*e && x > INT32_MIN && x < INT32_MAX) ? (int)x : INT32_MIN;
+    v[j] = (*s[j] && !*e && !errno && x > INT32_MIN && x < INT32_MAX) ? (int)x
+                                                                       : INT32_MIN;
   }
-  free_strs(s, n);
+  raspN_free_strings(s, n);
   *nvals = n;
   return v;
 }
@@ -248,7 +447,7 @@ int train_adapt_compiled(rasp_model *m, const char *name,
     return -1;
   }
   int nd = 0, rc = -1;
-  char **dims = json_str_array(m->json_extra, "dims", &nd);
+  char **dims = raspN_layout_strings(m, "dims", &nd);
   int nv = 0;
   int *vals = train_compiled_out_vals(m, &nv, err);
   if (!vals) goto out;
@@ -261,7 +460,7 @@ int train_adapt_compiled(rasp_model *m, const char *name,
   const float *te = raspN_data(m, "tok_emb");
   /* dims[k] names residual dimension k; where the list leaves some out,
   ** the tokens unit's "dim" anchors its first "tokens=" entry */
-  int k0 = -1, udim = tokens_unit_dim(m->json_extra);
+  int k0 = -1, udim = raspN_layout_unit_dim(m, "tokens");
   for (int k = 0; k < nd && k0 < 0; k++)
     if (!strncmp(dims[k], "tokens=", 7)) k0 = k;
   int shift = (k0 >= 0 && udim >= 0) ? udim - k0 : 0;
@@ -343,7 +542,7 @@ int train_adapt_compiled(rasp_model *m, const char *name,
   *m = nm;
   rc = 0;
 out:
-  if (dims) free_strs(dims, nd);
+  raspN_free_strings(dims, nd);
   raspM_free(vals);
   return rc;
 }

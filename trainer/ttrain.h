@@ -1,7 +1,21 @@
 /*
-** ttrain.h -- trainer checkpoints: the model (STEM.safetensors, STEM.json)
-** plus the optimiser state and progress (STEM.opt), all written atomically,
-** so that a run killed at any moment resumes from its last checkpoint.
+** ttrain.h -- trainer checkpoints (one atomic unit: a generation of files
+** committed by a manifest), the run directory's housekeeping, and compiled
+** models as initialisation.
+**
+** A checkpoint of the run STEM (rasp-train: DIR/trialK) is
+**     STEM.gNNNNNN.safetensors, STEM.gNNNNNN.json   the model (rmodel.h)
+**     STEM.gNNNNNN.opt                              Adam's moments
+**     STEM.ckpt                                     the manifest
+** Generation N's files are each written atomically (rerror.h: temporary
+** file, fsync, rename, fsync of the directory); then the manifest, a small
+** text file naming generation N with the progress, the checksums of the
+** parameters and of the moments, and the run's configuration, is written
+** the same way; its rename is the commit.  Only then are the files of
+** other generations removed.  A kill or a full disk at any moment leaves
+** the manifest naming a complete generation (the previous one or the new
+** one), and resuming reads only what the manifest names, checking both
+** checksums.
 */
 #ifndef RASP_TTRAIN_H
 #define RASP_TTRAIN_H
@@ -15,13 +29,40 @@ typedef struct train_ckpt_state {
   long step;       /* optimiser steps taken */
   double best_val; /* lowest validation loss seen */
   int done;        /* 1: the run finished (early stop or last epoch) */
+  long generation; /* last committed generation (0: none); the next save
+                   ** writes generation + 1 and sets it */
 } train_ckpt_state;
 
+/* Writes generation st->generation + 1 of the checkpoint and commits it;
+** config is the run's configuration ("--name value" lines, see
+** train_config_diff), stored verbatim.  0 (st->generation advanced), or -1
+** with err; either way the previously committed checkpoint stays intact. */
 int train_ckpt_save(const char *stem, const rasp_model *m, const train_adamw *o,
-                    const train_ckpt_state *st, rasp_error *err);
-/* Loads model, optimiser and state; m and o are initialised here. */
+                    train_ckpt_state *st, const char *config, rasp_error *err);
+/* The committed generation of STEM.ckpt: > 0; 0 when there is no manifest;
+** -1 (err set) when there is one that cannot be read. */
+long train_ckpt_generation(const char *stem, rasp_error *err);
+/* Loads the committed checkpoint: model, optimiser, state and (if config is
+** not NULL) the stored configuration (*config, raspM_free it).  m and o are
+** initialised here.  0, or -1 with err naming the file and the problem. */
 int train_ckpt_load(const char *stem, rasp_model *m, train_adamw *o,
-                    train_ckpt_state *st, rasp_error *err);
+                    train_ckpt_state *st, char **config, rasp_error *err);
+/* Removes STEM's generation files other than the committed one (all of
+** them when there is no manifest; none when it cannot be read): left by a
+** run killed between writing a generation and committing it.  Returns how
+** many it removed. */
+int train_ckpt_clean(const char *stem);
+/* Removes the temporaries of killed writes in dir: files named
+** "*.tmp.XXXXXX" (rerror.h's raspR_atomic_open; X alphanumeric).  Returns
+** how many it removed. */
+int train_clean_tmp(const char *dir);
+
+/* Compares two configurations, each "--name value" lines.  Returns the
+** number of options that differ (missing on one side counts) and writes
+** into msg (size bytes) "--name NOW (checkpoint: SAVED)" for each, joined
+** by ", ". */
+int train_config_diff(const char *saved, const char *now, char *msg,
+                      size_t size);
 
 /* ---- compiled models as initialisation ----------------------------------
 **
