@@ -3422,6 +3422,11 @@ int raspE_run(rasp_eval *ev, int B, const int64_t *tokens, rasp_error *err) {
          is still in ev->kind, its bounds (bndheld) still hold */
     } else {
       const rasp_ir_node *nd = &ir->nodes[id];
+      const char *why = raspM_over_budget(); /* --max-memory, --timeout */
+      if (why) {
+        raspR_set(err, nd->pos, "%s", why);
+        return 0;
+      }
       c.id = id;
       c.nd = nd;
       c.kind = KIND_SCAN;

@@ -672,14 +672,14 @@ int raspV_truth(rasp_ctx *ctx, value *v, rasp_pos pos) {
   }
 }
 
-/* A growing string for repr.  It stops at max bytes and ends in "..."
-** then (over is set): lists can share items, so the text of a small
-** structure can be exponentially long. */
+/* A growing string for repr.  With max set it stops at max bytes and ends
+** in "..." then (over is set): lists can share items, so the text of a
+** small structure can be exponentially long. */
 typedef struct strbuf { char *s; size_t n, cap, max; int over; } strbuf;
 
 static void sb_add(strbuf *b, const char *s, size_t len) {
   if (b->over) return;
-  if (len > b->max - b->n) {
+  if (b->max && len > b->max - b->n) {
     len = b->max - b->n;
     b->over = 1;
   }
@@ -1127,6 +1127,8 @@ static rasp_binop tok_binop(int tk) {
 }
 
 static void check_steps(rasp_ctx *ctx, rasp_pos pos) {
+  const char *why = raspM_over_budget(); /* --max-memory, --timeout */
+  if (why) raspV_error(ctx, pos, "%s", why);
   if (++ctx->steps > ctx->limits.max_steps) {
     if (ctx->in_callback)
       raspV_error(ctx, pos, "the functions given to tok_map/seq_map/select ran more than "
