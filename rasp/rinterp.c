@@ -1002,6 +1002,9 @@ static value *scalar_binop(rasp_ctx *ctx, rasp_binop op, value *a, value *b, ras
     return concat(ctx, a, b);
   if (op == RASP_BIN_MUL && (a->kind == V_LIST || a->kind == V_TUPLE) && is_num(b)) {
     int64_t k = raspV_int(ctx, b, pos, "the repeat count");
+    if (a->u.list.n == 0 || k < 0) k = 0; /* [] * 10**18 looped 10**18 times */
+    if (k > 0 && (uint64_t)k > ctx->limits.max_list / (uint64_t)a->u.list.n)
+      raspV_error(ctx, pos, "list longer than the limit of %zu elements", ctx->limits.max_list);
     value *r = raspV_list(ctx, a->kind, 0);
     for (int64_t i = 0; i < k; i++)
       for (int j = 0; j < a->u.list.n; j++) raspV_list_push(ctx, r, a->u.list.items[j]);
