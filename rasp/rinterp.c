@@ -1129,17 +1129,22 @@ static rasp_binop tok_binop(int tk) {
   }
 }
 
-static void check_steps(rasp_ctx *ctx, rasp_pos pos) {
+/* The rare paths of check_steps, out of line so that it stays inlined. */
+static __attribute__((noinline)) void steps_rare(rasp_ctx *ctx, rasp_pos pos) {
   const char *why = raspM_over_budget(); /* --max-memory, --timeout */
   if (why) raspV_error(ctx, pos, "%s", why);
-  if (++ctx->steps > ctx->limits.max_steps) {
-    if (ctx->in_callback)
-      raspV_error(ctx, pos, "the functions given to tok_map/seq_map/select ran more than "
-                            "%lld steps together (the limit per trace); is a loop not "
-                            "terminating?", ctx->limits.max_steps);
-    raspV_error(ctx, pos, "the program ran more than %lld steps (the limit); "
-                          "is a loop not terminating?", ctx->limits.max_steps);
-  }
+  if (ctx->steps <= ctx->limits.max_steps) return;
+  if (ctx->in_callback)
+    raspV_error(ctx, pos, "the functions given to tok_map/seq_map/select ran more than "
+                          "%lld steps together (the limit per trace); is a loop not "
+                          "terminating?", ctx->limits.max_steps);
+  raspV_error(ctx, pos, "the program ran more than %lld steps (the limit); "
+                        "is a loop not terminating?", ctx->limits.max_steps);
+}
+
+/* Counts a step and polls the budgets. */
+static inline void check_steps(rasp_ctx *ctx, rasp_pos pos) {
+  if (++ctx->steps > ctx->limits.max_steps || raspM_exhausted) steps_rare(ctx, pos);
 }
 
 /* Items of an iterable scalar value, as a list or tuple value. */

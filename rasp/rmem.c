@@ -18,6 +18,7 @@
 static size_t in_use;                /* atomic */
 static size_t max_memory;            /* 0: no budget */
 static volatile sig_atomic_t timed_out; /* 1: past the deadline */
+volatile sig_atomic_t raspM_exhausted;
 static char memory_msg[128], timeout_msg[64];
 
 /* "rasp: msg" on stderr, from a signal handler or the allocator. */
@@ -36,7 +37,9 @@ static _Noreturn void out_of_memory(size_t size) {
 /* The backstop: far over the budget, stop now (see rmem.h). */
 static void count(size_t add, size_t sub) {
   size_t now = __atomic_add_fetch(&in_use, add - sub, __ATOMIC_RELAXED);
-  if (max_memory && add > sub && now > max_memory + max_memory / 4) {
+  if (!max_memory || add <= sub || now <= max_memory) return;
+  raspM_exhausted = 1;
+  if (now > max_memory + max_memory / 4) {
     say(memory_msg);
     _exit(1);
   }
@@ -97,6 +100,7 @@ static void on_alarm(int sig) {
   (void)sig;
   if (!timed_out) {
     timed_out = 1;
+    raspM_exhausted = 1;
     alarm(2);
     return;
   }
@@ -121,9 +125,8 @@ void raspM_set_timeout(unsigned seconds) {
 }
 
 const char *raspM_over_budget(void) {
-  if (timed_out) return timeout_msg;
-  if (max_memory && __atomic_load_n(&in_use, __ATOMIC_RELAXED) > max_memory) return memory_msg;
-  return NULL;
+  if (!raspM_exhausted) return NULL;
+  return timed_out ? timeout_msg : memory_msg;
 }
 
 char *raspM_strndup(const char *s, size_t n) {

@@ -43,8 +43,12 @@ char *raspM_strndup(const char *s, size_t n);
 void raspM_set_max_memory(size_t bytes);
 /* Deadline in seconds from now (0: none).  Uses SIGALRM. */
 void raspM_set_timeout(unsigned seconds);
-/* NULL while within the budgets, else why not, as a message. */
+/* NULL while within the budgets, else why not, as a message.  Once a
+** budget is exceeded it stays so (the command is to end); the flag is
+** what hot loops test before calling. */
 const char *raspM_over_budget(void);
+#include <signal.h>
+extern volatile sig_atomic_t raspM_exhausted;
 size_t raspM_in_use(void);
 
 typedef struct rasp_arena_block rasp_arena_block;
