@@ -88,7 +88,7 @@ static int take_budgets(int argc, char **argv) {
     bytes = DEFAULT_MAX_MEMORY;
     have_bytes = 1;
   }
-  if (have_bytes) raspM_set_max_memory(bytes);
+  raspM_set_max_memory(have_bytes ? bytes : 0);
   return out;
 }
 

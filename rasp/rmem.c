@@ -15,7 +15,9 @@
 #include <string.h>
 #include <unistd.h>
 
-static size_t in_use;                /* atomic */
+/* Signed: blocks GMP made before a budget routed it here are freed
+** through gmp_free, uncounted, and may take this below zero. */
+static long long in_use;             /* atomic */
 static size_t max_memory;            /* 0: no budget */
 static volatile sig_atomic_t timed_out; /* 1: past the deadline */
 volatile sig_atomic_t raspM_exhausted;
@@ -36,10 +38,10 @@ static _Noreturn void out_of_memory(size_t size) {
 
 /* The backstop: far over the budget, stop now (see rmem.h). */
 static void count(size_t add, size_t sub) {
-  size_t now = __atomic_add_fetch(&in_use, add - sub, __ATOMIC_RELAXED);
-  if (!max_memory || add <= sub || now <= max_memory) return;
+  long long now = __atomic_add_fetch(&in_use, (long long)add - (long long)sub, __ATOMIC_RELAXED);
+  if (!max_memory || add <= sub || now <= (long long)max_memory) return;
   raspM_exhausted = 1;
-  if (now > max_memory + max_memory / 4) {
+  if (now > (long long)(max_memory + max_memory / 4)) {
     say(memory_msg);
     _exit(1);
   }
@@ -66,7 +68,10 @@ void raspM_free(void *ptr) {
   free(ptr);
 }
 
-size_t raspM_in_use(void) { return __atomic_load_n(&in_use, __ATOMIC_RELAXED); }
+size_t raspM_in_use(void) {
+  long long n = __atomic_load_n(&in_use, __ATOMIC_RELAXED);
+  return n > 0 ? (size_t)n : 0;
+}
 
 static void *gmp_alloc(size_t size) {
   void *p = malloc(size);
@@ -91,7 +96,7 @@ void raspM_set_max_memory(size_t bytes) {
   max_memory = bytes;
   snprintf(memory_msg, sizeof memory_msg,
            "memory limit exceeded: more than %zu bytes in use (--max-memory)", bytes);
-  if (bytes) mp_set_memory_functions(gmp_alloc, gmp_realloc, gmp_free);
+  mp_set_memory_functions(gmp_alloc, gmp_realloc, gmp_free);
 }
 
 /* The first alarm marks the deadline for the polls; the second, 2 s later,

@@ -20,6 +20,7 @@
 #ifndef RASP_RMEM_H
 #define RASP_RMEM_H
 
+#include <signal.h>
 #include <stddef.h>
 
 void *raspM_alloc(size_t size);                 /* zeroed */
@@ -39,7 +40,9 @@ char *raspM_strndup(const char *s, size_t n);
     }                                                                          \
   } while (0)
 
-/* Memory budget in bytes (0: none); also routes GMP's allocations here. */
+/* Memory budget in bytes (0: none).  Also routes GMP's allocations here
+** (counted, and failing with a message instead of GMP's abort): call it
+** before anything uses GMP. */
 void raspM_set_max_memory(size_t bytes);
 /* Deadline in seconds from now (0: none).  Uses SIGALRM. */
 void raspM_set_timeout(unsigned seconds);
@@ -47,7 +50,6 @@ void raspM_set_timeout(unsigned seconds);
 ** budget is exceeded it stays so (the command is to end); the flag is
 ** what hot loops test before calling. */
 const char *raspM_over_budget(void);
-#include <signal.h>
 extern volatile sig_atomic_t raspM_exhausted;
 size_t raspM_in_use(void);
 
