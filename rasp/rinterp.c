@@ -2206,6 +2206,7 @@ int rasp_repl_entry(rasp_ctx *ctx, const char *text, int *node, int *is_sel, cha
   rasp_ast *mod = raspP_parse(src, &ctx->ast_arena, err);
   if (!mod) return 0;
   ctx->steps = 0;
+  ctx->cb_steps = 0; /* each entry is evaluated anew, like a trace */
   PROTECT_BEGIN(ctx, err)
   if (mod->nitems == 1 && mod->items[0]->kind == AST_EXPR) {
     value *v = eval(ctx, ctx->globals, mod->items[0]->a);

@@ -112,11 +112,35 @@ run timeout_verify 60 verify programs/listing1_back_target.rasp --D 2 --graphs 1
 run timeout_bad 10 verify --timeout -3 programs/listing1_back_target.rasp &&
   expect timeout_bad 2 "--timeout: expected whole seconds"
 
-# verify --jobs 4 when the threads' stacks (64 MiB each) cannot be mapped:
-# the workers that cannot start run on the main thread (it used to wait for
-# them forever).  Skipped where the binary cannot run under the limit at all
-# (AddressSanitizer reserves terabytes of address space).
-if (ulimit -v 150000 && "$RASP" --version) >/dev/null 2>&1; then
+# verify --jobs 4 when no thread can be created: the workers that cannot
+# start run on the main thread (it used to wait for them forever).  First
+# with pthread_create replaced by one that fails (EAGAIN), which works in
+# every build (AddressSanitizer only has to be told not to insist on being
+# first in the library list) ...
+cat >"$tmp/nothreads.c" <<'EOC'
+#include <errno.h>
+#include <pthread.h>
+#include <unistd.h>
+int pthread_create(pthread_t *t, const pthread_attr_t *a, void *(*f)(void *), void *arg) {
+  (void)t; (void)a; (void)f; (void)arg;
+  (void)!write(2, "nothreads: refused\n", 19);
+  return EAGAIN;
+}
+EOC
+if ${CC:-cc} -shared -fPIC -o "$tmp/nothreads.so" "$tmp/nothreads.c" 2>"$tmp/err"; then
+  if LD_PRELOAD=$tmp/nothreads.so ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0 \
+     run verify_threads_fail 120 verify programs/listing1_back_target.rasp --D 2 --graphs 200 --jobs 4; then
+    if [ "$status" -eq 0 ] && grep -q "200/200  ok" "$tmp/out" &&
+       [ "$(grep -c "nothreads: refused" "$tmp/err")" -eq 4 ]; then ok verify_threads_fail
+    else bad verify_threads_fail "status $status: $(cat "$tmp/out" "$tmp/err" | sed 5q)"; fi
+  fi
+else
+  echo "SKIP: verify_threads_fail (cannot build a preload library with ${CC:-cc})"
+fi
+# ... then for real, under ulimit -v, where the threads' stacks (64 MiB
+# each) cannot be mapped.  Skipped where the binary cannot run under the
+# limit at all (AddressSanitizer reserves terabytes of address space).
+if (ulimit -v 150000; "$RASP" --version; r=$?; exit $r) >/dev/null 2>&1; then
   if (ulimit -v 150000 && exec timeout 120 "$RASP" verify programs/listing1_back_target.rasp \
         --D 2 --graphs 200 --jobs 4 >"$tmp/out" 2>"$tmp/err"); then
     if grep -q "200/200  ok" "$tmp/out"; then ok verify_no_threads
