@@ -98,6 +98,10 @@ run max_memory 60 --max-memory 200M "$tmp/mem.rasp" &&
   expect max_memory 1 "mem.rasp:4:5: memory limit exceeded: more than 209715200 bytes in use (--max-memory)"
 run max_memory_run 60 run --max-memory=64M "$tmp/mem.rasp" --input "a b" &&
   expect max_memory_run 1 "memory limit exceeded"
+# one builtin call that allocates far past the limit: the backstop
+printf 'x = range(10000000)\n' >"$tmp/range.rasp"
+run max_memory_backstop 60 --max-memory 100M "$tmp/range.rasp" &&
+  expect max_memory_backstop 1 "rasp: memory limit exceeded: more than 104857600 bytes in use"
 run max_memory_bad 10 run --max-memory 12Q "$tmp/id.rasp" --input a &&
   expect max_memory_bad 2 "--max-memory: expected a number of bytes"
 
