@@ -64,31 +64,58 @@ int raspC_default_vocab(char **symbols, int n, char ***out) {
   return m;
 }
 
+static size_t hash_bytes(const char *s, size_t len) {
+  size_t h = 1469598103934665603u;
+  for (size_t i = 0; i < len; i++) h = (h ^ (unsigned char)s[i]) * 1099511628211u;
+  return h;
+}
+
+/* Duplicates are found with an open hash set of the lines read so far (the
+** indices into v, -1 free), so a vocabulary of n lines takes O(n), not the
+** O(n^2) of comparing each line with all earlier ones. */
 int raspC_read_vocab(const char *path, char ***out, rasp_error *err) {
   rasp_source *src = raspR_source_file(path, err);
   if (!src) return -1;
   int n = 0, cap = 0;
   char **v = NULL;
+  size_t hcap = 0;
+  int *hash = NULL;
   const char *p = src->text, *end = src->text + src->len;
   while (p < end) {
     const char *eol = memchr(p, '\n', (size_t)(end - p));
     if (!eol) eol = end;
     const char *q = eol;
     if (q > p && q[-1] == '\r') q--;
-    if (q > p) {
-      for (int i = 0; i < n; i++)
-        if (strlen(v[i]) == (size_t)(q - p) && memcmp(v[i], p, (size_t)(q - p)) == 0) {
+    size_t len = (size_t)(q - p);
+    if (len) {
+      if ((size_t)n * 2 >= hcap) {
+        raspM_free(hash);
+        hcap = hcap ? hcap * 2 : 256;
+        hash = raspM_alloc(hcap * sizeof *hash);
+        for (size_t j = 0; j < hcap; j++) hash[j] = -1;
+        for (int i = 0; i < n; i++) {
+          size_t j = hash_bytes(v[i], strlen(v[i])) & (hcap - 1);
+          while (hash[j] >= 0) j = (j + 1) & (hcap - 1);
+          hash[j] = i;
+        }
+      }
+      size_t j = hash_bytes(p, len) & (hcap - 1);
+      for (; hash[j] >= 0; j = (j + 1) & (hcap - 1))
+        if (strlen(v[hash[j]]) == len && memcmp(v[hash[j]], p, len) == 0) {
           raspR_setnopos(err, "vocabulary file '%s': symbol '%.*s' appears twice", path,
-                         (int)(q - p), p);
+                         (int)len, p);
           raspC_free_strings(v, n);
+          raspM_free(hash);
           raspR_source_free(src);
           return -1;
         }
       RASP_GROW(v, cap, n + 1);
-      v[n++] = raspM_strndup(p, (size_t)(q - p));
+      hash[j] = n;
+      v[n++] = raspM_strndup(p, len);
     }
     p = eol + 1;
   }
+  raspM_free(hash);
   raspR_source_free(src);
   *out = v;
   return n;

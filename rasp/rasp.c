@@ -3,12 +3,94 @@
 **
 ** Dispatches to the subcommands in cli_*.c.  With no arguments on a
 ** terminal it starts the REPL; `rasp FILE` runs a file as a script.
+**
+** The budget options --max-memory and --timeout belong to every command,
+** so they are taken out of the arguments here, before the command parses
+** the rest (see rmem.h for what they do).
 */
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "cli.h"
+#include "rmem.h"
+
+/* What verify and compile get without --max-memory: they run untrusted
+** programs on many inputs, unattended. */
+#define DEFAULT_MAX_MEMORY ((size_t)4 << 30)
+
+/* BYTES with an optional K, M, G or T (powers of 1024); 0 is no limit. */
+static int parse_bytes(const char *text, size_t *out) {
+  char *end;
+  errno = 0;
+  unsigned long long v = strtoull(text, &end, 10);
+  if (end == text || *text == '-' || errno) return 0;
+  int shift = 0;
+  switch (*end) {
+  case 'k': case 'K': shift = 10; break;
+  case 'm': case 'M': shift = 20; break;
+  case 'g': case 'G': shift = 30; break;
+  case 't': case 'T': shift = 40; break;
+  case '\0': break;
+  default: return 0;
+  }
+  if (shift && end[1]) return 0;
+  if (v > (~0ULL >> shift) || v << shift > (unsigned long long)(size_t)-1) return 0;
+  *out = (size_t)(v << shift);
+  return 1;
+}
+
+/* Takes --max-memory BYTES and --timeout SECONDS (also --opt=VALUE) out of
+** argv and applies them, with the defaults of the command argv[1] names.
+** Returns the new argc, or -1 after a message about a bad value. */
+static int take_budgets(int argc, char **argv) {
+  size_t bytes = 0;
+  int have_bytes = 0, out = 1;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i], *val = NULL;
+    size_t len = strcspn(a, "=");
+    int mem = len == 12 && strncmp(a, "--max-memory", 12) == 0;
+    int tim = len == 9 && strncmp(a, "--timeout", 9) == 0;
+    if (!mem && !tim) {
+      argv[out++] = argv[i];
+      continue;
+    }
+    if (a[len] == '=') val = a + len + 1;
+    else if (i + 1 < argc) val = argv[++i];
+    if (!val) {
+      fprintf(stderr, "rasp: %.*s needs a value\n", (int)len, a);
+      return -1;
+    }
+    if (mem) {
+      if (!parse_bytes(val, &bytes)) {
+        fprintf(stderr, "rasp: --max-memory: expected a number of bytes, optionally with K, M, "
+                        "G or T (0: no limit), got '%s'\n", val);
+        return -1;
+      }
+      have_bytes = 1;
+    } else {
+      char *end;
+      errno = 0;
+      long secs = strtol(val, &end, 10);
+      if (end == val || *end || errno || secs < 0 || secs > 100000000L) {
+        fprintf(stderr, "rasp: --timeout: expected whole seconds in 0..100000000 (0: none), "
+                        "got '%s'\n", val);
+        return -1;
+      }
+      raspM_set_timeout((unsigned)secs);
+    }
+  }
+  argv[out] = NULL;
+  if (!have_bytes && out > 1 &&
+      (strcmp(argv[1], "verify") == 0 || strcmp(argv[1], "compile") == 0)) {
+    bytes = DEFAULT_MAX_MEMORY;
+    have_bytes = 1;
+  }
+  raspM_set_max_memory(have_bytes ? bytes : 0);
+  return out;
+}
 
 static void usage(FILE *out) {
   fputs("usage: rasp [COMMAND] [ARGS]\n"
@@ -28,11 +110,15 @@ static void usage(FILE *out) {
         "Programs cannot call C functions or include files outside their own\n"
         "directory tree; every command that runs one (and ACCESS above) takes\n"
         "--allow-ffi and --allow-include DIR to allow it.\n"
-        "Each command takes --help.  Version " RASP_VERSION ".\n",
+        "Each command takes --help, and --max-memory BYTES (K/M/G suffixes) and\n"
+        "--timeout SECONDS, which end it with a message and status 1 when exceeded\n"
+        "(defaults: verify and compile 4G, no timeout).  Version " RASP_VERSION ".\n",
         out);
 }
 
 int main(int argc, char **argv) {
+  argc = take_budgets(argc, argv);
+  if (argc < 0) return 2;
   if (argc < 2) {
     if (isatty(0)) return rasp_cli_repl(argc, argv);
     usage(stderr);

@@ -35,9 +35,14 @@ typedef struct rasp_limits {
   int max_length;         /* input length n */
   int max_nodes;          /* IR nodes per trace */
   int max_depth;          /* function call depth */
-  long long max_steps;    /* statements executed per top-level call */
+  long long max_steps;    /* statements executed per top-level call; the
+                             functions given to tok_map/seq_map/select share
+                             one such budget per trace */
   size_t max_selector_cells; /* n*n cells of a materialised selector */
   size_t max_list;        /* elements of a list or range */
+  size_t max_num_bits;    /* bits of a number (numerator and denominator
+                             together); checked before GMP computes it */
+  size_t max_string;      /* bytes of a string */
 } rasp_limits;
 
 void rasp_default_limits(rasp_limits *limits);

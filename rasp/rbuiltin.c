@@ -369,10 +369,16 @@ static value *b_print(rasp_ctx *ctx, value **args, int nargs, rasp_pos pos) {
 }
 
 static value *b_str(rasp_ctx *ctx, value **args, int nargs, rasp_pos pos) {
-  (void)nargs; (void)pos;
+  (void)nargs;
   if (A(0)->kind == V_STR) return A(0);
   char *s = raspV_repr(ctx, A(0));
-  value *r = raspV_str(ctx, s, strlen(s));
+  size_t len = strlen(s);
+  if (len > ctx->limits.max_string) { /* cut short by raspV_repr */
+    raspM_free(s);
+    raspV_error(ctx, pos, "string too long: more than %zu bytes (the size limit for strings)",
+                ctx->limits.max_string);
+  }
+  value *r = raspV_str(ctx, s, len);
   raspM_free(s);
   return r;
 }

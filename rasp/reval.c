@@ -3433,6 +3433,10 @@ int raspE_run(rasp_eval *ev, int B, const int64_t *tokens, rasp_error *err) {
          is still in ev->kind, its bounds (bndheld) still hold */
     } else {
       const rasp_ir_node *nd = &ir->nodes[id];
+      if (raspM_exhausted) { /* --max-memory, --timeout */
+        raspR_set(err, nd->pos, "%s", raspM_over_budget());
+        return 0;
+      }
       c.id = id;
       c.nd = nd;
       c.kind = KIND_SCAN;

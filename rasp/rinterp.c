@@ -254,6 +254,16 @@ const char *raspV_intern(rasp_ctx *ctx, const char *s) {
 
 /* ------------------------------------------------------------- symbols */
 
+/* The slot of text in the symbol hash: its id, or -1 (a free slot). */
+static size_t symbol_slot(const rasp_ctx *ctx, const char *text) {
+  size_t j = hash_str(text) & (ctx->symhcap - 1);
+  while (ctx->symhash[j] >= 0) {
+    if (strcmp(ctx->syms[ctx->symhash[j]], text) == 0) return j;
+    j = (j + 1) & (ctx->symhcap - 1);
+  }
+  return j;
+}
+
 int64_t rasp_symbol(rasp_ctx *ctx, const char *text) {
   if ((size_t)ctx->nsyms * 2 >= ctx->symhcap) {
     size_t ncap = ctx->symhcap ? ctx->symhcap * 2 : 256;
@@ -268,11 +278,8 @@ int64_t rasp_symbol(rasp_ctx *ctx, const char *text) {
     ctx->symhash = tab;
     ctx->symhcap = ncap;
   }
-  size_t j = hash_str(text) & (ctx->symhcap - 1);
-  while (ctx->symhash[j] >= 0) {
-    if (strcmp(ctx->syms[ctx->symhash[j]], text) == 0) return ctx->symhash[j];
-    j = (j + 1) & (ctx->symhcap - 1);
-  }
+  size_t j = symbol_slot(ctx, text);
+  if (ctx->symhash[j] >= 0) return ctx->symhash[j];
   RASP_GROW(ctx->syms, ctx->symcap, ctx->nsyms + 1);
   ctx->syms[ctx->nsyms] = raspM_strdup(text);
   ctx->symhash[j] = (int)ctx->nsyms;
@@ -370,31 +377,50 @@ static int num_is_int(const value *v) {
   return v->kind == V_BOOL || mpz_cmp_ui(mpq_denref(v->u.q), 1) == 0;
 }
 
-/* Parses a numeric literal exactly: 12, 0x1f, 0.5, .5, 1e3, 2.5e-3. */
+/* ---- the size cap on numbers.  A number's size is the bits of its
+** numerator and denominator together.  Every operation whose result can
+** outgrow its operands is checked: '**' before GMP computes it (from the
+** operands' sizes and the exponent), literals before they are converted,
+** the others (at most the sum of their operands' sizes plus a bit, so GMP
+** can always compute them) afterwards.  Without the cap a power of a power
+** made GMP abort the process ("overflow in mpz type"). */
+static size_t num_bits(const mpq_t q) {
+  return mpz_sizeinbase(mpq_numref(q), 2) + mpz_sizeinbase(mpq_denref(q), 2);
+}
+
+static _Noreturn void num_too_large(rasp_ctx *ctx, rasp_pos pos) {
+  raspV_error(ctx, pos, "number too large: more than %zu bits (the size limit for numbers)",
+              ctx->limits.max_num_bits);
+}
+
+static value *num_checked(rasp_ctx *ctx, value *v, rasp_pos pos) {
+  if (v->kind == V_NUM && num_bits(v->u.q) > ctx->limits.max_num_bits) num_too_large(ctx, pos);
+  return v;
+}
+
+/* Parses a numeric literal exactly: 12, 0x1f, 0.5, .5, 1e3, 2.5e-3.  The
+** digits go to GMP in one mpz_set_str (subquadratic), not one multiply by
+** ten per digit, which made a 400,000-digit literal take seconds. */
 static value *parse_number(rasp_ctx *ctx, const char *text, rasp_pos pos) {
-  value *v = raspV_new(ctx, V_NUM);
+  size_t len = strlen(text);
   if (text[0] == '0' && (text[1] == 'x' || text[1] == 'X')) {
+    if ((len - 2) * 4 > ctx->limits.max_num_bits + 4) num_too_large(ctx, pos);
+    value *v = raspV_new(ctx, V_NUM);
     if (mpz_set_str(mpq_numref(v->u.q), text + 2, 16) != 0)
       raspV_error(ctx, pos, "bad number '%s'", text);
-    return v;
+    return num_checked(ctx, v, pos);
   }
-  mpz_t mant, scale;
-  mpz_init_set_ui(mant, 0);
-  mpz_init_set_ui(scale, 1);
   const char *p = text;
   long frac = 0, expo = 0;
-  int seen_dot = 0, digits = 0;
+  size_t digits = 0;
+  int seen_dot = 0;
   for (; *p; p++) {
     if (isdigit((unsigned char)*p)) {
-      mpz_mul_ui(mant, mant, 10);
-      mpz_add_ui(mant, mant, (unsigned long)(*p - '0'));
       digits++;
       if (seen_dot) frac++;
     } else if (*p == '.' && !seen_dot) {
       seen_dot = 1;
-    } else if (*p == '_') {
-      continue;
-    } else {
+    } else if (*p != '_') {
       break;
     }
   }
@@ -404,10 +430,20 @@ static value *parse_number(rasp_ctx *ctx, const char *text, rasp_pos pos) {
     if (end == p + 1 || *end || expo > 10000 || expo < -10000) digits = 0;
     p = end;
   }
-  if (!digits || *p) {
-    mpz_clears(mant, scale, NULL);
-    raspV_error(ctx, pos, "bad number '%s'", text);
-  }
+  if (!digits || *p) raspV_error(ctx, pos, "bad number '%s'", text);
+  /* d decimal digits need more than (d - 1) * log2(10) > 3.32 (d - 1) bits */
+  if ((double)(digits + (size_t)labs(expo) - 1) * 3.32 > (double)ctx->limits.max_num_bits)
+    num_too_large(ctx, pos);
+  char *buf = raspM_alloc(digits + 1), *d = buf;
+  for (const char *q = text; *q && *q != 'e' && *q != 'E'; q++)
+    if (isdigit((unsigned char)*q)) *d++ = *q;
+  *d = '\0';
+  value *v = raspV_new(ctx, V_NUM);
+  mpz_t mant, scale;
+  mpz_init(mant);
+  mpz_init_set_ui(scale, 1);
+  mpz_set_str(mant, buf, 10); /* only digits: cannot fail */
+  raspM_free(buf);
   long e10 = expo - frac;
   mpz_ui_pow_ui(scale, 10, (unsigned long)(e10 < 0 ? -e10 : e10));
   if (e10 >= 0) {
@@ -418,7 +454,7 @@ static value *parse_number(rasp_ctx *ctx, const char *text, rasp_pos pos) {
     mpq_canonicalize(v->u.q);
   }
   mpz_clears(mant, scale, NULL);
-  return v;
+  return num_checked(ctx, v, pos);
 }
 
 int64_t raspV_int(rasp_ctx *ctx, value *v, rasp_pos pos, const char *what) {
@@ -644,19 +680,33 @@ int raspV_truth(rasp_ctx *ctx, value *v, rasp_pos pos) {
   }
 }
 
-/* A growing string for repr. */
-typedef struct strbuf { char *s; size_t n, cap; } strbuf;
+/* A growing string for repr.  With max set it stops at max bytes and ends
+** in "..." then (over is set): lists can share items, so the text of a
+** small structure can be exponentially long. */
+typedef struct strbuf { char *s; size_t n, cap, max; int over; } strbuf;
 
 static void sb_add(strbuf *b, const char *s, size_t len) {
+  if (b->over) return;
+  if (b->max && len > b->max - b->n) {
+    len = b->max - b->n;
+    b->over = 1;
+  }
   RASP_GROW(b->s, b->cap, b->n + len + 1);
   memcpy(b->s + b->n, s, len);
   b->n += len;
   b->s[b->n] = '\0';
+  if (b->over) {
+    b->max += 3;
+    b->over = 0;
+    sb_add(b, "...", 3);
+    b->over = 1;
+  }
 }
 
 static void sb_puts(strbuf *b, const char *s) { sb_add(b, s, strlen(s)); }
 
 static void repr_into(rasp_ctx *ctx, value *v, strbuf *b, int depth) {
+  if (b->over) return;
   if (depth > 50) { sb_puts(b, "..."); return; }
   char tmp[64];
   switch (v->kind) {
@@ -678,7 +728,7 @@ static void repr_into(rasp_ctx *ctx, value *v, strbuf *b, int depth) {
   case V_TUPLE:
   case V_LIST: {
     sb_puts(b, v->kind == V_LIST ? "[" : "(");
-    for (int i = 0; i < v->u.list.n; i++) {
+    for (int i = 0; i < v->u.list.n && !b->over; i++) {
       if (i) sb_puts(b, ", ");
       repr_into(ctx, v->u.list.items[i], b, depth + 1);
     }
@@ -688,7 +738,7 @@ static void repr_into(rasp_ctx *ctx, value *v, strbuf *b, int depth) {
   }
   case V_DICT:
     sb_puts(b, "{");
-    for (int i = 0; i < v->u.dict.n; i++) {
+    for (int i = 0; i < v->u.dict.n && !b->over; i++) {
       if (i) sb_puts(b, ", ");
       repr_into(ctx, v->u.dict.keys[i], b, depth + 1);
       sb_puts(b, ": ");
@@ -718,6 +768,7 @@ static void repr_into(rasp_ctx *ctx, value *v, strbuf *b, int depth) {
 
 char *raspV_repr(rasp_ctx *ctx, value *v) {
   strbuf b = {0};
+  b.max = ctx->limits.max_string;
   sb_puts(&b, "");
   repr_into(ctx, v, &b, 0);
   return b.s;
@@ -866,7 +917,7 @@ value *raspV_unop(rasp_ctx *ctx, rasp_unop op, value *a, rasp_pos pos) {
       if (!num_is_int(a)) raspV_error(ctx, pos, "'~' needs an integer");
       mpz_com(mpq_numref(r->u.q), mpq_numref(r->u.q));
     }
-    return r;
+    return num_checked(ctx, r, pos);
   }
   default: break;
   }
@@ -974,6 +1025,9 @@ static value *scalar_binop(rasp_ctx *ctx, rasp_binop op, value *a, value *b, ras
   default: break;
   }
   if (op == RASP_BIN_ADD && a->kind == V_STR && b->kind == V_STR) {
+    if (a->u.str.len + b->u.str.len > ctx->limits.max_string)
+      raspV_error(ctx, pos, "string too long: more than %zu bytes (the size limit for strings)",
+                  ctx->limits.max_string);
     value *r = raspV_new(ctx, V_STR);
     r->u.str.len = a->u.str.len + b->u.str.len;
     r->u.str.s = raspM_alloc(r->u.str.len + 1);
@@ -985,6 +1039,9 @@ static value *scalar_binop(rasp_ctx *ctx, rasp_binop op, value *a, value *b, ras
     return concat(ctx, a, b);
   if (op == RASP_BIN_MUL && (a->kind == V_LIST || a->kind == V_TUPLE) && is_num(b)) {
     int64_t k = raspV_int(ctx, b, pos, "the repeat count");
+    if (a->u.list.n == 0 || k < 0) k = 0; /* [] * 10**18 looped 10**18 times */
+    if (k > 0 && (uint64_t)k > ctx->limits.max_list / (uint64_t)a->u.list.n)
+      raspV_error(ctx, pos, "list longer than the limit of %zu elements", ctx->limits.max_list);
     value *r = raspV_list(ctx, a->kind, 0);
     for (int64_t i = 0; i < k; i++)
       for (int j = 0; j < a->u.list.n; j++) raspV_list_push(ctx, r, a->u.list.items[j]);
@@ -1005,6 +1062,7 @@ static value *scalar_binop(rasp_ctx *ctx, rasp_binop op, value *a, value *b, ras
   num_get(x, a);
   num_get(y, b);
   const char *fail = NULL;
+  int too_big = 0;
   switch (op) {
   case RASP_BIN_ADD: mpq_add(r->u.q, x, y); break;
   case RASP_BIN_SUB: mpq_sub(r->u.q, x, y); break;
@@ -1037,6 +1095,13 @@ static value *scalar_binop(rasp_ctx *ctx, rasp_binop op, value *a, value *b, ras
     long e = mpz_get_si(mpq_numref(y));
     if (e < 0 && mpq_sgn(x) == 0) { fail = "division by zero"; break; }
     unsigned long ue = (unsigned long)(e < 0 ? -e : e);
+    /* |a|**e has more than (bits(|a|) - 1) * e bits, and at most
+       bits(|a|) * e, which is then below twice the cap: safe to compute */
+    size_t bn = mpz_sizeinbase(mpq_numref(x), 2), bd = mpz_sizeinbase(mpq_denref(x), 2);
+    if ((double)(bn - 1 + bd - 1) * (double)ue > (double)ctx->limits.max_num_bits) {
+      too_big = 1;
+      break;
+    }
     mpz_pow_ui(mpq_numref(r->u.q), mpq_numref(x), ue);
     mpz_pow_ui(mpq_denref(r->u.q), mpq_denref(x), ue);
     if (e < 0) mpq_inv(r->u.q, r->u.q);
@@ -1056,8 +1121,9 @@ static value *scalar_binop(rasp_ctx *ctx, rasp_binop op, value *a, value *b, ras
   default: fail = "unsupported operator"; break;
   }
   mpq_clears(x, y, NULL);
+  if (too_big) num_too_large(ctx, pos);
   if (fail) raspV_error(ctx, pos, "%s", fail);
-  return r;
+  return num_checked(ctx, r, pos);
 }
 
 /* ------------------------------------------------------------ evaluation */
@@ -1100,14 +1166,27 @@ static rasp_binop tok_binop(int tk) {
   }
 }
 
-static void check_steps(rasp_ctx *ctx, rasp_pos pos) {
-  if (++ctx->steps > ctx->limits.max_steps)
-    raspV_error(ctx, pos, "the program ran more than %lld steps (the limit); "
-                          "is a loop not terminating?", ctx->limits.max_steps);
-  if (ctx->interrupted) {
+/* The rare paths of check_steps, out of line so that it stays inlined. */
+static __attribute__((noinline)) void steps_rare(rasp_ctx *ctx, rasp_pos pos) {
+  if (ctx->interrupted) { /* rasp_interrupt: Ctrl-C in the REPL */
     ctx->interrupted = 0;
     raspV_error(ctx, pos, "interrupted");
   }
+  const char *why = raspM_over_budget(); /* --max-memory, --timeout */
+  if (why) raspV_error(ctx, pos, "%s", why);
+  if (ctx->steps <= ctx->limits.max_steps) return;
+  if (ctx->in_callback)
+    raspV_error(ctx, pos, "the functions given to tok_map/seq_map/select ran more than "
+                          "%lld steps together (the limit per trace); is a loop not "
+                          "terminating?", ctx->limits.max_steps);
+  raspV_error(ctx, pos, "the program ran more than %lld steps (the limit); "
+                        "is a loop not terminating?", ctx->limits.max_steps);
+}
+
+/* Counts a step and polls the budgets. */
+static inline void check_steps(rasp_ctx *ctx, rasp_pos pos) {
+  if (++ctx->steps > ctx->limits.max_steps || raspM_exhausted || ctx->interrupted)
+    steps_rare(ctx, pos);
 }
 
 /* Items of an iterable scalar value, as a list or tuple value. */
@@ -1753,7 +1832,10 @@ value *raspV_call(rasp_ctx *ctx, value *fn, value **args, int nargs, const char 
 
 /* The evaluator calls program functions (tok_map, seq_map, custom
 ** predicates) through this, possibly from several threads.  Values made
-** during the call are released afterwards unless they escaped. */
+** during the call are released afterwards unless they escaped.  All the
+** calls made for one trace share one step budget (cb_steps, reset by
+** rasp_trace): a budget restarted per call would let n*n calls of a custom
+** predicate run n*n times the limit. */
 static int ir_callback(void *user, void *fnp, int nargs, const rasp_elem *args,
                        rasp_elem *out, rasp_error *err) {
   rasp_ctx *ctx = user;
@@ -1768,7 +1850,9 @@ static int ir_callback(void *user, void *fnp, int nargs, const rasp_elem *args,
   ctx->catcher = &jb;
   ctx->err = err;
   ctx->mark = ctx->serial;
-  ctx->steps = 0;
+  ctx->steps = ctx->cb_steps;
+  int saved_in_callback = ctx->in_callback;
+  ctx->in_callback = 1;
   int ok = 0;
   if (setjmp(jb) == 0) {
     value *argv[3];
@@ -1784,7 +1868,9 @@ static int ir_callback(void *user, void *fnp, int nargs, const rasp_elem *args,
   ctx->mark = saved_mark;
   ctx->catcher = saved;
   ctx->err = saved_err;
+  ctx->cb_steps = ctx->steps;
   ctx->steps = saved_steps;
+  ctx->in_callback = saved_in_callback;
   ctx->depth = saved_depth;
   ctx->site = saved_site;
   pthread_mutex_unlock(&ctx->lock);
@@ -1800,6 +1886,8 @@ void rasp_default_limits(rasp_limits *limits) {
   limits->max_steps = 10000000LL;
   limits->max_selector_cells = RASP_DEFAULT_MAX_SELECTOR_CELLS;
   limits->max_list = 10000000;
+  limits->max_num_bits = (size_t)1 << 22; /* 4 Mbit: 1.26 million decimal digits */
+  limits->max_string = (size_t)16 << 20;
 }
 
 rasp_ctx *rasp_ctx_new(int n, const rasp_limits *limits, rasp_error *err) {
@@ -1874,6 +1962,7 @@ void rasp_ctx_free(rasp_ctx *ctx) {
   raspM_free(ctx->syms);
   raspM_free(ctx->symhash);
   raspM_free(ctx->vocab);
+  raspM_free(ctx->token_of);
   raspM_free(ctx->intcache);
   raspM_free(ctx->symcache);
   raspM_free(ctx->bisigs);
@@ -1913,6 +2002,9 @@ rasp_ir *rasp_ctx_ir(rasp_ctx *ctx) { return &ctx->ir; }
 
 int rasp_set_vocab(rasp_ctx *ctx, const char *const *symbols, int count, rasp_error *err) {
   PROTECT_BEGIN(ctx, err)
+  raspM_free(ctx->token_of);
+  ctx->token_of = NULL;
+  ctx->ntoken_of = 0;
   raspM_free(ctx->vocab);
   ctx->vocab = raspM_alloc(sizeof(int64_t) * (size_t)(count ? count : 1));
   ctx->nvocab = count;
@@ -1926,6 +2018,9 @@ int rasp_set_vocab(rasp_ctx *ctx, const char *const *symbols, int count, rasp_er
     raspV_dict_set(ctx, d, s, id);
     raspV_dict_set(ctx, rd, id, s);
   }
+  ctx->ntoken_of = ctx->nsyms;
+  ctx->token_of = raspM_alloc(sizeof(int64_t) * (size_t)(ctx->nsyms ? ctx->nsyms : 1));
+  for (int i = 0; i < count; i++) ctx->token_of[ctx->vocab[i]] = i + 1;
   env_set(ctx, ctx->globals, raspV_intern(ctx, "d"), d);
   env_set(ctx, ctx->globals, raspV_intern(ctx, "reverse_d"), rd);
   env_set(ctx, ctx->globals, raspV_intern(ctx, "vocab_size"), raspV_num_si(ctx, count));
@@ -1939,10 +2034,12 @@ const char *rasp_vocab_symbol(const rasp_ctx *ctx, int64_t id) {
   return ctx->syms[ctx->vocab[id - 1]];
 }
 
+/* A hash lookup of the symbol, then its token id by symbol id: reading an
+** input of n distinct symbols was quadratic with a scan of the vocabulary. */
 int64_t rasp_vocab_id(const rasp_ctx *ctx, const char *symbol) {
-  for (int i = 0; i < ctx->nvocab; i++)
-    if (strcmp(ctx->syms[ctx->vocab[i]], symbol) == 0) return i + 1;
-  return 0;
+  if (!ctx->symhcap) return 0;
+  int64_t sym = ctx->symhash[symbol_slot(ctx, symbol)];
+  return sym >= 0 && sym < ctx->ntoken_of ? ctx->token_of[sym] : 0;
 }
 
 void rasp_set_int(rasp_ctx *ctx, const char *name, int64_t v) {
@@ -2138,6 +2235,7 @@ static void add_output(rasp_ctx *ctx, value *v, rasp_pos pos) {
 
 int rasp_trace(rasp_ctx *ctx, const char *entry, rasp_error *err) {
   ctx->steps = 0;
+  ctx->cb_steps = 0;
   ctx->site = (rasp_pos){0};
   PROTECT_BEGIN(ctx, err)
   value *fn = env_get(ctx->globals, raspV_intern(ctx, entry));
@@ -2243,6 +2341,7 @@ int rasp_repl_entry(rasp_ctx *ctx, const char *text, int *node, int *is_sel, cha
   rasp_ast *mod = raspP_parse(src, &ctx->ast_arena, err);
   if (!mod) return 0;
   ctx->steps = 0;
+  ctx->cb_steps = 0; /* each entry is evaluated anew, like a trace */
   PROTECT_BEGIN(ctx, err)
   if (mod->nitems == 1 && mod->items[0]->kind == AST_EXPR) {
     value *v = eval(ctx, ctx->globals, mod->items[0]->a);

@@ -1,30 +1,138 @@
 /*
-** rmem.c -- allocation wrapper and arena.
+** rmem.c -- allocation wrapper, arena, and the process's budgets.
+**
+** The bytes in use are counted with malloc_usable_size (what free will
+** give back) in one atomic counter, since the verifier allocates from
+** several threads.  GMP tells its allocation functions the sizes itself.
 */
 #include "rmem.h"
 
+#include <gmp.h>
+#include <malloc.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
-static void out_of_memory(size_t size) {
+/* Signed: blocks GMP made before a budget routed it here are freed
+** through gmp_free, uncounted, and may take this below zero. */
+static long long in_use;             /* atomic */
+static size_t max_memory;            /* 0: no budget */
+static volatile sig_atomic_t timed_out; /* 1: past the deadline */
+volatile sig_atomic_t raspM_exhausted;
+static char memory_msg[128], timeout_msg[64];
+
+/* "rasp: msg" on stderr, from a signal handler or the allocator. */
+static void say(const char *msg) {
+  static const char pre[] = "rasp: ";
+  (void)!write(2, pre, sizeof pre - 1);
+  (void)!write(2, msg, strlen(msg));
+  (void)!write(2, "\n", 1);
+}
+
+static _Noreturn void out_of_memory(size_t size) {
   fprintf(stderr, "rasp: out of memory (allocating %zu bytes)\n", size);
-  abort();
+  _exit(1);
+}
+
+/* The backstop: far over the budget, stop now (see rmem.h). */
+static void count(size_t add, size_t sub) {
+  long long now = __atomic_add_fetch(&in_use, (long long)add - (long long)sub, __ATOMIC_RELAXED);
+  if (!max_memory || add <= sub || now <= (long long)max_memory) return;
+  raspM_exhausted = 1;
+  if (now > (long long)(max_memory + max_memory / 4)) {
+    say(memory_msg);
+    _exit(1);
+  }
 }
 
 void *raspM_alloc(size_t size) {
   void *p = calloc(1, size ? size : 1);
   if (!p) out_of_memory(size);
+  count(malloc_usable_size(p), 0);
   return p;
 }
 
 void *raspM_realloc(void *ptr, size_t size) {
+  size_t old = ptr ? malloc_usable_size(ptr) : 0;
   void *p = realloc(ptr, size ? size : 1);
   if (!p) out_of_memory(size);
+  count(malloc_usable_size(p), old);
   return p;
 }
 
-void raspM_free(void *ptr) { free(ptr); }
+void raspM_free(void *ptr) {
+  if (!ptr) return;
+  count(0, malloc_usable_size(ptr));
+  free(ptr);
+}
+
+size_t raspM_in_use(void) {
+  long long n = __atomic_load_n(&in_use, __ATOMIC_RELAXED);
+  return n > 0 ? (size_t)n : 0;
+}
+
+static void *gmp_alloc(size_t size) {
+  void *p = malloc(size);
+  if (!p) out_of_memory(size);
+  count(size, 0);
+  return p;
+}
+
+static void *gmp_realloc(void *ptr, size_t old, size_t size) {
+  void *p = realloc(ptr, size);
+  if (!p) out_of_memory(size);
+  count(size, old);
+  return p;
+}
+
+static void gmp_free(void *ptr, size_t size) {
+  count(0, size);
+  free(ptr);
+}
+
+void raspM_set_max_memory(size_t bytes) {
+  max_memory = bytes;
+  snprintf(memory_msg, sizeof memory_msg,
+           "memory limit exceeded: more than %zu bytes in use (--max-memory)", bytes);
+  mp_set_memory_functions(gmp_alloc, gmp_realloc, gmp_free);
+}
+
+/* The first alarm marks the deadline for the polls; the second, 2 s later,
+** is the backstop. */
+static void on_alarm(int sig) {
+  (void)sig;
+  if (!timed_out) {
+    timed_out = 1;
+    raspM_exhausted = 1;
+    alarm(2);
+    return;
+  }
+  say(timeout_msg);
+  _exit(1);
+}
+
+void raspM_set_timeout(unsigned seconds) {
+  timed_out = 0;
+  snprintf(timeout_msg, sizeof timeout_msg, "timed out after %u s (--timeout)", seconds);
+  if (!seconds) {
+    alarm(0);
+    return;
+  }
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_alarm;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESTART;
+  sigaction(SIGALRM, &sa, NULL);
+  alarm(seconds);
+}
+
+const char *raspM_over_budget(void) {
+  if (!raspM_exhausted) return NULL;
+  return timed_out ? timeout_msg : memory_msg;
+}
 
 char *raspM_strndup(const char *s, size_t n) {
   char *p = raspM_alloc(n + 1);
@@ -75,7 +183,7 @@ void raspM_arena_free(rasp_arena *a) {
   rasp_arena_block *b = a->head;
   while (b) {
     rasp_arena_block *next = b->next;
-    free(b);
+    raspM_free(b);
     b = next;
   }
   a->head = NULL;

@@ -104,6 +104,8 @@ struct rasp_ctx {
   /* vocabulary: token id i+1 -> symbol id vocab[i] */
   int64_t *vocab;
   int nvocab;
+  int64_t *token_of;     /* symbol id -> token id (0: none), for lookups */
+  int64_t ntoken_of;
   /* sources kept for error messages, and parse arenas */
   rasp_source **sources;
   int nsources, srccap;
@@ -115,6 +117,8 @@ struct rasp_ctx {
   rasp_pos site;         /* innermost call in user code (not the stdlib) */
   long long steps;
   volatile sig_atomic_t interrupted; /* rasp_interrupt, from a signal handler */
+  long long cb_steps;    /* steps of evaluator callbacks since the trace */
+  int in_callback;
   value *retval;
   int input_node, indices_node;
   pthread_mutex_t lock;  /* callbacks from evaluator threads */
@@ -150,7 +154,7 @@ int raspV_equal(const value *a, const value *b);
 int64_t raspV_int(rasp_ctx *ctx, value *v, rasp_pos pos, const char *what);
 rasp_elem raspV_to_elem(rasp_ctx *ctx, value *v, rasp_pos pos);
 value *raspV_from_elem(rasp_ctx *ctx, rasp_elem e);
-char *raspV_repr(rasp_ctx *ctx, value *v); /* malloc'd */
+char *raspV_repr(rasp_ctx *ctx, value *v); /* malloc'd; cut at max_string bytes + "..." */
 int64_t raspV_symbol_of(rasp_ctx *ctx, value *str);
 value *raspV_call(rasp_ctx *ctx, value *fn, value **args, int nargs,
                   const char **kwnames, value **kwvals, int nkw, rasp_pos pos);

@@ -242,6 +242,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   lim.max_list = 10000;
   lim.max_length = 64;
   lim.max_selector_cells = 4096;
+  lim.max_num_bits = 1 << 16; /* keeps 20000 steps of big arithmetic fast */
+  lim.max_string = 1 << 20;
 
   rasp_error err;
   memset(&err, 0, sizeof err);
