@@ -163,7 +163,9 @@ if (cd "$tmp/build" && $MAKE distdir distdir="$d") > "$tmp/dist.out" 2>&1; then
   done
   [ -z "$products" ] && ok "make distdir ships no build product" ||
     bad "make distdir ships build products:$(echo $products)"
-  if git -C "$src" rev-parse --is-inside-work-tree > /dev/null 2>&1; then
+  # (only at the top of a checkout: distcheck unpacks inside one)
+  top=$(git -C "$src" rev-parse --show-toplevel 2> /dev/null)
+  if [ -n "$top" ] && [ "$top" -ef "$src" ]; then
     git -C "$src" ls-files | grep -v -x -e .gitignore -e m4/.keep | sort > "$tmp/tracked"
     (cd "$d" && find . -type f | sed 's|^\./||') |
       grep -v -x -e configure -e Makefile.in -e aclocal.m4 -e 'build-aux/.*' -e 'm4/.*\.m4' |
