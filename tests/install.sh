@@ -80,10 +80,10 @@ for f in bin/rasp bin/rasp-train share/rasp/stdlib/core.rasp \
          lib/pkgconfig/librasp.pc share/man/man1/rasp.1 share/man/man1/rasp-train.1; do
   [ -e "$U/$f" ] || bad "installed $f"
 done
-lib=$(ldd "$U/bin/rasp" 2>&1 | sed -n 's/^[[:space:]]*librasp[^ ]* => \([^ ]*\).*/\1/p')
+lib=$(ldd "$U/bin/rasp" 2>&1 | grep librasp | sed 's/^[[:space:]]*//')
 case $lib in
-  "$U"/lib/librasp*) ok "installed rasp loads $lib" ;;
-  *) bad "installed rasp loads librasp from '$lib', not $U/lib" ;;
+  *" => $U/lib/librasp"*) ok "installed rasp: $lib" ;;
+  *) bad "installed rasp does not load librasp from $U/lib: $lib" ;;
 esac
 out=$(cd "$tmp" && "$U/bin/rasp" run "$src/examples/reverse.rasp" --input "h e l l o" --symbols 2>&1)
 [ "$out" = "o l l e h" ] && ok "installed rasp runs examples/reverse.rasp" ||
