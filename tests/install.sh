@@ -43,7 +43,7 @@ SAN_CFLAGS=$(mkvar SAN_CFLAGS)
 PKG_CONFIG=$(mkvar PKG_CONFIG)
 # The inner make is not part of the outer one's job server.
 unset MAKEFLAGS MFLAGS MAKELEVEL
-MAKE=make
+MAKE='make'
 
 # ---- 1. reconfigure a built tree with another prefix, install, run
 mkdir "$tmp/build" || exit 2
@@ -52,7 +52,8 @@ mkdir "$tmp/build" || exit 2
    --exclude=./runs --exclude=./bench/out .) | (cd "$tmp/build" && tar xf -) ||
   { echo "$NAME: cannot copy $bld" >&2; exit 2; }
 configure=./configure
-if ! [ "$bld" -ef "$src" ]; then
+same() { [ "$(cd "$1" && pwd -P)" = "$(cd "$2" && pwd -P)" ]; }
+if ! same "$bld" "$src"; then
   configure=$src/configure
   # Out of tree (make distcheck) the dependency files name the sources by
   # a path relative to the build directory, wrong in the copy; without
@@ -97,7 +98,7 @@ out=$(cd "$tmp" && "$U/bin/rasp" run marker.rasp --input "a b c" 2>&1)
   bad "installed rasp-train --help: $(cat "$tmp/train-help")"
 
 # ---- 2. examples/embed.c against the installed library, through pkg-config
-flags=$(PKG_CONFIG_LIBDIR=$U/lib/pkgconfig PKG_CONFIG_PATH= $PKG_CONFIG --cflags --libs librasp)
+flags=$(PKG_CONFIG_LIBDIR=$U/lib/pkgconfig PKG_CONFIG_PATH='' $PKG_CONFIG --cflags --libs librasp)
 case $flags in
   *"-I$U/include/rasp"*"-L$U/lib"*) ok "pkg-config librasp: $flags" ;;
   *) bad "pkg-config --cflags --libs librasp: '$flags'" ;;
@@ -162,10 +163,10 @@ if (cd "$tmp/build" && $MAKE distdir distdir="$d") > "$tmp/dist.out" 2>&1; then
     grep -q 'temporary wrapper script for[ ]' "$d/$f" && products="$products $f"
   done
   [ -z "$products" ] && ok "make distdir ships no build product" ||
-    bad "make distdir ships build products:$(echo $products)"
+    bad "make distdir ships build products: $(echo "$products" | tr '\n' ' ')"
   # (only at the top of a checkout: distcheck unpacks inside one)
   top=$(git -C "$src" rev-parse --show-toplevel 2> /dev/null)
-  if [ -n "$top" ] && [ "$top" -ef "$src" ]; then
+  if [ -n "$top" ] && same "$top" "$src"; then
     git -C "$src" ls-files | grep -v -x -e .gitignore -e m4/.keep | sort > "$tmp/tracked"
     (cd "$d" && find . -type f | sed 's|^\./||') |
       grep -v -x -e configure -e Makefile.in -e aclocal.m4 -e 'build-aux/.*' -e 'm4/.*\.m4' |
