@@ -2197,6 +2197,11 @@ int rasp_exec_file(rasp_ctx *ctx, const char *path, rasp_error *err) {
   return run_source(ctx, src, err);
 }
 
+/* The build's rpaths.h gives the installed stdlib and the source tree's;
+   a compile without it (the fuzzers) uses ./stdlib or -DRASP_STDLIB_DIR. */
+#ifdef RASP_HAVE_RPATHS_H
+#include "rpaths.h"
+#endif
 #ifndef RASP_STDLIB_DIR
 #define RASP_STDLIB_DIR "stdlib"
 #endif
