@@ -949,3 +949,55 @@ int raspN_forward(const rasp_model *m, const int *tokens, int n, float *logits,
   raspM_free(hv);
   return 0;
 }
+
+/* ---- the layout --------------------------------------------------------- */
+
+int raspN_layout_strings(const rasp_model *m, const char *path, char ***out,
+                         int *n, rasp_error *err) {
+  *out = NULL;
+  *n = 0;
+  if (!m->json_extra) {
+    raspR_setnopos(err, "the model has no layout (not a compiled model)");
+    return -1;
+  }
+  jval root;
+  const char *why;
+  size_t at;
+  if (jparse(m->json_extra, strlen(m->json_extra), &root, &why, &at)) {
+    raspR_setnopos(err, "the model's layout is not JSON: %s at byte %zu", why, at);
+    return -1;
+  }
+  /* follow the dotted path one key at a time */
+  jval *v = &root;
+  const char *p = path;
+  while (v && *p) {
+    size_t k = strcspn(p, ".");
+    char key[64];
+    snprintf(key, sizeof key, "%.*s", (int)(k < sizeof key ? k : sizeof key - 1), p);
+    v = jget(v, key);
+    p += k + (p[k] == '.');
+  }
+  int rc = -1;
+  if (!v || v->type != J_ARR) {
+    raspR_setnopos(err, "the model's layout has no list \"%s\"", path);
+    goto out;
+  }
+  for (int i = 0; i < v->n; i++)
+    if (v->items[i].type != J_STR && v->items[i].type != J_NULL) {
+      raspR_setnopos(err, "the model's layout: \"%s\"[%d] is not a string", path, i);
+      goto out;
+    }
+  *out = raspM_alloc(sizeof(char *) * (size_t)(v->n ? v->n : 1));
+  for (int i = 0; i < v->n; i++)
+    (*out)[i] = v->items[i].type == J_STR ? raspM_strdup(v->items[i].str) : NULL;
+  *n = v->n;
+  rc = 0;
+out:
+  jfree(&root);
+  return rc;
+}
+
+void raspN_strings_free(char **s, int n) {
+  for (int i = 0; s && i < n; i++) raspM_free(s[i]);
+  raspM_free(s);
+}

@@ -106,4 +106,13 @@ float raspN_softmax_exp(float *att, int nk);
 int raspN_forward(const rasp_model *m, const int *tokens, int n, float *logits,
                   float *residual, rasp_error *err);
 
+/* A list of strings in the layout of a compiled model (json_extra), by a
+** dotted path: "vocab" (the symbol of every token id), "dims",
+** "readout.values".  *out gets *n malloc'd strings (NULL for a JSON null);
+** free them with raspN_strings_free.  A missing list, or one holding
+** anything but strings and nulls, is an error. */
+int raspN_layout_strings(const rasp_model *m, const char *path, char ***out,
+                         int *n, rasp_error *err);
+void raspN_strings_free(char **s, int n);
+
 #endif
