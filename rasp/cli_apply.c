@@ -24,17 +24,16 @@
 #include "rmodel.h"
 
 static void usage(FILE *out) {
-  fprintf(out,
-          "usage: rasp apply STEM --input TEXT [options]\n"
-          "Runs the compiled model STEM.json + STEM.safetensors (`rasp compile -o STEM`)\n"
-          "on one input and prints its output, one value per input position.\n"
-          "  --input TEXT   the input: symbols of the model's vocabulary separated by\n"
-          "                 spaces, exactly as many as it was compiled for\n"
-          "  --symbols      print output values as the vocabulary symbols they stand for\n"
-          "  --logits       also print the logits: one row per input position, one\n"
-          "                 column per value of the readout (STEM.json layout.readout)\n"
-          "  --json         print one JSON object: input, tokens (BOS first), output\n"
-          "                 and, with --logits, logits\n");
+  fprintf(out, "usage: rasp apply STEM --input TEXT [options]\n"
+               "Runs the compiled model STEM.json + STEM.safetensors (`rasp compile -o STEM`)\n"
+               "on one input and prints its output, one value per input position.\n"
+               "  --input TEXT   the input: symbols of the model's vocabulary separated by\n"
+               "                 spaces, exactly as many as it was compiled for\n"
+               "  --symbols      print output values as the vocabulary symbols they stand for\n"
+               "  --logits       also print the logits: one row per input position, one\n"
+               "                 column per value of the readout (STEM.json layout.readout)\n"
+               "  --json         print one JSON object: input, tokens (BOS first), output\n"
+               "                 and, with --logits, logits\n");
 }
 
 /* The symbol an output value stands for, as `rasp run --symbols` prints
@@ -50,16 +49,21 @@ static void json_str(const char *s, FILE *out) {
   fputc('"', out);
   for (; *s; s++) {
     unsigned char c = (unsigned char)*s;
-    if (c == '"' || c == '\\') fprintf(out, "\\%c", c);
-    else if (c < 0x20) fprintf(out, "\\u%04x", c);
-    else fputc(c, out);
+    if (c == '"' || c == '\\')
+      fprintf(out, "\\%c", c);
+    else if (c < 0x20)
+      fprintf(out, "\\u%04x", c);
+    else
+      fputc(c, out);
   }
   fputc('"', out);
 }
 
 static void print_float(float x, int json, FILE *out) {
-  if (json && !isfinite(x)) fputs("null", out); /* JSON has no inf or nan */
-  else fprintf(out, "%.9g", (double)x);
+  if (json && !isfinite(x))
+    fputs("null", out); /* JSON has no inf or nan */
+  else
+    fprintf(out, "%.9g", (double)x);
 }
 
 int rasp_cli_apply(int argc, char **argv) {
@@ -73,9 +77,12 @@ int rasp_cli_apply(int argc, char **argv) {
         return 2;
       }
       input = argv[++i];
-    } else if (!strcmp(a, "--symbols")) symbols = 1;
-    else if (!strcmp(a, "--logits")) want_logits = 1;
-    else if (!strcmp(a, "--json")) json = 1;
+    } else if (!strcmp(a, "--symbols"))
+      symbols = 1;
+    else if (!strcmp(a, "--logits"))
+      want_logits = 1;
+    else if (!strcmp(a, "--json"))
+      json = 1;
     else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
       usage(stdout);
       return 0;
@@ -83,7 +90,8 @@ int rasp_cli_apply(int argc, char **argv) {
       fprintf(stderr, "rasp apply: unknown option '%s'\n", a);
       usage(stderr);
       return 2;
-    } else if (!stem) stem = a;
+    } else if (!stem)
+      stem = a;
     else {
       fprintf(stderr, "rasp apply: unexpected argument '%s'\n", a);
       return 2;
@@ -107,14 +115,17 @@ int rasp_cli_apply(int argc, char **argv) {
   if (raspN_layout_strings(&m, "vocab", &vocab, &nvocab, &err) ||
       raspN_layout_strings(&m, "readout.values", &vals, &nvals, &err) ||
       raspN_layout_strings(&m, "dims", &dims, &ndims, &err)) {
-    fprintf(stderr, "rasp apply: '%s': %s (a model compiled by an older rasp: compile it "
-                    "again)\n", stem, err.msg);
+    fprintf(stderr,
+            "rasp apply: '%s': %s (a model compiled by an older rasp: compile it "
+            "again)\n",
+            stem, err.msg);
     goto out;
   }
   const rasp_model_config *c = &m.cfg;
   if (nvals != c->n_out || nvocab != c->vocab_size || c->bos_token < 0) {
-    fprintf(stderr, "rasp apply: '%s': the layout has %d readout values and %d vocabulary "
-                    "entries for %d logits and %d token ids\n",
+    fprintf(stderr,
+            "rasp apply: '%s': the layout has %d readout values and %d vocabulary "
+            "entries for %d logits and %d token ids\n",
             stem, nvals, nvocab, c->n_out, c->vocab_size);
     goto out;
   }
@@ -125,8 +136,10 @@ int rasp_cli_apply(int argc, char **argv) {
     if (dims[k] && !strncmp(dims[k], "tokens=", 7)) any_tok = 1;
   n = raspC_split(input, &syms);
   if (n != c->max_len - 1) {
-    fprintf(stderr, "rasp apply: the model was compiled for inputs of %d symbols; the input "
-                    "has %d\n", c->max_len - 1, n);
+    fprintf(stderr,
+            "rasp apply: the model was compiled for inputs of %d symbols; the input "
+            "has %d\n",
+            c->max_len - 1, n);
     goto out;
   }
   tokens = raspM_alloc(sizeof *tokens * (size_t)(n + 1));
@@ -136,8 +149,10 @@ int rasp_cli_apply(int argc, char **argv) {
     for (int t = 1; t < nvocab && !id; t++)
       if (t != c->bos_token && vocab[t] && !strcmp(vocab[t], syms[i])) id = t;
     if (!id) {
-      fprintf(stderr, "rasp apply: input symbol '%s' (position %d) is not in the model's "
-                      "vocabulary:", syms[i], i);
+      fprintf(stderr,
+              "rasp apply: input symbol '%s' (position %d) is not in the model's "
+              "vocabulary:",
+              syms[i], i);
       for (int t = 1; t < nvocab; t++)
         if (vocab[t] && t != c->bos_token) fprintf(stderr, " %s", vocab[t]);
       fputc('\n', stderr);
@@ -147,8 +162,10 @@ int rasp_cli_apply(int argc, char **argv) {
     for (int k = 0; k < ndims && !known; k++)
       known = dims[k] && !strncmp(dims[k], "tokens=", 7) && !strcmp(dims[k] + 7, syms[i]);
     if (!known) {
-      fprintf(stderr, "rasp apply: input symbol '%s' (position %d) is in the vocabulary but "
-                      "the model was not compiled with it as an input\n", syms[i], i);
+      fprintf(stderr,
+              "rasp apply: input symbol '%s' (position %d) is in the vocabulary but "
+              "the model was not compiled with it as an input\n",
+              syms[i], i);
       goto out;
     }
     tokens[i + 1] = id;
@@ -167,7 +184,8 @@ int rasp_cli_apply(int argc, char **argv) {
       json_str(syms[i], stdout);
     }
     printf("], \"tokens\": [");
-    for (int i = 0; i <= n; i++) printf("%s%d", i ? ", " : "", tokens[i]);
+    for (int i = 0; i <= n; i++)
+      printf("%s%d", i ? ", " : "", tokens[i]);
     printf("], \"output\": [");
   }
   for (int i = 0; i < n; i++) {

@@ -952,8 +952,8 @@ int raspN_forward(const rasp_model *m, const int *tokens, int n, float *logits,
 
 /* ---- the layout --------------------------------------------------------- */
 
-int raspN_layout_strings(const rasp_model *m, const char *path, char ***out,
-                         int *n, rasp_error *err) {
+int raspN_layout_strings(const rasp_model *m, const char *path, char ***out, int *n,
+                         rasp_error *err) {
   *out = NULL;
   *n = 0;
   if (!m->json_extra) {
@@ -998,6 +998,7 @@ out:
 }
 
 void raspN_strings_free(char **s, int n) {
-  for (int i = 0; s && i < n; i++) raspM_free(s[i]);
+  for (int i = 0; s && i < n; i++)
+    raspM_free(s[i]);
   raspM_free(s);
 }

@@ -245,10 +245,13 @@ START_TEST(test_layout) {
   ck_assert_ptr_nonnull(ctx);
   ck_assert(rasp_set_vocab(ctx, syms, 3, &err));
   ck_assert_msg(rasp_load_stdlib(ctx, NULL, &err), "%s", err.msg);
-  ck_assert_msg(rasp_exec_string(ctx, "test", "def main(seq):\n"
+  ck_assert_msg(rasp_exec_string(ctx, "test",
+                                 "def main(seq):\n"
                                  "    idx = indices(seq)\n"
                                  "    flip = select(idx, length - idx - 1, equals)\n"
-                                 "    return aggregate(flip, seq)\n", &err), "%s", err.msg);
+                                 "    return aggregate(flip, seq)\n",
+                                 &err),
+                "%s", err.msg);
   ck_assert_msg(rasp_trace(ctx, "main", &err), "%s", err.msg);
   int64_t ids[] = {1, 2, 3};
   raspG_opts o = {ids, 3, 3, names};
@@ -271,8 +274,7 @@ START_TEST(test_layout) {
   ck_assert_str_eq(s[3], "c");
   ck_assert_ptr_null(s[g.model.cfg.bos_token]);
   raspN_strings_free(s, n);
-  ck_assert_msg(raspN_layout_strings(&g.model, "readout.values", &s, &n, &err) == 0, "%s",
-                err.msg);
+  ck_assert_msg(raspN_layout_strings(&g.model, "readout.values", &s, &n, &err) == 0, "%s", err.msg);
   ck_assert_int_eq(n, g.model.cfg.n_out);
   raspN_strings_free(s, n);
   ck_assert_int_eq(raspN_layout_strings(&g.model, "readout.nope", &s, &n, &err), -1);
