@@ -1,10 +1,12 @@
 #!/bin/sh
 # apply_parity.sh -- python/rasp_model.py against `rasp apply --logits`:
-# the examples that `rasp compile` takes, and two path-star readout models
-# (one non-causal, one causal) on `rasp gen` samples of their task, each on
-# a few inputs, with the numpy backend and (when /usr/bin/python3 imports
-# torch; Debian's python3-torch, installed by .ci/setup) the torch backend.
-# tests/apply_parity.py requires identical argmax and logits within 1e-5.
+# the examples that `rasp compile` takes, two path-star readout models (one
+# non-causal, one causal) on `rasp gen` samples of their task and two random
+# models (layer norm, GELU), each on a few inputs, with the numpy backend
+# and (when /usr/bin/python3 imports torch; Debian's python3-torch,
+# installed by .ci/setup) the torch backend: tests/apply_parity.py requires
+# identical argmax and logits within 1e-5.  Then load() with torch made
+# unimportable must fall back to numpy and decode as `rasp apply` does.
 # Skipped (77) when /usr/bin/python3 has no numpy.
 NAME=apply_parity.sh
 . "$(dirname "$0")/lib.sh"
@@ -59,4 +61,17 @@ for causal in 0 1; do
   parity "$tmp/random$causal" "$tmp/random$causal.in"
 done
 $PY tests/apply_parity.py "$RASP" "$tmp/pairs" || fail=1
+
+# without torch, load() falls back to the numpy forward pass by itself
+want=$("$RASP" apply "$tmp/reverse" --input "a b c a b b" --symbols)
+got=$(PYTHONDONTWRITEBYTECODE=1 $PY -c 'import sys
+sys.modules["torch"] = None  # import torch fails
+sys.path.insert(0, "python")
+import rasp_model
+m = rasp_model.load(sys.argv[1])
+print(type(m).__name__, " ".join(m.decode(m(m.encode("a b c a b b")).argmax(-1), True)[0]))
+' "$tmp/reverse")
+if [ "$got" = "NumpyModel $want" ]; then echo "no torch: NumpyModel, output $want"
+else echo "FAIL: no torch: '$got', rasp apply '$want'"; fail=1
+fi
 exit $fail
