@@ -112,6 +112,10 @@ int rasp_cli_apply(int argc, char **argv) {
   char **vocab = NULL, **vals = NULL, **dims = NULL, **syms = NULL;
   int *tokens = NULL;
   float *logits = NULL;
+  if (!m.json_extra) {
+    fprintf(stderr, "rasp apply: '%s': not a compiled model (STEM.json has no layout)\n", stem);
+    goto out;
+  }
   if (raspN_layout_strings(&m, "vocab", &vocab, &nvocab, &err) ||
       raspN_layout_strings(&m, "readout.values", &vals, &nvals, &err) ||
       raspN_layout_strings(&m, "dims", &dims, &ndims, &err)) {

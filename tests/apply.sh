@@ -6,7 +6,8 @@
 # fail cleanly (exit status 2, a message naming the culprit, no sanitizer
 # report): an unknown symbol, a symbol the model has no input for, the
 # wrong length, a missing or truncated model, a model without vocabulary
-# (written before STEM.json carried it), a bad option, no --input.
+# (written before STEM.json carried it), one without layout (not compiled),
+# a bad option, no --input.
 NAME=apply.sh
 . "$(dirname "$0")/lib.sh"
 fail=0
@@ -82,6 +83,9 @@ fails "cannot read '$tmp/nope.json'" "$tmp/nope" --input "a b c"
 fails "'$tmp/cut.safetensors'" "$tmp/cut" --input "a b c a b c"
 fails "no list \"vocab\" (a model compiled by an older rasp: compile it again)" \
   "$tmp/old" --input "a b c a b c"
+sed 's/"layout": .*/"layout": null/' "$rev.json" >"$tmp/plain.json"
+cp "$rev.safetensors" "$tmp/plain.safetensors"
+fails "not a compiled model (STEM.json has no layout)" "$tmp/plain" --input "a b c a b c"
 fails "unknown option '--bogus'" "$rev" --input "a b c a b c" --bogus
 fails "no --input given" "$rev"
 fails "no model STEM given" --input "a"
