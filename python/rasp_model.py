@@ -20,7 +20,7 @@ unembed_b).  Its parameters have the file's tensor names
 
 Attributes: `config` (STEM.json's config), `dims` (the name of every
 residual dimension, e.g. "tokens=a", "indices=3", "%8=1"), `vocab`
-(vocab[id] is the symbol of token id; None for 0 and BOS), `values` (the
+(vocab[id] is the symbol of token id; "" for 0 and BOS), `values` (the
 output value of each logit), `n` (the input length it was compiled for),
 `bos_token`.
 
@@ -159,7 +159,7 @@ class _Layout:
         self._inputs = set(d[7:] for d in dims if d.startswith("tokens="))
         self._ids = {}
         for i, s in enumerate(self.vocab or []):
-            if s is not None and i != self.bos_token and s not in self._ids:
+            if s and i != self.bos_token and s not in self._ids:
                 self._ids[s] = i
 
     def encode(self, symbols):
@@ -188,7 +188,7 @@ class _Layout:
             i = int(v)
         except ValueError:
             return v
-        if str(i) == v and 0 < i < len(self.vocab or []) and self.vocab[i] is not None:
+        if str(i) == v and 0 < i < len(self.vocab or []) and self.vocab[i]:
             return self.vocab[i]
         return v
 

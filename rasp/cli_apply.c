@@ -41,7 +41,7 @@ static void usage(FILE *out) {
 static const char *as_symbol(const char *val, char **vocab, int nvocab) {
   char *end;
   long id = strtol(val, &end, 10);
-  if (*val && !*end && id > 0 && id < nvocab && vocab[id]) return vocab[id];
+  if (*val && !*end && id > 0 && id < nvocab && *vocab[id]) return vocab[id];
   return val;
 }
 
@@ -116,15 +116,15 @@ int rasp_cli_apply(int argc, char **argv) {
     fprintf(stderr, "rasp apply: '%s': not a compiled model (STEM.json has no layout)\n", stem);
     goto out;
   }
-  if (raspN_layout_strings(&m, "vocab", &vocab, &nvocab, &err) ||
-      raspN_layout_strings(&m, "readout.values", &vals, &nvals, &err) ||
-      raspN_layout_strings(&m, "dims", &dims, &ndims, &err)) {
-    fprintf(stderr,
-            "rasp apply: '%s': %s (a model compiled by an older rasp: compile it "
-            "again)\n",
-            stem, err.msg);
-    goto out;
-  }
+  static const char *const lists[] = {"vocab", "readout.values", "dims"};
+  char ***into[] = {&vocab, &vals, &dims};
+  int *len[] = {&nvocab, &nvals, &ndims};
+  for (int i = 0; i < 3; i++)
+    if (!(*into[i] = raspN_layout_strings(&m, lists[i], len[i]))) {
+      fprintf(stderr, "rasp apply: '%s': the layout has no list of strings \"%s\"%s\n", stem,
+              lists[i], i ? "" : " (a model compiled by an older rasp: compile it again)");
+      goto out;
+    }
   const rasp_model_config *c = &m.cfg;
   if (nvals != c->n_out || nvocab != c->vocab_size || c->bos_token < 0) {
     fprintf(stderr,
@@ -137,7 +137,7 @@ int rasp_cli_apply(int argc, char **argv) {
   ** program does not read its tokens, and any symbol will do) */
   int any_tok = 0;
   for (int k = 0; k < ndims; k++)
-    if (dims[k] && !strncmp(dims[k], "tokens=", 7)) any_tok = 1;
+    if (!strncmp(dims[k], "tokens=", 7)) any_tok = 1;
   n = raspC_split(input, &syms);
   if (n != c->max_len - 1) {
     fprintf(stderr,
@@ -151,20 +151,20 @@ int rasp_cli_apply(int argc, char **argv) {
   for (int i = 0; i < n; i++) {
     int id = 0;
     for (int t = 1; t < nvocab && !id; t++)
-      if (t != c->bos_token && vocab[t] && !strcmp(vocab[t], syms[i])) id = t;
+      if (t != c->bos_token && *vocab[t] && !strcmp(vocab[t], syms[i])) id = t;
     if (!id) {
       fprintf(stderr,
               "rasp apply: input symbol '%s' (position %d) is not in the model's "
               "vocabulary:",
               syms[i], i);
       for (int t = 1; t < nvocab; t++)
-        if (vocab[t] && t != c->bos_token) fprintf(stderr, " %s", vocab[t]);
+        if (*vocab[t] && t != c->bos_token) fprintf(stderr, " %s", vocab[t]);
       fputc('\n', stderr);
       goto out;
     }
     int known = !any_tok;
     for (int k = 0; k < ndims && !known; k++)
-      known = dims[k] && !strncmp(dims[k], "tokens=", 7) && !strcmp(dims[k] + 7, syms[i]);
+      known = !strncmp(dims[k], "tokens=", 7) && !strcmp(dims[k] + 7, syms[i]);
     if (!known) {
       fprintf(stderr,
               "rasp apply: input symbol '%s' (position %d) is in the vocabulary but "
@@ -223,9 +223,9 @@ int rasp_cli_apply(int argc, char **argv) {
   status = fflush(stdout) ? 1 : 0;
 out:
   raspN_free(&m);
-  raspN_strings_free(vocab, nvocab);
-  raspN_strings_free(vals, nvals);
-  raspN_strings_free(dims, ndims);
+  raspN_free_strings(vocab, nvocab);
+  raspN_free_strings(vals, nvals);
+  raspN_free_strings(dims, ndims);
   if (syms) raspC_free_strings(syms, n);
   raspM_free(tokens);
   raspM_free(logits);

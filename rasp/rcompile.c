@@ -1331,15 +1331,15 @@ static char *layout_json(gc *g, const raspG_model *m, int root, const view *ov) 
   sb_printf(&b, "], \"decode\": \"argmax of the logits at model position i+1 is the output at "
                 "input position i\"}");
   /* the vocabulary, so that a reader can encode inputs: vocab[id] is the
-  ** symbol of token id; 0 (unused) and BOS have none */
+  ** symbol of token id; "" (no symbol is empty) for 0, which is unused, and
+  ** BOS, so that it stays a list of strings */
   if (g->o->token_names) {
-    sb_printf(&b, ", \"vocab\": [null");
+    sb_printf(&b, ", \"vocab\": [\"\"");
     for (int t = 1; t <= g->o->nvocab; t++) {
       sb_printf(&b, ", ");
-      if (g->o->token_names[t]) sb_str(&b, g->o->token_names[t]);
-      else sb_printf(&b, "null");
+      sb_str(&b, g->o->token_names[t] ? g->o->token_names[t] : "");
     }
-    sb_printf(&b, ", null]");
+    sb_printf(&b, ", \"\"]");
   }
   sb_printf(&b, "}");
   (void)ov;

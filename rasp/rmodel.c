@@ -785,6 +785,78 @@ out:
   return rc;
 }
 
+/* ---- the layout of a compiled model ------------------------------------- */
+
+/* json_extra parsed into root; -1 without a (parsable) layout. */
+static int layout_parse(const rasp_model *m, jval *root) {
+  const char *why;
+  size_t at;
+  memset(root, 0, sizeof *root);
+  if (!m->json_extra) return -1;
+  return jparse(m->json_extra, strlen(m->json_extra), root, &why, &at);
+}
+
+/* The value at a dotted path of object keys, or NULL. */
+static jval *jpath(jval *v, const char *path) {
+  char key[128];
+  while (v && *path) {
+    const char *dot = strchr(path, '.');
+    size_t n = dot ? (size_t)(dot - path) : strlen(path);
+    if (n >= sizeof key) return NULL;
+    memcpy(key, path, n);
+    key[n] = 0;
+    v = jget(v, key);
+    path += n + (dot != NULL);
+  }
+  return v;
+}
+
+int raspN_layout_has(const rasp_model *m, const char *path) {
+  jval root;
+  if (layout_parse(m, &root)) return 0;
+  int r = jpath(&root, path) != NULL;
+  jfree(&root);
+  return r;
+}
+
+char **raspN_layout_strings(const rasp_model *m, const char *path, int *n) {
+  jval root;
+  *n = 0;
+  if (layout_parse(m, &root)) return NULL;
+  jval *a = jpath(&root, path);
+  char **v = NULL;
+  int ok = a && a->type == J_ARR;
+  for (int i = 0; ok && i < a->n; i++) ok = a->items[i].type == J_STR;
+  if (ok) {
+    v = raspM_alloc(((size_t)a->n + 1) * sizeof *v);
+    for (int i = 0; i < a->n; i++) v[i] = raspM_strdup(a->items[i].str);
+    *n = a->n;
+  }
+  jfree(&root);
+  return v;
+}
+
+void raspN_free_strings(char **v, int n) {
+  for (int i = 0; v && i < n; i++) raspM_free(v[i]);
+  raspM_free(v);
+}
+
+int raspN_layout_unit_dim(const rasp_model *m, const char *kind) {
+  jval root;
+  if (layout_parse(m, &root)) return -1;
+  jval *u = jget(&root, "units");
+  int dim = -1;
+  for (int i = 0; u && u->type == J_ARR && i < u->n; i++) {
+    jval *k = jget(&u->items[i], "kind");
+    if (!k || k->type != J_STR || strcmp(k->str, kind)) continue;
+    int64_t d;
+    if (!jint(jget(&u->items[i], "dim"), 0, INT_MAX, &d)) dim = (int)d;
+    break;
+  }
+  jfree(&root);
+  return dim;
+}
+
 /* ---- reference forward pass --------------------------------------------- */
 
 static void layer_norm(const float *x, const float *w, const float *b, int d,
@@ -950,55 +1022,3 @@ int raspN_forward(const rasp_model *m, const int *tokens, int n, float *logits,
   return 0;
 }
 
-/* ---- the layout --------------------------------------------------------- */
-
-int raspN_layout_strings(const rasp_model *m, const char *path, char ***out, int *n,
-                         rasp_error *err) {
-  *out = NULL;
-  *n = 0;
-  if (!m->json_extra) {
-    raspR_setnopos(err, "the model has no layout (not a compiled model)");
-    return -1;
-  }
-  jval root;
-  const char *why;
-  size_t at;
-  if (jparse(m->json_extra, strlen(m->json_extra), &root, &why, &at)) {
-    raspR_setnopos(err, "the model's layout is not JSON: %s at byte %zu", why, at);
-    return -1;
-  }
-  /* follow the dotted path one key at a time */
-  jval *v = &root;
-  const char *p = path;
-  while (v && *p) {
-    size_t k = strcspn(p, ".");
-    char key[64];
-    snprintf(key, sizeof key, "%.*s", (int)(k < sizeof key ? k : sizeof key - 1), p);
-    v = jget(v, key);
-    p += k + (p[k] == '.');
-  }
-  int rc = -1;
-  if (!v || v->type != J_ARR) {
-    raspR_setnopos(err, "the model's layout has no list \"%s\"", path);
-    goto out;
-  }
-  for (int i = 0; i < v->n; i++)
-    if (v->items[i].type != J_STR && v->items[i].type != J_NULL) {
-      raspR_setnopos(err, "the model's layout: \"%s\"[%d] is not a string", path, i);
-      goto out;
-    }
-  *out = raspM_alloc(sizeof(char *) * (size_t)(v->n ? v->n : 1));
-  for (int i = 0; i < v->n; i++)
-    (*out)[i] = v->items[i].type == J_STR ? raspM_strdup(v->items[i].str) : NULL;
-  *n = v->n;
-  rc = 0;
-out:
-  jfree(&root);
-  return rc;
-}
-
-void raspN_strings_free(char **s, int n) {
-  for (int i = 0; s && i < n; i++)
-    raspM_free(s[i]);
-  raspM_free(s);
-}

@@ -106,13 +106,19 @@ float raspN_softmax_exp(float *att, int nk);
 int raspN_forward(const rasp_model *m, const int *tokens, int n, float *logits,
                   float *residual, rasp_error *err);
 
-/* A list of strings in the layout of a compiled model (json_extra), by a
-** dotted path: "vocab" (the symbol of every token id), "dims",
-** "readout.values".  *out gets *n malloc'd strings (NULL for a JSON null);
-** free them with raspN_strings_free.  A missing list, or one holding
-** anything but strings and nulls, is an error. */
-int raspN_layout_strings(const rasp_model *m, const char *path, char ***out,
-                         int *n, rasp_error *err);
-void raspN_strings_free(char **s, int n);
+/* ---- the layout of a compiled model -------------------------------------
+** json_extra read through the same bounded JSON parser as the files (never
+** by searching its text).  A path is object keys joined by dots, from the
+** layout object: "dims", "readout.values". */
+/* 1 if the layout has a value at path, else 0 (also without a layout). */
+int raspN_layout_has(const rasp_model *m, const char *path);
+/* The array of strings at path: fresh strings in a fresh array (free with
+** raspN_free_strings), *n its length; NULL (*n = 0) when there is no
+** such array or an item is not a string. */
+char **raspN_layout_strings(const rasp_model *m, const char *path, int *n);
+void raspN_free_strings(char **v, int n);
+/* The integer "dim" of the first object in the layout's "units" array
+** whose "kind" is kind, or -1. */
+int raspN_layout_unit_dim(const rasp_model *m, const char *kind);
 
 #endif

@@ -81,7 +81,7 @@ fails "input symbol 'j' (position 0) is in the vocabulary but the model was not 
 fails "the model was compiled for inputs of 6 symbols; the input has 3" "$rev" --input "a b c"
 fails "cannot read '$tmp/nope.json'" "$tmp/nope" --input "a b c"
 fails "'$tmp/cut.safetensors'" "$tmp/cut" --input "a b c a b c"
-fails "no list \"vocab\" (a model compiled by an older rasp: compile it again)" \
+fails "no list of strings \"vocab\" (a model compiled by an older rasp: compile it again)" \
   "$tmp/old" --input "a b c a b c"
 sed 's/"layout": .*/"layout": null/' "$rev.json" >"$tmp/plain.json"
 cp "$rev.safetensors" "$tmp/plain.safetensors"

@@ -104,7 +104,7 @@ def write_random(stem, causal):
     with open(stem + ".safetensors", "wb") as f:
         f.write(len(h).to_bytes(8, "little") + h + b"".join(blobs))
     layout = {"bos_token": 5, "n": 6, "dims": ["d%d" % i for i in range(12)],
-              "vocab": [None, "a", "b", "c", "d", None],
+              "vocab": ["", "a", "b", "c", "d", ""],
               "readout": {"values": ["0", "1", "2", "x", "y"]}}
     with open(stem + ".json", "w") as f:
         json.dump({"config": cfg, "layout": layout}, f)
