@@ -20,6 +20,7 @@ int rasp_cli_layers(int argc, char **argv);
 int rasp_cli_draw(int argc, char **argv);
 int rasp_cli_repl(int argc, char **argv);
 int rasp_cli_compile(int argc, char **argv);
+int rasp_cli_apply(int argc, char **argv);
 
 /* Splits text on whitespace into malloc'd symbols; returns the count. */
 int raspC_split(const char *text, char ***out);

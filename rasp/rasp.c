@@ -104,6 +104,7 @@ static void usage(FILE *out) {
         "  rasp draw PROGRAM            computation graph as Graphviz DOT\n"
         "  rasp gen                     generate path-star samples\n"
         "  rasp compile PROGRAM -o M    compile to transformer weights\n"
+        "  rasp apply M --input TEXT    run a compiled model on one input\n"
         "  rasp repl                    the REPL\n"
         "\n"
         "\n"
@@ -132,6 +133,7 @@ int main(int argc, char **argv) {
       {"run", rasp_cli_run},       {"trace", rasp_cli_trace}, {"gen", rasp_cli_gen},
       {"verify", rasp_cli_verify}, {"layers", rasp_cli_layers}, {"draw", rasp_cli_draw},
       {"repl", rasp_cli_repl},     {"compile", rasp_cli_compile},
+      {"apply", rasp_cli_apply},
   };
   for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
     if (strcmp(cmd, commands[i].name) == 0) return commands[i].fn(argc - 1, argv + 1);

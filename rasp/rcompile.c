@@ -1280,7 +1280,10 @@ static const char *unit_name(gc *g, const unit *u, char *buf, size_t size) {
 static char *layout_json(gc *g, const raspG_model *m, int root, const view *ov) {
   sbuf b = {0};
   char nb[256];
-  sb_printf(&b, "{\"bos_token\": %d, \"input_offset\": 1, \"n\": %d, \"dims\": [\"is_bos\"",
+  /* dims[k] names residual dimension k: is_bos, one, then the units in the
+  ** order their dimensions were given (in-place units share theirs) */
+  sb_printf(&b, "{\"bos_token\": %d, \"input_offset\": 1, \"n\": %d, \"dims\": [\"is_bos\", "
+                "\"one\"",
             m->model.cfg.bos_token, g->n);
   for (int i = 0; i < g->nu; i++) {
     unit *u = &g->u[i];
@@ -1326,7 +1329,19 @@ static char *layout_json(gc *g, const raspG_model *m, int root, const view *ov) 
     sb_elem(&b, g->ir, m->out_vals[j]);
   }
   sb_printf(&b, "], \"decode\": \"argmax of the logits at model position i+1 is the output at "
-                "input position i\"}}");
+                "input position i\"}");
+  /* the vocabulary, so that a reader can encode inputs: vocab[id] is the
+  ** symbol of token id; "" (no symbol is empty) for 0, which is unused, and
+  ** BOS, so that it stays a list of strings */
+  if (g->o->token_names) {
+    sb_printf(&b, ", \"vocab\": [\"\"");
+    for (int t = 1; t <= g->o->nvocab; t++) {
+      sb_printf(&b, ", ");
+      sb_str(&b, g->o->token_names[t] ? g->o->token_names[t] : "");
+    }
+    sb_printf(&b, ", \"\"]");
+  }
+  sb_printf(&b, "}");
   (void)ov;
   return b.s;
 }

@@ -1087,3 +1087,4 @@ int raspN_forward(const rasp_model *m, const int *tokens, int n, float *logits,
   raspM_free(hv);
   return 0;
 }
+

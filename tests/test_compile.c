@@ -234,6 +234,56 @@ START_TEST(test_causal_combinators) {
 }
 END_TEST
 
+/* STEM.json's layout as raspN_layout_strings reads it: one name per
+** residual dimension (dimension 1 is `one`), the vocabulary by token id,
+** one readout value per logit. */
+START_TEST(test_layout) {
+  static const char *syms[] = {"a", "b", "c"};
+  static const char *names[] = {NULL, "a", "b", "c"};
+  rasp_error err = {0};
+  rasp_ctx *ctx = rasp_ctx_new(4, NULL, &err);
+  ck_assert_ptr_nonnull(ctx);
+  ck_assert(rasp_set_vocab(ctx, syms, 3, &err));
+  ck_assert_msg(rasp_load_stdlib(ctx, NULL, &err), "%s", err.msg);
+  ck_assert_msg(rasp_exec_string(ctx, "test",
+                                 "def main(seq):\n"
+                                 "    idx = indices(seq)\n"
+                                 "    flip = select(idx, length - idx - 1, equals)\n"
+                                 "    return aggregate(flip, seq)\n",
+                                 &err),
+                "%s", err.msg);
+  ck_assert_msg(rasp_trace(ctx, "main", &err), "%s", err.msg);
+  int64_t ids[] = {1, 2, 3};
+  raspG_opts o = {ids, 3, 3, names};
+  raspG_model g;
+  ck_assert_msg(raspG_compile(rasp_ctx_ir(ctx), &o, &g, &err), "%s", err.msg);
+  int n;
+  char **s = raspN_layout_strings(&g.model, "dims", &n);
+  ck_assert_ptr_nonnull(s);
+  ck_assert_int_eq(n, g.model.cfg.d_model);
+  ck_assert_str_eq(s[0], "is_bos");
+  ck_assert_str_eq(s[1], "one");
+  ck_assert_str_eq(s[2], "tokens=a");
+  ck_assert_str_eq(s[4], "tokens=c");
+  ck_assert_str_eq(s[5], "indices=0");
+  raspN_free_strings(s, n);
+  s = raspN_layout_strings(&g.model, "vocab", &n);
+  ck_assert_ptr_nonnull(s);
+  ck_assert_int_eq(n, g.model.cfg.vocab_size);
+  ck_assert_str_eq(s[0], "");
+  ck_assert_str_eq(s[1], "a");
+  ck_assert_str_eq(s[3], "c");
+  ck_assert_str_eq(s[g.model.cfg.bos_token], "");
+  raspN_free_strings(s, n);
+  s = raspN_layout_strings(&g.model, "readout.values", &n);
+  ck_assert_ptr_nonnull(s);
+  ck_assert_int_eq(n, g.model.cfg.n_out);
+  raspN_free_strings(s, n);
+  raspG_free(&g);
+  rasp_ctx_free(ctx);
+}
+END_TEST
+
 START_TEST(test_save_load) {
   raspG_model g;
   ck_assert_int_eq(compile_and_compare("def main(seq):\n"
@@ -281,6 +331,7 @@ static Suite *compile_suite(void) {
   tcase_add_test(tc, test_causal);
   tcase_add_test(tc, test_causal_combinators);
   tcase_add_test(tc, test_save_load);
+  tcase_add_test(tc, test_layout);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -1,0 +1,359 @@
+"""rasp_model -- a model compiled by `rasp compile`, in Python.
+
+    import rasp_model
+    m = rasp_model.load("rev")     # rev.json + rev.safetensors (rasp compile -o rev)
+    print(m.decode(m(m.encode("a b c a")).argmax(-1)))   # [['1', '3', '2', '1']]
+
+`load(stem)` returns a PyTorch `nn.Module` when torch can be imported (so the
+compiled weights can be trained further on a GPU, on the sequences of
+`rasp gen` with the same seed), else an object with the same interface and
+a numpy forward pass; `load(stem, backend="numpy")` asks for the latter.
+Only numpy (and optionally torch) is needed: the safetensors file is read
+here (an 8-byte little-endian header length, a JSON header, raw float32).
+
+The model is the transformer of rasp/rmodel.h (tok_emb + pos_emb; blocks of
+multi-head attention, softmax(Q K^T / sqrt(d_head)), causal mask when
+config.causal, then an MLP with ReLU or tanh-GELU, each added to the
+residual; pre-layer-norm when config.layer_norm; logits = x unembed +
+unembed_b).  Its parameters have the file's tensor names
+(`state_dict()` keys are "tok_emb", "layers.0.attn.w_q", ...).
+
+Attributes: `config` (STEM.json's config), `dims` (the name of every
+residual dimension, e.g. "tokens=a", "indices=3", "%8=1"), `vocab`
+(vocab[id] is the symbol of token id; "" for 0 and BOS), `values` (the
+output value of each logit), `n` (the input length it was compiled for),
+`bos_token`.
+
+    m.encode("a b c a")     # [BOS id, ids...]: one sequence, BOS first
+    m(tokens)               # logits [batch, n+1, n_out] (a sequence or a batch)
+    m.decode(ids)           # readout indices [batch, n+1] -> values at positions 1..n
+    m.decode(ids, symbols=True)  # integer values that are token ids -> their symbols,
+                                 # as `rasp apply --symbols` prints them
+
+`rasp apply STEM --input "..." --logits` prints the same logits from the C
+forward pass; tests/apply_parity.sh checks that they agree (argmax equal,
+logits within 1e-5) for both backends.
+"""
+
+import json
+import math
+import struct
+
+import numpy as np
+
+try:
+    import torch
+    from torch import nn
+except ImportError:  # the numpy forward pass serves
+    torch = None
+
+__all__ = ["load", "read_safetensors", "NumpyModel"]
+
+_CFG_FIELDS = ("vocab_size", "max_len", "d_model", "n_layers", "n_heads", "d_head",
+               "d_mlp", "n_out", "causal", "layer_norm", "pos_embedding", "gelu",
+               "bos_token")
+
+
+def _stem(stem):
+    for sfx in (".safetensors", ".json"):
+        if stem.endswith(sfx) and len(stem) > len(sfx):
+            return stem[:-len(sfx)]
+    return stem
+
+
+def read_safetensors(path):
+    """The tensors of a safetensors file (float32 only) as numpy arrays, by name."""
+    with open(path, "rb") as f:
+        raw = f.read()
+    if len(raw) < 8:
+        raise ValueError("%s: not a safetensors file (shorter than 8 bytes)" % path)
+    (hlen,) = struct.unpack("<Q", raw[:8])
+    if hlen > len(raw) - 8:
+        raise ValueError("%s: header length %d is past the end of the file" % (path, hlen))
+    try:
+        header = json.loads(raw[8:8 + hlen].decode("utf-8"))
+    except ValueError as e:
+        raise ValueError("%s: the header is not JSON: %s" % (path, e))
+    data = memoryview(raw)[8 + hlen:]
+    out = {}
+    for name, info in header.items():
+        if name == "__metadata__":
+            continue
+        if info.get("dtype") != "F32":
+            raise ValueError("%s: tensor %s has dtype %s, not F32" % (path, name, info.get("dtype")))
+        shape = [int(s) for s in info["shape"]]
+        a, b = (int(x) for x in info["data_offsets"])
+        if not 0 <= a <= b <= len(data) or b - a != 4 * int(np.prod(shape, dtype=np.int64)):
+            raise ValueError("%s: tensor %s: data_offsets [%d, %d] do not fit shape %s in %d "
+                             "bytes of data" % (path, name, a, b, shape, len(data)))
+        out[name] = np.frombuffer(data[a:b], dtype="<f4").reshape(shape)
+    return out
+
+
+def _expected(c):
+    """Tensor names and shapes of rasp/rmodel.h for config c."""
+    D, H, E, F = c["d_model"], c["n_heads"], c["d_head"], c["d_mlp"]
+    t = {"tok_emb": (c["vocab_size"], D)}
+    if c["pos_embedding"]:
+        t["pos_emb"] = (c["max_len"], D)
+    for L in range(c["n_layers"]):
+        p = "layers.%d." % L
+        if c["layer_norm"]:
+            t[p + "ln1.weight"] = t[p + "ln1.bias"] = (D,)
+        for w in ("w_q", "w_k", "w_v"):
+            t[p + "attn." + w] = (H, D, E)
+        for b in ("b_q", "b_k", "b_v"):
+            t[p + "attn." + b] = (H, E)
+        t[p + "attn.w_o"] = (H, E, D)
+        t[p + "attn.b_o"] = (D,)
+        if c["layer_norm"]:
+            t[p + "ln2.weight"] = t[p + "ln2.bias"] = (D,)
+        t[p + "mlp.w_in"] = (D, F)
+        t[p + "mlp.b_in"] = (F,)
+        t[p + "mlp.w_out"] = (F, D)
+        t[p + "mlp.b_out"] = (D,)
+    if c["layer_norm"]:
+        t["ln_f.weight"] = t["ln_f.bias"] = (D,)
+    t["unembed"] = (D, c["n_out"])
+    t["unembed_b"] = (c["n_out"],)
+    return t
+
+
+def _read(stem):
+    stem = _stem(stem)
+    with open(stem + ".json") as f:
+        meta = json.load(f)
+    cfg = meta.get("config") if isinstance(meta, dict) else None
+    if not isinstance(cfg, dict):
+        raise ValueError("%s.json: not a model config: no \"config\" object" % stem)
+    for k in _CFG_FIELDS:
+        if not isinstance(cfg.get(k), int):
+            raise ValueError("%s.json: config field \"%s\" is missing or not an integer" % (stem, k))
+    tensors = read_safetensors(stem + ".safetensors")
+    for name, shape in _expected(cfg).items():
+        if name not in tensors:
+            raise ValueError("%s.safetensors: tensor %s is missing" % (stem, name))
+        if tuple(tensors[name].shape) != shape:
+            raise ValueError("%s.safetensors: tensor %s has shape %s, the config says %s"
+                             % (stem, name, list(tensors[name].shape), list(shape)))
+    return cfg, meta.get("layout") or {}, tensors
+
+
+class _Layout:
+    """What STEM.json says about the model: vocabulary, dimensions, readout."""
+
+    def _set_layout(self, cfg, layout, stem):
+        self.config = dict(cfg)
+        self.bos_token = cfg["bos_token"]
+        self.n = layout.get("n", cfg["max_len"] - 1)
+        dims = list(layout.get("dims", []))
+        if len(dims) == cfg["d_model"] - 1 and dims[:1] == ["is_bos"] and "one" not in dims:
+            dims.insert(1, "one")  # files written before dimension 1 was listed
+        self.dims = dims
+        self.units = layout.get("units", [])
+        self.vocab = layout.get("vocab")
+        self.values = list(layout.get("readout", {}).get("values", []))
+        self._stem = stem
+        # the symbols the model has input dimensions for ("tokens=SYM"); none
+        # listed: the program does not read its tokens
+        self._inputs = set(d[7:] for d in dims if d.startswith("tokens="))
+        self._ids = {}
+        for i, s in enumerate(self.vocab or []):
+            if s and i != self.bos_token and s not in self._ids:
+                self._ids[s] = i
+
+    def encode(self, symbols):
+        """Token ids of one input (a string of space-separated symbols or a
+        list of symbols), BOS first: a list of n+1 ints."""
+        if self.vocab is None:
+            raise ValueError("%s.json has no vocabulary (a model compiled by an older rasp: "
+                             "compile it again)" % self._stem)
+        syms = symbols.split() if isinstance(symbols, str) else [str(s) for s in symbols]
+        if len(syms) != self.n:
+            raise ValueError("the model was compiled for inputs of %d symbols; the input has %d"
+                             % (self.n, len(syms)))
+        ids = [self.bos_token]
+        for i, s in enumerate(syms):
+            if s not in self._ids:
+                raise ValueError("input symbol %r (position %d) is not in the model's vocabulary"
+                                 % (s, i))
+            if self._inputs and s not in self._inputs:
+                raise ValueError("input symbol %r (position %d) is in the vocabulary but the "
+                                 "model was not compiled with it as an input" % (s, i))
+            ids.append(self._ids[s])
+        return ids
+
+    def _symbol(self, v):
+        try:
+            i = int(v)
+        except ValueError:
+            return v
+        if str(i) == v and 0 < i < len(self.vocab or []) and self.vocab[i]:
+            return self.vocab[i]
+        return v
+
+    def decode(self, ids, symbols=False):
+        """Output values from readout indices (the argmax of the logits) of
+        one sequence [n+1] or a batch [batch, n+1]; position 0 (BOS) is
+        dropped.  symbols=True: values that are token ids become symbols."""
+        if torch is not None and isinstance(ids, torch.Tensor):
+            ids = ids.tolist()
+        ids = np.asarray(ids).tolist()
+        if ids and not isinstance(ids[0], list):
+            return self.decode([ids], symbols)[0]
+        out = []
+        for row in ids:
+            if len(row) != self.n + 1:
+                raise ValueError("decode: %d positions, the model has %d (BOS and %d inputs)"
+                                 % (len(row), self.n + 1, self.n))
+            vals = [self.values[int(j)] for j in row[1:]]
+            out.append([self._symbol(v) for v in vals] if symbols else vals)
+        return out
+
+
+def _batch(tokens):
+    a = np.asarray(tokens, dtype=np.int64)
+    return a[None] if a.ndim == 1 else a
+
+
+class NumpyModel(_Layout):
+    """The forward pass of rasp/rmodel.h in numpy, float32."""
+
+    def __init__(self, cfg, layout, tensors, stem):
+        self._set_layout(cfg, layout, stem)
+        self.params = {k: np.array(v, dtype=np.float32) for k, v in tensors.items()}
+
+    def _ln(self, x, name):
+        mu = x.mean(-1, keepdims=True, dtype=np.float64)
+        var = ((x - mu) ** 2).mean(-1, keepdims=True)
+        y = ((x - mu) / np.sqrt(var + 1e-5)).astype(np.float32)
+        return y * self.params[name + ".weight"] + self.params[name + ".bias"]
+
+    def forward(self, tokens):
+        """Logits [batch, n, n_out] (float32) of token ids [batch, n] or [n]."""
+        c, P = self.config, self.params
+        t = _batch(tokens)
+        if t.min() < 0 or t.max() >= c["vocab_size"] or not 1 <= t.shape[1] <= c["max_len"]:
+            raise ValueError("forward: token ids must be in 0..%d and at most %d positions"
+                             % (c["vocab_size"] - 1, c["max_len"]))
+        n = t.shape[1]
+        x = P["tok_emb"][t]
+        if c["pos_embedding"]:
+            x = x + P["pos_emb"][:n]
+        keep = np.tril(np.ones((n, n), bool)) if c["causal"] else np.ones((n, n), bool)
+        scale = np.float32(1 / math.sqrt(c["d_head"]))
+        for L in range(c["n_layers"]):
+            p = "layers.%d." % L
+            h = self._ln(x, p + "ln1") if c["layer_norm"] else x
+            q = np.einsum("bnd,hde->bhne", h, P[p + "attn.w_q"]) + P[p + "attn.b_q"][:, None]
+            k = np.einsum("bnd,hde->bhne", h, P[p + "attn.w_k"]) + P[p + "attn.b_k"][:, None]
+            v = np.einsum("bnd,hde->bhne", h, P[p + "attn.w_v"]) + P[p + "attn.b_v"][:, None]
+            s = np.where(keep, (q @ k.transpose(0, 1, 3, 2)) * scale, -np.inf)
+            w = np.exp(s - s.max(-1, keepdims=True))
+            w = w / w.sum(-1, keepdims=True)
+            x = x + np.einsum("bhne,hed->bnd", w @ v, P[p + "attn.w_o"]) + P[p + "attn.b_o"]
+            h = self._ln(x, p + "ln2") if c["layer_norm"] else x
+            z = h @ P[p + "mlp.w_in"] + P[p + "mlp.b_in"]
+            if c["gelu"]:
+                z = 0.5 * z * (1 + np.tanh(np.float32(0.7978845608028654) * (z + 0.044715 * z ** 3)))
+            else:
+                z = np.maximum(z, 0)
+            x = x + z @ P[p + "mlp.w_out"] + P[p + "mlp.b_out"]
+        h = self._ln(x, "ln_f") if c["layer_norm"] else x
+        return (h @ P["unembed"] + P["unembed_b"]).astype(np.float32)
+
+    __call__ = forward
+
+
+if torch is not None:
+
+    class _Attn(nn.Module):
+        def __init__(self, c):
+            super().__init__()
+            H, D, E = c["n_heads"], c["d_model"], c["d_head"]
+            for w in ("w_q", "w_k", "w_v"):
+                setattr(self, w, nn.Parameter(torch.zeros(H, D, E)))
+            for b in ("b_q", "b_k", "b_v"):
+                setattr(self, b, nn.Parameter(torch.zeros(H, E)))
+            self.w_o = nn.Parameter(torch.zeros(H, E, D))
+            self.b_o = nn.Parameter(torch.zeros(D))
+
+    class _MLP(nn.Module):
+        def __init__(self, c):
+            super().__init__()
+            D, F = c["d_model"], c["d_mlp"]
+            self.w_in = nn.Parameter(torch.zeros(D, F))
+            self.b_in = nn.Parameter(torch.zeros(F))
+            self.w_out = nn.Parameter(torch.zeros(F, D))
+            self.b_out = nn.Parameter(torch.zeros(D))
+
+    class _Block(nn.Module):
+        def __init__(self, c):
+            super().__init__()
+            if c["layer_norm"]:
+                self.ln1 = nn.LayerNorm(c["d_model"], eps=1e-5)
+                self.ln2 = nn.LayerNorm(c["d_model"], eps=1e-5)
+            self.attn = _Attn(c)
+            self.mlp = _MLP(c)
+
+    class TorchModel(nn.Module, _Layout):
+        """The transformer of rasp/rmodel.h as a PyTorch module."""
+
+        def __init__(self, cfg, layout, tensors, stem):
+            nn.Module.__init__(self)
+            self._set_layout(cfg, layout, stem)
+            c = cfg
+            self.tok_emb = nn.Parameter(torch.zeros(c["vocab_size"], c["d_model"]))
+            if c["pos_embedding"]:
+                self.pos_emb = nn.Parameter(torch.zeros(c["max_len"], c["d_model"]))
+            self.layers = nn.ModuleList(_Block(c) for _ in range(c["n_layers"]))
+            if c["layer_norm"]:
+                self.ln_f = nn.LayerNorm(c["d_model"], eps=1e-5)
+            self.unembed = nn.Parameter(torch.zeros(c["d_model"], c["n_out"]))
+            self.unembed_b = nn.Parameter(torch.zeros(c["n_out"]))
+            self.load_state_dict({k: torch.from_numpy(np.array(v)) for k, v in tensors.items()})
+
+        def forward(self, tokens):
+            """Logits [batch, n, n_out] of token ids [batch, n] or [n]."""
+            c = self.config
+            t = torch.as_tensor(tokens, dtype=torch.long, device=self.tok_emb.device)
+            if t.dim() == 1:
+                t = t[None]
+            n = t.shape[1]
+            x = self.tok_emb[t]
+            if c["pos_embedding"]:
+                x = x + self.pos_emb[:n]
+            mask = None
+            if c["causal"]:
+                mask = torch.ones(n, n, dtype=torch.bool, device=x.device).tril()
+            scale = 1 / math.sqrt(c["d_head"])
+            act = (lambda z: nn.functional.gelu(z, approximate="tanh")) if c["gelu"] else torch.relu
+            for blk in self.layers:
+                a = blk.attn
+                h = blk.ln1(x) if c["layer_norm"] else x
+                q = torch.einsum("bnd,hde->bhne", h, a.w_q) + a.b_q[:, None]
+                k = torch.einsum("bnd,hde->bhne", h, a.w_k) + a.b_k[:, None]
+                v = torch.einsum("bnd,hde->bhne", h, a.w_v) + a.b_v[:, None]
+                s = (q @ k.transpose(-1, -2)) * scale
+                if mask is not None:
+                    s = s.masked_fill(~mask, float("-inf"))
+                w = torch.softmax(s, -1)
+                x = x + torch.einsum("bhne,hed->bnd", w @ v, a.w_o) + a.b_o
+                h = blk.ln2(x) if c["layer_norm"] else x
+                x = x + act(h @ blk.mlp.w_in + blk.mlp.b_in) @ blk.mlp.w_out + blk.mlp.b_out
+            h = self.ln_f(x) if c["layer_norm"] else x
+            return h @ self.unembed + self.unembed_b
+
+
+def load(stem, backend="auto"):
+    """The model STEM.json + STEM.safetensors: a torch nn.Module when torch
+    imports (backend "auto" or "torch"), else (or with backend "numpy") a
+    NumpyModel with the same attributes and a numpy forward pass."""
+    if backend not in ("auto", "torch", "numpy"):
+        raise ValueError("backend must be auto, torch or numpy, not %r" % (backend,))
+    if backend == "torch" and torch is None:
+        raise ImportError("backend torch: torch cannot be imported")
+    cfg, layout, tensors = _read(stem)
+    if torch is not None and backend != "numpy":
+        return TorchModel(cfg, layout, tensors, _stem(stem))
+    return NumpyModel(cfg, layout, tensors, _stem(stem))

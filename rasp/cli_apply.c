@@ -1,0 +1,233 @@
+/*
+** cli_apply.c -- `rasp apply STEM --input TEXT`: runs a compiled model.
+**
+** The check a user makes of a model without writing code: the input's
+** symbols are encoded with the model's own vocabulary (STEM.json's
+** layout.vocab), BOS is put in front, rmodel's reference forward pass
+** (raspN_forward, float32) runs, and the argmax of the logits at model
+** position i+1 is decoded through layout.readout.values into the output at
+** input position i.  --logits adds the logits of the input positions, one
+** row each, at full float precision (%.9g round-trips a float), which is
+** what tests/apply_parity.sh compares the Python module with.
+**
+** A symbol outside the vocabulary is refused by name; so is one the model
+** has no input dimension for (a symbol of the program's vocabulary that
+** was not an input id when it was compiled, such as the path-star
+** programs' internal ones): the model would silently compute garbage.
+*/
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "rmem.h"
+#include "rmodel.h"
+
+static void usage(FILE *out) {
+  fprintf(out, "usage: rasp apply STEM --input TEXT [options]\n"
+               "Runs the compiled model STEM.json + STEM.safetensors (`rasp compile -o STEM`)\n"
+               "on one input and prints its output, one value per input position.\n"
+               "  --input TEXT   the input: symbols of the model's vocabulary separated by\n"
+               "                 spaces, exactly as many as it was compiled for\n"
+               "  --symbols      print output values as the vocabulary symbols they stand for\n"
+               "  --logits       also print the logits: one row per input position, one\n"
+               "                 column per value of the readout (STEM.json layout.readout)\n"
+               "  --json         print one JSON object: input, tokens (BOS first), output\n"
+               "                 and, with --logits, logits\n");
+}
+
+/* The symbol an output value stands for, as `rasp run --symbols` prints
+** it: an integer that is a token id with a symbol; else the value. */
+static const char *as_symbol(const char *val, char **vocab, int nvocab) {
+  char *end;
+  long id = strtol(val, &end, 10);
+  if (*val && !*end && id > 0 && id < nvocab && *vocab[id]) return vocab[id];
+  return val;
+}
+
+static void json_str(const char *s, FILE *out) {
+  fputc('"', out);
+  for (; *s; s++) {
+    unsigned char c = (unsigned char)*s;
+    if (c == '"' || c == '\\')
+      fprintf(out, "\\%c", c);
+    else if (c < 0x20)
+      fprintf(out, "\\u%04x", c);
+    else
+      fputc(c, out);
+  }
+  fputc('"', out);
+}
+
+static void print_float(float x, int json, FILE *out) {
+  if (json && !isfinite(x))
+    fputs("null", out); /* JSON has no inf or nan */
+  else
+    fprintf(out, "%.9g", (double)x);
+}
+
+int rasp_cli_apply(int argc, char **argv) {
+  const char *stem = NULL, *input = NULL;
+  int symbols = 0, want_logits = 0, json = 0;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    if (!strcmp(a, "--input")) {
+      if (i + 1 >= argc) {
+        fprintf(stderr, "rasp apply: --input needs a value\n");
+        return 2;
+      }
+      input = argv[++i];
+    } else if (!strcmp(a, "--symbols"))
+      symbols = 1;
+    else if (!strcmp(a, "--logits"))
+      want_logits = 1;
+    else if (!strcmp(a, "--json"))
+      json = 1;
+    else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+      usage(stdout);
+      return 0;
+    } else if (a[0] == '-' && a[1]) {
+      fprintf(stderr, "rasp apply: unknown option '%s'\n", a);
+      usage(stderr);
+      return 2;
+    } else if (!stem)
+      stem = a;
+    else {
+      fprintf(stderr, "rasp apply: unexpected argument '%s'\n", a);
+      return 2;
+    }
+  }
+  if (!stem || !input) {
+    fprintf(stderr, "rasp apply: %s\n", !stem ? "no model STEM given" : "no --input given");
+    usage(stderr);
+    return 2;
+  }
+  rasp_error err = {0};
+  rasp_model m;
+  if (raspN_load(&m, stem, &err)) {
+    fprintf(stderr, "rasp apply: %s\n", err.msg);
+    return 2;
+  }
+  int status = 2, nvocab = 0, nvals = 0, ndims = 0, n = 0;
+  char **vocab = NULL, **vals = NULL, **dims = NULL, **syms = NULL;
+  int *tokens = NULL;
+  float *logits = NULL;
+  if (!m.json_extra) {
+    fprintf(stderr, "rasp apply: '%s': not a compiled model (STEM.json has no layout)\n", stem);
+    goto out;
+  }
+  static const char *const lists[] = {"vocab", "readout.values", "dims"};
+  char ***into[] = {&vocab, &vals, &dims};
+  int *len[] = {&nvocab, &nvals, &ndims};
+  for (int i = 0; i < 3; i++)
+    if (!(*into[i] = raspN_layout_strings(&m, lists[i], len[i]))) {
+      fprintf(stderr, "rasp apply: '%s': the layout has no list of strings \"%s\"%s\n", stem,
+              lists[i], i ? "" : " (a model compiled by an older rasp: compile it again)");
+      goto out;
+    }
+  const rasp_model_config *c = &m.cfg;
+  if (nvals != c->n_out || nvocab != c->vocab_size || c->bos_token < 0) {
+    fprintf(stderr,
+            "rasp apply: '%s': the layout has %d readout values and %d vocabulary "
+            "entries for %d logits and %d token ids\n",
+            stem, nvals, nvocab, c->n_out, c->vocab_size);
+    goto out;
+  }
+  /* the symbols the model has input dimensions for (none listed: the
+  ** program does not read its tokens, and any symbol will do) */
+  int any_tok = 0;
+  for (int k = 0; k < ndims; k++)
+    if (!strncmp(dims[k], "tokens=", 7)) any_tok = 1;
+  n = raspC_split(input, &syms);
+  if (n != c->max_len - 1) {
+    fprintf(stderr,
+            "rasp apply: the model was compiled for inputs of %d symbols; the input "
+            "has %d\n",
+            c->max_len - 1, n);
+    goto out;
+  }
+  tokens = raspM_alloc(sizeof *tokens * (size_t)(n + 1));
+  tokens[0] = c->bos_token;
+  for (int i = 0; i < n; i++) {
+    int id = 0;
+    for (int t = 1; t < nvocab && !id; t++)
+      if (t != c->bos_token && *vocab[t] && !strcmp(vocab[t], syms[i])) id = t;
+    if (!id) {
+      fprintf(stderr,
+              "rasp apply: input symbol '%s' (position %d) is not in the model's "
+              "vocabulary:",
+              syms[i], i);
+      for (int t = 1; t < nvocab; t++)
+        if (*vocab[t] && t != c->bos_token) fprintf(stderr, " %s", vocab[t]);
+      fputc('\n', stderr);
+      goto out;
+    }
+    int known = !any_tok;
+    for (int k = 0; k < ndims && !known; k++)
+      known = !strncmp(dims[k], "tokens=", 7) && !strcmp(dims[k] + 7, syms[i]);
+    if (!known) {
+      fprintf(stderr,
+              "rasp apply: input symbol '%s' (position %d) is in the vocabulary but "
+              "the model was not compiled with it as an input\n",
+              syms[i], i);
+      goto out;
+    }
+    tokens[i + 1] = id;
+  }
+  int O = c->n_out;
+  logits = raspM_alloc(sizeof *logits * (size_t)(n + 1) * (size_t)O);
+  if (raspN_forward(&m, tokens, n + 1, logits, NULL, &err)) {
+    raspR_print(&err, stderr);
+    status = 1;
+    goto out;
+  }
+  if (json) {
+    printf("{\"input\": [");
+    for (int i = 0; i < n; i++) {
+      if (i) printf(", ");
+      json_str(syms[i], stdout);
+    }
+    printf("], \"tokens\": [");
+    for (int i = 0; i <= n; i++)
+      printf("%s%d", i ? ", " : "", tokens[i]);
+    printf("], \"output\": [");
+  }
+  for (int i = 0; i < n; i++) {
+    const float *row = logits + (size_t)(i + 1) * O;
+    int best = 0; /* the first maximum, as raspG_run and numpy pick it */
+    for (int j = 1; j < O; j++)
+      if (row[j] > row[best]) best = j;
+    const char *v = symbols ? as_symbol(vals[best], vocab, nvocab) : vals[best];
+    if (json) {
+      if (i) printf(", ");
+      json_str(v, stdout);
+    } else {
+      printf("%s%s", i ? " " : "", v);
+    }
+  }
+  printf(json ? "]" : "\n");
+  if (want_logits) {
+    if (json) printf(", \"logits\": [");
+    for (int i = 0; i < n; i++) {
+      const float *row = logits + (size_t)(i + 1) * O;
+      if (json) printf("%s[", i ? ", " : "");
+      for (int j = 0; j < O; j++) {
+        if (j) fputs(json ? ", " : " ", stdout);
+        print_float(row[j], json, stdout);
+      }
+      printf(json ? "]" : "\n");
+    }
+    if (json) printf("]");
+  }
+  if (json) printf("}\n");
+  status = fflush(stdout) ? 1 : 0;
+out:
+  raspN_free(&m);
+  raspN_free_strings(vocab, nvocab);
+  raspN_free_strings(vals, nvals);
+  raspN_free_strings(dims, ndims);
+  if (syms) raspC_free_strings(syms, n);
+  raspM_free(tokens);
+  raspM_free(logits);
+  return status;
+}

@@ -1,0 +1,77 @@
+#!/bin/sh
+# apply_parity.sh -- python/rasp_model.py against `rasp apply --logits`:
+# the examples that `rasp compile` takes, two path-star readout models (one
+# non-causal, one causal) on `rasp gen` samples of their task and two random
+# models (layer norm, GELU), each on a few inputs, with the numpy backend
+# and (when /usr/bin/python3 imports torch; Debian's python3-torch,
+# installed by .ci/setup) the torch backend: tests/apply_parity.py requires
+# identical argmax and logits within 1e-5.  Then load() with torch made
+# unimportable must fall back to numpy and decode as `rasp apply` does.
+# Skipped (77) when /usr/bin/python3 has no numpy.
+NAME=apply_parity.sh
+. "$(dirname "$0")/lib.sh"
+PY=/usr/bin/python3
+$PY -c 'import numpy' 2>/dev/null || { echo "$NAME: no numpy: skipped"; exit 77; }
+fail=0
+# the models are checked by one python process (torch imports slowly):
+# $tmp/pairs lists STEM and INPUTS, one path a line
+parity() { # STEM INPUTS
+  printf '%s\n%s\n' "$1" "$2" >>"$tmp/pairs"
+}
+
+# plain programs: five inputs each, drawn from the vocabulary by a fixed LCG
+plain() { # PROGRAM VOCAB LENGTH
+  stem=$tmp/$(basename "$1" .rasp)
+  if ! "$RASP" compile "$1" --input-vocab "$2" --length "$3" -o "$stem" >"$tmp/log" 2>&1; then
+    cat "$tmp/log"
+    fail=1
+    return
+  fi
+  echo "$2" | awk -v n="$3" '{ s = 7; for (k = 0; k < 5; k++) { line = "";
+      for (i = 0; i < n; i++) { s = (s * 1103515245 + 12345) % 2147483648;
+        line = line (i ? " " : "") $(1 + int(s / 65536) % NF) } print line } }' >"$stem.in"
+  parity "$stem" "$stem.in"
+}
+plain examples/length.rasp "1 2 3" 5
+plain examples/histogram.rasp "a b c" 6
+plain examples/reverse.rasp "a b c" 6
+plain examples/sort.rasp "1 2 3" 5
+plain examples/double_histogram.rasp "a b c" 6
+plain examples/balanced_parens.rasp "( ) x" 6
+
+# path-star readouts (D=2 M=3 V=10), on five samples of their own task
+pathstar() { # PROGRAM ORDER
+  stem=$tmp/$(basename "$1" .rasp)
+  if ! "$RASP" compile "$1" --D 2 --M 3 --V 10 -o "$stem" >"$tmp/log" 2>&1 ||
+     ! "$RASP" gen --D 2 --M 3 --V 10 -n 5 --seed 11 --format text --order "$2" \
+         --no-bos --no-eos --st-names >"$stem.in" 2>"$tmp/log"; then
+    cat "$tmp/log"
+    fail=1
+    return
+  fi
+  parity "$stem" "$stem.in"
+}
+pathstar programs/readout5_arms_constant.rasp arm
+pathstar programs/readout6_causal.rasp edge
+
+# random models (pre-layer-norm, GELU, biases; non-causal and causal)
+for causal in 0 1; do
+  $PY tests/apply_parity.py --random "$tmp/random$causal" $causal || fail=1
+  printf '%s\n' "a b c d a b" "d d c a b a" "b a d c c c" >"$tmp/random$causal.in"
+  parity "$tmp/random$causal" "$tmp/random$causal.in"
+done
+$PY tests/apply_parity.py "$RASP" "$tmp/pairs" || fail=1
+
+# without torch, load() falls back to the numpy forward pass by itself
+want=$("$RASP" apply "$tmp/reverse" --input "a b c a b b" --symbols)
+got=$(PYTHONDONTWRITEBYTECODE=1 $PY -c 'import sys
+sys.modules["torch"] = None  # import torch fails
+sys.path.insert(0, "python")
+import rasp_model
+m = rasp_model.load(sys.argv[1])
+print(type(m).__name__, " ".join(m.decode(m(m.encode("a b c a b b")).argmax(-1), True)[0]))
+' "$tmp/reverse")
+if [ "$got" = "NumpyModel $want" ]; then echo "no torch: NumpyModel, output $want"
+else echo "FAIL: no torch: '$got', rasp apply '$want'"; fail=1
+fi
+exit $fail
