@@ -518,6 +518,12 @@ static void sb_printf(sbuf *b, const char *fmt, ...) {
   X(d_mlp) X(n_out) X(causal) X(layer_norm) X(pos_embedding) X(gelu)          \
   X(bos_token)
 
+uint64_t raspN_fnv1a(uint64_t h, const void *p, size_t n) {
+  const unsigned char *b = p;
+  for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 1099511628211ull;
+  return h;
+}
+
 int raspN_save(const rasp_model *m, const char *stem_in, rasp_error *err) {
   char *stem = stem_of(stem_in);
   char *pt = cat(stem, ".safetensors"), *pj = cat(stem, ".json");
@@ -553,7 +559,9 @@ int raspN_save(const rasp_model *m, const char *stem_in, rasp_error *err) {
 #define X(f) sb_printf(&j, "%s\n    \"" #f "\": %d", sep, m->cfg.f), sep = ",";
   CFG_FIELDS(X)
 #undef X
-  sb_printf(&j, "\n  },\n  \"layout\": %s\n}\n",
+  sb_printf(&j, "\n  },\n  \"params_fnv\": \"%016llx\",\n  \"layout\": %s\n}\n",
+            (unsigned long long)raspN_fnv1a(RASPN_FNV0, m->params,
+                                            m->nparams * sizeof(float)),
             m->json_extra ? m->json_extra : "null");
   rc = write_atomic(pj, j.s, j.n, NULL, 0, err);
   raspM_free(j.s);
@@ -597,7 +605,7 @@ static int read_at(FILE *f, const char *path, uint64_t off, void *dst, size_t n,
 }
 
 static int load_config(const char *path, rasp_model_config *c, char **extra,
-                       rasp_error *err) {
+                       int *has_fnv, uint64_t *fnv, rasp_error *err) {
   uint64_t size;
   FILE *f = open_regular(path, &size, err);
   if (!f) return -1;
@@ -646,6 +654,17 @@ static int load_config(const char *path, rasp_model_config *c, char **extra,
     snprintf(m, sizeof m, "%s", err->msg);
     raspR_setnopos(err, "'%s': %s", path, m);
     goto out;
+  }
+  jval *sum = jget(&root, "params_fnv");
+  *has_fnv = sum != NULL;
+  if (sum) {
+    char *end = NULL;
+    if (sum->type == J_STR && strlen(sum->str) == 16)
+      *fnv = strtoull(sum->str, &end, 16);
+    if (!end || *end) {
+      raspR_setnopos(err, "'%s': \"params_fnv\" is not 16 hex digits", path);
+      goto out;
+    }
   }
   jval *lay = jget(&root, "layout");
   *extra = NULL;
@@ -830,7 +849,9 @@ int raspN_load(rasp_model *m, const char *stem_in, rasp_error *err) {
   rasp_model_config c;
   char *extra = NULL;
   int rc = -1;
-  if (load_config(pj, &c, &extra, err)) goto out;
+  int has_fnv = 0;
+  uint64_t fnv = 0;
+  if (load_config(pj, &c, &extra, &has_fnv, &fnv, err)) goto out;
   if (lay_out(m, &c, err)) {
     char msg[sizeof err->msg];
     snprintf(msg, sizeof msg, "%s", err->msg);
@@ -840,6 +861,16 @@ int raspN_load(rasp_model *m, const char *stem_in, rasp_error *err) {
   }
   m->json_extra = extra;
   if (load_tensors(m, pt, pj, err)) {
+    raspN_free(m);
+    goto out;
+  }
+  if (has_fnv &&
+      raspN_fnv1a(RASPN_FNV0, m->params, m->nparams * sizeof(float)) != fnv) {
+    raspR_setnopos(err, "'%s' and '%s' are not one model: the parameters' "
+                        "checksum differs from the one the config records "
+                        "(one of the pair was replaced or a write was "
+                        "interrupted); write the model again",
+                   pj, pt);
     raspN_free(m);
     goto out;
   }

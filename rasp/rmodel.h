@@ -89,14 +89,23 @@ void raspN_free(rasp_model *m);
 rasp_tensor *raspN_tensor(rasp_model *m, const char *name);
 float *raspN_data(rasp_model *m, const char *name);
 
-/* Writes STEM.safetensors and STEM.json (atomically). */
+/* Writes STEM.safetensors and then STEM.json, each atomically.  The two
+** are one model only together, and a kill between the renames would pair
+** new tensors with an old config; so STEM.json, written last, records the
+** FNV-1a checksum of the parameters ("params_fnv"), and raspN_load refuses
+** a pair whose checksums differ.  A set is thus never read half-written. */
 int raspN_save(const rasp_model *m, const char *stem, rasp_error *err);
+/* FNV-1a (64-bit) of n bytes, continuing from h (RASPN_FNV0 to start). */
+#define RASPN_FNV0 1469598103934665603ull
+uint64_t raspN_fnv1a(uint64_t h, const void *p, size_t n);
 /* Reads them back; a truncated, inconsistent or foreign file is an error
 ** that names the file and what is wrong with it.  Every size the files
 ** claim is checked against limits (rmodel.c: dimensions, layers,
 ** parameters, header and config bytes) and against the .safetensors' real
 ** size before the parameters are allocated, and the tensors are read
-** straight into place, so a small file cannot make it allocate much. */
+** straight into place, so a small file cannot make it allocate much.
+** STEM.json's params_fnv, when present (files written before it was added
+** have none), must match the parameters read. */
 int raspN_load(rasp_model *m, const char *stem, rasp_error *err);
 
 /* Softmax of one row of attention scores, in place but unnormalised:

@@ -67,6 +67,7 @@ i="$tmp/i"
 cp "$tmp/run/trial0.g000002.json" "$i.json"
 cp "$tmp/run/trial0.g000002.safetensors" "$i.safetensors"
 expect init_run 0 "trial 0 epoch 1" -- $small --init "$i" --epochs 1 --out "$tmp/run2"
+cp "$tmp/run2/trial0.g000001.json" "$i.json"
 cp "$tmp/run2/trial0.g000001.safetensors" "$i.safetensors"
 expect init_changed 1 "the checkpoint was made with other options: init-weights [0-9a-f]* (checkpoint: [0-9a-f]*);" \
   -- $small --init "$i" --epochs 2 --out "$tmp/run2" --resume

@@ -622,12 +622,7 @@ static void compiled_logit_range(const rasp_model *m, const opts *o,
   raspM_free(lg);
 }
 
-static uint64_t fnv1a(const void *p, size_t n) {
-  const unsigned char *b = p;
-  uint64_t h = 1469598103934665603ull;
-  for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 1099511628211ull;
-  return h;
-}
+static uint64_t fnv1a(const void *p, size_t n) { return raspN_fnv1a(RASPN_FNV0, p, n); }
 
 /* prefix: the BOS id to put before every sequence (compiled models), or
 ** -1.  d: training data (for the compiled logits' range).  init_fnv:

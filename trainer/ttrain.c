@@ -38,12 +38,6 @@
 #define OPT_MAGIC "RASPOPT2"
 #define MANIFEST_MAX (1 << 20) /* bytes: a manifest is a few hundred */
 
-static uint64_t fnv_add(uint64_t h, const void *p, size_t n) {
-  const unsigned char *b = p;
-  for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 1099511628211ull;
-  return h;
-}
-#define FNV0 1469598103934665603ull
 
 /* printf into a fresh string */
 static char *fmt(const char *f, ...) __attribute__((format(printf, 1, 2)));
@@ -93,8 +87,8 @@ int train_ckpt_save(const char *stem, const rasp_model *m, const train_adamw *o,
   }
   if (raspR_atomic_commit(&af, err)) goto out;
   /* 2. the manifest: its rename commits the generation */
-  uint64_t ph = fnv_add(FNV0, m->params, n * sizeof(float));
-  uint64_t oh = fnv_add(fnv_add(FNV0, o->m, n * sizeof(float)), o->v,
+  uint64_t ph = raspN_fnv1a(RASPN_FNV0, m->params, n * sizeof(float));
+  uint64_t oh = raspN_fnv1a(raspN_fnv1a(RASPN_FNV0, o->m, n * sizeof(float)), o->v,
                         n * sizeof(float));
   int lines = 0;
   for (const char *c = config; *c; c++) lines += *c == '\n';
@@ -215,7 +209,7 @@ int train_ckpt_load(const char *stem, rasp_model *m, train_adamw *o,
   if (raspN_load(m, gs, err)) goto fail;
   size_t n = m->nparams;
   if (n != mf.nparams ||
-      fnv_add(FNV0, m->params, n * sizeof(float)) != mf.params_fnv) {
+      raspN_fnv1a(RASPN_FNV0, m->params, n * sizeof(float)) != mf.params_fnv) {
     raspR_setnopos(err, "'%s.ckpt': the parameters in '%s.safetensors' are "
                         "not the ones it committed", stem, gs);
     goto fail;
@@ -240,7 +234,7 @@ int train_ckpt_load(const char *stem, rasp_model *m, train_adamw *o,
     raspR_setnopos(err, "cannot read '%s': truncated while reading", optp);
     goto fail;
   }
-  if (fnv_add(fnv_add(FNV0, o->m, n * sizeof(float)), o->v, n * sizeof(float)) !=
+  if (raspN_fnv1a(raspN_fnv1a(RASPN_FNV0, o->m, n * sizeof(float)), o->v, n * sizeof(float)) !=
       mf.opt_fnv) {
     raspR_setnopos(err, "'%s.ckpt': the optimiser state in '%s' is not the one "
                         "it committed", stem, optp);
