@@ -680,22 +680,33 @@ void raspV_ids_seen(rasp_ctx *ctx, rasp_pos pos, const char *what) {
   ctx->ir.ids_pos = pos.src ? pos : ctx->site;
 }
 
-static int holds_id(const value *v, int depth) {
-  if (v->tag) return 1;
-  if (depth > 64) return 1; /* deeper than any sane key or argument: assume so */
+/* Whether v holds an id or is d / reverse_d, searching lists, tuples and
+** dicts.  A list can hold itself, so the search goes at most 64 deep and
+** visits at most *budget values, and past either answers yes, which only
+** ever costs a proof. */
+static int holds_id_in(const value *v, long *budget, int depth) {
+  if (v->tag || --*budget < 0) return 1;
   if (v->kind == V_LIST || v->kind == V_TUPLE) {
+    if (v->u.list.n && depth > 64) return 1;
     for (int i = 0; i < v->u.list.n; i++)
-      if (holds_id(v->u.list.items[i], depth + 1)) return 1;
+      if (holds_id_in(v->u.list.items[i], budget, depth + 1)) return 1;
   } else if (v->kind == V_DICT) {
+    if (v->u.dict.n && depth > 64) return 1;
     for (int i = 0; i < v->u.dict.n; i++)
-      if (holds_id(v->u.dict.keys[i], depth + 1) || holds_id(v->u.dict.vals[i], depth + 1))
+      if (holds_id_in(v->u.dict.keys[i], budget, depth + 1) ||
+          holds_id_in(v->u.dict.vals[i], budget, depth + 1))
         return 1;
   }
   return 0;
 }
 
+static int holds_id(const value *v) {
+  long budget = 1L << 22;
+  return holds_id_in(v, &budget, 0);
+}
+
 void raspV_ids_in(rasp_ctx *ctx, value *v, rasp_pos pos, const char *what) {
-  if (!ctx->ir.ids_what && !ctx->in_callback && holds_id(v, 0)) raspV_ids_seen(ctx, pos, what);
+  if (!ctx->ir.ids_what && !ctx->in_callback && holds_id(v)) raspV_ids_seen(ctx, pos, what);
 }
 
 /* A number that is not an id, anywhere in v (reverse_d's keys are ids). */
@@ -712,23 +723,32 @@ void raspV_ids_key(rasp_ctx *ctx, value *dict, value *key, rasp_pos pos) {
   if (dict->tag & TAG_REVERSE_D) {
     if (holds_plain_number(key))
       raspV_ids_seen(ctx, pos, "reverse_d looked up with a number that is not an id from d");
-  } else if (holds_id(key, 0)) {
+  } else if (holds_id(key)) {
     raspV_ids_seen(ctx, pos, "an id used as the key of a dict other than reverse_d");
   }
 }
 
 /* a == b says nothing about the numbering unless it sets an id against a
 ** number that is not one (d['a'] == 3), here or inside tuples and lists. */
-static void ids_eq(rasp_ctx *ctx, const value *a, const value *b, rasp_pos pos) {
+static void ids_eq_in(rasp_ctx *ctx, const value *a, const value *b, rasp_pos pos, int depth) {
   if (is_num(a) && is_num(b)) {
     if ((a->tag ^ b->tag) & TAG_ID)
       raspV_ids_seen(ctx, pos, "an id compared with a number that is not an id");
     return;
   }
   if ((a->kind == V_LIST || a->kind == V_TUPLE) && a->kind == b->kind &&
-      a->u.list.n == b->u.list.n)
+      a->u.list.n == b->u.list.n && a != b) {
+    if (depth > 64) { /* lists that hold themselves: assume the worst */
+      raspV_ids_seen(ctx, pos, "an id compared with a number that is not an id");
+      return;
+    }
     for (int i = 0; i < a->u.list.n && !ctx->ir.ids_what; i++)
-      ids_eq(ctx, a->u.list.items[i], b->u.list.items[i], pos);
+      ids_eq_in(ctx, a->u.list.items[i], b->u.list.items[i], pos, depth + 1);
+  }
+}
+
+static void ids_eq(rasp_ctx *ctx, const value *a, const value *b, rasp_pos pos) {
+  ids_eq_in(ctx, a, b, pos, 0);
 }
 
 int raspV_truth(rasp_ctx *ctx, value *v, rasp_pos pos) {
