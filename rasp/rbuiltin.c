@@ -7,7 +7,9 @@
 ** written in the language itself (kqv, shift_right, cumsum, is_true, ...)
 ** lives in stdlib/core.rasp instead.  The Python builtins (len, range, min,
 ** ...) work on scalars at trace time; a few of them (abs, min, max) also
-** accept sequences, where they are element-wise.
+** accept sequences, where they are element-wise.  Those that could show a
+** token id's number (str, print, a walk over d) tell the interpreter's
+** provenance tracking (rvalue.h, raspV_ids_*); int() of an id is the id.
 **
 ** Argument conventions: each builtin declares its parameters as a string
 ** ("k,q,pred,causal=True"); the interpreter binds positional and keyword

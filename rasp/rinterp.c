@@ -25,6 +25,13 @@
 ** allowed tree, so neither '..' nor a link reaches other files, and a file
 ** that is not a program is refused before it is read (its content can then
 ** never show up in an error).  cfunc() is checked in rffi.c.
+**
+** Provenance.  The vocabulary's ids (d's values, reverse_d's keys) carry a
+** tag, and the first place where the program computes with one while
+** tracing, rather than moving it or testing it for equality, is recorded in
+** the IR for the order analysis (rorder.h); see "provenance" below for the
+** exact line between the two.  It only records: what the program does is
+** the same with or without it.
 */
 #include "rvalue.h"
 
