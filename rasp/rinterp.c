@@ -467,7 +467,10 @@ static value *parse_number(rasp_ctx *ctx, const char *text, rasp_pos pos) {
 
 int64_t raspV_int(rasp_ctx *ctx, value *v, rasp_pos pos, const char *what) {
   if (v->kind == V_BOOL) return v->u.b;
-  if (v->tag & TAG_ID) raspV_ids_seen(ctx, pos, what);
+  if ((v->tag & TAG_ID) && !ctx->ir.ids_what && !ctx->in_callback) {
+    snprintf(ctx->ids_text, sizeof ctx->ids_text, "an id used as %s", what);
+    raspV_ids_seen(ctx, pos, ctx->ids_text);
+  }
   if (v->kind == V_SOP)
     raspV_error(ctx, pos,
                 "%s depends on the input sequence; only constants are allowed "

@@ -128,6 +128,7 @@ struct rasp_ctx {
   long long cb_steps;    /* steps of evaluator callbacks since the trace */
   int in_callback;
   value *retval;
+  char ids_text[128];    /* ir.ids_what when it names a use (raspV_int) */
   int input_node, indices_node;
   pthread_mutex_t lock;  /* callbacks from evaluator threads */
   char *stdlib_dir;
