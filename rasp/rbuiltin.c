@@ -7,7 +7,9 @@
 ** written in the language itself (kqv, shift_right, cumsum, is_true, ...)
 ** lives in stdlib/core.rasp instead.  The Python builtins (len, range, min,
 ** ...) work on scalars at trace time; a few of them (abs, min, max) also
-** accept sequences, where they are element-wise.
+** accept sequences, where they are element-wise.  Those that could show a
+** token id's number (str, print, a walk over d) tell the interpreter's
+** provenance tracking (rvalue.h, raspV_ids_*); int() of an id is the id.
 **
 ** Argument conventions: each builtin declares its parameters as a string
 ** ("k,q,pred,causal=True"); the interpreter binds positional and keyword
@@ -140,6 +142,7 @@ static value *b_seq_map(rasp_ctx *ctx, value **args, int nargs, rasp_pos pos) {
   (void)nargs;
   if (!is_seq(A(0)) && !is_seq(A(1))) {
     value *r = raspV_call(ctx, A(2), &A(0), 2, NULL, NULL, 0, pos);
+    if (r->tag & TAG_ID) return r; /* an integer already: keep its provenance */
     return raspV_from_elem(ctx, raspI_elem_trunc(raspV_to_elem(ctx, r, pos)));
   }
   void *fn = keep_fn(ctx, A(2), pos, "seq_map's function");
@@ -226,6 +229,7 @@ static value *b_int(rasp_ctx *ctx, value **args, int nargs, rasp_pos pos) {
     return raspV_num_si(ctx, v);
   }
   if (x->kind == V_BOOL) return raspV_num_si(ctx, x->u.b);
+  if (x->tag & TAG_ID) return x; /* an id is an integer: the same id */
   if (x->kind != V_NUM)
     raspV_error(ctx, pos, "int() of %s%s", raspV_kind_name(x),
                 x->kind == V_SOP ? " (use seq_map or tok_map for element-wise conversion)" : "");
@@ -265,6 +269,7 @@ static value *b_max(rasp_ctx *ctx, value **args, int nargs, rasp_pos pos) {
 static value *as_items(rasp_ctx *ctx, value *v, rasp_pos pos, const char *fname) {
   if (v->kind == V_LIST || v->kind == V_TUPLE) return v;
   if (v->kind == V_DICT || v->kind == V_STR) {
+    raspV_ids_iter(ctx, v, pos);
     value *r = raspV_list(ctx, V_LIST, 0);
     if (v->kind == V_DICT)
       for (int i = 0; i < v->u.dict.n; i++) raspV_list_push(ctx, r, v->u.dict.keys[i]);
@@ -312,6 +317,8 @@ static value *scan_pairs(rasp_ctx *ctx, value **args, rasp_pos pos, int windows)
   int64_t step = raspV_int(ctx, A(6), pos, what[windows][3]);
   if (step <= 0) raspV_error(ctx, pos, "%s() step must be positive", fname);
   if (windows && k < 1) raspV_error(ctx, pos, "holds_both() width must be positive");
+  /* its == could set an id against a number that is not one */
+  for (int i = 0; i < 3; i++) raspV_ids_in(ctx, A(i), pos, "an id compared with a number that is not an id");
   int64_t n = xs->u.list.n;
   for (int64_t i = start; i < stop; i += step) {
     if (windows) {
@@ -354,8 +361,8 @@ static value *b_all(rasp_ctx *ctx, value **args, int nargs, rasp_pos pos) {
 }
 
 static value *b_print(rasp_ctx *ctx, value **args, int nargs, rasp_pos pos) {
-  (void)pos;
   for (int i = 0; i < nargs; i++) {
+    raspV_ids_in(ctx, A(i), pos, "an id printed");
     if (i) fputc(' ', stdout);
     if (A(i)->kind == V_STR) fwrite(A(i)->u.str.s, 1, A(i)->u.str.len, stdout);
     else {
@@ -371,6 +378,7 @@ static value *b_print(rasp_ctx *ctx, value **args, int nargs, rasp_pos pos) {
 static value *b_str(rasp_ctx *ctx, value **args, int nargs, rasp_pos pos) {
   (void)nargs;
   if (A(0)->kind == V_STR) return A(0);
+  raspV_ids_in(ctx, A(0), pos, "an id turned into text (str)");
   char *s = raspV_repr(ctx, A(0));
   size_t len = strlen(s);
   if (len > ctx->limits.max_string) { /* cut short by raspV_repr */
@@ -412,6 +420,7 @@ static value *b_dict(rasp_ctx *ctx, value **args, int nargs, rasp_pos pos) {
       value *kv = items->u.list.items[i];
       if ((kv->kind != V_TUPLE && kv->kind != V_LIST) || kv->u.list.n != 2)
         raspV_error(ctx, pos, "dict() needs (key, value) pairs");
+      raspV_ids_key(ctx, r, kv->u.list.items[0], pos);
       raspV_dict_set(ctx, r, kv->u.list.items[0], kv->u.list.items[1]);
     }
   }

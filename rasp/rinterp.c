@@ -25,6 +25,13 @@
 ** allowed tree, so neither '..' nor a link reaches other files, and a file
 ** that is not a program is refused before it is read (its content can then
 ** never show up in an error).  cfunc() is checked in rffi.c.
+**
+** Provenance.  The vocabulary's ids (d's values, reverse_d's keys) carry a
+** tag, and the first place where the program computes with one while
+** tracing, rather than moving it or testing it for equality, is recorded in
+** the IR for the order analysis (rorder.h); see "provenance" below for the
+** exact line between the two.  It only records: what the program does is
+** the same with or without it.
 */
 #include "rvalue.h"
 
@@ -65,6 +72,7 @@ value *raspV_new(rasp_ctx *ctx, vkind kind) {
     if (kind == V_NUM) mpq_init(v->u.q);
   }
   v->kind = kind;
+  v->tag = 0;
   v->serial = ++ctx->serial;
   v->next_obj = ctx->objects;
   ctx->objects = v;
@@ -459,6 +467,10 @@ static value *parse_number(rasp_ctx *ctx, const char *text, rasp_pos pos) {
 
 int64_t raspV_int(rasp_ctx *ctx, value *v, rasp_pos pos, const char *what) {
   if (v->kind == V_BOOL) return v->u.b;
+  if ((v->tag & TAG_ID) && !ctx->ir.ids_what && !ctx->in_callback) {
+    snprintf(ctx->ids_text, sizeof ctx->ids_text, "an id used as %s", what);
+    raspV_ids_seen(ctx, pos, ctx->ids_text);
+  }
   if (v->kind == V_SOP)
     raspV_error(ctx, pos,
                 "%s depends on the input sequence; only constants are allowed "
@@ -659,6 +671,94 @@ void raspV_dict_set(rasp_ctx *ctx, value *dict, value *key, value *val) {
   dict->u.dict.index[j] = dict->u.dict.n++;
   raspV_barrier(ctx, dict->serial, key);
   raspV_barrier(ctx, dict->serial, val);
+}
+
+/* ------------------------------------------------------------ provenance
+** What may be done with an id (a TAG_ID number) without looking at the
+** numbering: move it anywhere (the value object, and so its tag, is
+** shared); compare it with == / != to another id or to a non-number;
+** test its truth (every id is at least 1); take abs(), +x or int() of it
+** (the id itself); look reverse_d up with it; hand it to a sequence
+** operation (the IR analysis judges those).  Everything else -- and
+** every walk over d or reverse_d, whose order is the id order -- is
+** recorded here, at its first place, for rorder.  Callbacks from the
+** evaluator are left out: their results are judged on the IR (tok_map,
+** seq_map and custom predicates are never invariant there). */
+void raspV_ids_seen(rasp_ctx *ctx, rasp_pos pos, const char *what) {
+  if (ctx->ir.ids_what || ctx->in_callback) return;
+  ctx->ir.ids_what = what;
+  ctx->ir.ids_pos = pos.src ? pos : ctx->site;
+}
+
+/* Whether v holds an id or is d / reverse_d, searching lists, tuples and
+** dicts.  A list can hold itself, so the search goes at most 64 deep and
+** visits at most *budget values, and past either answers yes, which only
+** ever costs a proof. */
+static int holds_id_in(const value *v, long *budget, int depth) {
+  if (v->tag || --*budget < 0) return 1;
+  if (v->kind == V_LIST || v->kind == V_TUPLE) {
+    if (v->u.list.n && depth > 64) return 1;
+    for (int i = 0; i < v->u.list.n; i++)
+      if (holds_id_in(v->u.list.items[i], budget, depth + 1)) return 1;
+  } else if (v->kind == V_DICT) {
+    if (v->u.dict.n && depth > 64) return 1;
+    for (int i = 0; i < v->u.dict.n; i++)
+      if (holds_id_in(v->u.dict.keys[i], budget, depth + 1) ||
+          holds_id_in(v->u.dict.vals[i], budget, depth + 1))
+        return 1;
+  }
+  return 0;
+}
+
+static int holds_id(const value *v) {
+  long budget = 1L << 22;
+  return holds_id_in(v, &budget, 0);
+}
+
+void raspV_ids_in(rasp_ctx *ctx, value *v, rasp_pos pos, const char *what) {
+  if (!ctx->ir.ids_what && !ctx->in_callback && holds_id(v)) raspV_ids_seen(ctx, pos, what);
+}
+
+/* A number that is not an id, anywhere in v (reverse_d's keys are ids). */
+static int holds_plain_number(const value *v) {
+  if (is_num(v)) return !(v->tag & TAG_ID);
+  if (v->kind == V_TUPLE)
+    for (int i = 0; i < v->u.list.n; i++)
+      if (holds_plain_number(v->u.list.items[i])) return 1;
+  return 0;
+}
+
+void raspV_ids_key(rasp_ctx *ctx, value *dict, value *key, rasp_pos pos) {
+  if (ctx->ir.ids_what || ctx->in_callback) return;
+  if (dict->tag & TAG_REVERSE_D) {
+    if (holds_plain_number(key))
+      raspV_ids_seen(ctx, pos, "reverse_d looked up with a number that is not an id from d");
+  } else if (holds_id(key)) {
+    raspV_ids_seen(ctx, pos, "an id used as the key of a dict other than reverse_d");
+  }
+}
+
+/* a == b says nothing about the numbering unless it sets an id against a
+** number that is not one (d['a'] == 3), here or inside tuples and lists. */
+static void ids_eq_in(rasp_ctx *ctx, const value *a, const value *b, rasp_pos pos, int depth) {
+  if (is_num(a) && is_num(b)) {
+    if ((a->tag ^ b->tag) & TAG_ID)
+      raspV_ids_seen(ctx, pos, "an id compared with a number that is not an id");
+    return;
+  }
+  if ((a->kind == V_LIST || a->kind == V_TUPLE) && a->kind == b->kind &&
+      a->u.list.n == b->u.list.n && a != b) {
+    if (depth > 64) { /* lists that hold themselves: assume the worst */
+      raspV_ids_seen(ctx, pos, "an id compared with a number that is not an id");
+      return;
+    }
+    for (int i = 0; i < a->u.list.n && !ctx->ir.ids_what; i++)
+      ids_eq_in(ctx, a->u.list.items[i], b->u.list.items[i], pos, depth + 1);
+  }
+}
+
+static void ids_eq(rasp_ctx *ctx, const value *a, const value *b, rasp_pos pos) {
+  ids_eq_in(ctx, a, b, pos, 0);
 }
 
 int raspV_truth(rasp_ctx *ctx, value *v, rasp_pos pos) {
@@ -908,6 +1008,10 @@ value *raspV_unop(rasp_ctx *ctx, rasp_unop op, value *a, rasp_pos pos) {
     if (!is_num(a))
       raspV_error(ctx, pos, "bad operand for unary '%s': %s", raspI_unop_name(op),
                   raspV_kind_name(a));
+    if (a->tag & TAG_ID) {
+      if (op == RASP_UN_POS || op == RASP_UN_ABS) return a; /* ids are positive */
+      raspV_ids_seen(ctx, pos, "arithmetic on an id");
+    }
     value *r = raspV_new(ctx, V_NUM);
     num_get(r->u.q, a);
     if (op == RASP_UN_NEG) mpq_neg(r->u.q, r->u.q);
@@ -926,6 +1030,8 @@ value *raspV_unop(rasp_ctx *ctx, rasp_unop op, value *a, rasp_pos pos) {
 
 static int value_cmp(rasp_ctx *ctx, value *a, value *b, rasp_pos pos) {
   if (is_num(a) && is_num(b)) {
+    if ((a->tag | b->tag) & TAG_ID)
+      raspV_ids_seen(ctx, pos, "an id compared by order (<, >, min, max, sorted)");
     mpq_t x, y;
     mpq_inits(x, y, NULL);
     num_get(x, a);
@@ -1004,8 +1110,25 @@ static value *long_binop(rasp_ctx *ctx, rasp_binop op, long x, long y) {
   return raspV_num_si(ctx, r);
 }
 
+static const char *ids_binop_what(rasp_binop op) {
+  switch (op) {
+  case RASP_BIN_LT: case RASP_BIN_LE: case RASP_BIN_GT: case RASP_BIN_GE:
+  case RASP_BIN_MIN: case RASP_BIN_MAX:
+    return "an id compared by order (<, >, min, max, sorted)";
+  default: return "arithmetic on an id";
+  }
+}
+
 static value *scalar_binop(rasp_ctx *ctx, rasp_binop op, value *a, value *b, rasp_pos pos) {
   long lx, ly;
+  if (__builtin_expect((a->tag | b->tag) & TAG_ID, 0) && !ctx->ir.ids_what) {
+    if (op == RASP_BIN_EQ || op == RASP_BIN_NE) ids_eq(ctx, a, b, pos);
+    else if (op != RASP_BIN_AND && op != RASP_BIN_OR) /* those read truth only */
+      raspV_ids_seen(ctx, pos, ids_binop_what(op));
+  } else if (__builtin_expect(op == RASP_BIN_EQ || op == RASP_BIN_NE, 0) &&
+             (a->kind == V_TUPLE || a->kind == V_LIST) && !ctx->ir.ids_what) {
+    ids_eq(ctx, a, b, pos);
+  }
   if (op != RASP_BIN_AND && op != RASP_BIN_OR && !(a->kind == V_BOOL && b->kind == V_BOOL) &&
       as_long(a, &lx) && as_long(b, &ly)) {
     value *r = long_binop(ctx, op, lx, ly);
@@ -1195,6 +1318,7 @@ static value *iterate(rasp_ctx *ctx, value *v, rasp_pos pos) {
   case V_LIST:
   case V_TUPLE: return v;
   case V_DICT: {
+    raspV_ids_iter(ctx, v, pos);
     value *r = raspV_list(ctx, V_LIST, 0);
     for (int i = 0; i < v->u.dict.n; i++) raspV_list_push(ctx, r, v->u.dict.keys[i]);
     return r;
@@ -1290,6 +1414,7 @@ static value *subscript(rasp_ctx *ctx, env *e, const rasp_ast *x) {
     return raspV_str(ctx, obj->u.str.s + i, 1);
   }
   case V_DICT: {
+    raspV_ids_key(ctx, obj, idx, x->b->pos);
     value *v = raspV_dict_get(obj, idx);
     if (!v) {
       /* copy to the stack so that nothing leaks across the longjmp */
@@ -1320,6 +1445,7 @@ static void assign_subscript(rasp_ctx *ctx, env *e, const rasp_ast *target, valu
     obj->u.list.items[index_of(ctx, idx, obj->u.list.n, target->b->pos)] = v;
     raspV_barrier(ctx, obj->serial, v);
   } else if (obj->kind == V_DICT) {
+    raspV_ids_key(ctx, obj, idx, target->b->pos);
     raspV_dict_set(ctx, obj, idx, v);
   } else if (obj->kind == V_SOP) {
     int64_t i = index_of(ctx, idx, ctx->n, target->b->pos);
@@ -1382,14 +1508,19 @@ static value *compare(rasp_ctx *ctx, env *e, const rasp_ast *x) {
     value *r;
     if (op == TK_IN || op == TK_NOTIN) {
       int found = 0;
-      if (right->kind == V_DICT) found = raspV_dict_get(right, left) != NULL;
+      if (right->kind == V_DICT) {
+        raspV_ids_key(ctx, right, left, x->pos);
+        found = raspV_dict_get(right, left) != NULL;
+      }
       else if (right->kind == V_STR && left->kind == V_STR)
         found = left->u.str.len == 0 ||
                 memmem(right->u.str.s, right->u.str.len, left->u.str.s, left->u.str.len) != NULL;
       else {
         value *items = iterate(ctx, right, x->items[i]->pos);
-        for (int k = 0; k < items->u.list.n && !found; k++)
+        for (int k = 0; k < items->u.list.n && !found; k++) {
+          ids_eq(ctx, items->u.list.items[k], left, x->pos);
           found = raspV_equal(items->u.list.items[k], left);
+        }
       }
       r = raspV_bool(ctx, op == TK_IN ? found : !found);
     } else if (op == TK_IS || op == TK_ISNOT) {
@@ -1434,18 +1565,22 @@ static value *method_call(rasp_ctx *ctx, value *obj, const char *name, value **a
     return &ctx->none_v;
   }
   if ((obj->kind == V_LIST || obj->kind == V_TUPLE) && strcmp(name, "index") == 0 && nargs == 1) {
-    for (int i = 0; i < obj->u.list.n; i++)
+    for (int i = 0; i < obj->u.list.n; i++) {
+      ids_eq(ctx, obj->u.list.items[i], args[0], pos);
       if (raspV_equal(obj->u.list.items[i], args[0])) return raspV_num_si(ctx, i);
+    }
     raspV_error(ctx, pos, "value is not in the list");
   }
   if (obj->kind == V_DICT) {
     if (strcmp(name, "get") == 0 && (nargs == 1 || nargs == 2)) {
+      raspV_ids_key(ctx, obj, args[0], pos);
       value *v = raspV_dict_get(obj, args[0]);
       return v ? v : nargs == 2 ? args[1] : &ctx->none_v;
     }
     int keys = strcmp(name, "keys") == 0, vals = strcmp(name, "values") == 0,
         items = strcmp(name, "items") == 0;
     if ((keys || vals || items) && nargs == 0) {
+      raspV_ids_iter(ctx, obj, pos);
       value *r = raspV_list(ctx, V_LIST, 0);
       for (int i = 0; i < obj->u.dict.n; i++) {
         value *it;
@@ -1532,6 +1667,7 @@ static value *eval(rasp_ctx *ctx, env *e, const rasp_ast *x) {
       value *k = eval(ctx, e, x->items[i]);
       if (k->kind == V_SOP || k->kind == V_SEL || k->kind == V_LIST || k->kind == V_DICT)
         raspV_error(ctx, x->items[i]->pos, "%s cannot be a dict key", raspV_kind_name(k));
+      raspV_ids_key(ctx, r, k, x->items[i]->pos);
       raspV_dict_set(ctx, r, k, eval(ctx, e, x->items2[i]));
     }
     return r;
@@ -1823,6 +1959,7 @@ value *raspV_call(rasp_ctx *ctx, value *fn, value **args, int nargs, const char 
   case V_BUILTIN: return call_builtin(ctx, fn->u.bi, args, nargs, kwnames, kwvals, nkw, pos);
   case V_CFUNC:
     if (nkw) raspV_error(ctx, pos, "C functions take no keyword arguments");
+    for (int i = 0; i < nargs; i++) raspV_ids_in(ctx, args[i], pos, "an id passed to a C function");
     return raspF_call(ctx, fn->u.cf, args, nargs, pos);
   default: raspV_error(ctx, pos, "%s is not callable", raspV_kind_name(fn));
   }
@@ -2009,12 +2146,16 @@ int rasp_set_vocab(rasp_ctx *ctx, const char *const *symbols, int count, rasp_er
   ctx->vocab = raspM_alloc(sizeof(int64_t) * (size_t)(count ? count : 1));
   ctx->nvocab = count;
   value *d = raspV_new(ctx, V_DICT), *rd = raspV_new(ctx, V_DICT);
+  d->tag = TAG_D_BY_ID;
+  rd->tag = TAG_REVERSE_D;
   for (int i = 0; i < count; i++) {
     value *s = raspV_str(ctx, symbols[i], strlen(symbols[i]));
     ctx->vocab[i] = raspV_symbol_of(ctx, s);
     if (raspV_dict_get(d, s))
       raspV_error(ctx, (rasp_pos){0}, "vocabulary symbol '%s' appears twice", symbols[i]);
-    value *id = raspV_num_si(ctx, i + 1);
+    value *id = raspV_new(ctx, V_NUM); /* its own object: the tag is not shared */
+    mpq_set_si(id->u.q, i + 1, 1);
+    id->tag = TAG_ID;
     raspV_dict_set(ctx, d, s, id);
     raspV_dict_set(ctx, rd, id, s);
   }

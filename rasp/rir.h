@@ -85,6 +85,11 @@ typedef struct rasp_ir {
   rasp_callback call; /* how to run fn pointers */
   rasp_symname symname;
   void *user;         /* the interpreter context */
+  /* The first place where the program computed with a token id while
+  ** tracing (arithmetic, an order comparison, iterating d in id order...),
+  ** set by the interpreter; ids_what NULL: nowhere.  See rorder.h. */
+  const char *ids_what;
+  rasp_pos ids_pos;
 } rasp_ir;
 
 void raspI_init(rasp_ir *ir, int n);

@@ -170,6 +170,16 @@ int raspO_analyse(const rasp_ir *ir, int output, int64_t K, const unsigned char 
                   const rasp_order_probe *probes, int nprobes, rasp_idorder *res) {
   memset(res, 0, sizeof *res);
   res->invariant = 1;
+  if (ir->ids_what) { /* the interpreter saw it (rinterp.c's provenance tags) */
+    res->invariant = 0;
+    if (ir->ids_pos.src)
+      raspR_set(&res->why, ir->ids_pos, "the program computes with token ids while tracing (%s)",
+                ir->ids_what);
+    else
+      raspR_setnopos(&res->why, "the program computes with token ids while tracing (%s)",
+                     ir->ids_what);
+    return 0;
+  }
   for (int p = 0; p < nprobes; p++) {
     const rasp_ir *q = probes[p].ir;
     int ok = q->nnodes == ir->nnodes && probes[p].output == output;

@@ -52,12 +52,23 @@
 ** on every input it enumerates (raspO_mixes), which covers every relabelled
 ** input too, since pi keeps values distinct.  The output must be EQV.
 **
-** Limits.  What the program computes from ids while tracing (loops, ifs,
-** constants) is compared under the two probe numberings only: a rotation
-** and a reversal of the declared ids.  A trace-time computation that is
-** not equivariant but happens to agree under both (it would have to be
-** symmetric under that dihedral group) would be misjudged; tracking where
-** each constant came from inside the interpreter would close that gap.
+** What happens while tracing.  The probes alone would not do: a trace-time
+** computation symmetric under the group they generate (a rotation and a
+** reversal -- "are the ids of a and b cyclically adjacent?") agrees under
+** both and still depends on the numbering.  So the interpreter tracks
+** provenance instead (rvalue.h, TAG_ID): the ids handed out by `d` (its
+** values) and `reverse_d` (its keys) are tagged, keep the tag wherever they
+** are moved (variables, containers, arguments, returns), and the first
+** place where the program does anything else with one -- arithmetic, an
+** order comparison, == against a number that is not an id, use as an
+** index, bound or dict key, str() or print, a walk over d or reverse_d
+** (their order is the id order) -- is recorded in the IR (ids_what,
+** ids_pos); such a trace is not invariant, for that reason.  What is left
+** is invariant under every pi: moving an id, == / != between ids or with
+** a non-number, its truth (ids are >= 1), int(), abs() and +x of it (the
+** id itself), reverse_d[id], and handing it to a sequence operation, where
+** it becomes a constant that the rules above judge.  The probes stay, to
+** classify constants and as a second line behind the tags.
 ** Everything after tracing -- the IR -- is judged for every permutation.
 */
 #ifndef RASP_RORDER_H

@@ -31,8 +31,16 @@ typedef struct env env;
 typedef struct builtin builtin;
 typedef struct rasp_cfunc rasp_cfunc;
 
+/* Provenance tags (value.tag).  A number handed out by the vocabulary
+** (d's values, reverse_d's keys) is V_ID: it keeps the tag wherever it is
+** moved, and anything done with it that could tell which id a symbol got
+** is recorded (raspV_ids_seen; rorder.h says why).  D_BY_ID marks the
+** dicts d and reverse_d, whose order is the id order. */
+enum { TAG_ID = 1, TAG_D_BY_ID = 2, TAG_REVERSE_D = 4 };
+
 struct value {
   vkind kind;
+  unsigned char tag;         /* TAG_*; 0 for every value the program makes */
   unsigned long long serial; /* allocation order, for early release */
   value *next_obj;
   union {
@@ -120,6 +128,7 @@ struct rasp_ctx {
   long long cb_steps;    /* steps of evaluator callbacks since the trace */
   int in_callback;
   value *retval;
+  char ids_text[128];    /* ir.ids_what when it names a use (raspV_int) */
   int input_node, indices_node;
   pthread_mutex_t lock;  /* callbacks from evaluator threads */
   char *stdlib_dir;
@@ -146,6 +155,21 @@ const char *raspV_intern(rasp_ctx *ctx, const char *s);
 /* errors: longjmp to the innermost catcher */
 _Noreturn void raspV_error(rasp_ctx *ctx, rasp_pos pos, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+
+/* provenance: records (first place only, never during evaluator
+** callbacks) that the program observed the numbering of the ids at pos;
+** raspV_ids_in records it if v holds an id (in a list, tuple or dict too)
+** or is d or reverse_d.  Neither changes what the program does. */
+void raspV_ids_seen(rasp_ctx *ctx, rasp_pos pos, const char *what);
+void raspV_ids_in(rasp_ctx *ctx, value *v, rasp_pos pos, const char *what);
+/* The same for a dict operation with key: an id as the key of any dict
+** but reverse_d, or a number that is not an id as reverse_d's key. */
+void raspV_ids_key(rasp_ctx *ctx, value *dict, value *key, rasp_pos pos);
+/* iterating d or reverse_d (their order is the id order) */
+static inline void raspV_ids_iter(rasp_ctx *ctx, value *v, rasp_pos pos) {
+  if (v->tag & (TAG_D_BY_ID | TAG_REVERSE_D))
+    raspV_ids_seen(ctx, pos, "iterating d or reverse_d, whose order is the id order");
+}
 
 /* conversions and helpers shared by the builtins */
 const char *raspV_kind_name(const value *v);

@@ -11,6 +11,7 @@
 */
 #include <check.h>
 #include <dirent.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,7 +59,9 @@ static int analyse(const char *text, int *nmixing, char *why, size_t size) {
   rasp_ir *ir = rasp_ctx_ir(c0);
   int inv = raspO_analyse(ir, ir->outputs[0], K, node_id, pr, 2, &res);
   if (nmixing) *nmixing = res.nmixing;
-  snprintf(why, size, "%s", res.invariant ? "" : res.why.msg);
+  if (res.invariant) snprintf(why, size, "%s", "");
+  else if (res.why.pos.src) snprintf(why, size, "line %d: %.900s", res.why.pos.line, res.why.msg);
+  else snprintf(why, size, "%s", res.why.msg);
   raspO_free(&res);
   rasp_ctx_free(c0);
   rasp_ctx_free(c[0]);
@@ -106,12 +109,13 @@ END_TEST
 
 START_TEST(constants_are_classified) {
   /* an id computed at trace time is no id */
-  expect_not("def main(x):\n    return where(x == d['j'] + 1, x, full(x, 0))\n", "computed from ids");
+  expect_not("def main(x):\n    return where(x == d['j'] + 1, x, full(x, 0))\n",
+             "line 2: the program computes with token ids while tracing (arithmetic");
   /* naming a node symbol breaks relabelling */
   expect_not("def main(x):\n    return where(x == d['3'], x, full(x, 0))\n", "names a node");
   /* the trace itself branches on an id */
   expect_not("def main(x):\n    if d['j'] > 5:\n        return x\n"
-             "    return where(x == x, x, x)\n", "different graph");
+             "    return where(x == x, x, x)\n", "line 2: the program computes with token ids");
   /* the number 3 is not the id of a symbol: x == 3 depends on the order */
   expect_not("def main(x):\n    return where(x == 3, x, full(x, 0))\n", "not an id");
 }
@@ -158,6 +162,150 @@ START_TEST(averaging_is_watched) {
   rasp_ctx_free(c0);
   rasp_ctx_free(c[0]);
   rasp_ctx_free(c[1]);
+}
+END_TEST
+
+/* ---- what the program computes from ids while tracing (rinterp.c's
+** provenance tags).  `dihedral` agrees under both probes -- the ids of '|'
+** and 'j' stay cyclically adjacent under a rotation and a reversal -- but
+** not under most other numberings: the probes alone called it invariant. */
+static const char *const dihedral =
+    "def main(x):\n"
+    "    gap = (d['j'] - d['|']) % vocab_size\n"
+    "    if gap == 1 or gap == vocab_size - 1:\n"
+    "        return x\n"
+    "    return where(x == d['j'], full(x, d['|']), x)\n";
+
+/* Programs that only move ids, compare them with == / != or look reverse_d
+** up with them: still proven. */
+static const char *const only_moved[] = {
+    "def main(x):\n    a, b = d['j'], d['|']\n    ids = [a, b]\n"
+    "    return where(x == ids[0], full(x, ids[1]), x)\n",
+    "def pick(p, q):\n    return (q, p)\n"
+    "def main(x):\n    u, v = pick(d['j'], d['|'])\n"
+    "    if u == v or d['j'] != d['j']:\n        return full(x, -1)\n"
+    "    return where(x == u, full(x, v), x)\n",
+    "def main(x):\n    s = reverse_d[d['j']]\n    t = d[s]\n"
+    "    if s == 'j' and d['j'] in [d['|'], t] and d['j'] != 'j':\n"
+    "        return where(x == t, full(x, d['|']), x)\n"
+    "    return full(x, -1)\n",
+    "def main(x):\n    i = int(abs(d['j']))\n"
+    "    if d['j'] and not (i == d['|']):\n        return where(x == i, x, full(x, d['|']))\n"
+    "    return x\n",
+    "def main(x):\n    keep = {'j': d['j'], '|': d['|']}\n"
+    "    return where(x == keep['j'], full(x, keep['|']), x)\n",
+};
+
+/* Each kind of observation, refused where it happens. */
+static const struct {
+  const char *text, *reason;
+} observed[] = {
+    {"def main(x):\n    n = d['j'] + 1\n    return where(x == n, x, x)\n", "line 2: the program computes with token ids while tracing (arithmetic"},
+    {"def main(x):\n    n = -d['j']\n    return x\n", "line 2: the program computes with token ids while tracing (arithmetic"},
+    {"def main(x):\n    if d['j'] < d['|']:\n        return x\n    return x\n", "line 2: the program computes with token ids while tracing (an id compared by order"},
+    {"def main(x):\n    m = max(d['j'], d['|'])\n    return x\n", "line 2: the program computes with token ids while tracing (an id compared by order"},
+    {"def main(x):\n    s = sorted([d['j'], d['|']])\n    return x\n", "line 2: the program computes with token ids while tracing (an id compared by order"},
+    {"def main(x):\n    for s in d:\n        pass\n    return x\n", "line 2: the program computes with token ids while tracing (iterating d"},
+    {"def main(x):\n    s = list(d)[0]\n    return x\n", "line 2: the program computes with token ids while tracing (iterating d"},
+    {"def main(x):\n    m = d.values()\n    return x\n", "line 2: the program computes with token ids while tracing (iterating d"},
+    {"def main(x):\n    m = [k for k in reverse_d]\n    return x\n", "line 2: the program computes with token ids while tracing (iterating d"},
+    {"def main(x):\n    r = range(d['j'])\n    return x\n", "line 2: the program computes with token ids while tracing (an id used as range()"},
+    {"def main(x):\n    v = [0, 1, 2, 3, 4, 5, 6, 7, 8][d['j']]\n    return x\n", "line 2: the program computes with token ids while tracing (an id used as the index"},
+    {"def main(x):\n    v = x[d['j']]\n    return x\n", "line 2: the program computes with token ids while tracing (an id used as the index"},
+    {"def main(x):\n    t = str(d['j'])\n    return x\n", "line 2: the program computes with token ids while tracing (an id turned into text"},
+    {"def main(x):\n    print(d['j'])\n    return x\n", "line 2: the program computes with token ids while tracing (an id printed"},
+    {"def main(x):\n    if d['j'] == 7:\n        return x\n    return x\n", "line 2: the program computes with token ids while tracing (an id compared with a number"},
+    {"def main(x):\n    if (d['j'],) == (7,):\n        return x\n    return x\n", "line 2: the program computes with token ids while tracing (an id compared with a number"},
+    {"def main(x):\n    s = reverse_d[7]\n    return x\n", "line 2: the program computes with token ids while tracing (reverse_d looked up"},
+    {"def main(x):\n    m = {d['j']: 1}\n    return x\n", "line 2: the program computes with token ids while tracing (an id used as the key"},
+    /* moved through a function and a list first: the tag travels along */
+    {"def f(v):\n    return [v]\ndef main(x):\n    w = f(d['j'])[0]\n    n = w * 2\n    return x\n", "line 5: the program computes with token ids while tracing (arithmetic"},
+};
+
+START_TEST(trace_time_ids_are_seen) {
+  expect_not(dihedral, "line 2: the program computes with token ids while tracing (arithmetic");
+  for (size_t i = 0; i < sizeof only_moved / sizeof only_moved[0]; i++)
+    expect_invariant(only_moved[i], 0);
+  for (size_t i = 0; i < sizeof observed / sizeof observed[0]; i++)
+    expect_not(observed[i].text, observed[i].reason);
+}
+END_TEST
+
+/* A small random generator of our own, for reproducible permutations. */
+static uint64_t rng_next(uint64_t *s) {
+  *s = *s * 6364136223846793005ULL + 1442695040888963407ULL;
+  return *s >> 33;
+}
+
+/* How many of `trials` random numberings change the output of `text` on a
+** random input, compared (as symbols) with the declared numbering. */
+static int numberings_changing(const char *text, int trials, uint64_t seed) {
+  int changed = 0;
+  for (int t = 0; t < trials; t++) {
+    int64_t perm[K + 1];
+    for (int v = 1; v <= K; v++) perm[v] = v;
+    for (int v = K; v > 1; v--) {
+      int r = 1 + (int)(rng_next(&seed) % (uint64_t)v);
+      int64_t tmp = perm[v];
+      perm[v] = perm[r];
+      perm[r] = tmp;
+    }
+    const char *syms[K];
+    for (int v = 1; v <= K; v++) syms[perm[v] - 1] = base_vocab[v - 1];
+    rasp_ctx *c[2] = {traced(text, -1), NULL};
+    rasp_error err = {0};
+    c[1] = rasp_ctx_new(LEN, NULL, &err);
+    ck_assert_msg(rasp_set_vocab(c[1], syms, K, &err), "%s", err.msg);
+    ck_assert_msg(rasp_load_stdlib(c[1], NULL, &err), "%s", err.msg);
+    ck_assert_msg(rasp_exec_string(c[1], "<prog>", text, &err), "%s", err.msg);
+    ck_assert_msg(rasp_trace(c[1], "main", &err), "%s", err.msg);
+    int64_t tok[2][LEN];
+    for (int i = 0; i < LEN; i++) {
+      tok[0][i] = 1 + (int64_t)(rng_next(&seed) % K);
+      tok[1][i] = perm[tok[0][i]];
+    }
+    const rasp_elem *out[2];
+    rasp_eval *ev[2];
+    for (int k = 0; k < 2; k++) {
+      rasp_ir *ir = rasp_ctx_ir(c[k]);
+      ev[k] = raspE_new(ir);
+      ck_assert_msg(raspE_run(ev[k], 1, tok[k], &err), "%s", err.msg);
+      out[k] = raspE_value(ev[k], ir->outputs[0], 0);
+    }
+    int differs = 0;
+    for (int i = 0; i < LEN; i++) {
+      rasp_elem e = out[0][i];
+      if (e.den == 1 && e.num >= 1 && e.num <= K) e.num = perm[e.num]; /* ids move */
+      differs |= e.num != out[1][i].num || e.den != out[1][i].den;
+    }
+    changed += differs;
+    for (int k = 0; k < 2; k++) {
+      raspE_free(ev[k]);
+      rasp_ctx_free(c[k]);
+    }
+  }
+  return changed;
+}
+
+/* The dynamic side of the proof: whatever the analysis calls invariant
+** keeps its output under random numberings, and the dihedral program it
+** now refuses really does change (so this check can fail). */
+START_TEST(invariant_means_unchanged_under_random_numberings) {
+  for (size_t i = 0; i < sizeof only_moved / sizeof only_moved[0]; i++)
+    ck_assert_msg(numberings_changing(only_moved[i], 20, 7 + i) == 0,
+                  "called invariant, but a numbering changed it: %s", only_moved[i]);
+  const char *also[] = {
+      "def main(x):\n    return where(x == d['j'], full(x, d['|']), x)\n",
+      "def main(x):\n    return shift_right(x, 1, default=-1)\n",
+      "def main(x):\n    return aggregate(select(x, x, equals), x)\n",
+  };
+  for (size_t i = 0; i < sizeof also / sizeof also[0]; i++) {
+    char why[1024];
+    ck_assert_msg(analyse(also[i], NULL, why, sizeof why), "%s: %s", why, also[i]);
+    ck_assert_int_eq(numberings_changing(also[i], 20, 31 + i), 0);
+  }
+  ck_assert_msg(numberings_changing(dihedral, 20, 3) > 0,
+                "the dihedral program never changed: the test cannot tell");
 }
 END_TEST
 
@@ -259,6 +407,8 @@ static Suite *make_suite(void) {
   tcase_add_test(tc, order_comparisons_are_caught);
   tcase_add_test(tc, constants_are_classified);
   tcase_add_test(tc, averaging_is_watched);
+  tcase_add_test(tc, trace_time_ids_are_seen);
+  tcase_add_test(tc, invariant_means_unchanged_under_random_numberings);
   suite_add_tcase(s, tc);
   TCase *tp = tcase_create("programs");
   tcase_set_timeout(tp, 120);
