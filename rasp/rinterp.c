@@ -582,7 +582,12 @@ const char *raspV_kind_name(const value *v) {
   return names[v->kind];
 }
 
-int raspV_equal(const value *a, const value *b) {
+/* Containers may hold themselves (l.append(l)), so comparing them
+** recurses only so deep: past RASP_MAX_NEST levels the answer is -1. */
+#define RASP_MAX_NEST 1000
+
+static int equal_at(const value *a, const value *b, int depth) {
+  if (a == b) return 1; /* as Python: l == l holds even when l holds itself */
   if (is_num(a) && is_num(b)) {
     if (a->kind == V_BOOL && b->kind == V_BOOL) return a->u.b == b->u.b;
     if (a->kind == V_BOOL) return mpq_cmp_si(b->u.q, a->u.b, 1) == 0;
@@ -598,11 +603,26 @@ int raspV_equal(const value *a, const value *b) {
   case V_TUPLE:
   case V_LIST:
     if (a->u.list.n != b->u.list.n) return 0;
-    for (int i = 0; i < a->u.list.n; i++)
-      if (!raspV_equal(a->u.list.items[i], b->u.list.items[i])) return 0;
+    if (depth >= RASP_MAX_NEST) return -1;
+    for (int i = 0; i < a->u.list.n; i++) {
+      int e = equal_at(a->u.list.items[i], b->u.list.items[i], depth + 1);
+      if (e != 1) return e;
+    }
     return 1;
-  default: return a == b;
+  default: return 0; /* a != b: other values are equal only to themselves */
   }
+}
+
+int raspV_equal(const value *a, const value *b) { return equal_at(a, b, 0) == 1; }
+
+/* raspV_equal for the program's own == and `in`: too deep an equality is
+** an error at pos rather than an answer. */
+static int equal_checked(rasp_ctx *ctx, const value *a, const value *b, rasp_pos pos) {
+  int e = equal_at(a, b, 0);
+  if (e < 0)
+    raspV_error(ctx, pos, "comparing containers nested more than %d deep (does a list hold "
+                          "itself?)", RASP_MAX_NEST);
+  return e;
 }
 
 /* Hash consistent with raspV_equal: equal numbers (True == 1) and equal
@@ -1028,7 +1048,7 @@ value *raspV_unop(rasp_ctx *ctx, rasp_unop op, value *a, rasp_pos pos) {
   raspV_error(ctx, pos, "bad unary operator");
 }
 
-static int value_cmp(rasp_ctx *ctx, value *a, value *b, rasp_pos pos) {
+static int value_cmp_at(rasp_ctx *ctx, value *a, value *b, rasp_pos pos, int depth) {
   if (is_num(a) && is_num(b)) {
     if ((a->tag | b->tag) & TAG_ID)
       raspV_ids_seen(ctx, pos, "an id compared by order (<, >, min, max, sorted)");
@@ -1047,13 +1067,21 @@ static int value_cmp(rasp_ctx *ctx, value *a, value *b, rasp_pos pos) {
     return a->u.str.len < b->u.str.len ? -1 : a->u.str.len > b->u.str.len;
   }
   if ((a->kind == V_TUPLE || a->kind == V_LIST) && a->kind == b->kind) {
+    if (a == b) return 0;
+    if (depth >= RASP_MAX_NEST)
+      raspV_error(ctx, pos, "ordering containers nested more than %d deep (does a list hold "
+                            "itself?)", RASP_MAX_NEST);
     for (int i = 0; i < a->u.list.n && i < b->u.list.n; i++) {
-      int c = value_cmp(ctx, a->u.list.items[i], b->u.list.items[i], pos);
+      int c = value_cmp_at(ctx, a->u.list.items[i], b->u.list.items[i], pos, depth + 1);
       if (c) return c;
     }
     return a->u.list.n < b->u.list.n ? -1 : a->u.list.n > b->u.list.n;
   }
   raspV_error(ctx, pos, "cannot order %s and %s", raspV_kind_name(a), raspV_kind_name(b));
+}
+
+static int value_cmp(rasp_ctx *ctx, value *a, value *b, rasp_pos pos) {
+  return value_cmp_at(ctx, a, b, pos, 0);
 }
 
 static value *concat(rasp_ctx *ctx, value *a, value *b) {
@@ -1135,8 +1163,8 @@ static value *scalar_binop(rasp_ctx *ctx, rasp_binop op, value *a, value *b, ras
     if (r) return r;
   }
   switch (op) {
-  case RASP_BIN_EQ: return raspV_bool(ctx, raspV_equal(a, b));
-  case RASP_BIN_NE: return raspV_bool(ctx, !raspV_equal(a, b));
+  case RASP_BIN_EQ: return raspV_bool(ctx, equal_checked(ctx, a, b, pos));
+  case RASP_BIN_NE: return raspV_bool(ctx, !equal_checked(ctx, a, b, pos));
   case RASP_BIN_LT: return raspV_bool(ctx, value_cmp(ctx, a, b, pos) < 0);
   case RASP_BIN_LE: return raspV_bool(ctx, value_cmp(ctx, a, b, pos) <= 0);
   case RASP_BIN_GT: return raspV_bool(ctx, value_cmp(ctx, a, b, pos) > 0);
@@ -1519,7 +1547,7 @@ static value *compare(rasp_ctx *ctx, env *e, const rasp_ast *x) {
         value *items = iterate(ctx, right, x->items[i]->pos);
         for (int k = 0; k < items->u.list.n && !found; k++) {
           ids_eq(ctx, items->u.list.items[k], left, x->pos);
-          found = raspV_equal(items->u.list.items[k], left);
+          found = equal_checked(ctx, items->u.list.items[k], left, x->pos);
         }
       }
       r = raspV_bool(ctx, op == TK_IN ? found : !found);
