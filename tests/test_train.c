@@ -682,6 +682,118 @@ START_TEST(test_compiled_init_encoder) {
 }
 END_TEST
 
+/* ---- protocols: optimisers, per-tensor learning rates, noise ------------ */
+
+/* Per-tensor learning rates (--lr-scale rms) against a hand computation on
+** a tiny model: tok_emb holds 3, -4, 3, -4, ... (RMS sqrt(12.5)), pos_emb
+** all 2 (RMS 2), every other tensor 0, so it falls back to the RMS of the
+** whole model, sqrt((24 * 12.5 + 20 * 4) / nparams).  Two steps of SGD
+** with momentum 0.5, lr 0.1, all gradients 1, no decay: the buffer is 1
+** then 1.5, so a parameter moves by 0.1 * scale * 2.5.  Then SGD with
+** decay, AdamW's first step (lr * scale * g / |g|), and a frozen entry
+** (scale 0) that stays bit-identical with its moments. */
+START_TEST(test_lr_scale_rms_hand) {
+  rasp_model_config c = tiny(1, 0, 1, 0);
+  rasp_model m;
+  rasp_error err = {0};
+  ck_assert_int_eq(raspN_init(&m, &c, &err), 0);
+  float *te = raspN_data(&m, "tok_emb"), *pe = raspN_data(&m, "pos_emb");
+  ck_assert_int_eq(raspN_tensor(&m, "tok_emb")->size, 24);
+  ck_assert_int_eq(raspN_tensor(&m, "pos_emb")->size, 20);
+  for (int i = 0; i < 24; i++) te[i] = i % 2 ? -4.0f : 3.0f;
+  for (int i = 0; i < 20; i++) pe[i] = 2.0f;
+  size_t n = m.nparams;
+  float *scale = raspM_alloc(n * sizeof *scale);
+  train_lr_scale_rms(&m, NULL, scale);
+  double s_te = sqrt(12.5), s_pe = 2.0, s_rest = sqrt((24 * 12.5 + 20 * 4.0) / (double)n);
+  size_t o_te = raspN_tensor(&m, "tok_emb")->offset, o_pe = raspN_tensor(&m, "pos_emb")->offset,
+         o_ub = raspN_tensor(&m, "unembed_b")->offset;
+  ck_assert_double_eq_tol(scale[o_te + 5], s_te, 1e-6);
+  ck_assert_double_eq_tol(scale[o_pe + 19], s_pe, 1e-6);
+  ck_assert_double_eq_tol(scale[o_ub], s_rest, 1e-6);
+  /* a mask restricts the RMS to the entries it marks */
+  unsigned char *mask = raspM_alloc(n);
+  memset(mask, 1, n);
+  for (int i = 0; i < 24; i += 2) mask[o_te + (size_t)i] = 0; /* only the -4s */
+  float *ms = raspM_alloc(n * sizeof *ms);
+  train_lr_scale_rms(&m, mask, ms);
+  ck_assert_double_eq_tol(ms[o_te], 4.0, 1e-6);
+  raspM_free(ms);
+  raspM_free(mask);
+
+  float *g = raspM_alloc(n * sizeof *g), *p0 = raspM_alloc(n * sizeof *p0);
+  for (size_t i = 0; i < n; i++) g[i] = 1.0f;
+  memcpy(p0, m.params, n * sizeof *p0);
+  train_adamw o;
+  train_adamw_init(&o, n);
+  o.sgd = 1;
+  o.momentum = 0.5f;
+  o.lr = 0.1f;
+  o.wd = 0;
+  o.scale = scale;
+  scale[o_pe + 3] = 0; /* frozen */
+  train_adamw_step(&o, m.params, g, n);
+  train_adamw_step(&o, m.params, g, n);
+  ck_assert_double_eq_tol(m.params[o_te], 3 - 0.1 * s_te * 2.5, 1e-5);
+  ck_assert_double_eq_tol(m.params[o_te + 1], -4 - 0.1 * s_te * 2.5, 1e-5);
+  ck_assert_double_eq_tol(m.params[o_pe], 2 - 0.1 * s_pe * 2.5, 1e-5);
+  ck_assert_double_eq_tol(m.params[o_ub], -0.1 * s_rest * 2.5, 1e-5);
+  ck_assert(memcmp(&m.params[o_pe + 3], &p0[o_pe + 3], sizeof(float)) == 0);
+  ck_assert(o.m[o_pe + 3] == 0.0f && o.v[o_pe + 3] == 0.0f);
+  /* plain SGD with decoupled decay: p -= lr * scale * (g + wd * p) */
+  memcpy(m.params, p0, n * sizeof *p0);
+  memset(o.m, 0, n * sizeof *o.m);
+  o.momentum = 0;
+  o.wd = 0.5f;
+  train_adamw_step(&o, m.params, g, n);
+  ck_assert_double_eq_tol(m.params[o_te], 3 - 0.1 * s_te * (1 + 0.5 * 3), 1e-5);
+  ck_assert_double_eq_tol(m.params[o_pe], 2 - 0.1 * s_pe * (1 + 0.5 * 2), 1e-5);
+  /* AdamW's first step: m_hat = g, v_hat = g^2, so it moves lr * scale */
+  memcpy(m.params, p0, n * sizeof *p0);
+  memset(o.m, 0, n * sizeof *o.m);
+  o.sgd = 0;
+  o.wd = 0;
+  o.step = 0;
+  for (size_t i = 0; i < n; i++) g[i] = i % 3 ? 0.25f : -7.0f;
+  train_adamw_step(&o, m.params, g, n);
+  ck_assert_double_eq_tol(m.params[o_te + 1], -4 - 0.1 * s_te, 1e-5);
+  ck_assert_double_eq_tol(m.params[o_te], 3 + 0.1 * s_te, 1e-5);
+  ck_assert(memcmp(&m.params[o_pe + 3], &p0[o_pe + 3], sizeof(float)) == 0);
+  train_adamw_free(&o); /* frees scale */
+  raspM_free(g);
+  raspM_free(p0);
+  raspN_free(&m);
+}
+END_TEST
+
+/* --init-noise S: each tensor gets Gaussian noise of RMS S times its own
+** RMS (measured over 6400 entries: within 5%); a tensor of zeros stays. */
+START_TEST(test_noise_relative) {
+  rasp_model_config c = tiny(1, 0, 1, 0);
+  c.vocab_size = 100;
+  c.d_model = 64;
+  c.n_heads = 2;
+  c.d_head = 32;
+  rasp_model m;
+  rasp_error err = {0};
+  ck_assert_int_eq(raspN_init(&m, &c, &err), 0);
+  float *te = raspN_data(&m, "tok_emb"), *pe = raspN_data(&m, "pos_emb");
+  size_t nte = raspN_tensor(&m, "tok_emb")->size, npe = raspN_tensor(&m, "pos_emb")->size;
+  for (size_t i = 0; i < nte; i++) te[i] = i % 2 ? 2.0f : -2.0f;
+  for (size_t i = 0; i < npe; i++) pe[i] = 50.0f;
+  train_add_noise(&m, 0.1f, 5);
+  double s = 0, sp = 0;
+  for (size_t i = 0; i < nte; i++) s += pow(te[i] - (i % 2 ? 2.0 : -2.0), 2);
+  for (size_t i = 0; i < npe; i++) sp += pow(pe[i] - 50.0, 2);
+  double r = sqrt(s / (double)nte), rp = sqrt(sp / (double)npe);
+  ck_assert_msg(fabs(r - 0.2) < 0.01, "tok_emb noise RMS %g, want 0.2", r);
+  ck_assert_msg(rp > 3 && rp < 7, "pos_emb noise RMS %g, want about 5", rp);
+  const float *ub = raspN_data(&m, "unembed_b");
+  for (size_t i = 0; i < raspN_tensor(&m, "unembed_b")->size; i++) ck_assert(ub[i] == 0.0f);
+  raspN_free(&m);
+}
+END_TEST
+
 /* Runs a shell command line; returns its exit status, its stderr in err. */
 static int run_cmd(const char *line, char *errbuf, size_t size) {
   char cmd[8192];
@@ -809,6 +921,8 @@ static Suite *train_suite(void) {
   tcase_add_test(tc, test_compiled_init);
   tcase_add_test(tc, test_compiled_init_encoder);
   tcase_add_test(tc, test_compiled_encoder_binaries);
+  tcase_add_test(tc, test_lr_scale_rms_hand);
+  tcase_add_test(tc, test_noise_relative);
   suite_add_tcase(s, tc);
   return s;
 }
