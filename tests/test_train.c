@@ -794,6 +794,107 @@ START_TEST(test_noise_relative) {
 }
 END_TEST
 
+/* --widen K (train_widen) on the adapted encoder readout: K more residual
+** dimensions, ceil(K / d_head) more heads, 4K more units, random at a large
+** scale (0.5) so that a leak would show; the logits at every position equal
+** the unwidened model's (to float rounding: the sums have more, zero,
+** terms); the mask marks exactly the old parameters; and one training step
+** with the mask frozen (scale 0) leaves them bit-identical while the added
+** weights move. */
+START_TEST(test_widen_unchanged) {
+  rasp_task_opts t;
+  enc_task(&t);
+  int n = raspT_length(&t), nout = t.V + 9, mask = train_mask_id(&t);
+  char dir[] = "/tmp/test_train.XXXXXX", stem[300], cmd[400];
+  ck_assert_ptr_nonnull(mkdtemp(dir));
+  snprintf(stem, sizeof stem, "%s/enc", dir);
+  enc_compile("encoder2_backward_targets", 1, stem);
+  rasp_error err = {0};
+  rasp_model m;
+  ck_assert_msg(raspN_load(&m, stem, &err) == 0, "%s", err.msg);
+  ck_assert_msg(train_adapt_compiled(&m, "enc", &t, 1, nout, n, -2, &err) == 0, "%s",
+                err.msg);
+  int bos = m.cfg.bos_token;
+  enum { B = 4 };
+  int tok[B * 32];
+  rasp_sample s;
+  memset(&s, 0, sizeof s);
+  for (int b = 0; b < B; b++) {
+    ck_assert_msg(raspT_sample(&t, 2000, (uint64_t)b, &s, &err) == 0, "%s", err.msg);
+    int *row = tok + b * (n + 1);
+    row[0] = bos;
+    for (int i = 0; i < n; i++)
+      row[i + 1] = i >= s.ans_start && i < s.ans_start + t.M ? mask : s.tokens[i];
+  }
+  raspT_sample_free(&s);
+  size_t R = (size_t)B * (n + 1) * nout;
+  float *before = raspM_alloc(R * sizeof *before);
+  train_net net;
+  ck_assert_int_eq(train_net_init(&net, &m, B, n + 1, 0.0f, &err), 0);
+  train_forward(&net, tok, B, n + 1);
+  memcpy(before, net.logits, R * sizeof *before);
+  train_net_free(&net);
+  rasp_model_config c0 = m.cfg;
+  size_t n0 = m.nparams;
+  unsigned char *mk = NULL;
+  int K = 5;
+  ck_assert_msg(train_widen(&m, K, 0.5f, 9, &mk, &err) == 0, "%s", err.msg);
+  ck_assert_int_eq(m.cfg.d_model, c0.d_model + K);
+  ck_assert_int_eq(m.cfg.n_heads, c0.n_heads + (K + c0.d_head - 1) / c0.d_head);
+  ck_assert_int_eq(m.cfg.d_mlp, c0.d_mlp + 4 * K);
+  size_t marked = 0;
+  for (size_t i = 0; i < m.nparams; i++) marked += mk[i];
+  ck_assert_uint_eq(marked, n0);
+  ck_assert_int_eq(train_net_init(&net, &m, B, n + 1, 0.0f, &err), 0);
+  train_forward(&net, tok, B, n + 1);
+  double worst = 0;
+  for (size_t i = 0; i < R; i++) {
+    double d = fabs((double)net.logits[i] - before[i]) / (1 + fabs(before[i]));
+    if (d > worst) worst = d;
+  }
+  ck_assert_msg(worst < 1e-5, "widened logits differ by %g", worst);
+  /* one step with the old parameters frozen */
+  float *p0 = raspM_alloc(m.nparams * sizeof *p0);
+  memcpy(p0, m.params, m.nparams * sizeof *p0);
+  int tgt[B * 32];
+  float w[B * 32];
+  for (int i = 0; i < B * (n + 1); i++) {
+    tgt[i] = 1 + i % t.V;
+    w[i] = 1;
+  }
+  train_zero_grad(&net);
+  train_loss(&net, tgt, w, 1.0f, 1, NULL);
+  train_backward(&net);
+  train_adamw o;
+  train_adamw_init(&o, m.nparams);
+  o.scale = raspM_alloc(m.nparams * sizeof *o.scale);
+  for (size_t i = 0; i < m.nparams; i++) o.scale[i] = mk[i] ? 0.0f : 1.0f;
+  o.lr = 0.01f;
+  train_adamw_step(&o, m.params, net.grad, m.nparams);
+  size_t moved = 0;
+  for (size_t i = 0; i < m.nparams; i++) {
+    if (mk[i]) ck_assert(memcmp(&m.params[i], &p0[i], sizeof(float)) == 0);
+    else moved += m.params[i] != p0[i];
+  }
+  ck_assert_uint_gt(moved, (m.nparams - n0) / 2);
+  train_adamw_free(&o);
+  raspM_free(p0);
+  train_net_free(&net);
+  raspM_free(mk);
+  raspM_free(before);
+  /* layer norm would mix the new dimensions in: refused */
+  rasp_model_config lc = tiny(1, 1, 1, 0);
+  rasp_model lm;
+  ck_assert_int_eq(raspN_init(&lm, &lc, &err), 0);
+  ck_assert_int_eq(train_widen(&lm, 2, 0.02f, 1, &mk, &err), -1);
+  ck_assert_msg(strstr(err.msg, "layer norm") != NULL, "%s", err.msg);
+  raspN_free(&lm);
+  raspN_free(&m);
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
 /* Runs a shell command line; returns its exit status, its stderr in err. */
 static int run_cmd(const char *line, char *errbuf, size_t size) {
   char cmd[8192];
@@ -905,6 +1006,137 @@ START_TEST(test_compiled_encoder_binaries) {
 }
 END_TEST
 
+/* The protocols through the binary, on the encoder readout of
+** test_compiled_encoder_binaries:
+**   - --init-mix 0 gives the compiled run's step-0 row, field for field;
+**     --init-mix 1 the step-0 accuracies and loss of compare's random arm;
+**   - --widen 3 the compiled run's step-0 accuracies (loss to 1e-4);
+**   - --widen 3 --freeze compiled: after 1 epoch and after resuming to 3,
+**     every compiled entry is bit-identical (to the first checkpoint, and
+**     to the compiled model adapted and widened in process), while added
+**     weights moved; the distance from the compiled point is logged;
+**   - resuming with another optimiser is refused, naming it; bad
+**     combinations are usage errors (status 2). */
+START_TEST(test_protocols_binaries) {
+  const char *bd = getenv("top_builddir");
+  if (!bd || !*bd) bd = ".";
+  char train[4200], dir[] = "/tmp/test_train.XXXXXX", cmd[16384], out[8192];
+  snprintf(train, sizeof train, "%s/trainer/rasp-train", bd);
+  ck_assert_msg(access(train, X_OK) == 0, "no binaries under top_builddir '%s'", bd);
+  ck_assert_ptr_nonnull(mkdtemp(dir));
+  char stem[400];
+  snprintf(stem, sizeof stem, "%s/enc", dir);
+  enc_compile("encoder2_backward_targets", 1, stem);
+  const char *targs = "--D 2 --M 3 --V 6 --st-names --no-bos --no-eos --model encoder "
+                      "--train 16 --test 16 --batch 8 --micro 8 --lr 1e-3 --dropout 0 "
+                      "--threads 1";
+  const char *runs[][2] = {
+      {"base", ""},
+      {"mix0", "--init-mix 0"},
+      {"mix1", "--init-mix 1"},
+      {"wide", "--widen 3"},
+      {"frozen", "--widen 3 --freeze compiled --optim sgd --momentum 0.9 --lr-scale rms"},
+  };
+  for (int k = 0; k < 5; k++) {
+    snprintf(cmd, sizeof cmd, "'%s' %s --init '%s' --epochs 1 --out '%s/%s' %s", train, targs,
+             stem, dir, runs[k][0], runs[k][1]);
+    ck_assert_msg(run_cmd(cmd, out, sizeof out) == 0, "%s: %s", cmd, out);
+  }
+  snprintf(cmd, sizeof cmd, "'%s' compare %s --init '%s' --max-steps 1 --eval-every 1 "
+           "--out '%s'", train, targs, stem, dir);
+  ck_assert_msg(run_cmd(cmd, out, sizeof out) == 0, "%s", out);
+  char p[5][400], cmp[400];
+  for (int k = 0; k < 5; k++) snprintf(p[k], sizeof p[k], "%s/%s/trial0.csv", dir, runs[k][0]);
+  snprintf(cmp, sizeof cmp, "%s/compare.csv", dir);
+  /* trial CSV: val_loss 5, seq 6, tok 7, lead 8, pos 9..11, seconds 12,
+  ** dist_compiled 13; compare.csv: val_loss 3, lead 4, seq 5, tok 6,
+  ** pos 8..10, dist_compiled 11 */
+  ck_assert(csv_field(p[0], "0,0,0,", 8) == 1.0);
+  for (int f = 5; f <= 13; f++)
+    ck_assert_msg(csv_field(p[1], "0,0,0,", f) == csv_field(p[0], "0,0,0,", f),
+                  "--init-mix 0, field %d", f);
+  static const int tf[] = {5, 6, 7, 8, 9, 10, 11}, cf[] = {3, 5, 6, 4, 8, 9, 10};
+  for (int i = 0; i < 7; i++) {
+    double a = csv_field(p[2], "0,0,0,", tf[i]), b = csv_field(cmp, "0,random,", cf[i]);
+    ck_assert_msg(a == b, "--init-mix 1 field %d: %g, compare's random arm %g", tf[i], a, b);
+  }
+  ck_assert(csv_field(p[2], "0,0,0,", 13) > 0); /* far from the compiled point */
+  ck_assert(csv_field(cmp, "0,compiled,", 11) == 0);
+  ck_assert(csv_field(cmp, "0,random,", 11) == csv_field(p[2], "0,0,0,", 13));
+  ck_assert_double_eq_tol(csv_field(p[3], "0,0,0,", 5), csv_field(p[0], "0,0,0,", 5), 1e-4);
+  for (int f = 6; f <= 11; f++)
+    ck_assert_msg(csv_field(p[3], "0,0,0,", f) == csv_field(p[0], "0,0,0,", f),
+                  "--widen 3, field %d", f);
+  /* frozen: the first checkpoint, then two more epochs */
+  snprintf(cmd, sizeof cmd, "cp '%s/frozen/trial0.g000001.json' '%s/first.json' && "
+           "cp '%s/frozen/trial0.g000001.safetensors' '%s/first.safetensors'", dir, dir,
+           dir, dir);
+  ck_assert_int_eq(system(cmd), 0);
+  snprintf(cmd, sizeof cmd, "'%s' %s --init '%s' --epochs 3 --out '%s/frozen' %s --resume",
+           train, targs, stem, dir, runs[4][1]);
+  ck_assert_msg(run_cmd(cmd, out, sizeof out) == 0, "%s", out);
+  ck_assert(csv_field(p[4], "0,3,", 13) > 0);
+  rasp_model a, b, c;
+  rasp_error err = {0};
+  char sa[400], sb[400];
+  snprintf(sa, sizeof sa, "%s/first", dir);
+  snprintf(sb, sizeof sb, "%s/frozen/trial0.g000003", dir);
+  ck_assert_msg(raspN_load(&a, sa, &err) == 0, "%s", err.msg);
+  ck_assert_msg(raspN_load(&b, sb, &err) == 0, "%s", err.msg);
+  ck_assert_msg(raspN_load(&c, stem, &err) == 0, "%s", err.msg);
+  rasp_task_opts t;
+  enc_task(&t);
+  ck_assert_msg(train_adapt_compiled(&c, "enc", &t, 1, t.V + 9, raspT_length(&t), -2, &err) == 0,
+                "%s", err.msg);
+  unsigned char *mk;
+  ck_assert_msg(train_widen(&c, 3, 0.02f, 1, &mk, &err) == 0, "%s", err.msg);
+  ck_assert_uint_eq(a.nparams, c.nparams);
+  ck_assert_uint_eq(b.nparams, c.nparams);
+  const rasp_tensor *ub = raspN_tensor(&c, "unembed_b"); /* its floor is the run's */
+  size_t moved = 0, frozen = 0;
+  for (size_t i = 0; i < c.nparams; i++) {
+    if (!mk[i]) {
+      moved += a.params[i] != b.params[i];
+      continue;
+    }
+    ck_assert_msg(memcmp(&a.params[i], &b.params[i], sizeof(float)) == 0, "param %zu moved", i);
+    if (i < ub->offset || i >= ub->offset + ub->size)
+      ck_assert_msg(memcmp(&b.params[i], &c.params[i], sizeof(float)) == 0,
+                    "param %zu is not the compiled one", i);
+    frozen++;
+  }
+  ck_assert_uint_gt(moved, 0);
+  ck_assert_uint_gt(frozen, 1000);
+  raspM_free(mk);
+  raspN_free(&a);
+  raspN_free(&b);
+  raspN_free(&c);
+  /* resuming with another optimiser is refused */
+  snprintf(cmd, sizeof cmd, "'%s' %s --init '%s' --epochs 4 --out '%s/frozen' --widen 3 "
+           "--freeze compiled --resume", train, targs, stem, dir);
+  ck_assert_int_eq(run_cmd(cmd, out, sizeof out), 1);
+  ck_assert_msg(strstr(out, "--optim not set (checkpoint: sgd)") != NULL, "%s", out);
+  /* usage errors */
+  const char *bad[][2] = {
+      {"--momentum 0.9", "--optim sgd"},
+      {"--freeze compiled", "--widen"},
+      {"--optim sgd --momentum 1", "[0, 1)"},
+      {"--lr-scale xy", "none or rms"},
+      {"--init-mix 1.5", "[0, 1]"},
+  };
+  for (int k = 0; k < 5; k++) {
+    snprintf(cmd, sizeof cmd, "'%s' %s --init '%s' %s", train, targs, stem, bad[k][0]);
+    ck_assert_msg(run_cmd(cmd, out, sizeof out) == 2, "%s: %s", bad[k][0], out);
+    ck_assert_msg(strstr(out, bad[k][1]) != NULL, "%s: %s", bad[k][0], out);
+  }
+  snprintf(cmd, sizeof cmd, "'%s' %s --init-mix 0.5", train, targs);
+  ck_assert_int_eq(run_cmd(cmd, out, sizeof out), 2);
+  ck_assert_msg(strstr(out, "needs --init STEM") != NULL, "%s", out);
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
 static Suite *train_suite(void) {
   Suite *s = suite_create("train");
   TCase *tc = tcase_create("core");
@@ -923,6 +1155,8 @@ static Suite *train_suite(void) {
   tcase_add_test(tc, test_compiled_encoder_binaries);
   tcase_add_test(tc, test_lr_scale_rms_hand);
   tcase_add_test(tc, test_noise_relative);
+  tcase_add_test(tc, test_widen_unchanged);
+  tcase_add_test(tc, test_protocols_binaries);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -88,6 +88,10 @@ typedef struct opts {
   int encoder;
   rasp_model_config arch;
   float dropout, lr, wd, stop_loss, init_noise;
+  /* protocols (doc/training.md): optimiser, per-tensor learning rates,
+  ** frozen compiled weights, widening, mixing with a random init */
+  int sgd, lr_rms, freeze, widen, mix_given;
+  float momentum, init_mix, widen_scale;
   int batch, micro, epochs, trials, ntrain, ntest, eval_every, threads;
   long max_steps;
   uint64_t seed, train_seed, test_seed;
@@ -104,12 +108,14 @@ static void usage(FILE *f) {
       " model: --model decoder|encoder --objective tf|iar|nar --layers N\n"
       "        --d-model N --heads N --d-mlp N --pos learned|none --ln pre|none\n"
       "        --act relu|gelu --init random|STEM --init-noise SIGMA\n"
-      "        --reinit-layers L,L,...\n"
+      "        --reinit-layers L,L,... --init-mix A --widen K\n"
+      "        --widen-scale S --freeze none|compiled\n"
       "        (--init STEM from rasp compile: decoder: a causal program,\n"
       "        e.g. readout6_causal; encoder: rasp compile --encoder of\n"
       "        programs/encoder*.rasp; same --D --M --V, --st-names\n"
       "        --no-bos --no-eos)\n"
-      " train: --lr X --wd X --dropout X --batch N --micro N --epochs N\n"
+      " train: --optim adamw|sgd --momentum X --lr X --lr-scale none|rms\n"
+      "        --wd X --dropout X --batch N --micro N --epochs N\n"
       "        --max-steps N --stop-loss X --seed N --trials N --train N\n"
       "        --test N --train-seed N --test-seed N --eval-every STEPS\n"
       "        --threads N --out DIR --resume\n",
@@ -140,6 +146,14 @@ static int parse_float(const char *s, double lo, double hi, float *out) {
   return 0;
 }
 
+/* The last value given for option name (for messages). */
+static const char *argv_value(int argc, char **argv, const char *name) {
+  const char *v = "";
+  for (int i = 1; i + 1 < argc; i++)
+    if (!strcmp(argv[i], name)) v = argv[i + 1];
+  return v;
+}
+
 /* Returns 0, or the exit status (2) after a message. */
 static int parse_opts(int argc, char **argv, opts *o) {
   memset(o, 0, sizeof *o);
@@ -163,7 +177,9 @@ static int parse_opts(int argc, char **argv, opts *o) {
   o->test_seed = 2000;
   o->threads = 0;
   o->init = "random";
+  o->widen_scale = 0.02f;
   const char *objname = NULL;
+  int momentum_given = 0;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     if (i == 1 && !strcmp(a, "compare")) {
@@ -227,6 +243,21 @@ static int parse_opts(int argc, char **argv, opts *o) {
     FLT("--dropout", 0, 0.95, o->dropout)
     FLT("--stop-loss", 0, 1e9, o->stop_loss)
     FLT("--init-noise", 0, 1e3, o->init_noise)
+    FLT("--widen-scale", 0, 10, o->widen_scale)
+    if (!strcmp(a, "--init-mix")) {
+      if (parse_float(v, 0, 1, &f)) return bad_opt(a, v, "expected a number in [0, 1]");
+      o->init_mix = f;
+      o->mix_given = 1;
+      continue;
+    }
+    if (!strcmp(a, "--momentum")) {
+      if (parse_float(v, 0, 1, &f) || f >= 1)
+        return bad_opt(a, v, "expected a number in [0, 1)");
+      o->momentum = f;
+      momentum_given = 1;
+      continue;
+    }
+    INT("--widen", 0, 4096, o->widen)
 #undef INT
 #undef FLT
     if (!strcmp(a, "--order")) {
@@ -264,6 +295,18 @@ static int parse_opts(int argc, char **argv, opts *o) {
       if (!strcmp(v, "relu")) o->arch.gelu = 0;
       else if (!strcmp(v, "gelu")) o->arch.gelu = 1;
       else return bad_opt(a, v, "expected relu or gelu");
+    } else if (!strcmp(a, "--optim")) {
+      if (!strcmp(v, "adamw")) o->sgd = 0;
+      else if (!strcmp(v, "sgd")) o->sgd = 1;
+      else return bad_opt(a, v, "expected adamw or sgd");
+    } else if (!strcmp(a, "--lr-scale")) {
+      if (!strcmp(v, "none")) o->lr_rms = 0;
+      else if (!strcmp(v, "rms")) o->lr_rms = 1;
+      else return bad_opt(a, v, "expected none or rms");
+    } else if (!strcmp(a, "--freeze")) {
+      if (!strcmp(v, "none")) o->freeze = 0;
+      else if (!strcmp(v, "compiled")) o->freeze = 1;
+      else return bad_opt(a, v, "expected none or compiled");
     } else if (!strcmp(a, "--init")) {
       o->init = v;
     } else if (!strcmp(a, "--reinit-layers")) {
@@ -302,6 +345,19 @@ static int parse_opts(int argc, char **argv, opts *o) {
     return bad_opt("--init", o->init, "compare needs a model stem");
   if (o->resume && !o->out)
     return bad_opt("--resume", "", "needs --out DIR");
+  if (momentum_given && !o->sgd)
+    return bad_opt("--momentum", argv_value(argc, argv, "--momentum"),
+                   "momentum is for --optim sgd (AdamW has its own)");
+  int rnd = !strcmp(o->init, "random");
+  if (rnd && o->mix_given)
+    return bad_opt("--init-mix", argv_value(argc, argv, "--init-mix"),
+                   "needs --init STEM (the model to mix with a random one)");
+  if (rnd && o->widen)
+    return bad_opt("--widen", argv_value(argc, argv, "--widen"),
+                   "needs --init STEM of a compiled model");
+  if (o->freeze && !o->widen)
+    return bad_opt("--freeze", "compiled", "nothing would train: add capacity "
+                   "with --widen K");
   return 0;
 }
 
@@ -627,14 +683,24 @@ static uint64_t fnv1a(const void *p, size_t n) { return raspN_fnv1a(RASPN_FNV0, 
 /* prefix: the BOS id to put before every sequence (compiled models), or
 ** -1.  d: training data (for the compiled logits' range).  init_fnv:
 ** FNV-1a of the --init model's parameters as loaded (0 for a random init),
-** for the checkpoint's configuration. */
+** for the checkpoint's configuration.  For an --init model, *ref gets the
+** starting point before --init-mix, --reinit-layers and --init-noise (the
+** compiled point, widened by --widen: what distances are measured from)
+** and *mask marks its entries that came from the --init model (all but
+** --widen's); both NULL for a random init.
+**
+** The order: adapt a compiled readout, widen, mix with the random init of
+** the same architecture and seed as compare's random arm (so --init-mix 1
+** is that arm, bit for bit), re-initialise layers, add noise. */
 static int make_model(const opts *o, int trial, int random_init,
                       const rasp_model_config *like, const dataset *d,
                       rasp_model *m, int *prefix, uint64_t *init_fnv,
-                      rasp_error *err) {
+                      unsigned char **mask, float **ref, rasp_error *err) {
   int len = raspT_length(&o->task), vocab = o->task.V + 9;
   *prefix = -1;
   *init_fnv = 0;
+  *mask = NULL;
+  *ref = NULL;
   if (!random_init) {
     if (raspN_load(m, o->init, err)) return -1;
     *init_fnv = fnv1a(m->params, m->nparams * sizeof(float));
@@ -687,14 +753,47 @@ static int make_model(const opts *o, int trial, int random_init,
     if (raspN_init(m, &c, err)) return -1;
     train_init_params(m, o->seed * 1000003 + (uint64_t)trial);
   }
+  if (!random_init) {
+    if (o->widen && *prefix < 0) { /* only compiled models get a prefix */
+      raspR_setnopos(err, "--widen: '%s' is not a compiled model", o->init);
+      raspN_free(m);
+      return -1;
+    }
+    if (o->widen) {
+      if (train_widen(m, o->widen, o->widen_scale,
+                      o->seed * 1000003 + (uint64_t)trial, mask, err)) {
+        raspN_free(m);
+        return -1;
+      }
+      if (trial == 0)
+        fprintf(stderr, "rasp-train: widened by %d: d_model %d, %d heads, "
+                        "d_mlp %d\n", o->widen, m->cfg.d_model,
+                m->cfg.n_heads, m->cfg.d_mlp);
+    } else {
+      *mask = raspM_alloc(m->nparams ? m->nparams : 1);
+      memset(*mask, 1, m->nparams);
+    }
+    *ref = raspM_alloc((m->nparams ? m->nparams : 1) * sizeof(float));
+    memcpy(*ref, m->params, m->nparams * sizeof(float));
+  }
+  if (!random_init && o->init_mix > 0) {
+    /* (1 - A) x compiled + A x random: in float, so A = 1 gives the random
+    ** weights exactly (0 * w + r = r) and A = 0 the compiled ones */
+    rasp_model rm;
+    if (raspN_init(&rm, &m->cfg, err)) goto fail;
+    train_init_params(&rm, o->seed * 1000003 + (uint64_t)trial);
+    float A = o->init_mix;
+    for (size_t i = 0; i < m->nparams; i++)
+      m->params[i] = (1.0f - A) * m->params[i] + A * rm.params[i];
+    raspN_free(&rm);
+  }
   if (!random_init && o->reinit) {
     for (const char *p = o->reinit; *p;) {
       int l = atoi(p);
       if (l >= m->cfg.n_layers) {
         raspR_setnopos(err, "--reinit-layers: layer %d, the model has %d", l,
                        m->cfg.n_layers);
-        raspN_free(m);
-        return -1;
+        goto fail;
       }
       train_reinit_layer(m, l, o->seed + (uint64_t)trial);
       p = strchr(p, ',');
@@ -705,6 +804,13 @@ static int make_model(const opts *o, int trial, int random_init,
   if (!random_init && o->init_noise > 0)
     train_add_noise(m, o->init_noise, o->seed + (uint64_t)trial);
   return 0;
+fail:
+  raspN_free(m);
+  raspM_free(*mask);
+  raspM_free(*ref);
+  *mask = NULL;
+  *ref = NULL;
+  return -1;
 }
 
 /* ---- training ----------------------------------------------------------- */
@@ -721,6 +827,8 @@ typedef struct trainer {
   int prefix; /* BOS id prepended (compiled architectures), or -1 */
   int T;      /* model positions */
   uint64_t init_fnv; /* the --init model's parameters (make_model) */
+  unsigned char *mask; /* make_model's: entries from the --init model */
+  float *ref;          /* the compiled point (make_model), or NULL */
 } trainer;
 
 static int trainer_init(trainer *t, const opts *o, int trial, int random_init,
@@ -729,7 +837,7 @@ static int trainer_init(trainer *t, const opts *o, int trial, int random_init,
   memset(t, 0, sizeof *t);
   t->o = o;
   if (make_model(o, trial, random_init, like, d, &t->m, &t->prefix,
-                 &t->init_fnv, err))
+                 &t->init_fnv, &t->mask, &t->ref, err))
     return -1;
   int len = raspT_length(&o->task), T = model_len(o, len) + (t->prefix >= 0);
   t->T = T;
@@ -741,6 +849,24 @@ static int trainer_init(trainer *t, const opts *o, int trial, int random_init,
   train_adamw_init(&t->opt, t->m.nparams);
   t->opt.lr = o->lr;
   t->opt.wd = o->wd;
+  t->opt.sgd = o->sgd;
+  t->opt.momentum = o->momentum;
+  if (o->lr_rms || (o->freeze && t->mask)) {
+    size_t n = t->m.nparams;
+    t->opt.scale = raspM_alloc((n ? n : 1) * sizeof(float));
+    if (o->lr_rms) {
+      /* each tensor's RMS at the compiled point (its own init for a
+      ** random model), over the compiled entries */
+      rasp_model view = t->m;
+      if (t->ref) view.params = t->ref;
+      train_lr_scale_rms(&view, t->mask, t->opt.scale);
+    } else {
+      for (size_t i = 0; i < n; i++) t->opt.scale[i] = 1.0f;
+    }
+    if (o->freeze && t->mask)
+      for (size_t i = 0; i < n; i++)
+        if (t->mask[i]) t->opt.scale[i] = 0.0f;
+  }
   size_t BT = (size_t)o->batch * T;
   t->in = raspM_alloc(BT * sizeof(int));
   t->tgt = raspM_alloc(BT * sizeof(int));
@@ -751,6 +877,8 @@ static int trainer_init(trainer *t, const opts *o, int trial, int random_init,
 }
 
 static void trainer_free(trainer *t) {
+  raspM_free(t->mask);
+  raspM_free(t->ref);
   train_net_free(&t->net);
   train_adamw_free(&t->opt);
   raspN_free(&t->m);
@@ -759,6 +887,21 @@ static void trainer_free(trainer *t) {
   raspM_free(t->apos);
   raspM_free(t->w);
   raspM_free(t->seq);
+}
+
+/* The L2 distance of the weights from ref (the compiled point), as CSV
+** text into buf; empty without one. */
+static const char *dist_text(const trainer *t, const float *ref, char *buf,
+                             size_t size) {
+  buf[0] = 0;
+  if (!ref) return buf;
+  double s = 0;
+  for (size_t i = 0; i < t->m.nparams; i++) {
+    double d = (double)t->m.params[i] - ref[i];
+    s += d * d;
+  }
+  snprintf(buf, size, "%.6g", sqrt(s));
+  return buf;
 }
 
 /* Encodes the batch of samples idx[0..b) for epoch e (the permutation of
@@ -861,7 +1004,7 @@ static void csv_header(logbuf *f, const opts *o) {
   lb_printf(f, "trial,epoch,step,train_loss,train_eval_loss,val_loss,val_seq_acc,"
                "val_tok_acc,val_lead_acc");
   for (int k = 0; k < answer_len(o); k++) lb_printf(f, ",val_pos%d_acc", k);
-  lb_printf(f, ",seconds\n");
+  lb_printf(f, ",seconds,dist_compiled\n");
 }
 
 /* The shortest "%g" text that reads back as f. */
@@ -903,6 +1046,16 @@ static void config_text(logbuf *b, const opts *o, const trainer *t) {
   lb_printf(b, "--init %s\n--init-noise %s\n--reinit-layers %s\n", o->init,
             ftext(f1, sizeof f1, o->init_noise), o->reinit ? o->reinit : "none");
   if (t->init_fnv) lb_printf(b, "init-weights %016llx\n", (unsigned long long)t->init_fnv);
+  /* the protocols, each only when not the default, so that checkpoints
+  ** made before they existed still resume */
+  if (o->init_mix > 0) lb_printf(b, "--init-mix %s\n", ftext(f1, sizeof f1, o->init_mix));
+  if (o->widen)
+    lb_printf(b, "--widen %d\n--widen-scale %s\n", o->widen,
+              ftext(f1, sizeof f1, o->widen_scale));
+  if (o->freeze) lb_printf(b, "--freeze compiled\n");
+  if (o->sgd)
+    lb_printf(b, "--optim sgd\n--momentum %s\n", ftext(f1, sizeof f1, o->momentum));
+  if (o->lr_rms) lb_printf(b, "--lr-scale rms\n");
   lb_printf(b, "--lr %s\n--wd %s\n--dropout %s\n--batch %d\n--micro %d\n"
                "--train %d\n--test %d\n--seed %llu\n--train-seed %llu\n"
                "--test-seed %llu\n",
@@ -1001,11 +1154,16 @@ static int run_trial(const opts *o, int trial, const dataset *tr,
     for (int k = 0; k < answer_len(o) && k < 64; k++)
       fprintf(stderr, " %.3f", mv.pos_acc[k]);
     fprintf(stderr, "\n");
+    char dist[32];
+    dist_text(&t, t.ref, dist, sizeof dist);
+    if (t.ref)
+      fprintf(stderr, "trial %d before training: L2 distance from the compiled "
+                      "point %s\n", trial, dist);
     if (o->out) {
       lb_printf(&csv, "%d,0,0,,%.6g,%.6g,%.6g,%.6g,%.6g", trial, mt.loss,
                 mv.loss, mv.seq_acc, mv.tok_acc, mv.lead_acc);
       for (int k = 0; k < answer_len(o); k++) lb_printf(&csv, ",%.6g", mv.pos_acc[k]);
-      lb_printf(&csv, ",0\n");
+      lb_printf(&csv, ",0,%s\n", dist);
       if (lb_commit(&csv, csvp, err)) rc = -1;
     }
     memset(&mv, 0, sizeof mv);
@@ -1035,12 +1193,14 @@ static int run_trial(const opts *o, int trial, const dataset *tr,
     double secs = (double)(w1.tv_sec - w0.tv_sec) + 1e-9 * (double)(w1.tv_nsec - w0.tv_nsec);
     if (mv.loss < st.best_val) st.best_val = mv.loss;
     res->train_loss = mt.loss;
+    char dist[32];
+    dist_text(&t, t.ref, dist, sizeof dist);
     if (o->out) {
       lb_printf(&csv, "%d,%d,%ld,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g", trial, st.epoch,
                 st.step, nb ? eloss / nb : 0, mt.loss, mv.loss, mv.seq_acc,
                 mv.tok_acc, mv.lead_acc);
       for (int k = 0; k < answer_len(o); k++) lb_printf(&csv, ",%.6g", mv.pos_acc[k]);
-      lb_printf(&csv, ",%.2f\n", secs);
+      lb_printf(&csv, ",%.2f,%s\n", secs, dist);
       if (lb_commit(&csv, csvp, err)) {
         rc = -1;
         break;
@@ -1049,6 +1209,9 @@ static int run_trial(const opts *o, int trial, const dataset *tr,
     fprintf(stderr, "trial %d epoch %d step %ld: train %.4f val %.4f seq %.3f "
                     "lead %.3f (%.1fs)\n", trial, st.epoch, st.step,
             nb ? eloss / nb : 0, mv.loss, mv.seq_acc, mv.lead_acc, secs);
+    if (t.ref)
+      fprintf(stderr, "trial %d epoch %d: L2 distance from the compiled point "
+                      "%s\n", trial, st.epoch, dist);
     if (mv.loss < o->stop_loss) st.done = 1;
     if (o->max_steps && st.step >= o->max_steps) st.done = 1;
     if (st.epoch >= o->epochs) st.done = 1;
@@ -1119,6 +1282,9 @@ static int run_compare(const opts *o, const dataset *tr, const dataset *te,
     trainer_free(&tc);
     return -1;
   }
+  /* both arms measure their distance from the compiled point */
+  tr0.ref = raspM_alloc((tc.m.nparams ? tc.m.nparams : 1) * sizeof(float));
+  memcpy(tr0.ref, tc.ref, tc.m.nparams * sizeof(float));
   const char *dir = o->out ? o->out : ".";
   /* gnuplot reads a file name that starts with '<' as a shell command:
   ** relative paths get "./" in front */
@@ -1132,7 +1298,7 @@ static int run_compare(const opts *o, const dataset *tr, const dataset *te,
   lb_printf(&f, "step,init,train_loss,val_loss,val_lead_acc,val_seq_acc,"
                 "val_tok_acc,val_other_acc");
   for (int k = 0; k < A && k < 64; k++) lb_printf(&f, ",val_pos%d_acc", k);
-  lb_printf(&f, "\n");
+  lb_printf(&f, ",dist_compiled\n");
   int every = o->eval_every ? o->eval_every : 10;
   int nev = te->n < 500 ? te->n : 500;
   int *ord = raspM_alloc((size_t)tr->n * sizeof *ord);
@@ -1152,7 +1318,8 @@ static int run_compare(const opts *o, const dataset *tr, const dataset *te,
     lb_printf(&f, ",%.6g,%.6g,%.6g,%.6g,%.6g", mv.loss, mv.lead_acc,           \
               mv.seq_acc, mv.tok_acc, oth);                                    \
     for (int q = 0; q < A && q < 64; q++) lb_printf(&f, ",%.6g", mv.pos_acc[q]); \
-    lb_printf(&f, "\n");                                                       \
+    char dist_[32];                                                            \
+    lb_printf(&f, ",%s\n", dist_text(ts[k], ts[k]->ref, dist_, sizeof dist_)); \
     fprintf(stderr, "step %ld %s: val %.4f lead %.3f seq %.3f pos", step,      \
             names[k], mv.loss, mv.lead_acc, mv.seq_acc);                       \
     for (int q = 0; q < A && q < 64; q++) fprintf(stderr, " %.3f", mv.pos_acc[q]); \
