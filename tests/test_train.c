@@ -1137,6 +1137,108 @@ START_TEST(test_protocols_binaries) {
 }
 END_TEST
 
+/* The text of the row of path whose first fields are prefix, from its
+** third field on (what follows "step,arm,"), into buf; 0 if none. */
+static int csv_rest(const char *path, const char *prefix, char *buf, size_t size) {
+  FILE *f = fopen(path, "r");
+  if (!f) return 0;
+  char line[4096];
+  int found = 0;
+  while (!found && fgets(line, sizeof line, f))
+    if (!strncmp(line, prefix, strlen(prefix))) {
+      const char *c = strchr(line, ',');
+      c = c ? strchr(c + 1, ',') : NULL;
+      snprintf(buf, size, "%s", c ? c : "");
+      found = 1;
+    }
+  fclose(f);
+  return found;
+}
+
+/* compare with any number of arms (--arm): two arms with the same options
+** ("a" and "b", compiled) give the same rows at every step (the same
+** batches in the same order); "rnd" is the default compare's random arm
+** and "comp" its compiled arm, row for row; "std" (the pre-LN standard
+** architecture) has no distance from the compiled point; "wide" (--widen 2
+** --freeze compiled --optim sgd) starts at the compiled accuracies.  The
+** plot script draws every arm.  Bad arm specifications are usage errors. */
+START_TEST(test_compare_arms) {
+  const char *bd = getenv("top_builddir");
+  if (!bd || !*bd) bd = ".";
+  char train[4200], dir[] = "/tmp/test_train.XXXXXX", cmd[16384], out[8192];
+  snprintf(train, sizeof train, "%s/trainer/rasp-train", bd);
+  ck_assert_msg(access(train, X_OK) == 0, "no binaries under top_builddir '%s'", bd);
+  ck_assert_ptr_nonnull(mkdtemp(dir));
+  char stem[400];
+  snprintf(stem, sizeof stem, "%s/enc", dir);
+  enc_compile("encoder2_backward_targets", 1, stem);
+  const char *targs = "--D 2 --M 3 --V 6 --st-names --no-bos --no-eos --model encoder "
+                      "--train 16 --test 16 --batch 8 --micro 8 --lr 1e-3 --dropout 0 "
+                      "--threads 1 --layers 1 --d-model 16 --heads 2 --d-mlp 32 "
+                      "--max-steps 3 --eval-every 1";
+  snprintf(cmd, sizeof cmd, "mkdir '%s/two' '%s/many'", dir, dir);
+  ck_assert_int_eq(system(cmd), 0);
+  snprintf(cmd, sizeof cmd, "'%s' compare %s --init '%s' --out '%s/two'", train, targs, stem,
+           dir);
+  ck_assert_msg(run_cmd(cmd, out, sizeof out) == 0, "%s", out);
+  snprintf(cmd, sizeof cmd,
+           "'%s' compare %s --init '%s' --out '%s/many' --arm 'a compiled' --arm 'rnd random' "
+           "--arm 'std standard' --arm 'b compiled' --arm 'comp compiled' "
+           "--arm 'wide compiled --widen 2 --freeze compiled --optim sgd --momentum 0.5'",
+           train, targs, stem, dir);
+  ck_assert_msg(run_cmd(cmd, out, sizeof out) == 0, "%s", out);
+  char two[400], many[400], gp[400], x[4096], y[4096], pre[64];
+  snprintf(two, sizeof two, "%s/two/compare.csv", dir);
+  snprintf(many, sizeof many, "%s/many/compare.csv", dir);
+  snprintf(gp, sizeof gp, "%s/many/compare.gp", dir);
+  for (int step = 0; step <= 3; step++) {
+    snprintf(pre, sizeof pre, "%d,a,", step);
+    ck_assert(csv_rest(many, pre, x, sizeof x));
+    snprintf(pre, sizeof pre, "%d,b,", step);
+    ck_assert(csv_rest(many, pre, y, sizeof y));
+    ck_assert_msg(!strcmp(x, y), "step %d: a %s b %s", step, x, y);
+    static const char *const pairs[][2] = {{"random", "rnd"}, {"compiled", "comp"}};
+    for (int k = 0; k < 2; k++) {
+      snprintf(pre, sizeof pre, "%d,%s,", step, pairs[k][0]);
+      ck_assert(csv_rest(two, pre, x, sizeof x));
+      snprintf(pre, sizeof pre, "%d,%s,", step, pairs[k][1]);
+      ck_assert(csv_rest(many, pre, y, sizeof y));
+      ck_assert_msg(!strcmp(x, y), "step %d %s: %s vs %s", step, pairs[k][1], x, y);
+    }
+    snprintf(pre, sizeof pre, "%d,std,", step);
+    ck_assert(csv_rest(many, pre, x, sizeof x));
+    ck_assert_msg(x[strlen(x) - 2] == ',', "std has a distance: %s", x); /* empty last field */
+  }
+  ck_assert(csv_field(many, "0,wide,", 4) == 1.0);
+  ck_assert(csv_field(many, "3,wide,", 11) > 0);
+  FILE *f = fopen(gp, "r");
+  ck_assert_ptr_nonnull(f);
+  size_t nr = fread(x, 1, sizeof x - 1, f);
+  x[nr] = 0;
+  fclose(f);
+  ck_assert_msg(strstr(x, "every 6::3 using 1:5 with lines lw 2 title 'std'") != NULL, "%s", x);
+  const char *bad[][2] = {
+      {"--arm 'x'", "NAME compiled|random|standard"},
+      {"--arm 'x other'", "BASE is compiled, random or standard"},
+      {"--arm 'x compiled --D 3'", "an arm sets only"},
+      {"--arm 'x compiled --lr'", "every OPTION takes a VALUE"},
+      {"--arm 'x; compiled'", "NAME is letters"},
+      {"--arm 'x compiled' --arm 'x random'", "two arms"},
+      {"--arm 'x compiled --freeze compiled'", "--widen K"},
+  };
+  for (int k = 0; k < 7; k++) {
+    snprintf(cmd, sizeof cmd, "'%s' compare %s --init '%s' %s", train, targs, stem, bad[k][0]);
+    ck_assert_msg(run_cmd(cmd, out, sizeof out) == 2, "%s: %s", bad[k][0], out);
+    ck_assert_msg(strstr(out, bad[k][1]) != NULL, "%s: %s", bad[k][0], out);
+  }
+  snprintf(cmd, sizeof cmd, "'%s' %s --init '%s' --arm 'x compiled'", train, targs, stem);
+  ck_assert_int_eq(run_cmd(cmd, out, sizeof out), 2);
+  ck_assert_msg(strstr(out, "rasp-train compare") != NULL, "%s", out);
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
 static Suite *train_suite(void) {
   Suite *s = suite_create("train");
   TCase *tc = tcase_create("core");
@@ -1157,6 +1259,7 @@ static Suite *train_suite(void) {
   tcase_add_test(tc, test_noise_relative);
   tcase_add_test(tc, test_widen_unchanged);
   tcase_add_test(tc, test_protocols_binaries);
+  tcase_add_test(tc, test_compare_arms);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -3,8 +3,9 @@
 ** path-star task, from random or compiled weights.
 **
 **   rasp-train [options]            train (several trials), print a summary
-**   rasp-train compare [options]    random init vs --init STEM on the same
-**                                   batches; curves to CSV and PNG
+**   rasp-train compare [options]    random init vs --init STEM (or any
+**                                   --arm list) on the same batches;
+**                                   curves to CSV and PNG
 **
 ** Data.  Training samples are indices 0..N-1 of --train-seed, test samples
 ** indices of --test-seed; a test sample whose (graph, target) also occurs in
@@ -82,6 +83,9 @@
 
 typedef enum { OBJ_TF, OBJ_IAR, OBJ_NAR } objective;
 
+#define MAX_ARMS 16
+enum { ARM_COMPILED, ARM_RANDOM, ARM_STANDARD };
+
 typedef struct opts {
   rasp_task_opts task;
   objective obj;
@@ -93,6 +97,17 @@ typedef struct opts {
   int sgd, lr_rms, freeze, widen, mix_given;
   float momentum, init_mix, widen_scale;
   int batch, micro, epochs, trials, ntrain, ntest, eval_every, threads;
+  /* compare's arms (--arm "NAME BASE [OPTION VALUE]..."), parsed into
+  ** options of their own at the end of parse_opts; none: random, compiled */
+  int narms;
+  const char *arm_spec[MAX_ARMS];
+  struct arm {
+    char name[33];
+    int base;        /* ARM_COMPILED, ARM_RANDOM, ARM_STANDARD */
+    struct opts *o;  /* the arm's options (raspM_alloc'd) */
+    char *words;     /* the spec's words, which o points into */
+    char **argv;
+  } arms[MAX_ARMS];
   long max_steps;
   uint64_t seed, train_seed, test_seed;
   const char *out, *init, *reinit;
@@ -114,6 +129,10 @@ static void usage(FILE *f) {
       "        e.g. readout6_causal; encoder: rasp compile --encoder of\n"
       "        programs/encoder*.rasp; same --D --M --V, --st-names\n"
       "        --no-bos --no-eos)\n"
+      " compare: --arm 'NAME compiled|random|standard [OPTION VALUE]...'\n"
+      "        (repeatable; OPTIONs: --optim --momentum --lr --lr-scale --wd\n"
+      "        --dropout --freeze --widen --widen-scale --init-mix --init-noise\n"
+      "        --reinit-layers)\n"
       " train: --optim adamw|sgd --momentum X --lr X --lr-scale none|rms\n"
       "        --wd X --dropout X --batch N --micro N --epochs N\n"
       "        --max-steps N --stop-loss X --seed N --trials N --train N\n"
@@ -145,6 +164,8 @@ static int parse_float(const char *s, double lo, double hi, float *out) {
   *out = (float)v;
   return 0;
 }
+
+static int parse_arm(int argc, char **argv, struct opts *o, int k);
 
 /* The last value given for option name (for messages). */
 static const char *argv_value(int argc, char **argv, const char *name) {
@@ -295,6 +316,9 @@ static int parse_opts(int argc, char **argv, opts *o) {
       if (!strcmp(v, "relu")) o->arch.gelu = 0;
       else if (!strcmp(v, "gelu")) o->arch.gelu = 1;
       else return bad_opt(a, v, "expected relu or gelu");
+    } else if (!strcmp(a, "--arm")) {
+      if (o->narms >= MAX_ARMS) return bad_opt(a, v, "at most 16 arms");
+      o->arm_spec[o->narms++] = v;
     } else if (!strcmp(a, "--optim")) {
       if (!strcmp(v, "adamw")) o->sgd = 0;
       else if (!strcmp(v, "sgd")) o->sgd = 1;
@@ -358,7 +382,83 @@ static int parse_opts(int argc, char **argv, opts *o) {
   if (o->freeze && !o->widen)
     return bad_opt("--freeze", "compiled", "nothing would train: add capacity "
                    "with --widen K");
+  if (o->narms && !o->compare)
+    return bad_opt("--arm", o->arm_spec[0], "arms are for rasp-train compare");
+  for (int k = 0; k < o->narms; k++) {
+    int r = parse_arm(argc, argv, o, k);
+    if (r) return r;
+  }
   return 0;
+}
+
+/* The options an arm may set: how it trains, never what it trains on (so
+** every arm sees the same batches in the same order). */
+static const char *const arm_opts_ok[] = {
+    "--optim", "--momentum", "--lr", "--lr-scale", "--wd", "--dropout",
+    "--freeze", "--widen", "--widen-scale", "--init-mix", "--init-noise",
+    "--reinit-layers", NULL};
+
+/* Arm k: its spec's name and base, then the command line (less compare,
+** --arm and --resume) followed by its options, through parse_opts. */
+static int parse_arm(int argc, char **argv, opts *o, int k) {
+  struct arm *a = &o->arms[k];
+  const char *spec = o->arm_spec[k];
+  a->words = raspM_strdup(spec);
+  char *w[64];
+  int nw = 0;
+  for (char *t = strtok(a->words, " \t"); t; t = strtok(NULL, " \t")) {
+    if (nw == 64) return bad_opt("--arm", spec, "too many words");
+    w[nw++] = t;
+  }
+  if (nw < 2 || strlen(w[0]) > 32)
+    return bad_opt("--arm", spec, "expected 'NAME compiled|random|standard "
+                                  "[OPTION VALUE]...', NAME at most 32 characters");
+  for (const char *c = w[0]; *c; c++)
+    if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-", *c))
+      return bad_opt("--arm", spec, "NAME is letters, digits, '_' and '-'");
+  for (int j = 0; j < k; j++)
+    if (!strcmp(o->arms[j].name, w[0])) return bad_opt("--arm", spec, "two arms with that NAME");
+  snprintf(a->name, sizeof a->name, "%s", w[0]);
+  if (!strcmp(w[1], "compiled")) a->base = ARM_COMPILED;
+  else if (!strcmp(w[1], "random")) a->base = ARM_RANDOM;
+  else if (!strcmp(w[1], "standard")) a->base = ARM_STANDARD;
+  else return bad_opt("--arm", spec, "BASE is compiled, random or standard");
+  if ((nw - 2) % 2) return bad_opt("--arm", spec, "every OPTION takes a VALUE");
+  for (int i = 2; i < nw; i += 2) {
+    int ok = 0;
+    for (const char *const *n = arm_opts_ok; *n; n++) ok |= !strcmp(*n, w[i]);
+    if (!ok) return bad_opt("--arm", spec, "an arm sets only --optim --momentum --lr "
+                                           "--lr-scale --wd --dropout --freeze --widen "
+                                           "--widen-scale --init-mix --init-noise "
+                                           "--reinit-layers");
+  }
+  a->argv = raspM_alloc((size_t)(argc + nw) * sizeof(char *));
+  int n = 0;
+  a->argv[n++] = argv[0];
+  for (int i = 1; i < argc; i++) {
+    if (i == 1 && !strcmp(argv[i], "compare")) continue;
+    if (!strcmp(argv[i], "--arm") && i + 1 < argc) {
+      i++;
+      continue;
+    }
+    if (!strcmp(argv[i], "--resume")) continue;
+    a->argv[n++] = argv[i];
+  }
+  for (int i = 2; i < nw; i++) a->argv[n++] = w[i];
+  a->o = raspM_alloc(sizeof *a->o);
+  int r = parse_opts(n, a->argv, a->o);
+  if (r) fprintf(stderr, "rasp-train: in --arm '%s'\n", spec);
+  return r;
+}
+
+static void opts_free(opts *o) {
+  for (int k = 0; k < o->narms; k++) {
+    if (o->arms[k].o) opts_free(o->arms[k].o);
+    raspM_free(o->arms[k].o);
+    raspM_free(o->arms[k].words);
+    raspM_free(o->arms[k].argv);
+  }
+  o->narms = 0;
 }
 
 /* ---- data --------------------------------------------------------------- */
@@ -1240,12 +1340,14 @@ static int run_trial(const opts *o, int trial, const dataset *tr,
 /* ---- compare ------------------------------------------------------------ */
 
 /* The gnuplot script for compare.csv: loss, leading-node and sequence
-** accuracy against steps, both inits.  It names no file: the CSV and the
-** PNG are its arguments (gnuplot -c compare.gp CSV PNG, PNG '-' for the
+** accuracy against steps, one line per arm.  It names no file: the CSV and
+** the PNG are its arguments (gnuplot -c compare.gp CSV PNG, PNG '-' for the
 ** standard output; by default compare.csv and compare.png beside it), so no
-** file name is ever gnuplot code, whatever --out holds. */
-/* Rows alternate random, compiled after the header: every 2::1, 2::2. */
-static int write_compare_gp(const char *gp, rasp_error *err) {
+** file name is ever gnuplot code, whatever --out holds.  Rows cycle
+** through the n arms after the header: arm k is every n::(k+1).  Arm names
+** are letters, digits, '_' and '-' (parse_arm), safe in gnuplot strings. */
+static int write_compare_gp(const char *gp, int n, char names[][33],
+                            rasp_error *err) {
   logbuf g = {0};
   lb_printf(&g,
             "# gnuplot -c compare.gp [CSV [PNG]]\n"
@@ -1255,36 +1357,69 @@ static int write_compare_gp(const char *gp, rasp_error *err) {
             "if (png eq '-') { set output } else { set output png }\n"
             "set datafile separator ','\n"
             "set multiplot layout 1,3\n"
-            "set xlabel 'step'\n"
-            "set title 'validation loss (answer tokens)'\n"
-            "set logscale y\n"
-            "plot csv every 2::1 using 1:4 with lines lw 2 title 'random', "
-            "'' every 2::2 using 1:4 with lines lw 2 title 'compiled'\n"
-            "unset logscale y\n"
-            "set title 'leading-node accuracy'\n"
-            "set yrange [0:1.05]\n"
-            "plot csv every 2::1 using 1:5 with lines lw 2 title 'random', "
-            "'' every 2::2 using 1:5 with lines lw 2 title 'compiled'\n"
-            "set title 'other answer tokens (mean accuracy)'\n"
-            "plot csv every 2::1 using 1:8 with lines lw 2 title 'random', "
-            "'' every 2::2 using 1:8 with lines lw 2 title 'compiled'\n"
-            "unset multiplot\n");
+            "set xlabel 'step'\n");
+  static const char *titles[] = {"validation loss (answer tokens)", "leading-node accuracy",
+                                 "other answer tokens (mean accuracy)"};
+  static const int cols[] = {4, 5, 8};
+  for (int p = 0; p < 3; p++) {
+    lb_printf(&g, "set title '%s'\n", titles[p]);
+    if (p == 0) lb_printf(&g, "set logscale y\n");
+    if (p == 1) lb_printf(&g, "unset logscale y\nset yrange [0:1.05]\n");
+    for (int k = 0; k < n; k++)
+      lb_printf(&g, "%s every %d::%d using 1:%d with lines lw 2 title '%s'%s",
+                k ? "''" : "plot csv", n, k + 1, cols[p], names[k],
+                k + 1 < n ? ", " : "\n");
+  }
+  lb_printf(&g, "unset multiplot\n");
   int rc = lb_commit(&g, gp, err);
   raspM_free(g.s);
   return rc;
 }
 
+/* Every arm on the same batches in the same order: the arms differ only in
+** how they train (parse_arm), and each step encodes the same samples for
+** each (a pure function of seed, epoch and sample).  Without --arm the arms
+** are random (the compiled architecture, random weights) and compiled. */
 static int run_compare(const opts *o, const dataset *tr, const dataset *te,
                        rasp_error *err) {
-  trainer tc, tr0;
-  if (trainer_init(&tc, o, 0, 0, NULL, tr, err)) return -1;
-  if (trainer_init(&tr0, o, 0, 1, &tc.m.cfg, tr, err)) {
-    trainer_free(&tc);
-    return -1;
+  int n = o->narms ? o->narms : 2;
+  char names[MAX_ARMS][33];
+  int base[MAX_ARMS];
+  const opts *aopt[MAX_ARMS];
+  for (int k = 0; k < n; k++) {
+    if (o->narms) {
+      snprintf(names[k], sizeof names[k], "%s", o->arms[k].name);
+      base[k] = o->arms[k].base;
+      aopt[k] = o->arms[k].o;
+    } else {
+      snprintf(names[k], sizeof names[k], "%s", k ? "compiled" : "random");
+      base[k] = k ? ARM_COMPILED : ARM_RANDOM;
+      aopt[k] = o;
+    }
   }
-  /* both arms measure their distance from the compiled point */
-  tr0.ref = raspM_alloc((tc.m.nparams ? tc.m.nparams : 1) * sizeof(float));
-  memcpy(tr0.ref, tc.ref, tc.m.nparams * sizeof(float));
+  /* the compiled model with the command line's options: the architecture
+  ** of the random arms and the point distances are measured from */
+  trainer tc;
+  if (trainer_init(&tc, o, 0, 0, NULL, tr, err)) return -1;
+  trainer *ts = raspM_alloc((size_t)n * sizeof *ts);
+  memset(ts, 0, (size_t)n * sizeof *ts);
+  int made = 0, rc = 0;
+  for (; made < n; made++) {
+    int k = made, b = base[k];
+    if (trainer_init(&ts[k], aopt[k], 0, b != ARM_COMPILED,
+                     b == ARM_RANDOM ? &tc.m.cfg : NULL, tr, err)) {
+      rc = -1;
+      break;
+    }
+    if (b == ARM_RANDOM && ts[k].m.nparams == tc.m.nparams) {
+      ts[k].ref = raspM_alloc((tc.m.nparams ? tc.m.nparams : 1) * sizeof(float));
+      memcpy(ts[k].ref, tc.ref, tc.m.nparams * sizeof(float));
+    }
+  }
+  trainer_free(&tc);
+  logbuf f = {0};
+  int *ord = NULL;
+  if (rc) goto out;
   const char *dir = o->out ? o->out : ".";
   /* gnuplot reads a file name that starts with '<' as a shell command:
   ** relative paths get "./" in front */
@@ -1294,19 +1429,16 @@ static int run_compare(const opts *o, const dataset *tr, const dataset *te,
   snprintf(pngp, sizeof pngp, "%s%s/compare.png", dot, dir);
   snprintf(gp, sizeof gp, "%s%s/compare.gp", dot, dir);
   int A = answer_len(o), lead = lead_index(o);
-  logbuf f = {0};
   lb_printf(&f, "step,init,train_loss,val_loss,val_lead_acc,val_seq_acc,"
                 "val_tok_acc,val_other_acc");
   for (int k = 0; k < A && k < 64; k++) lb_printf(&f, ",val_pos%d_acc", k);
   lb_printf(&f, ",dist_compiled\n");
   int every = o->eval_every ? o->eval_every : 10;
   int nev = te->n < 500 ? te->n : 500;
-  int *ord = raspM_alloc((size_t)tr->n * sizeof *ord);
+  ord = raspM_alloc((size_t)tr->n * sizeof *ord);
   long step = 0, max = o->max_steps ? o->max_steps : 1L << 40;
-  trainer *ts[2] = {&tr0, &tc};
-  const char *names[2] = {"random", "compiled"};
   metrics mv;
-  int rc = 0;
+  double *l = raspM_alloc((size_t)n * sizeof *l);
 #define ROW(k, lossfmt)                                                        \
   do {                                                                         \
     double oth = 0;                                                            \
@@ -1319,33 +1451,32 @@ static int run_compare(const opts *o, const dataset *tr, const dataset *te,
               mv.seq_acc, mv.tok_acc, oth);                                    \
     for (int q = 0; q < A && q < 64; q++) lb_printf(&f, ",%.6g", mv.pos_acc[q]); \
     char dist_[32];                                                            \
-    lb_printf(&f, ",%s\n", dist_text(ts[k], ts[k]->ref, dist_, sizeof dist_)); \
+    lb_printf(&f, ",%s\n", dist_text(&ts[k], ts[k].ref, dist_, sizeof dist_)); \
     fprintf(stderr, "step %ld %s: val %.4f lead %.3f seq %.3f pos", step,      \
             names[k], mv.loss, mv.lead_acc, mv.seq_acc);                       \
     for (int q = 0; q < A && q < 64; q++) fprintf(stderr, " %.3f", mv.pos_acc[q]); \
     fprintf(stderr, "\n");                                                     \
   } while (0)
-  for (int k = 0; k < 2; k++) {
-    evaluate(&ts[k]->net, o, ts[k]->prefix, te, nev, -1, &mv);
+  for (int k = 0; k < n; k++) {
+    evaluate(&ts[k].net, o, ts[k].prefix, te, nev, -1, &mv);
     ROW(k, (void)0);
   }
-  if (lb_commit(&f, csvp, err) || write_compare_gp(gp, err))
+  if (lb_commit(&f, csvp, err) || write_compare_gp(gp, n, names, err))
     rc = -1;
   for (int e = 0; !rc && e < o->epochs && step < max; e++) {
     shuffle_order(ord, tr->n, o->seed, e);
     for (int s0 = 0; s0 < tr->n && step < max; s0 += o->batch) {
       int b = tr->n - s0 < o->batch ? tr->n - s0 : o->batch;
-      double l[2];
-      for (int k = 0; k < 2; k++) {
-        /* the same sequences (and masks) for both: a pure function of
-        ** (seed, epoch, sample) */
-        encode_batch(ts[k], tr, ord + s0, b, e);
-        l[k] = train_step(ts[k], b, ts[k]->T);
+      for (int k = 0; k < n; k++) {
+        /* the same sequences (and masks) for every arm: a pure function
+        ** of (seed, epoch, sample) */
+        encode_batch(&ts[k], tr, ord + s0, b, e);
+        l[k] = train_step(&ts[k], b, ts[k].T);
       }
       step++;
       if (step % every == 0 || step == max) {
-        for (int k = 0; k < 2; k++) {
-          evaluate(&ts[k]->net, o, ts[k]->prefix, te, nev, -1, &mv);
+        for (int k = 0; k < n; k++) {
+          evaluate(&ts[k].net, o, ts[k].prefix, te, nev, -1, &mv);
           ROW(k, lb_printf(&f, "%.6g", l[k]));
         }
         if (lb_commit(&f, csvp, err)) {
@@ -1356,10 +1487,12 @@ static int run_compare(const opts *o, const dataset *tr, const dataset *te,
     }
   }
 #undef ROW
+  raspM_free(l);
+out:
   raspM_free(f.s);
   raspM_free(ord);
-  trainer_free(&tc);
-  trainer_free(&tr0);
+  for (int k = 0; k < made; k++) trainer_free(&ts[k]);
+  raspM_free(ts);
   if (rc) return -1;
   /* no shell: gnuplot's arguments are a vector, and the PNG comes on its
   ** standard output into a fresh mkstemp file renamed over compare.png */
@@ -1380,10 +1513,9 @@ static int run_compare(const opts *o, const dataset *tr, const dataset *te,
 
 /* ---- main --------------------------------------------------------------- */
 
-int main(int argc, char **argv) {
-  opts o;
-  int rc = parse_opts(argc, argv, &o);
-  if (rc) return rc;
+static int run(const opts *op) {
+  opts o = *op; /* shares op's arms */
+  int rc = 0;
   if (o.threads) omp_set_num_threads(o.threads);
   rasp_error err = {0};
   if (o.out && mkdir(o.out, 0777) && errno != EEXIST) {
@@ -1457,5 +1589,13 @@ int main(int argc, char **argv) {
   }
   ds_free(&tr);
   ds_free(&te);
+  return rc;
+}
+
+int main(int argc, char **argv) {
+  opts o;
+  int rc = parse_opts(argc, argv, &o);
+  if (!rc) rc = run(&o);
+  opts_free(&o);
   return rc;
 }
