@@ -812,8 +812,21 @@ START_TEST(test_widen_unchanged) {
   rasp_error err = {0};
   rasp_model m;
   ck_assert_msg(raspN_load(&m, stem, &err) == 0, "%s", err.msg);
+  /* the layout's units (what the probe reads): the tokens, and heads */
+  int nu = 0, heads = 0, toks = 0;
+  rasp_layout_unit *lu = raspN_layout_units(&m, &nu);
+  ck_assert_ptr_nonnull(lu);
+  for (int k = 0; k < nu; k++) {
+    ck_assert_int_le(lu[k].dim + lu[k].size, m.cfg.d_model);
+    heads += !strcmp(lu[k].kind, "head") && lu[k].layer >= 0;
+    toks += !strcmp(lu[k].name, "tokens") && lu[k].layer == -1 && lu[k].categorical;
+  }
+  ck_assert_int_gt(heads, 2);
+  ck_assert_int_eq(toks, 1);
+  raspM_free(lu);
   ck_assert_msg(train_adapt_compiled(&m, "enc", &t, 1, nout, n, -2, &err) == 0, "%s",
                 err.msg);
+  ck_assert_ptr_null(raspN_layout_units(&m, &nu)); /* adapting drops the layout */
   int bos = m.cfg.bos_token;
   enum { B = 4 };
   int tok[B * 32];
@@ -1011,6 +1024,8 @@ END_TEST
 **   - --init-mix 0 gives the compiled run's step-0 row, field for field;
 **     --init-mix 1 the step-0 accuracies and loss of compare's random arm;
 **   - --widen 3 the compiled run's step-0 accuracies (loss to 1e-4);
+**   - the program's heads agree with the compiled point's at step 0 (the
+**     compiled run, widened, frozen), much less for random weights;
 **   - --widen 3 --freeze compiled: after 1 epoch and after resuming to 3,
 **     every compiled entry is bit-identical (to the first checkpoint, and
 **     to the compiled model adapted and widened in process), while added
@@ -1061,6 +1076,15 @@ START_TEST(test_protocols_binaries) {
     ck_assert_msg(a == b, "--init-mix 1 field %d: %g, compare's random arm %g", tf[i], a, b);
   }
   ck_assert(csv_field(p[2], "0,0,0,", 13) > 0); /* far from the compiled point */
+  /* still the program (field 14): the compiled heads at the compiled point
+  ** and after widening; random weights agree far less often */
+  ck_assert(csv_field(p[0], "0,0,0,", 14) == 1.0);
+  ck_assert(csv_field(p[3], "0,0,0,", 14) == 1.0);
+  ck_assert(csv_field(p[4], "0,0,0,", 14) == 1.0);
+  ck_assert_msg(csv_field(p[2], "0,0,0,", 14) < 0.5, "random heads agree %g",
+                csv_field(p[2], "0,0,0,", 14));
+  ck_assert(csv_field(cmp, "0,compiled,", 12) == 1.0);
+  ck_assert(csv_field(cmp, "0,random,", 12) == csv_field(p[2], "0,0,0,", 14));
   ck_assert(csv_field(cmp, "0,compiled,", 11) == 0);
   ck_assert(csv_field(cmp, "0,random,", 11) == csv_field(p[2], "0,0,0,", 13));
   ck_assert_double_eq_tol(csv_field(p[3], "0,0,0,", 5), csv_field(p[0], "0,0,0,", 5), 1e-4);
@@ -1207,9 +1231,11 @@ START_TEST(test_compare_arms) {
     }
     snprintf(pre, sizeof pre, "%d,std,", step);
     ck_assert(csv_rest(many, pre, x, sizeof x));
-    ck_assert_msg(x[strlen(x) - 2] == ',', "std has a distance: %s", x); /* empty last field */
+    size_t xl = strlen(x); /* the last two fields empty */
+    ck_assert_msg(xl > 3 && !strcmp(x + xl - 3, ",,\n"), "std has a distance: %s", x);
   }
   ck_assert(csv_field(many, "0,wide,", 4) == 1.0);
+  ck_assert(csv_field(many, "0,wide,", 12) == 1.0); /* the program's heads */
   ck_assert(csv_field(many, "3,wide,", 11) > 0);
   FILE *f = fopen(gp, "r");
   ck_assert_ptr_nonnull(f);

@@ -50,6 +50,15 @@
 ** masked inputs).  compare's random arm gets the compiled architecture
 ** (causal or not) and the same BOS prefix.
 **
+** Protocols (doc/training.md): --optim, --momentum, --lr-scale rms (the
+** optimiser's per-parameter scales, tnet.h), --freeze compiled (scale 0),
+** --widen (train_widen), --init-mix, --init-noise; make_model applies
+** them in that order after adapting a compiled readout.  Every evaluation
+** of a model started from --init logs its L2 distance from the compiled
+** point and, for a compiled one, the probe's "still the program" share of
+** the layout's heads that agree with the compiled point's.  compare runs
+** any number of --arm's on the same batches.
+**
 ** Logs (trialK.csv, compare.csv, compare.gp, compare.png) are kept in
 ** memory and rewritten whole, atomically, after every row: a killed run
 ** leaves the previous or the new file, never a torn one.
@@ -685,10 +694,49 @@ static void encode(const opts *o, const int *seq, int len, int ans, int eval,
 typedef struct metrics {
   double loss, seq_acc, tok_acc, lead_acc;
   double pos_acc[64];
+  double prog_acc; /* "still the program" (probe), NAN without one */
 } metrics;
 
+/* "Still the program": the compiled model's attention heads named in its
+** layout (categorical units of kind "head") are read off the residual
+** stream after their layer's attention, as the argmax over the unit's
+** dimensions, at every position but BOS, in the trained model and in the
+** model at the compiled point (net, over ref: the interpreter's values
+** wherever `rasp compile --check` passes).  prog_acc is the share of
+** (sequence, position, head) that agree. */
+typedef struct probe {
+  int on;
+  rasp_layout_unit *u; /* the head units */
+  int n;
+  rasp_model m;        /* the compiled point */
+  train_net net;
+} probe;
+
+/* Agreements and comparisons of the probe's heads in the last forwards of
+** a (the trained model) and b (the compiled point), rows 0..rows-1, rows
+** whose position is 0 skipped when skip0 (BOS). */
+static void probe_count(const probe *p, const train_net *a, const train_net *b,
+                        int rows, int T, int skip0, long *hit, long *tot) {
+  size_t D = (size_t)a->m->cfg.d_model;
+  for (int k = 0; k < p->n; k++) {
+    const rasp_layout_unit *u = &p->u[k];
+    const float *x = a->L[u->layer].mid, *y = b->L[u->layer].mid;
+    for (int r = 0; r < rows; r++) {
+      if (skip0 && r % T == 0) continue;
+      const float *xr = x + (size_t)r * D + u->dim, *yr = y + (size_t)r * D + u->dim;
+      int ax = 0, ay = 0;
+      for (int j = 1; j < u->size; j++) {
+        if (xr[j] > xr[ax]) ax = j;
+        if (yr[j] > yr[ay]) ay = j;
+      }
+      *hit += ax == ay;
+      ++*tot;
+    }
+  }
+}
+
 static void evaluate(train_net *n, const opts *o, int prefix, const dataset *d,
-                     int limit, int permute_epoch, metrics *mt) {
+                     int limit, int permute_epoch, probe *pb, metrics *mt) {
   int len = d->len, T = model_len(o, len) + (prefix >= 0), A = answer_len(o),
       B = n->B;
   int cnt = limit < d->n ? limit : d->n;
@@ -697,7 +745,7 @@ static void evaluate(train_net *n, const opts *o, int prefix, const dataset *d,
   int *apos = raspM_alloc((size_t)B * T * sizeof *apos), *pred = raspM_alloc((size_t)B * T * sizeof *pred);
   float *w = raspM_alloc((size_t)B * T * sizeof *w);
   double loss = 0, ntok = 0;
-  long seqok = 0, tokok = 0, posok[64] = {0};
+  long seqok = 0, tokok = 0, posok[64] = {0}, phit = 0, ptot = 0;
   int was = n->training;
   n->training = 0;
   for (int s0 = 0; s0 < cnt; s0 += B) {
@@ -716,6 +764,10 @@ static void evaluate(train_net *n, const opts *o, int prefix, const dataset *d,
     }
     train_forward(n, in, b, T);
     loss += train_loss(n, tgt, w, 1.0f, 0, pred);
+    if (pb && pb->on) {
+      train_forward(&pb->net, in, b, T);
+      probe_count(pb, n, &pb->net, b * T, T, prefix >= 0, &phit, &ptot);
+    }
     for (int j = 0; j < b; j++) {
       int ok = 1;
       for (int i = 0; i < T; i++) {
@@ -736,6 +788,7 @@ static void evaluate(train_net *n, const opts *o, int prefix, const dataset *d,
   mt->tok_acc = ntok ? tokok / ntok : 0;
   for (int k = 0; k < A && k < 64; k++) mt->pos_acc[k] = cnt ? (double)posok[k] / cnt : 0;
   mt->lead_acc = mt->pos_acc[lead_index(o)];
+  mt->prog_acc = ptot ? (double)phit / (double)ptot : NAN;
   raspM_free(seq);
   raspM_free(in);
   raspM_free(tgt);
@@ -795,8 +848,11 @@ static uint64_t fnv1a(const void *p, size_t n) { return raspN_fnv1a(RASPN_FNV0, 
 static int make_model(const opts *o, int trial, int random_init,
                       const rasp_model_config *like, const dataset *d,
                       rasp_model *m, int *prefix, uint64_t *init_fnv,
-                      unsigned char **mask, float **ref, rasp_error *err) {
+                      unsigned char **mask, float **ref,
+                      rasp_layout_unit **units, int *nunits, rasp_error *err) {
   int len = raspT_length(&o->task), vocab = o->task.V + 9;
+  *units = NULL;
+  *nunits = 0;
   *prefix = -1;
   *init_fnv = 0;
   *mask = NULL;
@@ -811,9 +867,19 @@ static int make_model(const opts *o, int trial, int random_init,
     /* ids the compiled model never outputs: well below anything it emits */
     float floor = lo - (hi - lo) - 1.0f;
     int bos = m->cfg.bos_token;
+    /* the layout's heads, for the probe, before adapting drops the layout */
+    int nu = 0;
+    rasp_layout_unit *u = raspN_layout_units(m, &nu);
+    for (int k = 0; k < nu; k++)
+      if (!strcmp(u[k].kind, "head") && u[k].categorical && u[k].layer >= 0)
+        u[(*nunits)++] = u[k];
+    if (*nunits) *units = u;
+    else raspM_free(u);
     if (train_adapt_compiled(m, o->init, &o->task, o->encoder, vocab,
                              model_len(o, len), floor, err)) {
       raspN_free(m);
+      raspM_free(*units);
+      *units = NULL;
       return -1;
     }
     *prefix = bos;
@@ -856,15 +922,12 @@ static int make_model(const opts *o, int trial, int random_init,
   if (!random_init) {
     if (o->widen && *prefix < 0) { /* only compiled models get a prefix */
       raspR_setnopos(err, "--widen: '%s' is not a compiled model", o->init);
-      raspN_free(m);
-      return -1;
+      goto fail;
     }
     if (o->widen) {
       if (train_widen(m, o->widen, o->widen_scale,
-                      o->seed * 1000003 + (uint64_t)trial, mask, err)) {
-        raspN_free(m);
-        return -1;
-      }
+                      o->seed * 1000003 + (uint64_t)trial, mask, err))
+        goto fail;
       if (trial == 0)
         fprintf(stderr, "rasp-train: widened by %d: d_model %d, %d heads, "
                         "d_mlp %d\n", o->widen, m->cfg.d_model,
@@ -908,8 +971,10 @@ fail:
   raspN_free(m);
   raspM_free(*mask);
   raspM_free(*ref);
+  raspM_free(*units);
   *mask = NULL;
   *ref = NULL;
+  *units = NULL;
   return -1;
 }
 
@@ -929,22 +994,50 @@ typedef struct trainer {
   uint64_t init_fnv; /* the --init model's parameters (make_model) */
   unsigned char *mask; /* make_model's: entries from the --init model */
   float *ref;          /* the compiled point (make_model), or NULL */
+  probe probe;         /* "still the program" (evaluate) */
 } trainer;
+
+/* Sets up t's probe of the n head units u (copied) against the model at
+** t->ref; nothing without either. */
+static int trainer_probe(trainer *t, const rasp_layout_unit *u, int n,
+                         rasp_error *err) {
+  if (!u || !n || !t->ref) return 0;
+  probe *p = &t->probe;
+  if (raspN_init(&p->m, &t->m.cfg, err)) return -1;
+  memcpy(p->m.params, t->ref, t->m.nparams * sizeof(float));
+  if (train_net_init(&p->net, &p->m, t->net.B, t->net.T, 0.0f, err)) {
+    raspN_free(&p->m);
+    return -1;
+  }
+  p->u = raspM_alloc((size_t)n * sizeof *p->u);
+  memcpy(p->u, u, (size_t)n * sizeof *p->u);
+  p->n = n;
+  p->on = 1;
+  return 0;
+}
 
 static int trainer_init(trainer *t, const opts *o, int trial, int random_init,
                         const rasp_model_config *like, const dataset *d,
                         rasp_error *err) {
   memset(t, 0, sizeof *t);
   t->o = o;
+  rasp_layout_unit *units = NULL;
+  int nunits = 0;
   if (make_model(o, trial, random_init, like, d, &t->m, &t->prefix,
-                 &t->init_fnv, &t->mask, &t->ref, err))
+                 &t->init_fnv, &t->mask, &t->ref, &units, &nunits, err))
     return -1;
   int len = raspT_length(&o->task), T = model_len(o, len) + (t->prefix >= 0);
   t->T = T;
-  if (train_net_init(&t->net, &t->m, o->micro, T, o->dropout, err)) {
+  if (train_net_init(&t->net, &t->m, o->micro, T, o->dropout, err) ||
+      trainer_probe(t, units, nunits, err)) {
+    train_net_free(&t->net);
     raspN_free(&t->m);
+    raspM_free(t->mask);
+    raspM_free(t->ref);
+    raspM_free(units);
     return -1;
   }
+  raspM_free(units);
   raspT_rng_seed(&t->net.rng, o->seed + (uint64_t)trial, 0xd40);
   train_adamw_init(&t->opt, t->m.nparams);
   t->opt.lr = o->lr;
@@ -977,6 +1070,11 @@ static int trainer_init(trainer *t, const opts *o, int trial, int random_init,
 }
 
 static void trainer_free(trainer *t) {
+  if (t->probe.on) {
+    train_net_free(&t->probe.net);
+    raspN_free(&t->probe.m);
+    raspM_free(t->probe.u);
+  }
   raspM_free(t->mask);
   raspM_free(t->ref);
   train_net_free(&t->net);
@@ -1001,6 +1099,13 @@ static const char *dist_text(const trainer *t, const float *ref, char *buf,
     s += d * d;
   }
   snprintf(buf, size, "%.6g", sqrt(s));
+  return buf;
+}
+
+/* The probe's accuracy as CSV text; empty without a probe. */
+static const char *prog_text(const metrics *mv, char *buf, size_t size) {
+  buf[0] = 0;
+  if (!isnan(mv->prog_acc)) snprintf(buf, size, "%.6g", mv->prog_acc);
   return buf;
 }
 
@@ -1104,7 +1209,7 @@ static void csv_header(logbuf *f, const opts *o) {
   lb_printf(f, "trial,epoch,step,train_loss,train_eval_loss,val_loss,val_seq_acc,"
                "val_tok_acc,val_lead_acc");
   for (int k = 0; k < answer_len(o); k++) lb_printf(f, ",val_pos%d_acc", k);
-  lb_printf(f, ",seconds,dist_compiled\n");
+  lb_printf(f, ",seconds,dist_compiled,program_acc\n");
 }
 
 /* The shortest "%g" text that reads back as f. */
@@ -1247,23 +1352,24 @@ static int run_trial(const opts *o, int trial, const dataset *tr,
   if (!st.epoch && !st.done) {
     /* before the first step: the initialisation's accuracies (for a
     ** compiled model, what `rasp compile --check` measured) */
-    evaluate(&t.net, &ot, t.prefix, te, te->n, -1, &mv);
-    evaluate(&t.net, &ot, t.prefix, tr, te->n, 0, &mt);
+    evaluate(&t.net, &ot, t.prefix, te, te->n, -1, &t.probe, &mv);
+    evaluate(&t.net, &ot, t.prefix, tr, te->n, 0, NULL, &mt);
     fprintf(stderr, "trial %d before training: val %.4f seq %.3f lead %.3f pos",
             trial, mv.loss, mv.seq_acc, mv.lead_acc);
     for (int k = 0; k < answer_len(o) && k < 64; k++)
       fprintf(stderr, " %.3f", mv.pos_acc[k]);
     fprintf(stderr, "\n");
-    char dist[32];
+    char dist[32], prog[32];
     dist_text(&t, t.ref, dist, sizeof dist);
     if (t.ref)
       fprintf(stderr, "trial %d before training: L2 distance from the compiled "
-                      "point %s\n", trial, dist);
+                      "point %s%s%s\n", trial, dist, t.probe.on ? ", program heads " : "",
+              prog_text(&mv, prog, sizeof prog));
     if (o->out) {
       lb_printf(&csv, "%d,0,0,,%.6g,%.6g,%.6g,%.6g,%.6g", trial, mt.loss,
                 mv.loss, mv.seq_acc, mv.tok_acc, mv.lead_acc);
       for (int k = 0; k < answer_len(o); k++) lb_printf(&csv, ",%.6g", mv.pos_acc[k]);
-      lb_printf(&csv, ",0,%s\n", dist);
+      lb_printf(&csv, ",0,%s,%s\n", dist, prog_text(&mv, prog, sizeof prog));
       if (lb_commit(&csv, csvp, err)) rc = -1;
     }
     memset(&mv, 0, sizeof mv);
@@ -1286,21 +1392,21 @@ static int run_trial(const opts *o, int trial, const dataset *tr,
       if (o->max_steps && st.step >= o->max_steps) break;
     }
     st.epoch++;
-    evaluate(&t.net, &ot, t.prefix, te, te->n, -1, &mv);
-    evaluate(&t.net, &ot, t.prefix, tr, te->n, e, &mt);
+    evaluate(&t.net, &ot, t.prefix, te, te->n, -1, &t.probe, &mv);
+    evaluate(&t.net, &ot, t.prefix, tr, te->n, e, NULL, &mt);
     struct timespec w1;
     clock_gettime(CLOCK_MONOTONIC, &w1);
     double secs = (double)(w1.tv_sec - w0.tv_sec) + 1e-9 * (double)(w1.tv_nsec - w0.tv_nsec);
     if (mv.loss < st.best_val) st.best_val = mv.loss;
     res->train_loss = mt.loss;
-    char dist[32];
+    char dist[32], prog[32];
     dist_text(&t, t.ref, dist, sizeof dist);
     if (o->out) {
       lb_printf(&csv, "%d,%d,%ld,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g", trial, st.epoch,
                 st.step, nb ? eloss / nb : 0, mt.loss, mv.loss, mv.seq_acc,
                 mv.tok_acc, mv.lead_acc);
       for (int k = 0; k < answer_len(o); k++) lb_printf(&csv, ",%.6g", mv.pos_acc[k]);
-      lb_printf(&csv, ",%.2f,%s\n", secs, dist);
+      lb_printf(&csv, ",%.2f,%s,%s\n", secs, dist, prog_text(&mv, prog, sizeof prog));
       if (lb_commit(&csv, csvp, err)) {
         rc = -1;
         break;
@@ -1311,7 +1417,8 @@ static int run_trial(const opts *o, int trial, const dataset *tr,
             nb ? eloss / nb : 0, mv.loss, mv.seq_acc, mv.lead_acc, secs);
     if (t.ref)
       fprintf(stderr, "trial %d epoch %d: L2 distance from the compiled point "
-                      "%s\n", trial, st.epoch, dist);
+                      "%s%s%s\n", trial, st.epoch, dist,
+              t.probe.on ? ", program heads " : "", prog_text(&mv, prog, sizeof prog));
     if (mv.loss < o->stop_loss) st.done = 1;
     if (o->max_steps && st.step >= o->max_steps) st.done = 1;
     if (st.epoch >= o->epochs) st.done = 1;
@@ -1323,8 +1430,8 @@ static int run_trial(const opts *o, int trial, const dataset *tr,
   (void)t0;
   if (!rc && st.done && st.step && mv.loss == 0 && mt.loss == 0) {
     /* finished earlier (resumed a completed run): evaluate once */
-    evaluate(&t.net, &ot, t.prefix, te, te->n, -1, &mv);
-    evaluate(&t.net, &ot, t.prefix, tr, te->n, 0, &mt);
+    evaluate(&t.net, &ot, t.prefix, te, te->n, -1, &t.probe, &mv);
+    evaluate(&t.net, &ot, t.prefix, tr, te->n, 0, NULL, &mt);
     res->train_loss = mt.loss;
   }
   res->val_seq = mv.seq_acc;
@@ -1414,6 +1521,12 @@ static int run_compare(const opts *o, const dataset *tr, const dataset *te,
     if (b == ARM_RANDOM && ts[k].m.nparams == tc.m.nparams) {
       ts[k].ref = raspM_alloc((tc.m.nparams ? tc.m.nparams : 1) * sizeof(float));
       memcpy(ts[k].ref, tc.ref, tc.m.nparams * sizeof(float));
+      /* its heads against the compiled ones: the chance baseline */
+      if (trainer_probe(&ts[k], tc.probe.u, tc.probe.n, err)) {
+        made++;
+        rc = -1;
+        break;
+      }
     }
   }
   trainer_free(&tc);
@@ -1432,7 +1545,7 @@ static int run_compare(const opts *o, const dataset *tr, const dataset *te,
   lb_printf(&f, "step,init,train_loss,val_loss,val_lead_acc,val_seq_acc,"
                 "val_tok_acc,val_other_acc");
   for (int k = 0; k < A && k < 64; k++) lb_printf(&f, ",val_pos%d_acc", k);
-  lb_printf(&f, ",dist_compiled\n");
+  lb_printf(&f, ",dist_compiled,program_acc\n");
   int every = o->eval_every ? o->eval_every : 10;
   int nev = te->n < 500 ? te->n : 500;
   ord = raspM_alloc((size_t)tr->n * sizeof *ord);
@@ -1450,15 +1563,16 @@ static int run_compare(const opts *o, const dataset *tr, const dataset *te,
     lb_printf(&f, ",%.6g,%.6g,%.6g,%.6g,%.6g", mv.loss, mv.lead_acc,           \
               mv.seq_acc, mv.tok_acc, oth);                                    \
     for (int q = 0; q < A && q < 64; q++) lb_printf(&f, ",%.6g", mv.pos_acc[q]); \
-    char dist_[32];                                                            \
-    lb_printf(&f, ",%s\n", dist_text(&ts[k], ts[k].ref, dist_, sizeof dist_)); \
+    char dist_[32], prog_[32];                                                 \
+    lb_printf(&f, ",%s,%s\n", dist_text(&ts[k], ts[k].ref, dist_, sizeof dist_), \
+              prog_text(&mv, prog_, sizeof prog_));                            \
     fprintf(stderr, "step %ld %s: val %.4f lead %.3f seq %.3f pos", step,      \
             names[k], mv.loss, mv.lead_acc, mv.seq_acc);                       \
     for (int q = 0; q < A && q < 64; q++) fprintf(stderr, " %.3f", mv.pos_acc[q]); \
     fprintf(stderr, "\n");                                                     \
   } while (0)
   for (int k = 0; k < n; k++) {
-    evaluate(&ts[k].net, o, ts[k].prefix, te, nev, -1, &mv);
+    evaluate(&ts[k].net, o, ts[k].prefix, te, nev, -1, &ts[k].probe, &mv);
     ROW(k, (void)0);
   }
   if (lb_commit(&f, csvp, err) || write_compare_gp(gp, n, names, err))
@@ -1476,7 +1590,7 @@ static int run_compare(const opts *o, const dataset *tr, const dataset *te,
       step++;
       if (step % every == 0 || step == max) {
         for (int k = 0; k < n; k++) {
-          evaluate(&ts[k].net, o, ts[k].prefix, te, nev, -1, &mv);
+          evaluate(&ts[k].net, o, ts[k].prefix, te, nev, -1, &ts[k].probe, &mv);
           ROW(k, lb_printf(&f, "%.6g", l[k]));
         }
         if (lb_commit(&f, csvp, err)) {
