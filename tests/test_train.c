@@ -1029,7 +1029,8 @@ END_TEST
 **   - --widen 3 --freeze compiled: after 1 epoch and after resuming to 3,
 **     every compiled entry is bit-identical (to the first checkpoint, and
 **     to the compiled model adapted and widened in process), while added
-**     weights moved; the distance from the compiled point is logged;
+**     weights moved; the distance from the compiled point is logged; the
+**     resumed run's checkpoint equals an uninterrupted run's byte for byte;
 **   - resuming with another optimiser is refused, naming it; bad
 **     combinations are usage errors (status 2). */
 START_TEST(test_protocols_binaries) {
@@ -1100,6 +1101,14 @@ START_TEST(test_protocols_binaries) {
            train, targs, stem, dir, runs[4][1]);
   ck_assert_msg(run_cmd(cmd, out, sizeof out) == 0, "%s", out);
   ck_assert(csv_field(p[4], "0,3,", 13) > 0);
+  /* resumed = uninterrupted, SGD momentum and all */
+  snprintf(cmd, sizeof cmd, "'%s' %s --init '%s' --epochs 3 --out '%s/straight' %s", train,
+           targs, stem, dir, runs[4][1]);
+  ck_assert_msg(run_cmd(cmd, out, sizeof out) == 0, "%s", out);
+  snprintf(cmd, sizeof cmd, "cmp '%s/straight/trial0.g000003.safetensors' "
+           "'%s/frozen/trial0.g000003.safetensors' && cmp '%s/straight/trial0.g000003.opt' "
+           "'%s/frozen/trial0.g000003.opt'", dir, dir, dir, dir);
+  ck_assert_msg(system(cmd) == 0, "a resumed --optim sgd run differs from an uninterrupted one");
   rasp_model a, b, c;
   rasp_error err = {0};
   char sa[400], sb[400];
