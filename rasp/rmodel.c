@@ -954,6 +954,42 @@ int raspN_layout_unit_dim(const rasp_model *m, const char *kind) {
   return dim;
 }
 
+rasp_layout_unit *raspN_layout_units(const rasp_model *m, int *n) {
+  *n = 0;
+  jval root;
+  if (layout_parse(m, &root)) return NULL;
+  jval *u = jget(&root, "units");
+  rasp_layout_unit *out = NULL;
+  if (u && u->type == J_ARR && u->n > 0) {
+    out = raspM_alloc((size_t)u->n * sizeof *out);
+    for (int i = 0; i < u->n; i++) {
+      jval *nm = jget(&u->items[i], "name"), *k = jget(&u->items[i], "kind"),
+           *e = jget(&u->items[i], "encoding");
+      int64_t d, sz, l;
+      if (!nm || nm->type != J_STR || !k || k->type != J_STR || !e ||
+          e->type != J_STR ||
+          jint(jget(&u->items[i], "dim"), 0, m->cfg.d_model, &d) ||
+          jint(jget(&u->items[i], "size"), 1, m->cfg.d_model, &sz) ||
+          jint(jget(&u->items[i], "layer"), -1, m->cfg.n_layers - 1, &l) ||
+          d + sz > m->cfg.d_model)
+        continue;
+      rasp_layout_unit *o = &out[(*n)++];
+      snprintf(o->name, sizeof o->name, "%s", nm->str);
+      snprintf(o->kind, sizeof o->kind, "%s", k->str);
+      o->categorical = !strcmp(e->str, "categorical");
+      o->dim = (int)d;
+      o->size = (int)sz;
+      o->layer = (int)l;
+    }
+  }
+  jfree(&root);
+  if (!*n) {
+    raspM_free(out);
+    out = NULL;
+  }
+  return out;
+}
+
 /* ---- reference forward pass --------------------------------------------- */
 
 static void layer_norm(const float *x, const float *w, const float *b, int d,

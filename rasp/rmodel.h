@@ -134,4 +134,18 @@ void raspN_free_strings(char **v, int n);
 ** whose "kind" is kind, or -1. */
 int raspN_layout_unit_dim(const rasp_model *m, const char *kind);
 
+/* One entry of the layout's "units": a value the program computes, held
+** in residual dimensions dim .. dim+size-1 from the sublayer of layer
+** `layer` that writes it (kind "head": attention; "mlp": the MLP; -1 for
+** the embeddings). */
+typedef struct rasp_layout_unit {
+  char name[64], kind[16];
+  int categorical; /* 1: one-hot over size values; 0: numerical */
+  int dim, size, layer;
+} rasp_layout_unit;
+/* The units of the layout whose fields are all present and in range
+** (0 <= dim, dim + size <= d_model, layer < n_layers), as a fresh array
+** (raspM_free it), *n its length; NULL (*n = 0) when there are none. */
+rasp_layout_unit *raspN_layout_units(const rasp_model *m, int *n);
+
 #endif

@@ -682,6 +682,232 @@ START_TEST(test_compiled_init_encoder) {
 }
 END_TEST
 
+/* ---- protocols: optimisers, per-tensor learning rates, noise ------------ */
+
+/* Per-tensor learning rates (--lr-scale rms) against a hand computation on
+** a tiny model: tok_emb holds 3, -4, 3, -4, ... (RMS sqrt(12.5)), pos_emb
+** all 2 (RMS 2), every other tensor 0, so it falls back to the RMS of the
+** whole model, sqrt((24 * 12.5 + 20 * 4) / nparams).  Two steps of SGD
+** with momentum 0.5, lr 0.1, all gradients 1, no decay: the buffer is 1
+** then 1.5, so a parameter moves by 0.1 * scale * 2.5.  Then SGD with
+** decay, AdamW's first step (lr * scale * g / |g|), and a frozen entry
+** (scale 0) that stays bit-identical with its moments. */
+START_TEST(test_lr_scale_rms_hand) {
+  rasp_model_config c = tiny(1, 0, 1, 0);
+  rasp_model m;
+  rasp_error err = {0};
+  ck_assert_int_eq(raspN_init(&m, &c, &err), 0);
+  float *te = raspN_data(&m, "tok_emb"), *pe = raspN_data(&m, "pos_emb");
+  ck_assert_int_eq(raspN_tensor(&m, "tok_emb")->size, 24);
+  ck_assert_int_eq(raspN_tensor(&m, "pos_emb")->size, 20);
+  for (int i = 0; i < 24; i++) te[i] = i % 2 ? -4.0f : 3.0f;
+  for (int i = 0; i < 20; i++) pe[i] = 2.0f;
+  size_t n = m.nparams;
+  float *scale = raspM_alloc(n * sizeof *scale);
+  train_lr_scale_rms(&m, NULL, scale);
+  double s_te = sqrt(12.5), s_pe = 2.0, s_rest = sqrt((24 * 12.5 + 20 * 4.0) / (double)n);
+  size_t o_te = raspN_tensor(&m, "tok_emb")->offset, o_pe = raspN_tensor(&m, "pos_emb")->offset,
+         o_ub = raspN_tensor(&m, "unembed_b")->offset;
+  ck_assert_double_eq_tol(scale[o_te + 5], s_te, 1e-6);
+  ck_assert_double_eq_tol(scale[o_pe + 19], s_pe, 1e-6);
+  ck_assert_double_eq_tol(scale[o_ub], s_rest, 1e-6);
+  /* a mask restricts the RMS to the entries it marks */
+  unsigned char *mask = raspM_alloc(n);
+  memset(mask, 1, n);
+  for (int i = 0; i < 24; i += 2) mask[o_te + (size_t)i] = 0; /* only the -4s */
+  float *ms = raspM_alloc(n * sizeof *ms);
+  train_lr_scale_rms(&m, mask, ms);
+  ck_assert_double_eq_tol(ms[o_te], 4.0, 1e-6);
+  raspM_free(ms);
+  raspM_free(mask);
+
+  float *g = raspM_alloc(n * sizeof *g), *p0 = raspM_alloc(n * sizeof *p0);
+  for (size_t i = 0; i < n; i++) g[i] = 1.0f;
+  memcpy(p0, m.params, n * sizeof *p0);
+  train_adamw o;
+  train_adamw_init(&o, n);
+  o.sgd = 1;
+  o.momentum = 0.5f;
+  o.lr = 0.1f;
+  o.wd = 0;
+  o.scale = scale;
+  scale[o_pe + 3] = 0; /* frozen */
+  train_adamw_step(&o, m.params, g, n);
+  train_adamw_step(&o, m.params, g, n);
+  ck_assert_double_eq_tol(m.params[o_te], 3 - 0.1 * s_te * 2.5, 1e-5);
+  ck_assert_double_eq_tol(m.params[o_te + 1], -4 - 0.1 * s_te * 2.5, 1e-5);
+  ck_assert_double_eq_tol(m.params[o_pe], 2 - 0.1 * s_pe * 2.5, 1e-5);
+  ck_assert_double_eq_tol(m.params[o_ub], -0.1 * s_rest * 2.5, 1e-5);
+  ck_assert(memcmp(&m.params[o_pe + 3], &p0[o_pe + 3], sizeof(float)) == 0);
+  ck_assert(o.m[o_pe + 3] == 0.0f && o.v[o_pe + 3] == 0.0f);
+  /* plain SGD with decoupled decay: p -= lr * scale * (g + wd * p) */
+  memcpy(m.params, p0, n * sizeof *p0);
+  memset(o.m, 0, n * sizeof *o.m);
+  o.momentum = 0;
+  o.wd = 0.5f;
+  train_adamw_step(&o, m.params, g, n);
+  ck_assert_double_eq_tol(m.params[o_te], 3 - 0.1 * s_te * (1 + 0.5 * 3), 1e-5);
+  ck_assert_double_eq_tol(m.params[o_pe], 2 - 0.1 * s_pe * (1 + 0.5 * 2), 1e-5);
+  /* AdamW's first step: m_hat = g, v_hat = g^2, so it moves lr * scale */
+  memcpy(m.params, p0, n * sizeof *p0);
+  memset(o.m, 0, n * sizeof *o.m);
+  o.sgd = 0;
+  o.wd = 0;
+  o.step = 0;
+  for (size_t i = 0; i < n; i++) g[i] = i % 3 ? 0.25f : -7.0f;
+  train_adamw_step(&o, m.params, g, n);
+  ck_assert_double_eq_tol(m.params[o_te + 1], -4 - 0.1 * s_te, 1e-5);
+  ck_assert_double_eq_tol(m.params[o_te], 3 + 0.1 * s_te, 1e-5);
+  ck_assert(memcmp(&m.params[o_pe + 3], &p0[o_pe + 3], sizeof(float)) == 0);
+  train_adamw_free(&o); /* frees scale */
+  raspM_free(g);
+  raspM_free(p0);
+  raspN_free(&m);
+}
+END_TEST
+
+/* --init-noise S: each tensor gets Gaussian noise of RMS S times its own
+** RMS (measured over 6400 entries: within 5%); a tensor of zeros stays. */
+START_TEST(test_noise_relative) {
+  rasp_model_config c = tiny(1, 0, 1, 0);
+  c.vocab_size = 100;
+  c.d_model = 64;
+  c.n_heads = 2;
+  c.d_head = 32;
+  rasp_model m;
+  rasp_error err = {0};
+  ck_assert_int_eq(raspN_init(&m, &c, &err), 0);
+  float *te = raspN_data(&m, "tok_emb"), *pe = raspN_data(&m, "pos_emb");
+  size_t nte = raspN_tensor(&m, "tok_emb")->size, npe = raspN_tensor(&m, "pos_emb")->size;
+  for (size_t i = 0; i < nte; i++) te[i] = i % 2 ? 2.0f : -2.0f;
+  for (size_t i = 0; i < npe; i++) pe[i] = 50.0f;
+  train_add_noise(&m, 0.1f, 5);
+  double s = 0, sp = 0;
+  for (size_t i = 0; i < nte; i++) s += pow(te[i] - (i % 2 ? 2.0 : -2.0), 2);
+  for (size_t i = 0; i < npe; i++) sp += pow(pe[i] - 50.0, 2);
+  double r = sqrt(s / (double)nte), rp = sqrt(sp / (double)npe);
+  ck_assert_msg(fabs(r - 0.2) < 0.01, "tok_emb noise RMS %g, want 0.2", r);
+  ck_assert_msg(rp > 3 && rp < 7, "pos_emb noise RMS %g, want about 5", rp);
+  const float *ub = raspN_data(&m, "unembed_b");
+  for (size_t i = 0; i < raspN_tensor(&m, "unembed_b")->size; i++) ck_assert(ub[i] == 0.0f);
+  raspN_free(&m);
+}
+END_TEST
+
+/* --widen K (train_widen) on the adapted encoder readout: K more residual
+** dimensions, ceil(K / d_head) more heads, 4K more units, random at a large
+** scale (0.5) so that a leak would show; the logits at every position equal
+** the unwidened model's (to float rounding: the sums have more, zero,
+** terms); the mask marks exactly the old parameters; and one training step
+** with the mask frozen (scale 0) leaves them bit-identical while the added
+** weights move. */
+START_TEST(test_widen_unchanged) {
+  rasp_task_opts t;
+  enc_task(&t);
+  int n = raspT_length(&t), nout = t.V + 9, mask = train_mask_id(&t);
+  char dir[] = "/tmp/test_train.XXXXXX", stem[300], cmd[400];
+  ck_assert_ptr_nonnull(mkdtemp(dir));
+  snprintf(stem, sizeof stem, "%s/enc", dir);
+  enc_compile("encoder2_backward_targets", 1, stem);
+  rasp_error err = {0};
+  rasp_model m;
+  ck_assert_msg(raspN_load(&m, stem, &err) == 0, "%s", err.msg);
+  /* the layout's units (what the probe reads): the tokens, and heads */
+  int nu = 0, heads = 0, toks = 0;
+  rasp_layout_unit *lu = raspN_layout_units(&m, &nu);
+  ck_assert_ptr_nonnull(lu);
+  for (int k = 0; k < nu; k++) {
+    ck_assert_int_le(lu[k].dim + lu[k].size, m.cfg.d_model);
+    heads += !strcmp(lu[k].kind, "head") && lu[k].layer >= 0;
+    toks += !strcmp(lu[k].name, "tokens") && lu[k].layer == -1 && lu[k].categorical;
+  }
+  ck_assert_int_gt(heads, 2);
+  ck_assert_int_eq(toks, 1);
+  raspM_free(lu);
+  ck_assert_msg(train_adapt_compiled(&m, "enc", &t, 1, nout, n, -2, &err) == 0, "%s",
+                err.msg);
+  ck_assert_ptr_null(raspN_layout_units(&m, &nu)); /* adapting drops the layout */
+  int bos = m.cfg.bos_token;
+  enum { B = 4 };
+  int tok[B * 32];
+  rasp_sample s;
+  memset(&s, 0, sizeof s);
+  for (int b = 0; b < B; b++) {
+    ck_assert_msg(raspT_sample(&t, 2000, (uint64_t)b, &s, &err) == 0, "%s", err.msg);
+    int *row = tok + b * (n + 1);
+    row[0] = bos;
+    for (int i = 0; i < n; i++)
+      row[i + 1] = i >= s.ans_start && i < s.ans_start + t.M ? mask : s.tokens[i];
+  }
+  raspT_sample_free(&s);
+  size_t R = (size_t)B * (n + 1) * nout;
+  float *before = raspM_alloc(R * sizeof *before);
+  train_net net;
+  ck_assert_int_eq(train_net_init(&net, &m, B, n + 1, 0.0f, &err), 0);
+  train_forward(&net, tok, B, n + 1);
+  memcpy(before, net.logits, R * sizeof *before);
+  train_net_free(&net);
+  rasp_model_config c0 = m.cfg;
+  size_t n0 = m.nparams;
+  unsigned char *mk = NULL;
+  int K = 5;
+  ck_assert_msg(train_widen(&m, K, 0.5f, 9, &mk, &err) == 0, "%s", err.msg);
+  ck_assert_int_eq(m.cfg.d_model, c0.d_model + K);
+  ck_assert_int_eq(m.cfg.n_heads, c0.n_heads + (K + c0.d_head - 1) / c0.d_head);
+  ck_assert_int_eq(m.cfg.d_mlp, c0.d_mlp + 4 * K);
+  size_t marked = 0;
+  for (size_t i = 0; i < m.nparams; i++) marked += mk[i];
+  ck_assert_uint_eq(marked, n0);
+  ck_assert_int_eq(train_net_init(&net, &m, B, n + 1, 0.0f, &err), 0);
+  train_forward(&net, tok, B, n + 1);
+  double worst = 0;
+  for (size_t i = 0; i < R; i++) {
+    double d = fabs((double)net.logits[i] - before[i]) / (1 + fabs(before[i]));
+    if (d > worst) worst = d;
+  }
+  ck_assert_msg(worst < 1e-5, "widened logits differ by %g", worst);
+  /* one step with the old parameters frozen */
+  float *p0 = raspM_alloc(m.nparams * sizeof *p0);
+  memcpy(p0, m.params, m.nparams * sizeof *p0);
+  int tgt[B * 32];
+  float w[B * 32];
+  for (int i = 0; i < B * (n + 1); i++) {
+    tgt[i] = 1 + i % t.V;
+    w[i] = 1;
+  }
+  train_zero_grad(&net);
+  train_loss(&net, tgt, w, 1.0f, 1, NULL);
+  train_backward(&net);
+  train_adamw o;
+  train_adamw_init(&o, m.nparams);
+  o.scale = raspM_alloc(m.nparams * sizeof *o.scale);
+  for (size_t i = 0; i < m.nparams; i++) o.scale[i] = mk[i] ? 0.0f : 1.0f;
+  o.lr = 0.01f;
+  train_adamw_step(&o, m.params, net.grad, m.nparams);
+  size_t moved = 0;
+  for (size_t i = 0; i < m.nparams; i++) {
+    if (mk[i]) ck_assert(memcmp(&m.params[i], &p0[i], sizeof(float)) == 0);
+    else moved += m.params[i] != p0[i];
+  }
+  ck_assert_uint_gt(moved, (m.nparams - n0) / 2);
+  train_adamw_free(&o);
+  raspM_free(p0);
+  train_net_free(&net);
+  raspM_free(mk);
+  raspM_free(before);
+  /* layer norm would mix the new dimensions in: refused */
+  rasp_model_config lc = tiny(1, 1, 1, 0);
+  rasp_model lm;
+  ck_assert_int_eq(raspN_init(&lm, &lc, &err), 0);
+  ck_assert_int_eq(train_widen(&lm, 2, 0.02f, 1, &mk, &err), -1);
+  ck_assert_msg(strstr(err.msg, "layer norm") != NULL, "%s", err.msg);
+  raspN_free(&lm);
+  raspN_free(&m);
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
 /* Runs a shell command line; returns its exit status, its stderr in err. */
 static int run_cmd(const char *line, char *errbuf, size_t size) {
   char cmd[8192];
@@ -793,6 +1019,261 @@ START_TEST(test_compiled_encoder_binaries) {
 }
 END_TEST
 
+/* The protocols through the binary, on the encoder readout of
+** test_compiled_encoder_binaries:
+**   - --init-mix 0 gives the compiled run's step-0 row, field for field;
+**     --init-mix 1 the step-0 accuracies and loss of compare's random arm;
+**   - --widen 3 the compiled run's step-0 accuracies (loss to 1e-4);
+**   - the program's heads agree with the compiled point's at step 0 (the
+**     compiled run, widened, frozen), much less for random weights;
+**   - --widen 3 --freeze compiled: after 1 epoch and after resuming to 3,
+**     every compiled entry is bit-identical (to the first checkpoint, and
+**     to the compiled model adapted and widened in process), while added
+**     weights moved; the distance from the compiled point is logged; the
+**     resumed run's checkpoint equals an uninterrupted run's byte for byte;
+**   - resuming with another optimiser is refused, naming it; bad
+**     combinations are usage errors (status 2). */
+START_TEST(test_protocols_binaries) {
+  const char *bd = getenv("top_builddir");
+  if (!bd || !*bd) bd = ".";
+  char train[4200], dir[] = "/tmp/test_train.XXXXXX", cmd[16384], out[8192];
+  snprintf(train, sizeof train, "%s/trainer/rasp-train", bd);
+  ck_assert_msg(access(train, X_OK) == 0, "no binaries under top_builddir '%s'", bd);
+  ck_assert_ptr_nonnull(mkdtemp(dir));
+  char stem[400];
+  snprintf(stem, sizeof stem, "%s/enc", dir);
+  enc_compile("encoder2_backward_targets", 1, stem);
+  const char *targs = "--D 2 --M 3 --V 6 --st-names --no-bos --no-eos --model encoder "
+                      "--train 16 --test 16 --batch 8 --micro 8 --lr 1e-3 --dropout 0 "
+                      "--threads 1";
+  const char *runs[][2] = {
+      {"base", ""},
+      {"mix0", "--init-mix 0"},
+      {"mix1", "--init-mix 1"},
+      {"wide", "--widen 3"},
+      {"frozen", "--widen 3 --freeze compiled --optim sgd --momentum 0.9 --lr-scale rms"},
+  };
+  for (int k = 0; k < 5; k++) {
+    snprintf(cmd, sizeof cmd, "'%s' %s --init '%s' --epochs 1 --out '%s/%s' %s", train, targs,
+             stem, dir, runs[k][0], runs[k][1]);
+    ck_assert_msg(run_cmd(cmd, out, sizeof out) == 0, "%s: %s", cmd, out);
+  }
+  snprintf(cmd, sizeof cmd, "'%s' compare %s --init '%s' --max-steps 1 --eval-every 1 "
+           "--out '%s'", train, targs, stem, dir);
+  ck_assert_msg(run_cmd(cmd, out, sizeof out) == 0, "%s", out);
+  char p[5][400], cmp[400];
+  for (int k = 0; k < 5; k++) snprintf(p[k], sizeof p[k], "%s/%s/trial0.csv", dir, runs[k][0]);
+  snprintf(cmp, sizeof cmp, "%s/compare.csv", dir);
+  /* trial CSV: val_loss 5, seq 6, tok 7, lead 8, pos 9..11, seconds 12,
+  ** dist_compiled 13; compare.csv: val_loss 3, lead 4, seq 5, tok 6,
+  ** pos 8..10, dist_compiled 11 */
+  ck_assert(csv_field(p[0], "0,0,0,", 8) == 1.0);
+  for (int f = 5; f <= 13; f++)
+    ck_assert_msg(csv_field(p[1], "0,0,0,", f) == csv_field(p[0], "0,0,0,", f),
+                  "--init-mix 0, field %d", f);
+  static const int tf[] = {5, 6, 7, 8, 9, 10, 11}, cf[] = {3, 5, 6, 4, 8, 9, 10};
+  for (int i = 0; i < 7; i++) {
+    double a = csv_field(p[2], "0,0,0,", tf[i]), b = csv_field(cmp, "0,random,", cf[i]);
+    ck_assert_msg(a == b, "--init-mix 1 field %d: %g, compare's random arm %g", tf[i], a, b);
+  }
+  ck_assert(csv_field(p[2], "0,0,0,", 13) > 0); /* far from the compiled point */
+  /* still the program (field 14): the compiled heads at the compiled point
+  ** and after widening; random weights agree far less often */
+  ck_assert(csv_field(p[0], "0,0,0,", 14) == 1.0);
+  ck_assert(csv_field(p[3], "0,0,0,", 14) == 1.0);
+  ck_assert(csv_field(p[4], "0,0,0,", 14) == 1.0);
+  ck_assert_msg(csv_field(p[2], "0,0,0,", 14) < 0.5, "random heads agree %g",
+                csv_field(p[2], "0,0,0,", 14));
+  ck_assert(csv_field(cmp, "0,compiled,", 12) == 1.0);
+  ck_assert(csv_field(cmp, "0,random,", 12) == csv_field(p[2], "0,0,0,", 14));
+  ck_assert(csv_field(cmp, "0,compiled,", 11) == 0);
+  ck_assert(csv_field(cmp, "0,random,", 11) == csv_field(p[2], "0,0,0,", 13));
+  ck_assert_double_eq_tol(csv_field(p[3], "0,0,0,", 5), csv_field(p[0], "0,0,0,", 5), 1e-4);
+  for (int f = 6; f <= 11; f++)
+    ck_assert_msg(csv_field(p[3], "0,0,0,", f) == csv_field(p[0], "0,0,0,", f),
+                  "--widen 3, field %d", f);
+  /* frozen: the first checkpoint, then two more epochs */
+  snprintf(cmd, sizeof cmd, "cp '%s/frozen/trial0.g000001.json' '%s/first.json' && "
+           "cp '%s/frozen/trial0.g000001.safetensors' '%s/first.safetensors'", dir, dir,
+           dir, dir);
+  ck_assert_int_eq(system(cmd), 0);
+  snprintf(cmd, sizeof cmd, "'%s' %s --init '%s' --epochs 3 --out '%s/frozen' %s --resume",
+           train, targs, stem, dir, runs[4][1]);
+  ck_assert_msg(run_cmd(cmd, out, sizeof out) == 0, "%s", out);
+  ck_assert(csv_field(p[4], "0,3,", 13) > 0);
+  /* resumed = uninterrupted, SGD momentum and all */
+  snprintf(cmd, sizeof cmd, "'%s' %s --init '%s' --epochs 3 --out '%s/straight' %s", train,
+           targs, stem, dir, runs[4][1]);
+  ck_assert_msg(run_cmd(cmd, out, sizeof out) == 0, "%s", out);
+  snprintf(cmd, sizeof cmd, "cmp '%s/straight/trial0.g000003.safetensors' "
+           "'%s/frozen/trial0.g000003.safetensors' && cmp '%s/straight/trial0.g000003.opt' "
+           "'%s/frozen/trial0.g000003.opt'", dir, dir, dir, dir);
+  ck_assert_msg(system(cmd) == 0, "a resumed --optim sgd run differs from an uninterrupted one");
+  rasp_model a, b, c;
+  rasp_error err = {0};
+  char sa[400], sb[400];
+  snprintf(sa, sizeof sa, "%s/first", dir);
+  snprintf(sb, sizeof sb, "%s/frozen/trial0.g000003", dir);
+  ck_assert_msg(raspN_load(&a, sa, &err) == 0, "%s", err.msg);
+  ck_assert_msg(raspN_load(&b, sb, &err) == 0, "%s", err.msg);
+  ck_assert_msg(raspN_load(&c, stem, &err) == 0, "%s", err.msg);
+  rasp_task_opts t;
+  enc_task(&t);
+  ck_assert_msg(train_adapt_compiled(&c, "enc", &t, 1, t.V + 9, raspT_length(&t), -2, &err) == 0,
+                "%s", err.msg);
+  unsigned char *mk;
+  ck_assert_msg(train_widen(&c, 3, 0.02f, 1, &mk, &err) == 0, "%s", err.msg);
+  ck_assert_uint_eq(a.nparams, c.nparams);
+  ck_assert_uint_eq(b.nparams, c.nparams);
+  const rasp_tensor *ub = raspN_tensor(&c, "unembed_b"); /* its floor is the run's */
+  size_t moved = 0, frozen = 0;
+  for (size_t i = 0; i < c.nparams; i++) {
+    if (!mk[i]) {
+      moved += a.params[i] != b.params[i];
+      continue;
+    }
+    ck_assert_msg(memcmp(&a.params[i], &b.params[i], sizeof(float)) == 0, "param %zu moved", i);
+    if (i < ub->offset || i >= ub->offset + ub->size)
+      ck_assert_msg(memcmp(&b.params[i], &c.params[i], sizeof(float)) == 0,
+                    "param %zu is not the compiled one", i);
+    frozen++;
+  }
+  ck_assert_uint_gt(moved, 0);
+  ck_assert_uint_gt(frozen, 1000);
+  raspM_free(mk);
+  raspN_free(&a);
+  raspN_free(&b);
+  raspN_free(&c);
+  /* resuming with another optimiser is refused */
+  snprintf(cmd, sizeof cmd, "'%s' %s --init '%s' --epochs 4 --out '%s/frozen' --widen 3 "
+           "--freeze compiled --resume", train, targs, stem, dir);
+  ck_assert_int_eq(run_cmd(cmd, out, sizeof out), 1);
+  ck_assert_msg(strstr(out, "--optim not set (checkpoint: sgd)") != NULL, "%s", out);
+  /* usage errors */
+  const char *bad[][2] = {
+      {"--momentum 0.9", "--optim sgd"},
+      {"--freeze compiled", "--widen"},
+      {"--optim sgd --momentum 1", "[0, 1)"},
+      {"--lr-scale xy", "none or rms"},
+      {"--init-mix 1.5", "[0, 1]"},
+  };
+  for (int k = 0; k < 5; k++) {
+    snprintf(cmd, sizeof cmd, "'%s' %s --init '%s' %s", train, targs, stem, bad[k][0]);
+    ck_assert_msg(run_cmd(cmd, out, sizeof out) == 2, "%s: %s", bad[k][0], out);
+    ck_assert_msg(strstr(out, bad[k][1]) != NULL, "%s: %s", bad[k][0], out);
+  }
+  snprintf(cmd, sizeof cmd, "'%s' %s --init-mix 0.5", train, targs);
+  ck_assert_int_eq(run_cmd(cmd, out, sizeof out), 2);
+  ck_assert_msg(strstr(out, "needs --init STEM") != NULL, "%s", out);
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
+/* The text of the row of path whose first fields are prefix, from its
+** third field on (what follows "step,arm,"), into buf; 0 if none. */
+static int csv_rest(const char *path, const char *prefix, char *buf, size_t size) {
+  FILE *f = fopen(path, "r");
+  if (!f) return 0;
+  char line[4096];
+  int found = 0;
+  while (!found && fgets(line, sizeof line, f))
+    if (!strncmp(line, prefix, strlen(prefix))) {
+      const char *c = strchr(line, ',');
+      c = c ? strchr(c + 1, ',') : NULL;
+      snprintf(buf, size, "%s", c ? c : "");
+      found = 1;
+    }
+  fclose(f);
+  return found;
+}
+
+/* compare with any number of arms (--arm): two arms with the same options
+** ("a" and "b", compiled) give the same rows at every step (the same
+** batches in the same order); "rnd" is the default compare's random arm
+** and "comp" its compiled arm, row for row; "std" (the pre-LN standard
+** architecture) has no distance from the compiled point; "wide" (--widen 2
+** --freeze compiled --optim sgd) starts at the compiled accuracies.  The
+** plot script draws every arm.  Bad arm specifications are usage errors. */
+START_TEST(test_compare_arms) {
+  const char *bd = getenv("top_builddir");
+  if (!bd || !*bd) bd = ".";
+  char train[4200], dir[] = "/tmp/test_train.XXXXXX", cmd[16384], out[8192];
+  snprintf(train, sizeof train, "%s/trainer/rasp-train", bd);
+  ck_assert_msg(access(train, X_OK) == 0, "no binaries under top_builddir '%s'", bd);
+  ck_assert_ptr_nonnull(mkdtemp(dir));
+  char stem[400];
+  snprintf(stem, sizeof stem, "%s/enc", dir);
+  enc_compile("encoder2_backward_targets", 1, stem);
+  const char *targs = "--D 2 --M 3 --V 6 --st-names --no-bos --no-eos --model encoder "
+                      "--train 16 --test 16 --batch 8 --micro 8 --lr 1e-3 --dropout 0 "
+                      "--threads 1 --layers 1 --d-model 16 --heads 2 --d-mlp 32 "
+                      "--max-steps 3 --eval-every 1";
+  snprintf(cmd, sizeof cmd, "mkdir '%s/two' '%s/many'", dir, dir);
+  ck_assert_int_eq(system(cmd), 0);
+  snprintf(cmd, sizeof cmd, "'%s' compare %s --init '%s' --out '%s/two'", train, targs, stem,
+           dir);
+  ck_assert_msg(run_cmd(cmd, out, sizeof out) == 0, "%s", out);
+  snprintf(cmd, sizeof cmd,
+           "'%s' compare %s --init '%s' --out '%s/many' --arm 'a compiled' --arm 'rnd random' "
+           "--arm 'std standard' --arm 'b compiled' --arm 'comp compiled' "
+           "--arm 'wide compiled --widen 2 --freeze compiled --optim sgd --momentum 0.5'",
+           train, targs, stem, dir);
+  ck_assert_msg(run_cmd(cmd, out, sizeof out) == 0, "%s", out);
+  char two[400], many[400], gp[400], x[4096], y[4096], pre[64];
+  snprintf(two, sizeof two, "%s/two/compare.csv", dir);
+  snprintf(many, sizeof many, "%s/many/compare.csv", dir);
+  snprintf(gp, sizeof gp, "%s/many/compare.gp", dir);
+  for (int step = 0; step <= 3; step++) {
+    snprintf(pre, sizeof pre, "%d,a,", step);
+    ck_assert(csv_rest(many, pre, x, sizeof x));
+    snprintf(pre, sizeof pre, "%d,b,", step);
+    ck_assert(csv_rest(many, pre, y, sizeof y));
+    ck_assert_msg(!strcmp(x, y), "step %d: a %s b %s", step, x, y);
+    static const char *const pairs[][2] = {{"random", "rnd"}, {"compiled", "comp"}};
+    for (int k = 0; k < 2; k++) {
+      snprintf(pre, sizeof pre, "%d,%s,", step, pairs[k][0]);
+      ck_assert(csv_rest(two, pre, x, sizeof x));
+      snprintf(pre, sizeof pre, "%d,%s,", step, pairs[k][1]);
+      ck_assert(csv_rest(many, pre, y, sizeof y));
+      ck_assert_msg(!strcmp(x, y), "step %d %s: %s vs %s", step, pairs[k][1], x, y);
+    }
+    snprintf(pre, sizeof pre, "%d,std,", step);
+    ck_assert(csv_rest(many, pre, x, sizeof x));
+    size_t xl = strlen(x); /* the last two fields empty */
+    ck_assert_msg(xl > 3 && !strcmp(x + xl - 3, ",,\n"), "std has a distance: %s", x);
+  }
+  ck_assert(csv_field(many, "0,wide,", 4) == 1.0);
+  ck_assert(csv_field(many, "0,wide,", 12) == 1.0); /* the program's heads */
+  ck_assert(csv_field(many, "3,wide,", 11) > 0);
+  FILE *f = fopen(gp, "r");
+  ck_assert_ptr_nonnull(f);
+  size_t nr = fread(x, 1, sizeof x - 1, f);
+  x[nr] = 0;
+  fclose(f);
+  ck_assert_msg(strstr(x, "every 6::3 using 1:5 with lines lw 2 title 'std'") != NULL, "%s", x);
+  const char *bad[][2] = {
+      {"--arm 'x'", "NAME compiled|random|standard"},
+      {"--arm 'x other'", "BASE is compiled, random or standard"},
+      {"--arm 'x compiled --D 3'", "an arm sets only"},
+      {"--arm 'x compiled --lr'", "every OPTION takes a VALUE"},
+      {"--arm 'x; compiled'", "NAME is letters"},
+      {"--arm 'x compiled' --arm 'x random'", "two arms"},
+      {"--arm 'x compiled --freeze compiled'", "--widen K"},
+  };
+  for (int k = 0; k < 7; k++) {
+    snprintf(cmd, sizeof cmd, "'%s' compare %s --init '%s' %s", train, targs, stem, bad[k][0]);
+    ck_assert_msg(run_cmd(cmd, out, sizeof out) == 2, "%s: %s", bad[k][0], out);
+    ck_assert_msg(strstr(out, bad[k][1]) != NULL, "%s: %s", bad[k][0], out);
+  }
+  snprintf(cmd, sizeof cmd, "'%s' %s --init '%s' --arm 'x compiled'", train, targs, stem);
+  ck_assert_int_eq(run_cmd(cmd, out, sizeof out), 2);
+  ck_assert_msg(strstr(out, "rasp-train compare") != NULL, "%s", out);
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
 static Suite *train_suite(void) {
   Suite *s = suite_create("train");
   TCase *tc = tcase_create("core");
@@ -809,6 +1290,11 @@ static Suite *train_suite(void) {
   tcase_add_test(tc, test_compiled_init);
   tcase_add_test(tc, test_compiled_init_encoder);
   tcase_add_test(tc, test_compiled_encoder_binaries);
+  tcase_add_test(tc, test_lr_scale_rms_hand);
+  tcase_add_test(tc, test_noise_relative);
+  tcase_add_test(tc, test_widen_unchanged);
+  tcase_add_test(tc, test_protocols_binaries);
+  tcase_add_test(tc, test_compare_arms);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -3,8 +3,9 @@
 ** path-star task, from random or compiled weights.
 **
 **   rasp-train [options]            train (several trials), print a summary
-**   rasp-train compare [options]    random init vs --init STEM on the same
-**                                   batches; curves to CSV and PNG
+**   rasp-train compare [options]    random init vs --init STEM (or any
+**                                   --arm list) on the same batches;
+**                                   curves to CSV and PNG
 **
 ** Data.  Training samples are indices 0..N-1 of --train-seed, test samples
 ** indices of --test-seed; a test sample whose (graph, target) also occurs in
@@ -49,6 +50,15 @@
 ** masked inputs).  compare's random arm gets the compiled architecture
 ** (causal or not) and the same BOS prefix.
 **
+** Protocols (doc/training.md): --optim, --momentum, --lr-scale rms (the
+** optimiser's per-parameter scales, tnet.h), --freeze compiled (scale 0),
+** --widen (train_widen), --init-mix, --init-noise; make_model applies
+** them in that order after adapting a compiled readout.  Every evaluation
+** of a model started from --init logs its L2 distance from the compiled
+** point and, for a compiled one, the probe's "still the program" share of
+** the layout's heads that agree with the compiled point's.  compare runs
+** any number of --arm's on the same batches.
+**
 ** Logs (trialK.csv, compare.csv, compare.gp, compare.png) are kept in
 ** memory and rewritten whole, atomically, after every row: a killed run
 ** leaves the previous or the new file, never a torn one.
@@ -82,13 +92,31 @@
 
 typedef enum { OBJ_TF, OBJ_IAR, OBJ_NAR } objective;
 
+#define MAX_ARMS 16
+enum { ARM_COMPILED, ARM_RANDOM, ARM_STANDARD };
+
 typedef struct opts {
   rasp_task_opts task;
   objective obj;
   int encoder;
   rasp_model_config arch;
   float dropout, lr, wd, stop_loss, init_noise;
+  /* protocols (doc/training.md): optimiser, per-tensor learning rates,
+  ** frozen compiled weights, widening, mixing with a random init */
+  int sgd, lr_rms, freeze, widen, mix_given;
+  float momentum, init_mix, widen_scale;
   int batch, micro, epochs, trials, ntrain, ntest, eval_every, threads;
+  /* compare's arms (--arm "NAME BASE [OPTION VALUE]..."), parsed into
+  ** options of their own at the end of parse_opts; none: random, compiled */
+  int narms;
+  const char *arm_spec[MAX_ARMS];
+  struct arm {
+    char name[33];
+    int base;        /* ARM_COMPILED, ARM_RANDOM, ARM_STANDARD */
+    struct opts *o;  /* the arm's options (raspM_alloc'd) */
+    char *words;     /* the spec's words, which o points into */
+    char **argv;
+  } arms[MAX_ARMS];
   long max_steps;
   uint64_t seed, train_seed, test_seed;
   const char *out, *init, *reinit;
@@ -104,12 +132,18 @@ static void usage(FILE *f) {
       " model: --model decoder|encoder --objective tf|iar|nar --layers N\n"
       "        --d-model N --heads N --d-mlp N --pos learned|none --ln pre|none\n"
       "        --act relu|gelu --init random|STEM --init-noise SIGMA\n"
-      "        --reinit-layers L,L,...\n"
+      "        --reinit-layers L,L,... --init-mix A --widen K\n"
+      "        --widen-scale S --freeze none|compiled\n"
       "        (--init STEM from rasp compile: decoder: a causal program,\n"
       "        e.g. readout6_causal; encoder: rasp compile --encoder of\n"
       "        programs/encoder*.rasp; same --D --M --V, --st-names\n"
       "        --no-bos --no-eos)\n"
-      " train: --lr X --wd X --dropout X --batch N --micro N --epochs N\n"
+      " compare: --arm 'NAME compiled|random|standard [OPTION VALUE]...'\n"
+      "        (repeatable; OPTIONs: --optim --momentum --lr --lr-scale --wd\n"
+      "        --dropout --freeze --widen --widen-scale --init-mix --init-noise\n"
+      "        --reinit-layers)\n"
+      " train: --optim adamw|sgd --momentum X --lr X --lr-scale none|rms\n"
+      "        --wd X --dropout X --batch N --micro N --epochs N\n"
       "        --max-steps N --stop-loss X --seed N --trials N --train N\n"
       "        --test N --train-seed N --test-seed N --eval-every STEPS\n"
       "        --threads N --out DIR --resume\n",
@@ -140,6 +174,16 @@ static int parse_float(const char *s, double lo, double hi, float *out) {
   return 0;
 }
 
+static int parse_arm(int argc, char **argv, struct opts *o, int k);
+
+/* The last value given for option name (for messages). */
+static const char *argv_value(int argc, char **argv, const char *name) {
+  const char *v = "";
+  for (int i = 1; i + 1 < argc; i++)
+    if (!strcmp(argv[i], name)) v = argv[i + 1];
+  return v;
+}
+
 /* Returns 0, or the exit status (2) after a message. */
 static int parse_opts(int argc, char **argv, opts *o) {
   memset(o, 0, sizeof *o);
@@ -163,7 +207,9 @@ static int parse_opts(int argc, char **argv, opts *o) {
   o->test_seed = 2000;
   o->threads = 0;
   o->init = "random";
+  o->widen_scale = 0.02f;
   const char *objname = NULL;
+  int momentum_given = 0;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     if (i == 1 && !strcmp(a, "compare")) {
@@ -227,6 +273,21 @@ static int parse_opts(int argc, char **argv, opts *o) {
     FLT("--dropout", 0, 0.95, o->dropout)
     FLT("--stop-loss", 0, 1e9, o->stop_loss)
     FLT("--init-noise", 0, 1e3, o->init_noise)
+    FLT("--widen-scale", 0, 10, o->widen_scale)
+    if (!strcmp(a, "--init-mix")) {
+      if (parse_float(v, 0, 1, &f)) return bad_opt(a, v, "expected a number in [0, 1]");
+      o->init_mix = f;
+      o->mix_given = 1;
+      continue;
+    }
+    if (!strcmp(a, "--momentum")) {
+      if (parse_float(v, 0, 1, &f) || f >= 1)
+        return bad_opt(a, v, "expected a number in [0, 1)");
+      o->momentum = f;
+      momentum_given = 1;
+      continue;
+    }
+    INT("--widen", 0, 4096, o->widen)
 #undef INT
 #undef FLT
     if (!strcmp(a, "--order")) {
@@ -264,6 +325,21 @@ static int parse_opts(int argc, char **argv, opts *o) {
       if (!strcmp(v, "relu")) o->arch.gelu = 0;
       else if (!strcmp(v, "gelu")) o->arch.gelu = 1;
       else return bad_opt(a, v, "expected relu or gelu");
+    } else if (!strcmp(a, "--arm")) {
+      if (o->narms >= MAX_ARMS) return bad_opt(a, v, "at most 16 arms");
+      o->arm_spec[o->narms++] = v;
+    } else if (!strcmp(a, "--optim")) {
+      if (!strcmp(v, "adamw")) o->sgd = 0;
+      else if (!strcmp(v, "sgd")) o->sgd = 1;
+      else return bad_opt(a, v, "expected adamw or sgd");
+    } else if (!strcmp(a, "--lr-scale")) {
+      if (!strcmp(v, "none")) o->lr_rms = 0;
+      else if (!strcmp(v, "rms")) o->lr_rms = 1;
+      else return bad_opt(a, v, "expected none or rms");
+    } else if (!strcmp(a, "--freeze")) {
+      if (!strcmp(v, "none")) o->freeze = 0;
+      else if (!strcmp(v, "compiled")) o->freeze = 1;
+      else return bad_opt(a, v, "expected none or compiled");
     } else if (!strcmp(a, "--init")) {
       o->init = v;
     } else if (!strcmp(a, "--reinit-layers")) {
@@ -302,7 +378,96 @@ static int parse_opts(int argc, char **argv, opts *o) {
     return bad_opt("--init", o->init, "compare needs a model stem");
   if (o->resume && !o->out)
     return bad_opt("--resume", "", "needs --out DIR");
+  if (momentum_given && !o->sgd)
+    return bad_opt("--momentum", argv_value(argc, argv, "--momentum"),
+                   "momentum is for --optim sgd (AdamW has its own)");
+  int rnd = !strcmp(o->init, "random");
+  if (rnd && o->mix_given)
+    return bad_opt("--init-mix", argv_value(argc, argv, "--init-mix"),
+                   "needs --init STEM (the model to mix with a random one)");
+  if (rnd && o->widen)
+    return bad_opt("--widen", argv_value(argc, argv, "--widen"),
+                   "needs --init STEM of a compiled model");
+  if (o->freeze && !o->widen)
+    return bad_opt("--freeze", "compiled", "nothing would train: add capacity "
+                   "with --widen K");
+  if (o->narms && !o->compare)
+    return bad_opt("--arm", o->arm_spec[0], "arms are for rasp-train compare");
+  for (int k = 0; k < o->narms; k++) {
+    int r = parse_arm(argc, argv, o, k);
+    if (r) return r;
+  }
   return 0;
+}
+
+/* The options an arm may set: how it trains, never what it trains on (so
+** every arm sees the same batches in the same order). */
+static const char *const arm_opts_ok[] = {
+    "--optim", "--momentum", "--lr", "--lr-scale", "--wd", "--dropout",
+    "--freeze", "--widen", "--widen-scale", "--init-mix", "--init-noise",
+    "--reinit-layers", NULL};
+
+/* Arm k: its spec's name and base, then the command line (less compare,
+** --arm and --resume) followed by its options, through parse_opts. */
+static int parse_arm(int argc, char **argv, opts *o, int k) {
+  struct arm *a = &o->arms[k];
+  const char *spec = o->arm_spec[k];
+  a->words = raspM_strdup(spec);
+  char *w[64];
+  int nw = 0;
+  for (char *t = strtok(a->words, " \t"); t; t = strtok(NULL, " \t")) {
+    if (nw == 64) return bad_opt("--arm", spec, "too many words");
+    w[nw++] = t;
+  }
+  if (nw < 2 || strlen(w[0]) > 32)
+    return bad_opt("--arm", spec, "expected 'NAME compiled|random|standard "
+                                  "[OPTION VALUE]...', NAME at most 32 characters");
+  for (const char *c = w[0]; *c; c++)
+    if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-", *c))
+      return bad_opt("--arm", spec, "NAME is letters, digits, '_' and '-'");
+  for (int j = 0; j < k; j++)
+    if (!strcmp(o->arms[j].name, w[0])) return bad_opt("--arm", spec, "two arms with that NAME");
+  snprintf(a->name, sizeof a->name, "%s", w[0]);
+  if (!strcmp(w[1], "compiled")) a->base = ARM_COMPILED;
+  else if (!strcmp(w[1], "random")) a->base = ARM_RANDOM;
+  else if (!strcmp(w[1], "standard")) a->base = ARM_STANDARD;
+  else return bad_opt("--arm", spec, "BASE is compiled, random or standard");
+  if ((nw - 2) % 2) return bad_opt("--arm", spec, "every OPTION takes a VALUE");
+  for (int i = 2; i < nw; i += 2) {
+    int ok = 0;
+    for (const char *const *n = arm_opts_ok; *n; n++) ok |= !strcmp(*n, w[i]);
+    if (!ok) return bad_opt("--arm", spec, "an arm sets only --optim --momentum --lr "
+                                           "--lr-scale --wd --dropout --freeze --widen "
+                                           "--widen-scale --init-mix --init-noise "
+                                           "--reinit-layers");
+  }
+  a->argv = raspM_alloc((size_t)(argc + nw) * sizeof(char *));
+  int n = 0;
+  a->argv[n++] = argv[0];
+  for (int i = 1; i < argc; i++) {
+    if (i == 1 && !strcmp(argv[i], "compare")) continue;
+    if (!strcmp(argv[i], "--arm") && i + 1 < argc) {
+      i++;
+      continue;
+    }
+    if (!strcmp(argv[i], "--resume")) continue;
+    a->argv[n++] = argv[i];
+  }
+  for (int i = 2; i < nw; i++) a->argv[n++] = w[i];
+  a->o = raspM_alloc(sizeof *a->o);
+  int r = parse_opts(n, a->argv, a->o);
+  if (r) fprintf(stderr, "rasp-train: in --arm '%s'\n", spec);
+  return r;
+}
+
+static void opts_free(opts *o) {
+  for (int k = 0; k < o->narms; k++) {
+    if (o->arms[k].o) opts_free(o->arms[k].o);
+    raspM_free(o->arms[k].o);
+    raspM_free(o->arms[k].words);
+    raspM_free(o->arms[k].argv);
+  }
+  o->narms = 0;
 }
 
 /* ---- data --------------------------------------------------------------- */
@@ -529,10 +694,49 @@ static void encode(const opts *o, const int *seq, int len, int ans, int eval,
 typedef struct metrics {
   double loss, seq_acc, tok_acc, lead_acc;
   double pos_acc[64];
+  double prog_acc; /* "still the program" (probe), NAN without one */
 } metrics;
 
+/* "Still the program": the compiled model's attention heads named in its
+** layout (categorical units of kind "head") are read off the residual
+** stream after their layer's attention, as the argmax over the unit's
+** dimensions, at every position but BOS, in the trained model and in the
+** model at the compiled point (net, over ref: the interpreter's values
+** wherever `rasp compile --check` passes).  prog_acc is the share of
+** (sequence, position, head) that agree. */
+typedef struct probe {
+  int on;
+  rasp_layout_unit *u; /* the head units */
+  int n;
+  rasp_model m;        /* the compiled point */
+  train_net net;
+} probe;
+
+/* Agreements and comparisons of the probe's heads in the last forwards of
+** a (the trained model) and b (the compiled point), rows 0..rows-1, rows
+** whose position is 0 skipped when skip0 (BOS). */
+static void probe_count(const probe *p, const train_net *a, const train_net *b,
+                        int rows, int T, int skip0, long *hit, long *tot) {
+  size_t D = (size_t)a->m->cfg.d_model;
+  for (int k = 0; k < p->n; k++) {
+    const rasp_layout_unit *u = &p->u[k];
+    const float *x = a->L[u->layer].mid, *y = b->L[u->layer].mid;
+    for (int r = 0; r < rows; r++) {
+      if (skip0 && r % T == 0) continue;
+      const float *xr = x + (size_t)r * D + u->dim, *yr = y + (size_t)r * D + u->dim;
+      int ax = 0, ay = 0;
+      for (int j = 1; j < u->size; j++) {
+        if (xr[j] > xr[ax]) ax = j;
+        if (yr[j] > yr[ay]) ay = j;
+      }
+      *hit += ax == ay;
+      ++*tot;
+    }
+  }
+}
+
 static void evaluate(train_net *n, const opts *o, int prefix, const dataset *d,
-                     int limit, int permute_epoch, metrics *mt) {
+                     int limit, int permute_epoch, probe *pb, metrics *mt) {
   int len = d->len, T = model_len(o, len) + (prefix >= 0), A = answer_len(o),
       B = n->B;
   int cnt = limit < d->n ? limit : d->n;
@@ -541,7 +745,7 @@ static void evaluate(train_net *n, const opts *o, int prefix, const dataset *d,
   int *apos = raspM_alloc((size_t)B * T * sizeof *apos), *pred = raspM_alloc((size_t)B * T * sizeof *pred);
   float *w = raspM_alloc((size_t)B * T * sizeof *w);
   double loss = 0, ntok = 0;
-  long seqok = 0, tokok = 0, posok[64] = {0};
+  long seqok = 0, tokok = 0, posok[64] = {0}, phit = 0, ptot = 0;
   int was = n->training;
   n->training = 0;
   for (int s0 = 0; s0 < cnt; s0 += B) {
@@ -560,6 +764,10 @@ static void evaluate(train_net *n, const opts *o, int prefix, const dataset *d,
     }
     train_forward(n, in, b, T);
     loss += train_loss(n, tgt, w, 1.0f, 0, pred);
+    if (pb && pb->on) {
+      train_forward(&pb->net, in, b, T);
+      probe_count(pb, n, &pb->net, b * T, T, prefix >= 0, &phit, &ptot);
+    }
     for (int j = 0; j < b; j++) {
       int ok = 1;
       for (int i = 0; i < T; i++) {
@@ -580,6 +788,7 @@ static void evaluate(train_net *n, const opts *o, int prefix, const dataset *d,
   mt->tok_acc = ntok ? tokok / ntok : 0;
   for (int k = 0; k < A && k < 64; k++) mt->pos_acc[k] = cnt ? (double)posok[k] / cnt : 0;
   mt->lead_acc = mt->pos_acc[lead_index(o)];
+  mt->prog_acc = ptot ? (double)phit / (double)ptot : NAN;
   raspM_free(seq);
   raspM_free(in);
   raspM_free(tgt);
@@ -627,14 +836,27 @@ static uint64_t fnv1a(const void *p, size_t n) { return raspN_fnv1a(RASPN_FNV0, 
 /* prefix: the BOS id to put before every sequence (compiled models), or
 ** -1.  d: training data (for the compiled logits' range).  init_fnv:
 ** FNV-1a of the --init model's parameters as loaded (0 for a random init),
-** for the checkpoint's configuration. */
+** for the checkpoint's configuration.  For an --init model, *ref gets the
+** starting point before --init-mix, --reinit-layers and --init-noise (the
+** compiled point, widened by --widen: what distances are measured from)
+** and *mask marks its entries that came from the --init model (all but
+** --widen's); both NULL for a random init.
+**
+** The order: adapt a compiled readout, widen, mix with the random init of
+** the same architecture and seed as compare's random arm (so --init-mix 1
+** is that arm, bit for bit), re-initialise layers, add noise. */
 static int make_model(const opts *o, int trial, int random_init,
                       const rasp_model_config *like, const dataset *d,
                       rasp_model *m, int *prefix, uint64_t *init_fnv,
-                      rasp_error *err) {
+                      unsigned char **mask, float **ref,
+                      rasp_layout_unit **units, int *nunits, rasp_error *err) {
   int len = raspT_length(&o->task), vocab = o->task.V + 9;
+  *units = NULL;
+  *nunits = 0;
   *prefix = -1;
   *init_fnv = 0;
+  *mask = NULL;
+  *ref = NULL;
   if (!random_init) {
     if (raspN_load(m, o->init, err)) return -1;
     *init_fnv = fnv1a(m->params, m->nparams * sizeof(float));
@@ -645,9 +867,19 @@ static int make_model(const opts *o, int trial, int random_init,
     /* ids the compiled model never outputs: well below anything it emits */
     float floor = lo - (hi - lo) - 1.0f;
     int bos = m->cfg.bos_token;
+    /* the layout's heads, for the probe, before adapting drops the layout */
+    int nu = 0;
+    rasp_layout_unit *u = raspN_layout_units(m, &nu);
+    for (int k = 0; k < nu; k++)
+      if (!strcmp(u[k].kind, "head") && u[k].categorical && u[k].layer >= 0)
+        u[(*nunits)++] = u[k];
+    if (*nunits) *units = u;
+    else raspM_free(u);
     if (train_adapt_compiled(m, o->init, &o->task, o->encoder, vocab,
                              model_len(o, len), floor, err)) {
       raspN_free(m);
+      raspM_free(*units);
+      *units = NULL;
       return -1;
     }
     *prefix = bos;
@@ -687,14 +919,44 @@ static int make_model(const opts *o, int trial, int random_init,
     if (raspN_init(m, &c, err)) return -1;
     train_init_params(m, o->seed * 1000003 + (uint64_t)trial);
   }
+  if (!random_init) {
+    if (o->widen && *prefix < 0) { /* only compiled models get a prefix */
+      raspR_setnopos(err, "--widen: '%s' is not a compiled model", o->init);
+      goto fail;
+    }
+    if (o->widen) {
+      if (train_widen(m, o->widen, o->widen_scale,
+                      o->seed * 1000003 + (uint64_t)trial, mask, err))
+        goto fail;
+      if (trial == 0)
+        fprintf(stderr, "rasp-train: widened by %d: d_model %d, %d heads, "
+                        "d_mlp %d\n", o->widen, m->cfg.d_model,
+                m->cfg.n_heads, m->cfg.d_mlp);
+    } else {
+      *mask = raspM_alloc(m->nparams ? m->nparams : 1);
+      memset(*mask, 1, m->nparams);
+    }
+    *ref = raspM_alloc((m->nparams ? m->nparams : 1) * sizeof(float));
+    memcpy(*ref, m->params, m->nparams * sizeof(float));
+  }
+  if (!random_init && o->init_mix > 0) {
+    /* (1 - A) x compiled + A x random: in float, so A = 1 gives the random
+    ** weights exactly (0 * w + r = r) and A = 0 the compiled ones */
+    rasp_model rm;
+    if (raspN_init(&rm, &m->cfg, err)) goto fail;
+    train_init_params(&rm, o->seed * 1000003 + (uint64_t)trial);
+    float A = o->init_mix;
+    for (size_t i = 0; i < m->nparams; i++)
+      m->params[i] = (1.0f - A) * m->params[i] + A * rm.params[i];
+    raspN_free(&rm);
+  }
   if (!random_init && o->reinit) {
     for (const char *p = o->reinit; *p;) {
       int l = atoi(p);
       if (l >= m->cfg.n_layers) {
         raspR_setnopos(err, "--reinit-layers: layer %d, the model has %d", l,
                        m->cfg.n_layers);
-        raspN_free(m);
-        return -1;
+        goto fail;
       }
       train_reinit_layer(m, l, o->seed + (uint64_t)trial);
       p = strchr(p, ',');
@@ -705,6 +967,15 @@ static int make_model(const opts *o, int trial, int random_init,
   if (!random_init && o->init_noise > 0)
     train_add_noise(m, o->init_noise, o->seed + (uint64_t)trial);
   return 0;
+fail:
+  raspN_free(m);
+  raspM_free(*mask);
+  raspM_free(*ref);
+  raspM_free(*units);
+  *mask = NULL;
+  *ref = NULL;
+  *units = NULL;
+  return -1;
 }
 
 /* ---- training ----------------------------------------------------------- */
@@ -721,26 +992,74 @@ typedef struct trainer {
   int prefix; /* BOS id prepended (compiled architectures), or -1 */
   int T;      /* model positions */
   uint64_t init_fnv; /* the --init model's parameters (make_model) */
+  unsigned char *mask; /* make_model's: entries from the --init model */
+  float *ref;          /* the compiled point (make_model), or NULL */
+  probe probe;         /* "still the program" (evaluate) */
 } trainer;
+
+/* Sets up t's probe of the n head units u (copied) against the model at
+** t->ref; nothing without either. */
+static int trainer_probe(trainer *t, const rasp_layout_unit *u, int n,
+                         rasp_error *err) {
+  if (!u || !n || !t->ref) return 0;
+  probe *p = &t->probe;
+  if (raspN_init(&p->m, &t->m.cfg, err)) return -1;
+  memcpy(p->m.params, t->ref, t->m.nparams * sizeof(float));
+  if (train_net_init(&p->net, &p->m, t->net.B, t->net.T, 0.0f, err)) {
+    raspN_free(&p->m);
+    return -1;
+  }
+  p->u = raspM_alloc((size_t)n * sizeof *p->u);
+  memcpy(p->u, u, (size_t)n * sizeof *p->u);
+  p->n = n;
+  p->on = 1;
+  return 0;
+}
 
 static int trainer_init(trainer *t, const opts *o, int trial, int random_init,
                         const rasp_model_config *like, const dataset *d,
                         rasp_error *err) {
   memset(t, 0, sizeof *t);
   t->o = o;
+  rasp_layout_unit *units = NULL;
+  int nunits = 0;
   if (make_model(o, trial, random_init, like, d, &t->m, &t->prefix,
-                 &t->init_fnv, err))
+                 &t->init_fnv, &t->mask, &t->ref, &units, &nunits, err))
     return -1;
   int len = raspT_length(&o->task), T = model_len(o, len) + (t->prefix >= 0);
   t->T = T;
-  if (train_net_init(&t->net, &t->m, o->micro, T, o->dropout, err)) {
+  if (train_net_init(&t->net, &t->m, o->micro, T, o->dropout, err) ||
+      trainer_probe(t, units, nunits, err)) {
+    train_net_free(&t->net);
     raspN_free(&t->m);
+    raspM_free(t->mask);
+    raspM_free(t->ref);
+    raspM_free(units);
     return -1;
   }
+  raspM_free(units);
   raspT_rng_seed(&t->net.rng, o->seed + (uint64_t)trial, 0xd40);
   train_adamw_init(&t->opt, t->m.nparams);
   t->opt.lr = o->lr;
   t->opt.wd = o->wd;
+  t->opt.sgd = o->sgd;
+  t->opt.momentum = o->momentum;
+  if (o->lr_rms || (o->freeze && t->mask)) {
+    size_t n = t->m.nparams;
+    t->opt.scale = raspM_alloc((n ? n : 1) * sizeof(float));
+    if (o->lr_rms) {
+      /* each tensor's RMS at the compiled point (its own init for a
+      ** random model), over the compiled entries */
+      rasp_model view = t->m;
+      if (t->ref) view.params = t->ref;
+      train_lr_scale_rms(&view, t->mask, t->opt.scale);
+    } else {
+      for (size_t i = 0; i < n; i++) t->opt.scale[i] = 1.0f;
+    }
+    if (o->freeze && t->mask)
+      for (size_t i = 0; i < n; i++)
+        if (t->mask[i]) t->opt.scale[i] = 0.0f;
+  }
   size_t BT = (size_t)o->batch * T;
   t->in = raspM_alloc(BT * sizeof(int));
   t->tgt = raspM_alloc(BT * sizeof(int));
@@ -751,6 +1070,13 @@ static int trainer_init(trainer *t, const opts *o, int trial, int random_init,
 }
 
 static void trainer_free(trainer *t) {
+  if (t->probe.on) {
+    train_net_free(&t->probe.net);
+    raspN_free(&t->probe.m);
+    raspM_free(t->probe.u);
+  }
+  raspM_free(t->mask);
+  raspM_free(t->ref);
   train_net_free(&t->net);
   train_adamw_free(&t->opt);
   raspN_free(&t->m);
@@ -759,6 +1085,28 @@ static void trainer_free(trainer *t) {
   raspM_free(t->apos);
   raspM_free(t->w);
   raspM_free(t->seq);
+}
+
+/* The L2 distance of the weights from ref (the compiled point), as CSV
+** text into buf; empty without one. */
+static const char *dist_text(const trainer *t, const float *ref, char *buf,
+                             size_t size) {
+  buf[0] = 0;
+  if (!ref) return buf;
+  double s = 0;
+  for (size_t i = 0; i < t->m.nparams; i++) {
+    double d = (double)t->m.params[i] - ref[i];
+    s += d * d;
+  }
+  snprintf(buf, size, "%.6g", sqrt(s));
+  return buf;
+}
+
+/* The probe's accuracy as CSV text; empty without a probe. */
+static const char *prog_text(const metrics *mv, char *buf, size_t size) {
+  buf[0] = 0;
+  if (!isnan(mv->prog_acc)) snprintf(buf, size, "%.6g", mv->prog_acc);
+  return buf;
 }
 
 /* Encodes the batch of samples idx[0..b) for epoch e (the permutation of
@@ -861,7 +1209,7 @@ static void csv_header(logbuf *f, const opts *o) {
   lb_printf(f, "trial,epoch,step,train_loss,train_eval_loss,val_loss,val_seq_acc,"
                "val_tok_acc,val_lead_acc");
   for (int k = 0; k < answer_len(o); k++) lb_printf(f, ",val_pos%d_acc", k);
-  lb_printf(f, ",seconds\n");
+  lb_printf(f, ",seconds,dist_compiled,program_acc\n");
 }
 
 /* The shortest "%g" text that reads back as f. */
@@ -903,6 +1251,16 @@ static void config_text(logbuf *b, const opts *o, const trainer *t) {
   lb_printf(b, "--init %s\n--init-noise %s\n--reinit-layers %s\n", o->init,
             ftext(f1, sizeof f1, o->init_noise), o->reinit ? o->reinit : "none");
   if (t->init_fnv) lb_printf(b, "init-weights %016llx\n", (unsigned long long)t->init_fnv);
+  /* the protocols, each only when not the default, so that checkpoints
+  ** made before they existed still resume */
+  if (o->init_mix > 0) lb_printf(b, "--init-mix %s\n", ftext(f1, sizeof f1, o->init_mix));
+  if (o->widen)
+    lb_printf(b, "--widen %d\n--widen-scale %s\n", o->widen,
+              ftext(f1, sizeof f1, o->widen_scale));
+  if (o->freeze) lb_printf(b, "--freeze compiled\n");
+  if (o->sgd)
+    lb_printf(b, "--optim sgd\n--momentum %s\n", ftext(f1, sizeof f1, o->momentum));
+  if (o->lr_rms) lb_printf(b, "--lr-scale rms\n");
   lb_printf(b, "--lr %s\n--wd %s\n--dropout %s\n--batch %d\n--micro %d\n"
                "--train %d\n--test %d\n--seed %llu\n--train-seed %llu\n"
                "--test-seed %llu\n",
@@ -994,18 +1352,24 @@ static int run_trial(const opts *o, int trial, const dataset *tr,
   if (!st.epoch && !st.done) {
     /* before the first step: the initialisation's accuracies (for a
     ** compiled model, what `rasp compile --check` measured) */
-    evaluate(&t.net, &ot, t.prefix, te, te->n, -1, &mv);
-    evaluate(&t.net, &ot, t.prefix, tr, te->n, 0, &mt);
+    evaluate(&t.net, &ot, t.prefix, te, te->n, -1, &t.probe, &mv);
+    evaluate(&t.net, &ot, t.prefix, tr, te->n, 0, NULL, &mt);
     fprintf(stderr, "trial %d before training: val %.4f seq %.3f lead %.3f pos",
             trial, mv.loss, mv.seq_acc, mv.lead_acc);
     for (int k = 0; k < answer_len(o) && k < 64; k++)
       fprintf(stderr, " %.3f", mv.pos_acc[k]);
     fprintf(stderr, "\n");
+    char dist[32], prog[32];
+    dist_text(&t, t.ref, dist, sizeof dist);
+    if (t.ref)
+      fprintf(stderr, "trial %d before training: L2 distance from the compiled "
+                      "point %s%s%s\n", trial, dist, t.probe.on ? ", program heads " : "",
+              prog_text(&mv, prog, sizeof prog));
     if (o->out) {
       lb_printf(&csv, "%d,0,0,,%.6g,%.6g,%.6g,%.6g,%.6g", trial, mt.loss,
                 mv.loss, mv.seq_acc, mv.tok_acc, mv.lead_acc);
       for (int k = 0; k < answer_len(o); k++) lb_printf(&csv, ",%.6g", mv.pos_acc[k]);
-      lb_printf(&csv, ",0\n");
+      lb_printf(&csv, ",0,%s,%s\n", dist, prog_text(&mv, prog, sizeof prog));
       if (lb_commit(&csv, csvp, err)) rc = -1;
     }
     memset(&mv, 0, sizeof mv);
@@ -1028,19 +1392,21 @@ static int run_trial(const opts *o, int trial, const dataset *tr,
       if (o->max_steps && st.step >= o->max_steps) break;
     }
     st.epoch++;
-    evaluate(&t.net, &ot, t.prefix, te, te->n, -1, &mv);
-    evaluate(&t.net, &ot, t.prefix, tr, te->n, e, &mt);
+    evaluate(&t.net, &ot, t.prefix, te, te->n, -1, &t.probe, &mv);
+    evaluate(&t.net, &ot, t.prefix, tr, te->n, e, NULL, &mt);
     struct timespec w1;
     clock_gettime(CLOCK_MONOTONIC, &w1);
     double secs = (double)(w1.tv_sec - w0.tv_sec) + 1e-9 * (double)(w1.tv_nsec - w0.tv_nsec);
     if (mv.loss < st.best_val) st.best_val = mv.loss;
     res->train_loss = mt.loss;
+    char dist[32], prog[32];
+    dist_text(&t, t.ref, dist, sizeof dist);
     if (o->out) {
       lb_printf(&csv, "%d,%d,%ld,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g", trial, st.epoch,
                 st.step, nb ? eloss / nb : 0, mt.loss, mv.loss, mv.seq_acc,
                 mv.tok_acc, mv.lead_acc);
       for (int k = 0; k < answer_len(o); k++) lb_printf(&csv, ",%.6g", mv.pos_acc[k]);
-      lb_printf(&csv, ",%.2f\n", secs);
+      lb_printf(&csv, ",%.2f,%s,%s\n", secs, dist, prog_text(&mv, prog, sizeof prog));
       if (lb_commit(&csv, csvp, err)) {
         rc = -1;
         break;
@@ -1049,6 +1415,10 @@ static int run_trial(const opts *o, int trial, const dataset *tr,
     fprintf(stderr, "trial %d epoch %d step %ld: train %.4f val %.4f seq %.3f "
                     "lead %.3f (%.1fs)\n", trial, st.epoch, st.step,
             nb ? eloss / nb : 0, mv.loss, mv.seq_acc, mv.lead_acc, secs);
+    if (t.ref)
+      fprintf(stderr, "trial %d epoch %d: L2 distance from the compiled point "
+                      "%s%s%s\n", trial, st.epoch, dist,
+              t.probe.on ? ", program heads " : "", prog_text(&mv, prog, sizeof prog));
     if (mv.loss < o->stop_loss) st.done = 1;
     if (o->max_steps && st.step >= o->max_steps) st.done = 1;
     if (st.epoch >= o->epochs) st.done = 1;
@@ -1060,8 +1430,8 @@ static int run_trial(const opts *o, int trial, const dataset *tr,
   (void)t0;
   if (!rc && st.done && st.step && mv.loss == 0 && mt.loss == 0) {
     /* finished earlier (resumed a completed run): evaluate once */
-    evaluate(&t.net, &ot, t.prefix, te, te->n, -1, &mv);
-    evaluate(&t.net, &ot, t.prefix, tr, te->n, 0, &mt);
+    evaluate(&t.net, &ot, t.prefix, te, te->n, -1, &t.probe, &mv);
+    evaluate(&t.net, &ot, t.prefix, tr, te->n, 0, NULL, &mt);
     res->train_loss = mt.loss;
   }
   res->val_seq = mv.seq_acc;
@@ -1077,12 +1447,14 @@ static int run_trial(const opts *o, int trial, const dataset *tr,
 /* ---- compare ------------------------------------------------------------ */
 
 /* The gnuplot script for compare.csv: loss, leading-node and sequence
-** accuracy against steps, both inits.  It names no file: the CSV and the
-** PNG are its arguments (gnuplot -c compare.gp CSV PNG, PNG '-' for the
+** accuracy against steps, one line per arm.  It names no file: the CSV and
+** the PNG are its arguments (gnuplot -c compare.gp CSV PNG, PNG '-' for the
 ** standard output; by default compare.csv and compare.png beside it), so no
-** file name is ever gnuplot code, whatever --out holds. */
-/* Rows alternate random, compiled after the header: every 2::1, 2::2. */
-static int write_compare_gp(const char *gp, rasp_error *err) {
+** file name is ever gnuplot code, whatever --out holds.  Rows cycle
+** through the n arms after the header: arm k is every n::(k+1).  Arm names
+** are letters, digits, '_' and '-' (parse_arm), safe in gnuplot strings. */
+static int write_compare_gp(const char *gp, int n, char names[][33],
+                            rasp_error *err) {
   logbuf g = {0};
   lb_printf(&g,
             "# gnuplot -c compare.gp [CSV [PNG]]\n"
@@ -1092,33 +1464,75 @@ static int write_compare_gp(const char *gp, rasp_error *err) {
             "if (png eq '-') { set output } else { set output png }\n"
             "set datafile separator ','\n"
             "set multiplot layout 1,3\n"
-            "set xlabel 'step'\n"
-            "set title 'validation loss (answer tokens)'\n"
-            "set logscale y\n"
-            "plot csv every 2::1 using 1:4 with lines lw 2 title 'random', "
-            "'' every 2::2 using 1:4 with lines lw 2 title 'compiled'\n"
-            "unset logscale y\n"
-            "set title 'leading-node accuracy'\n"
-            "set yrange [0:1.05]\n"
-            "plot csv every 2::1 using 1:5 with lines lw 2 title 'random', "
-            "'' every 2::2 using 1:5 with lines lw 2 title 'compiled'\n"
-            "set title 'other answer tokens (mean accuracy)'\n"
-            "plot csv every 2::1 using 1:8 with lines lw 2 title 'random', "
-            "'' every 2::2 using 1:8 with lines lw 2 title 'compiled'\n"
-            "unset multiplot\n");
+            "set xlabel 'step'\n");
+  static const char *titles[] = {"validation loss (answer tokens)", "leading-node accuracy",
+                                 "other answer tokens (mean accuracy)"};
+  static const int cols[] = {4, 5, 8};
+  for (int p = 0; p < 3; p++) {
+    lb_printf(&g, "set title '%s'\n", titles[p]);
+    if (p == 0) lb_printf(&g, "set logscale y\n");
+    if (p == 1) lb_printf(&g, "unset logscale y\nset yrange [0:1.05]\n");
+    for (int k = 0; k < n; k++)
+      lb_printf(&g, "%s every %d::%d using 1:%d with lines lw 2 title '%s'%s",
+                k ? "''" : "plot csv", n, k + 1, cols[p], names[k],
+                k + 1 < n ? ", " : "\n");
+  }
+  lb_printf(&g, "unset multiplot\n");
   int rc = lb_commit(&g, gp, err);
   raspM_free(g.s);
   return rc;
 }
 
+/* Every arm on the same batches in the same order: the arms differ only in
+** how they train (parse_arm), and each step encodes the same samples for
+** each (a pure function of seed, epoch and sample).  Without --arm the arms
+** are random (the compiled architecture, random weights) and compiled. */
 static int run_compare(const opts *o, const dataset *tr, const dataset *te,
                        rasp_error *err) {
-  trainer tc, tr0;
-  if (trainer_init(&tc, o, 0, 0, NULL, tr, err)) return -1;
-  if (trainer_init(&tr0, o, 0, 1, &tc.m.cfg, tr, err)) {
-    trainer_free(&tc);
-    return -1;
+  int n = o->narms ? o->narms : 2;
+  char names[MAX_ARMS][33];
+  int base[MAX_ARMS];
+  const opts *aopt[MAX_ARMS];
+  for (int k = 0; k < n; k++) {
+    if (o->narms) {
+      snprintf(names[k], sizeof names[k], "%s", o->arms[k].name);
+      base[k] = o->arms[k].base;
+      aopt[k] = o->arms[k].o;
+    } else {
+      snprintf(names[k], sizeof names[k], "%s", k ? "compiled" : "random");
+      base[k] = k ? ARM_COMPILED : ARM_RANDOM;
+      aopt[k] = o;
+    }
   }
+  /* the compiled model with the command line's options: the architecture
+  ** of the random arms and the point distances are measured from */
+  trainer tc;
+  if (trainer_init(&tc, o, 0, 0, NULL, tr, err)) return -1;
+  trainer *ts = raspM_alloc((size_t)n * sizeof *ts);
+  memset(ts, 0, (size_t)n * sizeof *ts);
+  int made = 0, rc = 0;
+  for (; made < n; made++) {
+    int k = made, b = base[k];
+    if (trainer_init(&ts[k], aopt[k], 0, b != ARM_COMPILED,
+                     b == ARM_RANDOM ? &tc.m.cfg : NULL, tr, err)) {
+      rc = -1;
+      break;
+    }
+    if (b == ARM_RANDOM && ts[k].m.nparams == tc.m.nparams) {
+      ts[k].ref = raspM_alloc((tc.m.nparams ? tc.m.nparams : 1) * sizeof(float));
+      memcpy(ts[k].ref, tc.ref, tc.m.nparams * sizeof(float));
+      /* its heads against the compiled ones: the chance baseline */
+      if (trainer_probe(&ts[k], tc.probe.u, tc.probe.n, err)) {
+        made++;
+        rc = -1;
+        break;
+      }
+    }
+  }
+  trainer_free(&tc);
+  logbuf f = {0};
+  int *ord = NULL;
+  if (rc) goto out;
   const char *dir = o->out ? o->out : ".";
   /* gnuplot reads a file name that starts with '<' as a shell command:
   ** relative paths get "./" in front */
@@ -1128,19 +1542,16 @@ static int run_compare(const opts *o, const dataset *tr, const dataset *te,
   snprintf(pngp, sizeof pngp, "%s%s/compare.png", dot, dir);
   snprintf(gp, sizeof gp, "%s%s/compare.gp", dot, dir);
   int A = answer_len(o), lead = lead_index(o);
-  logbuf f = {0};
   lb_printf(&f, "step,init,train_loss,val_loss,val_lead_acc,val_seq_acc,"
                 "val_tok_acc,val_other_acc");
   for (int k = 0; k < A && k < 64; k++) lb_printf(&f, ",val_pos%d_acc", k);
-  lb_printf(&f, "\n");
+  lb_printf(&f, ",dist_compiled,program_acc\n");
   int every = o->eval_every ? o->eval_every : 10;
   int nev = te->n < 500 ? te->n : 500;
-  int *ord = raspM_alloc((size_t)tr->n * sizeof *ord);
+  ord = raspM_alloc((size_t)tr->n * sizeof *ord);
   long step = 0, max = o->max_steps ? o->max_steps : 1L << 40;
-  trainer *ts[2] = {&tr0, &tc};
-  const char *names[2] = {"random", "compiled"};
   metrics mv;
-  int rc = 0;
+  double *l = raspM_alloc((size_t)n * sizeof *l);
 #define ROW(k, lossfmt)                                                        \
   do {                                                                         \
     double oth = 0;                                                            \
@@ -1152,33 +1563,34 @@ static int run_compare(const opts *o, const dataset *tr, const dataset *te,
     lb_printf(&f, ",%.6g,%.6g,%.6g,%.6g,%.6g", mv.loss, mv.lead_acc,           \
               mv.seq_acc, mv.tok_acc, oth);                                    \
     for (int q = 0; q < A && q < 64; q++) lb_printf(&f, ",%.6g", mv.pos_acc[q]); \
-    lb_printf(&f, "\n");                                                       \
+    char dist_[32], prog_[32];                                                 \
+    lb_printf(&f, ",%s,%s\n", dist_text(&ts[k], ts[k].ref, dist_, sizeof dist_), \
+              prog_text(&mv, prog_, sizeof prog_));                            \
     fprintf(stderr, "step %ld %s: val %.4f lead %.3f seq %.3f pos", step,      \
             names[k], mv.loss, mv.lead_acc, mv.seq_acc);                       \
     for (int q = 0; q < A && q < 64; q++) fprintf(stderr, " %.3f", mv.pos_acc[q]); \
     fprintf(stderr, "\n");                                                     \
   } while (0)
-  for (int k = 0; k < 2; k++) {
-    evaluate(&ts[k]->net, o, ts[k]->prefix, te, nev, -1, &mv);
+  for (int k = 0; k < n; k++) {
+    evaluate(&ts[k].net, o, ts[k].prefix, te, nev, -1, &ts[k].probe, &mv);
     ROW(k, (void)0);
   }
-  if (lb_commit(&f, csvp, err) || write_compare_gp(gp, err))
+  if (lb_commit(&f, csvp, err) || write_compare_gp(gp, n, names, err))
     rc = -1;
   for (int e = 0; !rc && e < o->epochs && step < max; e++) {
     shuffle_order(ord, tr->n, o->seed, e);
     for (int s0 = 0; s0 < tr->n && step < max; s0 += o->batch) {
       int b = tr->n - s0 < o->batch ? tr->n - s0 : o->batch;
-      double l[2];
-      for (int k = 0; k < 2; k++) {
-        /* the same sequences (and masks) for both: a pure function of
-        ** (seed, epoch, sample) */
-        encode_batch(ts[k], tr, ord + s0, b, e);
-        l[k] = train_step(ts[k], b, ts[k]->T);
+      for (int k = 0; k < n; k++) {
+        /* the same sequences (and masks) for every arm: a pure function
+        ** of (seed, epoch, sample) */
+        encode_batch(&ts[k], tr, ord + s0, b, e);
+        l[k] = train_step(&ts[k], b, ts[k].T);
       }
       step++;
       if (step % every == 0 || step == max) {
-        for (int k = 0; k < 2; k++) {
-          evaluate(&ts[k]->net, o, ts[k]->prefix, te, nev, -1, &mv);
+        for (int k = 0; k < n; k++) {
+          evaluate(&ts[k].net, o, ts[k].prefix, te, nev, -1, &ts[k].probe, &mv);
           ROW(k, lb_printf(&f, "%.6g", l[k]));
         }
         if (lb_commit(&f, csvp, err)) {
@@ -1189,10 +1601,12 @@ static int run_compare(const opts *o, const dataset *tr, const dataset *te,
     }
   }
 #undef ROW
+  raspM_free(l);
+out:
   raspM_free(f.s);
   raspM_free(ord);
-  trainer_free(&tc);
-  trainer_free(&tr0);
+  for (int k = 0; k < made; k++) trainer_free(&ts[k]);
+  raspM_free(ts);
   if (rc) return -1;
   /* no shell: gnuplot's arguments are a vector, and the PNG comes on its
   ** standard output into a fresh mkstemp file renamed over compare.png */
@@ -1213,10 +1627,9 @@ static int run_compare(const opts *o, const dataset *tr, const dataset *te,
 
 /* ---- main --------------------------------------------------------------- */
 
-int main(int argc, char **argv) {
-  opts o;
-  int rc = parse_opts(argc, argv, &o);
-  if (rc) return rc;
+static int run(const opts *op) {
+  opts o = *op; /* shares op's arms */
+  int rc = 0;
   if (o.threads) omp_set_num_threads(o.threads);
   rasp_error err = {0};
   if (o.out && mkdir(o.out, 0777) && errno != EEXIST) {
@@ -1290,5 +1703,13 @@ int main(int argc, char **argv) {
   }
   ds_free(&tr);
   ds_free(&te);
+  return rc;
+}
+
+int main(int argc, char **argv) {
+  opts o;
+  int rc = parse_opts(argc, argv, &o);
+  if (!rc) rc = run(&o);
+  opts_free(&o);
   return rc;
 }

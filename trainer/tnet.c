@@ -705,11 +705,47 @@ void train_reinit_layer(rasp_model *m, int layer, uint64_t seed) {
       init_tensor(m, &m->tensors[i], &r);
 }
 
-void train_add_noise(rasp_model *m, float sigma, uint64_t seed) {
+/* RMS of the n floats at p, in double. */
+static double rms_of(const float *p, size_t n) {
+  double s = 0;
+  for (size_t i = 0; i < n; i++) s += (double)p[i] * p[i];
+  return n ? sqrt(s / (double)n) : 0;
+}
+
+void train_add_noise(rasp_model *m, float rel, uint64_t seed) {
   rasp_rng r;
   raspT_rng_seed(&r, seed, 0x9015e);
+  for (int k = 0; k < m->ntensors; k++) {
+    float *p = m->params + m->tensors[k].offset;
+    size_t n = m->tensors[k].size;
+    double sigma = rel * rms_of(p, n);
+    for (size_t i = 0; i < n; i++) p[i] += (float)(sigma * train_normal(&r));
+  }
+}
+
+void train_lr_scale_rms(const rasp_model *m, const unsigned char *mask,
+                        float *scale) {
+  double all = 0;
+  size_t nall = 0;
   for (size_t i = 0; i < m->nparams; i++)
-    m->params[i] += (float)(sigma * train_normal(&r));
+    if (!mask || mask[i]) {
+      all += (double)m->params[i] * m->params[i];
+      nall++;
+    }
+  double fallback = nall && all > 0 ? sqrt(all / (double)nall) : 1.0;
+  for (int k = 0; k < m->ntensors; k++) {
+    const rasp_tensor *t = &m->tensors[k];
+    const float *p = m->params + t->offset;
+    double s = 0;
+    size_t n = 0;
+    for (size_t i = 0; i < t->size; i++)
+      if (!mask || mask[t->offset + i]) {
+        s += (double)p[i] * p[i];
+        n++;
+      }
+    float v = (float)(n && s > 0 ? sqrt(s / (double)n) : fallback);
+    for (size_t i = 0; i < t->size; i++) scale[t->offset + i] = v;
+  }
 }
 
 /* ---- AdamW -------------------------------------------------------------- */
@@ -721,6 +757,9 @@ void train_adamw_init(train_adamw *o, size_t nparams) {
   o->eps = 1e-8f;
   o->wd = 0.01f;
   o->step = 0;
+  o->sgd = 0;
+  o->momentum = 0;
+  o->scale = NULL;
   o->m = fbuf(nparams);
   o->v = fbuf(nparams);
 }
@@ -728,7 +767,8 @@ void train_adamw_init(train_adamw *o, size_t nparams) {
 void train_adamw_free(train_adamw *o) {
   raspM_free(o->m);
   raspM_free(o->v);
-  o->m = o->v = NULL;
+  raspM_free(o->scale);
+  o->m = o->v = o->scale = NULL;
 }
 
 void train_adamw_step(train_adamw *o, float *params, const float *grad,
@@ -736,15 +776,29 @@ void train_adamw_step(train_adamw *o, float *params, const float *grad,
   o->step++;
   float b1c = 1.0f - powf(o->beta1, (float)o->step);
   float b2c = 1.0f - powf(o->beta2, (float)o->step);
-  float lr = o->lr, b1 = o->beta1, b2 = o->beta2, eps = o->eps, wd = o->wd;
+  float lr = o->lr, b1 = o->beta1, b2 = o->beta2, eps = o->eps, wd = o->wd,
+        mu = o->momentum;
   float *M = o->m, *V = o->v;
+  const float *S = o->scale;
+  if (o->sgd) {
+#pragma omp parallel for schedule(static) if (n > 100000)
+    for (size_t i = 0; i < n; i++) {
+      float li = S ? lr * S[i] : lr;
+      if (li == 0.0f) continue; /* frozen: not even the momentum moves */
+      M[i] = mu * M[i] + grad[i];
+      params[i] -= li * (M[i] + wd * params[i]);
+    }
+    return;
+  }
 #pragma omp parallel for schedule(static) if (n > 100000)
   for (size_t i = 0; i < n; i++) {
+    float li = S ? lr * S[i] : lr;
+    if (li == 0.0f) continue;
     float g = grad[i];
     M[i] = b1 * M[i] + (1 - b1) * g;
     V[i] = b2 * V[i] + (1 - b2) * g * g;
     float mh = M[i] / b1c, vh = V[i] / b2c;
     /* decoupled weight decay (Loshchilov & Hutter) */
-    params[i] -= lr * (mh / (sqrtf(vh) + eps) + wd * params[i]);
+    params[i] -= li * (mh / (sqrtf(vh) + eps) + wd * params[i]);
   }
 }

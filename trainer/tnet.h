@@ -74,22 +74,41 @@ void train_zero_grad(train_net *n);
 /* Parameter initialisation: weights N(0, 0.02^2) (output projections
 ** scaled by 1/sqrt(2 n_layers), GPT-2 style), biases 0, LN weights 1. */
 void train_init_params(rasp_model *m, uint64_t seed);
-/* Adds N(0, sigma^2) noise to every parameter. */
-void train_add_noise(rasp_model *m, float sigma, uint64_t seed);
+/* Adds Gaussian noise to every tensor, of RMS rel times the tensor's own
+** RMS (a tensor of zeros stays zeros). */
+void train_add_noise(rasp_model *m, float rel, uint64_t seed);
 /* Re-initialises the parameters of one layer as train_init_params would. */
 void train_reinit_layer(rasp_model *m, int layer, uint64_t seed);
 /* A standard normal draw. */
 double train_normal(rasp_rng *r);
 
+/* The optimiser: AdamW, or SGD with (heavy-ball) momentum.  Both decay
+** weights decoupled: p -= lr_i * (update + wd * p).  lr_i is lr times
+** scale[i] (scale NULL: 1); scale[i] == 0 freezes parameter i: it, and its
+** moments, are never written, so it stays bit-identical.  SGD keeps its
+** momentum buffer in m (v stays 0): buf = momentum * buf + g, update buf
+** (momentum 0: plain SGD). */
 typedef struct train_adamw {
   float lr, beta1, beta2, eps, wd;
   long step;
-  float *m, *v; /* nparams each */
+  float *m, *v;  /* nparams each */
+  int sgd;       /* 0 AdamW, 1 SGD */
+  float momentum;
+  float *scale;  /* nparams, or NULL; owned (train_adamw_free) */
 } train_adamw;
 
 void train_adamw_init(train_adamw *o, size_t nparams);
 void train_adamw_free(train_adamw *o);
 void train_adamw_step(train_adamw *o, float *params, const float *grad,
                       size_t n);
+
+/* Per-tensor learning-rate scales (--lr-scale rms): scale[i] is the RMS of
+** the entries of i's tensor that mask marks (mask NULL: all of them), so a
+** step moves each tensor by a similar fraction of its size.  A tensor whose
+** marked entries are all 0 (biases, say) gets the RMS of all marked entries
+** of the model, and 1 if that is 0 too.  Unmarked entries get their
+** tensor's scale. */
+void train_lr_scale_rms(const rasp_model *m, const unsigned char *mask,
+                        float *scale);
 
 #endif

@@ -540,3 +540,102 @@ out:
   raspM_free(vals);
   return rc;
 }
+
+/* ---- widening ------------------------------------------------------------ */
+
+typedef enum { W_RAND, W_ZERO } wfill;
+
+/* Fills dst [r2, c2] (a block of the widened tensor) from src [r1, c1]:
+** entry (i, j) with i < r1 and j < c1 is copied (and marked in mask); the
+** others are filled as their kind says: old row and new column (old_new),
+** new row and old column (new_old), both new (new_new).  A new head's
+** block passes r1 = 0: all its rows are new. */
+static void widen_2d(float *dst, unsigned char *mask, const float *src,
+                     size_t r1, size_t c1, size_t r2, size_t c2, wfill old_new,
+                     wfill new_old, wfill new_new, float scale, rasp_rng *r) {
+  for (size_t i = 0; i < r2; i++)
+    for (size_t j = 0; j < c2; j++) {
+      size_t k = i * c2 + j;
+      int ni = i >= r1, nj = j >= c1;
+      if (!ni && !nj) {
+        dst[k] = src[i * c1 + j];
+        mask[k] = 1;
+        continue;
+      }
+      wfill f = ni && nj ? new_new : ni ? new_old : old_new;
+      dst[k] = f == W_RAND ? (float)(scale * train_normal(r)) : 0.0f;
+    }
+}
+
+int train_widen(rasp_model *m, int K, float scale, uint64_t seed,
+                unsigned char **mask, rasp_error *err) {
+  rasp_model_config c = m->cfg, nc = c;
+  *mask = NULL;
+  if (c.layer_norm) {
+    raspR_setnopos(err, "--widen: the model has layer norm, which would mix "
+                        "the added dimensions into the compiled ones");
+    return -1;
+  }
+  int He = K > 0 ? (K + c.d_head - 1) / c.d_head : 0;
+  nc.d_model = c.d_model + K;
+  nc.n_heads = c.n_heads + He;
+  nc.d_mlp = c.d_mlp + 4 * K;
+  rasp_model nm;
+  if (raspN_init(&nm, &nc, err)) return -1;
+  unsigned char *mk = raspM_alloc(nm.nparams ? nm.nparams : 1);
+  memset(mk, 0, nm.nparams);
+  rasp_rng r;
+  raspT_rng_seed(&r, seed, 0x3d1de);
+  size_t D = (size_t)c.d_model, D2 = (size_t)nc.d_model, H = (size_t)c.n_heads,
+         H2 = (size_t)nc.n_heads, Dh = (size_t)c.d_head, F = (size_t)c.d_mlp,
+         F2 = (size_t)nc.d_mlp;
+  for (int k = 0; k < nm.ntensors; k++) {
+    rasp_tensor *t = &nm.tensors[k];
+    float *dst = nm.params + t->offset;
+    unsigned char *mt = mk + t->offset;
+    const float *src = raspN_data(m, t->name);
+    const char *n = t->name;
+    const char *dot = strrchr(n, '.');
+    const char *leaf = dot ? dot + 1 : n;
+    if (!strcmp(n, "tok_emb") || !strcmp(n, "pos_emb")) {
+      size_t rows = (size_t)t->shape[0];
+      widen_2d(dst, mt, src, rows, D, rows, D2, W_RAND, W_RAND, W_RAND, scale, &r);
+    } else if (!strcmp(leaf, "w_q") || !strcmp(leaf, "w_k") || !strcmp(leaf, "w_v")) {
+      /* [H, D, Dh]: old heads read only the old dimensions */
+      for (size_t h = 0; h < H2; h++)
+        widen_2d(dst + h * D2 * Dh, mt + h * D2 * Dh, src + (h < H ? h : 0) * D * Dh,
+                 h < H ? D : 0, Dh, D2, Dh, W_RAND, h < H ? W_ZERO : W_RAND, W_RAND,
+                 scale, &r);
+    } else if (!strcmp(leaf, "b_q") || !strcmp(leaf, "b_k") || !strcmp(leaf, "b_v")) {
+      widen_2d(dst, mt, src, H, Dh, H2, Dh, W_ZERO, W_ZERO, W_ZERO, scale, &r);
+    } else if (!strcmp(leaf, "w_o")) {
+      /* [H, Dh, D]: new heads write only the new dimensions */
+      for (size_t h = 0; h < H2; h++)
+        widen_2d(dst + h * Dh * D2, mt + h * Dh * D2, src + (h < H ? h : 0) * Dh * D,
+                 h < H ? Dh : 0, D, Dh, D2, W_RAND, W_ZERO, W_RAND, scale, &r);
+    } else if (!strcmp(leaf, "b_o") || !strcmp(leaf, "b_out") || !strcmp(leaf, "b_in") ||
+               !strcmp(n, "unembed_b")) {
+      widen_2d(dst, mt, src, 1, (size_t)raspN_tensor(m, n)->size, 1, t->size, W_ZERO,
+               W_ZERO, W_ZERO, scale, &r);
+    } else if (!strcmp(leaf, "w_in")) {
+      /* [D, F]: old units read only the old dimensions */
+      widen_2d(dst, mt, src, D, F, D2, F2, W_RAND, W_ZERO, W_RAND, scale, &r);
+    } else if (!strcmp(leaf, "w_out")) {
+      /* [F, D]: new units write only the new dimensions */
+      widen_2d(dst, mt, src, F, D, F2, D2, W_RAND, W_ZERO, W_RAND, scale, &r);
+    } else if (!strcmp(n, "unembed")) {
+      /* [D, n_out]: the logits read only the old dimensions at step 0 */
+      widen_2d(dst, mt, src, D, (size_t)c.n_out, D2, (size_t)c.n_out, W_ZERO,
+               W_ZERO, W_ZERO, scale, &r);
+    } else {
+      raspR_setnopos(err, "--widen: unexpected tensor '%s'", n);
+      raspM_free(mk);
+      raspN_free(&nm);
+      return -1;
+    }
+  }
+  raspN_free(m);
+  *m = nm;
+  *mask = mk;
+  return 0;
+}

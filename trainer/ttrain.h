@@ -105,4 +105,15 @@ int train_mask_id(const rasp_task_opts *task);
 ** *nvals gets their count.  NULL (err set) when the layout has none. */
 int *train_compiled_out_vals(const rasp_model *m, int *nvals, rasp_error *err);
 
+/* --widen K: embeds the model (no layer norm) in a wider one with K more
+** residual dimensions, ceil(K / d_head) more heads per layer and 4K more
+** MLP units, so that the old circuit is intact and its outputs unchanged:
+** old heads and units read only the old dimensions, new heads and units
+** write only the new ones, the readout reads only the old ones (zeros);
+** every other new weight is N(0, scale^2), new biases 0.  *mask (nparams
+** bytes, raspM_free it) marks the entries copied from the old model.
+** 0, or -1 with err (the model unchanged). */
+int train_widen(rasp_model *m, int K, float scale, uint64_t seed,
+                unsigned char **mask, rasp_error *err);
+
 #endif
