@@ -1314,9 +1314,10 @@ int raspK_parse_input(const rasp_program *prog, int V, const char *text, rasp_in
     if (len != o.M - 1) {
       char lb[64], what[256];
       raspT_token_text(&o, (int)l, lb, sizeof lb);
-      snprintf(what, sizeof what, "the arm that starts at '%s' has %s%d edges, not M-1 = %d "
-               "(M = E/D + 1 with D = %d)", lb, len == o.M ? "more than " : "",
-               len == o.M ? o.M - 1 : len, o.M - 1, D);
+      int shown = len == o.M ? o.M - 1 : len;
+      snprintf(what, sizeof what, "the arm that starts at '%s' has %s%d edge%s, not M-1 = %d "
+               "(M = E/D + 1 with D = %d)", lb, len == o.M ? "more than " : "", shown,
+               shown == 1 ? "" : "s", o.M - 1, D);
       bad_at(err, &o, in, g_start + edges[first + a].k * w + 1, what);
       goto fail;
     }
