@@ -123,6 +123,7 @@ expect input_not_token 2 "" "input token 4 'x': not a token of the task" -- veri
 expect input_bad_json 2 "" "a JSON input needs a \"tokens\" array" -- verify programs/listing1_back_target.rasp --input '{"D": 2}'
 expect input_alone 2 "" "does not combine" -- verify programs/listing1_back_target.rasp --input "/ s t = s 3 | 3 t | s 5 | 5 7 |" --D 2
 expect input_below_min_M 1 "" "needs M >= 3" -- verify programs/listing1_back_target.rasp --input "/ s t = s t | s 5 |"
+expect run_path_star_hint 1 "" "'arm_len' is a layout global of path-star programs; to run one on one input: rasp verify programs/listing1_back_target.rasp --input TEXT" -- run programs/listing1_back_target.rasp --input "1 2 3"
 expect no_task 2 "" "declares no task settings" -- verify tests/verify/no_task.rasp
 expect bad_task_order 2 "" "task\['order'\] must be 'edge' or 'arm', not 'diagonal'" -- verify tests/verify/bad_order.rasp --allow-include programs
 expect misspelt_setting 2 "" "unknown task setting 'ordr'" -- verify tests/verify/misspelt_setting.rasp --allow-include programs
