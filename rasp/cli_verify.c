@@ -327,10 +327,11 @@ static char *json_tokens(const char *line) {
 
 /* `rasp verify PROGRAM --input TEXT`: one input, judged and explained. */
 static int verify_one(vopts *o) {
-  if (o->nprograms != 1 || o->exhaustive || o->sweep || o->vocab_order || o->nD || o->nM) {
+  if (o->nprograms != 1 || o->exhaustive || o->sweep || o->vocab_order || o->nD || o->nM ||
+      o->json) {
     fprintf(stderr, "rasp verify: --input runs one program on one input; it does not combine "
-                    "with more programs, --D, --M (the graph gives them), --exhaustive, --sweep "
-                    "or --vocab-order\n");
+                    "with more programs, --D, --M (the graph gives them), --exhaustive, --sweep, "
+                    "--vocab-order or --json\n");
     return 2;
   }
   const char *text = o->input;

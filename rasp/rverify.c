@@ -20,6 +20,13 @@
 ** in one of two fixed reorderings that the order analysis (rorder.h)
 ** retraces under; the generator's token ids reach the program through
 ** tr->tok_map, so the graphs are the same whatever the numbering.
+**
+** One input.  raspK_parse_input reads an input written out as tokens (what
+** a counterexample or `rasp gen` prints) against the file's task: D is the
+** degree of Q's s, M follows from the number of edges, and the text must
+** then be exactly what the generator could have written (the layout of a
+** reference sample, a path-star graph, a right answer), so l_t and t are
+** determined and the verdict means what the verifier's would.
 */
 #include "rverify.h"
 
