@@ -282,6 +282,25 @@ static void apply_set(rasp_ctx *ctx, const char *assignment) {
   else rasp_set_string(ctx, name, val);
 }
 
+/* A path-star program (programs/) reads the layout globals that only the
+** verifier sets; `rasp run` stops at the first of them.  Say where to go. */
+static void path_star_hint(const char *cmd, const char *file, const rasp_error *err) {
+  static const char *const globals[] = {"arm_len", "degree", "num_symbols", "seq_len", "g_start",
+                                        "q_start", "ans_start", "q_before_g", "markers",
+                                        "edge_width", NULL};
+  const char *prefix = "unknown name '";
+  if (!err->pos.src || strncmp(err->msg, prefix, strlen(prefix)) != 0) return;
+  const char *name = err->msg + strlen(prefix);
+  for (int i = 0; globals[i]; i++) {
+    size_t len = strlen(globals[i]);
+    if (strncmp(name, globals[i], len) == 0 && name[len] == '\'' && !name[len + 1]) {
+      fprintf(stderr, "rasp %s: '%s' is a layout global of path-star programs; to run one "
+                      "on one input: rasp verify %s --input TEXT\n", cmd, globals[i], file);
+      return;
+    }
+  }
+}
+
 /* Traces o->file for the input; on success *ctx_out and token ids are set. */
 static int trace_input(const char *cmd, run_opts *o, rasp_ctx **ctx_out, int64_t **tokens_out) {
   rasp_error err = {0};
@@ -344,6 +363,7 @@ static int trace_input(const char *cmd, run_opts *o, rasp_ctx **ctx_out, int64_t
   return 0;
 fail:
   raspR_print(&err, stderr);
+  path_star_hint(cmd, o->file, &err);
 fail_quiet:
   rasp_ctx_free(ctx);
   raspM_free(tokens);

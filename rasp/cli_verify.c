@@ -62,7 +62,7 @@ typedef struct vopts {
   long V, graphs, jobs, cap;
   unsigned long long seed;
   int json, exhaustive, quiet, no_shrink, strict, interpret_check, sweep, verbose;
-  const char *stdlib, *out_file, *format, *vocab_order;
+  const char *stdlib, *out_file, *format, *vocab_order, *input;
   char **programs;
   int nprograms;
   rasp_access access;
@@ -88,6 +88,10 @@ static void verify_usage(FILE *out) {
         "                  (specials included) in a random order of its own, and\n"
         "                  report the graphs whose verdict changed (default: fixed)\n"
         "  --cap N         most inputs --exhaustive may enumerate (default 2000000)\n"
+        "  --input TEXT    run one program on one input instead: its tokens as the\n"
+        "                  task writes them (or a JSON line of `rasp gen`); D and M\n"
+        "                  come from the graph; prints the output, the verdict of\n"
+        "                  check() and the intermediate values\n"
         "  --json          one JSON object per line instead of the table\n"
         "  --no-shrink     print the first failing input without shrinking it\n"
         "  --strict        count expected failures (task['expect'] = 'fail') as failures\n"
@@ -100,13 +104,16 @@ static void verify_usage(FILE *out) {
         "as expected); PASS! (declared to fail but passed every cell of the run); ERROR\n"
         "(an error while running); LEAK (declared task['causal'] = True, but an output\n"
         "changed when only later tokens did).\n"
-        "Exit status: 0 when every outcome is as expected, 1 otherwise, 2 on bad usage.\n",
+        "Exit status: 0 when every outcome is as expected, 1 otherwise, 2 on bad usage.\n"
+        "With --input: 0 when check() passes, 1 when it fails or raises an error, 2 when\n"
+        "the input is not one of the task's.\n",
         out);
 }
 
 static int is_value_option(const char *a) {
   static const char *opts[] = {"--D", "--M", "--V", "--graphs", "--jobs", "--cap",
-                               "--seed", "--stdlib", "-o", "--format", "--vocab-order", NULL};
+                               "--seed", "--stdlib", "-o", "--format", "--vocab-order",
+                               "--input", NULL};
   for (int i = 0; opts[i]; i++)
     if (strcmp(a, opts[i]) == 0) return 1;
   return 0;
@@ -148,6 +155,7 @@ static int common_opts(const char *cmd, int argc, char **argv, vopts *o, void (*
     else if (strcmp(a, "-o") == 0) o->out_file = val;
     else if (strcmp(a, "--format") == 0) o->format = val;
     else if (strcmp(a, "--vocab-order") == 0) o->vocab_order = val;
+    else if (strcmp(a, "--input") == 0 && strcmp(cmd, "verify") == 0) o->input = val;
     else if (a[0] == '-' && a[1]) {
       fprintf(stderr, "rasp %s: unknown option '%s'\n", cmd, a);
       return 0;
@@ -284,6 +292,77 @@ static void failing_text(const vcell *c, int nc, int nD, int shuffled, char *buf
   raspM_free(ms);
 }
 
+/* The "tokens" array of a `rasp gen` JSON line as space-separated text
+** (malloc'd), or NULL with a message.  Token strings never need escapes,
+** so a backslash is refused rather than decoded. */
+static char *json_tokens(const char *line) {
+  const char *p = strstr(line, "\"tokens\"");
+  if (p) p += strlen("\"tokens\"");
+  while (p && (*p == ' ' || *p == '\t')) p++;
+  if (p && *p == ':') p++;
+  while (p && (*p == ' ' || *p == '\t')) p++;
+  if (!p || *p != '[') {
+    fprintf(stderr, "rasp verify: --input: a JSON input needs a \"tokens\" array, as `rasp gen` "
+                    "writes it\n");
+    return NULL;
+  }
+  size_t cap = strlen(p) + 1, len = 0;
+  char *text = raspM_alloc(cap);
+  for (p++;;) {
+    while (*p == ' ' || *p == '\t' || *p == ',' || *p == '\n' || *p == '\r') p++;
+    if (*p == ']') break;
+    const char *q = *p == '"' ? strpbrk(p + 1, "\"\\") : NULL;
+    if (!q || *q != '"') {
+      fprintf(stderr, "rasp verify: --input: the \"tokens\" array must hold plain strings, "
+                      "near '%.20s'\n", p);
+      raspM_free(text);
+      return NULL;
+    }
+    len += (size_t)snprintf(text + len, cap - len, "%s%.*s", len ? " " : "", (int)(q - p - 1), p + 1);
+    p = q + 1;
+  }
+  text[len] = '\0';
+  return text;
+}
+
+/* `rasp verify PROGRAM --input TEXT`: one input, judged and explained. */
+static int verify_one(vopts *o) {
+  if (o->nprograms != 1 || o->exhaustive || o->sweep || o->vocab_order || o->nD || o->nM ||
+      o->json) {
+    fprintf(stderr, "rasp verify: --input runs one program on one input; it does not combine "
+                    "with more programs, --D, --M (the graph gives them), --exhaustive, --sweep, "
+                    "--vocab-order or --json\n");
+    return 2;
+  }
+  const char *text = o->input;
+  char *own = NULL;
+  while (*text == ' ' || *text == '\t' || *text == '\n') text++;
+  if (*text == '{' && !(text = own = json_tokens(text))) return 2;
+  rasp_program prog;
+  rasp_error err = {0};
+  int status;
+  /* the settings pass needs some sizes; the input's own come later */
+  if (!raspK_load_with(o->programs[0], o->stdlib, &o->access, 2, 5, (int)o->V, &prog, &err)) {
+    raspR_print(&err, stderr);
+    raspM_free(own);
+    return err.pos.src ? 1 : 2;
+  }
+  prog.interpret_check = o->interpret_check;
+  rasp_input in;
+  if (raspK_parse_input(&prog, (int)o->V, text, &in, &err)) {
+    fprintf(stderr, "rasp verify: --input: %s (for %s's task)\n", err.msg, prog.name);
+    status = 2;
+  } else {
+    int r = raspK_run_input(&prog, (int)o->V, &in, stdout, &err);
+    if (r == -2) raspR_print(&err, stderr);
+    status = r == 1 ? 0 : 1;
+    raspK_input_free(&in);
+  }
+  raspK_program_free(&prog);
+  raspM_free(own);
+  return status;
+}
+
 int rasp_cli_verify(int argc, char **argv) {
   vopts o;
   init_vopts(&o, argc);
@@ -296,6 +375,11 @@ int rasp_cli_verify(int argc, char **argv) {
     fprintf(stderr, "rasp verify: --vocab-order: expected fixed or shuffled, got '%s'\n", o.vocab_order);
     free_vopts(&o);
     return 2;
+  }
+  if (o.input) {
+    int st = verify_one(&o);
+    free_vopts(&o);
+    return st;
   }
   int shuffled = o.vocab_order && strcmp(o.vocab_order, "shuffled") == 0;
   if (shuffled && o.exhaustive) {

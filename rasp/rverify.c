@@ -20,6 +20,13 @@
 ** in one of two fixed reorderings that the order analysis (rorder.h)
 ** retraces under; the generator's token ids reach the program through
 ** tr->tok_map, so the graphs are the same whatever the numbering.
+**
+** One input.  raspK_parse_input reads an input written out as tokens (what
+** a counterexample or `rasp gen` prints) against the file's task: D is the
+** degree of Q's s, M follows from the number of edges, and the text must
+** then be exactly what the generator could have written (the layout of a
+** reference sample, a path-star graph, a right answer), so l_t and t are
+** determined and the verdict means what the verifier's would.
 */
 #include "rverify.h"
 
@@ -1042,6 +1049,55 @@ static void shrink_order(rasp_ptrace *tr, rasp_eval *ev, int64_t *tokens, int64_
   raspM_free(tmp);
 }
 
+/* Prints one input of tr: the tokens, the output (or the error), what
+** check() was asked for, the verdict when `verdict` is set, and every
+** labelled node the output depends on.  1: check() passed, 0: it failed,
+** -1: evaluation or check() raised an error (err). */
+static int show_input(const rasp_program *prog, rasp_ptrace *tr, rasp_eval *ev,
+                      const int64_t *tokens, int64_t lead, int64_t target, const char *title,
+                      int verdict, FILE *out, rasp_error *err) {
+  char lbuf[64], tbuf[64];
+  raspT_token_text(&tr->opts, (int)lead, lbuf, sizeof lbuf);
+  raspT_token_text(&tr->opts, (int)target, tbuf, sizeof tbuf);
+  fprintf(out, "  %s\n    input:    ", title);
+  print_tokens(tr, tokens, out);
+  unsigned char pass = 0;
+  err->set = 0;
+  int ran = raspK_check_batch(tr, ev, 1, tokens, &lead, &target, &pass, err);
+  if (!ran) {
+    fprintf(out, "    error:    ");
+    raspR_print(err, out);
+  } else {
+    fprintf(out, "    output:   ");
+    print_row(tr, ev, tr->output, 1, out);
+  }
+  fprintf(out, "    expected: leading node l_t = %s for target t = %s (judged by %s's check)\n",
+          lbuf, tbuf, prog->name);
+  if (verdict)
+    fprintf(out, "    verdict:  %s\n", !ran ? "ERROR (above)" : pass ? "ok (check() passed)"
+                                                                 : "FAIL (check() failed)");
+  /* intermediate values: every labelled node the output depends on (none
+  ** when evaluation stopped with an error: no values were kept) */
+  rasp_ir *ir = rasp_ctx_ir(tr->ctx);
+  unsigned char *live = raspM_alloc((size_t)ir->nnodes);
+  raspI_live(ir, &tr->output, 1, live);
+  unsigned char *carries = raspM_alloc((size_t)ir->nnodes + 1);
+  raspO_carries_ids(ir, tr->nvocab, carries);
+  fprintf(out, "    intermediate values (source line, variable, sublayer):\n");
+  int shown = 0;
+  for (int i = 0; i < ir->nnodes && shown < 60; i++) {
+    const rasp_ir_node *nd = &ir->nodes[i];
+    if (!live[i] || !nd->label || nd->type == RASP_T_SEL || !raspE_value(ev, i, 0)) continue;
+    if (nd->op == RASP_OP_INPUT || nd->op == RASP_OP_INDICES || nd->op == RASP_OP_FULL) continue;
+    fprintf(out, "      %4d %-18s %2d: ", nd->pos.line, nd->label, tr->layers.sublayer[i]);
+    print_row(tr, ev, i, carries[i], out);
+    shown++;
+  }
+  raspM_free(carries);
+  raspM_free(live);
+  return ran ? pass : -1;
+}
+
 void raspK_counterexample(const rasp_program *prog, int D, int M, int V, uint64_t seed,
                           uint64_t index, FILE *out) {
   rasp_error err = {0};
@@ -1080,41 +1136,268 @@ void raspK_counterexample(const rasp_program *prog, int D, int M, int V, uint64_
   int g_start = s.g_start;
   raspT_sample_free(&s);
   shrink_order(&tr, ev, tokens, lead, target, g_start);
-  char lbuf[64], tbuf[64];
-  raspT_token_text(&tr.opts, (int)lead, lbuf, sizeof lbuf);
-  raspT_token_text(&tr.opts, (int)target, tbuf, sizeof tbuf);
-  fprintf(out, "  counterexample (D=%d, M=%d, n=%d):\n    input:    ", D, M, tr.n);
-  print_tokens(&tr, tokens, out);
-  unsigned char pass = 0;
-  err.set = 0;
-  if (!raspK_check_batch(&tr, ev, 1, tokens, &lead, &target, &pass, &err)) {
-    fprintf(out, "    error:    ");
-    raspR_print(&err, out);
-  } else {
-    fprintf(out, "    output:   ");
-    print_row(&tr, ev, tr.output, 1, out);
-  }
-  fprintf(out, "    expected: leading node l_t = %s for target t = %s (judged by %s's check)\n",
-          lbuf, tbuf, prog->name);
-  /* intermediate values: every labelled node the output depends on */
-  rasp_ir *ir = rasp_ctx_ir(tr.ctx);
-  unsigned char *live = raspM_alloc((size_t)ir->nnodes);
-  raspI_live(ir, &tr.output, 1, live);
-  unsigned char *carries = raspM_alloc((size_t)ir->nnodes + 1);
-  raspO_carries_ids(ir, tr.nvocab, carries);
-  fprintf(out, "    intermediate values (source line, variable, sublayer):\n");
-  int shown = 0;
-  for (int i = 0; i < ir->nnodes && shown < 60; i++) {
-    const rasp_ir_node *nd = &ir->nodes[i];
-    if (!live[i] || !nd->label || nd->type == RASP_T_SEL || !raspE_value(ev, i, 0)) continue;
-    if (nd->op == RASP_OP_INPUT || nd->op == RASP_OP_INDICES || nd->op == RASP_OP_FULL) continue;
-    fprintf(out, "      %4d %-18s %2d: ", nd->pos.line, nd->label, tr.layers.sublayer[i]);
-    print_row(&tr, ev, i, carries[i], out);
-    shown++;
-  }
-  raspM_free(carries);
-  raspM_free(live);
+  char title[128];
+  snprintf(title, sizeof title, "counterexample (D=%d, M=%d, n=%d):", D, M, tr.n);
+  show_input(prog, &tr, ev, tokens, lead, target, title, 0, out, &err);
   raspE_free(ev);
   raspK_trace_free(&tr);
   raspM_free(tokens);
+}
+
+/* -------------------------------------------------------------- one input */
+
+/* Nodes are keyed by their token ids (a number, or "s"/"t" under
+** st_names); child[] is looked up by binary search on edges sorted by u. */
+typedef struct iedge { int64_t u, v; int k; } iedge;
+
+static int edge_by_u(const void *a, const void *b) {
+  const iedge *x = a, *y = b;
+  return x->u < y->u ? -1 : x->u > y->u;
+}
+
+static int edge_by_v(const void *a, const void *b) {
+  const iedge *x = a, *y = b;
+  return x->v < y->v ? -1 : x->v > y->v;
+}
+
+static const iedge *child_of(const iedge *byu, int E, int64_t u) {
+  iedge key = {u, 0, 0};
+  return bsearch(&key, byu, (size_t)E, sizeof *byu, edge_by_u);
+}
+
+static int is_node(const rasp_task_opts *o, int64_t id) {
+  return (id >= 1 && id <= o->V) ||
+         (o->st_names && (id == o->V + RASP_SP_S || id == o->V + RASP_SP_T));
+}
+
+/* text -> task token ids; counts the "|" tokens */
+static int read_tokens(const rasp_task_opts *o, const char *text, rasp_input *in, int *bars,
+                       rasp_error *err) {
+  int cap = 0;
+  *bars = 0;
+  for (const char *p = text;;) {
+    while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r') p++;
+    if (!*p) break;
+    const char *s = p;
+    while (*p && *p != ' ' && *p != '\t' && *p != '\n' && *p != '\r') p++;
+    char tok[32];
+    size_t len = (size_t)(p - s);
+    snprintf(tok, sizeof tok, "%.*s", (int)(len < sizeof tok ? len : sizeof tok - 1), s);
+    int id = len < sizeof tok - 1 ? raspT_token_id(o, tok) : -1;
+    if (id <= 0 || (!o->st_names && id >= o->V + RASP_SP_S)) {
+      const char *why = "not a token of the task (node symbols 1..V, | / = BOS EOS, and s t "
+                        "with task['st_names'])";
+      if (len < 12 && tok[0] >= '1' && tok[0] <= '9' && strspn(tok, "0123456789") == len)
+        why = "a node symbol above --V";
+      else if (id > 0)
+        why = "the program's task writes s and t as numbers (task['st_names'] is off)";
+      raspR_setnopos(err, "input token %d '%s'%s: %s (V = %d)", in->n, tok,
+                     len < sizeof tok - 1 ? "" : "...", why, o->V);
+      return -1;
+    }
+    RASP_GROW(in->tokens, cap, in->n + 1);
+    in->tokens[in->n++] = id;
+    if (id == o->V + RASP_SP_BAR) ++*bars;
+  }
+  if (in->n == 0) {
+    raspR_setnopos(err, "the input is empty");
+    return -1;
+  }
+  return 0;
+}
+
+static int bad_at(rasp_error *err, const rasp_task_opts *o, const rasp_input *in, int pos,
+                  const char *what) {
+  char buf[64];
+  if (pos >= 0 && pos < in->n) {
+    raspT_token_text(o, (int)in->tokens[pos], buf, sizeof buf);
+    raspR_setnopos(err, "input token %d '%s': %s", pos, buf, what);
+  } else
+    raspR_setnopos(err, "the input (%d tokens) ends early: %s", in->n, what);
+  return -1;
+}
+
+int raspK_parse_input(const rasp_program *prog, int V, const char *text, rasp_input *in,
+                      rasp_error *err) {
+  memset(in, 0, sizeof *in);
+  rasp_task_opts o = prog->base;
+  o.V = V;
+  o.structured = 0;
+  int bars, w = 2 + o.markers;
+  iedge *edges = NULL;
+  rasp_sample ref;
+  memset(&ref, 0, sizeof ref);
+  if (read_tokens(&o, text, in, &bars, err)) goto fail;
+  if (bars == 0 || bars % o.markers) {
+    raspR_setnopos(err, "the input has %d '|' tokens; a graph of E edges has %d x E (task['markers'] = %d)",
+                   bars, o.markers, o.markers);
+    goto fail;
+  }
+  /* D is the degree of Q's s; everything else follows from D and E */
+  int E = bars / o.markers, bos = o.bos ? 1 : 0;
+  int q_start = o.q == RASP_Q_START ? bos : bos + E * w, g_start = o.q == RASP_Q_START ? bos + 4 : bos;
+  if (q_start + 3 >= in->n || g_start + E * w > in->n) {
+    bad_at(err, &o, in, in->n, "the task's layout needs more tokens");
+    goto fail;
+  }
+  int64_t s = in->tokens[q_start + 1], t = in->tokens[q_start + 2];
+  int D = 0;
+  for (int k = 0; k < E; k++) D += in->tokens[g_start + k * w] == s;
+  if (D == 0 || E % D) {
+    char sb[64];
+    raspT_token_text(&o, (int)s, sb, sizeof sb);
+    raspR_setnopos(err, "the start node '%s' (token %d, in Q) has %d edges out of %d: not a "
+                        "path-star graph", sb, q_start + 1, D, E);
+    goto fail;
+  }
+  o.D = D;
+  o.M = E / D + 1;
+  if (raspT_opts_check(&o, err) != 0) goto fail;
+  int n = raspT_length(&o);
+  if (n != in->n) {
+    raspR_setnopos(err, "the input has %d tokens; an input of this task with D=%d, M=%d "
+                        "(from the graph) has %d", in->n, o.D, o.M, n);
+    goto fail;
+  }
+  /* the layout: every special where a sample of the task has it, a node
+  ** wherever a sample has a node */
+  if (raspT_sample(&o, 0, 0, &ref, err) != 0) goto fail;
+  for (int i = 0; i < n; i++) {
+    int node = is_node(&o, ref.tokens[i]);
+    if (node && !is_node(&o, in->tokens[i])) {
+      bad_at(err, &o, in, i, "the task has a node here");
+      goto fail;
+    }
+    if (!node && in->tokens[i] != ref.tokens[i]) {
+      char buf[64], what[96];
+      raspT_token_text(&o, ref.tokens[i], buf, sizeof buf);
+      snprintf(what, sizeof what, "the task has '%s' here", buf);
+      bad_at(err, &o, in, i, what);
+      goto fail;
+    }
+  }
+  if (o.st_names && (s != o.V + RASP_SP_S || t != o.V + RASP_SP_T)) {
+    bad_at(err, &o, in, s != o.V + RASP_SP_S ? q_start + 1 : q_start + 2,
+           "with task['st_names'] Q is '/ s t ='");
+    goto fail;
+  }
+  /* the graph: every node but s entered by exactly one edge, left by at
+  ** most one, D arms of M-1 edges from s, t the end of one of them */
+  edges = raspM_alloc(sizeof(iedge) * (size_t)E);
+  for (int k = 0; k < E; k++) {
+    edges[k] = (iedge){in->tokens[g_start + k * w], in->tokens[g_start + k * w + 1], k};
+    if (edges[k].v == s || edges[k].u == edges[k].v) {
+      bad_at(err, &o, in, g_start + k * w + 1, "an edge into the start node, or a loop");
+      goto fail;
+    }
+  }
+  qsort(edges, (size_t)E, sizeof *edges, edge_by_v);
+  for (int k = 1; k < E; k++)
+    if (edges[k].v == edges[k - 1].v) {
+      int later = edges[k].k > edges[k - 1].k ? edges[k].k : edges[k - 1].k;
+      bad_at(err, &o, in, g_start + later * w + 1, "a second edge into this node");
+      goto fail;
+    }
+  qsort(edges, (size_t)E, sizeof *edges, edge_by_u);
+  for (int k = 1; k < E; k++)
+    if (edges[k].u == edges[k - 1].u && edges[k].u != s) {
+      int later = edges[k].k > edges[k - 1].k ? edges[k].k : edges[k - 1].k;
+      bad_at(err, &o, in, g_start + later * w, "a second edge out of this node (only s branches)");
+      goto fail;
+    }
+  /* walk the arms from s: each must have M-1 edges; they then cover all E
+  ** edges, so no edge lies off the star (a cycle, or a second component) */
+  int64_t lead = 0;
+  int found_t = 0, first = 0;
+  while (first < E && edges[first].u != s) first++;
+  for (int a = 0; a < D; a++) {
+    int64_t l = edges[first + a].v, x = l;
+    int len = 1; /* edges so far; stops one past M-1 */
+    const iedge *c;
+    while (len < o.M && (c = child_of(edges, E, x)) != NULL) {
+      x = c->v;
+      len++;
+    }
+    if (len != o.M - 1) {
+      char lb[64], what[256];
+      raspT_token_text(&o, (int)l, lb, sizeof lb);
+      int shown = len == o.M ? o.M - 1 : len;
+      snprintf(what, sizeof what, "the arm that starts at '%s' has %s%d edge%s, not M-1 = %d "
+               "(M = E/D + 1 with D = %d)", lb, len == o.M ? "more than " : "", shown,
+               shown == 1 ? "" : "s", o.M - 1, D);
+      bad_at(err, &o, in, g_start + edges[first + a].k * w + 1, what);
+      goto fail;
+    }
+    if (x == t) {
+      found_t = 1;
+      lead = l;
+    }
+  }
+  if (!found_t) {
+    bad_at(err, &o, in, q_start + 2, "the target is not the last node of an arm");
+    goto fail;
+  }
+  /* arm order: the arms one after another, each from s outward */
+  if (o.order == RASP_ORDER_ARM)
+    for (int k = 0; k < E; k++) {
+      int64_t u = in->tokens[g_start + k * w];
+      int64_t want = k % (o.M - 1) == 0 ? s : in->tokens[g_start + (k - 1) * w + 1];
+      if (u != want) {
+        bad_at(err, &o, in, g_start + k * w, "task['order'] = 'arm' writes each arm's edges "
+                                             "in a row, from s outward");
+        goto fail;
+      }
+    }
+  /* a written answer must be the right one (R_t, reversed, or l_t) */
+  if (o.answer != RASP_ANS_NONE) {
+    int64_t *path = raspM_alloc(sizeof(int64_t) * (size_t)o.M);
+    path[0] = s;
+    path[1] = lead; /* s branches; past it, every node has one child */
+    for (int j = 2; j < o.M; j++) path[j] = child_of(edges, E, path[j - 1])->v;
+    int len = o.answer == RASP_ANS_LEAD ? 1 : o.M;
+    for (int j = 0; j < len; j++) {
+      int64_t want = o.answer == RASP_ANS_FORWARD ? path[j]
+                   : o.answer == RASP_ANS_REVERSE ? path[o.M - 1 - j] : lead;
+      if (in->tokens[ref.ans_start + j] != want) {
+        char wb[64], what[96];
+        raspT_token_text(&o, (int)want, wb, sizeof wb);
+        snprintf(what, sizeof what, "the answer has '%s' here", wb);
+        raspM_free(path);
+        bad_at(err, &o, in, ref.ans_start + j, what);
+        goto fail;
+      }
+    }
+    raspM_free(path);
+  }
+  in->D = o.D;
+  in->M = o.M;
+  in->lead = lead;
+  in->target = t;
+  raspM_free(edges);
+  raspT_sample_free(&ref);
+  return 0;
+fail:
+  raspM_free(edges);
+  raspT_sample_free(&ref);
+  raspK_input_free(in);
+  return -1;
+}
+
+void raspK_input_free(rasp_input *in) {
+  raspM_free(in->tokens);
+  memset(in, 0, sizeof *in);
+}
+
+int raspK_run_input(const rasp_program *prog, int V, const rasp_input *in, FILE *out,
+                    rasp_error *err) {
+  rasp_ptrace tr;
+  if (!raspK_trace(prog, in->D, in->M, V, &tr, err)) return -2;
+  rasp_eval *ev = raspE_new(rasp_ctx_ir(tr.ctx));
+  char title[160];
+  snprintf(title, sizeof title, "%s on one input (D=%d, M=%d, n=%d):", prog->name, in->D, in->M,
+           tr.n);
+  int r = show_input(prog, &tr, ev, in->tokens, in->lead, in->target, title, 1, out, err);
+  raspE_free(ev);
+  raspK_trace_free(&tr);
+  return r;
 }

@@ -158,4 +158,31 @@ void raspK_print_leak(rasp_ptrace *tr, uint64_t seed, const rasp_vresult *res, F
 void raspK_counterexample(const rasp_program *prog, int D, int M, int V, uint64_t seed,
                           uint64_t index, FILE *out);
 
+/* One path-star input written out as tokens ("/ 4 9 = 3 10 | 4 2 | ...", the
+** text `rasp gen` and the counterexamples print), for `rasp verify --input`. */
+typedef struct rasp_input {
+  int D, M, n;           /* read off the graph: D = the degree of s */
+  int64_t *tokens;       /* n task token ids (rtask.h) */
+  int64_t lead, target;  /* l_t and t as raspK_sample_tokens gives them */
+} rasp_input;
+
+/* Reads text as one input of prog's task with node symbols 1..V: every
+** token must be the task's, in the layout the task settings give (BOS, Q,
+** G, answer, EOS; markers; edge or arm order; st_names), G must be a
+** path-star graph (D arms of M nodes from the s of Q, every node on one
+** arm), t the end of an arm, and a written answer the right one.  0, or -1
+** with err naming the first thing that is not so (and the token's position,
+** counting from 0). */
+int raspK_parse_input(const rasp_program *prog, int V, const char *text, rasp_input *in,
+                      rasp_error *err);
+void raspK_input_free(rasp_input *in);
+/* Traces prog for the input's D and M, runs it on the input and judges the
+** output with check(); prints the input, the output, what check() was
+** asked for, the verdict and the labelled intermediate values, as a
+** counterexample is printed.  1: check() passed, 0: it failed, -1: running
+** or check() raised an error (printed to out in its place), -2: tracing
+** failed (err, not printed). */
+int raspK_run_input(const rasp_program *prog, int V, const rasp_input *in, FILE *out,
+                    rasp_error *err);
+
 #endif

@@ -108,6 +108,22 @@ expect lookahead_not_fails 1 "lookahead_not *2 *5 *0/60  FAIL" "" -- verify test
 expect lookahead_not_compiles 0 "check: 20/20 inputs agree" "" -- compile tests/verify/lookahead_not.rasp --D 2 --M 4 --V 8 -o "$out.model" --check 20
 rm -f "$out.model" "$out.model.json" "$out.model.safetensors"
 expect causal_probes_json 0 '"causal_probes":64,"causal_leaks":0' "" -- verify programs/readout6_causal.rasp --D 2 --graphs 1000 --json
+# --input: one input, D and M read off its graph.  The counterexample the
+# verifier prints for Listing 4 fails again when given back and its fix
+# passes it; a `rasp gen` JSON line is read as it is; what is not an input of
+# the program's task is refused (status 2) naming the token at fault
+cx=$("$rasp" verify programs/listing4_log.rasp --D 2 --M 9 $g | sed -n 's/^    input:    //p' | head -1)
+expect input_counterexample_fails 1 "verdict:  FAIL (check() failed)" "" -- verify programs/listing4_log.rasp --input "$cx"
+expect input_fix_passes 0 "listing4_log_fixed on one input (D=2, M=9, n=68):" "" -- verify programs/listing4_log_fixed.rasp --input "$cx"
+json=$("$rasp" gen --D 3 --M 4 -n 1 --seed 5 --st-names --no-bos --no-eos --answer forward)
+expect input_gen_json 0 "verdict:  ok (check() passed)" "" -- verify programs/readout2_backward_targets.rasp --input "$json"
+expect input_wrong_answer 2 "" "--input: input token 18 '5': the answer has 't' here" -- verify programs/readout2_backward_targets.rasp --input "/ s t = s 3 | 3 t | s 5 | 5 7 | s 3 5"
+expect input_not_star 2 "" "input token 14 '3': a second edge into this node" -- verify programs/readout2_backward_targets.rasp --input "/ s t = s 3 | 3 t | s 5 | 5 3 | s 3 t"
+expect input_not_token 2 "" "input token 4 'x': not a token of the task" -- verify programs/listing1_back_target.rasp --input "/ s t = x 3 | 3 t | s 5 | 5 7 |"
+expect input_bad_json 2 "" "a JSON input needs a \"tokens\" array" -- verify programs/listing1_back_target.rasp --input '{"D": 2}'
+expect input_alone 2 "" "does not combine" -- verify programs/listing1_back_target.rasp --input "/ s t = s 3 | 3 t | s 5 | 5 7 |" --D 2
+expect input_below_min_M 1 "" "needs M >= 3" -- verify programs/listing1_back_target.rasp --input "/ s t = s t | s 5 |"
+expect run_path_star_hint 1 "" "'arm_len' is a layout global of path-star programs; to run one on one input: rasp verify programs/listing1_back_target.rasp --input TEXT" -- run programs/listing1_back_target.rasp --input "1 2 3"
 expect no_task 2 "" "declares no task settings" -- verify tests/verify/no_task.rasp
 expect bad_task_order 2 "" "task\['order'\] must be 'edge' or 'arm', not 'diagonal'" -- verify tests/verify/bad_order.rasp --allow-include programs
 expect misspelt_setting 2 "" "unknown task setting 'ordr'" -- verify tests/verify/misspelt_setting.rasp --allow-include programs
