@@ -29,7 +29,7 @@ static void usage(FILE *out) {
                "on one input and prints its output, one value per input position.\n"
                "  --input TEXT   the input: symbols of the model's vocabulary separated by\n"
                "                 spaces, exactly as many as it was compiled for\n"
-               "  --symbols      print output values as the vocabulary symbols they stand for\n"
+               "  --symbols      print a token-valued output as the symbols it stands for\n"
                "  --logits       also print the logits: one row per input position, one\n"
                "                 column per value of the readout (STEM.json layout.readout)\n"
                "  --json         print one JSON object: input, tokens (BOS first), output\n"
@@ -125,6 +125,9 @@ int rasp_cli_apply(int argc, char **argv) {
               lists[i], i ? "" : " (a model compiled by an older rasp: compile it again)");
       goto out;
     }
+  /* as `rasp run --symbols`: only an output of token ids stands for symbols
+  ** (files from before readout.tokens: every id, as then) */
+  int token_out = raspN_layout_bool(&m, "readout.tokens") != 0;
   const rasp_model_config *c = &m.cfg;
   if (nvals != c->n_out || nvocab != c->vocab_size || c->bos_token < 0) {
     fprintf(stderr,
@@ -197,7 +200,7 @@ int rasp_cli_apply(int argc, char **argv) {
     int best = 0; /* the first maximum, as raspG_run and numpy pick it */
     for (int j = 1; j < O; j++)
       if (row[j] > row[best]) best = j;
-    const char *v = symbols ? as_symbol(vals[best], vocab, nvocab) : vals[best];
+    const char *v = symbols && token_out ? as_symbol(vals[best], vocab, nvocab) : vals[best];
     if (json) {
       if (i) printf(", ");
       json_str(v, stdout);

@@ -199,7 +199,7 @@ static void run_usage(FILE *out, const char *cmd) {
           "  --input TEXT     the input: symbols separated by spaces\n"
           "  --stdin          read the input from standard input\n"
           "  --entry NAME     the function to trace (default main)\n"
-          "  --symbols        print values as the vocabulary symbols they stand for\n"
+          "  --symbols        print token-valued outputs as the symbols they stand for\n"
           "  --vocab FILE     vocabulary, one symbol per line (id = line number)\n"
           "  --set NAME=VAL   set a global before the program runs (integer,\n"
           "                   True/False, or a string)\n"
@@ -393,8 +393,9 @@ int rasp_cli_run(int argc, char **argv) {
     raspR_print(&err, stderr);
     status = 1;
   } else {
-    for (int k = 0; k < ir->noutputs; k++)
-      raspC_print_values(ctx, ev, ir->outputs[k], 0, o.symbols, stdout);
+    for (int k = 0; k < ir->noutputs; k++) /* only token ids stand for symbols */
+      raspC_print_values(ctx, ev, ir->outputs[k], 0,
+                         o.symbols && (ir->nodes[ir->outputs[k]].flags & RASP_TOKEN_IDS), stdout);
   }
   raspE_free(ev);
   raspM_free(tokens);

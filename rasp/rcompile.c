@@ -1302,7 +1302,6 @@ static char *layout_json(gc *g, const raspG_model *m, int root, const view *ov) 
       snprintf(full, sizeof full, "%s=%s", name, eb);
       sb_str(&b, full);
     }
-    if (i == 0 && 0) break;
   }
   sb_printf(&b, "], \"units\": [");
   int first = 1;
@@ -1322,8 +1321,8 @@ static char *layout_json(gc *g, const raspG_model *m, int root, const view *ov) 
   sb_printf(&b, "], \"token_embedding\": \"tokens one-hot; 'one' (dim 1) at every token "
                 "but BOS; is_bos (dim 0) at BOS\", \"position_embedding\": \"indices one-hot "
                 "of position p-1 at model position p >= 1\", \"readout\": {\"node\": %d, "
-                "\"values\": [",
-            root);
+                "\"tokens\": %s, \"values\": [",
+            root, g->ir->nodes[root].flags & RASP_TOKEN_IDS ? "true" : "false");
   for (int j = 0; j < m->n_out; j++) {
     if (j) sb_printf(&b, ", ");
     sb_elem(&b, g->ir, m->out_vals[j]);

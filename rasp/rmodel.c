@@ -908,6 +908,15 @@ static jval *jpath(jval *v, const char *path) {
   return v;
 }
 
+int raspN_layout_bool(const rasp_model *m, const char *path) {
+  jval root;
+  if (layout_parse(m, &root)) return -1;
+  jval *v = jpath(&root, path);
+  int r = v && v->type == J_BOOL ? v->boolean != 0 : -1;
+  jfree(&root);
+  return r;
+}
+
 int raspN_layout_has(const rasp_model *m, const char *path) {
   jval root;
   if (layout_parse(m, &root)) return 0;

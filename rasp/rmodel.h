@@ -129,6 +129,8 @@ int raspN_layout_has(const rasp_model *m, const char *path);
 ** raspN_free_strings), *n its length; NULL (*n = 0) when there is no
 ** such array or an item is not a string. */
 char **raspN_layout_strings(const rasp_model *m, const char *path, int *n);
+/* The boolean at path: 1 or 0; -1 when there is none. */
+int raspN_layout_bool(const rasp_model *m, const char *path);
 void raspN_free_strings(char **v, int n);
 /* The integer "dim" of the first object in the layout's "units" array
 ** whose "kind" is kind, or -1. */
