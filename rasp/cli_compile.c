@@ -16,6 +16,13 @@
 ** vocabulary's two extremes (its first and last symbols) mixed.  A
 ** disagreement names its class and the summary counts each class.
 **
+** Path-star programs' inputs are the task's own samples; with edge order
+** (any order of the edges is a valid input) the odd-numbered ones get
+** their edges rewritten in an adversarial order, cycling through: every
+** arm from s outward, every arm from its end inward, and all arms
+** interleaved from their ends inward (by step, descending), orders that a
+** uniform shuffle produces with probability about 1/(D(M-1))!.
+**
 ** --logit-scale X sets the margin of the readout's logits (rcompile.h;
 ** default ln(1000 (n_out - 1))), recorded in STEM.json.
 **
@@ -139,6 +146,53 @@ static int plain_input(uint64_t seed, long k, const int64_t *ids, int nids, int6
       start += len;
     }
   }
+  return cls;
+}
+
+/* Path-star input classes (see the essay above). */
+enum { PS_SAMPLE, PS_OUTWARD, PS_INWARD, PS_STEPS, PS_NCLASS };
+static const char *const ps_class_name[PS_NCLASS] = {"task sample", "arms outward",
+                                                     "arms inward", "steps inward"};
+
+typedef struct edge_key {
+  int a, b, e; /* sort keys, then the edge's written index */
+} edge_key;
+
+static int cmp_edge(const void *x, const void *y) {
+  const edge_key *p = x, *q = y;
+  if (p->a != q->a) return p->a < q->a ? -1 : 1;
+  if (p->b != q->b) return p->b < q->b ? -1 : 1;
+  return (p->e > q->e) - (p->e < q->e);
+}
+
+/* Path-star input k into tok (the task's sample k; for odd k under edge
+** order, its edges rewritten in an adversarial order).  Returns its class,
+** or -1 with err set. */
+static int pathstar_input(const rasp_ptrace *tr, uint64_t seed, long k, int64_t *tok,
+                          int64_t *lead, int64_t *target, rasp_error *err) {
+  if (!raspK_sample_tokens(tr, seed, (uint64_t)k, tok, lead, target, err)) return -1;
+  if (k % 2 == 0 || tr->opts.order != RASP_ORDER_EDGE) return PS_SAMPLE;
+  int cls = PS_OUTWARD + (int)((k / 2) % (PS_NCLASS - 1));
+  rasp_sample s;
+  memset(&s, 0, sizeof s);
+  if (raspT_sample(&tr->opts, seed, (uint64_t)k, &s, err)) return -1;
+  int w = 2 + tr->opts.markers, E = s.nedges;
+  edge_key *key = raspM_alloc(sizeof *key * (size_t)E);
+  int64_t *blocks = raspM_alloc(sizeof *blocks * (size_t)E * (size_t)w);
+  for (int e = 0; e < E; e++) {
+    int arm = s.edge_arm[e], step = s.edge_step[e];
+    key[e] = cls == PS_OUTWARD  ? (edge_key){arm, step, e}
+             : cls == PS_INWARD ? (edge_key){arm, -step, e}
+                                : (edge_key){-step, arm, e};
+    memcpy(blocks + (size_t)e * w, tok + s.edge_pos[e], sizeof *blocks * (size_t)w);
+  }
+  qsort(key, (size_t)E, sizeof *key, cmp_edge);
+  for (int i = 0; i < E; i++)
+    memcpy(tok + s.g_start + (size_t)i * w, blocks + (size_t)key[i].e * w,
+           sizeof *blocks * (size_t)w);
+  raspM_free(key);
+  raspM_free(blocks);
+  raspT_sample_free(&s);
   return cls;
 }
 
@@ -297,13 +351,13 @@ static int compile_cmd(int argc, char **argv, rasp_access *access) {
   got = raspM_alloc(sizeof(rasp_elem) * (size_t)n);
   ev = raspE_new(ir);
   long bad = 0, done = 0, passed = 0;
-  long cls_done[IN_NCLASS] = {0}, cls_bad[IN_NCLASS] = {0};
+  long cls_done[IN_NCLASS] = {0}, cls_bad[IN_NCLASS] = {0}; /* (IN_NCLASS > PS_NCLASS) */
   long total = check + (dump ? 1 : 0);
   for (long k = 0; k < total; k++) {
     int64_t lead = 0, target = 0;
     int cls = IN_UNIFORM;
     if (pathstar) {
-      if (!raspK_sample_tokens(&tr, (uint64_t)seed, (uint64_t)k, tok, &lead, &target, &err))
+      if ((cls = pathstar_input(&tr, (uint64_t)seed, k, tok, &lead, &target, &err)) < 0)
         goto fail;
       for (int i = 0; encoder && i < alen; i++) tok[ans + i] = mask;
     } else {
@@ -356,7 +410,7 @@ static int compile_cmd(int argc, char **argv, rasp_access *access) {
           raspI_elem_format(ir, got[i], a, sizeof a);
           raspI_elem_format(ir, want[i], b, sizeof b);
           fprintf(stderr, "rasp compile: input %ld (%s), position %d: model %s, interpreter %s\n  input:",
-                  k, pathstar ? "task sample" : in_class_name[cls], i, a, b);
+                  k, pathstar ? ps_class_name[cls] : in_class_name[cls], i, a, b);
           for (int j = 0; j < n; j++) {
             char s[128];
             rasp_format_symbolic(ctx, (rasp_elem){tok[j], 1}, s, sizeof s);
@@ -371,10 +425,13 @@ static int compile_cmd(int argc, char **argv, rasp_access *access) {
   }
   if (check) {
     printf("check: %ld/%ld inputs agree with the interpreter", done - bad, done);
-    for (int c = 0; !pathstar && c < IN_NCLASS; c++)
-      printf("%s%s %ld/%ld", c ? ", " : " (", in_class_name[c], cls_done[c] - cls_bad[c],
-             cls_done[c]);
-    printf("%s\n", pathstar ? "" : ")");
+    int ncls = pathstar ? PS_NCLASS : IN_NCLASS, any = 0;
+    for (int c = 0; c < ncls; c++)
+      if (cls_done[c] && (c || cls_done[c] < done))
+        printf("%s%s %ld/%ld", any++ ? ", " : " (",
+               pathstar ? ps_class_name[c] : in_class_name[c], cls_done[c] - cls_bad[c],
+               cls_done[c]);
+    printf("%s\n", any ? ")" : "");
   }
   if (check && encoder)
     printf("check: the program's check() passes on %ld/%ld inputs with the answer "

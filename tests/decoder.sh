@@ -10,8 +10,9 @@
 #   - `rasp-train --init` on it, before its first step, is right at every
 #     answer position (teacher forced) with loss <= 0.01, and with
 #     --logit-scale 1 the same model's loss is above 0.01;
-#   - plain programs' --check inputs are half uniform and half adversarial,
-#     counted per class; a bad --logit-scale is refused with its value.
+#   - --check inputs are half the usual ones and half adversarial (plain
+#     programs: token patterns; path-star: edge orders), counted per class;
+#     a bad --logit-scale is refused with its value.
 # Prints "N passed, M failed".
 NAME=decoder
 . "${top_srcdir:-.}/tests/lib.sh"
@@ -41,7 +42,8 @@ else bad "a wrong next node is not caught (status $st)"; printf '%s\n' "$out"; f
 out=$("$RASP" compile programs/decoder6_causal.rasp --D 2 --M 3 --V 10 -o "$tmp/d" \
   --stats --check 30 2>&1)
 st=$?
-if [ $st -eq 0 ] && printf '%s\n' "$out" | grep -q '^check: 30/30 inputs agree' &&
+if [ $st -eq 0 ] &&
+   printf '%s\n' "$out" | grep -qx 'check: 30/30 inputs agree with the interpreter (task sample 15/15, arms outward 5/5, arms inward 5/5, steps inward 5/5)' &&
    printf '%s\n' "$out" | grep -q '^logit margin 9\.85[0-9]* .*cross-entropy <= 0\.001' &&
    grep -q '"logit_scale": 9\.85' "$tmp/d.json"; then ok
 else bad "compile decoder6_causal (status $st)"; printf '%s\n' "$out"; fi
