@@ -57,12 +57,13 @@ static void usage(FILE *out) {
           "  --length N         plain programs: the input length (default 8)\n"
           "  --stats            print d_model, layers, heads, MLP widths, parameters\n"
           "  --check N          compare the model with the interpreter on N random inputs\n"
+          "                     (half adversarial: plain programs one token, two\n"
+          "                     tokens, sorted runs, the extremes; path-star programs\n"
+          "                     edges arm by arm outward, inward, interleaved inward)\n"
           "  --encoder          path-star programs: compile for rasp-train's encoder\n"
           "                     (answer positions hold MASK, id V+8; the program's\n"
           "                     first extra symbol must be 'MASK'); --check also\n"
           "                     runs the program's check() on the masked inputs\n"
-          "                     (plain programs: half uniform, half adversarial:\n"
-          "                     one token, two tokens, sorted runs, the extremes)\n"
           "  --logit-scale X    margin of the right output's logit over the others\n"
           "                     (default ln(1000 (n_out - 1)): cross-entropy < 0.001)\n"
           "  --seed S           seed of the random inputs (default 1)\n"
@@ -175,7 +176,10 @@ static int pathstar_input(const rasp_ptrace *tr, uint64_t seed, long k, int64_t 
   int cls = PS_OUTWARD + (int)((k / 2) % (PS_NCLASS - 1));
   rasp_sample s;
   memset(&s, 0, sizeof s);
-  if (raspT_sample(&tr->opts, seed, (uint64_t)k, &s, err)) return -1;
+  if (raspT_sample(&tr->opts, seed, (uint64_t)k, &s, err)) {
+    raspT_sample_free(&s);
+    return -1;
+  }
   int w = 2 + tr->opts.markers, E = s.nedges;
   edge_key *key = raspM_alloc(sizeof *key * (size_t)E);
   int64_t *blocks = raspM_alloc(sizeof *blocks * (size_t)E * (size_t)w);
@@ -351,7 +355,8 @@ static int compile_cmd(int argc, char **argv, rasp_access *access) {
   got = raspM_alloc(sizeof(rasp_elem) * (size_t)n);
   ev = raspE_new(ir);
   long bad = 0, done = 0, passed = 0;
-  long cls_done[IN_NCLASS] = {0}, cls_bad[IN_NCLASS] = {0}; /* (IN_NCLASS > PS_NCLASS) */
+  /* inputs and disagreements per class (IN_NCLASS >= PS_NCLASS) */
+  long cls_done[IN_NCLASS] = {0}, cls_bad[IN_NCLASS] = {0};
   long total = check + (dump ? 1 : 0);
   for (long k = 0; k < total; k++) {
     int64_t lead = 0, target = 0;
