@@ -4,7 +4,8 @@
 # binaries:
 #   - `rasp verify` passes decoder6_causal (causal: the static and dynamic
 #     checks run) and fails a copy that predicts one answer position wrong,
-#     so its check() judges the answer positions past l_t;
+#     so its check() judges the answer positions past l_t; with EOS in the
+#     task, EOS is required at t;
 #   - the compiled model (D = 2, M = 3, V = 10) agrees with the interpreter,
 #     records its logit scale in STEM.json and prints the margin;
 #   - `rasp-train --init` on it, before its first step, is right at every
@@ -37,6 +38,17 @@ out=$("$RASP" verify "$tmp/wrong_next.rasp" --allow-include "$(pwd)/programs" --
 st=$?
 if [ $st -eq 1 ] && printf '%s\n' "$out" | grep -q ' 0/50  FAIL'; then ok
 else bad "a wrong next node is not caught (status $st)"; printf '%s\n' "$out"; fi
+
+# with EOS in the task: EOS is predicted at t, and a copy predicting t fails
+sed -e 's/bos=False, eos=False/bos=False, eos=True/' \
+    -e "s|include('|include('$(pwd)/programs/|" \
+  programs/decoder6_causal.rasp > "$tmp/eos.rasp"
+sed "s/full(seq, d\['EOS'\]), out)/full(seq, d['t']), out)/" "$tmp/eos.rasp" > "$tmp/no_eos.rasp"
+out=$("$RASP" verify "$tmp/eos.rasp" "$tmp/no_eos.rasp" --allow-include "$(pwd)/programs" \
+  --D 2 --M 4 --graphs 50 --jobs 1 --no-shrink 2>&1)
+if printf '%s\n' "$out" | grep -q '^eos .* 50/50  ok' &&
+   printf '%s\n' "$out" | grep -q '^no_eos .* 0/50  FAIL'; then ok
+else bad "EOS"; printf '%s\n' "$out"; fi
 
 # compile, with the margin printed and recorded
 out=$("$RASP" compile programs/decoder6_causal.rasp --D 2 --M 3 --V 10 -o "$tmp/d" \
