@@ -8,6 +8,24 @@
 ** runs the compiled model in float32 (raspN_forward) and compares every
 ** position with the interpreter (raspE_run).
 **
+** Plain programs' inputs for --check: the even-numbered ones uniform, the
+** odd-numbered ones adversarial, cycling through four classes that uniform
+** draws almost never produce (a histogram's count n needs one repeated
+** token): one token repeated, two tokens mixed, sorted runs (one to three
+** runs, each ascending or descending in vocabulary order), and the
+** vocabulary's two extremes (its first and last symbols) mixed.  A
+** disagreement names its class and the summary counts each class.
+**
+** Path-star programs' inputs are the task's own samples; with edge order
+** (any order of the edges is a valid input) the odd-numbered ones get
+** their edges rewritten in an adversarial order, cycling through: every
+** arm from s outward, every arm from its end inward, and all arms
+** interleaved from their ends inward (by step, descending), orders that a
+** uniform shuffle produces with probability about 1/(D(M-1))!.
+**
+** --logit-scale X sets the margin of the readout's logits (rcompile.h;
+** default ln(1000 (n_out - 1))), recorded in STEM.json.
+**
 ** --encoder compiles a path-star program for rasp-train's encoder-only
 ** models, which read the sequence with every answer position replaced by
 ** the mask token (id V+8; the trainer's MASK) and predict each answer token
@@ -19,6 +37,7 @@
 ** accuracy where the encoder sees MASK, which `rasp verify`, on the task's
 ** unmasked samples, does not measure).
 */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -38,10 +57,15 @@ static void usage(FILE *out) {
           "  --length N         plain programs: the input length (default 8)\n"
           "  --stats            print d_model, layers, heads, MLP widths, parameters\n"
           "  --check N          compare the model with the interpreter on N random inputs\n"
+          "                     (half adversarial: plain programs one token, two\n"
+          "                     tokens, sorted runs, the extremes; path-star programs\n"
+          "                     edges arm by arm outward, inward, interleaved inward)\n"
           "  --encoder          path-star programs: compile for rasp-train's encoder\n"
           "                     (answer positions hold MASK, id V+8; the program's\n"
           "                     first extra symbol must be 'MASK'); --check also\n"
           "                     runs the program's check() on the masked inputs\n"
+          "  --logit-scale X    margin of the right output's logit over the others\n"
+          "                     (default ln(1000 (n_out - 1)): cross-entropy < 0.001)\n"
           "  --seed S           seed of the random inputs (default 1)\n"
           "  --dump-forward F   write the logits of one random input to F (text)\n"
           "  --stdlib DIR       use another stdlib directory\n"
@@ -81,12 +105,122 @@ static int encoder_layout(const rasp_ptrace *tr, uint64_t seed, int *mask, int *
   return 0;
 }
 
+/* The classes of plain programs' --check inputs (see the essay above). */
+enum { IN_UNIFORM, IN_ONE, IN_TWO, IN_SORTED, IN_EXTREMES, IN_NCLASS };
+static const char *const in_class_name[IN_NCLASS] = {"uniform", "one token", "two tokens",
+                                                     "sorted runs", "extremes"};
+
+static int cmp_i64(const void *a, const void *b) {
+  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+  return (x > y) - (x < y);
+}
+
+/* Plain input k of the check into tok[0..n): its class, and the tokens drawn
+** from ids[0..nids) (in vocabulary order) with stream k of seed. */
+static int plain_input(uint64_t seed, long k, const int64_t *ids, int nids, int64_t *tok,
+                       int n) {
+  rasp_rng rng;
+  raspT_rng_seed(&rng, seed, (uint64_t)k);
+  int cls = k % 2 ? IN_ONE + (int)((k / 2) % (IN_NCLASS - 1)) : IN_UNIFORM;
+  uint64_t m = (uint64_t)nids;
+  int64_t a = ids[raspT_rng_below(&rng, m)], b = ids[raspT_rng_below(&rng, m)];
+  if (cls == IN_EXTREMES) a = ids[0], b = ids[nids - 1];
+  for (int i = 0; i < n; i++) {
+    switch (cls) {
+    case IN_ONE: tok[i] = a; break;
+    case IN_TWO:
+    case IN_EXTREMES: tok[i] = raspT_rng_below(&rng, 2) ? b : a; break;
+    default: tok[i] = ids[raspT_rng_below(&rng, m)]; break;
+    }
+  }
+  if (cls == IN_SORTED) { /* ids are 1..nids in vocabulary order */
+    int runs = 1 + (int)raspT_rng_below(&rng, 3), start = 0;
+    for (int r = 0; r < runs && start < n; r++) {
+      int len = r == runs - 1 ? n - start : 1 + (int)raspT_rng_below(&rng, (uint64_t)(n - start));
+      qsort(tok + start, (size_t)len, sizeof *tok, cmp_i64);
+      if (raspT_rng_below(&rng, 2))
+        for (int i = 0; i < len / 2; i++) {
+          int64_t t = tok[start + i];
+          tok[start + i] = tok[start + len - 1 - i];
+          tok[start + len - 1 - i] = t;
+        }
+      start += len;
+    }
+  }
+  return cls;
+}
+
+/* Path-star input classes (see the essay above). */
+enum { PS_SAMPLE, PS_OUTWARD, PS_INWARD, PS_STEPS, PS_NCLASS };
+static const char *const ps_class_name[PS_NCLASS] = {"task sample", "arms outward",
+                                                     "arms inward", "steps inward"};
+
+typedef struct edge_key {
+  int a, b, e; /* sort keys, then the edge's written index */
+} edge_key;
+
+static int cmp_edge(const void *x, const void *y) {
+  const edge_key *p = x, *q = y;
+  if (p->a != q->a) return p->a < q->a ? -1 : 1;
+  if (p->b != q->b) return p->b < q->b ? -1 : 1;
+  return (p->e > q->e) - (p->e < q->e);
+}
+
+/* Path-star input k into tok (the task's sample k; for odd k under edge
+** order, its edges rewritten in an adversarial order).  Returns its class,
+** or -1 with err set. */
+static int pathstar_input(const rasp_ptrace *tr, uint64_t seed, long k, int64_t *tok,
+                          int64_t *lead, int64_t *target, rasp_error *err) {
+  if (!raspK_sample_tokens(tr, seed, (uint64_t)k, tok, lead, target, err)) return -1;
+  if (k % 2 == 0 || tr->opts.order != RASP_ORDER_EDGE) return PS_SAMPLE;
+  int cls = PS_OUTWARD + (int)((k / 2) % (PS_NCLASS - 1));
+  rasp_sample s;
+  memset(&s, 0, sizeof s);
+  if (raspT_sample(&tr->opts, seed, (uint64_t)k, &s, err)) {
+    raspT_sample_free(&s);
+    return -1;
+  }
+  int w = 2 + tr->opts.markers, E = s.nedges;
+  edge_key *key = raspM_alloc(sizeof *key * (size_t)E);
+  int64_t *blocks = raspM_alloc(sizeof *blocks * (size_t)E * (size_t)w);
+  for (int e = 0; e < E; e++) {
+    int arm = s.edge_arm[e], step = s.edge_step[e];
+    key[e] = cls == PS_OUTWARD  ? (edge_key){arm, step, e}
+             : cls == PS_INWARD ? (edge_key){arm, -step, e}
+                                : (edge_key){-step, arm, e};
+    memcpy(blocks + (size_t)e * w, tok + s.edge_pos[e], sizeof *blocks * (size_t)w);
+  }
+  qsort(key, (size_t)E, sizeof *key, cmp_edge);
+  for (int i = 0; i < E; i++)
+    memcpy(tok + s.g_start + (size_t)i * w, blocks + (size_t)key[i].e * w,
+           sizeof *blocks * (size_t)w);
+  raspM_free(key);
+  raspM_free(blocks);
+  raspT_sample_free(&s);
+  return cls;
+}
+
+/* --logit-scale's value: a number in (0, 10000].  0 after a message. */
+static int scale_opt(const char *text, double *out) {
+  char *end;
+  errno = 0;
+  double v = text ? strtod(text, &end) : 0;
+  if (!text || !*text || *end || errno || !(v > 0 && v <= 10000)) {
+    fprintf(stderr, "rasp compile: --logit-scale: expected a number in (0, 10000], got '%s'\n",
+            text ? text : "");
+    return 0;
+  }
+  *out = v;
+  return 1;
+}
+
 /* The command; *access (options --allow-*) is the caller's to free. */
 static int compile_cmd(int argc, char **argv, rasp_access *access) {
   const char *file = NULL, *stem = NULL, *ivocab = NULL, *vfile = NULL, *stdlib = NULL,
              *dump = NULL;
   long D = 2, M = 5, V = 100, len = 8, check = 0, seed = 1;
   int stats = 0, task_given = 0, encoder = 0;
+  double scale = 0; /* 0: the compiler's default */
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     int more = i + 1 < argc;
@@ -101,6 +235,10 @@ static int compile_cmd(int argc, char **argv, rasp_access *access) {
     else if (!strcmp(a, "--vocab")) { if (!(vfile = VAL(a))) return 2; }
     else if (!strcmp(a, "--stdlib")) { if (!(stdlib = VAL(a))) return 2; }
     else if (!strcmp(a, "--dump-forward")) { if (!(dump = VAL(a))) return 2; }
+    else if (!strcmp(a, "--logit-scale")) {
+      const char *v = VAL(a);
+      if (!v || !scale_opt(v, &scale)) return 2;
+    }
     else if (!strcmp(a, "--help") || !strcmp(a, "-h")) { usage(stdout); return 0; }
     else if (!strcmp(a, "--D") || !strcmp(a, "--M") || !strcmp(a, "--V") || !strcmp(a, "--length") ||
              !strcmp(a, "--check") || !strcmp(a, "--seed")) {
@@ -202,7 +340,7 @@ static int compile_cmd(int argc, char **argv, rasp_access *access) {
   int nv = rasp_vocab_size(ctx);
   const char **names = raspM_alloc(sizeof(char *) * (size_t)(nv + 1));
   for (int i = 1; i <= nv; i++) names[i] = rasp_vocab_symbol(ctx, i);
-  raspG_opts go = {ids, nids, nv, names};
+  raspG_opts go = {ids, nids, nv, names, scale};
   int ok = raspG_compile(ir, &go, &gm, &err);
   raspM_free(names);
   if (!ok) goto fail;
@@ -217,17 +355,18 @@ static int compile_cmd(int argc, char **argv, rasp_access *access) {
   got = raspM_alloc(sizeof(rasp_elem) * (size_t)n);
   ev = raspE_new(ir);
   long bad = 0, done = 0, passed = 0;
+  /* inputs and disagreements per class (IN_NCLASS >= PS_NCLASS) */
+  long cls_done[IN_NCLASS] = {0}, cls_bad[IN_NCLASS] = {0};
   long total = check + (dump ? 1 : 0);
   for (long k = 0; k < total; k++) {
     int64_t lead = 0, target = 0;
+    int cls = IN_UNIFORM;
     if (pathstar) {
-      if (!raspK_sample_tokens(&tr, (uint64_t)seed, (uint64_t)k, tok, &lead, &target, &err))
+      if ((cls = pathstar_input(&tr, (uint64_t)seed, k, tok, &lead, &target, &err)) < 0)
         goto fail;
       for (int i = 0; encoder && i < alen; i++) tok[ans + i] = mask;
     } else {
-      rasp_rng rng;
-      raspT_rng_seed(&rng, (uint64_t)seed, (uint64_t)k);
-      for (int i = 0; i < n; i++) tok[i] = ids[raspT_rng_below(&rng, (uint64_t)nids)];
+      cls = plain_input((uint64_t)seed, k, ids, nids, tok, n);
     }
     float *lg = NULL;
     if (dump && k == check) lg = raspM_alloc(sizeof(float) * (size_t)(n + 1) * gm.model.cfg.n_out);
@@ -268,14 +407,15 @@ static int compile_cmd(int argc, char **argv, rasp_access *access) {
     }
     const rasp_elem *want = raspE_value(ev, ir->outputs[0], 0);
     done++;
+    cls_done[cls]++;
     for (int i = 0; i < n; i++)
       if (got[i].num != want[i].num || got[i].den != want[i].den) {
         if (bad < 5) {
           char a[128], b[128];
           raspI_elem_format(ir, got[i], a, sizeof a);
           raspI_elem_format(ir, want[i], b, sizeof b);
-          fprintf(stderr, "rasp compile: input %ld, position %d: model %s, interpreter %s\n  input:",
-                  k, i, a, b);
+          fprintf(stderr, "rasp compile: input %ld (%s), position %d: model %s, interpreter %s\n  input:",
+                  k, pathstar ? ps_class_name[cls] : in_class_name[cls], i, a, b);
           for (int j = 0; j < n; j++) {
             char s[128];
             rasp_format_symbolic(ctx, (rasp_elem){tok[j], 1}, s, sizeof s);
@@ -284,10 +424,20 @@ static int compile_cmd(int argc, char **argv, rasp_access *access) {
           fprintf(stderr, "\n");
         }
         bad++;
+        cls_bad[cls]++;
         break;
       }
   }
-  if (check) printf("check: %ld/%ld inputs agree with the interpreter\n", done - bad, done);
+  if (check) {
+    printf("check: %ld/%ld inputs agree with the interpreter", done - bad, done);
+    int ncls = pathstar ? PS_NCLASS : IN_NCLASS, any = 0;
+    for (int c = 0; c < ncls; c++)
+      if (cls_done[c] && (c || cls_done[c] < done))
+        printf("%s%s %ld/%ld", any++ ? ", " : " (",
+               pathstar ? ps_class_name[c] : in_class_name[c], cls_done[c] - cls_bad[c],
+               cls_done[c]);
+    printf("%s\n", any ? ")" : "");
+  }
   if (check && encoder)
     printf("check: the program's check() passes on %ld/%ld inputs with the answer "
            "masked\n", passed, done);

@@ -70,6 +70,11 @@
 ** adds x - y where c holds, with the same hidden units: loop state does not
 ** grow the residual.
 **
+** Readout.  The output unit's one-hot times the logit scale (the margin by
+** which the right value's logit beats every other; by default
+** ln(1000 (n_out - 1)), so that a right output's cross-entropy is below
+** 0.001 and a compiled decoder starts training near zero loss).
+**
 ** Running.  raspG_run uses a sparse copy of the weights (fast_forward):
 ** raspN_forward's sums in the same order without the zero terms, so the
 ** logits are bit-identical and --check is fast on large models.
@@ -1321,8 +1326,8 @@ static char *layout_json(gc *g, const raspG_model *m, int root, const view *ov) 
   sb_printf(&b, "], \"token_embedding\": \"tokens one-hot; 'one' (dim 1) at every token "
                 "but BOS; is_bos (dim 0) at BOS\", \"position_embedding\": \"indices one-hot "
                 "of position p-1 at model position p >= 1\", \"readout\": {\"node\": %d, "
-                "\"tokens\": %s, \"values\": [",
-            root, g->ir->nodes[root].flags & RASP_TOKEN_IDS ? "true" : "false");
+                "\"tokens\": %s, \"logit_scale\": %.17g, \"values\": [",
+            root, g->ir->nodes[root].flags & RASP_TOKEN_IDS ? "true" : "false", m->logit_scale);
   for (int j = 0; j < m->n_out; j++) {
     if (j) sb_printf(&b, ", ");
     sb_elem(&b, g->ir, m->out_vals[j]);
@@ -1481,6 +1486,7 @@ int raspG_compile(const rasp_ir *ir, const raspG_opts *o, raspG_model *out, rasp
   }
   /* the readout's values */
   out->out_vals = view_image(&ov, &out->n_out);
+  out->logit_scale = o->logit_scale > 0 ? o->logit_scale : raspG_default_logit_scale(out->n_out);
   out->n = g->n;
   out->n_dims = d;
   rasp_model_config cfg = {0};
@@ -1549,7 +1555,7 @@ int raspG_compile(const rasp_ir *ir, const raspG_opts *o, raspG_model *out, rasp
   for (int a = 0; a < ov.nv; a++)
     if (ov.ok[a])
       un[(size_t)(udim(g, ov.unit) + a) * cfg.n_out + find(out->out_vals, out->n_out, ov.val[a])] =
-          1;
+          (float)out->logit_scale;
   m->json_extra = layout_json(g, out, root, &ov);
   out->fast = fast_build(m);
   view_free(&ov);
@@ -1801,4 +1807,14 @@ void raspG_print_stats(const raspG_model *g, FILE *out) {
   fprintf(out, "\nMLP widths:");
   for (int l = 0; l < c->n_layers; l++) fprintf(out, " %d", g->mlp_width[l]);
   fprintf(out, "\nparameters: %zu\n", g->model.nparams);
+  fprintf(out, "logit margin %.4g (--logit-scale; a right output's cross-entropy <= %.3g)\n",
+          g->logit_scale, raspG_logit_ce_bound(g->n_out, g->logit_scale));
+}
+
+double raspG_default_logit_scale(int n_out) {
+  return n_out < 2 ? 1.0 : log(1000.0 * (n_out - 1));
+}
+
+double raspG_logit_ce_bound(int n_out, double scale) {
+  return n_out < 2 ? 0.0 : log1p((n_out - 1) * exp(-scale));
 }

@@ -25,6 +25,9 @@ typedef struct raspG_opts {
   int ninput;
   int nvocab;               /* token ids are 1..nvocab; BOS gets nvocab+1 */
   const char *const *token_names; /* [nvocab+1], names for the JSON; may be NULL */
+  /* The readout's logit margin: the right value's logit exceeds every other
+  ** by this much.  0 (or less): raspG_default_logit_scale(n_out). */
+  double logit_scale;
 } raspG_opts;
 
 typedef struct raspG_model {
@@ -35,8 +38,17 @@ typedef struct raspG_model {
   int *heads;              /* real (non-padding) heads per layer */
   int *mlp_width;          /* real hidden units per layer */
   int n_dims;              /* residual dimensions in use (= d_model) */
+  double logit_scale;      /* the readout's logit margin (STEM.json's
+                              layout.readout.logit_scale) */
   struct raspG_fast *fast; /* private: the sparse weights raspG_run uses */
 } raspG_model;
+
+/* The default logit margin for n_out output values: ln(1000 (n_out - 1)),
+** so that a right output's softmax cross-entropy, ln(1 + (n_out - 1)
+** e^-margin), is at most ln(1.001) < 0.001 (and 1 when n_out < 2). */
+double raspG_default_logit_scale(int n_out);
+/* That cross-entropy bound, ln(1 + (n_out - 1) e^-scale). */
+double raspG_logit_ce_bound(int n_out, double scale);
 
 /* Compiles ir's first output.  Returns 1, or 0 with err set (an operation
 ** the compiler cannot realise, or a value set too large to plan for). */
@@ -53,7 +65,8 @@ void raspG_free(raspG_model *g);
 int raspG_run(const raspG_model *g, const int64_t *tokens, rasp_elem *out,
               float *logits, rasp_error *err);
 
-/* d_model, layers, heads and MLP widths per layer, parameter count. */
+/* d_model, layers, heads and MLP widths per layer, parameter count, the
+** logit margin. */
 void raspG_print_stats(const raspG_model *g, FILE *out);
 
 #endif

@@ -1,0 +1,92 @@
+#!/bin/sh
+# decoder.sh -- the whole-answer decoder (programs/decoder6_causal.rasp),
+# the readout's logit scale and the adversarial --check inputs, through the
+# binaries:
+#   - `rasp verify` passes decoder6_causal (causal: the static and dynamic
+#     checks run) and fails a copy that predicts one answer position wrong,
+#     so its check() judges the answer positions past l_t; with EOS in the
+#     task, EOS is required at t;
+#   - the compiled model (D = 2, M = 3, V = 10) agrees with the interpreter,
+#     records its logit scale in STEM.json and prints the margin;
+#   - `rasp-train --init` on it, before its first step, is right at every
+#     answer position (teacher forced) with loss <= 0.01, and with
+#     --logit-scale 1 the same model's loss is above 0.01;
+#   - --check inputs are half the usual ones and half adversarial (plain
+#     programs: token patterns; path-star: edge orders), counted per class;
+#     a bad --logit-scale is refused with its value.
+# Prints "N passed, M failed".
+NAME=decoder
+. "${top_srcdir:-.}/tests/lib.sh"
+train=$top_builddir/trainer/rasp-train
+export OMP_NUM_THREADS=1
+pass=0 fail=0
+ok() { pass=$((pass + 1)); }
+bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
+
+# verify: every cell ok, no leak
+out=$("$RASP" verify programs/decoder6_causal.rasp --D 2,3 --M 3..5 --graphs 200 --jobs 1 2>&1)
+st=$?
+if [ $st -eq 0 ] && [ "$(printf '%s\n' "$out" | grep -c ' ok ')" -eq 6 ]; then ok
+else bad "verify decoder6_causal (status $st)"; printf '%s\n' "$out"; fi
+
+# a copy whose next-node head reads u instead of v must fail
+sed -e 's/return kqv(u_at_v, query, j_nodes/return kqv(u_at_v, query, i_nodes/' \
+    -e "s|include('|include('$(pwd)/programs/|" \
+  programs/decoder6_causal.rasp > "$tmp/wrong_next.rasp"
+out=$("$RASP" verify "$tmp/wrong_next.rasp" --allow-include "$(pwd)/programs" --D 2 --M 4 \
+  --graphs 50 --jobs 1 --no-shrink 2>&1)
+st=$?
+if [ $st -eq 1 ] && printf '%s\n' "$out" | grep -q ' 0/50  FAIL'; then ok
+else bad "a wrong next node is not caught (status $st)"; printf '%s\n' "$out"; fi
+
+# with EOS in the task: EOS is predicted at t, and a copy predicting t fails
+sed -e 's/bos=False, eos=False/bos=False, eos=True/' \
+    -e "s|include('|include('$(pwd)/programs/|" \
+  programs/decoder6_causal.rasp > "$tmp/eos.rasp"
+sed "s/full(seq, d\['EOS'\]), out)/full(seq, d['t']), out)/" "$tmp/eos.rasp" > "$tmp/no_eos.rasp"
+out=$("$RASP" verify "$tmp/eos.rasp" "$tmp/no_eos.rasp" --allow-include "$(pwd)/programs" \
+  --D 2 --M 4 --graphs 50 --jobs 1 --no-shrink 2>&1)
+if printf '%s\n' "$out" | grep -q '^eos .* 50/50  ok' &&
+   printf '%s\n' "$out" | grep -q '^no_eos .* 0/50  FAIL'; then ok
+else bad "EOS"; printf '%s\n' "$out"; fi
+
+# compile, with the margin printed and recorded
+out=$("$RASP" compile programs/decoder6_causal.rasp --D 2 --M 3 --V 10 -o "$tmp/d" \
+  --stats --check 30 2>&1)
+st=$?
+if [ $st -eq 0 ] &&
+   printf '%s\n' "$out" | grep -qx 'check: 30/30 inputs agree with the interpreter (task sample 15/15, arms outward 5/5, arms inward 5/5, steps inward 5/5)' &&
+   printf '%s\n' "$out" | grep -q '^logit margin 9\.85[0-9]* .*cross-entropy <= 0\.001' &&
+   grep -q '"logit_scale": 9\.85' "$tmp/d.json"; then ok
+else bad "compile decoder6_causal (status $st)"; printf '%s\n' "$out"; fi
+"$RASP" compile programs/decoder6_causal.rasp --D 2 --M 3 --V 10 -o "$tmp/d1" \
+  --logit-scale 1 >/dev/null 2>&1 && grep -q '"logit_scale": 1,' "$tmp/d1.json" && ok ||
+  bad "--logit-scale 1 not recorded"
+
+# step 0 of rasp-train: "val LOSS seq S lead L pos P0 P1 P2"
+step0() {
+  "$train" --init "$1" --D 2 --M 3 --V 10 --st-names --no-bos --no-eos --train 8 \
+    --test 32 --batch 8 --max-steps 1 --epochs 1 --dropout 0 --threads 1 2>&1 |
+    sed -n 's/^trial 0 before training: //p'
+}
+line=$(step0 "$tmp/d")
+if printf '%s\n' "$line" | awk '{ if (NF != 10 || $2 > 0.01 || $4 != "1.000") exit 1;
+      for (i = 8; i <= 10; i++) if ($i != "1.000") exit 1 }'; then ok
+else bad "step 0 of the compiled decoder: '$line' (want loss <= 0.01, accuracy 1.000 everywhere)"; fi
+line=$(step0 "$tmp/d1")
+if printf '%s\n' "$line" | awk '{ if (NF != 10 || $2 <= 0.01 || $10 != "1.000") exit 1 }'; then ok
+else bad "step 0 with --logit-scale 1: '$line' (want loss > 0.01, still right)"; fi
+
+# plain programs: 2 uniform, 2 adversarial of each class in 10 inputs
+out=$("$RASP" compile examples/histogram.rasp --input-vocab "a b c" --length 6 --check 10 2>&1)
+if printf '%s\n' "$out" | grep -qx 'check: 10/10 inputs agree with the interpreter (uniform 5/5, one token 2/2, two tokens 1/1, sorted runs 1/1, extremes 1/1)'; then ok
+else bad "adversarial classes"; printf '%s\n' "$out"; fi
+for v in 0 -1 nan inf 1e9 x ""; do
+  out=$("$RASP" compile examples/histogram.rasp --input-vocab "a b" --logit-scale "$v" 2>&1)
+  st=$?
+  if [ $st -eq 2 ] && printf '%s\n' "$out" | grep -qF "got '$v'"; then ok
+  else bad "--logit-scale '$v' (status $st)"; printf '%s\n' "$out"; fi
+done
+
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
