@@ -67,7 +67,7 @@ else bad "compile decoder6_causal (status $st)"; printf '%s\n' "$out"; fi
 step0() {
   "$train" --init "$1" --D 2 --M 3 --V 10 --st-names --no-bos --no-eos --train 8 \
     --test 32 --batch 8 --max-steps 1 --epochs 1 --dropout 0 --threads 1 2>&1 |
-    sed -n 's/^trial 0 before training: //p'
+    sed -n 's/^trial 0 before training: \(val \)/\1/p'
 }
 line=$(step0 "$tmp/d")
 if printf '%s\n' "$line" | awk '{ if (NF != 10 || $2 > 0.01 || $4 != "1.000") exit 1;
