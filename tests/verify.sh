@@ -140,7 +140,42 @@ expect layers_linear 0 "growth: linear in M" "" -- layers programs/listing2_back
 expect layers_log 0 "growth: logarithmic in M" "" -- layers programs/listing4_log_fixed.rasp --M 3..33
 expect layers_constant 0 "growth: constant (4 layers" "" -- layers programs/listing5_arms_constant.rasp --M 3..12
 expect draw_dot 0 "digraph \"listing5_arms_constant\"" "" -- draw programs/listing5_arms_constant.rasp
-expect draw_bad_format 2 "" "--format: expected dot, svg or png, got 'gif'" -- draw programs/listing5_arms_constant.rasp --format gif
+expect draw_bad_format 2 "" "--format: expected dot, svg, png or json, got 'gif'" -- draw programs/listing5_arms_constant.rasp --format gif
+# layers and draw take plain programs (no `task`) too, like compile: traced
+# for --length over --input-vocab, --vocab or --input's symbols; --json
+# everywhere; draw -o picks the format from the file's extension
+expect layers_plain 0 "growth: constant (3 layers for every n)" "" -- layers examples/sort.rasp --input-vocab "a b c" --length 1..6
+expect layers_plain_input 0 '"program":"histogram","length":4,"n":4,"layers":1' "" -- layers examples/histogram.rasp --input "a b a c" --json
+expect layers_plain_no_vocab 2 "" "a plain program (no \`task\`) needs --input TEXT, --input-vocab TEXT or --vocab FILE" -- layers examples/sort.rasp
+expect layers_task_sizes_kept 2 "" "declares no task settings" -- layers examples/sort.rasp --M 3..5 --input-vocab "a b"
+expect layers_json_rows 0 '"D":2,"M":4,"n":22,"layers":4,"attention_layers":3,"mlp_layers":3,"heads":\[0,1,2,1\]' "" -- layers programs/listing5_arms_constant.rasp --M 3..5 --json
+expect layers_json_growth 0 '"growth":"constant","in":"M","min_layers":4,"max_layers":4' "" -- layers programs/listing5_arms_constant.rasp --M 3..5 --json
+expect draw_plain 0 "digraph \"sort\"" "" -- draw examples/sort.rasp --input "3 1 2"
+expect draw_plain_length 0 "digraph \"reverse\"" "" -- draw examples/reverse.rasp --input-vocab "a b" --length 5
+expect draw_json 0 '^{"program":"listing5_arms_constant","outputs":\[[0-9]*\],"nodes":\[{"id":' "" -- draw programs/listing5_arms_constant.rasp --json
+expect draw_json_format_conflict 2 "" "--json does not combine with --format svg" -- draw programs/listing5_arms_constant.rasp --json --format svg
+expect draw_one_program 2 "" "one program at a time" -- draw programs/listing5_arms_constant.rasp programs/listing4_log.rasp
+# -o g.json writes JSON, -o g.dot DOT, -o g.png (with dot installed) a PNG
+d=$(mktemp -d)
+"$rasp" draw examples/sort.rasp --input "1 2" -o "$d/g.json" >"$out" 2>"$err" &&
+  "$rasp" draw examples/sort.rasp --input "1 2" -o "$d/g.dot" >>"$out" 2>>"$err"
+if [ $? = 0 ] && [ ! -s "$out" ] && grep -q '^{"program":"sort"' "$d/g.json" &&
+   grep -q '^digraph "sort"' "$d/g.dot"; then
+  pass=$((pass + 1)); echo "PASS: draw_format_from_extension"
+else
+  fail=$((fail + 1)); echo "FAIL: draw_format_from_extension"; cat "$err"
+fi
+if command -v dot >/dev/null 2>&1; then
+  "$rasp" draw examples/sort.rasp --input "1 2" -o "$d/g.png" >"$out" 2>"$err"
+  if [ $? = 0 ] && [ "$(head -c 4 "$d/g.png" | tail -c 3)" = PNG ]; then
+    pass=$((pass + 1)); echo "PASS: draw_png_from_extension"
+  else
+    fail=$((fail + 1)); echo "FAIL: draw_png_from_extension"; cat "$err"
+  fi
+else
+  echo "SKIP: draw_png_from_extension (no dot)"
+fi
+rm -rf "$d"
 expect gen_count 0 "" "" -- gen --count --D 2 --M 3 --V 5
 
 echo "$pass passed, $fail failed"
