@@ -107,6 +107,16 @@ expect lookahead_compile_refused 1 "" "lookahead.rasp:13:30: .* reads later posi
 expect lookahead_not_fails 1 "lookahead_not *2 *5 *0/60  FAIL" "" -- verify tests/verify/lookahead_not.rasp --D 2 $g --quiet
 expect lookahead_not_compiles 0 "check: 20/20 inputs agree" "" -- compile tests/verify/lookahead_not.rasp --D 2 --M 4 --V 8 -o "$out.model" --check 20
 rm -f "$out.model" "$out.model.json" "$out.model.safetensors"
+# compile -o creates the directories STEM needs; --dry-run writes nothing
+d=$(mktemp -d)
+expect compile_makes_dirs 0 "check: 3/3 inputs agree" "" -- compile examples/histogram.rasp --input-vocab "a b" --check 3 -o "$d/new/deeper/h"
+[ -f "$d/new/deeper/h.json" ] && [ -f "$d/new/deeper/h.safetensors" ] ||
+  { fail=$((fail + 1)); echo "FAIL: compile_makes_dirs (no model in $d/new/deeper)"; }
+abs=$(cd "$(dirname "$rasp")" && pwd)/rasp here=$(pwd)
+(cd "$d" && RASP_STDLIB="$here/stdlib" "$abs" compile "$here/examples/histogram.rasp" --input-vocab "a b" --dry-run --stats >/dev/null 2>&1)
+[ $? = 0 ] && [ "$(ls "$d")" = new ] && pass=$((pass + 1)) && echo "PASS: compile_dry_run_writes_nothing" ||
+  { fail=$((fail + 1)); echo "FAIL: compile_dry_run_writes_nothing ($(ls "$d"))"; }
+rm -rf "$d"
 expect causal_probes_json 0 '"causal_probes":64,"causal_leaks":0' "" -- verify programs/readout6_causal.rasp --D 2 --graphs 1000 --json
 # --input: one input, D and M read off its graph.  The counterexample the
 # verifier prints for Listing 4 fails again when given back and its fix
