@@ -1229,7 +1229,7 @@ static const char *ftext(char *buf, size_t size, float f) {
 ** --eval-every and --out not what a trial computes, so they are left out.
 ** init-weights fingerprints the --init model's contents, which may change
 ** under the same name. */
-static void config_text(logbuf *b, const opts *o, const trainer *t) {
+static void config_text(logbuf *b, const opts *o, uint64_t init_fnv) {
   char f1[32], f2[32], f3[32];
   static const char *orders[] = {"edge", "arm"}, *qs[] = {"start", "end"};
   const char *ans = o->task.answer == RASP_ANS_FORWARD   ? "fwd"
@@ -1250,7 +1250,7 @@ static void config_text(logbuf *b, const opts *o, const trainer *t) {
             o->arch.layer_norm ? "pre" : "none", o->arch.gelu ? "gelu" : "relu");
   lb_printf(b, "--init %s\n--init-noise %s\n--reinit-layers %s\n", o->init,
             ftext(f1, sizeof f1, o->init_noise), o->reinit ? o->reinit : "none");
-  if (t->init_fnv) lb_printf(b, "init-weights %016llx\n", (unsigned long long)t->init_fnv);
+  if (init_fnv) lb_printf(b, "init-weights %016llx\n", (unsigned long long)init_fnv);
   /* the protocols, each only when not the default, so that checkpoints
   ** made before they existed still resume */
   if (o->init_mix > 0) lb_printf(b, "--init-mix %s\n", ftext(f1, sizeof f1, o->init_mix));
@@ -1288,7 +1288,7 @@ static int run_trial(const opts *o, int trial, const dataset *tr,
   if (o->out) {
     snprintf(stem, sizeof stem, "%s/trial%d", o->out, trial);
     snprintf(csvp, sizeof csvp, "%s/trial%d.csv", o->out, trial);
-    config_text(&cfg, o, &t);
+    config_text(&cfg, o, t.init_fnv);
     /* generations written but never committed (a kill between the two) */
     train_ckpt_clean(stem);
     long gen = train_ckpt_generation(stem, err);
@@ -1627,13 +1627,46 @@ out:
 
 /* ---- main --------------------------------------------------------------- */
 
+/* DIR/config.txt, written atomically when a run starts: every option's
+** value, the defaults included, one "--name value" line each (flags as
+** "--no-bos yes"), so that a run directory says how it was made.
+** The lines config_text writes (and checkpoints compare on --resume) come
+** first, then those that only say where to stop and how to run; options
+** that are off are comment lines. */
+static int write_run_config(const opts *o, rasp_error *err) {
+  logbuf b = {0};
+  char f1[32], path[4200];
+  lb_printf(&b, "# rasp-train%s: every option of the run in %s (rasp-train --help "
+                "says what each means)\n", o->compare ? " compare" : "", o->out);
+  config_text(&b, o, 0);
+  if (!o->init_mix) lb_printf(&b, "# --init-mix: off\n");
+  if (!o->widen) lb_printf(&b, "# --widen: off (--widen-scale %s)\n", ftext(f1, sizeof f1, o->widen_scale));
+  if (!o->freeze) lb_printf(&b, "--freeze none\n");
+  if (!o->sgd) lb_printf(&b, "--optim adamw\n");
+  if (!o->lr_rms) lb_printf(&b, "--lr-scale none\n");
+  lb_printf(&b, "--epochs %d\n", o->epochs);
+  if (o->max_steps) lb_printf(&b, "--max-steps %ld\n", o->max_steps);
+  else lb_printf(&b, "# --max-steps: not set (no limit)\n");
+  lb_printf(&b, "--stop-loss %s\n--trials %d\n--eval-every %d\n", ftext(f1, sizeof f1, o->stop_loss),
+            o->trials, o->eval_every);
+  if (o->threads) lb_printf(&b, "--threads %d\n", o->threads);
+  else lb_printf(&b, "# --threads: not set (%d, OpenMP's default)\n", omp_get_max_threads());
+  lb_printf(&b, "--out %s\n", o->out);
+  if (o->resume) lb_printf(&b, "--resume\n");
+  for (int k = 0; k < o->narms; k++) lb_printf(&b, "--arm %s\n", o->arm_spec[k]);
+  snprintf(path, sizeof path, "%s/config.txt", o->out);
+  int rc = lb_commit(&b, path, err);
+  raspM_free(b.s);
+  return rc;
+}
+
 static int run(const opts *op) {
   opts o = *op; /* shares op's arms */
   int rc = 0;
   if (o.threads) omp_set_num_threads(o.threads);
   rasp_error err = {0};
-  if (o.out && mkdir(o.out, 0777) && errno != EEXIST) {
-    fprintf(stderr, "rasp-train: cannot create '%s': %s\n", o.out, strerror(errno));
+  if (o.out && raspR_mkdirs(o.out, &err)) { /* parents too, as mkdir -p */
+    fprintf(stderr, "rasp-train: --out: %s\n", err.msg);
     return 1;
   }
   if (o.out) {
@@ -1653,6 +1686,10 @@ static int run(const opts *op) {
     if (n)
       fprintf(stderr, "rasp-train: removed %d temporary file%s left in '%s' "
                       "by a killed run\n", n, n > 1 ? "s" : "", o.out);
+    if (write_run_config(&o, &err)) {
+      fprintf(stderr, "rasp-train: %s\n", err.msg);
+      return 1;
+    }
   }
   dataset tr = {0}, te = {0};
   int overlap = 0;
