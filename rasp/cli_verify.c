@@ -7,6 +7,10 @@
 ** --vocab FILE or the symbols of --input TEXT (whose length is then the
 ** default).  Both write --json for scripts; draw picks its format from
 ** -o's extension when --format is not given.
+**
+** verify's table fits 100 columns: the heads per layer are abbreviated
+** (runs as "2x3", then cut) unless -v; --json has them all.  A legend line
+** after the table explains fail* when one was shown.
 */
 #include <errno.h>
 #include <math.h>
@@ -89,11 +93,14 @@ static void verify_usage(FILE *out) {
         "  --sweep         M = 3 .. task['sweep_M'] (default 10) per program unless\n"
         "                  --M is given; one compact row per program naming the\n"
         "                  failing (D, M) cells (-v or --json: every cell)\n"
-        "  -v, --verbose   with --sweep, one row per (D, M) as without it\n"
+        "  -v, --verbose   heads per layer in full (the table abbreviates them to\n"
+        "                  fit 100 columns: 2x3 is three layers of 2 heads); with\n"
+        "                  --sweep, one row per (D, M) as without it\n"
         "  --exhaustive    every edge order and target of one graph instead of\n"
         "                  random graphs: a proof for those sizes when the program\n"
         "                  is proven not to see the order of the ids (rorder.h),\n"
-        "                  else a sample, and the output says which\n"
+        "                  else a sample, and the output says which; progress on\n"
+        "                  stderr, a counterexample for a failure\n"
         "  --vocab-order shuffled  also judge each graph with the vocabulary's ids\n"
         "                  (specials included) in a random order of its own, and\n"
         "                  report the graphs whose verdict changed (default: fixed)\n"
@@ -218,7 +225,7 @@ static double now(void) {
 /* Long runs report progress on stderr: a rewritten line on a terminal,
 ** a line every ten seconds otherwise. */
 typedef struct progress_state {
-  const char *name;
+  const char *name, *unit; /* unit: "graphs", or "inputs" (exhaustive) */
   int D, M;
   double start, last;
   int shown;
@@ -231,9 +238,9 @@ static void show_progress(void *user, uint64_t done, uint64_t total) {
   if (t - ps->start < 2 || t - ps->last < (tty ? 0.5 : 10)) return;
   ps->last = t;
   ps->shown = 1;
-  fprintf(stderr, "%s  %s D=%d M=%d: %llu/%llu graphs (%.0f s)%s", tty ? "\r" : "", ps->name,
-          ps->D, ps->M, (unsigned long long)done, (unsigned long long)total, t - ps->start,
-          tty ? "" : "\n");
+  fprintf(stderr, "%s  %s D=%d M=%d: %llu/%llu %s (%.0f s)%s", tty ? "\r" : "", ps->name,
+          ps->D, ps->M, (unsigned long long)done, (unsigned long long)total, ps->unit,
+          t - ps->start, tty ? "" : "\n");
   fflush(stderr);
 }
 
@@ -258,6 +265,30 @@ static void heads_text(const rasp_layers *L, char *buf, size_t size) {
   for (int l = 0; l < L->nlayers && used + 8 < size; l++)
     used += (size_t)snprintf(buf + used, size - used, "%s%d", l ? " " : "", L->heads[l]);
 }
+
+/* The heads per layer in at most width columns: in full when they fit,
+** else with runs written as "2x9", else cut at a space and ended " ...".
+** The full list is under -v and in --json. */
+static void heads_fit(const rasp_layers *L, int width, char *buf, size_t size) {
+  heads_text(L, buf, size);
+  if ((int)strlen(buf) <= width) return;
+  size_t used = 0;
+  buf[0] = '\0';
+  for (int l = 0; l < L->nlayers && used + 24 < size;) {
+    int r = l;
+    while (r + 1 < L->nlayers && L->heads[r + 1] == L->heads[l]) r++;
+    if (r > l) used += (size_t)snprintf(buf + used, size - used, "%s%dx%d", l ? " " : "", L->heads[l], r - l + 1);
+    else used += (size_t)snprintf(buf + used, size - used, "%s%d", l ? " " : "", L->heads[l]);
+    l = r + 1;
+  }
+  if ((int)used <= width) return;
+  int cut = width - 4 > 0 ? width - 4 : 0;
+  while (cut > 0 && buf[cut] != ' ') cut--;
+  snprintf(buf + cut, size - (size_t)cut, "%s...", cut ? " " : "");
+}
+
+/* The table's width (the heads column is abbreviated to fit it). */
+#define TABLE_WIDTH 100
 
 /* One (D, M) cell of a program's run. */
 typedef struct vcell {
@@ -420,12 +451,12 @@ int rasp_cli_verify(int argc, char **argv) {
   if (!o.nD) parse_range("verify", "--D", "2..5", 1, 100, &o.Ds, &o.nD);
   if (!o.nM) parse_range("verify", "--M", "5", 2, 100, &o.Ms, &o.nM);
   int compact = o.sweep && !o.verbose && !o.json;
-  int status = 0;
+  int status = 0, legend = 0; /* legend: a fail* was shown */
   if (compact)
-    printf("%-28s %5s %6s %6s %9s  %-6s %5s  %s\n", "program", "D", "M", "cells", "graphs", "result",
-           "lay", shuffled ? "failing (D, M) cells; ids: verdicts changed by shuffled ids" : "failing (D, M) cells");
+    printf("%-26s %5s %6s %5s %9s  %-6s %5s  %s\n", "program", "D", "M", "cells", "graphs", "result",
+           "lay", shuffled ? "failing cells; ids: changed" : "failing (D, M) cells");
   else if (!o.json)
-    printf("%-34s %3s %3s %15s  %-6s %4s %4s %4s  %s\n", "program", "D", "M", "passed/total",
+    printf("%-26s %3s %3s %13s  %-6s %3s %4s %3s  %s\n", "program", "D", "M", "passed/total",
            "result", "lay", "attn", "mlp", shuffled ? "shuffled ids  heads per layer" : "heads per layer");
   for (int p = 0; p < o.nprograms; p++) {
     rasp_program prog;
@@ -469,9 +500,10 @@ int rasp_cli_verify(int argc, char **argv) {
         }
         rasp_vresult res, sres;
         memset(&sres, 0, sizeof sres);
-        progress_state ps = {prog.name, D, M, t0, 0, 0};
+        progress_state ps = {prog.name, o.exhaustive ? "inputs" : "graphs", D, M, t0, 0, 0};
         if (o.exhaustive) raspK_order(&prog, &tr);
-        int ok = o.exhaustive ? raspK_verify_exhaustive(&tr, (uint64_t)o.cap, &res, &err)
+        int ok = o.exhaustive ? raspK_verify_exhaustive_progress(&tr, (uint64_t)o.cap, &res, &err,
+                                                                 show_progress, &ps)
                               : raspK_verify_random_progress(&tr, (uint64_t)o.graphs, o.seed,
                                                              (int)o.jobs, &res, show_progress, &ps);
         if (ps.shown && isatty(2)) fputc('\n', stderr);
@@ -538,20 +570,23 @@ int rasp_cli_verify(int argc, char **argv) {
                    (unsigned long long)sres.passed, (unsigned long long)sres.changed);
           printf(",\"seconds\":%.3f}\n", secs);
         } else if (!compact) {
-          char frac[64], sh[64] = "";
+          char frac[64], sh[64] = "", row[256];
           snprintf(frac, sizeof frac, "%llu/%llu", (unsigned long long)res.passed,
                    (unsigned long long)res.total);
           if (shuffled)
             snprintf(sh, sizeof sh, "%llu/%llu %s  ", (unsigned long long)sres.passed,
                      (unsigned long long)res.total, sres.changed ? "CHANGED" : "same");
-          printf("%-34s %3d %3d %15s  %-6s %4d %4d %4d  %s%s\n", prog.name, D, M, frac,
-                 !ok ? "ERROR" : leak ? "LEAK" : pass ? "ok" : (prog.expect_fail ? "fail*" : "FAIL"),
-                 tr.layers.nlayers, tr.layers.attn_layers,
-                 tr.layers.mlp_layers, sh, heads);
+          const char *verdict = !ok ? "ERROR" : leak ? "LEAK" : pass ? "ok"
+                                : prog.expect_fail ? "fail*" : "FAIL";
+          if (!strcmp(verdict, "fail*")) legend = 1;
+          int w = snprintf(row, sizeof row, "%-26s %3d %3d %13s  %-6s %3d %4d %3d  %s", prog.name,
+                           D, M, frac, verdict, tr.layers.nlayers, tr.layers.attn_layers,
+                           tr.layers.mlp_layers, sh);
+          if (!o.verbose) heads_fit(&tr.layers, TABLE_WIDTH - w, heads, sizeof heads);
+          printf("%s%s\n", row, heads);
           if (o.exhaustive && ok) {
-            printf("%-34s %3s %3s exhaustive: all %llu inputs (every %s order x every target): ", "",
-                   "", "", (unsigned long long)res.total,
-                   tr.opts.order == RASP_ORDER_ARM ? "arm" : "edge");
+            printf("  exhaustive: all %llu inputs (every %s order x every target): ",
+                   (unsigned long long)res.total, tr.opts.order == RASP_ORDER_ARM ? "arm" : "edge");
             if (proof) printf("proof (the program is order-invariant)\n");
             else {
               printf("sample (the id order was fixed: ");
@@ -568,13 +603,18 @@ int rasp_cli_verify(int argc, char **argv) {
           raspR_print(&err, stderr);
         }
         if (leak && !o.json) raspK_print_leak(&tr, o.seed, &res, stdout);
-        if (!pass && ok && !o.quiet && !o.json) {
+        if (!pass && ok && !o.quiet && !o.json && res.first_fail >= 0) {
           /* one shrunk counterexample per program is enough to read; in
              the compact table it follows the program's row */
-          if (o.exhaustive || o.no_shrink || res.first_fail < 0 || shown_counterexample) {
-            if (res.first_fail >= 0 && !o.exhaustive && !compact)
-              fprintf(stdout, "  first failing graph: index %lld of seed %llu\n",
-                      (long long)res.first_fail, o.seed);
+          if (o.no_shrink || shown_counterexample) {
+            if (o.exhaustive)
+              printf("  first failing input: exhaustive input %lld\n", (long long)res.first_fail);
+            else if (!compact)
+              printf("  first failing graph: index %lld of seed %llu\n", (long long)res.first_fail,
+                     o.seed);
+          } else if (o.exhaustive) {
+            raspK_counterexample_exhaustive(&prog, &tr, (uint64_t)res.first_fail, stdout);
+            shown_counterexample = 1;
           } else if (compact) {
             cx_D = D;
             cx_M = M;
@@ -604,21 +644,33 @@ int rasp_cli_verify(int argc, char **argv) {
         size_t l = strlen(fails);
         snprintf(fails + l, sizeof fails - l, "%sids: %s", l ? "; " : "", chg[0] ? chg : "same");
       }
-      printf("%-28s %5s %6s %6d %9llu  %-6s %5s  %s\n", prog.name, dtext, mtext, ncells,
-             (unsigned long long)graphs_done,
-             any_error ? "ERROR" : any_leak ? "LEAK" : unexpected_pass ? "PASS!" : !any_fail ? "ok"
-             : prog.expect_fail ? "fail*" : "FAIL",
-             lay, fails[0] ? fails : "-");
+      const char *verdict = any_error ? "ERROR" : any_leak ? "LEAK" : unexpected_pass ? "PASS!"
+                            : !any_fail ? "ok" : prog.expect_fail ? "fail*" : "FAIL";
+      if (!strcmp(verdict, "fail*")) legend = 1;
+      char row[256];
+      int w = snprintf(row, sizeof row, "%-26s %5s %6s %5d %9llu  %-6s %5s  ", prog.name, dtext,
+                       mtext, ncells, (unsigned long long)graphs_done, verdict, lay);
+      /* the failing cells cut to the table's width (-v: one row per cell) */
+      int room = TABLE_WIDTH - w;
+      if ((int)strlen(fails) > room && room > 4) {
+        int cut = room - 4;
+        while (cut > 0 && fails[cut] != ' ') cut--;
+        snprintf(fails + cut, sizeof fails - (size_t)cut, "%s...", cut ? " " : "");
+      }
+      printf("%s%s\n", row, fails[0] ? fails : "-");
       fflush(stdout);
       if (cx_index >= 0)
         raspK_counterexample(&prog, cx_D, cx_M, (int)o.V, o.seed, (uint64_t)cx_index, stdout);
     } else if (unexpected_pass && !o.json) {
-      printf("%-34s PASS! (declared task['expect'] = 'fail', but passed every cell)\n", prog.name);
+      printf("%-26s PASS! (declared task['expect'] = 'fail', but passed every cell)\n", prog.name);
     }
     raspM_free(cells);
     if (own_Ms) raspM_free(Ms);
     raspK_program_free(&prog);
   }
+  if (legend)
+    printf("fail*: failed as its task['expect'] = 'fail' declares (a known-wrong listing); "
+           "--strict: FAIL\n");
   free_vopts(&o);
   return status;
 }

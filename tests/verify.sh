@@ -151,6 +151,36 @@ expect layers_log 0 "growth: logarithmic in M" "" -- layers programs/listing4_lo
 expect layers_constant 0 "growth: constant (4 layers" "" -- layers programs/listing5_arms_constant.rasp --M 3..12
 expect draw_dot 0 "digraph \"listing5_arms_constant\"" "" -- draw programs/listing5_arms_constant.rasp
 expect draw_bad_format 2 "" "--format: expected dot, svg, png or json, got 'gif'" -- draw programs/listing5_arms_constant.rasp --format gif
+# the table fits 100 columns: heads per layer abbreviated ("2x2" for a run),
+# in full under -v; a one-line legend explains fail*
+"$rasp" verify programs/readout6_causal.rasp --D 2 --graphs 20 --jobs 2 >"$out" 2>"$err"
+w=$(awk '{ if (length($0) > m) m = length($0) } END { print m + 0 }' "$out")
+if [ "$w" -le 100 ] && grep -q "readout6_causal .* 0 2 3 1 2x2 3 1" "$out"; then
+  pass=$((pass + 1)); echo "PASS: table_width"
+else
+  fail=$((fail + 1)); echo "FAIL: table_width ($w columns)"; cat "$out"
+fi
+expect table_verbose_heads 0 " 0 2 3 1 2 2 3 1 2 2 3 1 2 2 3 1 1 1 1 1 1$" "" -- verify programs/readout6_causal.rasp --D 2 --graphs 20 --jobs 2 -v
+expect sweep_width 0 "^listing1_back_target         2-5   3-10    32      1280  ok      4-25  -$" "" -- verify programs/listing1_back_target.rasp --sweep --graphs 40 --jobs 2
+expect legend_fail_star 0 "^fail\*: failed as its task\['expect'\] = 'fail' declares" "" -- verify programs/listing4_log.rasp --D 2 --M 9 $g --quiet
+# --exhaustive prints a counterexample as random mode does, and shows its
+# progress on a terminal (a run of 3 s or more; `script` gives the terminal)
+expect exhaustive_counterexample 1 "counterexample (D=2, M=4, n=22; exhaustive input 0" "" -- verify tests/verify/broken_short_walk.rasp --allow-include programs --exhaustive --D 2 --M 4
+expect exhaustive_no_shrink 1 "first failing input: exhaustive input 0" "" -- verify tests/verify/broken_short_walk.rasp --allow-include programs --exhaustive --D 2 --M 4 --no-shrink
+if command -v script >/dev/null 2>&1 && script -qc true /dev/null >/dev/null 2>&1; then
+  t0=$(date +%s)
+  script -qc "'$rasp' verify programs/listing1_back_target.rasp --D 3 --M 4 --exhaustive" /dev/null >"$out" 2>&1
+  t1=$(date +%s)
+  if grep -q "listing1_back_target D=3 M=4: [0-9]*/1088640 inputs" "$out"; then
+    pass=$((pass + 1)); echo "PASS: exhaustive_progress"
+  elif [ $((t1 - t0)) -lt 3 ]; then
+    echo "SKIP: exhaustive_progress (the run took under 3 s)"
+  else
+    fail=$((fail + 1)); echo "FAIL: exhaustive_progress"; tr '\r' '\n' <"$out" | head
+  fi
+else
+  echo "SKIP: exhaustive_progress (no script(1))"
+fi
 # layers and draw take plain programs (no `task`) too, like compile: traced
 # for --length over --input-vocab, --vocab or --input's symbols; --json
 # everywhere; draw -o picks the format from the file's extension
