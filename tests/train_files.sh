@@ -145,6 +145,17 @@ done
 expect out_under_file 1 "--out: cannot create directory '$tmp/plainfile/run': '$tmp/plainfile' exists and is not a directory" \
   -- $small --epochs 1 --out "$tmp/plainfile/run"
 
+# --opt=VALUE and --version, as in rasp
+expect option_equals 0 "trial 0 epoch 1" -- $small --epochs=1 --lr=0.003 --out="$tmp/eq"
+grep -qxF -e "--lr 0.003" "$tmp/eq/config.txt" && pass=$((pass + 1)) && echo "PASS: option_equals_recorded" ||
+  { fail=$((fail + 1)); echo "FAIL: option_equals_recorded"; }
+expect option_equals_bad 2 "bad value 'x' for --lr" -- $small --lr=x
+if "$train" --version | grep -qx "rasp-train [0-9][0-9.]*"; then
+  pass=$((pass + 1)); echo "PASS: version"
+else
+  fail=$((fail + 1)); echo "FAIL: version"
+fi
+
 # one run per directory
 if command -v flock >/dev/null 2>&1; then
   flock "$tmp/run/rasp-train.lock" sleep 3 &

@@ -216,6 +216,16 @@ else
   echo "SKIP: draw_png_from_extension (no dot)"
 fi
 rm -rf "$d"
+# one convention: --opt=VALUE everywhere, --version everywhere, rasp help CMD
+expect option_equals 0 "listing1_back_target *2 *5 *20/20  ok" "" -- verify programs/listing1_back_target.rasp --D=2 --graphs=20 --jobs=2
+expect option_equals_run 0 "^1 2 3$" "" -- run examples/sort.rasp --input="3 1 2"
+expect option_equals_bad 2 "" "--graphs: expected an integer" -- verify programs/listing1_back_target.rasp --graphs=x
+expect option_equals_unknown 2 "" "unknown option '--frob'" -- layers programs/listing1_back_target.rasp --frob=1
+for cmd in run trace verify layers draw gen compile apply repl; do
+  expect "version_$cmd" 0 "^rasp $cmd [0-9][0-9.]*$" "" -- $cmd --version
+done
+expect help_command 0 "^usage: rasp layers PROGRAM" "" -- help layers
+expect help_unknown 2 "" "rasp help: unknown command 'nope'" -- help nope
 expect gen_count 0 "" "" -- gen --count --D 2 --M 3 --V 5
 
 echo "$pass passed, $fail failed"

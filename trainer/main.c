@@ -84,6 +84,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "rasp.h"
 #include "rmem.h"
 #include "rmodel.h"
 #include "rtask.h"
@@ -146,7 +147,9 @@ static void usage(FILE *f) {
       "        --wd X --dropout X --batch N --micro N --epochs N\n"
       "        --max-steps N --stop-loss X --seed N --trials N --train N\n"
       "        --test N --train-seed N --test-seed N --eval-every STEPS\n"
-      "        --threads N --out DIR --resume\n",
+      "        --threads N --out DIR --resume\n"
+      " other: --version -h\n"
+      "        (any option's value may also follow an '=': --D=3)\n",
       f);
 }
 
@@ -1743,10 +1746,43 @@ static int run(const opts *op) {
   return rc;
 }
 
+/* --opt=VALUE is --opt VALUE, as in every rasp command; --version prints
+** the version.  The new vector lives until exit. */
+static char **split_args;
+
+static int split_options(int *argcp, char ***argvp) {
+  int argc = *argcp, out = 0;
+  char **argv = *argvp;
+  split_args = raspM_alloc(sizeof(char *) * (size_t)(2 * argc + 1));
+  for (int i = 0; i < argc; i++) {
+    char *a = argv[i], *eq = i > 0 && strncmp(a, "--", 2) == 0 ? strchr(a, '=') : NULL;
+    if (i > 0 && !strcmp(a, "--version")) {
+      printf("rasp-train " RASP_VERSION "\n");
+      return 1;
+    }
+    if (!eq || eq == a + 2) {
+      split_args[out++] = a;
+      continue;
+    }
+    *eq = '\0';
+    split_args[out++] = a;
+    split_args[out++] = eq + 1;
+  }
+  split_args[out] = NULL;
+  *argcp = out;
+  *argvp = split_args;
+  return 0;
+}
+
 int main(int argc, char **argv) {
   opts o;
+  if (split_options(&argc, &argv)) {
+    raspM_free(split_args);
+    return 0;
+  }
   int rc = parse_opts(argc, argv, &o);
   if (!rc) rc = run(&o);
   opts_free(&o);
+  raspM_free(split_args);
   return rc;
 }
