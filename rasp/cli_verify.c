@@ -136,11 +136,45 @@ static int is_value_option(const char *a) {
   return 0;
 }
 
+/* The commands that use each option the three share a parser for: one
+** given to a command that would ignore it is refused, naming it. */
+enum { FOR_VERIFY = 1, FOR_LAYERS = 2, FOR_DRAW = 4 };
+static const struct {
+  const char *name;
+  int cmds;
+} option_use[] = {
+    {"--graphs", FOR_VERIFY},          {"--jobs", FOR_VERIFY},
+    {"--cap", FOR_VERIFY},             {"--seed", FOR_VERIFY},
+    {"--exhaustive", FOR_VERIFY},      {"--quiet", FOR_VERIFY},
+    {"--no-shrink", FOR_VERIFY},       {"--strict", FOR_VERIFY},
+    {"--interpret-check", FOR_VERIFY}, {"--sweep", FOR_VERIFY},
+    {"-v", FOR_VERIFY},                {"--verbose", FOR_VERIFY},
+    {"--vocab-order", FOR_VERIFY},     {"-o", FOR_DRAW},
+    {"--format", FOR_DRAW},            {"--length", FOR_LAYERS | FOR_DRAW},
+    {"--input-vocab", FOR_LAYERS | FOR_DRAW}, {"--vocab", FOR_LAYERS | FOR_DRAW},
+};
+
+/* 0 after a message when option a belongs to other commands than cmd. */
+static int option_used(const char *cmd, const char *a) {
+  int me = !strcmp(cmd, "verify") ? FOR_VERIFY : !strcmp(cmd, "layers") ? FOR_LAYERS : FOR_DRAW;
+  for (size_t k = 0; k < sizeof option_use / sizeof option_use[0]; k++) {
+    if (strcmp(a, option_use[k].name) || (option_use[k].cmds & me)) continue;
+    int c = option_use[k].cmds;
+    fprintf(stderr, "rasp %s: option '%s' is for rasp %s%s%s; %s does not use it\n", cmd, a,
+            c & FOR_VERIFY ? "verify" : c & FOR_LAYERS ? "layers" : "draw",
+            (c & FOR_LAYERS) && (c & FOR_DRAW) ? " and rasp " : "",
+            (c & FOR_LAYERS) && (c & FOR_DRAW) ? "draw" : "", cmd);
+    return 0;
+  }
+  return 1;
+}
+
 static int common_opts(const char *cmd, int argc, char **argv, vopts *o, void (*usage)(FILE *)) {
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     const char *val = i + 1 < argc ? argv[i + 1] : NULL;
     int takes = 1, ok = 1;
+    if (!option_used(cmd, a)) return 0;
     if (!strcmp(a, "--D") || !strcmp(a, "--M") || !strcmp(a, "--V")) o->sized = 1;
     int acc = raspC_access_opt(cmd, argc, argv, &i, &o->access);
     if (acc < 0) return 0;
@@ -174,9 +208,9 @@ static int common_opts(const char *cmd, int argc, char **argv, vopts *o, void (*
     else if (strcmp(a, "--format") == 0) o->format = val;
     else if (strcmp(a, "--vocab-order") == 0) o->vocab_order = val;
     else if (strcmp(a, "--input") == 0) o->input = val;
-    else if (strcmp(a, "--input-vocab") == 0 && strcmp(cmd, "verify")) o->input_vocab = val;
-    else if (strcmp(a, "--vocab") == 0 && strcmp(cmd, "verify")) o->vocab_file = val;
-    else if (strcmp(a, "--length") == 0 && strcmp(cmd, "verify")) {
+    else if (strcmp(a, "--input-vocab") == 0) o->input_vocab = val;
+    else if (strcmp(a, "--vocab") == 0) o->vocab_file = val;
+    else if (strcmp(a, "--length") == 0) {
       raspM_free(o->Ls);
       ok = parse_range(cmd, a, val, 1, 100000, &o->Ls, &o->nL);
     }
@@ -683,6 +717,17 @@ static int is_plain(const vopts *o, const rasp_error *err) {
   return !o->sized && strstr(err->msg, "declares no task") != NULL;
 }
 
+/* 0 after a message when a plain program's option was given for a
+** path-star program, which would not use it. */
+static int task_opts_only(const char *cmd, const vopts *o, const char *name) {
+  const char *opt = o->nL ? "--length" : o->input ? "--input" : o->input_vocab ? "--input-vocab"
+                  : o->vocab_file ? "--vocab" : NULL;
+  if (!opt) return 1;
+  fprintf(stderr, "rasp %s: %s is for plain programs; %s declares a task (its inputs come from "
+                  "--D, --M and --V)\n", cmd, opt, name);
+  return 0;
+}
+
 /* The vocabulary of plain programs: --vocab FILE, --input-vocab TEXT or the
 ** distinct symbols of --input TEXT; *input_len gets --input's length (0
 ** without it).  The count, or -1 after a message (bad usage). */
@@ -876,6 +921,11 @@ int rasp_cli_layers(int argc, char **argv) {
       }
       plain = 1;
       name = plain_name(o.programs[p]);
+    }
+    if (!plain && !task_opts_only("layers", &o, prog.name)) {
+      raspK_program_free(&prog);
+      status = 2;
+      break;
     }
     const char *pname = plain ? name : prog.name;
     const int *xs_in = plain ? o.Ls : o.Ms;
@@ -1169,6 +1219,10 @@ int rasp_cli_draw(int argc, char **argv) {
   int nvocab = 0, status = 0;
   dgraph g;
   if (raspK_load_with(o.programs[0], o.stdlib, &o.access, D, M, (int)o.V, &prog, &err)) {
+    if (!task_opts_only("draw", &o, prog.name)) {
+      status = 2;
+      goto out;
+    }
     if (!raspK_trace(&prog, D, M, (int)o.V, &tr, &err)) {
       raspR_print(&err, stderr);
       status = 1;

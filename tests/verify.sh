@@ -216,6 +216,10 @@ else
   echo "SKIP: draw_png_from_extension (no dot)"
 fi
 rm -rf "$d"
+# an option the command would not use is refused, naming it
+expect unused_option_draw 2 "" "rasp draw: option '--graphs' is for rasp verify; draw does not use it" -- draw programs/listing1_back_target.rasp --graphs 3
+expect unused_option_verify 2 "" "rasp verify: option '--length' is for rasp layers and rasp draw; verify does not use it" -- verify programs/listing1_back_target.rasp --length 3
+expect unused_plain_option 2 "" "rasp layers: --input is for plain programs; listing1_back_target declares a task" -- layers programs/listing1_back_target.rasp --input "a b"
 # one convention: --opt=VALUE everywhere, --version everywhere, rasp help CMD
 expect option_equals 0 "listing1_back_target *2 *5 *20/20  ok" "" -- verify programs/listing1_back_target.rasp --D=2 --graphs=20 --jobs=2
 expect option_equals_run 0 "^1 2 3$" "" -- run examples/sort.rasp --input="3 1 2"
