@@ -23,6 +23,10 @@
 ** interleaved from their ends inward (by step, descending), orders that a
 ** uniform shuffle produces with probability about 1/(D(M-1))!.
 **
+** -o STEM is required (a compile that keeps nothing is a forgotten -o);
+** --dry-run says so on purpose, for --check and --stats alone.  STEM's
+** missing directories are created, as --dump-forward's are.
+**
 ** --logit-scale X sets the margin of the readout's logits (rcompile.h;
 ** default ln(1000 (n_out - 1))), recorded in STEM.json.
 **
@@ -49,7 +53,10 @@
 static void usage(FILE *out) {
   fprintf(out,
           "usage: rasp compile PROGRAM [options]\n"
-          "  -o STEM            write STEM.safetensors and STEM.json\n"
+          "  -o STEM            write STEM.safetensors and STEM.json (required;\n"
+          "                     missing directories are created)\n"
+          "  --dry-run          instead of -o: compile (and --check, --stats) but\n"
+          "                     write no model\n"
           "  --D N --M N --V N  task parameters (programs that declare `task`;\n"
           "                     default D=2 M=5 V=100)\n"
           "  --input-vocab TXT  plain programs: the input symbols, space-separated\n"
@@ -219,7 +226,7 @@ static int compile_cmd(int argc, char **argv, rasp_access *access) {
   const char *file = NULL, *stem = NULL, *ivocab = NULL, *vfile = NULL, *stdlib = NULL,
              *dump = NULL;
   long D = 2, M = 5, V = 100, len = 8, check = 0, seed = 1;
-  int stats = 0, task_given = 0, encoder = 0;
+  int stats = 0, task_given = 0, encoder = 0, dry_run = 0;
   double scale = 0; /* 0: the compiler's default */
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
@@ -230,6 +237,7 @@ static int compile_cmd(int argc, char **argv, rasp_access *access) {
     if (acc) continue;
     if (!strcmp(a, "-o")) { if (!(stem = VAL(a))) return 2; }
     else if (!strcmp(a, "--stats")) stats = 1;
+    else if (!strcmp(a, "--dry-run")) dry_run = 1;
     else if (!strcmp(a, "--encoder")) encoder = 1;
     else if (!strcmp(a, "--input-vocab")) { if (!(ivocab = VAL(a))) return 2; }
     else if (!strcmp(a, "--vocab")) { if (!(vfile = VAL(a))) return 2; }
@@ -263,6 +271,16 @@ static int compile_cmd(int argc, char **argv, rasp_access *access) {
   if (!file) {
     fprintf(stderr, "rasp compile: no program file given\n");
     usage(stderr);
+    return 2;
+  }
+  /* a compile that keeps nothing is almost always a forgotten -o */
+  if (!stem && !dry_run) {
+    fprintf(stderr, "rasp compile: no -o STEM given (where to write the model); --dry-run "
+                    "compiles and checks without writing one\n");
+    return 2;
+  }
+  if (stem && dry_run) {
+    fprintf(stderr, "rasp compile: -o %s and --dry-run contradict each other\n", stem);
     return 2;
   }
   rasp_error err = {0};
@@ -345,7 +363,7 @@ static int compile_cmd(int argc, char **argv, rasp_access *access) {
   raspM_free(names);
   if (!ok) goto fail;
   if (stats) raspG_print_stats(&gm, stdout);
-  if (stem && raspN_save(&gm.model, stem, &err) != 0) {
+  if (stem && (raspR_mkdirs_for(stem, &err) != 0 || raspN_save(&gm.model, stem, &err) != 0)) {
     raspR_print(&err, stderr);
     status = 2;
     goto out;
@@ -376,7 +394,7 @@ static int compile_cmd(int argc, char **argv, rasp_access *access) {
     }
     if (lg) {
       rasp_afile af; /* atomically, like every file the tools write */
-      if (raspR_atomic_open(&af, dump, &err)) {
+      if (raspR_mkdirs_for(dump, &err) || raspR_atomic_open(&af, dump, &err)) {
         raspR_print(&err, stderr);
         raspM_free(lg);
         status = 2;

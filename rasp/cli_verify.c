@@ -1,5 +1,16 @@
 /*
 ** cli_verify.c -- `rasp verify`, `rasp layers` and `rasp draw`.
+**
+** layers and draw take any program: a path-star program (one that declares
+** `task`) is traced for --D --M --V; a plain one, like `rasp compile` and
+** `rasp run`, for --length N over the vocabulary of --input-vocab "a b c",
+** --vocab FILE or the symbols of --input TEXT (whose length is then the
+** default).  Both write --json for scripts; draw picks its format from
+** -o's extension when --format is not given.
+**
+** verify's table fits 100 columns: the heads per layer are abbreviated
+** (runs as "2x3", then cut) unless -v; --json has them all.  A legend line
+** after the table explains fail* when one was shown.
 */
 #include <errno.h>
 #include <math.h>
@@ -63,6 +74,9 @@ typedef struct vopts {
   unsigned long long seed;
   int json, exhaustive, quiet, no_shrink, strict, interpret_check, sweep, verbose;
   const char *stdlib, *out_file, *format, *vocab_order, *input;
+  const char *input_vocab, *vocab_file; /* plain programs (layers, draw) */
+  int *Ls, nL;                          /*   their --length values */
+  int sized;                            /* --D, --M or --V was given */
   char **programs;
   int nprograms;
   rasp_access access;
@@ -79,11 +93,14 @@ static void verify_usage(FILE *out) {
         "  --sweep         M = 3 .. task['sweep_M'] (default 10) per program unless\n"
         "                  --M is given; one compact row per program naming the\n"
         "                  failing (D, M) cells (-v or --json: every cell)\n"
-        "  -v, --verbose   with --sweep, one row per (D, M) as without it\n"
+        "  -v, --verbose   heads per layer in full (the table abbreviates them to\n"
+        "                  fit 100 columns: 2x3 is three layers of 2 heads); with\n"
+        "                  --sweep, one row per (D, M) as without it\n"
         "  --exhaustive    every edge order and target of one graph instead of\n"
         "                  random graphs: a proof for those sizes when the program\n"
         "                  is proven not to see the order of the ids (rorder.h),\n"
-        "                  else a sample, and the output says which\n"
+        "                  else a sample, and the output says which; progress on\n"
+        "                  stderr, a counterexample for a failure\n"
         "  --vocab-order shuffled  also judge each graph with the vocabulary's ids\n"
         "                  (specials included) in a random order of its own, and\n"
         "                  report the graphs whose verdict changed (default: fixed)\n"
@@ -113,10 +130,43 @@ static void verify_usage(FILE *out) {
 static int is_value_option(const char *a) {
   static const char *opts[] = {"--D", "--M", "--V", "--graphs", "--jobs", "--cap",
                                "--seed", "--stdlib", "-o", "--format", "--vocab-order",
-                               "--input", NULL};
+                               "--input", "--input-vocab", "--vocab", "--length", NULL};
   for (int i = 0; opts[i]; i++)
     if (strcmp(a, opts[i]) == 0) return 1;
   return 0;
+}
+
+/* The commands that use each option the three share a parser for: one
+** given to a command that would ignore it is refused, naming it. */
+enum { FOR_VERIFY = 1, FOR_LAYERS = 2, FOR_DRAW = 4 };
+static const struct {
+  const char *name;
+  int cmds;
+} option_use[] = {
+    {"--graphs", FOR_VERIFY},          {"--jobs", FOR_VERIFY},
+    {"--cap", FOR_VERIFY},             {"--seed", FOR_VERIFY},
+    {"--exhaustive", FOR_VERIFY},      {"--quiet", FOR_VERIFY},
+    {"--no-shrink", FOR_VERIFY},       {"--strict", FOR_VERIFY},
+    {"--interpret-check", FOR_VERIFY}, {"--sweep", FOR_VERIFY},
+    {"-v", FOR_VERIFY},                {"--verbose", FOR_VERIFY},
+    {"--vocab-order", FOR_VERIFY},     {"-o", FOR_DRAW},
+    {"--format", FOR_DRAW},            {"--length", FOR_LAYERS | FOR_DRAW},
+    {"--input-vocab", FOR_LAYERS | FOR_DRAW}, {"--vocab", FOR_LAYERS | FOR_DRAW},
+};
+
+/* 0 after a message when option a belongs to other commands than cmd. */
+static int option_used(const char *cmd, const char *a) {
+  int me = !strcmp(cmd, "verify") ? FOR_VERIFY : !strcmp(cmd, "layers") ? FOR_LAYERS : FOR_DRAW;
+  for (size_t k = 0; k < sizeof option_use / sizeof option_use[0]; k++) {
+    if (strcmp(a, option_use[k].name) || (option_use[k].cmds & me)) continue;
+    int c = option_use[k].cmds;
+    fprintf(stderr, "rasp %s: option '%s' is for rasp %s%s%s; %s does not use it\n", cmd, a,
+            c & FOR_VERIFY ? "verify" : c & FOR_LAYERS ? "layers" : "draw",
+            (c & FOR_LAYERS) && (c & FOR_DRAW) ? " and rasp " : "",
+            (c & FOR_LAYERS) && (c & FOR_DRAW) ? "draw" : "", cmd);
+    return 0;
+  }
+  return 1;
 }
 
 static int common_opts(const char *cmd, int argc, char **argv, vopts *o, void (*usage)(FILE *)) {
@@ -124,6 +174,8 @@ static int common_opts(const char *cmd, int argc, char **argv, vopts *o, void (*
     const char *a = argv[i];
     const char *val = i + 1 < argc ? argv[i + 1] : NULL;
     int takes = 1, ok = 1;
+    if (!option_used(cmd, a)) return 0;
+    if (!strcmp(a, "--D") || !strcmp(a, "--M") || !strcmp(a, "--V")) o->sized = 1;
     int acc = raspC_access_opt(cmd, argc, argv, &i, &o->access);
     if (acc < 0) return 0;
     if (acc) continue;
@@ -155,7 +207,13 @@ static int common_opts(const char *cmd, int argc, char **argv, vopts *o, void (*
     else if (strcmp(a, "-o") == 0) o->out_file = val;
     else if (strcmp(a, "--format") == 0) o->format = val;
     else if (strcmp(a, "--vocab-order") == 0) o->vocab_order = val;
-    else if (strcmp(a, "--input") == 0 && strcmp(cmd, "verify") == 0) o->input = val;
+    else if (strcmp(a, "--input") == 0) o->input = val;
+    else if (strcmp(a, "--input-vocab") == 0) o->input_vocab = val;
+    else if (strcmp(a, "--vocab") == 0) o->vocab_file = val;
+    else if (strcmp(a, "--length") == 0) {
+      raspM_free(o->Ls);
+      ok = parse_range(cmd, a, val, 1, 100000, &o->Ls, &o->nL);
+    }
     else if (a[0] == '-' && a[1]) {
       fprintf(stderr, "rasp %s: unknown option '%s'\n", cmd, a);
       return 0;
@@ -174,6 +232,7 @@ static int common_opts(const char *cmd, int argc, char **argv, vopts *o, void (*
 }
 
 static void free_vopts(vopts *o) {
+  raspM_free(o->Ls);
   raspM_free(o->Ds);
   raspM_free(o->Ms);
   raspM_free(o->programs);
@@ -200,7 +259,7 @@ static double now(void) {
 /* Long runs report progress on stderr: a rewritten line on a terminal,
 ** a line every ten seconds otherwise. */
 typedef struct progress_state {
-  const char *name;
+  const char *name, *unit; /* unit: "graphs", or "inputs" (exhaustive) */
   int D, M;
   double start, last;
   int shown;
@@ -213,20 +272,25 @@ static void show_progress(void *user, uint64_t done, uint64_t total) {
   if (t - ps->start < 2 || t - ps->last < (tty ? 0.5 : 10)) return;
   ps->last = t;
   ps->shown = 1;
-  fprintf(stderr, "%s  %s D=%d M=%d: %llu/%llu graphs (%.0f s)%s", tty ? "\r" : "", ps->name,
-          ps->D, ps->M, (unsigned long long)done, (unsigned long long)total, t - ps->start,
-          tty ? "" : "\n");
+  fprintf(stderr, "%s  %s D=%d M=%d: %llu/%llu %s (%.0f s)%s", tty ? "\r" : "", ps->name,
+          ps->D, ps->M, (unsigned long long)done, (unsigned long long)total, ps->unit,
+          t - ps->start, tty ? "" : "\n");
   fflush(stderr);
 }
 
-/* A message inside a JSON string: quotes, backslashes and controls escaped. */
+/* Text inside a JSON string: quotes, backslashes and controls escaped. */
+static void json_fputs(const char *s, FILE *f) {
+  for (const char *p = s; *p; p++) {
+    if (*p == '"' || *p == '\\') fprintf(f, "\\%c", *p);
+    else if ((unsigned char)*p < 0x20) fprintf(f, "\\u%04x", (unsigned char)*p);
+    else fputc(*p, f);
+  }
+}
+
+/* A message inside a JSON string, after its line number. */
 static void json_text(const char *msg, int line) {
   if (line) printf("line %d: ", line);
-  for (const char *p = msg; *p; p++) {
-    if (*p == '"' || *p == '\\') printf("\\%c", *p);
-    else if ((unsigned char)*p < 0x20) printf("\\u%04x", (unsigned char)*p);
-    else putchar(*p);
-  }
+  json_fputs(msg, stdout);
 }
 
 static void heads_text(const rasp_layers *L, char *buf, size_t size) {
@@ -235,6 +299,30 @@ static void heads_text(const rasp_layers *L, char *buf, size_t size) {
   for (int l = 0; l < L->nlayers && used + 8 < size; l++)
     used += (size_t)snprintf(buf + used, size - used, "%s%d", l ? " " : "", L->heads[l]);
 }
+
+/* The heads per layer in at most width columns: in full when they fit,
+** else with runs written as "2x9", else cut at a space and ended " ...".
+** The full list is under -v and in --json. */
+static void heads_fit(const rasp_layers *L, int width, char *buf, size_t size) {
+  heads_text(L, buf, size);
+  if ((int)strlen(buf) <= width) return;
+  size_t used = 0;
+  buf[0] = '\0';
+  for (int l = 0; l < L->nlayers && used + 24 < size;) {
+    int r = l;
+    while (r + 1 < L->nlayers && L->heads[r + 1] == L->heads[l]) r++;
+    if (r > l) used += (size_t)snprintf(buf + used, size - used, "%s%dx%d", l ? " " : "", L->heads[l], r - l + 1);
+    else used += (size_t)snprintf(buf + used, size - used, "%s%d", l ? " " : "", L->heads[l]);
+    l = r + 1;
+  }
+  if ((int)used <= width) return;
+  int cut = width - 4 > 0 ? width - 4 : 0;
+  while (cut > 0 && buf[cut] != ' ') cut--;
+  snprintf(buf + cut, size - (size_t)cut, "%s...", cut ? " " : "");
+}
+
+/* The table's width (the heads column is abbreviated to fit it). */
+#define TABLE_WIDTH 100
 
 /* One (D, M) cell of a program's run. */
 typedef struct vcell {
@@ -397,12 +485,12 @@ int rasp_cli_verify(int argc, char **argv) {
   if (!o.nD) parse_range("verify", "--D", "2..5", 1, 100, &o.Ds, &o.nD);
   if (!o.nM) parse_range("verify", "--M", "5", 2, 100, &o.Ms, &o.nM);
   int compact = o.sweep && !o.verbose && !o.json;
-  int status = 0;
+  int status = 0, legend = 0; /* legend: a fail* was shown */
   if (compact)
-    printf("%-28s %5s %6s %6s %9s  %-6s %5s  %s\n", "program", "D", "M", "cells", "graphs", "result",
-           "lay", shuffled ? "failing (D, M) cells; ids: verdicts changed by shuffled ids" : "failing (D, M) cells");
+    printf("%-26s %5s %6s %5s %9s  %-6s %5s  %s\n", "program", "D", "M", "cells", "graphs", "result",
+           "lay", shuffled ? "failing cells; ids: changed" : "failing (D, M) cells");
   else if (!o.json)
-    printf("%-34s %3s %3s %15s  %-6s %4s %4s %4s  %s\n", "program", "D", "M", "passed/total",
+    printf("%-26s %3s %3s %13s  %-6s %3s %4s %3s  %s\n", "program", "D", "M", "passed/total",
            "result", "lay", "attn", "mlp", shuffled ? "shuffled ids  heads per layer" : "heads per layer");
   for (int p = 0; p < o.nprograms; p++) {
     rasp_program prog;
@@ -446,9 +534,10 @@ int rasp_cli_verify(int argc, char **argv) {
         }
         rasp_vresult res, sres;
         memset(&sres, 0, sizeof sres);
-        progress_state ps = {prog.name, D, M, t0, 0, 0};
+        progress_state ps = {prog.name, o.exhaustive ? "inputs" : "graphs", D, M, t0, 0, 0};
         if (o.exhaustive) raspK_order(&prog, &tr);
-        int ok = o.exhaustive ? raspK_verify_exhaustive(&tr, (uint64_t)o.cap, &res, &err)
+        int ok = o.exhaustive ? raspK_verify_exhaustive_progress(&tr, (uint64_t)o.cap, &res, &err,
+                                                                 show_progress, &ps)
                               : raspK_verify_random_progress(&tr, (uint64_t)o.graphs, o.seed,
                                                              (int)o.jobs, &res, show_progress, &ps);
         if (ps.shown && isatty(2)) fputc('\n', stderr);
@@ -515,20 +604,23 @@ int rasp_cli_verify(int argc, char **argv) {
                    (unsigned long long)sres.passed, (unsigned long long)sres.changed);
           printf(",\"seconds\":%.3f}\n", secs);
         } else if (!compact) {
-          char frac[64], sh[64] = "";
+          char frac[64], sh[64] = "", row[256];
           snprintf(frac, sizeof frac, "%llu/%llu", (unsigned long long)res.passed,
                    (unsigned long long)res.total);
           if (shuffled)
             snprintf(sh, sizeof sh, "%llu/%llu %s  ", (unsigned long long)sres.passed,
                      (unsigned long long)res.total, sres.changed ? "CHANGED" : "same");
-          printf("%-34s %3d %3d %15s  %-6s %4d %4d %4d  %s%s\n", prog.name, D, M, frac,
-                 !ok ? "ERROR" : leak ? "LEAK" : pass ? "ok" : (prog.expect_fail ? "fail*" : "FAIL"),
-                 tr.layers.nlayers, tr.layers.attn_layers,
-                 tr.layers.mlp_layers, sh, heads);
+          const char *verdict = !ok ? "ERROR" : leak ? "LEAK" : pass ? "ok"
+                                : prog.expect_fail ? "fail*" : "FAIL";
+          if (!strcmp(verdict, "fail*")) legend = 1;
+          int w = snprintf(row, sizeof row, "%-26s %3d %3d %13s  %-6s %3d %4d %3d  %s", prog.name,
+                           D, M, frac, verdict, tr.layers.nlayers, tr.layers.attn_layers,
+                           tr.layers.mlp_layers, sh);
+          if (!o.verbose) heads_fit(&tr.layers, TABLE_WIDTH - w, heads, sizeof heads);
+          printf("%s%s\n", row, heads);
           if (o.exhaustive && ok) {
-            printf("%-34s %3s %3s exhaustive: all %llu inputs (every %s order x every target): ", "",
-                   "", "", (unsigned long long)res.total,
-                   tr.opts.order == RASP_ORDER_ARM ? "arm" : "edge");
+            printf("  exhaustive: all %llu inputs (every %s order x every target): ",
+                   (unsigned long long)res.total, tr.opts.order == RASP_ORDER_ARM ? "arm" : "edge");
             if (proof) printf("proof (the program is order-invariant)\n");
             else {
               printf("sample (the id order was fixed: ");
@@ -545,13 +637,18 @@ int rasp_cli_verify(int argc, char **argv) {
           raspR_print(&err, stderr);
         }
         if (leak && !o.json) raspK_print_leak(&tr, o.seed, &res, stdout);
-        if (!pass && ok && !o.quiet && !o.json) {
+        if (!pass && ok && !o.quiet && !o.json && res.first_fail >= 0) {
           /* one shrunk counterexample per program is enough to read; in
              the compact table it follows the program's row */
-          if (o.exhaustive || o.no_shrink || res.first_fail < 0 || shown_counterexample) {
-            if (res.first_fail >= 0 && !o.exhaustive && !compact)
-              fprintf(stdout, "  first failing graph: index %lld of seed %llu\n",
-                      (long long)res.first_fail, o.seed);
+          if (o.no_shrink || shown_counterexample) {
+            if (o.exhaustive)
+              printf("  first failing input: exhaustive input %lld\n", (long long)res.first_fail);
+            else if (!compact)
+              printf("  first failing graph: index %lld of seed %llu\n", (long long)res.first_fail,
+                     o.seed);
+          } else if (o.exhaustive) {
+            raspK_counterexample_exhaustive(&prog, &tr, (uint64_t)res.first_fail, stdout);
+            shown_counterexample = 1;
           } else if (compact) {
             cx_D = D;
             cx_M = M;
@@ -581,32 +678,142 @@ int rasp_cli_verify(int argc, char **argv) {
         size_t l = strlen(fails);
         snprintf(fails + l, sizeof fails - l, "%sids: %s", l ? "; " : "", chg[0] ? chg : "same");
       }
-      printf("%-28s %5s %6s %6d %9llu  %-6s %5s  %s\n", prog.name, dtext, mtext, ncells,
-             (unsigned long long)graphs_done,
-             any_error ? "ERROR" : any_leak ? "LEAK" : unexpected_pass ? "PASS!" : !any_fail ? "ok"
-             : prog.expect_fail ? "fail*" : "FAIL",
-             lay, fails[0] ? fails : "-");
+      const char *verdict = any_error ? "ERROR" : any_leak ? "LEAK" : unexpected_pass ? "PASS!"
+                            : !any_fail ? "ok" : prog.expect_fail ? "fail*" : "FAIL";
+      if (!strcmp(verdict, "fail*")) legend = 1;
+      char row[256];
+      int w = snprintf(row, sizeof row, "%-26s %5s %6s %5d %9llu  %-6s %5s  ", prog.name, dtext,
+                       mtext, ncells, (unsigned long long)graphs_done, verdict, lay);
+      /* the failing cells cut to the table's width (-v: one row per cell) */
+      int room = TABLE_WIDTH - w;
+      if ((int)strlen(fails) > room && room > 4) {
+        int cut = room - 4;
+        while (cut > 0 && fails[cut] != ' ') cut--;
+        snprintf(fails + cut, sizeof fails - (size_t)cut, "%s...", cut ? " " : "");
+      }
+      printf("%s%s\n", row, fails[0] ? fails : "-");
       fflush(stdout);
       if (cx_index >= 0)
         raspK_counterexample(&prog, cx_D, cx_M, (int)o.V, o.seed, (uint64_t)cx_index, stdout);
     } else if (unexpected_pass && !o.json) {
-      printf("%-34s PASS! (declared task['expect'] = 'fail', but passed every cell)\n", prog.name);
+      printf("%-26s PASS! (declared task['expect'] = 'fail', but passed every cell)\n", prog.name);
     }
     raspM_free(cells);
     if (own_Ms) raspM_free(Ms);
     raspK_program_free(&prog);
   }
+  if (legend)
+    printf("fail*: failed as its task['expect'] = 'fail' declares (a known-wrong listing); "
+           "--strict: FAIL\n");
   free_vopts(&o);
   return status;
+}
+
+/* ------------------------------------------- plain programs (layers, draw) */
+
+/* Whether a load failed only because the file declares no task (a plain
+** program), with no --D/--M given that would say it was meant to have one. */
+static int is_plain(const vopts *o, const rasp_error *err) {
+  return !o->sized && strstr(err->msg, "declares no task") != NULL;
+}
+
+/* 0 after a message when a plain program's option was given for a
+** path-star program, which would not use it. */
+static int task_opts_only(const char *cmd, const vopts *o, const char *name) {
+  const char *opt = o->nL ? "--length" : o->input ? "--input" : o->input_vocab ? "--input-vocab"
+                  : o->vocab_file ? "--vocab" : NULL;
+  if (!opt) return 1;
+  fprintf(stderr, "rasp %s: %s is for plain programs; %s declares a task (its inputs come from "
+                  "--D, --M and --V)\n", cmd, opt, name);
+  return 0;
+}
+
+/* The vocabulary of plain programs: --vocab FILE, --input-vocab TEXT or the
+** distinct symbols of --input TEXT; *input_len gets --input's length (0
+** without it).  The count, or -1 after a message (bad usage). */
+static int plain_vocab(const char *cmd, const vopts *o, char ***vocab, int *input_len) {
+  rasp_error err = {0};
+  int n = 0;
+  *input_len = 0;
+  *vocab = NULL;
+  if (o->input) {
+    char **syms;
+    int k = raspC_split(o->input, &syms);
+    *input_len = k;
+    if (!o->vocab_file && !o->input_vocab) n = raspC_default_vocab(syms, k, vocab);
+    raspC_free_strings(syms, k);
+    if (k == 0) {
+      fprintf(stderr, "rasp %s: --input: the input is empty\n", cmd);
+      raspC_free_strings(*vocab, n);
+      return -1;
+    }
+  }
+  if (o->vocab_file) {
+    n = raspC_read_vocab(o->vocab_file, vocab, &err);
+    if (n < 0) {
+      raspR_print(&err, stderr);
+      return -1;
+    }
+  } else if (o->input_vocab) {
+    n = raspC_split(o->input_vocab, vocab);
+  } else if (!o->input) {
+    fprintf(stderr, "rasp %s: a plain program (no `task`) needs --input TEXT, --input-vocab "
+                    "TEXT or --vocab FILE\n", cmd);
+    return -1;
+  }
+  if (n <= 0) {
+    fprintf(stderr, "rasp %s: the vocabulary is empty\n", cmd);
+    raspC_free_strings(*vocab, n);
+    *vocab = NULL;
+    return -1;
+  }
+  return n;
+}
+
+/* A plain program traced (entry main) for inputs of length n, or NULL with
+** err set. */
+static rasp_ctx *plain_trace(const vopts *o, const char *file, char **vocab, int nvocab, int n,
+                             rasp_error *err) {
+  rasp_ctx *ctx = rasp_ctx_new(n, NULL, err);
+  if (!ctx) return NULL;
+  if (!rasp_set_access(ctx, &o->access, err) ||
+      !rasp_set_vocab(ctx, (const char *const *)vocab, nvocab, err) ||
+      !rasp_load_stdlib(ctx, o->stdlib, err) || !rasp_exec_file(ctx, file, err) ||
+      !rasp_trace(ctx, "main", err)) {
+    rasp_ctx_free(ctx);
+    return NULL;
+  }
+  return ctx;
+}
+
+/* The file name without its directory and .rasp, as rasp_program's name. */
+static char *plain_name(const char *file) {
+  const char *b = strrchr(file, '/');
+  b = b ? b + 1 : file;
+  size_t len = strlen(b);
+  if (len > 5 && strcmp(b + len - 5, ".rasp") == 0) len -= 5;
+  char *name = raspM_alloc(len + 1);
+  memcpy(name, b, len);
+  name[len] = '\0';
+  return name;
 }
 
 /* ----------------------------------------------------------- rasp layers */
 
 static void layers_usage(FILE *out) {
-  fputs("usage: rasp layers PROGRAM [--M RANGE] [--D N] [--V N]\n"
-        "  prints the layers and heads the traced program needs for each M\n"
-        "  (default M = 3..33, D = 2) and names the growth: constant,\n"
-        "  logarithmic or linear in M.\n",
+  fputs("usage: rasp layers PROGRAM... [options]\n"
+        "  prints the layers and heads the traced program needs for each M (a\n"
+        "  path-star program, one that declares `task`) or each input length (a\n"
+        "  plain program) and names the growth: constant, logarithmic or linear.\n"
+        "  --M RANGE          arm lengths (default 3..33)\n"
+        "  --D N --V N        degree and node symbols (default 2 and 100)\n"
+        "  --length RANGE     plain programs: input lengths (default: --input's\n"
+        "                     length, else 1..16)\n"
+        "  --input TEXT       plain programs: an input; its symbols are the vocabulary\n"
+        "  --input-vocab TXT  plain programs: the input symbols, space-separated\n"
+        "  --vocab FILE       plain programs: the vocabulary, one symbol a line\n"
+        "  --json             one JSON object per row, then one with the growth\n"
+        "  --stdlib DIR       another stdlib directory\n",
         out);
   fputs(raspC_access_help, out);
 }
@@ -627,6 +834,58 @@ static double fit_sse(const double *x, const double *y, int n, double *slope) {
   return sse;
 }
 
+/* One row of `rasp layers`: x is M (path-star) or the length (plain). */
+static void layers_row(const vopts *o, const char *name, int plain, int D, int x, int n,
+                       const rasp_layers *L) {
+  if (o->json) {
+    printf("{\"program\":\"");
+    json_fputs(name, stdout);
+    if (plain) printf("\",\"length\":%d", x);
+    else printf("\",\"D\":%d,\"M\":%d", D, x);
+    printf(",\"n\":%d,\"layers\":%d,\"attention_layers\":%d,\"mlp_layers\":%d,\"heads\":[", n,
+           L->nlayers, L->attn_layers, L->mlp_layers);
+    for (int l = 0; l < L->nlayers; l++) printf("%s%d", l ? "," : "", L->heads[l]);
+    printf("]}\n");
+    return;
+  }
+  char heads[1024];
+  heads_text(L, heads, sizeof heads);
+  if (plain) printf("%6d %7d %5d %5d  %s\n", x, L->nlayers, L->attn_layers, L->mlp_layers, heads);
+  else printf("%5d %5d %7d %5d %5d  %s\n", x, n, L->nlayers, L->attn_layers, L->mlp_layers, heads);
+}
+
+/* The growth of the layer count ys over xs (M or n): constant, linear or
+** logarithmic, whichever least-squares line fits better. */
+static void layers_growth(const vopts *o, const char *name, const char *var, const double *xs,
+                          const double *ys, int k) {
+  double *ls = raspM_alloc(sizeof(double) * (size_t)k);
+  for (int i = 0; i < k; i++) ls[i] = log2(xs[i]);
+  double lo = ys[0], hi = ys[0];
+  for (int i = 0; i < k; i++) lo = ys[i] < lo ? ys[i] : lo, hi = ys[i] > hi ? ys[i] : hi;
+  double slin, slog;
+  double elin = fit_sse(xs, ys, k, &slin), elog = fit_sse(ls, ys, k, &slog);
+  const char *kind = hi == lo ? "constant" : elin <= elog ? "linear" : "logarithmic";
+  if (o->json) {
+    printf("{\"program\":\"");
+    json_fputs(name, stdout);
+    printf("\",\"growth\":\"%s\",\"in\":\"%s\",\"min_layers\":%g,\"max_layers\":%g", kind, var,
+           lo, hi);
+    if (hi != lo)
+      printf(",\"layers_per_unit\":%.4f,\"layers_per_doubling\":%.4f,\"residual_linear\":%.4f,"
+             "\"residual_log\":%.4f", slin, slog, elin, elog);
+    printf("}\n");
+  } else if (hi == lo) {
+    printf("growth: constant (%g layers for every %s)\n", lo, var);
+  } else if (elin <= elog) {
+    printf("growth: linear in %s (about %.2f layers per unit of %s; residual %.2f vs %.2f for "
+           "log %s)\n", var, slin, var, elin, elog, var);
+  } else {
+    printf("growth: logarithmic in %s (about %.2f layers per doubling of %s; residual %.2f vs "
+           "%.2f for %s)\n", var, slog, var, elog, elin, var);
+  }
+  raspM_free(ls);
+}
+
 int rasp_cli_layers(int argc, char **argv) {
   vopts o;
   init_vopts(&o, argc);
@@ -638,57 +897,87 @@ int rasp_cli_layers(int argc, char **argv) {
   if (!o.nM) parse_range("layers", "--M", "3..33", 2, 100, &o.Ms, &o.nM);
   int D = o.nD ? o.Ds[0] : 2;
   int status = 0;
+  char **vocab = NULL;
+  int nvocab = 0, input_len = 0;
   for (int p = 0; p < o.nprograms; p++) {
     rasp_program prog;
     rasp_error err = {0};
+    int plain = 0;
+    char *name = NULL;
     if (!raspK_load_with(o.programs[p], o.stdlib, &o.access, D, o.Ms[0], (int)o.V, &prog, &err)) {
-      raspR_print(&err, stderr);
-      if (status != 2) status = err.pos.src ? 1 : 2; /* an error in the program, or usage */
-      continue;
-    }
-    printf("%s (D=%d)\n%5s %5s %7s %5s %5s  %s\n", prog.name, D, "M", "n", "layers", "attn",
-           "mlp", "heads per layer");
-    double *xs = raspM_alloc(sizeof(double) * (size_t)o.nM), *ys = raspM_alloc(sizeof(double) * (size_t)o.nM),
-           *ls = raspM_alloc(sizeof(double) * (size_t)o.nM);
-    int k = 0;
-    for (int mi = 0; mi < o.nM; mi++) {
-      int M = o.Ms[mi];
-      if (M < prog.min_M) continue;
-      rasp_ptrace tr;
-      err.set = 0;
-      if (!raspK_trace(&prog, D, M, (int)o.V, &tr, &err)) {
+      raspK_program_free(&prog);
+      if (!is_plain(&o, &err)) {
         raspR_print(&err, stderr);
-        status = 1;
+        if (status != 2) status = err.pos.src ? 1 : 2; /* an error in the program, or usage */
         continue;
       }
-      char heads[1024];
-      heads_text(&tr.layers, heads, sizeof heads);
-      printf("%5d %5d %7d %5d %5d  %s\n", M, tr.n, tr.layers.nlayers, tr.layers.attn_layers,
-             tr.layers.mlp_layers, heads);
-      xs[k] = M;
-      ls[k] = log2((double)M);
-      ys[k] = tr.layers.nlayers;
-      k++;
-      raspK_trace_free(&tr);
+      if (!vocab && (nvocab = plain_vocab("layers", &o, &vocab, &input_len)) < 0) {
+        status = 2;
+        break;
+      }
+      if (!o.nL) {
+        if (input_len) parse_range("layers", "--length", "1", 1, 1, &o.Ls, &o.nL), o.Ls[0] = input_len;
+        else parse_range("layers", "--length", "1..16", 1, 16, &o.Ls, &o.nL);
+      }
+      plain = 1;
+      name = plain_name(o.programs[p]);
     }
-    if (k >= 2) {
-      double lo = ys[0], hi = ys[0];
-      for (int i = 0; i < k; i++) lo = ys[i] < lo ? ys[i] : lo, hi = ys[i] > hi ? ys[i] : hi;
-      double slin, slog;
-      double elin = fit_sse(xs, ys, k, &slin), elog = fit_sse(ls, ys, k, &slog);
-      if (hi == lo) printf("growth: constant (%g layers for every M)\n", lo);
-      else if (elin <= elog)
-        printf("growth: linear in M (about %.2f layers per unit of M; residual %.2f vs %.2f for log M)\n",
-               slin, elin, elog);
-      else
-        printf("growth: logarithmic in M (about %.2f layers per doubling of M; residual %.2f vs %.2f for M)\n",
-               slog, elog, elin);
+    if (!plain && !task_opts_only("layers", &o, prog.name)) {
+      raspK_program_free(&prog);
+      status = 2;
+      break;
     }
+    const char *pname = plain ? name : prog.name;
+    const int *xs_in = plain ? o.Ls : o.Ms;
+    int nx = plain ? o.nL : o.nM;
+    if (o.json) {
+      /* rows only */
+    } else if (plain) {
+      printf("%s\n%6s %7s %5s %5s  %s\n", pname, "n", "layers", "attn", "mlp", "heads per layer");
+    } else {
+      printf("%s (D=%d)\n%5s %5s %7s %5s %5s  %s\n", pname, D, "M", "n", "layers", "attn", "mlp",
+             "heads per layer");
+    }
+    double *xs = raspM_alloc(sizeof(double) * (size_t)nx), *ys = raspM_alloc(sizeof(double) * (size_t)nx);
+    int k = 0;
+    for (int xi = 0; xi < nx; xi++) {
+      int x = xs_in[xi];
+      err.set = 0;
+      if (plain) {
+        rasp_ctx *ctx = plain_trace(&o, o.programs[p], vocab, nvocab, x, &err);
+        if (!ctx) {
+          raspR_print(&err, stderr);
+          status = err.pos.src ? 1 : 2;
+          break; /* the same error at every length */
+        }
+        rasp_layers L;
+        raspL_analyse(rasp_ctx_ir(ctx), NULL, 0, &L);
+        layers_row(&o, pname, 1, D, x, x, &L);
+        ys[k] = L.nlayers;
+        raspL_free(&L);
+        rasp_ctx_free(ctx);
+      } else {
+        if (x < prog.min_M) continue;
+        rasp_ptrace tr;
+        if (!raspK_trace(&prog, D, x, (int)o.V, &tr, &err)) {
+          raspR_print(&err, stderr);
+          status = 1;
+          continue;
+        }
+        layers_row(&o, pname, 0, D, x, tr.n, &tr.layers);
+        ys[k] = tr.layers.nlayers;
+        raspK_trace_free(&tr);
+      }
+      xs[k++] = x;
+    }
+    if (k >= 2) layers_growth(&o, pname, plain ? "n" : "M", xs, ys, k);
+    fflush(stdout);
     raspM_free(xs);
     raspM_free(ys);
-    raspM_free(ls);
-    raspK_program_free(&prog);
+    raspM_free(name);
+    if (!plain) raspK_program_free(&prog);
   }
+  if (vocab) raspC_free_strings(vocab, nvocab);
   free_vopts(&o);
   return status;
 }
@@ -696,9 +985,21 @@ int rasp_cli_layers(int argc, char **argv) {
 /* ------------------------------------------------------------- rasp draw */
 
 static void draw_usage(FILE *out) {
-  fputs("usage: rasp draw PROGRAM [--D N] [--M N] [--V N] [-o FILE] [--format dot|svg|png]\n"
+  fputs("usage: rasp draw PROGRAM [options]\n"
         "  writes the traced computation graph, grouped by layer, as Graphviz DOT\n"
-        "  (to stdout, or FILE); svg and png need the `dot` tool (Debian: graphviz).\n",
+        "  (to stdout, or FILE); svg and png need the `dot` tool (Debian: graphviz).\n"
+        "  -o FILE            write FILE; its extension (.dot .gv .svg .png .json)\n"
+        "                     gives the format unless --format or --json does\n"
+        "  --format F         dot, svg, png or json\n"
+        "  --json             the graph as JSON: its live nodes (op, label, layer,\n"
+        "                     line) and edges\n"
+        "  --D N --M N --V N  path-star programs: the sizes (default 2, 5, 100)\n"
+        "  --length N         plain programs: the input length (default: --input's\n"
+        "                     length, else 8)\n"
+        "  --input TEXT       plain programs: an input; its symbols are the vocabulary\n"
+        "  --input-vocab TXT  plain programs: the input symbols, space-separated\n"
+        "  --vocab FILE       plain programs: the vocabulary, one symbol a line\n"
+        "  --stdlib DIR       another stdlib directory\n",
         out);
   fputs(raspC_access_help, out);
 }
@@ -710,21 +1011,30 @@ static void dot_escape(FILE *f, const char *s) {
   }
 }
 
-static void write_dot(rasp_ptrace *tr, const char *name, FILE *f) {
-  rasp_ir *ir = rasp_ctx_ir(tr->ctx);
+/* A traced program as draw sees it: its IR, the nodes it returns and the
+** sublayer of every node (rlayers.h). */
+typedef struct dgraph {
+  rasp_ir *ir;
+  const int *roots;
+  int nroots;
+  const int *sublayer;
+} dgraph;
+
+static void write_dot(const dgraph *g, const char *name, FILE *f) {
+  rasp_ir *ir = g->ir;
   unsigned char *live = raspM_alloc((size_t)ir->nnodes);
-  raspI_live(ir, &tr->output, 1, live);
+  raspI_live(ir, g->roots, g->nroots, live);
   fprintf(f, "digraph \"%s\" {\n  rankdir=TB;\n  node [fontname=\"Helvetica\", fontsize=10];\n", name);
   int maxs = 0;
   for (int i = 0; i < ir->nnodes; i++)
-    if (live[i] && tr->layers.sublayer[i] > maxs) maxs = tr->layers.sublayer[i];
+    if (live[i] && g->sublayer[i] > maxs) maxs = g->sublayer[i];
   for (int s = 0; s <= maxs; s++) {
     if (s == 0) fprintf(f, "  subgraph cluster_embed {\n    label=\"embeddings and constants\";\n");
     else fprintf(f, "  subgraph cluster_%d {\n    label=\"layer %d %s\";\n", s, (s + 1) / 2,
                  s % 2 ? "attention" : "MLP");
     for (int i = 0; i < ir->nnodes; i++) {
       const rasp_ir_node *nd = &ir->nodes[i];
-      if (!live[i] || tr->layers.sublayer[i] != s || nd->op == RASP_OP_FULL) continue;
+      if (!live[i] || g->sublayer[i] != s || nd->op == RASP_OP_FULL) continue;
       rasp_component c = raspI_op_component(nd->op);
       if (c == RASP_COMP_SELECTOR && s != 0) continue;
       const char *shape = c == RASP_COMP_ATTN ? "box" : c == RASP_COMP_SELECTOR ? "diamond" : "ellipse";
@@ -752,7 +1062,7 @@ static void write_dot(rasp_ptrace *tr, const char *name, FILE *f) {
   /* selectors outside the embedding cluster float next to their heads */
   for (int i = 0; i < ir->nnodes; i++) {
     const rasp_ir_node *nd = &ir->nodes[i];
-    if (live[i] && raspI_op_component(nd->op) == RASP_COMP_SELECTOR && tr->layers.sublayer[i] != 0)
+    if (live[i] && raspI_op_component(nd->op) == RASP_COMP_SELECTOR && g->sublayer[i] != 0)
       fprintf(f, "  n%d [shape=diamond, label=\"%s %s\"];\n", i, raspI_op_name(nd->op),
               nd->op == RASP_OP_SELECT ? raspI_pred_name((rasp_pred)nd->aux) : "");
   }
@@ -763,6 +1073,56 @@ static void write_dot(rasp_ptrace *tr, const char *name, FILE *f) {
         fprintf(f, "  n%d -> n%d;\n", ir->nodes[i].in[k], i);
   }
   fputs("}\n", f);
+  raspM_free(live);
+}
+
+/* The graph as one JSON object: every live node (constants too, with their
+** value) with its op, label, sublayer, transformer layer (0: embeddings and
+** constants) and source line, and every edge between live nodes. */
+static void write_json(const dgraph *g, const char *name, FILE *f) {
+  rasp_ir *ir = g->ir;
+  unsigned char *live = raspM_alloc((size_t)ir->nnodes);
+  raspI_live(ir, g->roots, g->nroots, live);
+  fputs("{\"program\":\"", f);
+  json_fputs(name, f);
+  fputs("\",\"outputs\":[", f);
+  for (int r = 0; r < g->nroots; r++) fprintf(f, "%s%d", r ? "," : "", g->roots[r]);
+  fputs("],\"nodes\":[", f);
+  int first = 1;
+  for (int i = 0; i < ir->nnodes; i++) {
+    if (!live[i]) continue;
+    const rasp_ir_node *nd = &ir->nodes[i];
+    int s = g->sublayer[i] < 0 ? 0 : g->sublayer[i];
+    fprintf(f, "%s{\"id\":%d,\"op\":\"%s\"", first ? "" : ",", i, raspI_op_name(nd->op));
+    first = 0;
+    if (nd->op == RASP_OP_BINARY) fprintf(f, ",\"binop\":\"%s\"", raspI_binop_name((rasp_binop)nd->aux));
+    if (nd->op == RASP_OP_SELECT) fprintf(f, ",\"predicate\":\"%s\"", raspI_pred_name((rasp_pred)nd->aux));
+    if (nd->op == RASP_OP_FULL) {
+      char cbuf[64];
+      raspI_elem_format(ir, nd->c, cbuf, sizeof cbuf);
+      fputs(",\"value\":\"", f);
+      json_fputs(cbuf, f);
+      fputc('"', f);
+    }
+    if (nd->label) {
+      fputs(",\"label\":\"", f);
+      json_fputs(nd->label, f);
+      fputc('"', f);
+    }
+    fprintf(f, ",\"sublayer\":%d,\"layer\":%d", s, (s + 1) / 2);
+    if (nd->pos.src) fprintf(f, ",\"line\":%d", nd->pos.line);
+    fputc('}', f);
+  }
+  fputs("],\"edges\":[", f);
+  first = 1;
+  for (int i = 0; i < ir->nnodes; i++) {
+    if (!live[i]) continue;
+    for (int k = 0; k < ir->nodes[i].nin; k++) {
+      fprintf(f, "%s[%d,%d]", first ? "" : ",", ir->nodes[i].in[k], i);
+      first = 0;
+    }
+  }
+  fputs("]}\n", f);
   raspM_free(live);
 }
 
@@ -803,6 +1163,32 @@ static int render(const char *format, const char *out, const char *text, size_t 
   return status;
 }
 
+/* The format draw writes: --json, --format, else -o's extension, else dot.
+** NULL after a message. */
+static const char *draw_format(const vopts *o) {
+  static const char *const known[] = {"dot", "svg", "png", "json", NULL};
+  if (o->json) {
+    if (o->format && strcmp(o->format, "json")) {
+      fprintf(stderr, "rasp draw: --json does not combine with --format %s\n", o->format);
+      return NULL;
+    }
+    return "json";
+  }
+  if (o->format) {
+    for (int i = 0; known[i]; i++)
+      if (strcmp(o->format, known[i]) == 0) return known[i];
+    fprintf(stderr, "rasp draw: --format: expected dot, svg, png or json, got '%s'\n", o->format);
+    return NULL;
+  }
+  const char *dot = o->out_file ? strrchr(o->out_file, '.') : NULL;
+  if (dot && !strchr(dot, '/')) {
+    if (strcmp(dot, ".gv") == 0) return "dot";
+    for (int i = 0; known[i]; i++)
+      if (strcmp(dot + 1, known[i]) == 0) return known[i];
+  }
+  return "dot";
+}
+
 int rasp_cli_draw(int argc, char **argv) {
   vopts o;
   init_vopts(&o, argc);
@@ -811,9 +1197,13 @@ int rasp_cli_draw(int argc, char **argv) {
     free_vopts(&o);
     return 2;
   }
-  const char *format = o.format ? o.format : "dot";
-  if (strcmp(format, "dot") && strcmp(format, "svg") && strcmp(format, "png")) {
-    fprintf(stderr, "rasp draw: --format: expected dot, svg or png, got '%s'\n", format);
+  const char *format = draw_format(&o);
+  if (!format) {
+    free_vopts(&o);
+    return 2;
+  }
+  if (o.nprograms > 1) {
+    fprintf(stderr, "rasp draw: one program at a time, got '%s' too\n", o.programs[1]);
     free_vopts(&o);
     return 2;
   }
@@ -821,24 +1211,53 @@ int rasp_cli_draw(int argc, char **argv) {
   rasp_program prog;
   rasp_error err = {0};
   rasp_ptrace tr;
-  if (!raspK_load_with(o.programs[0], o.stdlib, &o.access, D, M, (int)o.V, &prog, &err)) {
-    raspR_print(&err, stderr);
-    free_vopts(&o);
-    return err.pos.src ? 1 : 2; /* an error in the program, or usage */
-  }
-  if (!raspK_trace(&prog, D, M, (int)o.V, &tr, &err)) {
-    raspR_print(&err, stderr);
-    raspK_program_free(&prog);
-    free_vopts(&o);
-    return 1;
+  memset(&tr, 0, sizeof tr);
+  rasp_ctx *ctx = NULL; /* a plain program's */
+  rasp_layers L;
+  memset(&L, 0, sizeof L);
+  char **vocab = NULL, *name = NULL;
+  int nvocab = 0, status = 0;
+  dgraph g;
+  if (raspK_load_with(o.programs[0], o.stdlib, &o.access, D, M, (int)o.V, &prog, &err)) {
+    if (!task_opts_only("draw", &o, prog.name)) {
+      status = 2;
+      goto out;
+    }
+    if (!raspK_trace(&prog, D, M, (int)o.V, &tr, &err)) {
+      raspR_print(&err, stderr);
+      status = 1;
+      goto out;
+    }
+    g = (dgraph){rasp_ctx_ir(tr.ctx), &tr.output, 1, tr.layers.sublayer};
+  } else {
+    if (!is_plain(&o, &err)) {
+      raspR_print(&err, stderr);
+      status = err.pos.src ? 1 : 2; /* an error in the program, or usage */
+      goto out;
+    }
+    int input_len;
+    if ((nvocab = plain_vocab("draw", &o, &vocab, &input_len)) < 0) {
+      status = 2;
+      goto out;
+    }
+    int n = o.nL ? o.Ls[0] : input_len ? input_len : 8;
+    if (!(ctx = plain_trace(&o, o.programs[0], vocab, nvocab, n, &err))) {
+      raspR_print(&err, stderr);
+      status = err.pos.src ? 1 : 2;
+      goto out;
+    }
+    rasp_ir *ir = rasp_ctx_ir(ctx);
+    raspL_analyse(ir, NULL, 0, &L);
+    g = (dgraph){ir, ir->outputs, ir->noutputs, L.sublayer};
+    name = plain_name(o.programs[0]);
   }
   char *text = NULL;
   size_t len = 0;
   FILE *mem = open_memstream(&text, &len);
-  write_dot(&tr, prog.name, mem);
+  if (strcmp(format, "json") == 0) write_json(&g, name ? name : prog.name, mem);
+  else write_dot(&g, name ? name : prog.name, mem);
   fclose(mem);
-  int status = 0;
-  if (strcmp(format, "dot") == 0) {
+  if (strcmp(format, "dot") == 0 || strcmp(format, "json") == 0) {
     if (o.out_file) {
       if (raspR_write_file(o.out_file, text, len, &err)) {
         raspR_print(&err, stderr);
@@ -856,8 +1275,16 @@ int rasp_cli_draw(int argc, char **argv) {
     }
   }
   free(text);
-  raspK_trace_free(&tr);
+out:
+  if (ctx) {
+    raspL_free(&L);
+    rasp_ctx_free(ctx);
+  } else if (tr.ctx) {
+    raspK_trace_free(&tr);
+  }
   raspK_program_free(&prog);
+  if (vocab) raspC_free_strings(vocab, nvocab);
+  raspM_free(name);
   free_vopts(&o);
   return status;
 }

@@ -7,6 +7,12 @@
 ** The budget options --max-memory and --timeout belong to every command,
 ** so they are taken out of the arguments here, before the command parses
 ** the rest (see rmem.h for what they do).
+**
+** One convention for every command's options, also settled here: an
+** argument --opt=VALUE is split into --opt VALUE before the command sees
+** it (so a value that begins with "--" can be given as --opt=VALUE), and
+** --version anywhere prints the version.  `rasp help CMD` is `rasp CMD
+** --help`.  A script's own arguments (after FILE) are left as they are.
 */
 #include <errno.h>
 #include <stdio.h>
@@ -111,10 +117,55 @@ static void usage(FILE *out) {
         "Programs cannot call C functions or include files outside their own\n"
         "directory tree; every command that runs one (and ACCESS above) takes\n"
         "--allow-ffi and --allow-include DIR to allow it.\n"
-        "Each command takes --help, and --max-memory BYTES (K/M/G suffixes) and\n"
+        "  rasp help COMMAND            the command's options (rasp COMMAND --help)\n"
+        "\n"
+        "Options are written --opt VALUE or --opt=VALUE; each command takes --help,\n"
+        "--version, and --max-memory BYTES (K/M/G suffixes) and\n"
         "--timeout SECONDS, which end it with a message and status 1 when exceeded\n"
         "(defaults: verify and compile 4G, no timeout).  Version " RASP_VERSION ".\n",
         out);
+}
+
+static const struct {
+  const char *name;
+  int (*fn)(int, char **);
+} commands[] = {
+    {"run", rasp_cli_run},       {"trace", rasp_cli_trace}, {"gen", rasp_cli_gen},
+    {"verify", rasp_cli_verify}, {"layers", rasp_cli_layers}, {"draw", rasp_cli_draw},
+    {"repl", rasp_cli_repl},     {"compile", rasp_cli_compile},
+    {"apply", rasp_cli_apply},
+};
+#define NCOMMANDS (sizeof commands / sizeof commands[0])
+
+/* The split arguments (a root for the leak checker: they live until exit). */
+static char **split_args;
+
+/* argv[from..] with every --opt=VALUE split in two; 1 when --version was
+** among them (an option, not a split-off value).  *argcp and *argvp get the
+** new vector. */
+static int split_options(int *argcp, char ***argvp, int from) {
+  int argc = *argcp, version = 0, out = 0;
+  char **argv = *argvp;
+  split_args = malloc(sizeof(char *) * (size_t)(2 * argc + 1));
+  if (!split_args) {
+    fputs("rasp: out of memory\n", stderr);
+    exit(1);
+  }
+  for (int i = 0; i < argc; i++) {
+    char *a = argv[i], *eq = i >= from && strncmp(a, "--", 2) == 0 ? strchr(a, '=') : NULL;
+    if (i >= from && strcmp(a, "--version") == 0) version = 1;
+    if (!eq || eq == a + 2) {
+      split_args[out++] = a;
+      continue;
+    }
+    *eq = '\0'; /* argv's strings are ours to change */
+    split_args[out++] = a;
+    split_args[out++] = eq + 1;
+  }
+  split_args[out] = NULL;
+  *argcp = out;
+  *argvp = split_args;
+  return version;
 }
 
 int main(int argc, char **argv) {
@@ -125,18 +176,31 @@ int main(int argc, char **argv) {
     usage(stderr);
     return 2;
   }
+  if (strcmp(argv[1], "help") == 0) {
+    if (argc == 2) {
+      usage(stdout);
+      return 0;
+    }
+    for (size_t i = 0; i < NCOMMANDS; i++)
+      if (strcmp(argv[2], commands[i].name) == 0) {
+        char *help[] = {argv[2], "--help", NULL};
+        return commands[i].fn(2, help);
+      }
+    fprintf(stderr, "rasp help: unknown command '%s'; the commands: run trace verify layers "
+                    "draw gen compile apply repl\n", argv[2]);
+    return 2;
+  }
+  for (size_t i = 0; i < NCOMMANDS; i++)
+    if (strcmp(argv[1], commands[i].name) == 0) {
+      if (split_options(&argc, &argv, 2)) {
+        printf("rasp %s " RASP_VERSION "\n", argv[1]);
+        return 0;
+      }
+      int status = commands[i].fn(argc - 1, argv + 1);
+      free(split_args);
+      return status;
+    }
   const char *cmd = argv[1];
-  static const struct {
-    const char *name;
-    int (*fn)(int, char **);
-  } commands[] = {
-      {"run", rasp_cli_run},       {"trace", rasp_cli_trace}, {"gen", rasp_cli_gen},
-      {"verify", rasp_cli_verify}, {"layers", rasp_cli_layers}, {"draw", rasp_cli_draw},
-      {"repl", rasp_cli_repl},     {"compile", rasp_cli_compile},
-      {"apply", rasp_cli_apply},
-  };
-  for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-    if (strcmp(cmd, commands[i].name) == 0) return commands[i].fn(argc - 1, argv + 1);
   if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0) {
     usage(stdout);
     return 0;

@@ -200,6 +200,47 @@ int raspR_write_file(const char *path, const void *data, size_t len, rasp_error 
   return raspR_atomic_commit(&af, err);
 }
 
+/* Each prefix of dir ending before a '/' (and dir itself) in turn: mkdir,
+** where EEXIST is fine only for a directory. */
+int raspR_mkdirs(const char *dir, rasp_error *err) {
+  size_t len = strlen(dir);
+  char *buf = raspM_alloc(len + 1);
+  memcpy(buf, dir, len + 1);
+  int status = 0;
+  for (size_t i = 1; i <= len && status == 0; i++) {
+    if (buf[i] != '/' && buf[i] != '\0') continue;
+    if (buf[i - 1] == '/') continue; /* "a//b", or a trailing slash */
+    char c = buf[i];
+    buf[i] = '\0';
+    struct stat st;
+    if (mkdir(buf, 0777) != 0) {
+      int e = errno;
+      if (e != EEXIST) {
+        raspR_setnopos(err, "cannot create directory '%s': %s", buf, strerror(e));
+        status = -1;
+      } else if (stat(buf, &st) != 0 || !S_ISDIR(st.st_mode)) {
+        raspR_setnopos(err, "cannot create directory '%s': '%s' exists and is not a directory", dir, buf);
+        status = -1;
+      }
+    }
+    buf[i] = c;
+  }
+  raspM_free(buf);
+  return status;
+}
+
+int raspR_mkdirs_for(const char *path, rasp_error *err) {
+  const char *slash = strrchr(path, '/');
+  if (!slash || slash == path) return 0;
+  size_t len = (size_t)(slash - path);
+  char *dir = raspM_alloc(len + 1);
+  memcpy(dir, path, len);
+  dir[len] = '\0';
+  int r = raspR_mkdirs(dir, err);
+  raspM_free(dir);
+  return r;
+}
+
 /* ---- other programs ------------------------------------------------------ */
 
 extern char **environ;

@@ -78,6 +78,12 @@ int raspR_atomic_commit(rasp_afile *af, rasp_error *err);
 void raspR_atomic_abort(rasp_afile *af);
 /* The whole of data as path, atomically.  0, or -1 with err. */
 int raspR_write_file(const char *path, const void *data, size_t len, rasp_error *err);
+/* Makes directory dir and any missing parents (mkdir -p; 0777 less the
+** umask); one that exists is fine.  0, or -1 with err ("cannot create
+** directory 'a/b': reason", "'a' is not a directory"). */
+int raspR_mkdirs(const char *dir, rasp_error *err);
+/* The same for the directory part of path (nothing when it has none). */
+int raspR_mkdirs_for(const char *path, rasp_error *err);
 
 /* ---- other programs ------------------------------------------------------
 ** The tools the commands hand work to (Graphviz's dot, gnuplot) run from an

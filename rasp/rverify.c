@@ -893,6 +893,9 @@ typedef struct xstate {
   rasp_vresult *res;
   int error;
   int watch;   /* the order analysis left aggregates to check per input */
+  raspK_progress progress; /* called after every batch (may be NULL) */
+  void *user;
+  uint64_t size;           /* inputs in all */
 } xstate;
 
 static int flush_exhaustive(xstate *x) {
@@ -911,6 +914,7 @@ static int flush_exhaustive(xstate *x) {
       x->res->mixed += (uint64_t)raspO_mixes(&x->tr->order, rasp_ctx_ir(x->tr->ctx), x->ev, b);
   x->res->total += (uint64_t)x->B;
   x->B = 0;
+  if (x->progress) x->progress(x->user, x->res->total, x->size);
   return 1;
 }
 
@@ -927,6 +931,11 @@ static int exhaustive_visit(const rasp_sample *s, void *user) {
 }
 
 int raspK_verify_exhaustive(rasp_ptrace *tr, uint64_t cap, rasp_vresult *res, rasp_error *err) {
+  return raspK_verify_exhaustive_progress(tr, cap, res, err, NULL, NULL);
+}
+
+int raspK_verify_exhaustive_progress(rasp_ptrace *tr, uint64_t cap, rasp_vresult *res,
+                                     rasp_error *err, raspK_progress progress, void *user) {
   memset(res, 0, sizeof *res);
   res->first_fail = -1;
   res->first_leak = -1;
@@ -934,6 +943,9 @@ int raspK_verify_exhaustive(rasp_ptrace *tr, uint64_t cap, rasp_vresult *res, ra
   memset(&x, 0, sizeof x);
   x.tr = tr;
   x.res = res;
+  x.progress = progress;
+  x.user = user;
+  if (raspT_enumerate_size(&tr->opts, &x.size, err) < 0) return 0;
   x.ev = raspE_new(rasp_ctx_ir(tr->ctx));
   x.watch = tr->order_done && tr->order.invariant && tr->order.nmixing > 0;
   raspE_set_keep_intermediates(x.ev, x.watch);
@@ -1142,6 +1154,49 @@ void raspK_counterexample(const rasp_program *prog, int D, int M, int V, uint64_
   raspE_free(ev);
   raspK_trace_free(&tr);
   raspM_free(tokens);
+}
+
+/* Input `want` of the exhaustive enumeration: its tokens, l_t and t as
+** exhaustive_visit takes them. */
+typedef struct xfind {
+  const rasp_ptrace *tr;
+  uint64_t want, seen;
+  int64_t *tokens, lead, target;
+} xfind;
+
+static int find_visit(const rasp_sample *s, void *user) {
+  xfind *f = user;
+  if (f->seen++ != f->want) return 0;
+  for (int i = 0; i < s->ntokens; i++) f->tokens[i] = s->tokens[i];
+  f->lead = s->lead;
+  f->target = f->tr->opts.st_names ? f->tr->opts.V + RASP_SP_T : s->t;
+  return 1;
+}
+
+void raspK_counterexample_exhaustive(const rasp_program *prog, rasp_ptrace *tr, uint64_t index,
+                                     FILE *out) {
+  rasp_error err = {0};
+  xfind f = {tr, index, 0, raspM_alloc(sizeof(int64_t) * (size_t)tr->n), 0, 0};
+  if (raspT_enumerate(&tr->opts, NULL, UINT64_MAX, find_visit, &f, NULL, &err) != 1) {
+    if (!err.set) raspR_setnopos(&err, "exhaustive input %llu not found", (unsigned long long)index);
+    raspR_print(&err, out);
+    raspM_free(f.tokens);
+    return;
+  }
+  rasp_eval *ev = raspE_new(rasp_ctx_ir(tr->ctx));
+  rasp_sample s;
+  memset(&s, 0, sizeof s);
+  raspT_sample(&tr->opts, 0, 0, &s, &err);
+  int g_start = s.g_start;
+  raspT_sample_free(&s);
+  shrink_order(tr, ev, f.tokens, f.lead, f.target, g_start);
+  char title[160];
+  snprintf(title, sizeof title, "counterexample (D=%d, M=%d, n=%d; exhaustive input %llu, "
+                                "its order sorted while it still fails):",
+           tr->opts.D, tr->opts.M, tr->n, (unsigned long long)index);
+  show_input(prog, tr, ev, f.tokens, f.lead, f.target, title, 0, out, &err);
+  raspE_free(ev);
+  raspM_free(f.tokens);
 }
 
 /* -------------------------------------------------------------- one input */

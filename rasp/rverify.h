@@ -141,6 +141,9 @@ int raspK_verify_shuffled(const rasp_program *prog, rasp_ptrace *tr, uint64_t gr
 ** when that is more than cap inputs.  When raspK_order has run and found
 ** aggregates to watch, each input is also checked for them (res->mixed). */
 int raspK_verify_exhaustive(rasp_ptrace *tr, uint64_t cap, rasp_vresult *res, rasp_error *err);
+/* The same, calling progress(user, done, total) after every batch of inputs. */
+int raspK_verify_exhaustive_progress(rasp_ptrace *tr, uint64_t cap, rasp_vresult *res,
+                                     rasp_error *err, raspK_progress progress, void *user);
 
 /* The token ids of sample `index` and its l_t and t (as token ids). */
 int raspK_sample_tokens(const rasp_ptrace *tr, uint64_t seed, uint64_t index, int64_t *tokens,
@@ -157,6 +160,11 @@ void raspK_print_leak(rasp_ptrace *tr, uint64_t seed, const rasp_vresult *res, F
 ** the labelled intermediate values. */
 void raspK_counterexample(const rasp_program *prog, int D, int M, int V, uint64_t seed,
                           uint64_t index, FILE *out);
+/* The same for input `index` of raspK_verify_exhaustive on tr (its
+** res->first_fail): the input's order sorted as far as it still fails, then
+** printed like raspK_counterexample's. */
+void raspK_counterexample_exhaustive(const rasp_program *prog, rasp_ptrace *tr, uint64_t index,
+                                     FILE *out);
 
 /* One path-star input written out as tokens ("/ 4 9 = 3 10 | 4 2 | ...", the
 ** text `rasp gen` and the counterexamples print), for `rasp verify --input`. */

@@ -120,7 +120,7 @@ done
 expect leftovers_removed 0 "removed 3 temporary files left in '.*run' by a killed run" \
   -- $small --epochs 3 --out "$tmp/run" --resume
 left=$(cd "$tmp/run" && ls | tr '\n' ' ')
-if [ "$left" = "notes.tmp.txt rasp-train.lock trial0.ckpt trial0.csv trial0.g000003.json trial0.g000003.opt trial0.g000003.safetensors " ]; then
+if [ "$left" = "config.txt notes.tmp.txt rasp-train.lock trial0.ckpt trial0.csv trial0.g000003.json trial0.g000003.opt trial0.g000003.safetensors " ]; then
   pass=$((pass + 1)); echo "PASS: leftovers_gone"
 else
   fail=$((fail + 1)); echo "FAIL: leftovers_gone: $left"
@@ -130,6 +130,31 @@ fi
 sed -i 's/^generation .*/generation x/' "$tmp/run/trial0.ckpt"
 expect damaged_manifest 1 "trial0.ckpt': not a rasp-train checkpoint manifest (or a damaged one)" \
   -- $small --epochs 4 --out "$tmp/run" --resume
+
+# --out makes missing parents; the run directory records every option
+expect out_parents 0 "trial 0 epoch 1" -- $small --epochs 1 --lr 0.002 --out "$tmp/new/deeper/run"
+for line in "--d-model 16" "--lr 0.002" "--epochs 1" "--stop-loss 0.001" "--trials 1" \
+            "--optim adamw" "--threads 1" "--out $tmp/new/deeper/run"; do
+  if grep -qxF -e "$line" "$tmp/new/deeper/run/config.txt" 2>/dev/null; then
+    pass=$((pass + 1)); echo "PASS: config_txt '$line'"
+  else
+    fail=$((fail + 1)); echo "FAIL: config_txt lacks '$line'"
+  fi
+done
+: >"$tmp/plainfile"
+expect out_under_file 1 "--out: cannot create directory '$tmp/plainfile/run': '$tmp/plainfile' exists and is not a directory" \
+  -- $small --epochs 1 --out "$tmp/plainfile/run"
+
+# --opt=VALUE and --version, as in rasp
+expect option_equals 0 "trial 0 epoch 1" -- $small --epochs=1 --lr=0.003 --out="$tmp/eq"
+grep -qxF -e "--lr 0.003" "$tmp/eq/config.txt" && pass=$((pass + 1)) && echo "PASS: option_equals_recorded" ||
+  { fail=$((fail + 1)); echo "FAIL: option_equals_recorded"; }
+expect option_equals_bad 2 "bad value 'x' for --lr" -- $small --lr=x
+if "$train" --version | grep -qx "rasp-train [0-9][0-9.]*"; then
+  pass=$((pass + 1)); echo "PASS: version"
+else
+  fail=$((fail + 1)); echo "FAIL: version"
+fi
 
 # one run per directory
 if command -v flock >/dev/null 2>&1; then

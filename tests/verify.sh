@@ -107,6 +107,16 @@ expect lookahead_compile_refused 1 "" "lookahead.rasp:13:30: .* reads later posi
 expect lookahead_not_fails 1 "lookahead_not *2 *5 *0/60  FAIL" "" -- verify tests/verify/lookahead_not.rasp --D 2 $g --quiet
 expect lookahead_not_compiles 0 "check: 20/20 inputs agree" "" -- compile tests/verify/lookahead_not.rasp --D 2 --M 4 --V 8 -o "$out.model" --check 20
 rm -f "$out.model" "$out.model.json" "$out.model.safetensors"
+# compile -o creates the directories STEM needs; --dry-run writes nothing
+d=$(mktemp -d)
+expect compile_makes_dirs 0 "check: 3/3 inputs agree" "" -- compile examples/histogram.rasp --input-vocab "a b" --check 3 -o "$d/new/deeper/h"
+[ -f "$d/new/deeper/h.json" ] && [ -f "$d/new/deeper/h.safetensors" ] ||
+  { fail=$((fail + 1)); echo "FAIL: compile_makes_dirs (no model in $d/new/deeper)"; }
+abs=$(cd "$(dirname "$rasp")" && pwd)/rasp here=$(pwd)
+(cd "$d" && RASP_STDLIB="$here/stdlib" "$abs" compile "$here/examples/histogram.rasp" --input-vocab "a b" --dry-run --stats >/dev/null 2>&1)
+[ $? = 0 ] && [ "$(ls "$d")" = new ] && pass=$((pass + 1)) && echo "PASS: compile_dry_run_writes_nothing" ||
+  { fail=$((fail + 1)); echo "FAIL: compile_dry_run_writes_nothing ($(ls "$d"))"; }
+rm -rf "$d"
 expect causal_probes_json 0 '"causal_probes":64,"causal_leaks":0' "" -- verify programs/readout6_causal.rasp --D 2 --graphs 1000 --json
 # --input: one input, D and M read off its graph.  The counterexample the
 # verifier prints for Listing 4 fails again when given back and its fix
@@ -140,7 +150,86 @@ expect layers_linear 0 "growth: linear in M" "" -- layers programs/listing2_back
 expect layers_log 0 "growth: logarithmic in M" "" -- layers programs/listing4_log_fixed.rasp --M 3..33
 expect layers_constant 0 "growth: constant (4 layers" "" -- layers programs/listing5_arms_constant.rasp --M 3..12
 expect draw_dot 0 "digraph \"listing5_arms_constant\"" "" -- draw programs/listing5_arms_constant.rasp
-expect draw_bad_format 2 "" "--format: expected dot, svg or png, got 'gif'" -- draw programs/listing5_arms_constant.rasp --format gif
+expect draw_bad_format 2 "" "--format: expected dot, svg, png or json, got 'gif'" -- draw programs/listing5_arms_constant.rasp --format gif
+# the table fits 100 columns: heads per layer abbreviated ("2x2" for a run),
+# in full under -v; a one-line legend explains fail*
+"$rasp" verify programs/readout6_causal.rasp --D 2 --graphs 20 --jobs 2 >"$out" 2>"$err"
+w=$(awk '{ if (length($0) > m) m = length($0) } END { print m + 0 }' "$out")
+if [ "$w" -le 100 ] && grep -q "readout6_causal .* 0 2 3 1 2x2 3 1" "$out"; then
+  pass=$((pass + 1)); echo "PASS: table_width"
+else
+  fail=$((fail + 1)); echo "FAIL: table_width ($w columns)"; cat "$out"
+fi
+expect table_verbose_heads 0 " 0 2 3 1 2 2 3 1 2 2 3 1 2 2 3 1 1 1 1 1 1$" "" -- verify programs/readout6_causal.rasp --D 2 --graphs 20 --jobs 2 -v
+expect sweep_width 0 "^listing1_back_target         2-5   3-10    32      1280  ok      4-25  -$" "" -- verify programs/listing1_back_target.rasp --sweep --graphs 40 --jobs 2
+expect legend_fail_star 0 "^fail\*: failed as its task\['expect'\] = 'fail' declares" "" -- verify programs/listing4_log.rasp --D 2 --M 9 $g --quiet
+# --exhaustive prints a counterexample as random mode does, and shows its
+# progress on a terminal (a run of 3 s or more; `script` gives the terminal)
+expect exhaustive_counterexample 1 "counterexample (D=2, M=4, n=22; exhaustive input 0" "" -- verify tests/verify/broken_short_walk.rasp --allow-include programs --exhaustive --D 2 --M 4
+expect exhaustive_no_shrink 1 "first failing input: exhaustive input 0" "" -- verify tests/verify/broken_short_walk.rasp --allow-include programs --exhaustive --D 2 --M 4 --no-shrink
+if command -v script >/dev/null 2>&1 && script -qc true /dev/null >/dev/null 2>&1; then
+  t0=$(date +%s)
+  script -qc "'$rasp' verify programs/listing1_back_target.rasp --D 3 --M 4 --exhaustive" /dev/null >"$out" 2>&1
+  t1=$(date +%s)
+  if grep -q "listing1_back_target D=3 M=4: [0-9]*/1088640 inputs" "$out"; then
+    pass=$((pass + 1)); echo "PASS: exhaustive_progress"
+  elif [ $((t1 - t0)) -lt 3 ]; then
+    echo "SKIP: exhaustive_progress (the run took under 3 s)"
+  else
+    fail=$((fail + 1)); echo "FAIL: exhaustive_progress"; tr '\r' '\n' <"$out" | head
+  fi
+else
+  echo "SKIP: exhaustive_progress (no script(1))"
+fi
+# layers and draw take plain programs (no `task`) too, like compile: traced
+# for --length over --input-vocab, --vocab or --input's symbols; --json
+# everywhere; draw -o picks the format from the file's extension
+expect layers_plain 0 "growth: constant (3 layers for every n)" "" -- layers examples/sort.rasp --input-vocab "a b c" --length 1..6
+expect layers_plain_input 0 '"program":"histogram","length":4,"n":4,"layers":1' "" -- layers examples/histogram.rasp --input "a b a c" --json
+expect layers_plain_no_vocab 2 "" "a plain program (no \`task\`) needs --input TEXT, --input-vocab TEXT or --vocab FILE" -- layers examples/sort.rasp
+expect layers_task_sizes_kept 2 "" "declares no task settings" -- layers examples/sort.rasp --M 3..5 --input-vocab "a b"
+expect layers_json_rows 0 '"D":2,"M":4,"n":22,"layers":4,"attention_layers":3,"mlp_layers":3,"heads":\[0,1,2,1\]' "" -- layers programs/listing5_arms_constant.rasp --M 3..5 --json
+expect layers_json_growth 0 '"growth":"constant","in":"M","min_layers":4,"max_layers":4' "" -- layers programs/listing5_arms_constant.rasp --M 3..5 --json
+expect draw_plain 0 "digraph \"sort\"" "" -- draw examples/sort.rasp --input "3 1 2"
+expect draw_plain_length 0 "digraph \"reverse\"" "" -- draw examples/reverse.rasp --input-vocab "a b" --length 5
+expect draw_json 0 '^{"program":"listing5_arms_constant","outputs":\[[0-9]*\],"nodes":\[{"id":' "" -- draw programs/listing5_arms_constant.rasp --json
+expect draw_json_format_conflict 2 "" "--json does not combine with --format svg" -- draw programs/listing5_arms_constant.rasp --json --format svg
+expect draw_one_program 2 "" "one program at a time" -- draw programs/listing5_arms_constant.rasp programs/listing4_log.rasp
+# -o g.json writes JSON, -o g.dot DOT, -o g.png (with dot installed) a PNG
+d=$(mktemp -d)
+"$rasp" draw examples/sort.rasp --input "1 2" -o "$d/g.json" >"$out" 2>"$err" &&
+  "$rasp" draw examples/sort.rasp --input "1 2" -o "$d/g.dot" >>"$out" 2>>"$err"
+if [ $? = 0 ] && [ ! -s "$out" ] && grep -q '^{"program":"sort"' "$d/g.json" &&
+   grep -q '^digraph "sort"' "$d/g.dot"; then
+  pass=$((pass + 1)); echo "PASS: draw_format_from_extension"
+else
+  fail=$((fail + 1)); echo "FAIL: draw_format_from_extension"; cat "$err"
+fi
+if command -v dot >/dev/null 2>&1; then
+  "$rasp" draw examples/sort.rasp --input "1 2" -o "$d/g.png" >"$out" 2>"$err"
+  if [ $? = 0 ] && [ "$(head -c 4 "$d/g.png" | tail -c 3)" = PNG ]; then
+    pass=$((pass + 1)); echo "PASS: draw_png_from_extension"
+  else
+    fail=$((fail + 1)); echo "FAIL: draw_png_from_extension"; cat "$err"
+  fi
+else
+  echo "SKIP: draw_png_from_extension (no dot)"
+fi
+rm -rf "$d"
+# an option the command would not use is refused, naming it
+expect unused_option_draw 2 "" "rasp draw: option '--graphs' is for rasp verify; draw does not use it" -- draw programs/listing1_back_target.rasp --graphs 3
+expect unused_option_verify 2 "" "rasp verify: option '--length' is for rasp layers and rasp draw; verify does not use it" -- verify programs/listing1_back_target.rasp --length 3
+expect unused_plain_option 2 "" "rasp layers: --input is for plain programs; listing1_back_target declares a task" -- layers programs/listing1_back_target.rasp --input "a b"
+# one convention: --opt=VALUE everywhere, --version everywhere, rasp help CMD
+expect option_equals 0 "listing1_back_target *2 *5 *20/20  ok" "" -- verify programs/listing1_back_target.rasp --D=2 --graphs=20 --jobs=2
+expect option_equals_run 0 "^1 2 3$" "" -- run examples/sort.rasp --input="3 1 2"
+expect option_equals_bad 2 "" "--graphs: expected an integer" -- verify programs/listing1_back_target.rasp --graphs=x
+expect option_equals_unknown 2 "" "unknown option '--frob'" -- layers programs/listing1_back_target.rasp --frob=1
+for cmd in run trace verify layers draw gen compile apply repl; do
+  expect "version_$cmd" 0 "^rasp $cmd [0-9][0-9.]*$" "" -- $cmd --version
+done
+expect help_command 0 "^usage: rasp layers PROGRAM" "" -- help layers
+expect help_unknown 2 "" "rasp help: unknown command 'nope'" -- help nope
 expect gen_count 0 "" "" -- gen --count --D 2 --M 3 --V 5
 
 echo "$pass passed, $fail failed"

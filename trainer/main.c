@@ -84,6 +84,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "rasp.h"
 #include "rmem.h"
 #include "rmodel.h"
 #include "rtask.h"
@@ -146,7 +147,9 @@ static void usage(FILE *f) {
       "        --wd X --dropout X --batch N --micro N --epochs N\n"
       "        --max-steps N --stop-loss X --seed N --trials N --train N\n"
       "        --test N --train-seed N --test-seed N --eval-every STEPS\n"
-      "        --threads N --out DIR --resume\n",
+      "        --threads N --out DIR --resume\n"
+      " other: --version -h\n"
+      "        (any option's value may also follow an '=': --D=3)\n",
       f);
 }
 
@@ -1229,7 +1232,7 @@ static const char *ftext(char *buf, size_t size, float f) {
 ** --eval-every and --out not what a trial computes, so they are left out.
 ** init-weights fingerprints the --init model's contents, which may change
 ** under the same name. */
-static void config_text(logbuf *b, const opts *o, const trainer *t) {
+static void config_text(logbuf *b, const opts *o, uint64_t init_fnv) {
   char f1[32], f2[32], f3[32];
   static const char *orders[] = {"edge", "arm"}, *qs[] = {"start", "end"};
   const char *ans = o->task.answer == RASP_ANS_FORWARD   ? "fwd"
@@ -1250,7 +1253,7 @@ static void config_text(logbuf *b, const opts *o, const trainer *t) {
             o->arch.layer_norm ? "pre" : "none", o->arch.gelu ? "gelu" : "relu");
   lb_printf(b, "--init %s\n--init-noise %s\n--reinit-layers %s\n", o->init,
             ftext(f1, sizeof f1, o->init_noise), o->reinit ? o->reinit : "none");
-  if (t->init_fnv) lb_printf(b, "init-weights %016llx\n", (unsigned long long)t->init_fnv);
+  if (init_fnv) lb_printf(b, "init-weights %016llx\n", (unsigned long long)init_fnv);
   /* the protocols, each only when not the default, so that checkpoints
   ** made before they existed still resume */
   if (o->init_mix > 0) lb_printf(b, "--init-mix %s\n", ftext(f1, sizeof f1, o->init_mix));
@@ -1288,7 +1291,7 @@ static int run_trial(const opts *o, int trial, const dataset *tr,
   if (o->out) {
     snprintf(stem, sizeof stem, "%s/trial%d", o->out, trial);
     snprintf(csvp, sizeof csvp, "%s/trial%d.csv", o->out, trial);
-    config_text(&cfg, o, &t);
+    config_text(&cfg, o, t.init_fnv);
     /* generations written but never committed (a kill between the two) */
     train_ckpt_clean(stem);
     long gen = train_ckpt_generation(stem, err);
@@ -1627,13 +1630,46 @@ out:
 
 /* ---- main --------------------------------------------------------------- */
 
+/* DIR/config.txt, written atomically when a run starts: every option's
+** value, the defaults included, one "--name value" line each (flags as
+** "--no-bos yes"), so that a run directory says how it was made.
+** The lines config_text writes (and checkpoints compare on --resume) come
+** first, then those that only say where to stop and how to run; options
+** that are off are comment lines. */
+static int write_run_config(const opts *o, rasp_error *err) {
+  logbuf b = {0};
+  char f1[32], path[4200];
+  lb_printf(&b, "# rasp-train%s: every option of the run in %s (rasp-train --help "
+                "says what each means)\n", o->compare ? " compare" : "", o->out);
+  config_text(&b, o, 0);
+  if (!o->init_mix) lb_printf(&b, "# --init-mix: off\n");
+  if (!o->widen) lb_printf(&b, "# --widen: off (--widen-scale %s)\n", ftext(f1, sizeof f1, o->widen_scale));
+  if (!o->freeze) lb_printf(&b, "--freeze none\n");
+  if (!o->sgd) lb_printf(&b, "--optim adamw\n");
+  if (!o->lr_rms) lb_printf(&b, "--lr-scale none\n");
+  lb_printf(&b, "--epochs %d\n", o->epochs);
+  if (o->max_steps) lb_printf(&b, "--max-steps %ld\n", o->max_steps);
+  else lb_printf(&b, "# --max-steps: not set (no limit)\n");
+  lb_printf(&b, "--stop-loss %s\n--trials %d\n--eval-every %d\n", ftext(f1, sizeof f1, o->stop_loss),
+            o->trials, o->eval_every);
+  if (o->threads) lb_printf(&b, "--threads %d\n", o->threads);
+  else lb_printf(&b, "# --threads: not set (%d, OpenMP's default)\n", omp_get_max_threads());
+  lb_printf(&b, "--out %s\n", o->out);
+  if (o->resume) lb_printf(&b, "--resume\n");
+  for (int k = 0; k < o->narms; k++) lb_printf(&b, "--arm %s\n", o->arm_spec[k]);
+  snprintf(path, sizeof path, "%s/config.txt", o->out);
+  int rc = lb_commit(&b, path, err);
+  raspM_free(b.s);
+  return rc;
+}
+
 static int run(const opts *op) {
   opts o = *op; /* shares op's arms */
   int rc = 0;
   if (o.threads) omp_set_num_threads(o.threads);
   rasp_error err = {0};
-  if (o.out && mkdir(o.out, 0777) && errno != EEXIST) {
-    fprintf(stderr, "rasp-train: cannot create '%s': %s\n", o.out, strerror(errno));
+  if (o.out && raspR_mkdirs(o.out, &err)) { /* parents too, as mkdir -p */
+    fprintf(stderr, "rasp-train: --out: %s\n", err.msg);
     return 1;
   }
   if (o.out) {
@@ -1653,6 +1689,10 @@ static int run(const opts *op) {
     if (n)
       fprintf(stderr, "rasp-train: removed %d temporary file%s left in '%s' "
                       "by a killed run\n", n, n > 1 ? "s" : "", o.out);
+    if (write_run_config(&o, &err)) {
+      fprintf(stderr, "rasp-train: %s\n", err.msg);
+      return 1;
+    }
   }
   dataset tr = {0}, te = {0};
   int overlap = 0;
@@ -1706,10 +1746,43 @@ static int run(const opts *op) {
   return rc;
 }
 
+/* --opt=VALUE is --opt VALUE, as in every rasp command; --version prints
+** the version.  The new vector lives until exit. */
+static char **split_args;
+
+static int split_options(int *argcp, char ***argvp) {
+  int argc = *argcp, out = 0;
+  char **argv = *argvp;
+  split_args = raspM_alloc(sizeof(char *) * (size_t)(2 * argc + 1));
+  for (int i = 0; i < argc; i++) {
+    char *a = argv[i], *eq = i > 0 && strncmp(a, "--", 2) == 0 ? strchr(a, '=') : NULL;
+    if (i > 0 && !strcmp(a, "--version")) {
+      printf("rasp-train " RASP_VERSION "\n");
+      return 1;
+    }
+    if (!eq || eq == a + 2) {
+      split_args[out++] = a;
+      continue;
+    }
+    *eq = '\0';
+    split_args[out++] = a;
+    split_args[out++] = eq + 1;
+  }
+  split_args[out] = NULL;
+  *argcp = out;
+  *argvp = split_args;
+  return 0;
+}
+
 int main(int argc, char **argv) {
   opts o;
+  if (split_options(&argc, &argv)) {
+    raspM_free(split_args);
+    return 0;
+  }
   int rc = parse_opts(argc, argv, &o);
   if (!rc) rc = run(&o);
   opts_free(&o);
+  raspM_free(split_args);
   return rc;
 }
