@@ -548,9 +548,11 @@ static inline float vexp(float x) {
   float r = x - k * 0.693145752f - k * 1.42860677e-6f; /* ln2, hi + lo */
   float p = 1.0f + r * (1.0f + r * (0.5f + r * (1.0f / 6 + r * (1.0f / 24 +
             r * (1.0f / 120 + r * (1.0f / 720))))));
-  int32_t ti, ki;
+  uint32_t ti, ki;
   memcpy(&ti, &t, sizeof ti);
-  ki = (ti - 0x4B400000 + 127) << 23; /* 2^k: k = low bits of t */
+  /* 2^k: k is t's mantissa minus 0x400000; unsigned, so the shift is
+  ** defined (k + 127 > 0 for every x here: x >= -20) */
+  ki = (ti - 0x4B400000u + 127u) << 23;
   float s;
   memcpy(&s, &ki, sizeof s);
   return p * s;
