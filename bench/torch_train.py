@@ -99,6 +99,29 @@ class Model(nn.Module):
         return s.out(s.lnf(h))
 
 
+class StdModel(nn.Module):
+    """The paper's model from PyTorch's standard layers, as a user would
+    write it: nn.TransformerEncoderLayer(norm_first=True, batch_first=True)
+    with a causal mask, learned positions, a final LayerNorm and a linear
+    readout.  act: "relu", or "gelu" (tanh approximation, as rmodel.h)."""
+
+    def __init__(s, vocab, T, d, L, h, f, p, act="relu"):
+        super().__init__()
+        fn = F.relu if act == "relu" else (lambda t: F.gelu(t, approximate="tanh"))
+        s.tok, s.pos = nn.Embedding(vocab, d), nn.Embedding(T, d)
+        s.enc = nn.TransformerEncoder(
+            nn.TransformerEncoderLayer(d, h, f, p, fn, batch_first=True,
+                                       norm_first=True), L,
+            enable_nested_tensor=False)
+        s.lnf, s.out, s.drop = nn.LayerNorm(d), nn.Linear(d, vocab), nn.Dropout(p)
+        s.register_buffer("mask", torch.triu(torch.full((T, T), float("-inf")), 1))
+
+    def forward(s, x):
+        T = x.shape[1]
+        h = s.drop(s.tok(x) + s.pos(torch.arange(T)))
+        return s.out(s.lnf(s.enc(h, mask=s.mask[:T, :T])))
+
+
 def read_safetensors(path):
     """name -> float32 tensor, from a safetensors file (F32 only)."""
     with open(path, "rb") as f:
@@ -161,6 +184,10 @@ def main():
     ap.add_argument("--dropout", type=float,
                     help="default 0.1 (paper's model), 0 with --arch")
     ap.add_argument("--lr", type=float, default=5e-4)
+    ap.add_argument("--std", action="store_true",
+                    help="paper's model from nn.TransformerEncoderLayer")
+    ap.add_argument("--act", choices=("relu", "gelu"), default="relu",
+                    help="paper's model: MLP activation (GELU: tanh form)")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     torch.manual_seed(0)
@@ -179,8 +206,18 @@ def main():
                 f"{sum(t.numel() for t in m.parameters())} parameters)")
     else:
         p = 0.1 if a.dropout is None else a.dropout
-        m = Model(a.vocab, a.seq, 200, 6, 8, 800, p)
-        vocab, n_out, what = a.vocab, a.vocab, "paper's model"
+        if a.std:
+            m = StdModel(a.vocab, a.seq, 200, 6, 8, 800, p, a.act)
+        else:
+            m = Model(a.vocab, a.seq, 200, 6, 8, 800, p,
+                      arch={"vocab_size": a.vocab, "max_len": a.seq,
+                            "d_model": 200, "n_layers": 6, "n_heads": 8,
+                            "d_head": 25, "d_mlp": 800, "layer_norm": 1,
+                            "gelu": a.act == "gelu", "causal": 1,
+                            "pos_embedding": 1, "n_out": a.vocab})
+        vocab, n_out = a.vocab, a.vocab
+        what = ("paper's model, nn.TransformerEncoderLayer" if a.std
+                else "paper's model, hand-written block") + f", {a.act}, dropout {p}"
     opt = torch.optim.AdamW(m.parameters(), lr=a.lr, weight_decay=0.01)
     x = torch.randint(1, min(vocab, n_out), (a.batch, a.seq + 1))
     if a.arch and cfg["bos_token"] >= 0:
@@ -206,8 +243,7 @@ def main():
     tok = a.batch * a.seq * a.steps
     print(f"torch {torch.__version__}: {a.threads} threads, batch {a.batch}, "
           f"seq {a.seq}: {dt / a.steps:.3f} s/step, {tok / dt:.0f} tokens/s")
-    if a.arch:
-        print(f"  model: {what}")
+    print(f"  model: {what}")
 
 
 if __name__ == "__main__":

@@ -12,13 +12,19 @@
 ** so are their two gradients, not 3*H narrow ones each (d_head is small in
 ** compiled models: 3 heads of 27 for a d_model of 755; the copy is
 ** 3*D*H*Dh floats against 3*R*D*H*Dh MACs).
+**
+** Three quarters of a step is sgemm (perf, bench/README-train.md), so the
+** kernel OpenBLAS picks matters more than anything here: see
+** blas_kernel_fix() below.
 */
 #include "tnet.h"
 
 #include <cblas.h>
 #include <math.h>
 #include <omp.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "rmem.h"
 
@@ -60,6 +66,53 @@ static float *tensor_in(rasp_model *m, float *base, const char *name) {
   rasp_tensor *t = raspN_tensor(m, name);
   return t ? base + t->offset : NULL;
 }
+
+/* ---- BLAS kernel ------------------------------------------------------- */
+
+/* OpenBLAS (DYNAMIC_ARCH) picks its kernels from CPUID when it is loaded.
+** Debian's 0.3.21 does not know newer Xeons (Sapphire Rapids, as a VM
+** reports it) and falls back to its SSE3 "Prescott" kernels: sgemm
+** measured 20-26 GFLOP/s on one core there, against 105-112 with the
+** Cooperlake kernel, 67-73 SkylakeX and 47-58 Haswell
+** (bench/README-train.md).  The kernel can only be chosen before the
+** library initialises, by OPENBLAS_CORETYPE in the environment, so when
+** the user has not set it, OpenBLAS runs a pre-AVX2 kernel and the CPU
+** (and OS) support AVX2 and FMA, the program re-executes itself once with
+** OPENBLAS_CORETYPE naming the best kernel the CPU can run.  It runs
+** before main (glibc passes argv to constructors); exec keeps the process
+** id, open files and the rest of the environment.  Setting
+** OPENBLAS_CORETYPE (to anything) turns this off. */
+#if defined(__GLIBC__) && defined(__x86_64__) && defined(__GNUC__)
+static const char *blas_better_core(void) {
+  static const char *const fast[] = {"haswell", "zen", "skylakex",
+                                     "cooperlake", "sapphirerapids"};
+  const char *have = openblas_get_corename();
+  if (!have) return NULL;
+  for (size_t i = 0; i < sizeof fast / sizeof fast[0]; i++)
+    if (!strcasecmp(have, fast[i])) return NULL;
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512bf16") && __builtin_cpu_supports("avx512bw") &&
+      __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq"))
+    return "Cooperlake";
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+      __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq"))
+    return "SkylakeX";
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+    return "Haswell";
+  return NULL;
+}
+
+__attribute__((constructor)) static void blas_kernel_fix(int argc, char **argv,
+                                                         char **envp) {
+  (void)argc;
+  (void)envp;
+  if (getenv("OPENBLAS_CORETYPE") || !argv) return;
+  const char *core = blas_better_core();
+  if (!core || setenv("OPENBLAS_CORETYPE", core, 1)) return;
+  execv("/proc/self/exe", argv);
+  /* exec failed: go on with the kernel OpenBLAS chose */
+}
+#endif
 
 /* ---- allocation --------------------------------------------------------- */
 
@@ -478,6 +531,83 @@ static void attention_bwd(train_net *n, train_layer_acts *a, const lparams *p,
 
 /* ---- MLP ---------------------------------------------------------------- */
 
+/* The activation loops were one loop with the choice of ReLU or GELU (a
+** libm tanhf call) inside: scalar, and ReLU's branch on the sign of random
+** pre-activations mispredicted half the time, 8% of a step at one thread
+** (bench/README-train.md).  Now one branch-free loop per activation,
+** vectorised (`omp simd`; no calls, no branches inside).  GELU's tanh is
+** sign(u) (1 - e)/(1 + e), e = e^(-2|u|), |u| clamped to 10 (tanh(10)
+** rounds to 1 in float), and e^x from vexp(): x = k ln2 + r,
+** |r| <= ln2/2, 2^k built in the exponent bits, e^r by its degree-6 Taylor
+** polynomial (relative error below 2.5e-7 on [-20, 20]; tanh's absolute
+** error against double tanh is below 3e-7, libm's tanhf's 1e-7: checked by
+** test_tanh_accuracy in tests/test_train.c). */
+static inline float vexp(float x) {
+  const float shift = 12582912.0f; /* 1.5 * 2^23: rounds to an integer */
+  float t = x * 1.44269504f + shift, k = t - shift;
+  float r = x - k * 0.693145752f - k * 1.42860677e-6f; /* ln2, hi + lo */
+  float p = 1.0f + r * (1.0f + r * (0.5f + r * (1.0f / 6 + r * (1.0f / 24 +
+            r * (1.0f / 120 + r * (1.0f / 720))))));
+  uint32_t ti, ki;
+  memcpy(&ti, &t, sizeof ti);
+  /* 2^k: k is t's mantissa minus 0x400000; unsigned, so the shift is
+  ** defined (k + 127 > 0 for every x here: x >= -20) */
+  ki = (ti - 0x4B400000u + 127u) << 23;
+  float s;
+  memcpy(&s, &ki, sizeof s);
+  return p * s;
+}
+
+static inline float vtanh(float u) {
+  /* |u| clamped to 10 on its bits (positive floats order like their bits):
+  ** a float compare would be a branch (GCC keeps those under its default
+  ** -ftrapping-math) and the loop would stay scalar. */
+  uint32_t b, sign;
+  memcpy(&b, &u, sizeof b);
+  sign = b & 0x80000000u;
+  b &= 0x7fffffffu;
+  b = b < 0x41200000u ? b : 0x41200000u; /* 10.0f */
+  float a, e, th;
+  memcpy(&a, &b, sizeof a);
+  e = vexp(-2.0f * a); /* in [e^-20, 1] */
+  th = (1.0f - e) / (1.0f + e);
+  memcpy(&b, &th, sizeof b);
+  b |= sign;
+  memcpy(&th, &b, sizeof th);
+  return th;
+}
+
+float train_tanh(float u) { return vtanh(u); }
+
+/* tanh of GELU's argument (tanh form) */
+static inline float gelu_tanh(float x) {
+  return vtanh(GELU_K * (x + 0.044715f * x * x * x));
+}
+
+static void relu_fwd(float *restrict y, const float *restrict x, size_t n) {
+#pragma omp parallel for simd schedule(static) if (n > 100000)
+  for (size_t i = 0; i < n; i++) y[i] = x[i] > 0.0f ? x[i] : 0.0f;
+}
+
+static void relu_bwd(float *restrict dy, const float *restrict x, size_t n) {
+#pragma omp parallel for simd schedule(static) if (n > 100000)
+  for (size_t i = 0; i < n; i++) dy[i] = x[i] > 0.0f ? dy[i] : 0.0f;
+}
+
+static void gelu_fwd(float *restrict y, const float *restrict x, size_t n) {
+#pragma omp parallel for simd schedule(static) if (n > 100000)
+  for (size_t i = 0; i < n; i++) y[i] = 0.5f * x[i] * (1.0f + gelu_tanh(x[i]));
+}
+
+static void gelu_bwd(float *restrict dy, const float *restrict x, size_t n) {
+#pragma omp parallel for simd schedule(static) if (n > 100000)
+  for (size_t i = 0; i < n; i++) {
+    float v = x[i], th = gelu_tanh(v);
+    dy[i] *= 0.5f * (1.0f + th) + 0.5f * v * (1.0f - th * th) * GELU_K *
+                                     (1.0f + 3 * 0.044715f * v * v);
+  }
+}
+
 static void mlp_fwd(train_net *n, train_layer_acts *a, const lparams *p,
                     const float *h, float *out) {
   const rasp_model_config *c = &n->m->cfg;
@@ -485,12 +615,10 @@ static void mlp_fwd(train_net *n, train_layer_acts *a, const lparams *p,
   mm(R, F, D, h, D, p->win, F, a->pre, F, 0);
   add_bias(a->pre, p->bin, (size_t)R, F, F);
   size_t RF = (size_t)R * F;
-#pragma omp parallel for schedule(static) if (RF > 100000)
-  for (size_t i = 0; i < RF; i++) {
-    float x = a->pre[i];
-    a->act[i] = gelu ? 0.5f * x * (1.0f + tanhf(GELU_K * (x + 0.044715f * x * x * x)))
-                     : (x > 0 ? x : 0);
-  }
+  if (gelu)
+    gelu_fwd(a->act, a->pre, RF);
+  else
+    relu_fwd(a->act, a->pre, RF);
   mm(R, D, F, a->act, F, p->wout, D, out, D, 0);
   add_bias(out, p->bout, (size_t)R, D, D);
 }
@@ -503,18 +631,10 @@ static void mlp_bwd(train_net *n, train_layer_acts *a, const lparams *p,
   bias_grad(g->bout, dout, (size_t)R, D, D);
   mm_nt(R, F, D, dout, D, p->wout, D, n->dfc, F, 0);
   size_t RF = (size_t)R * F;
-#pragma omp parallel for schedule(static) if (RF > 100000)
-  for (size_t i = 0; i < RF; i++) {
-    float x = a->pre[i], d;
-    if (gelu) {
-      float u = GELU_K * (x + 0.044715f * x * x * x), th = tanhf(u);
-      d = 0.5f * (1.0f + th) +
-          0.5f * x * (1.0f - th * th) * GELU_K * (1.0f + 3 * 0.044715f * x * x);
-    } else {
-      d = x > 0 ? 1.0f : 0.0f;
-    }
-    n->dfc[i] *= d;
-  }
+  if (gelu)
+    gelu_bwd(n->dfc, a->pre, RF);
+  else
+    relu_bwd(n->dfc, a->pre, RF);
   mm_tn(D, F, R, h, D, n->dfc, F, g->win, F);
   bias_grad(g->bin, n->dfc, (size_t)R, F, F);
   mm_nt(R, D, F, n->dfc, F, p->win, F, dh, D, 0);

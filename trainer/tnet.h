@@ -70,6 +70,8 @@ double train_loss(train_net *n, const int *targets, const float *weight,
 /* Backward of the last forward from n->dlogits; adds to n->grad. */
 void train_backward(train_net *n);
 void train_zero_grad(train_net *n);
+/* The tanh the GELU loops use (vectorisable; see tnet.c), for tests. */
+float train_tanh(float u);
 
 /* Parameter initialisation: weights N(0, 0.02^2) (output projections
 ** scaled by 1/sqrt(2 n_layers), GPT-2 style), biases 0, LN weights 1. */
