@@ -12,19 +12,13 @@
 ** so are their two gradients, not 3*H narrow ones each (d_head is small in
 ** compiled models: 3 heads of 27 for a d_model of 755; the copy is
 ** 3*D*H*Dh floats against 3*R*D*H*Dh MACs).
-**
-** Three quarters of a step is sgemm (perf, bench/README-train.md), so the
-** kernel OpenBLAS picks matters more than anything here: see
-** blas_kernel_fix() below.
 */
 #include "tnet.h"
 
 #include <cblas.h>
 #include <math.h>
 #include <omp.h>
-#include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "rmem.h"
 
@@ -66,53 +60,6 @@ static float *tensor_in(rasp_model *m, float *base, const char *name) {
   rasp_tensor *t = raspN_tensor(m, name);
   return t ? base + t->offset : NULL;
 }
-
-/* ---- BLAS kernel ------------------------------------------------------- */
-
-/* OpenBLAS (DYNAMIC_ARCH) picks its kernels from CPUID when it is loaded.
-** Debian's 0.3.21 does not know newer Xeons (Sapphire Rapids, as a VM
-** reports it) and falls back to its SSE3 "Prescott" kernels: sgemm
-** measured 20-26 GFLOP/s on one core there, against 105-112 with the
-** Cooperlake kernel, 67-73 SkylakeX and 47-58 Haswell
-** (bench/README-train.md).  The kernel can only be chosen before the
-** library initialises, by OPENBLAS_CORETYPE in the environment, so when
-** the user has not set it, OpenBLAS runs a pre-AVX2 kernel and the CPU
-** (and OS) support AVX2 and FMA, the program re-executes itself once with
-** OPENBLAS_CORETYPE naming the best kernel the CPU can run.  It runs
-** before main (glibc passes argv to constructors); exec keeps the process
-** id, open files and the rest of the environment.  Setting
-** OPENBLAS_CORETYPE (to anything) turns this off. */
-#if defined(__GLIBC__) && defined(__x86_64__) && defined(__GNUC__)
-static const char *blas_better_core(void) {
-  static const char *const fast[] = {"haswell", "zen", "skylakex",
-                                     "cooperlake", "sapphirerapids"};
-  const char *have = openblas_get_corename();
-  if (!have) return NULL;
-  for (size_t i = 0; i < sizeof fast / sizeof fast[0]; i++)
-    if (!strcasecmp(have, fast[i])) return NULL;
-  __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx512bf16") && __builtin_cpu_supports("avx512bw") &&
-      __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq"))
-    return "Cooperlake";
-  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-      __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq"))
-    return "SkylakeX";
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
-    return "Haswell";
-  return NULL;
-}
-
-__attribute__((constructor)) static void blas_kernel_fix(int argc, char **argv,
-                                                         char **envp) {
-  (void)argc;
-  (void)envp;
-  if (getenv("OPENBLAS_CORETYPE") || !argv) return;
-  const char *core = blas_better_core();
-  if (!core || setenv("OPENBLAS_CORETYPE", core, 1)) return;
-  execv("/proc/self/exe", argv);
-  /* exec failed: go on with the kernel OpenBLAS chose */
-}
-#endif
 
 /* ---- allocation --------------------------------------------------------- */
 
