@@ -15,10 +15,12 @@
 # (bench/torch_train.py without --std).  THREADS="1" or ACTS="gelu" narrow
 # the grid; ABFLAGS passes options to abbench (e.g. --force: report on a
 # busy machine anyway; abbench's verdict is then withheld, exit 3, and
-# this script goes on).  TORCH_CORETYPE=NAME runs PyTorch with
-# OPENBLAS_CORETYPE=NAME: Debian's torch does its matmuls in OpenBLAS,
-# which may pick a slow kernel on a CPU it does not know (rasp-train
-# corrects that itself: trainer/tnet.c, blas_kernel_fix).  Not a test.
+# this script goes on).  CORETYPE=NAME runs both sides with
+# OPENBLAS_CORETYPE=NAME: both do their matrix products in Debian's
+# OpenBLAS, which may pick a slow kernel on a CPU it does not know; the
+# variable is left alone otherwise (some kernels of older OpenBLAS builds
+# compute wrong results on some CPUs, so choosing one is the user's call).
+# Not a test.
 #
 # rasp-train's figure is the whole run (start-up, data generation, one
 # tiny evaluation, STEPS steps) divided into STEPS * 64 * 70 tokens, so it
@@ -34,6 +36,7 @@ if [ "$1" = --one ]; then
   side=$2 B=$3 TH=$4 ACT=$5 DROP=$6 STEPS=$7
   case $side in
   rasp)
+    [ -n "$CORETYPE" ] && export OPENBLAS_CORETYPE="$CORETYPE"
     t0=$(date +%s.%N)
     OMP_WAIT_POLICY=passive "$B/trainer/rasp-train" --threads "$TH" --D 5 \
       --M 5 --V 100 --train $BATCH --test 1 --batch $BATCH --micro $BATCH \
@@ -46,7 +49,7 @@ if [ "$1" = --one ]; then
     flag=
     [ "$side" = std ] && flag=--std
     # One threading layer each: OpenBLAS with torch's thread count.
-    [ -n "$TORCH_CORETYPE" ] && export OPENBLAS_CORETYPE="$TORCH_CORETYPE"
+    [ -n "$CORETYPE" ] && export OPENBLAS_CORETYPE="$CORETYPE"
     OPENBLAS_NUM_THREADS=$TH /usr/bin/python3 "$SRC/torch_train.py" $flag \
       --threads "$TH" --batch $BATCH --micro $BATCH --seq $T --steps "$STEPS" \
       --act "$ACT" --dropout "$DROP"
@@ -73,7 +76,7 @@ for TH in ${THREADS:-1 2}; do
     others=std
     [ -n "$HAND" ] && others="std hand"
     for o in $others; do
-      echo "== $TH threads, $ACT, dropout $DROP: A = rasp-train, B = PyTorch ($o${TORCH_CORETYPE:+, OPENBLAS_CORETYPE=$TORCH_CORETYPE})"
+      echo "== $TH threads, $ACT, dropout $DROP: A = rasp-train, B = PyTorch ($o)${CORETYPE:+, both with OPENBLAS_CORETYPE=$CORETYPE}"
       "$AB" --pairs "$PAIRS" --regex '([0-9.]+) tokens/s' $ABFLAGS -- \
         "$me rasp $B $TH $ACT $DROP $STEPS" \
         "$me $o $B $TH $ACT $DROP $STEPS" || [ $? = 3 ]
