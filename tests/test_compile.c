@@ -30,7 +30,7 @@ static int compile_and_compare(const char *src, const char *const *vocab, int nv
   rasp_ir *ir = rasp_ctx_ir(ctx);
   int64_t *ids = malloc(sizeof(int64_t) * (size_t)nvocab);
   for (int i = 0; i < nvocab; i++) ids[i] = i + 1;
-  raspG_opts o = {ids, nvocab, nvocab, NULL};
+  raspG_opts o = {ids, nvocab, nvocab, NULL, 0};
   raspG_model g;
   ck_assert_msg(raspG_compile(ir, &o, &g, &err), "%s", err.msg);
   rasp_eval *ev = raspE_new(ir);
@@ -254,7 +254,7 @@ START_TEST(test_layout) {
                 "%s", err.msg);
   ck_assert_msg(rasp_trace(ctx, "main", &err), "%s", err.msg);
   int64_t ids[] = {1, 2, 3};
-  raspG_opts o = {ids, 3, 3, names};
+  raspG_opts o = {ids, 3, 3, names, 0};
   raspG_model g;
   ck_assert_msg(raspG_compile(rasp_ctx_ir(ctx), &o, &g, &err), "%s", err.msg);
   int n;
