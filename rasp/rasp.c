@@ -140,30 +140,15 @@ static const struct {
 /* The split arguments (a root for the leak checker: they live until exit). */
 static char **split_args;
 
-/* argv[from..] with every --opt=VALUE split in two; 1 when --version was
-** among them (an option, not a split-off value).  *argcp and *argvp get the
-** new vector. */
+/* argv[from..] with every --opt=VALUE split in two (raspR_split_options);
+** 1 when --version was among them.  *argcp and *argvp get the new vector. */
 static int split_options(int *argcp, char ***argvp, int from) {
-  int argc = *argcp, version = 0, out = 0;
-  char **argv = *argvp;
-  split_args = malloc(sizeof(char *) * (size_t)(2 * argc + 1));
+  int version;
+  split_args = raspR_split_options(argcp, *argvp, from, &version);
   if (!split_args) {
     fputs("rasp: out of memory\n", stderr);
     exit(1);
   }
-  for (int i = 0; i < argc; i++) {
-    char *a = argv[i], *eq = i >= from && strncmp(a, "--", 2) == 0 ? strchr(a, '=') : NULL;
-    if (i >= from && strcmp(a, "--version") == 0) version = 1;
-    if (!eq || eq == a + 2) {
-      split_args[out++] = a;
-      continue;
-    }
-    *eq = '\0'; /* argv's strings are ours to change */
-    split_args[out++] = a;
-    split_args[out++] = eq + 1;
-  }
-  split_args[out] = NULL;
-  *argcp = out;
   *argvp = split_args;
   return version;
 }

@@ -1751,38 +1751,26 @@ static int run(const opts *op) {
 static char **split_args;
 
 static int split_options(int *argcp, char ***argvp) {
-  int argc = *argcp, out = 0;
-  char **argv = *argvp;
-  split_args = raspM_alloc(sizeof(char *) * (size_t)(2 * argc + 1));
-  for (int i = 0; i < argc; i++) {
-    char *a = argv[i], *eq = i > 0 && strncmp(a, "--", 2) == 0 ? strchr(a, '=') : NULL;
-    if (i > 0 && !strcmp(a, "--version")) {
-      printf("rasp-train " RASP_VERSION "\n");
-      return 1;
-    }
-    if (!eq || eq == a + 2) {
-      split_args[out++] = a;
-      continue;
-    }
-    *eq = '\0';
-    split_args[out++] = a;
-    split_args[out++] = eq + 1;
+  int version;
+  split_args = raspR_split_options(argcp, *argvp, 1, &version);
+  if (!split_args) {
+    fputs("rasp-train: out of memory\n", stderr);
+    exit(1);
   }
-  split_args[out] = NULL;
-  *argcp = out;
   *argvp = split_args;
-  return 0;
+  if (version) printf("rasp-train " RASP_VERSION "\n");
+  return version;
 }
 
 int main(int argc, char **argv) {
   opts o;
   if (split_options(&argc, &argv)) {
-    raspM_free(split_args);
+    free(split_args);
     return 0;
   }
   int rc = parse_opts(argc, argv, &o);
   if (!rc) rc = run(&o);
   opts_free(&o);
-  raspM_free(split_args);
+  free(split_args);
   return rc;
 }
