@@ -42,6 +42,8 @@ void raspC_access_free(rasp_access *acc);
 /* Their lines for the usage texts. */
 extern const char raspC_access_help[];
 /* Prints a node's values for input b (one line), symbolically or not. */
+/* Text inside a JSON string: quotes, backslashes and controls escaped. */
+void raspC_json_fputs(const char *s, FILE *f);
 void raspC_print_values(rasp_ctx *ctx, rasp_eval *ev, int node, int b, int symbolic, FILE *out);
 
 #endif

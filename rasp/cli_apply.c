@@ -45,17 +45,10 @@ static const char *as_symbol(const char *val, char **vocab, int nvocab) {
   return val;
 }
 
+/* s as a JSON string, quoted. */
 static void json_str(const char *s, FILE *out) {
   fputc('"', out);
-  for (; *s; s++) {
-    unsigned char c = (unsigned char)*s;
-    if (c == '"' || c == '\\')
-      fprintf(out, "\\%c", c);
-    else if (c < 0x20)
-      fprintf(out, "\\u%04x", c);
-    else
-      fputc(c, out);
-  }
+  raspC_json_fputs(s, out);
   fputc('"', out);
 }
 

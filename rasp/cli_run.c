@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "rmodel.h"
 #include "rmem.h"
 
 int raspC_split(const char *text, char ***out) {
@@ -65,9 +66,16 @@ int raspC_default_vocab(char **symbols, int n, char ***out) {
 }
 
 static size_t hash_bytes(const char *s, size_t len) {
-  size_t h = 1469598103934665603u;
-  for (size_t i = 0; i < len; i++) h = (h ^ (unsigned char)s[i]) * 1099511628211u;
-  return h;
+  return (size_t)raspN_fnv1a(RASPN_FNV0, s, len);
+}
+
+/* Text inside a JSON string: quotes, backslashes and controls escaped. */
+void raspC_json_fputs(const char *s, FILE *f) {
+  for (const char *p = s; *p; p++) {
+    if (*p == '"' || *p == '\\') fprintf(f, "\\%c", *p);
+    else if ((unsigned char)*p < 0x20) fprintf(f, "\\u%04x", (unsigned char)*p);
+    else fputc(*p, f);
+  }
 }
 
 /* Duplicates are found with an open hash set of the lines read so far (the

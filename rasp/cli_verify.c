@@ -278,19 +278,11 @@ static void show_progress(void *user, uint64_t done, uint64_t total) {
   fflush(stderr);
 }
 
-/* Text inside a JSON string: quotes, backslashes and controls escaped. */
-static void json_fputs(const char *s, FILE *f) {
-  for (const char *p = s; *p; p++) {
-    if (*p == '"' || *p == '\\') fprintf(f, "\\%c", *p);
-    else if ((unsigned char)*p < 0x20) fprintf(f, "\\u%04x", (unsigned char)*p);
-    else fputc(*p, f);
-  }
-}
 
 /* A message inside a JSON string, after its line number. */
 static void json_text(const char *msg, int line) {
   if (line) printf("line %d: ", line);
-  json_fputs(msg, stdout);
+  raspC_json_fputs(msg, stdout);
 }
 
 static void heads_text(const rasp_layers *L, char *buf, size_t size) {
@@ -839,7 +831,7 @@ static void layers_row(const vopts *o, const char *name, int plain, int D, int x
                        const rasp_layers *L) {
   if (o->json) {
     printf("{\"program\":\"");
-    json_fputs(name, stdout);
+    raspC_json_fputs(name, stdout);
     if (plain) printf("\",\"length\":%d", x);
     else printf("\",\"D\":%d,\"M\":%d", D, x);
     printf(",\"n\":%d,\"layers\":%d,\"attention_layers\":%d,\"mlp_layers\":%d,\"heads\":[", n,
@@ -867,7 +859,7 @@ static void layers_growth(const vopts *o, const char *name, const char *var, con
   const char *kind = hi == lo ? "constant" : elin <= elog ? "linear" : "logarithmic";
   if (o->json) {
     printf("{\"program\":\"");
-    json_fputs(name, stdout);
+    raspC_json_fputs(name, stdout);
     printf("\",\"growth\":\"%s\",\"in\":\"%s\",\"min_layers\":%g,\"max_layers\":%g", kind, var,
            lo, hi);
     if (hi != lo)
@@ -1084,7 +1076,7 @@ static void write_json(const dgraph *g, const char *name, FILE *f) {
   unsigned char *live = raspM_alloc((size_t)ir->nnodes);
   raspI_live(ir, g->roots, g->nroots, live);
   fputs("{\"program\":\"", f);
-  json_fputs(name, f);
+  raspC_json_fputs(name, f);
   fputs("\",\"outputs\":[", f);
   for (int r = 0; r < g->nroots; r++) fprintf(f, "%s%d", r ? "," : "", g->roots[r]);
   fputs("],\"nodes\":[", f);
@@ -1101,12 +1093,12 @@ static void write_json(const dgraph *g, const char *name, FILE *f) {
       char cbuf[64];
       raspI_elem_format(ir, nd->c, cbuf, sizeof cbuf);
       fputs(",\"value\":\"", f);
-      json_fputs(cbuf, f);
+      raspC_json_fputs(cbuf, f);
       fputc('"', f);
     }
     if (nd->label) {
       fputs(",\"label\":\"", f);
-      json_fputs(nd->label, f);
+      raspC_json_fputs(nd->label, f);
       fputc('"', f);
     }
     fprintf(f, ",\"sublayer\":%d,\"layer\":%d", s, (s + 1) / 2);

@@ -1595,7 +1595,7 @@ static value *method_call(rasp_ctx *ctx, value *obj, const char *name, value **a
   if ((obj->kind == V_LIST || obj->kind == V_TUPLE) && strcmp(name, "index") == 0 && nargs == 1) {
     for (int i = 0; i < obj->u.list.n; i++) {
       ids_eq(ctx, obj->u.list.items[i], args[0], pos);
-      if (raspV_equal(obj->u.list.items[i], args[0])) return raspV_num_si(ctx, i);
+      if (equal_checked(ctx, obj->u.list.items[i], args[0], pos)) return raspV_num_si(ctx, i);
     }
     raspV_error(ctx, pos, "value is not in the list");
   }

@@ -38,6 +38,7 @@ static _Noreturn void out_of_memory(size_t size) {
 
 /* The backstop: far over the budget, stop now (see rmem.h). */
 static void count(size_t add, size_t sub) {
+  if (!max_memory) return; /* no budget: nothing to count (set once, at start) */
   long long now = __atomic_add_fetch(&in_use, (long long)add - (long long)sub, __ATOMIC_RELAXED);
   if (!max_memory || add <= sub || now <= (long long)max_memory) return;
   raspM_exhausted = 1;
@@ -66,11 +67,6 @@ void raspM_free(void *ptr) {
   if (!ptr) return;
   count(0, malloc_usable_size(ptr));
   free(ptr);
-}
-
-size_t raspM_in_use(void) {
-  long long n = __atomic_load_n(&in_use, __ATOMIC_RELAXED);
-  return n > 0 ? (size_t)n : 0;
 }
 
 static void *gmp_alloc(size_t size) {

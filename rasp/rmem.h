@@ -51,7 +51,6 @@ void raspM_set_timeout(unsigned seconds);
 ** what hot loops test before calling. */
 const char *raspM_over_budget(void);
 extern volatile sig_atomic_t raspM_exhausted;
-size_t raspM_in_use(void);
 
 typedef struct rasp_arena_block rasp_arena_block;
 typedef struct rasp_arena {

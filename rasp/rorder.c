@@ -333,9 +333,6 @@ int raspO_analyse(const rasp_ir *ir, int output, int64_t K, const unsigned char 
         }
         if (!f) {
           if (!v) {
-            int p = 0;
-            while (p < n && in1[p]) p++;
-            (void)p;
             inherit = origin[nd->in[1]] >= 0 ? origin[nd->in[1]] : nd->in[1];
           } else {
             lost_here = 1;
@@ -388,56 +385,19 @@ void raspO_free(rasp_idorder *res) {
   memset(res, 0, sizeof *res);
 }
 
-/* Whether key k is selected for query q; -1 when a value is missing. */
-static int selected(const rasp_ir *ir, rasp_eval *ev, int node, int b, int k, int q) {
-  const rasp_ir_node *nd = &ir->nodes[node];
-  switch (nd->op) {
-  case RASP_OP_SELECT: {
-    if ((nd->flags & RASP_CAUSAL) && k > q) return 0;
-    if (nd->aux == RASP_PRED_TRUE) return 1;
-    if (nd->aux == RASP_PRED_FALSE) return 0;
-    const rasp_elem *keys = raspE_value(ev, nd->in[0], b), *qs = raspE_value(ev, nd->in[1], b);
-    if (!keys || !qs) return -1;
-    switch (nd->aux) {
-    case RASP_PRED_EQ: return raspI_elem_eq(keys[k], qs[q]);
-    case RASP_PRED_NE: return !raspI_elem_eq(keys[k], qs[q]);
-    case RASP_PRED_LT: return raspI_elem_cmp(keys[k], qs[q]) < 0;
-    case RASP_PRED_LE: return raspI_elem_cmp(keys[k], qs[q]) <= 0;
-    case RASP_PRED_GT: return raspI_elem_cmp(keys[k], qs[q]) > 0;
-    case RASP_PRED_GE: return raspI_elem_cmp(keys[k], qs[q]) >= 0;
-    default: return -1;
-    }
-  }
-  case RASP_OP_SEL_AND: {
-    int x = selected(ir, ev, nd->in[0], b, k, q);
-    if (x <= 0) return x;
-    return selected(ir, ev, nd->in[1], b, k, q);
-  }
-  case RASP_OP_SEL_OR: {
-    int x = selected(ir, ev, nd->in[0], b, k, q);
-    if (x != 0) return x;
-    return selected(ir, ev, nd->in[1], b, k, q);
-  }
-  case RASP_OP_SEL_NOT: {
-    int x = selected(ir, ev, nd->in[0], b, k, q);
-    return x < 0 ? x : !x;
-  }
-  default: return -1;
-  }
-}
-
 int raspO_mixes(const rasp_idorder *res, const rasp_ir *ir, rasp_eval *ev, int b) {
   int n = ir->n;
   for (int m = 0; m < res->nmixing; m++) {
     const rasp_ir_node *nd = &ir->nodes[res->mixing[m]];
     const rasp_elem *v = raspE_value(ev, nd->in[1], b);
-    if (!v) return 1;
+    rasp_error err = {0};
+    /* the evaluator's own selection matrix, causal mask included */
+    const unsigned char *sel = v ? raspE_selector(ev, nd->in[0], b, &err) : NULL;
+    if (!sel) return 1; /* cannot tell: counted as mixing */
     for (int q = 0; q < n; q++) {
       int first = -1;
       for (int k = 0; k < n; k++) {
-        int s = selected(ir, ev, nd->in[0], b, k, q);
-        if (s < 0) return 1;
-        if (!s) continue;
+        if (!sel[(size_t)q * (size_t)n + (size_t)k]) continue;
         if (first < 0) first = k;
         else if (!raspI_elem_eq(v[first], v[k])) return 1;
       }

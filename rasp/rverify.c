@@ -658,6 +658,22 @@ static void probe_batch(vjob *job, rasp_eval *ev, uint64_t first, int P, const i
   raspM_free(changed);
 }
 
+/* Starts n workers fn(jobs + j * size).  A worker that cannot be started
+** (no memory for its stack, a thread limit) is run on this thread instead,
+** after the others have started: fewer threads, the same result.  (An
+** unchecked pthread_create left a wait for its finish hanging, or joined a
+** thread that never was.)  Returns the flags (free with raspM_free): 1 for a
+** worker that ran here and must not be joined. */
+static int *start_workers(void *(*fn)(void *), void *jobs, size_t size, int n, pthread_t *th,
+                          pthread_attr_t *attr) {
+  int *ran_here = raspM_alloc(sizeof(int) * (size_t)n);
+  for (int j = 0; j < n; j++)
+    ran_here[j] = pthread_create(&th[j], attr, fn, (char *)jobs + (size_t)j * size) != 0;
+  for (int j = 0; j < n; j++)
+    if (ran_here[j]) fn((char *)jobs + (size_t)j * size);
+  return ran_here;
+}
+
 static void *verify_worker(void *arg) {
   vjob *job = arg;
   rasp_ptrace *tr = job->tr;
@@ -733,15 +749,7 @@ int raspK_verify_random_progress(rasp_ptrace *tr, uint64_t graphs, uint64_t seed
     job[j].begin = graphs * (uint64_t)j / (uint64_t)jobs;
     job[j].end = graphs * (uint64_t)(j + 1) / (uint64_t)jobs;
   }
-  /* A worker that cannot be started (no memory for its stack, a thread
-     limit) is run here instead, after the others have started: fewer
-     threads, the same result.  Unchecked, its finish never came and the
-     wait below hung. */
-  int *inline_job = raspM_alloc(sizeof(int) * (size_t)jobs);
-  for (int j = 0; j < jobs; j++)
-    inline_job[j] = pthread_create(&th[j], &attr, verify_worker, &job[j]) != 0;
-  for (int j = 0; j < jobs; j++)
-    if (inline_job[j]) verify_worker(&job[j]);
+  int *inline_job = start_workers(verify_worker, job, sizeof job[0], jobs, th, &attr);
   /* the workers count what they have done; this thread reports it every
      100 ms until the last one signals that it has finished */
   pthread_mutex_lock(&all.lock);
@@ -861,11 +869,11 @@ int raspK_verify_shuffled(const rasp_program *prog, rasp_ptrace *tr, uint64_t gr
     job[j].seed = seed;
     job[j].begin = graphs * (uint64_t)j / (uint64_t)jobs;
     job[j].end = graphs * (uint64_t)(j + 1) / (uint64_t)jobs;
-    pthread_create(&th[j], &attr, shuffled_worker, &job[j]);
   }
+  int *ran_here = start_workers(shuffled_worker, job, sizeof job[0], jobs, th, &attr);
   int ok = 1;
   for (int j = 0; j < jobs; j++) {
-    pthread_join(th[j], NULL);
+    if (!ran_here[j]) pthread_join(th[j], NULL);
     res->passed += job[j].passed;
     res->changed += job[j].changed;
     res->total += job[j].end - job[j].begin;
@@ -876,6 +884,7 @@ int raspK_verify_shuffled(const rasp_program *prog, rasp_ptrace *tr, uint64_t gr
       ok = 0;
     }
   }
+  raspM_free(ran_here);
   pthread_attr_destroy(&attr);
   raspM_free(job);
   raspM_free(th);
