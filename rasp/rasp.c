@@ -50,12 +50,23 @@ static int parse_bytes(const char *text, size_t *out) {
 
 /* Takes --max-memory BYTES and --timeout SECONDS (also --opt=VALUE) out of
 ** argv and applies them, with the defaults of the command argv[1] names.
+** For a script (script: argv[1] names no command) only the options before
+** FILE are rasp's; FILE and what follows are left to the script.
 ** Returns the new argc, or -1 after a message about a bad value. */
-static int take_budgets(int argc, char **argv) {
+static int take_budgets(int argc, char **argv, int script) {
   size_t bytes = 0;
   int have_bytes = 0, out = 1;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *val = NULL;
+    if (script && a[0] != '-') { /* FILE: the rest is the script's */
+      while (i < argc) argv[out++] = argv[i++];
+      break;
+    }
+    if (script && strcmp(a, "--allow-include") == 0 && i + 1 < argc) {
+      argv[out++] = argv[i++]; /* its DIR is no FILE */
+      argv[out++] = argv[i];
+      continue;
+    }
     size_t len = strcspn(a, "=");
     int mem = len == 12 && strncmp(a, "--max-memory", 12) == 0;
     int tim = len == 9 && strncmp(a, "--timeout", 9) == 0;
@@ -154,7 +165,11 @@ static int split_options(int *argcp, char ***argvp, int from) {
 }
 
 int main(int argc, char **argv) {
-  argc = take_budgets(argc, argv);
+  int script = argc > 1;
+  for (size_t i = 0; i < NCOMMANDS && script; i++)
+    if (strcmp(argv[1], commands[i].name) == 0) script = 0;
+  if (script && strcmp(argv[1], "help") == 0) script = 0;
+  argc = take_budgets(argc, argv, script);
   if (argc < 0) return 2;
   if (argc < 2) {
     if (isatty(0)) return rasp_cli_repl(argc, argv);

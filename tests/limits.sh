@@ -104,6 +104,10 @@ run max_memory_backstop 60 --max-memory 100M "$tmp/range.rasp" &&
   expect max_memory_backstop 1 "rasp: memory limit exceeded: more than 104857600 bytes in use"
 run max_memory_bad 10 run --max-memory 12Q "$tmp/id.rasp" --input a &&
   expect max_memory_bad 2 "--max-memory: expected a number of bytes"
+# after a script's FILE the arguments are the script's, not rasp's budgets
+printf 'x = 1\n' >"$tmp/one.rasp"
+run script_args_kept 10 "$tmp/one.rasp" --max-memory 12Q &&
+  expect script_args_kept 0 ""
 
 # --timeout: in the interpreter (a loop of big multiplications that stays
 # under the step limit), in the verifier's evaluator, and bad values
