@@ -993,8 +993,9 @@ static void print_tokens(const rasp_ptrace *tr, const int64_t *tokens, FILE *out
 
 /* symbolic: token ids as their symbols; else numbers as numbers (a
 ** position is not a symbol, whatever id it happens to equal) */
-static void print_row(rasp_ptrace *tr, rasp_eval *ev, int node, int symbolic_ids, FILE *out) {
-  const rasp_elem *v = raspE_value(ev, node, 0);
+static void print_row(rasp_ptrace *tr, rasp_eval *ev, int node, int b, int symbolic_ids,
+                      FILE *out) {
+  const rasp_elem *v = raspE_value(ev, node, b);
   char buf[128];
   for (int i = 0; i < tr->n; i++) {
     if (symbolic_ids) rasp_format_symbolic(tr->ctx, v[i], buf, sizeof buf);
@@ -1009,7 +1010,6 @@ void raspK_print_leak(rasp_ptrace *tr, uint64_t seed, const rasp_vresult *res, F
   int n = tr->n;
   uint64_t index = (uint64_t)res->first_leak;
   int64_t *tokens = raspM_alloc(sizeof(int64_t) * (size_t)n * 2), lead, target;
-  rasp_elem *before = raspM_alloc(sizeof(rasp_elem) * (size_t)n);
   rasp_error err = {0};
   rasp_eval *ev = raspE_new(rasp_ctx_ir(tr->ctx));
   int q = 0;
@@ -1019,8 +1019,8 @@ void raspK_print_leak(rasp_ptrace *tr, uint64_t seed, const rasp_vresult *res, F
       !raspE_run(ev, 2, (mapped = map_ids(tr, tokens, 2 * (size_t)n)) ? mapped : tokens, &err)) {
     raspR_print(&err, out);
   } else {
-    memcpy(before, raspE_value(ev, tr->output, 0), sizeof(rasp_elem) * (size_t)n);
-    int p = prefix_change(before, raspE_value(ev, tr->output, 1), q);
+    /* the batch's two rows: the input and the changed one */
+    int p = prefix_change(raspE_value(ev, tr->output, 0), raspE_value(ev, tr->output, 1), q);
     fprintf(out, "  causal leak (graph %llu of seed %llu, n=%d): output position %d changed when "
                  "only the tokens after position %d did\n    input:    ",
             (unsigned long long)index, (unsigned long long)seed, n, p, q);
@@ -1028,14 +1028,12 @@ void raspK_print_leak(rasp_ptrace *tr, uint64_t seed, const rasp_vresult *res, F
     fprintf(out, "    changed:  ");
     print_tokens(tr, tokens + n, out);
     fprintf(out, "    output:   ");
-    print_row(tr, ev, tr->output, 1, out);
-    raspE_run(ev, 1, (mapped ? mapped : tokens) + n, &err);
+    print_row(tr, ev, tr->output, 0, 1, out);
     fprintf(out, "    now:      ");
-    print_row(tr, ev, tr->output, 1, out);
+    print_row(tr, ev, tr->output, 1, 1, out);
   }
   raspE_free(ev);
   raspM_free(mapped);
-  raspM_free(before);
   raspM_free(tokens);
 }
 
@@ -1090,7 +1088,7 @@ static int show_input(const rasp_program *prog, rasp_ptrace *tr, rasp_eval *ev,
     raspR_print(err, out);
   } else {
     fprintf(out, "    output:   ");
-    print_row(tr, ev, tr->output, 1, out);
+    print_row(tr, ev, tr->output, 0, 1, out);
   }
   fprintf(out, "    expected: leading node l_t = %s for target t = %s (judged by %s's check)\n",
           lbuf, tbuf, prog->name);
@@ -1111,7 +1109,7 @@ static int show_input(const rasp_program *prog, rasp_ptrace *tr, rasp_eval *ev,
     if (!live[i] || !nd->label || nd->type == RASP_T_SEL || !raspE_value(ev, i, 0)) continue;
     if (nd->op == RASP_OP_INPUT || nd->op == RASP_OP_INDICES || nd->op == RASP_OP_FULL) continue;
     fprintf(out, "      %4d %-18s %2d: ", nd->pos.line, nd->label, tr->layers.sublayer[i]);
-    print_row(tr, ev, i, carries[i], out);
+    print_row(tr, ev, i, 0, carries[i], out);
     shown++;
   }
   raspM_free(carries);
