@@ -151,7 +151,7 @@ if command -v dot >/dev/null 2>&1; then
     fi
   done
 else
-  echo "SKIP: draw svg/png (no dot)"
+  skip_part "draw svg/png (no dot)" || fail=$((fail + 1))
 fi
 # without dot, a clear error
 run env PATH=/nonexistent "$RASP" draw "$prog" --format svg -o "$tmp/nodot.svg"

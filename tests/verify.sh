@@ -213,7 +213,11 @@ if command -v dot >/dev/null 2>&1; then
     fail=$((fail + 1)); echo "FAIL: draw_png_from_extension"; cat "$err"
   fi
 else
-  echo "SKIP: draw_png_from_extension (no dot)"
+  if [ "${RASP_NO_SKIP:-}" = 1 ]; then # a skip is a failure then (tests/lib.sh)
+    fail=$((fail + 1)); echo "FAIL: draw_png_from_extension (no dot; RASP_NO_SKIP=1)"
+  else
+    echo "SKIP: draw_png_from_extension (no dot)"
+  fi
 fi
 rm -rf "$d"
 # an option the command would not use is refused, naming it
