@@ -158,7 +158,7 @@ static void show_node(repl *r, int node, int is_sel) {
     show_selector(r, ev, node);
   } else {
     /* only values the IR knows to be token ids stand for symbols */
-    int symbolic = r->symbols && (ir->nodes[node].flags & RASP_TOKEN_IDS);
+    int symbolic = r->symbols && raspI_is_tokens(ir, node);
     raspC_print_values(r->ctx, ev, node, 0, symbolic, stdout);
   }
   raspE_free(ev);

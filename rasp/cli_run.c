@@ -403,7 +403,7 @@ int rasp_cli_run(int argc, char **argv) {
   } else {
     for (int k = 0; k < ir->noutputs; k++) /* only token ids stand for symbols */
       raspC_print_values(ctx, ev, ir->outputs[k], 0,
-                         o.symbols && (ir->nodes[ir->outputs[k]].flags & RASP_TOKEN_IDS), stdout);
+                         o.symbols && raspI_is_tokens(ir, ir->outputs[k]), stdout);
   }
   raspE_free(ev);
   raspM_free(tokens);

@@ -119,6 +119,10 @@ int raspI_add(rasp_ir *ir, const rasp_ir_node *node) {
   return ir->nnodes++;
 }
 
+int raspI_is_tokens(const rasp_ir *ir, int node) {
+  return node >= 0 && node < ir->nnodes && (ir->nodes[node].flags & RASP_TOKEN_IDS) != 0;
+}
+
 void raspI_live(const rasp_ir *ir, const int *roots, int nroots,
                 unsigned char *live) {
   if (ir->nnodes) memset(live, 0, (size_t)ir->nnodes);

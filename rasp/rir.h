@@ -100,6 +100,11 @@ int raspI_add(rasp_ir *ir, const rasp_ir_node *node);
 /* Whether RASP_TOKEN_IDS holds for nd (its operands already in ir): a caller
 ** that sets `c` after raspI_add re-derives the flag with it. */
 int raspI_carries_tokens(const rasp_ir *ir, const rasp_ir_node *nd);
+/* Whether node's values print as symbols: its RASP_TOKEN_IDS.  The one rule
+** for every front end that shows values (rasp run --symbols, the REPL,
+** counterexamples and `rasp verify --input`), so a value is a symbol in one
+** place exactly when it is in the others. */
+int raspI_is_tokens(const rasp_ir *ir, int node);
 /* Marks the nodes reachable from the outputs: live[i] = 1.  live must have
 ** room for ir->nnodes entries. */
 void raspI_live(const rasp_ir *ir, const int *roots, int nroots, unsigned char *live);

@@ -405,26 +405,3 @@ int raspO_mixes(const rasp_idorder *res, const rasp_ir *ir, rasp_eval *ev, int b
   }
   return 0;
 }
-
-void raspO_carries_ids(const rasp_ir *ir, int64_t K, unsigned char *carries) {
-  for (int i = 0; i < ir->nnodes; i++) {
-    const rasp_ir_node *nd = &ir->nodes[i];
-    int c = 0;
-    switch (nd->op) {
-    case RASP_OP_INPUT:
-    case RASP_OP_MAP:
-    case RASP_OP_SEQMAP: c = 1; break; /* unknown: keep them symbolic */
-    case RASP_OP_FULL: c = nd->c.den == 1 && nd->c.num >= 1 && nd->c.num <= K; break;
-    case RASP_OP_UNARY: c = nd->aux == RASP_UN_POS && carries[nd->in[0]]; break;
-    case RASP_OP_WHERE: c = carries[nd->in[1]] || carries[nd->in[2]]; break;
-    case RASP_OP_AGGR_MEAN:
-    case RASP_OP_AGGREGATE:
-    case RASP_OP_AGGR_MAX:
-    case RASP_OP_AGGR_MIN:
-      c = carries[nd->in[1]] || (nd->c.den == 1 && nd->c.num >= 1 && nd->c.num <= K);
-      break;
-    default: c = 0; break;
-    }
-    carries[i] = (unsigned char)c;
-  }
-}

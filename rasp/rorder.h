@@ -105,10 +105,4 @@ void raspO_free(rasp_idorder *res);
 ** some listed aggregate has a query that selects two different values. */
 int raspO_mixes(const rasp_idorder *res, const rasp_ir *ir, rasp_eval *ev, int b);
 
-/* For printing: carries[i] = 1 when node i's values may be token ids
-** (moved from the input or from an id-sized constant without arithmetic),
-** so they are shown as symbols; other nodes hold plain numbers.  carries
-** has room for ir->nnodes entries. */
-void raspO_carries_ids(const rasp_ir *ir, int64_t K, unsigned char *carries);
-
 #endif

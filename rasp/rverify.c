@@ -991,11 +991,12 @@ static void print_tokens(const rasp_ptrace *tr, const int64_t *tokens, FILE *out
   fputc('\n', out);
 }
 
-/* symbolic: token ids as their symbols; else numbers as numbers (a
-** position is not a symbol, whatever id it happens to equal) */
-static void print_row(rasp_ptrace *tr, rasp_eval *ev, int node, int b, int symbolic_ids,
-                      FILE *out) {
+/* A node's values: token ids (raspI_is_tokens, the rule `rasp run --symbols`
+** follows) as their symbols, other numbers as numbers (a position is not a
+** symbol, whatever id it happens to equal). */
+static void print_row(rasp_ptrace *tr, rasp_eval *ev, int node, int b, FILE *out) {
   const rasp_elem *v = raspE_value(ev, node, b);
+  int symbolic_ids = raspI_is_tokens(rasp_ctx_ir(tr->ctx), node);
   char buf[128];
   for (int i = 0; i < tr->n; i++) {
     if (symbolic_ids) rasp_format_symbolic(tr->ctx, v[i], buf, sizeof buf);
@@ -1028,9 +1029,9 @@ void raspK_print_leak(rasp_ptrace *tr, uint64_t seed, const rasp_vresult *res, F
     fprintf(out, "    changed:  ");
     print_tokens(tr, tokens + n, out);
     fprintf(out, "    output:   ");
-    print_row(tr, ev, tr->output, 0, 1, out);
+    print_row(tr, ev, tr->output, 0, out);
     fprintf(out, "    now:      ");
-    print_row(tr, ev, tr->output, 1, 1, out);
+    print_row(tr, ev, tr->output, 1, out);
   }
   raspE_free(ev);
   raspM_free(mapped);
@@ -1088,7 +1089,7 @@ static int show_input(const rasp_program *prog, rasp_ptrace *tr, rasp_eval *ev,
     raspR_print(err, out);
   } else {
     fprintf(out, "    output:   ");
-    print_row(tr, ev, tr->output, 0, 1, out);
+    print_row(tr, ev, tr->output, 0, out);
   }
   fprintf(out, "    expected: leading node l_t = %s for target t = %s (judged by %s's check)\n",
           lbuf, tbuf, prog->name);
@@ -1100,8 +1101,6 @@ static int show_input(const rasp_program *prog, rasp_ptrace *tr, rasp_eval *ev,
   rasp_ir *ir = rasp_ctx_ir(tr->ctx);
   unsigned char *live = raspM_alloc((size_t)ir->nnodes);
   raspI_live(ir, &tr->output, 1, live);
-  unsigned char *carries = raspM_alloc((size_t)ir->nnodes + 1);
-  raspO_carries_ids(ir, tr->nvocab, carries);
   fprintf(out, "    intermediate values (source line, variable, sublayer):\n");
   int shown = 0;
   for (int i = 0; i < ir->nnodes && shown < 60; i++) {
@@ -1109,10 +1108,9 @@ static int show_input(const rasp_program *prog, rasp_ptrace *tr, rasp_eval *ev,
     if (!live[i] || !nd->label || nd->type == RASP_T_SEL || !raspE_value(ev, i, 0)) continue;
     if (nd->op == RASP_OP_INPUT || nd->op == RASP_OP_INDICES || nd->op == RASP_OP_FULL) continue;
     fprintf(out, "      %4d %-18s %2d: ", nd->pos.line, nd->label, tr->layers.sublayer[i]);
-    print_row(tr, ev, i, 0, carries[i], out);
+    print_row(tr, ev, i, 0, out);
     shown++;
   }
-  raspM_free(carries);
   raspM_free(live);
   return ran ? pass : -1;
 }
