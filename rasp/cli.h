@@ -5,11 +5,13 @@
 ** name), prints its own errors and returns the process exit status:
 ** 0 success, 1 a failure the command reports (a program that fails
 ** verification, an error in a program), 2 bad usage (an option or file).
+** Options are parsed by raspC_parse from one table (cli_opts.c).
 */
 #ifndef RASP_CLI_H
 #define RASP_CLI_H
 
 #include "rasp.h"
+#include "rverify.h"
 
 int rasp_cli_run(int argc, char **argv);
 int rasp_cli_script(int argc, char **argv);
@@ -22,6 +24,57 @@ int rasp_cli_repl(int argc, char **argv);
 int rasp_cli_compile(int argc, char **argv);
 int rasp_cli_apply(int argc, char **argv);
 
+/* ---- options (cli_opts.c): one table, one parser, the help from both */
+
+/* The commands, as bits of an option's set of commands. */
+enum {
+  RASPC_RUN = 1 << 0, RASPC_TRACE = 1 << 1, RASPC_VERIFY = 1 << 2, RASPC_LAYERS = 1 << 3,
+  RASPC_DRAW = 1 << 4, RASPC_GEN = 1 << 5, RASPC_COMPILE = 1 << 6, RASPC_APPLY = 1 << 7,
+  RASPC_REPL = 1 << 8, RASPC_ALL = (1 << 9) - 1
+};
+/* The options, by meaning (one id may be spelt differently per command). */
+enum {
+  RASPC_OPERAND, /* not an option: a file, a stem */
+  RASPC_O_INPUT, RASPC_O_STDIN, RASPC_O_ENTRY, RASPC_O_SYMBOLS, RASPC_O_VOCAB, RASPC_O_SET,
+  RASPC_O_D, RASPC_O_M, RASPC_O_V, RASPC_O_SEED, RASPC_O_GRAPHS, RASPC_O_JOBS, RASPC_O_SWEEP,
+  RASPC_O_VERBOSE, RASPC_O_EXHAUSTIVE, RASPC_O_VOCAB_ORDER, RASPC_O_CAP, RASPC_O_JSON,
+  RASPC_O_QUIET, RASPC_O_NO_SHRINK, RASPC_O_STRICT, RASPC_O_INTERPRET_CHECK, RASPC_O_LENGTH,
+  RASPC_O_INPUT_VOCAB, RASPC_O_OUT, RASPC_O_FORMAT, RASPC_O_COUNT_SAMPLES, RASPC_O_ORDER,
+  RASPC_O_Q, RASPC_O_ANSWER, RASPC_O_BOS, RASPC_O_NO_BOS, RASPC_O_EOS, RASPC_O_NO_EOS,
+  RASPC_O_STRUCTURED, RASPC_O_ST_NAMES, RASPC_O_MARKERS, RASPC_O_COUNT, RASPC_O_DRY_RUN,
+  RASPC_O_STATS, RASPC_O_CHECK, RASPC_O_ENCODER, RASPC_O_LOGIT_SCALE, RASPC_O_DUMP_FORWARD,
+  RASPC_O_LOGITS, RASPC_O_STDLIB, RASPC_O_ALLOW_FFI, RASPC_O_ALLOW_INCLUDE,
+  RASPC_O_MAX_MEMORY, RASPC_O_TIMEOUT, RASPC_O_HELP, RASPC_O_VERSION
+};
+/* One argument: an option (id, its name as the table spells it, its value
+** or NULL for a flag) or an operand (RASPC_OPERAND, NULL, the text). */
+typedef struct raspC_arg {
+  int id;
+  const char *name, *val;
+} raspC_arg;
+#define RASPC_BAD (-1)  /* a message was printed: exit status 2 */
+#define RASPC_DONE (-2) /* --help or --version was printed: exit status 0 */
+/* Parses argv[1..] for command cmd (one RASPC_* bit) into *args (free with
+** raspM_free): the options and operands in order, values pointing into
+** argv.  Returns their count, RASPC_BAD or RASPC_DONE (*args unset). */
+int raspC_parse(unsigned cmd, int argc, char **argv, raspC_arg **args);
+/* The command's help: usage, options from the table, notes. */
+void raspC_usage(unsigned cmd, FILE *out);
+/* The command named name: 1 and *cmd set, or 0. */
+int raspC_command(const char *name, unsigned *cmd);
+/* The table, row by row (for tests): 0 past the end. */
+int raspC_option_count(void);
+int raspC_option_at(int k, const char **name, unsigned *cmds);
+/* --allow-ffi and --allow-include DIR as raspC_parse gives them: 1 handled,
+** 0 not one of them, -1 a bad value (message printed). */
+int raspC_access_arg(const char *cmd, const raspC_arg *a, rasp_access *acc);
+
+/* One path-star input of prog's task for --input TEXT (its tokens, or a
+** JSON line of `rasp gen`), node symbols 1..V: 0, or 2 after a message
+** naming the first thing wrong ("rasp CMD: --input: ..."). */
+int raspC_task_input(const char *cmd, const rasp_program *prog, int V, const char *text,
+                     rasp_input *in);
+
 /* Splits text on whitespace into malloc'd symbols; returns the count. */
 int raspC_split(const char *text, char ***out);
 void raspC_free_strings(char **strs, int n);
@@ -33,17 +86,16 @@ int raspC_read_vocab(const char *path, char ***out, rasp_error *err);
 /* Parses an integer option value; prints "rasp CMD: --opt: ..." on error. */
 int raspC_int_opt(const char *cmd, const char *opt, const char *text, long lo, long hi,
                   long *out);
-/* --allow-ffi and --allow-include DIR, taken by every command that runs a
-** program (rasp_access in rasp.h).  1: argv[*i] was one of them (*i moves
-** past its value), 0: it was not, -1: a bad value (message printed).
-** acc's directories point into argv; raspC_access_free releases the list. */
+/* --allow-ffi and --allow-include DIR before a script's FILE (`rasp
+** [ACCESS] FILE`, not a command: no option table).  1: argv[*i] was one of
+** them (*i moves past its value), 0: it was not, -1: a bad value (message
+** printed).  acc's directories point into argv; raspC_access_free releases
+** the list. */
 int raspC_access_opt(const char *cmd, int argc, char **argv, int *i, rasp_access *acc);
 void raspC_access_free(rasp_access *acc);
-/* Their lines for the usage texts. */
-extern const char raspC_access_help[];
-/* Prints a node's values for input b (one line), symbolically or not. */
 /* Text inside a JSON string: quotes, backslashes and controls escaped. */
 void raspC_json_fputs(const char *s, FILE *f);
+/* Prints a node's values for input b (one line), symbolically or not. */
 void raspC_print_values(rasp_ctx *ctx, rasp_eval *ev, int node, int b, int symbolic, FILE *out);
 
 #endif

@@ -23,19 +23,6 @@
 #include "rmem.h"
 #include "rmodel.h"
 
-static void usage(FILE *out) {
-  fprintf(out, "usage: rasp apply STEM --input TEXT [options]\n"
-               "Runs the compiled model STEM.json + STEM.safetensors (`rasp compile -o STEM`)\n"
-               "on one input and prints its output, one value per input position.\n"
-               "  --input TEXT   the input: symbols of the model's vocabulary separated by\n"
-               "                 spaces, exactly as many as it was compiled for\n"
-               "  --symbols      print a token-valued output as the symbols it stands for\n"
-               "  --logits       also print the logits: one row per input position, one\n"
-               "                 column per value of the readout (STEM.json layout.readout)\n"
-               "  --json         print one JSON object: input, tokens (BOS first), output\n"
-               "                 and, with --logits, logits\n");
-}
-
 /* The symbol an output value stands for, as `rasp run --symbols` prints
 ** it: an integer that is a token id with a symbol; else the value. */
 static const char *as_symbol(const char *val, char **vocab, int nvocab) {
@@ -62,37 +49,32 @@ static void print_float(float x, int json, FILE *out) {
 int rasp_cli_apply(int argc, char **argv) {
   const char *stem = NULL, *input = NULL;
   int symbols = 0, want_logits = 0, json = 0;
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    if (!strcmp(a, "--input")) {
-      if (i + 1 >= argc) {
-        fprintf(stderr, "rasp apply: --input needs a value\n");
-        return 2;
+  raspC_arg *args;
+  int nargs = raspC_parse(RASPC_APPLY, argc, argv, &args), bad = 0;
+  if (nargs == RASPC_DONE) return 0;
+  if (nargs == RASPC_BAD) return 2;
+  for (int k = 0; k < nargs && !bad; k++) {
+    const char *v = args[k].val;
+    switch (args[k].id) {
+    case RASPC_OPERAND:
+      if (stem) {
+        fprintf(stderr, "rasp apply: unexpected argument '%s'\n", v);
+        bad = 1;
       }
-      input = argv[++i];
-    } else if (!strcmp(a, "--symbols"))
-      symbols = 1;
-    else if (!strcmp(a, "--logits"))
-      want_logits = 1;
-    else if (!strcmp(a, "--json"))
-      json = 1;
-    else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-      usage(stdout);
-      return 0;
-    } else if (a[0] == '-' && a[1]) {
-      fprintf(stderr, "rasp apply: unknown option '%s'\n", a);
-      usage(stderr);
-      return 2;
-    } else if (!stem)
-      stem = a;
-    else {
-      fprintf(stderr, "rasp apply: unexpected argument '%s'\n", a);
-      return 2;
+      stem = v;
+      break;
+    case RASPC_O_INPUT: input = v; break;
+    case RASPC_O_SYMBOLS: symbols = 1; break;
+    case RASPC_O_LOGITS: want_logits = 1; break;
+    case RASPC_O_JSON: json = 1; break;
+    default: break; /* --max-memory, --timeout: rasp.c's */
     }
   }
+  raspM_free(args);
+  if (bad) return 2;
   if (!stem || !input) {
-    fprintf(stderr, "rasp apply: %s\n", !stem ? "no model STEM given" : "no --input given");
-    usage(stderr);
+    fprintf(stderr, "rasp apply: %s (rasp apply --help)\n",
+            !stem ? "no model STEM given" : "no --input given");
     return 2;
   }
   rasp_error err = {0};

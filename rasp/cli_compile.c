@@ -50,36 +50,6 @@
 #include "rmem.h"
 #include "rverify.h"
 
-static void usage(FILE *out) {
-  fprintf(out,
-          "usage: rasp compile PROGRAM [options]\n"
-          "  -o STEM            write STEM.safetensors and STEM.json (required;\n"
-          "                     missing directories are created)\n"
-          "  --dry-run          instead of -o: compile (and --check, --stats) but\n"
-          "                     write no model\n"
-          "  --D N --M N --V N  task parameters (programs that declare `task`;\n"
-          "                     default D=2 M=5 V=100)\n"
-          "  --input-vocab TXT  plain programs: the input symbols, space-separated\n"
-          "  --vocab FILE       plain programs: the vocabulary, one symbol a line\n"
-          "  --length N         plain programs: the input length (default 8)\n"
-          "  --stats            print d_model, layers, heads, MLP widths, parameters\n"
-          "  --check N          compare the model with the interpreter on N random inputs\n"
-          "                     (half adversarial: plain programs one token, two\n"
-          "                     tokens, sorted runs, the extremes; path-star programs\n"
-          "                     edges arm by arm outward, inward, interleaved inward)\n"
-          "  --encoder          path-star programs: compile for rasp-train's encoder\n"
-          "                     (answer positions hold MASK, id V+8; the program's\n"
-          "                     first extra symbol must be 'MASK'); --check also\n"
-          "                     runs the program's check() on the masked inputs\n"
-          "  --logit-scale X    margin of the right output's logit over the others\n"
-          "                     (default ln(1000 (n_out - 1)): cross-entropy < 0.001)\n"
-          "  --seed S           seed of the random inputs (default 1)\n"
-          "  --dump-forward F   write the logits of one random input to F (text)\n"
-          "  --stdlib DIR       use another stdlib directory\n"
-          "%s",
-          raspC_access_help);
-}
-
 /* --encoder: the mask token's id (V+8, which the program must name 'MASK')
 ** and the answer positions it replaces (ans .. ans+alen-1, the same in
 ** every sample of the task).  0, or -1 after a message. */
@@ -228,49 +198,50 @@ static int compile_cmd(int argc, char **argv, rasp_access *access) {
   long D = 2, M = 5, V = 100, len = 8, check = 0, seed = 1;
   int stats = 0, task_given = 0, encoder = 0, dry_run = 0;
   double scale = 0; /* 0: the compiler's default */
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    int more = i + 1 < argc;
-#define VAL(opt) (more ? argv[++i] : (fprintf(stderr, "rasp compile: %s needs a value\n", opt), (char *)NULL))
-    int acc = raspC_access_opt("compile", argc, argv, &i, access);
-    if (acc < 0) return 2;
-    if (acc) continue;
-    if (!strcmp(a, "-o")) { if (!(stem = VAL(a))) return 2; }
-    else if (!strcmp(a, "--stats")) stats = 1;
-    else if (!strcmp(a, "--dry-run")) dry_run = 1;
-    else if (!strcmp(a, "--encoder")) encoder = 1;
-    else if (!strcmp(a, "--input-vocab")) { if (!(ivocab = VAL(a))) return 2; }
-    else if (!strcmp(a, "--vocab")) { if (!(vfile = VAL(a))) return 2; }
-    else if (!strcmp(a, "--stdlib")) { if (!(stdlib = VAL(a))) return 2; }
-    else if (!strcmp(a, "--dump-forward")) { if (!(dump = VAL(a))) return 2; }
-    else if (!strcmp(a, "--logit-scale")) {
-      const char *v = VAL(a);
-      if (!v || !scale_opt(v, &scale)) return 2;
+  raspC_arg *args;
+  int nargs = raspC_parse(RASPC_COMPILE, argc, argv, &args), good = 1;
+  if (nargs == RASPC_DONE) return 0;
+  if (nargs == RASPC_BAD) return 2;
+  for (int k = 0; k < nargs && good; k++) {
+    const raspC_arg *a = &args[k];
+    const char *v = a->val;
+    int acc = raspC_access_arg("compile", a, access);
+    if (acc) {
+      good = acc > 0;
+      continue;
     }
-    else if (!strcmp(a, "--help") || !strcmp(a, "-h")) { usage(stdout); return 0; }
-    else if (!strcmp(a, "--D") || !strcmp(a, "--M") || !strcmp(a, "--V") || !strcmp(a, "--length") ||
-             !strcmp(a, "--check") || !strcmp(a, "--seed")) {
-      const char *v = VAL(a);
-      if (!v) return 2;
-      long *dst = !strcmp(a, "--D") ? &D : !strcmp(a, "--M") ? &M : !strcmp(a, "--V") ? &V
-                : !strcmp(a, "--length") ? &len : !strcmp(a, "--check") ? &check : &seed;
-      long hi = dst == &check || dst == &seed ? 1000000000L : 100000L;
-      if (!raspC_int_opt("compile", a, v, dst == &seed || dst == &check ? 0 : 1, hi, dst)) return 2;
-      if (dst == &D || dst == &M || dst == &V) task_given = 1;
-    } else if (a[0] == '-' && a[1]) {
-      fprintf(stderr, "rasp compile: unknown option '%s'\n", a);
-      usage(stderr);
-      return 2;
-    } else if (!file) file = a;
-    else {
-      fprintf(stderr, "rasp compile: unexpected argument '%s'\n", a);
-      return 2;
+    switch (a->id) {
+    case RASPC_OPERAND:
+      if (file) {
+        fprintf(stderr, "rasp compile: unexpected argument '%s'\n", v);
+        good = 0;
+      }
+      file = v;
+      break;
+    case RASPC_O_OUT: stem = v; break;
+    case RASPC_O_STATS: stats = 1; break;
+    case RASPC_O_DRY_RUN: dry_run = 1; break;
+    case RASPC_O_ENCODER: encoder = 1; break;
+    case RASPC_O_INPUT_VOCAB: ivocab = v; break;
+    case RASPC_O_VOCAB: vfile = v; break;
+    case RASPC_O_STDLIB: stdlib = v; break;
+    case RASPC_O_DUMP_FORWARD: dump = v; break;
+    case RASPC_O_LOGIT_SCALE: good = scale_opt(v, &scale); break;
+    case RASPC_O_D: case RASPC_O_M: case RASPC_O_V:
+      task_given = 1;
+      good = raspC_int_opt("compile", a->name, v, 1, 100000L,
+                         a->id == RASPC_O_D ? &D : a->id == RASPC_O_M ? &M : &V);
+      break;
+    case RASPC_O_LENGTH: good = raspC_int_opt("compile", a->name, v, 1, 100000L, &len); break;
+    case RASPC_O_CHECK: good = raspC_int_opt("compile", a->name, v, 0, 1000000000L, &check); break;
+    case RASPC_O_SEED: good = raspC_int_opt("compile", a->name, v, 0, 1000000000L, &seed); break;
+    default: break; /* --max-memory, --timeout: rasp.c's */
     }
-#undef VAL
   }
+  raspM_free(args);
+  if (!good) return 2;
   if (!file) {
-    fprintf(stderr, "rasp compile: no program file given\n");
-    usage(stderr);
+    fprintf(stderr, "rasp compile: no program file given (rasp compile --help)\n");
     return 2;
   }
   /* a compile that keeps nothing is almost always a forgotten -o */

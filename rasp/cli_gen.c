@@ -1,10 +1,11 @@
 /*
 ** cli_gen.c -- `rasp gen`: write path-star samples (or their exact counts).
 **
-** Options are parsed by a hand loop (no global getopt state, so the
-** function can be called repeatedly in-process).  Long options take their
-** value as `--D 3` or `--D=3`; -n and -o also as `-n10`.  Every failure is
-** reported and returned as a status; nothing here calls exit().
+** Options come from the one table of every command (cli_opts.c; no global
+** getopt state, so the function can be called repeatedly in-process): long
+** options take their value as `--D 3` or `--D=3`, -n and -o also as
+** `-n10`.  Every failure is reported and returned as a status; nothing here
+** calls exit().
 */
 #include <errno.h>
 #include <fcntl.h>
@@ -14,41 +15,11 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cli.h"
 #include "rmem.h"
 #include "rtask.h"
 
 #define P "rasp gen: "
-
-static void usage(FILE *f) {
-  fputs(
-      "usage: rasp gen [options]\n"
-      "Writes path-star task samples (paper §1.1), one per line.\n"
-      "\n"
-      "  --D N               degree of the start node s (default 2)\n"
-      "  --M N               arm length counting s, >= 2 (default 5)\n"
-      "  --V N               node symbols 1..V, V >= D(M-1)+1 (default 100)\n"
-      "  -n, --count-samples N\n"
-      "                      number of samples (default 10); with\n"
-      "                      --structured K each is followed by K variants\n"
-      "  --seed S            64-bit seed, decimal or 0x hex (default 0);\n"
-      "                      sample i depends only on (options, S, i)\n"
-      "  --order edge|arm    edge-wise shuffle or arm-wise order (default edge)\n"
-      "  --q start|end       Q = '/ s t =' before or after G (default start)\n"
-      "  --answer none|forward|reverse|lead\n"
-      "                      what follows Q and G (default forward: R_t)\n"
-      "  --bos, --no-bos     BOS token first (default on, as in the paper)\n"
-      "  --eos, --no-eos     EOS token last (default on, as in the paper)\n"
-      "  --structured K      K extra samples per graph with other targets,\n"
-      "                      0 <= K <= D-1 (default 0)\n"
-      "  --st-names          write s and t as the symbols 's' and 't'\n"
-      "  --markers 1|2       '|' tokens after each edge (default 1)\n"
-      "  --format jsonl|text output format (default jsonl)\n"
-      "  --count             print the exact numbers of (G, Q) pairs and of\n"
-      "                      tokenisations instead of samples\n"
-      "  -o, --output FILE   write to FILE atomically (default stdout)\n"
-      "  -h, --help          this text\n",
-      f);
-}
 
 typedef struct {
   rasp_task_opts t;
@@ -122,29 +93,6 @@ static int opt_choice(const char *opt, const char *val, const char *const *names
   return -1;
 }
 
-/* ---- options table ------------------------------------------------------ */
-
-enum {
-  O_D, O_M, O_V, O_N, O_SEED, O_ORDER, O_Q, O_ANSWER, O_BOS, O_NOBOS, O_EOS,
-  O_NOEOS, O_STRUCT, O_ST, O_MARKERS, O_FORMAT, O_COUNT, O_OUTPUT, O_HELP
-};
-
-static const struct {
-  const char *name;
-  int id, has_value;
-} long_opts[] = {
-    {"D", O_D, 1},           {"M", O_M, 1},
-    {"V", O_V, 1},           {"count-samples", O_N, 1},
-    {"seed", O_SEED, 1},     {"order", O_ORDER, 1},
-    {"q", O_Q, 1},           {"answer", O_ANSWER, 1},
-    {"bos", O_BOS, 0},       {"no-bos", O_NOBOS, 0},
-    {"eos", O_EOS, 0},       {"no-eos", O_NOEOS, 0},
-    {"structured", O_STRUCT, 1}, {"st-names", O_ST, 0},
-    {"markers", O_MARKERS, 1}, {"format", O_FORMAT, 1},
-    {"count", O_COUNT, 0},   {"output", O_OUTPUT, 1},
-    {"help", O_HELP, 0},
-};
-
 static const char *const order_names[] = {"edge", "arm", NULL};
 static const char *const q_names[] = {"start", "end", NULL};
 static const char *const answer_names[] = {"none", "forward", "reverse", "lead",
@@ -155,10 +103,10 @@ static const char *const format_names[] = {"jsonl", "text", NULL};
 static int apply(gen_args *g, int id, const char *opt, const char *val) {
   int v;
   switch (id) {
-  case O_D: return opt_int(opt, val, 1, INT_MAX, &g->t.D);
-  case O_M: return opt_int(opt, val, 2, INT_MAX, &g->t.M);
-  case O_V: return opt_int(opt, val, 1, RASP_TASK_MAX_V, &g->t.V);
-  case O_N: {
+  case RASPC_O_D: return opt_int(opt, val, 1, INT_MAX, &g->t.D);
+  case RASPC_O_M: return opt_int(opt, val, 2, INT_MAX, &g->t.M);
+  case RASPC_O_V: return opt_int(opt, val, 1, RASP_TASK_MAX_V, &g->t.V);
+  case RASPC_O_COUNT_SAMPLES: {
     long long n;
     if (parse_ll(val, &n) != 0 || n < 0) {
       fprintf(stderr, P "%s: expected an integer >= 0, got '%s'\n", opt, val);
@@ -167,103 +115,58 @@ static int apply(gen_args *g, int id, const char *opt, const char *val) {
     g->n = (unsigned long long)n;
     return 0;
   }
-  case O_SEED: return opt_u64(opt, val, &g->seed);
-  case O_ORDER:
+  case RASPC_O_SEED: return opt_u64(opt, val, &g->seed);
+  case RASPC_O_ORDER:
     if (opt_choice(opt, val, order_names, &v) != 0) return -1;
     g->t.order = (rasp_order)v;
     return 0;
-  case O_Q:
+  case RASPC_O_Q:
     if (opt_choice(opt, val, q_names, &v) != 0) return -1;
     g->t.q = (rasp_qpos)v;
     return 0;
-  case O_ANSWER:
+  case RASPC_O_ANSWER:
     if (opt_choice(opt, val, answer_names, &v) != 0) return -1;
     g->t.answer = (rasp_answer)v;
     return 0;
-  case O_BOS: g->t.bos = 1; return 0;
-  case O_NOBOS: g->t.bos = 0; return 0;
-  case O_EOS: g->t.eos = 1; return 0;
-  case O_NOEOS: g->t.eos = 0; return 0;
-  case O_STRUCT: return opt_int(opt, val, 0, INT_MAX, &g->t.structured);
-  case O_ST: g->t.st_names = 1; return 0;
-  case O_MARKERS: return opt_int(opt, val, 1, 2, &g->t.markers);
-  case O_FORMAT:
+  case RASPC_O_BOS: g->t.bos = 1; return 0;
+  case RASPC_O_NO_BOS: g->t.bos = 0; return 0;
+  case RASPC_O_EOS: g->t.eos = 1; return 0;
+  case RASPC_O_NO_EOS: g->t.eos = 0; return 0;
+  case RASPC_O_STRUCTURED: return opt_int(opt, val, 0, INT_MAX, &g->t.structured);
+  case RASPC_O_ST_NAMES: g->t.st_names = 1; return 0;
+  case RASPC_O_MARKERS: return opt_int(opt, val, 1, 2, &g->t.markers);
+  case RASPC_O_FORMAT:
     if (opt_choice(opt, val, format_names, &v) != 0) return -1;
     g->jsonl = v == 0;
     return 0;
-  case O_COUNT: g->count = 1; return 0;
-  case O_OUTPUT:
+  case RASPC_O_COUNT: g->count = 1; return 0;
+  case RASPC_O_OUT:
     if (!*val) {
       fprintf(stderr, P "%s: expected a file name, got ''\n", opt);
       return -1;
     }
     g->output = val;
     return 0;
-  default: return -1;
+  default: return 0; /* --max-memory, --timeout: rasp.c's */
   }
 }
 
-/* 0: parsed; 1: help printed; -1: error (reported). */
+/* 0: parsed; 1: help or version printed; -1: error (reported). */
 static int parse_args(gen_args *g, int argc, char **argv) {
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    if (a[0] == '-' && a[1] == '-' && a[2]) {
-      const char *name = a + 2;
-      const char *eq = strchr(name, '=');
-      size_t len = eq ? (size_t)(eq - name) : strlen(name);
-      int found = -1;
-      for (size_t k = 0; k < sizeof long_opts / sizeof *long_opts; k++)
-        if (strlen(long_opts[k].name) == len &&
-            strncmp(long_opts[k].name, name, len) == 0)
-          found = (int)k;
-      if (found < 0) {
-        fprintf(stderr, P "unknown option '%.*s' (see rasp gen --help)\n",
-                (int)(len + 2), a);
-        return -1;
-      }
-      char opt[64];
-      snprintf(opt, sizeof opt, "--%s", long_opts[found].name);
-      const char *val = NULL;
-      if (long_opts[found].has_value) {
-        if (eq) val = eq + 1;
-        else if (i + 1 < argc) val = argv[++i];
-        else {
-          fprintf(stderr, P "%s: missing value\n", opt);
-          return -1;
-        }
-      } else if (eq) {
-        fprintf(stderr, P "%s: takes no value, got '%s'\n", opt, eq + 1);
-        return -1;
-      }
-      if (long_opts[found].id == O_HELP) return 1;
-      if (apply(g, long_opts[found].id, opt, val) != 0) return -1;
-    } else if (a[0] == '-' && (a[1] == 'n' || a[1] == 'o' || a[1] == 'h')) {
-      char opt[3] = {'-', a[1], 0};
-      if (a[1] == 'h') {
-        if (a[2]) {
-          fprintf(stderr, P "unknown option '%s'\n", a);
-          return -1;
-        }
-        return 1;
-      }
-      const char *val = a + 2;
-      if (!*val) {
-        if (i + 1 >= argc) {
-          fprintf(stderr, P "%s: missing value\n", opt);
-          return -1;
-        }
-        val = argv[++i];
-      }
-      if (apply(g, a[1] == 'n' ? O_N : O_OUTPUT, opt, val) != 0) return -1;
-    } else if (a[0] == '-' && a[1]) {
-      fprintf(stderr, P "unknown option '%s' (see rasp gen --help)\n", a);
-      return -1;
+  raspC_arg *args;
+  int n = raspC_parse(RASPC_GEN, argc, argv, &args), r = 0;
+  if (n == RASPC_DONE) return 1;
+  if (n == RASPC_BAD) return -1;
+  for (int k = 0; k < n && r == 0; k++) {
+    if (args[k].id == RASPC_OPERAND) {
+      fprintf(stderr, P "unexpected argument '%s'\n", args[k].val);
+      r = -1;
     } else {
-      fprintf(stderr, P "unexpected argument '%s'\n", a);
-      return -1;
+      r = apply(g, args[k].id, args[k].name, args[k].val);
     }
   }
-  return 0;
+  raspM_free(args);
+  return r;
 }
 
 /* ---- output ------------------------------------------------------------- */
@@ -341,10 +244,7 @@ int rasp_cli_gen(int argc, char **argv) {
   g.jsonl = 1;
 
   int pr = parse_args(&g, argc, argv);
-  if (pr == 1) {
-    usage(stdout);
-    return 0;
-  }
+  if (pr == 1) return 0;
   if (pr != 0) return 2;
   if (g.t.structured > g.t.D - 1) {
     fprintf(stderr,

@@ -604,14 +604,6 @@ static void save_history(const char *path) {
   else raspR_atomic_commit(&af, &err);
 }
 
-static void repl_usage(FILE *out) {
-  fputs("usage: rasp repl [--stdlib DIR] [--allow-ffi] [--allow-include DIR]\n"
-        "  --stdlib DIR     use another stdlib directory\n"
-        "Reads entries from a terminal (GNU Readline, history in ~/.rasp_history)\n"
-        "or, without prompts, from a pipe.  :help inside lists the commands.\n",
-        out);
-}
-
 /* The session, once the options are in r. */
 static int repl_main(repl *rp) {
   repl r = *rp;
@@ -699,20 +691,21 @@ int rasp_cli_repl(int argc, char **argv) {
   memset(&r, 0, sizeof r);
   r.symbols = 1;
   int status = -1;
-  for (int i = 1; i < argc && status < 0; i++) {
-    int acc = raspC_access_opt("repl", argc, argv, &i, &r.access);
+  raspC_arg *args;
+  int n = raspC_parse(RASPC_REPL, argc, argv, &args);
+  if (n == RASPC_DONE) return 0;
+  if (n == RASPC_BAD) return 2;
+  for (int k = 0; k < n && status < 0; k++) {
+    int acc = raspC_access_arg("repl", &args[k], &r.access);
     if (acc < 0) status = 2;
     else if (acc) continue;
-    else if (strcmp(argv[i], "--stdlib") == 0 && i + 1 < argc) r.stdlib = argv[++i];
-    else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-      repl_usage(stdout);
-      status = 0;
-    } else {
-      fprintf(stderr, "rasp repl: unknown option '%s'\n", argv[i]);
-      repl_usage(stderr);
+    else if (args[k].id == RASPC_O_STDLIB) r.stdlib = args[k].val;
+    else if (args[k].id == RASPC_OPERAND) {
+      fprintf(stderr, "rasp repl: unexpected argument '%s'\n", args[k].val);
       status = 2;
     }
   }
+  raspM_free(args);
   if (status < 0) status = repl_main(&r);
   raspC_access_free(&r.access);
   return status;

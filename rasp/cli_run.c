@@ -3,6 +3,16 @@
 ** the other subcommands share (input splitting, vocabularies, atomic files,
 ** and --allow-ffi / --allow-include, which every command that runs a
 ** program takes: programs are untrusted unless the user says otherwise).
+**
+** A program that declares `task` (a top-level assignment to `task`, found
+** by parsing the file, not by running it) is run the way `rasp verify
+** PROGRAM --input TEXT` runs it, through the verifier's own functions
+** (rverify.h): the layout globals and the vocabulary of its task for the
+** input's D and M, and the output, check()'s verdict and the named
+** intermediate values printed as a counterexample prints them.  The input
+** is one path-star input (--input, --stdin) or sample 0 of --seed for --D
+** --M --V.  Options that only plain programs use (--vocab, --set, --entry,
+** --symbols) are refused for it, and --D --M --V --seed for a plain one.
 */
 #include <ctype.h>
 #include <errno.h>
@@ -12,8 +22,10 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "rmodel.h"
 #include "rmem.h"
+#include "rmodel.h"
+#include "rparse.h"
+#include "rverify.h"
 
 int raspC_split(const char *text, char ***out) {
   int n = 0, cap = 0;
@@ -143,11 +155,27 @@ int raspC_int_opt(const char *cmd, const char *opt, const char *text, long lo, l
   return 1;
 }
 
-const char raspC_access_help[] =
-    "  --allow-ffi      let the program call C functions (cfunc): native code that\n"
-    "                   can do anything you can, so only for programs you trust\n"
-    "  --allow-include DIR  let include() read .rasp files under DIR as well as\n"
-    "                   the program's own directory tree and the stdlib\n";
+/* DIR for --allow-include: an existing directory, added to acc's list. */
+static int add_include(const char *cmd, const char *dir, rasp_access *acc) {
+  struct stat st;
+  if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
+    fprintf(stderr, "rasp %s: --allow-include: '%s' is not a directory\n", cmd, dir);
+    return -1;
+  }
+  const char **dirs = raspM_realloc((void *)acc->include_dirs,
+                                    sizeof(char *) * (size_t)(acc->ninclude_dirs + 1));
+  dirs[acc->ninclude_dirs++] = dir;
+  acc->include_dirs = dirs;
+  return 1;
+}
+
+int raspC_access_arg(const char *cmd, const raspC_arg *a, rasp_access *acc) {
+  if (a->id == RASPC_O_ALLOW_FFI) {
+    acc->allow_ffi = 1;
+    return 1;
+  }
+  return a->id == RASPC_O_ALLOW_INCLUDE ? add_include(cmd, a->val, acc) : 0;
+}
 
 int raspC_access_opt(const char *cmd, int argc, char **argv, int *i, rasp_access *acc) {
   const char *a = argv[*i];
@@ -160,17 +188,7 @@ int raspC_access_opt(const char *cmd, int argc, char **argv, int *i, rasp_access
     fprintf(stderr, "rasp %s: %s needs a value\n", cmd, a);
     return -1;
   }
-  const char *dir = argv[++*i];
-  struct stat st;
-  if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
-    fprintf(stderr, "rasp %s: --allow-include: '%s' is not a directory\n", cmd, dir);
-    return -1;
-  }
-  const char **dirs = raspM_realloc((void *)acc->include_dirs,
-                                    sizeof(char *) * (size_t)(acc->ninclude_dirs + 1));
-  dirs[acc->ninclude_dirs++] = dir;
-  acc->include_dirs = dirs;
-  return 1;
+  return add_include(cmd, argv[++*i], acc);
 }
 
 void raspC_access_free(rasp_access *acc) {
@@ -199,71 +217,81 @@ typedef struct run_opts {
   char **sets;
   int nsets;
   rasp_access access;
+  long D, M, V, seed;
+  /* the options given that only one kind of program uses (NULL: none):
+  ** the first of --vocab --set --entry --symbols, of --D --M --V --seed,
+  ** and of --D --M --seed (which a path-star --input replaces) */
+  const char *plain_only, *task_only, *sample_only;
 } run_opts;
 
-static void run_usage(FILE *out, const char *cmd) {
-  fprintf(out,
-          "usage: rasp %s FILE [--input TEXT | --stdin] [options]\n"
-          "  --input TEXT     the input: symbols separated by spaces\n"
-          "  --stdin          read the input from standard input\n"
-          "  --entry NAME     the function to trace (default main)\n"
-          "  --symbols        print token-valued outputs as the symbols they stand for\n"
-          "  --vocab FILE     vocabulary, one symbol per line (id = line number)\n"
-          "  --set NAME=VAL   set a global before the program runs (integer,\n"
-          "                   True/False, or a string)\n"
-          "  --stdlib DIR     use another stdlib directory\n"
-          "%s",
-          cmd, raspC_access_help);
-}
-
-static int parse_run_opts(const char *cmd, int argc, char **argv, run_opts *o) {
+/* 1 parsed, 0 after --help or --version (status 0), -1 bad usage (message
+** printed).  o->sets must be freed, and o->access, whatever it returns. */
+static int parse_run_opts(unsigned cmd, const char *name, int argc, char **argv, run_opts *o) {
   memset(o, 0, sizeof *o);
   o->entry = "main";
+  o->D = 2;
+  o->M = 5;
+  o->V = 100;
+  o->seed = 1;
   o->sets = raspM_alloc(sizeof(char *) * (size_t)argc);
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    const char **dst = NULL;
-    int acc = raspC_access_opt(cmd, argc, argv, &i, &o->access);
-    if (acc < 0) return 0;
-    if (acc) continue;
-    if (strcmp(a, "--input") == 0) dst = &o->input;
-    else if (strcmp(a, "--entry") == 0) dst = &o->entry;
-    else if (strcmp(a, "--vocab") == 0) dst = &o->vocab_file;
-    else if (strcmp(a, "--stdlib") == 0) dst = &o->stdlib;
-    else if (strcmp(a, "--symbols") == 0) { o->symbols = 1; continue; }
-    else if (strcmp(a, "--stdin") == 0) { o->from_stdin = 1; continue; }
-    else if (strcmp(a, "--set") == 0) {
-      if (i + 1 >= argc || !strchr(argv[i + 1], '=')) {
-        fprintf(stderr, "rasp %s: --set: expected NAME=VALUE, got '%s'\n", cmd,
-                i + 1 < argc ? argv[i + 1] : "");
-        return 0;
+  raspC_arg *args;
+  int n = raspC_parse(cmd, argc, argv, &args), ok = 1;
+  if (n == RASPC_DONE) return 0;
+  if (n == RASPC_BAD) return -1;
+  for (int k = 0; k < n && ok; k++) {
+    const raspC_arg *a = &args[k];
+    const char *v = a->val;
+    int acc = raspC_access_arg(name, a, &o->access);
+    if (acc) {
+      ok = acc > 0;
+      continue;
+    }
+    switch (a->id) {
+    case RASPC_OPERAND:
+      if (o->file) {
+        fprintf(stderr, "rasp %s: unexpected argument '%s'\n", name, v);
+        ok = 0;
       }
-      o->sets[o->nsets++] = argv[++i];
-      continue;
-    } else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-      run_usage(stdout, cmd);
-      exit(0);
-    } else if (a[0] == '-' && a[1]) {
-      fprintf(stderr, "rasp %s: unknown option '%s'\n", cmd, a);
-      return 0;
-    } else if (!o->file) {
-      o->file = a;
-      continue;
-    } else {
-      fprintf(stderr, "rasp %s: unexpected argument '%s'\n", cmd, a);
-      return 0;
+      o->file = v;
+      break;
+    case RASPC_O_INPUT: o->input = v; break;
+    case RASPC_O_STDIN: o->from_stdin = 1; break;
+    case RASPC_O_ENTRY: o->entry = v; break;
+    case RASPC_O_VOCAB: o->vocab_file = v; break;
+    case RASPC_O_STDLIB: o->stdlib = v; break;
+    case RASPC_O_SYMBOLS: o->symbols = 1; break;
+    case RASPC_O_SET:
+      if (!strchr(v, '=')) {
+        fprintf(stderr, "rasp %s: --set: expected NAME=VALUE, got '%s'\n", name, v);
+        ok = 0;
+      }
+      o->sets[o->nsets++] = (char *)v;
+      break;
+    case RASPC_O_D: ok = raspC_int_opt(name, a->name, v, 1, 100000, &o->D); break;
+    case RASPC_O_M: ok = raspC_int_opt(name, a->name, v, 2, 100000, &o->M); break;
+    case RASPC_O_V: ok = raspC_int_opt(name, a->name, v, 2, 1 << 30, &o->V); break;
+    case RASPC_O_SEED: ok = raspC_int_opt(name, a->name, v, 0, 0x7fffffffffffffffL, &o->seed); break;
+    default: break; /* --max-memory, --timeout: rasp.c's */
     }
-    if (i + 1 >= argc) {
-      fprintf(stderr, "rasp %s: %s needs a value\n", cmd, a);
-      return 0;
+    switch (a->id) {
+    case RASPC_O_VOCAB: case RASPC_O_SET: case RASPC_O_ENTRY: case RASPC_O_SYMBOLS:
+      if (!o->plain_only) o->plain_only = a->name;
+      break;
+    case RASPC_O_D: case RASPC_O_M: case RASPC_O_SEED:
+      if (!o->sample_only) o->sample_only = a->name;
+      /* fall through */
+    case RASPC_O_V:
+      if (!o->task_only) o->task_only = a->name;
+      break;
+    default: break;
     }
-    *dst = argv[++i];
   }
-  if (!o->file) {
-    fprintf(stderr, "rasp %s: no program file given\n", cmd);
-    return 0;
+  raspM_free(args);
+  if (ok && !o->file) {
+    fprintf(stderr, "rasp %s: no program file given\n", name);
+    ok = 0;
   }
-  return 1;
+  return ok ? 1 : -1;
 }
 
 static char *read_stdin(void) {
@@ -309,19 +337,22 @@ static void path_star_hint(const char *cmd, const char *file, const rasp_error *
   }
 }
 
-/* Traces o->file for the input; on success *ctx_out and token ids are set. */
+/* Traces o->file (a plain program) for o->input; on success *ctx_out and
+** token ids are set. */
 static int trace_input(const char *cmd, run_opts *o, rasp_ctx **ctx_out, int64_t **tokens_out) {
   rasp_error err = {0};
-  char *stdin_text = NULL;
   const char *text = o->input;
-  if (o->from_stdin) text = stdin_text = read_stdin();
+  if (o->task_only) {
+    fprintf(stderr, "rasp %s: %s is for programs that declare `task`; %s does not (give its "
+                    "input with --input)\n", cmd, o->task_only, o->file);
+    return 2;
+  }
   if (!text) {
     fprintf(stderr, "rasp %s: no input: give --input TEXT or --stdin\n", cmd);
     return 2;
   }
   char **syms;
   int n = raspC_split(text, &syms);
-  raspM_free(stdin_text);
   if (n == 0) {
     fprintf(stderr, "rasp %s: the input is empty\n", cmd);
     raspC_free_strings(syms, n);
@@ -380,61 +411,140 @@ fail_quiet:
   return status;
 }
 
-int rasp_cli_run(int argc, char **argv) {
-  run_opts o;
-  if (!parse_run_opts("run", argc, argv, &o)) {
-    raspM_free(o.sets);
-    raspC_access_free(&o.access);
-    run_usage(stderr, "run");
+/* Whether a statement list assigns the global `task` (at the top level,
+** or in the branches and loops there; not inside a function). */
+static int assigns_task(rasp_ast **stmts, int n) {
+  for (int i = 0; i < n; i++) {
+    const rasp_ast *st = stmts[i];
+    if (st->kind == AST_ASSIGN) {
+      for (int t = 0; t < st->nitems; t++)
+        if (st->items[t]->kind == AST_NAME && strcmp(st->items[t]->str, "task") == 0) return 1;
+    } else if (st->kind == AST_IF || st->kind == AST_FOR || st->kind == AST_WHILE) {
+      if (assigns_task(st->items, st->nitems) || assigns_task(st->items2, st->nitems2)) return 1;
+    }
+  }
+  return 0;
+}
+
+/* Whether the file declares `task`, read off its syntax: running it to
+** find out would run its top level twice.  A file that cannot be read or
+** parsed is not (the plain path then reports why). */
+static int declares_task(const char *path) {
+  rasp_error err = {0};
+  rasp_source *src = raspR_source_file(path, &err);
+  if (!src) return 0;
+  rasp_arena arena;
+  raspM_arena_init(&arena);
+  rasp_ast *mod = raspP_parse(src, &arena, &err);
+  int yes = mod && assigns_task(mod->items, mod->nitems);
+  raspM_arena_free(&arena);
+  raspR_source_free(src);
+  return yes;
+}
+
+/* run and trace for a program that declares `task`: the verifier's
+** context for one input (rverify.h), as `rasp verify --input` makes it. */
+static int run_task(unsigned cmd, const char *name, const run_opts *o) {
+  if (o->plain_only) {
+    fprintf(stderr, "rasp %s: %s is for plain programs; %s declares `task` (the verifier "
+                    "sets its vocabulary and layout globals)\n", name, o->plain_only, o->file);
     return 2;
   }
+  if (o->input && o->sample_only) {
+    fprintf(stderr, "rasp %s: %s draws a sample; with --input%s, D and M come from the "
+                    "input's graph\n", name, o->sample_only, o->from_stdin ? " (--stdin)" : "");
+    return 2;
+  }
+  rasp_program prog;
+  rasp_error err = {0};
+  if (!raspK_load_with(o->file, o->stdlib, &o->access, (int)o->D, (int)o->M, (int)o->V, &prog,
+                       &err)) {
+    raspR_print(&err, stderr);
+    return err.pos.src ? 1 : 2;
+  }
+  rasp_input in;
+  int status = 0;
+  if (o->input) status = raspC_task_input(name, &prog, (int)o->V, o->input, &in);
+  else if (raspK_sample_input(&prog, (int)o->D, (int)o->M, (int)o->V, (uint64_t)o->seed, 0, &in,
+                              &err)) {
+    fprintf(stderr, "rasp %s: %s\n", name, err.msg);
+    status = 2;
+  }
+  if (status) {
+    raspK_program_free(&prog);
+    return status;
+  }
+  if (cmd == RASPC_RUN) {
+    /* the verdict is printed; only an error is a failure of `run` */
+    int r = raspK_run_input(&prog, (int)o->V, &in, stdout, &err);
+    if (r == -2) raspR_print(&err, stderr);
+    status = r >= 0 ? 0 : 1;
+  } else {
+    rasp_ptrace tr;
+    if (!raspK_trace(&prog, in.D, in.M, (int)o->V, &tr, &err)) {
+      raspR_print(&err, stderr);
+      status = 1;
+    } else {
+      raspI_dump(rasp_ctx_ir(tr.ctx), stdout);
+      raspL_print(&tr.layers, stdout);
+      raspK_trace_free(&tr);
+    }
+  }
+  raspK_input_free(&in);
+  raspK_program_free(&prog);
+  return status;
+}
+
+/* run and trace for a plain program. */
+static int run_plain(unsigned cmd, const char *name, run_opts *o) {
   rasp_ctx *ctx;
   int64_t *tokens;
-  int status = trace_input("run", &o, &ctx, &tokens);
-  raspM_free(o.sets);
-  raspC_access_free(&o.access);
+  int status = trace_input(name, o, &ctx, &tokens);
   if (status) return status;
   rasp_ir *ir = rasp_ctx_ir(ctx);
-  rasp_eval *ev = raspE_new(ir);
-  rasp_error err = {0};
-  if (!raspE_run(ev, 1, tokens, &err)) {
-    raspR_print(&err, stderr);
-    status = 1;
+  if (cmd == RASPC_RUN) {
+    rasp_eval *ev = raspE_new(ir);
+    rasp_error err = {0};
+    if (!raspE_run(ev, 1, tokens, &err)) {
+      raspR_print(&err, stderr);
+      status = 1;
+    } else {
+      for (int k = 0; k < ir->noutputs; k++) /* only token ids stand for symbols */
+        raspC_print_values(ctx, ev, ir->outputs[k], 0,
+                           o->symbols && raspI_is_tokens(ir, ir->outputs[k]), stdout);
+    }
+    raspE_free(ev);
   } else {
-    for (int k = 0; k < ir->noutputs; k++) /* only token ids stand for symbols */
-      raspC_print_values(ctx, ev, ir->outputs[k], 0,
-                         o.symbols && raspI_is_tokens(ir, ir->outputs[k]), stdout);
+    raspI_dump(ir, stdout);
+    rasp_layers layers;
+    raspL_analyse(ir, NULL, 0, &layers);
+    raspL_print(&layers, stdout);
+    raspL_free(&layers);
   }
-  raspE_free(ev);
   raspM_free(tokens);
   rasp_ctx_free(ctx);
   return status;
 }
 
-int rasp_cli_trace(int argc, char **argv) {
+static int run_cmd(unsigned cmd, const char *name, int argc, char **argv) {
   run_opts o;
-  if (!parse_run_opts("trace", argc, argv, &o)) {
-    raspM_free(o.sets);
-    raspC_access_free(&o.access);
-    run_usage(stderr, "trace");
-    return 2;
+  int status = parse_run_opts(cmd, name, argc, argv, &o);
+  if (status > 0) {
+    char *stdin_text = o.from_stdin ? read_stdin() : NULL;
+    if (stdin_text) o.input = stdin_text;
+    status = declares_task(o.file) ? run_task(cmd, name, &o) : run_plain(cmd, name, &o);
+    raspM_free(stdin_text);
+  } else {
+    status = status == 0 ? 0 : 2;
   }
-  rasp_ctx *ctx;
-  int64_t *tokens;
-  int status = trace_input("trace", &o, &ctx, &tokens);
   raspM_free(o.sets);
   raspC_access_free(&o.access);
-  if (status) return status;
-  rasp_ir *ir = rasp_ctx_ir(ctx);
-  raspI_dump(ir, stdout);
-  rasp_layers layers;
-  raspL_analyse(ir, NULL, 0, &layers);
-  raspL_print(&layers, stdout);
-  raspL_free(&layers);
-  raspM_free(tokens);
-  rasp_ctx_free(ctx);
-  return 0;
+  return status;
 }
+
+int rasp_cli_run(int argc, char **argv) { return run_cmd(RASPC_RUN, "run", argc, argv); }
+
+int rasp_cli_trace(int argc, char **argv) { return run_cmd(RASPC_TRACE, "trace", argc, argv); }
 
 /* `rasp [--allow-ffi] [--allow-include DIR] FILE [ARGS]`: run the file's
 ** top level as a script (no input); what follows FILE is the script's. */

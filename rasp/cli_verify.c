@@ -76,159 +76,80 @@ typedef struct vopts {
   const char *stdlib, *out_file, *format, *vocab_order, *input;
   const char *input_vocab, *vocab_file; /* plain programs (layers, draw) */
   int *Ls, nL;                          /*   their --length values */
-  int sized;                            /* --D, --M or --V was given */
-  char **programs;
+  const char *sized;                    /* --D, --M or --V, when given */
+  const char **programs;
   int nprograms;
   rasp_access access;
 } vopts;
 
-static void verify_usage(FILE *out) {
-  fputs("usage: rasp verify PROGRAM... [options]\n"
-        "  --D RANGE       degrees to check, e.g. 2..5 (default 2..5)\n"
-        "  --M RANGE       arm lengths, counting the start node (default 5)\n"
-        "  --V N           number of node symbols (default 100)\n"
-        "  --graphs N      random graphs per (D, M) (default 1000)\n"
-        "  --seed S        generator seed (default 1)\n"
-        "  --jobs K        threads (default: the number of cores)\n"
-        "  --sweep         M = 3 .. task['sweep_M'] (default 10) per program unless\n"
-        "                  --M is given; one compact row per program naming the\n"
-        "                  failing (D, M) cells (-v or --json: every cell)\n"
-        "  -v, --verbose   heads per layer in full (the table abbreviates them to\n"
-        "                  fit 100 columns: 2x3 is three layers of 2 heads); with\n"
-        "                  --sweep, one row per (D, M) as without it\n"
-        "  --exhaustive    every edge order and target of one graph instead of\n"
-        "                  random graphs: a proof for those sizes when the program\n"
-        "                  is proven not to see the order of the ids (rorder.h),\n"
-        "                  else a sample, and the output says which; progress on\n"
-        "                  stderr, a counterexample for a failure\n"
-        "  --vocab-order shuffled  also judge each graph with the vocabulary's ids\n"
-        "                  (specials included) in a random order of its own, and\n"
-        "                  report the graphs whose verdict changed (default: fixed)\n"
-        "  --cap N         most inputs --exhaustive may enumerate (default 2000000)\n"
-        "  --input TEXT    run one program on one input instead: its tokens as the\n"
-        "                  task writes them (or a JSON line of `rasp gen`); D and M\n"
-        "                  come from the graph; prints the output, the verdict of\n"
-        "                  check() and the intermediate values\n"
-        "  --json          one JSON object per line instead of the table\n"
-        "  --no-shrink     print the first failing input without shrinking it\n"
-        "  --strict        count expected failures (task['expect'] = 'fail') as failures\n"
-        "  --interpret-check  call check() through the interpreter for every graph,\n"
-        "                  not its staged form (the same verdicts, slower)\n"
-        "  --stdlib DIR    another stdlib directory\n",
-        out);
-  fputs(raspC_access_help, out);
-  fputs("Results: ok; FAIL; fail* (a listing declared task['expect'] = 'fail', failing\n"
-        "as expected); PASS! (declared to fail but passed every cell of the run); ERROR\n"
-        "(an error while running); LEAK (declared task['causal'] = True, but an output\n"
-        "changed when only later tokens did).\n"
-        "Exit status: 0 when every outcome is as expected, 1 otherwise, 2 on bad usage.\n"
-        "With --input: 0 when check() passes, 1 when it fails or raises an error, 2 when\n"
-        "the input is not one of the task's.\n",
-        out);
-}
-
-static int is_value_option(const char *a) {
-  static const char *opts[] = {"--D", "--M", "--V", "--graphs", "--jobs", "--cap",
-                               "--seed", "--stdlib", "-o", "--format", "--vocab-order",
-                               "--input", "--input-vocab", "--vocab", "--length", NULL};
-  for (int i = 0; opts[i]; i++)
-    if (strcmp(a, opts[i]) == 0) return 1;
-  return 0;
-}
-
-/* The commands that use each option the three share a parser for: one
-** given to a command that would ignore it is refused, naming it. */
-enum { FOR_VERIFY = 1, FOR_LAYERS = 2, FOR_DRAW = 4 };
-static const struct {
-  const char *name;
-  int cmds;
-} option_use[] = {
-    {"--graphs", FOR_VERIFY},          {"--jobs", FOR_VERIFY},
-    {"--cap", FOR_VERIFY},             {"--seed", FOR_VERIFY},
-    {"--exhaustive", FOR_VERIFY},      {"--quiet", FOR_VERIFY},
-    {"--no-shrink", FOR_VERIFY},       {"--strict", FOR_VERIFY},
-    {"--interpret-check", FOR_VERIFY}, {"--sweep", FOR_VERIFY},
-    {"-v", FOR_VERIFY},                {"--verbose", FOR_VERIFY},
-    {"--vocab-order", FOR_VERIFY},     {"-o", FOR_DRAW},
-    {"--format", FOR_DRAW},            {"--length", FOR_LAYERS | FOR_DRAW},
-    {"--input-vocab", FOR_LAYERS | FOR_DRAW}, {"--vocab", FOR_LAYERS | FOR_DRAW},
-};
-
-/* 0 after a message when option a belongs to other commands than cmd. */
-static int option_used(const char *cmd, const char *a) {
-  int me = !strcmp(cmd, "verify") ? FOR_VERIFY : !strcmp(cmd, "layers") ? FOR_LAYERS : FOR_DRAW;
-  for (size_t k = 0; k < sizeof option_use / sizeof option_use[0]; k++) {
-    if (strcmp(a, option_use[k].name) || (option_use[k].cmds & me)) continue;
-    int c = option_use[k].cmds;
-    fprintf(stderr, "rasp %s: option '%s' is for rasp %s%s%s; %s does not use it\n", cmd, a,
-            c & FOR_VERIFY ? "verify" : c & FOR_LAYERS ? "layers" : "draw",
-            (c & FOR_LAYERS) && (c & FOR_DRAW) ? " and rasp " : "",
-            (c & FOR_LAYERS) && (c & FOR_DRAW) ? "draw" : "", cmd);
-    return 0;
-  }
-  return 1;
-}
-
-static int common_opts(const char *cmd, int argc, char **argv, vopts *o, void (*usage)(FILE *)) {
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    const char *val = i + 1 < argc ? argv[i + 1] : NULL;
-    int takes = 1, ok = 1;
-    if (!option_used(cmd, a)) return 0;
-    if (!strcmp(a, "--D") || !strcmp(a, "--M") || !strcmp(a, "--V")) o->sized = 1;
-    int acc = raspC_access_opt(cmd, argc, argv, &i, &o->access);
-    if (acc < 0) return 0;
-    if (acc) continue;
-    if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-      usage(stdout);
-      exit(0);
-    } else if (strcmp(a, "--json") == 0) { o->json = 1; takes = 0; }
-    else if (strcmp(a, "--exhaustive") == 0) { o->exhaustive = 1; takes = 0; }
-    else if (strcmp(a, "--quiet") == 0) { o->quiet = 1; takes = 0; }
-    else if (strcmp(a, "--no-shrink") == 0) { o->no_shrink = 1; takes = 0; }
-    else if (strcmp(a, "--strict") == 0) { o->strict = 1; takes = 0; }
-    else if (strcmp(a, "--interpret-check") == 0) { o->interpret_check = 1; takes = 0; }
-    else if (strcmp(a, "--sweep") == 0) { o->sweep = 1; takes = 0; }
-    else if (strcmp(a, "-v") == 0 || strcmp(a, "--verbose") == 0) { o->verbose = 1; takes = 0; }
-    else if (a[0] == '-' && a[1] && !val && is_value_option(a)) {
-      fprintf(stderr, "rasp %s: %s needs a value\n", cmd, a);
-      return 0;
-    } else if (strcmp(a, "--D") == 0) { raspM_free(o->Ds); ok = parse_range(cmd, a, val, 1, 1000000, &o->Ds, &o->nD); }
-    else if (strcmp(a, "--M") == 0) { raspM_free(o->Ms); ok = parse_range(cmd, a, val, 2, 1000000, &o->Ms, &o->nM); }
-    else if (strcmp(a, "--V") == 0) ok = raspC_int_opt(cmd, a, val, 2, 1 << 30, &o->V);
-    else if (strcmp(a, "--graphs") == 0) ok = raspC_int_opt(cmd, a, val, 1, 1L << 40, &o->graphs);
-    else if (strcmp(a, "--jobs") == 0) ok = raspC_int_opt(cmd, a, val, 1, 1024, &o->jobs);
-    else if (strcmp(a, "--cap") == 0) ok = raspC_int_opt(cmd, a, val, 1, 1L << 40, &o->cap);
-    else if (strcmp(a, "--seed") == 0) {
-      long s;
-      ok = raspC_int_opt(cmd, a, val, 0, 0x7fffffffffffffffL, &s);
-      o->seed = (unsigned long long)s;
-    } else if (strcmp(a, "--stdlib") == 0) o->stdlib = val;
-    else if (strcmp(a, "-o") == 0) o->out_file = val;
-    else if (strcmp(a, "--format") == 0) o->format = val;
-    else if (strcmp(a, "--vocab-order") == 0) o->vocab_order = val;
-    else if (strcmp(a, "--input") == 0) o->input = val;
-    else if (strcmp(a, "--input-vocab") == 0) o->input_vocab = val;
-    else if (strcmp(a, "--vocab") == 0) o->vocab_file = val;
-    else if (strcmp(a, "--length") == 0) {
+/* Options into o for command cmd (name its name): 1 parsed, 0 after --help
+** or --version, -1 bad usage (message printed). */
+static int common_opts(unsigned cmd, const char *name, int argc, char **argv, vopts *o) {
+  raspC_arg *args;
+  int n = raspC_parse(cmd, argc, argv, &args), ok = 1;
+  if (n == RASPC_DONE) return 0;
+  if (n == RASPC_BAD) return -1;
+  for (int k = 0; k < n && ok; k++) {
+    const raspC_arg *a = &args[k];
+    const char *opt = a->name, *val = a->val;
+    int acc = raspC_access_arg(name, a, &o->access);
+    if (acc) {
+      ok = acc > 0;
+      continue;
+    }
+    switch (a->id) {
+    case RASPC_OPERAND: o->programs[o->nprograms++] = val; break;
+    case RASPC_O_JSON: o->json = 1; break;
+    case RASPC_O_EXHAUSTIVE: o->exhaustive = 1; break;
+    case RASPC_O_QUIET: o->quiet = 1; break;
+    case RASPC_O_NO_SHRINK: o->no_shrink = 1; break;
+    case RASPC_O_STRICT: o->strict = 1; break;
+    case RASPC_O_INTERPRET_CHECK: o->interpret_check = 1; break;
+    case RASPC_O_SWEEP: o->sweep = 1; break;
+    case RASPC_O_VERBOSE: o->verbose = 1; break;
+    case RASPC_O_D:
+      raspM_free(o->Ds);
+      ok = parse_range(name, opt, val, 1, 1000000, &o->Ds, &o->nD);
+      o->sized = opt;
+      break;
+    case RASPC_O_M:
+      raspM_free(o->Ms);
+      ok = parse_range(name, opt, val, 2, 1000000, &o->Ms, &o->nM);
+      o->sized = opt;
+      break;
+    case RASPC_O_V:
+      ok = raspC_int_opt(name, opt, val, 2, 1 << 30, &o->V);
+      o->sized = opt;
+      break;
+    case RASPC_O_GRAPHS: ok = raspC_int_opt(name, opt, val, 1, 1L << 40, &o->graphs); break;
+    case RASPC_O_JOBS: ok = raspC_int_opt(name, opt, val, 1, 1024, &o->jobs); break;
+    case RASPC_O_CAP: ok = raspC_int_opt(name, opt, val, 1, 1L << 40, &o->cap); break;
+    case RASPC_O_SEED: {
+      long sd;
+      ok = raspC_int_opt(name, opt, val, 0, 0x7fffffffffffffffL, &sd);
+      o->seed = (unsigned long long)sd;
+      break;
+    }
+    case RASPC_O_STDLIB: o->stdlib = val; break;
+    case RASPC_O_OUT: o->out_file = val; break;
+    case RASPC_O_FORMAT: o->format = val; break;
+    case RASPC_O_VOCAB_ORDER: o->vocab_order = val; break;
+    case RASPC_O_INPUT: o->input = val; break;
+    case RASPC_O_INPUT_VOCAB: o->input_vocab = val; break;
+    case RASPC_O_VOCAB: o->vocab_file = val; break;
+    case RASPC_O_LENGTH:
       raspM_free(o->Ls);
-      ok = parse_range(cmd, a, val, 1, 100000, &o->Ls, &o->nL);
+      ok = parse_range(name, opt, val, 1, 100000, &o->Ls, &o->nL);
+      break;
+    default: break; /* --max-memory, --timeout: rasp.c's */
     }
-    else if (a[0] == '-' && a[1]) {
-      fprintf(stderr, "rasp %s: unknown option '%s'\n", cmd, a);
-      return 0;
-    } else {
-      o->programs[o->nprograms++] = argv[i];
-      takes = 0;
-    }
-    if (!ok) return 0;
-    i += takes;
   }
-  if (o->nprograms == 0) {
-    fprintf(stderr, "rasp %s: no program given\n", cmd);
-    return 0;
+  raspM_free(args);
+  if (ok && o->nprograms == 0) {
+    fprintf(stderr, "rasp %s: no program given\n", name);
+    ok = 0;
   }
-  return 1;
+  return ok ? 1 : -1;
 }
 
 static void free_vopts(vopts *o) {
@@ -375,15 +296,15 @@ static void failing_text(const vcell *c, int nc, int nD, int shuffled, char *buf
 /* The "tokens" array of a `rasp gen` JSON line as space-separated text
 ** (malloc'd), or NULL with a message.  Token strings never need escapes,
 ** so a backslash is refused rather than decoded. */
-static char *json_tokens(const char *line) {
+static char *json_tokens(const char *cmd, const char *line) {
   const char *p = strstr(line, "\"tokens\"");
   if (p) p += strlen("\"tokens\"");
   while (p && (*p == ' ' || *p == '\t')) p++;
   if (p && *p == ':') p++;
   while (p && (*p == ' ' || *p == '\t')) p++;
   if (!p || *p != '[') {
-    fprintf(stderr, "rasp verify: --input: a JSON input needs a \"tokens\" array, as `rasp gen` "
-                    "writes it\n");
+    fprintf(stderr, "rasp %s: --input: a JSON input needs a \"tokens\" array, as `rasp gen` "
+                    "writes it\n", cmd);
     return NULL;
   }
   size_t cap = strlen(p) + 1, len = 0;
@@ -393,8 +314,8 @@ static char *json_tokens(const char *line) {
     if (*p == ']') break;
     const char *q = *p == '"' ? strpbrk(p + 1, "\"\\") : NULL;
     if (!q || *q != '"') {
-      fprintf(stderr, "rasp verify: --input: the \"tokens\" array must hold plain strings, "
-                      "near '%.20s'\n", p);
+      fprintf(stderr, "rasp %s: --input: the \"tokens\" array must hold plain strings, "
+                      "near '%.20s'\n", cmd, p);
       raspM_free(text);
       return NULL;
     }
@@ -403,6 +324,21 @@ static char *json_tokens(const char *line) {
   }
   text[len] = '\0';
   return text;
+}
+
+int raspC_task_input(const char *cmd, const rasp_program *prog, int V, const char *text,
+                     rasp_input *in) {
+  char *own = NULL;
+  rasp_error err = {0};
+  while (*text == ' ' || *text == '\t' || *text == '\n') text++;
+  if (*text == '{' && !(text = own = json_tokens(cmd, text))) return 2;
+  int status = 0;
+  if (raspK_parse_input(prog, V, text, in, &err)) {
+    fprintf(stderr, "rasp %s: --input: %s (for %s's task)\n", cmd, err.msg, prog->name);
+    status = 2;
+  }
+  raspM_free(own);
+  return status;
 }
 
 /* `rasp verify PROGRAM --input TEXT`: one input, judged and explained. */
@@ -414,42 +350,34 @@ static int verify_one(vopts *o) {
                     "--vocab-order or --json\n");
     return 2;
   }
-  const char *text = o->input;
-  char *own = NULL;
-  while (*text == ' ' || *text == '\t' || *text == '\n') text++;
-  if (*text == '{' && !(text = own = json_tokens(text))) return 2;
   rasp_program prog;
   rasp_error err = {0};
   int status;
   /* the settings pass needs some sizes; the input's own come later */
   if (!raspK_load_with(o->programs[0], o->stdlib, &o->access, 2, 5, (int)o->V, &prog, &err)) {
     raspR_print(&err, stderr);
-    raspM_free(own);
     return err.pos.src ? 1 : 2;
   }
   prog.interpret_check = o->interpret_check;
   rasp_input in;
-  if (raspK_parse_input(&prog, (int)o->V, text, &in, &err)) {
-    fprintf(stderr, "rasp verify: --input: %s (for %s's task)\n", err.msg, prog.name);
-    status = 2;
-  } else {
+  status = raspC_task_input("verify", &prog, (int)o->V, o->input, &in);
+  if (!status) {
     int r = raspK_run_input(&prog, (int)o->V, &in, stdout, &err);
     if (r == -2) raspR_print(&err, stderr);
     status = r == 1 ? 0 : 1;
     raspK_input_free(&in);
   }
   raspK_program_free(&prog);
-  raspM_free(own);
   return status;
 }
 
 int rasp_cli_verify(int argc, char **argv) {
   vopts o;
   init_vopts(&o, argc);
-  if (!common_opts("verify", argc, argv, &o, verify_usage)) {
-    verify_usage(stderr);
+  int parsed = common_opts(RASPC_VERIFY, "verify", argc, argv, &o);
+  if (parsed <= 0) {
     free_vopts(&o);
-    return 2;
+    return parsed == 0 ? 0 : 2;
   }
   if (o.vocab_order && strcmp(o.vocab_order, "fixed") != 0 && strcmp(o.vocab_order, "shuffled") != 0) {
     fprintf(stderr, "rasp verify: --vocab-order: expected fixed or shuffled, got '%s'\n", o.vocab_order);
@@ -704,16 +632,27 @@ int rasp_cli_verify(int argc, char **argv) {
 /* ------------------------------------------- plain programs (layers, draw) */
 
 /* Whether a load failed only because the file declares no task (a plain
-** program), with no --D/--M given that would say it was meant to have one. */
-static int is_plain(const vopts *o, const rasp_error *err) {
-  return !o->sized && strstr(err->msg, "declares no task") != NULL;
+** program). */
+static int is_plain(const rasp_error *err) {
+  return strstr(err->msg, "declares no task") != NULL;
+}
+
+/* 0 after a message when a path-star program's option (--D, --M, --V) was
+** given for a plain program, which would not use it. */
+static int plain_opts_only(const char *cmd, const vopts *o, const char *file) {
+  if (!o->sized) return 1;
+  fprintf(stderr, "rasp %s: %s is for programs that declare `task`; %s does not (its inputs "
+                  "come from --input, --input-vocab or --vocab and --length)\n", cmd, o->sized,
+          file);
+  return 0;
 }
 
 /* 0 after a message when a plain program's option was given for a
-** path-star program, which would not use it. */
-static int task_opts_only(const char *cmd, const vopts *o, const char *name) {
-  const char *opt = o->nL ? "--length" : o->input ? "--input" : o->input_vocab ? "--input-vocab"
-                  : o->vocab_file ? "--vocab" : NULL;
+** path-star program, which would not use it (draw takes one --input of
+** the task: with_input). */
+static int task_opts_only(const char *cmd, const vopts *o, const char *name, int with_input) {
+  const char *opt = o->nL ? "--length" : o->input && !with_input ? "--input"
+                  : o->input_vocab ? "--input-vocab" : o->vocab_file ? "--vocab" : NULL;
   if (!opt) return 1;
   fprintf(stderr, "rasp %s: %s is for plain programs; %s declares a task (its inputs come from "
                   "--D, --M and --V)\n", cmd, opt, name);
@@ -792,24 +731,6 @@ static char *plain_name(const char *file) {
 
 /* ----------------------------------------------------------- rasp layers */
 
-static void layers_usage(FILE *out) {
-  fputs("usage: rasp layers PROGRAM... [options]\n"
-        "  prints the layers and heads the traced program needs for each M (a\n"
-        "  path-star program, one that declares `task`) or each input length (a\n"
-        "  plain program) and names the growth: constant, logarithmic or linear.\n"
-        "  --M RANGE          arm lengths (default 3..33)\n"
-        "  --D N --V N        degree and node symbols (default 2 and 100)\n"
-        "  --length RANGE     plain programs: input lengths (default: --input's\n"
-        "                     length, else 1..16)\n"
-        "  --input TEXT       plain programs: an input; its symbols are the vocabulary\n"
-        "  --input-vocab TXT  plain programs: the input symbols, space-separated\n"
-        "  --vocab FILE       plain programs: the vocabulary, one symbol a line\n"
-        "  --json             one JSON object per row, then one with the growth\n"
-        "  --stdlib DIR       another stdlib directory\n",
-        out);
-  fputs(raspC_access_help, out);
-}
-
 /* Least-squares fit of y on x; returns the residual sum of squares. */
 static double fit_sse(const double *x, const double *y, int n, double *slope) {
   double mx = 0, my = 0, sxx = 0, sxy = 0, sse = 0;
@@ -881,10 +802,10 @@ static void layers_growth(const vopts *o, const char *name, const char *var, con
 int rasp_cli_layers(int argc, char **argv) {
   vopts o;
   init_vopts(&o, argc);
-  if (!common_opts("layers", argc, argv, &o, layers_usage)) {
-    layers_usage(stderr);
+  int parsed = common_opts(RASPC_LAYERS, "layers", argc, argv, &o);
+  if (parsed <= 0) {
     free_vopts(&o);
-    return 2;
+    return parsed == 0 ? 0 : 2;
   }
   if (!o.nM) parse_range("layers", "--M", "3..33", 2, 100, &o.Ms, &o.nM);
   int D = o.nD ? o.Ds[0] : 2;
@@ -898,10 +819,14 @@ int rasp_cli_layers(int argc, char **argv) {
     char *name = NULL;
     if (!raspK_load_with(o.programs[p], o.stdlib, &o.access, D, o.Ms[0], (int)o.V, &prog, &err)) {
       raspK_program_free(&prog);
-      if (!is_plain(&o, &err)) {
+      if (!is_plain(&err)) {
         raspR_print(&err, stderr);
         if (status != 2) status = err.pos.src ? 1 : 2; /* an error in the program, or usage */
         continue;
+      }
+      if (!plain_opts_only("layers", &o, o.programs[p])) {
+        status = 2;
+        break;
       }
       if (!vocab && (nvocab = plain_vocab("layers", &o, &vocab, &input_len)) < 0) {
         status = 2;
@@ -914,7 +839,7 @@ int rasp_cli_layers(int argc, char **argv) {
       plain = 1;
       name = plain_name(o.programs[p]);
     }
-    if (!plain && !task_opts_only("layers", &o, prog.name)) {
+    if (!plain && !task_opts_only("layers", &o, prog.name, 0)) {
       raspK_program_free(&prog);
       status = 2;
       break;
@@ -975,26 +900,6 @@ int rasp_cli_layers(int argc, char **argv) {
 }
 
 /* ------------------------------------------------------------- rasp draw */
-
-static void draw_usage(FILE *out) {
-  fputs("usage: rasp draw PROGRAM [options]\n"
-        "  writes the traced computation graph, grouped by layer, as Graphviz DOT\n"
-        "  (to stdout, or FILE); svg and png need the `dot` tool (Debian: graphviz).\n"
-        "  -o FILE            write FILE; its extension (.dot .gv .svg .png .json)\n"
-        "                     gives the format unless --format or --json does\n"
-        "  --format F         dot, svg, png or json\n"
-        "  --json             the graph as JSON: its live nodes (op, label, layer,\n"
-        "                     line) and edges\n"
-        "  --D N --M N --V N  path-star programs: the sizes (default 2, 5, 100)\n"
-        "  --length N         plain programs: the input length (default: --input's\n"
-        "                     length, else 8)\n"
-        "  --input TEXT       plain programs: an input; its symbols are the vocabulary\n"
-        "  --input-vocab TXT  plain programs: the input symbols, space-separated\n"
-        "  --vocab FILE       plain programs: the vocabulary, one symbol a line\n"
-        "  --stdlib DIR       another stdlib directory\n",
-        out);
-  fputs(raspC_access_help, out);
-}
 
 static void dot_escape(FILE *f, const char *s) {
   for (; *s; s++) {
@@ -1184,10 +1089,10 @@ static const char *draw_format(const vopts *o) {
 int rasp_cli_draw(int argc, char **argv) {
   vopts o;
   init_vopts(&o, argc);
-  if (!common_opts("draw", argc, argv, &o, draw_usage)) {
-    draw_usage(stderr);
+  int parsed = common_opts(RASPC_DRAW, "draw", argc, argv, &o);
+  if (parsed <= 0) {
     free_vopts(&o);
-    return 2;
+    return parsed == 0 ? 0 : 2;
   }
   const char *format = draw_format(&o);
   if (!format) {
@@ -1211,9 +1116,22 @@ int rasp_cli_draw(int argc, char **argv) {
   int nvocab = 0, status = 0;
   dgraph g;
   if (raspK_load_with(o.programs[0], o.stdlib, &o.access, D, M, (int)o.V, &prog, &err)) {
-    if (!task_opts_only("draw", &o, prog.name)) {
+    if (!task_opts_only("draw", &o, prog.name, 1)) {
       status = 2;
       goto out;
+    }
+    if (o.input) { /* one input of the task (as rasp run takes it): its D and M */
+      rasp_input in;
+      if (o.nD || o.nM) {
+        fprintf(stderr, "rasp draw: --input gives D and M (from its graph); it does not combine "
+                        "with %s\n", o.nD ? "--D" : "--M");
+        status = 2;
+        goto out;
+      }
+      if ((status = raspC_task_input("draw", &prog, (int)o.V, o.input, &in))) goto out;
+      D = in.D;
+      M = in.M;
+      raspK_input_free(&in);
     }
     if (!raspK_trace(&prog, D, M, (int)o.V, &tr, &err)) {
       raspR_print(&err, stderr);
@@ -1222,9 +1140,13 @@ int rasp_cli_draw(int argc, char **argv) {
     }
     g = (dgraph){rasp_ctx_ir(tr.ctx), &tr.output, 1, tr.layers.sublayer};
   } else {
-    if (!is_plain(&o, &err)) {
+    if (!is_plain(&err)) {
       raspR_print(&err, stderr);
       status = err.pos.src ? 1 : 2; /* an error in the program, or usage */
+      goto out;
+    }
+    if (!plain_opts_only("draw", &o, o.programs[0])) {
+      status = 2;
       goto out;
     }
     int input_len;

@@ -8,11 +8,10 @@
 ** so they are taken out of the arguments here, before the command parses
 ** the rest (see rmem.h for what they do).
 **
-** One convention for every command's options, also settled here: an
-** argument --opt=VALUE is split into --opt VALUE before the command sees
-** it (so a value that begins with "--" can be given as --opt=VALUE), and
-** --version anywhere prints the version.  `rasp help CMD` is `rasp CMD
-** --help`.  A script's own arguments (after FILE) are left as they are.
+** Every command parses its options with the one table of cli_opts.c
+** (--opt VALUE or --opt=VALUE, --help and --version in each, unknown and
+** unused options refused); `rasp help CMD` prints the same help as `rasp
+** CMD --help`.  A script's own arguments (after FILE) are left as they are.
 */
 #include <errno.h>
 #include <stdio.h>
@@ -148,22 +147,6 @@ static const struct {
 };
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
 
-/* The split arguments (a root for the leak checker: they live until exit). */
-static char **split_args;
-
-/* argv[from..] with every --opt=VALUE split in two (raspR_split_options);
-** 1 when --version was among them.  *argcp and *argvp get the new vector. */
-static int split_options(int *argcp, char ***argvp, int from) {
-  int version;
-  split_args = raspR_split_options(argcp, *argvp, from, &version);
-  if (!split_args) {
-    fputs("rasp: out of memory\n", stderr);
-    exit(1);
-  }
-  *argvp = split_args;
-  return version;
-}
-
 int main(int argc, char **argv) {
   int script = argc > 1;
   for (size_t i = 0; i < NCOMMANDS && script; i++)
@@ -181,25 +164,17 @@ int main(int argc, char **argv) {
       usage(stdout);
       return 0;
     }
-    for (size_t i = 0; i < NCOMMANDS; i++)
-      if (strcmp(argv[2], commands[i].name) == 0) {
-        char *help[] = {argv[2], "--help", NULL};
-        return commands[i].fn(2, help);
-      }
+    unsigned cmd;
+    if (raspC_command(argv[2], &cmd)) {
+      raspC_usage(cmd, stdout);
+      return 0;
+    }
     fprintf(stderr, "rasp help: unknown command '%s'; the commands: run trace verify layers "
                     "draw gen compile apply repl\n", argv[2]);
     return 2;
   }
   for (size_t i = 0; i < NCOMMANDS; i++)
-    if (strcmp(argv[1], commands[i].name) == 0) {
-      if (split_options(&argc, &argv, 2)) {
-        printf("rasp %s " RASP_VERSION "\n", argv[1]);
-        return 0;
-      }
-      int status = commands[i].fn(argc - 1, argv + 1);
-      free(split_args);
-      return status;
-    }
+    if (strcmp(argv[1], commands[i].name) == 0) return commands[i].fn(argc - 1, argv + 1);
   const char *cmd = argv[1];
   if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0) {
     usage(stdout);

@@ -1448,6 +1448,34 @@ void raspK_input_free(rasp_input *in) {
   memset(in, 0, sizeof *in);
 }
 
+int raspK_sample_input(const rasp_program *prog, int D, int M, int V, uint64_t seed,
+                       uint64_t index, rasp_input *in, rasp_error *err) {
+  memset(in, 0, sizeof *in);
+  if (M < prog->min_M || D < prog->min_D) {
+    raspR_setnopos(err, "%s needs M >= %d and D >= %d (asked for D=%d, M=%d)", prog->path,
+                   prog->min_M, prog->min_D, D, M);
+    return -1;
+  }
+  /* sample_tokens reads only the task settings of a trace */
+  rasp_ptrace tr;
+  memset(&tr, 0, sizeof tr);
+  tr.opts = prog->base;
+  tr.opts.D = D;
+  tr.opts.M = M;
+  tr.opts.V = V;
+  tr.opts.structured = 0;
+  if (raspT_opts_check(&tr.opts, err) != 0) return -1;
+  in->D = D;
+  in->M = M;
+  in->n = raspT_length(&tr.opts);
+  in->tokens = raspM_alloc(sizeof(int64_t) * (size_t)in->n);
+  if (!sample_tokens(&tr, seed, index, in->tokens, &in->lead, &in->target, NULL, err)) {
+    raspK_input_free(in);
+    return -1;
+  }
+  return 0;
+}
+
 int raspK_run_input(const rasp_program *prog, int V, const rasp_input *in, FILE *out,
                     rasp_error *err) {
   rasp_ptrace tr;

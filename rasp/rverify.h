@@ -184,6 +184,12 @@ typedef struct rasp_input {
 int raspK_parse_input(const rasp_program *prog, int V, const char *text, rasp_input *in,
                       rasp_error *err);
 void raspK_input_free(rasp_input *in);
+/* Sample `index` of seed for (D, M, V) of prog's task as one input: the
+** graph raspK_verify_random draws there (`rasp run PROGRAM --D --M --seed`).
+** 0, or -1 with err set (sizes the task refuses, or below its min_D and
+** min_M). */
+int raspK_sample_input(const rasp_program *prog, int D, int M, int V, uint64_t seed,
+                       uint64_t index, rasp_input *in, rasp_error *err);
 /* Traces prog for the input's D and M, runs it on the input and judges the
 ** output with check(); prints the input, the output, what check() was
 ** asked for, the verdict and the labelled intermediate values, as a

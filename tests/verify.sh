@@ -133,7 +133,8 @@ expect input_not_token 2 "" "input token 4 'x': not a token of the task" -- veri
 expect input_bad_json 2 "" "a JSON input needs a \"tokens\" array" -- verify programs/listing1_back_target.rasp --input '{"D": 2}'
 expect input_alone 2 "" "does not combine" -- verify programs/listing1_back_target.rasp --input "/ s t = s 3 | 3 t | s 5 | 5 7 |" --D 2
 expect input_below_min_M 1 "" "needs M >= 3" -- verify programs/listing1_back_target.rasp --input "/ s t = s t | s 5 |"
-expect run_path_star_hint 1 "" "'arm_len' is a layout global of path-star programs; to run one on one input: rasp verify programs/listing1_back_target.rasp --input TEXT" -- run programs/listing1_back_target.rasp --input "1 2 3"
+# rasp run takes a path-star program's input as verify --input does
+expect run_task_bad_input 2 "" "rasp run: --input: the input has 0 '|' tokens" -- run programs/listing1_back_target.rasp --input "1 2 3"
 expect no_task 2 "" "declares no task settings" -- verify tests/verify/no_task.rasp
 expect bad_task_order 2 "" "task\['order'\] must be 'edge' or 'arm', not 'diagonal'" -- verify tests/verify/bad_order.rasp --allow-include programs
 expect misspelt_setting 2 "" "unknown task setting 'ordr'" -- verify tests/verify/misspelt_setting.rasp --allow-include programs
@@ -187,7 +188,7 @@ fi
 expect layers_plain 0 "growth: constant (3 layers for every n)" "" -- layers examples/sort.rasp --input-vocab "a b c" --length 1..6
 expect layers_plain_input 0 '"program":"histogram","length":4,"n":4,"layers":1' "" -- layers examples/histogram.rasp --input "a b a c" --json
 expect layers_plain_no_vocab 2 "" "a plain program (no \`task\`) needs --input TEXT, --input-vocab TEXT or --vocab FILE" -- layers examples/sort.rasp
-expect layers_task_sizes_kept 2 "" "declares no task settings" -- layers examples/sort.rasp --M 3..5 --input-vocab "a b"
+expect layers_task_sizes_kept 2 "" "rasp layers: --M is for programs that declare \`task\`; examples/sort.rasp does not" -- layers examples/sort.rasp --M 3..5 --input-vocab "a b"
 expect layers_json_rows 0 '"D":2,"M":4,"n":22,"layers":4,"attention_layers":3,"mlp_layers":3,"heads":\[0,1,2,1\]' "" -- layers programs/listing5_arms_constant.rasp --M 3..5 --json
 expect layers_json_growth 0 '"growth":"constant","in":"M","min_layers":4,"max_layers":4' "" -- layers programs/listing5_arms_constant.rasp --M 3..5 --json
 expect draw_plain 0 "digraph \"sort\"" "" -- draw examples/sort.rasp --input "3 1 2"
@@ -222,7 +223,7 @@ fi
 rm -rf "$d"
 # an option the command would not use is refused, naming it
 expect unused_option_draw 2 "" "rasp draw: option '--graphs' is for rasp verify; draw does not use it" -- draw programs/listing1_back_target.rasp --graphs 3
-expect unused_option_verify 2 "" "rasp verify: option '--length' is for rasp layers and rasp draw; verify does not use it" -- verify programs/listing1_back_target.rasp --length 3
+expect unused_option_verify 2 "" "rasp verify: option '--length' is for rasp layers, draw and compile; verify does not use it" -- verify programs/listing1_back_target.rasp --length 3
 expect unused_plain_option 2 "" "rasp layers: --input is for plain programs; listing1_back_target declares a task" -- layers programs/listing1_back_target.rasp --input "a b"
 # one convention: --opt=VALUE everywhere, --version everywhere, rasp help CMD
 expect option_equals 0 "listing1_back_target *2 *5 *20/20  ok" "" -- verify programs/listing1_back_target.rasp --D=2 --graphs=20 --jobs=2
