@@ -43,11 +43,12 @@ enum {
   RASPC_O_Q, RASPC_O_ANSWER, RASPC_O_BOS, RASPC_O_NO_BOS, RASPC_O_EOS, RASPC_O_NO_EOS,
   RASPC_O_STRUCTURED, RASPC_O_ST_NAMES, RASPC_O_MARKERS, RASPC_O_COUNT, RASPC_O_DRY_RUN,
   RASPC_O_STATS, RASPC_O_CHECK, RASPC_O_ENCODER, RASPC_O_LOGIT_SCALE, RASPC_O_DUMP_FORWARD,
-  RASPC_O_LOGITS, RASPC_O_STDLIB, RASPC_O_ALLOW_FFI, RASPC_O_ALLOW_INCLUDE,
+  RASPC_O_LOGITS, RASPC_O_PROGRAM, RASPC_O_STDLIB, RASPC_O_ALLOW_FFI, RASPC_O_ALLOW_INCLUDE,
   RASPC_O_MAX_MEMORY, RASPC_O_TIMEOUT, RASPC_O_HELP, RASPC_O_VERSION
 };
-/* One argument: an option (id, its name as the table spells it, its value
-** or NULL for a flag) or an operand (RASPC_OPERAND, NULL, the text). */
+/* One argument: an option (id, its name as given -- the table's spelling
+** of it, "-n" or "--count-samples" --, its value or NULL for a flag) or an
+** operand (RASPC_OPERAND, NULL, the text). */
 typedef struct raspC_arg {
   int id;
   const char *name, *val;

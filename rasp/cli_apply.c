@@ -10,6 +10,12 @@
 ** row each, at full float precision (%.9g round-trips a float), which is
 ** what tests/apply_parity.sh compares the Python module with.
 **
+** A path-star model (--program FILE, the program it was compiled from)
+** takes its input as `rasp run` takes that program's: one input of the
+** task, checked by the verifier's parser, or sample 0 of --seed for --D
+** --M --V, the graph `rasp verify` draws first; the model's own vocabulary
+** then numbers its symbols.
+**
 ** A symbol outside the vocabulary is refused by name; so is one the model
 ** has no input dimension for (a symbol of the program's vocabulary that
 ** was not an input id when it was compiled, such as the path-star
@@ -22,6 +28,7 @@
 #include "cli.h"
 #include "rmem.h"
 #include "rmodel.h"
+#include "rverify.h"
 
 /* The symbol an output value stands for, as `rasp run --symbols` prints
 ** it: an integer that is a token id with a symbol; else the value. */
@@ -46,37 +53,47 @@ static void print_float(float x, int json, FILE *out) {
     fprintf(out, "%.9g", (double)x);
 }
 
-int rasp_cli_apply(int argc, char **argv) {
-  const char *stem = NULL, *input = NULL;
-  int symbols = 0, want_logits = 0, json = 0;
-  raspC_arg *args;
-  int nargs = raspC_parse(RASPC_APPLY, argc, argv, &args), bad = 0;
-  if (nargs == RASPC_DONE) return 0;
-  if (nargs == RASPC_BAD) return 2;
-  for (int k = 0; k < nargs && !bad; k++) {
-    const char *v = args[k].val;
-    switch (args[k].id) {
-    case RASPC_OPERAND:
-      if (stem) {
-        fprintf(stderr, "rasp apply: unexpected argument '%s'\n", v);
-        bad = 1;
-      }
-      stem = v;
-      break;
-    case RASPC_O_INPUT: input = v; break;
-    case RASPC_O_SYMBOLS: symbols = 1; break;
-    case RASPC_O_LOGITS: want_logits = 1; break;
-    case RASPC_O_JSON: json = 1; break;
-    default: break; /* --max-memory, --timeout: rasp.c's */
-    }
+/* The task input of --program FILE (a path-star program) as its tokens'
+** text (malloc'd): --input TEXT checked as one input of the task, or
+** sample 0 of seed for D, M, V.  NULL after a message. */
+static char *task_text(const char *file, const char *stdlib, const rasp_access *access,
+                       const char *input, long D, long M, long V, long seed) {
+  rasp_program prog;
+  rasp_error err = {0};
+  if (!raspK_load_with(file, stdlib, access, (int)D, (int)M, (int)V, &prog, &err)) {
+    raspR_print(&err, stderr);
+    return NULL;
   }
-  raspM_free(args);
-  if (bad) return 2;
-  if (!stem || !input) {
-    fprintf(stderr, "rasp apply: %s (rasp apply --help)\n",
-            !stem ? "no model STEM given" : "no --input given");
-    return 2;
+  rasp_input in;
+  char *text = NULL;
+  if (input ? raspC_task_input("apply", &prog, (int)V, input, &in) != 0
+            : raspK_sample_input(&prog, (int)D, (int)M, (int)V, (uint64_t)seed, 0, &in, &err) != 0) {
+    if (!input) fprintf(stderr, "rasp apply: %s\n", err.msg);
+    raspK_program_free(&prog);
+    return NULL;
   }
+  rasp_task_opts o = prog.base;
+  o.D = in.D;
+  o.M = in.M;
+  o.V = (int)V;
+  size_t cap = (size_t)in.n * 24 + 1, len = 0;
+  text = raspM_alloc(cap);
+  text[0] = '\0';
+  for (int i = 0; i < in.n; i++) {
+    char buf[24];
+    raspT_token_text(&o, (int)in.tokens[i], buf, sizeof buf);
+    len += (size_t)snprintf(text + len, cap - len, "%s%s", i ? " " : "", buf);
+  }
+  raspK_input_free(&in);
+  raspK_program_free(&prog);
+  return text;
+}
+
+/* Runs the model on input (symbols separated by spaces) and prints what
+** the options ask for; show_input: first a line "input: ..." (a drawn
+** sample).  The exit status. */
+static int apply_model(const char *stem, const char *input, int symbols, int want_logits,
+                       int json, int show_input) {
   rasp_error err = {0};
   rasp_model m;
   if (raspN_load(&m, stem, &err)) {
@@ -169,6 +186,8 @@ int rasp_cli_apply(int argc, char **argv) {
     for (int i = 0; i <= n; i++)
       printf("%s%d", i ? ", " : "", tokens[i]);
     printf("], \"output\": [");
+  } else if (show_input) {
+    printf("input:  %s\noutput: ", input);
   }
   for (int i = 0; i < n; i++) {
     const float *row = logits + (size_t)(i + 1) * O;
@@ -207,5 +226,70 @@ out:
   if (syms) raspC_free_strings(syms, n);
   raspM_free(tokens);
   raspM_free(logits);
+  return status;
+}
+
+int rasp_cli_apply(int argc, char **argv) {
+  const char *stem = NULL, *input = NULL, *program = NULL, *stdlib = NULL;
+  const char *sample_opt = NULL; /* the first of --D --M --V --seed given */
+  long D = 2, M = 5, V = 100, seed = 1;
+  int symbols = 0, want_logits = 0, json = 0;
+  rasp_access access = {0};
+  char *own_input = NULL;
+  raspC_arg *args;
+  int nargs = raspC_parse(RASPC_APPLY, argc, argv, &args), bad = 0, status = 2;
+  if (nargs == RASPC_DONE) return 0;
+  if (nargs == RASPC_BAD) return 2;
+  for (int k = 0; k < nargs && !bad; k++) {
+    const char *v = args[k].val;
+    int acc = raspC_access_arg("apply", &args[k], &access);
+    if (acc) {
+      bad = acc < 0;
+      continue;
+    }
+    switch (args[k].id) {
+    case RASPC_O_PROGRAM: program = v; break;
+    case RASPC_O_STDLIB: stdlib = v; break;
+    case RASPC_O_D: bad = !raspC_int_opt("apply", args[k].name, v, 1, 100000, &D); break;
+    case RASPC_O_M: bad = !raspC_int_opt("apply", args[k].name, v, 2, 100000, &M); break;
+    case RASPC_O_V: bad = !raspC_int_opt("apply", args[k].name, v, 2, 1 << 30, &V); break;
+    case RASPC_O_SEED:
+      bad = !raspC_int_opt("apply", args[k].name, v, 0, 0x7fffffffffffffffL, &seed);
+      break;
+    case RASPC_OPERAND:
+      if (stem) {
+        fprintf(stderr, "rasp apply: unexpected argument '%s'\n", v);
+        bad = 1;
+      }
+      stem = v;
+      break;
+    case RASPC_O_INPUT: input = v; break;
+    case RASPC_O_SYMBOLS: symbols = 1; break;
+    case RASPC_O_LOGITS: want_logits = 1; break;
+    case RASPC_O_JSON: json = 1; break;
+    default: break; /* --max-memory, --timeout: rasp.c's */
+    }
+    if (!sample_opt && (args[k].id == RASPC_O_D || args[k].id == RASPC_O_M ||
+                        args[k].id == RASPC_O_V || args[k].id == RASPC_O_SEED))
+      sample_opt = args[k].name;
+  }
+  raspM_free(args);
+  if (!bad && !stem) fprintf(stderr, "rasp apply: no model STEM given (rasp apply --help)\n");
+  else if (!bad && !program && sample_opt)
+    fprintf(stderr, "rasp apply: %s is for a path-star model: give --program FILE, the "
+                    "program it was compiled from\n", sample_opt);
+  else if (!bad && !program && !input)
+    fprintf(stderr, "rasp apply: no --input given (rasp apply --help)\n");
+  else if (!bad && input && sample_opt && strcmp(sample_opt, "--V") != 0)
+    fprintf(stderr, "rasp apply: %s draws a sample; with --input, D and M come from the "
+                    "input's graph\n", sample_opt);
+  else if (!bad && program &&
+           !(own_input = task_text(program, stdlib, &access, input, D, M, V, seed)))
+    status = 2;
+  else if (!bad)
+    status = apply_model(stem, own_input ? own_input : input, symbols, want_logits, json,
+                         program && !input);
+  raspC_access_free(&access);
+  raspM_free(own_input);
   return status;
 }

@@ -34,9 +34,7 @@
 /* The commands that run a program: they take --stdlib and the access options. */
 #define PROGRAMS                                                                              \
   (RASPC_RUN | RASPC_TRACE | RASPC_VERIFY | RASPC_LAYERS | RASPC_DRAW | RASPC_COMPILE |        \
-   RASPC_REPL)
-/* The commands that trace a path-star program for sizes. */
-#define SIZED (RASPC_RUN | RASPC_TRACE | RASPC_DRAW | RASPC_COMPILE)
+   RASPC_REPL | RASPC_APPLY)
 
 typedef struct option {
   int id;
@@ -227,6 +225,20 @@ static const option options[] = {
     {RASPC_O_JSON, "--json", NULL, NULL, RASPC_APPLY,
      "print one JSON object: input, tokens (BOS first), output and, with\n"
      "--logits, logits"},
+    {RASPC_O_PROGRAM, "--program", NULL, "FILE", RASPC_APPLY,
+     "the program STEM was compiled from, when it declares `task`: --input\n"
+     "is then checked as one input of its task (as rasp run checks it), or\n"
+     "a sample is drawn for --D --M --V --seed and printed on a line\n"
+     "\"input: ...\" before the output"},
+    {RASPC_O_D, "--D", NULL, "N", RASPC_APPLY,
+     "with --program, instead of --input: the degree of the drawn sample\n"
+     "(default 2); D and M must give the model's input length"},
+    {RASPC_O_M, "--M", NULL, "N", RASPC_APPLY, "its arm length, counting s (default 5)"},
+    {RASPC_O_V, "--V", NULL, "N", RASPC_APPLY,
+     "with --program: the number of node symbols (default 100)"},
+    {RASPC_O_SEED, "--seed", NULL, "S", RASPC_APPLY,
+     "the drawn sample is sample 0 of seed S, as `rasp verify --seed S`\n"
+     "draws it (default 1)"},
 
     /* every command that runs a program */
     {RASPC_O_STDLIB, "--stdlib", NULL, "DIR", PROGRAMS, "use another stdlib directory"},
@@ -289,9 +301,12 @@ static const struct {
      "Writes path-star task samples (paper §1.1), one per line.\n", NULL},
     {RASPC_COMPILE, "compile", "rasp compile PROGRAM -o STEM [options]",
      "Compiles a program to transformer weights.\n", NULL},
-    {RASPC_APPLY, "apply", "rasp apply STEM --input TEXT [options]",
+    {RASPC_APPLY, "apply",
+     "rasp apply STEM --input TEXT [options]\n"
+     "       rasp apply STEM --program FILE [--input TEXT | --D N --M N --V N --seed S]",
      "Runs the compiled model STEM.json + STEM.safetensors (`rasp compile -o STEM`)\n"
-     "on one input and prints its output, one value per input position.\n",
+     "on one input and prints its output, one value per input position.  The\n"
+     "input's symbols are numbered by the model's own vocabulary.\n",
      NULL},
     {RASPC_REPL, "repl", "rasp repl [options]",
      "Reads entries from a terminal (GNU Readline, history in ~/.rasp_history)\n"
@@ -450,7 +465,12 @@ int raspC_parse(unsigned cmd, int argc, char **argv, raspC_arg **out) {
       raspM_free(args);
       return RASPC_DONE;
     }
-    args[n++] = (raspC_arg){o->id, o->name, val};
+    /* the spelling given, for messages ("-n: ..." after -n or -n10) */
+    size_t alen = o->alias ? strlen(o->alias) : 0;
+    int as_alias = o->alias && strncmp(a, o->alias, alen) == 0 &&
+                   (len == alen || (val && val == a + alen));
+    const char *spelt = as_alias ? o->alias : o->name;
+    args[n++] = (raspC_arg){o->id, spelt, val};
   }
   *out = args;
   return n;

@@ -91,22 +91,31 @@ void raspI_free(rasp_ir *ir) {
 
 /* Whether a node's values are token ids, judged from its operation and
 ** operands only; anything computed from ids (a tok_map, arithmetic, a
-** truncated mean) is not, because its numbers need not be ids. */
+** truncated mean) is not, because its numbers need not be ids.  where()
+** choosing between token ids and a constant that can be an id (a positive
+** integer, such as the path-star programs' full(seq, d['j'])) yields ids:
+** the constant is then a token too. */
 int raspI_carries_tokens(const rasp_ir *ir, const rasp_ir_node *nd) {
 #define TOK(k)                                                                             \
   (nd->in[k] >= 0 && nd->in[k] < ir->nnodes && (ir->nodes[nd->in[k]].flags & RASP_TOKEN_IDS))
+#define ID_CONST(k)                                                                        \
+  (nd->in[k] >= 0 && nd->in[k] < ir->nnodes && ir->nodes[nd->in[k]].op == RASP_OP_FULL &&     \
+   ir->nodes[nd->in[k]].c.den == 1 && ir->nodes[nd->in[k]].c.num > 0)
   switch (nd->op) {
   case RASP_OP_INPUT: return 1;
   case RASP_OP_AGGREGATE:
   case RASP_OP_AGGR_MAX:
   case RASP_OP_AGGR_MIN: /* the default shows where nothing is selected */
     return nd->nin == 2 && TOK(1) && !(nd->c.den == 1 && nd->c.num > 0);
-  case RASP_OP_WHERE: return nd->nin == 3 && TOK(1) && TOK(2);
+  case RASP_OP_WHERE:
+    return nd->nin == 3 && (TOK(1) || TOK(2)) && (TOK(1) || ID_CONST(1)) &&
+           (TOK(2) || ID_CONST(2));
   case RASP_OP_BINARY:
     return nd->nin == 2 && (nd->aux == RASP_BIN_MIN || nd->aux == RASP_BIN_MAX) && TOK(0) &&
            TOK(1);
   default: return 0;
   }
+#undef ID_CONST
 #undef TOK
 }
 

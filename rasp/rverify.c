@@ -993,10 +993,12 @@ static void print_tokens(const rasp_ptrace *tr, const int64_t *tokens, FILE *out
 
 /* A node's values: token ids (raspI_is_tokens, the rule `rasp run --symbols`
 ** follows) as their symbols, other numbers as numbers (a position is not a
-** symbol, whatever id it happens to equal). */
+** symbol, whatever id it happens to equal).  The program's output is shown
+** as check() receives it (every id as its symbol, symbolic() above): that
+** is what is judged, and the task's contract makes it a token sequence. */
 static void print_row(rasp_ptrace *tr, rasp_eval *ev, int node, int b, FILE *out) {
   const rasp_elem *v = raspE_value(ev, node, b);
-  int symbolic_ids = raspI_is_tokens(rasp_ctx_ir(tr->ctx), node);
+  int symbolic_ids = node == tr->output || raspI_is_tokens(rasp_ctx_ir(tr->ctx), node);
   char buf[128];
   for (int i = 0; i < tr->n; i++) {
     if (symbolic_ids) rasp_format_symbolic(tr->ctx, v[i], buf, sizeof buf);

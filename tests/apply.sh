@@ -90,4 +90,28 @@ fails "unknown option '--bogus'" "$rev" --input "a b c a b c" --bogus
 fails "no --input given" "$rev"
 fails "no model STEM given" --input "a"
 fails "--input needs a value" "$rev" --input
+
+# a path-star model with --program: the input checked as one of the task's,
+# or a sample drawn as `rasp run PROGRAM --D --M --seed` draws it; the
+# model's output must be the interpreter's on it
+ps=programs/readout5_arms_constant.rasp
+"$RASP" apply "$tmp/ps" --program $ps --D 2 --M 3 --V 10 --seed 4 >"$tmp/out" 2>"$tmp/err" ||
+  bad "apply --program --seed: $(cat "$tmp/err")"
+"$RASP" run $ps --D 2 --M 3 --V 10 --seed 4 >"$tmp/run" 2>"$tmp/err" ||
+  bad "run --seed: $(cat "$tmp/err")"
+drawn=$(sed -n 's/^input:  //p' "$tmp/out")
+[ -n "$drawn" ] && [ "$drawn" = "$(sed -n 's/^ *input: *//p' "$tmp/run")" ] ||
+  bad "apply --program --seed: input '$drawn', rasp run's $(sed -n 2p "$tmp/run")"
+want=$(sed -n 's/^ *output: *//p' "$tmp/run")
+[ "$(sed -n 's/^output: //p' "$tmp/out")" = "$want" ] ||
+  bad "apply --program --seed: output $(sed -n 2p "$tmp/out"), interpreter $want"
+"$RASP" apply "$tmp/ps" --program $ps --V 10 --input "$drawn" >"$tmp/out2" 2>"$tmp/err" ||
+  bad "apply --program --input: $(cat "$tmp/err")"
+[ "$(cat "$tmp/out2")" = "$want" ] || bad "apply --program --input: $(cat "$tmp/out2"), want $want"
+echo "ok: path-star model on the drawn sample = rasp run (--seed and --input)"
+fails "rasp apply: --input: the input has" "$tmp/ps" --program $ps --V 10 --input "/ s t = s 2 |"
+fails "rasp apply: --D is for a path-star model: give --program FILE" "$tmp/ps" --D 2
+fails "rasp apply: --seed draws a sample; with --input, D and M come from the input's graph" \
+  "$tmp/ps" --program $ps --input "$drawn" --seed 3
+fails "the model was compiled for inputs of" "$tmp/ps" --program $ps --D 2 --M 4 --V 10
 exit $fail

@@ -823,7 +823,7 @@ START_TEST(test_cli_bad_options) {
       {{"--count-samples", "ten"}, "--count-samples"},
       {{"--bogus"}, "unknown option"},
       {{"-x"}, "unknown option"},
-      {{"--D"}, "missing value"},
+      {{"--D"}, "needs a value"},
       {{"--bos=1"}, "takes no value"},
       {{"extra"}, "unexpected argument"},
       {{"--V", "99999999999999999999"}, "--V"},

@@ -232,7 +232,29 @@ expect option_equals_bad 2 "" "--graphs: expected an integer" -- verify programs
 expect option_equals_unknown 2 "" "unknown option '--frob'" -- layers programs/listing1_back_target.rasp --frob=1
 for cmd in run trace verify layers draw gen compile apply repl; do
   expect "version_$cmd" 0 "^rasp $cmd [0-9][0-9.]*$" "" -- $cmd --version
+  # the one option parser (rasp/cli_opts.c) in every command
+  expect "unknown_option_$cmd" 2 "" "rasp $cmd: unknown option '--bogus'" -- $cmd --bogus=1
+  expect "help_$cmd" 0 "^usage: rasp $cmd" "" -- $cmd x --help
+  expect "help_cmd_$cmd" 0 "^usage: rasp $cmd" "" -- help $cmd
+  expect "flag_value_$cmd" 2 "" "rasp $cmd: --help takes no value, got '1'" -- $cmd --help=1
 done
+expect unused_option_apply_verify 2 "" "rasp verify: option '--logits' is for rasp apply; verify does not use it" -- verify programs/listing1_back_target.rasp --logits
+expect needs_value 2 "" "rasp trace: --entry needs a value (NAME)" -- trace examples/sort.rasp --input "1 2" --entry
+# a path-star program's own input for run, trace and draw (the verifier's context)
+ps_in="/ s t = s 3 | 3 t | s 5 | 5 7 |"
+expect run_task_verdict 0 "verdict:  ok (check() passed)" "" -- run programs/listing1_back_target.rasp --input "$ps_in"
+expect run_task_failing_verdict 0 "verdict:  FAIL (check() failed)" "" -- run programs/listing4_log.rasp --D 2 --M 9 --seed 1
+expect run_task_drawn 0 "on one input (D=3, M=4, n=31)" "" -- run programs/listing1_back_target.rasp --D 3 --M 4 --seed 9
+expect run_task_below_min 2 "" "rasp run: programs/listing1_back_target.rasp needs M >= 3" -- run programs/listing1_back_target.rasp --M 2
+expect run_task_symbols 2 "" "rasp run: --symbols is for plain programs; programs/listing1_back_target.rasp declares \`task\`" -- run programs/listing1_back_target.rasp --input "$ps_in" --symbols
+expect run_task_set 2 "" "rasp run: --set is for plain programs" -- run programs/listing1_back_target.rasp --set arm_len=3 --input "$ps_in"
+expect run_task_input_and_D 2 "" "rasp run: --D draws a sample; with --input, D and M come from the input's graph" -- run programs/listing1_back_target.rasp --input "$ps_in" --D 2
+expect run_plain_D 2 "" "rasp run: --D is for programs that declare \`task\`; examples/sort.rasp does not" -- run examples/sort.rasp --input "1 2" --D 2
+expect trace_plain_seed 2 "" "rasp trace: --seed is for programs that declare \`task\`" -- trace examples/sort.rasp --input "1 2" --seed 2
+expect trace_task_drawn 0 "^outputs: " "" -- trace programs/listing2_backward_targets.rasp --D 2 --M 4
+expect draw_task_input 0 'digraph "listing1_back_target"' "" -- draw programs/listing1_back_target.rasp --input "$ps_in"
+expect draw_task_input_and_M 2 "" "rasp draw: --input gives D and M (from its graph); it does not combine with --M" -- draw programs/listing1_back_target.rasp --input "$ps_in" --M 4
+expect draw_plain_D 2 "" "rasp draw: --D is for programs that declare \`task\`; examples/sort.rasp does not" -- draw examples/sort.rasp --input "1 2" --D 3
 expect help_command 0 "^usage: rasp layers PROGRAM" "" -- help layers
 expect help_unknown 2 "" "rasp help: unknown command 'nope'" -- help nope
 expect gen_count 0 "" "" -- gen --count --D 2 --M 3 --V 5

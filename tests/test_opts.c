@@ -1,0 +1,156 @@
+/*
+** test_opts.c -- the one option table of the `rasp` commands (cli_opts.c):
+** every option in the table is in its commands' help and parses there,
+** with its value as --opt VALUE and --opt=VALUE; every command refuses an
+** option no command has and one that only other commands take; a flag
+** refuses a value; a value option without one is refused.
+*/
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "rmem.h"
+
+#include "check_main.h"
+
+static const struct {
+  const char *name;
+  unsigned bit;
+} cmds[] = {{"run", RASPC_RUN},         {"trace", RASPC_TRACE}, {"verify", RASPC_VERIFY},
+            {"layers", RASPC_LAYERS},   {"draw", RASPC_DRAW},   {"gen", RASPC_GEN},
+            {"compile", RASPC_COMPILE}, {"apply", RASPC_APPLY}, {"repl", RASPC_REPL}};
+#define NCMDS (sizeof cmds / sizeof cmds[0])
+
+static char *help_of(unsigned cmd) {
+  char *text = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&text, &len);
+  raspC_usage(cmd, f);
+  fclose(f);
+  return text;
+}
+
+/* Whether help lists name as an option: at a line's start ("  --D N") or
+** as a second spelling ("  --verbose, -v"). */
+static int lists(const char *help, const char *name) {
+  char a[64], b[64];
+  snprintf(a, sizeof a, "\n  %s", name);
+  snprintf(b, sizeof b, ", %s", name);
+  for (const char *p = help; (p = strstr(p, a)); p++)
+    if (p[strlen(a)] == ' ' || p[strlen(a)] == '\n' || p[strlen(a)] == ',') return 1;
+  for (const char *p = help; (p = strstr(p, b)); p++)
+    if (p[strlen(b)] == ' ' || p[strlen(b)] == '\n') return 1;
+  return 0;
+}
+
+/* Parses {cmd, a, b} (b may be NULL); returns the count or RASPC_*. */
+static int parse3(unsigned cmd, const char *a, const char *b, raspC_arg *first) {
+  char *argv[] = {"cmd", (char *)a, (char *)b, NULL};
+  raspC_arg *args = NULL;
+  int n = raspC_parse(cmd, b ? 3 : 2, argv, &args);
+  if (n > 0 && first) *first = args[0];
+  if (n >= 0) raspM_free(args);
+  return n;
+}
+
+START_TEST(test_every_option_in_help_and_parsed) {
+  int rows = raspC_option_count(), checked = 0;
+  ck_assert_int_gt(rows, 40);
+  for (int k = 0; k < rows; k++) {
+    const char *name;
+    unsigned bits;
+    ck_assert(raspC_option_at(k, &name, &bits));
+    for (size_t c = 0; c < NCMDS; c++) {
+      if (!(bits & cmds[c].bit)) continue;
+      char *help = help_of(cmds[c].bit);
+      ck_assert_msg(lists(help, name), "rasp %s --help lacks %s", cmds[c].name, name);
+      free(help);
+      if (!strcmp(name, "--help") || !strcmp(name, "--version")) {
+        ck_assert_int_eq(parse3(cmds[c].bit, name, NULL, NULL), RASPC_DONE);
+        continue;
+      }
+      /* as a flag, or with the value after it: either way one option */
+      raspC_arg got;
+      int n = parse3(cmds[c].bit, name, "v1", &got);
+      ck_assert_msg(n == 1 || n == 2, "rasp %s %s v1: %d", cmds[c].name, name, n);
+      ck_assert_str_eq(got.name, name);
+      if (n == 1) { /* it took the value */
+        ck_assert_str_eq(got.val, "v1");
+        char eq[96];
+        snprintf(eq, sizeof eq, "%s=v2", name);
+        if (name[1] == '-') {
+          ck_assert_int_eq(parse3(cmds[c].bit, eq, NULL, &got), 1);
+          ck_assert_str_eq(got.val, "v2");
+        }
+        /* no value at the end: refused */
+        ck_assert_int_eq(parse3(cmds[c].bit, name, NULL, NULL), RASPC_BAD);
+      } else { /* a flag: "v1" is an operand, and --flag=x is refused */
+        ck_assert_ptr_null(got.val);
+        char eq[96];
+        snprintf(eq, sizeof eq, "%s=x", name);
+        if (name[1] == '-') ck_assert_int_eq(parse3(cmds[c].bit, eq, NULL, NULL), RASPC_BAD);
+      }
+      checked++;
+    }
+  }
+  ck_assert_int_gt(checked, 100);
+}
+END_TEST
+
+START_TEST(test_unknown_and_unused_refused) {
+  for (size_t c = 0; c < NCMDS; c++) {
+    ck_assert_int_eq(parse3(cmds[c].bit, "--no-such-option", NULL, NULL), RASPC_BAD);
+    ck_assert_int_eq(parse3(cmds[c].bit, "--no-such-option=1", NULL, NULL), RASPC_BAD);
+    ck_assert_int_eq(parse3(cmds[c].bit, "-Z", NULL, NULL), RASPC_BAD);
+  }
+  /* options that only other commands take */
+  ck_assert_int_eq(parse3(RASPC_VERIFY, "--logits", NULL, NULL), RASPC_BAD);
+  ck_assert_int_eq(parse3(RASPC_DRAW, "--graphs", "3", NULL), RASPC_BAD);
+  ck_assert_int_eq(parse3(RASPC_GEN, "--stdlib", "d", NULL), RASPC_BAD);
+  ck_assert_int_eq(parse3(RASPC_REPL, "--input", "a", NULL), RASPC_BAD);
+  ck_assert_int_eq(parse3(RASPC_RUN, "-o", "x", NULL), RASPC_BAD);
+}
+END_TEST
+
+START_TEST(test_forms) {
+  raspC_arg got;
+  /* a short option's value attached, and its long spelling */
+  ck_assert_int_eq(parse3(RASPC_GEN, "-n10", NULL, &got), 1);
+  ck_assert_int_eq(got.id, RASPC_O_COUNT_SAMPLES);
+  ck_assert_str_eq(got.val, "10");
+  ck_assert_int_eq(parse3(RASPC_GEN, "--count-samples=7", NULL, &got), 1);
+  ck_assert_str_eq(got.val, "7");
+  /* one id, spelt per command: -o is draw's FILE and gen's --output */
+  ck_assert_int_eq(parse3(RASPC_DRAW, "-o", "g.dot", &got), 1);
+  ck_assert_int_eq(got.id, RASPC_O_OUT);
+  ck_assert_int_eq(parse3(RASPC_GEN, "--output", "s.jsonl", &got), 1);
+  ck_assert_int_eq(got.id, RASPC_O_OUT);
+  /* a value that looks like an option is still the value */
+  ck_assert_int_eq(parse3(RASPC_RUN, "--input", "--x", &got), 1);
+  ck_assert_str_eq(got.val, "--x");
+  ck_assert_int_eq(parse3(RASPC_RUN, "--input=a=b", NULL, &got), 1);
+  ck_assert_str_eq(got.val, "a=b");
+  /* operands, "-" among them */
+  ck_assert_int_eq(parse3(RASPC_RUN, "f.rasp", "-", &got), 2);
+  ck_assert_int_eq(got.id, RASPC_OPERAND);
+  ck_assert_str_eq(got.val, "f.rasp");
+  unsigned cmd;
+  ck_assert(raspC_command("compile", &cmd));
+  ck_assert_uint_eq(cmd, RASPC_COMPILE);
+  ck_assert(!raspC_command("nope", &cmd));
+}
+END_TEST
+
+static Suite *make_suite(void) {
+  Suite *s = suite_create("opts");
+  TCase *tc = tcase_create("table");
+  tcase_add_test(tc, test_every_option_in_help_and_parsed);
+  tcase_add_test(tc, test_unknown_and_unused_refused);
+  tcase_add_test(tc, test_forms);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+RASP_CHECK_MAIN(make_suite())
