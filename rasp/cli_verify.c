@@ -6,7 +6,10 @@
 ** `rasp run`, for --length N over the vocabulary of --input-vocab "a b c",
 ** --vocab FILE or the symbols of --input TEXT (whose length is then the
 ** default).  Both write --json for scripts; draw picks its format from
-** -o's extension when --format is not given.
+** -o's extension when --format is not given, and draws a path-star program
+** for the D and M of one input of its task (--input, as `rasp run` takes
+** it) as well as for --D --M.  Options are parsed from the one table of
+** cli_opts.c.
 **
 ** verify's table fits 100 columns: the heads per layer are abbreviated
 ** (runs as "2x3", then cut) unless -v; --json has them all.  A legend line

@@ -45,9 +45,11 @@ typedef enum rasp_type { RASP_T_BOOL, RASP_T_INT, RASP_T_ANY, RASP_T_SEL } rasp_
 #define RASP_CAUSAL 1u
 /* The values are token ids (raspI_add derives it): the input, and what only
 ** moves token ids -- an aggregate of token ids whose default is no id (a
-** mean of several ids is a number, not a token), where() and min/max of two
-** token-valued operands.  Front ends print such values as the symbols they
-** stand for; the tracer maps a string compared with them to its id. */
+** mean of several ids is a number, not a token), where() of two
+** token-valued operands or of one and a positive integer constant (an id,
+** such as d['j']), min/max of two token-valued operands.  Front ends print
+** such values as the symbols they stand for (raspI_is_tokens); the tracer
+** maps a string compared with them to its id. */
 #define RASP_TOKEN_IDS 2u
 
 typedef struct rasp_ir_node {
