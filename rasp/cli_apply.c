@@ -231,7 +231,8 @@ out:
 
 int rasp_cli_apply(int argc, char **argv) {
   const char *stem = NULL, *input = NULL, *program = NULL, *stdlib = NULL;
-  const char *sample_opt = NULL; /* the first of --D --M --V --seed given */
+  /* the first of --D --M --V --seed given, and of those that draw (not --V) */
+  const char *sample_opt = NULL, *draw_opt = NULL;
   long D = 2, M = 5, V = 100, seed = 1;
   int symbols = 0, want_logits = 0, json = 0;
   rasp_access access = {0};
@@ -272,6 +273,9 @@ int rasp_cli_apply(int argc, char **argv) {
     if (!sample_opt && (args[k].id == RASPC_O_D || args[k].id == RASPC_O_M ||
                         args[k].id == RASPC_O_V || args[k].id == RASPC_O_SEED))
       sample_opt = args[k].name;
+    if (!draw_opt && (args[k].id == RASPC_O_D || args[k].id == RASPC_O_M ||
+                      args[k].id == RASPC_O_SEED))
+      draw_opt = args[k].name;
   }
   raspM_free(args);
   if (!bad && !stem) fprintf(stderr, "rasp apply: no model STEM given (rasp apply --help)\n");
@@ -280,9 +284,9 @@ int rasp_cli_apply(int argc, char **argv) {
                     "program it was compiled from\n", sample_opt);
   else if (!bad && !program && !input)
     fprintf(stderr, "rasp apply: no --input given (rasp apply --help)\n");
-  else if (!bad && input && sample_opt && strcmp(sample_opt, "--V") != 0)
+  else if (!bad && input && draw_opt)
     fprintf(stderr, "rasp apply: %s draws a sample; with --input, D and M come from the "
-                    "input's graph\n", sample_opt);
+                    "input's graph\n", draw_opt);
   else if (!bad && program &&
            !(own_input = task_text(program, stdlib, &access, input, D, M, V, seed)))
     status = 2;

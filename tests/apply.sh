@@ -112,6 +112,6 @@ echo "ok: path-star model on the drawn sample = rasp run (--seed and --input)"
 fails "rasp apply: --input: the input has" "$tmp/ps" --program $ps --V 10 --input "/ s t = s 2 |"
 fails "rasp apply: --D is for a path-star model: give --program FILE" "$tmp/ps" --D 2
 fails "rasp apply: --seed draws a sample; with --input, D and M come from the input's graph" \
-  "$tmp/ps" --program $ps --input "$drawn" --seed 3
+  "$tmp/ps" --program $ps --input "$drawn" --V 10 --seed 3
 fails "the model was compiled for inputs of" "$tmp/ps" --program $ps --D 2 --M 4 --V 10
 exit $fail
