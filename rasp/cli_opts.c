@@ -303,7 +303,7 @@ static const struct {
      "Compiles a program to transformer weights.\n", NULL},
     {RASPC_APPLY, "apply",
      "rasp apply STEM --input TEXT [options]\n"
-     "       rasp apply STEM --program FILE [--input TEXT | --D N --M N --V N --seed S]",
+     "       rasp apply STEM --program FILE [--input TEXT | --D N --M N --seed S]",
      "Runs the compiled model STEM.json + STEM.safetensors (`rasp compile -o STEM`)\n"
      "on one input and prints its output, one value per input position.  The\n"
      "input's symbols are numbered by the model's own vocabulary.\n",

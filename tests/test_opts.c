@@ -1,6 +1,7 @@
 /*
 ** test_opts.c -- the one option table of the `rasp` commands (cli_opts.c):
 ** every option in the table is in its commands' help and parses there,
+** the help fits 79 columns,
 ** with its value as --opt VALUE and --opt=VALUE; every command refuses an
 ** option no command has and one that only other commands take; a flag
 ** refuses a value; a value option without one is refused.
@@ -99,6 +100,21 @@ START_TEST(test_every_option_in_help_and_parsed) {
 }
 END_TEST
 
+START_TEST(test_help_fits_80_columns) {
+  for (size_t c = 0; c < NCMDS; c++) {
+    char *help = help_of(cmds[c].bit);
+    ck_assert(strncmp(help, "usage: rasp ", 12) == 0);
+    for (char *line = help, *nl; *line; line = nl + 1) {
+      nl = strchr(line, '\n');
+      ck_assert_ptr_nonnull(nl);
+      ck_assert_msg(nl - line <= 79, "rasp %s --help: a line of %d columns", cmds[c].name,
+                    (int)(nl - line));
+    }
+    free(help);
+  }
+}
+END_TEST
+
 START_TEST(test_unknown_and_unused_refused) {
   for (size_t c = 0; c < NCMDS; c++) {
     ck_assert_int_eq(parse3(cmds[c].bit, "--no-such-option", NULL, NULL), RASPC_BAD);
@@ -147,6 +163,7 @@ static Suite *make_suite(void) {
   Suite *s = suite_create("opts");
   TCase *tc = tcase_create("table");
   tcase_add_test(tc, test_every_option_in_help_and_parsed);
+  tcase_add_test(tc, test_help_fits_80_columns);
   tcase_add_test(tc, test_unknown_and_unused_refused);
   tcase_add_test(tc, test_forms);
   suite_add_tcase(s, tc);
