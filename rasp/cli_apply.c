@@ -97,7 +97,7 @@ int rasp_cli_apply(int argc, char **argv) {
   }
   rasp_error err = {0};
   rasp_model m;
-  if (raspN_load(&m, stem, &err)) {
+  if (!raspN_load(&m, stem, &err)) {
     fprintf(stderr, "rasp apply: %s\n", err.msg);
     return 2;
   }
@@ -172,7 +172,7 @@ int rasp_cli_apply(int argc, char **argv) {
   }
   int O = c->n_out;
   logits = raspM_alloc(sizeof *logits * (size_t)(n + 1) * (size_t)O);
-  if (raspN_forward(&m, tokens, n + 1, logits, NULL, &err)) {
+  if (!raspN_forward(&m, tokens, n + 1, logits, NULL, &err)) {
     raspR_print(&err, stderr);
     status = 1;
     goto out;

@@ -322,7 +322,7 @@ static void write_counts(FILE *f, const rasp_task_opts *o) {
 static int close_output(FILE *f, rasp_afile *af) {
   rasp_error err = {0};
   if (af->f) {
-    if (raspR_atomic_commit(af, &err) == 0) return 0;
+    if (raspR_atomic_commit(af, &err)) return 0;
     fprintf(stderr, P "%s\n", err.msg);
     return 1;
   }
@@ -353,7 +353,7 @@ int rasp_cli_gen(int argc, char **argv) {
     return 2;
   }
   rasp_error err = {0};
-  if (raspT_opts_check(&g.t, &err) != 0) {
+  if (!raspT_opts_check(&g.t, &err)) {
     fprintf(stderr, P "%s\n", err.msg);
     return 2;
   }
@@ -361,7 +361,7 @@ int rasp_cli_gen(int argc, char **argv) {
   rasp_afile af = {0};
   FILE *f = stdout;
   if (g.output) {
-    if (raspR_atomic_open(&af, g.output, &err)) {
+    if (!raspR_atomic_open(&af, g.output, &err)) {
       fprintf(stderr, P "%s\n", err.msg);
       return 1;
     }

@@ -14,6 +14,7 @@
 #include "cli.h"
 #include "rmodel.h"
 #include "rmem.h"
+#include "rtask.h"
 
 int raspC_split(const char *text, char ***out) {
   int n = 0, cap = 0;
@@ -291,22 +292,12 @@ static void apply_set(rasp_ctx *ctx, const char *assignment) {
 }
 
 /* A path-star program (programs/) reads the layout globals that only the
-** verifier sets; `rasp run` stops at the first of them.  Say where to go. */
+** verifier sets (rtask.h); `rasp run` stops at the first of them.  Say where
+** to go. */
 static void path_star_hint(const char *cmd, const char *file, const rasp_error *err) {
-  static const char *const globals[] = {"arm_len", "degree", "num_symbols", "seq_len", "g_start",
-                                        "q_start", "ans_start", "q_before_g", "markers",
-                                        "edge_width", NULL};
-  const char *prefix = "unknown name '";
-  if (!err->pos.src || strncmp(err->msg, prefix, strlen(prefix)) != 0) return;
-  const char *name = err->msg + strlen(prefix);
-  for (int i = 0; globals[i]; i++) {
-    size_t len = strlen(globals[i]);
-    if (strncmp(name, globals[i], len) == 0 && name[len] == '\'' && !name[len + 1]) {
-      fprintf(stderr, "rasp %s: '%s' is a layout global of path-star programs; to run one "
-                      "on one input: rasp verify %s --input TEXT\n", cmd, globals[i], file);
-      return;
-    }
-  }
+  if (err->code != RASP_E_NAME || !err->pos.src || !raspT_is_layout_global(err->subject)) return;
+  fprintf(stderr, "rasp %s: '%s' is a layout global of path-star programs; to run one "
+                  "on one input: rasp verify %s --input TEXT\n", cmd, err->subject, file);
 }
 
 /* Traces o->file for the input; on success *ctx_out and token ids are set. */
@@ -343,10 +334,7 @@ static int trace_input(const char *cmd, run_opts *o, rasp_ctx **ctx_out, int64_t
   int status = 1;
   int64_t *tokens = raspM_alloc(sizeof(int64_t) * (size_t)n);
   if (!ctx) goto fail;
-  if (!rasp_set_access(ctx, &o->access, &err)) {
-    status = 2;
-    goto fail;
-  }
+  if (!rasp_set_access(ctx, &o->access, &err)) goto fail;
   if (!rasp_set_vocab(ctx, (const char *const *)vocab, nvocab, &err)) goto fail;
   for (int i = 0; i < n; i++) {
     tokens[i] = rasp_vocab_id(ctx, syms[i]);
@@ -359,10 +347,7 @@ static int trace_input(const char *cmd, run_opts *o, rasp_ctx **ctx_out, int64_t
   }
   for (int i = 0; i < o->nsets; i++) apply_set(ctx, o->sets[i]);
   if (!rasp_load_stdlib(ctx, o->stdlib, &err)) goto fail;
-  if (!rasp_exec_file(ctx, o->file, &err)) {
-    if (!err.pos.src) status = 2; /* unreadable file */
-    goto fail;
-  }
+  if (!rasp_exec_file(ctx, o->file, &err)) goto fail;
   if (!rasp_trace(ctx, o->entry, &err)) goto fail;
   raspC_free_strings(syms, n);
   raspC_free_strings(vocab, nvocab);
@@ -372,6 +357,7 @@ static int trace_input(const char *cmd, run_opts *o, rasp_ctx **ctx_out, int64_t
 fail:
   raspR_print(&err, stderr);
   path_star_hint(cmd, o->file, &err);
+  status = raspR_exit_status(&err);
 fail_quiet:
   rasp_ctx_free(ctx);
   raspM_free(tokens);
@@ -457,7 +443,7 @@ int rasp_cli_script(int argc, char **argv) {
   if (!ctx || !rasp_set_access(ctx, &access, &err) || !rasp_load_stdlib(ctx, NULL, &err) ||
       !rasp_exec_file(ctx, argv[i], &err)) {
     raspR_print(&err, stderr);
-    status = err.pos.src ? 1 : 2;
+    status = raspR_exit_status(&err);
   }
   rasp_ctx_free(ctx);
   raspC_access_free(&access);

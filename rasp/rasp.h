@@ -149,8 +149,9 @@ void rasp_interrupt(rasp_ctx *ctx, int on);
 ** calls fn for each. */
 void rasp_complete(rasp_ctx *ctx, const char *prefix,
                    void (*fn)(void *user, const char *name), void *user);
-/* Describes a global: its kind and, for a function, its parameters. */
-char *rasp_describe(rasp_ctx *ctx, const char *name); /* malloc'd */
+/* Describes a global: its kind and, for a function, its parameters
+** (raspM_alloc'd, the front end frees it); NULL when there is no such name. */
+char *rasp_describe(rasp_ctx *ctx, const char *name);
 
 /* The text of a vocabulary-or-symbol element for --symbols printing. */
 int rasp_format_symbolic(const rasp_ctx *ctx, rasp_elem e, char *buf,
