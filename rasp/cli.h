@@ -5,6 +5,8 @@
 ** name), prints its own errors and returns the process exit status:
 ** 0 success, 1 a failure the command reports (a program that fails
 ** verification, an error in a program), 2 bad usage (an option or file).
+** After a rasp_error the status is raspR_exit_status's (rerror.h): it is
+** decided by the error's code, never by its text.
 */
 #ifndef RASP_CLI_H
 #define RASP_CLI_H
@@ -28,9 +30,10 @@ void raspC_free_strings(char **strs, int n);
 /* The default vocabulary of an input: its distinct symbols sorted, numbers
 ** numerically first, then the rest by bytes.  Returns the count. */
 int raspC_default_vocab(char **symbols, int n, char ***out);
-/* Reads a vocabulary file (one symbol per line). Returns -1 on error. */
+/* Reads a vocabulary file (one symbol per line): the count, or -1 with err. */
 int raspC_read_vocab(const char *path, char ***out, rasp_error *err);
-/* Parses an integer option value; prints "rasp CMD: --opt: ..." on error. */
+/* Parses an integer option value: 1, or 0 after printing "rasp CMD: --opt:
+** ..." (these helpers print their own errors: they end a command). */
 int raspC_int_opt(const char *cmd, const char *opt, const char *text, long lo, long hi,
                   long *out);
 /* --allow-ffi and --allow-include DIR, taken by every command that runs a

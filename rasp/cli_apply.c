@@ -99,7 +99,7 @@ int rasp_cli_apply(int argc, char **argv) {
   rasp_model m;
   if (!raspN_load(&m, stem, &err)) {
     fprintf(stderr, "rasp apply: %s\n", err.msg);
-    return 2;
+    return raspR_exit_status(&err);
   }
   int status = 2, nvocab = 0, nvals = 0, ndims = 0, n = 0;
   char **vocab = NULL, **vals = NULL, **dims = NULL, **syms = NULL;

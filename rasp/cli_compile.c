@@ -463,7 +463,7 @@ static int compile_cmd(int argc, char **argv, rasp_access *access) {
   goto out;
 fail:
   raspR_print(&err, stderr);
-  status = 1;
+  status = raspR_exit_status(&err);
 out:
   raspE_free(ev);
   raspM_free(tok);

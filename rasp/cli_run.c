@@ -111,7 +111,7 @@ int raspC_read_vocab(const char *path, char ***out, rasp_error *err) {
       size_t j = hash_bytes(p, len) & (hcap - 1);
       for (; hash[j] >= 0; j = (j + 1) & (hcap - 1))
         if (strlen(v[hash[j]]) == len && memcmp(v[hash[j]], p, len) == 0) {
-          raspR_setnopos(err, "vocabulary file '%s': symbol '%.*s' appears twice", path,
+          raspR_setnoposc(err, RASP_E_USAGE, "vocabulary file '%s': symbol '%.*s' appears twice", path,
                          (int)len, p);
           raspC_free_strings(v, n);
           raspM_free(hash);
@@ -385,7 +385,7 @@ int rasp_cli_run(int argc, char **argv) {
   rasp_error err = {0};
   if (!raspE_run(ev, 1, tokens, &err)) {
     raspR_print(&err, stderr);
-    status = 1;
+    status = raspR_exit_status(&err);
   } else {
     for (int k = 0; k < ir->noutputs; k++) /* only token ids stand for symbols */
       raspC_print_values(ctx, ev, ir->outputs[k], 0,

@@ -520,7 +520,7 @@ int rasp_cli_verify(int argc, char **argv) {
         if (!raspK_trace(&prog, D, M, (int)o.V, &tr, &err)) {
           fprintf(stderr, "rasp verify: %s at D=%d, M=%d:\n", prog.name, D, M);
           raspR_print(&err, stderr);
-          status = 1;
+          status = 1; /* whatever the code: the program fails at this size */
           any_error = 1;
           continue;
         }
@@ -953,7 +953,7 @@ int rasp_cli_layers(int argc, char **argv) {
         rasp_ptrace tr;
         if (!raspK_trace(&prog, D, x, (int)o.V, &tr, &err)) {
           raspR_print(&err, stderr);
-          status = 1;
+          status = 1; /* as verify: the program fails at this size */
           continue;
         }
         layers_row(&o, pname, 0, D, x, tr.n, &tr.layers);
@@ -1217,7 +1217,7 @@ int rasp_cli_draw(int argc, char **argv) {
     }
     if (!raspK_trace(&prog, D, M, (int)o.V, &tr, &err)) {
       raspR_print(&err, stderr);
-      status = 1;
+      status = 1; /* as verify: the program fails at this size */
       goto out;
     }
     g = (dgraph){rasp_ctx_ir(tr.ctx), &tr.output, 1, tr.layers.sublayer};

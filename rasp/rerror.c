@@ -139,6 +139,7 @@ int raspR_exit_status(const rasp_error *err) {
   case RASP_E_USAGE:
   case RASP_E_READ:
   case RASP_E_WRITE:
+  case RASP_E_FORMAT:
   case RASP_E_NO_TASK:
   case RASP_E_TASK: return 2;
   default: return 1;

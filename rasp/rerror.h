@@ -111,8 +111,9 @@ void raspR_subject(rasp_error *err, const char *subject);
 /* "unknown name", ... ("?" for a value outside the enum). */
 const char *raspR_code_name(rasp_errcode code);
 /* The exit status a command ends with after err: 2 for bad usage
-** (RASP_E_USAGE: an option or an argument; RASP_E_READ, RASP_E_WRITE: a
-** file that cannot be read or written; RASP_E_NO_TASK, RASP_E_TASK: a
+** (RASP_E_USAGE: an option or an argument; RASP_E_READ, RASP_E_WRITE,
+** RASP_E_FORMAT: a file that cannot be read or written, or is not what it
+** should be; RASP_E_NO_TASK, RASP_E_TASK: a
 ** program without the task settings the command needs, or with wrong
 ** ones), 1 for every other error (the program failed), 0 when err is not
 ** set.  Errors inside a program (include() of a missing file, say) are

@@ -239,7 +239,8 @@ int raspT_is_layout_global(const char *name);
 /* ---- command line ------------------------------------------------------- */
 
 /* `rasp gen ...`: argv[0] is the command name, options follow.  Returns the
-** exit status (0, 1 on I/O failure, 2 on bad usage); never exits. */
+** exit status (0; 1 when writing standard output fails; 2 on bad usage or
+** an output file that cannot be written); never exits. */
 int rasp_cli_gen(int argc, char **argv);
 
 #endif
