@@ -2079,6 +2079,8 @@ void rasp_default_limits(rasp_limits *limits) {
   limits->max_string = (size_t)16 << 20;
 }
 
+int rasp_abi_version(void) { return RASP_ABI_VERSION; }
+
 rasp_ctx *rasp_ctx_new(int n, const rasp_limits *limits, rasp_error *err) {
   rasp_limits lim;
   if (limits) lim = *limits;
