@@ -1,7 +1,8 @@
 /*
-** rerror.c -- sources, positions and error reports, and the two ways the
-** tools touch the outside world: files written atomically and other
-** programs run without a shell (see rerror.h).
+** rerror.c -- sources, positions and error reports (their codes and the
+** one mapping of codes to exit statuses), and the two ways the tools touch
+** the outside world: files written atomically and other programs run
+** without a shell (see rerror.h).
 */
 #include "rerror.h"
 

@@ -46,7 +46,8 @@ typedef struct rasp_pos {
 
 /* What kind of error, for callers to act on (the X-macro keeps the names,
 ** the enum and raspR_code_name in step).  RASP_E_RUNTIME is what raspR_set
-** and raspR_setnopos give; the places raising the others say so. */
+** and raspR_setnopos give; the places raising the others say so.  A kind
+** is here because a caller or a test tells it apart: add one the same way. */
 #define RASP_ERRCODES(X)                                                        \
   X(NONE, "no error")                                                           \
   X(RUNTIME, "error in a running program") /* the default */                    \
@@ -63,9 +64,7 @@ typedef struct rasp_pos {
   X(READ, "cannot read a file")                                                 \
   X(WRITE, "cannot write a file")                                               \
   X(FORMAT, "malformed file")              /* model, checkpoint, config */      \
-  X(SPAWN, "other program failed")         /* raspR_spawn */                    \
-  X(UNSUPPORTED, "not supported")          /* e.g. not compilable */            \
-  X(INTERNAL, "internal error")
+  X(SPAWN, "other program failed")         /* raspR_spawn */
 
 typedef enum rasp_errcode {
 #define RASP_ERRCODE_ENUM(name, text) RASP_E_##name,
