@@ -29,6 +29,12 @@ int main(void) {
       {"w", "o", "r", "l", "d"},
       {"h", "e", "l", "l", "h"},
   };
+  /* the library found at run time must be the one these headers describe */
+  if (rasp_abi_version() != RASP_ABI_VERSION) {
+    fprintf(stderr, "embed: built for librasp ABI %d, running with ABI %d\n", RASP_ABI_VERSION,
+            rasp_abi_version());
+    return 1;
+  }
   rasp_error err = {0};
   rasp_ctx *ctx = rasp_ctx_new(N, NULL, &err); /* default limits */
   rasp_eval *ev = NULL;
@@ -74,7 +80,10 @@ int main(void) {
   raspL_free(&layers);
   status = 0;
 fail:
-  if (status) raspR_print(&err, stderr);
+  if (status) { /* err->code says what kind of error, e.g. RASP_E_SYNTAX */
+    raspR_print(&err, stderr);
+    status = raspR_exit_status(&err);
+  }
   raspE_free(ev);
   rasp_ctx_free(ctx);
   return status;

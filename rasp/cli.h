@@ -6,6 +6,8 @@
 ** 0 success, 1 a failure the command reports (a program that fails
 ** verification, an error in a program), 2 bad usage (an option or file).
 ** Options are parsed by raspC_parse from one table (cli_opts.c).
+** After a rasp_error the status is raspR_exit_status's (rerror.h): it is
+** decided by the error's code, never by its text.
 */
 #ifndef RASP_CLI_H
 #define RASP_CLI_H
@@ -82,9 +84,10 @@ void raspC_free_strings(char **strs, int n);
 /* The default vocabulary of an input: its distinct symbols sorted, numbers
 ** numerically first, then the rest by bytes.  Returns the count. */
 int raspC_default_vocab(char **symbols, int n, char ***out);
-/* Reads a vocabulary file (one symbol per line). Returns -1 on error. */
+/* Reads a vocabulary file (one symbol per line): the count, or -1 with err. */
 int raspC_read_vocab(const char *path, char ***out, rasp_error *err);
-/* Parses an integer option value; prints "rasp CMD: --opt: ..." on error. */
+/* Parses an integer option value: 1, or 0 after printing "rasp CMD: --opt:
+** ..." (these helpers print their own errors: they end a command). */
 int raspC_int_opt(const char *cmd, const char *opt, const char *text, long lo, long hi,
                   long *out);
 /* --allow-ffi and --allow-include DIR before a script's FILE (`rasp

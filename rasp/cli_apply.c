@@ -67,7 +67,7 @@ static char *task_text(const char *file, const char *stdlib, const rasp_access *
   rasp_input in;
   char *text = NULL;
   if (input ? raspC_task_input("apply", &prog, (int)V, input, &in) != 0
-            : raspK_sample_input(&prog, (int)D, (int)M, (int)V, (uint64_t)seed, 0, &in, &err) != 0) {
+            : !raspK_sample_input(&prog, (int)D, (int)M, (int)V, (uint64_t)seed, 0, &in, &err)) {
     if (!input) fprintf(stderr, "rasp apply: %s\n", err.msg);
     raspK_program_free(&prog);
     return NULL;
@@ -96,9 +96,9 @@ static int apply_model(const char *stem, const char *input, int symbols, int wan
                        int json, int show_input) {
   rasp_error err = {0};
   rasp_model m;
-  if (raspN_load(&m, stem, &err)) {
+  if (!raspN_load(&m, stem, &err)) {
     fprintf(stderr, "rasp apply: %s\n", err.msg);
-    return 2;
+    return raspR_exit_status(&err);
   }
   int status = 2, nvocab = 0, nvals = 0, ndims = 0, n = 0;
   char **vocab = NULL, **vals = NULL, **dims = NULL, **syms = NULL;
@@ -171,7 +171,7 @@ static int apply_model(const char *stem, const char *input, int symbols, int wan
   }
   int O = c->n_out;
   logits = raspM_alloc(sizeof *logits * (size_t)(n + 1) * (size_t)O);
-  if (raspN_forward(&m, tokens, n + 1, logits, NULL, &err)) {
+  if (!raspN_forward(&m, tokens, n + 1, logits, NULL, &err)) {
     raspR_print(&err, stderr);
     status = 1;
     goto out;

@@ -72,7 +72,7 @@ static int encoder_layout(const rasp_ptrace *tr, uint64_t seed, int *mask, int *
   rasp_sample s;
   memset(&s, 0, sizeof s);
   rasp_error err = {0};
-  if (raspT_sample(&tr->opts, seed, 0, &s, &err)) {
+  if (!raspT_sample(&tr->opts, seed, 0, &s, &err)) {
     raspR_print(&err, stderr);
     return -1;
   }
@@ -153,7 +153,7 @@ static int pathstar_input(const rasp_ptrace *tr, uint64_t seed, long k, int64_t 
   int cls = PS_OUTWARD + (int)((k / 2) % (PS_NCLASS - 1));
   rasp_sample s;
   memset(&s, 0, sizeof s);
-  if (raspT_sample(&tr->opts, seed, (uint64_t)k, &s, err)) {
+  if (!raspT_sample(&tr->opts, seed, (uint64_t)k, &s, err)) {
     raspT_sample_free(&s);
     return -1;
   }
@@ -272,10 +272,10 @@ static int compile_cmd(int argc, char **argv, rasp_access *access) {
   rasp_elem *got = NULL;
   if (raspK_load_with(file, stdlib, access, (int)D, (int)M, (int)V, &prog, &err)) {
     pathstar = 1;
-  } else if (task_given || !strstr(err.msg, "declares no task")) {
+  } else if (task_given || err.code != RASP_E_NO_TASK) {
     raspR_print(&err, stderr);
     raspK_program_free(&prog);
-    return err.pos.src ? 1 : 2;
+    return raspR_exit_status(&err);
   }
   if (encoder && !pathstar) {
     fprintf(stderr, "rasp compile: --encoder is for path-star programs (files that "
@@ -334,9 +334,9 @@ static int compile_cmd(int argc, char **argv, rasp_access *access) {
   raspM_free(names);
   if (!ok) goto fail;
   if (stats) raspG_print_stats(&gm, stdout);
-  if (stem && (raspR_mkdirs_for(stem, &err) != 0 || raspN_save(&gm.model, stem, &err) != 0)) {
+  if (stem && (!raspR_mkdirs_for(stem, &err) || !raspN_save(&gm.model, stem, &err))) {
     raspR_print(&err, stderr);
-    status = 2;
+    status = raspR_exit_status(&err);
     goto out;
   }
   int n = ir->n;
@@ -365,10 +365,10 @@ static int compile_cmd(int argc, char **argv, rasp_access *access) {
     }
     if (lg) {
       rasp_afile af; /* atomically, like every file the tools write */
-      if (raspR_mkdirs_for(dump, &err) || raspR_atomic_open(&af, dump, &err)) {
+      if (!raspR_mkdirs_for(dump, &err) || !raspR_atomic_open(&af, dump, &err)) {
         raspR_print(&err, stderr);
         raspM_free(lg);
-        status = 2;
+        status = raspR_exit_status(&err);
         goto out;
       }
       FILE *f = af.f;
@@ -379,9 +379,9 @@ static int compile_cmd(int argc, char **argv, rasp_access *access) {
       for (int i = 0; i < (n + 1) * gm.model.cfg.n_out; i++)
         fprintf(f, "%.9g%c", lg[i], (i + 1) % gm.model.cfg.n_out ? ' ' : '\n');
       raspM_free(lg);
-      if (raspR_atomic_commit(&af, &err)) {
+      if (!raspR_atomic_commit(&af, &err)) {
         raspR_print(&err, stderr);
-        status = 2;
+        status = raspR_exit_status(&err);
         goto out;
       }
       continue;
@@ -434,7 +434,7 @@ static int compile_cmd(int argc, char **argv, rasp_access *access) {
   goto out;
 fail:
   raspR_print(&err, stderr);
-  status = 1;
+  status = raspR_exit_status(&err);
 out:
   raspE_free(ev);
   raspM_free(tok);

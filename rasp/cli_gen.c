@@ -221,13 +221,13 @@ static void write_counts(FILE *f, const rasp_task_opts *o) {
   mpz_clears(gq, tok, total, NULL);
 }
 
-/* Finishes stdout, or commits the atomic file; 0 or 1 (reported). */
+/* Finishes stdout, or commits the atomic file; the exit status (reported). */
 static int close_output(FILE *f, rasp_afile *af) {
   rasp_error err = {0};
   if (af->f) {
-    if (raspR_atomic_commit(af, &err) == 0) return 0;
+    if (raspR_atomic_commit(af, &err)) return 0;
     fprintf(stderr, P "%s\n", err.msg);
-    return 1;
+    return raspR_exit_status(&err);
   }
   if (fflush(f) != 0 || ferror(f)) {
     fprintf(stderr, P "write error: %s\n", strerror(errno));
@@ -253,17 +253,17 @@ int rasp_cli_gen(int argc, char **argv) {
     return 2;
   }
   rasp_error err = {0};
-  if (raspT_opts_check(&g.t, &err) != 0) {
+  if (!raspT_opts_check(&g.t, &err)) {
     fprintf(stderr, P "%s\n", err.msg);
-    return 2;
+    return raspR_exit_status(&err);
   }
 
   rasp_afile af = {0};
   FILE *f = stdout;
   if (g.output) {
-    if (raspR_atomic_open(&af, g.output, &err)) {
+    if (!raspR_atomic_open(&af, g.output, &err)) {
       fprintf(stderr, P "%s\n", err.msg);
-      return 1;
+      return raspR_exit_status(&err);
     }
     f = af.f;
   }

@@ -297,7 +297,7 @@ static int run_command(repl *r, const char *text) {
   } else if (strcmp(cmd, "doc") == 0) {
     if (*p) {
       char *d = rasp_describe(r->ctx, p);
-      if (strcmp(d, "unknown name") == 0) fprintf(stderr, ":doc: unknown name '%s'\n", p);
+      if (!d) fprintf(stderr, ":doc: unknown name '%s'\n", p);
       else printf("%s\n", d);
       raspM_free(d);
     } else {
@@ -597,7 +597,7 @@ static void save_history(const char *path) {
   if (!*path) return;
   rasp_afile af;
   rasp_error err = {0};
-  if (raspR_atomic_open(&af, path, &err)) return; /* best effort, as before */
+  if (!raspR_atomic_open(&af, path, &err)) return; /* best effort, as before */
   HIST_ENTRY **list = history_list();
   for (int i = 0; list && list[i]; i++) fprintf(af.f, "%s\n", list[i]->line);
   if (ferror(af.f)) raspR_atomic_abort(&af);

@@ -26,6 +26,7 @@
 #include "rmodel.h"
 #include "rparse.h"
 #include "rverify.h"
+#include "rtask.h"
 
 int raspC_split(const char *text, char ***out) {
   int n = 0, cap = 0;
@@ -122,7 +123,7 @@ int raspC_read_vocab(const char *path, char ***out, rasp_error *err) {
       size_t j = hash_bytes(p, len) & (hcap - 1);
       for (; hash[j] >= 0; j = (j + 1) & (hcap - 1))
         if (strlen(v[hash[j]]) == len && memcmp(v[hash[j]], p, len) == 0) {
-          raspR_setnopos(err, "vocabulary file '%s': symbol '%.*s' appears twice", path,
+          raspR_setnoposc(err, RASP_E_USAGE, "vocabulary file '%s': symbol '%.*s' appears twice", path,
                          (int)len, p);
           raspC_free_strings(v, n);
           raspM_free(hash);
@@ -319,22 +320,12 @@ static void apply_set(rasp_ctx *ctx, const char *assignment) {
 }
 
 /* A path-star program (programs/) reads the layout globals that only the
-** verifier sets; `rasp run` stops at the first of them.  Say where to go. */
+** verifier sets (rtask.h); `rasp run` stops at the first of them.  Say where
+** to go. */
 static void path_star_hint(const char *cmd, const char *file, const rasp_error *err) {
-  static const char *const globals[] = {"arm_len", "degree", "num_symbols", "seq_len", "g_start",
-                                        "q_start", "ans_start", "q_before_g", "markers",
-                                        "edge_width", NULL};
-  const char *prefix = "unknown name '";
-  if (!err->pos.src || strncmp(err->msg, prefix, strlen(prefix)) != 0) return;
-  const char *name = err->msg + strlen(prefix);
-  for (int i = 0; globals[i]; i++) {
-    size_t len = strlen(globals[i]);
-    if (strncmp(name, globals[i], len) == 0 && name[len] == '\'' && !name[len + 1]) {
-      fprintf(stderr, "rasp %s: '%s' is a layout global of path-star programs; to run one "
-                      "on one input: rasp verify %s --input TEXT\n", cmd, globals[i], file);
-      return;
-    }
-  }
+  if (err->code != RASP_E_NAME || !err->pos.src || !raspT_is_layout_global(err->subject)) return;
+  fprintf(stderr, "rasp %s: '%s' is a layout global of path-star programs; to run one "
+                  "on one input: rasp verify %s --input TEXT\n", cmd, err->subject, file);
 }
 
 /* Traces o->file (a plain program) for o->input; on success *ctx_out and
@@ -374,10 +365,7 @@ static int trace_input(const char *cmd, run_opts *o, rasp_ctx **ctx_out, int64_t
   int status = 1;
   int64_t *tokens = raspM_alloc(sizeof(int64_t) * (size_t)n);
   if (!ctx) goto fail;
-  if (!rasp_set_access(ctx, &o->access, &err)) {
-    status = 2;
-    goto fail;
-  }
+  if (!rasp_set_access(ctx, &o->access, &err)) goto fail;
   if (!rasp_set_vocab(ctx, (const char *const *)vocab, nvocab, &err)) goto fail;
   for (int i = 0; i < n; i++) {
     tokens[i] = rasp_vocab_id(ctx, syms[i]);
@@ -390,10 +378,7 @@ static int trace_input(const char *cmd, run_opts *o, rasp_ctx **ctx_out, int64_t
   }
   for (int i = 0; i < o->nsets; i++) apply_set(ctx, o->sets[i]);
   if (!rasp_load_stdlib(ctx, o->stdlib, &err)) goto fail;
-  if (!rasp_exec_file(ctx, o->file, &err)) {
-    if (!err.pos.src) status = 2; /* unreadable file */
-    goto fail;
-  }
+  if (!rasp_exec_file(ctx, o->file, &err)) goto fail;
   if (!rasp_trace(ctx, o->entry, &err)) goto fail;
   raspC_free_strings(syms, n);
   raspC_free_strings(vocab, nvocab);
@@ -403,6 +388,7 @@ static int trace_input(const char *cmd, run_opts *o, rasp_ctx **ctx_out, int64_t
 fail:
   raspR_print(&err, stderr);
   path_star_hint(cmd, o->file, &err);
+  status = raspR_exit_status(&err);
 fail_quiet:
   rasp_ctx_free(ctx);
   raspM_free(tokens);
@@ -460,12 +446,12 @@ static int run_task(unsigned cmd, const char *name, const run_opts *o) {
   if (!raspK_load_with(o->file, o->stdlib, &o->access, (int)o->D, (int)o->M, (int)o->V, &prog,
                        &err)) {
     raspR_print(&err, stderr);
-    return err.pos.src ? 1 : 2;
+    return raspR_exit_status(&err);
   }
   rasp_input in;
   int status = 0;
   if (o->input) status = raspC_task_input(name, &prog, (int)o->V, o->input, &in);
-  else if (raspK_sample_input(&prog, (int)o->D, (int)o->M, (int)o->V, (uint64_t)o->seed, 0, &in,
+  else if (!raspK_sample_input(&prog, (int)o->D, (int)o->M, (int)o->V, (uint64_t)o->seed, 0, &in,
                               &err)) {
     fprintf(stderr, "rasp %s: %s\n", name, err.msg);
     status = 2;
@@ -497,8 +483,8 @@ static int run_task(unsigned cmd, const char *name, const run_opts *o) {
 
 /* run and trace for a plain program. */
 static int run_plain(unsigned cmd, const char *name, run_opts *o) {
-  rasp_ctx *ctx;
-  int64_t *tokens;
+  rasp_ctx *ctx = NULL;
+  int64_t *tokens = NULL;
   int status = trace_input(name, o, &ctx, &tokens);
   if (status) return status;
   rasp_ir *ir = rasp_ctx_ir(ctx);
@@ -507,7 +493,7 @@ static int run_plain(unsigned cmd, const char *name, run_opts *o) {
     rasp_error err = {0};
     if (!raspE_run(ev, 1, tokens, &err)) {
       raspR_print(&err, stderr);
-      status = 1;
+      status = raspR_exit_status(&err);
     } else {
       for (int k = 0; k < ir->noutputs; k++) /* only token ids stand for symbols */
         raspC_print_values(ctx, ev, ir->outputs[k], 0,
@@ -567,7 +553,7 @@ int rasp_cli_script(int argc, char **argv) {
   if (!ctx || !rasp_set_access(ctx, &access, &err) || !rasp_load_stdlib(ctx, NULL, &err) ||
       !rasp_exec_file(ctx, argv[i], &err)) {
     raspR_print(&err, stderr);
-    status = err.pos.src ? 1 : 2;
+    status = raspR_exit_status(&err);
   }
   rasp_ctx_free(ctx);
   raspC_access_free(&access);

@@ -336,7 +336,7 @@ int raspC_task_input(const char *cmd, const rasp_program *prog, int V, const cha
   while (*text == ' ' || *text == '\t' || *text == '\n') text++;
   if (*text == '{' && !(text = own = json_tokens(cmd, text))) return 2;
   int status = 0;
-  if (raspK_parse_input(prog, V, text, in, &err)) {
+  if (!raspK_parse_input(prog, V, text, in, &err)) {
     fprintf(stderr, "rasp %s: --input: %s (for %s's task)\n", cmd, err.msg, prog->name);
     status = 2;
   }
@@ -359,7 +359,7 @@ static int verify_one(vopts *o) {
   /* the settings pass needs some sizes; the input's own come later */
   if (!raspK_load_with(o->programs[0], o->stdlib, &o->access, 2, 5, (int)o->V, &prog, &err)) {
     raspR_print(&err, stderr);
-    return err.pos.src ? 1 : 2;
+    return raspR_exit_status(&err);
   }
   prog.interpret_check = o->interpret_check;
   rasp_input in;
@@ -421,8 +421,8 @@ int rasp_cli_verify(int argc, char **argv) {
     if (!raspK_load_with(o.programs[p], o.stdlib, &o.access, o.Ds[0], o.Ms[0], (int)o.V, &prog,
                          &err)) {
       raspR_print(&err, stderr);
-      status = status ? status : (err.pos.src ? 1 : 2);
-      if (!err.pos.src) status = 2;
+      status = status ? status : raspR_exit_status(&err);
+      if (raspR_exit_status(&err) == 2) status = 2;
       continue;
     }
     int shown_counterexample = 0, cx_D = 0, cx_M = 0;
@@ -451,7 +451,7 @@ int rasp_cli_verify(int argc, char **argv) {
         if (!raspK_trace(&prog, D, M, (int)o.V, &tr, &err)) {
           fprintf(stderr, "rasp verify: %s at D=%d, M=%d:\n", prog.name, D, M);
           raspR_print(&err, stderr);
-          status = 1;
+          status = 1; /* whatever the code: the program fails at this size */
           any_error = 1;
           continue;
         }
@@ -637,7 +637,7 @@ int rasp_cli_verify(int argc, char **argv) {
 /* Whether a load failed only because the file declares no task (a plain
 ** program). */
 static int is_plain(const rasp_error *err) {
-  return strstr(err->msg, "declares no task") != NULL;
+  return err->code == RASP_E_NO_TASK;
 }
 
 /* 0 after a message when a path-star program's option (--D, --M, --V) was
@@ -824,7 +824,7 @@ int rasp_cli_layers(int argc, char **argv) {
       raspK_program_free(&prog);
       if (!is_plain(&err)) {
         raspR_print(&err, stderr);
-        if (status != 2) status = err.pos.src ? 1 : 2; /* an error in the program, or usage */
+        if (status != 2) status = raspR_exit_status(&err); /* an error in the program, or usage */
         continue;
       }
       if (!plain_opts_only("layers", &o, o.programs[p])) {
@@ -867,7 +867,7 @@ int rasp_cli_layers(int argc, char **argv) {
         rasp_ctx *ctx = plain_trace(&o, o.programs[p], vocab, nvocab, x, &err);
         if (!ctx) {
           raspR_print(&err, stderr);
-          status = err.pos.src ? 1 : 2;
+          status = raspR_exit_status(&err);
           break; /* the same error at every length */
         }
         rasp_layers L;
@@ -881,7 +881,7 @@ int rasp_cli_layers(int argc, char **argv) {
         rasp_ptrace tr;
         if (!raspK_trace(&prog, D, x, (int)o.V, &tr, &err)) {
           raspR_print(&err, stderr);
-          status = 1;
+          status = 1; /* as verify: the program fails at this size */
           continue;
         }
         layers_row(&o, pname, 0, D, x, tr.n, &tr.layers);
@@ -1040,24 +1040,24 @@ static int render(const char *format, const char *out, const char *text, size_t 
     return 2;
   }
   rasp_afile af;
-  if (raspR_atomic_open(&af, out, &err)) {
+  if (!raspR_atomic_open(&af, out, &err)) {
     raspR_print(&err, stderr);
     fclose(in);
-    return 2;
+    return raspR_exit_status(&err);
   }
   char type[16];
   snprintf(type, sizeof type, "-T%s", format);
   const char *argv[] = {"dot", type, NULL};
   int status = 0;
-  if (raspR_spawn(argv, fileno(in), fileno(af.f), &err)) {
+  if (!raspR_spawn(argv, fileno(in), fileno(af.f), &err)) {
     int missing = errno == ENOENT;
     fprintf(stderr, "rasp draw: %s%s\n", err.msg,
             missing ? " (Debian: apt-get install graphviz); use --format dot" : "");
     raspR_atomic_abort(&af);
     status = missing ? 2 : 1;
-  } else if (raspR_atomic_commit(&af, &err)) {
+  } else if (!raspR_atomic_commit(&af, &err)) {
     raspR_print(&err, stderr);
-    status = 2;
+    status = raspR_exit_status(&err);
   }
   fclose(in);
   return status;
@@ -1138,14 +1138,14 @@ int rasp_cli_draw(int argc, char **argv) {
     }
     if (!raspK_trace(&prog, D, M, (int)o.V, &tr, &err)) {
       raspR_print(&err, stderr);
-      status = 1;
+      status = 1; /* as verify: the program fails at this size */
       goto out;
     }
     g = (dgraph){rasp_ctx_ir(tr.ctx), &tr.output, 1, tr.layers.sublayer};
   } else {
     if (!is_plain(&err)) {
       raspR_print(&err, stderr);
-      status = err.pos.src ? 1 : 2; /* an error in the program, or usage */
+      status = raspR_exit_status(&err); /* an error in the program, or usage */
       goto out;
     }
     if (!plain_opts_only("draw", &o, o.programs[0])) {
@@ -1160,7 +1160,7 @@ int rasp_cli_draw(int argc, char **argv) {
     int n = o.nL ? o.Ls[0] : input_len ? input_len : 8;
     if (!(ctx = plain_trace(&o, o.programs[0], vocab, nvocab, n, &err))) {
       raspR_print(&err, stderr);
-      status = err.pos.src ? 1 : 2;
+      status = raspR_exit_status(&err);
       goto out;
     }
     rasp_ir *ir = rasp_ctx_ir(ctx);
@@ -1176,9 +1176,9 @@ int rasp_cli_draw(int argc, char **argv) {
   fclose(mem);
   if (strcmp(format, "dot") == 0 || strcmp(format, "json") == 0) {
     if (o.out_file) {
-      if (raspR_write_file(o.out_file, text, len, &err)) {
+      if (!raspR_write_file(o.out_file, text, len, &err)) {
         raspR_print(&err, stderr);
-        status = 2;
+        status = raspR_exit_status(&err);
       }
     } else {
       fwrite(text, 1, len, stdout);

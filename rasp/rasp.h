@@ -12,8 +12,36 @@
 **
 ** Ownership: the context owns every value, source and IR node it creates;
 ** rasp_ctx_free releases all of it.  Nothing returned by these functions is
-** to be freed by the caller unless the comment says so.  Errors come back as
-** a rasp_error (rerror.h) and a zero return; the context stays usable.
+** to be freed by the caller unless the comment says so.
+**
+** Errors, in every librasp header: a function that can fail takes a
+** rasp_error (rerror.h) and returns 1 on success, 0 on failure with err
+** set; one that returns a count or a size returns -1 on failure, one that
+** returns a pointer NULL.  err->code says what kind of error it was
+** (rasp_errcode; raspR_exit_status maps it to an exit status), err->msg is
+** for people.  After an error the context stays usable.
+**
+** Prefixes: every exported name says its module.
+**   public (installed headers, exported by librasp.so):
+**     rasp_   this file: contexts, programs, tracing
+**     raspR_  rerror.h: errors, sources, atomic files, other programs
+**     raspI_  rir.h, rprim.h: the IR and its element arithmetic
+**     raspE_  reval.h: the evaluator
+**     raspL_  rlayers.h: layers and heads
+**     raspA_  rcausal.h: causality
+**     raspO_  rorder.h: order invariance
+**     raspT_  rtask.h: the path-star task
+**     raspK_  rverify.h: the verifier
+**     raspG_  rcompile.h: the compiler
+**     raspN_  rmodel.h: transformer models and their files
+**   internal (not installed, hidden in librasp.so; the package's own
+**   programs link rasp/librasp-internal.la):
+**     raspM_  rmem.h: allocation, memory and time budgets
+**     raspX_  rlex.h: the lexer        raspP_  rparse.h: the parser
+**     raspV_, raspB_, raspF_  rvalue.h: interpreter values, builtins, cfunc()
+**     raspS_  rstage.h: staged checks
+**     raspC_, rasp_cli_  cli.h: the rasp command (not in the library)
+**     train_  trainer/: rasp-train (not in the library)
 */
 #ifndef RASP_RASP_H
 #define RASP_RASP_H
@@ -27,6 +55,13 @@
 #include "rlayers.h"
 
 #define RASP_VERSION "0.1.0"
+/* The library's ABI: librasp.so.RASP_ABI_VERSION (libtool's -version-info
+** CURRENT in Makefile.am); raised whenever a change breaks programs built
+** against the previous headers (1: the return convention and the error
+** codes above).  rasp_abi_version() is the number the library was built
+** with: a program can compare it with the RASP_ABI_VERSION it saw. */
+#define RASP_ABI_VERSION 1
+int rasp_abi_version(void);
 
 typedef struct rasp_ctx rasp_ctx;
 
@@ -149,8 +184,9 @@ void rasp_interrupt(rasp_ctx *ctx, int on);
 ** calls fn for each. */
 void rasp_complete(rasp_ctx *ctx, const char *prefix,
                    void (*fn)(void *user, const char *name), void *user);
-/* Describes a global: its kind and, for a function, its parameters. */
-char *rasp_describe(rasp_ctx *ctx, const char *name); /* malloc'd */
+/* Describes a global: its kind and, for a function, its parameters
+** (malloc'd, caller frees); NULL when there is no such name. */
+char *rasp_describe(rasp_ctx *ctx, const char *name);
 
 /* The text of a vocabulary-or-symbol element for --symbols printing. */
 int rasp_format_symbolic(const rasp_ctx *ctx, rasp_elem e, char *buf,

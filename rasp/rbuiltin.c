@@ -212,7 +212,7 @@ static value *b_range(rasp_ctx *ctx, value **args, int nargs, rasp_pos pos) {
   uint64_t count = step > 0 ? (stop > start ? ((uint64_t)stop - (uint64_t)start - 1) / (uint64_t)step + 1 : 0)
                              : (start > stop ? ((uint64_t)start - (uint64_t)stop - 1) / (0 - (uint64_t)step) + 1 : 0);
   if (count > ctx->limits.max_list)
-    raspV_error(ctx, pos, "list longer than the limit of %zu elements", ctx->limits.max_list);
+    raspV_raise(ctx, RASP_E_LIMIT, pos, "list longer than the limit of %zu elements", ctx->limits.max_list);
   value *r = raspV_list(ctx, V_LIST, (int)count);
   for (uint64_t k = 0; k < count; k++) /* new values are younger than r: no barrier */
     r->u.list.items[k] = raspV_num_si(ctx, (long)(start + (int64_t)k * step));
@@ -383,7 +383,7 @@ static value *b_str(rasp_ctx *ctx, value **args, int nargs, rasp_pos pos) {
   size_t len = strlen(s);
   if (len > ctx->limits.max_string) { /* cut short by raspV_repr */
     raspM_free(s);
-    raspV_error(ctx, pos, "string too long: more than %zu bytes (the size limit for strings)",
+    raspV_raise(ctx, RASP_E_LIMIT, pos, "string too long: more than %zu bytes (the size limit for strings)",
                 ctx->limits.max_string);
   }
   value *r = raspV_str(ctx, s, len);

@@ -1503,7 +1503,7 @@ int raspG_compile(const rasp_ir *ir, const raspG_opts *o, raspG_model *out, rasp
   cfg.pos_embedding = 1;
   cfg.gelu = 0;
   cfg.bos_token = o->nvocab + 1;
-  if (raspN_init(&out->model, &cfg, err) != 0) {
+  if (!raspN_init(&out->model, &cfg, err)) {
     view_free(&ov);
     gc_free(g);
     raspG_free(out);
@@ -1783,7 +1783,7 @@ int raspG_run(const raspG_model *g, const int64_t *tokens, rasp_elem *out, float
   t[0] = g->model.cfg.bos_token;
   for (int i = 0; i < n; i++) t[i + 1] = (int)tokens[i];
   int rc = g->fast && !getenv("RASP_COMPILE_DENSE") ? fast_forward(g, t, n + 1, lg)
-                                                     : raspN_forward(&g->model, t, n + 1, lg, NULL, err);
+                                                     : !raspN_forward(&g->model, t, n + 1, lg, NULL, err);
   if (rc == 0)
     for (int i = 0; i < n; i++) {
       const float *row = lg + (size_t)(i + 1) * no;

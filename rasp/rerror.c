@@ -1,7 +1,8 @@
 /*
-** rerror.c -- sources, positions and error reports, and the two ways the
-** tools touch the outside world: files written atomically and other
-** programs run without a shell (see rerror.h).
+** rerror.c -- sources, positions and error reports (their codes and the
+** one mapping of codes to exit statuses), and the two ways the tools touch
+** the outside world: files written atomically and other programs run
+** without a shell (see rerror.h).
 */
 #include "rerror.h"
 
@@ -28,7 +29,7 @@ rasp_source *raspR_source_new(const char *name, const char *text, size_t len) {
 rasp_source *raspR_source_file(const char *path, rasp_error *err) {
   FILE *f = fopen(path, "rb");
   if (!f) {
-    raspR_setnopos(err, "cannot read '%s': %s", path, strerror(errno));
+    raspR_setnoposc(err, RASP_E_READ, "cannot read '%s': %s", path, strerror(errno));
     return NULL;
   }
   size_t cap = 4096, len = 0;
@@ -46,7 +47,7 @@ rasp_source *raspR_source_file(const char *path, rasp_error *err) {
   fclose(f);
   if (bad) {
     raspM_free(buf);
-    raspR_setnopos(err, "cannot read '%s': %s", path, strerror(saved));
+    raspR_setnoposc(err, RASP_E_READ, "cannot read '%s': %s", path, strerror(saved));
     return NULL;
   }
   rasp_source *src = raspR_source_new(path, buf, len);
@@ -76,14 +77,28 @@ static void copy_location(rasp_error *err, rasp_pos pos) {
   snprintf(err->line, sizeof err->line, "%.*s", (int)(eol - p), p);
 }
 
+static void vset(rasp_error *err, rasp_errcode code, rasp_pos pos, const char *fmt, va_list ap) {
+  vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+  copy_location(err, pos);
+  err->code = code;
+  err->subject[0] = '\0';
+  err->set = 1;
+}
+
 void raspR_set(rasp_error *err, rasp_pos pos, const char *fmt, ...) {
   if (!err) return;
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+  vset(err, RASP_E_RUNTIME, pos, fmt, ap);
   va_end(ap);
-  copy_location(err, pos);
-  err->set = 1;
+}
+
+void raspR_setc(rasp_error *err, rasp_errcode code, rasp_pos pos, const char *fmt, ...) {
+  if (!err) return;
+  va_list ap;
+  va_start(ap, fmt);
+  vset(err, code, pos, fmt, ap);
+  va_end(ap);
 }
 
 void raspR_locate(rasp_error *err, rasp_pos pos) { copy_location(err, pos); }
@@ -92,11 +107,44 @@ void raspR_setnopos(rasp_error *err, const char *fmt, ...) {
   if (!err) return;
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+  vset(err, RASP_E_RUNTIME, (rasp_pos){0}, fmt, ap);
   va_end(ap);
-  memset(&err->pos, 0, sizeof err->pos);
-  err->file[0] = err->line[0] = '\0';
-  err->set = 1;
+}
+
+void raspR_setnoposc(rasp_error *err, rasp_errcode code, const char *fmt, ...) {
+  if (!err) return;
+  va_list ap;
+  va_start(ap, fmt);
+  vset(err, code, (rasp_pos){0}, fmt, ap);
+  va_end(ap);
+}
+
+void raspR_subject(rasp_error *err, const char *subject) {
+  if (err) snprintf(err->subject, sizeof err->subject, "%s", subject);
+}
+
+const char *raspR_code_name(rasp_errcode code) {
+  static const char *const names[] = {
+#define RASP_ERRCODE_NAME(name, text) text,
+      RASP_ERRCODES(RASP_ERRCODE_NAME)
+#undef RASP_ERRCODE_NAME
+  };
+  return (unsigned)code < RASP_E_COUNT ? names[code] : "?";
+}
+
+/* The one place that turns errors into exit statuses (rasp.1, EXIT STATUS):
+** what the person typed was wrong (2), or what ran failed (1). */
+int raspR_exit_status(const rasp_error *err) {
+  if (!err || !err->set) return 0;
+  switch (err->code) {
+  case RASP_E_USAGE:
+  case RASP_E_READ:
+  case RASP_E_WRITE:
+  case RASP_E_FORMAT:
+  case RASP_E_NO_TASK:
+  case RASP_E_TASK: return 2;
+  default: return 1;
+  }
 }
 
 void raspR_print(const rasp_error *err, FILE *out) {
@@ -127,11 +175,11 @@ int raspR_atomic_open(rasp_afile *af, const char *path, rasp_error *err) {
       close(fd);
       unlink(af->tmp);
     }
-    raspR_setnopos(err, "cannot write '%s': %s", path, strerror(e));
+    raspR_setnoposc(err, RASP_E_WRITE, "cannot write '%s': %s", path, strerror(e));
     raspM_free(af->tmp);
     raspM_free(af->path);
     af->tmp = af->path = NULL;
-    return -1;
+    return 0;
   }
   /* mkstemp makes 0600 files: a rewritten file keeps its permissions (a
   ** private file stays private), a new one is an ordinary file */
@@ -145,7 +193,7 @@ int raspR_atomic_open(rasp_afile *af, const char *path, rasp_error *err) {
     mode = 0666 & ~um;
   }
   fchmod(fd, mode);
-  return 0;
+  return 1;
 }
 
 /* The directory entry must reach the disk too (best effort). */
@@ -169,14 +217,14 @@ int raspR_atomic_commit(rasp_afile *af, rasp_error *err) {
   if (!e && rename(af->tmp, af->path) != 0) e = errno;
   if (e) {
     unlink(af->tmp);
-    raspR_setnopos(err, "cannot write '%s': %s", af->path, strerror(e));
+    raspR_setnoposc(err, RASP_E_WRITE, "cannot write '%s': %s", af->path, strerror(e));
   } else {
     sync_parent(af->path);
   }
   raspM_free(af->tmp);
   raspM_free(af->path);
   af->tmp = af->path = NULL;
-  return e ? -1 : 0;
+  return !e;
 }
 
 void raspR_atomic_abort(rasp_afile *af) {
@@ -190,12 +238,12 @@ void raspR_atomic_abort(rasp_afile *af) {
 
 int raspR_write_file(const char *path, const void *data, size_t len, rasp_error *err) {
   rasp_afile af;
-  if (raspR_atomic_open(&af, path, err)) return -1;
+  if (!raspR_atomic_open(&af, path, err)) return 0;
   if (len && fwrite(data, 1, len, af.f) != len) {
     int e = errno;
     raspR_atomic_abort(&af);
-    raspR_setnopos(err, "cannot write '%s': %s", path, strerror(e));
-    return -1;
+    raspR_setnoposc(err, RASP_E_WRITE, "cannot write '%s': %s", path, strerror(e));
+    return 0;
   }
   return raspR_atomic_commit(&af, err);
 }
@@ -206,8 +254,8 @@ int raspR_mkdirs(const char *dir, rasp_error *err) {
   size_t len = strlen(dir);
   char *buf = raspM_alloc(len + 1);
   memcpy(buf, dir, len + 1);
-  int status = 0;
-  for (size_t i = 1; i <= len && status == 0; i++) {
+  int ok = 1;
+  for (size_t i = 1; i <= len && ok; i++) {
     if (buf[i] != '/' && buf[i] != '\0') continue;
     if (buf[i - 1] == '/') continue; /* "a//b", or a trailing slash */
     char c = buf[i];
@@ -216,22 +264,22 @@ int raspR_mkdirs(const char *dir, rasp_error *err) {
     if (mkdir(buf, 0777) != 0) {
       int e = errno;
       if (e != EEXIST) {
-        raspR_setnopos(err, "cannot create directory '%s': %s", buf, strerror(e));
-        status = -1;
+        raspR_setnoposc(err, RASP_E_WRITE, "cannot create directory '%s': %s", buf, strerror(e));
+        ok = 0;
       } else if (stat(buf, &st) != 0 || !S_ISDIR(st.st_mode)) {
-        raspR_setnopos(err, "cannot create directory '%s': '%s' exists and is not a directory", dir, buf);
-        status = -1;
+        raspR_setnoposc(err, RASP_E_WRITE, "cannot create directory '%s': '%s' exists and is not a directory", dir, buf);
+        ok = 0;
       }
     }
     buf[i] = c;
   }
   raspM_free(buf);
-  return status;
+  return ok;
 }
 
 int raspR_mkdirs_for(const char *path, rasp_error *err) {
   const char *slash = strrchr(path, '/');
-  if (!slash || slash == path) return 0;
+  if (!slash || slash == path) return 1;
   size_t len = (size_t)(slash - path);
   char *dir = raspM_alloc(len + 1);
   memcpy(dir, path, len);
@@ -254,26 +302,26 @@ int raspR_spawn(const char *const *argv, int in_fd, int out_fd, rasp_error *err)
   int e = posix_spawnp(&pid, argv[0], &fa, NULL, (char *const *)argv, environ);
   posix_spawn_file_actions_destroy(&fa);
   if (e) {
-    if (e == ENOENT) raspR_setnopos(err, "cannot run '%s': not found in PATH", argv[0]);
-    else raspR_setnopos(err, "cannot run '%s': %s", argv[0], strerror(e));
+    if (e == ENOENT) raspR_setnoposc(err, RASP_E_SPAWN, "cannot run '%s': not found in PATH", argv[0]);
+    else raspR_setnoposc(err, RASP_E_SPAWN, "cannot run '%s': %s", argv[0], strerror(e));
     errno = e;
-    return -1;
+    return 0;
   }
   int st;
   while (waitpid(pid, &st, 0) < 0)
     if (errno != EINTR) {
       e = errno;
-      raspR_setnopos(err, "waiting for '%s': %s", argv[0], strerror(e));
+      raspR_setnoposc(err, RASP_E_SPAWN, "waiting for '%s': %s", argv[0], strerror(e));
       errno = e;
-      return -1;
+      return 0;
     }
-  if (WIFEXITED(st) && WEXITSTATUS(st) == 0) return 0;
+  if (WIFEXITED(st) && WEXITSTATUS(st) == 0) return 1;
   if (WIFEXITED(st))
-    raspR_setnopos(err, "'%s' failed with exit status %d", argv[0], WEXITSTATUS(st));
+    raspR_setnoposc(err, RASP_E_SPAWN, "'%s' failed with exit status %d", argv[0], WEXITSTATUS(st));
   else
-    raspR_setnopos(err, "'%s' was killed by signal %d", argv[0], WTERMSIG(st));
+    raspR_setnoposc(err, RASP_E_SPAWN, "'%s' was killed by signal %d", argv[0], WTERMSIG(st));
   errno = ECHILD;
-  return -1;
+  return 0;
 }
 
 char **raspR_split_options(int *argcp, char **argv, int from, int *version) {

@@ -2,12 +2,25 @@
 ** rerror.h -- sources, positions and error reports.
 **
 ** Every diagnostic in librasp is a rasp_error: a position in a source (or
-** none, for errors about options and files) and a message.  raspR_print
-** renders it the way compilers do:
+** none, for errors about options and files), a code saying what kind of
+** error it is, and a message.  raspR_print renders it the way compilers do:
 **
 **     prog.rasp:3:9: unknown name 'fo'
 **         y = fo(x)
 **             ^
+**
+** The message is for people; programs decide on the code (rasp_errcode),
+** never on the text: which exit status a command ends with
+** (raspR_exit_status), whether a file was a plain program (RASP_E_NO_TASK),
+** which unknown name a hint is about (RASP_E_NAME and err->subject).
+**
+** The return convention of every librasp function that can fail (all
+** headers, rasp-train's too):
+**   - int: 1 on success, 0 on failure with err set;
+**   - a count or a size (int, long): >= 0, or -1 on failure with err set;
+**   - a pointer: NULL on failure with err set.
+** Functions that answer a question (a verdict, a comparison, a truth) say
+** what they return where they are declared.
 **
 ** Sources are owned by whoever created them (usually the interpreter
 ** context, which keeps every file it loaded so that errors raised later,
@@ -31,11 +44,43 @@ typedef struct rasp_pos {
   int line, col;          /* 1-based; col counts bytes */
 } rasp_pos;
 
+/* What kind of error, for callers to act on (the X-macro keeps the names,
+** the enum and raspR_code_name in step).  RASP_E_RUNTIME is what raspR_set
+** and raspR_setnopos give; the places raising the others say so.  A kind
+** is here because a caller or a test tells it apart: add one the same way. */
+#define RASP_ERRCODES(X)                                                        \
+  X(NONE, "no error")                                                           \
+  X(RUNTIME, "error in a running program") /* the default */                    \
+  X(SYNTAX, "syntax error")                /* lexer, parser */                  \
+  X(NAME, "unknown name")                  /* subject: the name */              \
+  X(TYPE, "wrong kind of value")                                                \
+  X(LIMIT, "limit exceeded")               /* rasp_limits, memory, time, caps */ \
+  X(INTERRUPTED, "interrupted")            /* rasp_interrupt */                 \
+  X(ACCESS, "access refused")              /* include() outside rasp_access */  \
+  X(FFI_REFUSED, "cfunc() refused")        /* allow_ffi is off */               \
+  X(USAGE, "bad usage")                    /* an option or argument value */    \
+  X(NO_TASK, "no task settings")           /* a plain program, not path-star */ \
+  X(TASK, "bad task settings")             /* the program's task dict */        \
+  X(READ, "cannot read a file")                                                 \
+  X(WRITE, "cannot write a file")                                               \
+  X(FORMAT, "malformed file")              /* model, checkpoint, config */      \
+  X(SPAWN, "other program failed")         /* raspR_spawn */
+
+typedef enum rasp_errcode {
+#define RASP_ERRCODE_ENUM(name, text) RASP_E_##name,
+  RASP_ERRCODES(RASP_ERRCODE_ENUM)
+#undef RASP_ERRCODE_ENUM
+  RASP_E_COUNT
+} rasp_errcode;
+
 /* An error carries copies of the file name and of the source line, so it
 ** can be printed after the context that owned the source is gone (pos.src
 ** is then only a flag saying that the error has a location). */
 typedef struct rasp_error {
   int set;
+  rasp_errcode code; /* RASP_E_NONE until set */
+  char subject[128]; /* what the error is about, where the code has one
+                        (RASP_E_NAME: the name); else "" */
   rasp_pos pos;
   char msg[1024];
   char file[256];
@@ -43,15 +88,36 @@ typedef struct rasp_error {
 } rasp_error;
 
 rasp_source *raspR_source_new(const char *name, const char *text, size_t len);
-/* Reads a whole file; on failure sets err ("cannot read 'x': reason"). */
+/* Reads a whole file; on failure NULL with err (RASP_E_READ: "cannot read
+** 'x': reason"). */
 rasp_source *raspR_source_file(const char *path, rasp_error *err);
 void raspR_source_free(rasp_source *src);
 
+/* Sets err (code RASP_E_RUNTIME, no subject); err may be NULL. */
 void raspR_set(rasp_error *err, rasp_pos pos, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 /* Same, without a position (bad option, unreadable file). */
 void raspR_setnopos(rasp_error *err, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+/* The same two with a code. */
+void raspR_setc(rasp_error *err, rasp_errcode code, rasp_pos pos, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+void raspR_setnoposc(rasp_error *err, rasp_errcode code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Sets err's subject (copied, cut to fit). */
+void raspR_subject(rasp_error *err, const char *subject);
+
+/* "unknown name", ... ("?" for a value outside the enum). */
+const char *raspR_code_name(rasp_errcode code);
+/* The exit status a command ends with after err: 2 for bad usage
+** (RASP_E_USAGE: an option or an argument; RASP_E_READ, RASP_E_WRITE,
+** RASP_E_FORMAT: a file that cannot be read or written, or is not what it
+** should be; RASP_E_NO_TASK, RASP_E_TASK: a
+** program without the task settings the command needs, or with wrong
+** ones), 1 for every other error (the program failed), 0 when err is not
+** set.  Errors inside a program (include() of a missing file, say) are
+** RASP_E_RUNTIME or more specific, so they end with 1. */
+int raspR_exit_status(const rasp_error *err);
 
 /* Sets err's position (and its copies of the file name and line). */
 void raspR_locate(rasp_error *err, rasp_pos pos);
@@ -70,16 +136,16 @@ typedef struct rasp_afile {
   char *path; /* the target */
 } rasp_afile;
 
-/* 0, or -1 with err ("cannot write 'path': reason"). */
+/* 1, or 0 with err (RASP_E_WRITE: "cannot write 'path': reason"). */
 int raspR_atomic_open(rasp_afile *af, const char *path, rasp_error *err);
 /* Flushes, syncs and renames; on failure removes the temporary file.
-** Either way af is released.  0, or -1 with err. */
+** Either way af is released.  1, or 0 with err (RASP_E_WRITE). */
 int raspR_atomic_commit(rasp_afile *af, rasp_error *err);
 void raspR_atomic_abort(rasp_afile *af);
-/* The whole of data as path, atomically.  0, or -1 with err. */
+/* The whole of data as path, atomically.  1, or 0 with err (RASP_E_WRITE). */
 int raspR_write_file(const char *path, const void *data, size_t len, rasp_error *err);
 /* Makes directory dir and any missing parents (mkdir -p; 0777 less the
-** umask); one that exists is fine.  0, or -1 with err ("cannot create
+** umask); one that exists is fine.  1, or 0 with err (RASP_E_WRITE: "cannot create
 ** directory 'a/b': reason", "'a' is not a directory"). */
 int raspR_mkdirs(const char *dir, rasp_error *err);
 /* The same for the directory part of path (nothing when it has none). */
@@ -97,9 +163,9 @@ char **raspR_split_options(int *argcp, char **argv, int from, int *version);
 ** argument vector through posix_spawnp, never through a shell: a file name
 ** stays one argument whatever characters it holds.  in_fd and out_fd (-1:
 ** inherited) become the child's standard input and output.  Waits for the
-** child.  0, or -1 with err ("cannot run 'dot': not found in PATH", "'dot'
-** failed with exit status 1", "'dot' was killed by signal 11"); errno is
-** then ENOENT exactly when the program was not found. */
+** child.  1, or 0 with err (RASP_E_SPAWN: "cannot run 'dot': not found in
+** PATH", "'dot' failed with exit status 1", "'dot' was killed by signal
+** 11"); errno is then ENOENT exactly when the program was not found. */
 int raspR_spawn(const char *const *argv, int in_fd, int out_fd, rasp_error *err);
 
 /* "file:line:col: message", then the source line and a caret. */

@@ -48,7 +48,7 @@ static ffi_type *ffi_of(int t) {
 
 value *raspF_bind(rasp_ctx *ctx, value **args, int nargs, rasp_pos pos) {
   if (!ctx->allow_ffi)
-    raspV_error(ctx, pos, "cfunc() is off: a C function can do anything this process can "
+    raspV_raise(ctx, RASP_E_FFI_REFUSED, pos, "cfunc() is off: a C function can do anything this process can "
                           "(run a shell, write files); run with --allow-ffi to allow it "
                           "(RASP_ALLOW_FFI=1 for the REPL)");
   if (nargs != 3 || args[0]->kind != V_STR || args[1]->kind != V_STR || args[2]->kind != V_STR)

@@ -200,7 +200,7 @@ value *raspV_list(rasp_ctx *ctx, vkind kind, int n) {
 
 void raspV_list_push(rasp_ctx *ctx, value *list, value *item) {
   if ((size_t)list->u.list.n >= ctx->limits.max_list)
-    raspV_error(ctx, (rasp_pos){0}, "list longer than the limit of %zu elements",
+    raspV_raise(ctx, RASP_E_LIMIT, (rasp_pos){0}, "list longer than the limit of %zu elements",
                 ctx->limits.max_list);
   RASP_GROW(list->u.list.items, list->u.list.cap, list->u.list.n + 1);
   list->u.list.items[list->u.list.n++] = item;
@@ -215,16 +215,40 @@ value *raspV_sop(rasp_ctx *ctx, int node, vkind kind) {
 
 /* -------------------------------------------------------------- errors */
 
-_Noreturn void raspV_error(rasp_ctx *ctx, rasp_pos pos, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
+static _Noreturn void vraise(rasp_ctx *ctx, rasp_errcode code, rasp_pos pos, const char *fmt,
+                              va_list ap) {
   if (pos.src && pos.src->library && ctx->site.src) pos = ctx->site; /* blame the caller */
   if (ctx->err) {
     vsnprintf(ctx->err->msg, sizeof ctx->err->msg, fmt, ap);
     raspR_locate(ctx->err, pos);
+    ctx->err->code = code;
+    ctx->err->subject[0] = '\0';
     ctx->err->set = 1;
   }
-  va_end(ap);
+  longjmp(*ctx->catcher, 1);
+}
+
+_Noreturn void raspV_error(rasp_ctx *ctx, rasp_pos pos, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vraise(ctx, RASP_E_RUNTIME, pos, fmt, ap);
+}
+
+_Noreturn void raspV_raise(rasp_ctx *ctx, rasp_errcode code, rasp_pos pos, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vraise(ctx, code, pos, fmt, ap);
+}
+
+/* An unknown name, with the name as the error's subject (front ends give
+** hints about some names without reading the message). */
+static _Noreturn void unknown_name(rasp_ctx *ctx, rasp_pos pos, const char *fmt, const char *name) {
+  if (ctx->err) {
+    raspR_setc(ctx->err, RASP_E_NAME, (rasp_pos){0}, fmt, name);
+    raspR_subject(ctx->err, name);
+  }
+  if (pos.src && pos.src->library && ctx->site.src) pos = ctx->site;
+  if (ctx->err) raspR_locate(ctx->err, pos);
   longjmp(*ctx->catcher, 1);
 }
 
@@ -397,7 +421,7 @@ static size_t num_bits(const mpq_t q) {
 }
 
 static _Noreturn void num_too_large(rasp_ctx *ctx, rasp_pos pos) {
-  raspV_error(ctx, pos, "number too large: more than %zu bits (the size limit for numbers)",
+  raspV_raise(ctx, RASP_E_LIMIT, pos, "number too large: more than %zu bits (the size limit for numbers)",
               ctx->limits.max_num_bits);
 }
 
@@ -620,7 +644,7 @@ int raspV_equal(const value *a, const value *b) { return equal_at(a, b, 0) == 1;
 static int equal_checked(rasp_ctx *ctx, const value *a, const value *b, rasp_pos pos) {
   int e = equal_at(a, b, 0);
   if (e < 0)
-    raspV_error(ctx, pos, "comparing containers nested more than %d deep (does a list hold "
+    raspV_raise(ctx, RASP_E_LIMIT, pos, "comparing containers nested more than %d deep (does a list hold "
                           "itself?)", RASP_MAX_NEST);
   return e;
 }
@@ -901,7 +925,7 @@ rasp_type raspV_node_type(rasp_ctx *ctx, int node) { return ctx->ir.nodes[node].
 int raspV_add_node(rasp_ctx *ctx, rasp_op op, rasp_type type, int aux,
                    const int *in, int nin, rasp_pos pos) {
   if (ctx->ir.nnodes >= ctx->limits.max_nodes)
-    raspV_error(ctx, pos, "the program makes more than %d sequence operations "
+    raspV_raise(ctx, RASP_E_LIMIT, pos, "the program makes more than %d sequence operations "
                           "(the limit); is a loop running too long?",
                 ctx->limits.max_nodes);
   rasp_ir_node node;
@@ -930,7 +954,7 @@ static int full_node(rasp_ctx *ctx, rasp_elem c, rasp_pos pos) {
 value *raspV_as_sop(rasp_ctx *ctx, value *v, rasp_pos pos) {
   if (v->kind == V_SOP) return v;
   if (v->kind == V_SEL)
-    raspV_error(ctx, pos, "expected a sequence, got a selector (aggregate it first)");
+    raspV_raise(ctx, RASP_E_TYPE, pos, "expected a sequence, got a selector (aggregate it first)");
   return raspV_sop(ctx, full_node(ctx, raspV_to_elem(ctx, v, pos), pos), V_SOP);
 }
 
@@ -952,7 +976,7 @@ static rasp_type binop_type(rasp_binop op, rasp_type a, rasp_type b) {
 
 static value *sel_combine(rasp_ctx *ctx, rasp_op op, value *a, value *b, rasp_pos pos) {
   if (a->kind != V_SEL || (b && b->kind != V_SEL))
-    raspV_error(ctx, pos, "cannot combine a selector with %s",
+    raspV_raise(ctx, RASP_E_TYPE, pos, "cannot combine a selector with %s",
                 raspV_kind_name(a->kind != V_SEL ? a : b));
   int in[2] = {a->u.node, b ? b->u.node : 0};
   int id = raspV_add_node(ctx, op, RASP_T_SEL, 0, in, b ? 2 : 1, pos);
@@ -1069,7 +1093,7 @@ static int value_cmp_at(rasp_ctx *ctx, value *a, value *b, rasp_pos pos, int dep
   if ((a->kind == V_TUPLE || a->kind == V_LIST) && a->kind == b->kind) {
     if (a == b) return 0;
     if (depth >= RASP_MAX_NEST)
-      raspV_error(ctx, pos, "ordering containers nested more than %d deep (does a list hold "
+      raspV_raise(ctx, RASP_E_LIMIT, pos, "ordering containers nested more than %d deep (does a list hold "
                             "itself?)", RASP_MAX_NEST);
     for (int i = 0; i < a->u.list.n && i < b->u.list.n; i++) {
       int c = value_cmp_at(ctx, a->u.list.items[i], b->u.list.items[i], pos, depth + 1);
@@ -1077,7 +1101,7 @@ static int value_cmp_at(rasp_ctx *ctx, value *a, value *b, rasp_pos pos, int dep
     }
     return a->u.list.n < b->u.list.n ? -1 : a->u.list.n > b->u.list.n;
   }
-  raspV_error(ctx, pos, "cannot order %s and %s", raspV_kind_name(a), raspV_kind_name(b));
+  raspV_raise(ctx, RASP_E_TYPE, pos, "cannot order %s and %s", raspV_kind_name(a), raspV_kind_name(b));
 }
 
 static int value_cmp(rasp_ctx *ctx, value *a, value *b, rasp_pos pos) {
@@ -1177,7 +1201,7 @@ static value *scalar_binop(rasp_ctx *ctx, rasp_binop op, value *a, value *b, ras
   }
   if (op == RASP_BIN_ADD && a->kind == V_STR && b->kind == V_STR) {
     if (a->u.str.len + b->u.str.len > ctx->limits.max_string)
-      raspV_error(ctx, pos, "string too long: more than %zu bytes (the size limit for strings)",
+      raspV_raise(ctx, RASP_E_LIMIT, pos, "string too long: more than %zu bytes (the size limit for strings)",
                   ctx->limits.max_string);
     value *r = raspV_new(ctx, V_STR);
     r->u.str.len = a->u.str.len + b->u.str.len;
@@ -1192,14 +1216,14 @@ static value *scalar_binop(rasp_ctx *ctx, rasp_binop op, value *a, value *b, ras
     int64_t k = raspV_int(ctx, b, pos, "the repeat count");
     if (a->u.list.n == 0 || k < 0) k = 0; /* [] * 10**18 looped 10**18 times */
     if (k > 0 && (uint64_t)k > ctx->limits.max_list / (uint64_t)a->u.list.n)
-      raspV_error(ctx, pos, "list longer than the limit of %zu elements", ctx->limits.max_list);
+      raspV_raise(ctx, RASP_E_LIMIT, pos, "list longer than the limit of %zu elements", ctx->limits.max_list);
     value *r = raspV_list(ctx, a->kind, 0);
     for (int64_t i = 0; i < k; i++)
       for (int j = 0; j < a->u.list.n; j++) raspV_list_push(ctx, r, a->u.list.items[j]);
     return r;
   }
   if (!is_num(a) || !is_num(b))
-    raspV_error(ctx, pos, "unsupported operand types for '%s': %s and %s",
+    raspV_raise(ctx, RASP_E_TYPE, pos, "unsupported operand types for '%s': %s and %s",
                 raspI_binop_name(op), raspV_kind_name(a), raspV_kind_name(b));
   if (a->kind == V_BOOL && b->kind == V_BOOL &&
       (op == RASP_BIN_BITAND || op == RASP_BIN_BITOR || op == RASP_BIN_BITXOR)) {
@@ -1321,16 +1345,16 @@ static rasp_binop tok_binop(int tk) {
 static __attribute__((noinline)) void steps_rare(rasp_ctx *ctx, rasp_pos pos) {
   if (ctx->interrupted) { /* rasp_interrupt: Ctrl-C in the REPL */
     ctx->interrupted = 0;
-    raspV_error(ctx, pos, "interrupted");
+    raspV_raise(ctx, RASP_E_INTERRUPTED, pos, "interrupted");
   }
   const char *why = raspM_over_budget(); /* --max-memory, --timeout */
-  if (why) raspV_error(ctx, pos, "%s", why);
+  if (why) raspV_raise(ctx, RASP_E_LIMIT, pos, "%s", why);
   if (ctx->steps <= ctx->limits.max_steps) return;
   if (ctx->in_callback)
-    raspV_error(ctx, pos, "the functions given to tok_map/seq_map/select ran more than "
+    raspV_raise(ctx, RASP_E_LIMIT, pos, "the functions given to tok_map/seq_map/select ran more than "
                           "%lld steps together (the limit per trace); is a loop not "
                           "terminating?", ctx->limits.max_steps);
-  raspV_error(ctx, pos, "the program ran more than %lld steps (the limit); "
+  raspV_raise(ctx, RASP_E_LIMIT, pos, "the program ran more than %lld steps (the limit); "
                         "is a loop not terminating?", ctx->limits.max_steps);
 }
 
@@ -1362,7 +1386,7 @@ static value *iterate(rasp_ctx *ctx, value *v, rasp_pos pos) {
                           "values depend on the input (use sequence operations, "
                           "or x[i] for a fixed position i)");
   default:
-    raspV_error(ctx, pos, "cannot iterate over %s", raspV_kind_name(v));
+    raspV_raise(ctx, RASP_E_TYPE, pos, "cannot iterate over %s", raspV_kind_name(v));
   }
 }
 
@@ -1456,7 +1480,7 @@ static value *subscript(rasp_ctx *ctx, env *e, const rasp_ast *x) {
   case V_SOP:
     return sop_static_index(ctx, obj, index_of(ctx, idx, ctx->n, x->b->pos), x->pos);
   default:
-    raspV_error(ctx, x->pos, "%s cannot be subscripted", raspV_kind_name(obj));
+    raspV_raise(ctx, RASP_E_TYPE, x->pos, "%s cannot be subscripted", raspV_kind_name(obj));
   }
 }
 
@@ -1677,7 +1701,7 @@ static value *eval(rasp_ctx *ctx, env *e, const rasp_ast *x) {
     return const_value(ctx, x, raspV_str(ctx, x->str, x->len));
   case AST_NAME: {
     value *v = env_get(e, ast_name(ctx, x));
-    if (!v) raspV_error(ctx, x->pos, "unknown name '%s'", x->str);
+    if (!v) unknown_name(ctx, x->pos, "unknown name '%s'", x->str);
     return v;
   }
   case AST_TRUE: return &ctx->true_v;
@@ -1892,7 +1916,7 @@ static value *call_function(rasp_ctx *ctx, value *fn, value **args, int nargs,
   bind_args(ctx, fname, pnames, np, np - fn->u.func.ndefaults, args, nargs, kwnames, kwvals,
             nkw, bound, pos);
   if (ctx->depth >= ctx->limits.max_depth)
-    raspV_error(ctx, pos, "recursion too deep (more than %d nested calls)", ctx->limits.max_depth);
+    raspV_raise(ctx, RASP_E_LIMIT, pos, "recursion too deep (more than %d nested calls)", ctx->limits.max_depth);
   env *local = env_new(ctx, fn->u.func.closure);
   for (int i = 0; i < np; i++) {
     value *v = bound[i] ? bound[i] : fn->u.func.defaults[i - (np - fn->u.func.ndefaults)];
@@ -1989,7 +2013,7 @@ value *raspV_call(rasp_ctx *ctx, value *fn, value **args, int nargs, const char 
     if (nkw) raspV_error(ctx, pos, "C functions take no keyword arguments");
     for (int i = 0; i < nargs; i++) raspV_ids_in(ctx, args[i], pos, "an id passed to a C function");
     return raspF_call(ctx, fn->u.cf, args, nargs, pos);
-  default: raspV_error(ctx, pos, "%s is not callable", raspV_kind_name(fn));
+  default: raspV_raise(ctx, RASP_E_TYPE, pos, "%s is not callable", raspV_kind_name(fn));
   }
 }
 
@@ -2055,12 +2079,14 @@ void rasp_default_limits(rasp_limits *limits) {
   limits->max_string = (size_t)16 << 20;
 }
 
+int rasp_abi_version(void) { return RASP_ABI_VERSION; }
+
 rasp_ctx *rasp_ctx_new(int n, const rasp_limits *limits, rasp_error *err) {
   rasp_limits lim;
   if (limits) lim = *limits;
   else rasp_default_limits(&lim);
   if (n < 1 || n > lim.max_length) {
-    raspR_setnopos(err, "input length %d is outside 1..%d", n, lim.max_length);
+    raspR_setnoposc(err, RASP_E_USAGE, "input length %d is outside 1..%d", n, lim.max_length);
     return NULL;
   }
   rasp_ctx *ctx = raspM_alloc(sizeof *ctx);
@@ -2180,7 +2206,7 @@ int rasp_set_vocab(rasp_ctx *ctx, const char *const *symbols, int count, rasp_er
     value *s = raspV_str(ctx, symbols[i], strlen(symbols[i]));
     ctx->vocab[i] = raspV_symbol_of(ctx, s);
     if (raspV_dict_get(d, s))
-      raspV_error(ctx, (rasp_pos){0}, "vocabulary symbol '%s' appears twice", symbols[i]);
+      raspV_raise(ctx, RASP_E_USAGE, (rasp_pos){0}, "vocabulary symbol '%s' appears twice", symbols[i]);
     value *id = raspV_new(ctx, V_NUM); /* its own object: the tag is not shared */
     mpq_set_si(id->u.q, i + 1, 1);
     id->tag = TAG_ID;
@@ -2245,11 +2271,11 @@ static char *real_dir(const char *dir, rasp_error *err) {
   char buf[PATH_MAX];
   struct stat st;
   if (!realpath(dir, buf) || stat(buf, &st) != 0) {
-    raspR_setnopos(err, "include directory '%s': %s", dir, strerror(errno));
+    raspR_setnoposc(err, RASP_E_USAGE, "include directory '%s': %s", dir, strerror(errno));
     return NULL;
   }
   if (!S_ISDIR(st.st_mode)) {
-    raspR_setnopos(err, "include directory '%s': not a directory", dir);
+    raspR_setnoposc(err, RASP_E_USAGE, "include directory '%s': not a directory", dir);
     return NULL;
   }
   return raspM_strdup(buf);
@@ -2307,9 +2333,9 @@ value *raspV_include(rasp_ctx *ctx, value *path, rasp_pos pos) {
   else
     snprintf(full, sizeof full, "%.*s/%s", (int)(slash - base), base, name);
   if (ctx->depth >= ctx->limits.max_depth)
-    raspV_error(ctx, pos, "include() nested too deeply");
+    raspV_raise(ctx, RASP_E_LIMIT, pos, "include() nested too deeply");
   if (!ends_with(full, ".rasp"))
-    raspV_error(ctx, pos, "include(): '%s' is not a program; only .rasp files can be included",
+    raspV_raise(ctx, RASP_E_ACCESS, pos, "include(): '%s' is not a program; only .rasp files can be included",
                 name);
   char real[PATH_MAX], dir[PATH_MAX];
   if (!realpath(full, real))
@@ -2321,11 +2347,11 @@ value *raspV_include(rasp_ctx *ctx, value *path, rasp_pos pos) {
   for (int i = 0; !ok && i < ctx->ninclude_dirs; i++) ok = inside(ctx->include_dirs[i], real);
   if (!ok && ctx->stdlib_dir && realpath(ctx->stdlib_dir, dir)) ok = inside(dir, real);
   if (!ok)
-    raspV_error(ctx, pos, "include(): '%s' is outside the program's directory tree '%s'; "
+    raspV_raise(ctx, RASP_E_ACCESS, pos, "include(): '%s' is outside the program's directory tree '%s'; "
                 "--allow-include DIR allows another tree", full, root);
   /* a link named x.rasp inside the tree may still point at another file */
   if (!ends_with(real, ".rasp"))
-    raspV_error(ctx, pos, "include(): '%s' is not a program (it is '%s'); only .rasp files can "
+    raspV_raise(ctx, RASP_E_ACCESS, pos, "include(): '%s' is not a program (it is '%s'); only .rasp files can "
                 "be included", full, real);
   rasp_error inner = {0};
   rasp_source *src = raspR_source_file(real, &inner);
@@ -2334,7 +2360,7 @@ value *raspV_include(rasp_ctx *ctx, value *path, rasp_pos pos) {
   src->name = raspM_strdup(full);
   if (memchr(src->text, '\0', src->len)) {
     raspR_source_free(src);
-    raspV_error(ctx, pos, "include(): '%s' is not a program (it is not text)", full);
+    raspV_raise(ctx, RASP_E_ACCESS, pos, "include(): '%s' is not a program (it is not text)", full);
   }
   keep_source(ctx, src);
   rasp_ast *mod = raspP_parse(src, &ctx->ast_arena, &inner);
@@ -2413,7 +2439,7 @@ int rasp_trace(rasp_ctx *ctx, const char *entry, rasp_error *err) {
   ctx->site = (rasp_pos){0};
   PROTECT_BEGIN(ctx, err)
   value *fn = env_get(ctx->globals, raspV_intern(ctx, entry));
-  if (!fn) raspV_error(ctx, (rasp_pos){0}, "the program defines no function '%s'", entry);
+  if (!fn) unknown_name(ctx, (rasp_pos){0}, "the program defines no function '%s'", entry);
   value *input = raspV_sop(ctx, ctx->input_node, V_SOP);
   value *r = raspV_call(ctx, fn, &input, 1, NULL, NULL, 0,
                         fn->kind == V_FUNC ? fn->u.func.def->pos : (rasp_pos){0});
@@ -2434,7 +2460,7 @@ int rasp_has_global(rasp_ctx *ctx, const char *name) {
 int rasp_get_int(rasp_ctx *ctx, const char *name, int64_t *out, rasp_error *err) {
   PROTECT_BEGIN(ctx, err)
   value *v = env_get(ctx->globals, raspV_intern(ctx, name));
-  if (!v) raspV_error(ctx, (rasp_pos){0}, "the program defines no '%s'", name);
+  if (!v) unknown_name(ctx, (rasp_pos){0}, "the program defines no '%s'", name);
   *out = raspV_int(ctx, v, (rasp_pos){0}, name);
   PROTECT_END(ctx)
 }
@@ -2477,7 +2503,7 @@ static void check_body(rasp_ctx *ctx, void *arg) {
     ctx->check_name = cc->name;
   }
   value *fn = env_get(ctx->globals, ctx->check_interned);
-  if (!fn) raspV_error(ctx, (rasp_pos){0}, "the program defines no function '%s'", cc->name);
+  if (!fn) unknown_name(ctx, (rasp_pos){0}, "the program defines no function '%s'", cc->name);
   value *argv[8];
   if (cc->nargs > 8) raspV_error(ctx, (rasp_pos){0}, "too many arguments");
   for (int i = 0; i < cc->nargs; i++) {
@@ -2552,11 +2578,10 @@ void rasp_complete(rasp_ctx *ctx, const char *prefix, void (*fn)(void *, const c
 
 char *rasp_describe(rasp_ctx *ctx, const char *name) {
   value *v = env_get(ctx->globals, raspV_intern(ctx, name));
+  if (!v) return NULL;
   strbuf b = {0};
   sb_puts(&b, "");
-  if (!v) {
-    sb_puts(&b, "unknown name");
-  } else if (v->kind == V_BUILTIN) {
+  if (v->kind == V_BUILTIN) {
     sb_puts(&b, v->u.bi->name);
     sb_puts(&b, "(");
     sb_puts(&b, v->u.bi->params);
@@ -2617,7 +2642,7 @@ int rasp_get_setting(rasp_ctx *ctx, const char *dict, const char *key, char *buf
   }
   int ok = 1;
   if (b.n + 1 > size) {
-    raspR_setnopos(err, "setting %s['%s'] is too long", dict, key);
+    raspR_setnoposc(err, RASP_E_TASK, "setting %s['%s'] is too long", dict, key);
     ok = -1;
   } else {
     memcpy(buf, b.s, b.n + 1);

@@ -89,11 +89,11 @@ static void newline_at(rasp_lexer *lx, const char *nl) {
 static int fail(rasp_lexer *lx, rasp_error *err, rasp_pos pos,
                 const char *msg, int ch) {
   if (ch < 0)
-    raspR_set(err, pos, "%s", msg);
+    raspR_setc(err, RASP_E_SYNTAX, pos, "%s", msg);
   else if (ch >= 0x21 && ch < 0x7f)
-    raspR_set(err, pos, "%s '%c'", msg, ch);
+    raspR_setc(err, RASP_E_SYNTAX, pos, "%s '%c'", msg, ch);
   else
-    raspR_set(err, pos, "%s '\\x%02x'", msg, ch);
+    raspR_setc(err, RASP_E_SYNTAX, pos, "%s '\\x%02x'", msg, ch);
   lx->failed = 1;
   lx->p = lx->end;
   return 0;

@@ -51,12 +51,12 @@ static int cfg_check(const rasp_model_config *c, rasp_error *err) {
   };
   for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
     if (f[i].v < f[i].min || f[i].v > MAXDIM) {
-      raspR_setnopos(err, "model config: %s = %d is out of range [%d, %d]",
+      raspR_setnoposc(err, RASP_E_USAGE, "model config: %s = %d is out of range [%d, %d]",
                      f[i].name, f[i].v, f[i].min, MAXDIM);
       return -1;
     }
   if (c->n_layers > MAXLAYERS) {
-    raspR_setnopos(err, "model config: n_layers = %d is too large (at most %d)",
+    raspR_setnoposc(err, RASP_E_USAGE, "model config: n_layers = %d is too large (at most %d)",
                    c->n_layers, MAXLAYERS);
     return -1;
   }
@@ -66,12 +66,12 @@ static int cfg_check(const rasp_model_config *c, rasp_error *err) {
                                              {"gelu", c->gelu}};
   for (size_t i = 0; i < sizeof b / sizeof b[0]; i++)
     if (b[i].v != 0 && b[i].v != 1) {
-      raspR_setnopos(err, "model config: %s = %d must be 0 or 1", b[i].name,
+      raspR_setnoposc(err, RASP_E_USAGE, "model config: %s = %d must be 0 or 1", b[i].name,
                      b[i].v);
       return -1;
     }
   if (c->bos_token < -1 || c->bos_token >= c->vocab_size) {
-    raspR_setnopos(err, "model config: bos_token = %d is not -1 or a token id "
+    raspR_setnoposc(err, RASP_E_USAGE, "model config: bos_token = %d is not -1 or a token id "
                         "below vocab_size %d", c->bos_token, c->vocab_size);
     return -1;
   }
@@ -149,7 +149,7 @@ static int lay_out(rasp_model *m, const rasp_model_config *cfg, rasp_error *err)
   layout l = {0};
   build_layout(&l, cfg);
   if (l.total > MAXPARAMS) {
-    raspR_setnopos(err, "model config: %zu parameters is too many (at most %zu)",
+    raspR_setnoposc(err, RASP_E_USAGE, "model config: %zu parameters is too many (at most %zu)",
                    l.total, MAXPARAMS);
     raspM_free(l.t);
     return -1;
@@ -162,9 +162,9 @@ static int lay_out(rasp_model *m, const rasp_model_config *cfg, rasp_error *err)
 }
 
 int raspN_init(rasp_model *m, const rasp_model_config *cfg, rasp_error *err) {
-  if (lay_out(m, cfg, err)) return -1;
+  if (lay_out(m, cfg, err)) return 0;
   m->params = raspM_alloc((m->nparams ? m->nparams : 1) * sizeof(float));
-  return 0;
+  return 1;
 }
 
 void raspN_free(rasp_model *m) {
@@ -482,14 +482,14 @@ static char *stem_of(const char *stem) {
 static int write_atomic(const char *path, const void *a, size_t na,
                         const void *b, size_t nb, rasp_error *err) {
   rasp_afile af;
-  if (raspR_atomic_open(&af, path, err)) return -1;
+  if (!raspR_atomic_open(&af, path, err)) return -1;
   if (fwrite(a, 1, na, af.f) != na || (nb && fwrite(b, 1, nb, af.f) != nb)) {
     int e = errno;
     raspR_atomic_abort(&af);
-    raspR_setnopos(err, "cannot write '%s': %s", path, strerror(e));
+    raspR_setnoposc(err, RASP_E_WRITE, "cannot write '%s': %s", path, strerror(e));
     return -1;
   }
-  return raspR_atomic_commit(&af, err);
+  return raspR_atomic_commit(&af, err) ? 0 : -1;
 }
 
 /* Appends printf output to a growing string. */
@@ -571,7 +571,7 @@ out:
   raspM_free(pt);
   raspM_free(pj);
   raspM_free(stem);
-  return rc;
+  return rc == 0;
 }
 
 /* Opens path for reading and checks it is a regular file; *size gets its
@@ -579,12 +579,12 @@ out:
 static FILE *open_regular(const char *path, uint64_t *size, rasp_error *err) {
   FILE *f = fopen(path, "rb");
   if (!f) {
-    raspR_setnopos(err, "cannot read '%s': %s", path, strerror(errno));
+    raspR_setnoposc(err, RASP_E_READ, "cannot read '%s': %s", path, strerror(errno));
     return NULL;
   }
   struct stat sb;
   if (fstat(fileno(f), &sb) || !S_ISREG(sb.st_mode) || sb.st_size < 0) {
-    raspR_setnopos(err, "cannot read '%s': not a regular file", path);
+    raspR_setnoposc(err, RASP_E_READ, "cannot read '%s': not a regular file", path);
     fclose(f);
     return NULL;
   }
@@ -597,7 +597,7 @@ static FILE *open_regular(const char *path, uint64_t *size, rasp_error *err) {
 static int read_at(FILE *f, const char *path, uint64_t off, void *dst, size_t n,
                    rasp_error *err) {
   if (fseeko(f, (off_t)off, SEEK_SET) || fread(dst, 1, n, f) != n) {
-    raspR_setnopos(err, "cannot read '%s': %s", path,
+    raspR_setnoposc(err, RASP_E_READ, "cannot read '%s': %s", path,
                    ferror(f) ? "I/O error" : "truncated while reading");
     return -1;
   }
@@ -610,7 +610,7 @@ static int load_config(const char *path, rasp_model_config *c, char **extra,
   FILE *f = open_regular(path, &size, err);
   if (!f) return -1;
   if (size > MAXJSON) {
-    raspR_setnopos(err, "'%s': %llu bytes; a model config has at most %zu",
+    raspR_setnoposc(err, RASP_E_FORMAT, "'%s': %llu bytes; a model config has at most %zu",
                    path, (unsigned long long)size, MAXJSON);
     fclose(f);
     return -1;
@@ -629,20 +629,20 @@ static int load_config(const char *path, rasp_model_config *c, char **extra,
   size_t at;
   int rc = -1;
   if (jparse(text, len, &root, &why, &at)) {
-    raspR_setnopos(err, "'%s': not a model config: %s at byte %zu", path, why,
+    raspR_setnoposc(err, RASP_E_FORMAT, "'%s': not a model config: %s at byte %zu", path, why,
                    at);
     raspM_free(text);
     return -1;
   }
   jval *cfg = jget(&root, "config");
   if (!cfg || cfg->type != J_OBJ) {
-    raspR_setnopos(err, "'%s': not a model config: no \"config\" object", path);
+    raspR_setnoposc(err, RASP_E_FORMAT, "'%s': not a model config: no \"config\" object", path);
     goto out;
   }
   int64_t v;
 #define X(f)                                                                   \
   if (jint(jget(cfg, #f), INT_MIN, INT_MAX, &v)) {                             \
-    raspR_setnopos(err, "'%s': config field \"" #f "\" is missing or not an "  \
+    raspR_setnoposc(err, RASP_E_FORMAT, "'%s': config field \"" #f "\" is missing or not an "  \
                         "integer", path);                                      \
     goto out;                                                                  \
   }                                                                            \
@@ -652,7 +652,7 @@ static int load_config(const char *path, rasp_model_config *c, char **extra,
   if (cfg_check(c, err)) {
     char m[sizeof err->msg];
     snprintf(m, sizeof m, "%s", err->msg);
-    raspR_setnopos(err, "'%s': %s", path, m);
+    raspR_setnoposc(err, RASP_E_FORMAT, "'%s': %s", path, m);
     goto out;
   }
   jval *sum = jget(&root, "params_fnv");
@@ -662,7 +662,7 @@ static int load_config(const char *path, rasp_model_config *c, char **extra,
     if (sum->type == J_STR && strlen(sum->str) == 16)
       *fnv = strtoull(sum->str, &end, 16);
     if (!end || *end) {
-      raspR_setnopos(err, "'%s': \"params_fnv\" is not 16 hex digits", path);
+      raspR_setnoposc(err, RASP_E_FORMAT, "'%s': \"params_fnv\" is not 16 hex digits", path);
       goto out;
     }
   }
@@ -702,20 +702,20 @@ static int load_tensors(rasp_model *m, const char *path, const char *cfgpath,
   char *hdr = NULL;
   unsigned char lenb[8];
   if (len < 8 || read_at(f, path, 0, lenb, 8, err)) {
-    raspR_setnopos(err, "'%s': not a safetensors file (only %llu bytes)", path,
+    raspR_setnoposc(err, RASP_E_FORMAT, "'%s': not a safetensors file (only %llu bytes)", path,
                    (unsigned long long)len);
     goto out;
   }
   uint64_t hn = 0;
   for (int i = 0; i < 8; i++) hn |= (uint64_t)lenb[i] << (8 * i);
   if (hn < 2 || hn > MAXHEADER) {
-    raspR_setnopos(err, "'%s': not a safetensors file (header length %llu is "
+    raspR_setnoposc(err, RASP_E_FORMAT, "'%s': not a safetensors file (header length %llu is "
                         "not in 2..%llu)", path, (unsigned long long)hn,
                    (unsigned long long)MAXHEADER);
     goto out;
   }
   if (hn > len - 8) {
-    raspR_setnopos(err, "'%s': truncated (header of %llu bytes, file of %llu)",
+    raspR_setnoposc(err, RASP_E_FORMAT, "'%s': truncated (header of %llu bytes, file of %llu)",
                    path, (unsigned long long)hn, (unsigned long long)len);
     goto out;
   }
@@ -723,18 +723,18 @@ static int load_tensors(rasp_model *m, const char *path, const char *cfgpath,
   hdr = raspM_alloc((size_t)hn);
   if (read_at(f, path, 8, hdr, (size_t)hn, err)) goto out;
   if (hdr[0] != '{') {
-    raspR_setnopos(err, "'%s': not a safetensors file (bad header)", path);
+    raspR_setnoposc(err, RASP_E_FORMAT, "'%s': not a safetensors file (bad header)", path);
     goto out;
   }
   const char *why;
   size_t at;
   if (jparse(hdr, (size_t)hn, &root, &why, &at)) {
-    raspR_setnopos(err, "'%s': bad safetensors header: %s at byte %zu", path,
+    raspR_setnoposc(err, RASP_E_FORMAT, "'%s': bad safetensors header: %s at byte %zu", path,
                    why, at + 8);
     goto out;
   }
   if (root.type != J_OBJ) {
-    raspR_setnopos(err, "'%s': bad safetensors header: not an object", path);
+    raspR_setnoposc(err, RASP_E_FORMAT, "'%s': bad safetensors header: not an object", path);
     goto out;
   }
   sp = raspM_alloc(((size_t)m->ntensors + 1) * sizeof *sp);
@@ -742,13 +742,13 @@ static int load_tensors(rasp_model *m, const char *path, const char *cfgpath,
     const char *k = root.keys[i];
     if (!strcmp(k, "__metadata__")) continue;
     if (!raspN_tensor(m, k)) {
-      raspR_setnopos(err, "'%s': unexpected tensor '%.64s' for this config",
+      raspR_setnoposc(err, RASP_E_FORMAT, "'%s': unexpected tensor '%.64s' for this config",
                      path, k);
       goto out;
     }
     for (int j = 0; j < i; j++)
       if (!strcmp(root.keys[j], k)) {
-        raspR_setnopos(err, "'%s': tensor '%.64s' appears twice", path, k);
+        raspR_setnoposc(err, RASP_E_FORMAT, "'%s': tensor '%.64s' appears twice", path, k);
         goto out;
       }
   }
@@ -756,13 +756,13 @@ static int load_tensors(rasp_model *m, const char *path, const char *cfgpath,
     rasp_tensor *t = &m->tensors[i];
     jval *e = jget(&root, t->name);
     if (!e) {
-      raspR_setnopos(err, "'%s': tensor '%s' is missing", path, t->name);
+      raspR_setnoposc(err, RASP_E_FORMAT, "'%s': tensor '%s' is missing", path, t->name);
       goto out;
     }
     jval *dt = jget(e, "dtype"), *sh = jget(e, "shape"),
          *of = jget(e, "data_offsets");
     if (!dt || dt->type != J_STR || strcmp(dt->str, "F32")) {
-      raspR_setnopos(err, "'%s': tensor '%s' has dtype %s%.16s%s, not F32",
+      raspR_setnoposc(err, RASP_E_FORMAT, "'%s': tensor '%s' has dtype %s%.16s%s, not F32",
                      path, t->name, dt && dt->type == J_STR ? "'" : "",
                      dt && dt->type == J_STR ? dt->str : "(none)",
                      dt && dt->type == J_STR ? "'" : "");
@@ -778,7 +778,7 @@ static int load_tensors(rasp_model *m, const char *path, const char *cfgpath,
       for (int d = 0; d < t->ndim; d++)
         w += snprintf(w, (size_t)(want + sizeof want - w), "%s%lld",
                       d ? "," : "", (long long)t->shape[d]);
-      raspR_setnopos(err, "'%s': tensor '%s' has the wrong shape (expected "
+      raspR_setnoposc(err, RASP_E_FORMAT, "'%s': tensor '%s' has the wrong shape (expected "
                           "[%s])", path, t->name, want);
       goto out;
     }
@@ -786,12 +786,12 @@ static int load_tensors(rasp_model *m, const char *path, const char *cfgpath,
     if (!of || of->type != J_ARR || of->n != 2 ||
         jint(&of->items[0], 0, 9e15, &b) || jint(&of->items[1], 0, 9e15, &en) ||
         en < b || (uint64_t)(en - b) != t->size * 4) {
-      raspR_setnopos(err, "'%s': tensor '%s' has bad data_offsets (expected "
+      raspR_setnoposc(err, RASP_E_FORMAT, "'%s': tensor '%s' has bad data_offsets (expected "
                           "%zu bytes)", path, t->name, t->size * 4);
       goto out;
     }
     if ((uint64_t)en > dlen) {
-      raspR_setnopos(err, "'%s': truncated: tensor '%s' ends at byte %lld of "
+      raspR_setnoposc(err, RASP_E_FORMAT, "'%s': truncated: tensor '%s' ends at byte %lld of "
                           "a %llu-byte data section", path, t->name,
                      (long long)en, (unsigned long long)dlen);
       goto out;
@@ -807,13 +807,13 @@ static int load_tensors(rasp_model *m, const char *path, const char *cfgpath,
     if (sorted[i].b < sorted[i - 1].e) overlap = 1;
   raspM_free(sorted);
   if (overlap) {
-    raspR_setnopos(err, "'%s': tensors overlap in the data section", path);
+    raspR_setnoposc(err, RASP_E_FORMAT, "'%s': tensors overlap in the data section", path);
     goto out;
   }
   if ((uint64_t)m->nparams * 4 > dlen) {
     /* (implied by the spans above; kept as the last word before the
     ** allocation) */
-    raspR_setnopos(err, "'%s': truncated, or not the tensors of '%s': that "
+    raspR_setnoposc(err, RASP_E_FORMAT, "'%s': truncated, or not the tensors of '%s': that "
                         "config needs %zu parameters (%llu bytes), the file "
                         "holds %llu bytes of tensor data",
                    path, cfgpath, m->nparams,
@@ -830,7 +830,7 @@ static int load_tensors(rasp_model *m, const char *path, const char *cfgpath,
   }
   for (size_t i = 0; i < m->nparams; i++)
     if (!isfinite(m->params[i])) {
-      raspR_setnopos(err, "'%s': parameter %zu is not finite", path, i);
+      raspR_setnoposc(err, RASP_E_FORMAT, "'%s': parameter %zu is not finite", path, i);
       goto out;
     }
   rc = 0;
@@ -855,7 +855,7 @@ int raspN_load(rasp_model *m, const char *stem_in, rasp_error *err) {
   if (lay_out(m, &c, err)) {
     char msg[sizeof err->msg];
     snprintf(msg, sizeof msg, "%s", err->msg);
-    raspR_setnopos(err, "'%s': %s", pj, msg);
+    raspR_setnoposc(err, RASP_E_FORMAT, "'%s': %s", pj, msg);
     raspM_free(extra);
     goto out;
   }
@@ -866,7 +866,7 @@ int raspN_load(rasp_model *m, const char *stem_in, rasp_error *err) {
   }
   if (has_fnv &&
       raspN_fnv1a(RASPN_FNV0, m->params, m->nparams * sizeof(float)) != fnv) {
-    raspR_setnopos(err, "'%s' and '%s' are not one model: the parameters' "
+    raspR_setnoposc(err, RASP_E_FORMAT, "'%s' and '%s' are not one model: the parameters' "
                         "checksum differs from the one the config records "
                         "(one of the pair was replaced or a write was "
                         "interrupted); write the model again",
@@ -879,7 +879,7 @@ out:
   raspM_free(stem);
   raspM_free(pt);
   raspM_free(pj);
-  return rc;
+  return rc == 0;
 }
 
 /* ---- the layout of a compiled model ------------------------------------- */
@@ -1034,15 +1034,15 @@ int raspN_forward(const rasp_model *m, const int *tokens, int n, float *logits,
                   float *residual, rasp_error *err) {
   const rasp_model_config *c = &m->cfg;
   if (n < 1 || n > c->max_len) {
-    raspR_setnopos(err, "forward: sequence length %d is not in 1..%d", n,
+    raspR_setnoposc(err, RASP_E_USAGE, "forward: sequence length %d is not in 1..%d", n,
                    c->max_len);
-    return -1;
+    return 0;
   }
   for (int i = 0; i < n; i++)
     if (tokens[i] < 0 || tokens[i] >= c->vocab_size) {
-      raspR_setnopos(err, "forward: token %d at position %d is not below "
+      raspR_setnoposc(err, RASP_E_USAGE, "forward: token %d at position %d is not below "
                           "vocab_size %d", tokens[i], i, c->vocab_size);
-      return -1;
+      return 0;
     }
   rasp_model *mm = (rasp_model *)m; /* raspN_data does not modify */
   int D = c->d_model, H = c->n_heads, Dh = c->d_head, F = c->d_mlp,
@@ -1161,6 +1161,6 @@ int raspN_forward(const rasp_model *m, const int *tokens, int n, float *logits,
   raspM_free(o);
   raspM_free(z);
   raspM_free(hv);
-  return 0;
+  return 1;
 }
 

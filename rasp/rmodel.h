@@ -82,7 +82,8 @@ typedef struct rasp_model {
   char *json_extra;    /* compiled models: the layout object, as JSON text */
 } rasp_model;
 
-/* Lays out the tensors for cfg and allocates zeroed params. */
+/* Lays out the tensors for cfg and allocates zeroed params.  Here and below:
+** 1, or 0 with err (rerror.h's convention). */
 int raspN_init(rasp_model *m, const rasp_model_config *cfg, rasp_error *err);
 void raspN_free(rasp_model *m);
 /* A tensor by name, or NULL. */

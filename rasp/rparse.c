@@ -117,7 +117,7 @@ static _Noreturn void fail(Parser *p, rasp_pos pos, const char *fmt, ...) {
   va_start(ap, fmt);
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
-  raspR_set(p->err, pos, "%s", msg);
+  raspR_setc(p->err, RASP_E_SYNTAX, pos, "%s", msg);
   longjmp(p->jb, 1);
 }
 

@@ -121,57 +121,57 @@ void raspT_opts_default(rasp_task_opts *o) {
 
 int raspT_opts_check(const rasp_task_opts *o, rasp_error *err) {
   if (o->D < 1) {
-    raspR_setnopos(err, "D = %d: the degree must be at least 1", o->D);
-    return -1;
+    raspR_setnoposc(err, RASP_E_USAGE, "D = %d: the degree must be at least 1", o->D);
+    return 0;
   }
   if (o->M < 2) {
-    raspR_setnopos(err, "M = %d: the arm length (counting s) must be at least 2",
+    raspR_setnoposc(err, RASP_E_USAGE, "M = %d: the arm length (counting s) must be at least 2",
                    o->M);
-    return -1;
+    return 0;
   }
   int64_t edges = (int64_t)o->D * (o->M - 1);
   if (edges > RASP_TASK_MAX_EDGES) {
-    raspR_setnopos(err,
+    raspR_setnoposc(err, RASP_E_USAGE,
                    "D = %d, M = %d: D(M-1) = %lld edges, more than the limit %d",
                    o->D, o->M, (long long)edges, RASP_TASK_MAX_EDGES);
-    return -1;
+    return 0;
   }
   if (o->V < 1 || o->V > RASP_TASK_MAX_V) {
-    raspR_setnopos(err, "V = %d: the number of node symbols must be between 1 and %d",
+    raspR_setnoposc(err, RASP_E_USAGE, "V = %d: the number of node symbols must be between 1 and %d",
                    o->V, RASP_TASK_MAX_V);
-    return -1;
+    return 0;
   }
   if ((int64_t)o->V < edges + 1) {
-    raspR_setnopos(err,
+    raspR_setnoposc(err, RASP_E_USAGE,
                    "V = %d node symbols are fewer than the N = D(M-1)+1 = %lld "
                    "nodes of a graph with D = %d, M = %d",
                    o->V, (long long)(edges + 1), o->D, o->M);
-    return -1;
+    return 0;
   }
   if (o->order != RASP_ORDER_EDGE && o->order != RASP_ORDER_ARM) {
-    raspR_setnopos(err, "unknown edge order %d", (int)o->order);
-    return -1;
+    raspR_setnoposc(err, RASP_E_USAGE, "unknown edge order %d", (int)o->order);
+    return 0;
   }
   if (o->q != RASP_Q_START && o->q != RASP_Q_END) {
-    raspR_setnopos(err, "unknown Q placement %d", (int)o->q);
-    return -1;
+    raspR_setnoposc(err, RASP_E_USAGE, "unknown Q placement %d", (int)o->q);
+    return 0;
   }
   if (o->answer < RASP_ANS_NONE || o->answer > RASP_ANS_LEAD) {
-    raspR_setnopos(err, "unknown answer kind %d", (int)o->answer);
-    return -1;
+    raspR_setnoposc(err, RASP_E_USAGE, "unknown answer kind %d", (int)o->answer);
+    return 0;
   }
   if (o->markers != 1 && o->markers != 2) {
-    raspR_setnopos(err, "markers = %d: expected 1 or 2", o->markers);
-    return -1;
+    raspR_setnoposc(err, RASP_E_USAGE, "markers = %d: expected 1 or 2", o->markers);
+    return 0;
   }
   if (o->structured < 0 || o->structured > o->D - 1) {
-    raspR_setnopos(err,
+    raspR_setnoposc(err, RASP_E_USAGE,
                    "structured = %d: the number of structured samples must be "
                    "between 0 and D-1 = %d",
                    o->structured, o->D - 1);
-    return -1;
+    return 0;
   }
-  return 0;
+  return 1;
 }
 
 int raspT_edges(const rasp_task_opts *o) { return o->D * (o->M - 1); }
@@ -187,7 +187,7 @@ static int answer_len(const rasp_task_opts *o) {
 }
 
 int raspT_length(const rasp_task_opts *o) {
-  if (raspT_opts_check(o, NULL) != 0) return -1;
+  if (!raspT_opts_check(o, NULL)) return -1;
   /* At most 2^22 edges of 4 tokens plus a 2^22+1 node answer: fits. */
   return (o->bos ? 1 : 0) + 4 + raspT_edges(o) * (2 + o->markers) +
          answer_len(o) + (o->eos ? 1 : 0);
@@ -400,7 +400,7 @@ static size_t tuple_scratch(int V, int n) {
 /* Steps 1 and 2 of the design note, leaving rng after the target draw. */
 static int draw_sample(const rasp_task_opts *o, rasp_rng *rng, rasp_sample *out,
                        rasp_error *err) {
-  if (raspT_opts_check(o, err) != 0) return -1;
+  if (!raspT_opts_check(o, err)) return 0;
   int D = o->D, M = o->M, N = raspT_nodes(o), E = raspT_edges(o);
   sample_alloc(o, out);
   int nperm = o->order == RASP_ORDER_EDGE ? E : D;
@@ -422,7 +422,7 @@ static int draw_sample(const rasp_task_opts *o, rasp_rng *rng, rasp_sample *out,
   int target = (int)raspT_rng_below(rng, (uint64_t)D);
   out->variant = 0;
   render(o, out, target);
-  return 0;
+  return 1;
 }
 
 int raspT_sample(const rasp_task_opts *o, uint64_t seed, uint64_t index,
@@ -436,7 +436,7 @@ int raspT_sample_group(const rasp_task_opts *o, uint64_t seed, uint64_t index,
                        rasp_sample *out, rasp_error *err) {
   rasp_rng rng;
   raspT_rng_seed(&rng, seed, index);
-  if (draw_sample(o, &rng, &out[0], err) != 0) return -1;
+  if (!draw_sample(o, &rng, &out[0], err)) return -1;
   int D = o->D, k = o->structured;
   if (k == 0) return 1;
   int *others = raspM_alloc((size_t)D * sizeof *others);
@@ -459,20 +459,20 @@ int raspT_sample_group(const rasp_task_opts *o, uint64_t seed, uint64_t index,
 /* ---- enumeration -------------------------------------------------------- */
 
 int raspT_enumerate_size(const rasp_task_opts *o, uint64_t *n, rasp_error *err) {
-  if (raspT_opts_check(o, err) != 0) return -1;
+  if (!raspT_opts_check(o, err)) return 0;
   int items = o->order == RASP_ORDER_EDGE ? raspT_edges(o) : o->D;
   uint64_t c = (uint64_t)o->D;
   for (int i = 2; i <= items; i++) {
     if (c > UINT64_MAX / (uint64_t)i) {
-      raspR_setnopos(err, "enumeration of D = %d, M = %d (%s order) has more "
-                          "than 2^64 inputs",
-                     o->D, o->M, o->order == RASP_ORDER_EDGE ? "edge" : "arm");
-      return -1;
+      raspR_setnoposc(err, RASP_E_LIMIT, "enumeration of D = %d, M = %d (%s order) has more "
+                                         "than 2^64 inputs",
+                      o->D, o->M, o->order == RASP_ORDER_EDGE ? "edge" : "arm");
+      return 0;
     }
     c *= (uint64_t)i;
   }
   *n = c;
-  return 0;
+  return 1;
 }
 
 static int check_graph(const rasp_task_opts *o, const int *g, rasp_error *err) {
@@ -485,14 +485,14 @@ static int check_graph(const rasp_task_opts *o, const int *g, rasp_error *err) {
     for (int j = 0; j < M; j++) {
       int v = g[(size_t)a * M + j];
       if (v < 1 || v > o->V) {
-        raspR_setnopos(err, "graph: arm %d node %d is %d, outside 1..V = %d", a,
+        raspR_setnoposc(err, RASP_E_USAGE, "graph: arm %d node %d is %d, outside 1..V = %d", a,
                        j, v, o->V);
         rc = -1;
         break;
       }
       if (j == 0) {
         if (v != g[0]) {
-          raspR_setnopos(err, "graph: arm %d starts at %d, not at s = %d", a, v,
+          raspR_setnoposc(err, RASP_E_USAGE, "graph: arm %d starts at %d, not at s = %d", a, v,
                          g[0]);
           rc = -1;
           break;
@@ -502,7 +502,7 @@ static int check_graph(const rasp_task_opts *o, const int *g, rasp_error *err) {
       size_t h = (size_t)(mix64((uint64_t)v) & (cap - 1));
       while (set[h] && set[h] != v) h = (h + 1) & (cap - 1);
       if (set[h]) {
-        raspR_setnopos(err, "graph: node %d occurs twice", v);
+        raspR_setnoposc(err, RASP_E_USAGE, "graph: node %d occurs twice", v);
         rc = -1;
         break;
       }
@@ -518,9 +518,9 @@ int raspT_enumerate(const rasp_task_opts *o, const int *graph, uint64_t cap,
                     rasp_error *err) {
   if (count) *count = 0;
   uint64_t total;
-  if (raspT_enumerate_size(o, &total, err) != 0) return -1;
+  if (!raspT_enumerate_size(o, &total, err)) return -1;
   if (total > cap) {
-    raspR_setnopos(err,
+    raspR_setnoposc(err, RASP_E_LIMIT,
                    "exhaustive enumeration of D = %d, M = %d (%s order) has "
                    "%llu inputs, more than the cap %llu",
                    o->D, o->M, o->order == RASP_ORDER_EDGE ? "edge" : "arm",
@@ -581,6 +581,31 @@ int raspT_enumerate(const rasp_task_opts *o, const int *graph, uint64_t cap,
   return rc;
 }
 
+/* ---- layout globals ----------------------------------------------------- */
+
+/* The one list of their names; raspT_layout_globals fills them in order. */
+static const char *const layout_names[RASP_LAYOUT_NGLOBALS] = {
+    "arm_len", "degree", "num_symbols", "seq_len", "markers",
+    "edge_width", "q_before_g", "g_start", "q_start", "ans_start"};
+
+void raspT_layout_globals(const rasp_task_opts *o, int n, rasp_layout_global *out) {
+  rasp_sample s;
+  memset(&s, 0, sizeof s);
+  int have = raspT_sample(o, 0, 0, &s, NULL);
+  int64_t v[RASP_LAYOUT_NGLOBALS] = {
+      o->M, o->D, o->V, n, o->markers, 2 + o->markers, o->q == RASP_Q_START,
+      have ? s.g_start : 0, have ? s.q_start : 0, have ? s.ans_start : 0};
+  for (int i = 0; i < RASP_LAYOUT_NGLOBALS; i++)
+    out[i] = (rasp_layout_global){layout_names[i], v[i], i == 6};
+  raspT_sample_free(&s);
+}
+
+int raspT_is_layout_global(const char *name) {
+  for (int i = 0; i < RASP_LAYOUT_NGLOBALS; i++)
+    if (strcmp(layout_names[i], name) == 0) return 1;
+  return 0;
+}
+
 /* ---- counts ------------------------------------------------------------- */
 
 /* r = V! / (V-k)! */
@@ -594,7 +619,7 @@ static void falling(mpz_t r, unsigned long V, unsigned long k) {
 }
 
 int raspT_count(const rasp_task_opts *o, mpz_t graphs_gq, mpz_t tokenisations) {
-  if (raspT_opts_check(o, NULL) != 0) return -1;
+  if (!raspT_opts_check(o, NULL)) return 0;
   mpz_t f;
   mpz_init(f);
   falling(graphs_gq, (unsigned long)o->V, (unsigned long)raspT_nodes(o));
@@ -604,16 +629,16 @@ int raspT_count(const rasp_task_opts *o, mpz_t graphs_gq, mpz_t tokenisations) {
                                                 ? raspT_edges(o)
                                                 : o->D));
   mpz_clear(f);
-  return 0;
+  return 1;
 }
 
 int raspT_count_st_names(const rasp_task_opts *o, mpz_t distinct_gq) {
-  if (raspT_opts_check(o, NULL) != 0) return -1;
+  if (!raspT_opts_check(o, NULL)) return 0;
   mpz_t f;
   mpz_init(f);
   falling(distinct_gq, (unsigned long)o->V, (unsigned long)(raspT_nodes(o) - 2));
   mpz_fac_ui(f, (unsigned long)(o->D - 1));
   mpz_divexact(distinct_gq, distinct_gq, f);
   mpz_clear(f);
-  return 0;
+  return 1;
 }

@@ -119,7 +119,7 @@ typedef struct rasp_task_opts {
 /* D=2, M=5, V=100, EDGE, Q START, FORWARD, BOS and EOS on, one marker,
 ** numeric s and t, no structured samples. */
 void raspT_opts_default(rasp_task_opts *o);
-/* 0, or -1 with err naming the offending values. */
+/* 1, or 0 with err (RASP_E_USAGE) naming the offending values. */
 int raspT_opts_check(const rasp_task_opts *o, rasp_error *err);
 /* Number of nodes N = D(M-1) + 1 and of edges E = D(M-1). */
 int raspT_nodes(const rasp_task_opts *o);
@@ -167,7 +167,7 @@ typedef struct rasp_sample {
 
 /* Generates sample `index` of the run with seed `seed` into out, which must
 ** be zero-initialised or hold an earlier sample (its buffers are reused).
-** opts->structured is ignored here.  Returns 0, or -1 with err set. */
+** opts->structured is ignored here.  1, or 0 with err set. */
 int raspT_sample(const rasp_task_opts *o, uint64_t seed, uint64_t index,
                  rasp_sample *out, rasp_error *err);
 /* The structured group of sample `index`: out[0] is exactly what
@@ -186,7 +186,7 @@ void raspT_sample_free(rasp_sample *s); /* frees buffers, zeroes *s */
 typedef int (*rasp_enum_fn)(const rasp_sample *s, void *user);
 
 /* Number of inputs raspT_enumerate visits for one graph: (D(M-1))! * D
-** (EDGE) or D! * D (ARM).  0, or -1 when invalid or above 2^64-1. */
+** (EDGE) or D! * D (ARM).  1, or 0 with err when invalid or above 2^64-1. */
 int raspT_enumerate_size(const rasp_task_opts *o, uint64_t *n, rasp_error *err);
 
 /* Visits every tokenisation (every edge order, or every arm order) of one
@@ -213,14 +213,34 @@ int raspT_enumerate(const rasp_task_opts *o, const int *graph, uint64_t cap,
 ** which is the number of distinct token sequences when st_names is off.
 ** With st_names on, s's and t's labels vanish from the text, and the
 ** distinct sequences number V!/((V-N+2)! (D-1)!) * tokenisations
-** (raspT_count_st_names).  Both mpz_t must be initialised.  0, or -1. */
+** (raspT_count_st_names).  Both mpz_t must be initialised.  1, or 0 when
+** the options are invalid. */
 int raspT_count(const rasp_task_opts *o, mpz_t graphs_gq, mpz_t tokenisations);
 int raspT_count_st_names(const rasp_task_opts *o, mpz_t distinct_gq);
+
+/* ---- layout globals ----------------------------------------------------- */
+
+/* What a path-star program reads about the layout of its inputs: the
+** verifier sets these globals before the file runs (`rasp run` does not,
+** and points at `rasp verify --input` when a program stops at one). */
+typedef struct rasp_layout_global {
+  const char *name;
+  int64_t value;
+  int is_bool; /* a boolean global (True/False), else an integer */
+} rasp_layout_global;
+#define RASP_LAYOUT_NGLOBALS 10
+/* out[0..RASP_LAYOUT_NGLOBALS-1] for o and input length n: arm_len, degree,
+** num_symbols, seq_len, markers, edge_width, q_before_g, g_start, q_start,
+** ans_start (the last three 0 when o is invalid). */
+void raspT_layout_globals(const rasp_task_opts *o, int n, rasp_layout_global *out);
+/* Whether name is one of them. */
+int raspT_is_layout_global(const char *name);
 
 /* ---- command line ------------------------------------------------------- */
 
 /* `rasp gen ...`: argv[0] is the command name, options follow.  Returns the
-** exit status (0, 1 on I/O failure, 2 on bad usage); never exits. */
+** exit status (0; 1 when writing standard output fails; 2 on bad usage or
+** an output file that cannot be written); never exits. */
 int rasp_cli_gen(int argc, char **argv);
 
 #endif

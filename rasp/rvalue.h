@@ -152,9 +152,12 @@ value *raspV_sop(rasp_ctx *ctx, int node, vkind kind);
 void raspV_barrier(rasp_ctx *ctx, unsigned long long holder_serial, value *v);
 const char *raspV_intern(rasp_ctx *ctx, const char *s);
 
-/* errors: longjmp to the innermost catcher */
+/* errors: longjmp to the innermost catcher; raspV_error's code is
+** RASP_E_RUNTIME, raspV_raise names one (rerror.h) */
 _Noreturn void raspV_error(rasp_ctx *ctx, rasp_pos pos, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+_Noreturn void raspV_raise(rasp_ctx *ctx, rasp_errcode code, rasp_pos pos, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 
 /* provenance: records (first place only, never during evaluator
 ** callbacks) that the program observed the numbering of the ids at pos;

@@ -47,23 +47,14 @@ static const char *base_name(const char *path, char *buf, size_t size) {
   return buf;
 }
 
-/* Globals that describe the layout, set before the file runs. */
+/* Globals that describe the layout (rtask.h), set before the file runs. */
 static void set_layout_globals(rasp_ctx *ctx, const rasp_task_opts *o, int n) {
-  rasp_sample s;
-  memset(&s, 0, sizeof s);
-  rasp_error err = {0};
-  int have = raspT_sample(o, 0, 0, &s, &err) == 0;
-  rasp_set_int(ctx, "arm_len", o->M);
-  rasp_set_int(ctx, "degree", o->D);
-  rasp_set_int(ctx, "num_symbols", o->V);
-  rasp_set_int(ctx, "seq_len", n);
-  rasp_set_int(ctx, "markers", o->markers);
-  rasp_set_int(ctx, "edge_width", 2 + o->markers);
-  rasp_set_bool(ctx, "q_before_g", o->q == RASP_Q_START);
-  rasp_set_int(ctx, "g_start", have ? s.g_start : 0);
-  rasp_set_int(ctx, "q_start", have ? s.q_start : 0);
-  rasp_set_int(ctx, "ans_start", have ? s.ans_start : 0);
-  raspT_sample_free(&s);
+  rasp_layout_global g[RASP_LAYOUT_NGLOBALS];
+  raspT_layout_globals(o, n, g);
+  for (int i = 0; i < RASP_LAYOUT_NGLOBALS; i++) {
+    if (g[i].is_bool) rasp_set_bool(ctx, g[i].name, (int)g[i].value);
+    else rasp_set_int(ctx, g[i].name, g[i].value);
+  }
 }
 
 
@@ -72,7 +63,7 @@ static int setting_bool(const char *path, const char *key, const char *text, int
   if (strcmp(text, "True") == 0 || strcmp(text, "1") == 0) *out = 1;
   else if (strcmp(text, "False") == 0 || strcmp(text, "0") == 0) *out = 0;
   else {
-    raspR_setnopos(err, "%s: task['%s'] must be True or False, not '%s'", path, key, text);
+    raspR_setnoposc(err, RASP_E_TASK, "%s: task['%s'] must be True or False, not '%s'", path, key, text);
     return 0;
   }
   return 1;
@@ -102,14 +93,14 @@ static int read_settings(rasp_ctx *ctx, rasp_program *prog, rasp_error *err) {
   rasp_task_opts *o = &prog->base;
   const char *path = prog->path;
   if (!rasp_has_global(ctx, "task")) {
-    raspR_setnopos(err, "%s: the program declares no task settings (a global dict 'task')", path);
+    raspR_setnoposc(err, RASP_E_NO_TASK, "%s: the program declares no task settings (a global dict 'task')", path);
     return 0;
   }
   /* a misspelt setting would silently keep its default: refuse it */
   unknown_key uk = {NULL};
   rasp_dict_keys(ctx, "task", note_unknown_key, &uk);
   if (uk.key) {
-    raspR_setnopos(err, "%s: unknown task setting '%s' (known: %s)", path, uk.key, KNOWN_KEYS);
+    raspR_setnoposc(err, RASP_E_TASK, "%s: unknown task setting '%s' (known: %s)", path, uk.key, KNOWN_KEYS);
     raspM_free(uk.key);
     return 0;
   }
@@ -119,7 +110,7 @@ static int read_settings(rasp_ctx *ctx, rasp_program *prog, rasp_error *err) {
     if (strcmp(buf, "edge") == 0) o->order = RASP_ORDER_EDGE;
     else if (strcmp(buf, "arm") == 0) o->order = RASP_ORDER_ARM;
     else {
-      raspR_setnopos(err, "%s: task['order'] must be 'edge' or 'arm', not '%s'", path, buf);
+      raspR_setnoposc(err, RASP_E_TASK, "%s: task['order'] must be 'edge' or 'arm', not '%s'", path, buf);
       return 0;
     }
   }
@@ -128,7 +119,7 @@ static int read_settings(rasp_ctx *ctx, rasp_program *prog, rasp_error *err) {
     if (strcmp(buf, "start") == 0) o->q = RASP_Q_START;
     else if (strcmp(buf, "end") == 0) o->q = RASP_Q_END;
     else {
-      raspR_setnopos(err, "%s: task['q'] must be 'start' or 'end', not '%s'", path, buf);
+      raspR_setnoposc(err, RASP_E_TASK, "%s: task['q'] must be 'start' or 'end', not '%s'", path, buf);
       return 0;
     }
   }
@@ -138,7 +129,7 @@ static int read_settings(rasp_ctx *ctx, rasp_program *prog, rasp_error *err) {
     int k = 0;
     while (k < 4 && strcmp(buf, names[k]) != 0) k++;
     if (k == 4) {
-      raspR_setnopos(err, "%s: task['answer'] must be none, forward, reverse or lead, not '%s'",
+      raspR_setnoposc(err, RASP_E_TASK, "%s: task['answer'] must be none, forward, reverse or lead, not '%s'",
                      path, buf);
       return 0;
     }
@@ -160,7 +151,7 @@ static int read_settings(rasp_ctx *ctx, rasp_program *prog, rasp_error *err) {
     char *end;
     long v = strtol(buf, &end, 10);
     if (!*buf || *end || v < ints[i].lo || v > ints[i].hi) {
-      raspR_setnopos(err, "%s: task['%s'] must be an integer in %d..%d, not '%s'", path,
+      raspR_setnoposc(err, RASP_E_TASK, "%s: task['%s'] must be an integer in %d..%d, not '%s'", path,
                      ints[i].key, ints[i].lo, ints[i].hi, buf);
       return 0;
     }
@@ -170,7 +161,7 @@ static int read_settings(rasp_ctx *ctx, rasp_program *prog, rasp_error *err) {
   if (r) {
     if (strcmp(buf, "fail") == 0) prog->expect_fail = 1;
     else if (strcmp(buf, "pass") != 0) {
-      raspR_setnopos(err, "%s: task['expect'] must be 'pass' or 'fail', not '%s'", path, buf);
+      raspR_setnoposc(err, RASP_E_TASK, "%s: task['expect'] must be 'pass' or 'fail', not '%s'", path, buf);
       return 0;
     }
   }
@@ -345,11 +336,11 @@ static int trace_with(const rasp_program *prog, int D, int M, int V, int kind, u
   tr->opts.V = V;
   tr->opts.structured = 0;
   if (M < prog->min_M || D < prog->min_D) {
-    raspR_setnopos(err, "%s needs M >= %d and D >= %d (asked for D=%d, M=%d)", prog->path,
+    raspR_setnoposc(err, RASP_E_USAGE, "%s needs M >= %d and D >= %d (asked for D=%d, M=%d)", prog->path,
                    prog->min_M, prog->min_D, D, M);
     return 0;
   }
-  if (raspT_opts_check(&tr->opts, err) != 0) return 0;
+  if (!raspT_opts_check(&tr->opts, err)) return 0;
   tr->n = raspT_length(&tr->opts);
   /* The extra symbols may depend on M: read them from a settings run at the
   ** right length, then build the real context with them. */
@@ -481,7 +472,7 @@ static int sample_tokens(const rasp_ptrace *tr, uint64_t seed, uint64_t index, i
   rasp_sample own;
   rasp_sample *s = scratch ? scratch : &own;
   if (!scratch) memset(&own, 0, sizeof own);
-  int ok = raspT_sample(&tr->opts, seed, index, s, err) == 0;
+  int ok = raspT_sample(&tr->opts, seed, index, s, err);
   if (ok) {
     for (int i = 0; i < s->ntokens; i++) tokens[i] = s->tokens[i];
     *lead = s->lead;
@@ -954,7 +945,7 @@ int raspK_verify_exhaustive_progress(rasp_ptrace *tr, uint64_t cap, rasp_vresult
   x.res = res;
   x.progress = progress;
   x.user = user;
-  if (raspT_enumerate_size(&tr->opts, &x.size, err) < 0) return 0;
+  if (!raspT_enumerate_size(&tr->opts, &x.size, err)) return 0;
   x.ev = raspE_new(rasp_ctx_ir(tr->ctx));
   x.watch = tr->order_done && tr->order.invariant && tr->order.nmixing > 0;
   raspE_set_keep_intermediates(x.ev, x.watch);
@@ -1253,7 +1244,7 @@ static int read_tokens(const rasp_task_opts *o, const char *text, rasp_input *in
         why = "a node symbol above --V";
       else if (id > 0)
         why = "the program's task writes s and t as numbers (task['st_names'] is off)";
-      raspR_setnopos(err, "input token %d '%s'%s: %s (V = %d)", in->n, tok,
+      raspR_setnoposc(err, RASP_E_USAGE, "input token %d '%s'%s: %s (V = %d)", in->n, tok,
                      len < sizeof tok - 1 ? "" : "...", why, o->V);
       return -1;
     }
@@ -1262,7 +1253,7 @@ static int read_tokens(const rasp_task_opts *o, const char *text, rasp_input *in
     if (id == o->V + RASP_SP_BAR) ++*bars;
   }
   if (in->n == 0) {
-    raspR_setnopos(err, "the input is empty");
+    raspR_setnoposc(err, RASP_E_USAGE, "the input is empty");
     return -1;
   }
   return 0;
@@ -1273,9 +1264,9 @@ static int bad_at(rasp_error *err, const rasp_task_opts *o, const rasp_input *in
   char buf[64];
   if (pos >= 0 && pos < in->n) {
     raspT_token_text(o, (int)in->tokens[pos], buf, sizeof buf);
-    raspR_setnopos(err, "input token %d '%s': %s", pos, buf, what);
+    raspR_setnoposc(err, RASP_E_USAGE, "input token %d '%s': %s", pos, buf, what);
   } else
-    raspR_setnopos(err, "the input (%d tokens) ends early: %s", in->n, what);
+    raspR_setnoposc(err, RASP_E_USAGE, "the input (%d tokens) ends early: %s", in->n, what);
   return -1;
 }
 
@@ -1291,7 +1282,7 @@ int raspK_parse_input(const rasp_program *prog, int V, const char *text, rasp_in
   memset(&ref, 0, sizeof ref);
   if (read_tokens(&o, text, in, &bars, err)) goto fail;
   if (bars == 0 || bars % o.markers) {
-    raspR_setnopos(err, "the input has %d '|' tokens; a graph of E edges has %d x E (task['markers'] = %d)",
+    raspR_setnoposc(err, RASP_E_USAGE, "the input has %d '|' tokens; a graph of E edges has %d x E (task['markers'] = %d)",
                    bars, o.markers, o.markers);
     goto fail;
   }
@@ -1308,22 +1299,22 @@ int raspK_parse_input(const rasp_program *prog, int V, const char *text, rasp_in
   if (D == 0 || E % D) {
     char sb[64];
     raspT_token_text(&o, (int)s, sb, sizeof sb);
-    raspR_setnopos(err, "the start node '%s' (token %d, in Q) has %d edges out of %d: not a "
+    raspR_setnoposc(err, RASP_E_USAGE, "the start node '%s' (token %d, in Q) has %d edges out of %d: not a "
                         "path-star graph", sb, q_start + 1, D, E);
     goto fail;
   }
   o.D = D;
   o.M = E / D + 1;
-  if (raspT_opts_check(&o, err) != 0) goto fail;
+  if (!raspT_opts_check(&o, err)) goto fail;
   int n = raspT_length(&o);
   if (n != in->n) {
-    raspR_setnopos(err, "the input has %d tokens; an input of this task with D=%d, M=%d "
+    raspR_setnoposc(err, RASP_E_USAGE, "the input has %d tokens; an input of this task with D=%d, M=%d "
                         "(from the graph) has %d", in->n, o.D, o.M, n);
     goto fail;
   }
   /* the layout: every special where a sample of the task has it, a node
   ** wherever a sample has a node */
-  if (raspT_sample(&o, 0, 0, &ref, err) != 0) goto fail;
+  if (!raspT_sample(&o, 0, 0, &ref, err)) goto fail;
   for (int i = 0; i < n; i++) {
     int node = is_node(&o, ref.tokens[i]);
     if (node && !is_node(&o, in->tokens[i])) {
@@ -1437,12 +1428,12 @@ int raspK_parse_input(const rasp_program *prog, int V, const char *text, rasp_in
   in->target = t;
   raspM_free(edges);
   raspT_sample_free(&ref);
-  return 0;
+  return 1;
 fail:
   raspM_free(edges);
   raspT_sample_free(&ref);
   raspK_input_free(in);
-  return -1;
+  return 0;
 }
 
 void raspK_input_free(rasp_input *in) {
@@ -1456,7 +1447,7 @@ int raspK_sample_input(const rasp_program *prog, int D, int M, int V, uint64_t s
   if (M < prog->min_M || D < prog->min_D) {
     raspR_setnopos(err, "%s needs M >= %d and D >= %d (asked for D=%d, M=%d)", prog->path,
                    prog->min_M, prog->min_D, D, M);
-    return -1;
+    return 0;
   }
   /* sample_tokens reads only the task settings of a trace */
   rasp_ptrace tr;
@@ -1466,16 +1457,16 @@ int raspK_sample_input(const rasp_program *prog, int D, int M, int V, uint64_t s
   tr.opts.M = M;
   tr.opts.V = V;
   tr.opts.structured = 0;
-  if (raspT_opts_check(&tr.opts, err) != 0) return -1;
+  if (!raspT_opts_check(&tr.opts, err)) return 0;
   in->D = D;
   in->M = M;
   in->n = raspT_length(&tr.opts);
   in->tokens = raspM_alloc(sizeof(int64_t) * (size_t)in->n);
   if (!sample_tokens(&tr, seed, index, in->tokens, &in->lead, &in->target, NULL, err)) {
     raspK_input_free(in);
-    return -1;
+    return 0;
   }
-  return 0;
+  return 1;
 }
 
 int raspK_run_input(const rasp_program *prog, int V, const rasp_input *in, FILE *out,

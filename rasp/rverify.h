@@ -178,15 +178,15 @@ typedef struct rasp_input {
 ** token must be the task's, in the layout the task settings give (BOS, Q,
 ** G, answer, EOS; markers; edge or arm order; st_names), G must be a
 ** path-star graph (D arms of M nodes from the s of Q, every node on one
-** arm), t the end of an arm, and a written answer the right one.  0, or -1
-** with err naming the first thing that is not so (and the token's position,
+** arm), t the end of an arm, and a written answer the right one.  1, or 0
+** with err (RASP_E_USAGE) naming the first thing that is not so (and the token's position,
 ** counting from 0). */
 int raspK_parse_input(const rasp_program *prog, int V, const char *text, rasp_input *in,
                       rasp_error *err);
 void raspK_input_free(rasp_input *in);
 /* Sample `index` of seed for (D, M, V) of prog's task as one input: the
 ** graph raspK_verify_random draws there (`rasp run PROGRAM --D --M --seed`).
-** 0, or -1 with err set (sizes the task refuses, or below its min_D and
+** 1, or 0 with err set (sizes the task refuses, or below its min_D and
 ** min_M). */
 int raspK_sample_input(const rasp_program *prog, int D, int M, int V, uint64_t seed,
                        uint64_t index, rasp_input *in, rasp_error *err);

@@ -5,6 +5,7 @@
 ** (an exact-size heap copy), so that AddressSanitizer catches any read past
 ** src->len.  Each input is parsed, dumped (to /dev/null) on success, fed to
 ** raspP_incomplete as a NUL-terminated string, and everything is freed.
+** A failed parse must leave a located error with the code RASP_E_SYNTAX.
 **
 **   clang -g -fsanitize=fuzzer,address,undefined -Irasp rasp/rmem.c \
 **     rasp/rerror.c rasp/rlex.c rasp/rparse.c tests/fuzz_parse.c -o fuzz_parse
@@ -40,6 +41,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (devnull) raspP_dump(m, devnull);
   } else {
     if (!err.set || err.pos.line < 1 || err.pos.col < 1) abort();
+    if (err.code != RASP_E_SYNTAX) abort(); /* callers tell syntax errors by the code */
   }
   raspM_arena_free(&arena);
 

@@ -20,7 +20,8 @@
 ** vocabularies and analysed for order invariance (rorder.h); if
 ** it is called invariant (and no watched aggregate averages ids on the
 ** input), its output under a third, pseudo-random numbering must be the
-** same as symbols.  Everything is freed.
+** same as symbols.  A failure must set an error with a code.  Everything
+** is freed.
 ** Errors are expected; crashes, sanitizer reports, leaks and hangs are not.
 **
 ** Programs that mention `cfunc` or `include` are skipped: cfunc calls any C
@@ -316,12 +317,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         }
         raspE_free(ev2);
         fuzz_causal(ir, tokens);
-      } else if (!err.set) {
-        abort(); /* a failure must say why */
+      } else if (!err.set || err.code == RASP_E_NONE) {
+        abort(); /* a failure must say why, and what kind it is */
       }
       raspE_free(ev);
       fuzz_order(ctx, text, &lim, stdlib, tokens, h);
-    } else if (!err.set) {
+    } else if (!err.set || err.code == RASP_E_NONE) {
       abort();
     }
   }

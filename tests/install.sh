@@ -5,10 +5,14 @@
 #  1. A copy of this built tree is configured again with its own options
 #     but --prefix=$tmp/usr, then `make install`: only what uses the
 #     configured paths may need rebuilding, and the installed rasp must run
-#     from the installed librasp (ldd) and the installed stdlib (a marker
-#     function appended to the installed core.rasp must be found), from a
-#     directory outside the tree, with RASP_STDLIB unset.
-#  2. examples/embed.c is compiled against the installed library with
+#     with the installed stdlib (a marker function appended to the
+#     installed core.rasp must be found), from a directory outside the
+#     tree, with RASP_STDLIB unset.  rasp and rasp-train link librasp's
+#     objects statically (they use its internal modules), so they load no
+#     librasp.so at all (ldd), not even a stale one.
+#  2. The installed library is librasp.so.N with N = rasp.h's
+#     RASP_ABI_VERSION, and exports only the public prefixes of rasp.h's
+#     legend (nm -D).  examples/embed.c is compiled against it with
 #     `pkg-config --cflags --libs librasp` (only the staged librasp.pc
 #     visible; with the build's sanitizer flags, since an ASan library
 #     wants the ASan runtime first) and must print what the build's own
@@ -81,11 +85,11 @@ for f in bin/rasp bin/rasp-train share/rasp/stdlib/core.rasp \
          lib/pkgconfig/librasp.pc share/man/man1/rasp.1 share/man/man1/rasp-train.1; do
   [ -e "$U/$f" ] || bad "installed $f"
 done
-lib=$(ldd "$U/bin/rasp" 2>&1 | grep librasp | sed 's/^[[:space:]]*//')
-case $lib in
-  *" => $U/lib/librasp"*) ok "installed rasp: $lib" ;;
-  *) bad "installed rasp does not load librasp from $U/lib: $lib" ;;
-esac
+for b in rasp rasp-train; do
+  lib=$(ldd "$U/bin/$b" 2>&1 | grep librasp | sed 's/^[[:space:]]*//')
+  [ -z "$lib" ] && ok "installed $b loads no librasp.so (linked statically)" ||
+    bad "installed $b loads $lib"
+done
 out=$(cd "$tmp" && "$U/bin/rasp" run "$src/examples/reverse.rasp" --input "h e l l o" --symbols 2>&1)
 [ "$out" = "o l l e h" ] && ok "installed rasp runs examples/reverse.rasp" ||
   bad "installed rasp on examples/reverse.rasp: $out"
@@ -97,7 +101,26 @@ out=$(cd "$tmp" && "$U/bin/rasp" run marker.rasp --input "a b c" 2>&1)
 "$U/bin/rasp-train" --help > "$tmp/train-help" 2>&1 && ok "installed rasp-train runs" ||
   bad "installed rasp-train --help: $(cat "$tmp/train-help")"
 
-# ---- 2. examples/embed.c against the installed library, through pkg-config
+# ---- 2. the installed library: ABI version, exports; examples/embed.c through pkg-config
+abi=$(sed -n 's/^#define RASP_ABI_VERSION \([0-9][0-9]*\)$/\1/p' "$U/include/rasp/rasp.h")
+if [ -n "$abi" ] && [ -f "$U/lib/librasp.so.$abi" ] &&
+   [ "$(ls "$U/lib"/librasp.so.[0-9]* 2>/dev/null | sed 's/.*librasp\.so\.//; s/\..*//' | sort -u)" = "$abi" ]; then
+  ok "installed librasp.so.$abi, as RASP_ABI_VERSION $abi says"
+else
+  bad "RASP_ABI_VERSION '$abi' but installed: $(ls "$U/lib" | tr '\n' ' ')"
+fi
+if command -v nm > /dev/null 2>&1; then
+  nm -D --defined-only "$U/lib/librasp.so" | awk '$2 ~ /^[TDBRVW]$/ { print $3 }' > "$tmp/exports"
+  inner=$(grep -v -E '^rasp(_|[AEGIKLNORT]_)' "$tmp/exports" | grep -v -E '^_' | head -n 5 | tr '\n' ' ')
+  if [ -z "$inner" ] && grep -q '^rasp_abi_version$' "$tmp/exports" &&
+     grep -q '^raspR_exit_status$' "$tmp/exports" && ! grep -q '^raspM_' "$tmp/exports"; then
+    ok "librasp.so exports the public API only ($(wc -l < "$tmp/exports") symbols)"
+  else
+    bad "librasp.so exports internal symbols ($inner) or lacks public ones"
+  fi
+else
+  bad "nm not found (Debian: binutils)"
+fi
 flags=$(PKG_CONFIG_LIBDIR=$U/lib/pkgconfig PKG_CONFIG_PATH='' $PKG_CONFIG --cflags --libs librasp)
 case $flags in
   *"-I$U/include/rasp"*"-L$U/lib"*) ok "pkg-config librasp: $flags" ;;

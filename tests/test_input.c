@@ -57,12 +57,12 @@ START_TEST(test_round_trip) {
           rasp_sample s;
           memset(&s, 0, sizeof s);
           rasp_error err = {0};
-          ck_assert_int_eq(raspT_sample(o, 7, index, &s, &err), 0);
+          ck_assert_int_eq(raspT_sample(o, 7, index, &s, &err), 1);
           int64_t *ids = malloc(sizeof(int64_t) * (size_t)s.ntokens);
           for (int i = 0; i < s.ntokens; i++) ids[i] = s.tokens[i];
           char *text = render(o, ids, s.ntokens);
           rasp_input in;
-          ck_assert_msg(raspK_parse_input(&prog, o->V, text, &in, &err) == 0,
+          ck_assert_msg(raspK_parse_input(&prog, o->V, text, &in, &err) == 1,
                         "setting %d, D=%d, M=%d: '%s': %s", setting, D, M, text, err.msg);
           ck_assert_int_eq(in.D, D);
           ck_assert_int_eq(in.M, M);
@@ -141,13 +141,14 @@ START_TEST(test_refusals) {
     rasp_error err = {0};
     int r = raspK_parse_input(&prog, 20, cases[k].text, &in, &err);
     if (!cases[k].message) {
-      ck_assert_msg(r == 0, "'%s': %s", cases[k].text, err.msg);
+      ck_assert_msg(r == 1, "'%s': %s", cases[k].text, err.msg);
       ck_assert_int_eq(in.D, 2);
       ck_assert_int_eq(in.M, 3);
       ck_assert_int_eq(in.lead, 3);
       raspK_input_free(&in);
     } else {
-      ck_assert_msg(r == -1, "'%s' was accepted", cases[k].text);
+      ck_assert_msg(r == 0, "'%s' was accepted", cases[k].text);
+      ck_assert_int_eq(err.code, RASP_E_USAGE); /* a bad --input: exit status 2 */
       ck_assert_msg(strstr(err.msg, cases[k].message), "'%s': got '%s', wanted '%s'",
                     cases[k].text, err.msg, cases[k].message);
       ck_assert_ptr_null(in.tokens);
@@ -183,7 +184,7 @@ static void agrees(const char *rel, int D, int M, int want_fail) {
     ck_assert_msg(raspK_check_batch(&tr, ev, 1, tokens, &lead, &target, &pass, &err), "%s", err.msg);
     char *text = render(&tr.opts, tokens, tr.n);
     rasp_input in;
-    ck_assert_msg(raspK_parse_input(&prog, 100, text, &in, &err) == 0, "%s", err.msg);
+    ck_assert_msg(raspK_parse_input(&prog, 100, text, &in, &err) == 1, "%s", err.msg);
     ck_assert_int_eq(in.lead, lead);
     ck_assert_int_eq(in.target, target);
     char *buf = NULL;
@@ -221,7 +222,7 @@ START_TEST(test_trace_error) {
   load("programs/listing1_back_target.rasp", &prog);
   rasp_input in;
   rasp_error err = {0};
-  ck_assert(raspK_parse_input(&prog, 100, "/ s t = s t | s 5 |", &in, &err) == 0);
+  ck_assert(raspK_parse_input(&prog, 100, "/ s t = s t | s 5 |", &in, &err) == 1);
   ck_assert_int_eq(in.M, 2);
   ck_assert_int_eq(raspK_run_input(&prog, 100, &in, stdout, &err), -2);
   ck_assert_ptr_nonnull(strstr(err.msg, "needs M >= 3"));

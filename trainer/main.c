@@ -373,7 +373,7 @@ static int parse_opts(int argc, char **argv, opts *o) {
   if (o->micro > o->batch) o->micro = o->batch;
   if (o->task.answer == RASP_ANS_NONE) return bad_opt("--answer", "none", NULL);
   rasp_error err = {0};
-  if (raspT_opts_check(&o->task, &err)) {
+  if (!raspT_opts_check(&o->task, &err)) {
     fprintf(stderr, "rasp-train: %s\n", err.msg);
     return 2;
   }
@@ -572,7 +572,7 @@ static int make_data(const opts *o, dataset *tr, dataset *te, int *overlap,
   *overlap = 0;
   uint64_t idx = 0;
   for (int i = 0; i < o->ntest; idx++) {
-    if (raspT_sample(&o->task, o->test_seed, idx, &g[0], err)) goto out;
+    if (!raspT_sample(&o->task, o->test_seed, idx, &g[0], err)) goto out;
     if (ks_has(&ks, graph_key(&g[0]))) {
       ++*overlap;
       continue;
@@ -820,7 +820,7 @@ static void compiled_logit_range(const rasp_model *m, const opts *o,
     raspT_rng_seed(&r, o->seed ^ 0xe7a1, (uint64_t)s);
     encode(o, d->tok + (size_t)s * d->len, d->len, d->ans_start[s], 1, &r, in,
            tgt, w, apos, m->cfg.bos_token);
-    if (raspN_forward(m, in, T, lg, NULL, &e)) continue;
+    if (!raspN_forward(m, in, T, lg, NULL, &e)) continue;
     for (long k = 0; k < (long)T * m->cfg.n_out; k++) {
       if (lg[k] < *lo) *lo = lg[k];
       if (lg[k] > *hi) *hi = lg[k];
@@ -861,7 +861,7 @@ static int make_model(const opts *o, int trial, int random_init,
   *mask = NULL;
   *ref = NULL;
   if (!random_init) {
-    if (raspN_load(m, o->init, err)) return -1;
+    if (!raspN_load(m, o->init, err)) return -1;
     *init_fnv = fnv1a(m->params, m->nparams * sizeof(float));
   }
   if (!random_init && train_is_compiled(m)) {
@@ -878,7 +878,7 @@ static int make_model(const opts *o, int trial, int random_init,
         u[(*nunits)++] = u[k];
     if (*nunits) *units = u;
     else raspM_free(u);
-    if (train_adapt_compiled(m, o->init, &o->task, o->encoder, vocab,
+    if (!train_adapt_compiled(m, o->init, &o->task, o->encoder, vocab,
                              model_len(o, len), floor, err)) {
       raspN_free(m);
       raspM_free(*units);
@@ -908,7 +908,7 @@ static int make_model(const opts *o, int trial, int random_init,
       return -1;
     }
   } else if (like) { /* compare: the compiled model's architecture */
-    if (raspN_init(m, like, err)) return -1;
+    if (!raspN_init(m, like, err)) return -1;
     *prefix = like->bos_token;
     train_init_params(m, o->seed * 1000003 + (uint64_t)trial);
   } else {
@@ -919,7 +919,7 @@ static int make_model(const opts *o, int trial, int random_init,
     c.d_head = c.d_model / c.n_heads;
     c.causal = !o->encoder;
     c.bos_token = o->task.bos ? o->task.V + RASP_SP_BOS : -1;
-    if (raspN_init(m, &c, err)) return -1;
+    if (!raspN_init(m, &c, err)) return -1;
     train_init_params(m, o->seed * 1000003 + (uint64_t)trial);
   }
   if (!random_init) {
@@ -928,7 +928,7 @@ static int make_model(const opts *o, int trial, int random_init,
       goto fail;
     }
     if (o->widen) {
-      if (train_widen(m, o->widen, o->widen_scale,
+      if (!train_widen(m, o->widen, o->widen_scale,
                       o->seed * 1000003 + (uint64_t)trial, mask, err))
         goto fail;
       if (trial == 0)
@@ -946,7 +946,7 @@ static int make_model(const opts *o, int trial, int random_init,
     /* (1 - A) x compiled + A x random: in float, so A = 1 gives the random
     ** weights exactly (0 * w + r = r) and A = 0 the compiled ones */
     rasp_model rm;
-    if (raspN_init(&rm, &m->cfg, err)) goto fail;
+    if (!raspN_init(&rm, &m->cfg, err)) goto fail;
     train_init_params(&rm, o->seed * 1000003 + (uint64_t)trial);
     float A = o->init_mix;
     for (size_t i = 0; i < m->nparams; i++)
@@ -1006,9 +1006,9 @@ static int trainer_probe(trainer *t, const rasp_layout_unit *u, int n,
                          rasp_error *err) {
   if (!u || !n || !t->ref) return 0;
   probe *p = &t->probe;
-  if (raspN_init(&p->m, &t->m.cfg, err)) return -1;
+  if (!raspN_init(&p->m, &t->m.cfg, err)) return -1;
   memcpy(p->m.params, t->ref, t->m.nparams * sizeof(float));
-  if (train_net_init(&p->net, &p->m, t->net.B, t->net.T, 0.0f, err)) {
+  if (!train_net_init(&p->net, &p->m, t->net.B, t->net.T, 0.0f, err)) {
     raspN_free(&p->m);
     return -1;
   }
@@ -1031,7 +1031,7 @@ static int trainer_init(trainer *t, const opts *o, int trial, int random_init,
     return -1;
   int len = raspT_length(&o->task), T = model_len(o, len) + (t->prefix >= 0);
   t->T = T;
-  if (train_net_init(&t->net, &t->m, o->micro, T, o->dropout, err) ||
+  if (!train_net_init(&t->net, &t->m, o->micro, T, o->dropout, err) ||
       trainer_probe(t, units, nunits, err)) {
     train_net_free(&t->net);
     raspN_free(&t->m);
@@ -1186,7 +1186,7 @@ static void lb_printf(logbuf *b, const char *fmt, ...) {
 }
 
 static int lb_commit(const logbuf *b, const char *path, rasp_error *err) {
-  return raspR_write_file(path, b->s ? b->s : "", b->len, err);
+  return raspR_write_file(path, b->s ? b->s : "", b->len, err) ? 0 : -1;
 }
 
 /* Resuming: the rows of an earlier log up to (and including) epoch `upto`
@@ -1307,7 +1307,7 @@ static int run_trial(const opts *o, int trial, const dataset *tr,
       rasp_model m2;
       train_adamw o2;
       char *saved = NULL;
-      if (train_ckpt_load(stem, &m2, &o2, &st, &saved, err)) {
+      if (!train_ckpt_load(stem, &m2, &o2, &st, &saved, err)) {
         trainer_free(&t);
         raspM_free(cfg.s);
         return -1;
@@ -1425,7 +1425,7 @@ static int run_trial(const opts *o, int trial, const dataset *tr,
     if (mv.loss < o->stop_loss) st.done = 1;
     if (o->max_steps && st.step >= o->max_steps) st.done = 1;
     if (st.epoch >= o->epochs) st.done = 1;
-    if (o->out && train_ckpt_save(stem, &t.m, &t.opt, &st, cfg.s, err)) {
+    if (o->out && !train_ckpt_save(stem, &t.m, &t.opt, &st, cfg.s, err)) {
       rc = -1;
       break;
     }
@@ -1616,8 +1616,8 @@ out:
   const char *gargv[] = {"gnuplot", "-c", gp, csvp, "-", NULL};
   rasp_afile png;
   rasp_error perr = {0};
-  if (raspR_atomic_open(&png, pngp, &perr) == 0) {
-    if (raspR_spawn(gargv, -1, fileno(png.f), &perr)) raspR_atomic_abort(&png);
+  if (raspR_atomic_open(&png, pngp, &perr)) {
+    if (!raspR_spawn(gargv, -1, fileno(png.f), &perr)) raspR_atomic_abort(&png);
     else raspR_atomic_commit(&png, &perr);
   }
   if (perr.set)
@@ -1668,7 +1668,7 @@ static int run(const opts *op) {
   int rc = 0;
   if (o.threads) omp_set_num_threads(o.threads);
   rasp_error err = {0};
-  if (o.out && raspR_mkdirs(o.out, &err)) { /* parents too, as mkdir -p */
+  if (o.out && !raspR_mkdirs(o.out, &err)) { /* parents too, as mkdir -p */
     fprintf(stderr, "rasp-train: --out: %s\n", err.msg);
     return 1;
   }

@@ -70,9 +70,9 @@ int train_net_init(train_net *n, rasp_model *m, int B, int T, float dropout,
   memset(n, 0, sizeof *n);
   const rasp_model_config *c = &m->cfg;
   if (B < 1 || T < 1 || T > c->max_len) {
-    raspR_setnopos(err, "network: batch %d x length %d does not fit the model "
+    raspR_setnoposc(err, RASP_E_USAGE, "network: batch %d x length %d does not fit the model "
                         "(max_len %d)", B, T, c->max_len);
-    return -1;
+    return 0;
   }
   openblas_set_num_threads(1); /* see sg() */
   n->m = m;
@@ -127,7 +127,7 @@ int train_net_init(train_net *n, rasp_model *m, int B, int T, float dropout,
   n->wpack = fbuf(D * 3 * HD);
   n->gpack = fbuf(D * 3 * HD);
   raspT_rng_seed(&n->rng, 0x5eed, 0);
-  return 0;
+  return 1;
 }
 
 void train_net_free(train_net *n) {

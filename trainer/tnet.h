@@ -54,6 +54,8 @@ typedef struct train_net {
   const int *tokens;
 } train_net;
 
+/* Buffers for batches of B sequences of length T: 1, or 0 with err when
+** they do not fit the model. */
 int train_net_init(train_net *n, rasp_model *m, int B, int T, float dropout,
                    rasp_error *err);
 void train_net_free(train_net *n);

@@ -73,19 +73,19 @@ int train_ckpt_save(const char *stem, const rasp_model *m, const train_adamw *o,
   int rc = -1;
   size_t n = m->nparams;
   /* 1. the generation's files, each atomically */
-  if (raspN_save(m, gs, err)) goto out;
+  if (!raspN_save(m, gs, err)) goto out;
   rasp_afile af;
-  if (raspR_atomic_open(&af, optp, err)) goto out;
+  if (!raspR_atomic_open(&af, optp, err)) goto out;
   uint64_t n64 = n;
   if (fwrite(OPT_MAGIC, 8, 1, af.f) != 1 || fwrite(&n64, 8, 1, af.f) != 1 ||
       fwrite(o->m, sizeof(float), n, af.f) != n ||
       fwrite(o->v, sizeof(float), n, af.f) != n) {
     int e = errno;
     raspR_atomic_abort(&af);
-    raspR_setnopos(err, "cannot write '%s': %s", optp, strerror(e));
+    raspR_setnoposc(err, RASP_E_WRITE, "cannot write '%s': %s", optp, strerror(e));
     goto out;
   }
-  if (raspR_atomic_commit(&af, err)) goto out;
+  if (!raspR_atomic_commit(&af, err)) goto out;
   /* 2. the manifest: its rename commits the generation */
   uint64_t ph = raspN_fnv1a(RASPN_FNV0, m->params, n * sizeof(float));
   uint64_t oh = raspN_fnv1a(raspN_fnv1a(RASPN_FNV0, o->m, n * sizeof(float)), o->v,
@@ -100,7 +100,7 @@ int train_ckpt_save(const char *stem, const rasp_model *m, const train_adamw *o,
             gen, st->epoch, st->step, o->step, st->best_val, st->done, n, ph,
             oh, lines, config,
             *config && config[strlen(config) - 1] != '\n' ? "\n" : "");
-  if (raspR_write_file(manp, man, strlen(man), err)) goto out;
+  if (!raspR_write_file(manp, man, strlen(man), err)) goto out;
   st->generation = gen;
   /* 3. only now the older generations go */
   train_ckpt_clean(stem);
@@ -110,7 +110,7 @@ out:
   raspM_free(optp);
   raspM_free(manp);
   raspM_free(man);
-  return rc;
+  return rc == 0;
 }
 
 /* The manifest, parsed. */
@@ -132,19 +132,19 @@ static int read_manifest(const char *stem, manifest *mf, rasp_error *err) {
   FILE *f = fopen(path, "rb");
   if (!f) {
     if (errno == ENOENT) rc = 0;
-    else raspR_setnopos(err, "cannot read '%s': %s", path, strerror(errno));
+    else raspR_setnoposc(err, RASP_E_READ, "cannot read '%s': %s", path, strerror(errno));
     goto out;
   }
   struct stat sb;
   if (fstat(fileno(f), &sb) || !S_ISREG(sb.st_mode) || sb.st_size > MANIFEST_MAX) {
-    raspR_setnopos(err, "'%s': not a checkpoint manifest (not a regular file "
+    raspR_setnoposc(err, RASP_E_FORMAT, "'%s': not a checkpoint manifest (not a regular file "
                         "of at most %d bytes)", path, MANIFEST_MAX);
     goto out;
   }
   size_t len = (size_t)sb.st_size;
   text = raspM_alloc(len + 1);
   if (fread(text, 1, len, f) != len) {
-    raspR_setnopos(err, "cannot read '%s': I/O error", path);
+    raspR_setnoposc(err, RASP_E_READ, "cannot read '%s': I/O error", path);
     goto out;
   }
   text[len] = 0;
@@ -176,7 +176,7 @@ static int read_manifest(const char *stem, manifest *mf, rasp_error *err) {
   rc = 1;
   goto out;
 bad:
-  raspR_setnopos(err, "'%s': not a rasp-train checkpoint manifest (or a "
+  raspR_setnoposc(err, RASP_E_FORMAT, "'%s': not a rasp-train checkpoint manifest (or a "
                       "damaged one)", path);
 out:
   if (f) fclose(f);
@@ -200,24 +200,24 @@ int train_ckpt_load(const char *stem, rasp_model *m, train_adamw *o,
   manifest mf;
   int r = read_manifest(stem, &mf, err);
   if (r <= 0) {
-    if (!r) raspR_setnopos(err, "no checkpoint '%s.ckpt'", stem);
-    return -1;
+    if (!r) raspR_setnoposc(err, RASP_E_READ, "no checkpoint '%s.ckpt'", stem);
+    return 0;
   }
   char *gs = gen_stem(stem, mf.generation), *optp = fmt("%s.opt", gs);
   int rc = -1;
   FILE *f = NULL;
-  if (raspN_load(m, gs, err)) goto fail;
+  if (!raspN_load(m, gs, err)) goto fail;
   size_t n = m->nparams;
   if (n != mf.nparams ||
       raspN_fnv1a(RASPN_FNV0, m->params, n * sizeof(float)) != mf.params_fnv) {
-    raspR_setnopos(err, "'%s.ckpt': the parameters in '%s.safetensors' are "
+    raspR_setnoposc(err, RASP_E_FORMAT, "'%s.ckpt': the parameters in '%s.safetensors' are "
                         "not the ones it committed", stem, gs);
     goto fail;
   }
   f = fopen(optp, "rb");
   struct stat sb;
   if (!f || fstat(fileno(f), &sb)) {
-    raspR_setnopos(err, "cannot read '%s': %s", optp, strerror(errno));
+    raspR_setnoposc(err, RASP_E_READ, "cannot read '%s': %s", optp, strerror(errno));
     goto fail;
   }
   /* the size first: nothing is allocated for a file that cannot hold it */
@@ -225,18 +225,18 @@ int train_ckpt_load(const char *stem, rasp_model *m, train_adamw *o,
   uint64_t n64 = 0;
   if ((uint64_t)sb.st_size != 16 + (uint64_t)n * 8 || fread(magic, 8, 1, f) != 1 ||
       memcmp(magic, OPT_MAGIC, 8) || fread(&n64, 8, 1, f) != 1 || n64 != n) {
-    raspR_setnopos(err, "'%s': not the optimiser state of a %zu-parameter "
+    raspR_setnoposc(err, RASP_E_FORMAT, "'%s': not the optimiser state of a %zu-parameter "
                         "model (%lld bytes)", optp, n, (long long)sb.st_size);
     goto fail;
   }
   train_adamw_init(o, n);
   if (fread(o->m, sizeof(float), n, f) != n || fread(o->v, sizeof(float), n, f) != n) {
-    raspR_setnopos(err, "cannot read '%s': truncated while reading", optp);
+    raspR_setnoposc(err, RASP_E_READ, "cannot read '%s': truncated while reading", optp);
     goto fail;
   }
   if (raspN_fnv1a(raspN_fnv1a(RASPN_FNV0, o->m, n * sizeof(float)), o->v, n * sizeof(float)) !=
       mf.opt_fnv) {
-    raspR_setnopos(err, "'%s.ckpt': the optimiser state in '%s' is not the one "
+    raspR_setnoposc(err, RASP_E_FORMAT, "'%s.ckpt': the optimiser state in '%s' is not the one "
                         "it committed", stem, optp);
     goto fail;
   }
@@ -260,7 +260,7 @@ fail:
     train_adamw_free(o);
     raspN_free(m);
   }
-  return rc;
+  return rc == 0;
 }
 
 /* name is "<base>.g<digits>.<ext>" for one of the generation files' ext;
@@ -390,7 +390,7 @@ int *train_compiled_out_vals(const rasp_model *m, int *nvals, rasp_error *err) {
   int n = 0;
   char **s = raspN_layout_strings(m, "readout.values", &n);
   if (!s || n != m->cfg.n_out) {
-    raspR_setnopos(err, "the model's layout has no readout values for its %d "
+    raspR_setnoposc(err, RASP_E_USAGE, "the model's layout has no readout values for its %d "
                         "logits (%d found)", m->cfg.n_out, n);
     raspN_free_strings(s, n);
     return NULL;
@@ -422,23 +422,23 @@ int train_adapt_compiled(rasp_model *m, const char *name,
                          int T, float floor, rasp_error *err) {
   rasp_model_config *c = &m->cfg;
   if (!train_is_compiled(m)) {
-    raspR_setnopos(err, "'%s': not a compiled model (no BOS token or layout)", name);
-    return -1;
+    raspR_setnoposc(err, RASP_E_USAGE, "'%s': not a compiled model (no BOS token or layout)", name);
+    return 0;
   }
   if (!encoder && !c->causal) {
-    raspR_setnopos(err, "'%s': the compiled model is not causal; the decoder "
+    raspR_setnoposc(err, RASP_E_USAGE, "'%s': the compiled model is not causal; the decoder "
                         "needs a causal program (e.g. readout6_causal)", name);
-    return -1;
+    return 0;
   }
   /* a causal model's outputs do not depend on later positions, so a longer
   ** one serves a shorter task; a non-causal one only its own length */
   if (c->causal ? c->max_len < T + 1 : c->max_len != T + 1) {
-    raspR_setnopos(err, "'%s': compiled for %d positions (BOS included); the "
+    raspR_setnoposc(err, RASP_E_USAGE, "'%s': compiled for %d positions (BOS included); the "
                         "task needs %s%d (BOS + %d tokens): train with the task "
                         "settings it was compiled for (--D, --M, --V, --answer, "
                         "--no-bos --no-eos)", name, c->max_len,
                    c->causal ? "at least " : "exactly ", T + 1, T);
-    return -1;
+    return 0;
   }
   int nd = 0, rc = -1;
   char **dims = raspN_layout_strings(m, "dims", &nd);
@@ -446,7 +446,7 @@ int train_adapt_compiled(rasp_model *m, const char *name,
   int *vals = train_compiled_out_vals(m, &nv, err);
   if (!vals) goto out;
   if (nd > c->d_model) {
-    raspR_setnopos(err, "'%s': the layout names %d dimensions, d_model is %d",
+    raspR_setnoposc(err, RASP_E_USAGE, "'%s': the layout names %d dimensions, d_model is %d",
                    name, nd, c->d_model);
     goto out;
   }
@@ -468,7 +468,7 @@ int train_adapt_compiled(rasp_model *m, const char *name,
     snprintf(want, sizeof want, "tokens=%s", text);
     int d = named_dim(dims, nd, shift, want);
     if (d < 0 || d >= c->d_model || id >= c->vocab_size || te[(size_t)id * c->d_model + d] == 0.0f) {
-      raspR_setnopos(err, "'%s': token '%s' (id %d) is not in the compiled "
+      raspR_setnoposc(err, RASP_E_USAGE, "'%s': token '%s' (id %d) is not in the compiled "
                           "model's vocabulary%s; train with the task settings "
                           "the program was compiled for (e.g. --st-names "
                           "--no-bos --no-eos --q start, same --V)", name, text, id,
@@ -481,7 +481,7 @@ int train_adapt_compiled(rasp_model *m, const char *name,
     int id = train_mask_id(task), d = named_dim(dims, nd, shift, "tokens=MASK");
     if (d < 0 || d >= c->d_model || id >= c->vocab_size ||
         te[(size_t)id * c->d_model + d] == 0.0f) {
-      raspR_setnopos(err, "'%s': the encoder writes MASK (id %d) at the answer "
+      raspR_setnoposc(err, RASP_E_USAGE, "'%s': the encoder writes MASK (id %d) at the answer "
                           "positions, and it is not among the compiled model's "
                           "inputs%s; compile an encoder readout (e.g. "
                           "programs/encoder2_backward_targets.rasp) with "
@@ -494,7 +494,7 @@ int train_adapt_compiled(rasp_model *m, const char *name,
     /* a program written for st_names reads 's' and 't' as symbols */
     for (int k = 0; k < nd; k++)
       if (!strcmp(dims[k], "tokens=s") || !strcmp(dims[k], "tokens=t")) {
-        raspR_setnopos(err, "'%s': the program reads the symbols 's' and 't'; "
+        raspR_setnoposc(err, RASP_E_USAGE, "'%s': the program reads the symbols 's' and 't'; "
                             "train with --st-names", name);
         goto out;
       }
@@ -516,7 +516,7 @@ int train_adapt_compiled(rasp_model *m, const char *name,
   rasp_model nm;
   rasp_model_config nc = *c;
   nc.n_out = n_out;
-  if (raspN_init(&nm, &nc, err)) {
+  if (!raspN_init(&nm, &nc, err)) {
     raspM_free(nu);
     raspM_free(nb);
     raspM_free(src);
@@ -538,7 +538,7 @@ int train_adapt_compiled(rasp_model *m, const char *name,
 out:
   raspN_free_strings(dims, nd);
   raspM_free(vals);
-  return rc;
+  return rc == 0;
 }
 
 /* ---- widening ------------------------------------------------------------ */
@@ -572,16 +572,16 @@ int train_widen(rasp_model *m, int K, float scale, uint64_t seed,
   rasp_model_config c = m->cfg, nc = c;
   *mask = NULL;
   if (c.layer_norm) {
-    raspR_setnopos(err, "--widen: the model has layer norm, which would mix "
+    raspR_setnoposc(err, RASP_E_USAGE, "--widen: the model has layer norm, which would mix "
                         "the added dimensions into the compiled ones");
-    return -1;
+    return 0;
   }
   int He = K > 0 ? (K + c.d_head - 1) / c.d_head : 0;
   nc.d_model = c.d_model + K;
   nc.n_heads = c.n_heads + He;
   nc.d_mlp = c.d_mlp + 4 * K;
   rasp_model nm;
-  if (raspN_init(&nm, &nc, err)) return -1;
+  if (!raspN_init(&nm, &nc, err)) return 0;
   unsigned char *mk = raspM_alloc(nm.nparams ? nm.nparams : 1);
   memset(mk, 0, nm.nparams);
   rasp_rng r;
@@ -628,14 +628,14 @@ int train_widen(rasp_model *m, int K, float scale, uint64_t seed,
       widen_2d(dst, mt, src, D, (size_t)c.n_out, D2, (size_t)c.n_out, W_ZERO,
                W_ZERO, W_ZERO, scale, &r);
     } else {
-      raspR_setnopos(err, "--widen: unexpected tensor '%s'", n);
+      raspR_setnoposc(err, RASP_E_USAGE, "--widen: unexpected tensor '%s'", n);
       raspM_free(mk);
       raspN_free(&nm);
-      return -1;
+      return 0;
     }
   }
   raspN_free(m);
   *m = nm;
   *mask = mk;
-  return 0;
+  return 1;
 }

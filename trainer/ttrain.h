@@ -35,7 +35,7 @@ typedef struct train_ckpt_state {
 
 /* Writes generation st->generation + 1 of the checkpoint and commits it;
 ** config is the run's configuration ("--name value" lines, see
-** train_config_diff), stored verbatim.  0 (st->generation advanced), or -1
+** train_config_diff), stored verbatim.  1 (st->generation advanced), or 0
 ** with err; either way the previously committed checkpoint stays intact. */
 int train_ckpt_save(const char *stem, const rasp_model *m, const train_adamw *o,
                     train_ckpt_state *st, const char *config, rasp_error *err);
@@ -44,7 +44,7 @@ int train_ckpt_save(const char *stem, const rasp_model *m, const train_adamw *o,
 long train_ckpt_generation(const char *stem, rasp_error *err);
 /* Loads the committed checkpoint: model, optimiser, state and (if config is
 ** not NULL) the stored configuration (*config, raspM_free it).  m and o are
-** initialised here.  0, or -1 with err naming the file and the problem. */
+** initialised here.  1, or 0 with err naming the file and the problem. */
 int train_ckpt_load(const char *stem, rasp_model *m, train_adamw *o,
                     train_ckpt_state *st, char **config, rasp_error *err);
 /* Removes STEM's generation files other than the committed one (all of
@@ -93,7 +93,7 @@ int train_config_diff(const char *saved, const char *now, char *msg,
 **     argmax is unchanged wherever the compiled argmax is a token id);
 **   - keeps everything else (no layer norm, widths, heads, bos_token) and
 **     drops the layout (the readout no longer matches it).
-** Returns 0, or -1 with err saying what does not fit. */
+** 1, or 0 with err saying what does not fit. */
 int train_is_compiled(const rasp_model *m);
 int train_adapt_compiled(rasp_model *m, const char *name,
                          const rasp_task_opts *task, int encoder, int n_out,
@@ -112,7 +112,7 @@ int *train_compiled_out_vals(const rasp_model *m, int *nvals, rasp_error *err);
 ** write only the new ones, the readout reads only the old ones (zeros);
 ** every other new weight is N(0, scale^2), new biases 0.  *mask (nparams
 ** bytes, raspM_free it) marks the entries copied from the old model.
-** 0, or -1 with err (the model unchanged). */
+** 1, or 0 with err (the model unchanged). */
 int train_widen(rasp_model *m, int K, float scale, uint64_t seed,
                 unsigned char **mask, rasp_error *err);
 
