@@ -160,7 +160,7 @@ static const optdef optdefs[] = {
     {"--test-seed", "N", K_U64, F(test_seed), 0, 4611686018427387904.0, 0, NULL, 0,
      "seed of the test set", NULL},
     {"--eval-every", "STEPS", K_INT, F(eval_every), 0, INT_MAX, 0, NULL, 0,
-     "compare evaluates every STEPS steps (trials: every epoch)", "10"},
+     "compare evaluates every STEPS steps, 0 meaning 10 (trials: every epoch)", NULL},
     {"--arm", "'NAME BASE [OPTION VALUE]...'", K_ARM, 0, 0, 0, 0, NULL, 0,
      "compare, repeatable (at most 16): an arm called NAME (letters, digits, _, -) "
      "from BASE compiled (--init), random (its architecture) or standard (--layers, "
@@ -197,6 +197,7 @@ static void set_defaults(train_opts *o) {
   o->seed = 1;
   o->train_seed = 1000;
   o->test_seed = 2000;
+  o->eval_every = 10; /* compare only (0 is 10 too) */
   o->init = "random";
   o->widen_scale = 0.02f;
 }
