@@ -524,7 +524,12 @@ uint64_t raspN_fnv1a(uint64_t h, const void *p, size_t n) {
   return h;
 }
 
-int raspN_save(const rasp_model *m, const char *stem_in, rasp_error *err) {
+int raspN_save(const rasp_model *m, const char *stem, rasp_error *err) {
+  return raspN_save_fnv(m, stem, NULL, err);
+}
+
+int raspN_save_fnv(const rasp_model *m, const char *stem_in, uint64_t *fnv,
+                   rasp_error *err) {
   char *stem = stem_of(stem_in);
   char *pt = cat(stem, ".safetensors"), *pj = cat(stem, ".json");
   int rc = -1;
@@ -559,11 +564,11 @@ int raspN_save(const rasp_model *m, const char *stem_in, rasp_error *err) {
 #define X(f) sb_printf(&j, "%s\n    \"" #f "\": %d", sep, m->cfg.f), sep = ",";
   CFG_FIELDS(X)
 #undef X
+  uint64_t sum = raspN_fnv1a(RASPN_FNV0, m->params, m->nparams * sizeof(float));
   sb_printf(&j, "\n  },\n  \"params_fnv\": \"%016llx\",\n  \"layout\": %s\n}\n",
-            (unsigned long long)raspN_fnv1a(RASPN_FNV0, m->params,
-                                            m->nparams * sizeof(float)),
-            m->json_extra ? m->json_extra : "null");
+            (unsigned long long)sum, m->json_extra ? m->json_extra : "null");
   rc = write_atomic(pj, j.s, j.n, NULL, 0, err);
+  if (!rc && fnv) *fnv = sum;
   raspM_free(j.s);
 out:
   raspM_free(head);
@@ -842,7 +847,12 @@ out:
   return rc;
 }
 
-int raspN_load(rasp_model *m, const char *stem_in, rasp_error *err) {
+int raspN_load(rasp_model *m, const char *stem, rasp_error *err) {
+  return raspN_load_fnv(m, stem, NULL, err);
+}
+
+int raspN_load_fnv(rasp_model *m, const char *stem_in, uint64_t *sum,
+                   rasp_error *err) {
   memset(m, 0, sizeof *m);
   char *stem = stem_of(stem_in);
   char *pt = cat(stem, ".safetensors"), *pj = cat(stem, ".json");
@@ -864,8 +874,11 @@ int raspN_load(rasp_model *m, const char *stem_in, rasp_error *err) {
     raspN_free(m);
     goto out;
   }
-  if (has_fnv &&
-      raspN_fnv1a(RASPN_FNV0, m->params, m->nparams * sizeof(float)) != fnv) {
+  /* one pass over the parameters serves the check and the caller */
+  uint64_t got = has_fnv || sum ? raspN_fnv1a(RASPN_FNV0, m->params,
+                                              m->nparams * sizeof(float))
+                                : 0;
+  if (has_fnv && got != fnv) {
     raspR_setnoposc(err, RASP_E_FORMAT, "'%s' and '%s' are not one model: the parameters' "
                         "checksum differs from the one the config records "
                         "(one of the pair was replaced or a write was "
@@ -874,6 +887,7 @@ int raspN_load(rasp_model *m, const char *stem_in, rasp_error *err) {
     raspN_free(m);
     goto out;
   }
+  if (sum) *sum = got;
   rc = 0;
 out:
   raspM_free(stem);

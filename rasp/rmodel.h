@@ -96,6 +96,10 @@ float *raspN_data(rasp_model *m, const char *name);
 ** FNV-1a checksum of the parameters ("params_fnv"), and raspN_load refuses
 ** a pair whose checksums differ.  A set is thus never read half-written. */
 int raspN_save(const rasp_model *m, const char *stem, rasp_error *err);
+/* raspN_save, and *fnv gets the checksum it recorded (callers that keep
+** one of their own need not read the parameters again). */
+int raspN_save_fnv(const rasp_model *m, const char *stem, uint64_t *fnv,
+                   rasp_error *err);
 /* FNV-1a (64-bit) of n bytes, continuing from h (RASPN_FNV0 to start). */
 #define RASPN_FNV0 1469598103934665603ull
 uint64_t raspN_fnv1a(uint64_t h, const void *p, size_t n);
@@ -108,6 +112,10 @@ uint64_t raspN_fnv1a(uint64_t h, const void *p, size_t n);
 ** STEM.json's params_fnv, when present (files written before it was added
 ** have none), must match the parameters read. */
 int raspN_load(rasp_model *m, const char *stem, rasp_error *err);
+/* raspN_load, and *fnv gets the parameters' checksum (the pass that checks
+** params_fnv computes it; also given for files without one). */
+int raspN_load_fnv(rasp_model *m, const char *stem, uint64_t *fnv,
+                   rasp_error *err);
 
 /* Softmax of one row of attention scores, in place but unnormalised:
 ** att[j] = exp(att[j] - max); returns the sum.  The dense and the sparse

@@ -156,10 +156,9 @@ if command -v mandoc > /dev/null 2>&1; then
     [ -z "$w" ] && ok "mandoc -Tlint $p(1)" || bad "mandoc -Tlint $p(1): $w"
   done
 fi
-# The options rasp-train --help lists and the items of rasp-train(1).
-# (The usage's parenthesised note names rasp compile's options too: skipped.)
-awk '/\(/ { note = 1 } !note { print } /\)/ { note = 0 }' "$tmp/train-help" |
-  grep -o -- '--[A-Za-z][A-Za-z0-9-]*' | sort -u > "$tmp/opts.help"
+# The options rasp-train --help lists (the first word of each entry; the
+# texts name other options too) and the items of rasp-train(1).
+sed -n 's/^  \(--[A-Za-z][A-Za-z0-9-]*\).*/\1/p' "$tmp/train-help" | sort -u > "$tmp/opts.help"
 awk '/^\.TP/ { item = 1; next }
      item && /^\.B[IR]? \\-\\-/ { o = $2; gsub(/\\-/, "-", o); print o }
      { item = 0 }' "$U/share/man/man1/rasp-train.1" | grep -v -x -- --help |

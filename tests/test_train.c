@@ -1290,6 +1290,94 @@ START_TEST(test_compare_arms) {
 }
 END_TEST
 
+/* rasp-train compare and a trial run the one training loop: an arm with
+** the command line's options steps exactly as the trial does, dropout
+** included (its masks come from the same per-epoch stream), so compare's
+** rows at the epoch boundaries (steps 2 and 4: 16 samples, batches of 8)
+** equal the trial's epoch rows, field for field. */
+START_TEST(test_compare_steps_as_trial) {
+  const char *bd = getenv("top_builddir");
+  if (!bd || !*bd) bd = ".";
+  char train[4200], dir[] = "/tmp/test_train.XXXXXX", cmd[16384], out[8192];
+  snprintf(train, sizeof train, "%s/trainer/rasp-train", bd);
+  ck_assert_msg(access(train, X_OK) == 0, "no binaries under top_builddir '%s'", bd);
+  ck_assert_ptr_nonnull(mkdtemp(dir));
+  char stem[400];
+  snprintf(stem, sizeof stem, "%s/enc", dir);
+  enc_compile("encoder2_backward_targets", 1, stem);
+  const char *targs = "--D 2 --M 3 --V 6 --st-names --no-bos --no-eos --model encoder "
+                      "--train 16 --test 16 --batch 8 --micro 4 --lr 1e-3 --dropout 0.2 "
+                      "--threads 1 --epochs 2";
+  snprintf(cmd, sizeof cmd, "'%s' %s --init '%s' --out '%s/t'", train, targs, stem, dir);
+  ck_assert_msg(run_cmd(cmd, out, sizeof out) == 0, "%s", out);
+  snprintf(cmd, sizeof cmd, "'%s' compare %s --init '%s' --eval-every 2 --out '%s' "
+           "--arm 'c compiled'", train, targs, stem, dir);
+  ck_assert_msg(run_cmd(cmd, out, sizeof out) == 0, "%s", out);
+  char tp[400], cp[400], pre[32];
+  snprintf(tp, sizeof tp, "%s/t/trial0.csv", dir);
+  snprintf(cp, sizeof cp, "%s/compare.csv", dir);
+  /* trial: val_loss 5, seq 6, tok 7, lead 8, pos 9..11, dist 13, prog 14;
+  ** compare: val_loss 3, lead 4, seq 5, tok 6, pos 8..10, dist 11, prog 12 */
+  static const int tf[] = {5, 6, 7, 8, 9, 10, 11, 13, 14}, cf[] = {3, 5, 6, 4, 8, 9, 10, 11, 12};
+  for (int e = 1; e <= 2; e++) {
+    snprintf(pre, sizeof pre, "0,%d,%d,", e, 2 * e);
+    char cpre[32];
+    snprintf(cpre, sizeof cpre, "%d,c,", 2 * e);
+    ck_assert_msg(!isnan(csv_field(tp, pre, 5)) && !isnan(csv_field(cp, cpre, 3)),
+                  "rows for epoch %d missing", e);
+    for (int i = 0; i < 9; i++) {
+      double a = csv_field(tp, pre, tf[i]), b = csv_field(cp, cpre, cf[i]);
+      ck_assert_msg(a == b, "epoch %d, trial field %d: %g, compare %g", e, tf[i], a, b);
+    }
+  }
+  /* the trial moved (dropout and all): not a vacuous equality */
+  ck_assert(csv_field(tp, "0,2,4,", 13) > 0);
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
+/* The checksum rmodel records in STEM.json comes back from
+** raspN_save_fnv and raspN_load_fnv (so the trainer never reads the
+** parameters again for its own): it is FNV-1a over the parameters, and the
+** checkpoint manifest stores the same one. */
+START_TEST(test_fnv_handed_back) {
+  char dir[] = "/tmp/test_train.XXXXXX";
+  ck_assert_ptr_nonnull(mkdtemp(dir));
+  rasp_model_config c = tiny(1, 1, 1, 0);
+  rasp_model m, r;
+  rasp_error err = {0};
+  ck_assert_int_eq(raspN_init(&m, &c, &err), 1);
+  train_init_params(&m, 5);
+  uint64_t want = raspN_fnv1a(RASPN_FNV0, m.params, m.nparams * sizeof(float)), a = 0, b = 0;
+  char stem[300];
+  snprintf(stem, sizeof stem, "%s/m", dir);
+  ck_assert_msg(raspN_save_fnv(&m, stem, &a, &err), "%s", err.msg);
+  ck_assert_uint_eq(a, want);
+  ck_assert_msg(raspN_load_fnv(&r, stem, &b, &err), "%s", err.msg);
+  ck_assert_uint_eq(b, want);
+  raspN_free(&r);
+  train_adamw opt;
+  train_adamw_init(&opt, m.nparams);
+  train_ckpt_state st = {.best_val = 1};
+  snprintf(stem, sizeof stem, "%s/ck", dir);
+  ck_assert_msg(train_ckpt_save(stem, &m, &opt, &st, "--seed 1\n", &err), "%s", err.msg);
+  char path[320], line[256], hex[32];
+  snprintf(path, sizeof path, "%s.ckpt", stem);
+  snprintf(hex, sizeof hex, "params_fnv %016llx\n", (unsigned long long)want);
+  FILE *f = fopen(path, "r");
+  ck_assert_ptr_nonnull(f);
+  int found = 0;
+  while (fgets(line, sizeof line, f)) found |= !strcmp(line, hex);
+  fclose(f);
+  ck_assert_msg(found, "the manifest lacks '%s'", hex);
+  train_adamw_free(&opt);
+  raspN_free(&m);
+  snprintf(path, sizeof path, "rm -rf '%s'", dir);
+  ck_assert_int_eq(system(path), 0);
+}
+END_TEST
+
 static Suite *train_suite(void) {
   Suite *s = suite_create("train");
   TCase *tc = tcase_create("core");
@@ -1312,6 +1400,8 @@ static Suite *train_suite(void) {
   tcase_add_test(tc, test_widen_unchanged);
   tcase_add_test(tc, test_protocols_binaries);
   tcase_add_test(tc, test_compare_arms);
+  tcase_add_test(tc, test_compare_steps_as_trial);
+  tcase_add_test(tc, test_fnv_handed_back);
   suite_add_tcase(s, tc);
   return s;
 }

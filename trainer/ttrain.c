@@ -53,6 +53,8 @@ static char *fmt(const char *f, ...) {
   return s;
 }
 
+static int clean_except(const char *stem, long keep);
+
 static char *gen_stem(const char *stem, long gen) {
   return fmt("%s.g%06ld", stem, gen);
 }
@@ -72,8 +74,10 @@ int train_ckpt_save(const char *stem, const rasp_model *m, const train_adamw *o,
        *manp = fmt("%s.ckpt", stem), *man = NULL;
   int rc = -1;
   size_t n = m->nparams;
-  /* 1. the generation's files, each atomically */
-  if (!raspN_save(m, gs, err)) goto out;
+  /* 1. the generation's files, each atomically; rmodel's checksum of the
+  ** parameters is the manifest's too */
+  uint64_t ph;
+  if (!raspN_save_fnv(m, gs, &ph, err)) goto out;
   rasp_afile af;
   if (!raspR_atomic_open(&af, optp, err)) goto out;
   uint64_t n64 = n;
@@ -87,7 +91,6 @@ int train_ckpt_save(const char *stem, const rasp_model *m, const train_adamw *o,
   }
   if (!raspR_atomic_commit(&af, err)) goto out;
   /* 2. the manifest: its rename commits the generation */
-  uint64_t ph = raspN_fnv1a(RASPN_FNV0, m->params, n * sizeof(float));
   uint64_t oh = raspN_fnv1a(raspN_fnv1a(RASPN_FNV0, o->m, n * sizeof(float)), o->v,
                         n * sizeof(float));
   int lines = 0;
@@ -102,8 +105,9 @@ int train_ckpt_save(const char *stem, const rasp_model *m, const train_adamw *o,
             *config && config[strlen(config) - 1] != '\n' ? "\n" : "");
   if (!raspR_write_file(manp, man, strlen(man), err)) goto out;
   st->generation = gen;
-  /* 3. only now the older generations go */
-  train_ckpt_clean(stem);
+  /* 3. only now the older generations go (the manifest just written names
+  ** gen: no need to read it back) */
+  clean_except(stem, gen);
   rc = 0;
 out:
   raspM_free(gs);
@@ -206,10 +210,10 @@ int train_ckpt_load(const char *stem, rasp_model *m, train_adamw *o,
   char *gs = gen_stem(stem, mf.generation), *optp = fmt("%s.opt", gs);
   int rc = -1;
   FILE *f = NULL;
-  if (!raspN_load(m, gs, err)) goto fail;
+  uint64_t ph;
+  if (!raspN_load_fnv(m, gs, &ph, err)) goto fail;
   size_t n = m->nparams;
-  if (n != mf.nparams ||
-      raspN_fnv1a(RASPN_FNV0, m->params, n * sizeof(float)) != mf.params_fnv) {
+  if (n != mf.nparams || ph != mf.params_fnv) {
     raspR_setnoposc(err, RASP_E_FORMAT, "'%s.ckpt': the parameters in '%s.safetensors' are "
                         "not the ones it committed", stem, gs);
     goto fail;
@@ -280,7 +284,11 @@ int train_ckpt_clean(const char *stem) {
   rasp_error e = {0};
   long keep = train_ckpt_generation(stem, &e);
   /* a manifest that cannot be read may still be repaired by hand: keep all */
-  if (keep < 0) return 0;
+  return keep < 0 ? 0 : clean_except(stem, keep);
+}
+
+/* Removes STEM's generation files other than generation keep's (0: all). */
+static int clean_except(const char *stem, long keep) {
   char *dir;
   const char *base;
   split_path(stem, &dir, &base);

@@ -1,0 +1,386 @@
+/*
+** tarm.c -- one model being trained (see tarm.h): set-up, step,
+** evaluation, and the probe of the compiled program's heads.
+**
+** Evaluation runs the net in batches of its own capacity (--micro), with
+** dropout off, on inputs encoded as train_batch_put does for evaluation;
+** the probe's reference argmaxes are computed with the same batches, so
+** they are exactly what a forward of the compiled point beside every
+** evaluation would give.
+*/
+#include "tarm.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rmem.h"
+#include "ttrain.h"
+
+/* The lowest and highest logit of a compiled model over a few of the
+** training sequences, as the model sees them at evaluation (BOS prepended;
+** the encoder's answer masked), for the adapted readout's floor. */
+static void compiled_logit_range(const rasp_model *m, const train_opts *o,
+                                 const train_dataset *d, float *lo, float *hi) {
+  int T = train_model_len(o, d->len) + 1, cnt = d->n < 8 ? d->n : 8;
+  train_batch b;
+  train_batch_init(&b, 1, T, d->len);
+  float *lg = raspM_alloc((size_t)T * m->cfg.n_out * sizeof *lg);
+  *lo = INFINITY;
+  *hi = -INFINITY;
+  rasp_error e = {0};
+  for (int s = 0; s < cnt; s++) {
+    train_batch_put(&b, 0, o, d, s, -1, 1, m->cfg.bos_token);
+    if (!raspN_forward(m, b.in, T, lg, NULL, &e)) continue;
+    for (long k = 0; k < (long)T * m->cfg.n_out; k++) {
+      if (lg[k] < *lo) *lo = lg[k];
+      if (lg[k] > *hi) *hi = lg[k];
+    }
+  }
+  if (!(*lo <= *hi)) *lo = *hi = 0;
+  train_batch_free(&b);
+  raspM_free(lg);
+}
+
+/* a->m, a->prefix, a->init_fnv, and for an --init model a->ref (the
+** starting point before --init-mix, --reinit-layers and --init-noise: the
+** compiled point, widened by --widen: what distances are measured from),
+** a->mask (its entries that came from the --init model: all but
+** --widen's) and a->units (a compiled layout's heads, for the probe).  The
+** order is tarm.h's. */
+static int make_model(train_arm *a, const train_opts *o, int trial, int random_init,
+                      const rasp_model_config *like, const train_dataset *d,
+                      rasp_error *err) {
+  int len = raspT_length(&o->task), vocab = o->task.V + 9;
+  rasp_model *m = &a->m;
+  a->prefix = -1;
+  if (!random_init) {
+    /* the checksum rmodel computes to check the files is the fingerprint */
+    if (!raspN_load_fnv(m, o->init, &a->init_fnv, err)) return -1;
+  }
+  if (!random_init && train_is_compiled(m)) {
+    float lo, hi;
+    compiled_logit_range(m, o, d, &lo, &hi);
+    /* ids the compiled model never outputs: well below anything it emits */
+    float floor = lo - (hi - lo) - 1.0f;
+    int bos = m->cfg.bos_token;
+    /* the layout's heads, for the probe, before adapting drops the layout */
+    int nu = 0;
+    rasp_layout_unit *u = raspN_layout_units(m, &nu);
+    for (int k = 0; k < nu; k++)
+      if (!strcmp(u[k].kind, "head") && u[k].categorical && u[k].layer >= 0)
+        u[a->nunits++] = u[k];
+    if (a->nunits) a->units = u;
+    else raspM_free(u);
+    if (!train_adapt_compiled(m, o->init, &o->task, o->encoder, vocab,
+                             train_model_len(o, len), floor, err))
+      goto fail;
+    a->prefix = bos;
+    if (trial == 0)
+      fprintf(stderr, "rasp-train: '%s' is compiled: BOS %d prepended, readout "
+                      "mapped to %d token ids (compiled logits in [%.3g, %.3g], "
+                      "floor %.3g); d_model %d, %d layers, %d heads, d_mlp %d, "
+                      "no layer norm, %s\n",
+              o->init, bos, vocab, lo, hi, floor, m->cfg.d_model,
+              m->cfg.n_layers, m->cfg.n_heads, m->cfg.d_mlp,
+              m->cfg.causal ? "causal" : "non-causal");
+  } else if (!random_init) {
+    const rasp_model_config *c = &m->cfg;
+    int need = o->encoder ? vocab : vocab - 1;
+    if (c->vocab_size < need || c->n_out < vocab - 1 ||
+        c->max_len < train_model_len(o, len) || c->causal != !o->encoder) {
+      raspR_setnopos(err, "'%s': does not fit the task (vocab_size %d, n_out "
+                          "%d, max_len %d, causal %d; the task needs vocab_size "
+                          ">= %d, n_out >= %d, max_len >= %d, causal %d)",
+                     o->init, c->vocab_size, c->n_out, c->max_len, c->causal,
+                     need, vocab - 1, train_model_len(o, len), !o->encoder);
+      goto fail;
+    }
+  } else if (like) { /* compare: the compiled model's architecture */
+    if (!raspN_init(m, like, err)) return -1;
+    a->prefix = like->bos_token;
+    train_init_params(m, o->seed * 1000003 + (uint64_t)trial);
+  } else {
+    rasp_model_config c = o->arch;
+    c.vocab_size = vocab;
+    c.n_out = vocab;
+    c.max_len = len;
+    c.d_head = c.d_model / c.n_heads;
+    c.causal = !o->encoder;
+    c.bos_token = o->task.bos ? o->task.V + RASP_SP_BOS : -1;
+    if (!raspN_init(m, &c, err)) return -1;
+    train_init_params(m, o->seed * 1000003 + (uint64_t)trial);
+  }
+  if (random_init) return 0;
+  if (o->widen && a->prefix < 0) { /* only compiled models get a prefix */
+    raspR_setnopos(err, "--widen: '%s' is not a compiled model", o->init);
+    goto fail;
+  }
+  if (o->widen) {
+    if (!train_widen(m, o->widen, o->widen_scale, o->seed * 1000003 + (uint64_t)trial,
+                    &a->mask, err))
+      goto fail;
+    if (trial == 0)
+      fprintf(stderr, "rasp-train: widened by %d: d_model %d, %d heads, "
+                      "d_mlp %d\n", o->widen, m->cfg.d_model,
+              m->cfg.n_heads, m->cfg.d_mlp);
+  } else {
+    a->mask = raspM_alloc(m->nparams ? m->nparams : 1);
+    memset(a->mask, 1, m->nparams);
+  }
+  a->ref = raspM_alloc((m->nparams ? m->nparams : 1) * sizeof(float));
+  memcpy(a->ref, m->params, m->nparams * sizeof(float));
+  if (o->init_mix > 0) {
+    /* (1 - A) x compiled + A x random: in float, so A = 1 gives the random
+    ** weights exactly (0 * w + r = r) and A = 0 the compiled ones */
+    rasp_model rm;
+    if (!raspN_init(&rm, &m->cfg, err)) goto fail;
+    train_init_params(&rm, o->seed * 1000003 + (uint64_t)trial);
+    float A = o->init_mix;
+    for (size_t i = 0; i < m->nparams; i++)
+      m->params[i] = (1.0f - A) * m->params[i] + A * rm.params[i];
+    raspN_free(&rm);
+  }
+  for (const char *p = o->reinit; p && *p;) {
+    int l = atoi(p);
+    if (l >= m->cfg.n_layers) {
+      raspR_setnopos(err, "--reinit-layers: layer %d, the model has %d", l,
+                     m->cfg.n_layers);
+      goto fail;
+    }
+    train_reinit_layer(m, l, o->seed + (uint64_t)trial);
+    p = strchr(p, ',');
+    if (!p) break;
+    p++;
+  }
+  if (o->init_noise > 0) train_add_noise(m, o->init_noise, o->seed + (uint64_t)trial);
+  return 0;
+fail:
+  raspN_free(m);
+  raspM_free(a->mask);
+  raspM_free(a->ref);
+  raspM_free(a->units);
+  a->mask = NULL;
+  a->ref = NULL;
+  a->units = NULL;
+  a->nunits = 0;
+  return -1;
+}
+
+int train_arm_init(train_arm *a, const train_opts *o, int trial, int random_init,
+                   const rasp_model_config *like, const train_dataset *d,
+                   rasp_error *err) {
+  memset(a, 0, sizeof *a);
+  a->o = o;
+  if (make_model(a, o, trial, random_init, like, d, err)) return -1;
+  int len = raspT_length(&o->task), T = train_model_len(o, len) + (a->prefix >= 0);
+  a->T = T;
+  if (!train_net_init(&a->net, &a->m, o->micro, T, o->dropout, err)) {
+    raspN_free(&a->m);
+    raspM_free(a->mask);
+    raspM_free(a->ref);
+    raspM_free(a->units);
+    return -1;
+  }
+  train_adamw_init(&a->opt, a->m.nparams);
+  a->opt.lr = o->lr;
+  a->opt.wd = o->wd;
+  a->opt.sgd = o->sgd;
+  a->opt.momentum = o->momentum;
+  if (o->lr_rms || (o->freeze && a->mask)) {
+    size_t n = a->m.nparams;
+    a->opt.scale = raspM_alloc((n ? n : 1) * sizeof(float));
+    if (o->lr_rms) {
+      /* each tensor's RMS at the compiled point (its own init for a
+      ** random model), over the compiled entries */
+      rasp_model view = a->m;
+      if (a->ref) view.params = a->ref;
+      train_lr_scale_rms(&view, a->mask, a->opt.scale);
+    } else {
+      for (size_t i = 0; i < n; i++) a->opt.scale[i] = 1.0f;
+    }
+    if (o->freeze && a->mask)
+      for (size_t i = 0; i < n; i++)
+        if (a->mask[i]) a->opt.scale[i] = 0.0f;
+  }
+  train_batch_init(&a->batch, o->batch, T, len);
+  return 0;
+}
+
+void train_arm_free(train_arm *a) {
+  raspM_free(a->probe.u);
+  raspM_free(a->probe.ref);
+  raspM_free(a->units);
+  raspM_free(a->mask);
+  raspM_free(a->ref);
+  train_net_free(&a->net);
+  train_adamw_free(&a->opt);
+  raspN_free(&a->m);
+  train_batch_free(&a->batch);
+}
+
+/* Encodes samples s0..s0+b-1 of d for evaluation into rows 0..b-1 of eb. */
+static void eval_encode(const train_arm *a, train_batch *eb, const train_dataset *d,
+                        int s0, int b, int epoch) {
+  for (int j = 0; j < b; j++)
+    train_batch_put(eb, j, a->o, d, s0 + j, epoch, 1, a->prefix);
+}
+
+/* The argmax of each probed unit at each row of net's last forward (rows
+** 0..rows-1), into out[row][unit]. */
+static void probe_argmax(const train_probe *p, const train_net *net, int rows,
+                         int *out) {
+  size_t D = (size_t)net->m->cfg.d_model;
+  for (int k = 0; k < p->n; k++) {
+    const rasp_layout_unit *u = &p->u[k];
+    const float *x = net->L[u->layer].mid;
+    for (int r = 0; r < rows; r++) {
+      const float *xr = x + (size_t)r * D + u->dim;
+      int ax = 0;
+      for (int j = 1; j < u->size; j++)
+        if (xr[j] > xr[ax]) ax = j;
+      out[(size_t)r * p->n + k] = ax;
+    }
+  }
+}
+
+int train_arm_probe(train_arm *a, const rasp_layout_unit *u, int n,
+                    const train_dataset *d, int cnt, rasp_error *err) {
+  if (!u || !n || !a->ref) return 0;
+  if (cnt > d->n) cnt = d->n;
+  train_probe *p = &a->probe;
+  /* the compiled point, run once over the samples */
+  rasp_model cm;
+  train_net cn;
+  if (!raspN_init(&cm, &a->m.cfg, err)) return -1;
+  memcpy(cm.params, a->ref, a->m.nparams * sizeof(float));
+  if (!train_net_init(&cn, &cm, a->net.B, a->net.T, 0.0f, err)) {
+    raspN_free(&cm);
+    return -1;
+  }
+  p->u = raspM_alloc((size_t)n * sizeof *p->u);
+  memcpy(p->u, u, (size_t)n * sizeof *p->u);
+  p->n = n;
+  p->d = d;
+  p->cnt = cnt;
+  p->ref = raspM_alloc(((size_t)cnt * a->T * n + 1) * sizeof *p->ref);
+  train_batch eb;
+  train_batch_init(&eb, cn.B, a->T, d->len);
+  cn.training = 0;
+  for (int s0 = 0; s0 < cnt; s0 += cn.B) {
+    int b = cnt - s0 < cn.B ? cnt - s0 : cn.B;
+    eval_encode(a, &eb, d, s0, b, -1);
+    train_forward(&cn, eb.in, b, a->T);
+    probe_argmax(p, &cn, b * a->T, p->ref + (size_t)s0 * a->T * n);
+  }
+  train_batch_free(&eb);
+  train_net_free(&cn);
+  raspN_free(&cm);
+  p->on = 1;
+  return 0;
+}
+
+void train_arm_encode(train_arm *a, const train_dataset *d, const int *idx,
+                      int b, int e) {
+  for (int j = 0; j < b; j++)
+    train_batch_put(&a->batch, j, a->o, d, idx[j], e, 0, a->prefix);
+}
+
+double train_arm_step(train_arm *a, int b) {
+  int T = a->T;
+  const train_batch *bt = &a->batch;
+  double wsum = 0;
+  for (long i = 0; i < (long)b * T; i++) wsum += bt->w[i];
+  if (wsum <= 0) return 0;
+  train_zero_grad(&a->net);
+  a->net.training = 1;
+  double loss = 0;
+  for (int s0 = 0; s0 < b; s0 += a->net.B) {
+    int mb = b - s0 < a->net.B ? b - s0 : a->net.B;
+    size_t off = (size_t)s0 * T;
+    train_forward(&a->net, bt->in + off, mb, T);
+    loss += train_loss(&a->net, bt->tgt + off, bt->w + off, (float)(1.0 / wsum), 1, NULL);
+    train_backward(&a->net);
+  }
+  /* Data parallelism goes here, and only here: the gradient of this
+  ** process's share of the batch is in a->net.grad, scaled by 1/wsum of
+  ** that share; summing the unscaled gradients (and wsum, and loss) over
+  ** the ranks before the step makes every rank take the same step. */
+  train_adamw_step(&a->opt, a->m.params, a->net.grad, a->m.nparams);
+  return loss / wsum;
+}
+
+void train_arm_eval(train_arm *a, const train_dataset *d, int limit, int epoch,
+                    train_metrics *mt) {
+  const train_opts *o = a->o;
+  train_net *n = &a->net;
+  int T = a->T, A = train_answer_len(o), B = n->B;
+  int cnt = limit < d->n ? limit : d->n;
+  const train_probe *pb = &a->probe;
+  int probe = pb->on && pb->d == d && pb->cnt == cnt && epoch < 0;
+  train_batch eb;
+  train_batch_init(&eb, B, T, d->len);
+  int *pred = raspM_alloc((size_t)B * T * sizeof *pred);
+  int *arg = probe ? raspM_alloc((size_t)B * T * pb->n * sizeof *arg) : NULL;
+  double loss = 0, ntok = 0;
+  long seqok = 0, tokok = 0, posok[64] = {0}, phit = 0, ptot = 0;
+  int was = n->training;
+  n->training = 0;
+  for (int s0 = 0; s0 < cnt; s0 += B) {
+    int b = cnt - s0 < B ? cnt - s0 : B;
+    eval_encode(a, &eb, d, s0, b, epoch);
+    train_forward(n, eb.in, b, T);
+    loss += train_loss(n, eb.tgt, eb.w, 1.0f, 0, pred);
+    if (probe) {
+      probe_argmax(pb, n, b * T, arg);
+      const int *ref = pb->ref + (size_t)s0 * T * pb->n;
+      for (int r = 0; r < b * T; r++) {
+        if (a->prefix >= 0 && r % T == 0) continue; /* BOS */
+        for (int k = 0; k < pb->n; k++) phit += arg[r * pb->n + k] == ref[r * pb->n + k];
+        ptot += pb->n;
+      }
+    }
+    for (int j = 0; j < b; j++) {
+      int ok = 1;
+      for (int i = 0; i < T; i++) {
+        int r = j * T + i;
+        if (eb.apos[r] < 0) continue;
+        int hit = pred[r] == eb.tgt[r];
+        ok &= hit;
+        tokok += hit;
+        ntok++;
+        if (eb.apos[r] < 64) posok[eb.apos[r]] += hit;
+      }
+      seqok += ok;
+    }
+  }
+  n->training = was;
+  mt->loss = ntok ? loss / ntok : 0;
+  mt->seq_acc = cnt ? (double)seqok / cnt : 0;
+  mt->tok_acc = ntok ? tokok / ntok : 0;
+  for (int k = 0; k < A && k < 64; k++) mt->pos_acc[k] = cnt ? (double)posok[k] / cnt : 0;
+  mt->lead_acc = mt->pos_acc[train_lead_index(o)];
+  mt->prog_acc = ptot ? (double)phit / (double)ptot : NAN;
+  train_batch_free(&eb);
+  raspM_free(pred);
+  raspM_free(arg);
+}
+
+const char *train_dist_text(const train_arm *a, char *buf, size_t size) {
+  buf[0] = 0;
+  if (!a->ref) return buf;
+  double s = 0;
+  for (size_t i = 0; i < a->m.nparams; i++) {
+    double d = (double)a->m.params[i] - a->ref[i];
+    s += d * d;
+  }
+  snprintf(buf, size, "%.6g", sqrt(s));
+  return buf;
+}
+
+const char *train_prog_text(const train_metrics *mt, char *buf, size_t size) {
+  buf[0] = 0;
+  if (!isnan(mt->prog_acc)) snprintf(buf, size, "%.6g", mt->prog_acc);
+  return buf;
+}

@@ -1,0 +1,97 @@
+/*
+** tarm.h -- one model being trained (an "arm": a trial has one, compare
+** several on the same batches): its set-up from random or --init weights
+** and the protocols, one optimiser step over an encoded batch, and
+** evaluation.
+**
+** A model given to --init is either one of ours (same ids: vocab_size >=
+** V+8, V+9 for encoder objectives, and n_out >= V+8) or a compiled one
+** (rcompile.h: bos_token >= 0 and a layout in STEM.json).  A compiled model
+** gets the model's BOS in front of every sequence, the task's ids must be
+** its input ids and its readout is rebuilt over token ids
+** (train_adapt_compiled, ttrain.h); ids it never outputs get weight 0 and a
+** bias below the compiled logits seen on a few training sequences (as
+** evaluation encodes them).  Then, in this order: --widen (train_widen),
+** --init-mix with the random init of the same architecture and seed as
+** compare's random arm (so --init-mix 1 is that arm, bit for bit),
+** --reinit-layers, --init-noise; the optimiser gets --optim, --momentum,
+** --lr-scale rms (each tensor's RMS at the compiled point) and --freeze
+** compiled (scale 0 on the compiled entries).
+**
+** "Still the program": the compiled model's attention heads named in its
+** layout (categorical units of kind "head") are read off the residual
+** stream after their layer's attention, as the argmax over the unit's
+** dimensions, at every position but BOS, in the trained model and in the
+** model at the compiled point (the interpreter's values wherever `rasp
+** compile --check` passes).  prog_acc is the share of (sequence, position,
+** head) that agree.  The compiled point does not move, so its argmaxes are
+** computed once per test set (train_arm_probe), not at every evaluation.
+*/
+#ifndef RASP_TARM_H
+#define RASP_TARM_H
+
+#include "tdata.h"
+#include "tnet.h"
+#include "topts.h"
+
+typedef struct train_metrics {
+  double loss, seq_acc, tok_acc, lead_acc;
+  double pos_acc[64];
+  double prog_acc; /* "still the program", NAN without a probe */
+} train_metrics;
+
+typedef struct train_probe {
+  int on;
+  rasp_layout_unit *u;      /* the head units */
+  int n;
+  const train_dataset *d;   /* the set and the samples (0..cnt-1) ... */
+  int cnt;
+  int *ref;                 /* ... whose argmaxes at the compiled point these
+                            ** are: [sample][position][unit] */
+} train_probe;
+
+typedef struct train_arm {
+  const train_opts *o;
+  rasp_model m;
+  train_net net;
+  train_adamw opt;
+  train_batch batch;   /* one batch (--batch samples), encoded */
+  int prefix;          /* BOS id prepended (compiled architectures), or -1 */
+  int T;               /* model positions */
+  uint64_t init_fnv;   /* the --init model's parameters' FNV-1a (0: random) */
+  unsigned char *mask; /* entries from the --init model, or NULL */
+  float *ref;          /* the compiled point (widened), or NULL */
+  rasp_layout_unit *units; /* the compiled layout's head units, or NULL */
+  int nunits;
+  train_probe probe;
+} train_arm;
+
+/* Sets up a: random weights (random_init; of architecture *like when not
+** NULL: compare's random arm) or o->init, with the protocols; trial picks
+** the seeds; d is the training set (a compiled readout's floor).  The
+** dropout stream is seeded per epoch by the loop.  0, or -1 with err. */
+int train_arm_init(train_arm *a, const train_opts *o, int trial, int random_init,
+                   const rasp_model_config *like, const train_dataset *d,
+                   rasp_error *err);
+void train_arm_free(train_arm *a);
+/* Sets up a's probe of the n head units u (copied) against the model at
+** a->ref, over samples 0..cnt-1 of d as evaluation encodes them; nothing
+** without units or ref.  0, or -1 with err. */
+int train_arm_probe(train_arm *a, const rasp_layout_unit *u, int n,
+                    const train_dataset *d, int cnt, rasp_error *err);
+/* Encodes samples idx[0..b) of d for epoch e into a->batch. */
+void train_arm_encode(train_arm *a, const train_dataset *d, const int *idx,
+                      int b, int e);
+/* One optimiser step over the b encoded samples; returns the mean loss per
+** answer token. */
+double train_arm_step(train_arm *a, int b);
+/* Evaluates a on samples 0..limit-1 of d, permuted for epoch `epoch` (-1:
+** as written); prog_acc where a's probe covers exactly those samples. */
+void train_arm_eval(train_arm *a, const train_dataset *d, int limit, int epoch,
+                    train_metrics *mt);
+/* CSV text: the L2 distance of a's weights from a->ref, and mt's prog_acc;
+** empty without. */
+const char *train_dist_text(const train_arm *a, char *buf, size_t size);
+const char *train_prog_text(const train_metrics *mt, char *buf, size_t size);
+
+#endif

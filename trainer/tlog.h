@@ -1,0 +1,31 @@
+/*
+** tlog.h -- rasp-train's logs and small text files (trialK.csv,
+** compare.csv, compare.gp, config.txt, a checkpoint's configuration): kept
+** in memory and written out whole (raspR_write_file: a temporary file
+** renamed over the old one) after every row, so that a run killed at any
+** moment leaves the previous or the new file, never a torn one.
+*/
+#ifndef RASP_TLOG_H
+#define RASP_TLOG_H
+
+#include <stddef.h>
+
+#include "rerror.h"
+
+typedef struct train_log {
+  char *s;
+  size_t len, cap;
+} train_log;
+
+void train_log_printf(train_log *b, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* Writes the whole text to path, atomically.  0, or -1 with err. */
+int train_log_commit(const train_log *b, const char *path, rasp_error *err);
+/* Resuming: appends the rows of the CSV log at path up to (and including)
+** epoch `upto` (its second column), after its header, so that a run killed
+** between writing its log and its checkpoint does not repeat a row.
+** Returns 1 if a log was read. */
+int train_log_resume(train_log *b, const char *path, int upto);
+void train_log_free(train_log *b);
+
+#endif

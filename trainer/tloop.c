@@ -1,0 +1,425 @@
+/*
+** tloop.c -- the training loop, and the trials and compare around it (see
+** tloop.h).
+**
+** One loop serves both: every epoch draws the order of the training
+** samples from (seed, epoch) and seeds every arm's dropout stream from
+** (its seed, epoch), then each batch is encoded for and stepped by every
+** arm in turn (the same samples, permutations and masks for every arm: a
+** pure function of seed, epoch and sample).  What an experiment does
+** between steps is its hooks': a trial evaluates, logs and checkpoints
+** after every epoch (so a resumed run, which starts at an epoch boundary,
+** draws exactly what an uninterrupted one would); compare evaluates every
+** --eval-every steps.  A data-parallel gradient sum belongs in
+** train_arm_step (tarm.c), the one place that sees a batch's gradient.
+*/
+#include "tloop.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "rmem.h"
+#include "tarm.h"
+#include "tlog.h"
+#include "tresume.h"
+
+/* What the loop calls: after every step (loss[k]: arm k's mean loss per
+** answer token), and after every epoch (epoch: the number completed;
+** mean_loss: arm 0's over the epoch's steps; *stop ends the loop).  Each
+** returns 0, or -1 (err set) to end it with an error. */
+typedef struct hooks {
+  int (*step)(void *ctx, long step, const double *loss, rasp_error *err);
+  int (*epoch)(void *ctx, int epoch, long step, double mean_loss, int *stop,
+               rasp_error *err);
+  void *ctx;
+} hooks;
+
+/* Trains the n arms from epoch epoch0 (*step steps taken) until o->epochs
+** epochs, o->max_steps steps or a hook's stop.  o gives the schedule
+** (--batch, --epochs, --max-steps) and the seed of the order. */
+static int loop(train_arm *arms, int n, const train_opts *o, const train_dataset *tr,
+                int epoch0, long *step, const hooks *h, rasp_error *err) {
+  long max = o->max_steps ? o->max_steps : 1L << 40;
+  int *ord = raspM_alloc((size_t)tr->n * sizeof *ord);
+  double *loss = raspM_alloc((size_t)n * sizeof *loss);
+  int rc = 0, stop = 0;
+  for (int e = epoch0; !rc && !stop && e < o->epochs && *step < max; e++) {
+    train_data_order(ord, tr->n, o->seed, e);
+    /* dropout masks from a stream tied to the epoch */
+    for (int k = 0; k < n; k++)
+      raspT_rng_seed(&arms[k].net.rng, arms[k].o->seed, 0xd40000 + (uint64_t)e);
+    double sum = 0;
+    int nb = 0;
+    for (int s0 = 0; !rc && s0 < tr->n && *step < max; s0 += o->batch) {
+      int b = tr->n - s0 < o->batch ? tr->n - s0 : o->batch;
+      for (int k = 0; k < n; k++) {
+        train_arm_encode(&arms[k], tr, ord + s0, b, e);
+        loss[k] = train_arm_step(&arms[k], b);
+      }
+      sum += loss[0];
+      nb++;
+      ++*step;
+      if (h->step) rc = h->step(h->ctx, *step, loss, err);
+    }
+    if (!rc && h->epoch) rc = h->epoch(h->ctx, e + 1, *step, nb ? sum / nb : 0, &stop, err);
+  }
+  raspM_free(ord);
+  raspM_free(loss);
+  return rc;
+}
+
+/* ---- trials ------------------------------------------------------------- */
+
+typedef struct trial_result {
+  double val_seq, val_loss, train_loss;
+  int epochs;
+} trial_result;
+
+typedef struct trial {
+  const train_opts *o; /* the command line's */
+  int k;
+  train_arm a;         /* its options: the trial's seed */
+  train_resume r;
+  const train_dataset *tr, *te;
+  train_metrics mv, mt; /* the last evaluation (validation, training) */
+  int evaluated;
+  struct timespec w0;
+  trial_result *res;
+} trial;
+
+static void csv_header(train_log *f, const train_opts *o) {
+  train_log_printf(f, "trial,epoch,step,train_loss,train_eval_loss,val_loss,val_seq_acc,"
+                      "val_tok_acc,val_lead_acc");
+  for (int k = 0; k < train_answer_len(o) && k < 64; k++)
+    train_log_printf(f, ",val_pos%d_acc", k);
+  train_log_printf(f, ",seconds,dist_compiled,program_acc\n");
+}
+
+/* The row's answer positions (at most 64) and its last three fields. */
+static void csv_tail(trial *t, const char *secs) {
+  char dist[32], prog[32];
+  for (int k = 0; k < train_answer_len(t->o) && k < 64; k++)
+    train_log_printf(&t->r.csv, ",%.6g", t->mv.pos_acc[k]);
+  train_log_printf(&t->r.csv, ",%s,%s,%s\n", secs, train_dist_text(&t->a, dist, sizeof dist),
+                   train_prog_text(&t->mv, prog, sizeof prog));
+}
+
+static void print_distance(trial *t, const char *when) {
+  char dist[32], prog[32];
+  if (t->a.ref)
+    fprintf(stderr, "trial %d %s: L2 distance from the compiled point %s%s%s\n", t->k, when,
+            train_dist_text(&t->a, dist, sizeof dist), t->a.probe.on ? ", program heads " : "",
+            train_prog_text(&t->mv, prog, sizeof prog));
+}
+
+/* Before the first step: the initialisation's accuracies (for a compiled
+** model, what `rasp compile --check` measured). */
+static int trial_start(trial *t, rasp_error *err) {
+  train_arm_eval(&t->a, t->te, t->te->n, -1, &t->mv);
+  train_arm_eval(&t->a, t->tr, t->te->n, 0, &t->mt);
+  fprintf(stderr, "trial %d before training: val %.4f seq %.3f lead %.3f pos", t->k,
+          t->mv.loss, t->mv.seq_acc, t->mv.lead_acc);
+  for (int k = 0; k < train_answer_len(t->o) && k < 64; k++)
+    fprintf(stderr, " %.3f", t->mv.pos_acc[k]);
+  fprintf(stderr, "\n");
+  print_distance(t, "before training");
+  int rc = 0;
+  if (t->r.on) {
+    train_log_printf(&t->r.csv, "%d,0,0,,%.6g,%.6g,%.6g,%.6g,%.6g", t->k, t->mt.loss,
+                     t->mv.loss, t->mv.seq_acc, t->mv.tok_acc, t->mv.lead_acc);
+    csv_tail(t, "0");
+    rc = train_log_commit(&t->r.csv, t->r.csv_path, err);
+  }
+  memset(&t->mv, 0, sizeof t->mv);
+  memset(&t->mt, 0, sizeof t->mt);
+  return rc;
+}
+
+/* After every epoch: evaluate, log, decide whether to stop, checkpoint. */
+static int trial_epoch(void *ctx, int epoch, long step, double mean_loss, int *stop,
+                       rasp_error *err) {
+  trial *t = ctx;
+  const train_opts *o = t->o;
+  train_ckpt_state *st = &t->r.st;
+  st->epoch = epoch;
+  train_arm_eval(&t->a, t->te, t->te->n, -1, &t->mv);
+  train_arm_eval(&t->a, t->tr, t->te->n, epoch - 1, &t->mt);
+  t->evaluated = 1;
+  struct timespec w1;
+  clock_gettime(CLOCK_MONOTONIC, &w1);
+  double secs = (double)(w1.tv_sec - t->w0.tv_sec) + 1e-9 * (double)(w1.tv_nsec - t->w0.tv_nsec);
+  if (t->mv.loss < st->best_val) st->best_val = t->mv.loss;
+  t->res->train_loss = t->mt.loss;
+  if (t->r.on) {
+    char s[32];
+    train_log_printf(&t->r.csv, "%d,%d,%ld,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g", t->k, epoch, step,
+                     mean_loss, t->mt.loss, t->mv.loss, t->mv.seq_acc, t->mv.tok_acc,
+                     t->mv.lead_acc);
+    snprintf(s, sizeof s, "%.2f", secs);
+    csv_tail(t, s);
+    if (train_log_commit(&t->r.csv, t->r.csv_path, err)) return -1;
+  }
+  fprintf(stderr, "trial %d epoch %d step %ld: train %.4f val %.4f seq %.3f "
+                  "lead %.3f (%.1fs)\n", t->k, epoch, step, mean_loss, t->mv.loss,
+          t->mv.seq_acc, t->mv.lead_acc, secs);
+  char when[32];
+  snprintf(when, sizeof when, "epoch %d", epoch);
+  print_distance(t, when);
+  if (t->mv.loss < o->stop_loss) st->done = 1;
+  if (o->max_steps && step >= o->max_steps) st->done = 1;
+  if (epoch >= o->epochs) st->done = 1;
+  *stop = st->done;
+  return t->r.on ? train_resume_save(&t->r, &t->a.m, &t->a.opt, err) : 0;
+}
+
+static int run_trial(const train_opts *o, int k, const train_dataset *tr,
+                     const train_dataset *te, trial_result *res, rasp_error *err) {
+  trial t;
+  memset(&t, 0, sizeof t);
+  train_opts ot = *o;
+  ot.seed = o->seed + (uint64_t)k * 7919;
+  t.o = o;
+  t.k = k;
+  t.tr = tr;
+  t.te = te;
+  t.res = res;
+  if (train_arm_init(&t.a, &ot, k, !strcmp(o->init, "random"), NULL, tr, err)) return -1;
+  if (train_arm_probe(&t.a, t.a.units, t.a.nunits, te, te->n, err) ||
+      train_resume_open(&t.r, o, k, t.a.init_fnv, &t.a.m, &t.a.opt, err)) {
+    train_arm_free(&t.a);
+    return -1;
+  }
+  if (t.r.on && !t.r.csv.len) csv_header(&t.r.csv, o);
+  clock_gettime(CLOCK_MONOTONIC, &t.w0);
+  train_ckpt_state *st = &t.r.st;
+  int rc = 0;
+  if (!st->epoch && !st->done) rc = trial_start(&t, err);
+  if (!rc && !st->done) {
+    hooks h = {NULL, trial_epoch, &t};
+    rc = loop(&t.a, 1, &ot, tr, st->epoch, &st->step, &h, err);
+  }
+  if (!rc && st->done && st->step && !t.evaluated) {
+    /* finished earlier (resumed a completed run): evaluate once */
+    train_arm_eval(&t.a, te, te->n, -1, &t.mv);
+    train_arm_eval(&t.a, tr, te->n, 0, &t.mt);
+    res->train_loss = t.mt.loss;
+  }
+  res->val_seq = t.mv.seq_acc;
+  res->val_loss = t.mv.loss;
+  res->epochs = st->epoch;
+  train_resume_free(&t.r);
+  train_arm_free(&t.a);
+  return rc;
+}
+
+int train_trials(const train_opts *o, const train_dataset *tr, const train_dataset *te,
+                 rasp_error *err) {
+  int ok = 0, failed = 0, not_diverged = 0;
+  for (int k = 0; k < o->trials; k++) {
+    trial_result r = {0};
+    if (run_trial(o, k, tr, te, &r, err)) return -1;
+    /* success: >= 95% teacher-forced sequence accuracy.  A failed trial
+    ** "overfits" when its validation loss has diverged from its training
+    ** loss: val > 2 * train + 0.05 (our reading of the paper's second
+    ** column, which reports failed trials that have NOT diverged). */
+    int success = r.val_seq >= 0.95;
+    int diverged = r.val_loss > 2 * r.train_loss + 0.05;
+    ok += success;
+    if (!success) {
+      failed++;
+      not_diverged += !diverged;
+    }
+    printf("trial %d: epochs %d, val seq acc %.4f, val loss %.4f, train loss "
+           "%.4f: %s\n", k, r.epochs, r.val_seq, r.val_loss, r.train_loss,
+           success ? "success" : diverged ? "failed (overfit)" : "failed");
+  }
+  printf("summary: %d trials, %.0f%% reached 95%% sequence accuracy", o->trials,
+         100.0 * ok / o->trials);
+  if (failed)
+    printf("; of %d failed, %.0f%% did not diverge (%.0f%% overfit)", failed,
+           100.0 * not_diverged / failed, 100.0 * (failed - not_diverged) / failed);
+  printf("\n");
+  return 0;
+}
+
+/* ---- compare ------------------------------------------------------------ */
+
+/* The gnuplot script for compare.csv: loss, leading-node and sequence
+** accuracy against steps, one line per arm.  It names no file: the CSV and
+** the PNG are its arguments (gnuplot -c compare.gp CSV PNG, PNG '-' for the
+** standard output; by default compare.csv and compare.png beside it), so no
+** file name is ever gnuplot code, whatever --out holds.  Rows cycle
+** through the n arms after the header: arm k is every n::(k+1).  Arm names
+** are letters, digits, '_' and '-' (main.c), safe in gnuplot strings. */
+static int write_compare_gp(const char *gp, int n, char names[][33], rasp_error *err) {
+  train_log g = {0};
+  train_log_printf(&g,
+                   "# gnuplot -c compare.gp [CSV [PNG]]\n"
+                   "csv = ARGC >= 1 ? ARG1 : 'compare.csv'\n"
+                   "png = ARGC >= 2 ? ARG2 : 'compare.png'\n"
+                   "set terminal pngcairo size 1200,360 font ',10'\n"
+                   "if (png eq '-') { set output } else { set output png }\n"
+                   "set datafile separator ','\n"
+                   "set multiplot layout 1,3\n"
+                   "set xlabel 'step'\n");
+  static const char *titles[] = {"validation loss (answer tokens)", "leading-node accuracy",
+                                 "other answer tokens (mean accuracy)"};
+  static const int cols[] = {4, 5, 8};
+  for (int p = 0; p < 3; p++) {
+    train_log_printf(&g, "set title '%s'\n", titles[p]);
+    if (p == 0) train_log_printf(&g, "set logscale y\n");
+    if (p == 1) train_log_printf(&g, "unset logscale y\nset yrange [0:1.05]\n");
+    for (int k = 0; k < n; k++)
+      train_log_printf(&g, "%s every %d::%d using 1:%d with lines lw 2 title '%s'%s",
+                       k ? "''" : "plot csv", n, k + 1, cols[p], names[k],
+                       k + 1 < n ? ", " : "\n");
+  }
+  train_log_printf(&g, "unset multiplot\n");
+  int rc = train_log_commit(&g, gp, err);
+  train_log_free(&g);
+  return rc;
+}
+
+typedef struct compare {
+  const train_opts *o;
+  int n;
+  char names[TRAIN_MAX_ARMS][33];
+  train_arm *arms;
+  const train_dataset *te;
+  int nev, every;
+  long max;
+  train_log csv;
+  char csv_path[4300];
+} compare;
+
+/* Evaluates arm k at step and appends its row; loss: its last step's
+** (NULL before the first). */
+static void compare_row(compare *c, int k, long step, const double *loss) {
+  const train_opts *o = c->o;
+  int A = train_answer_len(o), lead = train_lead_index(o);
+  train_metrics mv;
+  train_arm_eval(&c->arms[k], c->te, c->nev, -1, &mv);
+  double oth = 0;
+  for (int q = 0; q < A && q < 64; q++)
+    if (q != lead) oth += mv.pos_acc[q];
+  oth = A > 1 ? oth / (A - 1) : 0;
+  train_log_printf(&c->csv, "%ld,%s,", step, c->names[k]);
+  if (loss) train_log_printf(&c->csv, "%.6g", loss[k]);
+  train_log_printf(&c->csv, ",%.6g,%.6g,%.6g,%.6g,%.6g", mv.loss, mv.lead_acc, mv.seq_acc,
+                   mv.tok_acc, oth);
+  for (int q = 0; q < A && q < 64; q++) train_log_printf(&c->csv, ",%.6g", mv.pos_acc[q]);
+  char dist[32], prog[32];
+  train_log_printf(&c->csv, ",%s,%s\n", train_dist_text(&c->arms[k], dist, sizeof dist),
+                   train_prog_text(&mv, prog, sizeof prog));
+  fprintf(stderr, "step %ld %s: val %.4f lead %.3f seq %.3f pos", step, c->names[k], mv.loss,
+          mv.lead_acc, mv.seq_acc);
+  for (int q = 0; q < A && q < 64; q++) fprintf(stderr, " %.3f", mv.pos_acc[q]);
+  fprintf(stderr, "\n");
+}
+
+static int compare_step(void *ctx, long step, const double *loss, rasp_error *err) {
+  compare *c = ctx;
+  if (step % c->every && step != c->max) return 0;
+  for (int k = 0; k < c->n; k++) compare_row(c, k, step, loss);
+  return train_log_commit(&c->csv, c->csv_path, err);
+}
+
+/* The arms: the compiled model with the command line's options gives the
+** random arms' architecture and the point their distances are measured
+** from (and the heads their probes compare). */
+static int compare_arms(compare *c, const train_dataset *tr, int *made, rasp_error *err) {
+  const train_opts *o = c->o;
+  train_arm tc;
+  if (train_arm_init(&tc, o, 0, 0, NULL, tr, err)) return -1;
+  int rc = 0;
+  for (*made = 0; *made < c->n; ++*made) {
+    int k = *made, base = o->narms ? o->arms[k].base : k ? TRAIN_ARM_COMPILED : TRAIN_ARM_RANDOM;
+    const train_opts *ao = o->narms ? o->arms[k].o : o;
+    train_arm *a = &c->arms[k];
+    if (train_arm_init(a, ao, 0, base != TRAIN_ARM_COMPILED,
+                       base == TRAIN_ARM_RANDOM ? &tc.m.cfg : NULL, tr, err)) {
+      rc = -1;
+      break;
+    }
+    if (base == TRAIN_ARM_RANDOM && a->m.nparams == tc.m.nparams) {
+      /* its heads against the compiled ones: the chance baseline */
+      a->ref = raspM_alloc((tc.m.nparams ? tc.m.nparams : 1) * sizeof(float));
+      memcpy(a->ref, tc.ref, tc.m.nparams * sizeof(float));
+      rc = train_arm_probe(a, tc.units, tc.nunits, c->te, c->nev, err);
+    } else {
+      rc = train_arm_probe(a, a->units, a->nunits, c->te, c->nev, err);
+    }
+    if (rc) {
+      ++*made;
+      break;
+    }
+  }
+  train_arm_free(&tc);
+  return rc;
+}
+
+int train_compare(const train_opts *o, const train_dataset *tr, const train_dataset *te,
+                  rasp_error *err) {
+  compare c;
+  memset(&c, 0, sizeof c);
+  c.o = o;
+  c.n = o->narms ? o->narms : 2;
+  for (int k = 0; k < c.n; k++)
+    snprintf(c.names[k], sizeof c.names[k], "%s",
+             o->narms ? o->arms[k].name : k ? "compiled" : "random");
+  c.te = te;
+  c.nev = te->n < 500 ? te->n : 500;
+  c.every = o->eval_every ? o->eval_every : 10;
+  c.max = o->max_steps ? o->max_steps : 1L << 40;
+  c.arms = raspM_alloc((size_t)c.n * sizeof *c.arms);
+  memset(c.arms, 0, (size_t)c.n * sizeof *c.arms);
+  int made = 0;
+  int rc = compare_arms(&c, tr, &made, err);
+  const char *dir = o->out ? o->out : ".";
+  /* gnuplot reads a file name that starts with '<' as a shell command:
+  ** relative paths get "./" in front */
+  const char *dot = dir[0] == '/' ? "" : "./";
+  char pngp[4300], gp[4300];
+  snprintf(c.csv_path, sizeof c.csv_path, "%s%s/compare.csv", dot, dir);
+  snprintf(pngp, sizeof pngp, "%s%s/compare.png", dot, dir);
+  snprintf(gp, sizeof gp, "%s%s/compare.gp", dot, dir);
+  if (!rc) {
+    int A = train_answer_len(o);
+    train_log_printf(&c.csv, "step,init,train_loss,val_loss,val_lead_acc,val_seq_acc,"
+                             "val_tok_acc,val_other_acc");
+    for (int k = 0; k < A && k < 64; k++) train_log_printf(&c.csv, ",val_pos%d_acc", k);
+    train_log_printf(&c.csv, ",dist_compiled,program_acc\n");
+    for (int k = 0; k < c.n; k++) compare_row(&c, k, 0, NULL);
+    rc = train_log_commit(&c.csv, c.csv_path, err) ||
+                 write_compare_gp(gp, c.n, c.names, err)
+             ? -1
+             : 0;
+  }
+  if (!rc) {
+    long step = 0;
+    hooks h = {compare_step, NULL, &c};
+    rc = loop(c.arms, c.n, o, tr, 0, &step, &h, err);
+  }
+  train_log_free(&c.csv);
+  for (int k = 0; k < made; k++) train_arm_free(&c.arms[k]);
+  raspM_free(c.arms);
+  if (rc) return -1;
+  /* no shell: gnuplot's arguments are a vector, and the PNG comes on its
+  ** standard output into a fresh mkstemp file renamed over compare.png */
+  const char *gargv[] = {"gnuplot", "-c", gp, c.csv_path, "-", NULL};
+  rasp_afile png;
+  rasp_error perr = {0};
+  if (raspR_atomic_open(&png, pngp, &perr)) {
+    if (!raspR_spawn(gargv, -1, fileno(png.f), &perr)) raspR_atomic_abort(&png);
+    else raspR_atomic_commit(&png, &perr);
+  }
+  if (perr.set)
+    fprintf(stderr, "rasp-train: no plot (%s); curves are in %s (script %s)\n", perr.msg,
+            c.csv_path, gp);
+  else
+    fprintf(stderr, "rasp-train: wrote %s and %s\n", c.csv_path, pngp);
+  return 0;
+}

@@ -1,0 +1,31 @@
+/*
+** tloop.h -- rasp-train's experiments: trials (each one model, evaluated
+** and checkpointed after every epoch) and compare (several arms on the same
+** batches, evaluated every --eval-every steps).  Both run the one training
+** loop of tloop.c.
+**
+** Every run evaluates once before its first step (the CSV row of epoch or
+** step 0): for a compiled init, the leading-node accuracy there is what
+** `rasp compile --check` measured.  Every evaluation of a model started
+** from --init logs its L2 distance from the compiled point and, for a
+** compiled one, the probe's "still the program" share (tarm.h).
+*/
+#ifndef RASP_TLOOP_H
+#define RASP_TLOOP_H
+
+#include "tdata.h"
+#include "topts.h"
+
+/* Runs o->trials trials and prints a line for each and a summary on the
+** standard output (progress on the standard error); with o->out, logs and
+** checkpoints every trial (tresume.h).  0, or -1 with err. */
+int train_trials(const train_opts *o, const train_dataset *tr,
+                 const train_dataset *te, rasp_error *err);
+/* rasp-train compare: the arms of o (without --arm: random, the compiled
+** architecture with random weights, and compiled) on the same batches in
+** the same order; compare.csv, compare.gp and (when gnuplot runs)
+** compare.png in o->out or ".".  0, or -1 with err. */
+int train_compare(const train_opts *o, const train_dataset *tr,
+                  const train_dataset *te, rasp_error *err);
+
+#endif

@@ -1,0 +1,56 @@
+/*
+** topts.h -- rasp-train's options, as main.c parses them (its option table
+** says what each means and `rasp-train --help` prints it) and as every
+** trainer module reads them: the task, the model, the protocols and the
+** schedule.  compare's arms (--arm) are options of their own, parsed from
+** the command line with the arm's settings on top, so an arm differs from
+** the run only in how it trains.
+*/
+#ifndef RASP_TOPTS_H
+#define RASP_TOPTS_H
+
+#include <stdint.h>
+
+#include "rmodel.h"
+#include "rtask.h"
+
+typedef enum { TRAIN_OBJ_TF, TRAIN_OBJ_IAR, TRAIN_OBJ_NAR } train_objective;
+
+#define TRAIN_MAX_ARMS 16
+/* an arm's starting point: the compiled model (--init), random weights of
+** its architecture, or the standard pre-LN model of the command line */
+enum { TRAIN_ARM_COMPILED, TRAIN_ARM_RANDOM, TRAIN_ARM_STANDARD };
+
+typedef struct train_opts train_opts;
+
+typedef struct train_arm_spec {
+  char name[33];
+  int base;        /* TRAIN_ARM_* */
+  train_opts *o;   /* the arm's options (raspM_alloc'd) */
+  char *words;     /* the spec's words, which o points into */
+  char **argv;
+} train_arm_spec;
+
+struct train_opts {
+  rasp_task_opts task;
+  int obj; /* train_objective */
+  int encoder;
+  rasp_model_config arch;
+  float dropout, lr, wd, stop_loss, init_noise;
+  /* protocols (doc/training.md): optimiser, per-tensor learning rates,
+  ** frozen compiled weights, widening, mixing with a random init */
+  int sgd, lr_rms, freeze, widen, mix_given;
+  float momentum, init_mix, widen_scale;
+  int batch, micro, epochs, trials, ntrain, ntest, eval_every, threads;
+  /* compare's arms (--arm "NAME BASE [OPTION VALUE]..."); none: random,
+  ** compiled */
+  int narms;
+  const char *arm_spec[TRAIN_MAX_ARMS];
+  train_arm_spec arms[TRAIN_MAX_ARMS];
+  long max_steps;
+  uint64_t seed, train_seed, test_seed;
+  const char *out, *init, *reinit;
+  int resume, compare;
+};
+
+#endif

@@ -1,0 +1,207 @@
+/*
+** tresume.c -- the run directory and the checkpoint policy (see
+** tresume.h); the checkpoint files themselves are ttrain.c's.
+**
+** The configuration a checkpoint stores leaves out what only says where to
+** stop (--epochs, --max-steps, --stop-loss: a finished run resumes when
+** given more) and what does not change what a trial computes (--trials,
+** --threads, --eval-every, --out); config.txt records those too.  The
+** protocols appear only when not the default, so that checkpoints made
+** before they existed still resume.
+*/
+#include "tresume.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include "rmem.h"
+
+/* The shortest "%g" text that reads back as f. */
+static const char *ftext(char *buf, size_t size, float f) {
+  for (int p = 6; p <= 9; p++) {
+    snprintf(buf, size, "%.*g", p, (double)f);
+    if (strtof(buf, NULL) == f) break;
+  }
+  return buf;
+}
+
+void train_config_text(train_log *b, const train_opts *o, uint64_t init_fnv) {
+  char f1[32], f2[32], f3[32];
+  static const char *orders[] = {"edge", "arm"}, *qs[] = {"start", "end"};
+  const char *ans = o->task.answer == RASP_ANS_FORWARD   ? "fwd"
+                    : o->task.answer == RASP_ANS_REVERSE ? "rev"
+                                                         : "lead";
+  const char *obj = o->obj == TRAIN_OBJ_TF ? "tf" : o->obj == TRAIN_OBJ_IAR ? "iar" : "nar";
+  train_log_printf(b, "--D %d\n--M %d\n--V %d\n--order %s\n--q %s\n--answer %s\n"
+                      "--structured %d\n--no-bos %s\n--no-eos %s\n--st-names %s\n",
+                   o->task.D, o->task.M, o->task.V, orders[o->task.order == RASP_ORDER_ARM],
+                   qs[o->task.q == RASP_Q_END], ans, o->task.structured,
+                   o->task.bos ? "no" : "yes", o->task.eos ? "no" : "yes",
+                   o->task.st_names ? "yes" : "no");
+  train_log_printf(b, "--model %s\n--objective %s\n--layers %d\n--d-model %d\n"
+                      "--heads %d\n--d-mlp %d\n--pos %s\n--ln %s\n--act %s\n",
+                   o->encoder ? "encoder" : "decoder", obj, o->arch.n_layers,
+                   o->arch.d_model, o->arch.n_heads, o->arch.d_mlp,
+                   o->arch.pos_embedding ? "learned" : "none",
+                   o->arch.layer_norm ? "pre" : "none", o->arch.gelu ? "gelu" : "relu");
+  train_log_printf(b, "--init %s\n--init-noise %s\n--reinit-layers %s\n", o->init,
+                   ftext(f1, sizeof f1, o->init_noise), o->reinit ? o->reinit : "none");
+  /* init-weights fingerprints the --init model's contents, which may
+  ** change under the same name */
+  if (init_fnv) train_log_printf(b, "init-weights %016llx\n", (unsigned long long)init_fnv);
+  if (o->init_mix > 0) train_log_printf(b, "--init-mix %s\n", ftext(f1, sizeof f1, o->init_mix));
+  if (o->widen)
+    train_log_printf(b, "--widen %d\n--widen-scale %s\n", o->widen,
+                     ftext(f1, sizeof f1, o->widen_scale));
+  if (o->freeze) train_log_printf(b, "--freeze compiled\n");
+  if (o->sgd)
+    train_log_printf(b, "--optim sgd\n--momentum %s\n", ftext(f1, sizeof f1, o->momentum));
+  if (o->lr_rms) train_log_printf(b, "--lr-scale rms\n");
+  train_log_printf(b, "--lr %s\n--wd %s\n--dropout %s\n--batch %d\n--micro %d\n"
+                      "--train %d\n--test %d\n--seed %llu\n--train-seed %llu\n"
+                      "--test-seed %llu\n",
+                   ftext(f1, sizeof f1, o->lr), ftext(f2, sizeof f2, o->wd),
+                   ftext(f3, sizeof f3, o->dropout), o->batch, o->micro,
+                   o->ntrain, o->ntest, (unsigned long long)o->seed,
+                   (unsigned long long)o->train_seed, (unsigned long long)o->test_seed);
+}
+
+/* DIR/config.txt: every option's value, the defaults included, one
+** "--name value" line each (flags as "--no-bos yes"), so that a run
+** directory says how it was made.  The checkpoint's lines come first, then
+** those that only say where to stop and how to run; options that are off
+** are comment lines. */
+static int write_run_config(const train_opts *o, rasp_error *err) {
+  train_log b = {0};
+  char f1[32], path[4200];
+  train_log_printf(&b, "# rasp-train%s: every option of the run in %s (rasp-train --help "
+                       "says what each means)\n", o->compare ? " compare" : "", o->out);
+  train_config_text(&b, o, 0);
+  if (!o->init_mix) train_log_printf(&b, "# --init-mix: off\n");
+  if (!o->widen)
+    train_log_printf(&b, "# --widen: off (--widen-scale %s)\n",
+                     ftext(f1, sizeof f1, o->widen_scale));
+  if (!o->freeze) train_log_printf(&b, "--freeze none\n");
+  if (!o->sgd) train_log_printf(&b, "--optim adamw\n");
+  if (!o->lr_rms) train_log_printf(&b, "--lr-scale none\n");
+  train_log_printf(&b, "--epochs %d\n", o->epochs);
+  if (o->max_steps) train_log_printf(&b, "--max-steps %ld\n", o->max_steps);
+  else train_log_printf(&b, "# --max-steps: not set (no limit)\n");
+  train_log_printf(&b, "--stop-loss %s\n--trials %d\n--eval-every %d\n",
+                   ftext(f1, sizeof f1, o->stop_loss), o->trials, o->eval_every);
+  if (o->threads) train_log_printf(&b, "--threads %d\n", o->threads);
+  else
+    train_log_printf(&b, "# --threads: not set (%d, OpenMP's default)\n",
+                     omp_get_max_threads());
+  train_log_printf(&b, "--out %s\n", o->out);
+  if (o->resume) train_log_printf(&b, "--resume\n");
+  for (int k = 0; k < o->narms; k++) train_log_printf(&b, "--arm %s\n", o->arm_spec[k]);
+  snprintf(path, sizeof path, "%s/config.txt", o->out);
+  int rc = train_log_commit(&b, path, err);
+  train_log_free(&b);
+  return rc;
+}
+
+int train_dir_open(const train_opts *o, rasp_error *err) {
+  if (!raspR_mkdirs(o->out, err)) { /* parents too, as mkdir -p */
+    char msg[sizeof err->msg];
+    snprintf(msg, sizeof msg, "%s", err->msg);
+    raspR_setnopos(err, "--out: %s", msg);
+    return -1;
+  }
+  /* one run per directory: the lock (released by the kernel however the
+  ** run ends; its descriptor stays open until exit) makes it safe to
+  ** remove what killed runs left */
+  char lp[4200];
+  snprintf(lp, sizeof lp, "%s/rasp-train.lock", o->out);
+  int lk = open(lp, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+  if (lk < 0 || flock(lk, LOCK_EX | LOCK_NB)) {
+    int e = errno;
+    raspR_setnopos(err, "cannot lock '%s': %s", lp,
+                   e == EWOULDBLOCK ? "another rasp-train is using the directory"
+                                    : strerror(e));
+    if (lk >= 0) close(lk);
+    return -1;
+  }
+  int n = train_clean_tmp(o->out);
+  if (n)
+    fprintf(stderr, "rasp-train: removed %d temporary file%s left in '%s' "
+                    "by a killed run\n", n, n > 1 ? "s" : "", o->out);
+  return write_run_config(o, err);
+}
+
+/* The checkpoint's contents into the freshly set-up m and opt, if it was
+** made with the same options. */
+static int load_into(train_resume *r, rasp_model *m, train_adamw *opt,
+                     rasp_error *err) {
+  rasp_model m2;
+  train_adamw o2;
+  char *saved = NULL;
+  if (!train_ckpt_load(r->stem, &m2, &o2, &r->st, &saved, err)) return -1;
+  char diff[sizeof err->msg - 200];
+  int nd = train_config_diff(saved, r->cfg.s, diff, sizeof diff);
+  int bad = nd || m2.nparams != m->nparams;
+  if (bad)
+    raspR_setnopos(err, "'%s.ckpt': the checkpoint was made with other "
+                        "options: %s; resume with the same options, or "
+                        "train into another --out", r->stem,
+                   nd ? diff : "(a model of another size)");
+  else {
+    memcpy(m->params, m2.params, m2.nparams * sizeof(float));
+    memcpy(opt->m, o2.m, m2.nparams * sizeof(float));
+    memcpy(opt->v, o2.v, m2.nparams * sizeof(float));
+    opt->step = o2.step;
+  }
+  raspM_free(saved);
+  raspN_free(&m2);
+  train_adamw_free(&o2);
+  return bad ? -1 : 0;
+}
+
+int train_resume_open(train_resume *r, const train_opts *o, int trial,
+                      uint64_t init_fnv, rasp_model *m, train_adamw *opt,
+                      rasp_error *err) {
+  memset(r, 0, sizeof *r);
+  r->st.best_val = INFINITY;
+  if (!o->out) return 0;
+  r->on = 1;
+  snprintf(r->stem, sizeof r->stem, "%s/trial%d", o->out, trial);
+  snprintf(r->csv_path, sizeof r->csv_path, "%s/trial%d.csv", o->out, trial);
+  train_config_text(&r->cfg, o, init_fnv);
+  /* generations written but never committed (a kill between the two) */
+  train_ckpt_clean(r->stem);
+  long gen = train_ckpt_generation(r->stem, err);
+  if (gen < 0 && o->resume) goto fail;
+  /* a fresh run numbers its generations after any committed one */
+  r->st.generation = gen > 0 ? gen : 0;
+  if (o->resume && gen > 0) {
+    if (load_into(r, m, opt, err)) goto fail;
+    /* a finished run resumes when given more epochs or steps */
+    r->st.done = r->st.best_val < o->stop_loss || r->st.epoch >= o->epochs ||
+                 (o->max_steps && r->st.step >= o->max_steps);
+    fprintf(stderr, "trial %d: resumed after epoch %d (step %ld)\n", trial,
+            r->st.epoch, r->st.step);
+  }
+  if (r->st.epoch) train_log_resume(&r->csv, r->csv_path, r->st.epoch);
+  return 0;
+fail:
+  train_resume_free(r);
+  return -1;
+}
+
+int train_resume_save(train_resume *r, const rasp_model *m,
+                      const train_adamw *opt, rasp_error *err) {
+  return train_ckpt_save(r->stem, m, opt, &r->st, r->cfg.s, err) ? 0 : -1;
+}
+
+void train_resume_free(train_resume *r) {
+  train_log_free(&r->cfg);
+  train_log_free(&r->csv);
+}

@@ -1,0 +1,60 @@
+/*
+** tresume.h -- rasp-train's run directory (--out DIR) and its checkpoint
+** policy.
+**
+** A run locks DIR (DIR/rasp-train.lock, one run per directory; the kernel
+** releases it however the run ends), removes what killed runs left there
+** (temporaries of interrupted writes; generations never committed, per
+** trial) and records every option in DIR/config.txt.  After every epoch,
+** DIR/trialK.ckpt commits a generation of model and optimiser files
+** (ttrain.h) with the trial's configuration (train_config_text: every
+** option that shapes its trajectory); --resume loads the committed
+** generation and refuses one made with other options, naming each.  A
+** fresh run numbers its generations after any committed one, so that the
+** old checkpoint stays whole until the new one commits.
+*/
+#ifndef RASP_TRESUME_H
+#define RASP_TRESUME_H
+
+#include "tlog.h"
+#include "tnet.h"
+#include "topts.h"
+#include "ttrain.h"
+
+/* Creates o->out (and its parents), locks it for the rest of the process,
+** removes killed runs' temporaries (saying how many) and writes
+** config.txt.  0, or -1 with err. */
+int train_dir_open(const train_opts *o, rasp_error *err);
+
+/* The checkpoint's configuration: every option that shapes a trial's
+** trajectory, one "--name value" line each, in the form the command line
+** takes (floats in the shortest form that reads back exactly, so equal
+** means equal).  init_fnv: FNV-1a of the --init model's parameters (0: a
+** random init). */
+void train_config_text(train_log *b, const train_opts *o, uint64_t init_fnv);
+
+/* One trial's checkpoint and log. */
+typedef struct train_resume {
+  int on;               /* --out given: checkpoints and a log */
+  char stem[4096];      /* DIR/trialK */
+  char csv_path[4200];  /* DIR/trialK.csv */
+  train_log cfg;        /* the trial's configuration */
+  train_log csv;        /* its log: the rows of the epochs resumed, or empty */
+  train_ckpt_state st;  /* progress (zero, best_val infinite, when fresh) */
+} train_resume;
+
+/* Opens trial `trial`'s checkpoint under o->out (nothing without): with
+** --resume, a committed checkpoint made with the same options is loaded
+** into m and opt (initialised already: its parameters and moments replace
+** theirs), and r->st says where it stopped (done: it needs more epochs or
+** steps to go on).  init_fnv as for train_config_text.  0, or -1 with err
+** (r freed). */
+int train_resume_open(train_resume *r, const train_opts *o, int trial,
+                      uint64_t init_fnv, rasp_model *m, train_adamw *opt,
+                      rasp_error *err);
+/* Commits the next generation: m, opt and r->st. 0, or -1 with err. */
+int train_resume_save(train_resume *r, const rasp_model *m,
+                      const train_adamw *opt, rasp_error *err);
+void train_resume_free(train_resume *r);
+
+#endif
