@@ -11,6 +11,12 @@
 #   - `rasp-train --init` on it, before its first step, is right at every
 #     answer position (teacher forced) with loss <= 0.01, and with
 #     --logit-scale 1 the same model's loss is above 0.01;
+#   - decoder1..5 (the other algorithms' whole-answer decoders): each
+#     verifies (D = 2, 3, M = 3..5) with the causal prefix probes run and no
+#     leak, compiles (D = 2, M = 3, V = 10) in agreement with the
+#     interpreter, and before rasp-train's first step is right at every
+#     answer position with loss <= 0.01; a decoder3 with one select made
+#     non-causal is refused, a decoder4 whose pointers miss each other fails;
 #   - --check inputs are half the usual ones and half adversarial (plain
 #     programs: token patterns; path-star: edge orders), counted per class;
 #     a bad --logit-scale is refused with its value.
@@ -65,8 +71,9 @@ else bad "compile decoder6_causal (status $st)"; printf '%s\n' "$out"; fi
 
 # step 0 of rasp-train: "val LOSS seq S lead L pos P0 P1 P2"
 step0() {
-  "$train" --init "$1" --D 2 --M 3 --V 10 --st-names --no-bos --no-eos --train 8 \
-    --test 32 --batch 8 --max-steps 1 --epochs 1 --dropout 0 --threads 1 2>&1 |
+  stem=$1; shift
+  "$train" --init "$stem" --D 2 --M 3 --V 10 --st-names --no-bos --no-eos --train 8 \
+    --test 32 --batch 8 --max-steps 1 --epochs 1 --dropout 0 --threads 1 "$@" 2>&1 |
     sed -n 's/^trial 0 before training: \(val \)/\1/p'
 }
 line=$(step0 "$tmp/d")
@@ -76,6 +83,47 @@ else bad "step 0 of the compiled decoder: '$line' (want loss <= 0.01, accuracy 1
 line=$(step0 "$tmp/d1")
 if printf '%s\n' "$line" | awk '{ if (NF != 10 || $2 <= 0.01 || $10 != "1.000") exit 1 }'; then ok
 else bad "step 0 with --logit-scale 1: '$line' (want loss > 0.01, still right)"; fi
+
+# decoder1..5: verified with the causal probes and no leak, compiled, and
+# right at every answer position (loss <= 0.01) before the first step
+for p in decoder1_back_target decoder2_backward_targets decoder3_forward_start \
+         decoder4_log_meet decoder5_arms_constant; do
+  order=edge
+  case $p in *arms*) order=arm ;; esac
+  out=$("$RASP" verify "programs/$p.rasp" --D 2,3 --M 3..5 --graphs 100 --jobs 1 --json 2>&1)
+  st=$?
+  if [ $st -eq 0 ] && [ "$(printf '%s\n' "$out" |
+       grep -c '"ok":true.*"causal_probes":[1-9][0-9]*,"causal_leaks":0,')" -eq 6 ]; then ok
+  else bad "verify $p (status $st)"; printf '%s\n' "$out"; fi
+  out=$("$RASP" compile "programs/$p.rasp" --D 2 --M 3 --V 10 -o "$tmp/$p" --check 30 2>&1)
+  st=$?
+  if [ $st -eq 0 ] && printf '%s\n' "$out" | grep -q '^check: 30/30 inputs agree'; then ok
+  else bad "compile $p (status $st)"; printf '%s\n' "$out"; fi
+  line=$(step0 "$tmp/$p" --order $order)
+  if printf '%s\n' "$line" | awk '{ if (NF != 10 || $2 > 0.01 || $4 != "1.000") exit 1;
+        for (i = 8; i <= 10; i++) if ($i != "1.000") exit 1 }'; then ok
+  else bad "step 0 of $p: '$line' (want loss <= 0.01, accuracy 1.000 everywhere)"; fi
+done
+
+# the causality proof covers them: one select of decoder3 made non-causal
+sed -e 's/\(rank = sel_width(select(.*\)causal=True/\1causal=False/' \
+    -e "s|include('|include('$(pwd)/programs/|" \
+  programs/decoder3_forward_start.rasp > "$tmp/leaky.rasp"
+out=$("$RASP" verify "$tmp/leaky.rasp" --allow-include "$(pwd)/programs" --D 2 --M 4 \
+  --graphs 20 --jobs 1 2>&1)
+st=$?
+if [ $st -eq 1 ] && printf '%s\n' "$out" | grep -q "declares task\['causal'\] = True, but this select"; then ok
+else bad "a non-causal select in decoder3 is not refused (status $st)"; printf '%s\n' "$out"; fi
+
+# decoder4: a forward pointer one edge too far never meets the back one
+sed -e 's/fwd_steps = arm_len - 2 - back_steps/fwd_steps = arm_len - 1 - back_steps/' \
+    -e "s|include('|include('$(pwd)/programs/|" \
+  programs/decoder4_log_meet.rasp > "$tmp/miss.rasp"
+out=$("$RASP" verify "$tmp/miss.rasp" --allow-include "$(pwd)/programs" --D 2 --M 4 \
+  --graphs 50 --jobs 1 --no-shrink 2>&1)
+st=$?
+if [ $st -eq 1 ] && printf '%s\n' "$out" | grep -q ' 0/50  FAIL'; then ok
+else bad "decoder4 with missing pointers passes (status $st)"; printf '%s\n' "$out"; fi
 
 # plain programs: 2 uniform, 2 adversarial of each class in 10 inputs
 out=$("$RASP" compile examples/histogram.rasp --input-vocab "a b c" --length 6 --dry-run --check 10 2>&1)
