@@ -95,7 +95,7 @@
 
 enum { U_TOK, U_IDX, U_ONE, U_HEAD, U_MLP };
 enum { H_CAT, H_NUM, H_WIDTH, H_MOVE };
-enum { M_DECODE, M_WHERE, M_PAIR, M_SUM, M_NWHERE };
+enum { M_DECODE, M_WHERE, M_PAIR, M_SUM, M_NWHERE, M_NCMP };
 
 typedef struct view {
   int unit;
@@ -855,6 +855,35 @@ static int plan_nwhere(gc *g, int id, const rasp_ir_node *nd) {
   return 1;
 }
 
+/* x == y, x < y, ... on integers where an operand is numerical: z = x - y
+** is a linear form, and [z == 0] = ReLU(z+1) - 2 ReLU(z) + ReLU(z-1),
+** [z >= 1] = ReLU(z) - ReLU(z-1): two or three hidden units and a
+** two-valued (False, True) unit instead of decoding the operands. */
+static int plan_ncmp(gc *g, int id, const rasp_ir_node *nd) {
+  if (nd->op != RASP_OP_BINARY) return 0;
+  switch ((rasp_binop)nd->aux) {
+  case RASP_BIN_EQ: case RASP_BIN_NE: case RASP_BIN_LT: case RASP_BIN_LE: case RASP_BIN_GT:
+  case RASP_BIN_GE: break;
+  default: return 0;
+  }
+  const view *x = &g->nv[nd->in[0]], *y = &g->nv[nd->in[1]];
+  if (!g->u[x->unit].sq && !g->u[y->unit].sq) return 0;
+  if (!lf_ok(g, x) || !lf_ok(g, y)) return 0;
+  rasp_elem *vals = raspM_alloc(sizeof(rasp_elem) * 2);
+  vals[0] = (rasp_elem){0, RASP_DEN_BOOL};
+  vals[1] = (rasp_elem){1, RASP_DEN_BOOL};
+  int m = uniq(vals, 2);
+  int uid = new_unit(g, U_MLP, 1, vals, m, id);
+  unit *u = &g->u[uid];
+  u->mkind = M_NCMP;
+  u->mnode = id;
+  u->nmv = 2;
+  view_copy(g, &u->mv[0], x);
+  view_copy(g, &u->mv[1], y);
+  view_identity(g, &g->nv[id], uid);
+  return 1;
+}
+
 static int plan_node(gc *g, int id) {
   const rasp_ir_node *nd = &g->ir->nodes[id];
   view *v = &g->nv[id];
@@ -914,6 +943,7 @@ static int plan_node(gc *g, int id) {
     }
     if (plan_sum(g, id, nd)) return 1;
     if (plan_nwhere(g, id, nd)) return 1;
+    if (plan_ncmp(g, id, nd)) return 1;
     /* two or three sources: an MLP unit */
     /* operands first, so that their decode units come before this one */
     view tmp[3];
@@ -1327,6 +1357,15 @@ static double mlp_add_view(wctx *w, const view *v, int out) {
     wout(w, h, out, 1);
     return lo;
   }
+  lform f;
+  double flo, fhi;
+  if (s->sq && lf_build(g, v, 0, 0, &f, &flo, &fhi)) {
+    /* an affine view of (x, x^2): ReLU(a x + b - lo) + lo */
+    int h = hid(w, -flo, fabs(flo) + 10);
+    if (w->w_in) lf_write(g, &f, w->w_in, w->dmlp, h, 1);
+    wout(w, h, out, 1);
+    return flo;
+  }
   double maxabs = 1, base = 0;
   for (int a = 0; a < s->nvals; a++)
     if (fabs(dval(s->vals[a])) > maxabs) maxabs = fabs(dval(s->vals[a]));
@@ -1395,8 +1434,50 @@ static void mlp_nwhere(wctx *w, unit *u) {
   }
 }
 
+/* Adds coef * (form of v) to hidden unit h's input. */
+static void win_form(wctx *w, const view *v, int h, double coef) {
+  lform f;
+  double lo, hi;
+  lf_build(w->g, v, 0, 0, &f, &lo, &hi);
+  if (w->w_in) lf_write(w->g, &f, w->w_in, w->dmlp, h, coef);
+}
+
+static void mlp_ncmp(wctx *w, unit *u) {
+  gc *g = w->g;
+  int op = g->ir->nodes[u->mnode].aux;
+  /* z = s (x - y): s = -1 turns < and <= into > and >= */
+  double s = op == RASP_BIN_LT || op == RASP_BIN_LE ? -1 : 1;
+  int dt = u->dim + find(u->vals, u->nvals, (rasp_elem){1, RASP_DEN_BOOL});
+  int df = u->dim + find(u->vals, u->nvals, (rasp_elem){0, RASP_DEN_BOOL});
+  double b[3], c[3];
+  int nh;
+  if (op == RASP_BIN_EQ || op == RASP_BIN_NE) {
+    nh = 3;
+    b[0] = 1, b[1] = 0, b[2] = -1;
+    c[0] = 1, c[1] = -2, c[2] = 1;
+  } else { /* z >= 1 (>, <) or z >= 0 (>=, <=) */
+    nh = 2;
+    double t = op == RASP_BIN_GT || op == RASP_BIN_LT ? 0 : 1;
+    b[0] = t, b[1] = t - 1;
+    c[0] = 1, c[1] = -1;
+  }
+  /* the indicator goes to True (False for !=), its complement to the other */
+  int pos = op == RASP_BIN_NE ? df : dt, neg = op == RASP_BIN_NE ? dt : df;
+  for (int k = 0; k < nh; k++) {
+    int h = hid(w, b[k], 10);
+    win_form(w, &u->mv[0], h, s);
+    win_form(w, &u->mv[1], h, -s);
+    wout(w, h, pos, c[k]);
+    wout(w, h, neg, -c[k]);
+  }
+  int h = hid(w, 0, 10);
+  win(w, 1, h, 1);
+  wout(w, h, neg, 1);
+}
+
 static void mlp_unit(wctx *w, unit *u) {
   switch (u->mkind) {
+  case M_NCMP: mlp_ncmp(w, u); break;
   case M_NWHERE: mlp_nwhere(w, u); break;
   case M_SUM: mlp_sum(w, u); break;
   case M_DECODE: mlp_decode(w, u); break;
