@@ -142,6 +142,9 @@ typedef struct unit {
   int nc;
   int layer, cols; /* head: layer and query/key columns; MLP: layer */
   int alias;       /* WHERE updating its else-operand in place: that unit, or -1 */
+  int ctest;       /* NWHERE: 0 the condition is categorical (mv[0]); 1 it is
+                      t == 0, 2 t >= 1, t = ct_a x + ct_b, x = mv[0]'s unit */
+  double ct_a, ct_b;
   int last;        /* the last sublayer that reads it (liveness) */
   int erase;       /* MLP sublayer that erases it once dead, or 0 */
 } unit;
@@ -841,7 +844,38 @@ static int plan_nwhere(gc *g, int id, const rasp_ir_node *nd) {
   view c;
   view_copy(g, &c, &g->nv[nd->in[0]]);
   for (int a = 0; a < c.nv; a++) c.val[a] = (rasp_elem){raspI_elem_truth(c.val[a]), RASP_DEN_BOOL};
-  need_cat(g, &c, nd->in[0]);
+  int ctest = 0, swap = 0;
+  double ct_a = 0, ct_b = 0;
+  const unit *cu = &g->u[c.unit];
+  if (cu->sq) {
+    /* a condition that is one value, all but one, or a threshold of an
+    ** integer x is tested in this MLP (no decode, no extra sublayer) */
+    int nt = 0, nf = 0, vt = -1, vf = -1, ftrue = -1, lfalse = -1, ltrue = -1, ffalse = -1;
+    for (int a = 0; a < c.nv; a++) {
+      if (!c.ok[a] || !int_elem(cu->vals[a])) continue;
+      if (c.val[a].num) {
+        nt++, vt = a, ltrue = a;
+        if (ftrue < 0) ftrue = a;
+      } else {
+        nf++, vf = a, lfalse = a;
+        if (ffalse < 0) ffalse = a;
+      }
+    }
+    int all = 1;
+    for (int a = 0; a < c.nv; a++) all &= !c.ok[a] || int_elem(cu->vals[a]);
+    if (all && nt && nf) {
+      if (nt == 1) ctest = 1, ct_a = 1, ct_b = -dval(cu->vals[vt]);
+      else if (nf == 1) ctest = 1, swap = 1, ct_a = 1, ct_b = -dval(cu->vals[vf]);
+      else if (lfalse < ftrue) ctest = 2, ct_a = 1, ct_b = -dval(cu->vals[lfalse]);
+      else if (ltrue < ffalse) ctest = 2, ct_a = -1, ct_b = dval(cu->vals[ffalse]);
+    }
+  }
+  if (ctest) {
+    int cunit = c.unit;
+    view_free(&c);
+    view_identity(g, &c, cunit);
+  } else
+    need_cat(g, &c, nd->in[0]);
   int uid = new_unit(g, U_MLP, 0, ix, m, id);
   unit *u = &g->u[uid];
   u->sq = 1;
@@ -849,8 +883,11 @@ static int plan_nwhere(gc *g, int id, const rasp_ir_node *nd) {
   u->mnode = id;
   u->nmv = 3;
   u->mv[0] = c;
-  view_copy(g, &u->mv[1], x);
-  view_copy(g, &u->mv[2], y);
+  u->ctest = ctest;
+  u->ct_a = ct_a;
+  u->ct_b = ct_b;
+  view_copy(g, &u->mv[1], swap ? y : x);
+  view_copy(g, &u->mv[2], swap ? x : y);
   view_identity(g, &g->nv[id], uid);
   return 1;
 }
@@ -1401,8 +1438,84 @@ static void mlp_sum(wctx *w, unit *u) {
 ** values in [lo, hi], ReLU(f - lo - M(1 - gate)), M = hi - lo + 1, which
 ** is f - lo where the gate is 1 and off by a margin of 1 where it is 0; the
 ** lo (and a constant branch) through one gated unit. */
+/* A hidden unit ReLU(k t + f + bias) (no f when f is NULL); off at BOS. */
+static int hid_t(wctx *w, const unit *u, double k, const lform *f, double bias) {
+  gc *g = w->g;
+  double b = bias + k * u->ct_b;
+  int h = hid(w, b, fabs(b) + 10);
+  win(w, udim(g, u->mv[0].unit), h, k * u->ct_a);
+  if (f && w->w_in) lf_write(g, f, w->w_in, w->dmlp, h, 1);
+  return h;
+}
+
+/* where(t == 0, x, y) / where(t >= 1, x, y) with an integer t, per column
+** f in [lo, hi], f' = f - lo, M = hi - lo + 1:
+**   f [t == 0] = ReLU(f' - Mt) + ReLU(f' + Mt) - M ReLU(t) - M ReLU(-t)
+**                - ReLU(f') + lo (ReLU(t+1) - 2 ReLU(t) + ReLU(t-1))
+**   f [t >= 1] = ReLU(f' + M(t-1)) - M ReLU(t-1) + lo (ReLU(t) - ReLU(t-1))
+** and the else branch is g - g[test]. */
+static void mlp_nwhere_t(wctx *w, unit *u) {
+  gc *g = w->g;
+  int eq = u->ctest == 1;
+  /* the shared units of t */
+  int tp = hid_t(w, u, 1, NULL, 0), tm1 = hid_t(w, u, 1, NULL, -1);
+  int tn = eq ? hid_t(w, u, -1, NULL, 0) : -1, tp1 = eq ? hid_t(w, u, 1, NULL, 1) : -1;
+  double cb[2] = {0, 0}; /* coefficient of the indicator per column */
+  double cone[2] = {0, 0};
+  for (int br = 1; br <= 2; br++) {
+    const view *x = &u->mv[br];
+    double sgn = br == 1 ? 1 : -1; /* else: y - y[test] */
+    for (int col = 0; col < 2; col++) {
+      lform f;
+      double lo = 0, hi = 0;
+      lf_build(g, x, col, 0, &f, &lo, &hi);
+      int out = u->dim + col;
+      cb[col] += sgn * lo;
+      if (br == 2) cone[col] += lo;
+      if (g->u[x->unit].kind == U_ONE || lo == hi) continue;
+      double M = hi - lo + 1;
+      int fl = hid(w, -lo, fabs(lo) + 10);
+      if (w->w_in) lf_write(g, &f, w->w_in, w->dmlp, fl, 1);
+      if (eq) {
+        int a1 = hid_t(w, u, -M, &f, -lo), a2 = hid_t(w, u, M, &f, -lo);
+        wout(w, a1, out, sgn);
+        wout(w, a2, out, sgn);
+        wout(w, tp, out, -sgn * M);
+        wout(w, tn, out, -sgn * M);
+        wout(w, fl, out, -sgn);
+      } else {
+        int a1 = hid_t(w, u, M, &f, -lo - M);
+        wout(w, a1, out, sgn);
+        wout(w, tm1, out, -sgn * M);
+      }
+      if (br == 2) wout(w, fl, out, 1); /* + y' */
+    }
+  }
+  for (int col = 0; col < 2; col++) {
+    int out = u->dim + col;
+    if (eq) {
+      wout(w, tp1, out, cb[col]);
+      wout(w, tp, out, -2 * cb[col]);
+      wout(w, tm1, out, cb[col]);
+    } else {
+      wout(w, tp, out, cb[col]);
+      wout(w, tm1, out, -cb[col]);
+    }
+  }
+  if (cone[0] != 0 || cone[1] != 0) {
+    int h = hid(w, 0, 10);
+    win(w, 1, h, 1);
+    wout(w, h, u->dim, cone[0]);
+    wout(w, h, u->dim + 1, cone[1]);
+  }
+}
+
 static void mlp_nwhere(wctx *w, unit *u) {
   gc *g = w->g;
+  if (u->ctest) {
+    mlp_nwhere_t(w, u);
+    return;
+  }
   const view *c = &u->mv[0];
   int cd = udim(g, c->unit);
   for (int br = 1; br <= 2; br++) {
