@@ -1736,6 +1736,120 @@ static void write_head(gc *g, unit *u, float *wq, float *wk, float *wv, float *w
   }
 }
 
+/* ---- liveness and dimensions ------------------------------------------ */
+
+static int usize(const unit *u) { return u->cat ? u->nvals : u->sq ? 2 : 1; }
+
+/* last: the last sublayer reading each unit (the readout: never dead); an
+** in-place chain counts as its first unit, which owns the dimensions. */
+static void liveness(gc *g, int readout) {
+  int src[2 * MAXCOMPS + 4], ns;
+  for (int i = 0; i < g->nu; i++) g->u[i].last = g->u[i].ready;
+  for (int r = 0; r < g->nu; r++) {
+    if (!g->u[r].used) continue;
+    unit_sources(&g->u[r], src, &ns);
+    for (int k = 0; k < ns; k++)
+      if (g->u[src[k]].last < g->u[r].ready) g->u[src[k]].last = g->u[r].ready;
+  }
+  g->u[readout].last = 1 << 28;
+  for (int i = g->nu - 1; i >= 0; i--) { /* aliases come after their operand */
+    unit *u = &g->u[i];
+    if (u->used && u->alias >= 0 && u->last > g->u[u->alias].last) g->u[u->alias].last = u->last;
+  }
+}
+
+/* Gives every used unit its dimensions, first fit in order of writing:
+** policy 0 never erases, 1 erases dead numerical units, 2 every dead head
+** or MLP unit (an eraser costs one hidden unit per dimension).  Returns
+** d_model. */
+static int alloc_dims(gc *g, int policy) {
+  int cap = 64, top = 2;
+  int *free_at = raspM_alloc(sizeof(int) * (size_t)cap);
+  int *order = raspM_alloc(sizeof(int) * (size_t)(g->nu + 1)), no = 0;
+  for (int i = 0; i < g->nu; i++)
+    if (g->u[i].used) order[no++] = i;
+  for (int a = 1; a < no; a++) /* stable insertion sort by sublayer */
+    for (int b = a; b > 0 && g->u[order[b - 1]].ready > g->u[order[b]].ready; b--) {
+      int t = order[b];
+      order[b] = order[b - 1];
+      order[b - 1] = t;
+    }
+  for (int k = 0; k < no; k++) {
+    unit *u = &g->u[order[k]];
+    u->erase = 0;
+    if (u->kind == U_ONE) {
+      u->dim = 1;
+      continue;
+    }
+    if (u->alias >= 0) {
+      u->dim = g->u[u->alias].dim;
+      continue;
+    }
+    int sz = usize(u), end = 1 << 29;
+    if (u->kind >= U_HEAD && u->last < (1 << 28) &&
+        (policy == 2 || (policy == 1 && !u->cat))) {
+      u->erase = u->last % 2 ? u->last + 1 : u->last;
+      end = u->erase;
+    }
+    int p = 2;
+    for (;; p++) {
+      int fits = 1;
+      for (int j = p; j < p + sz && fits; j++) fits = j >= top || free_at[j] <= u->ready;
+      if (fits) break;
+    }
+    if (p + sz > top) {
+      RASP_GROW(free_at, cap, p + sz + 1);
+      for (int j = top; j < p + sz; j++) free_at[j] = 0;
+      top = p + sz;
+    }
+    for (int j = p; j < p + sz; j++) free_at[j] = end;
+    u->dim = p;
+  }
+  raspM_free(free_at);
+  raspM_free(order);
+  return top;
+}
+
+/* The eraser of unit u: minus its value, one hidden unit per dimension
+** (ReLU(x - lo) + lo, lo through ONE). */
+static void mlp_erase(wctx *w, unit *u) {
+  if (u->cat) {
+    for (int k = 0; k < u->nvals; k++) {
+      int h = hid(w, 0, 10);
+      win(w, u->dim + k, h, 1);
+      wout(w, h, u->dim + k, -1);
+    }
+    return;
+  }
+  for (int col = 0; col < (u->sq ? 2 : 1); col++) {
+    double lo = 0;
+    for (int a = 0; a < u->nvals; a++) {
+      double x = dval(u->vals[a]), v = col ? x * x : x;
+      if (!a || v < lo) lo = v;
+    }
+    int h = hid(w, -lo, fabs(lo) + 10);
+    win(w, u->dim + col, h, 1);
+    wout(w, h, u->dim + col, -1);
+    if (lo != 0) {
+      int h1 = hid(w, 0, 10);
+      win(w, 1, h1, 1);
+      wout(w, h1, u->dim + col, -lo);
+    }
+  }
+}
+
+/* Hidden units of layer l's MLP: its units and the erasers due there. */
+static int layer_width(gc *g, int l, int d, int dh, int heads) {
+  wctx w = {g, d, 0, dh, NULL, NULL, NULL, heads ? 1 : 0};
+  for (int i = 0; i < g->nu; i++) {
+    unit *u = &g->u[i];
+    if (!u->used) continue;
+    if (u->kind == U_MLP && u->layer == l) mlp_unit(&w, u);
+    if (u->erase && u->erase / 2 - 1 == l) mlp_erase(&w, u);
+  }
+  return w.h;
+}
+
 /* ---- the layout as JSON ------------------------------------------------- */
 
 typedef struct sbuf {
@@ -1966,19 +2080,8 @@ int raspG_compile(const rasp_ir *ir, const raspG_opts *o, raspG_model *out, rasp
   }
   g->u[2].used = 1; /* ONE */
   accept_aliases(g, ov.unit);
-  /* residual dimensions */
-  int d = 2;
-  for (int i = 0; i < g->nu; i++) {
-    unit *u = &g->u[i];
-    if (!u->used) continue;
-    if (u->kind == U_ONE) u->dim = 1;
-    else if (u->alias >= 0) u->dim = g->u[u->alias].dim;
-    else {
-      u->dim = d;
-      d += u->cat ? u->nvals : u->sq ? 2 : 1;
-    }
-  }
-  /* layers, heads, widths */
+  /* residual dimensions: liveness over the schedule; a dead unit is erased
+  ** by the MLP and its dimensions reused when that makes fewer parameters */
   int nl = 0;
   for (int i = 0; i < g->nu; i++)
     if (g->u[i].used && g->u[i].kind >= U_HEAD && g->u[i].layer + 1 > nl)
@@ -1994,13 +2097,36 @@ int raspG_compile(const rasp_ir *ir, const raspG_opts *o, raspG_model *out, rasp
     if (u->cols > dh) dh = u->cols;
     if (vcols(u) > dh) dh = vcols(u);
   }
-  for (int l = 0; l < nl; l++) {
+  for (int l = 0; l < nl; l++)
     if (out->heads[l] > maxh) maxh = out->heads[l];
-    wctx w = {g, d, 0, dh, NULL, NULL, NULL, out->heads[l] ? 1 : 0};
+  liveness(g, ov.unit);
+  int d = 0, best = -1;
+  double bestp = 0;
+  for (int pol = 0; pol < 3; pol++) {
+    int dd = alloc_dims(g, pol), wmax = 1;
+    for (int l = 0; l < nl; l++) {
+      int wl = layer_width(g, l, dd, dh, out->heads[l] > 0);
+      if (wl > wmax) wmax = wl;
+    }
+    double p = (double)nl * (4.0 * maxh * dd * dh + 2.0 * dd * wmax) + (double)dd * (o->nvocab + g->n + 3);
+    if (best < 0 || p < bestp) best = pol, bestp = p;
+  }
+  d = alloc_dims(g, best);
+  if (getenv("RASP_COMPILE_DEBUG"))
     for (int i = 0; i < g->nu; i++)
-      if (g->u[i].used && g->u[i].kind == U_MLP && g->u[i].layer == l) mlp_unit(&w, &g->u[i]);
-    out->mlp_width[l] = w.h;
-    if (w.h > dmlp) dmlp = w.h;
+      if (g->u[i].used)
+      {
+        int src[2 * MAXCOMPS + 4], ns;
+        unit_sources(&g->u[i], src, &ns);
+        fprintf(stderr, "unit %d ready %d last %d erase %d dim %d size %d alias %d src", i,
+                g->u[i].ready, g->u[i].last, g->u[i].erase, g->u[i].dim, usize(&g->u[i]),
+                g->u[i].alias);
+        for (int k = 0; k < ns; k++) fprintf(stderr, " %d", src[k]);
+        fprintf(stderr, "\n");
+      }
+  for (int l = 0; l < nl; l++) {
+    out->mlp_width[l] = layer_width(g, l, d, dh, out->heads[l] > 0);
+    if (out->mlp_width[l] > dmlp) dmlp = out->mlp_width[l];
   }
   /* the readout's values */
   out->out_vals = view_image(&ov, &out->n_out);
@@ -2073,8 +2199,34 @@ int raspG_compile(const rasp_ir *ir, const raspG_opts *o, raspG_model *out, rasp
         else wout(&w, h, u->dim, u->hmode == H_WIDTH ? -1 : -dval(u->dflt));
       }
     }
-    for (int i = 0; i < g->nu; i++)
-      if (g->u[i].used && g->u[i].kind == U_MLP && g->u[i].layer == l) mlp_unit(&w, &g->u[i]);
+    for (int i = 0; i < g->nu; i++) {
+      unit *u = &g->u[i];
+      if (!u->used) continue;
+      if (u->kind == U_MLP && u->layer == l) mlp_unit(&w, u);
+      if (u->erase && u->erase / 2 - 1 == l) mlp_erase(&w, u);
+    }
+    /* at BOS this layer's heads have written their BOS values (the undo
+    ** comes in this MLP): every other hidden unit is kept off there by a
+    ** large enough -L * is_bos, whatever it reads */
+    if (hh) {
+      double *bv = raspM_alloc(sizeof(double) * (size_t)d);
+      for (int i = 0; i < g->nu; i++) {
+        unit *u = &g->u[i];
+        if (!u->used || u->kind != U_HEAD || u->layer != l) continue;
+        double dv = dval(u->dflt);
+        if (u->hmode == H_CAT) bv[u->dim + find(u->vals, u->nvals, u->dflt)] = 1;
+        else if (u->hmode == H_WIDTH) bv[u->dim] = 1;
+        else if (u->hmode == H_MOVE) bv[u->dim] = dv, bv[u->dim + 1] = dv * dv;
+        else bv[u->dim] = dv;
+      }
+      for (int h = 1; h < w.h; h++) {
+        double pre = (double)w.b_in[h] + w.w_in[h];
+        for (int r = 2; r < d; r++)
+          if (bv[r] != 0) pre += bv[r] * w.w_in[(size_t)r * dmlp + h];
+        if (pre > -1) w.w_in[h] -= (float)(pre + 10);
+      }
+      raspM_free(bv);
+    }
   }
   /* the readout */
   float *un = raspN_data(m, "unembed");
