@@ -1900,19 +1900,22 @@ static const char *unit_name(gc *g, const unit *u, char *buf, size_t size) {
 static char *layout_json(gc *g, const raspG_model *m, int root, const view *ov) {
   sbuf b = {0};
   char nb[256];
-  /* dims[k] names residual dimension k: is_bos, one, then the units in the
-  ** order their dimensions were given (in-place units share theirs) */
+  /* dims[k] names residual dimension k: is_bos, one, then every unit that
+  ** holds it in the order they are written, " | " between them (a dead
+  ** unit's dimensions are reused; in-place units share their operand's) */
   sb_printf(&b, "{\"bos_token\": %d, \"input_offset\": 1, \"n\": %d, \"dims\": [\"is_bos\", "
                 "\"one\"",
             m->model.cfg.bos_token, g->n);
-  for (int i = 0; i < g->nu; i++) {
-    unit *u = &g->u[i];
-    if (!u->used || u->kind == U_ONE || u->alias >= 0) continue;
-    const char *name = unit_name(g, u, nb, sizeof nb);
-    for (int k = 0; k < (u->cat ? u->nvals : u->sq ? 2 : 1); k++) {
-      sb_printf(&b, ", ");
-      char eb[128], full[512];
-      if (u->kind == U_TOK && g->o->token_names && u->vals[k].num >= 0 &&
+  for (int dim = 2; dim < m->n_dims; dim++) {
+    sbuf nm = {0};
+    for (int i = 0; i < g->nu; i++) {
+      unit *u = &g->u[i];
+      if (!u->used || u->kind == U_ONE || u->alias >= 0) continue;
+      int k = dim - u->dim;
+      if (k < 0 || k >= usize(u)) continue;
+      const char *name = unit_name(g, u, nb, sizeof nb);
+      char eb[128];
+      if (u->kind == U_TOK && u->cat && g->o->token_names && u->vals[k].num >= 0 &&
           u->vals[k].num <= g->o->nvocab && g->o->token_names[u->vals[k].num])
         snprintf(eb, sizeof eb, "%s", g->o->token_names[u->vals[k].num]);
       else if (u->cat)
@@ -1920,9 +1923,11 @@ static char *layout_json(gc *g, const raspG_model *m, int root, const view *ov) 
       else
         snprintf(eb, sizeof eb, "%s",
                  u->sq ? (k ? "x^2" : "x") : u->hmode == H_WIDTH ? "1/(w+1)" : "mean");
-      snprintf(full, sizeof full, "%s=%s", name, eb);
-      sb_str(&b, full);
+      sb_printf(&nm, "%s%s=%s", nm.len ? " | " : "", name, eb);
     }
+    sb_printf(&b, ", ");
+    sb_str(&b, nm.s ? nm.s : "");
+    raspM_free(nm.s);
   }
   sb_printf(&b, "], \"units\": [");
   int first = 1;
@@ -1934,12 +1939,13 @@ static char *layout_json(gc *g, const raspG_model *m, int root, const view *ov) 
     first = 0;
     sb_str(&b, unit_name(g, u, nb, sizeof nb));
     sb_printf(&b, ", \"kind\": \"%s\", \"encoding\": \"%s\", \"dim\": %d, \"size\": %d, "
-                  "\"layer\": %d%s}",
+                  "\"layer\": %d, \"erased_at_layer\": %d%s}",
               kinds[u->kind], u->cat ? "categorical" : u->sq ? "numerical+square" : "numerical",
               u->dim, u->cat ? u->nvals : u->sq ? 2 : 1, u->kind >= U_HEAD ? u->layer : -1,
+              u->erase ? u->erase / 2 - 1 : -1,
               u->alias >= 0 ? ", \"in_place\": true" : "");
   }
-  sb_printf(&b, "], \"token_embedding\": \"tokens one-hot; 'one' (dim 1) at every token "
+  sb_printf(&b, "], \"token_embedding\": \"tokens one-hot (numerical+square: id, id^2); 'one' (dim 1) at every token "
                 "but BOS; is_bos (dim 0) at BOS\", \"position_embedding\": \"indices one-hot "
                 "of position p-1 at model position p >= 1\", \"readout\": {\"node\": %d, "
                 "\"tokens\": %s, \"logit_scale\": %.17g, \"values\": [",

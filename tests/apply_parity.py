@@ -49,7 +49,9 @@ def check(rasp, stem, inputs):
             print("%s: %d dimension names for d_model %d" % (name, len(m.dims), m.config["d_model"]))
             bad += 1
         for u in m.units:
-            if not u.get("in_place") and not m.dims[u["dim"]].startswith(u["name"] + "="):
+            # a reused dimension names every unit that held it, " | " between
+            held = m.dims[u["dim"]].split(" | ")
+            if not u.get("in_place") and not any(h.startswith(u["name"] + "=") for h in held):
                 if u["name"] != "one" or m.dims[u["dim"]] != "one":
                     print("%s: unit %s at dimension %d, named %s" % (name, u["name"], u["dim"],
                                                                   m.dims[u["dim"]]))
