@@ -70,6 +70,31 @@
 ** adds x - y where c holds, with the same hidden units: loop state does not
 ** grow the residual.
 **
+** Numbers with their squares.  A unit with many integer values (token ids
+** of a large vocabulary, node ids moved by heads, where over them) is
+** numerical with two dimensions (x, x^2) (`sq`); any integer view of a
+** categorical unit or affine view of such a unit is a linear form over the
+** residual (lf_build), squares included, so:
+**   equality select: -(k - q)^2 = 2kq - k^2 - q^2 in three columns (numeq),
+**     0 at a match, at most -1 elsewhere, 0 at BOS; with a power-of-two
+**     scale the score is exact in float32 on integer inputs;
+**   aggregate over an equality select: moves (x, x^2) (H_MOVE);
+**   where(c, x, y): big-M gating per column, ReLU(f - lo - M(1 - c)); a
+**     condition that is one value / all but one / a threshold of an
+**     integer unit is tested in the same MLP (f[t == 0], f[t >= 1] with
+**     ReLUs of t), so it costs no decode and no sublayer;
+**   comparisons x == y, x < y: ReLU bumps / steps of x - y (M_NCMP);
+**   readout: logit_v = -X (x - v)^2, linear in (x, x^2, 1).
+** Anything else reading such a unit decodes it (steps, as above).
+**
+** Liveness.  After scheduling, each unit's last reader is known; a dead
+** unit can be erased by an MLP (minus its value: one hidden unit per
+** dimension) and its dimensions given to a later unit (first fit in order
+** of writing).  Whether to erase none, the numerical units or all is
+** chosen by the parameter count.  At BOS the heads of a layer write their
+** defaults before that layer's MLP undoes them, so every other hidden unit
+** of that MLP is pushed off at BOS by what it would read there.
+**
 ** Readout.  The output unit's one-hot times the logit scale (the margin by
 ** which the right value's logit beats every other; by default
 ** ln(1000 (n_out - 1)), so that a right output's cross-entropy is below
