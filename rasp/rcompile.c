@@ -1991,6 +1991,15 @@ static char *layout_json(gc *g, const raspG_model *m, int root, const view *ov) 
       sb_str(&b, g->o->token_names[t] ? g->o->token_names[t] : "");
     }
     sb_printf(&b, ", \"\"]");
+    /* the symbols compiled as inputs (a numerical tokens unit has no
+    ** dimension per symbol to name them) */
+    sb_printf(&b, ", \"input_symbols\": [");
+    for (int k = 0; k < g->u[0].nvals; k++) {
+      int64_t t = g->u[0].vals[k].num;
+      sb_printf(&b, "%s", k ? ", " : "");
+      sb_str(&b, t >= 1 && t <= g->o->nvocab && g->o->token_names[t] ? g->o->token_names[t] : "");
+    }
+    sb_printf(&b, "]");
   }
   sb_printf(&b, "}");
   (void)ov;
