@@ -369,7 +369,8 @@ static void need_cat(gc *g, view *v, int node) {
 ** a squared numerical unit (x, x^2) through an affine view a x + b, whose
 ** square is a^2 x^2 + 2ab x + b^2 (b on ONE).  Both are 0 at BOS. */
 
-#define NUMMIN 8 /* a node-valued unit with more values than this is numerical */
+#define NUMMIN 32 /* a unit with more integer values than this is numerical (smaller
+                     ** ones stay one-hot: cheap, and gentle for training) */
 
 typedef struct lform {
   int n;
@@ -759,7 +760,7 @@ static int numq_ok(gc *g, int id) {
 /* A select realised as -(k - q)^2 (numeq): equality, not under an or / not
 ** (the score is a sum, not a 0/1 table), both sides readable as integers
 ** (lf_build), and either side a squared numerical unit or the one-hot
-** table needing more than 3 columns. */
+** table needing more than NUMMIN columns. */
 static int numeq_ok(gc *g, int id) {
   const rasp_ir_node *nd = &g->ir->nodes[id];
   if (nd->aux != RASP_PRED_EQ || g->ornot[id]) return 0;
@@ -771,7 +772,7 @@ static int numeq_ok(gc *g, int id) {
   for (int i = 0; i < nk; i++) common += find(iq, nq, ik[i]) >= 0;
   raspM_free(ik);
   raspM_free(iq);
-  return common > 3;
+  return common > NUMMIN; /* large one-hot tables only: small ones train gently */
 }
 
 /* Marks the selects under an or / not (their pattern is a 0/1 table). */
@@ -894,6 +895,21 @@ static int plan_nwhere(gc *g, int id, const rasp_ir_node *nd) {
       else if (lfalse < ftrue) ctest = 2, ct_a = 1, ct_b = -dval(cu->vals[lfalse]);
       else if (ltrue < ffalse) ctest = 2, ct_a = -1, ct_b = dval(cu->vals[ffalse]);
     }
+  }
+  if (ctest) {
+    /* exact in float32 only while every partial sum is an integer below
+    ** 2^23: M |t| + M for the largest M (a square's range) and |t|;
+    ** beyond that (large vocabularies) the condition is decoded first */
+    double tmax = 0, mmax = 0, lo, hi;
+    for (int a = 0; a < c.nv; a++)
+      if (c.ok[a] && fabs(ct_a * dval(cu->vals[a]) + ct_b) > tmax)
+        tmax = fabs(ct_a * dval(cu->vals[a]) + ct_b);
+    const view *br[2] = {x, y};
+    lform f;
+    for (int b = 0; b < 2; b++)
+      for (int col = 0; col < 2; col++)
+        if (lf_build(g, br[b], col, 0, &f, &lo, &hi) && hi - lo + 1 > mmax) mmax = hi - lo + 1;
+    if ((tmax + 2) * mmax >= 8388608.0) ctest = 0, swap = 0;
   }
   if (ctest) {
     int cunit = c.unit;
@@ -1292,7 +1308,10 @@ static void mlp_decode(wctx *w, unit *u) {
       double lo = dval(s->vals[prev]), hi = dval(s->vals[a]);
       double gap = hi - lo, mid = (lo + hi) / 2, sl = 2 / gap;
       double L = sl * (maxabs + fabs(mid) + gap) + 10;
-      int h1 = hid(w, -sl * (mid - gap / 4), L), h2 = hid(w, -sl * (mid + gap / 4), L);
+      double b1 = -sl * (mid - gap / 4), b2 = -sl * (mid + gap / 4);
+      if (s->sq) /* integers: ReLU(x - lo) - ReLU(x - lo - 1), exact in float32 */
+        sl = 1, b1 = -lo, b2 = -lo - 1, L = maxabs + fabs(lo) + 11;
+      int h1 = hid(w, b1, L), h2 = hid(w, b2, L);
       win(w, s->dim, h1, sl);
       win(w, s->dim, h2, sl);
       int vn = u->dim + find(u->vals, u->nvals, v->val[a]);
