@@ -157,6 +157,10 @@ class _Layout:
         # the symbols the model has input dimensions for ("tokens=SYM"); none
         # listed: the program does not read its tokens
         self._inputs = set(d[7:] for d in dims if d.startswith("tokens="))
+        if "x" in self._inputs and "input_symbols" in layout:
+            # numerical token ids (dims "tokens=x", "tokens=x^2"): the
+            # compiled inputs are listed by symbol
+            self._inputs = set(layout["input_symbols"])
         self._ids = {}
         for i, s in enumerate(self.vocab or []):
             if s and i != self.bos_token and s not in self._ids:

@@ -158,8 +158,13 @@ static int apply_model(const char *stem, const char *input, int symbols, int wan
       goto out;
     }
     int known = !any_tok;
-    for (int k = 0; k < ndims && !known; k++)
+    for (int k = 0; k < ndims && !known; k++) {
       known = !strncmp(dims[k], "tokens=", 7) && !strcmp(dims[k] + 7, syms[i]);
+      /* numerical token ids ("tokens=x"): every compiled input has its id
+         (nonzero) there */
+      if (!known && !strcmp(dims[k], "tokens=x") && k < c->d_model)
+        known = raspN_data(&m, "tok_emb")[(size_t)id * c->d_model + k] != 0.0f;
+    }
     if (!known) {
       fprintf(stderr,
               "rasp apply: input symbol '%s' (position %d) is in the vocabulary but "

@@ -70,6 +70,31 @@
 ** adds x - y where c holds, with the same hidden units: loop state does not
 ** grow the residual.
 **
+** Numbers with their squares.  A unit with many integer values (token ids
+** of a large vocabulary, node ids moved by heads, where over them) is
+** numerical with two dimensions (x, x^2) (`sq`); any integer view of a
+** categorical unit or affine view of such a unit is a linear form over the
+** residual (lf_build), squares included, so:
+**   equality select: -(k - q)^2 = 2kq - k^2 - q^2 in three columns (numeq),
+**     0 at a match, at most -1 elsewhere, 0 at BOS; with a power-of-two
+**     scale the score is exact in float32 on integer inputs;
+**   aggregate over an equality select: moves (x, x^2) (H_MOVE);
+**   where(c, x, y): big-M gating per column, ReLU(f - lo - M(1 - c)); a
+**     condition that is one value / all but one / a threshold of an
+**     integer unit is tested in the same MLP (f[t == 0], f[t >= 1] with
+**     ReLUs of t), so it costs no decode and no sublayer;
+**   comparisons x == y, x < y: ReLU bumps / steps of x - y (M_NCMP);
+**   readout: logit_v = -X (x - v)^2, linear in (x, x^2, 1).
+** Anything else reading such a unit decodes it (steps, as above).
+**
+** Liveness.  After scheduling, each unit's last reader is known; a dead
+** unit can be erased by an MLP (minus its value: one hidden unit per
+** dimension) and its dimensions given to a later unit (first fit in order
+** of writing).  Whether to erase none, the numerical units or all is
+** chosen by the parameter count.  At BOS the heads of a layer write their
+** defaults before that layer's MLP undoes them, so every other hidden unit
+** of that MLP is pushed off at BOS by what it would read there.
+**
 ** Readout.  The output unit's one-hot times the logit scale (the margin by
 ** which the right value's logit beats every other; by default
 ** ln(1000 (n_out - 1)), so that a right output's cross-entropy is below
@@ -94,8 +119,8 @@
 #define MAXCOMPS 16
 
 enum { U_TOK, U_IDX, U_ONE, U_HEAD, U_MLP };
-enum { H_CAT, H_NUM, H_WIDTH };
-enum { M_DECODE, M_WHERE, M_PAIR, M_SUM };
+enum { H_CAT, H_NUM, H_WIDTH, H_MOVE };
+enum { M_DECODE, M_WHERE, M_PAIR, M_SUM, M_NWHERE, M_NCMP };
 
 typedef struct view {
   int unit;
@@ -112,10 +137,17 @@ typedef struct comp {
   int numq;
   double qa, qb;
   double *ky;
+  /* numerical equality (numeq): key and query views read as numbers (a
+  ** categorical unit through its table, a squared numerical unit as an
+  ** affine function of (x, x^2)), shifted by sh; score -(k - q)^2 */
+  int numeq;
+  view kv, qv;
+  double sh;
 } comp;
 
 typedef struct unit {
   int kind, cat;
+  int sq;          /* numerical with its square: dimensions (x, x^2) */
   rasp_elem *vals; /* sorted; CAT: one dimension each; NUM: possible raw values */
   int nvals;
   int ready;       /* sublayer after which it is in the residual */
@@ -135,6 +167,11 @@ typedef struct unit {
   int nc;
   int layer, cols; /* head: layer and query/key columns; MLP: layer */
   int alias;       /* WHERE updating its else-operand in place: that unit, or -1 */
+  int ctest;       /* NWHERE: 0 the condition is categorical (mv[0]); 1 it is
+                      t == 0, 2 t >= 1, t = ct_a x + ct_b, x = mv[0]'s unit */
+  double ct_a, ct_b;
+  int last;        /* the last sublayer that reads it (liveness) */
+  int erase;       /* MLP sublayer that erases it once dead, or 0 */
 } unit;
 
 typedef struct gc {
@@ -147,6 +184,8 @@ typedef struct gc {
   view *nv;        /* per IR node */
   unsigned char *have;
   unsigned char *numq; /* per IR node: a select read through a numerical query */
+  unsigned char *numeq; /* per IR node: a select realised as -(k - q)^2 */
+  unsigned char *ornot; /* per IR node: a select under an or / not */
   int *decoded;    /* per unit: its categorical decode unit, or -1 */
   rasp_error *err;
 } gc;
@@ -324,6 +363,94 @@ static void need_cat(gc *g, view *v, int node) {
   view_identity(g, v, id);
 }
 
+/* ---- numbers ------------------------------------------------------------
+** A view read as a number is a linear form over residual dimensions: a
+** categorical unit through its table (sum over values of value * one-hot),
+** a squared numerical unit (x, x^2) through an affine view a x + b, whose
+** square is a^2 x^2 + 2ab x + b^2 (b on ONE).  Both are 0 at BOS. */
+
+#define NUMMIN 32 /* a unit with more integer values than this is numerical (smaller
+                     ** ones stay one-hot: cheap, and gentle for training) */
+
+typedef struct lform {
+  int n;
+  int u[8], off[8]; /* numerical units: a few terms */
+  double w[8];
+  const view *cat;  /* categorical: the table itself */
+  int sq;
+  double sh;
+} lform;
+
+static int int_elem(rasp_elem e) { return e.den == 1 && e.num > -1000000 && e.num < 1000000; }
+
+static int view_affine(gc *g, const view *v, double *a, double *b);
+
+static void lf_add(lform *f, int u, int off, double w) {
+  if (w != 0 && f->n < 8) {
+    f->u[f->n] = u;
+    f->off[f->n] = off;
+    f->w[f->n++] = w;
+  }
+}
+
+/* The form of (v - sh) (sq = 0) or (v - sh)^2 (sq = 1), with the range of
+** its values; 0 when v cannot be read as an integer this way. */
+static int lf_build(gc *g, const view *v, int sq, double sh, lform *f, double *lo, double *hi) {
+  const unit *u = &g->u[v->unit];
+  int any = 0;
+  for (int a = 0; a < v->nv; a++) {
+    if (!v->ok[a]) continue;
+    if (!int_elem(v->val[a])) return 0;
+    double x = dval(v->val[a]) - sh, w = sq ? x * x : x;
+    if (!any || w < *lo) *lo = w;
+    if (!any || w > *hi) *hi = w;
+    any = 1;
+  }
+  if (!any) return 0;
+  memset(f, 0, sizeof *f);
+  f->sq = sq;
+  f->sh = sh;
+  if (u->cat) {
+    f->cat = v;
+    return 1;
+  }
+  double A, B;
+  if (!u->sq || !view_affine(g, v, &A, &B)) return 0;
+  int one = 2; /* the ONE unit is always unit 2 */
+  B -= sh;
+  if (!sq) {
+    lf_add(f, v->unit, 0, A);
+    lf_add(f, one, 0, B);
+  } else {
+    lf_add(f, v->unit, 1, A * A);
+    lf_add(f, v->unit, 0, 2 * A * B);
+    lf_add(f, one, 0, B * B);
+  }
+  return 1;
+}
+static int lf_ok(gc *g, const view *v) {
+  lform f;
+  double lo, hi;
+  return lf_build(g, v, 0, 0, &f, &lo, &hi);
+}
+
+/* Adds coef * form to column col of a weight matrix (rows = residual
+** dimensions, ld = row length). */
+static void lf_write(gc *g, const lform *f, float *W, int ld, int col, double coef) {
+  if (f->cat) {
+    const view *v = f->cat;
+    int d0 = g->u[v->unit].dim;
+    for (int a = 0; a < v->nv; a++) {
+      if (!v->ok[a]) continue;
+      double x = dval(v->val[a]) - f->sh, w = f->sq ? x * x : x;
+      if (w != 0) W[(size_t)(d0 + a) * ld + col] += (float)(coef * w);
+    }
+    return;
+  }
+  for (int i = 0; i < f->n; i++)
+    W[(size_t)(g->u[f->u[i]].dim + f->off[i]) * ld + col] += (float)(coef * f->w[i]);
+}
+
 /* ---- value sets of averaging heads ------------------------------------- */
 
 static int64_t gcd64(int64_t a, int64_t b) {
@@ -413,6 +540,7 @@ static int sel_has_eq(const rasp_ir *ir, int id) {
 static int sel_units(gc *g, int id, int *ku, int *qu) {
   const rasp_ir_node *nd = &g->ir->nodes[id];
   if (nd->op == RASP_OP_SELECT) {
+    if (g->numeq[id]) return 0;
     int k = unit_of(g, nd->in[0]), q = unit_of(g, nd->in[1]);
     if (g->u[k].kind != U_ONE) {
       if (*ku >= 0 && *ku != k) return 0;
@@ -509,6 +637,22 @@ static int sel_comps(gc *g, int id, comp *c, int *nc) {
     add_comp(g, c, nc, ix, ix, id, 1);
     return 1;
   }
+  if (nd->op == RASP_OP_SELECT && g->numeq[id]) {
+    comp *cc = &c[(*nc)++];
+    memset(cc, 0, sizeof *cc);
+    cc->numeq = 1;
+    view_copy(g, &cc->kv, &g->nv[nd->in[0]]);
+    view_copy(g, &cc->qv, &g->nv[nd->in[1]]);
+    cc->ku = cc->kv.unit;
+    cc->qu = cc->qv.unit;
+    /* centred: the score's terms are as small as the values allow */
+    double lo = 0, hi = 0, l2, h2;
+    lform f;
+    lf_build(g, &cc->kv, 0, 0, &f, &lo, &hi);
+    lf_build(g, &cc->qv, 0, 0, &f, &l2, &h2);
+    cc->sh = floor(((lo < l2 ? lo : l2) + (hi > h2 ? hi : h2)) / 2);
+    return 1;
+  }
   if (sel_units(g, id, &ku, &qu)) {
     if (ku < 0) ku = one;
     if (qu < 0) qu = one;
@@ -521,6 +665,36 @@ static int sel_comps(gc *g, int id, comp *c, int *nc) {
             "compile: cannot realise this selector in one head (an or/not of selects "
             "reading different sequences)");
   return 0;
+}
+
+/* A table component that never holds for some query value (every key
+** scores below the BOS column there, so the default or an empty width
+** wins) makes every other component's entries at that query value
+** irrelevant: they are cleared, which merges columns (a causal mask k <= q
+** costs one column per query position, but a readout only needs the
+** positions its equality can select at).  Likewise for key values. */
+static void prune_comps(gc *g, comp *c, int nc) {
+  for (int j = 0; j < nc; j++) {
+    if (!c[j].t) continue;
+    int nkj = g->u[c[j].ku].nvals, nqj = g->u[c[j].qu].nvals;
+    for (int i = 0; i < nc; i++) {
+      if (i == j || !c[i].t) continue;
+      int nqi = g->u[c[i].qu].nvals;
+      if (c[i].qu == c[j].qu)
+        for (int b = 0; b < nqj; b++) {
+          int zero = 1;
+          for (int a = 0; a < nkj && zero; a++) zero = !c[j].t[(size_t)a * nqj + b];
+          if (zero)
+            for (int a = 0; a < g->u[c[i].ku].nvals; a++) c[i].t[(size_t)a * nqi + b] = 0;
+        }
+      if (c[i].ku == c[j].ku)
+        for (int a = 0; a < nkj; a++) {
+          int zero = 1;
+          for (int b = 0; b < nqj && zero; b++) zero = !c[j].t[(size_t)a * nqj + b];
+          if (zero) memset(c[i].t + (size_t)a * nqi, 0, (size_t)nqi);
+        }
+    }
+  }
 }
 
 /* ---- planning ----------------------------------------------------------- */
@@ -581,6 +755,36 @@ static int numq_ok(gc *g, int id) {
       if (r->in[k] == id && r->op != RASP_OP_AGGREGATE && r->op != RASP_OP_AGGR_MEAN) return 0;
   }
   return 1;
+}
+
+/* A select realised as -(k - q)^2 (numeq): equality, not under an or / not
+** (the score is a sum, not a 0/1 table), both sides readable as integers
+** (lf_build), and either side a squared numerical unit or the one-hot
+** table needing more than NUMMIN columns. */
+static int numeq_ok(gc *g, int id) {
+  const rasp_ir_node *nd = &g->ir->nodes[id];
+  if (nd->aux != RASP_PRED_EQ || g->ornot[id]) return 0;
+  const view *kv = &g->nv[nd->in[0]], *qv = &g->nv[nd->in[1]];
+  if (!lf_ok(g, kv) || !lf_ok(g, qv)) return 0;
+  if (g->u[kv->unit].sq || g->u[qv->unit].sq) return 1;
+  int nk, nq, common = 0;
+  rasp_elem *ik = view_image(kv, &nk), *iq = view_image(qv, &nq);
+  for (int i = 0; i < nk; i++) common += find(iq, nq, ik[i]) >= 0;
+  raspM_free(ik);
+  raspM_free(iq);
+  return common > NUMMIN; /* large one-hot tables only: small ones train gently */
+}
+
+/* Marks the selects under an or / not (their pattern is a 0/1 table). */
+static void mark_ornot(gc *g, int id, int under) {
+  const rasp_ir_node *nd = &g->ir->nodes[id];
+  if (nd->op == RASP_OP_SEL_OR || nd->op == RASP_OP_SEL_NOT) under = 1;
+  if (nd->op == RASP_OP_SELECT) {
+    if (under) g->ornot[id] = 1;
+    return;
+  }
+  if (nd->op != RASP_OP_SEL_AND && nd->op != RASP_OP_SEL_OR && nd->op != RASP_OP_SEL_NOT) return;
+  for (int i = 0; i < nd->nin; i++) mark_ornot(g, nd->in[i], under);
 }
 
 /* f(x, y) = G(x) + H(y) over integers: an element-wise node of two units
@@ -646,6 +850,118 @@ static int plan_sum(gc *g, int id, const rasp_ir_node *nd) {
   return 1;
 }
 
+/* where(c, x, y) on numbers: (x, x^2) or (y, y^2) by big-M gating, a few
+** hidden units, when x and y read as integers and the result has many
+** values (or an operand is numerical already). */
+static int plan_nwhere(gc *g, int id, const rasp_ir_node *nd) {
+  if (nd->op != RASP_OP_WHERE) return 0;
+  const view *x = &g->nv[nd->in[1]], *y = &g->nv[nd->in[2]];
+  if (!lf_ok(g, x) || !lf_ok(g, y)) return 0;
+  int nx, ny;
+  rasp_elem *ix = view_image(x, &nx), *iy = view_image(y, &ny);
+  ix = raspM_realloc(ix, sizeof(rasp_elem) * (size_t)(nx + ny + 1));
+  memcpy(ix + nx, iy, sizeof(rasp_elem) * (size_t)ny);
+  raspM_free(iy);
+  int m = uniq(ix, nx + ny);
+  if (m <= NUMMIN && !g->u[x->unit].sq && !g->u[y->unit].sq) {
+    raspM_free(ix);
+    return 0;
+  }
+  view c;
+  view_copy(g, &c, &g->nv[nd->in[0]]);
+  for (int a = 0; a < c.nv; a++) c.val[a] = (rasp_elem){raspI_elem_truth(c.val[a]), RASP_DEN_BOOL};
+  int ctest = 0, swap = 0;
+  double ct_a = 0, ct_b = 0;
+  const unit *cu = &g->u[c.unit];
+  if (cu->sq) {
+    /* a condition that is one value, all but one, or a threshold of an
+    ** integer x is tested in this MLP (no decode, no extra sublayer) */
+    int nt = 0, nf = 0, vt = -1, vf = -1, ftrue = -1, lfalse = -1, ltrue = -1, ffalse = -1;
+    for (int a = 0; a < c.nv; a++) {
+      if (!c.ok[a] || !int_elem(cu->vals[a])) continue;
+      if (c.val[a].num) {
+        nt++, vt = a, ltrue = a;
+        if (ftrue < 0) ftrue = a;
+      } else {
+        nf++, vf = a, lfalse = a;
+        if (ffalse < 0) ffalse = a;
+      }
+    }
+    int all = 1;
+    for (int a = 0; a < c.nv; a++) all &= !c.ok[a] || int_elem(cu->vals[a]);
+    if (all && nt && nf) {
+      if (nt == 1) ctest = 1, ct_a = 1, ct_b = -dval(cu->vals[vt]);
+      else if (nf == 1) ctest = 1, swap = 1, ct_a = 1, ct_b = -dval(cu->vals[vf]);
+      else if (lfalse < ftrue) ctest = 2, ct_a = 1, ct_b = -dval(cu->vals[lfalse]);
+      else if (ltrue < ffalse) ctest = 2, ct_a = -1, ct_b = dval(cu->vals[ffalse]);
+    }
+  }
+  if (ctest) {
+    /* exact in float32 only while every partial sum is an integer below
+    ** 2^23: M |t| + M for the largest M (a square's range) and |t|;
+    ** beyond that (large vocabularies) the condition is decoded first */
+    double tmax = 0, mmax = 0, lo, hi;
+    for (int a = 0; a < c.nv; a++)
+      if (c.ok[a] && fabs(ct_a * dval(cu->vals[a]) + ct_b) > tmax)
+        tmax = fabs(ct_a * dval(cu->vals[a]) + ct_b);
+    const view *br[2] = {x, y};
+    lform f;
+    for (int b = 0; b < 2; b++)
+      for (int col = 0; col < 2; col++)
+        if (lf_build(g, br[b], col, 0, &f, &lo, &hi) && hi - lo + 1 > mmax) mmax = hi - lo + 1;
+    if ((tmax + 2) * mmax >= 8388608.0) ctest = 0, swap = 0;
+  }
+  if (ctest) {
+    int cunit = c.unit;
+    view_free(&c);
+    view_identity(g, &c, cunit);
+  } else
+    need_cat(g, &c, nd->in[0]);
+  int uid = new_unit(g, U_MLP, 0, ix, m, id);
+  unit *u = &g->u[uid];
+  u->sq = 1;
+  u->mkind = M_NWHERE;
+  u->mnode = id;
+  u->nmv = 3;
+  u->mv[0] = c;
+  u->ctest = ctest;
+  u->ct_a = ct_a;
+  u->ct_b = ct_b;
+  view_copy(g, &u->mv[1], swap ? y : x);
+  view_copy(g, &u->mv[2], swap ? x : y);
+  view_identity(g, &g->nv[id], uid);
+  return 1;
+}
+
+/* x == y, x < y, ... on integers where an operand is numerical: z = x - y
+** is a linear form, and [z == 0] = ReLU(z+1) - 2 ReLU(z) + ReLU(z-1),
+** [z >= 1] = ReLU(z) - ReLU(z-1): two or three hidden units and a
+** two-valued (False, True) unit instead of decoding the operands. */
+static int plan_ncmp(gc *g, int id, const rasp_ir_node *nd) {
+  if (nd->op != RASP_OP_BINARY) return 0;
+  switch ((rasp_binop)nd->aux) {
+  case RASP_BIN_EQ: case RASP_BIN_NE: case RASP_BIN_LT: case RASP_BIN_LE: case RASP_BIN_GT:
+  case RASP_BIN_GE: break;
+  default: return 0;
+  }
+  const view *x = &g->nv[nd->in[0]], *y = &g->nv[nd->in[1]];
+  if (!g->u[x->unit].sq && !g->u[y->unit].sq) return 0;
+  if (!lf_ok(g, x) || !lf_ok(g, y)) return 0;
+  rasp_elem *vals = raspM_alloc(sizeof(rasp_elem) * 2);
+  vals[0] = (rasp_elem){0, RASP_DEN_BOOL};
+  vals[1] = (rasp_elem){1, RASP_DEN_BOOL};
+  int m = uniq(vals, 2);
+  int uid = new_unit(g, U_MLP, 1, vals, m, id);
+  unit *u = &g->u[uid];
+  u->mkind = M_NCMP;
+  u->mnode = id;
+  u->nmv = 2;
+  view_copy(g, &u->mv[0], x);
+  view_copy(g, &u->mv[1], y);
+  view_identity(g, &g->nv[id], uid);
+  return 1;
+}
+
 static int plan_node(gc *g, int id) {
   const rasp_ir_node *nd = &g->ir->nodes[id];
   view *v = &g->nv[id];
@@ -664,6 +980,10 @@ static int plan_node(gc *g, int id) {
     if (numq_ok(g, id)) {
       g->numq[id] = 1;
       need_cat(g, &g->nv[nd->in[0]], nd->in[0]);
+      return 1;
+    }
+    if (numeq_ok(g, id)) {
+      g->numeq[id] = 1;
       return 1;
     }
     for (int i = 0; i < 2; i++) need_cat(g, &g->nv[nd->in[i]], nd->in[i]);
@@ -700,6 +1020,8 @@ static int plan_node(gc *g, int id) {
       return 1;
     }
     if (plan_sum(g, id, nd)) return 1;
+    if (plan_nwhere(g, id, nd)) return 1;
+    if (plan_ncmp(g, id, nd)) return 1;
     /* two or three sources: an MLP unit */
     /* operands first, so that their decode units come before this one */
     view tmp[3];
@@ -791,6 +1113,26 @@ static int plan_node(gc *g, int id) {
   }
   case RASP_OP_AGGREGATE:
   case RASP_OP_AGGR_MEAN: {
+    const view *src = &g->nv[nd->in[1]];
+    rasp_elem d0 = nd->op == RASP_OP_AGGR_MEAN ? raspI_elem_trunc(nd->c) : nd->c;
+    if (sel_has_eq(g->ir, nd->in[0]) && int_elem(d0) && lf_ok(g, src)) {
+      /* numerical move of an integer (x, x^2): the selected keys hold one
+      ** value (as for the categorical move below), so the mean is it */
+      int cnt;
+      rasp_elem *img = view_image(src, &cnt);
+      if (g->u[src->unit].sq || cnt > NUMMIN) {
+        img = raspM_realloc(img, sizeof(rasp_elem) * (size_t)(cnt + 1));
+        img[cnt++] = d0;
+        cnt = uniq(img, cnt);
+        view hv;
+        view_copy(g, &hv, src);
+        int uid = new_head(g, 0, img, cnt, id, H_MOVE, nd->in[0], &hv, d0);
+        g->u[uid].sq = 1;
+        view_identity(g, v, uid);
+        return 1;
+      }
+      raspM_free(img);
+    }
     view hv;
     view_copy(g, &hv, &g->nv[nd->in[1]]);
     need_cat(g, &hv, nd->in[1]);
@@ -966,7 +1308,10 @@ static void mlp_decode(wctx *w, unit *u) {
       double lo = dval(s->vals[prev]), hi = dval(s->vals[a]);
       double gap = hi - lo, mid = (lo + hi) / 2, sl = 2 / gap;
       double L = sl * (maxabs + fabs(mid) + gap) + 10;
-      int h1 = hid(w, -sl * (mid - gap / 4), L), h2 = hid(w, -sl * (mid + gap / 4), L);
+      double b1 = -sl * (mid - gap / 4), b2 = -sl * (mid + gap / 4);
+      if (s->sq) /* integers: ReLU(x - lo) - ReLU(x - lo - 1), exact in float32 */
+        sl = 1, b1 = -lo, b2 = -lo - 1, L = maxabs + fabs(lo) + 11;
+      int h1 = hid(w, b1, L), h2 = hid(w, b2, L);
       win(w, s->dim, h1, sl);
       win(w, s->dim, h2, sl);
       int vn = u->dim + find(u->vals, u->nvals, v->val[a]);
@@ -1093,6 +1438,15 @@ static double mlp_add_view(wctx *w, const view *v, int out) {
     wout(w, h, out, 1);
     return lo;
   }
+  lform f;
+  double flo, fhi;
+  if (s->sq && lf_build(g, v, 0, 0, &f, &flo, &fhi)) {
+    /* an affine view of (x, x^2): ReLU(a x + b - lo) + lo */
+    int h = hid(w, -flo, fabs(flo) + 10);
+    if (w->w_in) lf_write(g, &f, w->w_in, w->dmlp, h, 1);
+    wout(w, h, out, 1);
+    return flo;
+  }
   double maxabs = 1, base = 0;
   for (int a = 0; a < s->nvals; a++)
     if (fabs(dval(s->vals[a])) > maxabs) maxabs = fabs(dval(s->vals[a]));
@@ -1124,8 +1478,164 @@ static void mlp_sum(wctx *w, unit *u) {
   }
 }
 
+/* where(c, x, y) on numbers: per branch and column (value, square) with
+** values in [lo, hi], ReLU(f - lo - M(1 - gate)), M = hi - lo + 1, which
+** is f - lo where the gate is 1 and off by a margin of 1 where it is 0; the
+** lo (and a constant branch) through one gated unit. */
+/* A hidden unit ReLU(k t + f + bias) (no f when f is NULL); off at BOS. */
+static int hid_t(wctx *w, const unit *u, double k, const lform *f, double bias) {
+  gc *g = w->g;
+  double b = bias + k * u->ct_b;
+  int h = hid(w, b, fabs(b) + 10);
+  win(w, udim(g, u->mv[0].unit), h, k * u->ct_a);
+  if (f && w->w_in) lf_write(g, f, w->w_in, w->dmlp, h, 1);
+  return h;
+}
+
+/* where(t == 0, x, y) / where(t >= 1, x, y) with an integer t, per column
+** f in [lo, hi], f' = f - lo, M = hi - lo + 1:
+**   f [t == 0] = ReLU(f' - Mt) + ReLU(f' + Mt) - M ReLU(t) - M ReLU(-t)
+**                - ReLU(f') + lo (ReLU(t+1) - 2 ReLU(t) + ReLU(t-1))
+**   f [t >= 1] = ReLU(f' + M(t-1)) - M ReLU(t-1) + lo (ReLU(t) - ReLU(t-1))
+** and the else branch is g - g[test]. */
+static void mlp_nwhere_t(wctx *w, unit *u) {
+  gc *g = w->g;
+  int eq = u->ctest == 1;
+  /* the shared units of t */
+  int tp = hid_t(w, u, 1, NULL, 0), tm1 = hid_t(w, u, 1, NULL, -1);
+  int tn = eq ? hid_t(w, u, -1, NULL, 0) : -1, tp1 = eq ? hid_t(w, u, 1, NULL, 1) : -1;
+  double cb[2] = {0, 0}; /* coefficient of the indicator per column */
+  double cone[2] = {0, 0};
+  for (int br = 1; br <= 2; br++) {
+    const view *x = &u->mv[br];
+    double sgn = br == 1 ? 1 : -1; /* else: y - y[test] */
+    for (int col = 0; col < 2; col++) {
+      lform f;
+      double lo = 0, hi = 0;
+      lf_build(g, x, col, 0, &f, &lo, &hi);
+      int out = u->dim + col;
+      cb[col] += sgn * lo;
+      if (br == 2) cone[col] += lo;
+      if (g->u[x->unit].kind == U_ONE || lo == hi) continue;
+      double M = hi - lo + 1;
+      int fl = hid(w, -lo, fabs(lo) + 10);
+      if (w->w_in) lf_write(g, &f, w->w_in, w->dmlp, fl, 1);
+      if (eq) {
+        int a1 = hid_t(w, u, -M, &f, -lo), a2 = hid_t(w, u, M, &f, -lo);
+        wout(w, a1, out, sgn);
+        wout(w, a2, out, sgn);
+        wout(w, tp, out, -sgn * M);
+        wout(w, tn, out, -sgn * M);
+        wout(w, fl, out, -sgn);
+      } else {
+        int a1 = hid_t(w, u, M, &f, -lo - M);
+        wout(w, a1, out, sgn);
+        wout(w, tm1, out, -sgn * M);
+      }
+      if (br == 2) wout(w, fl, out, 1); /* + y' */
+    }
+  }
+  for (int col = 0; col < 2; col++) {
+    int out = u->dim + col;
+    if (eq) {
+      wout(w, tp1, out, cb[col]);
+      wout(w, tp, out, -2 * cb[col]);
+      wout(w, tm1, out, cb[col]);
+    } else {
+      wout(w, tp, out, cb[col]);
+      wout(w, tm1, out, -cb[col]);
+    }
+  }
+  if (cone[0] != 0 || cone[1] != 0) {
+    int h = hid(w, 0, 10);
+    win(w, 1, h, 1);
+    wout(w, h, u->dim, cone[0]);
+    wout(w, h, u->dim + 1, cone[1]);
+  }
+}
+
+static void mlp_nwhere(wctx *w, unit *u) {
+  gc *g = w->g;
+  if (u->ctest) {
+    mlp_nwhere_t(w, u);
+    return;
+  }
+  const view *c = &u->mv[0];
+  int cd = udim(g, c->unit);
+  for (int br = 1; br <= 2; br++) {
+    const view *x = &u->mv[br];
+    double konst[2] = {0, 0};
+    for (int col = 0; col < 2; col++) {
+      lform f;
+      double lo = 0, hi = 0;
+      lf_build(g, x, col, 0, &f, &lo, &hi);
+      if (g->u[x->unit].kind == U_ONE || lo == hi) {
+        konst[col] = lo;
+        continue;
+      }
+      double M = hi - lo + 1;
+      int h = hid(w, -lo - M, fabs(lo) + M + 10);
+      if (w->w_in) lf_write(g, &f, w->w_in, w->dmlp, h, 1);
+      for (int b = 0; b < c->nv; b++)
+        if (c->ok[b] && raspI_elem_truth(c->val[b]) == (br == 1)) win(w, cd + b, h, M);
+      wout(w, h, u->dim + col, 1);
+      konst[col] = lo;
+    }
+    if (konst[0] != 0 || konst[1] != 0) {
+      int h = hid(w, 0, 10);
+      for (int b = 0; b < c->nv; b++)
+        if (c->ok[b] && raspI_elem_truth(c->val[b]) == (br == 1)) win(w, cd + b, h, 1);
+      wout(w, h, u->dim, konst[0]);
+      wout(w, h, u->dim + 1, konst[1]);
+    }
+  }
+}
+
+/* Adds coef * (form of v) to hidden unit h's input. */
+static void win_form(wctx *w, const view *v, int h, double coef) {
+  lform f;
+  double lo, hi;
+  lf_build(w->g, v, 0, 0, &f, &lo, &hi);
+  if (w->w_in) lf_write(w->g, &f, w->w_in, w->dmlp, h, coef);
+}
+
+static void mlp_ncmp(wctx *w, unit *u) {
+  gc *g = w->g;
+  int op = g->ir->nodes[u->mnode].aux;
+  /* z = s (x - y): s = -1 turns < and <= into > and >= */
+  double s = op == RASP_BIN_LT || op == RASP_BIN_LE ? -1 : 1;
+  int dt = u->dim + find(u->vals, u->nvals, (rasp_elem){1, RASP_DEN_BOOL});
+  int df = u->dim + find(u->vals, u->nvals, (rasp_elem){0, RASP_DEN_BOOL});
+  double b[3], c[3];
+  int nh;
+  if (op == RASP_BIN_EQ || op == RASP_BIN_NE) {
+    nh = 3;
+    b[0] = 1, b[1] = 0, b[2] = -1;
+    c[0] = 1, c[1] = -2, c[2] = 1;
+  } else { /* z >= 1 (>, <) or z >= 0 (>=, <=) */
+    nh = 2;
+    double t = op == RASP_BIN_GT || op == RASP_BIN_LT ? 0 : 1;
+    b[0] = t, b[1] = t - 1;
+    c[0] = 1, c[1] = -1;
+  }
+  /* the indicator goes to True (False for !=), its complement to the other */
+  int pos = op == RASP_BIN_NE ? df : dt, neg = op == RASP_BIN_NE ? dt : df;
+  for (int k = 0; k < nh; k++) {
+    int h = hid(w, b[k], 10);
+    win_form(w, &u->mv[0], h, s);
+    win_form(w, &u->mv[1], h, -s);
+    wout(w, h, pos, c[k]);
+    wout(w, h, neg, -c[k]);
+  }
+  int h = hid(w, 0, 10);
+  win(w, 1, h, 1);
+  wout(w, h, neg, 1);
+}
+
 static void mlp_unit(wctx *w, unit *u) {
   switch (u->mkind) {
+  case M_NCMP: mlp_ncmp(w, u); break;
+  case M_NWHERE: mlp_nwhere(w, u); break;
   case M_SUM: mlp_sum(w, u); break;
   case M_DECODE: mlp_decode(w, u); break;
   case M_WHERE: mlp_where(w, u); break;
@@ -1183,15 +1693,17 @@ static int comp_by_key(gc *g, const comp *c) {
 static int head_cols(gc *g, unit *u) {
   int cols = 1; /* BOS */
   for (int i = 0; i < u->nc; i++)
-    cols += u->c[i].numq ? 2 : comp_cols(g, &u->c[i], comp_by_key(g, &u->c[i]), NULL, NULL, 0, 0, 0, 0);
+    cols += u->c[i].numeq ? 3 : u->c[i].numq ? 2 : comp_cols(g, &u->c[i], comp_by_key(g, &u->c[i]), NULL, NULL, 0, 0, 0, 0);
   return cols;
 }
 
-static int vcols(const unit *u) { return u->hmode == H_CAT ? u->nvals : 1; }
+static int vcols(const unit *u) { return u->hmode == H_CAT ? u->nvals : u->hmode == H_MOVE ? 2 : 1; }
 
 static void write_head(gc *g, unit *u, float *wq, float *wk, float *wv, float *wo, int d,
                        int dh, double beta) {
-  double scale = beta * sqrt((double)dh);
+  /* a power of two: integer features times it stay exact in float32, so
+  ** the scores of numerical equalities are exact on exact inputs */
+  double scale = exp2(ceil(log2(beta * sqrt((double)dh))));
   int col = 0;
   if (u->nc == 1 && u->c[0].numq) {
     /* score 2 q y - y^2 = q^2 - (q - y)^2: q^2 at the matching keys, at
@@ -1209,9 +1721,32 @@ static void write_head(gc *g, unit *u, float *wq, float *wk, float *wv, float *w
     wq[(size_t)1 * dh + 2] = (float)(-1 * scale);
     wq[(size_t)0 * dh + 2] = (float)(10 * scale);
   } else {
-    for (int i = 0; i < u->nc; i++)
-      col += comp_cols(g, &u->c[i], comp_by_key(g, &u->c[i]), wq, wk, d, dh, col, scale);
-    double m = u->nc;
+    double m = 0;
+    for (int i = 0; i < u->nc; i++) {
+      const comp *c = &u->c[i];
+      if (!c->numeq) {
+        col += comp_cols(g, c, comp_by_key(g, c), wq, wk, d, dh, col, scale);
+        m++;
+        continue;
+      }
+      /* -(k - q)^2 = 2kq - k^2 - q^2 in three columns (k, q centred by
+      ** sh): 0 where they are equal, at most -1 elsewhere, 0 at BOS */
+      lform f;
+      double lo, hi;
+      lf_build(g, &c->qv, 0, c->sh, &f, &lo, &hi);
+      lf_write(g, &f, wq, dh, col, scale);
+      lf_build(g, &c->kv, 0, c->sh, &f, &lo, &hi);
+      lf_write(g, &f, wk, dh, col, 2);
+      col++;
+      wq[(size_t)1 * dh + col] += (float)scale;
+      lf_build(g, &c->kv, 1, c->sh, &f, &lo, &hi);
+      lf_write(g, &f, wk, dh, col, -1);
+      col++;
+      lf_build(g, &c->qv, 1, c->sh, &f, &lo, &hi);
+      lf_write(g, &f, wq, dh, col, -scale);
+      wk[(size_t)1 * dh + col] += 1;
+      col++;
+    }
     wk[(size_t)0 * dh + col] = 1;
     wq[(size_t)1 * dh + col] = (float)((u->hmode == H_WIDTH ? m : m - 0.5) * scale);
     wq[(size_t)0 * dh + col] = (float)((m + 10) * scale);
@@ -1219,6 +1754,16 @@ static void write_head(gc *g, unit *u, float *wq, float *wk, float *wv, float *w
   if (u->hmode == H_WIDTH) {
     wv[0] = 1;
     wo[u->dim] = 1;
+  } else if (u->hmode == H_MOVE) {
+    lform f;
+    double lo, hi, dv = dval(u->dflt);
+    for (int col2 = 0; col2 < 2; col2++) {
+      lf_build(g, &u->hv, col2, 0, &f, &lo, &hi);
+      lf_write(g, &f, wv, dh, col2, 1);
+      wo[(size_t)col2 * d + u->dim + col2] = 1;
+    }
+    wv[0] = (float)dv;
+    wv[1] = (float)(dv * dv);
   } else if (u->hmode == H_NUM) {
     const view *v = &u->hv;
     for (int a = 0; a < v->nv; a++)
@@ -1233,6 +1778,120 @@ static void write_head(gc *g, unit *u, float *wq, float *wk, float *wv, float *w
     wv[find(u->vals, u->nvals, u->dflt)] = 1;
     for (int k = 0; k < u->nvals; k++) wo[(size_t)k * d + u->dim + k] = 1;
   }
+}
+
+/* ---- liveness and dimensions ------------------------------------------ */
+
+static int usize(const unit *u) { return u->cat ? u->nvals : u->sq ? 2 : 1; }
+
+/* last: the last sublayer reading each unit (the readout: never dead); an
+** in-place chain counts as its first unit, which owns the dimensions. */
+static void liveness(gc *g, int readout) {
+  int src[2 * MAXCOMPS + 4], ns;
+  for (int i = 0; i < g->nu; i++) g->u[i].last = g->u[i].ready;
+  for (int r = 0; r < g->nu; r++) {
+    if (!g->u[r].used) continue;
+    unit_sources(&g->u[r], src, &ns);
+    for (int k = 0; k < ns; k++)
+      if (g->u[src[k]].last < g->u[r].ready) g->u[src[k]].last = g->u[r].ready;
+  }
+  g->u[readout].last = 1 << 28;
+  for (int i = g->nu - 1; i >= 0; i--) { /* aliases come after their operand */
+    unit *u = &g->u[i];
+    if (u->used && u->alias >= 0 && u->last > g->u[u->alias].last) g->u[u->alias].last = u->last;
+  }
+}
+
+/* Gives every used unit its dimensions, first fit in order of writing:
+** policy 0 never erases, 1 erases dead numerical units, 2 every dead head
+** or MLP unit (an eraser costs one hidden unit per dimension).  Returns
+** d_model. */
+static int alloc_dims(gc *g, int policy) {
+  int cap = 64, top = 2;
+  int *free_at = raspM_alloc(sizeof(int) * (size_t)cap);
+  int *order = raspM_alloc(sizeof(int) * (size_t)(g->nu + 1)), no = 0;
+  for (int i = 0; i < g->nu; i++)
+    if (g->u[i].used) order[no++] = i;
+  for (int a = 1; a < no; a++) /* stable insertion sort by sublayer */
+    for (int b = a; b > 0 && g->u[order[b - 1]].ready > g->u[order[b]].ready; b--) {
+      int t = order[b];
+      order[b] = order[b - 1];
+      order[b - 1] = t;
+    }
+  for (int k = 0; k < no; k++) {
+    unit *u = &g->u[order[k]];
+    u->erase = 0;
+    if (u->kind == U_ONE) {
+      u->dim = 1;
+      continue;
+    }
+    if (u->alias >= 0) {
+      u->dim = g->u[u->alias].dim;
+      continue;
+    }
+    int sz = usize(u), end = 1 << 29;
+    if (u->kind >= U_HEAD && u->last < (1 << 28) &&
+        (policy == 2 || (policy == 1 && !u->cat))) {
+      u->erase = u->last % 2 ? u->last + 1 : u->last;
+      end = u->erase;
+    }
+    int p = 2;
+    for (;; p++) {
+      int fits = 1;
+      for (int j = p; j < p + sz && fits; j++) fits = j >= top || free_at[j] <= u->ready;
+      if (fits) break;
+    }
+    if (p + sz > top) {
+      RASP_GROW(free_at, cap, p + sz + 1);
+      for (int j = top; j < p + sz; j++) free_at[j] = 0;
+      top = p + sz;
+    }
+    for (int j = p; j < p + sz; j++) free_at[j] = end;
+    u->dim = p;
+  }
+  raspM_free(free_at);
+  raspM_free(order);
+  return top;
+}
+
+/* The eraser of unit u: minus its value, one hidden unit per dimension
+** (ReLU(x - lo) + lo, lo through ONE). */
+static void mlp_erase(wctx *w, unit *u) {
+  if (u->cat) {
+    for (int k = 0; k < u->nvals; k++) {
+      int h = hid(w, 0, 10);
+      win(w, u->dim + k, h, 1);
+      wout(w, h, u->dim + k, -1);
+    }
+    return;
+  }
+  for (int col = 0; col < (u->sq ? 2 : 1); col++) {
+    double lo = 0;
+    for (int a = 0; a < u->nvals; a++) {
+      double x = dval(u->vals[a]), v = col ? x * x : x;
+      if (!a || v < lo) lo = v;
+    }
+    int h = hid(w, -lo, fabs(lo) + 10);
+    win(w, u->dim + col, h, 1);
+    wout(w, h, u->dim + col, -1);
+    if (lo != 0) {
+      int h1 = hid(w, 0, 10);
+      win(w, 1, h1, 1);
+      wout(w, h1, u->dim + col, -lo);
+    }
+  }
+}
+
+/* Hidden units of layer l's MLP: its units and the erasers due there. */
+static int layer_width(gc *g, int l, int d, int dh, int heads) {
+  wctx w = {g, d, 0, dh, NULL, NULL, NULL, heads ? 1 : 0};
+  for (int i = 0; i < g->nu; i++) {
+    unit *u = &g->u[i];
+    if (!u->used) continue;
+    if (u->kind == U_MLP && u->layer == l) mlp_unit(&w, u);
+    if (u->erase && u->erase / 2 - 1 == l) mlp_erase(&w, u);
+  }
+  return w.h;
 }
 
 /* ---- the layout as JSON ------------------------------------------------- */
@@ -1285,28 +1944,34 @@ static const char *unit_name(gc *g, const unit *u, char *buf, size_t size) {
 static char *layout_json(gc *g, const raspG_model *m, int root, const view *ov) {
   sbuf b = {0};
   char nb[256];
-  /* dims[k] names residual dimension k: is_bos, one, then the units in the
-  ** order their dimensions were given (in-place units share theirs) */
+  /* dims[k] names residual dimension k: is_bos, one, then every unit that
+  ** holds it in the order they are written, " | " between them (a dead
+  ** unit's dimensions are reused; in-place units share their operand's) */
   sb_printf(&b, "{\"bos_token\": %d, \"input_offset\": 1, \"n\": %d, \"dims\": [\"is_bos\", "
                 "\"one\"",
             m->model.cfg.bos_token, g->n);
-  for (int i = 0; i < g->nu; i++) {
-    unit *u = &g->u[i];
-    if (!u->used || u->kind == U_ONE || u->alias >= 0) continue;
-    const char *name = unit_name(g, u, nb, sizeof nb);
-    for (int k = 0; k < (u->cat ? u->nvals : 1); k++) {
-      sb_printf(&b, ", ");
-      char eb[128], full[512];
-      if (u->kind == U_TOK && g->o->token_names && u->vals[k].num >= 0 &&
+  for (int dim = 2; dim < m->n_dims; dim++) {
+    sbuf nm = {0};
+    for (int i = 0; i < g->nu; i++) {
+      unit *u = &g->u[i];
+      if (!u->used || u->kind == U_ONE || u->alias >= 0) continue;
+      int k = dim - u->dim;
+      if (k < 0 || k >= usize(u)) continue;
+      const char *name = unit_name(g, u, nb, sizeof nb);
+      char eb[128];
+      if (u->kind == U_TOK && u->cat && g->o->token_names && u->vals[k].num >= 0 &&
           u->vals[k].num <= g->o->nvocab && g->o->token_names[u->vals[k].num])
         snprintf(eb, sizeof eb, "%s", g->o->token_names[u->vals[k].num]);
       else if (u->cat)
         raspI_elem_format(g->ir, u->vals[k], eb, sizeof eb);
       else
-        snprintf(eb, sizeof eb, "%s", u->hmode == H_WIDTH ? "1/(w+1)" : "mean");
-      snprintf(full, sizeof full, "%s=%s", name, eb);
-      sb_str(&b, full);
+        snprintf(eb, sizeof eb, "%s",
+                 u->sq ? (k ? "x^2" : "x") : u->hmode == H_WIDTH ? "1/(w+1)" : "mean");
+      sb_printf(&nm, "%s%s=%s", nm.len ? " | " : "", name, eb);
     }
+    sb_printf(&b, ", ");
+    sb_str(&b, nm.s ? nm.s : "");
+    raspM_free(nm.s);
   }
   sb_printf(&b, "], \"units\": [");
   int first = 1;
@@ -1318,12 +1983,13 @@ static char *layout_json(gc *g, const raspG_model *m, int root, const view *ov) 
     first = 0;
     sb_str(&b, unit_name(g, u, nb, sizeof nb));
     sb_printf(&b, ", \"kind\": \"%s\", \"encoding\": \"%s\", \"dim\": %d, \"size\": %d, "
-                  "\"layer\": %d%s}",
-              kinds[u->kind], u->cat ? "categorical" : "numerical", u->dim,
-              u->cat ? u->nvals : 1, u->kind >= U_HEAD ? u->layer : -1,
+                  "\"layer\": %d, \"erased_at_layer\": %d%s}",
+              kinds[u->kind], u->cat ? "categorical" : u->sq ? "numerical+square" : "numerical",
+              u->dim, u->cat ? u->nvals : u->sq ? 2 : 1, u->kind >= U_HEAD ? u->layer : -1,
+              u->erase ? u->erase / 2 - 1 : -1,
               u->alias >= 0 ? ", \"in_place\": true" : "");
   }
-  sb_printf(&b, "], \"token_embedding\": \"tokens one-hot; 'one' (dim 1) at every token "
+  sb_printf(&b, "], \"token_embedding\": \"tokens one-hot (numerical+square: id, id^2); 'one' (dim 1) at every token "
                 "but BOS; is_bos (dim 0) at BOS\", \"position_embedding\": \"indices one-hot "
                 "of position p-1 at model position p >= 1\", \"readout\": {\"node\": %d, "
                 "\"tokens\": %s, \"logit_scale\": %.17g, \"values\": [",
@@ -1344,6 +2010,15 @@ static char *layout_json(gc *g, const raspG_model *m, int root, const view *ov) 
       sb_str(&b, g->o->token_names[t] ? g->o->token_names[t] : "");
     }
     sb_printf(&b, ", \"\"]");
+    /* the symbols compiled as inputs (a numerical tokens unit has no
+    ** dimension per symbol to name them) */
+    sb_printf(&b, ", \"input_symbols\": [");
+    for (int k = 0; k < g->u[0].nvals; k++) {
+      int64_t t = g->u[0].vals[k].num;
+      sb_printf(&b, "%s", k ? ", " : "");
+      sb_str(&b, t >= 1 && t <= g->o->nvocab && g->o->token_names[t] ? g->o->token_names[t] : "");
+    }
+    sb_printf(&b, "]");
   }
   sb_printf(&b, "}");
   (void)ov;
@@ -1365,6 +2040,8 @@ static void gc_free(gc *g) {
     for (int k = 0; k < u->nc; k++) {
       raspM_free(u->c[k].t);
       raspM_free(u->c[k].ky);
+      view_free(&u->c[k].kv);
+      view_free(&u->c[k].qv);
     }
   }
   raspM_free(g->u);
@@ -1373,6 +2050,8 @@ static void gc_free(gc *g) {
   raspM_free(g->nv);
   raspM_free(g->decoded);
   raspM_free(g->numq);
+  raspM_free(g->numeq);
+  raspM_free(g->ornot);
 }
 
 int raspG_compile(const rasp_ir *ir, const raspG_opts *o, raspG_model *out, rasp_error *err) {
@@ -1404,7 +2083,9 @@ int raspG_compile(const rasp_ir *ir, const raspG_opts *o, raspG_model *out, rasp
   /* the embedded units */
   rasp_elem *tv = raspM_alloc(sizeof(rasp_elem) * (size_t)(o->ninput + 1));
   for (int i = 0; i < o->ninput; i++) tv[i] = (rasp_elem){o->input_ids[i], 1};
-  new_unit(g, U_TOK, 1, tv, uniq(tv, o->ninput), -1);
+  int ntv = uniq(tv, o->ninput);
+  new_unit(g, U_TOK, ntv <= NUMMIN, tv, ntv, -1);
+  g->u[0].sq = ntv > NUMMIN; /* many symbols: the token id and its square */
   rasp_elem *iv = raspM_alloc(sizeof(rasp_elem) * (size_t)g->n);
   for (int i = 0; i < g->n; i++) iv[i] = (rasp_elem){i, 1};
   new_unit(g, U_IDX, 1, iv, g->n, -1);
@@ -1413,17 +2094,27 @@ int raspG_compile(const rasp_ir *ir, const raspG_opts *o, raspG_model *out, rasp
   new_unit(g, U_ONE, 1, ov1, 1, -1);
   g->nv = raspM_alloc(sizeof(view) * (size_t)ir->nnodes);
   g->numq = raspM_alloc((size_t)ir->nnodes);
+  g->numeq = raspM_alloc((size_t)ir->nnodes);
+  g->ornot = raspM_alloc((size_t)ir->nnodes);
+  for (int i = 0; i < ir->nnodes; i++)
+    if (live[i]) mark_ornot(g, i, 0);
   int ok = 1;
   for (int i = 0; i < ir->nnodes && ok; i++)
     if (live[i]) ok = plan_node(g, i);
   raspM_free(live);
   view ov = {0};
+  int quad = 0; /* a numerical readout: logit_v = -X (x - v)^2 */
   if (ok) {
     view_copy(g, &ov, &g->nv[root]);
-    need_cat(g, &ov, root);
+    double qa, qb;
+    quad = g->u[ov.unit].sq && lf_ok(g, &ov) && view_affine(g, &ov, &qa, &qb);
+    if (!quad) need_cat(g, &ov, root);
   }
   for (int i = 0; i < g->nu && ok; i++)
-    if (g->u[i].kind == U_HEAD) ok = sel_comps(g, g->u[i].selnode, g->u[i].c, &g->u[i].nc);
+    if (g->u[i].kind == U_HEAD) {
+      ok = sel_comps(g, g->u[i].selnode, g->u[i].c, &g->u[i].nc);
+      if (ok) prune_comps(g, g->u[i].c, g->u[i].nc);
+    }
   if (!ok) {
     view_free(&ov);
     gc_free(g);
@@ -1448,19 +2139,8 @@ int raspG_compile(const rasp_ir *ir, const raspG_opts *o, raspG_model *out, rasp
   }
   g->u[2].used = 1; /* ONE */
   accept_aliases(g, ov.unit);
-  /* residual dimensions */
-  int d = 2;
-  for (int i = 0; i < g->nu; i++) {
-    unit *u = &g->u[i];
-    if (!u->used) continue;
-    if (u->kind == U_ONE) u->dim = 1;
-    else if (u->alias >= 0) u->dim = g->u[u->alias].dim;
-    else {
-      u->dim = d;
-      d += u->cat ? u->nvals : 1;
-    }
-  }
-  /* layers, heads, widths */
+  /* residual dimensions: liveness over the schedule; a dead unit is erased
+  ** by the MLP and its dimensions reused when that makes fewer parameters */
   int nl = 0;
   for (int i = 0; i < g->nu; i++)
     if (g->u[i].used && g->u[i].kind >= U_HEAD && g->u[i].layer + 1 > nl)
@@ -1476,13 +2156,36 @@ int raspG_compile(const rasp_ir *ir, const raspG_opts *o, raspG_model *out, rasp
     if (u->cols > dh) dh = u->cols;
     if (vcols(u) > dh) dh = vcols(u);
   }
-  for (int l = 0; l < nl; l++) {
+  for (int l = 0; l < nl; l++)
     if (out->heads[l] > maxh) maxh = out->heads[l];
-    wctx w = {g, d, 0, dh, NULL, NULL, NULL, out->heads[l] ? 1 : 0};
+  liveness(g, ov.unit);
+  int d = 0, best = -1;
+  double bestp = 0;
+  for (int pol = 0; pol < 3; pol++) {
+    int dd = alloc_dims(g, pol), wmax = 1;
+    for (int l = 0; l < nl; l++) {
+      int wl = layer_width(g, l, dd, dh, out->heads[l] > 0);
+      if (wl > wmax) wmax = wl;
+    }
+    double p = (double)nl * (4.0 * maxh * dd * dh + 2.0 * dd * wmax) + (double)dd * (o->nvocab + g->n + 3);
+    if (best < 0 || p < bestp) best = pol, bestp = p;
+  }
+  d = alloc_dims(g, best);
+  if (getenv("RASP_COMPILE_DEBUG"))
     for (int i = 0; i < g->nu; i++)
-      if (g->u[i].used && g->u[i].kind == U_MLP && g->u[i].layer == l) mlp_unit(&w, &g->u[i]);
-    out->mlp_width[l] = w.h;
-    if (w.h > dmlp) dmlp = w.h;
+      if (g->u[i].used)
+      {
+        int src[2 * MAXCOMPS + 4], ns;
+        unit_sources(&g->u[i], src, &ns);
+        fprintf(stderr, "unit %d ready %d last %d erase %d dim %d size %d alias %d src", i,
+                g->u[i].ready, g->u[i].last, g->u[i].erase, g->u[i].dim, usize(&g->u[i]),
+                g->u[i].alias);
+        for (int k = 0; k < ns; k++) fprintf(stderr, " %d", src[k]);
+        fprintf(stderr, "\n");
+      }
+  for (int l = 0; l < nl; l++) {
+    out->mlp_width[l] = layer_width(g, l, d, dh, out->heads[l] > 0);
+    if (out->mlp_width[l] > dmlp) dmlp = out->mlp_width[l];
   }
   /* the readout's values */
   out->out_vals = view_image(&ov, &out->n_out);
@@ -1516,7 +2219,11 @@ int raspG_compile(const rasp_ir *ir, const raspG_opts *o, raspG_model *out, rasp
   for (int t = 1; t <= o->nvocab; t++) {
     te[(size_t)t * d + 1] = 1;
     int k = find(g->u[0].vals, g->u[0].nvals, (rasp_elem){t, 1});
-    if (g->u[0].used && k >= 0) te[(size_t)t * d + g->u[0].dim + k] = 1;
+    if (g->u[0].used && k >= 0 && g->u[0].sq) {
+      te[(size_t)t * d + g->u[0].dim] = (float)t;
+      te[(size_t)t * d + g->u[0].dim + 1] = (float)((double)t * t);
+    } else if (g->u[0].used && k >= 0)
+      te[(size_t)t * d + g->u[0].dim + k] = 1;
   }
   if (g->u[1].used)
     for (int p = 1; p <= g->n; p++) pe[(size_t)p * d + g->u[1].dim + p - 1] = 1;
@@ -1544,14 +2251,59 @@ int raspG_compile(const rasp_ir *ir, const raspG_opts *o, raspG_model *out, rasp
         unit *u = &g->u[i];
         if (!u->used || u->kind != U_HEAD || u->layer != l) continue;
         if (u->hmode == H_CAT) wout(&w, h, u->dim + find(u->vals, u->nvals, u->dflt), -1);
+        else if (u->hmode == H_MOVE) {
+          wout(&w, h, u->dim, -dval(u->dflt));
+          wout(&w, h, u->dim + 1, -dval(u->dflt) * dval(u->dflt));
+        }
         else wout(&w, h, u->dim, u->hmode == H_WIDTH ? -1 : -dval(u->dflt));
       }
     }
-    for (int i = 0; i < g->nu; i++)
-      if (g->u[i].used && g->u[i].kind == U_MLP && g->u[i].layer == l) mlp_unit(&w, &g->u[i]);
+    for (int i = 0; i < g->nu; i++) {
+      unit *u = &g->u[i];
+      if (!u->used) continue;
+      if (u->kind == U_MLP && u->layer == l) mlp_unit(&w, u);
+      if (u->erase && u->erase / 2 - 1 == l) mlp_erase(&w, u);
+    }
+    /* at BOS this layer's heads have written their BOS values (the undo
+    ** comes in this MLP): every other hidden unit is kept off there by a
+    ** large enough -L * is_bos, whatever it reads */
+    if (hh) {
+      double *bv = raspM_alloc(sizeof(double) * (size_t)d);
+      for (int i = 0; i < g->nu; i++) {
+        unit *u = &g->u[i];
+        if (!u->used || u->kind != U_HEAD || u->layer != l) continue;
+        double dv = dval(u->dflt);
+        if (u->hmode == H_CAT) bv[u->dim + find(u->vals, u->nvals, u->dflt)] = 1;
+        else if (u->hmode == H_WIDTH) bv[u->dim] = 1;
+        else if (u->hmode == H_MOVE) bv[u->dim] = dv, bv[u->dim + 1] = dv * dv;
+        else bv[u->dim] = dv;
+      }
+      for (int h = 1; h < w.h; h++) {
+        double pre = (double)w.b_in[h] + w.w_in[h];
+        for (int r = 2; r < d; r++)
+          if (bv[r] != 0) pre += bv[r] * w.w_in[(size_t)r * dmlp + h];
+        if (pre > -1) w.w_in[h] -= (float)(pre + 10);
+      }
+      raspM_free(bv);
+    }
   }
   /* the readout */
   float *un = raspN_data(m, "unembed");
+  if (quad) {
+    /* -X ((x - sh) - (v - sh))^2 = X (2 (v-sh)(x-sh) - (x-sh)^2 - (v-sh)^2):
+    ** 0 for the right value, at most -X for every other */
+    double sh = floor((dval(out->out_vals[0]) + dval(out->out_vals[out->n_out - 1])) / 2);
+    double X = out->logit_scale, lo, hi;
+    lform f0, f1;
+    lf_build(g, &ov, 0, sh, &f0, &lo, &hi);
+    lf_build(g, &ov, 1, sh, &f1, &lo, &hi);
+    for (int j = 0; j < out->n_out; j++) {
+      double v = dval(out->out_vals[j]) - sh;
+      lf_write(g, &f0, un, cfg.n_out, j, 2 * v * X);
+      lf_write(g, &f1, un, cfg.n_out, j, -X);
+      un[(size_t)1 * cfg.n_out + j] += (float)(-v * v * X);
+    }
+  } else
   for (int a = 0; a < ov.nv; a++)
     if (ov.ok[a])
       un[(size_t)(udim(g, ov.unit) + a) * cfg.n_out + find(out->out_vals, out->n_out, ov.val[a])] =

@@ -168,6 +168,34 @@ START_TEST(test_numeric_query) {
 }
 END_TEST
 
+/* Many symbols: token ids are numbers (x, x^2), moved by heads, compared
+** by ReLU bumps and steps, selected by -(k - q)^2, gated by big-M where,
+** read out by -(x - v)^2; the model does not grow with the vocabulary. */
+START_TEST(test_numeric_ids) {
+  static const char *src =
+      "def main(seq):\n"
+      "    prev = shift_right(seq, 1, default=0)\n"
+      "    d = where(prev == seq, full(seq, -5), prev)\n"
+      "    e = where(d == 2, seq, d)\n"
+      "    f = where(e > 4, e, prev)\n"
+      "    return aggregate(select(prev, f, equals, causal=False), prev, default=-7)\n";
+  char *names[80];
+  char buf[80][4];
+  for (int i = 0; i < 80; i++) {
+    snprintf(buf[i], sizeof buf[i], "%d", i + 1);
+    names[i] = buf[i];
+  }
+  raspG_model g20, g60; /* 40 and 80 symbols */
+  ck_assert_int_eq(compile_and_compare(src, (const char *const *)names, 40, 10, 200, &g20), 0);
+  ck_assert_int_eq(compile_and_compare(src, (const char *const *)names, 80, 10, 200, &g60), 0);
+  ck_assert_ptr_nonnull(strstr(g20.model.json_extra, "\"numerical+square\""));
+  ck_assert_int_eq(g20.model.cfg.d_model, g60.model.cfg.d_model);
+  ck_assert_int_eq(g20.model.cfg.d_head, g60.model.cfg.d_head);
+  raspG_free(&g20);
+  raspG_free(&g60);
+}
+END_TEST
+
 START_TEST(test_causal) {
   raspG_model g;
   ck_assert_int_eq(compile_and_compare("def main(seq):\n"
@@ -332,6 +360,7 @@ static Suite *compile_suite(void) {
   tcase_add_test(tc, test_causal_combinators);
   tcase_add_test(tc, test_save_load);
   tcase_add_test(tc, test_layout);
+  tcase_add_test(tc, test_numeric_ids);
   suite_add_tcase(s, tc);
   return s;
 }

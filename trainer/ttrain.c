@@ -448,8 +448,8 @@ int train_adapt_compiled(rasp_model *m, const char *name,
                    c->causal ? "at least " : "exactly ", T + 1, T);
     return 0;
   }
-  int nd = 0, rc = -1;
-  char **dims = raspN_layout_strings(m, "dims", &nd);
+  int nd = 0, rc = -1, nvoc = 0;
+  char **dims = raspN_layout_strings(m, "dims", &nd), **voc = NULL;
   int nv = 0;
   int *vals = train_compiled_out_vals(m, &nv, err);
   if (!vals) goto out;
@@ -466,6 +466,11 @@ int train_adapt_compiled(rasp_model *m, const char *name,
   for (int k = 0; k < nd && k0 < 0; k++)
     if (!strncmp(dims[k], "tokens=", 7)) k0 = k;
   int shift = (k0 >= 0 && udim >= 0) ? udim - k0 : 0;
+  /* a numerical tokens unit (many symbols: "tokens=x", "tokens=x^2") holds
+  ** the id itself; the layout's vocab then names the ids */
+  int xdim = named_dim(dims, nd, shift, "tokens=x");
+  if (xdim >= 0) voc = raspN_layout_strings(m, "vocab", &nvoc);
+  if (!voc) nvoc = 0;
   for (int id = 1; id <= task->V + RASP_SP_COUNT; id++) {
     int sp = id - task->V;
     if ((sp == RASP_SP_BOS && !task->bos) || (sp == RASP_SP_EOS && !task->eos) ||
@@ -475,6 +480,9 @@ int train_adapt_compiled(rasp_model *m, const char *name,
     raspT_token_text(task, id, text, sizeof text);
     snprintf(want, sizeof want, "tokens=%s", text);
     int d = named_dim(dims, nd, shift, want);
+    if (d < 0 && xdim >= 0 && id < nvoc && !strcmp(voc[id], text))
+      d = xdim; /* numerical token ids: the symbol by the vocabulary, the
+                   embedding nonzero (the id) for every compiled input */
     if (d < 0 || d >= c->d_model || id >= c->vocab_size || te[(size_t)id * c->d_model + d] == 0.0f) {
       raspR_setnoposc(err, RASP_E_USAGE, "'%s': token '%s' (id %d) is not in the compiled "
                           "model's vocabulary%s; train with the task settings "
@@ -487,6 +495,7 @@ int train_adapt_compiled(rasp_model *m, const char *name,
   if (encoder) {
     /* the encoder writes MASK at the answer positions it predicts */
     int id = train_mask_id(task), d = named_dim(dims, nd, shift, "tokens=MASK");
+    if (d < 0 && xdim >= 0 && id < nvoc && !strcmp(voc[id], "MASK")) d = xdim;
     if (d < 0 || d >= c->d_model || id >= c->vocab_size ||
         te[(size_t)id * c->d_model + d] == 0.0f) {
       raspR_setnoposc(err, RASP_E_USAGE, "'%s': the encoder writes MASK (id %d) at the answer "
@@ -545,6 +554,7 @@ int train_adapt_compiled(rasp_model *m, const char *name,
   rc = 0;
 out:
   raspN_free_strings(dims, nd);
+  if (voc) raspN_free_strings(voc, nvoc);
   raspM_free(vals);
   return rc == 0;
 }
