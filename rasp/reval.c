@@ -135,6 +135,13 @@ enum {
   SC__COUNT = SC_MAT0 + 8
 };
 
+/* The kernels that evaluate a head, in preference order (the table
+** `kernels` below). */
+enum {
+  RASPE_K_PREFIX, RASPE_K_WINDOW, RASPE_K_GATHER, RASPE_K_KGATHER, RASPE_K_DIRECT,
+  RASPE_K_JOIN, RASPE_K_SORT, RASPE_K_CAUSAL_NE, RASPE_K_MATRIX, RASPE_NKERNELS
+};
+
 struct rasp_eval {
   const rasp_ir *ir;
   size_t max_cells;
@@ -154,8 +161,7 @@ struct rasp_eval {
   int *twin;               /* per sel_width node: an aggregate over the same
                               selector evaluated with it (plan_twins), or -1 */
   unsigned *early;         /* per node: the run in which a twin evaluated it */
-  rasp_elem *fuse_counts;  /* eval_head: also write selection counts here */
-  int fuse_done;           /* ... and it did, for the whole batch */
+  struct hplan *hplans;    /* per head node: its plan (plan_heads) */
   int dsteps_ok;           /* dsteps is for the current plan */
   size_t dsteps_total;     /* ... and batches of at most this many elements */
   unsigned char *checked;  /* per node: valid_node passed (nodes never change) */
@@ -192,7 +198,7 @@ struct rasp_eval {
   unsigned runno;
   /* what raspI_live and plan_release last worked from, to skip them when
      nothing changed (one run per input must not pay O(graph) set-up) */
-  int plan_nnodes, plan_noutputs, plan_keep;
+  int plan_nnodes, plan_noutputs, plan_keep, plan_n;
   int *plan_outputs;
   size_t plan_total;
   int plan_valid;
@@ -365,6 +371,8 @@ typedef struct ctx {
   rasp_elem *out;
   rasp_error *err;
   unsigned kind; /* set by the handler, or KIND_SCAN */
+  rasp_elem *counts; /* a head: a sel_width twin's buffer to fill too, or NULL */
+  int fused;         /* ... and the head filled it for every input */
 } ctx;
 
 static const rasp_elem *operand(const ctx *c, int j) {
@@ -2351,6 +2359,17 @@ static int window_of(const rasp_eval *ev, const rasp_ir_node *sel, int *wt,
 ** the window (W_PREF with off > n: everything). */
 #define MAX_CONJ 8
 
+/* What a head's selector allows, from the graph alone (plan_head). */
+typedef struct hplan {
+  unsigned char win;       /* a window of positions: wt, woff (window_of) */
+  unsigned char gather;    /* select(indices, q, ==): at most one key per query */
+  unsigned char conj;      /* equalities and windows: leaves, cwt, coff (conj_of) */
+  unsigned char sort;      /* a non-causal comparison or not_equals */
+  unsigned char causal_ne; /* a causal not_equals */
+  int wt, woff;
+  int nl, leaves[MAX_CONJ], cwt, coff;
+} hplan;
+
 static int conj_window(int *wt, int *off, int wt2, int off2) {
   /* both windows are W_PREF(off), W_ONE or W_NONE */
   if (*wt == W_NONE || wt2 == W_NONE) {
@@ -2558,7 +2577,6 @@ static int head_direct(head *h, const rasp_elem *keys, const rasp_elem *qs,
                 : direct_sweep(h, t, gen, keys, qs, kmin, range, 0, 0, 0, one_den, none, vals, out);
 }
 
-enum strategy { S_MATRIX, S_HASH, S_SORT, S_WIN, S_CONJ, S_GATHER, S_KGATHER };
 
 /* A gather through static_positions: query q selects the position
 ** inv[qs[q] - kmin] (numbers equal to a key: integers and booleans; a
@@ -2609,42 +2627,6 @@ static const int *static_positions(rasp_eval *ev, int keys, int64_t *kmin, uint6
   return inv;
 }
 
-static enum strategy choose(const rasp_eval *ev, const rasp_ir_node *nd,
-                            const rasp_ir_node *sel, int vm,
-                            int values_have_sym) {
-  int wt, off;
-  if (sel->op == RASP_OP_SEL_AND) {
-    int leaves[MAX_CONJ], nl = 0;
-    wt = W_PREF;
-    off = ev->n + 1;
-    if (conj_of(ev, (int)(sel - ev->ir->nodes), leaves, &nl, &wt, &off) && nl)
-      return S_CONJ;
-  }
-  if (sel->op != RASP_OP_SELECT) return S_MATRIX;
-  if (window_of(ev, sel, &wt, &off) &&
-      (vm != VM_SLOW || wt == W_PREF || wt == W_ONE || wt == W_NONE))
-    return S_WIN;
-  int causal = (sel->flags & RASP_CAUSAL) != 0;
-  if (sel->aux == RASP_PRED_EQ && ev->ir->nodes[sel->in[0]].op == RASP_OP_INDICES)
-    return S_GATHER;
-  switch ((rasp_pred)sel->aux) {
-  case RASP_PRED_EQ: return S_CONJ;
-  case RASP_PRED_NE:
-    if (!causal) return S_SORT;
-    /* Causal not_equals subtracts from running totals, which works for
-       counts and sums but not for max/min (needed by symbol pass-through). */
-    if (nd->op == RASP_OP_SEL_WIDTH || nd->op == RASP_OP_AGGR_MEAN ||
-        (nd->op == RASP_OP_AGGREGATE && !values_have_sym))
-      return S_HASH;
-    return S_MATRIX;
-  case RASP_PRED_LT:
-  case RASP_PRED_LE:
-  case RASP_PRED_GT:
-  case RASP_PRED_GE: return causal ? S_MATRIX : S_SORT;
-  default: return S_MATRIX;
-  }
-}
-
 /* A window's rows for head_order: query q reads the first qa[q] positions
 ** (W_PREF) and the positions from qb[q] on (W_BOTH, W_SUF). */
 static int *window_rows(rasp_eval *ev, int woff) {
@@ -2658,179 +2640,342 @@ static int *window_rows(rasp_eval *ev, int woff) {
   return qa;
 }
 
+/* ---- the head plan and the kernel table
+**
+** What can be known about a head from the graph alone -- the shape of its
+** selector: a window of positions, a gather, a conjunction of equalities
+** and which, a comparison -- is worked out once per plan (plan_heads) into
+** an hplan.  What depends on the run -- the kinds of the values (integers
+** only, or symbols too), the range of the keys, whether static keys are
+** distinct -- is for each kernel's applies() to check against this run.
+** eval_head runs the first kernel of the table, in order, whose applies()
+** holds for the batch; a kernel may decline one input (returns 2: an int64
+** sum overflowed), and the next kernel that applies takes that input.  The
+** order is the preference: the cheaper and narrower kernels first, the
+** matrix (which handles every selector) last. */
+
+static void plan_head(const rasp_eval *ev, int id, hplan *p) {
+  const rasp_ir *ir = ev->ir;
+  const rasp_ir_node *nd = &ir->nodes[id];
+  const rasp_ir_node *sel = &ir->nodes[nd->in[0]];
+  memset(p, 0, sizeof *p);
+  p->cwt = W_PREF;
+  p->coff = ev->n + 1;
+  if (sel->op == RASP_OP_SEL_AND) {
+    int nl = 0;
+    p->conj = conj_of(ev, nd->in[0], p->leaves, &nl, &p->cwt, &p->coff) && nl;
+    p->nl = nl;
+    return;
+  }
+  if (sel->op != RASP_OP_SELECT) return;
+  int causal = (sel->flags & RASP_CAUSAL) != 0;
+  rasp_pred pred = (rasp_pred)sel->aux;
+  p->win = (unsigned char)window_of(ev, sel, &p->wt, &p->woff);
+  p->gather = pred == RASP_PRED_EQ && ir->nodes[sel->in[0]].op == RASP_OP_INDICES;
+  if (pred == RASP_PRED_EQ) {
+    int nl = 0;
+    p->conj = conj_of(ev, nd->in[0], p->leaves, &nl, &p->cwt, &p->coff) && nl;
+    p->nl = nl;
+  }
+  p->sort = !causal && (pred == RASP_PRED_NE || pred == RASP_PRED_LT || pred == RASP_PRED_LE ||
+                        pred == RASP_PRED_GT || pred == RASP_PRED_GE);
+  p->causal_ne = causal && pred == RASP_PRED_NE;
+}
+
+/* One evaluation of one head: the plan, this run's facts, and what the
+** chosen kernels set up. */
+typedef struct hrun {
+  head h;
+  ctx *c;
+  const hplan *p;
+  const rasp_ir_node *sel;
+  const rasp_elem *allvals; /* the values (NULL for sel_width) */
+  unsigned kv;              /* their kind bits */
+  int has_sym;              /* some value is a symbol */
+  int keys_int, same;       /* select: int-like keys and queries; the same node */
+  rasp_elem *counts;        /* a sel_width twin's buffer, or NULL */
+  int fused;                /* ... and every input filled it */
+  unsigned char *m;         /* matrix: the scratch matrix */
+  int *qa;                  /* window: rows */
+  const int *inv;           /* key-gather: position of each key value */
+  int64_t kmin;             /* key-gather, direct: the least key */
+  uint64_t range;           /* ... and the range of the keys */
+  rasp_elem none;           /* key-gather, direct: the result of an empty selection */
+} hrun;
+
+/* Loads the current input's numbers (num) and boolean marks for the fast
+** flavour. */
+static void load_vals(hrun *r, const rasp_elem *vals, int num) {
+  int n = r->h.n;
+  int64_t *vv = (int64_t *)r->h.vv;
+  unsigned char *vb = (unsigned char *)r->h.vb;
+  if (!vv) return;
+  if (num)
+    for (int k = 0; k < n; k++) vv[k] = vals[k].num;
+  if (vb)
+    for (int k = 0; k < n; k++) vb[k] = vals[k].den == RASP_DEN_BOOL;
+}
+
+static int ap_prefix(hrun *r) {
+  const hplan *p = r->p;
+  return p->win && p->wt == W_PREF && r->h.fsum && r->h.vm == VM_INT && !r->h.fnb;
+}
+static int run_prefix(hrun *r, int b, size_t off, const rasp_elem *vals, rasp_elem *out) {
+  (void)b;
+  (void)off;
+  return head_prefix_sum(&r->h, r->p->woff, vals, out);
+}
+
+static int ap_window(hrun *r) {
+  const hplan *p = r->p;
+  if (!p->win || (r->h.vm == VM_SLOW && p->wt != W_PREF && p->wt != W_ONE && p->wt != W_NONE))
+    return 0;
+  r->qa = window_rows(r->h.ev, p->woff);
+  return 1;
+}
+static int run_window(hrun *r, int b, size_t off, const rasp_elem *vals, rasp_elem *out) {
+  (void)b;
+  (void)off;
+  load_vals(r, vals, 1);
+  return head_order(&r->h, NULL, r->p->wt, r->qa, r->h.ev->sc[SC_QB], vals, out);
+}
+
+static int ap_gather(hrun *r) { return r->p->gather; }
+static int run_gather(hrun *r, int b, size_t off, const rasp_elem *vals, rasp_elem *out) {
+  (void)b;
+  const rasp_ir_node *sel = r->sel;
+  rasp_eval *ev = r->h.ev;
+  head_gather(&r->h, ev->val[sel->in[1]] + off, INTLIKE(ev->kind[sel->in[1]]),
+              (sel->flags & RASP_CAUSAL) != 0, vals, out);
+  return 1;
+}
+
+static int ap_kgather(hrun *r) {
+  const rasp_ir_node *nd = r->h.nd, *sel = r->sel;
+  if (!r->p->conj || sel->op != RASP_OP_SELECT ||
+      !(r->inv = static_positions(r->h.ev, sel->in[0], &r->kmin, &r->range)))
+    return 0;
+  r->none = nd->op == RASP_OP_SEL_WIDTH   ? (rasp_elem){0, 1}
+            : nd->op == RASP_OP_AGGR_MEAN ? elem_trunc(nd->c)
+                                          : nd->c;
+  return 1;
+}
+static int run_kgather(hrun *r, int b, size_t off, const rasp_elem *vals, rasp_elem *out) {
+  (void)b;
+  head_kgather(&r->h, r->inv, r->kmin, r->range, r->h.ev->val[r->sel->in[1]] + off, vals,
+               r->none, out);
+  return 1;
+}
+
+/* head_direct applies for the whole batch or not at all */
+static int ap_direct(hrun *r) {
+  const hplan *p = r->p;
+  rasp_eval *ev = r->h.ev;
+  int n = ev->n, vm = r->h.vm;
+  if (!p->conj || p->nl != 1 || p->cwt != W_PREF || !(p->coff == 1 || p->coff > n) ||
+      !(vm == VM_NONE || ((vm == VM_INT || vm == VM_BOOL) && r->h.fsum)) || n <= 0)
+    return 0;
+  const rasp_ir_node *leaf = &ev->ir->nodes[p->leaves[0]];
+  if (!INTLIKE(ev->kind[leaf->in[0]]) || !INTLIKE(ev->kind[leaf->in[1]])) return 0;
+  int64_t kmax;
+  node_bounds(ev, leaf->in[0], &r->kmin, &kmax);
+  r->range = (uint64_t)kmax - (uint64_t)r->kmin;
+  if (!(r->range < (uint64_t)n * 4 + 256 && n <= INT32_MAX / 2)) return 0;
+  r->none = (rasp_elem){0, 1};
+  return ffinish(&r->h, 0, 0, 0, 0, &r->none) ? 1 : -1;
+}
+static int run_direct(hrun *r, int b, size_t off, const rasp_elem *vals, rasp_elem *out) {
+  (void)b;
+  rasp_eval *ev = r->h.ev;
+  const rasp_ir_node *leaf = &ev->ir->nodes[r->p->leaves[0]];
+  load_vals(r, vals, 0);
+  r->h.counts = r->counts ? r->counts + off : NULL;
+  int ok = head_direct(&r->h, ev->val[leaf->in[0]] + off, ev->val[leaf->in[1]] + off, r->kmin,
+                       r->range, r->p->coff == 1, r->none, vals, out);
+  if (ok == 2) { /* the 128-bit path redoes this input, and the twin counts itself */
+    r->h.mixed = 1;
+    r->fused = 0;
+  }
+  return ok;
+}
+
+static int ap_conj(hrun *r) { return r->p->conj; }
+static int run_conj(hrun *r, int b, size_t off, const rasp_elem *vals, rasp_elem *out) {
+  (void)b;
+  const hplan *p = r->p;
+  rasp_eval *ev = r->h.ev;
+  int n = ev->n;
+  size_t n1 = (size_t)n + 1;
+  load_vals(r, vals, p->cwt == W_NONE);
+  int *gid = scratch(ev, SC_GID, n1 * sizeof *gid);
+  int *gq = scratch(ev, SC_GQ, n1 * sizeof *gq);
+  int G = conj_groups(ev, p->leaves, p->nl, off, n, gid, gq);
+  if (p->cwt == W_NONE) return head_order(&r->h, NULL, W_NONE, NULL, NULL, vals, out);
+  if (p->cwt == W_ONE) {
+    /* key q alone, if it is in query q's group */
+    for (int q = 0; q < n; q++) {
+      gq[q] = gid[q] == gq[q] ? q : -1;
+      gid[q] = q;
+    }
+    return head_groups(&r->h, n, gid, gq, n + 1, 0, vals, out);
+  }
+  return head_groups(&r->h, G, gid, gq, p->coff, 0, vals, out);
+}
+
+static int ap_sort(hrun *r) { return r->p->sort; }
+static int run_sort(hrun *r, int b, size_t off, const rasp_elem *vals, rasp_elem *out) {
+  (void)b;
+  rasp_eval *ev = r->h.ev;
+  load_vals(r, vals, 1);
+  return head_sorted(&r->h, ev->val[r->sel->in[0]] + off, ev->val[r->sel->in[1]] + off, r->same,
+                     r->keys_int, vals, out);
+}
+
+/* Causal not_equals subtracts from running totals, which works for counts
+** and sums but not for max/min (needed by symbol pass-through). */
+static int ap_causal_ne(hrun *r) {
+  rasp_op op = r->h.nd->op;
+  if (!r->p->causal_ne || !(op == RASP_OP_SEL_WIDTH || op == RASP_OP_AGGR_MEAN ||
+                            (op == RASP_OP_AGGREGATE && !r->has_sym)))
+    return 0;
+  r->h.need &= ~NEED_EXT;
+  return 1;
+}
+static int run_causal_ne(hrun *r, int b, size_t off, const rasp_elem *vals, rasp_elem *out) {
+  (void)b;
+  rasp_eval *ev = r->h.ev;
+  int n = ev->n;
+  size_t n1 = (size_t)n + 1;
+  const rasp_elem *keys = ev->val[r->sel->in[0]] + off, *qs = ev->val[r->sel->in[1]] + off;
+  load_vals(r, vals, 0);
+  int *gid = scratch(ev, SC_GID, n1 * sizeof *gid);
+  int *gq = scratch(ev, SC_GQ, n1 * sizeof *gq);
+  int G = r->keys_int ? group_int(ev, r->sel->in[0], keys, qs, n, gid, gq)
+                      : group_any(ev, keys, qs, n, gid, gq);
+  return head_groups(&r->h, G, gid, gq, 1, 1, vals, out);
+}
+
+static int ap_matrix(hrun *r) {
+  if (!cells_ok(r->h.ev, r->sel, r->c->err)) return -1;
+  r->m = scratch(r->h.ev, SC_MAT0, (size_t)r->h.n * r->h.n + 1);
+  return 1;
+}
+static int run_matrix(hrun *r, int b, size_t off, const rasp_elem *vals, rasp_elem *out) {
+  (void)off;
+  load_vals(r, vals, 1);
+  return head_matrix(&r->h, b, r->m, vals, out);
+}
+
+
+/* applies: 1, 0, or -1 with the error set; run: 1, 0 with the error set,
+** or 2 when it declines this input.  pass: the results are values of the
+** head's operand or its default (for the result's kind bits). */
+typedef struct kernel {
+  const char *name;
+  int (*applies)(hrun *r);
+  int (*run)(hrun *r, int b, size_t off, const rasp_elem *vals, rasp_elem *out);
+  int pass;
+} kernel;
+
+static const kernel kernels[RASPE_NKERNELS] = {
+    [RASPE_K_PREFIX] = {"prefix", ap_prefix, run_prefix, 0},
+    [RASPE_K_WINDOW] = {"window", ap_window, run_window, 0},
+    [RASPE_K_GATHER] = {"gather", ap_gather, run_gather, 1},
+    [RASPE_K_KGATHER] = {"key-gather", ap_kgather, run_kgather, 1},
+    [RASPE_K_DIRECT] = {"direct", ap_direct, run_direct, 1},
+    [RASPE_K_JOIN] = {"hash-join", ap_conj, run_conj, 0},
+    [RASPE_K_SORT] = {"sorted", ap_sort, run_sort, 0},
+    [RASPE_K_CAUSAL_NE] = {"causal-ne", ap_causal_ne, run_causal_ne, 0},
+    [RASPE_K_MATRIX] = {"matrix", ap_matrix, run_matrix, 0},
+};
+
+/* The first kernel from k on that applies, RASPE_NKERNELS if none, -1 on
+** error. */
+static int first_applying(hrun *r, int k) {
+  for (; k < RASPE_NKERNELS; k++) {
+    int a = kernels[k].applies(r);
+    if (a) return a < 0 ? -1 : k;
+  }
+  return k;
+}
+
+/* Evaluates head c->id for the whole batch; counts: a sel_width twin's
+** buffer to fill as well (c->fused says whether it was, for every input). */
 static int eval_head(ctx *c) {
   rasp_eval *ev = c->ev;
   const rasp_ir_node *nd = c->nd;
-  const rasp_ir_node *sel = &ev->ir->nodes[nd->in[0]];
-  head h;
-  memset(&h, 0, sizeof h);
-  h.ev = ev;
-  h.nd = nd;
-  h.sel = sel;
-  h.need = head_needs(nd->op);
-  h.n = ev->n;
-  h.err = c->err;
-  int n = ev->n, ok = 1;
-  const rasp_elem *allvals = nd->op == RASP_OP_SEL_WIDTH ? NULL : operand(c, 1);
-  unsigned kv = allvals ? operand_kind(c, 1) : 0;
-  int has_sym = 0;
-  if (allvals && (kv & K_SYM))
-    for (size_t i = 0; i < c->total && !has_sym; i++)
-      has_sym = allvals[i].den == RASP_DEN_SYM;
-  if (has_sym && nd->op == RASP_OP_AGGR_MEAN) {
-    raspR_set(c->err, nd->pos,
-              "aggr_mean needs numbers or booleans, not symbols");
+  hrun r;
+  memset(&r, 0, sizeof r);
+  head *h = &r.h;
+  r.c = c;
+  r.p = &ev->hplans[c->id];
+  r.sel = &ev->ir->nodes[nd->in[0]];
+  r.counts = c->counts;
+  r.fused = c->counts != NULL;
+  c->fused = 0;
+  h->ev = ev;
+  h->nd = nd;
+  h->sel = r.sel;
+  h->need = head_needs(nd->op);
+  h->n = ev->n;
+  h->err = c->err;
+  int n = ev->n;
+  r.allvals = nd->op == RASP_OP_SEL_WIDTH ? NULL : operand(c, 1);
+  r.kv = r.allvals ? operand_kind(c, 1) : 0;
+  unsigned kv = r.kv;
+  if (r.allvals && (kv & K_SYM))
+    for (size_t i = 0; i < c->total && !r.has_sym; i++)
+      r.has_sym = r.allvals[i].den == RASP_DEN_SYM;
+  if (r.has_sym && nd->op == RASP_OP_AGGR_MEAN) {
+    raspR_set(c->err, nd->pos, "aggr_mean needs numbers or booleans, not symbols");
     return 0;
   }
-  if (!allvals) h.vm = VM_NONE;
-  else if (kv == K_INT || kv == 0) h.vm = VM_INT;
-  else if (kv == K_BOOL) h.vm = VM_BOOL;
-  else if (INTLIKE(kv) &&
-           (nd->op == RASP_OP_AGGR_MEAN || nd->op == RASP_OP_AGGREGATE))
-    h.vm = VM_MIX;
-  else h.vm = VM_SLOW;
-  h.vden = h.vm == VM_BOOL ? RASP_DEN_BOOL : 1;
-  h.fsum = nd->op == RASP_OP_AGGR_MEAN || nd->op == RASP_OP_AGGREGATE;
-  h.fnb = nd->op == RASP_OP_AGGREGATE && h.vm == VM_MIX;
-  h.fext = nd->op == RASP_OP_AGGR_MAX || nd->op == RASP_OP_AGGR_MIN;
-  h.ismax = nd->op == RASP_OP_AGGR_MAX;
-  h.raw = nd->op == RASP_OP_AGGREGATE && ev->raw[c->id];
-  rasp_elem *fuse = ev->fuse_counts; /* a sel_width twin's buffer, or NULL */
-  int fused = fuse != NULL;
-  ev->fuse_counts = NULL;
-  ev->fuse_done = 0;
-  enum strategy strat = choose(ev, nd, sel, h.vm, has_sym);
-  const int *inv = NULL;
-  int64_t ikmin = 0;
-  uint64_t irange = 0;
-  rasp_elem kg_none = {0, 1};
-  if (strat == S_CONJ && sel->op == RASP_OP_SELECT &&
-      (inv = static_positions(ev, sel->in[0], &ikmin, &irange))) {
-    strat = S_KGATHER;
-    kg_none = nd->op == RASP_OP_SEL_WIDTH  ? (rasp_elem){0, 1}
-              : nd->op == RASP_OP_AGGR_MEAN ? elem_trunc(nd->c)
-                                            : nd->c;
+  if (!r.allvals) h->vm = VM_NONE;
+  else if (kv == K_INT || kv == 0) h->vm = VM_INT;
+  else if (kv == K_BOOL) h->vm = VM_BOOL;
+  else if (INTLIKE(kv) && (nd->op == RASP_OP_AGGR_MEAN || nd->op == RASP_OP_AGGREGATE))
+    h->vm = VM_MIX;
+  else h->vm = VM_SLOW;
+  h->vden = h->vm == VM_BOOL ? RASP_DEN_BOOL : 1;
+  h->fsum = nd->op == RASP_OP_AGGR_MEAN || nd->op == RASP_OP_AGGREGATE;
+  h->fnb = nd->op == RASP_OP_AGGREGATE && h->vm == VM_MIX;
+  h->fext = nd->op == RASP_OP_AGGR_MAX || nd->op == RASP_OP_AGGR_MIN;
+  h->ismax = nd->op == RASP_OP_AGGR_MAX;
+  h->raw = nd->op == RASP_OP_AGGREGATE && ev->raw[c->id];
+  if (h->vm != VM_NONE && h->vm != VM_SLOW) {
+    size_t n1 = (size_t)n + 1;
+    h->vv = scratch(ev, SC_VV, n1 * sizeof *h->vv);
+    if (h->fnb) h->vb = scratch(ev, SC_VB, n1);
   }
-  if (strat == S_HASH && sel->aux == RASP_PRED_NE) h.need &= ~NEED_EXT;
-  unsigned char *m = NULL;
-  size_t n1 = (size_t)n + 1;
-  if (strat == S_MATRIX) {
-    if (!cells_ok(ev, sel, c->err)) return 0;
-    m = scratch(ev, SC_MAT0, (size_t)n * n + 1);
+  if (r.sel->op == RASP_OP_SELECT) {
+    r.keys_int = INTLIKE(ev->kind[r.sel->in[0]]) && INTLIKE(ev->kind[r.sel->in[1]]);
+    r.same = r.sel->in[0] == r.sel->in[1];
   }
-  int64_t *vv = NULL;
-  unsigned char *vb = NULL;
-  if (h.vm != VM_NONE && h.vm != VM_SLOW) {
-    vv = scratch(ev, SC_VV, n1 * sizeof *vv);
-    if (h.fnb) vb = scratch(ev, SC_VB, n1);
-    h.vv = vv;
-    h.vb = vb;
+  int k0 = first_applying(&r, 0);
+  if (k0 < 0) return 0;
+  if (k0 >= RASPE_NKERNELS) {
+    raspR_set(c->err, nd->pos, "internal error: no kernel for this head");
+    return 0;
   }
-  int wt = W_NONE, woff = 0;
-  int *qa = NULL;
-  if (strat == S_WIN) window_of(ev, sel, &wt, &woff);
-  const int prefix = strat == S_WIN && wt == W_PREF && h.fsum && h.vm == VM_INT && !h.fnb;
-  if (strat == S_WIN && !prefix) qa = window_rows(ev, woff);
-  int cleaves[MAX_CONJ], cnl = 0, cwt = W_PREF, coff = n + 1;
-  if (strat == S_CONJ)
-    conj_of(ev, nd->in[0], cleaves, &cnl, &cwt, &coff);
-  /* head_direct applies for the whole batch or not at all */
-  int direct = 0;
-  int64_t dkmin = 0;
-  uint64_t drange = 0;
-  if (strat == S_CONJ && cnl == 1 && cwt == W_PREF && (coff == 1 || coff > n) &&
-      (h.vm == VM_NONE || ((h.vm == VM_INT || h.vm == VM_BOOL) && h.fsum)) && n > 0) {
-    const rasp_ir_node *leaf = &ev->ir->nodes[cleaves[0]];
-    int64_t kmax;
-    if (INTLIKE(ev->kind[leaf->in[0]]) && INTLIKE(ev->kind[leaf->in[1]])) {
-      node_bounds(ev, leaf->in[0], &dkmin, &kmax);
-      drange = (uint64_t)kmax - (uint64_t)dkmin;
-      direct = drange < (uint64_t)n * 4 + 256 &&
-               n <= INT32_MAX / 2;
-    }
-  }
-  rasp_elem dnone = {0, 1};
-  if (direct && !ffinish(&h, 0, 0, 0, 0, &dnone)) return 0;
-  int keys_int = 0, same = 0;
-  if (sel->op == RASP_OP_SELECT) {
-    keys_int = INTLIKE(ev->kind[sel->in[0]]) && INTLIKE(ev->kind[sel->in[1]]);
-    same = sel->in[0] == sel->in[1];
-  }
+  int next = -2; /* the kernel after a decline, found when first needed */
+  int ok = 1, pass = 1;
   for (int b = 0; ok && b < ev->B; b++) {
     size_t off = (size_t)b * n;
-    const rasp_elem *vals = allvals ? allvals + off : NULL;
+    const rasp_elem *vals = r.allvals ? r.allvals + off : NULL;
     rasp_elem *out = c->out + off;
-    const rasp_elem *keys = NULL, *qs = NULL;
-    if (sel->op == RASP_OP_SELECT) {
-      keys = ev->val[sel->in[0]] + off;
-      qs = ev->val[sel->in[1]] + off;
-    }
-    if (vv && strat != S_GATHER && strat != S_KGATHER) {
-      /* head_groups reads the elements themselves */
-      if (!(strat == S_HASH || (strat == S_CONJ && cwt != W_NONE) || direct || prefix))
-        for (int k = 0; k < n; k++) vv[k] = vals[k].num;
-      if (vb)
-        for (int k = 0; k < n; k++) vb[k] = vals[k].den == RASP_DEN_BOOL;
-    }
-    switch (strat) {
-    case S_MATRIX: ok = head_matrix(&h, b, m, vals, out); break;
-    case S_HASH: { /* causal not_equals */
-      int *gid = scratch(ev, SC_GID, n1 * sizeof *gid);
-      int *gq = scratch(ev, SC_GQ, n1 * sizeof *gq);
-      int G = keys_int ? group_int(ev, sel->in[0], keys, qs, n, gid, gq)
-                       : group_any(ev, keys, qs, n, gid, gq);
-      ok = head_groups(&h, G, gid, gq, 1, 1, vals, out);
-      break;
-    }
-    case S_CONJ: {
-      if (direct) {
-        const rasp_ir_node *leaf = &ev->ir->nodes[cleaves[0]];
-        h.counts = fuse ? fuse + off : NULL;
-        ok = head_direct(&h, ev->val[leaf->in[0]] + off, ev->val[leaf->in[1]] + off,
-                         dkmin, drange, coff == 1, dnone, vals, out);
-        if (ok != 2) break;
-        /* an int64 sum overflowed: this input takes the 128-bit path (and
-           the twin counts itself) */
-        h.mixed = 1;
-        fused = 0;
-        ok = 1;
+    int k = k0;
+    ok = kernels[k].run(&r, b, off, vals, out);
+    if (ok == 2) {
+      if (next == -2) next = first_applying(&r, k0 + 1);
+      if (next < 0) return 0;
+      if (next >= RASPE_NKERNELS) {
+        raspR_set(c->err, nd->pos, "internal error: no kernel to take a declined input");
+        return 0;
       }
-      int *gid = scratch(ev, SC_GID, n1 * sizeof *gid);
-      int *gq = scratch(ev, SC_GQ, n1 * sizeof *gq);
-      int G = conj_groups(ev, cleaves, cnl, off, n, gid, gq);
-      if (cwt == W_NONE) {
-        ok = head_order(&h, NULL, W_NONE, NULL, NULL, vals, out);
-      } else if (cwt == W_ONE) {
-        /* key q alone, if it is in query q's group */
-        for (int q = 0; q < n; q++) {
-          gq[q] = gid[q] == gq[q] ? q : -1;
-          gid[q] = q;
-        }
-        ok = head_groups(&h, n, gid, gq, n + 1, 0, vals, out);
-      } else {
-        ok = head_groups(&h, G, gid, gq, coff, 0, vals, out);
-      }
-      break;
+      k = next;
+      ok = kernels[k].run(&r, b, off, vals, out);
     }
-    case S_SORT: ok = head_sorted(&h, keys, qs, same, keys_int, vals, out); break;
-    case S_GATHER:
-      head_gather(&h, qs, INTLIKE(ev->kind[sel->in[1]]), (sel->flags & RASP_CAUSAL) != 0,
-                  vals, out);
-      break;
-    case S_KGATHER:
-      head_kgather(&h, inv, ikmin, irange, qs, vals, kg_none, out);
-      break;
-    case S_WIN:
-      if (prefix) {
-        ok = head_prefix_sum(&h, woff, vals, out);
-        if (ok != 2) break;
-        ok = 1; /* an int64 prefix sum overflowed: the 128-bit path */
-        for (int k = 0; k < n; k++) vv[k] = vals[k].num;
-        qa = window_rows(ev, woff);
-      }
-      ok = head_order(&h, NULL, wt, qa, ev->sc[SC_QB], vals, out);
-      break;
-    }
+    pass &= kernels[k].pass;
   }
   if (ok) {
     switch (nd->op) {
@@ -2844,16 +2989,17 @@ static int eval_head(ctx *c) {
     default:
       /* aggregate: a gather, or a sweep that only ever found one value,
          passes values (or the default) through, so their kinds bound it */
-      if (strat == S_GATHER || strat == S_KGATHER || (direct && !h.mixed))
+      if (pass && !h->mixed)
         c->kind = c->total ? kv | elem_kind(nd->c) : 0;
-      else if (h.tracked == ev->B)
-        c->kind = h.okind;
+      else if (h->tracked == ev->B)
+        c->kind = h->okind;
       else
         c->kind = KIND_SCAN;
       break;
     }
   }
-  ev->fuse_done = ok && fused && direct; /* the twin's counts are all there */
+  /* the twin's counts are all there */
+  c->fused = ok && r.fused && k0 == RASPE_K_DIRECT;
   return ok;
 }
 
@@ -2925,6 +3071,7 @@ void raspE_free(rasp_eval *ev) {
   raspM_free(ev->steps);
   raspM_free(ev->dsteps);
   raspM_free(ev->twin);
+  raspM_free(ev->hplans);
   raspM_free(ev->early);
   raspM_free(ev->bndlo);
   raspM_free(ev->bndhi);
@@ -2959,7 +3106,7 @@ void raspE_set_keep_intermediates(rasp_eval *ev, int keep) {
 /* Whether the liveness and release plan of the last run still hold. */
 static int plan_current(const rasp_eval *ev, size_t total) {
   const rasp_ir *ir = ev->ir;
-  if (!ev->plan_valid || ev->plan_nnodes != ir->nnodes || ev->plan_noutputs != ir->noutputs ||
+  if (!ev->plan_valid || ev->plan_nnodes != ir->nnodes || ev->plan_n != ir->n || ev->plan_noutputs != ir->noutputs ||
       ev->plan_keep != ev->keep || (!ev->keep && ev->plan_total != total))
     return 0;
   return ir->noutputs == 0 ||
@@ -2971,6 +3118,7 @@ static void plan_remember(rasp_eval *ev, size_t total) {
   ev->plan_outputs = raspM_realloc(ev->plan_outputs, sizeof(int) * (size_t)(ir->noutputs + 1));
   if (ir->noutputs) memcpy(ev->plan_outputs, ir->outputs, sizeof(int) * (size_t)ir->noutputs);
   ev->plan_nnodes = ir->nnodes;
+  ev->plan_n = ir->n;
   ev->plan_noutputs = ir->noutputs;
   ev->plan_keep = ev->keep;
   ev->plan_total = total;
@@ -2994,6 +3142,7 @@ static void fit_nodes(rasp_eval *ev) {
   ev->steps = raspM_realloc(ev->steps, (size_t)nn * sizeof *ev->steps);
   ev->dsteps = raspM_realloc(ev->dsteps, (size_t)nn * sizeof *ev->dsteps);
   ev->twin = raspM_realloc(ev->twin, (size_t)nn * sizeof *ev->twin);
+  ev->hplans = raspM_realloc(ev->hplans, (size_t)nn * sizeof *ev->hplans);
   ev->early = raspM_realloc(ev->early, (size_t)nn * sizeof *ev->early);
   ev->dsteps_ok = 0;
   ev->checked = raspM_realloc(ev->checked, (size_t)nn);
@@ -3344,6 +3493,15 @@ static void plan_dsteps(rasp_eval *ev, size_t total) {
   ev->dsteps_ok = 1;
 }
 
+/* Each live head's plan (plan_head): what its selector allows. */
+static void plan_heads(rasp_eval *ev) {
+  const rasp_ir *ir = ev->ir;
+  for (int s = 0; s < ev->nsteps; s++) {
+    int id = ev->steps[s];
+    if (raspI_op_component(ir->nodes[id].op) == RASP_COMP_ATTN) plan_head(ev, id, &ev->hplans[id]);
+  }
+}
+
 int raspE_run(rasp_eval *ev, int B, const int64_t *tokens, rasp_error *err) {
   const rasp_ir *ir = ev->ir;
   fit_nodes(ev);
@@ -3385,6 +3543,7 @@ int raspE_run(rasp_eval *ev, int B, const int64_t *tokens, rasp_error *err) {
     plan_raw(ev);
     decide_hold(ev, total);
     plan_twins(ev);
+    plan_heads(ev);
   }
   if (replan && ev->keep) plan_remember(ev, total);
   if (!ev->keep) {
@@ -3410,7 +3569,7 @@ int raspE_run(rasp_eval *ev, int B, const int64_t *tokens, rasp_error *err) {
         ev->cfill[i] = 0;
       }
   }
-  ctx c = {ev, 0, NULL, tokens, total, NULL, err, KIND_SCAN};
+  ctx c = {ev, 0, NULL, tokens, total, NULL, err, KIND_SCAN, NULL, 0};
   /* dsteps: the steps that still do something once the static values are
      kept (see plan_dsteps) */
   if (ev->dsteps_ok && total > ev->dsteps_total) ev->dsteps_ok = 0;
@@ -3447,12 +3606,11 @@ int raspE_run(rasp_eval *ev, int B, const int64_t *tokens, rasp_error *err) {
       int tw = ev->twin[id];
       if (!done && tw >= 0) { /* the twin aggregate now, with this width */
         ctx ca = {ev, tw, &ir->nodes[tw], tokens, total, node_buffer(ev, tw, total), err,
-                  KIND_SCAN};
-        ev->fuse_counts = c.out;
+                  KIND_SCAN, c.out, 0};
         if (!handlers[ir->nodes[tw].op](&ca)) return 0;
         ev->kind[tw] = (unsigned char)(ca.kind == KIND_SCAN ? scan_kind(ca.out, total) : ca.kind);
         ev->early[tw] = ev->runno;
-        if (ev->fuse_done) {
+        if (ca.fused) {
           done = 1;
           c.kind = K_INT;
         }
