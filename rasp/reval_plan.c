@@ -1,0 +1,242 @@
+/*
+** reval_plan.c -- the evaluator's plan: the passes over the IR that decide,
+** before a run, what the run will do.
+**
+** A plan is made when the graph, its outputs, the length or (when values
+** are dropped early) the batch shape change, and is then followed by every
+** run (raspE_run); nothing here looks at values.  The passes, in order:
+**   - canon (CSE): a live node equal to an earlier one shares its buffer;
+**   - raw: aggregates only compared may keep unreduced rationals;
+**   - hold: values that read no token are computed once and kept;
+**   - twins: a sel_width evaluated by the sweep of an aggregate over the
+**     same selector;
+**   - heads: each head's selector shape (raspE_plan_head, reval_kern.c);
+**   - release (intermediates dropped): after which node each value dies;
+**   - dsteps (after the first run): the steps a run still has to visit.
+** The IR itself keeps every node: layer counts and the compiler describe
+** the program as written.  In reference mode canon, raw and twins leave
+** every node to itself, so the reference kernel sees the program as
+** written.
+*/
+#include "reval_int.h"
+
+/* For keep == 0: after which node each value dies.  A selector's operands
+** are read by the heads that use the selector, so its uses pass down. */
+/* Static values kept across runs: all of them when every value is kept,
+** else as long as together they take at most this much (so memory still
+** follows the widest point of the graph on long sequences, where a program
+** can have hundreds of position masks). */
+#define STATIC_HOLD_BYTES ((size_t)16 << 20)
+
+static inline int held(const rasp_eval *ev, int id, size_t total) {
+  (void)total; /* decided for this run's batch shape by decide_hold */
+  return ev->hold[id];
+}
+
+void raspE_plan_hold(rasp_eval *ev, size_t total) {
+  size_t nstatic = 0;
+  int nn = ev->ir->nnodes;
+  for (int i = 0; i < nn; i++)
+    nstatic += ev->live[i] && ev->isstatic[i] && !ev->issel[i];
+  ev->hold_ok = ev->keep || nstatic * total <= STATIC_HOLD_BYTES / sizeof(rasp_elem);
+  for (int i = 0; i < nn; i++)
+    ev->hold[i] = (unsigned char)(ev->hold_ok && ev->isstatic[i] && !ev->issel[i]);
+}
+
+/* Common subexpressions.  Programs compute the same thing more than once
+** (the same full(), the same mask or head in two helpers: a third of the
+** live nodes of the causal path-star program), and the IR keeps them apart
+** because layer counting and the compiler describe the program as written.
+** The evaluator computes each value once: a live node whose operation,
+** constants and canonical operands equal an earlier live node's shares
+** that node's buffer and skips its own evaluation.  Aliases own nothing;
+** their canonical node lives as long as the last of them is read. */
+static uint64_t node_sig(const rasp_eval *ev, const rasp_ir_node *nd) {
+  uint64_t h = mix64((uint64_t)nd->op * 31 + (uint64_t)(unsigned)nd->aux);
+  h = mix64(h ^ (uint64_t)nd->nin ^ ((uint64_t)nd->flags << 8));
+  h = mix64(h ^ (uint64_t)nd->c.num) ^ mix64((uint64_t)nd->c.den + 7);
+  h = mix64(h ^ (uint64_t)(uintptr_t)nd->fn);
+  for (int j = 0; j < nd->nin; j++) h = mix64(h ^ ((uint64_t)ev->canon[nd->in[j]] + 1) * 0x9e37u);
+  return h;
+}
+
+static int same_node(const rasp_eval *ev, const rasp_ir_node *a, const rasp_ir_node *b) {
+  if (a->op != b->op || a->aux != b->aux || a->nin != b->nin || a->flags != b->flags ||
+      a->fn != b->fn || a->c.num != b->c.num || a->c.den != b->c.den)
+    return 0;
+  for (int j = 0; j < a->nin; j++)
+    if (ev->canon[a->in[j]] != ev->canon[b->in[j]]) return 0;
+  return 1;
+}
+
+void raspE_plan_canon(rasp_eval *ev) {
+  const rasp_ir *ir = ev->ir;
+  int nn = ir->nnodes;
+  /* buffers of nodes that were aliases belong to their canonical node */
+  for (int i = 0; i < nn; i++)
+    if (ev->canon[i] != i) {
+      ev->val[i] = NULL;
+      ev->valcap[i] = 0;
+      ev->cfill[i] = 0;
+      ev->canon[i] = i;
+    }
+  size_t cap = 16;
+  while (cap < (size_t)nn * 2) cap *= 2;
+  int *tab = raspM_alloc(cap * sizeof *tab); /* node + 1, 0 = empty */
+  for (int i = 0; i < nn; i++) {
+    if (!ev->live[i]) continue;
+    const rasp_ir_node *nd = &ir->nodes[i];
+    size_t j = node_sig(ev, nd) & (cap - 1);
+    for (; tab[j]; j = (j + 1) & (cap - 1))
+      if (same_node(ev, &ir->nodes[tab[j] - 1], nd)) break;
+    if (!tab[j]) {
+      tab[j] = i + 1;
+      continue;
+    }
+    ev->canon[i] = tab[j] - 1;
+    if (ev->val[i]) { /* it owned a buffer as a canonical node before */
+      raspE_pool_put(ev, ev->val[i], ev->valcap[i]);
+      ev->val[i] = NULL;
+      ev->valcap[i] = 0;
+      ev->cfill[i] = 0;
+    }
+  }
+  raspM_free(tab);
+}
+
+/* Unreduced rationals.  A mean is a fraction sum/count, and reducing it
+** costs a gcd per element: most of the work of a running balance such as
+** balanced_parens's.  When every reader of an aggregate only compares it
+** (==, !=, <, <=, >, >=, which cross-multiply and so do not care whether a
+** fraction is reduced) and it is not an output, the heads store sum/count
+** as it is.  raspE_value reduces a row before handing it out, so nobody
+** outside sees the difference. */
+void raspE_plan_raw(rasp_eval *ev) {
+  const rasp_ir *ir = ev->ir;
+  int nn = ir->nnodes;
+  for (int i = 0; i < nn; i++) ev->raw[i] = ir->nodes[i].op == RASP_OP_AGGREGATE;
+  for (int i = 0; i < ir->noutputs; i++)
+    if (ir->outputs[i] >= 0 && ir->outputs[i] < nn) ev->raw[ev->canon[ir->outputs[i]]] = 0;
+  for (int u = 0; u < nn; u++) {
+    if (!ev->live[u]) continue;
+    const rasp_ir_node *nd = &ir->nodes[u];
+    int compares = nd->op == RASP_OP_BINARY &&
+                   (nd->aux == RASP_BIN_EQ || nd->aux == RASP_BIN_NE || nd->aux == RASP_BIN_LT ||
+                    nd->aux == RASP_BIN_LE || nd->aux == RASP_BIN_GT || nd->aux == RASP_BIN_GE);
+    if (compares) continue;
+    for (int j = 0; j < nd->nin; j++)
+      if (nd->in[j] >= 0 && nd->in[j] < nn) ev->raw[ev->canon[nd->in[j]]] = 0;
+  }
+  for (int i = 0; i < nn; i++) ev->raw[i] = ev->raw[i] && ev->raw[ev->canon[i]];
+}
+
+void raspE_plan_release(rasp_eval *ev, size_t total) {
+  const rasp_ir *ir = ev->ir;
+  int nn = ir->nnodes;
+  for (int i = 0; i < nn; i++) ev->lastuse[i] = -1;
+  for (int id = 0; id < nn; id++) {
+    if (!ev->live[id]) continue;
+    const rasp_ir_node *nd = &ir->nodes[id];
+    for (int j = 0; j < nd->nin; j++) {
+      int in = nd->in[j];
+      if (in >= 0 && in < id && ev->lastuse[in] < id) ev->lastuse[in] = id;
+    }
+  }
+  for (int id = nn - 1; id >= 0; id--) {
+    if (!ev->live[id] || !raspE_is_selector(ir, id)) continue;
+    const rasp_ir_node *nd = &ir->nodes[id];
+    for (int j = 0; j < nd->nin; j++) {
+      int in = nd->in[j];
+      if (in >= 0 && in < id && ev->lastuse[in] < ev->lastuse[id])
+        ev->lastuse[in] = ev->lastuse[id];
+    }
+  }
+  for (int i = 0; i < ir->noutputs; i++) {
+    int o = ir->outputs[i];
+    if (o >= 0 && o < nn) ev->lastuse[o] = nn; /* never released */
+  }
+  /* an alias's readers read its canonical node's buffer */
+  for (int i = 0; i < nn; i++) {
+    int c = ev->canon[i];
+    if (c != i && ev->live[i] && ev->lastuse[c] < ev->lastuse[i])
+      ev->lastuse[c] = ev->lastuse[i];
+  }
+  /* CSR by release time */
+  memset(ev->relstart, 0, ((size_t)nn + 1) * sizeof *ev->relstart);
+  for (int i = 0; i < nn; i++)
+    if (ev->live[i] && ev->lastuse[i] >= 0 && ev->lastuse[i] < nn &&
+        !held(ev, i, total) && ev->canon[i] == i)
+      ev->relstart[ev->lastuse[i] + 1]++;
+  for (int i = 0; i < nn; i++) ev->relstart[i + 1] += ev->relstart[i];
+  int *fill = ev->lastuse; /* reuse: positions are no longer needed */
+  int *pos = raspM_alloc(((size_t)nn + 1) * sizeof *pos);
+  memcpy(pos, ev->relstart, ((size_t)nn + 1) * sizeof *pos);
+  for (int i = 0; i < nn; i++)
+    if (ev->live[i] && fill[i] >= 0 && fill[i] < nn && !held(ev, i, total) &&
+        ev->canon[i] == i)
+      ev->rel[pos[fill[i]]++] = i;
+  raspM_free(pos);
+}
+
+/* Twins.  A program often takes both sel_width(S) and an aggregate over the
+** same selector S (is_before and connecting_i_idx in the causal path-star
+** program); when S is one equality on small-range keys, the aggregate's
+** sweep already counts each query's selection, so the width comes with it.
+** twin[w] is that aggregate for the sel_width node w: the first later live
+** aggregate over S whose values are computed before w (so it can run at
+** w's step).  Static nodes need no twin: they are computed once. */
+void raspE_plan_twins(rasp_eval *ev) {
+  const rasp_ir *ir = ev->ir;
+  for (int s = 0; s < ev->nsteps; s++) ev->twin[ev->steps[s]] = -1;
+  for (int s = 0; s < ev->nsteps; s++) {
+    int w = ev->steps[s];
+    const rasp_ir_node *wn = &ir->nodes[w];
+    if (wn->op != RASP_OP_SEL_WIDTH || ev->canon[w] != w || ev->hold[w]) continue;
+    int sel = ev->canon[wn->in[0]];
+    if (ir->nodes[sel].op != RASP_OP_SELECT || ir->nodes[sel].aux != RASP_PRED_EQ) continue;
+    for (int t = s + 1; t < ev->nsteps; t++) {
+      int a = ev->steps[t];
+      const rasp_ir_node *an = &ir->nodes[a];
+      if ((an->op != RASP_OP_AGGR_MEAN && an->op != RASP_OP_AGGREGATE) || ev->canon[a] != a ||
+          ev->hold[a] || ev->canon[an->in[0]] != sel || ev->canon[an->in[1]] >= w)
+        continue;
+      int taken = 0;
+      for (int u = 0; u < s && !taken; u++) taken = ev->twin[ev->steps[u]] == a;
+      if (!taken) {
+        ev->twin[w] = a;
+        break;
+      }
+    }
+  }
+}
+
+/* After a run under the current plan: the steps a run still needs.  A held
+** static value that is complete needs nothing (its kind and bounds stay),
+** nor does a selector (no value; its head does the work) unless values die
+** after it. */
+void raspE_plan_dsteps(rasp_eval *ev, size_t total) {
+  ev->ndsteps = 0;
+  for (int s = 0; s < ev->nsteps; s++) {
+    int id = ev->steps[s];
+    int c = ev->canon[id], own = c == id;
+    /* kept, or an alias of a kept value whose copies (val, kind, bounds)
+       it took in this run */
+    int kept = ev->hold[c] && ev->val[c] && ev->cfill[c] >= total &&
+               (own || (ev->val[id] == ev->val[c] && ev->bndheld[id] == ev->bndheld[c]));
+    int idle_sel = own && ev->issel[id] &&
+                   (ev->keep || ev->relstart[id] == ev->relstart[id + 1]);
+    if (!kept && !idle_sel) ev->dsteps[ev->ndsteps++] = id;
+  }
+  ev->dsteps_total = total;
+  ev->dsteps_ok = 1;
+}
+
+/* Each live head's plan (plan_head): what its selector allows. */
+void raspE_plan_heads(rasp_eval *ev) {
+  const rasp_ir *ir = ev->ir;
+  for (int s = 0; s < ev->nsteps; s++) {
+    int id = ev->steps[s];
+    if (raspI_op_component(ir->nodes[id].op) == RASP_COMP_ATTN)
+      raspE_plan_head(ev, id, &ev->hplans[id]);
+  }
+}
