@@ -45,6 +45,7 @@
 ** different threads.
 */
 #include "reval_int.h"
+#include "rfacts.h"
 
 static unsigned scan_kind(const rasp_elem *v, size_t n) {
   /* elem_kind without branches */
@@ -969,20 +970,11 @@ static void fit_nodes(rasp_eval *ev) {
     ev->twin[i] = -1;
     ev->early[i] = 0;
     ev->issel[i] = (unsigned char)raspE_is_selector(ev->ir, i);
-    /* A node that reads no token (indices, constants, and everything
-       computed from them alone: position masks, x[i] windows) has the same
-       value for every input of the length, so a run can keep it. */
-    const rasp_ir_node *nd = &ev->ir->nodes[i];
-    int st = nd->op != RASP_OP_INPUT;
-    for (int j = 0; j < nd->nin && st; j++)
-      st = nd->in[j] >= 0 && nd->in[j] < i && ev->isstatic[nd->in[j]];
-    /* always / never ignore the values they compare: sel_width of one is
-       the length, whatever the tokens */
-    if (nd->op == RASP_OP_SELECT &&
-        (nd->aux == RASP_PRED_TRUE || nd->aux == RASP_PRED_FALSE))
-      st = 1;
-    ev->isstatic[i] = (unsigned char)st;
   }
+  /* A node that reads no token (indices, constants, and everything computed
+     from them alone: position masks, x[i] windows) has the same value for
+     every input of the length, so a run can keep it. */
+  raspF_static(ev->ir, ev->nnodes, ev->isstatic);
   ev->nnodes = nn;
 }
 

@@ -53,6 +53,7 @@
 ** holds for this run's values runs the batch.
 */
 #include "reval_int.h"
+#include "rfacts.h"
 
 /* ---- statistics of a selected set */
 
@@ -276,27 +277,23 @@ int raspE_cells_ok(rasp_eval *ev, const rasp_ir_node *sel, rasp_error *err) {
   return 1;
 }
 
+/* The predicate of select id on one key and query (rfacts.h); a custom one
+** through the memoised callback. */
 static int pred_holds(rasp_eval *ev, int id, rasp_pred p, rasp_elem key,
                       rasp_elem query, int *res, rasp_error *err) {
-  switch (p) {
-  case RASP_PRED_EQ: *res = raspI_elem_eq(key, query); return 1;
-  case RASP_PRED_NE: *res = !raspI_elem_eq(key, query); return 1;
-  case RASP_PRED_LT: *res = raspI_elem_cmp(key, query) < 0; return 1;
-  case RASP_PRED_LE: *res = raspI_elem_cmp(key, query) <= 0; return 1;
-  case RASP_PRED_GT: *res = raspI_elem_cmp(key, query) > 0; return 1;
-  case RASP_PRED_GE: *res = raspI_elem_cmp(key, query) >= 0; return 1;
-  case RASP_PRED_TRUE: *res = 1; return 1;
-  case RASP_PRED_FALSE: *res = 0; return 1;
-  case RASP_PRED_CUSTOM: {
-    rasp_elem args[2] = {key, query}, r;
-    if (!raspE_call_memo(ev, id, 2, args, &r, err)) return 0;
-    *res = raspI_elem_truth(r);
+  int r = raspF_pred_holds(p, key, query);
+  if (r >= 0) {
+    *res = r;
     return 1;
   }
-  default: break;
+  if (p != RASP_PRED_CUSTOM) {
+    raspR_set(err, ev->ir->nodes[id].pos, "unknown predicate %d", (int)p);
+    return 0;
   }
-  raspR_set(err, ev->ir->nodes[id].pos, "unknown predicate %d", (int)p);
-  return 0;
+  rasp_elem args[2] = {key, query}, v;
+  if (!raspE_call_memo(ev, id, 2, args, &v, err)) return 0;
+  *res = raspI_elem_truth(v);
+  return 1;
 }
 
 #define ROW_LOOP(EXPR)                                                         \

@@ -19,6 +19,7 @@
 ** written.
 */
 #include "reval_int.h"
+#include "rfacts.h"
 
 /* For keep == 0: after which node each value dies.  A selector's operands
 ** are read by the heads that use the selector, so its uses pass down. */
@@ -47,61 +48,27 @@ void raspE_plan_hold(rasp_eval *ev, size_t total) {
 ** (the same full(), the same mask or head in two helpers: a third of the
 ** live nodes of the causal path-star program), and the IR keeps them apart
 ** because layer counting and the compiler describe the program as written.
-** The evaluator computes each value once: a live node whose operation,
-** constants and canonical operands equal an earlier live node's shares
-** that node's buffer and skips its own evaluation.  Aliases own nothing;
-** their canonical node lives as long as the last of them is read. */
-static uint64_t node_sig(const rasp_eval *ev, const rasp_ir_node *nd) {
-  uint64_t h = mix64((uint64_t)nd->op * 31 + (uint64_t)(unsigned)nd->aux);
-  h = mix64(h ^ (uint64_t)nd->nin ^ ((uint64_t)nd->flags << 8));
-  h = mix64(h ^ (uint64_t)nd->c.num) ^ mix64((uint64_t)nd->c.den + 7);
-  h = mix64(h ^ (uint64_t)(uintptr_t)nd->fn);
-  for (int j = 0; j < nd->nin; j++) h = mix64(h ^ ((uint64_t)ev->canon[nd->in[j]] + 1) * 0x9e37u);
-  return h;
-}
-
-static int same_node(const rasp_eval *ev, const rasp_ir_node *a, const rasp_ir_node *b) {
-  if (a->op != b->op || a->aux != b->aux || a->nin != b->nin || a->flags != b->flags ||
-      a->fn != b->fn || a->c.num != b->c.num || a->c.den != b->c.den)
-    return 0;
-  for (int j = 0; j < a->nin; j++)
-    if (ev->canon[a->in[j]] != ev->canon[b->in[j]]) return 0;
-  return 1;
-}
-
+** The evaluator computes each value once: a live node whose canonical node
+** (raspF_canon, rfacts.h) is an earlier one shares that node's buffer and
+** skips its own evaluation.  Aliases own nothing; their canonical node
+** lives as long as the last of them is read. */
 void raspE_plan_canon(rasp_eval *ev) {
-  const rasp_ir *ir = ev->ir;
-  int nn = ir->nnodes;
+  int nn = ev->ir->nnodes;
   /* buffers of nodes that were aliases belong to their canonical node */
   for (int i = 0; i < nn; i++)
     if (ev->canon[i] != i) {
       ev->val[i] = NULL;
       ev->valcap[i] = 0;
       ev->cfill[i] = 0;
-      ev->canon[i] = i;
     }
-  size_t cap = 16;
-  while (cap < (size_t)nn * 2) cap *= 2;
-  int *tab = raspM_alloc(cap * sizeof *tab); /* node + 1, 0 = empty */
-  for (int i = 0; i < nn; i++) {
-    if (!ev->live[i]) continue;
-    const rasp_ir_node *nd = &ir->nodes[i];
-    size_t j = node_sig(ev, nd) & (cap - 1);
-    for (; tab[j]; j = (j + 1) & (cap - 1))
-      if (same_node(ev, &ir->nodes[tab[j] - 1], nd)) break;
-    if (!tab[j]) {
-      tab[j] = i + 1;
-      continue;
-    }
-    ev->canon[i] = tab[j] - 1;
-    if (ev->val[i]) { /* it owned a buffer as a canonical node before */
+  raspF_canon(ev->ir, ev->live, ev->canon);
+  for (int i = 0; i < nn; i++)
+    if (ev->canon[i] != i && ev->val[i]) { /* it owned a buffer as a canonical node before */
       raspE_pool_put(ev, ev->val[i], ev->valcap[i]);
       ev->val[i] = NULL;
       ev->valcap[i] = 0;
       ev->cfill[i] = 0;
     }
-  }
-  raspM_free(tab);
 }
 
 /* Unreduced rationals.  A mean is a fraction sum/count, and reducing it

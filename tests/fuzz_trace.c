@@ -31,7 +31,7 @@
 **
 **   clang -g -O1 -std=c11 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined \
 **     -Irasp -DRASP_STDLIB_DIR='"stdlib"' rasp/rmem.c rasp/rerror.c rasp/rlex.c \
-**     rasp/rparse.c rasp/rir.c rasp/reval.c rasp/reval_plan.c rasp/reval_kern.c \
+**     rasp/rparse.c rasp/rir.c rasp/rfacts.c rasp/reval.c rasp/reval_plan.c rasp/reval_kern.c \
 **     rasp/rlayers.c rasp/rcausal.c rasp/rinterp.c \
 **     rasp/rbuiltin.c rasp/rffi.c rasp/rstage.c rasp/rorder.c tests/fuzz_trace.c \
 **     -lffi -lgmp -lm \
