@@ -822,6 +822,8 @@ rasp_eval *raspE_new(const rasp_ir *ir) {
   ev->ir = ir;
   ev->max_cells = RASP_DEFAULT_MAX_SELECTOR_CELLS;
   ev->keep = 1;
+  const char *ref = getenv("RASP_EVAL_REFERENCE");
+  ev->reference = ref && strcmp(ref, "1") == 0;
   return ev;
 }
 
@@ -886,6 +888,12 @@ void raspE_free(rasp_eval *ev) {
   for (int i = 0; i < SC__COUNT; i++) raspM_free(ev->sc[i]);
   raspM_free(ev->dtab);
   raspM_free(ev);
+}
+
+void raspE_set_reference(rasp_eval *ev, int on) {
+  ev->reference = on != 0;
+  ev->ran = 0;
+  ev->plan_valid = 0;
 }
 
 void raspE_set_max_selector_cells(rasp_eval *ev, size_t cells) {

@@ -30,6 +30,15 @@ typedef struct rasp_eval rasp_eval; /* opaque */
 rasp_eval *raspE_new(const rasp_ir *ir);
 void raspE_free(rasp_eval *ev);
 void raspE_set_max_selector_cells(rasp_eval *ev, size_t cells);
+/* on = 1: every head (sel_width, aggregates) is evaluated by the reference
+** kernel -- the selection matrix built cell by cell and each query's
+** selected values summarised by their definition, with exact rationals and
+** its own finishing code -- and values computed twice are computed twice.
+** Slow (n*n per head and input, every selector subject to the cell limit)
+** and meant for tests: a program must give the same outputs, and the same
+** errors, in both modes.  raspE_new starts in this mode when the
+** environment has RASP_EVAL_REFERENCE=1.  Takes effect from the next run. */
+void raspE_set_reference(rasp_eval *ev, int on);
 /* keep = 1 (the default): every intermediate value stays readable through
 ** raspE_value until the next run.  keep = 0: a value's buffer is reused as
 ** soon as the last node reading it has run, so memory follows the widest

@@ -68,7 +68,9 @@ enum {
 ** `kernels` in reval_kern.c; their names: raspE_kernel_name). */
 enum {
   RASPE_K_PREFIX, RASPE_K_WINDOW, RASPE_K_GATHER, RASPE_K_KGATHER, RASPE_K_DIRECT,
-  RASPE_K_JOIN, RASPE_K_SORT, RASPE_K_CAUSAL_NE, RASPE_K_MATRIX, RASPE_NKERNELS
+  RASPE_K_JOIN, RASPE_K_SORT, RASPE_K_CAUSAL_NE, RASPE_K_MATRIX,
+  RASPE_K_REFERENCE, /* only in reference mode, and then alone */
+  RASPE_NKERNELS
 };
 
 struct rasp_eval {
@@ -77,6 +79,8 @@ struct rasp_eval {
   int B, n, nnodes; /* nnodes: size of the per-node arrays */
   int ran;          /* a run has succeeded and values are valid */
   int keep;         /* keep every intermediate value (default) */
+  int reference;    /* every head through the reference kernel, no CSE,
+                       no fusion (raspE_set_reference) */
   unsigned char *live;
   unsigned char *kind;  /* per node: K_* bits of its value */
   rasp_elem **val;      /* per node: B*n elements, NULL for selectors */
@@ -268,6 +272,9 @@ RASPE_INTERNAL void raspE_plan_dsteps(rasp_eval *ev, size_t total);
 RASPE_INTERNAL void raspE_plan_head(const rasp_eval *ev, int id, hplan *p);
 RASPE_INTERNAL int raspE_eval_head(ctx *c);
 RASPE_INTERNAL int raspE_cells_ok(rasp_eval *ev, const rasp_ir_node *sel, rasp_error *err);
+/* reval_ref.c: head id for input b by the matrix definition. */
+RASPE_INTERNAL int raspE_ref_head(rasp_eval *ev, int id, int b, const rasp_elem *vals,
+                                  rasp_elem *out, rasp_error *err);
 RASPE_INTERNAL int raspE_build_matrix(rasp_eval *ev, int id, int b, unsigned char *m, int depth,
                                       rasp_error *err);
 

@@ -1638,7 +1638,9 @@ static int *window_rows(rasp_eval *ev, int woff) {
 ** holds for the batch; a kernel may decline one input (returns 2: an int64
 ** sum overflowed), and the next kernel that applies takes that input.  The
 ** order is the preference: the cheaper and narrower kernels first, the
-** matrix (which handles every selector) last. */
+** matrix (which handles every selector) last.  In reference mode eval_head
+** starts at the reference kernel instead (reval_ref.c), which takes every
+** head alone. */
 
 void raspE_plan_head(const rasp_eval *ev, int id, hplan *p) {
   const rasp_ir *ir = ev->ir;
@@ -1853,6 +1855,13 @@ static int run_matrix(hrun *r, int b, size_t off, const rasp_elem *vals, rasp_el
 }
 
 
+/* Reference mode starts at this kernel (and no other applies then). */
+static int ap_reference(hrun *r) { return r->h.ev->reference; }
+static int run_reference(hrun *r, int b, size_t off, const rasp_elem *vals, rasp_elem *out) {
+  (void)off;
+  return raspE_ref_head(r->h.ev, r->c->id, b, vals, out, r->c->err);
+}
+
 /* applies: 1, 0, or -1 with the error set; run: 1, 0 with the error set,
 ** or 2 when it declines this input.  pass: the results are values of the
 ** head's operand or its default (for the result's kind bits). */
@@ -1873,6 +1882,7 @@ static const kernel kernels[RASPE_NKERNELS] = {
     [RASPE_K_SORT] = {"sorted", ap_sort, run_sort, 0},
     [RASPE_K_CAUSAL_NE] = {"causal-ne", ap_causal_ne, run_causal_ne, 0},
     [RASPE_K_MATRIX] = {"matrix", ap_matrix, run_matrix, 0},
+    [RASPE_K_REFERENCE] = {"reference", ap_reference, run_reference, 0},
 };
 
 /* The first kernel from k on that applies, RASPE_NKERNELS if none, -1 on
@@ -1937,7 +1947,7 @@ int raspE_eval_head(ctx *c) {
     r.keys_int = INTLIKE(ev->kind[r.sel->in[0]]) && INTLIKE(ev->kind[r.sel->in[1]]);
     r.same = r.sel->in[0] == r.sel->in[1];
   }
-  int k0 = first_applying(&r, 0);
+  int k0 = ev->reference ? RASPE_K_REFERENCE : first_applying(&r, 0);
   if (k0 < 0) return 0;
   if (k0 >= RASPE_NKERNELS) {
     raspR_set(c->err, nd->pos, "internal error: no kernel for this head");
@@ -1975,9 +1985,9 @@ int raspE_eval_head(ctx *c) {
     default:
       /* aggregate: a gather, or a sweep that only ever found one value,
          passes values (or the default) through, so their kinds bound it */
-      if (pass && !h->mixed)
+      if (pass && !h->mixed && k0 != RASPE_K_REFERENCE)
         c->kind = c->total ? kv | elem_kind(nd->c) : 0;
-      else if (h->tracked == ev->B)
+      else if (h->tracked == ev->B && k0 != RASPE_K_REFERENCE)
         c->kind = h->okind;
       else
         c->kind = KIND_SCAN;

@@ -61,7 +61,10 @@ void raspE_plan_canon(rasp_eval *ev) {
       ev->valcap[i] = 0;
       ev->cfill[i] = 0;
     }
-  raspF_canon(ev->ir, ev->live, ev->canon);
+  if (ev->reference) /* the program as written */
+    for (int i = 0; i < nn; i++) ev->canon[i] = i;
+  else
+    raspF_canon(ev->ir, ev->live, ev->canon);
   for (int i = 0; i < nn; i++)
     if (ev->canon[i] != i && ev->val[i]) { /* it owned a buffer as a canonical node before */
       raspE_pool_put(ev, ev->val[i], ev->valcap[i]);
@@ -94,7 +97,8 @@ void raspE_plan_raw(rasp_eval *ev) {
     for (int j = 0; j < nd->nin; j++)
       if (nd->in[j] >= 0 && nd->in[j] < nn) ev->raw[ev->canon[nd->in[j]]] = 0;
   }
-  for (int i = 0; i < nn; i++) ev->raw[i] = ev->raw[i] && ev->raw[ev->canon[i]];
+  for (int i = 0; i < nn; i++)
+    ev->raw[i] = ev->raw[i] && ev->raw[ev->canon[i]] && !ev->reference;
 }
 
 void raspE_plan_release(rasp_eval *ev, size_t total) {
@@ -155,6 +159,7 @@ void raspE_plan_release(rasp_eval *ev, size_t total) {
 void raspE_plan_twins(rasp_eval *ev) {
   const rasp_ir *ir = ev->ir;
   for (int s = 0; s < ev->nsteps; s++) ev->twin[ev->steps[s]] = -1;
+  if (ev->reference) return;
   for (int s = 0; s < ev->nsteps; s++) {
     int w = ev->steps[s];
     const rasp_ir_node *wn = &ir->nodes[w];

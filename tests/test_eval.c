@@ -507,6 +507,30 @@ static void check_pairs(rasp_eval *ev, const rasp_ir *ir, const int *outs, int f
     }
 }
 
+/* The same run in reference mode (raspE_set_reference: the matrix
+** definition, reval_ref.c): every output of ev the same, element for
+** element. */
+static void check_reference(rasp_ir *ir, rasp_eval *ev, int B, const int64_t *toks,
+                            const char *what) {
+  rasp_eval *evr = raspE_new(ir);
+  raspE_set_reference(evr, 1);
+  rasp_error err = {0};
+  ck_assert_msg(raspE_run(evr, B, toks, &err), "%s: reference mode: %s", what, err.msg);
+  for (int o = 0; o < ir->noutputs; o++)
+    for (int b = 0; b < B; b++) {
+      const rasp_elem *x = raspE_value(ev, ir->outputs[o], b);
+      const rasp_elem *y = raspE_value(evr, ir->outputs[o], b);
+      ck_assert(x && y);
+      for (int i = 0; i < ir->n; i++)
+        ck_assert_msg(x[i].num == y[i].num && x[i].den == y[i].den,
+                      "%s: node %d (%s) input %d at %d: fast %lld/%lld, reference %lld/%lld", what,
+                      ir->outputs[o], raspI_op_name(ir->nodes[ir->outputs[o]].op), b, i,
+                      (long long)x[i].num, (long long)x[i].den, (long long)y[i].num,
+                      (long long)y[i].den);
+    }
+  raspE_free(evr);
+}
+
 /* The same head over a fast selector and its matrix twin: a pair of outputs
 ** for check_pairs. */
 static void add_head_pair(rasp_ir *ir, rasp_op op, int fast, int slow, int vals,
@@ -554,6 +578,7 @@ static void compare_paths(rasp_pred pred, int causal, unsigned seed) {
       char what[64];
       snprintf(what, sizeof what, "pred %s causal %d", raspI_pred_name(pred), causal);
       check_pairs(ev, &ir, outs, 0, no, B, n, what);
+      if (rep < 4) check_reference(&ir, ev, B, toks, what);
       free(toks);
     }
     raspE_free(ev);
@@ -702,6 +727,7 @@ START_TEST(test_paths_agree_kinds) {
       rasp_error err = {0};
       ck_assert_msg(raspE_run(ev, B, toks, &err), "%s", err.msg);
       check_pairs(ev, &ir, outs, 0, no, B, n, "kinds");
+      if (rep < 2) check_reference(&ir, ev, B, toks, "kinds");
       free(toks);
     }
     raspE_free(ev);
@@ -800,6 +826,7 @@ START_TEST(test_paths_agree_rational) {
       char what[32];
       snprintf(what, sizeof what, "rational block %d", block);
       check_pairs(ev, &ir, outs, hstart, no, B, n, what);
+      if (rep < 2) check_reference(&ir, ev, B, toks, what);
       free(toks);
     }
     raspE_free(ev);
