@@ -195,7 +195,7 @@ void raspC_print_values(rasp_ctx *ctx, rasp_eval *ev, int node, int b, int symbo
 
 typedef struct run_opts {
   const char *file, *input, *entry, *vocab_file, *stdlib;
-  int symbols, from_stdin;
+  int symbols, from_stdin, explain;
   char **sets;
   int nsets;
   rasp_access access;
@@ -212,8 +212,13 @@ static void run_usage(FILE *out, const char *cmd) {
           "  --set NAME=VAL   set a global before the program runs (integer,\n"
           "                   True/False, or a string)\n"
           "  --stdlib DIR     use another stdlib directory\n"
-          "%s",
-          cmd, raspC_access_help);
+          "%s%s",
+          cmd,
+          strcmp(cmd, "trace") == 0
+              ? "  --explain        also evaluate the input and print, per head, the kernels\n"
+                "                   that evaluated it and for how many inputs\n"
+              : "",
+          raspC_access_help);
 }
 
 static int parse_run_opts(const char *cmd, int argc, char **argv, run_opts *o) {
@@ -232,6 +237,10 @@ static int parse_run_opts(const char *cmd, int argc, char **argv, run_opts *o) {
     else if (strcmp(a, "--stdlib") == 0) dst = &o->stdlib;
     else if (strcmp(a, "--symbols") == 0) { o->symbols = 1; continue; }
     else if (strcmp(a, "--stdin") == 0) { o->from_stdin = 1; continue; }
+    else if (strcmp(a, "--explain") == 0 && strcmp(cmd, "trace") == 0) {
+      o->explain = 1;
+      continue;
+    }
     else if (strcmp(a, "--set") == 0) {
       if (i + 1 >= argc || !strchr(argv[i + 1], '=')) {
         fprintf(stderr, "rasp %s: --set: expected NAME=VALUE, got '%s'\n", cmd,
@@ -411,6 +420,42 @@ int rasp_cli_run(int argc, char **argv) {
   return status;
 }
 
+/* --explain: evaluates the input once and prints, per live head, which
+** kernels evaluated it (reval.h's counters), or the node whose value it
+** shares. */
+static int explain(const rasp_ir *ir, const int64_t *tokens) {
+  rasp_eval *ev = raspE_new(ir);
+  rasp_error err = {0};
+  if (!raspE_run(ev, 1, tokens, &err)) {
+    raspR_print(&err, stderr);
+    raspE_free(ev);
+    return 1;
+  }
+  printf("kernels (per head: kernel x inputs it evaluated)\n");
+  for (int id = 0; id < ir->nnodes; id++) {
+    const rasp_ir_node *nd = &ir->nodes[id];
+    int canon = raspE_shared_with(ev, id);
+    if (raspI_op_component(nd->op) != RASP_COMP_ATTN || canon < 0) continue;
+    printf("%%%d = %s", id, raspI_op_name(nd->op));
+    if (nd->label) printf("  # %s", nd->label);
+    if (canon != id) {
+      printf(": the value of %%%d\n", canon);
+      continue;
+    }
+    printf(": kernel");
+    const char *sep = " ";
+    for (int k = 0; k < raspE_kernel_count(); k++) {
+      uint64_t h = raspE_kernel_hits(ev, id, k);
+      if (!h) continue;
+      printf("%s%s x%llu", sep, raspE_kernel_name(k), (unsigned long long)h);
+      sep = ", ";
+    }
+    printf("\n");
+  }
+  raspE_free(ev);
+  return 0;
+}
+
 int rasp_cli_trace(int argc, char **argv) {
   run_opts o;
   if (!parse_run_opts("trace", argc, argv, &o)) {
@@ -431,9 +476,10 @@ int rasp_cli_trace(int argc, char **argv) {
   raspL_analyse(ir, NULL, 0, &layers);
   raspL_print(&layers, stdout);
   raspL_free(&layers);
+  if (o.explain) status = explain(ir, tokens);
   raspM_free(tokens);
   rasp_ctx_free(ctx);
-  return 0;
+  return status;
 }
 
 /* `rasp [--allow-ffi] [--allow-include DIR] FILE [ARGS]`: run the file's

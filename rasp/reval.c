@@ -869,6 +869,7 @@ void raspE_free(rasp_eval *ev) {
   raspM_free(ev->dsteps);
   raspM_free(ev->twin);
   raspM_free(ev->hplans);
+  raspM_free(ev->hits);
   raspM_free(ev->early);
   raspM_free(ev->bndlo);
   raspM_free(ev->bndhi);
@@ -945,6 +946,9 @@ static void fit_nodes(rasp_eval *ev) {
   ev->dsteps = raspM_realloc(ev->dsteps, (size_t)nn * sizeof *ev->dsteps);
   ev->twin = raspM_realloc(ev->twin, (size_t)nn * sizeof *ev->twin);
   ev->hplans = raspM_realloc(ev->hplans, (size_t)nn * sizeof *ev->hplans);
+  ev->hits = raspM_realloc(ev->hits, (size_t)nn * RASPE_NKERNELS * sizeof *ev->hits);
+  memset(ev->hits + (size_t)ev->nnodes * RASPE_NKERNELS, 0,
+         (size_t)(nn - ev->nnodes) * RASPE_NKERNELS * sizeof *ev->hits);
   ev->early = raspM_realloc(ev->early, (size_t)nn * sizeof *ev->early);
   ev->dsteps_ok = 0;
   ev->checked = raspM_realloc(ev->checked, (size_t)nn);
@@ -1183,7 +1187,8 @@ int raspE_run(rasp_eval *ev, int B, const int64_t *tokens, rasp_error *err) {
         if (!handlers[ir->nodes[tw].op](&ca)) return 0;
         ev->kind[tw] = (unsigned char)(ca.kind == KIND_SCAN ? scan_kind(ca.out, total) : ca.kind);
         ev->early[tw] = ev->runno;
-        if (ca.fused) {
+        if (ca.fused) { /* the direct sweep counted for this width too */
+          ev->hits[(size_t)id * RASPE_NKERNELS + RASPE_K_DIRECT] += (uint64_t)B;
           done = 1;
           c.kind = K_INT;
         }
@@ -1227,6 +1232,16 @@ const rasp_elem *raspE_value(rasp_eval *ev, int node, int b) {
     for (int i = 0; i < ev->n; i++)
       if (row[i].den > 1) row[i] = rat_reduce(row[i]);
   return row;
+}
+
+uint64_t raspE_kernel_hits(const rasp_eval *ev, int node, int k) {
+  if (node < 0 || node >= ev->nnodes || k < 0 || k >= RASPE_NKERNELS) return 0;
+  return ev->hits[(size_t)node * RASPE_NKERNELS + k];
+}
+
+int raspE_shared_with(const rasp_eval *ev, int node) {
+  if (!ev->ran || node < 0 || node >= ev->nnodes || !ev->live[node]) return -1;
+  return ev->canon[node];
 }
 
 const unsigned char *raspE_selector(rasp_eval *ev, int node, int b,

@@ -47,6 +47,23 @@ void raspE_set_reference(rasp_eval *ev, int on);
 ** outputs.  Takes effect from the next run. */
 void raspE_set_keep_intermediates(rasp_eval *ev, int keep);
 
+/* Kernel counters.  A head (sel_width, aggr_*) is evaluated by one of
+** raspE_kernel_count() kernels, named by raspE_kernel_name(k) ("gather",
+** "key-gather", "direct", "hash-join", "prefix", "window", "sorted",
+** "causal-ne", "matrix", "reference"; NULL for k out of range).
+** raspE_kernel_hits says for how many inputs kernel k evaluated head node
+** since the evaluator was made: one per input of each run that computed
+** it (a value kept from an earlier run, or shared with an equal node, is
+** not computed again; a sel_width counted by its twin aggregate's sweep
+** counts under that kernel). */
+int raspE_kernel_count(void);
+const char *raspE_kernel_name(int k);
+uint64_t raspE_kernel_hits(const rasp_eval *ev, int node, int k);
+/* The node whose value node shares (common subexpressions: the first live
+** node computing the same value) in the last run, or node itself; -1 if
+** node was not evaluated. */
+int raspE_shared_with(const rasp_eval *ev, int node);
+
 /* Evaluates every node needed for ir->outputs on B inputs.  tokens holds
 ** B*n token ids, input b at tokens[b*n .. b*n+n-1].  Returns 0 and sets err
 ** (with the failing node's source position) on error. */

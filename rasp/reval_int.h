@@ -95,6 +95,8 @@ struct rasp_eval {
                               selector evaluated with it (plan_twins), or -1 */
   unsigned *early;         /* per node: the run in which a twin evaluated it */
   struct hplan *hplans;    /* per head node: its plan (plan_heads) */
+  uint64_t *hits;          /* per node and kernel: inputs it evaluated
+                              (raspE_kernel_hits), node * RASPE_NKERNELS + k */
   int dsteps_ok;           /* dsteps is for the current plan */
   size_t dsteps_total;     /* ... and batches of at most this many elements */
   unsigned char *checked;  /* per node: valid_node passed (nodes never change) */

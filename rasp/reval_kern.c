@@ -1887,6 +1887,12 @@ static const kernel kernels[RASPE_NKERNELS] = {
 
 /* The first kernel from k on that applies, RASPE_NKERNELS if none, -1 on
 ** error. */
+int raspE_kernel_count(void) { return RASPE_NKERNELS; }
+
+const char *raspE_kernel_name(int k) {
+  return k >= 0 && k < RASPE_NKERNELS ? kernels[k].name : NULL;
+}
+
 static int first_applying(hrun *r, int k) {
   for (; k < RASPE_NKERNELS; k++) {
     int a = kernels[k].applies(r);
@@ -1955,6 +1961,7 @@ int raspE_eval_head(ctx *c) {
   }
   int next = -2; /* the kernel after a decline, found when first needed */
   int ok = 1, pass = 1;
+  uint64_t *hits = ev->hits + (size_t)c->id * RASPE_NKERNELS;
   for (int b = 0; ok && b < ev->B; b++) {
     size_t off = (size_t)b * n;
     const rasp_elem *vals = r.allvals ? r.allvals + off : NULL;
@@ -1971,6 +1978,7 @@ int raspE_eval_head(ctx *c) {
       k = next;
       ok = kernels[k].run(&r, b, off, vals, out);
     }
+    hits[k]++;
     pass &= kernels[k].pass;
   }
   if (ok) {

@@ -7,6 +7,10 @@
 #   - the fuzz seeds (tests/fuzz_trace_corpus) and the examples under
 #     `rasp run` on a few inputs: the same output, errors and exit status.
 # (fuzz.sh's harness also compares the two modes on every input it tries.)
+# And the kernel counters through `rasp trace --explain`: the fast paths
+# the evaluator promises run (prefix sums on a causal balance, sorting for
+# `lt`, the gather of x[i]), and with RASP_EVAL_REFERENCE=1 only the
+# reference kernel does.
 NAME=reference.sh
 . "$(dirname "$0")/lib.sh"
 
@@ -57,5 +61,34 @@ for f in examples/*.rasp; do
   done
 done
 
+# explain WANT ARGS...: `rasp trace ARGS --explain` prints the line WANT
+explain() {
+  want=$1
+  shift
+  "$RASP" trace "$@" --explain >"$tmp/x.out" 2>&1
+  if grep -qxF "$want" "$tmp/x.out"; then
+    pass=$((pass + 1))
+  else
+    echo "FAIL: rasp trace $* --explain: no line '$want'"
+    sed -n '/^kernels/,$p' "$tmp/x.out" | sed 's/^/    /'
+    fail=$((fail + 1))
+  fi
+}
+explain "%8 = aggregate  # balance: kernel prefix x1" examples/balanced_parens.rasp --input "( ) ("
+explain "%8 = sel_width  # target_pos: kernel sorted x1" examples/sort.rasp --input "3 1 2"
+explain "%10 = aggregate: kernel direct x1" examples/sort.rasp --input "3 1 2"
+explain "%8 = aggregate: kernel gather x1" examples/reverse.rasp --input "a b c"
+explain "%8 = sel_width: kernel hash-join x1" examples/double_histogram.rasp --input "a b b"
+
+# the mode is really on: the reference kernel ran, and no other
+RASP_EVAL_REFERENCE=1 "$RASP" trace examples/sort.rasp --input "3 1 2" --explain >"$tmp/x.out" 2>&1
+if grep -qxF "%10 = aggregate: kernel reference x1" "$tmp/x.out" &&
+  ! grep '^%.*: kernel ' "$tmp/x.out" | grep -v ': kernel reference x1$' | grep -q .; then
+  pass=$((pass + 1))
+else
+  echo "FAIL: --explain under RASP_EVAL_REFERENCE=1 shows other kernels:"
+  sed 's/^/    /' "$tmp/x.out" | head -20
+  fail=$((fail + 1))
+fi
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
