@@ -660,7 +660,7 @@ void raspE_node_bounds(rasp_eval *ev, int id, int64_t *lo, int64_t *hi) {
     ev->bndlo[id] = a;
     ev->bndhi[id] = b;
     ev->bndrun[id] = ev->runno;
-    ev->bndheld[id] = ev->hold[id] && ev->cfill[id] >= total; /* valid as long as it is */
+    ev->bndheld[id] = ev->plan.hold[id] && ev->cfill[id] >= total; /* valid as long as it is */
   }
   *lo = ev->bndlo[id];
   *hi = ev->bndhi[id];
@@ -675,7 +675,7 @@ void raspE_node_bounds(rasp_eval *ev, int id, int64_t *lo, int64_t *hi) {
 ** not visit the node at all. */
 static int bnd_current(const rasp_eval *ev, int id) {
   return ev->bndrun[id] == ev->runno ||
-         (ev->bndheld[id] && ev->cfill[ev->canon[id]] >= (size_t)ev->B * (size_t)ev->n);
+         (ev->bndheld[id] && ev->cfill[ev->plan.canon[id]] >= (size_t)ev->B * (size_t)ev->n);
 }
 
 static int bnd_known(const rasp_eval *ev, int id) {
@@ -829,16 +829,16 @@ rasp_eval *raspE_new(const rasp_ir *ir) {
 
 void raspE_pool_put(rasp_eval *ev, rasp_elem *buf, size_t cap) {
   if (!buf) return;
-  RASP_GROW(ev->pool, ev->poolsz, ev->npool + 1);
-  ev->poolcap = raspM_realloc(ev->poolcap, (size_t)ev->poolsz * sizeof *ev->poolcap);
-  ev->pool[ev->npool] = buf;
-  ev->poolcap[ev->npool] = cap;
-  ev->npool++;
+  RASP_GROW(ev->pool.buf, ev->pool.size, ev->pool.n + 1);
+  ev->pool.cap = raspM_realloc(ev->pool.cap, (size_t)ev->pool.size * sizeof *ev->pool.cap);
+  ev->pool.buf[ev->pool.n] = buf;
+  ev->pool.cap[ev->pool.n] = cap;
+  ev->pool.n++;
 }
 
 static void free_buffers(rasp_eval *ev) {
   for (int i = 0; i < ev->nnodes; i++) {
-    if (ev->canon[i] == i) raspM_free(ev->val[i]);
+    if (ev->plan.canon[i] == i) raspM_free(ev->val[i]);
     ev->val[i] = NULL;
     ev->valcap[i] = 0;
     ev->cfill[i] = 0;
@@ -846,8 +846,8 @@ static void free_buffers(rasp_eval *ev) {
     ev->selm[i] = NULL;
     ev->selb[i] = -1;
   }
-  for (int i = 0; i < ev->npool; i++) raspM_free(ev->pool[i]);
-  ev->npool = 0;
+  for (int i = 0; i < ev->pool.n; i++) raspM_free(ev->pool.buf[i]);
+  ev->pool.n = 0;
   ev->ran = 0;
 }
 
@@ -860,41 +860,41 @@ void raspE_free(rasp_eval *ev) {
   raspM_free(ev->cfill);
   raspM_free(ev->isstatic);
   raspM_free(ev->checked);
-  raspM_free(ev->canon);
-  raspM_free(ev->raw);
+  raspM_free(ev->plan.canon);
+  raspM_free(ev->plan.raw);
   raspM_free(ev->issel);
-  raspM_free(ev->hold);
+  raspM_free(ev->plan.hold);
   raspM_free(ev->bndheld);
-  raspM_free(ev->steps);
-  raspM_free(ev->dsteps);
-  raspM_free(ev->twin);
-  raspM_free(ev->hplans);
+  raspM_free(ev->plan.steps);
+  raspM_free(ev->plan.dsteps);
+  raspM_free(ev->plan.twin);
+  raspM_free(ev->plan.hplans);
   raspM_free(ev->hits);
   raspM_free(ev->early);
   raspM_free(ev->bndlo);
   raspM_free(ev->bndhi);
   raspM_free(ev->bndrun);
-  raspM_free(ev->dacc);
-  raspM_free(ev->plan_outputs);
+  raspM_free(ev->scr.dacc);
+  raspM_free(ev->plan.outputs);
   raspM_free(ev->kind);
   raspM_free(ev->memos);
   raspM_free(ev->selm);
   raspM_free(ev->selb);
-  raspM_free(ev->live);
-  raspM_free(ev->lastuse);
-  raspM_free(ev->relstart);
-  raspM_free(ev->rel);
-  raspM_free(ev->pool);
-  raspM_free(ev->poolcap);
-  for (int i = 0; i < SC__COUNT; i++) raspM_free(ev->sc[i]);
-  raspM_free(ev->dtab);
+  raspM_free(ev->plan.live);
+  raspM_free(ev->plan.lastuse);
+  raspM_free(ev->plan.relstart);
+  raspM_free(ev->plan.rel);
+  raspM_free(ev->pool.buf);
+  raspM_free(ev->pool.cap);
+  for (int i = 0; i < SC__COUNT; i++) raspM_free(ev->scr.sc[i]);
+  raspM_free(ev->scr.dtab);
   raspM_free(ev);
 }
 
 void raspE_set_reference(rasp_eval *ev, int on) {
   ev->reference = on != 0;
   ev->ran = 0;
-  ev->plan_valid = 0;
+  ev->plan.valid = 0;
 }
 
 void raspE_set_max_selector_cells(rasp_eval *ev, size_t cells) {
@@ -904,29 +904,29 @@ void raspE_set_max_selector_cells(rasp_eval *ev, size_t cells) {
 void raspE_set_keep_intermediates(rasp_eval *ev, int keep) {
   ev->keep = keep != 0;
   ev->ran = 0;
-  ev->plan_valid = 0;
+  ev->plan.valid = 0;
 }
 
 /* Whether the liveness and release plan of the last run still hold. */
 static int plan_current(const rasp_eval *ev, size_t total) {
   const rasp_ir *ir = ev->ir;
-  if (!ev->plan_valid || ev->plan_nnodes != ir->nnodes || ev->plan_n != ir->n || ev->plan_noutputs != ir->noutputs ||
-      ev->plan_keep != ev->keep || (!ev->keep && ev->plan_total != total))
+  if (!ev->plan.valid || ev->plan.nnodes != ir->nnodes || ev->plan.n != ir->n || ev->plan.noutputs != ir->noutputs ||
+      ev->plan.keep != ev->keep || (!ev->keep && ev->plan.total != total))
     return 0;
   return ir->noutputs == 0 ||
-         memcmp(ev->plan_outputs, ir->outputs, sizeof(int) * (size_t)ir->noutputs) == 0;
+         memcmp(ev->plan.outputs, ir->outputs, sizeof(int) * (size_t)ir->noutputs) == 0;
 }
 
 static void plan_remember(rasp_eval *ev, size_t total) {
   const rasp_ir *ir = ev->ir;
-  ev->plan_outputs = raspM_realloc(ev->plan_outputs, sizeof(int) * (size_t)(ir->noutputs + 1));
-  if (ir->noutputs) memcpy(ev->plan_outputs, ir->outputs, sizeof(int) * (size_t)ir->noutputs);
-  ev->plan_nnodes = ir->nnodes;
-  ev->plan_n = ir->n;
-  ev->plan_noutputs = ir->noutputs;
-  ev->plan_keep = ev->keep;
-  ev->plan_total = total;
-  ev->plan_valid = 1;
+  ev->plan.outputs = raspM_realloc(ev->plan.outputs, sizeof(int) * (size_t)(ir->noutputs + 1));
+  if (ir->noutputs) memcpy(ev->plan.outputs, ir->outputs, sizeof(int) * (size_t)ir->noutputs);
+  ev->plan.nnodes = ir->nnodes;
+  ev->plan.n = ir->n;
+  ev->plan.noutputs = ir->noutputs;
+  ev->plan.keep = ev->keep;
+  ev->plan.total = total;
+  ev->plan.valid = 1;
 }
 
 /* The IR may have grown since the evaluator was made (the REPL traces more
@@ -940,20 +940,20 @@ static void fit_nodes(rasp_eval *ev) {
   ev->cfill = raspM_realloc(ev->cfill, (size_t)nn * sizeof *ev->cfill);
   ev->isstatic = raspM_realloc(ev->isstatic, (size_t)nn);
   ev->issel = raspM_realloc(ev->issel, (size_t)nn);
-  ev->hold = raspM_realloc(ev->hold, (size_t)nn);
+  ev->plan.hold = raspM_realloc(ev->plan.hold, (size_t)nn);
   ev->bndheld = raspM_realloc(ev->bndheld, (size_t)nn);
-  ev->steps = raspM_realloc(ev->steps, (size_t)nn * sizeof *ev->steps);
-  ev->dsteps = raspM_realloc(ev->dsteps, (size_t)nn * sizeof *ev->dsteps);
-  ev->twin = raspM_realloc(ev->twin, (size_t)nn * sizeof *ev->twin);
-  ev->hplans = raspM_realloc(ev->hplans, (size_t)nn * sizeof *ev->hplans);
+  ev->plan.steps = raspM_realloc(ev->plan.steps, (size_t)nn * sizeof *ev->plan.steps);
+  ev->plan.dsteps = raspM_realloc(ev->plan.dsteps, (size_t)nn * sizeof *ev->plan.dsteps);
+  ev->plan.twin = raspM_realloc(ev->plan.twin, (size_t)nn * sizeof *ev->plan.twin);
+  ev->plan.hplans = raspM_realloc(ev->plan.hplans, (size_t)nn * sizeof *ev->plan.hplans);
   ev->hits = raspM_realloc(ev->hits, (size_t)nn * RASPE_NKERNELS * sizeof *ev->hits);
   memset(ev->hits + (size_t)ev->nnodes * RASPE_NKERNELS, 0,
          (size_t)(nn - ev->nnodes) * RASPE_NKERNELS * sizeof *ev->hits);
   ev->early = raspM_realloc(ev->early, (size_t)nn * sizeof *ev->early);
-  ev->dsteps_ok = 0;
+  ev->plan.dsteps_ok = 0;
   ev->checked = raspM_realloc(ev->checked, (size_t)nn);
-  ev->canon = raspM_realloc(ev->canon, (size_t)nn * sizeof *ev->canon);
-  ev->raw = raspM_realloc(ev->raw, (size_t)nn);
+  ev->plan.canon = raspM_realloc(ev->plan.canon, (size_t)nn * sizeof *ev->plan.canon);
+  ev->plan.raw = raspM_realloc(ev->plan.raw, (size_t)nn);
   ev->bndlo = raspM_realloc(ev->bndlo, (size_t)nn * sizeof *ev->bndlo);
   ev->bndhi = raspM_realloc(ev->bndhi, (size_t)nn * sizeof *ev->bndhi);
   ev->bndrun = raspM_realloc(ev->bndrun, (size_t)nn * sizeof *ev->bndrun);
@@ -961,10 +961,10 @@ static void fit_nodes(rasp_eval *ev) {
   ev->memos = raspM_realloc(ev->memos, (size_t)nn * sizeof *ev->memos);
   ev->selm = raspM_realloc(ev->selm, (size_t)nn * sizeof *ev->selm);
   ev->selb = raspM_realloc(ev->selb, (size_t)nn * sizeof *ev->selb);
-  ev->live = raspM_realloc(ev->live, (size_t)nn);
-  ev->lastuse = raspM_realloc(ev->lastuse, (size_t)nn * sizeof *ev->lastuse);
-  ev->relstart = raspM_realloc(ev->relstart, ((size_t)nn + 1) * sizeof *ev->relstart);
-  ev->rel = raspM_realloc(ev->rel, (size_t)nn * sizeof *ev->rel);
+  ev->plan.live = raspM_realloc(ev->plan.live, (size_t)nn);
+  ev->plan.lastuse = raspM_realloc(ev->plan.lastuse, (size_t)nn * sizeof *ev->plan.lastuse);
+  ev->plan.relstart = raspM_realloc(ev->plan.relstart, ((size_t)nn + 1) * sizeof *ev->plan.relstart);
+  ev->plan.rel = raspM_realloc(ev->plan.rel, (size_t)nn * sizeof *ev->plan.rel);
   for (int i = ev->nnodes; i < nn; i++) {
     ev->val[i] = NULL;
     ev->valcap[i] = 0;
@@ -975,11 +975,11 @@ static void fit_nodes(rasp_eval *ev) {
     ev->selb[i] = -1;
     ev->bndrun[i] = 0;
     ev->checked[i] = 0;
-    ev->canon[i] = i;
-    ev->raw[i] = 0;
-    ev->hold[i] = 0;
+    ev->plan.canon[i] = i;
+    ev->plan.raw[i] = 0;
+    ev->plan.hold[i] = 0;
     ev->bndheld[i] = 0;
-    ev->twin[i] = -1;
+    ev->plan.twin[i] = -1;
     ev->early[i] = 0;
     ev->issel[i] = (unsigned char)raspE_is_selector(ev->ir, i);
   }
@@ -1061,16 +1061,16 @@ static rasp_elem *node_buffer(rasp_eval *ev, int id, size_t total) {
   }
   /* best fit from the pool */
   int best = -1;
-  for (int i = 0; i < ev->npool; i++)
-    if (ev->poolcap[i] >= need && (best < 0 || ev->poolcap[i] < ev->poolcap[best]))
+  for (int i = 0; i < ev->pool.n; i++)
+    if (ev->pool.cap[i] >= need && (best < 0 || ev->pool.cap[i] < ev->pool.cap[best]))
       best = i;
   if (best >= 0) {
-    ev->val[id] = ev->pool[best];
-    ev->valcap[id] = ev->poolcap[best];
+    ev->val[id] = ev->pool.buf[best];
+    ev->valcap[id] = ev->pool.cap[best];
     ev->cfill[id] = 0;
-    ev->npool--;
-    ev->pool[best] = ev->pool[ev->npool];
-    ev->poolcap[best] = ev->poolcap[ev->npool];
+    ev->pool.n--;
+    ev->pool.buf[best] = ev->pool.buf[ev->pool.n];
+    ev->pool.cap[best] = ev->pool.cap[ev->pool.n];
     return ev->val[id];
   }
   ev->val[id] = raspM_alloc(need * sizeof(rasp_elem));
@@ -1093,7 +1093,7 @@ int raspE_run(rasp_eval *ev, int B, const int64_t *tokens, rasp_error *err) {
   }
   if (ev->n != ir->n) { /* kept values are for one length */
     for (int i = 0; i < ev->nnodes; i++) ev->cfill[i] = 0;
-    ev->dsteps_ok = 0;
+    ev->plan.dsteps_ok = 0;
   }
   ev->B = B;
   ev->n = ir->n;
@@ -1104,17 +1104,17 @@ int raspE_run(rasp_eval *ev, int B, const int64_t *tokens, rasp_error *err) {
   size_t total = (size_t)B * (size_t)ir->n;
   int replan = !plan_current(ev, total);
   if (replan) {
-    ev->plan_valid = 0;
-    ev->dsteps_ok = 0;
-    raspI_live(ir, ir->outputs, ir->noutputs, ev->live);
-    ev->nsteps = 0;
+    ev->plan.valid = 0;
+    ev->plan.dsteps_ok = 0;
+    raspI_live(ir, ir->outputs, ir->noutputs, ev->plan.live);
+    ev->plan.nsteps = 0;
     for (int id = 0; id < ir->nnodes; id++) {
-      if (!ev->live[id]) continue;
+      if (!ev->plan.live[id]) continue;
       if (!ev->checked[id]) { /* nodes never change: validated once */
         if (!valid_node(ir, id, err)) return 0;
         ev->checked[id] = 1;
       }
-      ev->steps[ev->nsteps++] = id;
+      ev->plan.steps[ev->plan.nsteps++] = id;
     }
     raspE_plan_canon(ev);
     raspE_plan_raw(ev);
@@ -1127,8 +1127,8 @@ int raspE_run(rasp_eval *ev, int B, const int64_t *tokens, rasp_error *err) {
     /* every buffer back to the pool (but the static values this run keeps);
        values are handed out again in order */
     for (int i = 0; i < ev->nnodes; i++) {
-      if (ev->live[i] && ev->hold[i]) continue;
-      if (ev->canon[i] == i) raspE_pool_put(ev, ev->val[i], ev->valcap[i]);
+      if (ev->plan.live[i] && ev->plan.hold[i]) continue;
+      if (ev->plan.canon[i] == i) raspE_pool_put(ev, ev->val[i], ev->valcap[i]);
       ev->val[i] = NULL;
       ev->valcap[i] = 0;
       ev->cfill[i] = 0;
@@ -1139,8 +1139,8 @@ int raspE_run(rasp_eval *ev, int B, const int64_t *tokens, rasp_error *err) {
     }
   } else if (replan) { /* values of nodes that left the graph */
     for (int i = 0; i < ev->nnodes; i++)
-      if (!ev->live[i] && ev->val[i]) {
-        if (ev->canon[i] == i) raspE_pool_put(ev, ev->val[i], ev->valcap[i]);
+      if (!ev->plan.live[i] && ev->val[i]) {
+        if (ev->plan.canon[i] == i) raspE_pool_put(ev, ev->val[i], ev->valcap[i]);
         ev->val[i] = NULL;
         ev->valcap[i] = 0;
         ev->cfill[i] = 0;
@@ -1149,13 +1149,13 @@ int raspE_run(rasp_eval *ev, int B, const int64_t *tokens, rasp_error *err) {
   ctx c = {ev, 0, NULL, tokens, total, NULL, err, KIND_SCAN, NULL, 0};
   /* dsteps: the steps that still do something once the static values are
      kept (see plan_dsteps) */
-  if (ev->dsteps_ok && total > ev->dsteps_total) ev->dsteps_ok = 0;
-  const int *steps = ev->dsteps_ok ? ev->dsteps : ev->steps;
-  int nsteps = ev->dsteps_ok ? ev->ndsteps : ev->nsteps;
+  if (ev->plan.dsteps_ok && total > ev->plan.dsteps_total) ev->plan.dsteps_ok = 0;
+  const int *steps = ev->plan.dsteps_ok ? ev->plan.dsteps : ev->plan.steps;
+  int nsteps = ev->plan.dsteps_ok ? ev->plan.ndsteps : ev->plan.nsteps;
   for (int s = 0; s < nsteps; s++) {
     int id = steps[s];
-    int hold = ev->hold[id];
-    int canon = ev->canon[id];
+    int hold = ev->plan.hold[id];
+    int canon = ev->plan.canon[id];
     if (canon != id) { /* the same value as an earlier node: share it */
       ev->val[id] = ev->val[canon];
       ev->valcap[id] = 0;
@@ -1180,7 +1180,7 @@ int raspE_run(rasp_eval *ev, int B, const int64_t *tokens, rasp_error *err) {
       if (!ev->issel[id]) c.out = node_buffer(ev, id, total);
       else c.kind = 0;
       int done = ev->early[id] == ev->runno; /* its twin evaluated it */
-      int tw = ev->twin[id];
+      int tw = ev->plan.twin[id];
       if (!done && tw >= 0) { /* the twin aggregate now, with this width */
         ctx ca = {ev, tw, &ir->nodes[tw], tokens, total, node_buffer(ev, tw, total), err,
                   KIND_SCAN, c.out, 0};
@@ -1204,22 +1204,22 @@ int raspE_run(rasp_eval *ev, int B, const int64_t *tokens, rasp_error *err) {
       }
     }
     if (!ev->keep)
-      for (int r = ev->relstart[id]; r < ev->relstart[id + 1]; r++) {
-        int d = ev->rel[r];
+      for (int r = ev->plan.relstart[id]; r < ev->plan.relstart[id + 1]; r++) {
+        int d = ev->plan.rel[r];
         raspE_pool_put(ev, ev->val[d], ev->valcap[d]);
         ev->val[d] = NULL;
         ev->valcap[d] = 0;
         ev->cfill[d] = 0;
       }
   }
-  if (!ev->dsteps_ok) raspE_plan_dsteps(ev, total);
+  if (!ev->plan.dsteps_ok) raspE_plan_dsteps(ev, total);
   ev->ran = 1;
   return 1;
 }
 
 const rasp_elem *raspE_value(rasp_eval *ev, int node, int b) {
   if (!ev->ran || node < 0 || node >= ev->nnodes || b < 0 || b >= ev->B ||
-      !ev->live[node] || !ev->val[node] ||
+      !ev->plan.live[node] || !ev->val[node] ||
       raspE_is_selector(ev->ir, node))
     return NULL;
   if (!ev->keep) { /* only outputs, though kept static values are there too */
@@ -1228,7 +1228,7 @@ const rasp_elem *raspE_value(rasp_eval *ev, int node, int b) {
     if (!out) return NULL;
   }
   rasp_elem *row = ev->val[node] + (size_t)b * ev->n;
-  if (ev->raw[node])
+  if (ev->plan.raw[node])
     for (int i = 0; i < ev->n; i++)
       if (row[i].den > 1) row[i] = rat_reduce(row[i]);
   return row;
@@ -1240,8 +1240,8 @@ uint64_t raspE_kernel_hits(const rasp_eval *ev, int node, int k) {
 }
 
 int raspE_shared_with(const rasp_eval *ev, int node) {
-  if (!ev->ran || node < 0 || node >= ev->nnodes || !ev->live[node]) return -1;
-  return ev->canon[node];
+  if (!ev->ran || node < 0 || node >= ev->nnodes || !ev->plan.live[node]) return -1;
+  return ev->plan.canon[node];
 }
 
 const unsigned char *raspE_selector(rasp_eval *ev, int node, int b,
@@ -1255,7 +1255,7 @@ const unsigned char *raspE_selector(rasp_eval *ev, int node, int b,
     raspR_set(err, nd->pos, "'%s' is not a selector", raspI_op_name(nd->op));
     return NULL;
   }
-  if (!ev->live[node]) {
+  if (!ev->plan.live[node]) {
     raspR_set(err, nd->pos, "selector was not part of the evaluated program");
     return NULL;
   }

@@ -73,49 +73,35 @@ enum {
   RASPE_NKERNELS
 };
 
-struct rasp_eval {
-  const rasp_ir *ir;
-  size_t max_cells;
-  int B, n, nnodes; /* nnodes: size of the per-node arrays */
-  int ran;          /* a run has succeeded and values are valid */
-  int keep;         /* keep every intermediate value (default) */
-  int reference;    /* every head through the reference kernel, no CSE,
-                       no fusion (raspE_set_reference) */
-  unsigned char *live;
-  unsigned char *kind;  /* per node: K_* bits of its value */
-  rasp_elem **val;      /* per node: B*n elements, NULL for selectors */
-  size_t *valcap;       /* per node: capacity of val[] in elements */
-  unsigned char *isstatic; /* per node: depends on no input token */
-  unsigned char *issel;    /* per node: a selector (no value buffer) */
-  unsigned char *hold;     /* per node: held(), fixed for the current plan */
-  unsigned char *bndheld;  /* per node: a held value whose bounds were derived */
-  int *steps, nsteps;      /* the live nodes in order, for the current plan */
-  int *dsteps, ndsteps;    /* those a run still visits (plan_dsteps) */
-  int *twin;               /* per sel_width node: an aggregate over the same
-                              selector evaluated with it (plan_twins), or -1 */
-  unsigned *early;         /* per node: the run in which a twin evaluated it */
-  struct hplan *hplans;    /* per head node: its plan (plan_heads) */
-  uint64_t *hits;          /* per node and kernel: inputs it evaluated
-                              (raspE_kernel_hits), node * RASPE_NKERNELS + k */
-  int dsteps_ok;           /* dsteps is for the current plan */
-  size_t dsteps_total;     /* ... and batches of at most this many elements */
-  unsigned char *checked;  /* per node: valid_node passed (nodes never change) */
-  int *canon;              /* per node: the live node computing the same value
-                              (itself, or an earlier one whose buffer it shares) */
-  unsigned char *raw;      /* per node: its rationals may be left unreduced
-                              (plan_raw); raspE_value reduces them on reading */
-  size_t *cfill;        /* per node: leading elements of val[] that already
-                           hold the node's constant value (full, indices) */
-  memo **memos;         /* per node, created on first use */
-  unsigned char **selm; /* raspE_selector cache per node */
-  int *selb;            /* which input selm[node] holds */
-  int *lastuse;         /* per node: last node that reads its value */
-  int *relstart, *rel;  /* nodes whose value dies after node i (CSR) */
-  /* buffers returned early (keep == 0), reused for later nodes */
-  rasp_elem **pool;
-  size_t *poolcap;
-  int npool, poolsz;
-  /* scratch */
+/* The plan (reval_plan.c): made when plan_current (reval.c) finds the
+** graph, its outputs, the length, keep or (keep == 0) the batch size
+** changed, then only read by runs.  Per-node arrays have nnodes entries. */
+struct eplan {
+  unsigned char *live;  /* reachable from the outputs (raspI_live) */
+  int *steps, nsteps;   /* the live nodes in order */
+  int *dsteps, ndsteps; /* those a run still visits (raspE_plan_dsteps) ... */
+  int dsteps_ok;        /* ... valid for this plan ... */
+  size_t dsteps_total;  /* ... and batches of at most this many elements */
+  int *canon;           /* the live node computing the same value (itself, or
+                           an earlier one whose buffer it shares) */
+  unsigned char *raw;   /* rationals may be left unreduced (raspE_plan_raw);
+                           raspE_value reduces them on reading */
+  unsigned char *hold;  /* a static value kept across runs */
+  int hold_ok;          /* static values are kept at all (raspE_plan_hold) */
+  int *twin;            /* sel_width: the aggregate evaluated with it, or -1 */
+  struct hplan *hplans; /* heads: what their selector allows */
+  int *lastuse;         /* keep == 0: the last node reading a value ... */
+  int *relstart, *rel;  /* ... and the nodes whose value dies after node i (CSR) */
+  /* what the plan was made for */
+  int nnodes, noutputs, keep, n;
+  int *outputs;
+  size_t total;
+  int valid;
+};
+
+/* Scratch buffers, reused across heads and runs; a run allocates nothing
+** once the sizes have been seen. */
+struct escratch {
   void *sc[SC__COUNT];
   size_t sccap[SC__COUNT];
   /* direct-addressed group table: (generation << 32) | group per key value,
@@ -127,20 +113,54 @@ struct rasp_eval {
   struct dacc *dacc;
   size_t dacccap;
   uint32_t daccgen;
-  /* per node: min and max num over the batch, valid when bndrun == runno */
-  int64_t *bndlo, *bndhi;
-  unsigned *bndrun;
-  unsigned runno;
-  /* what raspI_live and plan_release last worked from, to skip them when
-     nothing changed (one run per input must not pay O(graph) set-up) */
-  int plan_nnodes, plan_noutputs, plan_keep, plan_n;
-  int *plan_outputs;
-  size_t plan_total;
-  int plan_valid;
-  int selb_dirty; /* some selb[] entry may be set */
-  int hold_ok;    /* static values are kept this run (decide_hold) */
   uint32_t hgen; /* generation of the stamped hash tables */
   size_t hcap;
+};
+
+/* Value buffers handed back early (keep == 0), reused for later nodes. */
+struct epool {
+  rasp_elem **buf;
+  size_t *cap;
+  int n, size;
+};
+
+/* The evaluator.  Per-node arrays have nnodes entries (fit_nodes grows
+** them with the IR).  What a run computes is valid while `ran` is set; the
+** run-time kinds and bounds of a node are this run's when bndrun == runno
+** (bounds) or the node was evaluated in this run. */
+struct rasp_eval {
+  const rasp_ir *ir;
+  /* settings */
+  size_t max_cells; /* raspE_set_max_selector_cells */
+  int keep;         /* keep every intermediate value (default) */
+  int reference;    /* every head through the reference kernel, no CSE,
+                       no fusion (raspE_set_reference) */
+  /* the current batch */
+  int B, n, nnodes;
+  int ran;          /* a run has succeeded and values are valid */
+  unsigned runno;   /* numbers runs, for bndrun and early */
+  /* per node: facts of the graph, fixed once the node exists */
+  unsigned char *isstatic; /* depends on no input token (raspF_static) */
+  unsigned char *issel;    /* a selector (no value buffer) */
+  unsigned char *checked;  /* valid_node passed */
+  memo **memos;            /* callback results, created on first use */
+  uint64_t *hits;          /* inputs each kernel evaluated (raspE_kernel_hits),
+                              node * RASPE_NKERNELS + k */
+  /* per node: values */
+  rasp_elem **val;      /* B*n elements, NULL for selectors */
+  size_t *valcap;       /* capacity of val[] in elements */
+  size_t *cfill;        /* leading elements of val[] already holding a kept value */
+  unsigned char *kind;  /* K_* bits of the value */
+  int64_t *bndlo, *bndhi; /* least and greatest num, valid when bndrun == runno */
+  unsigned *bndrun;
+  unsigned char *bndheld;  /* a held value whose bounds were derived */
+  unsigned *early;      /* the run in which a twin evaluated it */
+  unsigned char **selm; /* raspE_selector's matrix ... */
+  int *selb;            /* ... and which input it holds */
+  int selb_dirty;       /* some selb[] entry may be set */
+  struct eplan plan;
+  struct epool pool;
+  struct escratch scr;
 };
 
 /* One key value's statistics in head_direct. */
@@ -171,14 +191,14 @@ typedef struct hplan {
 
 /* A scratch buffer of at least bytes (contents undefined). */
 static inline void *scratch(rasp_eval *ev, int slot, size_t bytes) {
-  if (bytes > ev->sccap[slot]) {
-    size_t cap = ev->sccap[slot] ? ev->sccap[slot] : 64;
+  if (bytes > ev->scr.sccap[slot]) {
+    size_t cap = ev->scr.sccap[slot] ? ev->scr.sccap[slot] : 64;
     while (cap < bytes) cap *= 2;
-    raspM_free(ev->sc[slot]);
-    ev->sc[slot] = raspM_alloc(cap);
-    ev->sccap[slot] = cap;
+    raspM_free(ev->scr.sc[slot]);
+    ev->scr.sc[slot] = raspM_alloc(cap);
+    ev->scr.sccap[slot] = cap;
   }
-  return ev->sc[slot];
+  return ev->scr.sc[slot];
 }
 
 static inline unsigned elem_kind(rasp_elem e) {

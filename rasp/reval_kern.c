@@ -580,23 +580,23 @@ static rasp_elem eq_key(rasp_elem e) {
 
 /* Makes room for a stamped table of cap slots; returns the generation. */
 static uint32_t hash_prepare(rasp_eval *ev, size_t cap) {
-  if (cap > ev->hcap) {
-    raspM_free(ev->sc[SC_HKEY]);
-    raspM_free(ev->sc[SC_HEKEY]);
-    raspM_free(ev->sc[SC_HGID]);
-    raspM_free(ev->sc[SC_HST]);
-    ev->sc[SC_HKEY] = raspM_alloc(cap * sizeof(int64_t));
-    ev->sc[SC_HEKEY] = raspM_alloc(cap * sizeof(rasp_elem));
-    ev->sc[SC_HGID] = raspM_alloc(cap * sizeof(int));
-    ev->sc[SC_HST] = raspM_alloc(cap * sizeof(uint32_t)); /* zeroed */
-    ev->hcap = cap;
-    ev->hgen = 0;
+  if (cap > ev->scr.hcap) {
+    raspM_free(ev->scr.sc[SC_HKEY]);
+    raspM_free(ev->scr.sc[SC_HEKEY]);
+    raspM_free(ev->scr.sc[SC_HGID]);
+    raspM_free(ev->scr.sc[SC_HST]);
+    ev->scr.sc[SC_HKEY] = raspM_alloc(cap * sizeof(int64_t));
+    ev->scr.sc[SC_HEKEY] = raspM_alloc(cap * sizeof(rasp_elem));
+    ev->scr.sc[SC_HGID] = raspM_alloc(cap * sizeof(int));
+    ev->scr.sc[SC_HST] = raspM_alloc(cap * sizeof(uint32_t)); /* zeroed */
+    ev->scr.hcap = cap;
+    ev->scr.hgen = 0;
   }
-  if (++ev->hgen == 0) {
-    memset(ev->sc[SC_HST], 0, ev->hcap * sizeof(uint32_t));
-    ev->hgen = 1;
+  if (++ev->scr.hgen == 0) {
+    memset(ev->scr.sc[SC_HST], 0, ev->scr.hcap * sizeof(uint32_t));
+    ev->scr.hgen = 1;
   }
-  return ev->hgen;
+  return ev->scr.hgen;
 }
 
 static size_t hash_cap(int n) {
@@ -627,19 +627,19 @@ static int group_int(rasp_eval *ev, int keynode, const rasp_elem *keys,
   uint64_t range = (uint64_t)kmax - (uint64_t)kmin;
   if (range < (uint64_t)n * 4 + 256) {
     size_t need = (size_t)range + 1;
-    if (need > ev->dtabcap) {
-      size_t cap = ev->dtabcap ? ev->dtabcap : 256;
+    if (need > ev->scr.dtabcap) {
+      size_t cap = ev->scr.dtabcap ? ev->scr.dtabcap : 256;
       while (cap < need) cap *= 2;
-      raspM_free(ev->dtab);
-      ev->dtab = raspM_alloc(cap * sizeof *ev->dtab); /* zeroed */
-      ev->dtabcap = cap;
-      ev->dgen = 0;
+      raspM_free(ev->scr.dtab);
+      ev->scr.dtab = raspM_alloc(cap * sizeof *ev->scr.dtab); /* zeroed */
+      ev->scr.dtabcap = cap;
+      ev->scr.dgen = 0;
     }
-    if (++ev->dgen == 0) {
-      memset(ev->dtab, 0, ev->dtabcap * sizeof *ev->dtab);
-      ev->dgen = 1;
+    if (++ev->scr.dgen == 0) {
+      memset(ev->scr.dtab, 0, ev->scr.dtabcap * sizeof *ev->scr.dtab);
+      ev->scr.dgen = 1;
     }
-    uint64_t *t = ev->dtab, stamp = (uint64_t)ev->dgen << 32;
+    uint64_t *t = ev->scr.dtab, stamp = (uint64_t)ev->scr.dgen << 32;
     for (int k = 0; k < n; k++) {
       uint64_t *s = &t[(uint64_t)keys[k].num - (uint64_t)kmin];
       if ((*s & ~(uint64_t)UINT32_MAX) != stamp) *s = stamp | (uint32_t)G++;
@@ -654,9 +654,9 @@ static int group_int(rasp_eval *ev, int keynode, const rasp_elem *keys,
   }
   size_t cap = hash_cap(n), mask = cap - 1;
   uint32_t gen = hash_prepare(ev, cap);
-  int64_t *hk = ev->sc[SC_HKEY];
-  int *hg = ev->sc[SC_HGID];
-  uint32_t *hs = ev->sc[SC_HST];
+  int64_t *hk = ev->scr.sc[SC_HKEY];
+  int *hg = ev->scr.sc[SC_HGID];
+  uint32_t *hs = ev->scr.sc[SC_HST];
   for (int k = 0; k < n; k++) {
     int64_t v = keys[k].num;
     size_t j = mix64((uint64_t)v) & mask;
@@ -683,9 +683,9 @@ static int group_any(rasp_eval *ev, const rasp_elem *keys, const rasp_elem *qs,
   int G = 0;
   size_t cap = hash_cap(n), mask = cap - 1;
   uint32_t gen = hash_prepare(ev, cap);
-  rasp_elem *hk = ev->sc[SC_HEKEY];
-  int *hg = ev->sc[SC_HGID];
-  uint32_t *hs = ev->sc[SC_HST];
+  rasp_elem *hk = ev->scr.sc[SC_HEKEY];
+  int *hg = ev->scr.sc[SC_HGID];
+  uint32_t *hs = ev->scr.sc[SC_HST];
   for (int pass = 0; pass < 2; pass++)
     for (int i = 0; i < n; i++) {
       rasp_elem e = eq_key(pass ? qs[i] : keys[i]);
@@ -1530,20 +1530,20 @@ static int head_direct(head *h, const rasp_elem *keys, const rasp_elem *qs,
                        const rasp_elem *vals, rasp_elem *out) {
   rasp_eval *ev = h->ev;
   size_t need = (size_t)range + 2; /* the last slot: queries out of range */
-  if (need > ev->dacccap) {
-    size_t cap = ev->dacccap ? ev->dacccap : 256;
+  if (need > ev->scr.dacccap) {
+    size_t cap = ev->scr.dacccap ? ev->scr.dacccap : 256;
     while (cap < need) cap *= 2;
-    raspM_free(ev->dacc);
-    ev->dacc = raspM_alloc(cap * sizeof *ev->dacc); /* zeroed: stamp 0 */
-    ev->dacccap = cap;
-    ev->daccgen = 0;
+    raspM_free(ev->scr.dacc);
+    ev->scr.dacc = raspM_alloc(cap * sizeof *ev->scr.dacc); /* zeroed: stamp 0 */
+    ev->scr.dacccap = cap;
+    ev->scr.daccgen = 0;
   }
-  if (++ev->daccgen == 0) {
-    memset(ev->dacc, 0, ev->dacccap * sizeof *ev->dacc);
-    ev->daccgen = 1;
+  if (++ev->scr.daccgen == 0) {
+    memset(ev->scr.dacc, 0, ev->scr.dacccap * sizeof *ev->scr.dacc);
+    ev->scr.daccgen = 1;
   }
-  struct dacc *t = ev->dacc;
-  const uint32_t gen = ev->daccgen;
+  struct dacc *t = ev->scr.dacc;
+  const uint32_t gen = ev->scr.daccgen;
   const int64_t one_den = h->nd->op == RASP_OP_AGGREGATE ? h->vden : 1;
   const int width = h->nd->op == RASP_OP_SEL_WIDTH;
   /* A table no longer than the input is cheaper to clear than to stamp
@@ -1725,7 +1725,7 @@ static int run_window(hrun *r, int b, size_t off, const rasp_elem *vals, rasp_el
   (void)b;
   (void)off;
   load_vals(r, vals, 1);
-  return head_order(&r->h, NULL, r->p->wt, r->qa, r->h.ev->sc[SC_QB], vals, out);
+  return head_order(&r->h, NULL, r->p->wt, r->qa, r->h.ev->scr.sc[SC_QB], vals, out);
 }
 
 static int ap_gather(hrun *r) { return r->p->gather; }
@@ -1910,7 +1910,7 @@ int raspE_eval_head(ctx *c) {
   memset(&r, 0, sizeof r);
   head *h = &r.h;
   r.c = c;
-  r.p = &ev->hplans[c->id];
+  r.p = &ev->plan.hplans[c->id];
   r.sel = &ev->ir->nodes[nd->in[0]];
   r.counts = c->counts;
   r.fused = c->counts != NULL;
@@ -1943,7 +1943,7 @@ int raspE_eval_head(ctx *c) {
   h->fnb = nd->op == RASP_OP_AGGREGATE && h->vm == VM_MIX;
   h->fext = nd->op == RASP_OP_AGGR_MAX || nd->op == RASP_OP_AGGR_MIN;
   h->ismax = nd->op == RASP_OP_AGGR_MAX;
-  h->raw = nd->op == RASP_OP_AGGREGATE && ev->raw[c->id];
+  h->raw = nd->op == RASP_OP_AGGREGATE && ev->plan.raw[c->id];
   if (h->vm != VM_NONE && h->vm != VM_SLOW) {
     size_t n1 = (size_t)n + 1;
     h->vv = scratch(ev, SC_VV, n1 * sizeof *h->vv);

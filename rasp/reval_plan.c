@@ -31,17 +31,17 @@
 
 static inline int held(const rasp_eval *ev, int id, size_t total) {
   (void)total; /* decided for this run's batch shape by decide_hold */
-  return ev->hold[id];
+  return ev->plan.hold[id];
 }
 
 void raspE_plan_hold(rasp_eval *ev, size_t total) {
   size_t nstatic = 0;
   int nn = ev->ir->nnodes;
   for (int i = 0; i < nn; i++)
-    nstatic += ev->live[i] && ev->isstatic[i] && !ev->issel[i];
-  ev->hold_ok = ev->keep || nstatic * total <= STATIC_HOLD_BYTES / sizeof(rasp_elem);
+    nstatic += ev->plan.live[i] && ev->isstatic[i] && !ev->issel[i];
+  ev->plan.hold_ok = ev->keep || nstatic * total <= STATIC_HOLD_BYTES / sizeof(rasp_elem);
   for (int i = 0; i < nn; i++)
-    ev->hold[i] = (unsigned char)(ev->hold_ok && ev->isstatic[i] && !ev->issel[i]);
+    ev->plan.hold[i] = (unsigned char)(ev->plan.hold_ok && ev->isstatic[i] && !ev->issel[i]);
 }
 
 /* Common subexpressions.  Programs compute the same thing more than once
@@ -56,17 +56,17 @@ void raspE_plan_canon(rasp_eval *ev) {
   int nn = ev->ir->nnodes;
   /* buffers of nodes that were aliases belong to their canonical node */
   for (int i = 0; i < nn; i++)
-    if (ev->canon[i] != i) {
+    if (ev->plan.canon[i] != i) {
       ev->val[i] = NULL;
       ev->valcap[i] = 0;
       ev->cfill[i] = 0;
     }
   if (ev->reference) /* the program as written */
-    for (int i = 0; i < nn; i++) ev->canon[i] = i;
+    for (int i = 0; i < nn; i++) ev->plan.canon[i] = i;
   else
-    raspF_canon(ev->ir, ev->live, ev->canon);
+    raspF_canon(ev->ir, ev->plan.live, ev->plan.canon);
   for (int i = 0; i < nn; i++)
-    if (ev->canon[i] != i && ev->val[i]) { /* it owned a buffer as a canonical node before */
+    if (ev->plan.canon[i] != i && ev->val[i]) { /* it owned a buffer as a canonical node before */
       raspE_pool_put(ev, ev->val[i], ev->valcap[i]);
       ev->val[i] = NULL;
       ev->valcap[i] = 0;
@@ -84,68 +84,68 @@ void raspE_plan_canon(rasp_eval *ev) {
 void raspE_plan_raw(rasp_eval *ev) {
   const rasp_ir *ir = ev->ir;
   int nn = ir->nnodes;
-  for (int i = 0; i < nn; i++) ev->raw[i] = ir->nodes[i].op == RASP_OP_AGGREGATE;
+  for (int i = 0; i < nn; i++) ev->plan.raw[i] = ir->nodes[i].op == RASP_OP_AGGREGATE;
   for (int i = 0; i < ir->noutputs; i++)
-    if (ir->outputs[i] >= 0 && ir->outputs[i] < nn) ev->raw[ev->canon[ir->outputs[i]]] = 0;
+    if (ir->outputs[i] >= 0 && ir->outputs[i] < nn) ev->plan.raw[ev->plan.canon[ir->outputs[i]]] = 0;
   for (int u = 0; u < nn; u++) {
-    if (!ev->live[u]) continue;
+    if (!ev->plan.live[u]) continue;
     const rasp_ir_node *nd = &ir->nodes[u];
     int compares = nd->op == RASP_OP_BINARY &&
                    (nd->aux == RASP_BIN_EQ || nd->aux == RASP_BIN_NE || nd->aux == RASP_BIN_LT ||
                     nd->aux == RASP_BIN_LE || nd->aux == RASP_BIN_GT || nd->aux == RASP_BIN_GE);
     if (compares) continue;
     for (int j = 0; j < nd->nin; j++)
-      if (nd->in[j] >= 0 && nd->in[j] < nn) ev->raw[ev->canon[nd->in[j]]] = 0;
+      if (nd->in[j] >= 0 && nd->in[j] < nn) ev->plan.raw[ev->plan.canon[nd->in[j]]] = 0;
   }
   for (int i = 0; i < nn; i++)
-    ev->raw[i] = ev->raw[i] && ev->raw[ev->canon[i]] && !ev->reference;
+    ev->plan.raw[i] = ev->plan.raw[i] && ev->plan.raw[ev->plan.canon[i]] && !ev->reference;
 }
 
 void raspE_plan_release(rasp_eval *ev, size_t total) {
   const rasp_ir *ir = ev->ir;
   int nn = ir->nnodes;
-  for (int i = 0; i < nn; i++) ev->lastuse[i] = -1;
+  for (int i = 0; i < nn; i++) ev->plan.lastuse[i] = -1;
   for (int id = 0; id < nn; id++) {
-    if (!ev->live[id]) continue;
+    if (!ev->plan.live[id]) continue;
     const rasp_ir_node *nd = &ir->nodes[id];
     for (int j = 0; j < nd->nin; j++) {
       int in = nd->in[j];
-      if (in >= 0 && in < id && ev->lastuse[in] < id) ev->lastuse[in] = id;
+      if (in >= 0 && in < id && ev->plan.lastuse[in] < id) ev->plan.lastuse[in] = id;
     }
   }
   for (int id = nn - 1; id >= 0; id--) {
-    if (!ev->live[id] || !raspE_is_selector(ir, id)) continue;
+    if (!ev->plan.live[id] || !raspE_is_selector(ir, id)) continue;
     const rasp_ir_node *nd = &ir->nodes[id];
     for (int j = 0; j < nd->nin; j++) {
       int in = nd->in[j];
-      if (in >= 0 && in < id && ev->lastuse[in] < ev->lastuse[id])
-        ev->lastuse[in] = ev->lastuse[id];
+      if (in >= 0 && in < id && ev->plan.lastuse[in] < ev->plan.lastuse[id])
+        ev->plan.lastuse[in] = ev->plan.lastuse[id];
     }
   }
   for (int i = 0; i < ir->noutputs; i++) {
     int o = ir->outputs[i];
-    if (o >= 0 && o < nn) ev->lastuse[o] = nn; /* never released */
+    if (o >= 0 && o < nn) ev->plan.lastuse[o] = nn; /* never released */
   }
   /* an alias's readers read its canonical node's buffer */
   for (int i = 0; i < nn; i++) {
-    int c = ev->canon[i];
-    if (c != i && ev->live[i] && ev->lastuse[c] < ev->lastuse[i])
-      ev->lastuse[c] = ev->lastuse[i];
+    int c = ev->plan.canon[i];
+    if (c != i && ev->plan.live[i] && ev->plan.lastuse[c] < ev->plan.lastuse[i])
+      ev->plan.lastuse[c] = ev->plan.lastuse[i];
   }
   /* CSR by release time */
-  memset(ev->relstart, 0, ((size_t)nn + 1) * sizeof *ev->relstart);
+  memset(ev->plan.relstart, 0, ((size_t)nn + 1) * sizeof *ev->plan.relstart);
   for (int i = 0; i < nn; i++)
-    if (ev->live[i] && ev->lastuse[i] >= 0 && ev->lastuse[i] < nn &&
-        !held(ev, i, total) && ev->canon[i] == i)
-      ev->relstart[ev->lastuse[i] + 1]++;
-  for (int i = 0; i < nn; i++) ev->relstart[i + 1] += ev->relstart[i];
-  int *fill = ev->lastuse; /* reuse: positions are no longer needed */
+    if (ev->plan.live[i] && ev->plan.lastuse[i] >= 0 && ev->plan.lastuse[i] < nn &&
+        !held(ev, i, total) && ev->plan.canon[i] == i)
+      ev->plan.relstart[ev->plan.lastuse[i] + 1]++;
+  for (int i = 0; i < nn; i++) ev->plan.relstart[i + 1] += ev->plan.relstart[i];
+  int *fill = ev->plan.lastuse; /* reuse: positions are no longer needed */
   int *pos = raspM_alloc(((size_t)nn + 1) * sizeof *pos);
-  memcpy(pos, ev->relstart, ((size_t)nn + 1) * sizeof *pos);
+  memcpy(pos, ev->plan.relstart, ((size_t)nn + 1) * sizeof *pos);
   for (int i = 0; i < nn; i++)
-    if (ev->live[i] && fill[i] >= 0 && fill[i] < nn && !held(ev, i, total) &&
-        ev->canon[i] == i)
-      ev->rel[pos[fill[i]]++] = i;
+    if (ev->plan.live[i] && fill[i] >= 0 && fill[i] < nn && !held(ev, i, total) &&
+        ev->plan.canon[i] == i)
+      ev->plan.rel[pos[fill[i]]++] = i;
   raspM_free(pos);
 }
 
@@ -158,24 +158,24 @@ void raspE_plan_release(rasp_eval *ev, size_t total) {
 ** w's step).  Static nodes need no twin: they are computed once. */
 void raspE_plan_twins(rasp_eval *ev) {
   const rasp_ir *ir = ev->ir;
-  for (int s = 0; s < ev->nsteps; s++) ev->twin[ev->steps[s]] = -1;
+  for (int s = 0; s < ev->plan.nsteps; s++) ev->plan.twin[ev->plan.steps[s]] = -1;
   if (ev->reference) return;
-  for (int s = 0; s < ev->nsteps; s++) {
-    int w = ev->steps[s];
+  for (int s = 0; s < ev->plan.nsteps; s++) {
+    int w = ev->plan.steps[s];
     const rasp_ir_node *wn = &ir->nodes[w];
-    if (wn->op != RASP_OP_SEL_WIDTH || ev->canon[w] != w || ev->hold[w]) continue;
-    int sel = ev->canon[wn->in[0]];
+    if (wn->op != RASP_OP_SEL_WIDTH || ev->plan.canon[w] != w || ev->plan.hold[w]) continue;
+    int sel = ev->plan.canon[wn->in[0]];
     if (ir->nodes[sel].op != RASP_OP_SELECT || ir->nodes[sel].aux != RASP_PRED_EQ) continue;
-    for (int t = s + 1; t < ev->nsteps; t++) {
-      int a = ev->steps[t];
+    for (int t = s + 1; t < ev->plan.nsteps; t++) {
+      int a = ev->plan.steps[t];
       const rasp_ir_node *an = &ir->nodes[a];
-      if ((an->op != RASP_OP_AGGR_MEAN && an->op != RASP_OP_AGGREGATE) || ev->canon[a] != a ||
-          ev->hold[a] || ev->canon[an->in[0]] != sel || ev->canon[an->in[1]] >= w)
+      if ((an->op != RASP_OP_AGGR_MEAN && an->op != RASP_OP_AGGREGATE) || ev->plan.canon[a] != a ||
+          ev->plan.hold[a] || ev->plan.canon[an->in[0]] != sel || ev->plan.canon[an->in[1]] >= w)
         continue;
       int taken = 0;
-      for (int u = 0; u < s && !taken; u++) taken = ev->twin[ev->steps[u]] == a;
+      for (int u = 0; u < s && !taken; u++) taken = ev->plan.twin[ev->plan.steps[u]] == a;
       if (!taken) {
-        ev->twin[w] = a;
+        ev->plan.twin[w] = a;
         break;
       }
     }
@@ -187,28 +187,28 @@ void raspE_plan_twins(rasp_eval *ev) {
 ** nor does a selector (no value; its head does the work) unless values die
 ** after it. */
 void raspE_plan_dsteps(rasp_eval *ev, size_t total) {
-  ev->ndsteps = 0;
-  for (int s = 0; s < ev->nsteps; s++) {
-    int id = ev->steps[s];
-    int c = ev->canon[id], own = c == id;
+  ev->plan.ndsteps = 0;
+  for (int s = 0; s < ev->plan.nsteps; s++) {
+    int id = ev->plan.steps[s];
+    int c = ev->plan.canon[id], own = c == id;
     /* kept, or an alias of a kept value whose copies (val, kind, bounds)
        it took in this run */
-    int kept = ev->hold[c] && ev->val[c] && ev->cfill[c] >= total &&
+    int kept = ev->plan.hold[c] && ev->val[c] && ev->cfill[c] >= total &&
                (own || (ev->val[id] == ev->val[c] && ev->bndheld[id] == ev->bndheld[c]));
     int idle_sel = own && ev->issel[id] &&
-                   (ev->keep || ev->relstart[id] == ev->relstart[id + 1]);
-    if (!kept && !idle_sel) ev->dsteps[ev->ndsteps++] = id;
+                   (ev->keep || ev->plan.relstart[id] == ev->plan.relstart[id + 1]);
+    if (!kept && !idle_sel) ev->plan.dsteps[ev->plan.ndsteps++] = id;
   }
-  ev->dsteps_total = total;
-  ev->dsteps_ok = 1;
+  ev->plan.dsteps_total = total;
+  ev->plan.dsteps_ok = 1;
 }
 
 /* Each live head's plan (plan_head): what its selector allows. */
 void raspE_plan_heads(rasp_eval *ev) {
   const rasp_ir *ir = ev->ir;
-  for (int s = 0; s < ev->nsteps; s++) {
-    int id = ev->steps[s];
+  for (int s = 0; s < ev->plan.nsteps; s++) {
+    int id = ev->plan.steps[s];
     if (raspI_op_component(ir->nodes[id].op) == RASP_COMP_ATTN)
-      raspE_plan_head(ev, id, &ev->hplans[id]);
+      raspE_plan_head(ev, id, &ev->plan.hplans[id]);
   }
 }
