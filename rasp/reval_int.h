@@ -180,6 +180,7 @@ enum { W_NONE, W_PREF /* [0,a) */, W_SUF /* [a,n) */,
 
 /* What a head's selector allows, from the graph alone (raspE_plan_head). */
 typedef struct hplan {
+  unsigned cand;           /* bit k: kernel k may apply (raspE_plan_head) */
   unsigned char win;       /* a window of positions: wt, woff (window_of) */
   unsigned char gather;    /* select(indices, q, ==): at most one key per query */
   unsigned char conj;      /* equalities and windows: leaves, cwt, coff (conj_of) */

@@ -1642,6 +1642,23 @@ static int *window_rows(rasp_eval *ev, int woff) {
 ** starts at the reference kernel instead (reval_ref.c), which takes every
 ** head alone. */
 
+/* The kernels the selector's shape leaves possible for head nd, whatever
+** the values (their applies() decide the rest at run time). */
+static void plan_candidates(const rasp_eval *ev, const rasp_ir_node *nd, hplan *p) {
+  int sum = nd->op == RASP_OP_AGGR_MEAN || nd->op == RASP_OP_AGGREGATE;
+  unsigned c = 1u << RASPE_K_MATRIX;
+  if (p->win) c |= 1u << RASPE_K_WINDOW;
+  if (p->win && p->wt == W_PREF && sum) c |= 1u << RASPE_K_PREFIX;
+  if (p->gather) c |= 1u << RASPE_K_GATHER;
+  if (p->conj) c |= 1u << RASPE_K_JOIN;
+  if (p->conj && ev->ir->nodes[nd->in[0]].op == RASP_OP_SELECT) c |= 1u << RASPE_K_KGATHER;
+  if (p->conj && p->nl == 1 && p->cwt == W_PREF && (p->coff == 1 || p->coff > ev->n))
+    c |= 1u << RASPE_K_DIRECT;
+  if (p->sort) c |= 1u << RASPE_K_SORT;
+  if (p->causal_ne && (sum || nd->op == RASP_OP_SEL_WIDTH)) c |= 1u << RASPE_K_CAUSAL_NE;
+  p->cand = c;
+}
+
 void raspE_plan_head(const rasp_eval *ev, int id, hplan *p) {
   const rasp_ir *ir = ev->ir;
   const rasp_ir_node *nd = &ir->nodes[id];
@@ -1649,10 +1666,16 @@ void raspE_plan_head(const rasp_eval *ev, int id, hplan *p) {
   memset(p, 0, sizeof *p);
   p->cwt = W_PREF;
   p->coff = ev->n + 1;
+  if (ev->reference) { /* the reference kernel alone */
+    p->cand = 1u << RASPE_K_REFERENCE;
+    return;
+  }
+  p->cand = 1u << RASPE_K_MATRIX;
   if (sel->op == RASP_OP_SEL_AND) {
     int nl = 0;
     p->conj = conj_of(ev, nd->in[0], p->leaves, &nl, &p->cwt, &p->coff) && nl;
     p->nl = nl;
+    plan_candidates(ev, nd, p);
     return;
   }
   if (sel->op != RASP_OP_SELECT) return;
@@ -1668,6 +1691,7 @@ void raspE_plan_head(const rasp_eval *ev, int id, hplan *p) {
   p->sort = !causal && (pred == RASP_PRED_NE || pred == RASP_PRED_LT || pred == RASP_PRED_LE ||
                         pred == RASP_PRED_GT || pred == RASP_PRED_GE);
   p->causal_ne = causal && pred == RASP_PRED_NE;
+  plan_candidates(ev, nd, p);
 }
 
 /* One evaluation of one head: the plan, this run's facts, and what the
@@ -1895,6 +1919,7 @@ const char *raspE_kernel_name(int k) {
 
 static int first_applying(hrun *r, int k) {
   for (; k < RASPE_NKERNELS; k++) {
+    if (!(r->p->cand & (1u << k))) continue; /* the plan ruled it out */
     int a = kernels[k].applies(r);
     if (a) return a < 0 ? -1 : k;
   }
@@ -1953,7 +1978,7 @@ int raspE_eval_head(ctx *c) {
     r.keys_int = INTLIKE(ev->kind[r.sel->in[0]]) && INTLIKE(ev->kind[r.sel->in[1]]);
     r.same = r.sel->in[0] == r.sel->in[1];
   }
-  int k0 = ev->reference ? RASPE_K_REFERENCE : first_applying(&r, 0);
+  int k0 = first_applying(&r, 0);
   if (k0 < 0) return 0;
   if (k0 >= RASPE_NKERNELS) {
     raspR_set(c->err, nd->pos, "internal error: no kernel for this head");

@@ -3,10 +3,10 @@
 **
 ** Predicates are defined by the element order and equality of rir.c and by
 ** nothing else: True == 1, a symbol equals only itself and sorts after
-** every number.  The scans keep the short-circuit order of the Python
-** builtins they implement (an equality is not asked once its answer is
-** known), so a callback that can fail fails at the same place as the
-** interpreter would.
+** every number.  The pair scan (rfacts.h, inline) keeps the short-circuit
+** order of the Python builtins it implements (an equality is not asked once
+** its answer is known), so a callback that can fail fails at the same place
+** as the interpreter would.
 */
 #include "rfacts.h"
 
@@ -87,35 +87,4 @@ void raspF_canon(const rasp_ir *ir, const unsigned char *live, int *canon) {
     else canon[i] = tab[j] - 1;
   }
   raspM_free(tab);
-}
-
-int raspF_scan_pairs(int windows, int64_t n, int64_t k, int64_t start, int64_t stop,
-                     int64_t step, raspF_eq_fn eq, void *u, int64_t *bad) {
-  for (int64_t i = start; i < stop; i += step) {
-    if (windows) {
-      if (i < 0 || i + k > n) {
-        *bad = i;
-        return -2;
-      }
-      int has_a = 0, has_b = 0;
-      for (int64_t j = i; j < i + k; j++) {
-        int ea = has_a ? 1 : eq(u, j, 0), eb = has_b ? 1 : eq(u, j, 1);
-        if (ea < 0 || eb < 0) return -1;
-        has_a |= ea;
-        has_b |= eb;
-      }
-      if (has_a && has_b) return 1;
-    } else {
-      if (i < 0 || i >= n || i + k < 0 || i + k >= n) {
-        *bad = i;
-        return -2;
-      }
-      int ea = eq(u, i, 0);
-      if (ea < 0) return -1;
-      if (!ea) continue;
-      int eb = eq(u, i + k, 1);
-      if (eb != 0) return eb;
-    }
-  }
-  return 0;
 }

@@ -14,7 +14,8 @@
 **   - canonical nodes (raspF_canon): common subexpressions;
 **   - liveness is raspI_live (rir.h).
 ** All are pure functions of the graph (or of the elements given); none
-** allocates except raspF_canon's temporary table.
+** allocates except raspF_canon's temporary table.  rfacts.c has the
+** rest of the design notes.
 */
 #ifndef RASP_RFACTS_H
 #define RASP_RFACTS_H
@@ -46,9 +47,41 @@ void raspF_canon(const rasp_ir *ir, const unsigned char *live, int *canon);
 ** eq(u, j, w) says whether xs[j] equals a (w = 0) or b (w = 1): 1, 0, or
 ** -1 when it cannot tell.  Returns 1 or 0; -1 when an undecided equality
 ** could change the answer; -2 with *bad = i when position i's window or
-** pair runs off the sequence (the callers' error). */
+** pair runs off the sequence (the callers' error).  Inline, so that each
+** caller's eq is inlined into its copy of the loop (check() runs it for
+** every graph the verifier draws).  It keeps the short-circuit order of the
+** Python builtins (an equality is not asked once its answer is known). */
 typedef int (*raspF_eq_fn)(void *u, int64_t j, int which);
-int raspF_scan_pairs(int windows, int64_t n, int64_t k, int64_t start, int64_t stop,
-                     int64_t step, raspF_eq_fn eq, void *u, int64_t *bad);
+static inline int raspF_scan_pairs(int windows, int64_t n, int64_t k, int64_t start,
+                                   int64_t stop, int64_t step, raspF_eq_fn eq, void *u,
+                                   int64_t *bad) {
+  for (int64_t i = start; i < stop; i += step) {
+    if (windows) {
+      if (i < 0 || i + k > n) {
+        *bad = i;
+        return -2;
+      }
+      int has_a = 0, has_b = 0;
+      for (int64_t j = i; j < i + k; j++) {
+        int ea = has_a ? 1 : eq(u, j, 0), eb = has_b ? 1 : eq(u, j, 1);
+        if (ea < 0 || eb < 0) return -1;
+        has_a |= ea;
+        has_b |= eb;
+      }
+      if (has_a && has_b) return 1;
+    } else {
+      if (i < 0 || i >= n || i + k < 0 || i + k >= n) {
+        *bad = i;
+        return -2;
+      }
+      int ea = eq(u, i, 0);
+      if (ea < 0) return -1;
+      if (!ea) continue;
+      int eb = eq(u, i + k, 1);
+      if (eb != 0) return eb;
+    }
+  }
+  return 0;
+}
 
 #endif
