@@ -1134,7 +1134,7 @@ int raspE_run(rasp_eval *ev, int B, const int64_t *tokens, rasp_error *err) {
       ev->cfill[i] = 0;
     }
     if (replan) {
-      raspE_plan_release(ev, total);
+      raspE_plan_release(ev);
       plan_remember(ev, total);
     }
   } else if (replan) { /* values of nodes that left the graph */

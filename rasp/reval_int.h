@@ -288,7 +288,7 @@ RASPE_INTERNAL void raspE_plan_raw(rasp_eval *ev);
 RASPE_INTERNAL void raspE_plan_hold(rasp_eval *ev, size_t total);
 RASPE_INTERNAL void raspE_plan_twins(rasp_eval *ev);
 RASPE_INTERNAL void raspE_plan_heads(rasp_eval *ev);
-RASPE_INTERNAL void raspE_plan_release(rasp_eval *ev, size_t total);
+RASPE_INTERNAL void raspE_plan_release(rasp_eval *ev);
 RASPE_INTERNAL void raspE_plan_dsteps(rasp_eval *ev, size_t total);
 
 /* reval_kern.c */

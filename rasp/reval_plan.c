@@ -21,18 +21,11 @@
 #include "reval_int.h"
 #include "rfacts.h"
 
-/* For keep == 0: after which node each value dies.  A selector's operands
-** are read by the heads that use the selector, so its uses pass down. */
-/* Static values kept across runs: all of them when every value is kept,
-** else as long as together they take at most this much (so memory still
-** follows the widest point of the graph on long sequences, where a program
-** can have hundreds of position masks). */
+/* Static values (raspF_static: they read no token) are kept across runs:
+** all of them when every value is kept, else as long as together they take
+** at most this much (so memory still follows the widest point of the graph
+** on long sequences, where a program can have hundreds of position masks). */
 #define STATIC_HOLD_BYTES ((size_t)16 << 20)
-
-static inline int held(const rasp_eval *ev, int id, size_t total) {
-  (void)total; /* decided for this run's batch shape by decide_hold */
-  return ev->plan.hold[id];
-}
 
 void raspE_plan_hold(rasp_eval *ev, size_t total) {
   size_t nstatic = 0;
@@ -101,7 +94,12 @@ void raspE_plan_raw(rasp_eval *ev) {
     ev->plan.raw[i] = ev->plan.raw[i] && ev->plan.raw[ev->plan.canon[i]] && !ev->reference;
 }
 
-void raspE_plan_release(rasp_eval *ev, size_t total) {
+/* For keep == 0: after which node each value dies (lastuse), and for each
+** node the values to hand back once it has run (relstart/rel, by release
+** time).  A selector's operands are read by the heads that use the
+** selector, so its uses pass down; held static values are never handed
+** back. */
+void raspE_plan_release(rasp_eval *ev) {
   const rasp_ir *ir = ev->ir;
   int nn = ir->nnodes;
   for (int i = 0; i < nn; i++) ev->plan.lastuse[i] = -1;
@@ -136,14 +134,14 @@ void raspE_plan_release(rasp_eval *ev, size_t total) {
   memset(ev->plan.relstart, 0, ((size_t)nn + 1) * sizeof *ev->plan.relstart);
   for (int i = 0; i < nn; i++)
     if (ev->plan.live[i] && ev->plan.lastuse[i] >= 0 && ev->plan.lastuse[i] < nn &&
-        !held(ev, i, total) && ev->plan.canon[i] == i)
+        !ev->plan.hold[i] && ev->plan.canon[i] == i)
       ev->plan.relstart[ev->plan.lastuse[i] + 1]++;
   for (int i = 0; i < nn; i++) ev->plan.relstart[i + 1] += ev->plan.relstart[i];
   int *fill = ev->plan.lastuse; /* reuse: positions are no longer needed */
   int *pos = raspM_alloc(((size_t)nn + 1) * sizeof *pos);
   memcpy(pos, ev->plan.relstart, ((size_t)nn + 1) * sizeof *pos);
   for (int i = 0; i < nn; i++)
-    if (ev->plan.live[i] && fill[i] >= 0 && fill[i] < nn && !held(ev, i, total) &&
+    if (ev->plan.live[i] && fill[i] >= 0 && fill[i] < nn && !ev->plan.hold[i] &&
         ev->plan.canon[i] == i)
       ev->plan.rel[pos[fill[i]]++] = i;
   raspM_free(pos);
