@@ -385,7 +385,7 @@ static inline int ncmp(rasp_elem a, rasp_elem b) {
     return 1;                                                                  \
   }                                                                            \
   for (size_t i = 0; i < c->total; i++) {                                      \
-    int r_ = ecmp(x[i], y[i]);                                                 \
+    int r_ = raspI_elem_cmp(x[i], y[i]);                                       \
     o[i].num = (EXPR);                                                         \
     o[i].den = RASP_DEN_BOOL;                                                  \
   }                                                                            \

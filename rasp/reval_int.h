@@ -236,19 +236,6 @@ static inline uint64_t hash_elems(const rasp_elem *a, int n) {
   return mix64(h);
 }
 
-/* raspI_elem_cmp, inline (equality of normalised numbers is cmp == 0). */
-static inline int ecmp(rasp_elem a, rasp_elem b) {
-  if (a.den == 1 && b.den == 1) return (a.num > b.num) - (a.num < b.num);
-  int sa = a.den == RASP_DEN_SYM, sb = b.den == RASP_DEN_SYM;
-  if (sa || sb) {
-    if (sa != sb) return sa ? 1 : -1;
-    return (a.num > b.num) - (a.num < b.num);
-  }
-  i128 l = (i128)a.num * (b.den < 0 ? 1 : b.den);
-  i128 r = (i128)b.num * (a.den < 0 ? 1 : a.den);
-  return (l > r) - (l < r);
-}
-
 /* ---- one node's evaluation */
 
 #define KIND_SCAN 0x100u /* the handler leaves the kind to a scan */

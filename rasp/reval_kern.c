@@ -1129,7 +1129,7 @@ typedef struct ekey {
 
 
 #define IKEY_LESS(x, y) ((x).key < (y).key)
-#define EKEY_LESS(x, y) (ecmp((x).key, (y).key) < 0)
+#define EKEY_LESS(x, y) (raspI_elem_cmp((x).key, (y).key) < 0)
 MERGE_SORT(sort_ikey, ikey, IKEY_LESS)
 MERGE_SORT(sort_ekey, ekey, EKEY_LESS)
 
@@ -1281,7 +1281,7 @@ static int head_sorted(head *h, const rasp_elem *keys, const rasp_elem *qs,
     for (int i = 0; i < n; i++) perm[i] = ks[i].idx;
     if (same) {
       for (int s = 0, e; s < n; s = e) {
-        for (e = s + 1; e < n && ecmp(ks[e].key, ks[s].key) == 0; e++) {}
+        for (e = s + 1; e < n && raspI_elem_cmp(ks[e].key, ks[s].key) == 0; e++) {}
         for (int i = s; i < e; i++) {
           lo[ks[i].idx] = s;
           hi[ks[i].idx] = e;
@@ -1293,14 +1293,14 @@ static int head_sorted(head *h, const rasp_elem *keys, const rasp_elem *qs,
         int a = 0, b = n;
         while (a < b) {
           int mid = (a + b) >> 1;
-          if (ecmp(ks[mid].key, v) < 0) a = mid + 1;
+          if (raspI_elem_cmp(ks[mid].key, v) < 0) a = mid + 1;
           else b = mid;
         }
         lo[q] = a;
         b = n;
         while (a < b) {
           int mid = (a + b) >> 1;
-          if (ecmp(ks[mid].key, v) <= 0) a = mid + 1;
+          if (raspI_elem_cmp(ks[mid].key, v) <= 0) a = mid + 1;
           else b = mid;
         }
         hi[q] = a;

@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "reval.h"
+#include "rfacts.h"
 #include "rir.h"
 #include "rlayers.h"
 #include "rverify.h"
@@ -1273,6 +1274,65 @@ START_TEST(test_layers) {
 }
 END_TEST
 
+/* rfacts.h: predicate semantics, static-ness, canonical nodes, the pair scan. */
+static int scan_eq(void *u, int64_t j, int which) {
+  const int64_t *xs = u;
+  return xs[j] < 0 ? -1 : xs[j] == (which ? 2 : 1);
+}
+
+START_TEST(test_facts) {
+  /* True == 1, a symbol equals only itself and sorts after numbers */
+  ck_assert_int_eq(raspF_pred_holds(RASP_PRED_EQ, BOOLV(1), I(1)), 1);
+  ck_assert_int_eq(raspF_pred_holds(RASP_PRED_NE, BOOLV(0), I(0)), 0);
+  ck_assert_int_eq(raspF_pred_holds(RASP_PRED_EQ, SYM(3), I(3)), 0);
+  ck_assert_int_eq(raspF_pred_holds(RASP_PRED_GT, SYM(0), I(1000)), 1);
+  ck_assert_int_eq(raspF_pred_holds(RASP_PRED_LT, R(1, 3), R(1, 2)), 1);
+  ck_assert_int_eq(raspF_pred_holds(RASP_PRED_LE, R(1, 2), R(1, 2)), 1);
+  ck_assert_int_eq(raspF_pred_holds(RASP_PRED_GE, I(-1), BOOLV(0)), 0);
+  ck_assert_int_eq(raspF_pred_holds(RASP_PRED_TRUE, SYM(1), I(2)), 1);
+  ck_assert_int_eq(raspF_pred_holds(RASP_PRED_FALSE, I(2), I(2)), 0);
+  ck_assert_int_eq(raspF_pred_holds(RASP_PRED_CUSTOM, I(2), I(2)), -1);
+
+  rasp_ir ir;
+  tuser u = {0};
+  int t, ix;
+  ir_with_input(&ir, 4, &u, &t, &ix);
+  int one = n_full(&ir, I(1)), one2 = n_full(&ir, I(1));
+  int a = n_bin(&ir, RASP_BIN_ADD, ix, one), b = n_bin(&ir, RASP_BIN_ADD, ix, one2);
+  int c = n_bin(&ir, RASP_BIN_ADD, t, one);
+  int w = n_head(&ir, RASP_OP_SEL_WIDTH, n_select(&ir, t, t, RASP_PRED_TRUE, 0, NULL), -1, I(0));
+  ir.nodes[w].nin = 1;
+  int outs[] = {a, b, c, w};
+  set_outputs(&ir, 4, outs);
+  unsigned char st[64];
+  raspF_static(&ir, 0, st);
+  ck_assert(st[ix] && st[one] && st[a] && st[b] && !st[t] && !st[c] && st[w]);
+  int canon[64];
+  raspF_canon(&ir, NULL, canon);
+  ck_assert_int_eq(canon[one2], one);
+  ck_assert_int_eq(canon[b], a);
+  ck_assert_int_eq(canon[c], c);
+  unsigned char live[64];
+  memset(live, 1, sizeof live);
+  live[one] = live[a] = 0; /* only live nodes are merged */
+  raspF_canon(&ir, live, canon);
+  ck_assert_int_eq(canon[b], b);
+  raspI_free(&ir);
+
+  /* has_pair: 1 then 2 at distance 2; holds_both: a window of 3 */
+  int64_t xs[] = {1, 0, 2, 0, -1}, bad = 0;
+  ck_assert_int_eq(raspF_scan_pairs(0, 5, 2, 0, 3, 1, scan_eq, xs, &bad), 1);
+  ck_assert_int_eq(raspF_scan_pairs(0, 5, 2, 1, 3, 1, scan_eq, xs, &bad), 0);
+  ck_assert_int_eq(raspF_scan_pairs(1, 5, 3, 0, 1, 1, scan_eq, xs, &bad), 1);
+  ck_assert_int_eq(raspF_scan_pairs(1, 5, 2, 1, 2, 1, scan_eq, xs, &bad), 0);
+  ck_assert_int_eq(raspF_scan_pairs(1, 5, 3, 2, 3, 1, scan_eq, xs, &bad), -1); /* xs[4] unknown */
+  ck_assert_int_eq(raspF_scan_pairs(0, 5, 3, 1, 4, 1, scan_eq, xs, &bad), -2);
+  ck_assert_int_eq(bad, 2); /* 2 + 3 runs off */
+  ck_assert_int_eq(raspF_scan_pairs(1, 5, 2, -1, 3, 2, scan_eq, xs, &bad), -2);
+  ck_assert_int_eq(bad, -1);
+}
+END_TEST
+
 /* Kernel counters (raspE_kernel_hits): which kernel evaluated each head. */
 static int kernel_id(const char *name) {
   for (int k = 0; k < raspE_kernel_count(); k++)
@@ -1404,6 +1464,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, test_threads);
   tcase_add_test(tc, test_layers);
   tcase_add_test(tc, test_kernel_counters);
+  tcase_add_test(tc, test_facts);
   suite_add_tcase(s, tc);
   return s;
 }
