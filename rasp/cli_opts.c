@@ -67,6 +67,9 @@ static const option options[] = {
      "the function to trace (default main)"},
     {RASPC_O_SYMBOLS, "--symbols", NULL, NULL, RASPC_RUN,
      "print token-valued outputs as the symbols they stand for"},
+    {RASPC_O_EXPLAIN, "--explain", NULL, NULL, RASPC_TRACE,
+     "also evaluate the input and print, per head, the evaluator's kernel\n"
+     "that computed it and for how many inputs"},
     {RASPC_O_VOCAB, "--vocab", NULL, "FILE", RASPC_RUN | RASPC_TRACE,
      "vocabulary, one symbol per line (id = line number)"},
     {RASPC_O_SET, "--set", NULL, "NAME=VAL", RASPC_RUN | RASPC_TRACE,

@@ -214,7 +214,7 @@ void raspC_print_values(rasp_ctx *ctx, rasp_eval *ev, int node, int b, int symbo
 
 typedef struct run_opts {
   const char *file, *input, *entry, *vocab_file, *stdlib;
-  int symbols, from_stdin;
+  int symbols, from_stdin, explain;
   char **sets;
   int nsets;
   rasp_access access;
@@ -261,6 +261,7 @@ static int parse_run_opts(unsigned cmd, const char *name, int argc, char **argv,
     case RASPC_O_VOCAB: o->vocab_file = v; break;
     case RASPC_O_STDLIB: o->stdlib = v; break;
     case RASPC_O_SYMBOLS: o->symbols = 1; break;
+    case RASPC_O_EXPLAIN: o->explain = 1; break;
     case RASPC_O_SET:
       if (!strchr(v, '=')) {
         fprintf(stderr, "rasp %s: --set: expected NAME=VALUE, got '%s'\n", name, v);
@@ -428,6 +429,42 @@ static int declares_task(const char *path) {
   return yes;
 }
 
+/* --explain: evaluates the input once and prints, per live head, which
+** kernels evaluated it (reval.h's counters), or the node whose value it
+** shares. */
+static int explain(const rasp_ir *ir, const int64_t *tokens) {
+  rasp_eval *ev = raspE_new(ir);
+  rasp_error err = {0};
+  if (!raspE_run(ev, 1, tokens, &err)) {
+    raspR_print(&err, stderr);
+    raspE_free(ev);
+    return 1;
+  }
+  printf("kernels (per head: kernel x inputs it evaluated)\n");
+  for (int id = 0; id < ir->nnodes; id++) {
+    const rasp_ir_node *nd = &ir->nodes[id];
+    int canon = raspE_shared_with(ev, id);
+    if (raspI_op_component(nd->op) != RASP_COMP_ATTN || canon < 0) continue;
+    printf("%%%d = %s", id, raspI_op_name(nd->op));
+    if (nd->label) printf("  # %s", nd->label);
+    if (canon != id) {
+      printf(": the value of %%%d\n", canon);
+      continue;
+    }
+    printf(": kernel");
+    const char *sep = " ";
+    for (int k = 0; k < raspE_kernel_count(); k++) {
+      uint64_t h = raspE_kernel_hits(ev, id, k);
+      if (!h) continue;
+      printf("%s%s x%llu", sep, raspE_kernel_name(k), (unsigned long long)h);
+      sep = ", ";
+    }
+    printf("\n");
+  }
+  raspE_free(ev);
+  return 0;
+}
+
 /* run and trace for a program that declares `task`: the verifier's
 ** context for one input (rverify.h), as `rasp verify --input` makes it. */
 static int run_task(unsigned cmd, const char *name, const run_opts *o) {
@@ -473,6 +510,7 @@ static int run_task(unsigned cmd, const char *name, const run_opts *o) {
     } else {
       raspI_dump(rasp_ctx_ir(tr.ctx), stdout);
       raspL_print(&tr.layers, stdout);
+      if (o->explain) status = explain(rasp_ctx_ir(tr.ctx), in.tokens);
       raspK_trace_free(&tr);
     }
   }
@@ -506,6 +544,7 @@ static int run_plain(unsigned cmd, const char *name, run_opts *o) {
     raspL_analyse(ir, NULL, 0, &layers);
     raspL_print(&layers, stdout);
     raspL_free(&layers);
+    if (o->explain) status = explain(ir, tokens);
   }
   raspM_free(tokens);
   rasp_ctx_free(ctx);

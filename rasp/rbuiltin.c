@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "rfacts.h"
 #include "rvalue.h"
 
 #define A(i) args[i]
@@ -297,6 +298,16 @@ static value *b_any(rasp_ctx *ctx, value **args, int nargs, rasp_pos pos) {
   return raspV_bool(ctx, 0);
 }
 
+/* raspF_scan_pairs's element test on interpreter values. */
+typedef struct value_scan {
+  value *xs, *ab[2];
+} value_scan;
+
+static int value_eq(void *u, int64_t j, int which) {
+  const value_scan *vs = u;
+  return raspV_equal(vs->xs->u.list.items[j], vs->ab[which]);
+}
+
 /* has_pair(xs, a, b, gap, start, stop, step): some i in range(start, stop,
 ** step) has xs[i] == a and xs[i + gap] == b -- the verifier's usual
 ** criterion, "some edge holds a then b", as one call (check() runs once per
@@ -319,27 +330,16 @@ static value *scan_pairs(rasp_ctx *ctx, value **args, rasp_pos pos, int windows)
   if (windows && k < 1) raspV_error(ctx, pos, "holds_both() width must be positive");
   /* its == could set an id against a number that is not one */
   for (int i = 0; i < 3; i++) raspV_ids_in(ctx, A(i), pos, "an id compared with a number that is not an id");
-  int64_t n = xs->u.list.n;
-  for (int64_t i = start; i < stop; i += step) {
-    if (windows) {
-      if (i < 0 || i + k > n)
-        raspV_error(ctx, pos, "holds_both(): window [%lld, %lld) out of range for length %lld",
-                    (long long)i, (long long)(i + k), (long long)n);
-      int has_a = 0, has_b = 0;
-      for (int64_t j = i; j < i + k; j++) {
-        has_a = has_a || raspV_equal(xs->u.list.items[j], A(1));
-        has_b = has_b || raspV_equal(xs->u.list.items[j], A(2));
-      }
-      if (has_a && has_b) return raspV_bool(ctx, 1);
-    } else {
-      if (i < 0 || i >= n || i + k < 0 || i + k >= n)
-        raspV_error(ctx, pos, "has_pair(): index %lld out of range for length %lld",
-                    (long long)(i < 0 || i >= n ? i : i + k), (long long)n);
-      if (raspV_equal(xs->u.list.items[i], A(1)) && raspV_equal(xs->u.list.items[i + k], A(2)))
-        return raspV_bool(ctx, 1);
-    }
-  }
-  return raspV_bool(ctx, 0);
+  value_scan vs = {xs, {A(1), A(2)}};
+  int64_t bad = 0, n = xs->u.list.n;
+  int r = raspF_scan_pairs(windows, n, k, start, stop, step, value_eq, &vs, &bad);
+  if (r == -2 && windows)
+    raspV_error(ctx, pos, "holds_both(): window [%lld, %lld) out of range for length %lld",
+                (long long)bad, (long long)(bad + k), (long long)n);
+  if (r == -2)
+    raspV_error(ctx, pos, "has_pair(): index %lld out of range for length %lld",
+                (long long)(bad < 0 || bad >= n ? bad : bad + k), (long long)n);
+  return raspV_bool(ctx, r == 1);
 }
 
 static value *b_has_pair(rasp_ctx *ctx, value **args, int nargs, rasp_pos pos) {

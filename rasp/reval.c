@@ -1,5 +1,5 @@
 /*
-** reval.c -- the vectorised evaluator.
+** reval.c -- the vectorised evaluator: its API and run loop.
 **
 ** Design.  A traced program is a DAG whose nodes are whole-sequence
 ** operations, so the natural unit of work is "one node over the whole batch":
@@ -29,61 +29,12 @@
 ** run, so memory follows the widest point of the graph, not its size; only
 ** the outputs can then be read.
 **
-** Work that does not depend on the input.  Many nodes read no token:
-** indices, constants, position masks, `length` (sel_width of an always
-** select) and everything computed from them alone.  Their values are the
-** same for every input of the length, so they are computed once and kept
-** across runs (within 16 MB when intermediates are dropped).  Programs also
-** compute the same value twice (a full(), a mask or a head written in two
-** helpers); a node equal to an earlier live one shares its buffer.  The IR
-** itself keeps both: layer counts and the compiler describe the program as
-** written.  Key bounds for the direct tables below come from interval
-** arithmetic over the IR where it can derive them, not from a scan.
-**
-** Attention is where the cost lies.  A selector is never stored as a value:
-** the head that consumes it (sel_width or an aggregate) looks at how the
-** selector was made and picks an algorithm that does not build the n x n
-** matrix when the predicate has structure:
-**   - equality against the indices (x[i], kqv(idx, q, ...)): each query
-**     selects at most one key, so the head is a gather.
-**   - one equality on int-like keys of small range (token and node ids):
-**     counts and sums accumulate in a table indexed by key value, in one
-**     sweep for causal selects (add key q, answer query q).
-**   - other equalities, and conjunctions (select_and) of equalities with
-**     position windows: a hash join on the tuple of keys.  Keys and queries are
-**     first mapped to group numbers (int-like keys: a direct-addressed
-**     table when their range is
-**     at most a few times n, else an open-addressing table whose slots carry
-**     a generation stamp, so nothing is cleared between inputs); then
-**     statistics (count, exact sum, max, min) are accumulated per group and
-**     a query reads its group in O(1).  Causal selects (and prefix windows
-**     k < q + c) sweep positions in order, adding the keys up to q + c - 1
-**     before answering query q, which gives exactly the keys selected.
-**   - not_equals (non-causal), lt/leq/gt/geq (non-causal): keys are sorted
-**     once and prefix/suffix statistics are built; a query's selected set is
-**     a prefix, a suffix, or (for not_equals) a prefix plus a suffix of the
-**     sorted keys, found by binary search (or, when keys and queries are the
-**     same node, by one pass over the sorted runs).  O(n log n).
-**   - position windows: a select whose keys and queries are both indices
-**     (and causal `always`) selects a prefix, a suffix or one position of
-**     the sequence itself, so the same prefix statistics answer it in O(n).
-**   - not_equals, causal: running totals minus the running statistics of the
-**     query's group; max/min cannot be subtracted, so heads that need them
-**     fall back to the matrix.
-**   - always/never: one running or global statistic.
-**   - everything else (custom predicates, causal comparisons, and/or/not
-**     combinations): a byte matrix per input, capped by max_selector_cells,
-**     built row by row with vectorisable compares when keys are int-like;
-**     a causal combination is masked to k <= q after combining (rcausal.h).
-** Statistics come in two flavours.  When the values are all integers or all
-** booleans (or, for the mean heads, a mix of the two), the fast flavour
-** keeps count, a 128-bit sum, the number of booleans and the max or min as
-** plain numbers; otherwise the exact record (rstat) with rational sums.
-** Of equal-comparing values (True and 1) a max or min keeps the one at the
-** first position, whatever order a path adds them in (the matrix's row
-** order).  Both end in finishing functions with the same rules, and the tests
-** compare every fast path against a custom-predicate matrix on random
-** inputs, which is what keeps them in exact agreement.
+** Work that does not depend on the input, values computed twice, values
+** that die early, and how each head will be evaluated are decided by the
+** plan (reval_plan.c), once per graph, set of outputs and batch shape; a
+** run only follows it.  Heads are evaluated by the kernels of reval_kern.c;
+** RASP_EVAL_REFERENCE=1 or raspE_set_reference send every head through the
+** reference kernel (reval_ref.c) instead.
 **
 ** Callbacks into the interpreter (maps, custom predicates) are memoised per
 ** node in hash tables owned by the evaluator, so a map over a vocabulary of
@@ -93,151 +44,8 @@
 ** Nothing here is global, so evaluators on a shared const IR may run in
 ** different threads.
 */
-#include "reval.h"
-
-#include <stdlib.h>
-#include <string.h>
-
-#include "rmem.h"
-
-typedef __int128 i128;
-
-/* ---- memo tables for callbacks */
-
-#define MEMO_SMALL 256
-
-typedef struct memo {
-  int nargs;
-  size_t cap, count; /* cap is a power of two, or 0 */
-  rasp_elem *keys;   /* cap * nargs */
-  rasp_elem *vals;
-  unsigned char *used;
-  /* one-argument maps of small non-negative integers (token ids, counts):
-     a direct table in front of the hash */
-  rasp_elem small[MEMO_SMALL];
-  unsigned char small_set[MEMO_SMALL];
-  unsigned small_kind; /* K_* bits of every value in small[] */
-} memo;
-
-/* Element kinds (bit set). */
-#define K_INT 1u
-#define K_BOOL 2u
-#define K_RAT 4u
-#define K_SYM 8u
-#define INTLIKE(k) (((k) & (K_RAT | K_SYM)) == 0)
-
-/* Scratch slots, each a buffer reused across heads and runs. */
-enum {
-  SC_GID, SC_GQ, SC_GCNT, SC_GSUM, SC_GNB, SC_GEXT, SC_VV, SC_VB,
-  SC_PSUM, SC_PNB, SC_PEXT, SC_SEXT, SC_KS, SC_KS2, SC_SK, SC_QA, SC_QB,
-  SC_QT, SC_PRE, SC_SUF, SC_GSTAT, SC_KK, SC_QQ, SC_HKEY, SC_HEKEY,
-  SC_HGID, SC_HST, SC_GID2, SC_GQ2, SC_PK, SC_PQ, SC_SCK, SC_SCQ, SC_INV, SC_QPOS, SC_MAT0,
-  SC__COUNT = SC_MAT0 + 8
-};
-
-struct rasp_eval {
-  const rasp_ir *ir;
-  size_t max_cells;
-  int B, n, nnodes; /* nnodes: size of the per-node arrays */
-  int ran;          /* a run has succeeded and values are valid */
-  int keep;         /* keep every intermediate value (default) */
-  unsigned char *live;
-  unsigned char *kind;  /* per node: K_* bits of its value */
-  rasp_elem **val;      /* per node: B*n elements, NULL for selectors */
-  size_t *valcap;       /* per node: capacity of val[] in elements */
-  unsigned char *isstatic; /* per node: depends on no input token */
-  unsigned char *issel;    /* per node: a selector (no value buffer) */
-  unsigned char *hold;     /* per node: held(), fixed for the current plan */
-  unsigned char *bndheld;  /* per node: a held value whose bounds were derived */
-  int *steps, nsteps;      /* the live nodes in order, for the current plan */
-  int *dsteps, ndsteps;    /* those a run still visits (plan_dsteps) */
-  int *twin;               /* per sel_width node: an aggregate over the same
-                              selector evaluated with it (plan_twins), or -1 */
-  unsigned *early;         /* per node: the run in which a twin evaluated it */
-  rasp_elem *fuse_counts;  /* eval_head: also write selection counts here */
-  int fuse_done;           /* ... and it did, for the whole batch */
-  int dsteps_ok;           /* dsteps is for the current plan */
-  size_t dsteps_total;     /* ... and batches of at most this many elements */
-  unsigned char *checked;  /* per node: valid_node passed (nodes never change) */
-  int *canon;              /* per node: the live node computing the same value
-                              (itself, or an earlier one whose buffer it shares) */
-  unsigned char *raw;      /* per node: its rationals may be left unreduced
-                              (plan_raw); raspE_value reduces them on reading */
-  size_t *cfill;        /* per node: leading elements of val[] that already
-                           hold the node's constant value (full, indices) */
-  memo **memos;         /* per node, created on first use */
-  unsigned char **selm; /* raspE_selector cache per node */
-  int *selb;            /* which input selm[node] holds */
-  int *lastuse;         /* per node: last node that reads its value */
-  int *relstart, *rel;  /* nodes whose value dies after node i (CSR) */
-  /* buffers returned early (keep == 0), reused for later nodes */
-  rasp_elem **pool;
-  size_t *poolcap;
-  int npool, poolsz;
-  /* scratch */
-  void *sc[SC__COUNT];
-  size_t sccap[SC__COUNT];
-  /* direct-addressed group table: (generation << 32) | group per key value,
-     so nothing is cleared between uses */
-  uint64_t *dtab;
-  size_t dtabcap;
-  uint32_t dgen;
-  /* direct-addressed accumulators (head_direct), stamped like dtab */
-  struct dacc *dacc;
-  size_t dacccap;
-  uint32_t daccgen;
-  /* per node: min and max num over the batch, valid when bndrun == runno */
-  int64_t *bndlo, *bndhi;
-  unsigned *bndrun;
-  unsigned runno;
-  /* what raspI_live and plan_release last worked from, to skip them when
-     nothing changed (one run per input must not pay O(graph) set-up) */
-  int plan_nnodes, plan_noutputs, plan_keep;
-  int *plan_outputs;
-  size_t plan_total;
-  int plan_valid;
-  int selb_dirty; /* some selb[] entry may be set */
-  int hold_ok;    /* static values are kept this run (decide_hold) */
-  uint32_t hgen; /* generation of the stamped hash tables */
-  size_t hcap;
-};
-
-/* One key value's statistics in head_direct. */
-struct dacc {
-  uint32_t stamp;
-  int32_t cnt;
-  int64_t sum;
-};
-
-/* A scratch buffer of at least bytes (contents undefined). */
-static void *scratch(rasp_eval *ev, int slot, size_t bytes) {
-  if (bytes > ev->sccap[slot]) {
-    size_t cap = ev->sccap[slot] ? ev->sccap[slot] : 64;
-    while (cap < bytes) cap *= 2;
-    raspM_free(ev->sc[slot]);
-    ev->sc[slot] = raspM_alloc(cap);
-    ev->sccap[slot] = cap;
-  }
-  return ev->sc[slot];
-}
-
-static unsigned elem_kind(rasp_elem e) {
-  return e.den == 1 ? K_INT
-         : e.den == RASP_DEN_BOOL ? K_BOOL
-         : e.den == RASP_DEN_SYM ? K_SYM
-                                 : K_RAT;
-}
-
-/* raspI_elem_trunc, inline: the mean of one value (a gather under
-** aggr_mean), per element. */
-static inline rasp_elem elem_trunc(rasp_elem a) {
-  if (a.den == RASP_DEN_BOOL) a.den = 1;
-  else if (a.den > 1) {
-    a.num /= a.den; /* C division truncates toward zero */
-    a.den = 1;
-  }
-  return a;
-}
+#include "reval_int.h"
+#include "rfacts.h"
 
 static unsigned scan_kind(const rasp_elem *v, size_t n) {
   /* elem_kind without branches */
@@ -248,22 +56,6 @@ static unsigned scan_kind(const rasp_elem *v, size_t n) {
          (unsigned)(d > 1) * K_RAT | (unsigned)(d == RASP_DEN_SYM) * K_SYM;
   }
   return k;
-}
-
-static uint64_t mix64(uint64_t x) {
-  x ^= x >> 30;
-  x *= 0xbf58476d1ce4e5b9ULL;
-  x ^= x >> 27;
-  x *= 0x94d049bb133111ebULL;
-  x ^= x >> 31;
-  return x;
-}
-
-static uint64_t hash_elems(const rasp_elem *a, int n) {
-  uint64_t h = 0x9e3779b97f4a7c15ULL;
-  for (int i = 0; i < n; i++)
-    h = mix64(h ^ (uint64_t)a[i].num) + (uint64_t)a[i].den * 0x2545f4914f6cdd1dULL;
-  return mix64(h);
 }
 
 /* Exact representation, not numeric equality: a function may well tell
@@ -311,7 +103,7 @@ static void blame(rasp_error *err, const rasp_ir_node *nd) {
   if (err && !err->pos.src) raspR_locate(err, nd->pos);
 }
 
-static int call_memo(rasp_eval *ev, int id, int nargs, const rasp_elem *args,
+int raspE_call_memo(rasp_eval *ev, int id, int nargs, const rasp_elem *args,
                      rasp_elem *out, rasp_error *err) {
   const rasp_ir_node *nd = &ev->ir->nodes[id];
   memo *m = ev->memos[id];
@@ -350,29 +142,6 @@ static int call_memo(rasp_eval *ev, int id, int nargs, const rasp_elem *args,
   m->count++;
   *out = r;
   return 1;
-}
-
-/* ---- element-wise nodes */
-
-#define KIND_SCAN 0x100u /* the handler leaves the kind to a scan */
-
-typedef struct ctx {
-  rasp_eval *ev;
-  int id;
-  const rasp_ir_node *nd;
-  const int64_t *tokens;
-  size_t total; /* B*n */
-  rasp_elem *out;
-  rasp_error *err;
-  unsigned kind; /* set by the handler, or KIND_SCAN */
-} ctx;
-
-static const rasp_elem *operand(const ctx *c, int j) {
-  return c->ev->val[c->nd->in[j]];
-}
-
-static unsigned operand_kind(const ctx *c, int j) {
-  return c->ev->kind[c->nd->in[j]];
 }
 
 static int elem_fail(const ctx *c) {
@@ -593,19 +362,6 @@ static int binary_fast(ctx *c, const rasp_elem *x, const rasp_elem *y,
   return 1;
 }
 
-/* raspI_elem_cmp, inline (equality of normalised numbers is cmp == 0). */
-static inline int ecmp(rasp_elem a, rasp_elem b) {
-  if (a.den == 1 && b.den == 1) return (a.num > b.num) - (a.num < b.num);
-  int sa = a.den == RASP_DEN_SYM, sb = b.den == RASP_DEN_SYM;
-  if (sa || sb) {
-    if (sa != sb) return sa ? 1 : -1;
-    return (a.num > b.num) - (a.num < b.num);
-  }
-  i128 l = (i128)a.num * (b.den < 0 ? 1 : b.den);
-  i128 r = (i128)b.num * (a.den < 0 ? 1 : a.den);
-  return (l > r) - (l < r);
-}
-
 /* Numbers only (no symbols): cross-multiplication, no representation
 ** checks beyond mapping a boolean's den to 1. */
 static inline int ncmp(rasp_elem a, rasp_elem b) {
@@ -629,7 +385,7 @@ static inline int ncmp(rasp_elem a, rasp_elem b) {
     return 1;                                                                  \
   }                                                                            \
   for (size_t i = 0; i < c->total; i++) {                                      \
-    int r_ = ecmp(x[i], y[i]);                                                 \
+    int r_ = raspI_elem_cmp(x[i], y[i]);                                       \
     o[i].num = (EXPR);                                                         \
     o[i].den = RASP_DEN_BOOL;                                                  \
   }                                                                            \
@@ -858,7 +614,7 @@ static int eval_MAP(ctx *c) {
         c->out[i] = m->small[e.num];
         continue;
       }
-      if (!call_memo(c->ev, c->id, 1, &x[i], &c->out[i], c->err)) return 0;
+      if (!raspE_call_memo(c->ev, c->id, 1, &x[i], &c->out[i], c->err)) return 0;
       m = c->ev->memos[c->id];
       m->small[e.num] = c->out[i];
       m->small_set[e.num] = 1;
@@ -866,7 +622,7 @@ static int eval_MAP(ctx *c) {
       continue;
     }
     all_small = 0;
-    if (!call_memo(c->ev, c->id, 1, &x[i], &c->out[i], c->err)) return 0;
+    if (!raspE_call_memo(c->ev, c->id, 1, &x[i], &c->out[i], c->err)) return 0;
   }
   if (all_small && m) c->kind = m->small_kind;
   return 1;
@@ -876,7 +632,7 @@ static int eval_SEQMAP(ctx *c) {
   const rasp_elem *x = operand(c, 0), *y = operand(c, 1);
   for (size_t i = 0; i < c->total; i++) {
     rasp_elem args[2] = {x[i], y[i]}, r;
-    if (!call_memo(c->ev, c->id, 2, args, &r, c->err)) return 0;
+    if (!raspE_call_memo(c->ev, c->id, 2, args, &r, c->err)) return 0;
     c->out[i] = elem_trunc(r);
   }
   return 1;
@@ -889,565 +645,9 @@ static int eval_SEL_AND(ctx *c) { (void)c; return 1; }
 static int eval_SEL_OR(ctx *c) { (void)c; return 1; }
 static int eval_SEL_NOT(ctx *c) { (void)c; return 1; }
 
-/* ---- statistics of a selected set */
-
-/* Which parts of the statistics a head needs: computing an exact sum that a
-** max never uses could only raise a spurious overflow. */
-#define NEED_SUM 1u
-#define NEED_EXT 2u /* max and min */
-
-typedef struct rsum {
-  i128 num, den; /* den >= 1 */
-} rsum;
-
-typedef struct rstat {
-  int64_t count, nsym, nbool;
-  rsum sum;
-  rasp_elem max, min; /* valid when count > 0 and NEED_EXT */
-  int64_t maxpos, minpos; /* their positions: of equal extremes, the first */
-} rstat;
-
-static const rstat empty_stat = {0, 0, 0, {0, 1}, {0, 0}, {0, 0}, 0, 0};
-
-/* a += sign * b, exactly; 0 on overflow. */
-static int rsum_addsub(rsum *a, i128 bn, i128 bd, int sign) {
-  if (a->den == 1 && bd == 1) {
-    return sign > 0 ? !__builtin_add_overflow(a->num, bn, &a->num)
-                    : !__builtin_sub_overflow(a->num, bn, &a->num);
-  }
-  i128 l, r, s, d;
-  if (__builtin_mul_overflow(a->num, bd, &l) ||
-      __builtin_mul_overflow(bn, a->den, &r) ||
-      __builtin_mul_overflow(a->den, bd, &d))
-    return 0;
-  if (sign > 0 ? __builtin_add_overflow(l, r, &s)
-               : __builtin_sub_overflow(l, r, &s))
-    return 0;
-  i128 g = raspI_gcd128(s, d);
-  if (g > 1) {
-    s /= g;
-    d /= g;
-  }
-  /* Denominators beyond 64 bits mean the mean cannot be represented
-     either, and bounding them keeps den * count within 128 bits. */
-  if (d > INT64_MAX) return 0;
-  a->num = s;
-  a->den = d;
-  return 1;
-}
-
-/* Adds the value at position pos. */
-static int stat_add(rstat *s, rasp_elem v, int64_t pos, unsigned need) {
-  s->count++;
-  if (v.den == RASP_DEN_SYM) {
-    s->nsym++;
-  } else {
-    if (v.den == RASP_DEN_BOOL) s->nbool++;
-    if ((need & NEED_SUM) && v.num &&
-        !rsum_addsub(&s->sum, v.num, v.den < 0 ? 1 : v.den, 1))
-      return 0;
-  }
-  if (need & NEED_EXT) {
-    if (s->count == 1) {
-      s->max = s->min = v;
-      s->maxpos = s->minpos = pos;
-    } else {
-      /* Of equal-comparing elements (True and 1), the one at the first
-         position wins, as a scan of the matrix row would have it, whatever
-         order the elements are added in. */
-      int c = raspI_elem_cmp(v, s->max);
-      if (c > 0 || (c == 0 && pos < s->maxpos)) {
-        s->max = v;
-        s->maxpos = pos;
-      }
-      c = raspI_elem_cmp(v, s->min);
-      if (c < 0 || (c == 0 && pos < s->minpos)) {
-        s->min = v;
-        s->minpos = pos;
-      }
-    }
-  }
-  return 1;
-}
-
-/* a = a + b (disjoint sets). */
-static int stat_merge(rstat *a, const rstat *b, unsigned need) {
-  if (!b->count) return 1;
-  if ((need & NEED_SUM) && !rsum_addsub(&a->sum, b->sum.num, b->sum.den, 1))
-    return 0;
-  if (need & NEED_EXT) {
-    if (!a->count) {
-      a->max = b->max;
-      a->min = b->min;
-      a->maxpos = b->maxpos;
-      a->minpos = b->minpos;
-    } else {
-      int c = raspI_elem_cmp(b->max, a->max);
-      if (c > 0 || (c == 0 && b->maxpos < a->maxpos)) {
-        a->max = b->max;
-        a->maxpos = b->maxpos;
-      }
-      c = raspI_elem_cmp(b->min, a->min);
-      if (c < 0 || (c == 0 && b->minpos < a->minpos)) {
-        a->min = b->min;
-        a->minpos = b->minpos;
-      }
-    }
-  }
-  a->count += b->count;
-  a->nsym += b->nsym;
-  a->nbool += b->nbool;
-  return 1;
-}
-
-/* a - b for b a subset of a; only count and sum are meaningful after. */
-static int stat_sub(rstat *out, const rstat *a, const rstat *b, unsigned need) {
-  *out = *a;
-  out->count -= b->count;
-  out->nsym -= b->nsym;
-  out->nbool -= b->nbool;
-  if ((need & NEED_SUM) && !rsum_addsub(&out->sum, b->sum.num, b->sum.den, -1))
-    return 0;
-  return 1;
-}
-
-static unsigned head_needs(rasp_op op) {
-  switch (op) {
-  case RASP_OP_AGGR_MEAN: return NEED_SUM;
-  case RASP_OP_AGGREGATE: return NEED_SUM | NEED_EXT;
-  case RASP_OP_AGGR_MAX:
-  case RASP_OP_AGGR_MIN: return NEED_EXT;
-  default: return 0;
-  }
-}
-
-static int overflow_at(const rasp_ir_node *nd, rasp_error *err) {
-  raspR_set(err, nd->pos, "integer overflow (value does not fit in 64 bits)");
-  return 0;
-}
-
-static int fits64(i128 v) { return v >= INT64_MIN && v <= INT64_MAX; }
-
-/* Turns the statistics of one query's selected set into the head's output. */
-static int finish(const rasp_ir_node *nd, const rstat *s, rasp_elem *out,
-                  rasp_error *err) {
-  switch (nd->op) {
-  case RASP_OP_SEL_WIDTH:
-    out->num = s->count;
-    out->den = 1;
-    return 1;
-  case RASP_OP_AGGR_MEAN: {
-    if (!s->count) {
-      *out = elem_trunc(nd->c);
-      return 1;
-    }
-    i128 q = s->sum.num / (s->sum.den * s->count); /* truncates toward 0 */
-    if (!fits64(q)) return overflow_at(nd, err);
-    out->num = (int64_t)q;
-    out->den = 1;
-    return 1;
-  }
-  case RASP_OP_AGGREGATE: {
-    if (!s->count) {
-      *out = nd->c;
-      return 1;
-    }
-    if (s->nsym) {
-      if (s->nsym == s->count && s->max.den == RASP_DEN_SYM &&
-          s->min.den == RASP_DEN_SYM && s->max.num == s->min.num) {
-        *out = s->max;
-        return 1;
-      }
-      raspR_set(err, nd->pos, "mean of symbols (the selected values differ)");
-      return 0;
-    }
-    if (s->nbool == s->count) {
-      if (s->sum.num == 0) {
-        out->num = 0;
-        out->den = RASP_DEN_BOOL;
-        return 1;
-      }
-      if (s->sum.den == 1 && s->sum.num == s->count) {
-        out->num = 1;
-        out->den = RASP_DEN_BOOL;
-        return 1;
-      }
-    }
-    i128 num = s->sum.num, den = s->sum.den * s->count;
-    i128 g = raspI_gcd128(num, den);
-    if (g > 1) {
-      num /= g;
-      den /= g;
-    }
-    if (!fits64(num) || !fits64(den)) return overflow_at(nd, err);
-    out->num = (int64_t)num;
-    out->den = (int64_t)den;
-    return 1;
-  }
-  case RASP_OP_AGGR_MAX:
-    *out = s->count ? s->max : nd->c;
-    return 1;
-  case RASP_OP_AGGR_MIN:
-    *out = s->count ? s->min : nd->c;
-    return 1;
-  default: break;
-  }
-  raspR_set(err, nd->pos, "internal error: '%s' is not a head",
-            raspI_op_name(nd->op));
-  return 0;
-}
-
-
-/* ---- materialised selectors */
-
-static int cells_ok(rasp_eval *ev, const rasp_ir_node *sel, rasp_error *err) {
-  size_t n = (size_t)ev->n;
-  if (n && n > ev->max_cells / n) {
-    raspR_set(err, sel->pos,
-              "selector of %d x %d exceeds the limit of %zu cells", ev->n,
-              ev->n, ev->max_cells);
-    return 0;
-  }
-  return 1;
-}
-
-static int pred_holds(rasp_eval *ev, int id, rasp_pred p, rasp_elem key,
-                      rasp_elem query, int *res, rasp_error *err) {
-  switch (p) {
-  case RASP_PRED_EQ: *res = raspI_elem_eq(key, query); return 1;
-  case RASP_PRED_NE: *res = !raspI_elem_eq(key, query); return 1;
-  case RASP_PRED_LT: *res = raspI_elem_cmp(key, query) < 0; return 1;
-  case RASP_PRED_LE: *res = raspI_elem_cmp(key, query) <= 0; return 1;
-  case RASP_PRED_GT: *res = raspI_elem_cmp(key, query) > 0; return 1;
-  case RASP_PRED_GE: *res = raspI_elem_cmp(key, query) >= 0; return 1;
-  case RASP_PRED_TRUE: *res = 1; return 1;
-  case RASP_PRED_FALSE: *res = 0; return 1;
-  case RASP_PRED_CUSTOM: {
-    rasp_elem args[2] = {key, query}, r;
-    if (!call_memo(ev, id, 2, args, &r, err)) return 0;
-    *res = raspI_elem_truth(r);
-    return 1;
-  }
-  default: break;
-  }
-  raspR_set(err, ev->ir->nodes[id].pos, "unknown predicate %d", (int)p);
-  return 0;
-}
-
-#define ROW_LOOP(EXPR)                                                         \
-  for (int k = 0; k < lim; k++) row[k] = (unsigned char)(EXPR);
-
-/* Rows of a select on int-like keys and queries: plain compares of num. */
-static void select_rows_int(rasp_eval *ev, const rasp_ir_node *nd,
-                            const rasp_elem *keys, const rasp_elem *qs,
-                            unsigned char *m) {
-  int n = ev->n, causal = (nd->flags & RASP_CAUSAL) != 0;
-  int64_t *kk = scratch(ev, SC_KK, ((size_t)n + 1) * sizeof *kk);
-  for (int k = 0; k < n; k++) kk[k] = keys[k].num;
-  for (int q = 0; q < n; q++) {
-    unsigned char *row = m + (size_t)q * n;
-    int64_t qv = qs[q].num;
-    int lim = causal ? q + 1 : n;
-    switch ((rasp_pred)nd->aux) {
-    case RASP_PRED_EQ: ROW_LOOP(kk[k] == qv) break;
-    case RASP_PRED_NE: ROW_LOOP(kk[k] != qv) break;
-    case RASP_PRED_LT: ROW_LOOP(kk[k] < qv) break;
-    case RASP_PRED_LE: ROW_LOOP(kk[k] <= qv) break;
-    case RASP_PRED_GT: ROW_LOOP(kk[k] > qv) break;
-    case RASP_PRED_GE: ROW_LOOP(kk[k] >= qv) break;
-    case RASP_PRED_TRUE: memset(row, 1, (size_t)lim); break;
-    default: memset(row, 0, (size_t)lim); break;
-    }
-    if (lim < n) memset(row + lim, 0, (size_t)(n - lim));
-  }
-}
-
-/* A causal combination of selectors keeps only keys k <= q of the combined
-** pattern (rcausal.h): ~causal(A) selects no later key. */
-static void mask_causal(const rasp_ir_node *nd, int n, unsigned char *m) {
-  if (!(nd->flags & RASP_CAUSAL)) return;
-  for (int q = 0; q + 1 < n; q++) memset(m + (size_t)q * n + q + 1, 0, (size_t)(n - q - 1));
-}
-
-/* Fills m (n*n, row q, column k) with selector id for input b.  depth picks
-** the scratch matrix for the operands of and/or. */
-static int build_matrix(rasp_eval *ev, int id, int b, unsigned char *m,
-                        int depth, rasp_error *err) {
-  const rasp_ir_node *nd = &ev->ir->nodes[id];
-  int n = ev->n;
-  size_t nn = (size_t)n * n;
-  switch (nd->op) {
-  case RASP_OP_SELECT: {
-    const rasp_elem *keys = ev->val[nd->in[0]], *qs = ev->val[nd->in[1]];
-    if (!keys || !qs) {
-      raspR_set(err, nd->pos, "the operands of this selector were not kept");
-      return 0;
-    }
-    keys += (size_t)b * n;
-    qs += (size_t)b * n;
-    if (nd->aux != RASP_PRED_CUSTOM && INTLIKE(ev->kind[nd->in[0]]) &&
-        INTLIKE(ev->kind[nd->in[1]])) {
-      select_rows_int(ev, nd, keys, qs, m);
-      return 1;
-    }
-    int causal = (nd->flags & RASP_CAUSAL) != 0;
-    for (int q = 0; q < n; q++)
-      for (int k = 0; k < n; k++) {
-        int r = 0;
-        if (!causal || k <= q)
-          if (!pred_holds(ev, id, (rasp_pred)nd->aux, keys[k], qs[q], &r, err))
-            return 0;
-        m[(size_t)q * n + k] = (unsigned char)r;
-      }
-    return 1;
-  }
-  case RASP_OP_SEL_NOT:
-    if (!build_matrix(ev, nd->in[0], b, m, depth, err)) return 0;
-    for (size_t i = 0; i < nn; i++) m[i] ^= 1;
-    mask_causal(nd, n, m);
-    return 1;
-  case RASP_OP_SEL_AND:
-  case RASP_OP_SEL_OR: {
-    if (!build_matrix(ev, nd->in[0], b, m, depth, err)) return 0;
-    int slot = SC_MAT0 + depth + 1;
-    unsigned char *t = slot < SC__COUNT ? scratch(ev, slot, nn + 1)
-                                        : raspM_alloc(nn + 1);
-    int ok = build_matrix(ev, nd->in[1], b, t, depth + 1, err);
-    if (ok) {
-      if (nd->op == RASP_OP_SEL_AND)
-        for (size_t i = 0; i < nn; i++) m[i] &= t[i];
-      else
-        for (size_t i = 0; i < nn; i++) m[i] |= t[i];
-      mask_causal(nd, n, m);
-    }
-    if (slot >= SC__COUNT) raspM_free(t);
-    return ok;
-  }
-  default: break;
-  }
-  raspR_set(err, nd->pos, "'%s' is not a selector", raspI_op_name(nd->op));
-  return 0;
-}
-
-/* ---- heads */
-
-/* How a head's values are summarised: VM_NONE (sel_width), the fast
-** flavour on plain numbers (all integers, all booleans, or for the means a
-** mix), or VM_SLOW (exact rstat records). */
-enum { VM_NONE, VM_INT, VM_BOOL, VM_MIX, VM_SLOW };
-
-typedef struct head {
-  rasp_eval *ev;
-  const rasp_ir_node *nd;  /* the head */
-  const rasp_ir_node *sel; /* its selector */
-  unsigned need;           /* rstat needs (VM_SLOW) */
-  int n;
-  rasp_error *err;
-  int vm;
-  int64_t vden;            /* den of a max/min (VM_INT: 1, VM_BOOL: -1) */
-  int fsum, fnb, fext;     /* fast flavour: sum, boolean count, max/min */
-  int ismax;
-  int raw;                 /* rationals may be left unreduced (plan_raw) */
-  rasp_elem *counts;       /* head_direct: the selection counts too (a twin) */
-  int mixed;               /* head_direct: some result averages several values */
-  int tracked;             /* inputs whose result kinds are in okind */
-  unsigned okind;
-  const int64_t *vv;       /* fast: the values' num for the current input */
-  const unsigned char *vb; /* fast, VM_MIX: 1 where the value is a boolean */
-} head;
-
-/* The fast flavour's finishing function: the same rules as finish(). */
-static int ffinish(const head *h, int64_t cnt, i128 sum, int64_t nb,
-                   int64_t ext, rasp_elem *out) {
-  const rasp_ir_node *nd = h->nd;
-  switch (nd->op) {
-  case RASP_OP_SEL_WIDTH:
-    out->num = cnt;
-    out->den = 1;
-    return 1;
-  case RASP_OP_AGGR_MEAN: {
-    if (!cnt) {
-      *out = elem_trunc(nd->c);
-      return 1;
-    }
-    if (sum >= INT32_MIN && sum <= INT32_MAX && cnt <= INT32_MAX) {
-      out->num = (int32_t)sum / (int32_t)cnt; /* cnt >= 1: no overflow */
-      out->den = 1;
-      return 1;
-    }
-    if (fits64(sum)) { /* the common case, without 128-bit division */
-      out->num = (int64_t)sum / cnt; /* truncates toward 0; |q| <= |sum| */
-      out->den = 1;
-      return 1;
-    }
-    i128 q = sum / cnt; /* truncates toward 0 */
-    if (!fits64(q)) return overflow_at(nd, h->err);
-    out->num = (int64_t)q;
-    out->den = 1;
-    return 1;
-  }
-  case RASP_OP_AGGREGATE: {
-    if (!cnt) {
-      *out = nd->c;
-      return 1;
-    }
-    if (h->vm == VM_BOOL) nb = cnt;
-    else if (h->vm == VM_INT) nb = 0;
-    if (nb == cnt) {
-      if (sum == 0) {
-        out->num = 0;
-        out->den = RASP_DEN_BOOL;
-        return 1;
-      }
-      if (sum == cnt) {
-        out->num = 1;
-        out->den = RASP_DEN_BOOL;
-        return 1;
-      }
-    }
-    if (cnt == 1 && fits64(sum)) {
-      out->num = (int64_t)sum;
-      out->den = 1;
-      return 1;
-    }
-    if (h->raw && fits64(sum)) { /* only compared: no gcd */
-      out->num = (int64_t)sum;
-      out->den = cnt;
-      return 1;
-    }
-    if (fits64(sum)) { /* 64-bit arithmetic: cnt >= 1, no overflow */
-      int64_t sn = (int64_t)sum;
-      uint64_t g = raspI_gcd_u64(sn < 0 ? (uint64_t)0 - (uint64_t)sn : (uint64_t)sn,
-                           (uint64_t)cnt);
-      if (g > 1) {
-        /* sn / g: g divides sn, and g >= 2 keeps INT64_MIN / g in range */
-        if (sn >= INT32_MIN && sn <= INT32_MAX && cnt <= INT32_MAX) {
-          sn = (int32_t)sn / (int32_t)g; /* exact; 32-bit division */
-          cnt = (int32_t)cnt / (int32_t)g;
-        } else {
-          sn /= (int64_t)g;
-          cnt /= (int64_t)g;
-        }
-      }
-      out->num = sn;
-      out->den = cnt;
-      return 1;
-    }
-    i128 num = sum, den = cnt;
-    if (den > 1) {
-      if (num % den == 0) {
-        num /= den;
-        den = 1;
-      } else {
-        i128 g = fits64(num) ? (i128)raspI_gcd_u64(num < 0 ? (uint64_t)0 - (uint64_t)(int64_t)num
-                                                     : (uint64_t)num,
-                                             (uint64_t)den)
-                             : raspI_gcd128(num, den);
-        if (g > 1) {
-          num /= g;
-          den /= g;
-        }
-      }
-    }
-    if (!fits64(num) || !fits64(den)) return overflow_at(nd, h->err);
-    out->num = (int64_t)num;
-    out->den = (int64_t)den;
-    return 1;
-  }
-  case RASP_OP_AGGR_MAX:
-  case RASP_OP_AGGR_MIN:
-    if (!cnt) {
-      *out = nd->c;
-    } else {
-      out->num = ext;
-      out->den = h->vden;
-    }
-    return 1;
-  default: break;
-  }
-  raspR_set(h->err, nd->pos, "internal error: '%s' is not a head",
-            raspI_op_name(nd->op));
-  return 0;
-}
-
-static int64_t ext2(const head *h, int64_t a, int64_t b) {
-  return h->ismax ? (b > a ? b : a) : (b < a ? b : a);
-}
-
-static int head_matrix(head *h, int b, unsigned char *m, const rasp_elem *vals,
-                       rasp_elem *out) {
-  int n = h->n;
-  if (!build_matrix(h->ev, h->nd->in[0], b, m, 0, h->err)) return 0;
-  for (int q = 0; q < n; q++) {
-    const unsigned char *row = m + (size_t)q * n;
-    if (h->vm == VM_NONE) {
-      int64_t cnt = 0;
-      for (int k = 0; k < n; k++) cnt += row[k];
-      out[q].num = cnt;
-      out[q].den = 1;
-    } else if (h->vm != VM_SLOW) {
-      int64_t cnt = 0, nb = 0, ext = 0;
-      i128 sum = 0;
-      const int64_t *vv = h->vv;
-      for (int k = 0; k < n; k++) {
-        if (!row[k]) continue;
-        int64_t v = vv[k];
-        sum += v;
-        if (h->fnb) nb += h->vb[k];
-        ext = cnt ? ext2(h, ext, v) : v;
-        cnt++;
-      }
-      if (!ffinish(h, cnt, sum, nb, ext, &out[q])) return 0;
-    } else {
-      rstat s = empty_stat;
-      for (int k = 0; k < n; k++)
-        if (row[k] && !stat_add(&s, vals[k], k, h->need))
-          return overflow_at(h->nd, h->err);
-      if (!finish(h->nd, &s, &out[q], h->err)) return 0;
-    }
-  }
-  return 1;
-}
-
-/* ---- grouping for equality: keys and queries to group numbers */
-
-static rasp_elem eq_key(rasp_elem e) {
-  if (e.den == RASP_DEN_BOOL) e.den = 1;
-  return e;
-}
-
-/* Makes room for a stamped table of cap slots; returns the generation. */
-static uint32_t hash_prepare(rasp_eval *ev, size_t cap) {
-  if (cap > ev->hcap) {
-    raspM_free(ev->sc[SC_HKEY]);
-    raspM_free(ev->sc[SC_HEKEY]);
-    raspM_free(ev->sc[SC_HGID]);
-    raspM_free(ev->sc[SC_HST]);
-    ev->sc[SC_HKEY] = raspM_alloc(cap * sizeof(int64_t));
-    ev->sc[SC_HEKEY] = raspM_alloc(cap * sizeof(rasp_elem));
-    ev->sc[SC_HGID] = raspM_alloc(cap * sizeof(int));
-    ev->sc[SC_HST] = raspM_alloc(cap * sizeof(uint32_t)); /* zeroed */
-    ev->hcap = cap;
-    ev->hgen = 0;
-  }
-  if (++ev->hgen == 0) {
-    memset(ev->sc[SC_HST], 0, ev->hcap * sizeof(uint32_t));
-    ev->hgen = 1;
-  }
-  return ev->hgen;
-}
-
-static size_t hash_cap(int n) {
-  size_t cap = 16;
-  while (cap < (size_t)n * 2) cap *= 2;
-  return cap;
-}
-
-/* The smallest and largest num of an int-like node over the whole batch,
-** once per run: every head keyed on the node then skips its own scan. */
 static int bnd_current(const rasp_eval *ev, int id);
 
-static void node_bounds(rasp_eval *ev, int id, int64_t *lo, int64_t *hi) {
+void raspE_node_bounds(rasp_eval *ev, int id, int64_t *lo, int64_t *hi) {
   if (!bnd_current(ev, id)) {
     const rasp_elem *v = ev->val[id];
     size_t total = (size_t)ev->B * ev->n;
@@ -1460,7 +660,7 @@ static void node_bounds(rasp_eval *ev, int id, int64_t *lo, int64_t *hi) {
     ev->bndlo[id] = a;
     ev->bndhi[id] = b;
     ev->bndrun[id] = ev->runno;
-    ev->bndheld[id] = ev->hold[id] && ev->cfill[id] >= total; /* valid as long as it is */
+    ev->bndheld[id] = ev->plan.hold[id] && ev->cfill[id] >= total; /* valid as long as it is */
   }
   *lo = ev->bndlo[id];
   *hi = ev->bndhi[id];
@@ -1475,7 +675,7 @@ static void node_bounds(rasp_eval *ev, int id, int64_t *lo, int64_t *hi) {
 ** not visit the node at all. */
 static int bnd_current(const rasp_eval *ev, int id) {
   return ev->bndrun[id] == ev->runno ||
-         (ev->bndheld[id] && ev->cfill[ev->canon[id]] >= (size_t)ev->B * (size_t)ev->n);
+         (ev->bndheld[id] && ev->cfill[ev->plan.canon[id]] >= (size_t)ev->B * (size_t)ev->n);
 }
 
 static int bnd_known(const rasp_eval *ev, int id) {
@@ -1598,1270 +798,11 @@ static void derive_bounds(rasp_eval *ev, int id, const int64_t *tokens, size_t t
   bnd_set(ev, id, lo, hi);
 }
 
-/* Int-like keys and queries (True == 1 by num).  Returns the group count.
-** keynode: the node the keys are a row of (its bounds are cached), or -1. */
-static int group_int(rasp_eval *ev, int keynode, const rasp_elem *keys,
-                     const rasp_elem *qs, int n, int *gid, int *gq) {
-  int G = 0;
-  if (!n) return 0;
-  int64_t kmin, kmax;
-  if (keynode >= 0) {
-    node_bounds(ev, keynode, &kmin, &kmax);
-  } else {
-    kmin = kmax = keys[0].num;
-    for (int k = 1; k < n; k++) {
-      int64_t v = keys[k].num;
-      kmin = v < kmin ? v : kmin;
-      kmax = v > kmax ? v : kmax;
-    }
-  }
-  uint64_t range = (uint64_t)kmax - (uint64_t)kmin;
-  if (range < (uint64_t)n * 4 + 256) {
-    size_t need = (size_t)range + 1;
-    if (need > ev->dtabcap) {
-      size_t cap = ev->dtabcap ? ev->dtabcap : 256;
-      while (cap < need) cap *= 2;
-      raspM_free(ev->dtab);
-      ev->dtab = raspM_alloc(cap * sizeof *ev->dtab); /* zeroed */
-      ev->dtabcap = cap;
-      ev->dgen = 0;
-    }
-    if (++ev->dgen == 0) {
-      memset(ev->dtab, 0, ev->dtabcap * sizeof *ev->dtab);
-      ev->dgen = 1;
-    }
-    uint64_t *t = ev->dtab, stamp = (uint64_t)ev->dgen << 32;
-    for (int k = 0; k < n; k++) {
-      uint64_t *s = &t[(uint64_t)keys[k].num - (uint64_t)kmin];
-      if ((*s & ~(uint64_t)UINT32_MAX) != stamp) *s = stamp | (uint32_t)G++;
-      gid[k] = (int)(uint32_t)*s;
-    }
-    for (int q = 0; q < n; q++) {
-      uint64_t o = (uint64_t)qs[q].num - (uint64_t)kmin;
-      uint64_t e = o <= range ? t[o] : 0;
-      gq[q] = (e & ~(uint64_t)UINT32_MAX) == stamp ? (int)(uint32_t)e : -1;
-    }
-    return G;
-  }
-  size_t cap = hash_cap(n), mask = cap - 1;
-  uint32_t gen = hash_prepare(ev, cap);
-  int64_t *hk = ev->sc[SC_HKEY];
-  int *hg = ev->sc[SC_HGID];
-  uint32_t *hs = ev->sc[SC_HST];
-  for (int k = 0; k < n; k++) {
-    int64_t v = keys[k].num;
-    size_t j = mix64((uint64_t)v) & mask;
-    while (hs[j] == gen && hk[j] != v) j = (j + 1) & mask;
-    if (hs[j] != gen) {
-      hs[j] = gen;
-      hk[j] = v;
-      hg[j] = G++;
-    }
-    gid[k] = hg[j];
-  }
-  for (int q = 0; q < n; q++) {
-    int64_t v = qs[q].num;
-    size_t j = mix64((uint64_t)v) & mask;
-    while (hs[j] == gen && hk[j] != v) j = (j + 1) & mask;
-    gq[q] = hs[j] == gen ? hg[j] : -1;
-  }
-  return G;
-}
-
-/* Any keys: grouped by numeric value (True == 1), symbols apart. */
-static int group_any(rasp_eval *ev, const rasp_elem *keys, const rasp_elem *qs,
-                     int n, int *gid, int *gq) {
-  int G = 0;
-  size_t cap = hash_cap(n), mask = cap - 1;
-  uint32_t gen = hash_prepare(ev, cap);
-  rasp_elem *hk = ev->sc[SC_HEKEY];
-  int *hg = ev->sc[SC_HGID];
-  uint32_t *hs = ev->sc[SC_HST];
-  for (int pass = 0; pass < 2; pass++)
-    for (int i = 0; i < n; i++) {
-      rasp_elem e = eq_key(pass ? qs[i] : keys[i]);
-      size_t j = hash_elems(&e, 1) & mask;
-      while (hs[j] == gen && (hk[j].num != e.num || hk[j].den != e.den))
-        j = (j + 1) & mask;
-      if (pass) {
-        gq[i] = hs[j] == gen ? hg[j] : -1;
-      } else {
-        if (hs[j] != gen) {
-          hs[j] = gen;
-          hk[j] = e;
-          hg[j] = G++;
-        }
-        gid[i] = hg[j];
-      }
-    }
-  return G;
-}
-
-/* Equality (and causal not_equals) from the group numbers: query q sees
-** the keys k < q + off of its group (off > n: all keys; causal: off = 1);
-** ne: the keys outside its group instead (count/sum heads only). */
-static int head_groups(head *h, int G, const int *gid, const int *gq, int off,
-                       int ne, const rasp_elem *vals, rasp_elem *out) {
-  rasp_eval *ev = h->ev;
-  int n = h->n, ins = 0;
-  size_t gs = (size_t)G + 1;
-  if (off > n) off = n;
-  if (h->vm == VM_NONE) {
-    int64_t *gc = scratch(ev, SC_GCNT, gs * sizeof *gc);
-    memset(gc, 0, gs * sizeof *gc);
-    for (int q = 0; q < n; q++) {
-      int lim = q + off < n ? q + off : n;
-      for (; ins < lim; ins++) gc[gid[ins]]++;
-      int64_t c = gq[q] >= 0 ? gc[gq[q]] : 0;
-      out[q].num = ne ? ins - c : c;
-      out[q].den = 1;
-    }
-    return 1;
-  }
-  if (h->vm != VM_SLOW) {
-    int64_t *gc = scratch(ev, SC_GCNT, gs * sizeof *gc);
-    i128 *gsum = scratch(ev, SC_GSUM, gs * sizeof *gsum);
-    int64_t *gnb = scratch(ev, SC_GNB, gs * sizeof *gnb);
-    int64_t *gext = scratch(ev, SC_GEXT, gs * sizeof *gext);
-    memset(gc, 0, gs * sizeof *gc);
-    if (h->fsum) memset(gsum, 0, gs * sizeof *gsum);
-    if (h->fnb) memset(gnb, 0, gs * sizeof *gnb);
-    /* the values' nums straight from the elements: the scatter below does
-       not vectorise, so a packed copy would only cost a pass */
-    const rasp_elem *ve = vals;
-    const unsigned char *vb = h->vb;
-    /* the flags in locals: the stores below cannot change them */
-    const int fsum = h->fsum, fnb = h->fnb, fext = h->fext;
-    rasp_elem none; /* the result for an empty selection, once per input */
-    if (!ffinish(h, 0, 0, 0, 0, &none)) return 0;
-    if (fsum && !fnb && !fext && !ne) {
-      /* aggregate / aggr_mean of integers or of booleans: the common case,
-         with the single-value result inline (passes through; a mean of one
-         value is the value) */
-      const int64_t one_den = h->nd->op == RASP_OP_AGGREGATE ? h->vden : 1;
-      for (int q = 0; q < n; q++) {
-        int lim = q + off < n ? q + off : n;
-        for (; ins < lim; ins++) {
-          int g = gid[ins];
-          gsum[g] += ve[ins].num;
-          gc[g]++;
-        }
-        int g = gq[q];
-        if (g < 0 || !gc[g]) {
-          out[q] = none;
-        } else if (gc[g] == 1) {
-          out[q].num = (int64_t)gsum[g]; /* one int64 value */
-          out[q].den = one_den;
-        } else if (!ffinish(h, gc[g], gsum[g], 0, 0, &out[q])) {
-          return 0;
-        }
-      }
-      return 1;
-    }
-    int64_t tnb = 0;
-    i128 ts = 0;
-    for (int q = 0; q < n; q++) {
-      int lim = q + off < n ? q + off : n;
-      for (; ins < lim; ins++) {
-        int g = gid[ins];
-        int64_t v = ve[ins].num;
-        if (fsum) gsum[g] += v;
-        if (fnb) gnb[g] += vb[ins];
-        if (fext) gext[g] = gc[g] ? ext2(h, gext[g], v) : v;
-        gc[g]++;
-        if (ne) {
-          ts += v;
-          if (fnb) tnb += vb[ins];
-        }
-      }
-      int g = gq[q];
-      int ok = 1;
-      if (ne) {
-        if (g >= 0)
-          ok = ffinish(h, ins - gc[g], ts - gsum[g], h->fnb ? tnb - gnb[g] : 0,
-                       0, &out[q]);
-        else
-          ok = ffinish(h, ins, ts, tnb, 0, &out[q]);
-      } else if (g >= 0 && gc[g]) {
-        ok = ffinish(h, gc[g], h->fsum ? gsum[g] : 0, h->fnb ? gnb[g] : 0,
-                     h->fext ? gext[g] : 0, &out[q]);
-      } else {
-        out[q] = none;
-      }
-      if (!ok) return 0;
-    }
-    return 1;
-  }
-  rstat *gst = scratch(ev, SC_GSTAT, gs * sizeof *gst);
-  for (int g = 0; g < G; g++) gst[g] = empty_stat;
-  rstat total = empty_stat;
-  for (int q = 0; q < n; q++) {
-    int lim = q + off < n ? q + off : n;
-    for (; ins < lim; ins++) {
-      rasp_elem v = vals[ins];
-      if (!stat_add(&gst[gid[ins]], v, ins, h->need) ||
-          (ne && !stat_add(&total, v, ins, h->need)))
-        return overflow_at(h->nd, h->err);
-    }
-    int g = gq[q];
-    rstat s;
-    if (ne) {
-      if (!stat_sub(&s, &total, g >= 0 ? &gst[g] : &empty_stat, h->need))
-        return overflow_at(h->nd, h->err);
-    } else {
-      s = g >= 0 ? gst[g] : empty_stat;
-    }
-    if (!finish(h->nd, &s, &out[q], h->err)) return 0;
-  }
-  return 1;
-}
-
-/* ---- order statistics: sorted keys, position windows */
-
-/* Which part of the ordered keys a query selects, from its bounds a, b. */
-enum { W_NONE, W_PREF /* [0,a) */, W_SUF /* [a,n) */,
-       W_BOTH /* [0,a) and [b,n) */, W_ONE /* [a,a+1) */ };
-
-/* Statistics over keys in the order perm (NULL: positions), answering each
-** query q from its window (wt, qa[q], qb[q]).  VM_SLOW supports W_SUF and
-** W_BOTH only with a perm (the sorted path, built exactly as before). */
-static int head_order(head *h, const int *perm, int wt, const int *qa,
-                      const int *qb, const rasp_elem *vals, rasp_elem *out) {
-  rasp_eval *ev = h->ev;
-  int n = h->n;
-  if (h->vm == VM_NONE) {
-    for (int q = 0; q < n; q++) out[q].den = 1;
-    switch (wt) {
-    case W_PREF: for (int q = 0; q < n; q++) out[q].num = qa[q]; break;
-    case W_SUF: for (int q = 0; q < n; q++) out[q].num = n - qa[q]; break;
-    case W_BOTH: for (int q = 0; q < n; q++) out[q].num = qa[q] + (n - qb[q]); break;
-    case W_ONE: for (int q = 0; q < n; q++) out[q].num = 1; break;
-    default: for (int q = 0; q < n; q++) out[q].num = 0; break;
-    }
-    return 1;
-  }
-  size_t n1 = (size_t)n + 1;
-  if (h->vm != VM_SLOW) {
-    int64_t *pv = (int64_t *)h->vv;
-    if (perm) {
-      pv = scratch(ev, SC_KK, n1 * sizeof *pv);
-      for (int i = 0; i < n; i++) pv[i] = h->vv[perm[i]];
-    }
-    i128 *ps = scratch(ev, SC_PSUM, n1 * sizeof *ps);
-    int64_t *pnb = scratch(ev, SC_PNB, n1 * sizeof *pnb);
-    int64_t *pe = scratch(ev, SC_PEXT, n1 * sizeof *pe);
-    int64_t *se = scratch(ev, SC_SEXT, n1 * sizeof *se);
-    ps[0] = 0;
-    pnb[0] = 0;
-    pe[0] = 0;
-    for (int i = 0; i < n; i++) {
-      ps[i + 1] = ps[i] + pv[i];
-      if (h->fnb) pnb[i + 1] = pnb[i] + h->vb[perm ? perm[i] : i];
-      if (h->fext) pe[i + 1] = i ? ext2(h, pe[i], pv[i]) : pv[i];
-    }
-    if (wt == W_PREF && h->fsum && !h->fnb && h->vm == VM_INT) {
-      /* prefix means of integers (a running balance): the common case
-         inline, with the result kinds tracked so nothing rescans them */
-      rasp_elem none;
-      if (!ffinish(h, 0, 0, 0, 0, &none)) return 0;
-      const int mean = h->nd->op == RASP_OP_AGGR_MEAN;
-      unsigned k = 0;
-      for (int q = 0; q < n; q++) {
-        int64_t c = qa[q];
-        i128 sum = ps[c];
-        if (!c) {
-          out[q] = none;
-          k |= elem_kind(none);
-        } else if (h->raw && fits64(sum)) { /* only compared: no division */
-          out[q].num = (int64_t)sum;
-          out[q].den = c;
-          k |= c == 1 ? K_INT : K_RAT;
-        } else if (fits64(sum) && (mean || (int64_t)sum % c == 0)) {
-          out[q].num = (int64_t)sum / c; /* truncates toward zero */
-          out[q].den = 1;
-          k |= K_INT;
-        } else {
-          if (!ffinish(h, c, sum, 0, 0, &out[q])) return 0;
-          k |= elem_kind(out[q]);
-        }
-      }
-      h->okind |= k;
-      h->tracked++;
-      return 1;
-    }
-    if (h->fext && (wt == W_SUF || wt == W_BOTH)) {
-      se[n] = 0;
-      for (int i = n - 1; i >= 0; i--)
-        se[i] = i == n - 1 ? pv[i] : ext2(h, se[i + 1], pv[i]);
-    }
-    for (int q = 0; q < n; q++) {
-      int64_t c = 0, nb = 0, e = 0;
-      i128 s = 0;
-      int a = wt == W_NONE ? 0 : qa[q];
-      switch (wt) {
-      case W_PREF:
-        c = a;
-        s = ps[a];
-        nb = pnb[a];
-        e = pe[a];
-        break;
-      case W_SUF:
-        c = n - a;
-        s = ps[n] - ps[a];
-        nb = pnb[n] - pnb[a];
-        e = se[a];
-        break;
-      case W_BOTH: {
-        int bb = qb[q];
-        c = a + (n - bb);
-        s = ps[a] + (ps[n] - ps[bb]);
-        nb = pnb[a] + (pnb[n] - pnb[bb]);
-        if (h->fext) {
-          if (a && bb < n) e = ext2(h, pe[a], se[bb]);
-          else e = a ? pe[a] : se[bb];
-        }
-        break;
-      }
-      case W_ONE:
-        c = 1;
-        s = pv[a];
-        nb = pnb[a + 1] - pnb[a];
-        e = pv[a];
-        break;
-      default: break;
-      }
-      if (!ffinish(h, c, s, nb, e, &out[q])) return 0;
-    }
-    return 1;
-  }
-  rasp_elem one = {1, 1};
-  rstat *pre = scratch(ev, SC_PRE, n1 * sizeof *pre);
-  rstat *suf = scratch(ev, SC_SUF, n1 * sizeof *suf);
-  pre[0] = empty_stat;
-  for (int i = 0; i < n; i++) {
-    pre[i + 1] = pre[i];
-    int k = perm ? perm[i] : i;
-    if (!stat_add(&pre[i + 1], vals ? vals[k] : one, k, h->need))
-      return overflow_at(h->nd, h->err);
-  }
-  if (wt == W_SUF || wt == W_BOTH) {
-    suf[n] = empty_stat;
-    for (int i = n - 1; i >= 0; i--) {
-      suf[i] = suf[i + 1];
-      int k = perm ? perm[i] : i;
-      if (!stat_add(&suf[i], vals ? vals[k] : one, k, h->need))
-        return overflow_at(h->nd, h->err);
-    }
-  }
-  for (int q = 0; q < n; q++) {
-    rstat s = empty_stat;
-    switch (wt) {
-    case W_PREF: s = pre[qa[q]]; break;
-    case W_SUF: s = suf[qa[q]]; break;
-    case W_BOTH:
-      s = pre[qa[q]];
-      if (!stat_merge(&s, &suf[qb[q]], h->need))
-        return overflow_at(h->nd, h->err);
-      break;
-    case W_ONE:
-      if (!stat_add(&s, vals[perm ? perm[qa[q]] : qa[q]],
-                    perm ? perm[qa[q]] : qa[q], h->need))
-        return overflow_at(h->nd, h->err);
-      break;
-    default: break;
-    }
-    if (!finish(h->nd, &s, &out[q], h->err)) return 0;
-  }
-  return 1;
-}
-
-/* Sums and means of integers over a prefix window, query q reading the
-** first min(q + woff, n) values: running balances (causal means of +1/-1)
-** and global means (non-causal always, woff > n).  Straight from the
-** values, with int64 prefix sums; 2 (nothing decided) when one overflows. */
-static int head_prefix_sum(head *h, int woff, const rasp_elem *vals, rasp_elem *out) {
-  int n = h->n;
-  int64_t *ps = scratch(h->ev, SC_PSUM, ((size_t)n + 1) * sizeof *ps);
-  int bad = 0;
-  ps[0] = 0;
-  for (int i = 0; i < n; i++) bad |= __builtin_add_overflow(ps[i], vals[i].num, &ps[i + 1]);
-  if (bad) return 2;
-  rasp_elem none;
-  if (!ffinish(h, 0, 0, 0, 0, &none)) return 0;
-  const int mean = h->nd->op == RASP_OP_AGGR_MEAN;
-  unsigned k = 0;
-  if (h->raw && woff >= 1) { /* every row selects something: sum / count */
-    int64_t c = woff > n ? n : woff;
-    k |= (unsigned)(c == 1) * K_INT;
-    for (int q = 0; q < n; q++) {
-      out[q].num = ps[c];
-      out[q].den = c;
-      c += c < n;
-    }
-    k |= (unsigned)(n > 1 || c > 1) * K_RAT;
-    h->okind |= k;
-    h->tracked++;
-    return 1;
-  }
-  for (int q = 0; q < n; q++) {
-    int64_t c = woff > n - q ? n : q + woff;
-    if (c <= 0) {
-      out[q] = none;
-      k |= elem_kind(none);
-    } else if (h->raw) { /* only compared: no division */
-      out[q].num = ps[c];
-      out[q].den = c;
-      k |= (unsigned)(c == 1) * K_INT | (unsigned)(c > 1) * K_RAT;
-    } else if (mean || ps[c] % c == 0) {
-      out[q].num = ps[c] / c; /* truncates toward zero; c >= 1 */
-      out[q].den = 1;
-      k |= K_INT;
-    } else {
-      if (!ffinish(h, c, ps[c], 0, 0, &out[q])) return 0;
-      k |= elem_kind(out[q]);
-    }
-  }
-  h->okind |= k;
-  h->tracked++;
-  return 1;
-}
-
-/* Maps numbers (integers, booleans, rationals; no symbols) a[0..na) and
-** b[0..nb) to integers over one common denominator L, so that x < y exactly
-** when its image is smaller (and equal when equal); *amin and *amax get the
-** range of a's images.  0 when there is a
-** symbol or L or a scaled numerator does not fit in 64 bits: callers then
-** compare the elements themselves. */
-static int scale_common(const rasp_elem *a, int na, const rasp_elem *b, int nb,
-                        int64_t *oa, int64_t *ob, int64_t *amin, int64_t *amax) {
-  /* Denominators repeat (i/n takes a handful of them), so each distinct
-     small one costs one division: a bit per denominator below 64 says it
-     is already in L, and its factor L/d is computed once. */
-  int64_t L = 1;
-  uint64_t in_l = 0;
-  for (int pass = 0; pass < 2; pass++) {
-    const rasp_elem *v = pass ? b : a;
-    int nv = pass ? nb : na;
-    for (int i = 0; i < nv; i++) {
-      int64_t d = v[i].den;
-      if (d == RASP_DEN_SYM) return 0;
-      if (d <= 1) continue;
-      if (d < 64) {
-        if (in_l >> d & 1) continue;
-        in_l |= (uint64_t)1 << d;
-      }
-      if (L % d == 0) continue;
-      int64_t g = (int64_t)raspI_gcd_u64((uint64_t)L, (uint64_t)d);
-      if (__builtin_mul_overflow(L / g, d, &L)) return 0;
-    }
-  }
-  int64_t factor[64];
-  uint64_t have = 0;
-  for (int pass = 0; pass < 2; pass++) {
-    const rasp_elem *v = pass ? b : a;
-    int64_t *o = pass ? ob : oa;
-    int nv = pass ? nb : na;
-    int64_t mn = INT64_MAX, mx = INT64_MIN; /* of oa: the keys' range */
-    for (int i = 0; i < nv; i++) {
-      int64_t d = v[i].den < 1 ? 1 : v[i].den, f;
-      if (d < 64) {
-        if (!(have >> d & 1)) {
-          factor[d] = L / d;
-          have |= (uint64_t)1 << d;
-        }
-        f = factor[d];
-      } else {
-        f = L / d;
-      }
-      if (__builtin_mul_overflow(v[i].num, f, &o[i])) return 0;
-      mn = o[i] < mn ? o[i] : mn;
-      mx = o[i] > mx ? o[i] : mx;
-    }
-    if (!pass) {
-      *amin = mn;
-      *amax = mx;
-    }
-  }
-  return 1;
-}
-
-/* Stable merge sort of idx[0..n) by key; tmp has room for n. */
-#define MERGE_SORT(NAME, T, LESS)                                              \
-  static void NAME(T *a, T *tmp, int n) {                                      \
-    if (n < 2) return;                                                         \
-    if (n <= 16) {                                                             \
-      for (int i = 1; i < n; i++) {                                            \
-        T x = a[i];                                                            \
-        int j = i;                                                             \
-        while (j > 0 && LESS(x, a[j - 1])) {                                   \
-          a[j] = a[j - 1];                                                     \
-          j--;                                                                 \
-        }                                                                      \
-        a[j] = x;                                                              \
-      }                                                                        \
-      return;                                                                  \
-    }                                                                          \
-    int m = n / 2;                                                             \
-    NAME(a, tmp, m);                                                           \
-    NAME(a + m, tmp, n - m);                                                   \
-    if (!LESS(a[m], a[m - 1])) return;                                         \
-    memcpy(tmp, a, sizeof *a * (size_t)m);                                     \
-    int i = 0, j = m, k = 0;                                                   \
-    while (i < m && j < n) a[k++] = LESS(a[j], tmp[i]) ? a[j++] : tmp[i++];    \
-    while (i < m) a[k++] = tmp[i++];                                           \
-  }
-
-typedef struct ikey {
-  int64_t key;
-  int idx;
-} ikey;
-
-typedef struct ekey {
-  rasp_elem key;
-  int idx;
-} ekey;
-
-
-#define IKEY_LESS(x, y) ((x).key < (y).key)
-#define EKEY_LESS(x, y) (ecmp((x).key, (y).key) < 0)
-MERGE_SORT(sort_ikey, ikey, IKEY_LESS)
-MERGE_SORT(sort_ekey, ekey, EKEY_LESS)
-
-/* Keys of small range (token ids, counts, positions, and rationals of one
-** small denominator once scaled) are ranked by counting instead of sorting:
-** lo[k] is the number of keys smaller than key k, hi[k] that plus the keys
-** equal to it, and perm the stable (key, index) order that the sort would
-** give.  Only the occupied key values are visited (a bitmap of them), so
-** the cost is O(n + range / 64); 0 (nothing done) when the range is wide. */
-static int count_ranks(head *h, const int64_t *kv, int64_t mn, int64_t mx, int *perm,
-                       int *lo, int *hi) {
-  int n = h->n;
-  if (n < 2) return 0;
-  uint64_t range = (uint64_t)mx - (uint64_t)mn; /* no overflow in uint64 */
-  if (range > 64 * (uint64_t)n + 4096) return 0;
-  size_t words = (size_t)(range >> 6) + 1;
-  uint64_t *occupied = scratch(h->ev, SC_GEXT, words * sizeof *occupied);
-  int *at = scratch(h->ev, SC_GCNT, ((size_t)range + 1) * sizeof *at);
-  int *slot = scratch(h->ev, SC_GID2, (size_t)n * sizeof *slot);
-  memset(occupied, 0, words * sizeof *occupied);
-  for (int k = 0; k < n; k++) {
-    int r = (int)(kv[k] - mn);
-    slot[k] = r;
-    at[r] = 0;
-    occupied[r >> 6] |= (uint64_t)1 << (r & 63);
-  }
-  for (int k = 0; k < n; k++) at[slot[k]]++;
-  int run = 0; /* at[r]: the keys smaller than mn + r */
-  for (size_t w = 0; w < words; w++)
-    for (uint64_t bits = occupied[w]; bits; bits &= bits - 1) {
-      size_t r = w * 64 + (size_t)__builtin_ctzll(bits);
-      int here = at[r];
-      at[r] = run;
-      run += here;
-    }
-  for (int k = 0; k < n; k++) lo[k] = at[slot[k]];
-  if (perm) /* the order is needed only to aggregate values */
-    for (int k = 0; k < n; k++) perm[at[slot[k]]++] = k;
-  else if (hi)
-    for (int k = 0; k < n; k++) at[slot[k]]++;
-  if (hi)
-    for (int k = 0; k < n; k++) hi[k] = at[slot[k]];
-  return 1;
-}
-
-/* Non-causal comparisons and not_equals on sorted keys. */
-static int head_sorted(head *h, const rasp_elem *keys, const rasp_elem *qs,
-                       int same, int intlike, const rasp_elem *vals,
-                       rasp_elem *out) {
-  rasp_eval *ev = h->ev;
-  int n = h->n;
-  size_t n1 = (size_t)n + 1;
-  int *perm = scratch(ev, SC_GID, n1 * sizeof *perm);
-  int *lo = scratch(ev, SC_QA, n1 * sizeof *lo);
-  int *hi = scratch(ev, SC_QB, n1 * sizeof *hi);
-  /* Stable sorting by key gives (key, index) order, which makes the scan
-     order, and so which of two equal-comparing elements max/min keep,
-     deterministic. */
-  const int64_t *kv = NULL, *qv = NULL;
-  int64_t kmin = 0, kmax = 0; /* of kv */
-  if (intlike) {
-    int64_t *a = scratch(ev, SC_SCK, n1 * sizeof *a);
-    kmin = kmax = n ? keys[0].num : 0;
-    for (int k = 0; k < n; k++) {
-      a[k] = keys[k].num;
-      kmin = a[k] < kmin ? a[k] : kmin;
-      kmax = a[k] > kmax ? a[k] : kmax;
-    }
-    kv = a;
-    if (!same) {
-      int64_t *b = scratch(ev, SC_SCQ, n1 * sizeof *b);
-      for (int q = 0; q < n; q++) b[q] = qs[q].num;
-      qv = b;
-    }
-  } else {
-    /* Numbers (rationals among them) over a common denominator L compare
-       as their numerators scaled to L: exact, so the sort and the searches
-       below run on integers. */
-    int64_t *a = scratch(ev, SC_SCK, n1 * sizeof *a);
-    int64_t *b = same ? NULL : scratch(ev, SC_SCQ, n1 * sizeof *b);
-    if (scale_common(keys, n, same ? NULL : qs, same ? 0 : n, a, b, &kmin, &kmax)) {
-      kv = a;
-      qv = b;
-    }
-  }
-  rasp_pred pred = (rasp_pred)h->sel->aux;
-  int width = h->vm == VM_NONE;
-  if (kv && same &&
-      count_ranks(h, kv, kmin, kmax, width ? NULL : perm, lo,
-                  width && (pred == RASP_PRED_LT || pred == RASP_PRED_GE) ? NULL : hi)) {
-    if (width) { /* sel_width: the counts are the ranks */
-      for (int q = 0; q < n; q++) {
-        int c = pred == RASP_PRED_LT   ? lo[q]
-                : pred == RASP_PRED_GE ? n - lo[q]
-                : pred == RASP_PRED_LE ? hi[q]
-                : pred == RASP_PRED_GT ? n - hi[q]
-                                       : n - (hi[q] - lo[q]); /* NE */
-        out[q].num = c;
-        out[q].den = 1;
-      }
-      return 1;
-    }
-  } else if (kv) {
-    ikey *ks = scratch(ev, SC_KS, n1 * sizeof *ks);
-    ikey *tmp = scratch(ev, SC_KS2, n1 * sizeof *tmp);
-    for (int k = 0; k < n; k++) {
-      ks[k].key = kv[k];
-      ks[k].idx = k;
-    }
-    sort_ikey(ks, tmp, n);
-    for (int i = 0; i < n; i++) perm[i] = ks[i].idx;
-    if (same) {
-      for (int s = 0, e; s < n; s = e) {
-        for (e = s + 1; e < n && ks[e].key == ks[s].key; e++) {}
-        for (int i = s; i < e; i++) {
-          lo[ks[i].idx] = s;
-          hi[ks[i].idx] = e;
-        }
-      }
-    } else {
-      int64_t *sk = scratch(ev, SC_SK, n1 * sizeof *sk);
-      for (int i = 0; i < n; i++) sk[i] = ks[i].key;
-      for (int q = 0; q < n; q++) {
-        int64_t v = qv[q];
-        int a = 0, b = n;
-        while (a < b) {
-          int mid = (a + b) >> 1;
-          if (sk[mid] < v) a = mid + 1;
-          else b = mid;
-        }
-        lo[q] = a;
-        b = n;
-        while (a < b) {
-          int mid = (a + b) >> 1;
-          if (sk[mid] <= v) a = mid + 1;
-          else b = mid;
-        }
-        hi[q] = a;
-      }
-    }
-  } else {
-    ekey *ks = scratch(ev, SC_KS, n1 * sizeof *ks);
-    ekey *tmp = scratch(ev, SC_KS2, n1 * sizeof *tmp);
-    for (int k = 0; k < n; k++) {
-      ks[k].key = keys[k];
-      ks[k].idx = k;
-    }
-    sort_ekey(ks, tmp, n);
-    for (int i = 0; i < n; i++) perm[i] = ks[i].idx;
-    if (same) {
-      for (int s = 0, e; s < n; s = e) {
-        for (e = s + 1; e < n && ecmp(ks[e].key, ks[s].key) == 0; e++) {}
-        for (int i = s; i < e; i++) {
-          lo[ks[i].idx] = s;
-          hi[ks[i].idx] = e;
-        }
-      }
-    } else {
-      for (int q = 0; q < n; q++) {
-        rasp_elem v = qs[q];
-        int a = 0, b = n;
-        while (a < b) {
-          int mid = (a + b) >> 1;
-          if (ecmp(ks[mid].key, v) < 0) a = mid + 1;
-          else b = mid;
-        }
-        lo[q] = a;
-        b = n;
-        while (a < b) {
-          int mid = (a + b) >> 1;
-          if (ecmp(ks[mid].key, v) <= 0) a = mid + 1;
-          else b = mid;
-        }
-        hi[q] = a;
-      }
-    }
-  }
-  switch ((rasp_pred)h->sel->aux) {
-  case RASP_PRED_LT: return head_order(h, perm, W_PREF, lo, NULL, vals, out);
-  case RASP_PRED_LE: return head_order(h, perm, W_PREF, hi, NULL, vals, out);
-  case RASP_PRED_GT: return head_order(h, perm, W_SUF, hi, NULL, vals, out);
-  case RASP_PRED_GE: return head_order(h, perm, W_SUF, lo, NULL, vals, out);
-  default: return head_order(h, perm, W_BOTH, lo, hi, vals, out); /* NE */
-  }
-}
-
-/* Windows of positions: a select on indices against indices, or always. */
-static int window_of(const rasp_eval *ev, const rasp_ir_node *sel, int *wt,
-                     int *off) {
-  const rasp_ir *ir = ev->ir;
-  int causal = (sel->flags & RASP_CAUSAL) != 0;
-  rasp_pred p = (rasp_pred)sel->aux;
-  *off = 0;
-  if (p == RASP_PRED_TRUE) {
-    *wt = W_PREF;
-    *off = causal ? 1 : ev->n + 1; /* n + 1: the whole sequence */
-    return 1;
-  }
-  if (p == RASP_PRED_FALSE) {
-    *wt = W_NONE;
-    return 1;
-  }
-  if (ir->nodes[sel->in[0]].op != RASP_OP_INDICES ||
-      ir->nodes[sel->in[1]].op != RASP_OP_INDICES)
-    return 0;
-  switch (p) {
-  case RASP_PRED_EQ: *wt = W_ONE; return 1;
-  case RASP_PRED_LE: *wt = W_PREF; *off = 1; return 1;
-  case RASP_PRED_LT: *wt = W_PREF; return 1;
-  case RASP_PRED_GE: *wt = causal ? W_ONE : W_SUF; return 1;
-  case RASP_PRED_GT:
-    *wt = causal ? W_NONE : W_SUF;
-    *off = 1;
-    return 1;
-  case RASP_PRED_NE:
-    *wt = causal ? W_PREF : W_BOTH;
-    return 1;
-  default: return 0;
-  }
-}
-
-/* Conjunctions of equality selects and position windows (or causal):
-** the equalities become one equality on the tuple of keys, the windows
-** intersect to one.  Fills leaves with the equality selects; wt and off
-** the window (W_PREF with off > n: everything). */
-#define MAX_CONJ 8
-
-static int conj_window(int *wt, int *off, int wt2, int off2) {
-  /* both windows are W_PREF(off), W_ONE or W_NONE */
-  if (*wt == W_NONE || wt2 == W_NONE) {
-    *wt = W_NONE;
-  } else if (*wt == W_ONE || wt2 == W_ONE) {
-    int o = *wt == W_ONE ? off2 : *off; /* the other, if W_PREF */
-    int other = *wt == W_ONE ? wt2 : *wt;
-    *wt = other == W_PREF && o < 1 ? W_NONE : W_ONE;
-  } else {
-    *off = off2 < *off ? off2 : *off;
-  }
-  return 1;
-}
-
-static int conj_of(const rasp_eval *ev, int id, int *leaves, int *nleaves,
-                   int *wt, int *off) {
-  const rasp_ir_node *nd = &ev->ir->nodes[id];
-  if (nd->op == RASP_OP_SEL_AND)
-    return conj_of(ev, nd->in[0], leaves, nleaves, wt, off) &&
-           conj_of(ev, nd->in[1], leaves, nleaves, wt, off) &&
-           (!(nd->flags & RASP_CAUSAL) || conj_window(wt, off, W_PREF, 1));
-  if (nd->op != RASP_OP_SELECT) return 0;
-  int w, o;
-  if (window_of(ev, nd, &w, &o)) {
-    if (w != W_PREF && w != W_ONE && w != W_NONE) return 0;
-    return conj_window(wt, off, w, o);
-  }
-  if (nd->aux != RASP_PRED_EQ || *nleaves >= MAX_CONJ) return 0;
-  leaves[(*nleaves)++] = id;
-  if (nd->flags & RASP_CAUSAL) conj_window(wt, off, W_PREF, 1);
-  return 1;
-}
-
-/* Group numbers for the equality leaves of input b (off: its offset). */
-static int conj_groups(rasp_eval *ev, const int *leaves, int nl, size_t off,
-                       int n, int *gid, int *gq) {
-  int G = 0;
-  size_t n1 = (size_t)n + 1;
-  for (int l = 0; l < nl; l++) {
-    const rasp_ir_node *s = &ev->ir->nodes[leaves[l]];
-    const rasp_elem *keys = ev->val[s->in[0]] + off;
-    const rasp_elem *qs = ev->val[s->in[1]] + off;
-    int intl = INTLIKE(ev->kind[s->in[0]]) && INTLIKE(ev->kind[s->in[1]]);
-    if (l == 0) {
-      G = intl ? group_int(ev, s->in[0], keys, qs, n, gid, gq)
-               : group_any(ev, keys, qs, n, gid, gq);
-      continue;
-    }
-    int *g2 = scratch(ev, SC_GID2, n1 * sizeof *g2);
-    int *q2 = scratch(ev, SC_GQ2, n1 * sizeof *q2);
-    int G2 = intl ? group_int(ev, s->in[0], keys, qs, n, g2, q2)
-                  : group_any(ev, keys, qs, n, g2, q2);
-    /* the pair (group, group2) as one integer key */
-    rasp_elem *pk = scratch(ev, SC_PK, n1 * sizeof *pk);
-    rasp_elem *pq = scratch(ev, SC_PQ, n1 * sizeof *pq);
-    int64_t mul = (int64_t)G2 + 1;
-    for (int i = 0; i < n; i++) {
-      pk[i].num = (int64_t)gid[i] * mul + g2[i];
-      pk[i].den = 1;
-      pq[i].num = gq[i] < 0 || q2[i] < 0 ? -1 : (int64_t)gq[i] * mul + q2[i];
-      pq[i].den = 1;
-    }
-    G = group_int(ev, -1, pk, pq, n, gid, gq);
-  }
-  return G;
-}
-
-/* select(indices, q, ==): query q selects at most the one key at position
-** qs[q] (x[i], kqv(idx, ...)), so the head is a gather, with the same
-** results as the general paths: a single selected value passes through
-** aggregate, max and min unchanged, and aggr_mean truncates it. */
-static void head_gather(const head *h, const rasp_elem *qs, int qintlike, int causal,
-                        const rasp_elem *vals, rasp_elem *out) {
-  const rasp_ir_node *nd = h->nd;
-  const int n = h->n;
-  const rasp_op op = nd->op;
-  const rasp_elem none = op == RASP_OP_SEL_WIDTH ? (rasp_elem){0, 1}
-                         : op == RASP_OP_AGGR_MEAN ? elem_trunc(nd->c)
-                                                   : nd->c;
-  /* the key a query selects, or -1: True == 1; rationals are never whole
-     (normalised) and symbols never equal a number */
-#define GATHER_KEY(q)                                                         \
-  ((qintlike || qs[q].den == 1 || qs[q].den == RASP_DEN_BOOL) &&              \
-           (uint64_t)qs[q].num < (uint64_t)n && (!causal || qs[q].num <= (q))  \
-       ? qs[q].num                                                            \
-       : -1)
-  if (op == RASP_OP_SEL_WIDTH) {
-    for (int q = 0; q < n; q++) out[q] = (rasp_elem){GATHER_KEY(q) >= 0, 1};
-  } else if (op == RASP_OP_AGGR_MEAN) {
-    for (int q = 0; q < n; q++) {
-      int64_t k = GATHER_KEY(q);
-      rasp_elem v = k >= 0 ? vals[k] : none;
-      if (v.den != 1) v = elem_trunc(v); /* the mean of one value */
-      out[q] = v;
-    }
-  } else if (qintlike && !causal) { /* the common case: x[i], kqv(idx, ...) */
-    for (int q = 0; q < n; q++) {
-      uint64_t k = (uint64_t)qs[q].num;
-      out[q] = k < (uint64_t)n ? vals[k] : none;
-    }
-  } else { /* aggregate, max, min: the one value passes through */
-    for (int q = 0; q < n; q++) {
-      int64_t k = GATHER_KEY(q);
-      out[q] = k >= 0 ? vals[k] : none;
-    }
-  }
-#undef GATHER_KEY
-}
-
-/* Adds v to key slot at; returns 0 if the int64 sum overflowed. */
-static inline __attribute__((always_inline)) int
-dacc_add(struct dacc *t, uint32_t gen, int64_t at, int64_t v, const int cleared) {
-  struct dacc *a = &t[at];
-  if (cleared) { /* the table was zeroed for this input: no stamps */
-    a->cnt++;
-    return !__builtin_add_overflow(a->sum, v, &a->sum);
-  }
-  /* without a branch on the stamp: whether a key repeats is data */
-  int fresh = a->stamp != gen;
-  int64_t base = fresh ? 0 : a->sum;
-  a->stamp = gen;
-  a->cnt = fresh ? 1 : a->cnt + 1;
-  return !__builtin_add_overflow(base, v, &a->sum);
-}
-
-/* One equality select on int-like keys of small range (token ids, node
-** ids, positions), causal or not, under sel_width or a sum head over
-** integers or booleans (returns 2 if a sum overflows int64, for the
-** general path to redo the input): the statistics live in a
-** table indexed by key value, so there is no group numbering and, when
-** causal, one sweep that adds key q and then answers query q. */
-/* The sweep, inlined with causal and width as constants. */
-static inline __attribute__((always_inline)) int
-direct_sweep(head *h, struct dacc *t, uint32_t gen, const rasp_elem *keys,
-             const rasp_elem *qs, int64_t kmin, uint64_t range, const int causal,
-             const int width, const int cleared, int64_t one_den, rasp_elem none,
-             const rasp_elem *vals, rasp_elem *out) {
-  const int n = h->n;
-  /* causal: add key q, then answer query q; else all keys, then all queries */
-  if (!causal)
-    for (int k = 0; k < n; k++)
-      if (!dacc_add(t, gen, keys[k].num - kmin, width ? 0 : vals[k].num, cleared)) return 2;
-  for (int q = 0; q < n; q++) {
-    if (causal && !dacc_add(t, gen, keys[q].num - kmin, width ? 0 : vals[q].num, cleared))
-      return 2;
-    /* a query outside the keys' range reads slot range + 1, never stamped;
-       selects, not branches, where the outcome is data */
-    uint64_t o = (uint64_t)qs[q].num - (uint64_t)kmin;
-    const struct dacc *a = &t[o > range ? range + 1 : o];
-    int hit = cleared ? a->cnt != 0 : a->stamp == gen;
-    if (!width && h->counts) {
-      h->counts[q].num = hit ? a->cnt : 0;
-      h->counts[q].den = 1;
-    }
-    if (width) {
-      out[q].num = hit ? a->cnt : 0;
-      out[q].den = 1;
-    } else if (hit && a->cnt != 1) {
-      h->mixed = 1;
-      if (!ffinish(h, a->cnt, a->sum, 0, 0, &out[q])) return 0;
-    } else {
-      out[q].num = hit ? a->sum : none.num;
-      out[q].den = hit ? one_den : none.den;
-    }
-  }
-  return 1;
-}
-
-/* none: the head's result on an empty selection. */
-static int head_direct(head *h, const rasp_elem *keys, const rasp_elem *qs,
-                       int64_t kmin, uint64_t range, int causal, rasp_elem none,
-                       const rasp_elem *vals, rasp_elem *out) {
-  rasp_eval *ev = h->ev;
-  size_t need = (size_t)range + 2; /* the last slot: queries out of range */
-  if (need > ev->dacccap) {
-    size_t cap = ev->dacccap ? ev->dacccap : 256;
-    while (cap < need) cap *= 2;
-    raspM_free(ev->dacc);
-    ev->dacc = raspM_alloc(cap * sizeof *ev->dacc); /* zeroed: stamp 0 */
-    ev->dacccap = cap;
-    ev->daccgen = 0;
-  }
-  if (++ev->daccgen == 0) {
-    memset(ev->dacc, 0, ev->dacccap * sizeof *ev->dacc);
-    ev->daccgen = 1;
-  }
-  struct dacc *t = ev->dacc;
-  const uint32_t gen = ev->daccgen;
-  const int64_t one_den = h->nd->op == RASP_OP_AGGREGATE ? h->vden : 1;
-  const int width = h->nd->op == RASP_OP_SEL_WIDTH;
-  /* A table no longer than the input is cheaper to clear than to stamp
-     (token ids: a few slots); stamp 0 then reads as stale later on. */
-  if (need <= (size_t)h->n + 64) {
-    memset(t, 0, need * sizeof *t);
-    if (width)
-      return causal ? direct_sweep(h, t, gen, keys, qs, kmin, range, 1, 1, 1, one_den, none, vals, out)
-                    : direct_sweep(h, t, gen, keys, qs, kmin, range, 0, 1, 1, one_den, none, vals, out);
-    return causal ? direct_sweep(h, t, gen, keys, qs, kmin, range, 1, 0, 1, one_den, none, vals, out)
-                  : direct_sweep(h, t, gen, keys, qs, kmin, range, 0, 0, 1, one_den, none, vals, out);
-  }
-  if (width)
-    return causal ? direct_sweep(h, t, gen, keys, qs, kmin, range, 1, 1, 0, one_den, none, vals, out)
-                  : direct_sweep(h, t, gen, keys, qs, kmin, range, 0, 1, 0, one_den, none, vals, out);
-  return causal ? direct_sweep(h, t, gen, keys, qs, kmin, range, 1, 0, 0, one_den, none, vals, out)
-                : direct_sweep(h, t, gen, keys, qs, kmin, range, 0, 0, 0, one_den, none, vals, out);
-}
-
-enum strategy { S_MATRIX, S_HASH, S_SORT, S_WIN, S_CONJ, S_GATHER, S_KGATHER };
-
-/* A gather through static_positions: query q selects the position
-** inv[qs[q] - kmin] (numbers equal to a key: integers and booleans; a
-** rational is never whole, a symbol never a number), if any and, when
-** causal, not after q.  none: the head's value for an empty selection. */
-static void head_kgather(const head *h, const int *inv, int64_t kmin, uint64_t range,
-                         const rasp_elem *qs, const rasp_elem *vals, rasp_elem none,
-                         rasp_elem *out) {
-  const int n = h->n, causal = (h->sel->flags & RASP_CAUSAL) != 0;
-  const rasp_op op = h->nd->op;
-  for (int q = 0; q < n; q++) {
-    uint64_t o = (uint64_t)qs[q].num - (uint64_t)kmin;
-    int64_t k = (qs[q].den == 1 || qs[q].den == RASP_DEN_BOOL) && o <= range ? inv[o] : -1;
-    if (causal && k > q) k = -1;
-    if (op == RASP_OP_SEL_WIDTH) {
-      out[q].num = k >= 0;
-      out[q].den = 1;
-      continue;
-    }
-    rasp_elem v = k >= 0 ? vals[k] : none;
-    if (op == RASP_OP_AGGR_MEAN && v.den != 1) v = elem_trunc(v); /* of one value */
-    out[q] = v;
-  }
-}
-
-/* Keys that read no token and are distinct integers (idx + 1, start + 2,
-** any shifted or permuted position) select at most one position per query,
-** the same for every input: inv[v - kmin] is the position holding key v, or
-** -1, built once per head per run, and the head becomes a gather.  NULL
-** when the keys are not such. */
-static const int *static_positions(rasp_eval *ev, int keys, int64_t *kmin, uint64_t *range) {
-  int n = ev->n;
-  if (!ev->isstatic[keys] || !INTLIKE(ev->kind[keys]) || n < 1) return NULL;
-  int64_t lo, hi;
-  node_bounds(ev, keys, &lo, &hi);
-  uint64_t r = (uint64_t)hi - (uint64_t)lo;
-  if (r > 4 * (uint64_t)n + 256) return NULL;
-  int *inv = scratch(ev, SC_INV, ((size_t)r + 1) * sizeof *inv);
-  for (uint64_t v = 0; v <= r; v++) inv[v] = -1;
-  const rasp_elem *kv = ev->val[keys]; /* every input's row is the same */
-  for (int k = 0; k < n; k++) {
-    uint64_t o = (uint64_t)kv[k].num - (uint64_t)lo;
-    if (o > r || inv[o] >= 0) return NULL; /* a repeated key */
-    inv[o] = k;
-  }
-  *kmin = lo;
-  *range = r;
-  return inv;
-}
-
-static enum strategy choose(const rasp_eval *ev, const rasp_ir_node *nd,
-                            const rasp_ir_node *sel, int vm,
-                            int values_have_sym) {
-  int wt, off;
-  if (sel->op == RASP_OP_SEL_AND) {
-    int leaves[MAX_CONJ], nl = 0;
-    wt = W_PREF;
-    off = ev->n + 1;
-    if (conj_of(ev, (int)(sel - ev->ir->nodes), leaves, &nl, &wt, &off) && nl)
-      return S_CONJ;
-  }
-  if (sel->op != RASP_OP_SELECT) return S_MATRIX;
-  if (window_of(ev, sel, &wt, &off) &&
-      (vm != VM_SLOW || wt == W_PREF || wt == W_ONE || wt == W_NONE))
-    return S_WIN;
-  int causal = (sel->flags & RASP_CAUSAL) != 0;
-  if (sel->aux == RASP_PRED_EQ && ev->ir->nodes[sel->in[0]].op == RASP_OP_INDICES)
-    return S_GATHER;
-  switch ((rasp_pred)sel->aux) {
-  case RASP_PRED_EQ: return S_CONJ;
-  case RASP_PRED_NE:
-    if (!causal) return S_SORT;
-    /* Causal not_equals subtracts from running totals, which works for
-       counts and sums but not for max/min (needed by symbol pass-through). */
-    if (nd->op == RASP_OP_SEL_WIDTH || nd->op == RASP_OP_AGGR_MEAN ||
-        (nd->op == RASP_OP_AGGREGATE && !values_have_sym))
-      return S_HASH;
-    return S_MATRIX;
-  case RASP_PRED_LT:
-  case RASP_PRED_LE:
-  case RASP_PRED_GT:
-  case RASP_PRED_GE: return causal ? S_MATRIX : S_SORT;
-  default: return S_MATRIX;
-  }
-}
-
-/* A window's rows for head_order: query q reads the first qa[q] positions
-** (W_PREF) and the positions from qb[q] on (W_BOTH, W_SUF). */
-static int *window_rows(rasp_eval *ev, int woff) {
-  int n = ev->n;
-  int *qa = scratch(ev, SC_QT, ((size_t)n + 1) * sizeof *qa);
-  int *qb = scratch(ev, SC_QB, ((size_t)n + 1) * sizeof *qb);
-  for (int q = 0; q < n; q++) {
-    qa[q] = woff > n ? n : q + woff;
-    qb[q] = q + 1;
-  }
-  return qa;
-}
-
-static int eval_head(ctx *c) {
-  rasp_eval *ev = c->ev;
-  const rasp_ir_node *nd = c->nd;
-  const rasp_ir_node *sel = &ev->ir->nodes[nd->in[0]];
-  head h;
-  memset(&h, 0, sizeof h);
-  h.ev = ev;
-  h.nd = nd;
-  h.sel = sel;
-  h.need = head_needs(nd->op);
-  h.n = ev->n;
-  h.err = c->err;
-  int n = ev->n, ok = 1;
-  const rasp_elem *allvals = nd->op == RASP_OP_SEL_WIDTH ? NULL : operand(c, 1);
-  unsigned kv = allvals ? operand_kind(c, 1) : 0;
-  int has_sym = 0;
-  if (allvals && (kv & K_SYM))
-    for (size_t i = 0; i < c->total && !has_sym; i++)
-      has_sym = allvals[i].den == RASP_DEN_SYM;
-  if (has_sym && nd->op == RASP_OP_AGGR_MEAN) {
-    raspR_set(c->err, nd->pos,
-              "aggr_mean needs numbers or booleans, not symbols");
-    return 0;
-  }
-  if (!allvals) h.vm = VM_NONE;
-  else if (kv == K_INT || kv == 0) h.vm = VM_INT;
-  else if (kv == K_BOOL) h.vm = VM_BOOL;
-  else if (INTLIKE(kv) &&
-           (nd->op == RASP_OP_AGGR_MEAN || nd->op == RASP_OP_AGGREGATE))
-    h.vm = VM_MIX;
-  else h.vm = VM_SLOW;
-  h.vden = h.vm == VM_BOOL ? RASP_DEN_BOOL : 1;
-  h.fsum = nd->op == RASP_OP_AGGR_MEAN || nd->op == RASP_OP_AGGREGATE;
-  h.fnb = nd->op == RASP_OP_AGGREGATE && h.vm == VM_MIX;
-  h.fext = nd->op == RASP_OP_AGGR_MAX || nd->op == RASP_OP_AGGR_MIN;
-  h.ismax = nd->op == RASP_OP_AGGR_MAX;
-  h.raw = nd->op == RASP_OP_AGGREGATE && ev->raw[c->id];
-  rasp_elem *fuse = ev->fuse_counts; /* a sel_width twin's buffer, or NULL */
-  int fused = fuse != NULL;
-  ev->fuse_counts = NULL;
-  ev->fuse_done = 0;
-  enum strategy strat = choose(ev, nd, sel, h.vm, has_sym);
-  const int *inv = NULL;
-  int64_t ikmin = 0;
-  uint64_t irange = 0;
-  rasp_elem kg_none = {0, 1};
-  if (strat == S_CONJ && sel->op == RASP_OP_SELECT &&
-      (inv = static_positions(ev, sel->in[0], &ikmin, &irange))) {
-    strat = S_KGATHER;
-    kg_none = nd->op == RASP_OP_SEL_WIDTH  ? (rasp_elem){0, 1}
-              : nd->op == RASP_OP_AGGR_MEAN ? elem_trunc(nd->c)
-                                            : nd->c;
-  }
-  if (strat == S_HASH && sel->aux == RASP_PRED_NE) h.need &= ~NEED_EXT;
-  unsigned char *m = NULL;
-  size_t n1 = (size_t)n + 1;
-  if (strat == S_MATRIX) {
-    if (!cells_ok(ev, sel, c->err)) return 0;
-    m = scratch(ev, SC_MAT0, (size_t)n * n + 1);
-  }
-  int64_t *vv = NULL;
-  unsigned char *vb = NULL;
-  if (h.vm != VM_NONE && h.vm != VM_SLOW) {
-    vv = scratch(ev, SC_VV, n1 * sizeof *vv);
-    if (h.fnb) vb = scratch(ev, SC_VB, n1);
-    h.vv = vv;
-    h.vb = vb;
-  }
-  int wt = W_NONE, woff = 0;
-  int *qa = NULL;
-  if (strat == S_WIN) window_of(ev, sel, &wt, &woff);
-  const int prefix = strat == S_WIN && wt == W_PREF && h.fsum && h.vm == VM_INT && !h.fnb;
-  if (strat == S_WIN && !prefix) qa = window_rows(ev, woff);
-  int cleaves[MAX_CONJ], cnl = 0, cwt = W_PREF, coff = n + 1;
-  if (strat == S_CONJ)
-    conj_of(ev, nd->in[0], cleaves, &cnl, &cwt, &coff);
-  /* head_direct applies for the whole batch or not at all */
-  int direct = 0;
-  int64_t dkmin = 0;
-  uint64_t drange = 0;
-  if (strat == S_CONJ && cnl == 1 && cwt == W_PREF && (coff == 1 || coff > n) &&
-      (h.vm == VM_NONE || ((h.vm == VM_INT || h.vm == VM_BOOL) && h.fsum)) && n > 0) {
-    const rasp_ir_node *leaf = &ev->ir->nodes[cleaves[0]];
-    int64_t kmax;
-    if (INTLIKE(ev->kind[leaf->in[0]]) && INTLIKE(ev->kind[leaf->in[1]])) {
-      node_bounds(ev, leaf->in[0], &dkmin, &kmax);
-      drange = (uint64_t)kmax - (uint64_t)dkmin;
-      direct = drange < (uint64_t)n * 4 + 256 &&
-               n <= INT32_MAX / 2;
-    }
-  }
-  rasp_elem dnone = {0, 1};
-  if (direct && !ffinish(&h, 0, 0, 0, 0, &dnone)) return 0;
-  int keys_int = 0, same = 0;
-  if (sel->op == RASP_OP_SELECT) {
-    keys_int = INTLIKE(ev->kind[sel->in[0]]) && INTLIKE(ev->kind[sel->in[1]]);
-    same = sel->in[0] == sel->in[1];
-  }
-  for (int b = 0; ok && b < ev->B; b++) {
-    size_t off = (size_t)b * n;
-    const rasp_elem *vals = allvals ? allvals + off : NULL;
-    rasp_elem *out = c->out + off;
-    const rasp_elem *keys = NULL, *qs = NULL;
-    if (sel->op == RASP_OP_SELECT) {
-      keys = ev->val[sel->in[0]] + off;
-      qs = ev->val[sel->in[1]] + off;
-    }
-    if (vv && strat != S_GATHER && strat != S_KGATHER) {
-      /* head_groups reads the elements themselves */
-      if (!(strat == S_HASH || (strat == S_CONJ && cwt != W_NONE) || direct || prefix))
-        for (int k = 0; k < n; k++) vv[k] = vals[k].num;
-      if (vb)
-        for (int k = 0; k < n; k++) vb[k] = vals[k].den == RASP_DEN_BOOL;
-    }
-    switch (strat) {
-    case S_MATRIX: ok = head_matrix(&h, b, m, vals, out); break;
-    case S_HASH: { /* causal not_equals */
-      int *gid = scratch(ev, SC_GID, n1 * sizeof *gid);
-      int *gq = scratch(ev, SC_GQ, n1 * sizeof *gq);
-      int G = keys_int ? group_int(ev, sel->in[0], keys, qs, n, gid, gq)
-                       : group_any(ev, keys, qs, n, gid, gq);
-      ok = head_groups(&h, G, gid, gq, 1, 1, vals, out);
-      break;
-    }
-    case S_CONJ: {
-      if (direct) {
-        const rasp_ir_node *leaf = &ev->ir->nodes[cleaves[0]];
-        h.counts = fuse ? fuse + off : NULL;
-        ok = head_direct(&h, ev->val[leaf->in[0]] + off, ev->val[leaf->in[1]] + off,
-                         dkmin, drange, coff == 1, dnone, vals, out);
-        if (ok != 2) break;
-        /* an int64 sum overflowed: this input takes the 128-bit path (and
-           the twin counts itself) */
-        h.mixed = 1;
-        fused = 0;
-        ok = 1;
-      }
-      int *gid = scratch(ev, SC_GID, n1 * sizeof *gid);
-      int *gq = scratch(ev, SC_GQ, n1 * sizeof *gq);
-      int G = conj_groups(ev, cleaves, cnl, off, n, gid, gq);
-      if (cwt == W_NONE) {
-        ok = head_order(&h, NULL, W_NONE, NULL, NULL, vals, out);
-      } else if (cwt == W_ONE) {
-        /* key q alone, if it is in query q's group */
-        for (int q = 0; q < n; q++) {
-          gq[q] = gid[q] == gq[q] ? q : -1;
-          gid[q] = q;
-        }
-        ok = head_groups(&h, n, gid, gq, n + 1, 0, vals, out);
-      } else {
-        ok = head_groups(&h, G, gid, gq, coff, 0, vals, out);
-      }
-      break;
-    }
-    case S_SORT: ok = head_sorted(&h, keys, qs, same, keys_int, vals, out); break;
-    case S_GATHER:
-      head_gather(&h, qs, INTLIKE(ev->kind[sel->in[1]]), (sel->flags & RASP_CAUSAL) != 0,
-                  vals, out);
-      break;
-    case S_KGATHER:
-      head_kgather(&h, inv, ikmin, irange, qs, vals, kg_none, out);
-      break;
-    case S_WIN:
-      if (prefix) {
-        ok = head_prefix_sum(&h, woff, vals, out);
-        if (ok != 2) break;
-        ok = 1; /* an int64 prefix sum overflowed: the 128-bit path */
-        for (int k = 0; k < n; k++) vv[k] = vals[k].num;
-        qa = window_rows(ev, woff);
-      }
-      ok = head_order(&h, NULL, wt, qa, ev->sc[SC_QB], vals, out);
-      break;
-    }
-  }
-  if (ok) {
-    switch (nd->op) {
-    case RASP_OP_SEL_WIDTH:
-    case RASP_OP_AGGR_MEAN:
-      c->kind = c->total ? K_INT : 0;
-      if (nd->op == RASP_OP_AGGR_MEAN) c->kind |= elem_kind(elem_trunc(nd->c));
-      break;
-    case RASP_OP_AGGR_MAX:
-    case RASP_OP_AGGR_MIN: c->kind = kv | (c->total ? elem_kind(nd->c) : 0); break;
-    default:
-      /* aggregate: a gather, or a sweep that only ever found one value,
-         passes values (or the default) through, so their kinds bound it */
-      if (strat == S_GATHER || strat == S_KGATHER || (direct && !h.mixed))
-        c->kind = c->total ? kv | elem_kind(nd->c) : 0;
-      else if (h.tracked == ev->B)
-        c->kind = h.okind;
-      else
-        c->kind = KIND_SCAN;
-      break;
-    }
-  }
-  ev->fuse_done = ok && fused && direct; /* the twin's counts are all there */
-  return ok;
-}
-
-static int eval_SEL_WIDTH(ctx *c) { return eval_head(c); }
-static int eval_AGGR_MEAN(ctx *c) { return eval_head(c); }
-static int eval_AGGREGATE(ctx *c) { return eval_head(c); }
-static int eval_AGGR_MAX(ctx *c) { return eval_head(c); }
-static int eval_AGGR_MIN(ctx *c) { return eval_head(c); }
+static int eval_SEL_WIDTH(ctx *c) { return raspE_eval_head(c); }
+static int eval_AGGR_MEAN(ctx *c) { return raspE_eval_head(c); }
+static int eval_AGGREGATE(ctx *c) { return raspE_eval_head(c); }
+static int eval_AGGR_MAX(ctx *c) { return raspE_eval_head(c); }
+static int eval_AGGR_MIN(ctx *c) { return raspE_eval_head(c); }
 
 /* One handler per operation; an operation added to rprim.h without an
 ** eval_NAME here is an undeclared identifier, i.e. a compile error. */
@@ -2881,21 +822,23 @@ rasp_eval *raspE_new(const rasp_ir *ir) {
   ev->ir = ir;
   ev->max_cells = RASP_DEFAULT_MAX_SELECTOR_CELLS;
   ev->keep = 1;
+  const char *ref = getenv("RASP_EVAL_REFERENCE");
+  ev->reference = ref && strcmp(ref, "1") == 0;
   return ev;
 }
 
-static void pool_put(rasp_eval *ev, rasp_elem *buf, size_t cap) {
+void raspE_pool_put(rasp_eval *ev, rasp_elem *buf, size_t cap) {
   if (!buf) return;
-  RASP_GROW(ev->pool, ev->poolsz, ev->npool + 1);
-  ev->poolcap = raspM_realloc(ev->poolcap, (size_t)ev->poolsz * sizeof *ev->poolcap);
-  ev->pool[ev->npool] = buf;
-  ev->poolcap[ev->npool] = cap;
-  ev->npool++;
+  RASP_GROW(ev->pool.buf, ev->pool.size, ev->pool.n + 1);
+  ev->pool.cap = raspM_realloc(ev->pool.cap, (size_t)ev->pool.size * sizeof *ev->pool.cap);
+  ev->pool.buf[ev->pool.n] = buf;
+  ev->pool.cap[ev->pool.n] = cap;
+  ev->pool.n++;
 }
 
 static void free_buffers(rasp_eval *ev) {
   for (int i = 0; i < ev->nnodes; i++) {
-    if (ev->canon[i] == i) raspM_free(ev->val[i]);
+    if (ev->plan.canon[i] == i) raspM_free(ev->val[i]);
     ev->val[i] = NULL;
     ev->valcap[i] = 0;
     ev->cfill[i] = 0;
@@ -2903,8 +846,8 @@ static void free_buffers(rasp_eval *ev) {
     ev->selm[i] = NULL;
     ev->selb[i] = -1;
   }
-  for (int i = 0; i < ev->npool; i++) raspM_free(ev->pool[i]);
-  ev->npool = 0;
+  for (int i = 0; i < ev->pool.n; i++) raspM_free(ev->pool.buf[i]);
+  ev->pool.n = 0;
   ev->ran = 0;
 }
 
@@ -2917,33 +860,41 @@ void raspE_free(rasp_eval *ev) {
   raspM_free(ev->cfill);
   raspM_free(ev->isstatic);
   raspM_free(ev->checked);
-  raspM_free(ev->canon);
-  raspM_free(ev->raw);
+  raspM_free(ev->plan.canon);
+  raspM_free(ev->plan.raw);
   raspM_free(ev->issel);
-  raspM_free(ev->hold);
+  raspM_free(ev->plan.hold);
   raspM_free(ev->bndheld);
-  raspM_free(ev->steps);
-  raspM_free(ev->dsteps);
-  raspM_free(ev->twin);
+  raspM_free(ev->plan.steps);
+  raspM_free(ev->plan.dsteps);
+  raspM_free(ev->plan.twin);
+  raspM_free(ev->plan.hplans);
+  raspM_free(ev->hits);
   raspM_free(ev->early);
   raspM_free(ev->bndlo);
   raspM_free(ev->bndhi);
   raspM_free(ev->bndrun);
-  raspM_free(ev->dacc);
-  raspM_free(ev->plan_outputs);
+  raspM_free(ev->scr.dacc);
+  raspM_free(ev->plan.outputs);
   raspM_free(ev->kind);
   raspM_free(ev->memos);
   raspM_free(ev->selm);
   raspM_free(ev->selb);
-  raspM_free(ev->live);
-  raspM_free(ev->lastuse);
-  raspM_free(ev->relstart);
-  raspM_free(ev->rel);
-  raspM_free(ev->pool);
-  raspM_free(ev->poolcap);
-  for (int i = 0; i < SC__COUNT; i++) raspM_free(ev->sc[i]);
-  raspM_free(ev->dtab);
+  raspM_free(ev->plan.live);
+  raspM_free(ev->plan.lastuse);
+  raspM_free(ev->plan.relstart);
+  raspM_free(ev->plan.rel);
+  raspM_free(ev->pool.buf);
+  raspM_free(ev->pool.cap);
+  for (int i = 0; i < SC__COUNT; i++) raspM_free(ev->scr.sc[i]);
+  raspM_free(ev->scr.dtab);
   raspM_free(ev);
+}
+
+void raspE_set_reference(rasp_eval *ev, int on) {
+  ev->reference = on != 0;
+  ev->ran = 0;
+  ev->plan.valid = 0;
 }
 
 void raspE_set_max_selector_cells(rasp_eval *ev, size_t cells) {
@@ -2953,33 +904,33 @@ void raspE_set_max_selector_cells(rasp_eval *ev, size_t cells) {
 void raspE_set_keep_intermediates(rasp_eval *ev, int keep) {
   ev->keep = keep != 0;
   ev->ran = 0;
-  ev->plan_valid = 0;
+  ev->plan.valid = 0;
 }
 
 /* Whether the liveness and release plan of the last run still hold. */
 static int plan_current(const rasp_eval *ev, size_t total) {
   const rasp_ir *ir = ev->ir;
-  if (!ev->plan_valid || ev->plan_nnodes != ir->nnodes || ev->plan_noutputs != ir->noutputs ||
-      ev->plan_keep != ev->keep || (!ev->keep && ev->plan_total != total))
+  if (!ev->plan.valid || ev->plan.nnodes != ir->nnodes || ev->plan.n != ir->n || ev->plan.noutputs != ir->noutputs ||
+      ev->plan.keep != ev->keep || (!ev->keep && ev->plan.total != total))
     return 0;
   return ir->noutputs == 0 ||
-         memcmp(ev->plan_outputs, ir->outputs, sizeof(int) * (size_t)ir->noutputs) == 0;
+         memcmp(ev->plan.outputs, ir->outputs, sizeof(int) * (size_t)ir->noutputs) == 0;
 }
 
 static void plan_remember(rasp_eval *ev, size_t total) {
   const rasp_ir *ir = ev->ir;
-  ev->plan_outputs = raspM_realloc(ev->plan_outputs, sizeof(int) * (size_t)(ir->noutputs + 1));
-  if (ir->noutputs) memcpy(ev->plan_outputs, ir->outputs, sizeof(int) * (size_t)ir->noutputs);
-  ev->plan_nnodes = ir->nnodes;
-  ev->plan_noutputs = ir->noutputs;
-  ev->plan_keep = ev->keep;
-  ev->plan_total = total;
-  ev->plan_valid = 1;
+  ev->plan.outputs = raspM_realloc(ev->plan.outputs, sizeof(int) * (size_t)(ir->noutputs + 1));
+  if (ir->noutputs) memcpy(ev->plan.outputs, ir->outputs, sizeof(int) * (size_t)ir->noutputs);
+  ev->plan.nnodes = ir->nnodes;
+  ev->plan.n = ir->n;
+  ev->plan.noutputs = ir->noutputs;
+  ev->plan.keep = ev->keep;
+  ev->plan.total = total;
+  ev->plan.valid = 1;
 }
 
 /* The IR may have grown since the evaluator was made (the REPL traces more
 ** into the same graph), so the per-node arrays follow it. */
-static int is_selector(const rasp_ir *ir, int id);
 
 static void fit_nodes(rasp_eval *ev) {
   int nn = ev->ir->nnodes;
@@ -2989,16 +940,20 @@ static void fit_nodes(rasp_eval *ev) {
   ev->cfill = raspM_realloc(ev->cfill, (size_t)nn * sizeof *ev->cfill);
   ev->isstatic = raspM_realloc(ev->isstatic, (size_t)nn);
   ev->issel = raspM_realloc(ev->issel, (size_t)nn);
-  ev->hold = raspM_realloc(ev->hold, (size_t)nn);
+  ev->plan.hold = raspM_realloc(ev->plan.hold, (size_t)nn);
   ev->bndheld = raspM_realloc(ev->bndheld, (size_t)nn);
-  ev->steps = raspM_realloc(ev->steps, (size_t)nn * sizeof *ev->steps);
-  ev->dsteps = raspM_realloc(ev->dsteps, (size_t)nn * sizeof *ev->dsteps);
-  ev->twin = raspM_realloc(ev->twin, (size_t)nn * sizeof *ev->twin);
+  ev->plan.steps = raspM_realloc(ev->plan.steps, (size_t)nn * sizeof *ev->plan.steps);
+  ev->plan.dsteps = raspM_realloc(ev->plan.dsteps, (size_t)nn * sizeof *ev->plan.dsteps);
+  ev->plan.twin = raspM_realloc(ev->plan.twin, (size_t)nn * sizeof *ev->plan.twin);
+  ev->plan.hplans = raspM_realloc(ev->plan.hplans, (size_t)nn * sizeof *ev->plan.hplans);
+  ev->hits = raspM_realloc(ev->hits, (size_t)nn * RASPE_NKERNELS * sizeof *ev->hits);
+  memset(ev->hits + (size_t)ev->nnodes * RASPE_NKERNELS, 0,
+         (size_t)(nn - ev->nnodes) * RASPE_NKERNELS * sizeof *ev->hits);
   ev->early = raspM_realloc(ev->early, (size_t)nn * sizeof *ev->early);
-  ev->dsteps_ok = 0;
+  ev->plan.dsteps_ok = 0;
   ev->checked = raspM_realloc(ev->checked, (size_t)nn);
-  ev->canon = raspM_realloc(ev->canon, (size_t)nn * sizeof *ev->canon);
-  ev->raw = raspM_realloc(ev->raw, (size_t)nn);
+  ev->plan.canon = raspM_realloc(ev->plan.canon, (size_t)nn * sizeof *ev->plan.canon);
+  ev->plan.raw = raspM_realloc(ev->plan.raw, (size_t)nn);
   ev->bndlo = raspM_realloc(ev->bndlo, (size_t)nn * sizeof *ev->bndlo);
   ev->bndhi = raspM_realloc(ev->bndhi, (size_t)nn * sizeof *ev->bndhi);
   ev->bndrun = raspM_realloc(ev->bndrun, (size_t)nn * sizeof *ev->bndrun);
@@ -3006,10 +961,10 @@ static void fit_nodes(rasp_eval *ev) {
   ev->memos = raspM_realloc(ev->memos, (size_t)nn * sizeof *ev->memos);
   ev->selm = raspM_realloc(ev->selm, (size_t)nn * sizeof *ev->selm);
   ev->selb = raspM_realloc(ev->selb, (size_t)nn * sizeof *ev->selb);
-  ev->live = raspM_realloc(ev->live, (size_t)nn);
-  ev->lastuse = raspM_realloc(ev->lastuse, (size_t)nn * sizeof *ev->lastuse);
-  ev->relstart = raspM_realloc(ev->relstart, ((size_t)nn + 1) * sizeof *ev->relstart);
-  ev->rel = raspM_realloc(ev->rel, (size_t)nn * sizeof *ev->rel);
+  ev->plan.live = raspM_realloc(ev->plan.live, (size_t)nn);
+  ev->plan.lastuse = raspM_realloc(ev->plan.lastuse, (size_t)nn * sizeof *ev->plan.lastuse);
+  ev->plan.relstart = raspM_realloc(ev->plan.relstart, ((size_t)nn + 1) * sizeof *ev->plan.relstart);
+  ev->plan.rel = raspM_realloc(ev->plan.rel, (size_t)nn * sizeof *ev->plan.rel);
   for (int i = ev->nnodes; i < nn; i++) {
     ev->val[i] = NULL;
     ev->valcap[i] = 0;
@@ -3020,27 +975,18 @@ static void fit_nodes(rasp_eval *ev) {
     ev->selb[i] = -1;
     ev->bndrun[i] = 0;
     ev->checked[i] = 0;
-    ev->canon[i] = i;
-    ev->raw[i] = 0;
-    ev->hold[i] = 0;
+    ev->plan.canon[i] = i;
+    ev->plan.raw[i] = 0;
+    ev->plan.hold[i] = 0;
     ev->bndheld[i] = 0;
-    ev->twin[i] = -1;
+    ev->plan.twin[i] = -1;
     ev->early[i] = 0;
-    ev->issel[i] = (unsigned char)is_selector(ev->ir, i);
-    /* A node that reads no token (indices, constants, and everything
-       computed from them alone: position masks, x[i] windows) has the same
-       value for every input of the length, so a run can keep it. */
-    const rasp_ir_node *nd = &ev->ir->nodes[i];
-    int st = nd->op != RASP_OP_INPUT;
-    for (int j = 0; j < nd->nin && st; j++)
-      st = nd->in[j] >= 0 && nd->in[j] < i && ev->isstatic[nd->in[j]];
-    /* always / never ignore the values they compare: sel_width of one is
-       the length, whatever the tokens */
-    if (nd->op == RASP_OP_SELECT &&
-        (nd->aux == RASP_PRED_TRUE || nd->aux == RASP_PRED_FALSE))
-      st = 1;
-    ev->isstatic[i] = (unsigned char)st;
+    ev->issel[i] = (unsigned char)raspE_is_selector(ev->ir, i);
   }
+  /* A node that reads no token (indices, constants, and everything computed
+     from them alone: position masks, x[i] windows) has the same value for
+     every input of the length, so a run can keep it. */
+  raspF_static(ev->ir, ev->nnodes, ev->isstatic);
   ev->nnodes = nn;
 }
 
@@ -3092,92 +1038,8 @@ static int valid_node(const rasp_ir *ir, int id, rasp_error *err) {
   return 1;
 }
 
-static int is_selector(const rasp_ir *ir, int id) {
+int raspE_is_selector(const rasp_ir *ir, int id) {
   return op_is_sel(ir->nodes[id].op);
-}
-
-/* For keep == 0: after which node each value dies.  A selector's operands
-** are read by the heads that use the selector, so its uses pass down. */
-/* Static values kept across runs: all of them when every value is kept,
-** else as long as together they take at most this much (so memory still
-** follows the widest point of the graph on long sequences, where a program
-** can have hundreds of position masks). */
-#define STATIC_HOLD_BYTES ((size_t)16 << 20)
-
-static inline int held(const rasp_eval *ev, int id, size_t total) {
-  (void)total; /* decided for this run's batch shape by decide_hold */
-  return ev->hold[id];
-}
-
-static void decide_hold(rasp_eval *ev, size_t total) {
-  size_t nstatic = 0;
-  int nn = ev->ir->nnodes;
-  for (int i = 0; i < nn; i++)
-    nstatic += ev->live[i] && ev->isstatic[i] && !ev->issel[i];
-  ev->hold_ok = ev->keep || nstatic * total <= STATIC_HOLD_BYTES / sizeof(rasp_elem);
-  for (int i = 0; i < nn; i++)
-    ev->hold[i] = (unsigned char)(ev->hold_ok && ev->isstatic[i] && !ev->issel[i]);
-}
-
-/* Common subexpressions.  Programs compute the same thing more than once
-** (the same full(), the same mask or head in two helpers: a third of the
-** live nodes of the causal path-star program), and the IR keeps them apart
-** because layer counting and the compiler describe the program as written.
-** The evaluator computes each value once: a live node whose operation,
-** constants and canonical operands equal an earlier live node's shares
-** that node's buffer and skips its own evaluation.  Aliases own nothing;
-** their canonical node lives as long as the last of them is read. */
-static uint64_t node_sig(const rasp_eval *ev, const rasp_ir_node *nd) {
-  uint64_t h = mix64((uint64_t)nd->op * 31 + (uint64_t)(unsigned)nd->aux);
-  h = mix64(h ^ (uint64_t)nd->nin ^ ((uint64_t)nd->flags << 8));
-  h = mix64(h ^ (uint64_t)nd->c.num) ^ mix64((uint64_t)nd->c.den + 7);
-  h = mix64(h ^ (uint64_t)(uintptr_t)nd->fn);
-  for (int j = 0; j < nd->nin; j++) h = mix64(h ^ ((uint64_t)ev->canon[nd->in[j]] + 1) * 0x9e37u);
-  return h;
-}
-
-static int same_node(const rasp_eval *ev, const rasp_ir_node *a, const rasp_ir_node *b) {
-  if (a->op != b->op || a->aux != b->aux || a->nin != b->nin || a->flags != b->flags ||
-      a->fn != b->fn || a->c.num != b->c.num || a->c.den != b->c.den)
-    return 0;
-  for (int j = 0; j < a->nin; j++)
-    if (ev->canon[a->in[j]] != ev->canon[b->in[j]]) return 0;
-  return 1;
-}
-
-static void plan_canon(rasp_eval *ev) {
-  const rasp_ir *ir = ev->ir;
-  int nn = ir->nnodes;
-  /* buffers of nodes that were aliases belong to their canonical node */
-  for (int i = 0; i < nn; i++)
-    if (ev->canon[i] != i) {
-      ev->val[i] = NULL;
-      ev->valcap[i] = 0;
-      ev->cfill[i] = 0;
-      ev->canon[i] = i;
-    }
-  size_t cap = 16;
-  while (cap < (size_t)nn * 2) cap *= 2;
-  int *tab = raspM_alloc(cap * sizeof *tab); /* node + 1, 0 = empty */
-  for (int i = 0; i < nn; i++) {
-    if (!ev->live[i]) continue;
-    const rasp_ir_node *nd = &ir->nodes[i];
-    size_t j = node_sig(ev, nd) & (cap - 1);
-    for (; tab[j]; j = (j + 1) & (cap - 1))
-      if (same_node(ev, &ir->nodes[tab[j] - 1], nd)) break;
-    if (!tab[j]) {
-      tab[j] = i + 1;
-      continue;
-    }
-    ev->canon[i] = tab[j] - 1;
-    if (ev->val[i]) { /* it owned a buffer as a canonical node before */
-      pool_put(ev, ev->val[i], ev->valcap[i]);
-      ev->val[i] = NULL;
-      ev->valcap[i] = 0;
-      ev->cfill[i] = 0;
-    }
-  }
-  raspM_free(tab);
 }
 
 static rasp_elem rat_reduce(rasp_elem e) {
@@ -3190,80 +1052,6 @@ static rasp_elem rat_reduce(rasp_elem e) {
   return e;
 }
 
-/* Unreduced rationals.  A mean is a fraction sum/count, and reducing it
-** costs a gcd per element: most of the work of a running balance such as
-** balanced_parens's.  When every reader of an aggregate only compares it
-** (==, !=, <, <=, >, >=, which cross-multiply and so do not care whether a
-** fraction is reduced) and it is not an output, the heads store sum/count
-** as it is.  raspE_value reduces a row before handing it out, so nobody
-** outside sees the difference. */
-static void plan_raw(rasp_eval *ev) {
-  const rasp_ir *ir = ev->ir;
-  int nn = ir->nnodes;
-  for (int i = 0; i < nn; i++) ev->raw[i] = ir->nodes[i].op == RASP_OP_AGGREGATE;
-  for (int i = 0; i < ir->noutputs; i++)
-    if (ir->outputs[i] >= 0 && ir->outputs[i] < nn) ev->raw[ev->canon[ir->outputs[i]]] = 0;
-  for (int u = 0; u < nn; u++) {
-    if (!ev->live[u]) continue;
-    const rasp_ir_node *nd = &ir->nodes[u];
-    int compares = nd->op == RASP_OP_BINARY &&
-                   (nd->aux == RASP_BIN_EQ || nd->aux == RASP_BIN_NE || nd->aux == RASP_BIN_LT ||
-                    nd->aux == RASP_BIN_LE || nd->aux == RASP_BIN_GT || nd->aux == RASP_BIN_GE);
-    if (compares) continue;
-    for (int j = 0; j < nd->nin; j++)
-      if (nd->in[j] >= 0 && nd->in[j] < nn) ev->raw[ev->canon[nd->in[j]]] = 0;
-  }
-  for (int i = 0; i < nn; i++) ev->raw[i] = ev->raw[i] && ev->raw[ev->canon[i]];
-}
-
-static void plan_release(rasp_eval *ev, size_t total) {
-  const rasp_ir *ir = ev->ir;
-  int nn = ir->nnodes;
-  for (int i = 0; i < nn; i++) ev->lastuse[i] = -1;
-  for (int id = 0; id < nn; id++) {
-    if (!ev->live[id]) continue;
-    const rasp_ir_node *nd = &ir->nodes[id];
-    for (int j = 0; j < nd->nin; j++) {
-      int in = nd->in[j];
-      if (in >= 0 && in < id && ev->lastuse[in] < id) ev->lastuse[in] = id;
-    }
-  }
-  for (int id = nn - 1; id >= 0; id--) {
-    if (!ev->live[id] || !is_selector(ir, id)) continue;
-    const rasp_ir_node *nd = &ir->nodes[id];
-    for (int j = 0; j < nd->nin; j++) {
-      int in = nd->in[j];
-      if (in >= 0 && in < id && ev->lastuse[in] < ev->lastuse[id])
-        ev->lastuse[in] = ev->lastuse[id];
-    }
-  }
-  for (int i = 0; i < ir->noutputs; i++) {
-    int o = ir->outputs[i];
-    if (o >= 0 && o < nn) ev->lastuse[o] = nn; /* never released */
-  }
-  /* an alias's readers read its canonical node's buffer */
-  for (int i = 0; i < nn; i++) {
-    int c = ev->canon[i];
-    if (c != i && ev->live[i] && ev->lastuse[c] < ev->lastuse[i])
-      ev->lastuse[c] = ev->lastuse[i];
-  }
-  /* CSR by release time */
-  memset(ev->relstart, 0, ((size_t)nn + 1) * sizeof *ev->relstart);
-  for (int i = 0; i < nn; i++)
-    if (ev->live[i] && ev->lastuse[i] >= 0 && ev->lastuse[i] < nn &&
-        !held(ev, i, total) && ev->canon[i] == i)
-      ev->relstart[ev->lastuse[i] + 1]++;
-  for (int i = 0; i < nn; i++) ev->relstart[i + 1] += ev->relstart[i];
-  int *fill = ev->lastuse; /* reuse: positions are no longer needed */
-  int *pos = raspM_alloc(((size_t)nn + 1) * sizeof *pos);
-  memcpy(pos, ev->relstart, ((size_t)nn + 1) * sizeof *pos);
-  for (int i = 0; i < nn; i++)
-    if (ev->live[i] && fill[i] >= 0 && fill[i] < nn && !held(ev, i, total) &&
-        ev->canon[i] == i)
-      ev->rel[pos[fill[i]]++] = i;
-  raspM_free(pos);
-}
-
 static rasp_elem *node_buffer(rasp_eval *ev, int id, size_t total) {
   size_t need = total ? total : 1;
   if (ev->val[id] && ev->valcap[id] >= need) return ev->val[id];
@@ -3273,75 +1061,22 @@ static rasp_elem *node_buffer(rasp_eval *ev, int id, size_t total) {
   }
   /* best fit from the pool */
   int best = -1;
-  for (int i = 0; i < ev->npool; i++)
-    if (ev->poolcap[i] >= need && (best < 0 || ev->poolcap[i] < ev->poolcap[best]))
+  for (int i = 0; i < ev->pool.n; i++)
+    if (ev->pool.cap[i] >= need && (best < 0 || ev->pool.cap[i] < ev->pool.cap[best]))
       best = i;
   if (best >= 0) {
-    ev->val[id] = ev->pool[best];
-    ev->valcap[id] = ev->poolcap[best];
+    ev->val[id] = ev->pool.buf[best];
+    ev->valcap[id] = ev->pool.cap[best];
     ev->cfill[id] = 0;
-    ev->npool--;
-    ev->pool[best] = ev->pool[ev->npool];
-    ev->poolcap[best] = ev->poolcap[ev->npool];
+    ev->pool.n--;
+    ev->pool.buf[best] = ev->pool.buf[ev->pool.n];
+    ev->pool.cap[best] = ev->pool.cap[ev->pool.n];
     return ev->val[id];
   }
   ev->val[id] = raspM_alloc(need * sizeof(rasp_elem));
   ev->valcap[id] = need;
   ev->cfill[id] = 0;
   return ev->val[id];
-}
-
-/* Twins.  A program often takes both sel_width(S) and an aggregate over the
-** same selector S (is_before and connecting_i_idx in the causal path-star
-** program); when S is one equality on small-range keys, the aggregate's
-** sweep already counts each query's selection, so the width comes with it.
-** twin[w] is that aggregate for the sel_width node w: the first later live
-** aggregate over S whose values are computed before w (so it can run at
-** w's step).  Static nodes need no twin: they are computed once. */
-static void plan_twins(rasp_eval *ev) {
-  const rasp_ir *ir = ev->ir;
-  for (int s = 0; s < ev->nsteps; s++) ev->twin[ev->steps[s]] = -1;
-  for (int s = 0; s < ev->nsteps; s++) {
-    int w = ev->steps[s];
-    const rasp_ir_node *wn = &ir->nodes[w];
-    if (wn->op != RASP_OP_SEL_WIDTH || ev->canon[w] != w || ev->hold[w]) continue;
-    int sel = ev->canon[wn->in[0]];
-    if (ir->nodes[sel].op != RASP_OP_SELECT || ir->nodes[sel].aux != RASP_PRED_EQ) continue;
-    for (int t = s + 1; t < ev->nsteps; t++) {
-      int a = ev->steps[t];
-      const rasp_ir_node *an = &ir->nodes[a];
-      if ((an->op != RASP_OP_AGGR_MEAN && an->op != RASP_OP_AGGREGATE) || ev->canon[a] != a ||
-          ev->hold[a] || ev->canon[an->in[0]] != sel || ev->canon[an->in[1]] >= w)
-        continue;
-      int taken = 0;
-      for (int u = 0; u < s && !taken; u++) taken = ev->twin[ev->steps[u]] == a;
-      if (!taken) {
-        ev->twin[w] = a;
-        break;
-      }
-    }
-  }
-}
-
-/* After a run under the current plan: the steps a run still needs.  A held
-** static value that is complete needs nothing (its kind and bounds stay),
-** nor does a selector (no value; its head does the work) unless values die
-** after it. */
-static void plan_dsteps(rasp_eval *ev, size_t total) {
-  ev->ndsteps = 0;
-  for (int s = 0; s < ev->nsteps; s++) {
-    int id = ev->steps[s];
-    int c = ev->canon[id], own = c == id;
-    /* kept, or an alias of a kept value whose copies (val, kind, bounds)
-       it took in this run */
-    int kept = ev->hold[c] && ev->val[c] && ev->cfill[c] >= total &&
-               (own || (ev->val[id] == ev->val[c] && ev->bndheld[id] == ev->bndheld[c]));
-    int idle_sel = own && ev->issel[id] &&
-                   (ev->keep || ev->relstart[id] == ev->relstart[id + 1]);
-    if (!kept && !idle_sel) ev->dsteps[ev->ndsteps++] = id;
-  }
-  ev->dsteps_total = total;
-  ev->dsteps_ok = 1;
 }
 
 int raspE_run(rasp_eval *ev, int B, const int64_t *tokens, rasp_error *err) {
@@ -3358,7 +1093,7 @@ int raspE_run(rasp_eval *ev, int B, const int64_t *tokens, rasp_error *err) {
   }
   if (ev->n != ir->n) { /* kept values are for one length */
     for (int i = 0; i < ev->nnodes; i++) ev->cfill[i] = 0;
-    ev->dsteps_ok = 0;
+    ev->plan.dsteps_ok = 0;
   }
   ev->B = B;
   ev->n = ir->n;
@@ -3369,57 +1104,58 @@ int raspE_run(rasp_eval *ev, int B, const int64_t *tokens, rasp_error *err) {
   size_t total = (size_t)B * (size_t)ir->n;
   int replan = !plan_current(ev, total);
   if (replan) {
-    ev->plan_valid = 0;
-    ev->dsteps_ok = 0;
-    raspI_live(ir, ir->outputs, ir->noutputs, ev->live);
-    ev->nsteps = 0;
+    ev->plan.valid = 0;
+    ev->plan.dsteps_ok = 0;
+    raspI_live(ir, ir->outputs, ir->noutputs, ev->plan.live);
+    ev->plan.nsteps = 0;
     for (int id = 0; id < ir->nnodes; id++) {
-      if (!ev->live[id]) continue;
+      if (!ev->plan.live[id]) continue;
       if (!ev->checked[id]) { /* nodes never change: validated once */
         if (!valid_node(ir, id, err)) return 0;
         ev->checked[id] = 1;
       }
-      ev->steps[ev->nsteps++] = id;
+      ev->plan.steps[ev->plan.nsteps++] = id;
     }
-    plan_canon(ev);
-    plan_raw(ev);
-    decide_hold(ev, total);
-    plan_twins(ev);
+    raspE_plan_canon(ev);
+    raspE_plan_raw(ev);
+    raspE_plan_hold(ev, total);
+    raspE_plan_twins(ev);
+    raspE_plan_heads(ev);
   }
   if (replan && ev->keep) plan_remember(ev, total);
   if (!ev->keep) {
     /* every buffer back to the pool (but the static values this run keeps);
        values are handed out again in order */
     for (int i = 0; i < ev->nnodes; i++) {
-      if (ev->live[i] && held(ev, i, total)) continue;
-      if (ev->canon[i] == i) pool_put(ev, ev->val[i], ev->valcap[i]);
+      if (ev->plan.live[i] && ev->plan.hold[i]) continue;
+      if (ev->plan.canon[i] == i) raspE_pool_put(ev, ev->val[i], ev->valcap[i]);
       ev->val[i] = NULL;
       ev->valcap[i] = 0;
       ev->cfill[i] = 0;
     }
     if (replan) {
-      plan_release(ev, total);
+      raspE_plan_release(ev);
       plan_remember(ev, total);
     }
   } else if (replan) { /* values of nodes that left the graph */
     for (int i = 0; i < ev->nnodes; i++)
-      if (!ev->live[i] && ev->val[i]) {
-        if (ev->canon[i] == i) pool_put(ev, ev->val[i], ev->valcap[i]);
+      if (!ev->plan.live[i] && ev->val[i]) {
+        if (ev->plan.canon[i] == i) raspE_pool_put(ev, ev->val[i], ev->valcap[i]);
         ev->val[i] = NULL;
         ev->valcap[i] = 0;
         ev->cfill[i] = 0;
       }
   }
-  ctx c = {ev, 0, NULL, tokens, total, NULL, err, KIND_SCAN};
+  ctx c = {ev, 0, NULL, tokens, total, NULL, err, KIND_SCAN, NULL, 0};
   /* dsteps: the steps that still do something once the static values are
      kept (see plan_dsteps) */
-  if (ev->dsteps_ok && total > ev->dsteps_total) ev->dsteps_ok = 0;
-  const int *steps = ev->dsteps_ok ? ev->dsteps : ev->steps;
-  int nsteps = ev->dsteps_ok ? ev->ndsteps : ev->nsteps;
+  if (ev->plan.dsteps_ok && total > ev->plan.dsteps_total) ev->plan.dsteps_ok = 0;
+  const int *steps = ev->plan.dsteps_ok ? ev->plan.dsteps : ev->plan.steps;
+  int nsteps = ev->plan.dsteps_ok ? ev->plan.ndsteps : ev->plan.nsteps;
   for (int s = 0; s < nsteps; s++) {
     int id = steps[s];
-    int hold = ev->hold[id];
-    int canon = ev->canon[id];
+    int hold = ev->plan.hold[id];
+    int canon = ev->plan.canon[id];
     if (canon != id) { /* the same value as an earlier node: share it */
       ev->val[id] = ev->val[canon];
       ev->valcap[id] = 0;
@@ -3444,15 +1180,15 @@ int raspE_run(rasp_eval *ev, int B, const int64_t *tokens, rasp_error *err) {
       if (!ev->issel[id]) c.out = node_buffer(ev, id, total);
       else c.kind = 0;
       int done = ev->early[id] == ev->runno; /* its twin evaluated it */
-      int tw = ev->twin[id];
+      int tw = ev->plan.twin[id];
       if (!done && tw >= 0) { /* the twin aggregate now, with this width */
         ctx ca = {ev, tw, &ir->nodes[tw], tokens, total, node_buffer(ev, tw, total), err,
-                  KIND_SCAN};
-        ev->fuse_counts = c.out;
+                  KIND_SCAN, c.out, 0};
         if (!handlers[ir->nodes[tw].op](&ca)) return 0;
         ev->kind[tw] = (unsigned char)(ca.kind == KIND_SCAN ? scan_kind(ca.out, total) : ca.kind);
         ev->early[tw] = ev->runno;
-        if (ev->fuse_done) {
+        if (ca.fused) { /* the direct sweep counted for this width too */
+          ev->hits[(size_t)id * RASPE_NKERNELS + RASPE_K_DIRECT] += (uint64_t)B;
           done = 1;
           c.kind = K_INT;
         }
@@ -3468,23 +1204,23 @@ int raspE_run(rasp_eval *ev, int B, const int64_t *tokens, rasp_error *err) {
       }
     }
     if (!ev->keep)
-      for (int r = ev->relstart[id]; r < ev->relstart[id + 1]; r++) {
-        int d = ev->rel[r];
-        pool_put(ev, ev->val[d], ev->valcap[d]);
+      for (int r = ev->plan.relstart[id]; r < ev->plan.relstart[id + 1]; r++) {
+        int d = ev->plan.rel[r];
+        raspE_pool_put(ev, ev->val[d], ev->valcap[d]);
         ev->val[d] = NULL;
         ev->valcap[d] = 0;
         ev->cfill[d] = 0;
       }
   }
-  if (!ev->dsteps_ok) plan_dsteps(ev, total);
+  if (!ev->plan.dsteps_ok) raspE_plan_dsteps(ev, total);
   ev->ran = 1;
   return 1;
 }
 
 const rasp_elem *raspE_value(rasp_eval *ev, int node, int b) {
   if (!ev->ran || node < 0 || node >= ev->nnodes || b < 0 || b >= ev->B ||
-      !ev->live[node] || !ev->val[node] ||
-      is_selector(ev->ir, node))
+      !ev->plan.live[node] || !ev->val[node] ||
+      raspE_is_selector(ev->ir, node))
     return NULL;
   if (!ev->keep) { /* only outputs, though kept static values are there too */
     int out = 0;
@@ -3492,10 +1228,20 @@ const rasp_elem *raspE_value(rasp_eval *ev, int node, int b) {
     if (!out) return NULL;
   }
   rasp_elem *row = ev->val[node] + (size_t)b * ev->n;
-  if (ev->raw[node])
+  if (ev->plan.raw[node])
     for (int i = 0; i < ev->n; i++)
       if (row[i].den > 1) row[i] = rat_reduce(row[i]);
   return row;
+}
+
+uint64_t raspE_kernel_hits(const rasp_eval *ev, int node, int k) {
+  if (node < 0 || node >= ev->nnodes || k < 0 || k >= RASPE_NKERNELS) return 0;
+  return ev->hits[(size_t)node * RASPE_NKERNELS + k];
+}
+
+int raspE_shared_with(const rasp_eval *ev, int node) {
+  if (!ev->ran || node < 0 || node >= ev->nnodes || !ev->plan.live[node]) return -1;
+  return ev->plan.canon[node];
 }
 
 const unsigned char *raspE_selector(rasp_eval *ev, int node, int b,
@@ -3509,19 +1255,19 @@ const unsigned char *raspE_selector(rasp_eval *ev, int node, int b,
     raspR_set(err, nd->pos, "'%s' is not a selector", raspI_op_name(nd->op));
     return NULL;
   }
-  if (!ev->live[node]) {
+  if (!ev->plan.live[node]) {
     raspR_set(err, nd->pos, "selector was not part of the evaluated program");
     return NULL;
   }
   if (ev->selm[node] && ev->selb[node] == b) return ev->selm[node];
-  if (!cells_ok(ev, nd, err)) return NULL;
+  if (!raspE_cells_ok(ev, nd, err)) return NULL;
   size_t nn = (size_t)ev->n * ev->n;
   unsigned char *m = ev->selm[node];
   raspM_free(m);
   m = raspM_alloc(nn + 1);
   ev->selm[node] = m;
   ev->selb[node] = -1;
-  if (!build_matrix(ev, node, b, m, 0, err)) return NULL;
+  if (!raspE_build_matrix(ev, node, b, m, 0, err)) return NULL;
   ev->selb[node] = b;
   ev->selb_dirty = 1;
   return m;

@@ -30,6 +30,15 @@ typedef struct rasp_eval rasp_eval; /* opaque */
 rasp_eval *raspE_new(const rasp_ir *ir);
 void raspE_free(rasp_eval *ev);
 void raspE_set_max_selector_cells(rasp_eval *ev, size_t cells);
+/* on = 1: every head (sel_width, aggregates) is evaluated by the reference
+** kernel -- the selection matrix built cell by cell and each query's
+** selected values summarised by their definition, with exact rationals and
+** its own finishing code -- and values computed twice are computed twice.
+** Slow (n*n per head and input, every selector subject to the cell limit)
+** and meant for tests: a program must give the same outputs, and the same
+** errors, in both modes.  raspE_new starts in this mode when the
+** environment has RASP_EVAL_REFERENCE=1.  Takes effect from the next run. */
+void raspE_set_reference(rasp_eval *ev, int on);
 /* keep = 1 (the default): every intermediate value stays readable through
 ** raspE_value until the next run.  keep = 0: a value's buffer is reused as
 ** soon as the last node reading it has run, so memory follows the widest
@@ -37,6 +46,23 @@ void raspE_set_max_selector_cells(rasp_eval *ev, size_t cells);
 ** be read, and raspE_selector works only for selectors whose operands are
 ** outputs.  Takes effect from the next run. */
 void raspE_set_keep_intermediates(rasp_eval *ev, int keep);
+
+/* Kernel counters.  A head (sel_width, aggr_*) is evaluated by one of
+** raspE_kernel_count() kernels, named by raspE_kernel_name(k) ("gather",
+** "key-gather", "direct", "hash-join", "prefix", "window", "sorted",
+** "causal-ne", "matrix", "reference"; NULL for k out of range).
+** raspE_kernel_hits says for how many inputs kernel k evaluated head node
+** since the evaluator was made: one per input of each run that computed
+** it (a value kept from an earlier run, or shared with an equal node, is
+** not computed again; a sel_width counted by its twin aggregate's sweep
+** counts under that kernel). */
+int raspE_kernel_count(void);
+const char *raspE_kernel_name(int k);
+uint64_t raspE_kernel_hits(const rasp_eval *ev, int node, int k);
+/* The node whose value node shares (common subexpressions: the first live
+** node computing the same value) in the last run, or node itself; -1 if
+** node was not evaluated. */
+int raspE_shared_with(const rasp_eval *ev, int node);
 
 /* Evaluates every node needed for ir->outputs on B inputs.  tokens holds
 ** B*n token ids, input b at tokens[b*n .. b*n+n-1].  Returns 0 and sets err

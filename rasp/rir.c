@@ -241,22 +241,6 @@ static rasp_elem mkbool(int v) {
   return e;
 }
 
-int raspI_elem_cmp(rasp_elem a, rasp_elem b) {
-  int sa = a.den == RASP_DEN_SYM, sb = b.den == RASP_DEN_SYM;
-  if (sa || sb) {
-    if (sa != sb) return sa ? 1 : -1;
-    return a.num < b.num ? -1 : a.num > b.num;
-  }
-  i128 l = (i128)a.num * den_of(b), r = (i128)b.num * den_of(a);
-  return l < r ? -1 : l > r;
-}
-
-int raspI_elem_eq(rasp_elem a, rasp_elem b) {
-  if ((a.den == RASP_DEN_SYM) != (b.den == RASP_DEN_SYM)) return 0;
-  if (a.den == RASP_DEN_SYM) return a.num == b.num;
-  /* Normalised, so equal values have equal representations (bool as /1). */
-  return a.num == b.num && den_of(a) == den_of(b);
-}
 
 /* Symbols are true, like non-empty strings in Python. */
 int raspI_elem_truth(rasp_elem a) { return a.den == RASP_DEN_SYM || a.num != 0; }

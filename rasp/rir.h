@@ -120,9 +120,27 @@ int raspI_elem_binop(rasp_binop op, rasp_elem a, rasp_elem b, rasp_elem *out,
                      rasp_error *err);
 int raspI_elem_unop(rasp_unop op, rasp_elem a, rasp_elem *out, rasp_error *err);
 /* Total order used by lt/leq/min/max: numbers (bools as 0/1) by value;
-** symbols after numbers, by id.  Returns -1, 0, 1. */
-int raspI_elem_cmp(rasp_elem a, rasp_elem b);
-int raspI_elem_eq(rasp_elem a, rasp_elem b); /* True == 1 as in Python */
+** symbols after numbers, by id.  Returns -1, 0, 1.  Inline, as
+** raspI_elem_eq below: the evaluator's sorts and scans call it per element. */
+static inline int raspI_elem_cmp(rasp_elem a, rasp_elem b) {
+  if (a.den == 1 && b.den == 1) return (a.num > b.num) - (a.num < b.num);
+  int sa = a.den == RASP_DEN_SYM, sb = b.den == RASP_DEN_SYM;
+  if (sa || sb) {
+    if (sa != sb) return sa ? 1 : -1;
+    return (a.num > b.num) - (a.num < b.num);
+  }
+  __int128 l = (__int128)a.num * (b.den < 0 ? 1 : b.den);
+  __int128 r = (__int128)b.num * (a.den < 0 ? 1 : a.den);
+  return (l > r) - (l < r);
+}
+/* True == 1 as in Python; a symbol equals only itself.  Inline: the one
+** element equality of every back end, called per element by the scans. */
+static inline int raspI_elem_eq(rasp_elem a, rasp_elem b) {
+  if ((a.den == RASP_DEN_SYM) != (b.den == RASP_DEN_SYM)) return 0;
+  if (a.den == RASP_DEN_SYM) return a.num == b.num;
+  /* Normalised, so equal values have equal representations (bool as /1). */
+  return a.num == b.num && (a.den < 0 ? 1 : a.den) == (b.den < 0 ? 1 : b.den);
+}
 int raspI_elem_truth(rasp_elem a);
 /* numpy astype(int): truncation toward zero; bools to 0/1; symbols kept. */
 rasp_elem raspI_elem_trunc(rasp_elem a);

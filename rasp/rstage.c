@@ -34,6 +34,7 @@
 
 #include <string.h>
 
+#include "rfacts.h"
 #include "rlex.h"
 #include "rvalue.h"
 
@@ -414,15 +415,25 @@ static rasp_elem term_value(const graph *g, const sterm *t) {
   }
 }
 
-/* raspV_equal on the values these elements stand for; -1 for a symbol the
-** staging did not know (its text could repeat a known one's). */
+/* raspV_equal on the values these elements stand for (raspI_elem_eq); -1
+** for a symbol the staging did not know (its text could repeat a known
+** one's). */
 static int elem_equal(const graph *g, rasp_elem a, rasp_elem b) {
   int sa = a.den == RASP_DEN_SYM, sb = b.den == RASP_DEN_SYM;
   if ((sa && (a.num < 0 || a.num >= g->st->nsyms)) || (sb && (b.num < 0 || b.num >= g->st->nsyms)))
     return -1;
-  if (sa || sb) return sa && sb && a.num == b.num;
-  int64_t da = a.den < 1 ? 1 : a.den, db = b.den < 1 ? 1 : b.den;
-  return a.num == b.num && da == db;
+  return raspI_elem_eq(a, b);
+}
+
+/* has_pair / holds_both's element test for raspF_scan_pairs. */
+typedef struct pair_scan {
+  const graph *g;
+  rasp_elem ab[2];
+} pair_scan;
+
+static int pair_eq(void *u, int64_t j, int which) {
+  const pair_scan *ps = u;
+  return elem_equal(ps->g, term_value(ps->g, &(sterm){T_ELEM, j, {0, 1}}), ps->ab[which]);
 }
 
 static int eval_node(const graph *g, int i) {
@@ -448,31 +459,13 @@ static int eval_node(const graph *g, int i) {
   }
   default: break;
   }
-  /* has_pair / holds_both, as rbuiltin.c's scan_pairs does them */
-  rasp_elem a = term_value(g, &nd->x), b = term_value(g, &nd->y);
-  int64_t n = g->st->len, k = nd->k;
-  for (int64_t i0 = nd->start; i0 < nd->stop; i0 += nd->step) {
-    if (nd->op == N_HOLDS) {
-      if (i0 < 0 || i0 + k > n) return -1; /* the interpreter reports it */
-      int has_a = 0, has_b = 0;
-      for (int64_t j = i0; j < i0 + k; j++) {
-        rasp_elem e = term_value(g, &(sterm){T_ELEM, j, {0, 1}});
-        int ea = has_a ? 1 : elem_equal(g, e, a), eb = has_b ? 1 : elem_equal(g, e, b);
-        if (ea < 0 || eb < 0) return -1;
-        has_a |= ea;
-        has_b |= eb;
-      }
-      if (has_a && has_b) return 1;
-    } else {
-      if (i0 < 0 || i0 >= n || i0 + k < 0 || i0 + k >= n) return -1;
-      int ea = elem_equal(g, term_value(g, &(sterm){T_ELEM, i0, {0, 1}}), a);
-      if (ea < 0) return -1;
-      if (!ea) continue;
-      int eb = elem_equal(g, term_value(g, &(sterm){T_ELEM, i0 + k, {0, 1}}), b);
-      if (eb != 0) return eb;
-    }
-  }
-  return 0;
+  /* has_pair / holds_both, as the builtins do them (the one scan); an
+     index the interpreter would report makes the answer -1 */
+  pair_scan ps = {g, {term_value(g, &nd->x), term_value(g, &nd->y)}};
+  int64_t bad;
+  int r = raspF_scan_pairs(nd->op == N_HOLDS, g->st->len, nd->k, nd->start, nd->stop, nd->step,
+                           pair_eq, &ps, &bad);
+  return r < 0 ? -1 : r;
 }
 
 int raspS_eval(const rasp_staged *st, const rasp_elem *out, const int64_t *vocab_sym,

@@ -34,7 +34,8 @@ $CC_FUZZ $flags rasp/rmem.c rasp/rerror.c rasp/rlex.c rasp/rparse.c tests/fuzz_p
   -lgmp -o "$tmp/fuzz_parse" || exit 1
 # shellcheck disable=SC2086
 $CC_FUZZ $flags -DRASP_STDLIB_DIR='"stdlib"' rasp/rmem.c rasp/rerror.c rasp/rlex.c \
-  rasp/rparse.c rasp/rir.c rasp/reval.c rasp/rlayers.c rasp/rinterp.c rasp/rbuiltin.c \
+  rasp/rparse.c rasp/rir.c rasp/rfacts.c rasp/reval.c rasp/reval_plan.c rasp/reval_kern.c \
+  rasp/reval_ref.c rasp/rlayers.c rasp/rinterp.c rasp/rbuiltin.c \
   rasp/rffi.c rasp/rstage.c rasp/rcausal.c rasp/rorder.c tests/fuzz_trace.c -lffi -lgmp -lm -lpthread \
   -o "$tmp/fuzz_trace" || exit 1
 

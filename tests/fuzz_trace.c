@@ -10,7 +10,9 @@
 ** the program's bytes, so every run is reproducible; then the same input is
 ** evaluated again inside batches of 1 to 3 on a second evaluator that drops
 ** and then keeps intermediates, and its outputs must be identical (what an
-** evaluator carries between runs must not change results).  When the
+** evaluator carries between runs must not change results); and on a third
+** evaluator in reference mode (reval_ref.c), whose outcome -- outputs, or
+** error message -- must be the same.  When the
 ** program defines `check`, it is staged (rstage.h) and, if that succeeds,
 ** its residual predicate must agree with the interpreted check() on a few
 ** outputs wherever it decides.  The causality analysis (rcausal.h) runs on
@@ -32,7 +34,8 @@
 **
 **   clang -g -O1 -std=c11 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined \
 **     -Irasp -DRASP_STDLIB_DIR='"stdlib"' rasp/rmem.c rasp/rerror.c rasp/rlex.c \
-**     rasp/rparse.c rasp/rir.c rasp/reval.c rasp/rlayers.c rasp/rcausal.c rasp/rinterp.c \
+**     rasp/rparse.c rasp/rir.c rasp/rfacts.c rasp/reval.c rasp/reval_plan.c rasp/reval_kern.c \
+**     rasp/reval_ref.c rasp/rlayers.c rasp/rcausal.c rasp/rinterp.c \
 **     rasp/rbuiltin.c rasp/rffi.c rasp/rstage.c rasp/rorder.c tests/fuzz_trace.c \
 **     -lffi -lgmp -lm \
 **     -lpthread -o fuzz_trace
@@ -287,9 +290,23 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       rasp_eval *ev = raspE_new(ir);
       raspE_set_max_selector_cells(ev, 4096);
       memset(&err, 0, sizeof err);
-      if (raspE_run(ev, 1, tokens, &err)) {
-        for (int k = 0; k < ir->noutputs; k++)
-          if (!raspE_value(ev, ir->outputs[k], 0)) abort();
+      int ok = raspE_run(ev, 1, tokens, &err);
+      /* The reference kernel (reval_ref.c) on the same input: the same
+         outcome, the same error or the same outputs. */
+      rasp_eval *evr = raspE_new(ir);
+      raspE_set_max_selector_cells(evr, 4096);
+      raspE_set_reference(evr, 1);
+      rasp_error errr;
+      memset(&errr, 0, sizeof errr);
+      if (raspE_run(evr, 1, tokens, &errr) != ok) abort();
+      if (!ok && strcmp(err.msg, errr.msg) != 0) abort();
+      for (int k = 0; ok && k < ir->noutputs; k++) {
+        const rasp_elem *x = raspE_value(ev, ir->outputs[k], 0);
+        const rasp_elem *y = raspE_value(evr, ir->outputs[k], 0);
+        if (!x || !y || memcmp(x, y, sizeof *x * FUZZ_N) != 0) abort();
+      }
+      raspE_free(evr);
+      if (ok) {
         /* The same input again, inside batches, on an evaluator that drops
            intermediates and then keeps them: what the evaluator carries
            from run to run (token-independent values, shared duplicates,

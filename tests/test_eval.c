@@ -10,8 +10,10 @@
 #include <time.h>
 
 #include "reval.h"
+#include "rfacts.h"
 #include "rir.h"
 #include "rlayers.h"
+#include "rverify.h"
 
 #include "check_main.h"
 
@@ -507,6 +509,30 @@ static void check_pairs(rasp_eval *ev, const rasp_ir *ir, const int *outs, int f
     }
 }
 
+/* The same run in reference mode (raspE_set_reference: the matrix
+** definition, reval_ref.c): every output of ev the same, element for
+** element. */
+static void check_reference(rasp_ir *ir, rasp_eval *ev, int B, const int64_t *toks,
+                            const char *what) {
+  rasp_eval *evr = raspE_new(ir);
+  raspE_set_reference(evr, 1);
+  rasp_error err = {0};
+  ck_assert_msg(raspE_run(evr, B, toks, &err), "%s: reference mode: %s", what, err.msg);
+  for (int o = 0; o < ir->noutputs; o++)
+    for (int b = 0; b < B; b++) {
+      const rasp_elem *x = raspE_value(ev, ir->outputs[o], b);
+      const rasp_elem *y = raspE_value(evr, ir->outputs[o], b);
+      ck_assert(x && y);
+      for (int i = 0; i < ir->n; i++)
+        ck_assert_msg(x[i].num == y[i].num && x[i].den == y[i].den,
+                      "%s: node %d (%s) input %d at %d: fast %lld/%lld, reference %lld/%lld", what,
+                      ir->outputs[o], raspI_op_name(ir->nodes[ir->outputs[o]].op), b, i,
+                      (long long)x[i].num, (long long)x[i].den, (long long)y[i].num,
+                      (long long)y[i].den);
+    }
+  raspE_free(evr);
+}
+
 /* The same head over a fast selector and its matrix twin: a pair of outputs
 ** for check_pairs. */
 static void add_head_pair(rasp_ir *ir, rasp_op op, int fast, int slow, int vals,
@@ -554,6 +580,7 @@ static void compare_paths(rasp_pred pred, int causal, unsigned seed) {
       char what[64];
       snprintf(what, sizeof what, "pred %s causal %d", raspI_pred_name(pred), causal);
       check_pairs(ev, &ir, outs, 0, no, B, n, what);
+      if (rep < 4) check_reference(&ir, ev, B, toks, what);
       free(toks);
     }
     raspE_free(ev);
@@ -702,6 +729,7 @@ START_TEST(test_paths_agree_kinds) {
       rasp_error err = {0};
       ck_assert_msg(raspE_run(ev, B, toks, &err), "%s", err.msg);
       check_pairs(ev, &ir, outs, 0, no, B, n, "kinds");
+      if (rep < 1) check_reference(&ir, ev, B, toks, "kinds");
       free(toks);
     }
     raspE_free(ev);
@@ -800,6 +828,7 @@ START_TEST(test_paths_agree_rational) {
       char what[32];
       snprintf(what, sizeof what, "rational block %d", block);
       check_pairs(ev, &ir, outs, hstart, no, B, n, what);
+      if (rep < 1) check_reference(&ir, ev, B, toks, what);
       free(toks);
     }
     raspE_free(ev);
@@ -1245,6 +1274,172 @@ START_TEST(test_layers) {
 }
 END_TEST
 
+/* rfacts.h: predicate semantics, static-ness, canonical nodes, the pair scan. */
+static int scan_eq(void *u, int64_t j, int which) {
+  const int64_t *xs = u;
+  return xs[j] < 0 ? -1 : xs[j] == (which ? 2 : 1);
+}
+
+START_TEST(test_facts) {
+  /* True == 1, a symbol equals only itself and sorts after numbers */
+  ck_assert_int_eq(raspF_pred_holds(RASP_PRED_EQ, BOOLV(1), I(1)), 1);
+  ck_assert_int_eq(raspF_pred_holds(RASP_PRED_NE, BOOLV(0), I(0)), 0);
+  ck_assert_int_eq(raspF_pred_holds(RASP_PRED_EQ, SYM(3), I(3)), 0);
+  ck_assert_int_eq(raspF_pred_holds(RASP_PRED_GT, SYM(0), I(1000)), 1);
+  ck_assert_int_eq(raspF_pred_holds(RASP_PRED_LT, R(1, 3), R(1, 2)), 1);
+  ck_assert_int_eq(raspF_pred_holds(RASP_PRED_LE, R(1, 2), R(1, 2)), 1);
+  ck_assert_int_eq(raspF_pred_holds(RASP_PRED_GE, I(-1), BOOLV(0)), 0);
+  ck_assert_int_eq(raspF_pred_holds(RASP_PRED_TRUE, SYM(1), I(2)), 1);
+  ck_assert_int_eq(raspF_pred_holds(RASP_PRED_FALSE, I(2), I(2)), 0);
+  ck_assert_int_eq(raspF_pred_holds(RASP_PRED_CUSTOM, I(2), I(2)), -1);
+
+  rasp_ir ir;
+  tuser u = {0};
+  int t, ix;
+  ir_with_input(&ir, 4, &u, &t, &ix);
+  int one = n_full(&ir, I(1)), one2 = n_full(&ir, I(1));
+  int a = n_bin(&ir, RASP_BIN_ADD, ix, one), b = n_bin(&ir, RASP_BIN_ADD, ix, one2);
+  int c = n_bin(&ir, RASP_BIN_ADD, t, one);
+  int w = n_head(&ir, RASP_OP_SEL_WIDTH, n_select(&ir, t, t, RASP_PRED_TRUE, 0, NULL), -1, I(0));
+  ir.nodes[w].nin = 1;
+  int outs[] = {a, b, c, w};
+  set_outputs(&ir, 4, outs);
+  unsigned char st[64];
+  raspF_static(&ir, 0, st);
+  ck_assert(st[ix] && st[one] && st[a] && st[b] && !st[t] && !st[c] && st[w]);
+  int canon[64];
+  raspF_canon(&ir, NULL, canon);
+  ck_assert_int_eq(canon[one2], one);
+  ck_assert_int_eq(canon[b], a);
+  ck_assert_int_eq(canon[c], c);
+  unsigned char live[64];
+  memset(live, 1, sizeof live);
+  live[one] = live[a] = 0; /* only live nodes are merged */
+  raspF_canon(&ir, live, canon);
+  ck_assert_int_eq(canon[b], b);
+  raspI_free(&ir);
+
+  /* has_pair: 1 then 2 at distance 2; holds_both: a window of 3 */
+  int64_t xs[] = {1, 0, 2, 0, -1}, bad = 0;
+  ck_assert_int_eq(raspF_scan_pairs(0, 5, 2, 0, 3, 1, scan_eq, xs, &bad), 1);
+  ck_assert_int_eq(raspF_scan_pairs(0, 5, 2, 1, 3, 1, scan_eq, xs, &bad), 0);
+  ck_assert_int_eq(raspF_scan_pairs(1, 5, 3, 0, 1, 1, scan_eq, xs, &bad), 1);
+  ck_assert_int_eq(raspF_scan_pairs(1, 5, 2, 1, 2, 1, scan_eq, xs, &bad), 0);
+  ck_assert_int_eq(raspF_scan_pairs(1, 5, 3, 2, 3, 1, scan_eq, xs, &bad), -1); /* xs[4] unknown */
+  ck_assert_int_eq(raspF_scan_pairs(0, 5, 3, 1, 4, 1, scan_eq, xs, &bad), -2);
+  ck_assert_int_eq(bad, 2); /* 2 + 3 runs off */
+  ck_assert_int_eq(raspF_scan_pairs(1, 5, 2, -1, 3, 2, scan_eq, xs, &bad), -2);
+  ck_assert_int_eq(bad, -1);
+}
+END_TEST
+
+/* Kernel counters (raspE_kernel_hits): which kernel evaluated each head. */
+static int kernel_id(const char *name) {
+  for (int k = 0; k < raspE_kernel_count(); k++)
+    if (strcmp(raspE_kernel_name(k), name) == 0) return k;
+  ck_abort_msg("no kernel named %s", name);
+  return -1;
+}
+
+/* The hits of kernel `name` summed over every node. */
+static uint64_t kernel_total(const rasp_eval *ev, const rasp_ir *ir, const char *name) {
+  uint64_t t = 0;
+  int k = kernel_id(name);
+  for (int i = 0; i < ir->nnodes; i++) t += raspE_kernel_hits(ev, i, k);
+  return t;
+}
+
+/* Head id ran kernel `name` for all B inputs and no other kernel. */
+static void ran_only(const rasp_eval *ev, int id, const char *name, uint64_t B) {
+  for (int k = 0; k < raspE_kernel_count(); k++) {
+    uint64_t h = raspE_kernel_hits(ev, id, k);
+    ck_assert_msg(h == (strcmp(raspE_kernel_name(k), name) == 0 ? B : 0),
+                  "node %d: kernel %s ran %llu times, expected only %s x%llu", id,
+                  raspE_kernel_name(k), (unsigned long long)h, name, (unsigned long long)B);
+  }
+}
+
+START_TEST(test_kernel_counters) {
+  ck_assert_int_eq(raspE_kernel_count(), 10);
+  ck_assert_ptr_null(raspE_kernel_name(-1));
+  ck_assert_ptr_null(raspE_kernel_name(raspE_kernel_count()));
+  /* heads whose kernel the selector's shape decides */
+  init_pred_fns();
+  int n = 6;
+  rasp_ir ir;
+  tuser u = {0};
+  int t, ix;
+  ir_with_input(&ir, n, &u, &t, &ix);
+  int v = n_bin(&ir, RASP_BIN_SUB, t, ix);
+  int heads[6];
+  heads[0] = n_head(&ir, RASP_OP_AGGREGATE, n_select(&ir, t, t, RASP_PRED_CUSTOM, 0,
+                                                     &pred_fns[RASP_PRED_LT]), v, I(0));
+  heads[1] = n_head(&ir, RASP_OP_SEL_WIDTH, n_select(&ir, t, t, RASP_PRED_NE, 1, NULL), -1, I(0));
+  heads[2] = n_head(&ir, RASP_OP_AGGR_MAX, n_select(&ir, t, v, RASP_PRED_LT, 0, NULL), v, I(0));
+  heads[3] = n_head(&ir, RASP_OP_AGGREGATE, n_select(&ir, ix, v, RASP_PRED_EQ, 0, NULL), t, I(0));
+  heads[4] = n_head(&ir, RASP_OP_AGGR_MEAN, n_select(&ir, ix, ix, RASP_PRED_LE, 1, NULL), t, I(0));
+  heads[5] = n_head(&ir, RASP_OP_AGGR_MIN, n_select(&ir, v, t, RASP_PRED_EQ, 0, NULL), t, I(9));
+  ir.nodes[heads[1]].nin = 1;
+  static const char *const want[6] = {"matrix", "causal-ne", "sorted", "gather", "prefix",
+                                      "hash-join"};
+  set_outputs(&ir, 6, heads);
+  int64_t toks[3 * 6] = {1, 3, 2, 3, 0, 5, 4, 4, 4, 1, 2, 0, 0, 1, 2, 3, 4, 5};
+  rasp_eval *ev = run_ok(&ir, 3, toks);
+  for (int h = 0; h < 6; h++) ran_only(ev, heads[h], want[h], 3);
+  ck_assert_int_eq(raspE_run(ev, 2, toks, &(rasp_error){0}), 1); /* counts add up */
+  for (int h = 0; h < 6; h++) ran_only(ev, heads[h], want[h], 5);
+  raspE_free(ev);
+  /* reference mode: the reference kernel alone, for every head */
+  ev = raspE_new(&ir);
+  raspE_set_reference(ev, 1);
+  ck_assert_int_eq(raspE_run(ev, 3, toks, &(rasp_error){0}), 1);
+  for (int h = 0; h < 6; h++) ran_only(ev, heads[h], "reference", 3);
+  raspE_free(ev);
+  raspI_free(&ir);
+
+  /* a path-star program: the key-gather (static distinct keys), the
+     direct table and the gather run; in reference mode nothing else does,
+     with the same outputs */
+  const char *top = getenv("top_srcdir") ? getenv("top_srcdir") : ".";
+  char path[4096];
+  snprintf(path, sizeof path, "%s/programs/readout6_causal.rasp", top);
+  rasp_program prog;
+  rasp_error err = {0};
+  ck_assert_msg(raspK_load(path, NULL, 2, 4, 20, &prog, &err), "%s", err.msg);
+  rasp_ptrace tr;
+  ck_assert_msg(raspK_trace(&prog, 2, 4, 20, &tr, &err), "%s", err.msg);
+  rasp_ir *pir = rasp_ctx_ir(tr.ctx);
+  int64_t *tok = calloc((size_t)tr.n * 4, sizeof *tok);
+  for (int b = 0; b < 4; b++) {
+    int64_t lead, target;
+    ck_assert(raspK_sample_tokens(&tr, 1, (uint64_t)b, tok + (size_t)b * tr.n, &lead, &target,
+                                  &err));
+  }
+  rasp_eval *fast = raspE_new(pir), *ref = raspE_new(pir);
+  raspE_set_reference(ref, 1);
+  ck_assert_msg(raspE_run(fast, 4, tok, &err), "%s", err.msg);
+  ck_assert_msg(raspE_run(ref, 4, tok, &err), "%s", err.msg);
+  ck_assert_uint_gt(kernel_total(fast, pir, "key-gather"), 0);
+  ck_assert_uint_gt(kernel_total(fast, pir, "direct"), 0);
+  ck_assert_uint_gt(kernel_total(fast, pir, "gather"), 0);
+  ck_assert_uint_eq(kernel_total(fast, pir, "reference"), 0);
+  uint64_t heads_ref = kernel_total(ref, pir, "reference");
+  ck_assert_uint_gt(heads_ref, 0);
+  for (int k = 0; k < raspE_kernel_count(); k++)
+    if (strcmp(raspE_kernel_name(k), "reference") != 0)
+      ck_assert_uint_eq(kernel_total(ref, pir, raspE_kernel_name(k)), 0);
+  for (int b = 0; b < 4; b++) {
+    const rasp_elem *x = raspE_value(fast, tr.output, b), *y = raspE_value(ref, tr.output, b);
+    ck_assert(x && y && memcmp(x, y, sizeof *x * (size_t)tr.n) == 0);
+  }
+  raspE_free(fast);
+  raspE_free(ref);
+  free(tok);
+  raspK_trace_free(&tr);
+  raspK_program_free(&prog);
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("eval");
   TCase *tc = tcase_create("core");
@@ -1268,6 +1463,8 @@ static Suite *suite(void) {
   tcase_add_test(tc, test_big);
   tcase_add_test(tc, test_threads);
   tcase_add_test(tc, test_layers);
+  tcase_add_test(tc, test_kernel_counters);
+  tcase_add_test(tc, test_facts);
   suite_add_tcase(s, tc);
   return s;
 }
