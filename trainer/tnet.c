@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "rmem.h"
+#include "tkern.h"
 
 #define GELU_K 0.7978845608028654f /* sqrt(2/pi) */
 
@@ -245,8 +246,10 @@ static void layernorm_bwd(float *dx, float *dw, float *db, const float *dout,
 
 /* ---- matmul helpers ----------------------------------------------------- */
 
-/* All matmuls go through sg(): OpenBLAS runs single-threaded and OpenMP
-** splits the output into row (or column) blocks, one sgemm per thread.
+/* All matmuls go through sg(): OpenMP splits the output into row (or
+** column) blocks, one single-threaded product per thread (tkern_sgemm: the
+** trainer's own AVX-512/AVX2 kernels, OpenBLAS on other CPUs, which runs
+** single-threaded).
 ** Mixing OpenBLAS's own threads with OpenMP's spinning ones oversubscribes
 ** the cores (measured: 10x slower on 2 cores), so one threading layer. */
 static void sg(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int N, int K,
@@ -254,8 +257,8 @@ static void sg(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int N, int K,
                float *C, int ldc) {
   int nt = omp_get_max_threads();
   if (nt <= 1 || (long)M * N * K < 200000) {
-    cblas_sgemm(CblasRowMajor, ta, tb, M, N, K, 1.0f, A, lda, Bm, ldb, beta, C,
-                ldc);
+    tkern_sgemm(ta == CblasTrans, tb == CblasTrans, M, N, K, A, lda, Bm, ldb,
+                beta, C, ldc);
     return;
   }
   int rows = M >= N;
@@ -263,16 +266,19 @@ static void sg(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int N, int K,
 #pragma omp parallel num_threads(nt)
   {
     int id = omp_get_thread_num(), n = omp_get_num_threads();
-    int a = (int)((long)tot * id / n), b = (int)((long)tot * (id + 1) / n);
+    /* split points on multiples of 32, the AVX-512 micro-tile's width and
+    ** a multiple of its height's: no thread gets extra edge tiles */
+    int a = (int)((long)tot * id / n) / 32 * 32,
+        b = id == n - 1 ? tot : (int)((long)tot * (id + 1) / n) / 32 * 32;
     if (b > a) {
       if (rows) {
         const float *Ap = ta == CblasNoTrans ? A + (size_t)a * lda : A + a;
-        cblas_sgemm(CblasRowMajor, ta, tb, b - a, N, K, 1.0f, Ap, lda, Bm, ldb,
-                    beta, C + (size_t)a * ldc, ldc);
+        tkern_sgemm(ta == CblasTrans, tb == CblasTrans, b - a, N, K, Ap, lda,
+                    Bm, ldb, beta, C + (size_t)a * ldc, ldc);
       } else {
         const float *Bp = tb == CblasNoTrans ? Bm + a : Bm + (size_t)a * ldb;
-        cblas_sgemm(CblasRowMajor, ta, tb, M, b - a, K, 1.0f, A, lda, Bp, ldb,
-                    beta, C + a, ldc);
+        tkern_sgemm(ta == CblasTrans, tb == CblasTrans, M, b - a, K, A, lda,
+                    Bp, ldb, beta, C + a, ldc);
       }
     }
   }
