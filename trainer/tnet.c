@@ -355,6 +355,61 @@ static void unpack_add_heads(float *w, const float *g, size_t ld, int H, int D,
               (size_t)Dh);
 }
 
+static inline float vexp(float x) {
+  const float shift = 12582912.0f; /* 1.5 * 2^23: rounds to an integer */
+  float t = x * 1.44269504f + shift, k = t - shift;
+  float r = x - k * 0.693145752f - k * 1.42860677e-6f; /* ln2, hi + lo */
+  float p = 1.0f + r * (1.0f + r * (0.5f + r * (1.0f / 6 + r * (1.0f / 24 +
+            r * (1.0f / 120 + r * (1.0f / 720))))));
+  uint32_t ti, ki;
+  memcpy(&ti, &t, sizeof ti);
+  /* 2^k: k is t's mantissa minus 0x400000; unsigned, so the shift is
+  ** defined (k + 127 > 0 for every x here: x >= -80) */
+  ki = (ti - 0x4B400000u + 127u) << 23;
+  float s;
+  memcpy(&s, &ki, sizeof s);
+  return p * s;
+}
+
+/* One row of scores in place: p[j] = softmax(scale * p[0..nk))_j for j <
+** nk, 0 for nk <= j < t (causal mask).  Vectorised: the max and the sum
+** are omp simd reductions, e^x is vexp with x clamped to -80 (e^-80 is
+** 2e-35, which rounds away against the row's largest term, 1). */
+static void softmax_row(float *restrict p, int nk, int t, float scale) {
+  float mx = -INFINITY, sum = 0.0f;
+#pragma omp simd reduction(max : mx)
+  for (int j = 0; j < nk; j++) mx = p[j] > mx ? p[j] : mx;
+  mx *= scale;
+#pragma omp simd reduction(+ : sum)
+  for (int j = 0; j < nk; j++) {
+    /* x <= 0; -|x| clamped at -80 on its bits (a float compare here is
+    ** control flow to GCC at -O2 and the loop would stay scalar) */
+    float x = p[j] * scale - mx;
+    uint32_t xb;
+    memcpy(&xb, &x, sizeof xb);
+    xb &= 0x7fffffffu;
+    xb = (xb < 0x42a00000u ? xb : 0x42a00000u) | 0x80000000u; /* 80.0f */
+    memcpy(&x, &xb, sizeof x);
+    p[j] = vexp(x);
+    sum += p[j];
+  }
+  float inv = 1.0f / sum;
+#pragma omp simd
+  for (int j = 0; j < nk; j++) p[j] *= inv;
+  for (int j = nk; j < t; j++) p[j] = 0.0f;
+}
+
+/* Softmax backward for one row: ds[j] = p[j] (ds[j] - sum_k p[k] ds[k]) *
+** scale, where ds holds dL/dp on entry. */
+static void softmax_bwd_row(float *restrict ds, const float *restrict p, int t,
+                            float scale) {
+  float dot = 0.0f;
+#pragma omp simd reduction(+ : dot)
+  for (int j = 0; j < t; j++) dot += p[j] * ds[j];
+#pragma omp simd
+  for (int j = 0; j < t; j++) ds[j] = p[j] * (ds[j] - dot) * scale;
+}
+
 /* out (R x D) = attention(h) (without dropout). */
 static void attention_fwd(train_net *n, train_layer_acts *a, const lparams *p,
                           const float *h, float *out) {
@@ -371,41 +426,21 @@ static void attention_fwd(train_net *n, train_layer_acts *a, const lparams *p,
   add_bias(a->v, p->bv, (size_t)R, HD, QS);
   float scale = 1.0f / sqrtf((float)Dh);
   int causal = c->causal;
-  const float *restrict Q = a->q, *restrict K = a->k, *restrict V = a->v;
-  float *restrict Y = a->atty, *restrict att = a->att;
+  const float *Q = a->q, *K = a->k, *V = a->v;
+  float *Y = a->atty, *att = a->att;
+  /* one (batch, head) tile at a time: its scores S = Q K^T (t x t), the
+  ** softmax in place, Y = P V; both products through tkern_sgemm, which
+  ** reads the tiles where they lie (row stride QS) */
 #pragma omp parallel for collapse(2) schedule(static) if ((long)b * t * t * Dh * H > 200000)
   for (int bi = 0; bi < b; bi++)
     for (int hd = 0; hd < H; hd++) {
       float *P = att + ((size_t)bi * H + hd) * t * t;
-      for (int i = 0; i < t; i++) {
-        const float *qi = Q + ((size_t)bi * t + i) * QS + hd * Dh;
-        float *Pi = P + (size_t)i * t;
-        int nk = causal ? i + 1 : t;
-        float mx = -INFINITY;
-        for (int j = 0; j < nk; j++) {
-          const float *kj = K + ((size_t)bi * t + j) * QS + hd * Dh;
-          float s = 0;
-#pragma omp simd reduction(+ : s)
-          for (int e = 0; e < Dh; e++) s += qi[e] * kj[e];
-          Pi[j] = s * scale;
-          if (Pi[j] > mx) mx = Pi[j];
-        }
-        float sum = 0;
-        for (int j = 0; j < nk; j++) {
-          Pi[j] = expf(Pi[j] - mx);
-          sum += Pi[j];
-        }
-        float inv = 1.0f / sum;
-        for (int j = 0; j < nk; j++) Pi[j] *= inv;
-        for (int j = nk; j < t; j++) Pi[j] = 0;
-        float *yi = Y + ((size_t)bi * t + i) * HD + hd * Dh;
-        for (int e = 0; e < Dh; e++) yi[e] = 0;
-        for (int j = 0; j < nk; j++) {
-          const float *vj = V + ((size_t)bi * t + j) * QS + hd * Dh;
-#pragma omp simd
-          for (int e = 0; e < Dh; e++) yi[e] += Pi[j] * vj[e];
-        }
-      }
+      size_t o = (size_t)bi * t * QS + (size_t)hd * Dh;
+      tkern_sgemm(0, 1, t, t, Dh, Q + o, QS, K + o, QS, 0.0f, P, t);
+      for (int i = 0; i < t; i++)
+        softmax_row(P + (size_t)i * t, causal ? i + 1 : t, t, scale);
+      tkern_sgemm(0, 0, t, Dh, t, P, t, V + o, QS, 0.0f,
+                  Y + (size_t)bi * t * HD + (size_t)hd * Dh, HD);
     }
   mm(R, D, HD, a->atty, HD, p->wo, D, out, D, 0);
   add_bias(out, p->bo, (size_t)R, D, D);
@@ -424,48 +459,30 @@ static void attention_bwd(train_net *n, train_layer_acts *a, const lparams *p,
   bias_grad(g->bo, dout, (size_t)R, D, D);
   mm_nt(R, HD, D, dout, D, p->wo, D, n->daty, HD, 0);
   float scale = 1.0f / sqrtf((float)Dh);
-  int causal = c->causal;
-  memset(n->dq, 0, (size_t)R * QS * sizeof(float)); /* dq, dk and dv */
-  /* dq, dk and dv share a buffer, in disjoint columns */
-  float *restrict dQ = n->dq, *restrict dK = n->dk, *restrict dV = n->dv;
-  const float *restrict Q = a->q, *restrict K = a->k, *restrict V = a->v,
-              *restrict dY = n->daty, *restrict att = a->att;
+  /* dq, dk and dv share a buffer, in disjoint columns; every entry of the
+  ** b*t rows is written below (beta 0), so no zeroing */
+  float *dQ = n->dq, *dK = n->dk, *dV = n->dv;
+  const float *Q = a->q, *K = a->k, *V = a->v, *dY = n->daty, *att = a->att;
 #pragma omp parallel if ((long)b * t * t * Dh * H > 200000)
   {
-    float *dP = raspM_alloc((size_t)t * sizeof(float));
+    float *dS = raspM_alloc((size_t)t * t * sizeof(float));
 #pragma omp for collapse(2) schedule(static)
     for (int bi = 0; bi < b; bi++)
       for (int hd = 0; hd < H; hd++) {
+        /* per tile: dP = dY V^T, dV = P^T dY, dS = P * (dP - rowsum(P dP))
+        ** * scale in place, dQ = dS K, dK = dS^T Q (P is 0 above the
+        ** diagonal when causal, and so is dS) */
         const float *P = att + ((size_t)bi * H + hd) * t * t;
-        for (int i = 0; i < t; i++) {
-          const float *Pi = P + (size_t)i * t;
-          size_t ri = ((size_t)bi * t + i) * QS + hd * Dh;
-          const float *dyi = dY + ((size_t)bi * t + i) * HD + hd * Dh;
-          int nk = causal ? i + 1 : t;
-          float dot = 0;
-          for (int j = 0; j < nk; j++) {
-            size_t rj = ((size_t)bi * t + j) * QS + hd * Dh;
-            float s = 0, pj = Pi[j];
-#pragma omp simd reduction(+ : s)
-            for (int e = 0; e < Dh; e++) {
-              s += dyi[e] * V[rj + e];
-              dV[rj + e] += pj * dyi[e];
-            }
-            dP[j] = s;
-            dot += s * Pi[j];
-          }
-          for (int j = 0; j < nk; j++) {
-            float ds = Pi[j] * (dP[j] - dot) * scale;
-            size_t rj = ((size_t)bi * t + j) * QS + hd * Dh;
-#pragma omp simd
-            for (int e = 0; e < Dh; e++) {
-              dQ[ri + e] += ds * K[rj + e];
-              dK[rj + e] += ds * Q[ri + e];
-            }
-          }
-        }
+        size_t o = (size_t)bi * t * QS + (size_t)hd * Dh;
+        const float *dy = dY + (size_t)bi * t * HD + (size_t)hd * Dh;
+        tkern_sgemm(0, 1, t, t, Dh, dy, HD, V + o, QS, 0.0f, dS, t);
+        tkern_sgemm(1, 0, t, Dh, t, P, t, dy, HD, 0.0f, dV + o, QS);
+        for (int i = 0; i < t; i++)
+          softmax_bwd_row(dS + (size_t)i * t, P + (size_t)i * t, t, scale);
+        tkern_sgemm(0, 0, t, Dh, t, dS, t, K + o, QS, 0.0f, dQ + o, QS);
+        tkern_sgemm(1, 0, t, Dh, t, dS, t, Q + o, QS, 0.0f, dK + o, QS);
       }
-    raspM_free(dP);
+    raspM_free(dS);
   }
   bias_grad(g->bq, n->dq, (size_t)R, HD, QS);
   bias_grad(g->bk, n->dk, (size_t)R, HD, QS);
@@ -492,25 +509,9 @@ static void attention_bwd(train_net *n, train_layer_acts *a, const lparams *p,
 ** sign(u) (1 - e)/(1 + e), e = e^(-2|u|), |u| clamped to 10 (tanh(10)
 ** rounds to 1 in float), and e^x from vexp(): x = k ln2 + r,
 ** |r| <= ln2/2, 2^k built in the exponent bits, e^r by its degree-6 Taylor
-** polynomial (relative error below 2.5e-7 on [-20, 20]; tanh's absolute
+** polynomial (relative error below 2.5e-7 on [-80, 20]; tanh's absolute
 ** error against double tanh is below 3e-7, libm's tanhf's 1e-7: checked by
 ** test_tanh_accuracy in tests/test_train.c). */
-static inline float vexp(float x) {
-  const float shift = 12582912.0f; /* 1.5 * 2^23: rounds to an integer */
-  float t = x * 1.44269504f + shift, k = t - shift;
-  float r = x - k * 0.693145752f - k * 1.42860677e-6f; /* ln2, hi + lo */
-  float p = 1.0f + r * (1.0f + r * (0.5f + r * (1.0f / 6 + r * (1.0f / 24 +
-            r * (1.0f / 120 + r * (1.0f / 720))))));
-  uint32_t ti, ki;
-  memcpy(&ti, &t, sizeof ti);
-  /* 2^k: k is t's mantissa minus 0x400000; unsigned, so the shift is
-  ** defined (k + 127 > 0 for every x here: x >= -20) */
-  ki = (ti - 0x4B400000u + 127u) << 23;
-  float s;
-  memcpy(&s, &ki, sizeof s);
-  return p * s;
-}
-
 static inline float vtanh(float u) {
   /* |u| clamped to 10 on its bits (positive floats order like their bits):
   ** a float compare would be a branch (GCC keeps those under its default
