@@ -44,24 +44,27 @@
 #define NC 1024 /* columns of a packed B block: L2 */
 #define SMALL 8192 /* floats: packing space on the stack up to 32 KiB */
 
-typedef void (*ukernel)(int kc, const float *a, const float *b, float *c,
-                        int ldc, int add);
+typedef void (*ukernel)(int kc, const float *a, long si, long sk,
+                        const float *b, float *c, int ldc, int add);
 
 typedef struct kdesc {
   const char *name;
   int mr, nr;
-  ukernel k;
+  ukernel packed, strided; /* the same kernel, A packed or where it lies */
 } kdesc;
 
 /* ---- micro-kernels ------------------------------------------------------ */
 
 /* c (MR x NR, leading dimension ldc) = (add ? c : 0) + a b over kc steps;
-** a: kc groups of MR floats, b: kc groups of NR floats. */
+** a's entry (i, k) at a[i * si + k * sk] (packed: si 1, sk MR; A in place:
+** si lda, sk 1, or transposed si 1, sk lda), b: kc groups of NR floats.
+** Each kernel is one always-inline body and two instances: packed, with
+** the strides constant, and strided. */
 
 #define Z512(i) __m512 x##i##a = _mm512_setzero_ps(), x##i##b = _mm512_setzero_ps();
 #define F512(i)                                                                \
   {                                                                            \
-    __m512 ai = _mm512_set1_ps(a[i]);                                          \
+    __m512 ai = _mm512_set1_ps(a[(i) * si]);                                          \
     x##i##a = _mm512_fmadd_ps(ai, b0, x##i##a);                                \
     x##i##b = _mm512_fmadd_ps(ai, b1, x##i##b);                                \
   }
@@ -76,15 +79,16 @@ typedef struct kdesc {
     _mm512_storeu_ps(ci + 16, x##i##b);                                        \
   }
 
-__attribute__((target("avx512f"))) static void
-k512(int kc, const float *a, const float *b, float *c, int ldc, int add) {
+__attribute__((target("avx512f"), always_inline)) static inline void
+k512(int kc, const float *a, long si, long sk, const float *b, float *c,
+     int ldc, int add) {
   Z512(0) Z512(1) Z512(2) Z512(3) Z512(4) Z512(5)
   Z512(6) Z512(7) Z512(8) Z512(9) Z512(10) Z512(11)
   for (int k = 0; k < kc; k++) {
     __m512 b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + 16);
     F512(0) F512(1) F512(2) F512(3) F512(4) F512(5)
     F512(6) F512(7) F512(8) F512(9) F512(10) F512(11)
-    a += 12;
+    a += sk;
     b += 32;
   }
   S512(0) S512(1) S512(2) S512(3) S512(4) S512(5)
@@ -94,7 +98,7 @@ k512(int kc, const float *a, const float *b, float *c, int ldc, int add) {
 #define Z256(i) __m256 x##i##a = _mm256_setzero_ps(), x##i##b = _mm256_setzero_ps();
 #define F256(i)                                                                \
   {                                                                            \
-    __m256 ai = _mm256_broadcast_ss(a + (i));                                  \
+    __m256 ai = _mm256_broadcast_ss(a + (i) * si);                                  \
     x##i##a = _mm256_fmadd_ps(ai, b0, x##i##a);                                \
     x##i##b = _mm256_fmadd_ps(ai, b1, x##i##b);                                \
   }
@@ -109,20 +113,44 @@ k512(int kc, const float *a, const float *b, float *c, int ldc, int add) {
     _mm256_storeu_ps(ci + 8, x##i##b);                                         \
   }
 
-__attribute__((target("avx2,fma"))) static void
-k256(int kc, const float *a, const float *b, float *c, int ldc, int add) {
+__attribute__((target("avx2,fma"), always_inline)) static inline void
+k256(int kc, const float *a, long si, long sk, const float *b, float *c,
+     int ldc, int add) {
   Z256(0) Z256(1) Z256(2) Z256(3) Z256(4) Z256(5)
   for (int k = 0; k < kc; k++) {
     __m256 b0 = _mm256_loadu_ps(b), b1 = _mm256_loadu_ps(b + 8);
     F256(0) F256(1) F256(2) F256(3) F256(4) F256(5)
-    a += 6;
+    a += sk;
     b += 16;
   }
   S256(0) S256(1) S256(2) S256(3) S256(4) S256(5)
 }
 
-static const kdesc K512 = {"avx512", 12, 32, k512};
-static const kdesc K256 = {"avx2", 6, 16, k256};
+__attribute__((target("avx512f"))) static void
+k512p(int kc, const float *a, long si, long sk, const float *b, float *c,
+      int ldc, int add) {
+  (void)si, (void)sk;
+  k512(kc, a, 1, 12, b, c, ldc, add);
+}
+__attribute__((target("avx512f"))) static void
+k512s(int kc, const float *a, long si, long sk, const float *b, float *c,
+      int ldc, int add) {
+  k512(kc, a, si, sk, b, c, ldc, add);
+}
+__attribute__((target("avx2,fma"))) static void
+k256p(int kc, const float *a, long si, long sk, const float *b, float *c,
+      int ldc, int add) {
+  (void)si, (void)sk;
+  k256(kc, a, 1, 6, b, c, ldc, add);
+}
+__attribute__((target("avx2,fma"))) static void
+k256s(int kc, const float *a, long si, long sk, const float *b, float *c,
+      int ldc, int add) {
+  k256(kc, a, si, sk, b, c, ldc, add);
+}
+
+static const kdesc K512 = {"avx512", 12, 32, k512p, k512s};
+static const kdesc K256 = {"avx2", 6, 16, k256p, k256s};
 
 /* ---- packing ------------------------------------------------------------ */
 
@@ -140,12 +168,14 @@ static void pack_a(float *restrict ap, const float *restrict A, int lda,
         for (int i = mr; i < MR; i++) d[k * MR + i] = 0.0f;
       }
     } else {
-      for (int i = 0; i < mr; i++) {
-        const float *s = A + (size_t)(i0 + ir + i) * lda + p0;
-        for (int k = 0; k < kc; k++) d[k * MR + i] = s[k];
+      /* k outermost: contiguous writes, and the MR rows' reads stay in
+      ** MR cache lines for 16 steps (i outermost wrote with a stride of
+      ** MR floats, a cache miss per write once the block outgrew L1) */
+      const float *s = A + (size_t)(i0 + ir) * lda + p0;
+      for (int k = 0; k < kc; k++) {
+        for (int i = 0; i < mr; i++) d[k * MR + i] = s[(size_t)i * lda + k];
+        for (int i = mr; i < MR; i++) d[k * MR + i] = 0.0f;
       }
-      for (int i = mr; i < MR; i++)
-        for (int k = 0; k < kc; k++) d[k * MR + i] = 0.0f;
     }
   }
 }
@@ -157,13 +187,12 @@ static void pack_b(float *restrict bp, const float *restrict B, int ldb,
   for (int jr = 0; jr < nc; jr += NR) {
     int nr = nc - jr < NR ? nc - jr : NR;
     float *d = bp + (size_t)jr * kc;
-    if (tb) {
-      for (int j = 0; j < nr; j++) {
-        const float *s = B + (size_t)(j0 + jr + j) * ldb + p0;
-        for (int k = 0; k < kc; k++) d[k * NR + j] = s[k];
+    if (tb) { /* k outermost, as in pack_a */
+      const float *s = B + (size_t)(j0 + jr) * ldb + p0;
+      for (int k = 0; k < kc; k++) {
+        for (int j = 0; j < nr; j++) d[k * NR + j] = s[(size_t)j * ldb + k];
+        for (int j = nr; j < NR; j++) d[k * NR + j] = 0.0f;
       }
-      for (int j = nr; j < NR; j++)
-        for (int k = 0; k < kc; k++) d[k * NR + j] = 0.0f;
     } else {
       for (int k = 0; k < kc; k++) {
         const float *s = B + (size_t)(p0 + k) * ldb + j0 + jr;
@@ -203,6 +232,7 @@ static void gemm_blocked(const kdesc *kd, int ta, int tb, int M, int N, int K,
   /* depth blocks of equal size (K = 800: 3 x 267, not 3 x 256 + 32: a thin
   ** last block pays the C tile's load and store for little work) */
   int nkb = (K + KC - 1) / KC, kb = (K + nkb - 1) / nkb; /* kb <= kcap */
+  int direct = N <= 128;
   for (int jc = 0; jc < N; jc += NC) {
     int nc = N - jc < NC ? N - jc : NC;
     for (int pc = 0; pc < K; pc += kb) {
@@ -210,23 +240,45 @@ static void gemm_blocked(const kdesc *kd, int ta, int tb, int M, int N, int K,
       int add = pc > 0 || beta != 0.0f;
       pack_b(bp, B, ldb, tb, pc, jc, kc, nc, NR);
       for (int ic = 0; ic < M; ic += MC) {
-        int mc = M - ic < MC ? M - ic : MC;
-        pack_a(ap, A, lda, ta, ic, pc, mc, kc, MR);
+        int mc = M - ic < MC ? M - ic : MC, mfull = mc / MR * MR;
+        /* A is packed for reuse across B's panels; with few of them (N <=
+        ** 128: attention tiles) packing costs about what it saves, so the
+        ** kernel reads A where it lies and only a partial last panel of
+        ** rows is packed (the kernel reads whole panels) */
+        if (!direct)
+          pack_a(ap, A, lda, ta, ic, pc, mc, kc, MR);
+        else if (mfull < mc)
+          pack_a(ap + (size_t)mfull * kc, A, lda, ta, ic + mfull, pc,
+                 mc - mfull, kc, MR);
         for (int jr = 0; jr < nc; jr += NR) {
           int nr = nc - jr < NR ? nc - jr : NR;
           for (int ir = 0; ir < mc; ir += MR) {
             int mr = mc - ir < MR ? mc - ir : MR;
             float *cp = C + (size_t)(ic + ir) * ldc + jc + jr;
-            const float *a = ap + (size_t)ir * kc, *b = bp + (size_t)jr * kc;
+            const float *b = bp + (size_t)jr * kc;
+            ukernel k = kd->packed;
+            const float *a = ap + (size_t)ir * kc;
+            long si = 1, sk = MR;
+            if (direct && mr == MR) {
+              k = kd->strided;
+              si = ta ? 1 : lda;
+              sk = ta ? lda : 1;
+              a = ta ? A + (size_t)pc * lda + ic + ir
+                     : A + (size_t)(ic + ir) * lda + pc;
+            }
             if (mr == MR && nr == NR) {
-              kd->k(kc, a, b, cp, ldc, add);
+              k(kc, a, si, sk, b, cp, ldc, add);
               continue;
             }
-            kd->k(kc, a, b, tmp, NR, 0);
-            for (int i = 0; i < mr; i++)
-              for (int j = 0; j < nr; j++)
-                cp[(size_t)i * ldc + j] =
-                    (add ? cp[(size_t)i * ldc + j] : 0.0f) + tmp[i * NR + j];
+            k(kc, a, si, sk, b, tmp, NR, 0);
+            for (int i = 0; i < mr; i++) {
+              float *restrict ci = cp + (size_t)i * ldc;
+              const float *restrict ti = tmp + i * NR;
+              if (add)
+                for (int j = 0; j < nr; j++) ci[j] += ti[j];
+              else
+                memcpy(ci, ti, (size_t)nr * sizeof *ci);
+            }
           }
         }
       }
