@@ -10,18 +10,28 @@
 ** older builds are wrong on some CPUs), so the trainer carries its own
 ** product and asks the CPU, not a table of CPU names, what it can run.
 **
-** The product is the usual three-level blocking (Goto's): B is packed in
-** KC x NC blocks, A in MC x KC blocks, both as panels of NR columns (MR
-** rows) with k outermost, zero-padded to whole panels, so that the
-** micro-kernel streams both with unit stride and never looks at
-** transposes, leading dimensions or edges.  The micro-kernel keeps an
-** MR x NR tile of C in registers: 12 x 32 (24 zmm accumulators) with
-** AVX-512, 6 x 16 (12 ymm) with AVX2, one broadcast of A and NR/16 (NR/8)
-** loads of B per k.  Edge tiles go through a scratch tile.  The kernels are
-** compiled for their instruction sets with the target attribute and only
-** called after __builtin_cpu_supports said yes, so the default -O2 build
-** (no -march) runs anywhere.  Threads: none here; tnet.c splits the output
-** across OpenMP threads and calls this once per block.
+** The product is a three-level blocking after Goto's: B is packed in
+** KC x NC blocks as panels of NR columns with k outermost, zero-padded to
+** whole panels, so that the micro-kernel loads it with unit stride and
+** never looks at transposes or edge columns.  A is read where it lies
+** (one broadcast per row and k, at a[i * si + k * sk], either transpose):
+** packing A as well (the textbook way) measured no faster on the step's
+** large products and cost as much as it saved on the attention tiles (K
+** 25 to 70), so only a partial last panel of rows is packed (the kernel
+** reads whole panels).  The micro-kernel keeps an MR x NR tile of C in
+** registers: 12 x 32 (24 zmm accumulators) with AVX-512, 6 x 16 (12 ymm)
+** with AVX2, one broadcast of A and NR/16 (NR/8) loads of B per k.  Edge
+** tiles go through a scratch tile.  The kernels are compiled for their
+** instruction sets with the target attribute and only called after
+** __builtin_cpu_supports said yes, so the default -O2 build (no -march)
+** runs anywhere.  Threads: none here; tnet.c splits the output across
+** OpenMP threads and calls this once per block.
+**
+** Measured (bench/tkern_bench.c, one thread, CPU time, the step's shapes,
+** see bench/README-train.md): AVX-512 90-118 GFLOP/s, OpenBLAS 0.3.21
+** with the kernel it picks on this CPU (Prescott) 15-29, with
+** OPENBLAS_CORETYPE=Cooperlake 105-133: within about 10% of the best
+** OpenBLAS kernel, whichever kernel OpenBLAS would have guessed.
 **
 ** Numerics: each C entry is an ordinary float sum of K products, in k
 ** order within a KC block (FMA, so one rounding per step); the order
@@ -40,7 +50,7 @@
 #include "rmem.h"
 
 #define KC 256  /* depth of a packed block: a B panel (KC x 32) fits L1 */
-#define MC 192  /* rows of a packed A block (a multiple of both MRs): L2 */
+#define MC 192  /* rows of a block of A (a multiple of both MRs): L2 */
 #define NC 1024 /* columns of a packed B block: L2 */
 #define SMALL 8192 /* floats: packing space on the stack up to 32 KiB */
 
@@ -154,7 +164,7 @@ static const kdesc K256 = {"avx2", 6, 16, k256p, k256s};
 
 /* ---- packing ------------------------------------------------------------ */
 
-/* Rows i0.. i0+mc-1, depth p0 .. p0+kc-1 of op(A), as panels of MR rows:
+/* Rows i0 .. i0+mc-1, depth p0 .. p0+kc-1 of op(A), as panels of MR rows:
 ** ap[(panel * kc + k) * MR + i], rows past mc zero. */
 static void pack_a(float *restrict ap, const float *restrict A, int lda,
                    int ta, int i0, int p0, int mc, int kc, int MR) {
@@ -220,57 +230,46 @@ static void gemm_blocked(const kdesc *kd, int ta, int tb, int M, int N, int K,
         memset(C + (size_t)i * ldc, 0, (size_t)N * sizeof *C);
     return;
   }
-  size_t mcap = (size_t)round_up(M < MC ? M : MC, MR),
-         ncap = (size_t)round_up(N < NC ? N : NC, NR),
+  size_t ncap = (size_t)round_up(N < NC ? N : NC, NR),
          kcap = (size_t)(K < KC ? K : KC);
-  /* one buffer: A block, B block, an edge tile, 64-byte alignment; on the
-  ** stack when small (attention tiles: thousands of products per step) */
-  size_t need = mcap * kcap + kcap * ncap + (size_t)MR * NR + 16;
+  /* one buffer: a partial panel of A, the B block, an edge tile, 64-byte
+  ** alignment; on the stack when small (attention tiles: thousands of
+  ** products per step) */
+  size_t need = (size_t)MR * kcap + kcap * ncap + (size_t)MR * NR + 16;
   float small[SMALL], *buf = need <= SMALL ? small : raspM_alloc(need * sizeof(float));
   float *ap = (float *)(((uintptr_t)buf + 63) & ~(uintptr_t)63);
-  float *bp = ap + mcap * kcap, *tmp = bp + kcap * ncap;
+  float *bp = ap + (size_t)MR * kcap, *tmp = bp + kcap * ncap;
   /* depth blocks of equal size (K = 800: 3 x 267, not 3 x 256 + 32: a thin
   ** last block pays the C tile's load and store for little work) */
   int nkb = (K + KC - 1) / KC, kb = (K + nkb - 1) / nkb; /* kb <= kcap */
-  int direct = N <= 128;
+  long si = ta ? 1 : lda, sk = ta ? lda : 1; /* A's strides in place */
   for (int jc = 0; jc < N; jc += NC) {
     int nc = N - jc < NC ? N - jc : NC;
     for (int pc = 0; pc < K; pc += kb) {
       int kc = K - pc < kb ? K - pc : kb;
       int add = pc > 0 || beta != 0.0f;
       pack_b(bp, B, ldb, tb, pc, jc, kc, nc, NR);
+      /* rows in blocks of MC: a block's rows of A and tiles of C stay in
+      ** L2 while B's panels go by */
       for (int ic = 0; ic < M; ic += MC) {
         int mc = M - ic < MC ? M - ic : MC, mfull = mc / MR * MR;
-        /* A is packed for reuse across B's panels; with few of them (N <=
-        ** 128: attention tiles) packing costs about what it saves, so the
-        ** kernel reads A where it lies and only a partial last panel of
-        ** rows is packed (the kernel reads whole panels) */
-        if (!direct)
-          pack_a(ap, A, lda, ta, ic, pc, mc, kc, MR);
-        else if (mfull < mc)
-          pack_a(ap + (size_t)mfull * kc, A, lda, ta, ic + mfull, pc,
-                 mc - mfull, kc, MR);
+        if (mfull < mc) pack_a(ap, A, lda, ta, ic + mfull, pc, mc - mfull, kc, MR);
         for (int jr = 0; jr < nc; jr += NR) {
           int nr = nc - jr < NR ? nc - jr : NR;
           for (int ir = 0; ir < mc; ir += MR) {
             int mr = mc - ir < MR ? mc - ir : MR;
             float *cp = C + (size_t)(ic + ir) * ldc + jc + jr;
             const float *b = bp + (size_t)jr * kc;
-            ukernel k = kd->packed;
-            const float *a = ap + (size_t)ir * kc;
-            long si = 1, sk = MR;
-            if (direct && mr == MR) {
-              k = kd->strided;
-              si = ta ? 1 : lda;
-              sk = ta ? lda : 1;
-              a = ta ? A + (size_t)pc * lda + ic + ir
-                     : A + (size_t)(ic + ir) * lda + pc;
-            }
             if (mr == MR && nr == NR) {
-              k(kc, a, si, sk, b, cp, ldc, add);
+              kd->strided(kc, A + (size_t)(ic + ir) * si + (size_t)pc * sk, si,
+                          sk, b, cp, ldc, add);
               continue;
             }
-            k(kc, a, si, sk, b, tmp, NR, 0);
+            if (mr == MR)
+              kd->strided(kc, A + (size_t)(ic + ir) * si + (size_t)pc * sk, si,
+                          sk, b, tmp, NR, 0);
+            else
+              kd->packed(kc, ap, 1, MR, b, tmp, NR, 0);
             for (int i = 0; i < mr; i++) {
               float *restrict ci = cp + (size_t)i * ldc;
               const float *restrict ti = tmp + i * NR;
