@@ -25,6 +25,18 @@
 
 #define GELU_K 0.7978845608028654f /* sqrt(2/pi) */
 
+/* The element-wise loops are compiled three times (target_clones): for
+** x86-64-v4 (AVX-512), x86-64-v3 (AVX2, FMA) and the baseline, and the
+** loader picks the clone the CPU runs (ifunc), so the default build (-O2,
+** no -march) gets 64-byte vectors where the CPU has them, not only SSE2's
+** 16.  OpenMP's parallel loops are not cloned (their outlined bodies would
+** not follow): they call cloned functions on chunks instead.  No float
+** contraction at -std=c11, so the clones differ only in the order of the
+** omp simd reductions. */
+#define VEC                                                                    \
+  __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#define CHUNK 8192 /* floats per chunk of a parallel element-wise loop */
+
 typedef struct lparams {
   float *ln1w, *ln1b, *wq, *wk, *wv, *bq, *bk, *bv, *wo, *bo, *ln2w, *ln2b,
       *win, *bin, *wout, *bout;
@@ -154,16 +166,42 @@ void train_zero_grad(train_net *n) {
 
 /* ---- dropout ------------------------------------------------------------ */
 
-/* Fills mask with 0 or 1/(1-p) (inverted dropout), and multiplies x by it. */
-static void dropout_fwd(train_net *n, float *x, float *mask, size_t len) {
-  float p = n->dropout, keep = 1.0f / (1.0f - p);
-  /* 24 random bits per draw: ample for a dropout rate. */
-  uint32_t thr = (uint32_t)(p * 16777216.0f);
-  for (size_t i = 0; i < len; i++) {
-    uint32_t u = (uint32_t)(raspT_rng_next(&n->rng) >> 40);
-    mask[i] = u < thr ? 0.0f : keep;
-    x[i] *= mask[i];
+/* The mask was one xoshiro draw per entry, a serial dependency chain (4%
+** of a step).  Now one draw per call gives a 64-bit key and entry i's bits
+** are a hash of (key, i) (counter-based, like Philox, but a 32-bit integer
+** hash: two multiply-xorshift rounds over i mixed with the key), which
+** vectorises and parallelises and stays reproducible from n->rng (which
+** the trainer seeds per epoch).  Entries i < 2^32 (checked by the caller's
+** sizes: R * D floats). */
+VEC static void dropout_range(float *restrict y, float *restrict mask,
+                              const float *restrict resid, size_t i0, size_t i1,
+                              uint64_t key, uint32_t thr, float keep) {
+  uint32_t k0 = (uint32_t)key, k1 = (uint32_t)(key >> 32);
+#pragma omp simd
+  for (size_t i = i0; i < i1; i++) {
+    uint32_t h = ((uint32_t)i ^ k1) * 0x9e3779b1u + k0;
+    h ^= h >> 16;
+    h *= 0x7feb352du;
+    h ^= h >> 15;
+    h *= 0x846ca68bu;
+    h ^= h >> 16;
+    float mk = (h >> 8) < thr ? 0.0f : keep; /* 24 bits: ample for a rate */
+    mask[i] = mk;
+    y[i] = y[i] * mk + (resid ? resid[i] : 0.0f);
   }
+}
+
+/* Fills mask with 0 or 1/(1-p) (inverted dropout) and sets x = x * mask +
+** resid (resid NULL: 0): the residual add fused in. */
+static void dropout_fwd(train_net *n, float *x, float *mask, const float *resid,
+                        size_t len) {
+  float p = n->dropout, keep = 1.0f / (1.0f - p);
+  uint32_t thr = (uint32_t)(p * 16777216.0f);
+  uint64_t key = raspT_rng_next(&n->rng);
+#pragma omp parallel for schedule(static) if (len > 100000)
+  for (size_t c = 0; c < len; c += CHUNK)
+    dropout_range(x, mask, resid, c, c + CHUNK < len ? c + CHUNK : len, key,
+                  thr, keep);
 }
 
 /* ---- embedding ---------------------------------------------------------- */
@@ -196,32 +234,45 @@ static void embedding_bwd(const float *dout, const int *tok, float *dte,
 
 /* ---- layer norm --------------------------------------------------------- */
 
-static void layernorm_fwd(float *out, float *mean, float *rstd, const float *x,
-                          const float *w, const float *bias, size_t R, int D) {
-#pragma omp parallel for schedule(static) if (R * D > 100000)
-  for (size_t r = 0; r < R; r++) {
+VEC static void layernorm_fwd_rows(float *restrict out, float *restrict mean,
+                                   float *restrict rstd, const float *restrict x,
+                                   const float *restrict w,
+                                   const float *restrict bias, size_t r0,
+                                   size_t r1, int D) {
+  for (size_t r = r0; r < r1; r++) {
     const float *xr = x + r * D;
     float m = 0, v = 0;
+#pragma omp simd reduction(+ : m)
     for (int d = 0; d < D; d++) m += xr[d];
     m /= D;
+#pragma omp simd reduction(+ : v)
     for (int d = 0; d < D; d++) v += (xr[d] - m) * (xr[d] - m);
     v /= D;
     float s = 1.0f / sqrtf(v + 1e-5f);
     float *o = out + r * D;
+#pragma omp simd
     for (int d = 0; d < D; d++) o[d] = (xr[d] - m) * s * w[d] + bias[d];
     mean[r] = m;
     rstd[r] = s;
   }
 }
 
-/* Adds to dx; dw and db accumulate (serially over rows, to avoid races). */
-static void layernorm_bwd(float *dx, float *dw, float *db, const float *dout,
-                          const float *x, const float *w, const float *mean,
-                          const float *rstd, size_t R, int D) {
+static void layernorm_fwd(float *out, float *mean, float *rstd, const float *x,
+                          const float *w, const float *bias, size_t R, int D) {
 #pragma omp parallel for schedule(static) if (R * D > 100000)
-  for (size_t r = 0; r < R; r++) {
+  for (size_t r = 0; r < R; r += 32)
+    layernorm_fwd_rows(out, mean, rstd, x, w, bias, r, r + 32 < R ? r + 32 : R, D);
+}
+
+VEC static void layernorm_bwd_rows(float *restrict dx, const float *restrict dout,
+                                   const float *restrict x, const float *restrict w,
+                                   const float *restrict mean,
+                                   const float *restrict rstd, size_t r0,
+                                   size_t r1, int D) {
+  for (size_t r = r0; r < r1; r++) {
     const float *g = dout + r * D, *xr = x + r * D;
     float m = mean[r], s = rstd[r], a = 0, bsum = 0;
+#pragma omp simd reduction(+ : a, bsum)
     for (int d = 0; d < D; d++) {
       float xh = (xr[d] - m) * s, gw = g[d] * w[d];
       a += gw;
@@ -230,18 +281,38 @@ static void layernorm_bwd(float *dx, float *dw, float *db, const float *dout,
     a /= D;
     bsum /= D;
     float *o = dx + r * D;
+#pragma omp simd
     for (int d = 0; d < D; d++) {
       float xh = (xr[d] - m) * s;
       o[d] += s * (g[d] * w[d] - a - xh * bsum);
     }
   }
+}
+
+VEC static void layernorm_wgrad(float *restrict dw, float *restrict db,
+                                const float *restrict dout,
+                                const float *restrict x,
+                                const float *restrict mean,
+                                const float *restrict rstd, size_t R, int D) {
   for (size_t r = 0; r < R; r++) {
     const float *g = dout + r * D, *xr = x + r * D;
+    float m = mean[r], s = rstd[r];
+#pragma omp simd
     for (int d = 0; d < D; d++) {
-      dw[d] += g[d] * (xr[d] - mean[r]) * rstd[r];
+      dw[d] += g[d] * (xr[d] - m) * s;
       db[d] += g[d];
     }
   }
+}
+
+/* Adds to dx; dw and db accumulate (serially over rows, to avoid races). */
+static void layernorm_bwd(float *dx, float *dw, float *db, const float *dout,
+                          const float *x, const float *w, const float *mean,
+                          const float *rstd, size_t R, int D) {
+#pragma omp parallel for schedule(static) if (R * D > 100000)
+  for (size_t r = 0; r < R; r += 32)
+    layernorm_bwd_rows(dx, dout, x, w, mean, rstd, r, r + 32 < R ? r + 32 : R, D);
+  layernorm_wgrad(dw, db, dout, x, mean, rstd, R, D);
 }
 
 /* ---- matmul helpers ----------------------------------------------------- */
@@ -306,15 +377,20 @@ static void mm_nt(int M, int N, int K, const float *A, int lda, const float *Bm,
 ** GCC's -O2 (the "very cheap" vectorisation cost model: no runtime alias
 ** checks, no epilogues) leaves them scalar otherwise, which cost a fifth
 ** of a step on a compiled model (d_model 755, 3 heads of 27). */
-static void add_bias(float *restrict x, const float *restrict b, size_t R,
-                     int N, int ld) {
-#pragma omp parallel for schedule(static) if (R * N > 100000)
-  for (size_t r = 0; r < R; r++)
+VEC static void add_bias_rows(float *restrict x, const float *restrict b,
+                              size_t r0, size_t r1, int N, int ld) {
+  for (size_t r = r0; r < r1; r++)
 #pragma omp simd
     for (int j = 0; j < N; j++) x[r * ld + j] += b[j];
 }
 
-static void bias_grad(float *restrict db, const float *restrict dy, size_t R,
+static void add_bias(float *x, const float *b, size_t R, int N, int ld) {
+#pragma omp parallel for schedule(static) if (R * N > 100000)
+  for (size_t r = 0; r < R; r += 32)
+    add_bias_rows(x, b, r, r + 32 < R ? r + 32 : R, N, ld);
+}
+
+VEC static void bias_grad(float *restrict db, const float *restrict dy, size_t R,
                       int N, int ld) {
   for (size_t r = 0; r < R; r++)
 #pragma omp simd
@@ -322,13 +398,13 @@ static void bias_grad(float *restrict db, const float *restrict dy, size_t R,
 }
 
 /* y += x */
-static void vec_add(float *restrict y, const float *restrict x, size_t n) {
+VEC static void vec_add(float *restrict y, const float *restrict x, size_t n) {
 #pragma omp simd
   for (size_t i = 0; i < n; i++) y[i] += x[i];
 }
 
 /* y = x * m */
-static void vec_mul(float *restrict y, const float *restrict x,
+VEC static void vec_mul(float *restrict y, const float *restrict x,
                     const float *restrict m, size_t n) {
 #pragma omp simd
   for (size_t i = 0; i < n; i++) y[i] = x[i] * m[i];
@@ -375,7 +451,7 @@ static inline float vexp(float x) {
 ** nk, 0 for nk <= j < t (causal mask).  Vectorised: the max and the sum
 ** are omp simd reductions, e^x is vexp with x clamped to -80 (e^-80 is
 ** 2e-35, which rounds away against the row's largest term, 1). */
-static void softmax_row(float *restrict p, int nk, int t, float scale) {
+VEC static void softmax_row(float *restrict p, int nk, int t, float scale) {
   float mx = -INFINITY, sum = 0.0f;
 #pragma omp simd reduction(max : mx)
   for (int j = 0; j < nk; j++) mx = p[j] > mx ? p[j] : mx;
@@ -401,7 +477,7 @@ static void softmax_row(float *restrict p, int nk, int t, float scale) {
 
 /* Softmax backward for one row: ds[j] = p[j] (ds[j] - sum_k p[k] ds[k]) *
 ** scale, where ds holds dL/dp on entry. */
-static void softmax_bwd_row(float *restrict ds, const float *restrict p, int t,
+VEC static void softmax_bwd_row(float *restrict ds, const float *restrict p, int t,
                             float scale) {
   float dot = 0.0f;
 #pragma omp simd reduction(+ : dot)
@@ -538,27 +614,43 @@ static inline float gelu_tanh(float x) {
   return vtanh(GELU_K * (x + 0.044715f * x * x * x));
 }
 
-static void relu_fwd(float *restrict y, const float *restrict x, size_t n) {
-#pragma omp parallel for simd schedule(static) if (n > 100000)
+VEC static void relu_fwd_range(float *restrict y, const float *restrict x,
+                               size_t n) {
+#pragma omp simd
   for (size_t i = 0; i < n; i++) y[i] = x[i] > 0.0f ? x[i] : 0.0f;
 }
 
-static void relu_bwd(float *restrict dy, const float *restrict x, size_t n) {
-#pragma omp parallel for simd schedule(static) if (n > 100000)
+VEC static void relu_bwd_range(float *restrict dy, const float *restrict x,
+                               size_t n) {
+#pragma omp simd
   for (size_t i = 0; i < n; i++) dy[i] = x[i] > 0.0f ? dy[i] : 0.0f;
 }
 
-static void gelu_fwd(float *restrict y, const float *restrict x, size_t n) {
-#pragma omp parallel for simd schedule(static) if (n > 100000)
+VEC static void gelu_fwd_range(float *restrict y, const float *restrict x,
+                               size_t n) {
+#pragma omp simd
   for (size_t i = 0; i < n; i++) y[i] = 0.5f * x[i] * (1.0f + gelu_tanh(x[i]));
 }
 
-static void gelu_bwd(float *restrict dy, const float *restrict x, size_t n) {
-#pragma omp parallel for simd schedule(static) if (n > 100000)
+VEC static void gelu_bwd_range(float *restrict dy, const float *restrict x,
+                               size_t n) {
+#pragma omp simd
   for (size_t i = 0; i < n; i++) {
     float v = x[i], th = gelu_tanh(v);
     dy[i] *= 0.5f * (1.0f + th) + 0.5f * v * (1.0f - th * th) * GELU_K *
                                      (1.0f + 3 * 0.044715f * v * v);
+  }
+}
+
+/* y = act(x) (fwd) or dy *= act'(x) (bwd), in parallel chunks */
+static void activation(int gelu, int bwd, float *y, const float *x, size_t n) {
+#pragma omp parallel for schedule(static) if (n > 100000)
+  for (size_t c = 0; c < n; c += CHUNK) {
+    size_t m = c + CHUNK < n ? CHUNK : n - c;
+    if (gelu)
+      (bwd ? gelu_bwd_range : gelu_fwd_range)(y + c, x + c, m);
+    else
+      (bwd ? relu_bwd_range : relu_fwd_range)(y + c, x + c, m);
   }
 }
 
@@ -569,10 +661,7 @@ static void mlp_fwd(train_net *n, train_layer_acts *a, const lparams *p,
   mm(R, F, D, h, D, p->win, F, a->pre, F, 0);
   add_bias(a->pre, p->bin, (size_t)R, F, F);
   size_t RF = (size_t)R * F;
-  if (gelu)
-    gelu_fwd(a->act, a->pre, RF);
-  else
-    relu_fwd(a->act, a->pre, RF);
+  activation(gelu, 0, a->act, a->pre, RF);
   mm(R, D, F, a->act, F, p->wout, D, out, D, 0);
   add_bias(out, p->bout, (size_t)R, D, D);
 }
@@ -585,10 +674,7 @@ static void mlp_bwd(train_net *n, train_layer_acts *a, const lparams *p,
   bias_grad(g->bout, dout, (size_t)R, D, D);
   mm_nt(R, F, D, dout, D, p->wout, D, n->dfc, F, 0);
   size_t RF = (size_t)R * F;
-  if (gelu)
-    gelu_bwd(n->dfc, a->pre, RF);
-  else
-    relu_bwd(n->dfc, a->pre, RF);
+  activation(gelu, 1, n->dfc, a->pre, RF);
   mm_tn(D, F, R, h, D, n->dfc, F, g->win, F);
   bias_grad(g->bin, n->dfc, (size_t)R, F, F);
   mm_nt(R, D, F, n->dfc, F, p->win, F, dh, D, 0);
@@ -607,7 +693,7 @@ void train_forward(train_net *n, const int *tokens, int b, int t) {
   int drop = n->training && n->dropout > 0;
   embedding_fwd(n->emb, tokens, tensor_in(m, m->params, "tok_emb"),
                 tensor_in(m, m->params, "pos_emb"), b, t, D);
-  if (drop) dropout_fwd(n, n->emb, n->emb_mask, RD);
+  if (drop) dropout_fwd(n, n->emb, n->emb_mask, NULL, RD);
   const float *x = n->emb;
   for (int l = 0; l < c->n_layers; l++) {
     train_layer_acts *a = &n->L[l];
@@ -618,16 +704,20 @@ void train_forward(train_net *n, const int *tokens, int b, int t) {
       h = a->ln1;
     }
     attention_fwd(n, a, &p, h, a->mid);
-    if (drop) dropout_fwd(n, a->mid, a->ao_mask, RD);
-    vec_add(a->mid, x, RD);
+    if (drop)
+      dropout_fwd(n, a->mid, a->ao_mask, x, RD);
+    else
+      vec_add(a->mid, x, RD);
     h = a->mid;
     if (c->layer_norm) {
       layernorm_fwd(a->ln2, a->ln2_mean, a->ln2_rstd, a->mid, p.ln2w, p.ln2b, R, D);
       h = a->ln2;
     }
     mlp_fwd(n, a, &p, h, a->out);
-    if (drop) dropout_fwd(n, a->out, a->mo_mask, RD);
-    vec_add(a->out, a->mid, RD);
+    if (drop)
+      dropout_fwd(n, a->out, a->mo_mask, a->mid, RD);
+    else
+      vec_add(a->out, a->mid, RD);
     x = a->out;
   }
   const float *h = x;
