@@ -2,14 +2,14 @@
 ** tkern_bench.c -- GFLOP/s of the trainer's matrix product (trainer/tkern.c)
 ** per kernel on the training step's shapes, one thread.  Not a test.
 **
-**   bench/tkern_bench.sh [REPS]
+**   make bench/tkern_bench && ./bench/tkern_bench [REPS]
 **
 ** For each shape (the paper model's products at micro-batch 64 x 70 =
 ** 4480 rows, forward and both backward forms, and attention tiles), the
 ** kernels the CPU supports ("cblas" is OpenBLAS with whatever kernel
 ** OPENBLAS_CORETYPE or its CPU detection gave it) run in turn, REPS rounds
-** (default 10), and each one's best time is reported: interleaved and
-** best-of, because the machine is shared.
+** (default 10), and each one's best time is reported, in thread CPU
+** time: interleaved, best-of and CPU time because the machine is shared.
 */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>

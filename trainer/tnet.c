@@ -11,7 +11,12 @@
 ** per use, so that the three projections of all heads are one sgemm, and
 ** so are their two gradients, not 3*H narrow ones each (d_head is small in
 ** compiled models: 3 heads of 27 for a d_model of 755; the copy is
-** 3*D*H*Dh floats against 3*R*D*H*Dh MACs).
+** 3*D*H*Dh floats against 3*R*D*H*Dh MACs).  Attention works one
+** (batch, head) tile at a time, its products (scores, weighted sums and
+** their four gradients) through tkern_sgemm reading q, k and v in place;
+** each tile's probabilities are kept for the backward (B*H*T*T floats a
+** layer, 10 MB at the paper's micro-batch) rather than recomputed.
+** Where the time goes, and what was measured: bench/README-train.md.
 */
 #include "tnet.h"
 
