@@ -16,10 +16,12 @@
 # the grid; ABFLAGS passes options to abbench (e.g. --force: report on a
 # busy machine anyway; abbench's verdict is then withheld, exit 3, and
 # this script goes on).  CORETYPE=NAME runs both sides with
-# OPENBLAS_CORETYPE=NAME: both do their matrix products in Debian's
-# OpenBLAS, which may pick a slow kernel on a CPU it does not know; the
-# variable is left alone otherwise (some kernels of older OpenBLAS builds
-# compute wrong results on some CPUs, so choosing one is the user's call).
+# OPENBLAS_CORETYPE=NAME: PyTorch does its matrix products in Debian's
+# OpenBLAS, which may pick a slow kernel on a CPU it does not know
+# (rasp-train uses its own kernels, trainer/tkern.c, where the CPU has
+# AVX2 or AVX-512, and OpenBLAS otherwise); the variable is left alone
+# otherwise (some kernels of older OpenBLAS builds compute wrong results
+# on some CPUs, so choosing one is the user's call).
 # Not a test.
 #
 # rasp-train's figure is the whole run (start-up, data generation, one

@@ -24,6 +24,7 @@
 #include "rmem.h"
 #include "rmodel.h"
 #include "rverify.h"
+#include "tkern.h"
 #include "tnet.h"
 #include "ttrain.h"
 
@@ -240,6 +241,65 @@ START_TEST(test_tanh_accuracy) {
   ck_assert(train_tanh(0.0f) == 0.0f);
   ck_assert(train_tanh(50.0f) == 1.0f && train_tanh(-50.0f) == -1.0f);
   ck_assert(train_tanh(0.3f) == -train_tanh(-0.3f));
+}
+END_TEST
+/* The trainer's matrix product (tkern.c), every kernel this CPU runs,
+** against a double-precision reference: shapes across the micro-tile (12 x
+** 32, 6 x 16) and block (192 rows, 256 deep, 1024 columns) edges, all four
+** transpose cases, beta 0 (C's NaNs overwritten) and 1, leading dimensions
+** wider than the matrices (the padding left alone), and K = 0. */
+START_TEST(test_sgemm_kernels) {
+  static const int shapes[][3] = {{1, 1, 1},   {13, 33, 7},  {70, 70, 25},
+                                  {70, 25, 70}, {250, 40, 300}, {20, 1030, 9},
+                                  {12, 32, 256}, {5, 3, 0}};
+  static const char *kinds[] = {"avx512", "avx2", "cblas"};
+  int tried = 0;
+  for (int kk = 0; kk < 3; kk++) {
+    if (tkern_select(kinds[kk])) continue;
+    ck_assert_str_eq(tkern_name(), kinds[kk]);
+    tried++;
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+      for (int mode = 0; mode < 8; mode++) {
+        int M = shapes[s][0], N = shapes[s][1], K = shapes[s][2];
+        int ta = mode & 1, tb = (mode >> 1) & 1, acc = mode >> 2;
+        int lda = (ta ? M : K) + 3, ldb = (tb ? K : N) + 2, ldc = N + 5;
+        size_t na = (size_t)(ta ? K : M) * lda + 1, nb = (size_t)(tb ? N : K) * ldb + 1,
+               nc = (size_t)M * ldc;
+        float *A = raspM_alloc(na * sizeof *A), *B = raspM_alloc(nb * sizeof *B),
+              *C = raspM_alloc(nc * sizeof *C), *C0 = raspM_alloc(nc * sizeof *C);
+        rasp_rng r;
+        raspT_rng_seed(&r, 17 + s, (uint64_t)mode);
+        for (size_t i = 0; i < na; i++) A[i] = (float)train_normal(&r);
+        for (size_t i = 0; i < nb; i++) B[i] = (float)train_normal(&r);
+        for (size_t i = 0; i < nc; i++) C0[i] = C[i] = acc ? (float)train_normal(&r) : NAN;
+        tkern_sgemm(ta, tb, M, N, K, A, lda, B, ldb, acc ? 1.0f : 0.0f, C, ldc);
+        for (int i = 0; i < M; i++)
+          for (int j = 0; j < ldc; j++) {
+            float got = C[(size_t)i * ldc + j];
+            if (j >= N) { /* padding: untouched (NaN == NaN bitwise) */
+              ck_assert(memcmp(&got, &C0[(size_t)i * ldc + j], sizeof got) == 0);
+              continue;
+            }
+            double want = acc ? C0[(size_t)i * ldc + j] : 0, mag = fabs(want);
+            for (int k = 0; k < K; k++) {
+              double a = ta ? A[(size_t)k * lda + i] : A[(size_t)i * lda + k];
+              double b = tb ? B[(size_t)j * ldb + k] : B[(size_t)k * ldb + j];
+              want += a * b;
+              mag += fabs(a * b);
+            }
+            ck_assert_msg(fabs(got - want) <= 1e-6 * mag + 1e-30,
+                          "%s %dx%dx%d ta %d tb %d beta %d: C[%d][%d] = %.9g, want %.9g",
+                          kinds[kk], M, N, K, ta, tb, acc, i, j, (double)got, want);
+          }
+        raspM_free(A);
+        raspM_free(B);
+        raspM_free(C);
+        raspM_free(C0);
+      }
+  }
+  ck_assert_int_ge(tried, 1);
+  ck_assert_int_eq(tkern_select("no such kernel"), -1);
+  ck_assert_int_eq(tkern_select(NULL), 0);
 }
 END_TEST
 START_TEST(test_grad_bidir_noln_relu) { gradcheck(tiny(0, 0, 0, 0)); }
@@ -1384,6 +1444,7 @@ static Suite *train_suite(void) {
   tcase_set_timeout(tc, 60);
   tcase_add_test(tc, test_grad_causal_ln_gelu);
   tcase_add_test(tc, test_tanh_accuracy);
+  tcase_add_test(tc, test_sgemm_kernels);
   tcase_add_test(tc, test_grad_bidir_noln_relu);
   tcase_add_test(tc, test_grad_causal_noln_pos);
   tcase_add_test(tc, test_grad_bidir_ln);

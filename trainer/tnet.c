@@ -11,7 +11,12 @@
 ** per use, so that the three projections of all heads are one sgemm, and
 ** so are their two gradients, not 3*H narrow ones each (d_head is small in
 ** compiled models: 3 heads of 27 for a d_model of 755; the copy is
-** 3*D*H*Dh floats against 3*R*D*H*Dh MACs).
+** 3*D*H*Dh floats against 3*R*D*H*Dh MACs).  Attention works one
+** (batch, head) tile at a time, its products (scores, weighted sums and
+** their four gradients) through tkern_sgemm reading q, k and v in place;
+** each tile's probabilities are kept for the backward (B*H*T*T floats a
+** layer, 10 MB at the paper's micro-batch) rather than recomputed.
+** Where the time goes, and what was measured: bench/README-train.md.
 */
 #include "tnet.h"
 
@@ -21,8 +26,21 @@
 #include <string.h>
 
 #include "rmem.h"
+#include "tkern.h"
 
 #define GELU_K 0.7978845608028654f /* sqrt(2/pi) */
+
+/* The element-wise loops are compiled three times (target_clones): for
+** x86-64-v4 (AVX-512), x86-64-v3 (AVX2, FMA) and the baseline, and the
+** loader picks the clone the CPU runs (ifunc), so the default build (-O2,
+** no -march) gets 64-byte vectors where the CPU has them, not only SSE2's
+** 16.  OpenMP's parallel loops are not cloned (their outlined bodies would
+** not follow): they call cloned functions on chunks instead.  No float
+** contraction at -std=c11, so the clones differ only in the order of the
+** omp simd reductions. */
+#define VEC                                                                    \
+  __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#define CHUNK 8192 /* floats per chunk of a parallel element-wise loop */
 
 typedef struct lparams {
   float *ln1w, *ln1b, *wq, *wk, *wv, *bq, *bk, *bv, *wo, *bo, *ln2w, *ln2b,
@@ -153,16 +171,42 @@ void train_zero_grad(train_net *n) {
 
 /* ---- dropout ------------------------------------------------------------ */
 
-/* Fills mask with 0 or 1/(1-p) (inverted dropout), and multiplies x by it. */
-static void dropout_fwd(train_net *n, float *x, float *mask, size_t len) {
-  float p = n->dropout, keep = 1.0f / (1.0f - p);
-  /* 24 random bits per draw: ample for a dropout rate. */
-  uint32_t thr = (uint32_t)(p * 16777216.0f);
-  for (size_t i = 0; i < len; i++) {
-    uint32_t u = (uint32_t)(raspT_rng_next(&n->rng) >> 40);
-    mask[i] = u < thr ? 0.0f : keep;
-    x[i] *= mask[i];
+/* The mask was one xoshiro draw per entry, a serial dependency chain (4%
+** of a step).  Now one draw per call gives a 64-bit key and entry i's bits
+** are a hash of (key, i) (counter-based, like Philox, but a 32-bit integer
+** hash: two multiply-xorshift rounds over i mixed with the key), which
+** vectorises and parallelises and stays reproducible from n->rng (which
+** the trainer seeds per epoch).  Entries i < 2^32 (checked by the caller's
+** sizes: R * D floats). */
+VEC static void dropout_range(float *restrict y, float *restrict mask,
+                              const float *restrict resid, size_t i0, size_t i1,
+                              uint64_t key, uint32_t thr, float keep) {
+  uint32_t k0 = (uint32_t)key, k1 = (uint32_t)(key >> 32);
+#pragma omp simd
+  for (size_t i = i0; i < i1; i++) {
+    uint32_t h = ((uint32_t)i ^ k1) * 0x9e3779b1u + k0;
+    h ^= h >> 16;
+    h *= 0x7feb352du;
+    h ^= h >> 15;
+    h *= 0x846ca68bu;
+    h ^= h >> 16;
+    float mk = (h >> 8) < thr ? 0.0f : keep; /* 24 bits: ample for a rate */
+    mask[i] = mk;
+    y[i] = y[i] * mk + (resid ? resid[i] : 0.0f);
   }
+}
+
+/* Fills mask with 0 or 1/(1-p) (inverted dropout) and sets x = x * mask +
+** resid (resid NULL: 0): the residual add fused in. */
+static void dropout_fwd(train_net *n, float *x, float *mask, const float *resid,
+                        size_t len) {
+  float p = n->dropout, keep = 1.0f / (1.0f - p);
+  uint32_t thr = (uint32_t)(p * 16777216.0f);
+  uint64_t key = raspT_rng_next(&n->rng);
+#pragma omp parallel for schedule(static) if (len > 100000)
+  for (size_t c = 0; c < len; c += CHUNK)
+    dropout_range(x, mask, resid, c, c + CHUNK < len ? c + CHUNK : len, key,
+                  thr, keep);
 }
 
 /* ---- embedding ---------------------------------------------------------- */
@@ -195,32 +239,45 @@ static void embedding_bwd(const float *dout, const int *tok, float *dte,
 
 /* ---- layer norm --------------------------------------------------------- */
 
-static void layernorm_fwd(float *out, float *mean, float *rstd, const float *x,
-                          const float *w, const float *bias, size_t R, int D) {
-#pragma omp parallel for schedule(static) if (R * D > 100000)
-  for (size_t r = 0; r < R; r++) {
+VEC static void layernorm_fwd_rows(float *restrict out, float *restrict mean,
+                                   float *restrict rstd, const float *restrict x,
+                                   const float *restrict w,
+                                   const float *restrict bias, size_t r0,
+                                   size_t r1, int D) {
+  for (size_t r = r0; r < r1; r++) {
     const float *xr = x + r * D;
     float m = 0, v = 0;
+#pragma omp simd reduction(+ : m)
     for (int d = 0; d < D; d++) m += xr[d];
     m /= D;
+#pragma omp simd reduction(+ : v)
     for (int d = 0; d < D; d++) v += (xr[d] - m) * (xr[d] - m);
     v /= D;
     float s = 1.0f / sqrtf(v + 1e-5f);
     float *o = out + r * D;
+#pragma omp simd
     for (int d = 0; d < D; d++) o[d] = (xr[d] - m) * s * w[d] + bias[d];
     mean[r] = m;
     rstd[r] = s;
   }
 }
 
-/* Adds to dx; dw and db accumulate (serially over rows, to avoid races). */
-static void layernorm_bwd(float *dx, float *dw, float *db, const float *dout,
-                          const float *x, const float *w, const float *mean,
-                          const float *rstd, size_t R, int D) {
+static void layernorm_fwd(float *out, float *mean, float *rstd, const float *x,
+                          const float *w, const float *bias, size_t R, int D) {
 #pragma omp parallel for schedule(static) if (R * D > 100000)
-  for (size_t r = 0; r < R; r++) {
+  for (size_t r = 0; r < R; r += 32)
+    layernorm_fwd_rows(out, mean, rstd, x, w, bias, r, r + 32 < R ? r + 32 : R, D);
+}
+
+VEC static void layernorm_bwd_rows(float *restrict dx, const float *restrict dout,
+                                   const float *restrict x, const float *restrict w,
+                                   const float *restrict mean,
+                                   const float *restrict rstd, size_t r0,
+                                   size_t r1, int D) {
+  for (size_t r = r0; r < r1; r++) {
     const float *g = dout + r * D, *xr = x + r * D;
     float m = mean[r], s = rstd[r], a = 0, bsum = 0;
+#pragma omp simd reduction(+ : a, bsum)
     for (int d = 0; d < D; d++) {
       float xh = (xr[d] - m) * s, gw = g[d] * w[d];
       a += gw;
@@ -229,24 +286,46 @@ static void layernorm_bwd(float *dx, float *dw, float *db, const float *dout,
     a /= D;
     bsum /= D;
     float *o = dx + r * D;
+#pragma omp simd
     for (int d = 0; d < D; d++) {
       float xh = (xr[d] - m) * s;
       o[d] += s * (g[d] * w[d] - a - xh * bsum);
     }
   }
+}
+
+VEC static void layernorm_wgrad(float *restrict dw, float *restrict db,
+                                const float *restrict dout,
+                                const float *restrict x,
+                                const float *restrict mean,
+                                const float *restrict rstd, size_t R, int D) {
   for (size_t r = 0; r < R; r++) {
     const float *g = dout + r * D, *xr = x + r * D;
+    float m = mean[r], s = rstd[r];
+#pragma omp simd
     for (int d = 0; d < D; d++) {
-      dw[d] += g[d] * (xr[d] - mean[r]) * rstd[r];
+      dw[d] += g[d] * (xr[d] - m) * s;
       db[d] += g[d];
     }
   }
 }
 
+/* Adds to dx; dw and db accumulate (serially over rows, to avoid races). */
+static void layernorm_bwd(float *dx, float *dw, float *db, const float *dout,
+                          const float *x, const float *w, const float *mean,
+                          const float *rstd, size_t R, int D) {
+#pragma omp parallel for schedule(static) if (R * D > 100000)
+  for (size_t r = 0; r < R; r += 32)
+    layernorm_bwd_rows(dx, dout, x, w, mean, rstd, r, r + 32 < R ? r + 32 : R, D);
+  layernorm_wgrad(dw, db, dout, x, mean, rstd, R, D);
+}
+
 /* ---- matmul helpers ----------------------------------------------------- */
 
-/* All matmuls go through sg(): OpenBLAS runs single-threaded and OpenMP
-** splits the output into row (or column) blocks, one sgemm per thread.
+/* All matmuls go through sg(): OpenMP splits the output into row (or
+** column) blocks, one single-threaded product per thread (tkern_sgemm: the
+** trainer's own AVX-512/AVX2 kernels, OpenBLAS on other CPUs, which runs
+** single-threaded).
 ** Mixing OpenBLAS's own threads with OpenMP's spinning ones oversubscribes
 ** the cores (measured: 10x slower on 2 cores), so one threading layer. */
 static void sg(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int N, int K,
@@ -254,8 +333,8 @@ static void sg(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int N, int K,
                float *C, int ldc) {
   int nt = omp_get_max_threads();
   if (nt <= 1 || (long)M * N * K < 200000) {
-    cblas_sgemm(CblasRowMajor, ta, tb, M, N, K, 1.0f, A, lda, Bm, ldb, beta, C,
-                ldc);
+    tkern_sgemm(ta == CblasTrans, tb == CblasTrans, M, N, K, A, lda, Bm, ldb,
+                beta, C, ldc);
     return;
   }
   int rows = M >= N;
@@ -263,16 +342,19 @@ static void sg(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int N, int K,
 #pragma omp parallel num_threads(nt)
   {
     int id = omp_get_thread_num(), n = omp_get_num_threads();
-    int a = (int)((long)tot * id / n), b = (int)((long)tot * (id + 1) / n);
+    /* split points on multiples of 32, the AVX-512 micro-tile's width and
+    ** a multiple of its height's: no thread gets extra edge tiles */
+    int a = (int)((long)tot * id / n) / 32 * 32,
+        b = id == n - 1 ? tot : (int)((long)tot * (id + 1) / n) / 32 * 32;
     if (b > a) {
       if (rows) {
         const float *Ap = ta == CblasNoTrans ? A + (size_t)a * lda : A + a;
-        cblas_sgemm(CblasRowMajor, ta, tb, b - a, N, K, 1.0f, Ap, lda, Bm, ldb,
-                    beta, C + (size_t)a * ldc, ldc);
+        tkern_sgemm(ta == CblasTrans, tb == CblasTrans, b - a, N, K, Ap, lda,
+                    Bm, ldb, beta, C + (size_t)a * ldc, ldc);
       } else {
         const float *Bp = tb == CblasNoTrans ? Bm + a : Bm + (size_t)a * ldb;
-        cblas_sgemm(CblasRowMajor, ta, tb, M, b - a, K, 1.0f, A, lda, Bp, ldb,
-                    beta, C + a, ldc);
+        tkern_sgemm(ta == CblasTrans, tb == CblasTrans, M, b - a, K, A, lda,
+                    Bp, ldb, beta, C + a, ldc);
       }
     }
   }
@@ -300,15 +382,20 @@ static void mm_nt(int M, int N, int K, const float *A, int lda, const float *Bm,
 ** GCC's -O2 (the "very cheap" vectorisation cost model: no runtime alias
 ** checks, no epilogues) leaves them scalar otherwise, which cost a fifth
 ** of a step on a compiled model (d_model 755, 3 heads of 27). */
-static void add_bias(float *restrict x, const float *restrict b, size_t R,
-                     int N, int ld) {
-#pragma omp parallel for schedule(static) if (R * N > 100000)
-  for (size_t r = 0; r < R; r++)
+VEC static void add_bias_rows(float *restrict x, const float *restrict b,
+                              size_t r0, size_t r1, int N, int ld) {
+  for (size_t r = r0; r < r1; r++)
 #pragma omp simd
     for (int j = 0; j < N; j++) x[r * ld + j] += b[j];
 }
 
-static void bias_grad(float *restrict db, const float *restrict dy, size_t R,
+static void add_bias(float *x, const float *b, size_t R, int N, int ld) {
+#pragma omp parallel for schedule(static) if (R * N > 100000)
+  for (size_t r = 0; r < R; r += 32)
+    add_bias_rows(x, b, r, r + 32 < R ? r + 32 : R, N, ld);
+}
+
+VEC static void bias_grad(float *restrict db, const float *restrict dy, size_t R,
                       int N, int ld) {
   for (size_t r = 0; r < R; r++)
 #pragma omp simd
@@ -316,13 +403,13 @@ static void bias_grad(float *restrict db, const float *restrict dy, size_t R,
 }
 
 /* y += x */
-static void vec_add(float *restrict y, const float *restrict x, size_t n) {
+VEC static void vec_add(float *restrict y, const float *restrict x, size_t n) {
 #pragma omp simd
   for (size_t i = 0; i < n; i++) y[i] += x[i];
 }
 
 /* y = x * m */
-static void vec_mul(float *restrict y, const float *restrict x,
+VEC static void vec_mul(float *restrict y, const float *restrict x,
                     const float *restrict m, size_t n) {
 #pragma omp simd
   for (size_t i = 0; i < n; i++) y[i] = x[i] * m[i];
@@ -349,6 +436,61 @@ static void unpack_add_heads(float *w, const float *g, size_t ld, int H, int D,
               (size_t)Dh);
 }
 
+static inline float vexp(float x) {
+  const float shift = 12582912.0f; /* 1.5 * 2^23: rounds to an integer */
+  float t = x * 1.44269504f + shift, k = t - shift;
+  float r = x - k * 0.693145752f - k * 1.42860677e-6f; /* ln2, hi + lo */
+  float p = 1.0f + r * (1.0f + r * (0.5f + r * (1.0f / 6 + r * (1.0f / 24 +
+            r * (1.0f / 120 + r * (1.0f / 720))))));
+  uint32_t ti, ki;
+  memcpy(&ti, &t, sizeof ti);
+  /* 2^k: k is t's mantissa minus 0x400000; unsigned, so the shift is
+  ** defined (k + 127 > 0 for every x here: x >= -80) */
+  ki = (ti - 0x4B400000u + 127u) << 23;
+  float s;
+  memcpy(&s, &ki, sizeof s);
+  return p * s;
+}
+
+/* One row of scores in place: p[j] = softmax(scale * p[0..nk))_j for j <
+** nk, 0 for nk <= j < t (causal mask).  Vectorised: the max and the sum
+** are omp simd reductions, e^x is vexp with x clamped to -80 (e^-80 is
+** 2e-35, which rounds away against the row's largest term, 1). */
+VEC static void softmax_row(float *restrict p, int nk, int t, float scale) {
+  float mx = -INFINITY, sum = 0.0f;
+#pragma omp simd reduction(max : mx)
+  for (int j = 0; j < nk; j++) mx = p[j] > mx ? p[j] : mx;
+  mx *= scale;
+#pragma omp simd reduction(+ : sum)
+  for (int j = 0; j < nk; j++) {
+    /* x <= 0; -|x| clamped at -80 on its bits (a float compare here is
+    ** control flow to GCC at -O2 and the loop would stay scalar) */
+    float x = p[j] * scale - mx;
+    uint32_t xb;
+    memcpy(&xb, &x, sizeof xb);
+    xb &= 0x7fffffffu;
+    xb = (xb < 0x42a00000u ? xb : 0x42a00000u) | 0x80000000u; /* 80.0f */
+    memcpy(&x, &xb, sizeof x);
+    p[j] = vexp(x);
+    sum += p[j];
+  }
+  float inv = 1.0f / sum;
+#pragma omp simd
+  for (int j = 0; j < nk; j++) p[j] *= inv;
+  for (int j = nk; j < t; j++) p[j] = 0.0f;
+}
+
+/* Softmax backward for one row: ds[j] = p[j] (ds[j] - sum_k p[k] ds[k]) *
+** scale, where ds holds dL/dp on entry. */
+VEC static void softmax_bwd_row(float *restrict ds, const float *restrict p, int t,
+                            float scale) {
+  float dot = 0.0f;
+#pragma omp simd reduction(+ : dot)
+  for (int j = 0; j < t; j++) dot += p[j] * ds[j];
+#pragma omp simd
+  for (int j = 0; j < t; j++) ds[j] = p[j] * (ds[j] - dot) * scale;
+}
+
 /* out (R x D) = attention(h) (without dropout). */
 static void attention_fwd(train_net *n, train_layer_acts *a, const lparams *p,
                           const float *h, float *out) {
@@ -365,41 +507,21 @@ static void attention_fwd(train_net *n, train_layer_acts *a, const lparams *p,
   add_bias(a->v, p->bv, (size_t)R, HD, QS);
   float scale = 1.0f / sqrtf((float)Dh);
   int causal = c->causal;
-  const float *restrict Q = a->q, *restrict K = a->k, *restrict V = a->v;
-  float *restrict Y = a->atty, *restrict att = a->att;
+  const float *Q = a->q, *K = a->k, *V = a->v;
+  float *Y = a->atty, *att = a->att;
+  /* one (batch, head) tile at a time: its scores S = Q K^T (t x t), the
+  ** softmax in place, Y = P V; both products through tkern_sgemm, which
+  ** reads the tiles where they lie (row stride QS) */
 #pragma omp parallel for collapse(2) schedule(static) if ((long)b * t * t * Dh * H > 200000)
   for (int bi = 0; bi < b; bi++)
     for (int hd = 0; hd < H; hd++) {
       float *P = att + ((size_t)bi * H + hd) * t * t;
-      for (int i = 0; i < t; i++) {
-        const float *qi = Q + ((size_t)bi * t + i) * QS + hd * Dh;
-        float *Pi = P + (size_t)i * t;
-        int nk = causal ? i + 1 : t;
-        float mx = -INFINITY;
-        for (int j = 0; j < nk; j++) {
-          const float *kj = K + ((size_t)bi * t + j) * QS + hd * Dh;
-          float s = 0;
-#pragma omp simd reduction(+ : s)
-          for (int e = 0; e < Dh; e++) s += qi[e] * kj[e];
-          Pi[j] = s * scale;
-          if (Pi[j] > mx) mx = Pi[j];
-        }
-        float sum = 0;
-        for (int j = 0; j < nk; j++) {
-          Pi[j] = expf(Pi[j] - mx);
-          sum += Pi[j];
-        }
-        float inv = 1.0f / sum;
-        for (int j = 0; j < nk; j++) Pi[j] *= inv;
-        for (int j = nk; j < t; j++) Pi[j] = 0;
-        float *yi = Y + ((size_t)bi * t + i) * HD + hd * Dh;
-        for (int e = 0; e < Dh; e++) yi[e] = 0;
-        for (int j = 0; j < nk; j++) {
-          const float *vj = V + ((size_t)bi * t + j) * QS + hd * Dh;
-#pragma omp simd
-          for (int e = 0; e < Dh; e++) yi[e] += Pi[j] * vj[e];
-        }
-      }
+      size_t o = (size_t)bi * t * QS + (size_t)hd * Dh;
+      tkern_sgemm(0, 1, t, t, Dh, Q + o, QS, K + o, QS, 0.0f, P, t);
+      for (int i = 0; i < t; i++)
+        softmax_row(P + (size_t)i * t, causal ? i + 1 : t, t, scale);
+      tkern_sgemm(0, 0, t, Dh, t, P, t, V + o, QS, 0.0f,
+                  Y + (size_t)bi * t * HD + (size_t)hd * Dh, HD);
     }
   mm(R, D, HD, a->atty, HD, p->wo, D, out, D, 0);
   add_bias(out, p->bo, (size_t)R, D, D);
@@ -418,48 +540,30 @@ static void attention_bwd(train_net *n, train_layer_acts *a, const lparams *p,
   bias_grad(g->bo, dout, (size_t)R, D, D);
   mm_nt(R, HD, D, dout, D, p->wo, D, n->daty, HD, 0);
   float scale = 1.0f / sqrtf((float)Dh);
-  int causal = c->causal;
-  memset(n->dq, 0, (size_t)R * QS * sizeof(float)); /* dq, dk and dv */
-  /* dq, dk and dv share a buffer, in disjoint columns */
-  float *restrict dQ = n->dq, *restrict dK = n->dk, *restrict dV = n->dv;
-  const float *restrict Q = a->q, *restrict K = a->k, *restrict V = a->v,
-              *restrict dY = n->daty, *restrict att = a->att;
+  /* dq, dk and dv share a buffer, in disjoint columns; every entry of the
+  ** b*t rows is written below (beta 0), so no zeroing */
+  float *dQ = n->dq, *dK = n->dk, *dV = n->dv;
+  const float *Q = a->q, *K = a->k, *V = a->v, *dY = n->daty, *att = a->att;
 #pragma omp parallel if ((long)b * t * t * Dh * H > 200000)
   {
-    float *dP = raspM_alloc((size_t)t * sizeof(float));
+    float *dS = raspM_alloc((size_t)t * t * sizeof(float));
 #pragma omp for collapse(2) schedule(static)
     for (int bi = 0; bi < b; bi++)
       for (int hd = 0; hd < H; hd++) {
+        /* per tile: dP = dY V^T, dV = P^T dY, dS = P * (dP - rowsum(P dP))
+        ** * scale in place, dQ = dS K, dK = dS^T Q (P is 0 above the
+        ** diagonal when causal, and so is dS) */
         const float *P = att + ((size_t)bi * H + hd) * t * t;
-        for (int i = 0; i < t; i++) {
-          const float *Pi = P + (size_t)i * t;
-          size_t ri = ((size_t)bi * t + i) * QS + hd * Dh;
-          const float *dyi = dY + ((size_t)bi * t + i) * HD + hd * Dh;
-          int nk = causal ? i + 1 : t;
-          float dot = 0;
-          for (int j = 0; j < nk; j++) {
-            size_t rj = ((size_t)bi * t + j) * QS + hd * Dh;
-            float s = 0, pj = Pi[j];
-#pragma omp simd reduction(+ : s)
-            for (int e = 0; e < Dh; e++) {
-              s += dyi[e] * V[rj + e];
-              dV[rj + e] += pj * dyi[e];
-            }
-            dP[j] = s;
-            dot += s * Pi[j];
-          }
-          for (int j = 0; j < nk; j++) {
-            float ds = Pi[j] * (dP[j] - dot) * scale;
-            size_t rj = ((size_t)bi * t + j) * QS + hd * Dh;
-#pragma omp simd
-            for (int e = 0; e < Dh; e++) {
-              dQ[ri + e] += ds * K[rj + e];
-              dK[rj + e] += ds * Q[ri + e];
-            }
-          }
-        }
+        size_t o = (size_t)bi * t * QS + (size_t)hd * Dh;
+        const float *dy = dY + (size_t)bi * t * HD + (size_t)hd * Dh;
+        tkern_sgemm(0, 1, t, t, Dh, dy, HD, V + o, QS, 0.0f, dS, t);
+        tkern_sgemm(1, 0, t, Dh, t, P, t, dy, HD, 0.0f, dV + o, QS);
+        for (int i = 0; i < t; i++)
+          softmax_bwd_row(dS + (size_t)i * t, P + (size_t)i * t, t, scale);
+        tkern_sgemm(0, 0, t, Dh, t, dS, t, K + o, QS, 0.0f, dQ + o, QS);
+        tkern_sgemm(1, 0, t, Dh, t, dS, t, Q + o, QS, 0.0f, dK + o, QS);
       }
-    raspM_free(dP);
+    raspM_free(dS);
   }
   bias_grad(g->bq, n->dq, (size_t)R, HD, QS);
   bias_grad(g->bk, n->dk, (size_t)R, HD, QS);
@@ -486,25 +590,9 @@ static void attention_bwd(train_net *n, train_layer_acts *a, const lparams *p,
 ** sign(u) (1 - e)/(1 + e), e = e^(-2|u|), |u| clamped to 10 (tanh(10)
 ** rounds to 1 in float), and e^x from vexp(): x = k ln2 + r,
 ** |r| <= ln2/2, 2^k built in the exponent bits, e^r by its degree-6 Taylor
-** polynomial (relative error below 2.5e-7 on [-20, 20]; tanh's absolute
+** polynomial (relative error below 2.5e-7 on [-80, 20]; tanh's absolute
 ** error against double tanh is below 3e-7, libm's tanhf's 1e-7: checked by
 ** test_tanh_accuracy in tests/test_train.c). */
-static inline float vexp(float x) {
-  const float shift = 12582912.0f; /* 1.5 * 2^23: rounds to an integer */
-  float t = x * 1.44269504f + shift, k = t - shift;
-  float r = x - k * 0.693145752f - k * 1.42860677e-6f; /* ln2, hi + lo */
-  float p = 1.0f + r * (1.0f + r * (0.5f + r * (1.0f / 6 + r * (1.0f / 24 +
-            r * (1.0f / 120 + r * (1.0f / 720))))));
-  uint32_t ti, ki;
-  memcpy(&ti, &t, sizeof ti);
-  /* 2^k: k is t's mantissa minus 0x400000; unsigned, so the shift is
-  ** defined (k + 127 > 0 for every x here: x >= -20) */
-  ki = (ti - 0x4B400000u + 127u) << 23;
-  float s;
-  memcpy(&s, &ki, sizeof s);
-  return p * s;
-}
-
 static inline float vtanh(float u) {
   /* |u| clamped to 10 on its bits (positive floats order like their bits):
   ** a float compare would be a branch (GCC keeps those under its default
@@ -531,27 +619,43 @@ static inline float gelu_tanh(float x) {
   return vtanh(GELU_K * (x + 0.044715f * x * x * x));
 }
 
-static void relu_fwd(float *restrict y, const float *restrict x, size_t n) {
-#pragma omp parallel for simd schedule(static) if (n > 100000)
+VEC static void relu_fwd_range(float *restrict y, const float *restrict x,
+                               size_t n) {
+#pragma omp simd
   for (size_t i = 0; i < n; i++) y[i] = x[i] > 0.0f ? x[i] : 0.0f;
 }
 
-static void relu_bwd(float *restrict dy, const float *restrict x, size_t n) {
-#pragma omp parallel for simd schedule(static) if (n > 100000)
+VEC static void relu_bwd_range(float *restrict dy, const float *restrict x,
+                               size_t n) {
+#pragma omp simd
   for (size_t i = 0; i < n; i++) dy[i] = x[i] > 0.0f ? dy[i] : 0.0f;
 }
 
-static void gelu_fwd(float *restrict y, const float *restrict x, size_t n) {
-#pragma omp parallel for simd schedule(static) if (n > 100000)
+VEC static void gelu_fwd_range(float *restrict y, const float *restrict x,
+                               size_t n) {
+#pragma omp simd
   for (size_t i = 0; i < n; i++) y[i] = 0.5f * x[i] * (1.0f + gelu_tanh(x[i]));
 }
 
-static void gelu_bwd(float *restrict dy, const float *restrict x, size_t n) {
-#pragma omp parallel for simd schedule(static) if (n > 100000)
+VEC static void gelu_bwd_range(float *restrict dy, const float *restrict x,
+                               size_t n) {
+#pragma omp simd
   for (size_t i = 0; i < n; i++) {
     float v = x[i], th = gelu_tanh(v);
     dy[i] *= 0.5f * (1.0f + th) + 0.5f * v * (1.0f - th * th) * GELU_K *
                                      (1.0f + 3 * 0.044715f * v * v);
+  }
+}
+
+/* y = act(x) (fwd) or dy *= act'(x) (bwd), in parallel chunks */
+static void activation(int gelu, int bwd, float *y, const float *x, size_t n) {
+#pragma omp parallel for schedule(static) if (n > 100000)
+  for (size_t c = 0; c < n; c += CHUNK) {
+    size_t m = c + CHUNK < n ? CHUNK : n - c;
+    if (gelu)
+      (bwd ? gelu_bwd_range : gelu_fwd_range)(y + c, x + c, m);
+    else
+      (bwd ? relu_bwd_range : relu_fwd_range)(y + c, x + c, m);
   }
 }
 
@@ -562,10 +666,7 @@ static void mlp_fwd(train_net *n, train_layer_acts *a, const lparams *p,
   mm(R, F, D, h, D, p->win, F, a->pre, F, 0);
   add_bias(a->pre, p->bin, (size_t)R, F, F);
   size_t RF = (size_t)R * F;
-  if (gelu)
-    gelu_fwd(a->act, a->pre, RF);
-  else
-    relu_fwd(a->act, a->pre, RF);
+  activation(gelu, 0, a->act, a->pre, RF);
   mm(R, D, F, a->act, F, p->wout, D, out, D, 0);
   add_bias(out, p->bout, (size_t)R, D, D);
 }
@@ -578,10 +679,7 @@ static void mlp_bwd(train_net *n, train_layer_acts *a, const lparams *p,
   bias_grad(g->bout, dout, (size_t)R, D, D);
   mm_nt(R, F, D, dout, D, p->wout, D, n->dfc, F, 0);
   size_t RF = (size_t)R * F;
-  if (gelu)
-    gelu_bwd(n->dfc, a->pre, RF);
-  else
-    relu_bwd(n->dfc, a->pre, RF);
+  activation(gelu, 1, n->dfc, a->pre, RF);
   mm_tn(D, F, R, h, D, n->dfc, F, g->win, F);
   bias_grad(g->bin, n->dfc, (size_t)R, F, F);
   mm_nt(R, D, F, n->dfc, F, p->win, F, dh, D, 0);
@@ -600,7 +698,7 @@ void train_forward(train_net *n, const int *tokens, int b, int t) {
   int drop = n->training && n->dropout > 0;
   embedding_fwd(n->emb, tokens, tensor_in(m, m->params, "tok_emb"),
                 tensor_in(m, m->params, "pos_emb"), b, t, D);
-  if (drop) dropout_fwd(n, n->emb, n->emb_mask, RD);
+  if (drop) dropout_fwd(n, n->emb, n->emb_mask, NULL, RD);
   const float *x = n->emb;
   for (int l = 0; l < c->n_layers; l++) {
     train_layer_acts *a = &n->L[l];
@@ -611,16 +709,20 @@ void train_forward(train_net *n, const int *tokens, int b, int t) {
       h = a->ln1;
     }
     attention_fwd(n, a, &p, h, a->mid);
-    if (drop) dropout_fwd(n, a->mid, a->ao_mask, RD);
-    vec_add(a->mid, x, RD);
+    if (drop)
+      dropout_fwd(n, a->mid, a->ao_mask, x, RD);
+    else
+      vec_add(a->mid, x, RD);
     h = a->mid;
     if (c->layer_norm) {
       layernorm_fwd(a->ln2, a->ln2_mean, a->ln2_rstd, a->mid, p.ln2w, p.ln2b, R, D);
       h = a->ln2;
     }
     mlp_fwd(n, a, &p, h, a->out);
-    if (drop) dropout_fwd(n, a->out, a->mo_mask, RD);
-    vec_add(a->out, a->mid, RD);
+    if (drop)
+      dropout_fwd(n, a->out, a->mo_mask, a->mid, RD);
+    else
+      vec_add(a->out, a->mid, RD);
     x = a->out;
   }
   const float *h = x;

@@ -7,8 +7,9 @@
 ** are flat float buffers laid out like the parameters (gradients, moments)
 ** or per layer (activations).  One forward and one backward function per
 ** layer type (embedding, layer norm, attention, MLP, readout with cross
-** entropy), llm.c style: matmuls through cblas_sgemm, loops over batch and
-** heads through OpenMP.
+** entropy), llm.c style: matmuls through tkern_sgemm (tkern.h: the
+** trainer's own AVX-512/AVX2 kernels, cblas elsewhere), attention one
+** (batch, head) tile at a time, loops over batch and heads through OpenMP.
 */
 #ifndef RASP_TNET_H
 #define RASP_TNET_H
