@@ -765,12 +765,14 @@ int raspK_verify_random_range(rasp_ptrace *tr, uint64_t first, uint64_t graphs, 
   }
   int *inline_job = start_workers(verify_worker, job, sizeof job[0], jobs, th, &attr);
   /* the workers count what they have done; this thread reports it every
-     100 ms until the last one signals that it has finished */
+     20 ms until the last one signals that it has finished (under MPI, rank
+     0 answers the other ranks' requests from the callback: they wait no
+     longer than that) */
   pthread_mutex_lock(&all.lock);
   while (all.finished < jobs) {
     struct timespec until;
     clock_gettime(CLOCK_REALTIME, &until);
-    until.tv_nsec += 100 * 1000 * 1000;
+    until.tv_nsec += 20 * 1000 * 1000;
     if (until.tv_nsec >= 1000000000L) {
       until.tv_sec++;
       until.tv_nsec -= 1000000000L;

@@ -126,7 +126,7 @@ int raspK_check_batch(rasp_ptrace *tr, rasp_eval *ev, int B, const int64_t *toke
 ** `jobs` threads. */
 int raspK_verify_random(rasp_ptrace *tr, uint64_t graphs, uint64_t seed, int jobs,
                         rasp_vresult *res);
-/* The same, calling progress(user, done, total) about ten times a second
+/* The same, calling progress(user, done, total) about fifty times a second
 ** from the calling thread while the workers run. */
 typedef void (*raspK_progress)(void *user, uint64_t done, uint64_t total);
 int raspK_verify_random_progress(rasp_ptrace *tr, uint64_t graphs, uint64_t seed, int jobs,
