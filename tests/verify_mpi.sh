@@ -3,8 +3,8 @@
 # checkpoints (a run killed once its checkpoint holds part of the inputs,
 # then resumed, must print the unbroken run's row), bad checkpoint files;
 # and in a ./configure --with-mpi build where mpirun exists, `mpirun -np 2`
-# against one process: random and exhaustive runs, the same table, JSON
-# counts and counterexample byte for byte, and an MPI run killed (SIGTERM,
+# (and -np 1) against one process: random and exhaustive runs, the same
+# table, JSON counts and counterexample byte for byte, and an MPI run killed (SIGTERM,
 # as a preempting scheduler sends it) and resumed.  The MPI part prints
 # SKIP lines in other builds.  Prints "N passed, M failed".
 top_srcdir=${top_srcdir:-.}
@@ -157,6 +157,13 @@ else
     ok mpi_exhaustive
   else
     bad "mpi_exhaustive (status $s2, one process $s1)" "$out" "$tmp/one" "$err"
+  fi
+  mpirun -np 1 "$rasp" verify $x >"$out" 2>"$err"
+  s2=$?
+  if [ $s2 = $s1 ] && cmp -s "$out" "$tmp/one"; then
+    ok mpi_exhaustive_one_rank
+  else
+    bad "mpi_exhaustive_one_rank (status $s2, one process $s1)" "$out" "$err"
   fi
   killresume mpi_killed_resumed TERM same $mpi "$rasp" verify $a
   # one process finishes what two ranks began
