@@ -103,6 +103,21 @@ static const option options[] = {
      "graphs whose verdict changed (default: fixed)"},
     {RASPC_O_CAP, "--cap", NULL, "N", RASPC_VERIFY,
      "most inputs --exhaustive may enumerate (default 2000000)"},
+    {RASPC_O_CHECKPOINT, "--checkpoint", NULL, "FILE", RASPC_VERIFY,
+     "--exhaustive: record the ranges done in FILE, so that a killed run\n"
+     "can be resumed"},
+    {RASPC_O_CHECKPOINT_EVERY, "--checkpoint-every", NULL, "S", RASPC_VERIFY,
+     "write it at most every S seconds (default 10; 0: after every range\n"
+     "of inputs)"},
+    {RASPC_O_RESUME, "--resume", NULL, NULL, RASPC_VERIFY,
+     "continue the run that --checkpoint FILE records (a missing FILE\n"
+     "starts it); the counts are those of an unbroken run"},
+    {RASPC_O_PROGRESS, "--progress", NULL, NULL, RASPC_VERIFY,
+     "progress with rate and ETA on stderr from the start"},
+    {RASPC_O_PLAN, "--plan", NULL, NULL, RASPC_VERIFY,
+     "--exhaustive: print each cell's number of inputs and the time it\n"
+     "takes one core (from checking the first inputs for a second),\n"
+     "instead of running it"},
     {RASPC_O_INPUT, "--input", NULL, "TEXT", RASPC_VERIFY,
      "run one program on one input instead: its tokens as the task\n"
      "writes them (or a JSON line of `rasp gen`); D and M come from the\n"

@@ -26,6 +26,11 @@
 #include "rmem.h"
 #include "rstage.h"
 #include "rverify.h"
+#include "rmpiconf.h" /* RASP_MPI: built --with-mpi */
+#include "rwork.h"
+#ifdef RASP_MPI
+#include "rmpi.h"
+#endif
 
 /* "2..5", "3", or "2,3,5" */
 static int parse_range(const char *cmd, const char *opt, const char *text, long lo, long hi,
@@ -80,6 +85,9 @@ typedef struct vopts {
   const char *input_vocab, *vocab_file; /* plain programs (layers, draw) */
   int *Ls, nL;                          /*   their --length values */
   const char *sized;                    /* --D, --M or --V, when given */
+  const char *checkpoint;               /* --checkpoint FILE, */
+  int resume, progress, plan;           /*   --resume, --progress, --plan */
+  long ckpt_every;                      /* --checkpoint-every SECONDS */
   const char **programs;
   int nprograms;
   rasp_access access;
@@ -141,6 +149,11 @@ static int common_opts(unsigned cmd, const char *name, int argc, char **argv, vo
     case RASPC_O_INPUT_VOCAB: o->input_vocab = val; break;
     case RASPC_O_VOCAB: o->vocab_file = val; break;
     case RASPC_O_LENGTH:
+    case RASPC_O_CHECKPOINT: o->checkpoint = val; break;
+    case RASPC_O_CHECKPOINT_EVERY: ok = raspC_int_opt(name, opt, val, 0, 86400, &o->ckpt_every); break;
+    case RASPC_O_RESUME: o->resume = 1; break;
+    case RASPC_O_PROGRESS: o->progress = 1; break;
+    case RASPC_O_PLAN: o->plan = 1; break;
       raspM_free(o->Ls);
       ok = parse_range(name, opt, val, 1, 100000, &o->Ls, &o->nL);
       break;
@@ -169,6 +182,7 @@ static void init_vopts(vopts *o, int argc) {
   o->graphs = 1000;
   o->seed = 1;
   o->cap = 2000000;
+  o->ckpt_every = 10;
   long cores = sysconf(_SC_NPROCESSORS_ONLN);
   o->jobs = cores > 0 ? cores : 1;
   o->programs = raspM_alloc(sizeof(char *) * (size_t)(argc + 1));
@@ -181,24 +195,41 @@ static double now(void) {
 }
 
 /* Long runs report progress on stderr: a rewritten line on a terminal,
-** a line every ten seconds otherwise. */
+** a line every ten seconds otherwise; --progress (always) from the first
+** second on, every second.  The rate counts what this run did (not what a resumed
+** checkpoint brought: the first report's count is the base). */
 typedef struct progress_state {
   const char *name, *unit; /* unit: "graphs", or "inputs" (exhaustive) */
   int D, M;
   double start, last;
   int shown;
+  int always;              /* --progress */
+  int based;               /*   base: done at the first report */
+  uint64_t base;
 } progress_state;
+
+static void eta_text(double s, char *buf, size_t size) {
+  if (s < 120) snprintf(buf, size, "%.0f s", s);
+  else if (s < 7200) snprintf(buf, size, "%.0f min", s / 60);
+  else snprintf(buf, size, "%.1f h", s / 3600);
+}
 
 static void show_progress(void *user, uint64_t done, uint64_t total) {
   progress_state *ps = user;
   double t = now();
   int tty = isatty(2);
-  if (t - ps->start < 2 || t - ps->last < (tty ? 0.5 : 10)) return;
+  if (!ps->based) ps->base = done, ps->based = 1;
+  if (t - ps->start < (ps->always ? 1 : 2) ||
+      t - ps->last < (tty ? 0.5 : ps->always ? 1 : 10))
+    return;
   ps->last = t;
   ps->shown = 1;
-  fprintf(stderr, "%s  %s D=%d M=%d: %llu/%llu %s (%.0f s)%s", tty ? "\r" : "", ps->name,
-          ps->D, ps->M, (unsigned long long)done, (unsigned long long)total, ps->unit,
-          t - ps->start, tty ? "" : "\n");
+  double rate = t > ps->start ? (double)(done - ps->base) / (t - ps->start) : 0;
+  char eta[32] = "?";
+  if (rate > 0) eta_text((double)(total - done) / rate, eta, sizeof eta);
+  fprintf(stderr, "%s  %s D=%d M=%d: %llu/%llu %s (%.0f s; %.0f %s/s, ETA %s)%s", tty ? "\r" : "",
+          ps->name, ps->D, ps->M, (unsigned long long)done, (unsigned long long)total, ps->unit,
+          t - ps->start, rate, ps->unit, eta, tty ? "  " : "\n");
   fflush(stderr);
 }
 
@@ -374,7 +405,87 @@ static int verify_one(vopts *o) {
   return status;
 }
 
+/* `rasp verify --exhaustive --plan`: each cell's inputs and the time one
+** core takes for them, from checking the first ones for a second (CPU
+** time, so other load does not skew it).  Nothing is verified. */
+static int verify_plan(vopts *o) {
+  int status = 0;
+  double core_s = 0;
+  uint64_t inputs = 0;
+  if (!o->json)
+    printf("%-26s %3s %3s %15s %12s %16s  %s\n", "program", "D", "M", "inputs", "inputs/s",
+           "one core", "calibrated on");
+  for (int p = 0; p < o->nprograms; p++) {
+    rasp_program prog;
+    rasp_error err = {0};
+    if (!raspK_load_with(o->programs[p], o->stdlib, &o->access, o->Ds[0], o->Ms[0], (int)o->V,
+                         &prog, &err)) {
+      raspR_print(&err, stderr);
+      status = err.pos.src && status != 2 ? 1 : 2;
+      continue;
+    }
+    prog.interpret_check = o->interpret_check;
+    for (int mi = 0; mi < o->nM; mi++)
+      for (int di = 0; di < o->nD; di++) {
+        int D = o->Ds[di], M = o->Ms[mi];
+        rasp_ptrace tr;
+        uint64_t total = 0, timed = 0;
+        double rate = 0;
+        err.set = 0;
+        if (!raspK_trace(&prog, D, M, (int)o->V, &tr, &err)) {
+          fprintf(stderr, "rasp verify: %s at D=%d, M=%d:\n", prog.name, D, M);
+          raspR_print(&err, stderr);
+          status = 1;
+          continue;
+        }
+        raspK_order(&prog, &tr); /* as the run would: it may watch aggregates */
+        if (!raspW_calibrate(&tr, 1.0, &total, &timed, &rate, &err)) {
+          fprintf(stderr, "rasp verify: %s at D=%d, M=%d:\n", prog.name, D, M);
+          raspR_print(&err, stderr);
+          status = 1;
+          raspK_trace_free(&tr);
+          continue;
+        }
+        double secs = rate > 0 ? (double)total / rate : 0;
+        core_s += secs;
+        inputs += total;
+        char t[32];
+        eta_text(secs, t, sizeof t);
+        if (o->json)
+          printf("{\"program\":\"%s\",\"D\":%d,\"M\":%d,\"inputs\":%llu,\"calibrated\":%llu,"
+                 "\"inputs_per_second\":%.1f,\"core_seconds\":%.1f,\"over_cap\":%s}\n",
+                 prog.name, D, M, (unsigned long long)total, (unsigned long long)timed, rate, secs,
+                 total > (uint64_t)o->cap ? "true" : "false");
+        else
+          printf("%-26s %3d %3d %15llu %12.0f %16s  %llu inputs%s\n", prog.name, D, M,
+                 (unsigned long long)total, rate, t, (unsigned long long)timed,
+                 total > (uint64_t)o->cap ? " (over --cap: raise it to run)" : "");
+        fflush(stdout);
+        raspK_trace_free(&tr);
+      }
+    raspK_program_free(&prog);
+  }
+  if (!o->json && inputs) {
+    char t[32];
+    eta_text(core_s, t, sizeof t);
+    printf("in all: %llu inputs, %s on one core (%.2f core-hours); with K cores (one MPI rank "
+           "each) about 1/K of it\n", (unsigned long long)inputs, t, core_s / 3600);
+  }
+  return status;
+}
+
+static int verify_main(int argc, char **argv);
+
+/* The MPI build's hook: under mpirun or srun the ranks share the work
+** (rmpi.h); otherwise, and in every other build, one process runs. */
 int rasp_cli_verify(int argc, char **argv) {
+#ifdef RASP_MPI
+  if (raspP_start()) return raspP_finish(verify_main(argc, argv));
+#endif
+  return verify_main(argc, argv);
+}
+
+static int verify_main(int argc, char **argv) {
   vopts o;
   init_vopts(&o, argc);
   int parsed = common_opts(RASPC_VERIFY, "verify", argc, argv, &o);
@@ -392,6 +503,17 @@ int rasp_cli_verify(int argc, char **argv) {
     free_vopts(&o);
     return st;
   }
+  if ((o.checkpoint || o.resume || o.plan) && !o.exhaustive) {
+    fprintf(stderr, "rasp verify: --%s is for --exhaustive runs\n",
+            o.plan ? "plan" : o.checkpoint ? "checkpoint" : "resume");
+    free_vopts(&o);
+    return 2;
+  }
+  if (o.resume && !o.checkpoint) {
+    fprintf(stderr, "rasp verify: --resume needs --checkpoint FILE\n");
+    free_vopts(&o);
+    return 2;
+  }
   int shuffled = o.vocab_order && strcmp(o.vocab_order, "shuffled") == 0;
   if (shuffled && o.exhaustive) {
     fprintf(stderr, "rasp verify: --vocab-order shuffled draws random graphs; it does not combine "
@@ -407,6 +529,20 @@ int rasp_cli_verify(int argc, char **argv) {
   int given_M = o.nM > 0;
   if (!o.nD) parse_range("verify", "--D", "2..5", 1, 100, &o.Ds, &o.nD);
   if (!o.nM) parse_range("verify", "--M", "5", 2, 100, &o.Ms, &o.nM);
+  if (o.plan) {
+    int st = verify_plan(&o);
+    free_vopts(&o);
+    return st;
+  }
+  raspW_checkpoint *ckpt = NULL;
+  if (o.checkpoint) {
+    rasp_error cerr = {0};
+    if (!(ckpt = raspW_checkpoint_open(o.checkpoint, o.resume, (double)o.ckpt_every, &cerr))) {
+      fprintf(stderr, "rasp verify: %s\n", cerr.msg);
+      free_vopts(&o);
+      return 2;
+    }
+  }
   int compact = o.sweep && !o.verbose && !o.json;
   int status = 0, legend = 0; /* legend: a fail* was shown */
   if (compact)
@@ -457,13 +593,19 @@ int rasp_cli_verify(int argc, char **argv) {
         }
         rasp_vresult res, sres;
         memset(&sres, 0, sizeof sres);
-        progress_state ps = {prog.name, o.exhaustive ? "inputs" : "graphs", D, M, t0, 0, 0};
+        progress_state ps = {prog.name, o.exhaustive ? "inputs" : "graphs", D, M, t0, 0, 0,
+                             o.progress, 0, 0};
         if (o.exhaustive) raspK_order(&prog, &tr);
-        int ok = o.exhaustive ? raspK_verify_exhaustive_progress(&tr, (uint64_t)o.cap, &res, &err,
-                                                                 show_progress, &ps)
-                              : raspK_verify_random_progress(&tr, (uint64_t)o.graphs, o.seed,
-                                                             (int)o.jobs, &res, show_progress, &ps);
+        /* in ranges (rwork.h): shared among MPI ranks, recorded in --checkpoint */
+        raspW_opts wo = {ckpt, show_progress, &ps};
+        uint64_t resumed = 0;
+        int ok = o.exhaustive ? raspW_exhaustive(&prog, &tr, (uint64_t)o.cap, &wo, &res, &resumed, &err)
+                              : raspW_random(&prog, &tr, (uint64_t)o.graphs, o.seed, (int)o.jobs,
+                                             &wo, &res);
         if (ps.shown && isatty(2)) fputc('\n', stderr);
+        if (resumed)
+          fprintf(stderr, "  (%s D=%d M=%d: %llu of the inputs were done in '%s')\n", prog.name, D,
+                  M, (unsigned long long)resumed, o.checkpoint);
         if (!ok && !o.exhaustive) err = res.error;
         if (ok && shuffled) {
           ok = raspK_verify_shuffled(&prog, &tr, (uint64_t)o.graphs, o.seed, (int)o.jobs, &sres);
@@ -628,6 +770,7 @@ int rasp_cli_verify(int argc, char **argv) {
   if (legend)
     printf("fail*: failed as its task['expect'] = 'fail' declares (a known-wrong listing); "
            "--strict: FAIL\n");
+  raspW_checkpoint_free(ckpt);
   free_vopts(&o);
   return status;
 }

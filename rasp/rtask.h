@@ -204,6 +204,15 @@ int raspT_enumerate(const rasp_task_opts *o, const int *graph, uint64_t cap,
                     rasp_enum_fn fn, void *user, uint64_t *count,
                     rasp_error *err);
 
+/* Inputs first .. first + n - 1 of raspT_enumerate's order (input k is
+** permutation k / D of Heap's sequence with target k % D), reached without
+** visiting the ones before: how an exhaustive run is split into ranges
+** (rverify.h, rwork.h).  No cap; refuses (-1, err) a range past the end.
+** Returns as raspT_enumerate. */
+int raspT_enumerate_range(const rasp_task_opts *o, const int *graph, uint64_t first,
+                          uint64_t n, rasp_enum_fn fn, void *user, uint64_t *count,
+                          rasp_error *err);
+
 /* ---- exact counts ------------------------------------------------------- */
 
 /* graphs_gq = distinct (G, Q) pairs = V! / ((V-N)! (D-1)!)

@@ -678,8 +678,13 @@ static void *verify_worker(void *arg) {
   unsigned char pass[VERIFY_BATCH];
   job->first_fail = -1;
   job->first_leak = -1;
-  for (uint64_t i = job->begin; i < job->end; i += VERIFY_BATCH) {
-    int B = (int)(job->end - i < VERIFY_BATCH ? job->end - i : VERIFY_BATCH);
+  /* batches end at multiples of VERIFY_BATCH, so that which inputs are
+     probed depends on their index alone, not on how the run was split
+     among threads or MPI ranks */
+  for (uint64_t i = job->begin, next; i < job->end; i = next) {
+    next = i - i % VERIFY_BATCH + VERIFY_BATCH;
+    if (next > job->end) next = job->end;
+    int B = (int)(next - i);
     for (int b = 0; b < B; b++)
       if (!sample_tokens(tr, job->seed, i + (uint64_t)b, tokens + (size_t)b * (size_t)n,
                          &lead[b], &target[b], &scratch, &job->err)) {
@@ -695,8 +700,12 @@ static void *verify_worker(void *arg) {
       if (pass[b]) job->passed++;
       else if (job->first_fail < 0) job->first_fail = (int64_t)(i + (uint64_t)b);
     }
-    if (tr->probe_causal && (i - job->begin) / VERIFY_BATCH % PROBE_EVERY == 0)
-      probe_batch(job, ev, i, B < VERIFY_PROBES ? B : VERIFY_PROBES, tokens, &scratch);
+    /* the inputs whose index is below VERIFY_PROBES modulo the probing
+       period: the batch lies within one period, so they lead it */
+    uint64_t period = (uint64_t)VERIFY_BATCH * PROBE_EVERY, p0 = i - i % period;
+    if (tr->probe_causal && i < p0 + VERIFY_PROBES)
+      probe_batch(job, ev, i, (int)((p0 + VERIFY_PROBES < next ? p0 + VERIFY_PROBES : next) - i),
+                  tokens, &scratch);
     __atomic_store_n(&job->done, job->done + (uint64_t)B, __ATOMIC_RELAXED);
   }
 done:
@@ -718,6 +727,11 @@ int raspK_verify_random(rasp_ptrace *tr, uint64_t graphs, uint64_t seed, int job
 
 int raspK_verify_random_progress(rasp_ptrace *tr, uint64_t graphs, uint64_t seed, int jobs,
                                  rasp_vresult *res, raspK_progress progress, void *user) {
+  return raspK_verify_random_range(tr, 0, graphs, seed, jobs, res, progress, user);
+}
+
+int raspK_verify_random_range(rasp_ptrace *tr, uint64_t first, uint64_t graphs, uint64_t seed,
+                              int jobs, rasp_vresult *res, raspK_progress progress, void *user) {
   memset(res, 0, sizeof *res);
   res->first_fail = -1;
   res->first_leak = -1;
@@ -737,17 +751,19 @@ int raspK_verify_random_progress(rasp_ptrace *tr, uint64_t graphs, uint64_t seed
     job[j].all = &all;
     job[j].tr = tr;
     job[j].seed = seed;
-    job[j].begin = graphs * (uint64_t)j / (uint64_t)jobs;
-    job[j].end = graphs * (uint64_t)(j + 1) / (uint64_t)jobs;
+    job[j].begin = first + graphs * (uint64_t)j / (uint64_t)jobs;
+    job[j].end = first + graphs * (uint64_t)(j + 1) / (uint64_t)jobs;
   }
   int *inline_job = start_workers(verify_worker, job, sizeof job[0], jobs, th, &attr);
   /* the workers count what they have done; this thread reports it every
-     100 ms until the last one signals that it has finished */
+     20 ms until the last one signals that it has finished (under MPI, rank
+     0 answers the other ranks' requests from the callback: they wait no
+     longer than that) */
   pthread_mutex_lock(&all.lock);
   while (all.finished < jobs) {
     struct timespec until;
     clock_gettime(CLOCK_REALTIME, &until);
-    until.tv_nsec += 100 * 1000 * 1000;
+    until.tv_nsec += 20 * 1000 * 1000;
     if (until.tv_nsec >= 1000000000L) {
       until.tv_sec++;
       until.tv_nsec -= 1000000000L;
@@ -895,7 +911,7 @@ typedef struct xstate {
   int watch;   /* the order analysis left aggregates to check per input */
   raspK_progress progress; /* called after every batch (may be NULL) */
   void *user;
-  uint64_t size;           /* inputs in all */
+  uint64_t size;           /* inputs in the range */
 } xstate;
 
 static int flush_exhaustive(xstate *x) {
@@ -936,6 +952,24 @@ int raspK_verify_exhaustive(rasp_ptrace *tr, uint64_t cap, rasp_vresult *res, ra
 
 int raspK_verify_exhaustive_progress(rasp_ptrace *tr, uint64_t cap, rasp_vresult *res,
                                      rasp_error *err, raspK_progress progress, void *user) {
+  uint64_t size;
+  memset(res, 0, sizeof *res);
+  res->first_fail = -1;
+  res->first_leak = -1;
+  if (!raspT_enumerate_size(&tr->opts, &size, err)) return 0;
+  if (size > cap) {
+    raspR_setnopos(err, "exhaustive enumeration of D = %d, M = %d (%s order) has %llu inputs, "
+                   "more than the cap %llu", tr->opts.D, tr->opts.M,
+                   tr->opts.order == RASP_ORDER_EDGE ? "edge" : "arm", (unsigned long long)size,
+                   (unsigned long long)cap);
+    return 0;
+  }
+  return raspK_verify_exhaustive_range(tr, 0, size, res, err, progress, user);
+}
+
+int raspK_verify_exhaustive_range(rasp_ptrace *tr, uint64_t first, uint64_t count,
+                                  rasp_vresult *res, rasp_error *err, raspK_progress progress,
+                                  void *user) {
   memset(res, 0, sizeof *res);
   res->first_fail = -1;
   res->first_leak = -1;
@@ -945,13 +979,13 @@ int raspK_verify_exhaustive_progress(rasp_ptrace *tr, uint64_t cap, rasp_vresult
   x.res = res;
   x.progress = progress;
   x.user = user;
-  if (!raspT_enumerate_size(&tr->opts, &x.size, err)) return 0;
+  x.size = count;
+  x.seen = first; /* first_fail is an index into the whole enumeration */
   x.ev = raspE_new(rasp_ctx_ir(tr->ctx));
   x.watch = tr->order_done && tr->order.invariant && tr->order.nmixing > 0;
   raspE_set_keep_intermediates(x.ev, x.watch);
   x.tokens = raspM_alloc(sizeof(int64_t) * (size_t)tr->n * VERIFY_BATCH);
-  uint64_t count = 0;
-  int r = raspT_enumerate(&tr->opts, NULL, cap, exhaustive_visit, &x, &count, err);
+  int r = raspT_enumerate_range(&tr->opts, NULL, first, count, exhaustive_visit, &x, NULL, err);
   if (r == 0) flush_exhaustive(&x);
   raspM_free(x.tokens);
   raspE_free(x.ev);

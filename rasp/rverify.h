@@ -126,11 +126,17 @@ int raspK_check_batch(rasp_ptrace *tr, rasp_eval *ev, int B, const int64_t *toke
 ** `jobs` threads. */
 int raspK_verify_random(rasp_ptrace *tr, uint64_t graphs, uint64_t seed, int jobs,
                         rasp_vresult *res);
-/* The same, calling progress(user, done, total) about ten times a second
+/* The same, calling progress(user, done, total) about fifty times a second
 ** from the calling thread while the workers run. */
 typedef void (*raspK_progress)(void *user, uint64_t done, uint64_t total);
 int raspK_verify_random_progress(rasp_ptrace *tr, uint64_t graphs, uint64_t seed, int jobs,
                                  rasp_vresult *res, raspK_progress progress, void *user);
+/* Sample indices first .. first + graphs - 1 only (progress's total is
+** graphs): how a run is split among MPI ranks (rwork.h).  Which inputs the
+** causal probes take depends on their index alone, so the parts of a split
+** run add up to the whole run's counts. */
+int raspK_verify_random_range(rasp_ptrace *tr, uint64_t first, uint64_t graphs, uint64_t seed,
+                              int jobs, rasp_vresult *res, raspK_progress progress, void *user);
 /* `graphs` random inputs as raspK_verify_random draws them, each judged by
 ** a trace whose vocabulary ids are shuffled for that graph alone (stream
 ** `index` of seed, raspK_trace_ids).  tr gives the sizes.  A program whose
@@ -144,6 +150,13 @@ int raspK_verify_exhaustive(rasp_ptrace *tr, uint64_t cap, rasp_vresult *res, ra
 /* The same, calling progress(user, done, total) after every batch of inputs. */
 int raspK_verify_exhaustive_progress(rasp_ptrace *tr, uint64_t cap, rasp_vresult *res,
                                      rasp_error *err, raspK_progress progress, void *user);
+
+/* Inputs first .. first + count - 1 of raspK_verify_exhaustive's
+** enumeration, with no cap (progress's total is count); res->first_fail is
+** an index into the whole enumeration. */
+int raspK_verify_exhaustive_range(rasp_ptrace *tr, uint64_t first, uint64_t count,
+                                  rasp_vresult *res, rasp_error *err, raspK_progress progress,
+                                  void *user);
 
 /* The token ids of sample `index` and its l_t and t (as token ids). */
 int raspK_sample_tokens(const rasp_ptrace *tr, uint64_t seed, uint64_t index, int64_t *tokens,

@@ -715,6 +715,46 @@ static int stop_at_5(const rasp_sample *s, void *user) {
   return ++*n == 5 ? 7 : 0;
 }
 
+/* raspT_enumerate_range: any range, reached by unranking Heap's sequence,
+** is exactly that slice of the whole enumeration (in order), whatever the
+** split; a range past the end is refused. */
+START_TEST(test_enumerate_range) {
+  struct { int D, M; rasp_order ord; } cases[] = {
+      {2, 3, RASP_ORDER_EDGE}, {3, 3, RASP_ORDER_ARM}, {1, 2, RASP_ORDER_EDGE},
+      {2, 4, RASP_ORDER_EDGE}, {5, 3, RASP_ORDER_ARM}, {3, 3, RASP_ORDER_EDGE},
+      {1, 8, RASP_ORDER_EDGE}};
+  uint64_t steps[] = {1, 2, 3, 7, 64, 1000};
+  for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+    rasp_task_opts o = mk(cases[c].D, cases[c].M, 20);
+    o.order = cases[c].ord;
+    keyset all = {0};
+    all.o = &o;
+    uint64_t total = 0;
+    ck_assert_int_eq(raspT_enumerate(&o, NULL, 100000, collect_cb, &all, &total, NULL), 0);
+    for (size_t st = 0; st < sizeof steps / sizeof *steps; st++) {
+      keyset part = {0};
+      part.o = &o;
+      for (uint64_t first = 0; first < total; first += steps[st]) {
+        uint64_t n = total - first < steps[st] ? total - first : steps[st], got = 0;
+        ck_assert_int_eq(raspT_enumerate_range(&o, NULL, first, n, collect_cb, &part, &got, NULL), 0);
+        ck_assert(got == n);
+      }
+      ck_assert(part.n == total);
+      for (size_t i = 0; i < total; i++) ck_assert_str_eq(part.keys[i], all.keys[i]);
+      keyset_free(&part);
+    }
+    keyset_free(&all);
+    rasp_error err = {0};
+    keyset none = {0};
+    none.o = &o;
+    ck_assert_int_eq(raspT_enumerate_range(&o, NULL, total, 1, collect_cb, &none, NULL, &err), -1);
+    ck_assert(err.set && strstr(err.msg, "outside"));
+    ck_assert_int_eq(raspT_enumerate_range(&o, NULL, total, 0, collect_cb, &none, NULL, NULL), 0);
+    ck_assert(none.n == 0);
+  }
+}
+END_TEST
+
 START_TEST(test_enumerate) {
   struct { int D, M; rasp_order ord; uint64_t want; } cases[] = {
       {2, 3, RASP_ORDER_EDGE, 24 * 2}, {3, 3, RASP_ORDER_ARM, 6 * 3},
@@ -949,6 +989,7 @@ static Suite *task_suite(void) {
   tcase_add_test(tc, test_counts_brute_force);
   tcase_add_test(tc, test_counts_large);
   tcase_add_test(tc, test_enumerate);
+  tcase_add_test(tc, test_enumerate_range);
   tcase_add_test(tc, test_cli_bad_options);
   tcase_add_test(tc, test_cli_output);
   suite_add_tcase(s, tc);
