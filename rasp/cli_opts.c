@@ -28,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "rmpiconf.h" /* RASP_MPI: built --with-mpi (verify's help says so) */
 #include "cli.h"
 #include "rmem.h"
 
@@ -305,7 +306,12 @@ static const struct {
      "changed when only later tokens did).\n"
      "Exit status: 0 when every outcome is as expected, 1 otherwise, 2 on bad usage.\n"
      "With --input: 0 when check() passes, 1 when it fails or raises an error, 2 when\n"
-     "the input is not one of the task's.\n"},
+     "the input is not one of the task's.\n"
+#ifdef RASP_MPI
+     "This build runs under mpirun or srun (`mpirun -np K rasp verify ...`): the\n"
+     "ranks share the graphs or the exhaustive inputs out in ranges, rank 0 prints.\n"
+#endif
+    },
     {RASPC_LAYERS, "layers", "rasp layers PROGRAM... [options]",
      "Prints the layers and heads the traced program needs for each M (a\n"
      "path-star program, one that declares `task`) or each input length (a\n"

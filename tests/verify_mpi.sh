@@ -114,10 +114,19 @@ killresume() {
 killresume killed_resumed KILL same "$rasp" verify $a
 
 # ---- MPI
+# RASP_NO_SKIP=1 (.ci/run, which builds --with-mpi): a skip is a failure
+# (tests/lib.sh's rule)
+mpi_skip() {
+  if [ "${RASP_NO_SKIP:-}" = 1 ]; then
+    fail=$((fail + 1)); echo "FAIL: mpi ($1; RASP_NO_SKIP=1: a skip is a failure)"
+  else
+    echo "SKIP: mpi ($1)"
+  fi
+}
 if ! "$rasp" verify --help | grep -q "runs under mpirun"; then
-  echo "SKIP: mpi (not a ./configure --with-mpi build)"
+  mpi_skip "not a ./configure --with-mpi build"
 elif ! command -v mpirun >/dev/null 2>&1; then
-  echo "SKIP: mpi (no mpirun)"
+  mpi_skip "no mpirun"
 else
   # root (containers, CI) needs OpenMPI's consent; two ranks may be more
   # than the cores; OpenMPI leaks by design, so leaks are not checked
