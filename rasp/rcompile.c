@@ -29,6 +29,14 @@
 ** midpoints between consecutive possible values (exact for any input within
 ** a quarter gap of a true value); other readers get a categorical decode.
 **
+** Facts from rfacts.h.  Predicates mean what raspF_pred_holds says (a
+** custom one runs the program's function here); a node computed twice
+** (raspF_canon) is planned once and its copies read the same unit, so a
+** head written twice is one head; a head whose value reads no token
+** (raspF_static: sel_width of a causal `always`, aggregates of the indices
+** over order selects) is a view of the index unit, its table taken from one
+** run of the evaluator, so it costs no head and no layer.
+**
 ** Value sets.  Every view and unit carries the exact set of values it can
 ** take, computed from the input vocabulary and n with the evaluator's own
 ** element arithmetic (raspI_elem_*) and program callbacks; combinations that
@@ -107,6 +115,8 @@
 #include "rcompile.h"
 
 #include "rcausal.h"
+#include "reval.h"
+#include "rfacts.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -246,24 +256,15 @@ static int eval_elem(gc *g, const rasp_ir_node *nd, const rasp_elem *a, rasp_ele
   }
 }
 
+/* Predicate semantics are raspF_pred_holds's (rfacts.h, the one copy);
+** only a custom predicate, which that leaves to the caller, runs here. */
 static int pred_holds(gc *g, const rasp_ir_node *nd, rasp_elem k, rasp_elem q) {
-  switch ((rasp_pred)nd->aux) {
-  case RASP_PRED_EQ: return raspI_elem_eq(k, q);
-  case RASP_PRED_NE: return !raspI_elem_eq(k, q);
-  case RASP_PRED_LT: return raspI_elem_cmp(k, q) < 0;
-  case RASP_PRED_LE: return raspI_elem_cmp(k, q) <= 0;
-  case RASP_PRED_GT: return raspI_elem_cmp(k, q) > 0;
-  case RASP_PRED_GE: return raspI_elem_cmp(k, q) >= 0;
-  case RASP_PRED_TRUE: return 1;
-  case RASP_PRED_FALSE: return 0;
-  case RASP_PRED_CUSTOM: {
-    rasp_elem args[2] = {k, q}, r;
-    rasp_error e = {0};
-    if (!g->ir->call || !g->ir->call(g->ir->user, nd->fn, 2, args, &r, &e)) return 0;
-    return raspI_elem_truth(r);
-  }
-  default: return 0;
-  }
+  int r = raspF_pred_holds((rasp_pred)nd->aux, k, q);
+  if (r >= 0 || nd->aux != RASP_PRED_CUSTOM) return r > 0;
+  rasp_elem args[2] = {k, q}, out;
+  rasp_error e = {0};
+  if (!g->ir->call || !g->ir->call(g->ir->user, nd->fn, 2, args, &out, &e)) return 0;
+  return raspI_elem_truth(out);
 }
 
 /* ---- units and views ---------------------------------------------------- */
@@ -1190,6 +1191,39 @@ static int plan_node(gc *g, int id) {
   }
 }
 
+/* A static head (raspF_static: its value reads no token, e.g. sel_width of
+** a causal `always` = i + 1, or an aggregate of the indices over an order
+** select) needs no attention: its value at each position is a view of the
+** index unit, with the table taken from one run of the evaluator (any input
+** gives the same values).  Returns 1 with g->nv[id] set, 0 to plan the node
+** as usual (not a head, or the evaluator failed on the input tried). */
+static int static_view(gc *g, int id, rasp_eval **ev, int *state) {
+  int op = g->ir->nodes[id].op;
+  if (op != RASP_OP_SEL_WIDTH && op != RASP_OP_AGGREGATE && op != RASP_OP_AGGR_MEAN) return 0;
+  if (*state == 0) {
+    *state = -1;
+    if (g->o->ninput < 1 || g->n < 1) return 0;
+    *ev = raspE_new(g->ir);
+    if (!*ev) return 0;
+    raspE_set_keep_intermediates(*ev, 1);
+    int64_t *tok = raspM_alloc(sizeof(int64_t) * (size_t)g->n);
+    for (int i = 0; i < g->n; i++) tok[i] = g->o->input_ids[0];
+    rasp_error e = {0};
+    if (raspE_run(*ev, 1, tok, &e)) *state = 1;
+    raspM_free(tok);
+  }
+  if (*state != 1) return 0;
+  const rasp_elem *val = raspE_value(*ev, id, 0);
+  if (!val) return 0;
+  view *v = &g->nv[id];
+  view_alloc(g, v, idx_unit(g));
+  for (int a = 0; a < v->nv; a++) {
+    v->val[a] = val[a];
+    v->ok[a] = 1;
+  }
+  return 1;
+}
+
 /* ---- schedule ----------------------------------------------------------- */
 
 static void unit_sources(const unit *u, int *src, int *ns) {
@@ -2098,9 +2132,31 @@ int raspG_compile(const rasp_ir *ir, const raspG_opts *o, raspG_model *out, rasp
   g->ornot = raspM_alloc((size_t)ir->nnodes);
   for (int i = 0; i < ir->nnodes; i++)
     if (live[i]) mark_ornot(g, i, 0);
+  /* common subexpressions (raspF_canon): a head or MLP node computed twice
+     is planned once, its copies read the same unit; selects are planned
+     again (they make no unit, and their operands' decodes are memoised) */
+  int *canon = raspM_alloc(sizeof(int) * (size_t)ir->nnodes);
+  raspF_canon(ir, live, canon);
+  unsigned char *st = raspM_alloc((size_t)ir->nnodes);
+  raspF_static(ir, 0, st);
+  rasp_eval *sev = NULL;
+  int sev_state = 0; /* 0 not run, 1 values available, -1 failed */
   int ok = 1;
-  for (int i = 0; i < ir->nnodes && ok; i++)
-    if (live[i]) ok = plan_node(g, i);
+  for (int i = 0; i < ir->nnodes && ok; i++) {
+    if (!live[i]) continue;
+    int op = ir->nodes[i].op;
+    int makes_unit = op != RASP_OP_SELECT && op != RASP_OP_SEL_AND && op != RASP_OP_SEL_OR &&
+                     op != RASP_OP_SEL_NOT;
+    if (canon[i] != i && makes_unit) {
+      view_copy(g, &g->nv[i], &g->nv[canon[i]]);
+      continue;
+    }
+    if (st[i] && static_view(g, i, &sev, &sev_state)) continue;
+    ok = plan_node(g, i);
+  }
+  if (sev) raspE_free(sev);
+  raspM_free(canon);
+  raspM_free(st);
   raspM_free(live);
   view ov = {0};
   int quad = 0; /* a numerical readout: logit_v = -X (x - v)^2 */

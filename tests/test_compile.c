@@ -347,11 +347,39 @@ START_TEST(test_save_load) {
 }
 END_TEST
 
+START_TEST(test_cse_static) {
+  /* the same head written twice is one head (raspF_canon) */
+  raspG_model g;
+  ck_assert_int_eq(compile_and_compare("def main(seq):\n"
+                                       "    a = sel_width(select(seq, seq, equals, causal=False))\n"
+                                       "    b = sel_width(select(seq, seq, equals, causal=False))\n"
+                                       "    return a + b\n",
+                                       abc, 3, 6, 50, &g),
+                   0);
+  int heads = 0;
+  for (int l = 0; l < g.model.cfg.n_layers; l++) heads += g.heads[l];
+  ck_assert_int_eq(heads, 1);
+  raspG_free(&g);
+  /* a head that reads no token (raspF_static) is a view of the indices:
+     no head, no layer */
+  ck_assert_int_eq(compile_and_compare("def main(seq):\n"
+                                       "    w = sel_width(select(indices(seq), indices(seq), leq, causal=False))\n"
+                                       "    return where(w % 2 == 0, seq, \"a\")\n",
+                                       abc, 3, 6, 50, &g),
+                   0);
+  heads = 0;
+  for (int l = 0; l < g.model.cfg.n_layers; l++) heads += g.heads[l];
+  ck_assert_int_eq(heads, 0);
+  raspG_free(&g);
+}
+END_TEST
+
 static Suite *compile_suite(void) {
   Suite *s = suite_create("compile");
   TCase *tc = tcase_create("core");
   tcase_set_timeout(tc, 120);
   tcase_add_test(tc, test_length);
+  tcase_add_test(tc, test_cse_static);
   tcase_add_test(tc, test_maps_fuse);
   tcase_add_test(tc, test_where_pair);
   tcase_add_test(tc, test_classics);
