@@ -29,6 +29,14 @@
 ** midpoints between consecutive possible values (exact for any input within
 ** a quarter gap of a true value); other readers get a categorical decode.
 **
+** Facts from rfacts.h.  Predicates mean what raspF_pred_holds says (a
+** custom one runs the program's function here); a node computed twice
+** (raspF_canon) is planned once and its copies read the same unit, so a
+** head written twice is one head; a head whose value reads no token
+** (raspF_static: sel_width of a causal `always`, aggregates of the indices
+** over order selects) is a view of the index unit, its table taken from one
+** run of the evaluator, so it costs no head and no layer.
+**
 ** Value sets.  Every view and unit carries the exact set of values it can
 ** take, computed from the input vocabulary and n with the evaluator's own
 ** element arithmetic (raspI_elem_*) and program callbacks; combinations that
@@ -107,6 +115,8 @@
 #include "rcompile.h"
 
 #include "rcausal.h"
+#include "reval.h"
+#include "rfacts.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -246,24 +256,15 @@ static int eval_elem(gc *g, const rasp_ir_node *nd, const rasp_elem *a, rasp_ele
   }
 }
 
+/* Predicate semantics are raspF_pred_holds's (rfacts.h, the one copy);
+** only a custom predicate, which that leaves to the caller, runs here. */
 static int pred_holds(gc *g, const rasp_ir_node *nd, rasp_elem k, rasp_elem q) {
-  switch ((rasp_pred)nd->aux) {
-  case RASP_PRED_EQ: return raspI_elem_eq(k, q);
-  case RASP_PRED_NE: return !raspI_elem_eq(k, q);
-  case RASP_PRED_LT: return raspI_elem_cmp(k, q) < 0;
-  case RASP_PRED_LE: return raspI_elem_cmp(k, q) <= 0;
-  case RASP_PRED_GT: return raspI_elem_cmp(k, q) > 0;
-  case RASP_PRED_GE: return raspI_elem_cmp(k, q) >= 0;
-  case RASP_PRED_TRUE: return 1;
-  case RASP_PRED_FALSE: return 0;
-  case RASP_PRED_CUSTOM: {
-    rasp_elem args[2] = {k, q}, r;
-    rasp_error e = {0};
-    if (!g->ir->call || !g->ir->call(g->ir->user, nd->fn, 2, args, &r, &e)) return 0;
-    return raspI_elem_truth(r);
-  }
-  default: return 0;
-  }
+  int r = raspF_pred_holds((rasp_pred)nd->aux, k, q);
+  if (r >= 0 || nd->aux != RASP_PRED_CUSTOM) return r > 0;
+  rasp_elem args[2] = {k, q}, out;
+  rasp_error e = {0};
+  if (!g->ir->call || !g->ir->call(g->ir->user, nd->fn, 2, args, &out, &e)) return 0;
+  return raspI_elem_truth(out);
 }
 
 /* ---- units and views ---------------------------------------------------- */
@@ -1190,6 +1191,39 @@ static int plan_node(gc *g, int id) {
   }
 }
 
+/* A static head (raspF_static: its value reads no token, e.g. sel_width of
+** a causal `always` = i + 1, or an aggregate of the indices over an order
+** select) needs no attention: its value at each position is a view of the
+** index unit, with the table taken from one run of the evaluator (any input
+** gives the same values).  Returns 1 with g->nv[id] set, 0 to plan the node
+** as usual (not a head, or the evaluator failed on the input tried). */
+static int static_view(gc *g, int id, rasp_eval **ev, int *state) {
+  int op = g->ir->nodes[id].op;
+  if (op != RASP_OP_SEL_WIDTH && op != RASP_OP_AGGREGATE && op != RASP_OP_AGGR_MEAN) return 0;
+  if (*state == 0) {
+    *state = -1;
+    if (g->o->ninput < 1 || g->n < 1) return 0;
+    *ev = raspE_new(g->ir);
+    if (!*ev) return 0;
+    raspE_set_keep_intermediates(*ev, 1);
+    int64_t *tok = raspM_alloc(sizeof(int64_t) * (size_t)g->n);
+    for (int i = 0; i < g->n; i++) tok[i] = g->o->input_ids[0];
+    rasp_error e = {0};
+    if (raspE_run(*ev, 1, tok, &e)) *state = 1;
+    raspM_free(tok);
+  }
+  if (*state != 1) return 0;
+  const rasp_elem *val = raspE_value(*ev, id, 0);
+  if (!val) return 0;
+  view *v = &g->nv[id];
+  view_alloc(g, v, idx_unit(g));
+  for (int a = 0; a < v->nv; a++) {
+    v->val[a] = val[a];
+    v->ok[a] = 1;
+  }
+  return 1;
+}
+
 /* ---- schedule ----------------------------------------------------------- */
 
 static void unit_sources(const unit *u, int *src, int *ns) {
@@ -2098,9 +2132,31 @@ int raspG_compile(const rasp_ir *ir, const raspG_opts *o, raspG_model *out, rasp
   g->ornot = raspM_alloc((size_t)ir->nnodes);
   for (int i = 0; i < ir->nnodes; i++)
     if (live[i]) mark_ornot(g, i, 0);
+  /* common subexpressions (raspF_canon): a head or MLP node computed twice
+     is planned once, its copies read the same unit; selects are planned
+     again (they make no unit, and their operands' decodes are memoised) */
+  int *canon = raspM_alloc(sizeof(int) * (size_t)ir->nnodes);
+  raspF_canon(ir, live, canon);
+  unsigned char *st = raspM_alloc((size_t)ir->nnodes);
+  raspF_static(ir, 0, st);
+  rasp_eval *sev = NULL;
+  int sev_state = 0; /* 0 not run, 1 values available, -1 failed */
   int ok = 1;
-  for (int i = 0; i < ir->nnodes && ok; i++)
-    if (live[i]) ok = plan_node(g, i);
+  for (int i = 0; i < ir->nnodes && ok; i++) {
+    if (!live[i]) continue;
+    int op = ir->nodes[i].op;
+    int makes_unit = op != RASP_OP_SELECT && op != RASP_OP_SEL_AND && op != RASP_OP_SEL_OR &&
+                     op != RASP_OP_SEL_NOT;
+    if (canon[i] != i && makes_unit) {
+      view_copy(g, &g->nv[i], &g->nv[canon[i]]);
+      continue;
+    }
+    if (st[i] && static_view(g, i, &sev, &sev_state)) continue;
+    ok = plan_node(g, i);
+  }
+  if (sev) raspE_free(sev);
+  raspM_free(canon);
+  raspM_free(st);
   raspM_free(live);
   view ov = {0};
   int quad = 0; /* a numerical readout: logit_v = -X (x - v)^2 */
@@ -2549,6 +2605,157 @@ int raspG_run(const raspG_model *g, const int64_t *tokens, rasp_elem *out, float
   return rc == 0;
 }
 
+/* ---- proven noise level --------------------------------------------------
+** A bound on how far the float32 forward pass of a perturbed copy of the
+** model (every weight moved by at most eps) can move a logit from the
+** real-arithmetic forward pass of the model as written.  Per residual
+** dimension d it carries B[d] >= |x_d| (interval propagation, at every
+** position) and E[d] >= the deviation.  The rules (u the unit roundoff,
+** g_k = k u / (1 - k u), the rounding of a k-term dot product):
+**   linear y = W x + b over m inputs: B' = sum |W| B + |b|,
+**     E' = sum |W| E + eps (sum (B + E) + 1) + g_{m+1} (B' + sum |W| E +
+**     eps (sum (B + E) + 1)) (the perturbed weight is at most |W| + eps);
+**   ReLU is 1-Lipschitz and |ReLU(x)| <= |x|: B and E pass unchanged;
+**   x + y: B = Bx + By, E = Ex + Ey + u (B + Ex + Ey);
+**   attention: a score error delta (of q.k, rounding and the scale's product
+**     included) and the softmax's own rounding r (the max subtraction on
+**     scores up to S, expf within 2u, the sum, the division) change each
+**     weight by a factor within e^(+-R), R = 2 delta + 4uS + 5u + g_nk, so
+**     the weights move by at most e^R - 1 in total, and a head output
+**     (a convex combination of values |v| <= BV with errors EV) moves by
+**     (e^R - 1) BV + e^R EV + g_(nk+1) e^R (BV + EV).
+** A right output's logit beats every other by the logit margin X by
+** construction (up to the softmax leakage, below 1e-9 by the choice of
+** beta), so every output stays right while every logit moves by less than
+** X / 4.  The bound is sound but loose (interval magnitudes add up over the
+** layers where the real values cancel), so deep models get small levels. */
+typedef struct nb {
+  const rasp_model *m;
+  double u, eps;
+} nb;
+
+static double gam(double u, double k) { return k * u < 0.5 ? k * u / (1 - k * u) : 1e300; }
+/* bounds saturate at 1e300 (overflow, and NaN from inf - inf or 0 * inf,
+** would otherwise read as small: fmax drops a NaN) */
+static double cap(double x) { return x < 1e300 ? x : 1e300; }
+
+/* W row-major [nin][nout] (element (j, o) at W[j * nout + o]) */
+static void nb_lin(const nb *s, const float *W, const float *b, int nin, int nout,
+                   const double *Bi, const double *Ei, double *Bo, double *Eo) {
+  double sBE = 1;
+  for (int j = 0; j < nin; j++) sBE += Bi[j] + Ei[j];
+  for (int o = 0; o < nout; o++) {
+    double s1 = b ? fabs(b[o]) : 0, s2 = 0;
+    for (int j = 0; j < nin; j++) {
+      double w = fabs(W[(size_t)j * nout + o]);
+      s1 += w * Bi[j];
+      s2 += w * Ei[j];
+    }
+    double e = s2 + s->eps * sBE;
+    Bo[o] = cap(s1);
+    Eo[o] = cap(e + gam(s->u, nin + 1) * (s1 + e));
+  }
+}
+
+static void nb_add(const nb *s, double *Bx, double *Ex, const double *By, const double *Ey,
+                   int d) {
+  for (int j = 0; j < d; j++) {
+    Bx[j] = cap(Bx[j] + By[j]);
+    Ex[j] = cap(Ex[j] + Ey[j] + s->u * (Bx[j] + Ex[j] + Ey[j]));
+  }
+}
+
+/* The largest deviation of a logit, or -1 when the model is not one this
+** analysis covers (layer norm, GELU). */
+static double nb_logit_dev(const nb *s) {
+  const rasp_model_config *c = &s->m->cfg;
+  if (c->layer_norm || c->gelu) return -1;
+  rasp_model *mm = (rasp_model *)s->m; /* raspN_data does not modify */
+  int D = c->d_model, H = c->n_heads, Dh = c->d_head, F = c->d_mlp, O = c->n_out;
+  int n = c->max_len, W = D > F ? D : F;
+  if (H * Dh > W) W = H * Dh;
+  if (O > W) W = O;
+  double *B = raspM_alloc(sizeof(double) * (size_t)W), *E = raspM_alloc(sizeof(double) * (size_t)W);
+  double *B2 = raspM_alloc(sizeof(double) * (size_t)W), *E2 = raspM_alloc(sizeof(double) * (size_t)W);
+  double *BQ = raspM_alloc(sizeof(double) * (size_t)W), *EQ = raspM_alloc(sizeof(double) * (size_t)W);
+  double *BK = raspM_alloc(sizeof(double) * (size_t)W), *EK = raspM_alloc(sizeof(double) * (size_t)W);
+  double *BV = raspM_alloc(sizeof(double) * (size_t)W), *EV = raspM_alloc(sizeof(double) * (size_t)W);
+  const float *te = raspN_data(mm, "tok_emb"), *pe = raspN_data(mm, "pos_emb");
+  for (int j = 0; j < D; j++) {
+    double bt = 0, bp = 0;
+    for (int t = 0; t < c->vocab_size; t++) bt = fmax(bt, fabs(te[(size_t)t * D + j]));
+    for (int i = 0; pe && i < n; i++) bp = fmax(bp, fabs(pe[(size_t)i * D + j]));
+    B[j] = bt + bp;
+    E[j] = 2 * s->eps + s->u * (B[j] + 2 * s->eps);
+  }
+  double scale = 1.0f / sqrtf((float)Dh);
+  char nm[64];
+  for (int L = 0; L < c->n_layers; L++) {
+#define P(x) (snprintf(nm, sizeof nm, "layers.%d.%s", L, x), raspN_data(mm, nm))
+    const float *wq = P("attn.w_q"), *wk = P("attn.w_k"), *wv = P("attn.w_v");
+    const float *bq = P("attn.b_q"), *bk = P("attn.b_k"), *bv = P("attn.b_v");
+    const float *wo = P("attn.w_o"), *bo = P("attn.b_o");
+    for (int hd = 0; hd < H; hd++) {
+      size_t off = (size_t)hd * D * Dh;
+      nb_lin(s, wq + off, bq + hd * Dh, D, Dh, B, E, BQ, EQ);
+      nb_lin(s, wk + off, bk + hd * Dh, D, Dh, B, E, BK, EK);
+      nb_lin(s, wv + off, bv + hd * Dh, D, Dh, B, E, BV + hd * Dh, EV + hd * Dh);
+      double S = 0, dq = 0, big = 0;
+      for (int e = 0; e < Dh; e++) {
+        S += BQ[e] * BK[e];
+        dq += EQ[e] * (BK[e] + EK[e]) + BQ[e] * EK[e];
+        big += (BQ[e] + EQ[e]) * (BK[e] + EK[e]);
+      }
+      double delta = scale * (dq + gam(s->u, Dh) * big) + s->u * scale * big;
+      S = scale * S + delta;
+      double R = 2 * delta + 4 * s->u * S + 5 * s->u + gam(s->u, n);
+      double eR = R <= 690 ? exp(R) : 1e300; /* NaN too */
+      for (int e = 0; e < Dh; e++) {
+        double bvv = BV[hd * Dh + e], evv = EV[hd * Dh + e];
+        EV[hd * Dh + e] = cap((eR - 1) * bvv + eR * evv + gam(s->u, n + 1) * eR * (bvv + evv));
+      }
+    }
+    nb_lin(s, wo, bo, H * Dh, D, BV, EV, B2, E2);
+    nb_add(s, B, E, B2, E2, D);
+    const float *wi = P("mlp.w_in"), *bi = P("mlp.b_in"), *wt = P("mlp.w_out"),
+                *bt = P("mlp.b_out");
+#undef P
+    nb_lin(s, wi, bi, D, F, B, E, BQ, EQ); /* ReLU keeps B and E */
+    nb_lin(s, wt, bt, F, D, BQ, EQ, B2, E2);
+    nb_add(s, B, E, B2, E2, D);
+  }
+  nb_lin(s, raspN_data(mm, "unembed"), raspN_data(mm, "unembed_b"), D, O, B, E, B2, E2);
+  double dev = 0;
+  for (int o = 0; o < O; o++) dev = E2[o] > dev || E2[o] != E2[o] ? E2[o] : dev;
+  raspM_free(B), raspM_free(E), raspM_free(B2), raspM_free(E2);
+  raspM_free(BQ), raspM_free(EQ), raspM_free(BK), raspM_free(EK);
+  raspM_free(BV), raspM_free(EV);
+  return dev < 1e300 ? dev : 1e300;
+}
+
+int raspG_noise_bound(const raspG_model *g, double u, double *eps, double *dev0) {
+  nb s = {&g->model, u, 0};
+  double limit = g->logit_scale / 4;
+  *eps = 0;
+  *dev0 = nb_logit_dev(&s);
+  if (*dev0 < 0 || !(*dev0 < limit)) return 0;
+  /* the deviation grows with eps: bisect on a log scale */
+  double lo = -30, hi = 0;
+  s.eps = 1;
+  if (nb_logit_dev(&s) < limit) {
+    *eps = 1;
+    return 1;
+  }
+  for (int it = 0; it < 50; it++) {
+    double mid = (lo + hi) / 2;
+    s.eps = pow(10, mid);
+    if (nb_logit_dev(&s) < limit) lo = mid;
+    else hi = mid;
+  }
+  *eps = lo <= -30 ? 0 : pow(10, lo);
+  return 1;
+}
+
 void raspG_print_stats(const raspG_model *g, FILE *out) {
   const rasp_model_config *c = &g->model.cfg;
   fprintf(out, "d_model %d, layers %d, heads %d (d_head %d), d_mlp %d, n_out %d, %s\n",
@@ -2561,6 +2768,15 @@ void raspG_print_stats(const raspG_model *g, FILE *out) {
   fprintf(out, "\nparameters: %zu\n", g->model.nparams);
   fprintf(out, "logit margin %.4g (--logit-scale; a right output's cross-entropy <= %.3g)\n",
           g->logit_scale, raspG_logit_ce_bound(g->n_out, g->logit_scale));
+  double eps, dev0;
+  if (raspG_noise_bound(g, RASPG_FP32_U, &eps, &dev0))
+    fprintf(out, "proven: float32 rounding moves a logit by <= %.3g (< margin/4); every weight "
+            "may move by up to %.3g (uniform per-weight noise) with every output right\n",
+            dev0, eps);
+  else
+    fprintf(out, "not proven: the noise bound (doc/compiler.md; loose on deep models) on float32 "
+            "rounding alone is %.3g, not below margin/4 = %.3g\n",
+            dev0, g->logit_scale / 4);
 }
 
 double raspG_default_logit_scale(int n_out) {

@@ -347,11 +347,111 @@ START_TEST(test_save_load) {
 }
 END_TEST
 
+START_TEST(test_cse_static) {
+  /* the same head written twice is one head (raspF_canon) */
+  raspG_model g;
+  ck_assert_int_eq(compile_and_compare("def main(seq):\n"
+                                       "    a = sel_width(select(seq, seq, equals, causal=False))\n"
+                                       "    b = sel_width(select(seq, seq, equals, causal=False))\n"
+                                       "    return a + b\n",
+                                       abc, 3, 6, 50, &g),
+                   0);
+  int heads = 0;
+  for (int l = 0; l < g.model.cfg.n_layers; l++) heads += g.heads[l];
+  ck_assert_int_eq(heads, 1);
+  raspG_free(&g);
+  /* a head that reads no token (raspF_static) is a view of the indices:
+     no head, no layer */
+  ck_assert_int_eq(compile_and_compare("def main(seq):\n"
+                                       "    w = sel_width(select(indices(seq), indices(seq), leq, causal=False))\n"
+                                       "    return where(w % 2 == 0, seq, \"a\")\n",
+                                       abc, 3, 6, 50, &g),
+                   0);
+  heads = 0;
+  for (int l = 0; l < g.model.cfg.n_layers; l++) heads += g.heads[l];
+  ck_assert_int_eq(heads, 0);
+  raspG_free(&g);
+}
+END_TEST
+
+/* raspG_noise_bound's level is safe: compiles src at length n, moves every
+** parameter by uniform noise in [-eps, eps] and requires the (dense)
+** forward pass to agree with the interpreter on `trials` inputs. */
+static void noise_check(const char *src, const char *const *vocab, int nvocab, int n,
+                        int trials) {
+  rasp_error err = {0};
+  rasp_ctx *ctx = rasp_ctx_new(n, NULL, &err);
+  ck_assert_ptr_nonnull(ctx);
+  ck_assert(rasp_set_vocab(ctx, vocab, nvocab, &err));
+  ck_assert_msg(rasp_load_stdlib(ctx, NULL, &err), "%s", err.msg);
+  ck_assert_msg(rasp_exec_string(ctx, "test", src, &err), "%s", err.msg);
+  ck_assert_msg(rasp_trace(ctx, "main", &err), "%s", err.msg);
+  rasp_ir *ir = rasp_ctx_ir(ctx);
+  int64_t ids[16];
+  for (int i = 0; i < nvocab; i++) ids[i] = i + 1;
+  raspG_opts o = {ids, nvocab, nvocab, NULL, 0};
+  raspG_model g;
+  ck_assert_msg(raspG_compile(ir, &o, &g, &err), "%s", err.msg);
+  double eps, dev0;
+  ck_assert(raspG_noise_bound(&g, RASPG_FP32_U, &eps, &dev0));
+  ck_assert(eps > 0 && eps < 1 && dev0 < g.logit_scale / 4);
+  rasp_rng rng;
+  raspT_rng_seed(&rng, 11, 0);
+  for (size_t i = 0; i < g.model.nparams; i++) {
+    double r = (double)raspT_rng_below(&rng, 1u << 30) / (double)(1u << 30);
+    g.model.params[i] += (float)(eps * (2 * r - 1));
+  }
+  rasp_eval *ev = raspE_new(ir);
+  int no = g.model.cfg.n_out, t[64];
+  int64_t tok[64];
+  float *lg = malloc(sizeof(float) * (size_t)(n + 1) * no);
+  int bad = 0;
+  for (int k = 0; k < trials; k++) {
+    t[0] = g.model.cfg.bos_token;
+    for (int i = 0; i < n; i++) t[i + 1] = (int)(tok[i] = ids[raspT_rng_below(&rng, (uint64_t)nvocab)]);
+    ck_assert_msg(raspN_forward(&g.model, t, n + 1, lg, NULL, &err) == 1, "%s", err.msg);
+    ck_assert_msg(raspE_run(ev, 1, tok, &err), "%s", err.msg);
+    const rasp_elem *want = raspE_value(ev, ir->outputs[0], 0);
+    for (int i = 0; i < n; i++) {
+      const float *row = lg + (size_t)(i + 1) * no;
+      int best = 0;
+      for (int j = 1; j < no; j++)
+        if (row[j] > row[best]) best = j;
+      if (g.out_vals[best].num != want[i].num || g.out_vals[best].den != want[i].den) {
+        bad++;
+        break;
+      }
+    }
+  }
+  ck_assert_int_eq(bad, 0);
+  free(lg);
+  raspE_free(ev);
+  raspG_free(&g);
+  rasp_ctx_free(ctx);
+}
+
+START_TEST(test_noise_bound) {
+  static const char *reverse = "def main(seq):\n"
+                               "    idx = indices(seq)\n"
+                               "    opp = length - idx - 1\n"
+                               "    return aggregate(select(idx, opp, equals, causal=False), seq)\n";
+  for (int n = 5; n <= 8; n++) noise_check(reverse, abc, 3, n, 1000);
+  /* a head and an MLP (where) after it */
+  noise_check("def main(seq):\n"
+              "    idx = indices(seq)\n"
+              "    flip = aggregate(select(idx, length - idx - 1, equals, causal=False), seq)\n"
+              "    return where(seq == \"a\", flip, seq)\n",
+              abc, 3, 6, 1000);
+}
+END_TEST
+
 static Suite *compile_suite(void) {
   Suite *s = suite_create("compile");
   TCase *tc = tcase_create("core");
   tcase_set_timeout(tc, 120);
   tcase_add_test(tc, test_length);
+  tcase_add_test(tc, test_cse_static);
+  tcase_add_test(tc, test_noise_bound);
   tcase_add_test(tc, test_maps_fuse);
   tcase_add_test(tc, test_where_pair);
   tcase_add_test(tc, test_classics);
