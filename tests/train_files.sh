@@ -6,8 +6,9 @@
 # limit (or, in a sanitizer build, AddressSanitizer's 1 GiB allocation cap),
 # before anything of that size is allocated; --resume refuses a checkpoint
 # made with other options (or another --init model under the same name),
-# naming each with both values; a damaged manifest
-# is refused by name; temporaries and uncommitted generations of killed runs
+# naming each with both values; compare writes its rows, and an arm that
+# cannot be set up fails the run (status 1) before compare.csv; a damaged
+# manifest is refused by name; temporaries and uncommitted generations of killed runs
 # are removed on the next start; a directory in use by another run is
 # refused.  Prints "N passed, M failed".
 top_srcdir=${top_srcdir:-.}
@@ -71,6 +72,23 @@ cp "$tmp/run2/trial0.g000001.json" "$i.json"
 cp "$tmp/run2/trial0.g000001.safetensors" "$i.safetensors"
 expect init_changed 1 "the checkpoint was made with other options: init-weights [0-9a-f]* (checkpoint: [0-9a-f]*);" \
   -- $small --init "$i" --epochs 2 --out "$tmp/run2" --resume
+# compare: the arms' rows at steps 0 and 1; an arm that cannot be set up
+# ends the run with status 1 and its message, before compare.csv is written
+expect compare_run 0 "step 1 b: val" -- compare $small --init "$i" --max-steps 1 \
+  --eval-every 1 --arm "a compiled" --arm "b random" --out "$tmp/cmp"
+if [ "$(wc -l <"$tmp/cmp/compare.csv")" = 5 ]; then
+  pass=$((pass + 1)); echo "PASS: compare_rows"
+else
+  fail=$((fail + 1)); echo "FAIL: compare_rows"; cat "$tmp/cmp/compare.csv"
+fi
+expect compare_bad_arm 1 "rasp-train: --reinit-layers: layer 5, the model has 1" -- compare \
+  $small --init "$i" --max-steps 1 --arm "a compiled" --arm "b compiled --reinit-layers 5" \
+  --out "$tmp/cmp2"
+if [ -d "$tmp/cmp2" ] && [ ! -e "$tmp/cmp2/compare.csv" ]; then
+  pass=$((pass + 1)); echo "PASS: compare_bad_arm_no_csv"
+else
+  fail=$((fail + 1)); echo "FAIL: compare_bad_arm_no_csv"
+fi
 
 m="$tmp/m"
 cp "$tmp/run/trial0.g000002.safetensors" "$m.safetensors"

@@ -11,7 +11,10 @@
 ** means, its range; --help prints it with the defaults read off a freshly
 ** defaulted train_opts, so the two cannot disagree), the parser over it
 ** (--opt=VALUE split first, as in every rasp command), compare's --arm
-** specifications, and the wiring.  The rest is in modules:
+** specifications, and the wiring.  The parser's functions return the exit
+** status main ends with (0, or 2 for bad usage after a message), not the
+** 1/0 of the modules (topts.h); run turns a module's failure into 1.  The
+** rest is in modules:
 **     topts.h    the options every module reads
 **     tdata.c    training and test sets, epoch order, encodings
 **     tarm.c     one model: set-up from random or --init, step, evaluation
@@ -285,6 +288,8 @@ static void usage(FILE *f) {
         f);
 }
 
+/* Says that option name's value val is bad (why: NULL, or the reason);
+** returns 2, the exit status for bad usage. */
 static int bad_opt(const char *name, const char *val, const char *why) {
   fprintf(stderr, "rasp-train: bad value '%s' for %s%s%s\n", val ? val : "",
           name, why ? ": " : "", why ? why : "");
@@ -444,7 +449,8 @@ static int parse_opts(int argc, char **argv, train_opts *o) {
 /* Arm k: its spec's name and base, then the command line (less compare,
 ** --arm and --resume) followed by its options, through parse_opts.  An arm
 ** sets only how it trains (the options marked arm), never what it trains
-** on, so every arm sees the same batches in the same order. */
+** on, so every arm sees the same batches in the same order.  0, or 2 after
+** a message. */
 static int parse_arm(int argc, char **argv, train_opts *o, int k) {
   train_arm_spec *a = &o->arms[k];
   const char *spec = o->arm_spec[k];
@@ -511,16 +517,18 @@ static void opts_free(train_opts *o) {
 
 /* ---- wiring ------------------------------------------------------------- */
 
+/* The run (trials or compare) o describes; the exit status: 0, or 1 after
+** the error's message. */
 static int run(const train_opts *o) {
   if (o->threads) omp_set_num_threads(o->threads);
   rasp_error err = {0};
-  if (o->out && train_dir_open(o, &err)) {
+  if (o->out && !train_dir_open(o, &err)) {
     fprintf(stderr, "rasp-train: %s\n", err.msg);
     return 1;
   }
   train_dataset tr = {0}, te = {0};
   int overlap = 0;
-  if (train_data_make(o, &tr, &te, &overlap, &err)) {
+  if (!train_data_make(o, &tr, &te, &overlap, &err)) {
     fprintf(stderr, "rasp-train: %s\n", err.msg);
     train_data_free(&tr);
     train_data_free(&te);
@@ -529,11 +537,11 @@ static int run(const train_opts *o) {
   fprintf(stderr, "rasp-train: %d training sequences, %d test (%d overlapping "
                   "test samples skipped), %d tokens each\n",
           tr.n, te.n, overlap, tr.len);
-  int rc = o->compare ? train_compare(o, &tr, &te, &err) : train_trials(o, &tr, &te, &err);
-  if (rc) fprintf(stderr, "rasp-train: %s\n", err.msg);
+  int ok = o->compare ? train_compare(o, &tr, &te, &err) : train_trials(o, &tr, &te, &err);
+  if (!ok) fprintf(stderr, "rasp-train: %s\n", err.msg);
   train_data_free(&tr);
   train_data_free(&te);
-  return rc ? 1 : 0;
+  return ok ? 0 : 1;
 }
 
 int main(int argc, char **argv) {

@@ -48,7 +48,7 @@ static void compiled_logit_range(const rasp_model *m, const train_opts *o,
 ** compiled point, widened by --widen: what distances are measured from),
 ** a->mask (its entries that came from the --init model: all but
 ** --widen's) and a->units (a compiled layout's heads, for the probe).  The
-** order is tarm.h's. */
+** order is tarm.h's.  1, or 0 with err. */
 static int make_model(train_arm *a, const train_opts *o, int trial, int random_init,
                       const rasp_model_config *like, const train_dataset *d,
                       rasp_error *err) {
@@ -57,7 +57,7 @@ static int make_model(train_arm *a, const train_opts *o, int trial, int random_i
   a->prefix = -1;
   if (!random_init) {
     /* the checksum rmodel computes to check the files is the fingerprint */
-    if (!raspN_load_fnv(m, o->init, &a->init_fnv, err)) return -1;
+    if (!raspN_load_fnv(m, o->init, &a->init_fnv, err)) return 0;
   }
   if (!random_init && train_is_compiled(m)) {
     float lo, hi;
@@ -98,7 +98,7 @@ static int make_model(train_arm *a, const train_opts *o, int trial, int random_i
       goto fail;
     }
   } else if (like) { /* compare: the compiled model's architecture */
-    if (!raspN_init(m, like, err)) return -1;
+    if (!raspN_init(m, like, err)) return 0;
     a->prefix = like->bos_token;
     train_init_params(m, o->seed * 1000003 + (uint64_t)trial);
   } else {
@@ -109,10 +109,10 @@ static int make_model(train_arm *a, const train_opts *o, int trial, int random_i
     c.d_head = c.d_model / c.n_heads;
     c.causal = !o->encoder;
     c.bos_token = o->task.bos ? o->task.V + RASP_SP_BOS : -1;
-    if (!raspN_init(m, &c, err)) return -1;
+    if (!raspN_init(m, &c, err)) return 0;
     train_init_params(m, o->seed * 1000003 + (uint64_t)trial);
   }
-  if (random_init) return 0;
+  if (random_init) return 1;
   if (o->widen && a->prefix < 0) { /* only compiled models get a prefix */
     raspR_setnopos(err, "--widen: '%s' is not a compiled model", o->init);
     goto fail;
@@ -155,7 +155,7 @@ static int make_model(train_arm *a, const train_opts *o, int trial, int random_i
     p++;
   }
   if (o->init_noise > 0) train_add_noise(m, o->init_noise, o->seed + (uint64_t)trial);
-  return 0;
+  return 1;
 fail:
   raspN_free(m);
   raspM_free(a->mask);
@@ -165,7 +165,7 @@ fail:
   a->ref = NULL;
   a->units = NULL;
   a->nunits = 0;
-  return -1;
+  return 0;
 }
 
 int train_arm_init(train_arm *a, const train_opts *o, int trial, int random_init,
@@ -173,7 +173,7 @@ int train_arm_init(train_arm *a, const train_opts *o, int trial, int random_init
                    rasp_error *err) {
   memset(a, 0, sizeof *a);
   a->o = o;
-  if (make_model(a, o, trial, random_init, like, d, err)) return -1;
+  if (!make_model(a, o, trial, random_init, like, d, err)) return 0;
   int len = raspT_length(&o->task), T = train_model_len(o, len) + (a->prefix >= 0);
   a->T = T;
   if (!train_net_init(&a->net, &a->m, o->micro, T, o->dropout, err)) {
@@ -181,7 +181,7 @@ int train_arm_init(train_arm *a, const train_opts *o, int trial, int random_init
     raspM_free(a->mask);
     raspM_free(a->ref);
     raspM_free(a->units);
-    return -1;
+    return 0;
   }
   train_adamw_init(&a->opt, a->m.nparams);
   a->opt.lr = o->lr;
@@ -205,7 +205,7 @@ int train_arm_init(train_arm *a, const train_opts *o, int trial, int random_init
         if (a->mask[i]) a->opt.scale[i] = 0.0f;
   }
   train_batch_init(&a->batch, o->batch, T, len);
-  return 0;
+  return 1;
 }
 
 void train_arm_free(train_arm *a) {
@@ -247,17 +247,17 @@ static void probe_argmax(const train_probe *p, const train_net *net, int rows,
 
 int train_arm_probe(train_arm *a, const rasp_layout_unit *u, int n,
                     const train_dataset *d, int cnt, rasp_error *err) {
-  if (!u || !n || !a->ref) return 0;
+  if (!u || !n || !a->ref) return 1; /* nothing to probe: not a failure */
   if (cnt > d->n) cnt = d->n;
   train_probe *p = &a->probe;
   /* the compiled point, run once over the samples */
   rasp_model cm;
   train_net cn;
-  if (!raspN_init(&cm, &a->m.cfg, err)) return -1;
+  if (!raspN_init(&cm, &a->m.cfg, err)) return 0;
   memcpy(cm.params, a->ref, a->m.nparams * sizeof(float));
   if (!train_net_init(&cn, &cm, a->net.B, a->net.T, 0.0f, err)) {
     raspN_free(&cm);
-    return -1;
+    return 0;
   }
   p->u = raspM_alloc((size_t)n * sizeof *p->u);
   memcpy(p->u, u, (size_t)n * sizeof *p->u);
@@ -278,7 +278,7 @@ int train_arm_probe(train_arm *a, const rasp_layout_unit *u, int n,
   train_net_free(&cn);
   raspN_free(&cm);
   p->on = 1;
-  return 0;
+  return 1;
 }
 
 void train_arm_encode(train_arm *a, const train_dataset *d, const int *idx,

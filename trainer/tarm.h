@@ -69,14 +69,15 @@ typedef struct train_arm {
 /* Sets up a: random weights (random_init; of architecture *like when not
 ** NULL: compare's random arm) or o->init, with the protocols; trial picks
 ** the seeds; d is the training set (a compiled readout's floor).  The
-** dropout stream is seeded per epoch by the loop.  0, or -1 with err. */
+** dropout stream is seeded per epoch by the loop.  1, or 0 with err. */
 int train_arm_init(train_arm *a, const train_opts *o, int trial, int random_init,
                    const rasp_model_config *like, const train_dataset *d,
                    rasp_error *err);
 void train_arm_free(train_arm *a);
 /* Sets up a's probe of the n head units u (copied) against the model at
-** a->ref, over samples 0..cnt-1 of d as evaluation encodes them; nothing
-** without units or ref.  0, or -1 with err. */
+** a->ref, over samples 0..cnt-1 of d as evaluation encodes them; without
+** units or ref there is nothing to probe (a->probe stays off).  1, or 0
+** with err. */
 int train_arm_probe(train_arm *a, const rasp_layout_unit *u, int n,
                     const train_dataset *d, int cnt, rasp_error *err);
 /* Encodes samples idx[0..b) of d for epoch e into a->batch. */

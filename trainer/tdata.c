@@ -91,7 +91,7 @@ int train_data_make(const train_opts *o, train_dataset *tr, train_dataset *te,
   ks.cap = 1;
   while (ks.cap < (size_t)tr->n * 2 + 16) ks.cap *= 2;
   ks.k = raspM_alloc(ks.cap * sizeof *ks.k);
-  int rc = -1;
+  int ok = 0;
   for (int i = 0; i < o->ntrain; i++) {
     if (raspT_sample_group(&o->task, o->train_seed, (uint64_t)i, g, err) < 0) goto out;
     for (int j = 0; j <= k; j++) {
@@ -110,12 +110,12 @@ int train_data_make(const train_opts *o, train_dataset *tr, train_dataset *te,
     }
     ds_put(te, i++, &g[0]);
   }
-  rc = 0;
+  ok = 1;
 out:
   for (int j = 0; j <= k; j++) raspT_sample_free(&g[j]);
   raspM_free(g);
   raspM_free(ks.k);
-  return rc;
+  return ok;
 }
 
 void train_data_order(int *ord, int n, uint64_t seed, int epoch) {

@@ -37,7 +37,7 @@ typedef struct train_dataset {
 } train_dataset;
 
 /* The training set (with structured variants) and a test set disjoint from
-** it; *overlap gets the number of test samples skipped.  0, or -1 with
+** it; *overlap gets the number of test samples skipped.  1, or 0 with
 ** err. */
 int train_data_make(const train_opts *o, train_dataset *tr, train_dataset *te,
                     int *overlap, rasp_error *err);

@@ -29,7 +29,7 @@ void train_log_printf(train_log *b, const char *fmt, ...) {
 }
 
 int train_log_commit(const train_log *b, const char *path, rasp_error *err) {
-  return raspR_write_file(path, b->s ? b->s : "", b->len, err) ? 0 : -1;
+  return raspR_write_file(path, b->s ? b->s : "", b->len, err);
 }
 
 int train_log_resume(train_log *b, const char *path, int upto) {

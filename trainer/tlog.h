@@ -19,12 +19,13 @@ typedef struct train_log {
 
 void train_log_printf(train_log *b, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
-/* Writes the whole text to path, atomically.  0, or -1 with err. */
+/* Writes the whole text to path, atomically.  1, or 0 with err. */
 int train_log_commit(const train_log *b, const char *path, rasp_error *err);
 /* Resuming: appends the rows of the CSV log at path up to (and including)
 ** epoch `upto` (its second column), after its header, so that a run killed
 ** between writing its log and its checkpoint does not repeat a row.
-** Returns 1 if a log was read. */
+** Returns whether a log was read (1, or 0 when there is none: not a
+** failure, a fresh start). */
 int train_log_resume(train_log *b, const char *path, int upto);
 void train_log_free(train_log *b);
 

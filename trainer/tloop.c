@@ -29,7 +29,7 @@
 /* What the loop calls: after every step (loss[k]: arm k's mean loss per
 ** answer token), and after every epoch (epoch: the number completed;
 ** mean_loss: arm 0's over the epoch's steps; *stop ends the loop).  Each
-** returns 0, or -1 (err set) to end it with an error. */
+** returns 1 to go on, or 0 (err set) to end it with an error. */
 typedef struct hooks {
   int (*step)(void *ctx, long step, const double *loss, rasp_error *err);
   int (*epoch)(void *ctx, int epoch, long step, double mean_loss, int *stop,
@@ -39,21 +39,22 @@ typedef struct hooks {
 
 /* Trains the n arms from epoch epoch0 (*step steps taken) until o->epochs
 ** epochs, o->max_steps steps or a hook's stop.  o gives the schedule
-** (--batch, --epochs, --max-steps) and the seed of the order. */
+** (--batch, --epochs, --max-steps) and the seed of the order.  1, or 0
+** with err (a hook's). */
 static int loop(train_arm *arms, int n, const train_opts *o, const train_dataset *tr,
                 int epoch0, long *step, const hooks *h, rasp_error *err) {
   long max = o->max_steps ? o->max_steps : 1L << 40;
   int *ord = raspM_alloc((size_t)tr->n * sizeof *ord);
   double *loss = raspM_alloc((size_t)n * sizeof *loss);
-  int rc = 0, stop = 0;
-  for (int e = epoch0; !rc && !stop && e < o->epochs && *step < max; e++) {
+  int ok = 1, stop = 0;
+  for (int e = epoch0; ok && !stop && e < o->epochs && *step < max; e++) {
     train_data_order(ord, tr->n, o->seed, e);
     /* dropout masks from a stream tied to the epoch */
     for (int k = 0; k < n; k++)
       raspT_rng_seed(&arms[k].net.rng, arms[k].o->seed, 0xd40000 + (uint64_t)e);
     double sum = 0;
     int nb = 0;
-    for (int s0 = 0; !rc && s0 < tr->n && *step < max; s0 += o->batch) {
+    for (int s0 = 0; ok && s0 < tr->n && *step < max; s0 += o->batch) {
       int b = tr->n - s0 < o->batch ? tr->n - s0 : o->batch;
       for (int k = 0; k < n; k++) {
         train_arm_encode(&arms[k], tr, ord + s0, b, e);
@@ -62,13 +63,13 @@ static int loop(train_arm *arms, int n, const train_opts *o, const train_dataset
       sum += loss[0];
       nb++;
       ++*step;
-      if (h->step) rc = h->step(h->ctx, *step, loss, err);
+      if (h->step) ok = h->step(h->ctx, *step, loss, err);
     }
-    if (!rc && h->epoch) rc = h->epoch(h->ctx, e + 1, *step, nb ? sum / nb : 0, &stop, err);
+    if (ok && h->epoch) ok = h->epoch(h->ctx, e + 1, *step, nb ? sum / nb : 0, &stop, err);
   }
   raspM_free(ord);
   raspM_free(loss);
-  return rc;
+  return ok;
 }
 
 /* ---- trials ------------------------------------------------------------- */
@@ -116,7 +117,7 @@ static void print_distance(trial *t, const char *when) {
 }
 
 /* Before the first step: the initialisation's accuracies (for a compiled
-** model, what `rasp compile --check` measured). */
+** model, what `rasp compile --check` measured).  1, or 0 with err. */
 static int trial_start(trial *t, rasp_error *err) {
   train_arm_eval(&t->a, t->te, t->te->n, -1, &t->mv);
   train_arm_eval(&t->a, t->tr, t->te->n, 0, &t->mt);
@@ -126,19 +127,20 @@ static int trial_start(trial *t, rasp_error *err) {
     fprintf(stderr, " %.3f", t->mv.pos_acc[k]);
   fprintf(stderr, "\n");
   print_distance(t, "before training");
-  int rc = 0;
+  int ok = 1;
   if (t->r.on) {
     train_log_printf(&t->r.csv, "%d,0,0,,%.6g,%.6g,%.6g,%.6g,%.6g", t->k, t->mt.loss,
                      t->mv.loss, t->mv.seq_acc, t->mv.tok_acc, t->mv.lead_acc);
     csv_tail(t, "0");
-    rc = train_log_commit(&t->r.csv, t->r.csv_path, err);
+    ok = train_log_commit(&t->r.csv, t->r.csv_path, err);
   }
   memset(&t->mv, 0, sizeof t->mv);
   memset(&t->mt, 0, sizeof t->mt);
-  return rc;
+  return ok;
 }
 
-/* After every epoch: evaluate, log, decide whether to stop, checkpoint. */
+/* After every epoch: evaluate, log, decide whether to stop, checkpoint.
+** A hook: 1, or 0 with err. */
 static int trial_epoch(void *ctx, int epoch, long step, double mean_loss, int *stop,
                        rasp_error *err) {
   trial *t = ctx;
@@ -160,7 +162,7 @@ static int trial_epoch(void *ctx, int epoch, long step, double mean_loss, int *s
                      t->mv.lead_acc);
     snprintf(s, sizeof s, "%.2f", secs);
     csv_tail(t, s);
-    if (train_log_commit(&t->r.csv, t->r.csv_path, err)) return -1;
+    if (!train_log_commit(&t->r.csv, t->r.csv_path, err)) return 0;
   }
   fprintf(stderr, "trial %d epoch %d step %ld: train %.4f val %.4f seq %.3f "
                   "lead %.3f (%.1fs)\n", t->k, epoch, step, mean_loss, t->mv.loss,
@@ -172,9 +174,10 @@ static int trial_epoch(void *ctx, int epoch, long step, double mean_loss, int *s
   if (o->max_steps && step >= o->max_steps) st->done = 1;
   if (epoch >= o->epochs) st->done = 1;
   *stop = st->done;
-  return t->r.on ? train_resume_save(&t->r, &t->a.m, &t->a.opt, err) : 0;
+  return t->r.on ? train_resume_save(&t->r, &t->a.m, &t->a.opt, err) : 1;
 }
 
+/* Trial k, its result into *res.  1, or 0 with err. */
 static int run_trial(const train_opts *o, int k, const train_dataset *tr,
                      const train_dataset *te, trial_result *res, rasp_error *err) {
   trial t;
@@ -186,22 +189,22 @@ static int run_trial(const train_opts *o, int k, const train_dataset *tr,
   t.tr = tr;
   t.te = te;
   t.res = res;
-  if (train_arm_init(&t.a, &ot, k, !strcmp(o->init, "random"), NULL, tr, err)) return -1;
-  if (train_arm_probe(&t.a, t.a.units, t.a.nunits, te, te->n, err) ||
-      train_resume_open(&t.r, o, k, t.a.init_fnv, &t.a.m, &t.a.opt, err)) {
+  if (!train_arm_init(&t.a, &ot, k, !strcmp(o->init, "random"), NULL, tr, err)) return 0;
+  if (!train_arm_probe(&t.a, t.a.units, t.a.nunits, te, te->n, err) ||
+      !train_resume_open(&t.r, o, k, t.a.init_fnv, &t.a.m, &t.a.opt, err)) {
     train_arm_free(&t.a);
-    return -1;
+    return 0;
   }
   if (t.r.on && !t.r.csv.len) csv_header(&t.r.csv, o);
   clock_gettime(CLOCK_MONOTONIC, &t.w0);
   train_ckpt_state *st = &t.r.st;
-  int rc = 0;
-  if (!st->epoch && !st->done) rc = trial_start(&t, err);
-  if (!rc && !st->done) {
+  int ok = 1;
+  if (!st->epoch && !st->done) ok = trial_start(&t, err);
+  if (ok && !st->done) {
     hooks h = {NULL, trial_epoch, &t};
-    rc = loop(&t.a, 1, &ot, tr, st->epoch, &st->step, &h, err);
+    ok = loop(&t.a, 1, &ot, tr, st->epoch, &st->step, &h, err);
   }
-  if (!rc && st->done && st->step && !t.evaluated) {
+  if (ok && st->done && st->step && !t.evaluated) {
     /* finished earlier (resumed a completed run): evaluate once */
     train_arm_eval(&t.a, te, te->n, -1, &t.mv);
     train_arm_eval(&t.a, tr, te->n, 0, &t.mt);
@@ -212,7 +215,7 @@ static int run_trial(const train_opts *o, int k, const train_dataset *tr,
   res->epochs = st->epoch;
   train_resume_free(&t.r);
   train_arm_free(&t.a);
-  return rc;
+  return ok;
 }
 
 int train_trials(const train_opts *o, const train_dataset *tr, const train_dataset *te,
@@ -220,7 +223,7 @@ int train_trials(const train_opts *o, const train_dataset *tr, const train_datas
   int ok = 0, failed = 0, not_diverged = 0;
   for (int k = 0; k < o->trials; k++) {
     trial_result r = {0};
-    if (run_trial(o, k, tr, te, &r, err)) return -1;
+    if (!run_trial(o, k, tr, te, &r, err)) return 0;
     /* success: >= 95% teacher-forced sequence accuracy.  A failed trial
     ** "overfits" when its validation loss has diverged from its training
     ** loss: val > 2 * train + 0.05 (our reading of the paper's second
@@ -242,7 +245,7 @@ int train_trials(const train_opts *o, const train_dataset *tr, const train_datas
     printf("; of %d failed, %.0f%% did not diverge (%.0f%% overfit)", failed,
            100.0 * not_diverged / failed, 100.0 * (failed - not_diverged) / failed);
   printf("\n");
-  return 0;
+  return 1;
 }
 
 /* ---- compare ------------------------------------------------------------ */
@@ -253,7 +256,8 @@ int train_trials(const train_opts *o, const train_dataset *tr, const train_datas
 ** standard output; by default compare.csv and compare.png beside it), so no
 ** file name is ever gnuplot code, whatever --out holds.  Rows cycle
 ** through the n arms after the header: arm k is every n::(k+1).  Arm names
-** are letters, digits, '_' and '-' (main.c), safe in gnuplot strings. */
+** are letters, digits, '_' and '-' (main.c), safe in gnuplot strings.
+** 1, or 0 with err. */
 static int write_compare_gp(const char *gp, int n, char names[][33], rasp_error *err) {
   train_log g = {0};
   train_log_printf(&g,
@@ -278,9 +282,9 @@ static int write_compare_gp(const char *gp, int n, char names[][33], rasp_error 
                        k + 1 < n ? ", " : "\n");
   }
   train_log_printf(&g, "unset multiplot\n");
-  int rc = train_log_commit(&g, gp, err);
+  int ok = train_log_commit(&g, gp, err);
   train_log_free(&g);
-  return rc;
+  return ok;
 }
 
 typedef struct compare {
@@ -320,45 +324,49 @@ static void compare_row(compare *c, int k, long step, const double *loss) {
   fprintf(stderr, "\n");
 }
 
+/* A hook: every --eval-every steps and at the last, every arm's row.  1, or
+** 0 with err. */
 static int compare_step(void *ctx, long step, const double *loss, rasp_error *err) {
   compare *c = ctx;
-  if (step % c->every && step != c->max) return 0;
+  if (step % c->every && step != c->max) return 1;
   for (int k = 0; k < c->n; k++) compare_row(c, k, step, loss);
   return train_log_commit(&c->csv, c->csv_path, err);
 }
 
 /* The arms: the compiled model with the command line's options gives the
 ** random arms' architecture and the point their distances are measured
-** from (and the heads their probes compare). */
+** from (and the heads their probes compare).  *made: how many arms were
+** set up (to free, whether or not all were).  1, or 0 with err. */
 static int compare_arms(compare *c, const train_dataset *tr, int *made, rasp_error *err) {
   const train_opts *o = c->o;
   train_arm tc;
-  if (train_arm_init(&tc, o, 0, 0, NULL, tr, err)) return -1;
-  int rc = 0;
+  *made = 0;
+  if (!train_arm_init(&tc, o, 0, 0, NULL, tr, err)) return 0;
+  int ok = 1;
   for (*made = 0; *made < c->n; ++*made) {
     int k = *made, base = o->narms ? o->arms[k].base : k ? TRAIN_ARM_COMPILED : TRAIN_ARM_RANDOM;
     const train_opts *ao = o->narms ? o->arms[k].o : o;
     train_arm *a = &c->arms[k];
-    if (train_arm_init(a, ao, 0, base != TRAIN_ARM_COMPILED,
-                       base == TRAIN_ARM_RANDOM ? &tc.m.cfg : NULL, tr, err)) {
-      rc = -1;
+    if (!train_arm_init(a, ao, 0, base != TRAIN_ARM_COMPILED,
+                        base == TRAIN_ARM_RANDOM ? &tc.m.cfg : NULL, tr, err)) {
+      ok = 0;
       break;
     }
     if (base == TRAIN_ARM_RANDOM && a->m.nparams == tc.m.nparams) {
       /* its heads against the compiled ones: the chance baseline */
       a->ref = raspM_alloc((tc.m.nparams ? tc.m.nparams : 1) * sizeof(float));
       memcpy(a->ref, tc.ref, tc.m.nparams * sizeof(float));
-      rc = train_arm_probe(a, tc.units, tc.nunits, c->te, c->nev, err);
+      ok = train_arm_probe(a, tc.units, tc.nunits, c->te, c->nev, err);
     } else {
-      rc = train_arm_probe(a, a->units, a->nunits, c->te, c->nev, err);
+      ok = train_arm_probe(a, a->units, a->nunits, c->te, c->nev, err);
     }
-    if (rc) {
+    if (!ok) {
       ++*made;
       break;
     }
   }
   train_arm_free(&tc);
-  return rc;
+  return ok;
 }
 
 int train_compare(const train_opts *o, const train_dataset *tr, const train_dataset *te,
@@ -377,7 +385,7 @@ int train_compare(const train_opts *o, const train_dataset *tr, const train_data
   c.arms = raspM_alloc((size_t)c.n * sizeof *c.arms);
   memset(c.arms, 0, (size_t)c.n * sizeof *c.arms);
   int made = 0;
-  int rc = compare_arms(&c, tr, &made, err);
+  int ok = compare_arms(&c, tr, &made, err);
   const char *dir = o->out ? o->out : ".";
   /* gnuplot reads a file name that starts with '<' as a shell command:
   ** relative paths get "./" in front */
@@ -386,27 +394,25 @@ int train_compare(const train_opts *o, const train_dataset *tr, const train_data
   snprintf(c.csv_path, sizeof c.csv_path, "%s%s/compare.csv", dot, dir);
   snprintf(pngp, sizeof pngp, "%s%s/compare.png", dot, dir);
   snprintf(gp, sizeof gp, "%s%s/compare.gp", dot, dir);
-  if (!rc) {
+  if (ok) {
     int A = train_answer_len(o);
     train_log_printf(&c.csv, "step,init,train_loss,val_loss,val_lead_acc,val_seq_acc,"
                              "val_tok_acc,val_other_acc");
     for (int k = 0; k < A && k < 64; k++) train_log_printf(&c.csv, ",val_pos%d_acc", k);
     train_log_printf(&c.csv, ",dist_compiled,program_acc\n");
     for (int k = 0; k < c.n; k++) compare_row(&c, k, 0, NULL);
-    rc = train_log_commit(&c.csv, c.csv_path, err) ||
-                 write_compare_gp(gp, c.n, c.names, err)
-             ? -1
-             : 0;
+    ok = train_log_commit(&c.csv, c.csv_path, err) &&
+         write_compare_gp(gp, c.n, c.names, err);
   }
-  if (!rc) {
+  if (ok) {
     long step = 0;
     hooks h = {compare_step, NULL, &c};
-    rc = loop(c.arms, c.n, o, tr, 0, &step, &h, err);
+    ok = loop(c.arms, c.n, o, tr, 0, &step, &h, err);
   }
   train_log_free(&c.csv);
   for (int k = 0; k < made; k++) train_arm_free(&c.arms[k]);
   raspM_free(c.arms);
-  if (rc) return -1;
+  if (!ok) return 0;
   /* no shell: gnuplot's arguments are a vector, and the PNG comes on its
   ** standard output into a fresh mkstemp file renamed over compare.png */
   const char *gargv[] = {"gnuplot", "-c", gp, c.csv_path, "-", NULL};
@@ -421,5 +427,5 @@ int train_compare(const train_opts *o, const train_dataset *tr, const train_data
             c.csv_path, gp);
   else
     fprintf(stderr, "rasp-train: wrote %s and %s\n", c.csv_path, pngp);
-  return 0;
+  return 1;
 }

@@ -18,13 +18,14 @@
 
 /* Runs o->trials trials and prints a line for each and a summary on the
 ** standard output (progress on the standard error); with o->out, logs and
-** checkpoints every trial (tresume.h).  0, or -1 with err. */
+** checkpoints every trial (tresume.h).  1, or 0 with err. */
 int train_trials(const train_opts *o, const train_dataset *tr,
                  const train_dataset *te, rasp_error *err);
 /* rasp-train compare: the arms of o (without --arm: random, the compiled
 ** architecture with random weights, and compiled) on the same batches in
 ** the same order; compare.csv, compare.gp and (when gnuplot runs)
-** compare.png in o->out or ".".  0, or -1 with err. */
+** compare.png in o->out or ".".  1, or 0 with err (a plot that gnuplot
+** cannot make is not a failure: the message says where the curves are). */
 int train_compare(const train_opts *o, const train_dataset *tr,
                   const train_dataset *te, rasp_error *err);
 

@@ -5,6 +5,11 @@
 ** schedule.  compare's arms (--arm) are options of their own, parsed from
 ** the command line with the arm's settings on top, so an arm differs from
 ** the run only in how it trains.
+**
+** Every trainer module returns as librasp does (rerror.h): 1, or 0 with
+** the rasp_error set; a count, or -1; a pointer, or NULL; a function that
+** returns anything else (an answer, main.c's exit statuses) says so where
+** it is declared.
 */
 #ifndef RASP_TOPTS_H
 #define RASP_TOPTS_H

@@ -77,7 +77,7 @@ void train_config_text(train_log *b, const train_opts *o, uint64_t init_fnv) {
 ** "--name value" line each (flags as "--no-bos yes"), so that a run
 ** directory says how it was made.  The checkpoint's lines come first, then
 ** those that only say where to stop and how to run; options that are off
-** are comment lines. */
+** are comment lines.  1, or 0 with err. */
 static int write_run_config(const train_opts *o, rasp_error *err) {
   train_log b = {0};
   char f1[32], path[4200];
@@ -104,9 +104,9 @@ static int write_run_config(const train_opts *o, rasp_error *err) {
   if (o->resume) train_log_printf(&b, "--resume\n");
   for (int k = 0; k < o->narms; k++) train_log_printf(&b, "--arm %s\n", o->arm_spec[k]);
   snprintf(path, sizeof path, "%s/config.txt", o->out);
-  int rc = train_log_commit(&b, path, err);
+  int ok = train_log_commit(&b, path, err);
   train_log_free(&b);
-  return rc;
+  return ok;
 }
 
 int train_dir_open(const train_opts *o, rasp_error *err) {
@@ -114,7 +114,7 @@ int train_dir_open(const train_opts *o, rasp_error *err) {
     char msg[sizeof err->msg];
     snprintf(msg, sizeof msg, "%s", err->msg);
     raspR_setnopos(err, "--out: %s", msg);
-    return -1;
+    return 0;
   }
   /* one run per directory: the lock (released by the kernel however the
   ** run ends; its descriptor stays open until exit) makes it safe to
@@ -128,7 +128,7 @@ int train_dir_open(const train_opts *o, rasp_error *err) {
                    e == EWOULDBLOCK ? "another rasp-train is using the directory"
                                     : strerror(e));
     if (lk >= 0) close(lk);
-    return -1;
+    return 0;
   }
   int n = train_clean_tmp(o->out);
   if (n)
@@ -138,13 +138,13 @@ int train_dir_open(const train_opts *o, rasp_error *err) {
 }
 
 /* The checkpoint's contents into the freshly set-up m and opt, if it was
-** made with the same options. */
+** made with the same options.  1, or 0 with err. */
 static int load_into(train_resume *r, rasp_model *m, train_adamw *opt,
                      rasp_error *err) {
   rasp_model m2;
   train_adamw o2;
   char *saved = NULL;
-  if (!train_ckpt_load(r->stem, &m2, &o2, &r->st, &saved, err)) return -1;
+  if (!train_ckpt_load(r->stem, &m2, &o2, &r->st, &saved, err)) return 0;
   char diff[sizeof err->msg - 200];
   int nd = train_config_diff(saved, r->cfg.s, diff, sizeof diff);
   int bad = nd || m2.nparams != m->nparams;
@@ -162,7 +162,7 @@ static int load_into(train_resume *r, rasp_model *m, train_adamw *opt,
   raspM_free(saved);
   raspN_free(&m2);
   train_adamw_free(&o2);
-  return bad ? -1 : 0;
+  return !bad;
 }
 
 int train_resume_open(train_resume *r, const train_opts *o, int trial,
@@ -170,7 +170,7 @@ int train_resume_open(train_resume *r, const train_opts *o, int trial,
                       rasp_error *err) {
   memset(r, 0, sizeof *r);
   r->st.best_val = INFINITY;
-  if (!o->out) return 0;
+  if (!o->out) return 1;
   r->on = 1;
   snprintf(r->stem, sizeof r->stem, "%s/trial%d", o->out, trial);
   snprintf(r->csv_path, sizeof r->csv_path, "%s/trial%d.csv", o->out, trial);
@@ -182,7 +182,7 @@ int train_resume_open(train_resume *r, const train_opts *o, int trial,
   /* a fresh run numbers its generations after any committed one */
   r->st.generation = gen > 0 ? gen : 0;
   if (o->resume && gen > 0) {
-    if (load_into(r, m, opt, err)) goto fail;
+    if (!load_into(r, m, opt, err)) goto fail;
     /* a finished run resumes when given more epochs or steps */
     r->st.done = r->st.best_val < o->stop_loss || r->st.epoch >= o->epochs ||
                  (o->max_steps && r->st.step >= o->max_steps);
@@ -190,15 +190,15 @@ int train_resume_open(train_resume *r, const train_opts *o, int trial,
             r->st.epoch, r->st.step);
   }
   if (r->st.epoch) train_log_resume(&r->csv, r->csv_path, r->st.epoch);
-  return 0;
+  return 1;
 fail:
   train_resume_free(r);
-  return -1;
+  return 0;
 }
 
 int train_resume_save(train_resume *r, const rasp_model *m,
                       const train_adamw *opt, rasp_error *err) {
-  return train_ckpt_save(r->stem, m, opt, &r->st, r->cfg.s, err) ? 0 : -1;
+  return train_ckpt_save(r->stem, m, opt, &r->st, r->cfg.s, err);
 }
 
 void train_resume_free(train_resume *r) {

@@ -23,7 +23,7 @@
 
 /* Creates o->out (and its parents), locks it for the rest of the process,
 ** removes killed runs' temporaries (saying how many) and writes
-** config.txt.  0, or -1 with err. */
+** config.txt.  1, or 0 with err. */
 int train_dir_open(const train_opts *o, rasp_error *err);
 
 /* The checkpoint's configuration: every option that shapes a trial's
@@ -47,12 +47,12 @@ typedef struct train_resume {
 ** --resume, a committed checkpoint made with the same options is loaded
 ** into m and opt (initialised already: its parameters and moments replace
 ** theirs), and r->st says where it stopped (done: it needs more epochs or
-** steps to go on).  init_fnv as for train_config_text.  0, or -1 with err
+** steps to go on).  init_fnv as for train_config_text.  1, or 0 with err
 ** (r freed). */
 int train_resume_open(train_resume *r, const train_opts *o, int trial,
                       uint64_t init_fnv, rasp_model *m, train_adamw *opt,
                       rasp_error *err);
-/* Commits the next generation: m, opt and r->st. 0, or -1 with err. */
+/* Commits the next generation: m, opt and r->st.  1, or 0 with err. */
 int train_resume_save(train_resume *r, const rasp_model *m,
                       const train_adamw *opt, rasp_error *err);
 void train_resume_free(train_resume *r);
