@@ -88,6 +88,7 @@ typedef struct vopts {
   const char *checkpoint;               /* --checkpoint FILE, */
   int resume, progress, plan;           /*   --resume, --progress, --plan */
   long ckpt_every;                      /* --checkpoint-every SECONDS */
+  int ckpt_every_given;                 /*   (given: it needs --checkpoint) */
   const char **programs;
   int nprograms;
   rasp_access access;
@@ -150,7 +151,10 @@ static int common_opts(unsigned cmd, const char *name, int argc, char **argv, vo
     case RASPC_O_VOCAB: o->vocab_file = val; break;
     case RASPC_O_LENGTH:
     case RASPC_O_CHECKPOINT: o->checkpoint = val; break;
-    case RASPC_O_CHECKPOINT_EVERY: ok = raspC_int_opt(name, opt, val, 0, 86400, &o->ckpt_every); break;
+    case RASPC_O_CHECKPOINT_EVERY:
+      ok = raspC_int_opt(name, opt, val, 0, 86400, &o->ckpt_every);
+      o->ckpt_every_given = 1;
+      break;
     case RASPC_O_RESUME: o->resume = 1; break;
     case RASPC_O_PROGRESS: o->progress = 1; break;
     case RASPC_O_PLAN: o->plan = 1; break;
@@ -509,8 +513,9 @@ static int verify_main(int argc, char **argv) {
     free_vopts(&o);
     return 2;
   }
-  if (o.resume && !o.checkpoint) {
-    fprintf(stderr, "rasp verify: --resume needs --checkpoint FILE\n");
+  if ((o.resume || o.ckpt_every_given) && !o.checkpoint) {
+    fprintf(stderr, "rasp verify: --%s needs --checkpoint FILE\n",
+            o.resume ? "resume" : "checkpoint-every");
     free_vopts(&o);
     return 2;
   }

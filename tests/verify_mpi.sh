@@ -49,6 +49,7 @@ expect plan_over_cap 0 "7257600 .*(over --cap: raise it to run)" "" -- verify $p
 expect plan_needs_exhaustive 2 "" "rasp verify: --plan is for --exhaustive runs" -- verify $p1 --plan
 expect checkpoint_needs_exhaustive 2 "" "rasp verify: --checkpoint is for --exhaustive runs" -- verify $p1 --checkpoint "$tmp/c"
 expect resume_needs_checkpoint 2 "" "rasp verify: --resume needs --checkpoint FILE" -- verify $p1 --exhaustive --resume
+expect every_needs_checkpoint 2 "" "rasp verify: --checkpoint-every needs --checkpoint FILE" -- verify $p1 --exhaustive --checkpoint-every 5
 expect checkpoint_every_bad 2 "" "--checkpoint-every" -- verify $p1 --exhaustive --checkpoint "$tmp/c" --checkpoint-every -1
 printf 'not a checkpoint\n' >"$tmp/bad.ckpt"
 expect checkpoint_exists 2 "" "checkpoint '$tmp/bad.ckpt' exists; --resume continues" -- verify $p1 --D 2 --M 3 --exhaustive --checkpoint "$tmp/bad.ckpt"

@@ -179,6 +179,10 @@ int train_resume_open(train_resume *r, const train_opts *o, int trial,
   train_ckpt_clean(r->stem);
   long gen = train_ckpt_generation(r->stem, err);
   if (gen < 0 && o->resume) goto fail;
+  if (gen < 0) { /* a fresh run replaces what it cannot read: say so, then go on */
+    fprintf(stderr, "rasp-train: %s; trial %d starts afresh\n", err->msg, trial);
+    memset(err, 0, sizeof *err);
+  }
   /* a fresh run numbers its generations after any committed one */
   r->st.generation = gen > 0 ? gen : 0;
   if (o->resume && gen > 0) {
