@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "reval.h"
+#include "rfacts.h"
 #include "rmem.h"
 
 /* Functions one evaluator file defines for another: not exported from the
@@ -220,20 +221,11 @@ static inline rasp_elem elem_trunc(rasp_elem a) {
   return a;
 }
 
-static inline uint64_t mix64(uint64_t x) {
-  x ^= x >> 30;
-  x *= 0xbf58476d1ce4e5b9ULL;
-  x ^= x >> 27;
-  x *= 0x94d049bb133111ebULL;
-  x ^= x >> 31;
-  return x;
-}
-
 static inline uint64_t hash_elems(const rasp_elem *a, int n) {
   uint64_t h = 0x9e3779b97f4a7c15ULL;
   for (int i = 0; i < n; i++)
-    h = mix64(h ^ (uint64_t)a[i].num) + (uint64_t)a[i].den * 0x2545f4914f6cdd1dULL;
-  return mix64(h);
+    h = raspF_mix64(h ^ (uint64_t)a[i].num) + (uint64_t)a[i].den * 0x2545f4914f6cdd1dULL;
+  return raspF_mix64(h);
 }
 
 /* ---- one node's evaluation */

@@ -659,7 +659,7 @@ static int group_int(rasp_eval *ev, int keynode, const rasp_elem *keys,
   uint32_t *hs = ev->scr.sc[SC_HST];
   for (int k = 0; k < n; k++) {
     int64_t v = keys[k].num;
-    size_t j = mix64((uint64_t)v) & mask;
+    size_t j = raspF_mix64((uint64_t)v) & mask;
     while (hs[j] == gen && hk[j] != v) j = (j + 1) & mask;
     if (hs[j] != gen) {
       hs[j] = gen;
@@ -670,7 +670,7 @@ static int group_int(rasp_eval *ev, int keynode, const rasp_elem *keys,
   }
   for (int q = 0; q < n; q++) {
     int64_t v = qs[q].num;
-    size_t j = mix64((uint64_t)v) & mask;
+    size_t j = raspF_mix64((uint64_t)v) & mask;
     while (hs[j] == gen && hk[j] != v) j = (j + 1) & mask;
     gq[q] = hs[j] == gen ? hg[j] : -1;
   }

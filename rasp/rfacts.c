@@ -41,21 +41,12 @@ void raspF_static(const rasp_ir *ir, int from, unsigned char *st) {
   }
 }
 
-static uint64_t mix(uint64_t x) {
-  x ^= x >> 30;
-  x *= 0xbf58476d1ce4e5b9ULL;
-  x ^= x >> 27;
-  x *= 0x94d049bb133111ebULL;
-  x ^= x >> 31;
-  return x;
-}
-
 static uint64_t node_sig(const int *canon, const rasp_ir_node *nd) {
-  uint64_t h = mix((uint64_t)nd->op * 31 + (uint64_t)(unsigned)nd->aux);
-  h = mix(h ^ (uint64_t)nd->nin ^ ((uint64_t)nd->flags << 8));
-  h = mix(h ^ (uint64_t)nd->c.num) ^ mix((uint64_t)nd->c.den + 7);
-  h = mix(h ^ (uint64_t)(uintptr_t)nd->fn);
-  for (int j = 0; j < nd->nin; j++) h = mix(h ^ ((uint64_t)canon[nd->in[j]] + 1) * 0x9e37u);
+  uint64_t h = raspF_mix64((uint64_t)nd->op * 31 + (uint64_t)(unsigned)nd->aux);
+  h = raspF_mix64(h ^ (uint64_t)nd->nin ^ ((uint64_t)nd->flags << 8));
+  h = raspF_mix64(h ^ (uint64_t)nd->c.num) ^ raspF_mix64((uint64_t)nd->c.den + 7);
+  h = raspF_mix64(h ^ (uint64_t)(uintptr_t)nd->fn);
+  for (int j = 0; j < nd->nin; j++) h = raspF_mix64(h ^ ((uint64_t)canon[nd->in[j]] + 1) * 0x9e37u);
   return h;
 }
 

@@ -22,6 +22,18 @@
 
 #include "rir.h"
 
+/* SplitMix64's finaliser: a 64-bit hash of x whose every output bit
+** depends on every input bit (the hash tables of raspF_canon and of the
+** evaluator's hash-join kernel). */
+static inline uint64_t raspF_mix64(uint64_t x) {
+  x ^= x >> 30;
+  x *= 0xbf58476d1ce4e5b9ULL;
+  x ^= x >> 27;
+  x *= 0x94d049bb133111ebULL;
+  x ^= x >> 31;
+  return x;
+}
+
 /* Whether predicate p selects key for query: 1 or 0.  -1 for
 ** RASP_PRED_CUSTOM (the program's function decides; the caller runs it) and
 ** for an unknown predicate. */
