@@ -18,6 +18,7 @@
 **     tloop.c    the training loop; trials and compare around it
 **     tresume.c  the run directory (--out) and checkpoint policy
 **     tlog.c     logs rewritten whole and atomically
+**     ttask.c    an --init model's task (STEM.json) against the options
 **     ttrain.c   checkpoint files, compiled initialisation, widening
 **     tnet.c     forward and backward passes, optimisers
 ** Protocols and their measurements: doc/training.md.
@@ -36,6 +37,7 @@
 #include "tloop.h"
 #include "topts.h"
 #include "tresume.h"
+#include "ttask.h"
 
 /* ---- the option table --------------------------------------------------- */
 
@@ -411,6 +413,11 @@ static int parse_opts(int argc, char **argv, train_opts *o) {
     return bad_opt("--heads", b, "must divide --d-model");
   }
   if (o->micro > o->batch) o->micro = o->batch;
+  /* a compiled --init model's task (ttask.h): refused if it differs */
+  if (strcmp(o->init, "random")) {
+    int r = train_task_match(o);
+    if (r) return r;
+  }
   rasp_error err = {0};
   if (!raspT_opts_check(&o->task, &err)) {
     fprintf(stderr, "rasp-train: %s\n", err.msg);
