@@ -118,7 +118,8 @@ static const optdef optdefs[] = {
      "random weights, or the model STEM.safetensors + STEM.json: one of ours, or "
      "compiled (decoder: a causal program, e.g. readout6_causal; encoder: rasp "
      "compile --encoder of programs/encoder*.rasp; same --D --M --V, --st-names "
-     "--no-bos --no-eos)", NULL},
+     "--no-bos --no-eos: a compiled model's STEM.json names any that differ, and "
+     "its edge markers are taken as they are)", NULL},
     {"--init-noise", "S", K_FLOAT, F(init_noise), 0, 1e3, 0, NULL, 1,
      "Gaussian noise on an --init model, S times each tensor's RMS", NULL},
     {"--init-mix", "A", K_FLOAT, F(init_mix), 0, 1, 0, NULL, 1,
