@@ -8,8 +8,8 @@
 #     markers 2, st_names true, bos and eos false, model decoder;
 #   - its encoder variant (answer 'lead', MASK named first) given to
 #     rasp-train --init, which has no markers option, gets two-marker
-#     samples (21 tokens) and is right at the answer before its first step
-#     (seq 1.000); the same model with layout.task deleted (as files from
+#     samples (21 tokens, config.txt says "markers 2") and is right at the
+#     answer before its first step (seq 1.000); the same model with layout.task deleted (as files from
 #     before it was recorded) is refused by the older length check, so the
 #     adoption is what makes it train;
 #   - a decoder6 model given --D 3, no --st-names, --model encoder, --q end
@@ -49,9 +49,9 @@ sed -e "s/answer='forward'/answer='lead'/" \
 grep -qF '"markers": 2, "st_names": true, "model": "encoder"}' "$tmp/r4e.json" ||
   bad "encoder layout.task: $(grep -o '"task": {[^}]*}' "$tmp/r4e.json")"
 enc="--model encoder --answer lead --D 2 --M 3 --V 8 --st-names --no-bos --no-eos"
-out=$("$train" --init "$tmp/r4e" $enc $small 2>&1)
+out=$("$train" --init "$tmp/r4e" $enc $small --out "$tmp/run" 2>&1)
 st=$?
-if [ $st -eq 0 ] &&
+if [ $st -eq 0 ] && grep -qx 'markers 2' "$tmp/run/config.txt" &&
    printf '%s\n' "$out" | grep -q "was compiled for markers = 2; its samples get that many" &&
    printf '%s\n' "$out" | grep -q ' 21 tokens each' &&
    printf '%s\n' "$out" | grep -q '^trial 0 before training: val [0-9.]* seq 1\.000 lead 1\.000 pos 1\.000$'
