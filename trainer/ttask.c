@@ -12,7 +12,7 @@
 #include "rmem.h"
 
 /* The option that makes rasp-train's setting `key` the model's `val`, into
-** buf; "" when no option can (an answer of 'none'). */
+** buf; "" when no option can (an answer of 'none', markers not 1 or 2). */
 static void fix_for(const char *key, const char *val, char *buf, size_t n) {
   int on = !strcmp(val, "true");
   if (!strcmp(key, "answer")) {
@@ -26,6 +26,8 @@ static void fix_for(const char *key, const char *val, char *buf, size_t n) {
     snprintf(buf, n, "%s--no-%s", on ? "leave out " : "", key);
   } else if (!strcmp(key, "st_names")) {
     snprintf(buf, n, "%s--st-names", on ? "" : "leave out ");
+  } else if (!strcmp(key, "markers")) {
+    snprintf(buf, n, "%s", ""); /* not 1 or 2: nothing to adopt */
   } else {
     snprintf(buf, n, "--%s %s", key, val); /* D M V order q model */
   }
