@@ -110,9 +110,11 @@ static int task_agrees(const rasp_model *m, const char *stem, const char *file,
     int size = !strcmp(k, "D") || !strcmp(k, "M") || !strcmp(k, "V");
     fprintf(stderr, "rasp apply: '%s' was compiled for %s = %s, %s's task has %s = %s", stem,
             k, d[i].model, file, k, d[i].ours);
-    if (size)
-      fprintf(stderr, " (give --%s %s%s)\n", k, d[i].model,
-              strcmp(k, "V") ? ", or an --input of that size" : "");
+    if (size && strcmp(k, "V"))
+      fprintf(stderr, " (give --%s %s, or an --input whose graph has %s = %s)\n", k,
+              d[i].model, k, d[i].model);
+    else if (size)
+      fprintf(stderr, " (give --V %s)\n", d[i].model);
     else
       fprintf(stderr, " (the model needs task['%s'] = %s)\n", k, d[i].model);
   }
