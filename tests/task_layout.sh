@@ -12,10 +12,10 @@
 #     answer before its first step (seq 1.000); the same model with layout.task deleted (as files from
 #     before it was recorded) is refused by the older length check, so the
 #     adoption is what makes it train;
-#   - a decoder6 model given --D 3, no --st-names, --model encoder, --q end
-#     or no --no-eos is refused (status 2) with the option that fixes each
-#     (--D 2, --st-names, --model decoder, --q start, --no-eos), also by
-#     compare; with the right options it trains (step 0 seq 1.000), and so
+#   - a decoder6 model given --D 3, no --st-names, --q end or no --no-eos
+#     is refused (status 2) with the option that fixes each (--D 2,
+#     --st-names, --q start, --no-eos), also by compare; --model encoder by
+#     the loader's own check (status 1, "rasp compile --encoder"); with the right options it trains (step 0 seq 1.000), and so
 #     does the model without layout.task;
 #   - `rasp apply` of the decoder6 model with --program readout4_log
 #     (markers 2) or --D 3 is refused naming markers / --D 2; its own
@@ -76,7 +76,10 @@ refused() { # FIX OPTIONS...: status 2, and FIX named
 }
 refused "--D 2" --D 3 --st-names --no-bos --no-eos
 refused "--st-names" --D 2 --no-bos --no-eos
-refused "--model decoder" --model encoder --D 2 --st-names --no-bos --no-eos
+out=$("$train" --init "$tmp/d6" --model encoder --D 2 --M 3 --V 10 --st-names --no-bos --no-eos $small 2>&1)
+st=$?
+if [ $st -eq 1 ] && printf '%s\n' "$out" | grep -q 'rasp compile --encoder'; then ok
+else bad "--model encoder of a decoder (status $st)"; printf '%s\n' "$out"; fi
 refused "--q start" --q end --D 2 --st-names --no-bos --no-eos
 refused "--no-eos" --D 2 --st-names --no-bos
 out=$("$train" compare --init "$tmp/d6" --D 3 --M 3 --V 10 --st-names --no-bos --no-eos $small 2>&1)

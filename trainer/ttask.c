@@ -39,7 +39,9 @@ int train_task_match(train_opts *o) {
   rasp_error err = {0};
   if (!raspN_load_config(&m, o->init, &err)) return 0;
   raspN_task_diff d[RASPN_TASK_NKEYS];
-  int n = raspN_layout_task_diff(&m, &o->task, o->encoder, d), bad = 0;
+  /* not "model": the loader's own checks refuse a decoder as an encoder
+  ** (no MASK: "rasp compile --encoder") and the reverse (not causal) */
+  int n = raspN_layout_task_diff(&m, &o->task, -1, d), bad = 0;
   for (int i = 0; i < n; i++) {
     if (!strcmp(d[i].key, "markers") && (!strcmp(d[i].model, "1") || !strcmp(d[i].model, "2"))) {
       o->task.markers = d[i].model[0] - '0';

@@ -7,7 +7,9 @@
 ** computes its program only on that layout: on another one it reads the
 ** wrong positions and is wrong from step 0, silently.  So before any data
 ** is drawn, rasp-train reads STEM.json alone and, for each setting that
-** differs from its own options, says which option fixes it and exits 2;
+** differs from its own options, says which option fixes it and exits 2
+** (all but "model": a decoder given as an encoder, or the reverse, is
+** refused by the loader, which says how to compile it);
 ** the edge markers, for which it has no option, it takes from the model
 ** (its generator writes either layout).  Models without layout.task (ours,
 ** and models compiled before it was recorded) are not checked.
