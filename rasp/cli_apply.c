@@ -16,6 +16,12 @@
 ** --M --V, the graph `rasp verify` draws first; the model's own vocabulary
 ** then numbers its symbols.
 **
+** Its model's STEM.json records the task it was compiled for (layout.task,
+** rmodel.h); a program whose task differs in any setting (markers,
+** st_names, D...) is refused with each difference named, before its
+** tokens could be read in a layout the model does not compute on.  Models
+** compiled before layout.task was recorded are not checked.
+**
 ** A symbol outside the vocabulary is refused by name; so is one the model
 ** has no input dimension for (a symbol of the program's vocabulary that
 ** was not an input id when it was compiled, such as the path-star
@@ -55,9 +61,11 @@ static void print_float(float x, int json, FILE *out) {
 
 /* The task input of --program FILE (a path-star program) as its tokens'
 ** text (malloc'd): --input TEXT checked as one input of the task, or
-** sample 0 of seed for D, M, V.  NULL after a message. */
+** sample 0 of seed for D, M, V; *task gets the task's settings (with the
+** input's D and M).  NULL after a message. */
 static char *task_text(const char *file, const char *stdlib, const rasp_access *access,
-                       const char *input, long D, long M, long V, long seed) {
+                       const char *input, long D, long M, long V, long seed,
+                       rasp_task_opts *task) {
   rasp_program prog;
   rasp_error err = {0};
   if (!raspK_load_with(file, stdlib, access, (int)D, (int)M, (int)V, &prog, &err)) {
@@ -76,6 +84,7 @@ static char *task_text(const char *file, const char *stdlib, const rasp_access *
   o.D = in.D;
   o.M = in.M;
   o.V = (int)V;
+  *task = o;
   size_t cap = (size_t)in.n * 24 + 1, len = 0;
   text = raspM_alloc(cap);
   text[0] = '\0';
@@ -89,11 +98,36 @@ static char *task_text(const char *file, const char *stdlib, const rasp_access *
   return text;
 }
 
+/* Whether the model's layout.task (none: a plain program's model, or one
+** compiled before it was recorded) agrees with the task of --program FILE;
+** each difference is named with what would fix it.  1 or 0. */
+static int task_agrees(const rasp_model *m, const char *stem, const char *file,
+                       const rasp_task_opts *task) {
+  raspN_task_diff d[RASPN_TASK_NKEYS];
+  int n = raspN_layout_task_diff(m, task, -1, d);
+  for (int i = 0; i < n; i++) {
+    const char *k = d[i].key;
+    int size = !strcmp(k, "D") || !strcmp(k, "M") || !strcmp(k, "V");
+    fprintf(stderr, "rasp apply: '%s' was compiled for %s = %s, %s's task has %s = %s", stem,
+            k, d[i].model, file, k, d[i].ours);
+    if (size && strcmp(k, "V"))
+      fprintf(stderr, " (give --%s %s, or an --input whose graph has %s = %s)\n", k,
+              d[i].model, k, d[i].model);
+    else if (size)
+      fprintf(stderr, " (give --V %s)\n", d[i].model);
+    else
+      fprintf(stderr, " (the model needs task['%s'] = %s)\n", k, d[i].model);
+  }
+  return n <= 0;
+}
+
 /* Runs the model on input (symbols separated by spaces) and prints what
 ** the options ask for; show_input: first a line "input: ..." (a drawn
-** sample).  The exit status. */
+** sample); task, if not NULL: the task of --program FILE, which must be the
+** model's.  The exit status. */
 static int apply_model(const char *stem, const char *input, int symbols, int want_logits,
-                       int json, int show_input) {
+                       int json, int show_input, const char *file,
+                       const rasp_task_opts *task) {
   rasp_error err = {0};
   rasp_model m;
   if (!raspN_load(&m, stem, &err)) {
@@ -108,6 +142,7 @@ static int apply_model(const char *stem, const char *input, int symbols, int wan
     fprintf(stderr, "rasp apply: '%s': not a compiled model (STEM.json has no layout)\n", stem);
     goto out;
   }
+  if (task && !task_agrees(&m, stem, file, task)) goto out;
   static const char *const lists[] = {"vocab", "readout.values", "dims"};
   char ***into[] = {&vocab, &vals, &dims};
   int *len[] = {&nvocab, &nvals, &ndims};
@@ -242,6 +277,7 @@ int rasp_cli_apply(int argc, char **argv) {
   int symbols = 0, want_logits = 0, json = 0;
   rasp_access access = {0};
   char *own_input = NULL;
+  rasp_task_opts task;
   raspC_arg *args;
   int nargs = raspC_parse(RASPC_APPLY, argc, argv, &args), bad = 0, status = 2;
   if (nargs == RASPC_DONE) return 0;
@@ -293,11 +329,11 @@ int rasp_cli_apply(int argc, char **argv) {
     fprintf(stderr, "rasp apply: %s draws a sample; with --input, D and M come from the "
                     "input's graph\n", draw_opt);
   else if (!bad && program &&
-           !(own_input = task_text(program, stdlib, &access, input, D, M, V, seed)))
+           !(own_input = task_text(program, stdlib, &access, input, D, M, V, seed, &task)))
     status = 2;
   else if (!bad)
     status = apply_model(stem, own_input ? own_input : input, symbols, want_logits, json,
-                         program && !input);
+                         program && !input, program, own_input ? &task : NULL);
   raspC_access_free(&access);
   raspM_free(own_input);
   return status;

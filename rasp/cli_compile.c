@@ -23,6 +23,11 @@
 ** interleaved from their ends inward (by step, descending), orders that a
 ** uniform shuffle produces with probability about 1/(D(M-1))!.
 **
+** A path-star model's STEM.json records the task it was compiled for, as
+** layout.task (rmodel.h: D, M, V, order, q, answer, bos, eos, markers,
+** st_names, and model "encoder" or "decoder"), which rasp-train --init and
+** `rasp apply --program` hold their own settings against.
+**
 ** -o STEM is required (a compile that keeps nothing is a forgotten -o);
 ** --dry-run says so on purpose, for --check and --stats alone.  STEM's
 ** missing directories are created, as --dump-forward's are.
@@ -333,6 +338,10 @@ static int compile_cmd(int argc, char **argv, rasp_access *access) {
   int ok = raspG_compile(ir, &go, &gm, &err);
   raspM_free(names);
   if (!ok) goto fail;
+  /* the task's layout travels with the model (rasp-train --init and
+  ** `rasp apply --program` refuse another); the compiler always writes a
+  ** layout object, so this cannot fail */
+  if (pathstar) raspN_layout_set_task(&gm.model, &tr.opts, encoder);
   if (stats) raspG_print_stats(&gm, stdout);
   if (stem && (!raspR_mkdirs_for(stem, &err) || !raspN_save(&gm.model, stem, &err))) {
     raspR_print(&err, stderr);

@@ -113,5 +113,8 @@ fails "rasp apply: --input: the input has" "$tmp/ps" --program $ps --V 10 --inpu
 fails "rasp apply: --D is for a path-star model: give --program FILE" "$tmp/ps" --D 2
 fails "rasp apply: --seed draws a sample; with --input, D and M come from the input's graph" \
   "$tmp/ps" --program $ps --input "$drawn" --V 10 --seed 3
-fails "the model was compiled for inputs of" "$tmp/ps" --program $ps --D 2 --M 4 --V 10
+# the model's layout.task names the setting (tests/task_layout.sh: the length
+# check, for models without one)
+fails "was compiled for M = 3, $ps's task has M = 4 (give --M 3, or an --input whose graph has M = 3)" \
+  "$tmp/ps" --program $ps --D 2 --M 4 --V 10
 exit $fail

@@ -2,7 +2,8 @@
 ** test_model.c -- transformer weights (rmodel.c): layout, file round trip,
 ** rejection of bad files (also files that claim sizes they do not hold:
 ** refused before anything of that size is allocated, under an address
-** space limit), and the reference forward pass against a hand computation.
+** space limit), a compiled model's recorded task (layout.task), and the
+** reference forward pass against a hand computation.
 */
 #include <check.h>
 #include <math.h>
@@ -380,6 +381,66 @@ START_TEST(test_layout_query) {
 }
 END_TEST
 
+/* layout.task: written into a layout, compared setting by setting, read
+** back from STEM.json alone (raspN_load_config); none without a layout. */
+START_TEST(test_layout_task) {
+  rasp_model_config c = small_cfg();
+  rasp_model m, r;
+  rasp_error err = {0};
+  ck_assert_int_eq(raspN_init(&m, &c, &err), 1);
+  rasp_task_opts o;
+  raspT_opts_default(&o);
+  o.markers = 2;
+  o.st_names = 1;
+  raspN_task_diff d[RASPN_TASK_NKEYS];
+  ck_assert_int_eq(raspN_layout_set_task(&m, &o, 0), 0); /* no layout */
+  ck_assert_int_eq(raspN_layout_task_diff(&m, &o, 0, d), -1);
+  m.json_extra = raspM_strdup("{\"n\": 3}\n");
+  ck_assert_int_eq(raspN_layout_task_diff(&m, &o, 0, d), -1); /* an older file */
+  ck_assert_int_eq(raspN_layout_set_task(&m, &o, 1), 1);
+  ck_assert_str_eq(m.json_extra,
+                   "{\"n\": 3, \"task\": {\"D\": 2, \"M\": 5, \"V\": 100, \"order\": "
+                   "\"edge\", \"q\": \"start\", \"answer\": \"forward\", \"bos\": true, "
+                   "\"eos\": true, \"markers\": 2, \"st_names\": true, \"model\": "
+                   "\"encoder\"}}");
+  ck_assert_int_eq(raspN_save(&m, path("t"), &err), 1);
+  ck_assert_int_eq(raspN_load_config(&r, path("t"), &err), 1);
+  ck_assert_ptr_null(r.params);
+  ck_assert_mem_eq(&r.cfg, &m.cfg, sizeof m.cfg);
+  ck_assert_int_eq(raspN_layout_task_diff(&r, &o, 1, d), 0);
+  rasp_task_opts p = o;
+  p.markers = 1;
+  p.D = 3;
+  p.q = RASP_Q_END;
+  ck_assert_int_eq(raspN_layout_task_diff(&r, &p, 0, d), 4);
+  ck_assert_str_eq(d[0].key, "D");
+  ck_assert_str_eq(d[0].model, "2");
+  ck_assert_str_eq(d[0].ours, "3");
+  ck_assert_str_eq(d[1].key, "q");
+  ck_assert_str_eq(d[1].model, "start");
+  ck_assert_str_eq(d[1].ours, "end");
+  ck_assert_str_eq(d[2].key, "markers");
+  ck_assert_str_eq(d[3].key, "model");
+  ck_assert_str_eq(d[3].ours, "decoder");
+  ck_assert_int_eq(raspN_layout_task_diff(&r, &p, -1, d), 3); /* model not compared */
+  raspN_free(&r);
+  /* a value of the wrong type, or none, differs from every setting */
+  raspM_free(m.json_extra);
+  m.json_extra = raspM_strdup("{\"task\": {\"D\": \"2\", \"M\": 5, \"V\": 100, \"order\": "
+                              "\"edge\", \"q\": \"start\", \"answer\": \"forward\", "
+                              "\"bos\": 1, \"eos\": true, \"st_names\": true}}");
+  ck_assert_int_eq(raspN_layout_task_diff(&m, &o, -1, d), 3);
+  ck_assert_str_eq(d[0].key, "D");
+  ck_assert_str_eq(d[0].model, "(missing)");
+  ck_assert_str_eq(d[1].key, "bos");
+  ck_assert_str_eq(d[2].key, "markers");
+  raspN_free(&m);
+  /* no STEM.json */
+  ck_assert_int_eq(raspN_load_config(&r, path("none"), &err), 0);
+  ck_assert_ptr_nonnull(strstr(err.msg, "none.json"));
+}
+END_TEST
+
 /* ---- files that claim more than they hold -------------------------------- */
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -695,6 +756,7 @@ static Suite *model_suite(void) {
   tcase_add_test(tc, test_bad_files);
   tcase_add_test(tc, test_huge_claims);
   tcase_add_test(tc, test_layout_query);
+  tcase_add_test(tc, test_layout_task);
   tcase_add_test(tc, test_forward_hand);
   tcase_add_test(tc, test_forward_ln_gelu);
   tcase_add_test(tc, test_forward_stable);

@@ -21,6 +21,7 @@
 **     tloop.c    the training loop; trials and compare around it
 **     tresume.c  the run directory (--out) and checkpoint policy
 **     tlog.c     logs rewritten whole and atomically
+**     ttask.c    an --init model's task (STEM.json) against the options
 **     ttrain.c   checkpoint files, compiled initialisation, widening
 **     tnet.c     forward and backward passes, optimisers
 ** Protocols and their measurements: doc/training.md.
@@ -39,6 +40,7 @@
 #include "tloop.h"
 #include "topts.h"
 #include "tresume.h"
+#include "ttask.h"
 
 /* ---- the option table --------------------------------------------------- */
 
@@ -119,7 +121,8 @@ static const optdef optdefs[] = {
      "random weights, or the model STEM.safetensors + STEM.json: one of ours, or "
      "compiled (decoder: a causal program, e.g. readout6_causal; encoder: rasp "
      "compile --encoder of programs/encoder*.rasp; same --D --M --V, --st-names "
-     "--no-bos --no-eos)", NULL},
+     "--no-bos --no-eos: a compiled model's STEM.json names any that differ, and "
+     "its edge markers are taken as they are)", NULL},
     {"--init-noise", "S", K_FLOAT, F(init_noise), 0, 1e3, 0, NULL, 1,
      "Gaussian noise on an --init model, S times each tensor's RMS", NULL},
     {"--init-mix", "A", K_FLOAT, F(init_mix), 0, 1, 0, NULL, 1,
@@ -416,6 +419,11 @@ static int parse_opts(int argc, char **argv, train_opts *o) {
     return bad_opt("--heads", b, "must divide --d-model");
   }
   if (o->micro > o->batch) o->micro = o->batch;
+  /* a compiled --init model's task (ttask.h): refused if it differs */
+  if (strcmp(o->init, "random")) {
+    int r = train_task_match(o);
+    if (r) return r;
+  }
   rasp_error err = {0};
   if (!raspT_opts_check(&o->task, &err)) {
     fprintf(stderr, "rasp-train: %s\n", err.msg);

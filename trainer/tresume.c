@@ -45,6 +45,8 @@ void train_config_text(train_log *b, const train_opts *o, uint64_t init_fnv) {
                    qs[o->task.q == RASP_Q_END], ans, o->task.structured,
                    o->task.bos ? "no" : "yes", o->task.eos ? "no" : "yes",
                    o->task.st_names ? "yes" : "no");
+  /* taken from a compiled --init model (ttask.h), not an option */
+  if (o->task.markers != 1) train_log_printf(b, "markers %d\n", o->task.markers);
   train_log_printf(b, "--model %s\n--objective %s\n--layers %d\n--d-model %d\n"
                       "--heads %d\n--d-mlp %d\n--pos %s\n--ln %s\n--act %s\n",
                    o->encoder ? "encoder" : "decoder", obj, o->arch.n_layers,
