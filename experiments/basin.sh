@@ -9,7 +9,8 @@
 # in the same steps.  Does training from near the compiled program recover
 # it, or fall into the Clever Hans solution (every answer token but the
 # leading node)?
-# Writes OUTDIR/seedK/compare.csv, OUTDIR/summary.csv (per arm and seed:
+# SEEDS="1 2" runs some seeds (two at a time); the summary covers every
+# OUTDIR/seedK there.  Writes OUTDIR/seedK/compare.csv, OUTDIR/summary.csv (per arm and seed:
 # step-0 and final lead and sequence accuracies, final position-2
 # accuracy, distance, program heads), OUTDIR/means.csv (the mean over
 # seeds) and OUTDIR/basin.png.
@@ -48,7 +49,8 @@ wait
 echo "wall clock $(( $(date +%s) - start )) s; load average $(cut -d' ' -f1-3 /proc/loadavg)"
 {
   echo "arm,seed,lead0,seq0,lead,seq,pos2,loss,dist,program_acc,x"
-  for s in $SEEDS; do
+  # every seed run in OUTDIR so far (seeds can be run in separate calls)
+  for s in $(ls "$out" | sed -n 's/^seed\([0-9]*\)$/\1/p' | sort -n); do
     awk -F, -v s="$s" -v S="$STEPS" 'NR > 1 {
         if ($1 == 0) { l0[$2] = $5; q0[$2] = $6; if (!($2 in seen)) { seen[$2] = 1; o[++n] = $2 } }
         if ($1 == S) { x = $2 ~ /^mix/ ? substr($2, 4) / 100 : $2 ~ /^noise/ ? substr($2, 6) + 0 : ""
@@ -67,7 +69,7 @@ cat > "$out/basin.gp" <<GP
 set datafile separator ','
 set terminal pngcairo size 1200,450 font ',9'
 set output '$out/basin.png'
-set multiplot layout 1,2 title 'decoder6\_causal (D=$D M=$M V=$V): accuracy after $STEPS AdamW steps (lr $LR, batch $BATCH), 3 seeds; dashed: the standard pre-LN random arm'
+set multiplot layout 1,2 title 'decoder6\_causal (D=$D M=$M V=$V): accuracy after $STEPS AdamW steps (lr $LR, batch $BATCH), $(ls "$out" | grep -c '^seed[0-9]*$') seeds; dashed: the standard pre-LN random arm'
 set yrange [-0.05:1.05]
 set key top right font ',8'
 set xlabel 'init-mix A (0 compiled, 1 random)'
