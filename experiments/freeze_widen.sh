@@ -56,7 +56,7 @@ echo "wall clock $(( $(date +%s) - start )) s; load average $(cut -d' ' -f1-3 /p
 cat "$out/summary.csv"
 cat > "$out/freeze_widen.gp" <<GP
 set datafile separator ','
-set terminal pngcairo size 1200,800 font ',9'
+set terminal pngcairo size 1200,800 font ',9' noenhanced
 set output '$out/freeze_widen.png'
 set multiplot layout 2,2 title 'compiled circuit widened by K=$K (D=$D M=$M V=$V, AdamW lr 1e-3 unless named, batch $BATCH)'
 set yrange [-0.05:1.05]
@@ -66,7 +66,7 @@ GP
 for p in decoder6_causal readout6_causal; do
   for c in 5:lead 6:sequence; do
     col=${c%%:*} what=${c#*:}
-    printf "set title '%s: %s accuracy'\nset ylabel 'val %s acc'\nplot " "$(echo $p | sed 's/_/\\\\_/')" "$what" "$what" >> "$out/freeze_widen.gp"
+    printf "set title '%s: %s accuracy'\nset ylabel 'val %s acc'\nplot " "$p" "$what" "$what" >> "$out/freeze_widen.gp"
     sep=""
     for a in compiled widen frozen frozen_lr1e-5 random; do
       printf "%s'< grep \",%s,\" %s/%s/compare.csv' using 1:%s with linespoints pt 7 ps 0.5 title '%s'" \
