@@ -828,14 +828,16 @@ START_TEST(test_widen_unchanged) {
   rasp_error err = {0};
   rasp_model m;
   ck_assert_msg(raspN_load(&m, stem, &err) == 0, "%s", err.msg);
-  /* the layout's units (what the probe reads): the tokens, and heads */
+  /* the layout's units (what the probe reads): the tokens (numerical ids,
+  ** (x, x^2), since the compact models: not categorical), and heads */
   int nu = 0, heads = 0, toks = 0;
   rasp_layout_unit *lu = raspN_layout_units(&m, &nu);
   ck_assert_ptr_nonnull(lu);
   for (int k = 0; k < nu; k++) {
     ck_assert_int_le(lu[k].dim + lu[k].size, m.cfg.d_model);
     heads += !strcmp(lu[k].kind, "head") && lu[k].layer >= 0;
-    toks += !strcmp(lu[k].name, "tokens") && lu[k].layer == -1 && lu[k].categorical;
+    toks += !strcmp(lu[k].name, "tokens") && lu[k].layer == -1 && !lu[k].categorical &&
+            lu[k].size == 2;
   }
   ck_assert_int_gt(heads, 2);
   ck_assert_int_eq(toks, 1);
