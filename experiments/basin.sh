@@ -16,8 +16,8 @@
 # seeds) and OUTDIR/basin.png.
 . "$(dirname "$0")/common.sh"
 out=${1:-experiments/out/basin}
-STEPS=${STEPS:-200}
-EVERY=${EVERY:-25}
+STEPS=${STEPS:-100}
+EVERY=${EVERY:-20}
 NTEST=${NTEST:-100}
 SEEDS=${SEEDS:-1 2 3}
 LR=${LR:-1e-3}

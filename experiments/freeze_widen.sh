@@ -19,8 +19,8 @@
 # accuracy by step).
 . "$(dirname "$0")/common.sh"
 out=${1:-experiments/out/freeze_widen}
-STEPS=${STEPS:-200}
-EVERY=${EVERY:-25}
+STEPS=${STEPS:-100}
+EVERY=${EVERY:-20}
 NTEST=${NTEST:-100}
 K=${K:-8}
 mkdir -p "$out"
