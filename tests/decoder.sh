@@ -9,7 +9,8 @@
 #   - the compiled model (D = 2, M = 3, V = 10) agrees with the interpreter,
 #     records its logit scale in STEM.json and prints the margin;
 #   - `rasp-train --init` on it, before its first step, is right at every
-#     answer position (teacher forced) with loss <= 0.01, and with
+#     answer position (teacher forced) with loss <= 0.01, the same
+#     widened (--widen 8: the decoder's step-0 row unchanged), and with
 #     --logit-scale 1 the same model's loss is above 0.01;
 #   - decoder1..5 (the other algorithms' whole-answer decoders): each
 #     verifies (D = 2, 3, M = 3..5) with the causal prefix probes run and no
@@ -80,6 +81,13 @@ line=$(step0 "$tmp/d")
 if printf '%s\n' "$line" | awk '{ if (NF != 10 || $2 > 0.01 || $4 != "1.000") exit 1;
       for (i = 8; i <= 10; i++) if ($i != "1.000") exit 1 }'; then ok
 else bad "step 0 of the compiled decoder: '$line' (want loss <= 0.01, accuracy 1.000 everywhere)"; fi
+# widened (--widen 8, experiments/freeze_widen.sh): the same step-0 row,
+# the loss to float rounding
+wide=$(step0 "$tmp/d" --widen 8)
+if [ -n "$line" ] && printf '%s\n%s\n' "$line" "$wide" | awk 'NR == 1 { split($0, a) }
+    NR == 2 { if (NF != 10) exit 1; for (i = 3; i <= 10; i++) if ($i != a[i]) exit 1;
+      d = $2 - a[2]; if (d < 0) d = -d; if (d > 1e-4 * a[2] + 1e-7) exit 1 }'; then ok
+else bad "step 0 widened: '$wide', unwidened '$line'"; fi
 line=$(step0 "$tmp/d1")
 if printf '%s\n' "$line" | awk '{ if (NF != 10 || $2 <= 0.01 || $10 != "1.000") exit 1 }'; then ok
 else bad "step 0 with --logit-scale 1: '$line' (want loss > 0.01, still right)"; fi

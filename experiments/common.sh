@@ -1,0 +1,32 @@
+# common.sh -- shared settings and helpers of the compiled-initialisation
+# experiments (issue 14; doc/training.md, "The compiled-initialisation
+# study").  Sourced by stability.sh, basin.sh and freeze_widen.sh, which
+# are run from the repository root after `make`:
+#     sh experiments/stability.sh [OUTDIR]
+# Each writes its runs, a summary CSV and a gnuplot PNG under OUTDIR
+# (default experiments/out/NAME, not committed); the PNGs and summaries
+# quoted in doc/training.md are copied from there into doc/.
+# The task is the one of doc/training.md section 1, where random
+# initialisation shows the Clever Hans plateau: D = 2, M = 4, |V| = 8,
+# decoder-only, Q at the start, edge-wise order, st-names, no BOS/EOS.
+# Override the size with D=, M=, V=, the steps with STEPS=, the batch with
+# BATCH=.  Two compare runs go at once (the machine has 2 cores).
+set -eu
+top=$(pwd)
+RASP=${RASP:-$top/rasp/rasp}
+TRAIN=${TRAIN:-$top/trainer/rasp-train}
+[ -x "$RASP" ] && [ -x "$TRAIN" ] || { echo "$0: build first (make), run from the repository root" >&2; exit 2; }
+D=${D:-2} M=${M:-4} V=${V:-8}
+BATCH=${BATCH:-16}
+export OMP_NUM_THREADS=1
+TASK="--D $D --M $M --V $V --st-names --no-bos --no-eos --model decoder"
+
+# compile PROGRAM STEM: compiles and checks the program for the task
+compile() {
+  [ -f "$2.safetensors" ] && return 0
+  "$RASP" compile "$top/programs/$1.rasp" --D "$D" --M "$M" --V "$V" -o "$2" \
+    --stats --check 100 > "$2.compile.txt" 2>&1 || { cat "$2.compile.txt" >&2; exit 1; }
+  grep '^check:' "$2.compile.txt" | head -1
+}
+
+

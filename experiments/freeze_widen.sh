@@ -1,0 +1,80 @@
+#!/bin/sh
+# freeze_widen.sh -- experiment 3 of the compiled-initialisation study:
+# the compiled circuit embedded in a wider model (--widen K: K more
+# residual dimensions, more heads and MLP units, the step-0 outputs
+# unchanged), with the compiled weights frozen (--freeze compiled) or not.
+# Do the added weights learn the answer tokens the program does not
+# compute, and does the leading node l_t stay solved?
+#   - decoder6_causal computes every answer token: nothing is left to
+#     learn, the question is only whether l_t survives;
+#   - readout6_causal computes only l_t (its other answer positions are
+#     not token ids: the trainer gives them the floor logit), so the
+#     added capacity has s, the node after l_t, and t to learn.
+# One compare per program, on the same batches: the plain compiled arm,
+# widened, widened and frozen (AdamW lr 1e-3 and 1e-5), and the random arm
+# of the compiled architecture; two compares at once (SERIAL=1: one at a time).
+# Writes OUTDIR/<program>/compare.csv, OUTDIR/summary.csv (per arm: at
+# step 0 and at the end, lead, sequence and per-position accuracies,
+# distance, program heads) and OUTDIR/freeze_widen.png (lead and sequence
+# accuracy by step).
+. "$(dirname "$0")/common.sh"
+out=${1:-experiments/out/freeze_widen}
+STEPS=${STEPS:-100}
+EVERY=${EVERY:-20}
+NTEST=${NTEST:-100}
+K=${K:-8}
+mkdir -p "$out"
+compile decoder6_causal "$out/decoder6_causal"
+compile readout6_causal "$out/readout6_causal"
+start=$(date +%s)
+run() {
+  "$TRAIN" compare $TASK --init "$out/$1" --train 20000 --test "$NTEST" \
+    --batch "$BATCH" --micro "$BATCH" --lr 1e-3 --wd 0 --dropout 0 \
+    --max-steps "$STEPS" --eval-every "$EVERY" --threads 1 --out "$out/$1" \
+    --arm 'compiled compiled' --arm "widen compiled --widen $K" \
+    --arm "frozen compiled --widen $K --freeze compiled" \
+    --arm "frozen_lr1e-5 compiled --widen $K --freeze compiled --lr 1e-5" \
+    --arm 'random random' > "$out/$1.log" 2>&1 || { echo "$1 failed:"; tail "$out/$1.log"; }
+}
+if [ "${SERIAL:-0}" = 1 ]; then  # one compare at a time
+  run decoder6_causal
+  run readout6_causal
+else
+  run decoder6_causal &
+  run readout6_causal &
+  wait
+fi
+echo "wall clock $(( $(date +%s) - start )) s; load average $(cut -d' ' -f1-3 /proc/loadavg)"
+{
+  echo "program,arm,step,lead,seq,pos0,pos1,pos2,pos3,loss,dist,program_acc"
+  for p in decoder6_causal readout6_causal; do
+    awk -F, -v p="$p" -v S="$STEPS" 'NR > 1 && ($1 == 0 || $1 == S) {
+        printf "%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s\n", p, $2, $1, $5, $6, $9, $10, $11, $12, $4, $13, $14 }' \
+      "$out/$p/compare.csv"
+  done
+} > "$out/summary.csv"
+cat "$out/summary.csv"
+cat > "$out/freeze_widen.gp" <<GP
+set datafile separator ','
+set terminal pngcairo size 1200,800 font ',9' noenhanced
+set output '$out/freeze_widen.png'
+set multiplot layout 2,2 title 'compiled circuit widened by K=$K (D=$D M=$M V=$V, AdamW lr 1e-3 unless named, batch $BATCH)'
+set yrange [-0.05:1.05]
+set key bottom right font ',8'
+set xlabel 'step'
+GP
+for p in decoder6_causal readout6_causal; do
+  for c in 5:lead 6:sequence; do
+    col=${c%%:*} what=${c#*:}
+    printf "set title '%s: %s accuracy'\nset ylabel 'val %s acc'\nplot " "$p" "$what" "$what" >> "$out/freeze_widen.gp"
+    sep=""
+    for a in compiled widen frozen frozen_lr1e-5 random; do
+      printf "%s'< grep \",%s,\" %s/%s/compare.csv' using 1:%s with linespoints pt 7 ps 0.5 title '%s'" \
+        "$sep" "$a" "$out" "$p" "$col" "$(echo $a | sed 's/_/ /')" >> "$out/freeze_widen.gp"
+      sep=", "
+    done
+    echo >> "$out/freeze_widen.gp"
+  done
+done
+echo "unset multiplot" >> "$out/freeze_widen.gp"
+gnuplot "$out/freeze_widen.gp" && echo "wrote $out/freeze_widen.png"
