@@ -225,6 +225,35 @@ static void gradcheck(rasp_model_config c) {
   raspN_free(&m);
 }
 
+/* A diverged model predicts nothing: logits with a NaN or an inf give
+** prediction -1 (never a target), where the bare argmax would give an
+** arbitrary id, sometimes the right one, and accuracies of a NaN model that
+** look alive. */
+START_TEST(test_pred_nonfinite) {
+  rasp_model_config c = tiny(1, 1, 1, 0);
+  rasp_model m;
+  rasp_error err = {0};
+  ck_assert_int_eq(raspN_init(&m, &c, &err), 1);
+  random_params(&m, 3);
+  enum { B = 1, T = 5 };
+  int tok[B * T] = {0, 3, 1, 5, 2}, tgt[B * T] = {0, 2, 6, 0, 3}, pred[B * T];
+  train_net n;
+  ck_assert_int_eq(train_net_init(&n, &m, B, T, 0.0f, &err), 1);
+  train_forward(&n, tok, B, T);
+  int O = c.n_out;
+  for (int o = 0; o < O; o++) n.logits[o] = o == 0 ? 5.0f : 0.0f; /* row 0: id 0, right */
+  n.logits[(size_t)1 * O + 3] = NAN;
+  n.logits[(size_t)2 * O + 0] = INFINITY;
+  train_loss(&n, tgt, NULL, 1.0f, 0, pred);
+  ck_assert_int_eq(pred[0], 0);
+  ck_assert_int_eq(pred[1], -1);
+  ck_assert_int_eq(pred[2], -1);
+  ck_assert_int_ge(pred[3], 0);
+  train_net_free(&n);
+  raspN_free(&m);
+}
+END_TEST
+
 START_TEST(test_grad_causal_ln_gelu) { gradcheck(tiny(1, 1, 1, 1)); }
 END_TEST
 /* GELU's vectorised tanh (tnet.c) against libm's double tanh: within
@@ -1444,6 +1473,7 @@ static Suite *train_suite(void) {
   tcase_set_timeout(tc, 60);
   tcase_add_test(tc, test_grad_causal_ln_gelu);
   tcase_add_test(tc, test_tanh_accuracy);
+  tcase_add_test(tc, test_pred_nonfinite);
   tcase_add_test(tc, test_sgemm_kernels);
   tcase_add_test(tc, test_grad_bidir_noln_relu);
   tcase_add_test(tc, test_grad_causal_noln_pos);

@@ -240,6 +240,10 @@ static void probe_argmax(const train_probe *p, const train_net *net, int rows,
       int ax = 0;
       for (int j = 1; j < u->size; j++)
         if (xr[j] > xr[ax]) ax = j;
+      /* a diverged model's NaN or inf is no unit value: -1 matches no
+      ** reference (NaN compares false, so ax would stay 0, often right) */
+      for (int j = 0; j < u->size; j++)
+        if (!isfinite(xr[j])) ax = -1;
       out[(size_t)r * p->n + k] = ax;
     }
   }

@@ -746,14 +746,18 @@ double train_loss(train_net *n, const int *targets, const float *weight,
   for (size_t r = 0; r < R; r++) {
     const float *lg = n->logits + r * O;
     float *dl = n->dlogits + r * O;
-    int am = 0;
+    int am = 0, finite = isfinite(lg[0]);
     float mx = lg[0];
-    for (int o = 1; o < O; o++)
+    for (int o = 1; o < O; o++) {
+      finite &= isfinite(lg[o]);
       if (lg[o] > mx) {
         mx = lg[o];
         am = o;
       }
-    if (pred) pred[r] = am;
+    }
+    /* a diverged model predicts nothing: NaN compares false, so the argmax
+    ** would otherwise be an arbitrary id, sometimes the right one */
+    if (pred) pred[r] = finite ? am : -1;
     float w = weight ? weight[r] : 1.0f;
     if (w == 0.0f || targets[r] < 0 || targets[r] >= O) {
       if (want_grad) memset(dl, 0, (size_t)O * sizeof *dl);
