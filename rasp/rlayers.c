@@ -3,15 +3,28 @@
 **
 ** The rule is in rlayers.h.  Nodes are in topological order, so one forward
 ** pass computes every node's earliest sublayer from its operands'.
+** raspL_analyse_compiled asks the compiler's planner (rcompile.h) instead:
+** one schedule for `rasp layers` and the compiled model.
 */
 #include "rlayers.h"
 
 #include <stdio.h>
+#include <string.h>
+
+#include "rcompile.h"
 
 #include "rmem.h"
 
 static int odd_after(int s) { return (s % 2) ? s + 2 : s + 1; }
 static int even_from(int s) { return (s % 2) ? s + 1 : s; }
+
+static void count_layers(rasp_layers *out) {
+  out->attn_layers = out->mlp_layers = 0;
+  for (int l = 0; l < out->nlayers; l++) {
+    out->attn_layers += out->heads[l] > 0;
+    out->mlp_layers += out->mlps[l] > 0;
+  }
+}
 
 void raspL_analyse(const rasp_ir *ir, const int *roots, int nroots,
                    rasp_layers *out) {
@@ -76,12 +89,36 @@ void raspL_analyse(const rasp_ir *ir, const int *roots, int nroots,
       out->mlps[s / 2 - 1]++;
     }
   }
-  out->attn_layers = out->mlp_layers = 0;
-  for (int l = 0; l < out->nlayers; l++) {
-    out->attn_layers += out->heads[l] > 0;
-    out->mlp_layers += out->mlps[l] > 0;
-  }
+  out->written_heads = out->total_heads;
+  out->ir_layers = out->nlayers;
+  out->compiled = out->decodes = 0;
+  out->why[0] = 0;
+  count_layers(out);
   raspM_free(live);
+}
+
+void raspL_analyse_compiled(const rasp_ir *ir, int root, const int64_t *ids, int nids,
+                            int nvocab, rasp_layers *out) {
+  raspL_analyse(ir, &root, 1, out);
+  raspG_opts o = {ids, nids, nvocab, NULL, 0};
+  raspG_sched s;
+  rasp_error err = {0};
+  if (!raspG_schedule(ir, &o, &s, &err)) {
+    size_t k = strlen(err.msg);
+    if (k >= sizeof out->why) k = sizeof out->why - 1; /* a long reason, cut */
+    memcpy(out->why, err.msg, k);
+    out->why[k] = 0;
+    return;
+  }
+  raspM_free(out->heads);
+  raspM_free(out->mlps);
+  out->nlayers = s.nlayers;
+  out->heads = s.heads;
+  out->mlps = s.mlps;
+  out->total_heads = s.total_heads;
+  out->decodes = s.decodes;
+  out->compiled = 1;
+  count_layers(out);
 }
 
 void raspL_free(rasp_layers *layers) {
