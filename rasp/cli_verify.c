@@ -893,22 +893,21 @@ static double fit_sse(const double *x, const double *y, int n, double *slope) {
   return sse;
 }
 
-/* The compiled model's schedule (rlayers.h, raspL_analyse_compiled) of the
-** output root of a traced program whose inputs are the token ids 1..nids,
-** as `rasp compile` builds it; the IR rule, with the reason, for a program
-** the compiler refuses.  tok_map: a path-star program with
-** task['symbols_first'], which `rasp compile` refuses. */
-static void compiled_layers(rasp_ctx *ctx, int root, int nids, int tok_map, rasp_layers *L) {
+/* The compiled model's schedule (rlayers.h, raspL_analyse_compiled) of a
+** traced plain program whose inputs are the token ids 1..|vocabulary|, as
+** `rasp compile` builds it; the IR rule, with the reason, for a program
+** the compiler refuses.  (raspK_trace does the same for path-star ones.) */
+static void compiled_layers(rasp_ctx *ctx, rasp_layers *L) {
   rasp_ir *ir = rasp_ctx_ir(ctx);
-  if (tok_map || root < 0) {
-    raspL_analyse(ir, root < 0 ? NULL : &root, root < 0 ? 0 : 1, L);
-    snprintf(L->why, sizeof L->why, "%s",
-             tok_map ? "task['symbols_first'] renumbers the tokens" : "the program has no output");
+  if (!ir->noutputs) {
+    raspL_analyse(ir, NULL, 0, L);
+    snprintf(L->why, sizeof L->why, "the program has no output");
     return;
   }
+  int nids = rasp_vocab_size(ctx);
   int64_t *ids = raspM_alloc(sizeof(int64_t) * (size_t)(nids + 1));
   for (int i = 0; i < nids; i++) ids[i] = i + 1;
-  raspL_analyse_compiled(ir, root, ids, nids, rasp_vocab_size(ctx), L);
+  raspL_analyse_compiled(ir, ir->outputs[0], ids, nids, nids, L);
   raspM_free(ids);
 }
 
@@ -1049,8 +1048,7 @@ int rasp_cli_layers(int argc, char **argv) {
           break; /* the same error at every length */
         }
         rasp_layers L;
-        rasp_ir *pir = rasp_ctx_ir(ctx);
-        compiled_layers(ctx, pir->noutputs ? pir->outputs[0] : -1, rasp_vocab_size(ctx), 0, &L);
+        compiled_layers(ctx, &L);
         layers_row(&o, pname, 1, D, x, x, &L);
         ys[k] = L.nlayers;
         raspL_free(&L);
@@ -1063,11 +1061,8 @@ int rasp_cli_layers(int argc, char **argv) {
           status = 1; /* as verify: the program fails at this size */
           continue;
         }
-        rasp_layers L;
-        compiled_layers(tr.ctx, tr.output, raspT_vocab_size(&tr.opts) - 1, tr.tok_map != NULL, &L);
-        layers_row(&o, pname, 0, D, x, tr.n, &L);
-        ys[k] = L.nlayers;
-        raspL_free(&L);
+        layers_row(&o, pname, 0, D, x, tr.n, &tr.layers); /* compiled (raspK_trace) */
+        ys[k] = tr.layers.nlayers;
         raspK_trace_free(&tr);
       }
       xs[k++] = x;

@@ -134,5 +134,10 @@ void raspL_print(const rasp_layers *layers, FILE *out) {
   fprintf(out, "%d layers (%d attention, %d MLP); heads per layer:",
           layers->nlayers, layers->attn_layers, layers->mlp_layers);
   for (int l = 0; l < layers->nlayers; l++) fprintf(out, " %d", layers->heads[l]);
+  if (layers->compiled)
+    fprintf(out, "; the compiled model's (the IR rule: %d layers, %d heads as written; "
+                 "%d decodes)", layers->ir_layers, layers->written_heads, layers->decodes);
+  else if (layers->why[0])
+    fprintf(out, "; the IR rule (the compiler refuses: %s)", layers->why);
   fputc('\n', out);
 }

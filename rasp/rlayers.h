@@ -55,7 +55,9 @@ void raspL_analyse(const rasp_ir *ir, const int *roots, int nroots,
 void raspL_analyse_compiled(const rasp_ir *ir, int root, const int64_t *ids, int nids,
                             int nvocab, rasp_layers *out);
 void raspL_free(rasp_layers *layers);
-/* "3 layers (3 attention, 2 MLP); heads per layer: 2 1 1" */
+/* "3 layers (3 attention, 2 MLP); heads per layer: 2 1 1", then for a
+** compiled schedule "; the compiled model's (the IR rule: ...)" and for a
+** refused one "; the IR rule (the compiler refuses: ...)" */
 void raspL_print(const rasp_layers *layers, FILE *out);
 
 #endif
