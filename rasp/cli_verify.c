@@ -913,8 +913,10 @@ static void compiled_layers(rasp_ctx *ctx, rasp_layers *L) {
 
 /* One row of `rasp layers`: x is M (path-star) or the length (plain).  The
 ** layers and heads are the compiled model's (heads after CSE), "ir" the IR
-** rule's layer count, "written" the heads as written, "decodes" the MLP
-** units that decode a number for a select, a condition or the readout. */
+** rule's layer count, "written" the heads as written, "chained" the MLP
+** units that read another MLP unit (one MLP sublayer each, where the IR rule
+** fuses element-wise chains), "decodes" those that decode a number for a
+** select, a condition or the readout. */
 static void layers_row(const vopts *o, const char *name, int plain, int D, int x, int n,
                        const rasp_layers *L) {
   if (o->json) {
@@ -926,9 +928,9 @@ static void layers_row(const vopts *o, const char *name, int plain, int D, int x
            L->nlayers, L->attn_layers, L->mlp_layers);
     for (int l = 0; l < L->nlayers; l++) printf("%s%d", l ? "," : "", L->heads[l]);
     printf("],\"schedule\":\"%s\",\"ir_layers\":%d,\"heads_total\":%d,"
-           "\"heads_written\":%d,\"decodes\":%d",
+           "\"heads_written\":%d,\"chained\":%d,\"decodes\":%d",
            L->compiled ? "compiled" : "ir", L->ir_layers, L->total_heads, L->written_heads,
-           L->decodes);
+           L->chained, L->decodes);
     if (!L->compiled) {
       printf(",\"why\":\"");
       raspC_json_fputs(L->why, stdout);
@@ -941,8 +943,8 @@ static void layers_row(const vopts *o, const char *name, int plain, int D, int x
   heads_text(L, heads, sizeof heads);
   if (plain) printf("%6d", x);
   else printf("%5d %5d", x, n);
-  printf(" %7d %4d %5d %5d %5d %7d %7d  %s\n", L->nlayers, L->ir_layers, L->attn_layers,
-         L->mlp_layers, L->total_heads, L->written_heads, L->decodes, heads);
+  printf(" %7d %4d %5d %5d %5d %7d %7d %7d  %s\n", L->nlayers, L->ir_layers, L->attn_layers,
+         L->mlp_layers, L->total_heads, L->written_heads, L->chained, L->decodes, heads);
   if (!L->compiled) printf("  (IR rule: the compiler refuses: %s)\n", L->why);
 }
 
@@ -1029,11 +1031,12 @@ int rasp_cli_layers(int argc, char **argv) {
     if (o.json) {
       /* rows only */
     } else if (plain) {
-      printf("%s\n%6s %7s %4s %5s %5s %5s %7s %7s  %s\n", pname, "n", "layers", "ir", "attn", "mlp",
-             "heads", "written", "decodes", "heads per layer");
+      printf("%s\n%6s %7s %4s %5s %5s %5s %7s %7s %7s  %s\n", pname, "n", "layers", "ir", "attn",
+             "mlp", "heads", "written", "chained", "decodes", "heads per layer");
     } else {
-      printf("%s (D=%d)\n%5s %5s %7s %4s %5s %5s %5s %7s %7s  %s\n", pname, D, "M", "n", "layers",
-             "ir", "attn", "mlp", "heads", "written", "decodes", "heads per layer");
+      printf("%s (D=%d)\n%5s %5s %7s %4s %5s %5s %5s %7s %7s %7s  %s\n", pname, D, "M", "n",
+             "layers", "ir", "attn", "mlp", "heads", "written", "chained", "decodes",
+             "heads per layer");
     }
     double *xs = raspM_alloc(sizeof(double) * (size_t)nx), *ys = raspM_alloc(sizeof(double) * (size_t)nx);
     int k = 0;

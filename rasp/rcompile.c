@@ -2205,6 +2205,12 @@ int raspG_schedule(const rasp_ir *ir, const raspG_opts *o, raspG_sched *out, ras
     if (u->kind == U_HEAD) out->heads[u->layer]++, out->total_heads++;
     if (u->kind == U_MLP) out->mlps[u->layer]++;
     if (u->kind == U_MLP && u->mkind == M_DECODE) out->decodes++;
+    if (u->kind == U_MLP) { /* reads another MLP unit: a sublayer of its own */
+      int src[2 * MAXCOMPS + 4], ns, chained = 0;
+      unit_sources(u, src, &ns);
+      for (int k = 0; k < ns; k++) chained |= g->u[src[k]].kind == U_MLP;
+      out->chained += chained;
+    }
   }
   view_free(&ov);
   gc_free(g);

@@ -68,6 +68,9 @@ typedef struct raspG_sched {
                        a reader that needs categories (a select, a where's
                        condition, the readout): the sublayers the IR rule
                        does not count */
+  int chained;      /* MLP units that read another MLP unit (a decode of
+                       one included): each waits one MLP sublayer for it,
+                       where the IR rule fuses element-wise chains into one */
 } raspG_sched;
 /* Returns 1, or 0 with err set where raspG_compile would fail. */
 int raspG_schedule(const rasp_ir *ir, const raspG_opts *opts, raspG_sched *out,

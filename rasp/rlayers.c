@@ -91,7 +91,7 @@ void raspL_analyse(const rasp_ir *ir, const int *roots, int nroots,
   }
   out->written_heads = out->total_heads;
   out->ir_layers = out->nlayers;
-  out->compiled = out->decodes = 0;
+  out->compiled = out->decodes = out->chained = 0;
   out->why[0] = 0;
   count_layers(out);
   raspM_free(live);
@@ -117,6 +117,7 @@ void raspL_analyse_compiled(const rasp_ir *ir, int root, const int64_t *ids, int
   out->mlps = s.mlps;
   out->total_heads = s.total_heads;
   out->decodes = s.decodes;
+  out->chained = s.chained;
   out->compiled = 1;
   count_layers(out);
 }
@@ -136,7 +137,8 @@ void raspL_print(const rasp_layers *layers, FILE *out) {
   for (int l = 0; l < layers->nlayers; l++) fprintf(out, " %d", layers->heads[l]);
   if (layers->compiled)
     fprintf(out, "; the compiled model's (the IR rule: %d layers, %d heads as written; "
-                 "%d decodes)", layers->ir_layers, layers->written_heads, layers->decodes);
+                 "%d MLP units read another MLP unit, %d decode a number)", layers->ir_layers,
+            layers->written_heads, layers->chained, layers->decodes);
   else if (layers->why[0])
     fprintf(out, "; the IR rule (the compiler refuses: %s)", layers->why);
   fputc('\n', out);

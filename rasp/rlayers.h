@@ -41,7 +41,8 @@ typedef struct rasp_layers {
   int written_heads;   /* heads as written: ATTN nodes (the IR rule) */
   int ir_layers;       /* the IR rule's layer count */
   int compiled;        /* 1: the counts are the compiler's schedule */
-  int decodes;         /* compiled: decode sublayers' MLP units */
+  int decodes;         /* compiled: MLP units decoding a number (rcompile.h) */
+  int chained;         /* compiled: MLP units reading an MLP unit (rcompile.h) */
   char why[200];       /* not compiled: the compiler's reason */
 } rasp_layers;
 

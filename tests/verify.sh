@@ -189,7 +189,7 @@ expect layers_plain 0 "growth: constant (3 layers for every n)" "" -- layers exa
 expect layers_plain_input 0 '"program":"histogram","length":4,"n":4,"layers":1' "" -- layers examples/histogram.rasp --input "a b a c" --json
 expect layers_plain_no_vocab 2 "" "a plain program (no \`task\`) needs --input TEXT, --input-vocab TEXT or --vocab FILE" -- layers examples/sort.rasp
 expect layers_task_sizes_kept 2 "" "rasp layers: --M is for programs that declare \`task\`; examples/sort.rasp does not" -- layers examples/sort.rasp --M 3..5 --input-vocab "a b"
-expect layers_json_rows 0 '"D":2,"M":4,"n":22,"layers":5,"attention_layers":4,"mlp_layers":4,"heads":\[0,1,1,1,1\],"schedule":"compiled","ir_layers":4,"heads_total":4,"heads_written":4,"decodes":1}' "" -- layers programs/listing5_arms_constant.rasp --M 3..5 --json
+expect layers_json_rows 0 '"D":2,"M":4,"n":22,"layers":5,"attention_layers":4,"mlp_layers":4,"heads":\[0,1,1,1,1\],"schedule":"compiled","ir_layers":4,"heads_total":4,"heads_written":4,"chained":3,"decodes":1}' "" -- layers programs/listing5_arms_constant.rasp --M 3..5 --json
 expect layers_json_growth 0 '"growth":"constant","in":"M","min_layers":5,"max_layers":5' "" -- layers programs/listing5_arms_constant.rasp --M 3..5 --json
 # layers prints the compiled model's schedule (tests/layers_compiled.sh checks
 # it against compile for every program); the IR rule, with the compiler's
