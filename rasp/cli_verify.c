@@ -945,7 +945,7 @@ static void layers_row(const vopts *o, const char *name, int plain, int D, int x
   else printf("%5d %5d", x, n);
   printf(" %7d %4d %5d %5d %5d %7d %7d %7d  %s\n", L->nlayers, L->ir_layers, L->attn_layers,
          L->mlp_layers, L->total_heads, L->written_heads, L->chained, L->decodes, heads);
-  if (!L->compiled) printf("  (IR rule: the compiler refuses: %s)\n", L->why);
+  if (!L->compiled) printf("  (IR rule: %s)\n", L->why);
 }
 
 /* The growth of the layer count ys over xs (M or n): constant, linear or

@@ -104,10 +104,12 @@ void raspL_analyse_compiled(const rasp_ir *ir, int root, const int64_t *ids, int
   raspG_sched s;
   rasp_error err = {0};
   if (!raspG_schedule(ir, &o, &s, &err)) {
+    static const char pre[] = "the compiler refuses: ";
     size_t k = strlen(err.msg);
-    if (k >= sizeof out->why) k = sizeof out->why - 1; /* a long reason, cut */
-    memcpy(out->why, err.msg, k);
-    out->why[k] = 0;
+    if (k >= sizeof out->why - sizeof pre) k = sizeof out->why - sizeof pre; /* cut */
+    memcpy(out->why, pre, sizeof pre - 1);
+    memcpy(out->why + sizeof pre - 1, err.msg, k);
+    out->why[sizeof pre - 1 + k] = 0;
     return;
   }
   raspM_free(out->heads);
@@ -140,6 +142,6 @@ void raspL_print(const rasp_layers *layers, FILE *out) {
                  "%d MLP units read another MLP unit, %d decode a number)", layers->ir_layers,
             layers->written_heads, layers->chained, layers->decodes);
   else if (layers->why[0])
-    fprintf(out, "; the IR rule (the compiler refuses: %s)", layers->why);
+    fprintf(out, "; the IR rule (%s)", layers->why);
   fputc('\n', out);
 }

@@ -58,7 +58,7 @@ void raspL_analyse_compiled(const rasp_ir *ir, int root, const int64_t *ids, int
 void raspL_free(rasp_layers *layers);
 /* "3 layers (3 attention, 2 MLP); heads per layer: 2 1 1", then for a
 ** compiled schedule "; the compiled model's (the IR rule: ...)" and for a
-** refused one "; the IR rule (the compiler refuses: ...)" */
+** refused one "; the IR rule (the compiler refuses: ...)" (why) */
 void raspL_print(const rasp_layers *layers, FILE *out);
 
 #endif
