@@ -195,6 +195,7 @@ expect layers_json_growth 0 '"growth":"constant","in":"M","min_layers":5,"max_la
 # it against compile for every program); the IR rule, with the compiler's
 # reason, for a program the compiler refuses; --length is the lengths asked for
 expect layers_refused 0 "(IR rule: the compiler refuses: task\['symbols_first'\] renumbers the tokens)" "" -- layers programs/listing4_log.rasp --M 3
+expect layers_cse 0 '"layers":1,"attention_layers":1,"mlp_layers":0,"heads":\[1\],"schedule":"compiled","ir_layers":2,"heads_total":1,"heads_written":3' "" -- layers tests/verify/head_twice.rasp --input-vocab "a b c" --length 5 --json
 expect layers_plain_length 0 '"program":"sort","length":17,"n":17,"layers":3' "" -- layers examples/sort.rasp --input-vocab "a b c" --length 17 --json
 expect draw_plain 0 "digraph \"sort\"" "" -- draw examples/sort.rasp --input "3 1 2"
 expect draw_plain_length 0 "digraph \"reverse\"" "" -- draw examples/reverse.rasp --input-vocab "a b" --length 5
