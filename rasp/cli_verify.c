@@ -150,6 +150,9 @@ static int common_opts(unsigned cmd, const char *name, int argc, char **argv, vo
     case RASPC_O_INPUT_VOCAB: o->input_vocab = val; break;
     case RASPC_O_VOCAB: o->vocab_file = val; break;
     case RASPC_O_LENGTH:
+      raspM_free(o->Ls);
+      ok = parse_range(name, opt, val, 1, 100000, &o->Ls, &o->nL);
+      break;
     case RASPC_O_CHECKPOINT: o->checkpoint = val; break;
     case RASPC_O_CHECKPOINT_EVERY:
       ok = raspC_int_opt(name, opt, val, 0, 86400, &o->ckpt_every);
@@ -158,9 +161,6 @@ static int common_opts(unsigned cmd, const char *name, int argc, char **argv, vo
     case RASPC_O_RESUME: o->resume = 1; break;
     case RASPC_O_PROGRESS: o->progress = 1; break;
     case RASPC_O_PLAN: o->plan = 1; break;
-      raspM_free(o->Ls);
-      ok = parse_range(name, opt, val, 1, 100000, &o->Ls, &o->nL);
-      break;
     default: break; /* --max-memory, --timeout: rasp.c's */
     }
   }
@@ -898,7 +898,30 @@ static double fit_sse(const double *x, const double *y, int n, double *slope) {
   return sse;
 }
 
-/* One row of `rasp layers`: x is M (path-star) or the length (plain). */
+/* The compiled model's schedule (rlayers.h, raspL_analyse_compiled) of a
+** traced plain program whose inputs are the token ids 1..|vocabulary|, as
+** `rasp compile` builds it; the IR rule, with the reason, for a program
+** the compiler refuses.  (raspK_trace does the same for path-star ones.) */
+static void compiled_layers(rasp_ctx *ctx, rasp_layers *L) {
+  rasp_ir *ir = rasp_ctx_ir(ctx);
+  if (!ir->noutputs) {
+    raspL_analyse(ir, NULL, 0, L);
+    snprintf(L->why, sizeof L->why, "the program has no output");
+    return;
+  }
+  int nids = rasp_vocab_size(ctx);
+  int64_t *ids = raspM_alloc(sizeof(int64_t) * (size_t)(nids + 1));
+  for (int i = 0; i < nids; i++) ids[i] = i + 1;
+  raspL_analyse_compiled(ir, ir->outputs[0], ids, nids, nids, L);
+  raspM_free(ids);
+}
+
+/* One row of `rasp layers`: x is M (path-star) or the length (plain).  The
+** layers and heads are the compiled model's (heads after CSE), "ir" the IR
+** rule's layer count, "written" the heads as written, "chained" the MLP
+** units that read another MLP unit (one MLP sublayer each, where the IR rule
+** fuses element-wise chains), "decodes" those that decode a number for a
+** select, a condition or the readout. */
 static void layers_row(const vopts *o, const char *name, int plain, int D, int x, int n,
                        const rasp_layers *L) {
   if (o->json) {
@@ -909,13 +932,25 @@ static void layers_row(const vopts *o, const char *name, int plain, int D, int x
     printf(",\"n\":%d,\"layers\":%d,\"attention_layers\":%d,\"mlp_layers\":%d,\"heads\":[", n,
            L->nlayers, L->attn_layers, L->mlp_layers);
     for (int l = 0; l < L->nlayers; l++) printf("%s%d", l ? "," : "", L->heads[l]);
-    printf("]}\n");
+    printf("],\"schedule\":\"%s\",\"ir_layers\":%d,\"heads_total\":%d,"
+           "\"heads_written\":%d,\"chained\":%d,\"decodes\":%d",
+           L->compiled ? "compiled" : "ir", L->ir_layers, L->total_heads, L->written_heads,
+           L->chained, L->decodes);
+    if (!L->compiled) {
+      printf(",\"why\":\"");
+      raspC_json_fputs(L->why, stdout);
+      printf("\"");
+    }
+    printf("}\n");
     return;
   }
   char heads[1024];
   heads_text(L, heads, sizeof heads);
-  if (plain) printf("%6d %7d %5d %5d  %s\n", x, L->nlayers, L->attn_layers, L->mlp_layers, heads);
-  else printf("%5d %5d %7d %5d %5d  %s\n", x, n, L->nlayers, L->attn_layers, L->mlp_layers, heads);
+  if (plain) printf("%6d", x);
+  else printf("%5d %5d", x, n);
+  printf(" %7d %4d %5d %5d %5d %7d %7d %7d  %s\n", L->nlayers, L->ir_layers, L->attn_layers,
+         L->mlp_layers, L->total_heads, L->written_heads, L->chained, L->decodes, heads);
+  if (!L->compiled) printf("  (IR rule: %s)\n", L->why);
 }
 
 /* The growth of the layer count ys over xs (M or n): constant, linear or
@@ -1001,9 +1036,11 @@ int rasp_cli_layers(int argc, char **argv) {
     if (o.json) {
       /* rows only */
     } else if (plain) {
-      printf("%s\n%6s %7s %5s %5s  %s\n", pname, "n", "layers", "attn", "mlp", "heads per layer");
+      printf("%s\n%6s %7s %4s %5s %5s %5s %7s %7s %7s  %s\n", pname, "n", "layers", "ir", "attn",
+             "mlp", "heads", "written", "chained", "decodes", "heads per layer");
     } else {
-      printf("%s (D=%d)\n%5s %5s %7s %5s %5s  %s\n", pname, D, "M", "n", "layers", "attn", "mlp",
+      printf("%s (D=%d)\n%5s %5s %7s %4s %5s %5s %5s %7s %7s %7s  %s\n", pname, D, "M", "n",
+             "layers", "ir", "attn", "mlp", "heads", "written", "chained", "decodes",
              "heads per layer");
     }
     double *xs = raspM_alloc(sizeof(double) * (size_t)nx), *ys = raspM_alloc(sizeof(double) * (size_t)nx);
@@ -1019,7 +1056,7 @@ int rasp_cli_layers(int argc, char **argv) {
           break; /* the same error at every length */
         }
         rasp_layers L;
-        raspL_analyse(rasp_ctx_ir(ctx), NULL, 0, &L);
+        compiled_layers(ctx, &L);
         layers_row(&o, pname, 1, D, x, x, &L);
         ys[k] = L.nlayers;
         raspL_free(&L);
@@ -1032,7 +1069,7 @@ int rasp_cli_layers(int argc, char **argv) {
           status = 1; /* as verify: the program fails at this size */
           continue;
         }
-        layers_row(&o, pname, 0, D, x, tr.n, &tr.layers);
+        layers_row(&o, pname, 0, D, x, tr.n, &tr.layers); /* compiled (raspK_trace) */
         ys[k] = tr.layers.nlayers;
         raspK_trace_free(&tr);
       }

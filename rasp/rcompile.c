@@ -2088,14 +2088,19 @@ static void gc_free(gc *g) {
   raspM_free(g->ornot);
 }
 
-int raspG_compile(const rasp_ir *ir, const raspG_opts *o, raspG_model *out, rasp_error *err) {
-  memset(out, 0, sizeof *out);
+/* The planner: units for every live node of the first output's cone (CSE
+** and static heads applied), the readout view *ov and whether it is read as
+** a number (*quad), every unit scheduled (schedule) and the ones the output
+** needs marked used.  raspG_compile writes weights for this plan and
+** raspG_schedule reports it, so `rasp layers` and the compiled model agree
+** by construction.  Returns 1, or 0 with err set and g freed. */
+static int plan(gc *g, const rasp_ir *ir, const raspG_opts *o, view *ov, int *quadp,
+                rasp_error *err) {
   if (!ir->noutputs) {
     raspR_setnopos(err, "compile: the program has no output");
     return 0;
   }
-  gc G, *g = &G;
-  memset(g, 0, sizeof G);
+  memset(g, 0, sizeof *g);
   g->ir = ir;
   g->o = o;
   g->n = ir->n;
@@ -2158,13 +2163,13 @@ int raspG_compile(const rasp_ir *ir, const raspG_opts *o, raspG_model *out, rasp
   raspM_free(canon);
   raspM_free(st);
   raspM_free(live);
-  view ov = {0};
+  memset(ov, 0, sizeof *ov);
   int quad = 0; /* a numerical readout: logit_v = -X (x - v)^2 */
   if (ok) {
-    view_copy(g, &ov, &g->nv[root]);
+    view_copy(g, ov, &g->nv[root]);
     double qa, qb;
-    quad = g->u[ov.unit].sq && lf_ok(g, &ov) && view_affine(g, &ov, &qa, &qb);
-    if (!quad) need_cat(g, &ov, root);
+    quad = g->u[ov->unit].sq && lf_ok(g, ov) && view_affine(g, ov, &qa, &qb);
+    if (!quad) need_cat(g, ov, root);
   }
   for (int i = 0; i < g->nu && ok; i++)
     if (g->u[i].kind == U_HEAD) {
@@ -2172,12 +2177,59 @@ int raspG_compile(const rasp_ir *ir, const raspG_opts *o, raspG_model *out, rasp
       if (ok) prune_comps(g, g->u[i].c, g->u[i].nc);
     }
   if (!ok) {
-    view_free(&ov);
+    view_free(ov);
     gc_free(g);
     return 0;
   }
+  *quadp = quad;
   schedule(g);
-  mark_used(g, ov.unit);
+  mark_used(g, ov->unit);
+  return 1;
+}
+
+int raspG_schedule(const rasp_ir *ir, const raspG_opts *o, raspG_sched *out, rasp_error *err) {
+  memset(out, 0, sizeof *out);
+  gc G, *g = &G;
+  view ov;
+  int quad;
+  if (!plan(g, ir, o, &ov, &quad, err)) return 0;
+  int nl = 0;
+  for (int i = 0; i < g->nu; i++)
+    if (g->u[i].used && g->u[i].kind >= U_HEAD && g->u[i].layer + 1 > nl) nl = g->u[i].layer + 1;
+  out->nlayers = nl;
+  out->heads = raspM_alloc(sizeof(int) * (size_t)(nl + 1));
+  out->mlps = raspM_alloc(sizeof(int) * (size_t)(nl + 1));
+  for (int i = 0; i < g->nu; i++) {
+    const unit *u = &g->u[i];
+    if (!u->used) continue;
+    if (u->kind == U_HEAD) out->heads[u->layer]++, out->total_heads++;
+    if (u->kind == U_MLP) out->mlps[u->layer]++;
+    if (u->kind == U_MLP && u->mkind == M_DECODE) out->decodes++;
+    if (u->kind == U_MLP) { /* reads another MLP unit: a sublayer of its own */
+      int src[2 * MAXCOMPS + 4], ns, chained = 0;
+      unit_sources(u, src, &ns);
+      for (int k = 0; k < ns; k++) chained |= g->u[src[k]].kind == U_MLP;
+      out->chained += chained;
+    }
+  }
+  view_free(&ov);
+  gc_free(g);
+  return 1;
+}
+
+void raspG_sched_free(raspG_sched *s) {
+  raspM_free(s->heads);
+  raspM_free(s->mlps);
+  memset(s, 0, sizeof *s);
+}
+
+int raspG_compile(const rasp_ir *ir, const raspG_opts *o, raspG_model *out, rasp_error *err) {
+  memset(out, 0, sizeof *out);
+  gc G, *g = &G;
+  view ov;
+  int quad;
+  if (!plan(g, ir, o, &ov, &quad, err)) return 0;
+  int root = ir->outputs[0];
   if (getenv("RASP_COMPILE_DEBUG")) {
     char nb[256];
     for (int i = 0; i < g->nu; i++) {

@@ -56,6 +56,27 @@ int raspG_compile(const rasp_ir *ir, const raspG_opts *opts, raspG_model *out,
                   rasp_error *err);
 void raspG_free(raspG_model *g);
 
+/* The compiler's schedule without the weights (the planner alone, cheap):
+** what raspG_compile would build.  `rasp layers` and the verifier report
+** this, so their counts are the compiled model's. */
+typedef struct raspG_sched {
+  int nlayers;      /* the compiled model's layers */
+  int *heads;       /* heads[l]: heads after CSE, static heads being views */
+  int *mlps;        /* mlps[l]: MLP units (materialised nodes, decodes) */
+  int total_heads;
+  int decodes;      /* MLP units that decode a numerical unit into one-hot for
+                       a reader that needs categories (a select, a where's
+                       condition, the readout): the sublayers the IR rule
+                       does not count */
+  int chained;      /* MLP units that read another MLP unit (a decode of
+                       one included): each waits one MLP sublayer for it,
+                       where the IR rule fuses element-wise chains into one */
+} raspG_sched;
+/* Returns 1, or 0 with err set where raspG_compile would fail. */
+int raspG_schedule(const rasp_ir *ir, const raspG_opts *opts, raspG_sched *out,
+                   rasp_error *err);
+void raspG_sched_free(raspG_sched *s);
+
 /* Runs the model on one input of length g->n and decodes its output.  It
 ** skips the zero weights but adds the nonzero terms in raspN_forward's
 ** order, so the logits are bit-identical to raspN_forward's (float32);

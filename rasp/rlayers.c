@@ -3,15 +3,28 @@
 **
 ** The rule is in rlayers.h.  Nodes are in topological order, so one forward
 ** pass computes every node's earliest sublayer from its operands'.
+** raspL_analyse_compiled asks the compiler's planner (rcompile.h) instead:
+** one schedule for `rasp layers` and the compiled model.
 */
 #include "rlayers.h"
 
 #include <stdio.h>
+#include <string.h>
+
+#include "rcompile.h"
 
 #include "rmem.h"
 
 static int odd_after(int s) { return (s % 2) ? s + 2 : s + 1; }
 static int even_from(int s) { return (s % 2) ? s + 1 : s; }
+
+static void count_layers(rasp_layers *out) {
+  out->attn_layers = out->mlp_layers = 0;
+  for (int l = 0; l < out->nlayers; l++) {
+    out->attn_layers += out->heads[l] > 0;
+    out->mlp_layers += out->mlps[l] > 0;
+  }
+}
 
 void raspL_analyse(const rasp_ir *ir, const int *roots, int nroots,
                    rasp_layers *out) {
@@ -76,12 +89,39 @@ void raspL_analyse(const rasp_ir *ir, const int *roots, int nroots,
       out->mlps[s / 2 - 1]++;
     }
   }
-  out->attn_layers = out->mlp_layers = 0;
-  for (int l = 0; l < out->nlayers; l++) {
-    out->attn_layers += out->heads[l] > 0;
-    out->mlp_layers += out->mlps[l] > 0;
-  }
+  out->written_heads = out->total_heads;
+  out->ir_layers = out->nlayers;
+  out->compiled = out->decodes = out->chained = 0;
+  out->why[0] = 0;
+  count_layers(out);
   raspM_free(live);
+}
+
+void raspL_analyse_compiled(const rasp_ir *ir, int root, const int64_t *ids, int nids,
+                            int nvocab, rasp_layers *out) {
+  raspL_analyse(ir, &root, 1, out);
+  raspG_opts o = {ids, nids, nvocab, NULL, 0};
+  raspG_sched s;
+  rasp_error err = {0};
+  if (!raspG_schedule(ir, &o, &s, &err)) {
+    static const char pre[] = "the compiler refuses: ";
+    size_t k = strlen(err.msg);
+    if (k >= sizeof out->why - sizeof pre) k = sizeof out->why - sizeof pre; /* cut */
+    memcpy(out->why, pre, sizeof pre - 1);
+    memcpy(out->why + sizeof pre - 1, err.msg, k);
+    out->why[sizeof pre - 1 + k] = 0;
+    return;
+  }
+  raspM_free(out->heads);
+  raspM_free(out->mlps);
+  out->nlayers = s.nlayers;
+  out->heads = s.heads;
+  out->mlps = s.mlps;
+  out->total_heads = s.total_heads;
+  out->decodes = s.decodes;
+  out->chained = s.chained;
+  out->compiled = 1;
+  count_layers(out);
 }
 
 void raspL_free(rasp_layers *layers) {
@@ -97,5 +137,11 @@ void raspL_print(const rasp_layers *layers, FILE *out) {
   fprintf(out, "%d layers (%d attention, %d MLP); heads per layer:",
           layers->nlayers, layers->attn_layers, layers->mlp_layers);
   for (int l = 0; l < layers->nlayers; l++) fprintf(out, " %d", layers->heads[l]);
+  if (layers->compiled)
+    fprintf(out, "; the compiled model's (the IR rule: %d layers, %d heads as written; "
+                 "%d MLP units read another MLP unit, %d decode a number)", layers->ir_layers,
+            layers->written_heads, layers->chained, layers->decodes);
+  else if (layers->why[0])
+    fprintf(out, "; the IR rule (%s)", layers->why);
   fputc('\n', out);
 }

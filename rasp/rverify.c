@@ -326,6 +326,10 @@ int raspK_trace_ids(const rasp_program *prog, int D, int M, int V, int shuffled,
                     err);
 }
 
+/* The largest nodes x n for which a trace asks the compiler's planner for
+** its layers (rlayers.h); beyond it, the IR rule with the reason. */
+#define RASPK_PLAN_MAX 2e6
+
 /* analyse = 0: no layers and no staging (a probe for the order analysis) */
 static int trace_with(const rasp_program *prog, int D, int M, int V, int kind, uint64_t seed,
                       uint64_t index, int analyse, rasp_ptrace *tr, rasp_error *err) {
@@ -378,7 +382,24 @@ static int trace_with(const rasp_program *prog, int D, int M, int V, int kind, u
   tr->vocab_sym = raspM_alloc(sizeof(int64_t) * (size_t)(tr->nvocab + 1));
   for (int id = 1; id <= tr->nvocab; id++)
     tr->vocab_sym[id] = rasp_symbol(tr->ctx, rasp_vocab_symbol(tr->ctx, id));
-  if (analyse) raspL_analyse(ir, &tr->output, 1, &tr->layers);
+  /* the layers the compiled model has (rlayers.h): `rasp compile` builds
+     for the task's ids 1..ntask_ids and refuses a renumbering tok_map */
+  if (analyse && tr->tok_map) {
+    raspL_analyse(ir, &tr->output, 1, &tr->layers);
+    snprintf(tr->layers.why, sizeof tr->layers.why, "the compiler refuses: task['symbols_first'] renumbers the tokens");
+  } else if (analyse && (double)ir->nnodes * tr->n > RASPK_PLAN_MAX) {
+    /* the planner keeps a table of n values per node: at verify's large
+       sizes (D = 100, M = 50: a gigabyte) it would cost more than the run */
+    raspL_analyse(ir, &tr->output, 1, &tr->layers);
+    snprintf(tr->layers.why, sizeof tr->layers.why,
+             "too large to plan cheaply (%d nodes x n = %d is over %.0f); rasp compile "
+             "--dry-run --stats gives the compiled count", ir->nnodes, tr->n, (double)RASPK_PLAN_MAX);
+  } else if (analyse) {
+    int64_t *ids = raspM_alloc(sizeof(int64_t) * (size_t)(tr->ntask_ids + 1));
+    for (int i = 0; i < tr->ntask_ids; i++) ids[i] = i + 1;
+    raspL_analyse_compiled(ir, tr->output, ids, tr->ntask_ids, tr->nvocab, &tr->layers);
+    raspM_free(ids);
+  }
   tr->unstaged = "--interpret-check";
   if (!prog->interpret_check) tr->staged = raspS_stage(tr->ctx, tr->check, tr->n, &tr->unstaged);
   tr->probe_causal = prog->causal;

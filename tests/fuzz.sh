@@ -36,7 +36,8 @@ $CC_FUZZ $flags rasp/rmem.c rasp/rerror.c rasp/rlex.c rasp/rparse.c tests/fuzz_p
 $CC_FUZZ $flags -DRASP_STDLIB_DIR='"stdlib"' rasp/rmem.c rasp/rerror.c rasp/rlex.c \
   rasp/rparse.c rasp/rir.c rasp/rfacts.c rasp/reval.c rasp/reval_plan.c rasp/reval_kern.c \
   rasp/reval_ref.c rasp/rlayers.c rasp/rinterp.c rasp/rbuiltin.c \
-  rasp/rffi.c rasp/rstage.c rasp/rcausal.c rasp/rorder.c tests/fuzz_trace.c -lffi -lgmp -lm -lpthread \
+  rasp/rffi.c rasp/rstage.c rasp/rcausal.c rasp/rorder.c rasp/rcompile.c rasp/rmodel.c \
+  tests/fuzz_trace.c -lffi -lgmp -lm -lpthread \
   -o "$tmp/fuzz_trace" || exit 1
 
 status=0

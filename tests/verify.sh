@@ -149,20 +149,20 @@ expect V_too_small 1 "" "fewer than" -- verify programs/listing1_back_target.ras
 expect M_below_min 1 "" "needs M >= 3" -- verify programs/listing1_back_target.rasp --M 2 --D 2
 expect layers_linear 0 "growth: linear in M" "" -- layers programs/listing2_backward_targets.rasp --M 3..12
 expect layers_log 0 "growth: logarithmic in M" "" -- layers programs/listing4_log_fixed.rasp --M 3..33
-expect layers_constant 0 "growth: constant (4 layers" "" -- layers programs/listing5_arms_constant.rasp --M 3..12
+expect layers_constant 0 "growth: constant (5 layers" "" -- layers programs/listing5_arms_constant.rasp --M 3..12
 expect draw_dot 0 "digraph \"listing5_arms_constant\"" "" -- draw programs/listing5_arms_constant.rasp
 expect draw_bad_format 2 "" "--format: expected dot, svg, png or json, got 'gif'" -- draw programs/listing5_arms_constant.rasp --format gif
 # the table fits 100 columns: heads per layer abbreviated ("2x2" for a run),
 # in full under -v; a one-line legend explains fail*
 "$rasp" verify programs/readout6_causal.rasp --D 2 --graphs 20 --jobs 2 >"$out" 2>"$err"
 w=$(awk '{ if (length($0) > m) m = length($0) } END { print m + 0 }' "$out")
-if [ "$w" -le 100 ] && grep -q "readout6_causal .* 0 2 3 1 2x2 3 1" "$out"; then
+if [ "$w" -le 100 ] && grep -q "readout6_causal .* 0x3 2 3 1 2 1 2 0x3 2 1 2" "$out"; then
   pass=$((pass + 1)); echo "PASS: table_width"
 else
   fail=$((fail + 1)); echo "FAIL: table_width ($w columns)"; cat "$out"
 fi
-expect table_verbose_heads 0 " 0 2 3 1 2 2 3 1 2 2 3 1 2 2 3 1 1 1 1 1 1$" "" -- verify programs/readout6_causal.rasp --D 2 --graphs 20 --jobs 2 -v
-expect sweep_width 0 "^listing1_back_target         2-5   3-10    32      1280  ok      4-25  -$" "" -- verify programs/listing1_back_target.rasp --sweep --graphs 40 --jobs 2
+expect table_verbose_heads 0 " 0 0 0 2 3 1 2 1 2 0 0 0 2 1 2 1 2 0 0 0 2 1 2 1 2 0 0 0 2 1 1 1 1 0 0 1 0 1$" "" -- verify programs/readout6_causal.rasp --D 2 --graphs 20 --jobs 2 -v
+expect sweep_width 0 "^listing1_back_target         2-5   3-10    32      1280  ok     10-66  -$" "" -- verify programs/listing1_back_target.rasp --sweep --graphs 40 --jobs 2
 expect legend_fail_star 0 "^fail\*: failed as its task\['expect'\] = 'fail' declares" "" -- verify programs/listing4_log.rasp --D 2 --M 9 $g --quiet
 # --exhaustive prints a counterexample as random mode does, and shows its
 # progress on a terminal (a run of 3 s or more; `script` gives the terminal)
@@ -189,8 +189,14 @@ expect layers_plain 0 "growth: constant (3 layers for every n)" "" -- layers exa
 expect layers_plain_input 0 '"program":"histogram","length":4,"n":4,"layers":1' "" -- layers examples/histogram.rasp --input "a b a c" --json
 expect layers_plain_no_vocab 2 "" "a plain program (no \`task\`) needs --input TEXT, --input-vocab TEXT or --vocab FILE" -- layers examples/sort.rasp
 expect layers_task_sizes_kept 2 "" "rasp layers: --M is for programs that declare \`task\`; examples/sort.rasp does not" -- layers examples/sort.rasp --M 3..5 --input-vocab "a b"
-expect layers_json_rows 0 '"D":2,"M":4,"n":22,"layers":4,"attention_layers":3,"mlp_layers":3,"heads":\[0,1,2,1\]' "" -- layers programs/listing5_arms_constant.rasp --M 3..5 --json
-expect layers_json_growth 0 '"growth":"constant","in":"M","min_layers":4,"max_layers":4' "" -- layers programs/listing5_arms_constant.rasp --M 3..5 --json
+expect layers_json_rows 0 '"D":2,"M":4,"n":22,"layers":5,"attention_layers":4,"mlp_layers":4,"heads":\[0,1,1,1,1\],"schedule":"compiled","ir_layers":4,"heads_total":4,"heads_written":4,"chained":3,"decodes":1}' "" -- layers programs/listing5_arms_constant.rasp --M 3..5 --json
+expect layers_json_growth 0 '"growth":"constant","in":"M","min_layers":5,"max_layers":5' "" -- layers programs/listing5_arms_constant.rasp --M 3..5 --json
+# layers prints the compiled model's schedule (tests/layers_compiled.sh checks
+# it against compile for every program); the IR rule, with the compiler's
+# reason, for a program the compiler refuses; --length is the lengths asked for
+expect layers_refused 0 "(IR rule: the compiler refuses: task\['symbols_first'\] renumbers the tokens)" "" -- layers programs/listing4_log.rasp --M 3
+expect layers_cse 0 '"layers":1,"attention_layers":1,"mlp_layers":0,"heads":\[1\],"schedule":"compiled","ir_layers":2,"heads_total":1,"heads_written":3' "" -- layers tests/verify/head_twice.rasp --input-vocab "a b c" --length 5 --json
+expect layers_plain_length 0 '"program":"sort","length":17,"n":17,"layers":3' "" -- layers examples/sort.rasp --input-vocab "a b c" --length 17 --json
 expect draw_plain 0 "digraph \"sort\"" "" -- draw examples/sort.rasp --input "3 1 2"
 expect draw_plain_length 0 "digraph \"reverse\"" "" -- draw examples/reverse.rasp --input-vocab "a b" --length 5
 expect draw_json 0 '^{"program":"listing5_arms_constant","outputs":\[[0-9]*\],"nodes":\[{"id":' "" -- draw programs/listing5_arms_constant.rasp --json

@@ -1,0 +1,59 @@
+#!/bin/sh
+# layers_compiled.sh -- one schedule: for every program in programs/ and
+# examples/ at small sizes, `rasp layers` prints the layer count and heads
+# per layer of the model `rasp compile` builds (rlayers.h,
+# raspL_analyse_compiled).  Where the compiler refuses a program, layers
+# must say so (schedule "ir" with the compiler's reason).  Prints
+# "N passed, M failed".
+top_srcdir=${top_srcdir:-.}
+top_builddir=${top_builddir:-.}
+rasp="$top_builddir/rasp/rasp"
+cd "$top_srcdir" || exit 2
+export RASP_STDLIB="$top_srcdir/stdlib"
+pass=0 fail=0
+lo=$(mktemp) co=$(mktemp) ce=$(mktemp)
+trap 'rm -f "$lo" "$co" "$ce"' EXIT
+
+# check NAME ARGS...: the same size arguments to layers and compile
+check() {
+  name=$1
+  shift
+  ok=1
+  "$rasp" layers "$@" --json >"$lo" 2>"$ce" || ok=0
+  if "$rasp" compile "$@" --dry-run --stats >"$co" 2>>"$ce"; then
+    want=$(sed -n 's/^d_model [0-9]*, layers \([0-9]*\),.*/\1/p' "$co")
+    wheads=$(sed -n 's/^heads per layer: *//p' "$co")
+    got=$(sed -n 's/.*"layers":\([0-9]*\),.*/\1/p' "$lo")
+    gheads=$(sed -n 's/.*"heads":\[\([0-9,]*\)\].*/\1/p' "$lo" | tr ',' ' ')
+    grep -q '"schedule":"compiled"' "$lo" || ok=0
+    [ -n "$want" ] && [ "$got" = "$want" ] || ok=0
+    [ "$gheads" = "$wheads" ] || ok=0
+    detail="layers $got heads [$gheads], compiled $want heads [$wheads]"
+  else
+    # refused by the compiler: layers falls back to the IR rule and says why
+    grep -q '"schedule":"ir"' "$lo" && grep -q '"why":"..*"' "$lo" || ok=0
+    detail="compiler refuses; layers: $(cat "$lo")"
+  fi
+  if grep -q -e "AddressSanitizer" -e "runtime error" -e "LeakSanitizer" "$ce"; then ok=0; fi
+  if [ $ok = 1 ]; then
+    pass=$((pass + 1))
+    echo "PASS: $name ($detail)"
+  else
+    fail=$((fail + 1))
+    echo "FAIL: $name ($detail)"
+    cat "$ce"
+  fi
+}
+
+for p in programs/*.rasp; do
+  check "$p M=3" "$p" --D 2 --M 3 --V 10
+  check "$p M=5" "$p" --D 2 --M 5 --V 100
+done
+for p in examples/*.rasp; do
+  voc="a b c"
+  case $p in *balanced_parens*) voc="( ) x" ;; esac
+  check "$p" "$p" --length 5 --input-vocab "$voc"
+done
+
+echo "$pass passed, $fail failed"
+[ "$fail" = 0 ]
