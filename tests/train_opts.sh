@@ -9,19 +9,9 @@
 #   - an unknown option is refused with status 2, naming it; --opt=VALUE is
 #     --opt VALUE (a bad value named with its option, a good one recorded).
 # Prints "N passed, M failed".
-top_srcdir=${top_srcdir:-.}
-top_builddir=${top_builddir:-.}
-train="$top_builddir/trainer/rasp-train"
-if [ ! -x "$train" ]; then
-  echo "train_opts: no binary at $train" >&2
-  exit 2
-fi
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/rasp-train_opts.XXXXXX") || exit 2
-trap 'rm -rf "$tmp"' EXIT INT TERM
-export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1
-pass=0 fail=0
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
+NAME=train_opts
+. "${top_srcdir:-.}/tests/lib.sh"
+use_trainer
 
 # the table's names: its entries start with {"--name"
 sed -n 's/^ *{"\(--[A-Za-z-]*\)".*/\1/p' "$top_srcdir/trainer/main.c" | sort -u >"$tmp/table"
@@ -88,5 +78,4 @@ st=$?
 [ $st = 2 ] && grep -q "bad value '1' for --M: expected an integer in 2\.\.1000" "$tmp/out" && ok ||
   bad "--M=1: status $st, $(cat "$tmp/out")"
 
-echo "$pass passed, $fail failed"
-[ $fail = 0 ]
+finish
