@@ -13,8 +13,10 @@ NAME=train_opts
 . "${top_srcdir:-.}/tests/lib.sh"
 use_trainer
 
-# the table's names: its entries start with {"--name"
-sed -n 's/^ *{"\(--[A-Za-z-]*\)".*/\1/p' "$top_srcdir/trainer/main.c" | sort -u >"$tmp/table"
+# the table's names: its entries start with OPT("--name" (--help and
+# --version are rows of the table too)
+sed -n 's/^ *OPT("\(--[A-Za-z-]*\)".*/\1/p; s/^ *{\.name = "\(--[A-Za-z-]*\)".*/\1/p' \
+  "$top_srcdir/trainer/main.c" | sort -u >"$tmp/table"
 n=$(wc -l <"$tmp/table")
 [ "$n" -ge 40 ] && ok || bad "only $n options found in trainer/main.c's table"
 "$train" --help >"$tmp/help" 2>&1 && ok || bad "--help exits non-zero"
