@@ -27,9 +27,9 @@ awk '/^  -/ { if (e != "") print e; e = $0; next }
      END { if (e != "") print e }' "$tmp/help" >"$tmp/entries"
 sed -n 's/^  \(--[A-Za-z-]*\).*/\1/p' "$tmp/entries" | sort -u >"$tmp/helped"
 # the manual's options: the terms of its .TP entries (\-\-name after .B,
-# .BI or .BR, "\-h, \-\-help" too)
+# .BI or .BR)
 awk 'tp { print } { tp = $0 == ".TP" }' "$top_srcdir/doc/rasp-train.1" |
-  sed -n 's/^\.B[IR]* \(\\-\\-[A-Za-z\\-]*\).*/\1/p; s/^\.B[IR]* \\-h ", " \(\\-\\-help\).*/\1/p' |
+  sed -n 's/^\.B[IR]* \(\\-\\-[A-Za-z\\-]*\).*/\1/p' |
   sed 's/\\-/-/g' | sort -u >"$tmp/manual"
 
 known() { # the binary knows option $1 (with a value that may be bad)
