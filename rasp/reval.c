@@ -161,7 +161,7 @@ static int eval_INPUT(ctx *c) {
     lo = t < lo ? t : lo;
     hi = t > hi ? t : hi;
   }
-  if (c->total) bnd_set(c->ev, c->id, lo, hi); /* the run's token range */
+  if (c->total) bnd_set(c->ev, c->id, lo, hi); /* the run's token range, as if scanned */
   c->kind = KIND_RULE;
   return 1;
 }
@@ -417,7 +417,7 @@ static inline int ncmp(rasp_elem a, rasp_elem b) {
     o[i].den = RASP_DEN_BOOL;                                                  \
   }                                                                            \
   break;
-static int bnd_known(const rasp_eval *ev, int id);
+static inline int rule_bounded(const rasp_eval *ev, int id);
 
 static int cmp_num_int(ctx *c, const rasp_elem *x, const rasp_elem *y, int y_int) {
   const rasp_elem *p = y_int ? x : y, *q = y_int ? y : x;
@@ -432,7 +432,7 @@ static int cmp_num_int(ctx *c, const rasp_elem *x, const rasp_elem *y, int y_int
   size_t total = c->total;
   int bad = 0;
   int qid = c->nd->in[y_int ? 1 : 0];
-  if (bnd_known(c->ev, qid) && c->ev->bndlo[qid] == 0 && c->ev->bndhi[qid] == 0) {
+  if (rule_bounded(c->ev, qid) && c->ev->rulef[qid].lo == 0 && c->ev->rulef[qid].hi == 0) {
     /* against zero (`balance < 0`): the sign of the numerator, den > 0 */
     switch (op) {
       CMP_CASES(CMP_ZERO_LOOP)
@@ -585,18 +585,17 @@ static int eval_WHERE(ctx *c) {
   return 1;
 }
 
-static int bnd_known(const rasp_eval *ev, int id);
-
 static int eval_MAP(ctx *c) {
   const rasp_elem *x = operand(c, 0);
   memo *m = c->ev->memos[c->id];
   int in = c->nd->in[0];
-  if (m && operand_kind(c, 0) == K_INT && bnd_known(c->ev, in) && c->ev->bndlo[in] >= 0 &&
-      c->ev->bndhi[in] < MEMO_SMALL) {
+  const raspF_value *f = &c->ev->rulef[in];
+  if (m && operand_kind(c, 0) == K_INT && rule_bounded(c->ev, in) && f->lo >= 0 &&
+      f->hi < MEMO_SMALL) {
     /* integers whose every possible value is in the direct table already
        (token ids after the first inputs): one load per element */
     int all = 1;
-    for (int64_t v = c->ev->bndlo[in]; v <= c->ev->bndhi[in] && all; v++) all = m->small_set[v];
+    for (int64_t v = f->lo; v <= f->hi && all; v++) all = m->small_set[v];
     if (all) {
       for (size_t i = 0; i < c->total; i++) c->out[i] = m->small[x[i].num];
       c->kind = m->small_kind;
@@ -644,40 +643,17 @@ static int eval_SEL_AND(ctx *c) { (void)c; return 1; }
 static int eval_SEL_OR(ctx *c) { (void)c; return 1; }
 static int eval_SEL_NOT(ctx *c) { (void)c; return 1; }
 
-static int bnd_current(const rasp_eval *ev, int id);
-
-void raspE_node_bounds(rasp_eval *ev, int id, int64_t *lo, int64_t *hi) {
-  if (!bnd_current(ev, id) || ev->bndlo[id] == INT64_MIN || ev->bndhi[id] == INT64_MAX ||
-      ev->bndlo[id] > ev->bndhi[id]) { /* no bound derived: look */
-    const rasp_elem *v = ev->val[id];
-    size_t total = (size_t)ev->B * ev->n;
-    int64_t a = total ? v[0].num : 0, b = a;
-    for (size_t i = 1; i < total; i++) {
-      int64_t x = v[i].num;
-      a = x < a ? x : a;
-      b = x > b ? x : b;
-    }
-    ev->bndlo[id] = a;
-    ev->bndhi[id] = b;
-    ev->bndrun[id] = ev->runno;
-    ev->bndheld[id] = ev->plan.hold[id] && ev->cfill[id] >= total; /* valid as long as it is */
-  }
-  *lo = ev->bndlo[id];
-  *hi = ev->bndhi[id];
-}
-
-/* Set this run, or set for a held static value that is still complete:
-** its operands are static too, so its bounds still hold, and the run need
-** not visit the node at all. */
-static int bnd_current(const rasp_eval *ev, int id) {
+/* Bounds that a scan found in this run (bndrun), or found for a held static
+** value that is still complete: its values have not changed since. */
+static inline int bnd_current(const rasp_eval *ev, int id) {
   return ev->bndrun[id] == ev->runno ||
          (ev->bndheld[id] && ev->cfill[ev->plan.canon[id]] >= (size_t)ev->B * (size_t)ev->n);
 }
 
-/* Bounds on the num of an int-like node, without looking at its values. */
-static int bnd_known(const rasp_eval *ev, int id) {
-  return bnd_current(ev, id) && INTLIKE(ev->kind[id]) && ev->bndlo[id] != INT64_MIN &&
-         ev->bndhi[id] != INT64_MAX;
+/* The rule bounds of an int-like node (rulef, valid once the node has run
+** in this run or is held): a bound on its num, not the whole range. */
+static inline int rule_bounded(const rasp_eval *ev, int id) {
+  return INTLIKE(ev->kind[id]) && raspF_bounded(ev->rulef[id]);
 }
 
 static void bnd_set(rasp_eval *ev, int id, int64_t lo, int64_t hi) {
@@ -686,41 +662,98 @@ static void bnd_set(rasp_eval *ev, int id, int64_t lo, int64_t hi) {
   ev->bndrun[id] = ev->runno;
 }
 
-/* Node id's kinds and bounds in this run, after its handler: the rule of
-** rfacts (raspF_transfer) on the operands' kinds and bounds of this run and
-** the run's token range, met with the plan's static fact and with what the
-** handler saw (seen: K_* bits, KIND_SCAN or KIND_RULE).  The rule is the
-** only place that knows what an operation does to kinds and ranges; a scan
-** only narrows it, and only where it leaves more than one kind.  So that
-** most heads never scan their keys, and int-like loops are chosen from the
-** same rules the static fact uses. */
-static void node_fact(rasp_eval *ev, int id, unsigned seen, const rasp_elem *out, size_t total) {
-  const rasp_ir_node *nd = &ev->ir->nodes[id];
-  raspF_value in[3], tok = {K_INT, INT64_MIN, INT64_MAX};
-  for (int j = 0; j < nd->nin; j++) {
-    int o = nd->in[j];
-    in[j].kind = ev->kind[o];
-    in[j].lo = INT64_MIN;
-    in[j].hi = INT64_MAX;
-    if (bnd_current(ev, o)) {
-      in[j].lo = ev->bndlo[o];
-      in[j].hi = ev->bndhi[o];
+void raspE_node_bounds(rasp_eval *ev, int id, int64_t *lo, int64_t *hi) {
+  if (ev->bndrun[id] != ev->runno) { /* not scanned in this run (the input is) */
+    if (rule_bounded(ev, id)) { /* the rule's, without looking */
+      *lo = ev->rulef[id].lo;
+      *hi = ev->rulef[id].hi;
+      return;
     }
   }
-  if (nd->op == RASP_OP_INPUT && ev->bndrun[id] == ev->runno) { /* eval_INPUT's range */
-    tok.lo = ev->bndlo[id];
-    tok.hi = ev->bndhi[id];
+  if (!bnd_current(ev, id)) {
+    const rasp_elem *v = ev->val[id];
+    size_t total = (size_t)ev->B * ev->n;
+    int64_t a = total ? v[0].num : 0, b = a;
+    for (size_t i = 1; i < total; i++) {
+      int64_t x = v[i].num;
+      a = x < a ? x : a;
+      b = x > b ? x : b;
+    }
+    bnd_set(ev, id, a, b);
+    ev->bndheld[id] = ev->plan.hold[id] && ev->cfill[id] >= total; /* valid as long as it is */
   }
-  raspF_value f = raspF_meet(raspF_transfer(ev->ir, id, tok, in), ev->plan.vf[id]);
-  unsigned k = f.kind;
-  if (!total) k = 0;
-  else if (seen == KIND_SCAN) {
-    if (k & (k - 1)) k &= scan_kind(out, total);
-  } else if (seen != KIND_RULE) {
-    k &= seen;
+  *lo = ev->bndlo[id];
+  *hi = ev->bndhi[id];
+}
+
+/* Node id's kinds and bounds in this run, after its handler: the rule of
+** rfacts (raspF_transfer) on the operands' kinds of this run, their rule
+** bounds and the run's token range, met with the plan's static fact, and
+** then with what the handler saw (seen: K_* bits, KIND_SCAN or KIND_RULE).
+** The rule is the only place that knows what an operation does to kinds and
+** ranges; a scan only narrows it, and only where it leaves several kinds.
+** So most heads never scan their keys (raspE_node_bounds answers with the
+** rule's bounds, and scans only where they are the whole range), and
+** int-like loops are chosen from the same rules as the static fact.
+**
+** The token range the rules see (ev->tok) is the hull of the runs' ranges
+** since the plan was made, not the run's own: after a few runs it is the
+** vocabulary's and stops changing.  A run repeats the last one's rules
+** unless an operand's fact changed since it was made (frun: the run in which
+** an operand's last did; rrun: the run that made the rule; all of them after
+** the graph or the length changed): the rule facts (rulef) read no value, so
+** the same operand facts give the same fact, and a batch of one input per
+** run pays a few loads per node.  Scanned
+** bounds (raspE_node_bounds, and the input's own range) go to bndlo/bndhi
+** for the kernels only, never into rulef, so what a rule saw is always a
+** rule's result, valid for every run of the plan. */
+static inline __attribute__((always_inline)) void
+node_fact(rasp_eval *ev, int id, unsigned seen, const rasp_elem *out, size_t total) {
+  const rasp_ir_node *nd = &ev->ir->nodes[id];
+  unsigned run = ev->runno;
+  unsigned k = ev->rulef[id].kind;
+  unsigned since = ev->rrun[id]; /* its rule was made then */
+  if (ev->fany > since || ev->fforce > since) { /* maybe not the rule it made */
+    int dirty = ev->fforce > since;
+    for (int j = 0; j < nd->nin && !dirty; j++) dirty = ev->frun[nd->in[j]] > since;
+    ev->rrun[id] = run;
+    if (dirty) {
+      raspF_value in[3];
+      for (int j = 0; j < nd->nin; j++) {
+        int o = nd->in[j];
+        in[j] = ev->rulef[o];
+        in[j].kind = ev->kind[o];
+      }
+      raspF_value f = raspF_meet(raspF_transfer(ev->ir, id, ev->tok, in), ev->plan.vf[id]);
+      raspF_value old = ev->rulef[id];
+      if (f.kind != old.kind || f.lo != old.lo || f.hi != old.hi) {
+        ev->rulef[id] = f;
+        ev->frun[id] = ev->fany = run;
+      }
+      k = f.kind;
+    }
   }
-  ev->kind[id] = (unsigned char)k;
-  bnd_set(ev, id, f.lo, f.hi);
+  if (nd->op == RASP_OP_INPUT && ev->bndrun[id] == run &&
+      (ev->bndlo[id] < ev->tok.lo || ev->bndhi[id] > ev->tok.hi)) {
+    /* eval_INPUT's range widens the range of the tokens seen since the
+       plan was made: the vocabulary's after a few runs, and from then on
+       the rules give what they gave */
+    ev->tok.lo = ev->bndlo[id] < ev->tok.lo ? ev->bndlo[id] : ev->tok.lo;
+    ev->tok.hi = ev->bndhi[id] > ev->tok.hi ? ev->bndhi[id] : ev->tok.hi;
+    raspF_value none[3] = {{0, INT64_MAX, INT64_MIN}}; /* no operands */
+    ev->rulef[id] = raspF_meet(raspF_transfer(ev->ir, id, ev->tok, none), ev->plan.vf[id]);
+    ev->frun[id] = ev->fany = run;
+    k = ev->rulef[id].kind;
+  }
+  if (seen != KIND_RULE) {
+    if (seen != KIND_SCAN) k &= seen;
+    else if (k & (k - 1)) k &= scan_kind(out, total);
+  }
+  if (__builtin_expect(!total, 0)) k = 0;
+  if (k != ev->kind[id]) {
+    ev->kind[id] = (unsigned char)k;
+    ev->frun[id] = ev->fany = run;
+  }
 }
 
 static int eval_SEL_WIDTH(ctx *c) { return raspE_eval_head(c); }
@@ -802,6 +835,9 @@ void raspE_free(rasp_eval *ev) {
   raspM_free(ev->bndlo);
   raspM_free(ev->bndhi);
   raspM_free(ev->bndrun);
+  raspM_free(ev->frun);
+  raspM_free(ev->rrun);
+  raspM_free(ev->rulef);
   raspM_free(ev->scr.dacc);
   raspM_free(ev->plan.outputs);
   raspM_free(ev->kind);
@@ -888,6 +924,9 @@ static void fit_nodes(rasp_eval *ev) {
   ev->bndlo = raspM_realloc(ev->bndlo, (size_t)nn * sizeof *ev->bndlo);
   ev->bndhi = raspM_realloc(ev->bndhi, (size_t)nn * sizeof *ev->bndhi);
   ev->bndrun = raspM_realloc(ev->bndrun, (size_t)nn * sizeof *ev->bndrun);
+  ev->frun = raspM_realloc(ev->frun, (size_t)nn * sizeof *ev->frun);
+  ev->rrun = raspM_realloc(ev->rrun, (size_t)nn * sizeof *ev->rrun);
+  ev->rulef = raspM_realloc(ev->rulef, (size_t)nn * sizeof *ev->rulef);
   ev->kind = raspM_realloc(ev->kind, (size_t)nn);
   ev->memos = raspM_realloc(ev->memos, (size_t)nn * sizeof *ev->memos);
   ev->selm = raspM_realloc(ev->selm, (size_t)nn * sizeof *ev->selm);
@@ -905,6 +944,8 @@ static void fit_nodes(rasp_eval *ev) {
     ev->selm[i] = NULL;
     ev->selb[i] = -1;
     ev->bndrun[i] = 0;
+    ev->frun[i] = ev->rrun[i] = 0;
+    ev->rulef[i] = (raspF_value){0, INT64_MAX, INT64_MIN};
     ev->checked[i] = 0;
     ev->plan.canon[i] = i;
     ev->plan.raw[i] = 0;
@@ -1067,8 +1108,11 @@ int raspE_run(rasp_eval *ev, int B, const int64_t *tokens, rasp_error *err) {
   ev->B = B;
   ev->n = ir->n;
   if (++ev->runno == 0) { /* wrapped: no bounds or twin results may look current */
-    for (int i = 0; i < ev->nnodes; i++) ev->bndrun[i] = ev->early[i] = 0;
+    for (int i = 0; i < ev->nnodes; i++)
+      ev->bndrun[i] = ev->early[i] = ev->frun[i] = ev->rrun[i] = 0;
     ev->runno = 1;
+    ev->fforce = 1; /* every rule again */
+    ev->fany = 0;
   }
   size_t total = (size_t)B * (size_t)ir->n;
   int replan = !plan_current(ev, total);
@@ -1076,8 +1120,14 @@ int raspE_run(rasp_eval *ev, int B, const int64_t *tokens, rasp_error *err) {
     ev->plan.valid = 0;
     ev->plan.dsteps_ok = 0;
     raspI_live(ir, ir->outputs, ir->noutputs, ev->plan.live);
-    raspF_value anytok = {K_INT, INT64_MIN, INT64_MAX};
-    raspF_values(ir, anytok, ev->plan.vf);
+    if (ev->vf_nnodes != ir->nnodes || ev->vf_n != ir->n) { /* a new graph or length */
+      raspF_value anytok = {K_INT, INT64_MIN, INT64_MAX};
+      raspF_values(ir, anytok, ev->plan.vf);
+      ev->vf_nnodes = ir->nnodes;
+      ev->vf_n = ir->n;
+      ev->fforce = ev->runno; /* every rule again */
+      ev->tok = (raspF_value){K_INT, INT64_MAX, INT64_MIN};
+    }
     ev->plan.nsteps = 0;
     for (int id = 0; id < ir->nnodes; id++) {
       if (!ev->plan.live[id]) continue;
@@ -1131,6 +1181,8 @@ int raspE_run(rasp_eval *ev, int B, const int64_t *tokens, rasp_error *err) {
       ev->val[id] = ev->val[canon];
       ev->valcap[id] = 0;
       ev->kind[id] = ev->kind[canon];
+      ev->rulef[id] = ev->rulef[canon];
+      ev->frun[id] = ev->frun[canon]; /* changed in this run only with it: fany is set */
       ev->bndlo[id] = ev->bndlo[canon];
       ev->bndhi[id] = ev->bndhi[canon];
       ev->bndrun[id] = bnd_current(ev, canon) ? ev->runno : 0;
@@ -1170,7 +1222,7 @@ int raspE_run(rasp_eval *ev, int B, const int64_t *tokens, rasp_error *err) {
         ev->kind[id] = 0;
       } else {
         node_fact(ev, id, c.kind, c.out, total);
-        ev->bndheld[id] = (unsigned char)hold;
+        ev->bndheld[id] = 0; /* a scan of earlier values says nothing */
       }
     }
     if (!ev->keep)

@@ -157,11 +157,19 @@ struct rasp_eval {
   size_t *valcap;       /* capacity of val[] in elements */
   size_t *cfill;        /* leading elements of val[] already holding a kept value */
   unsigned char *kind;  /* K_* bits of the value */
-  int64_t *bndlo, *bndhi; /* every number's value is in [bndlo, bndhi] (for an
-                             int-like node: its num), valid when bndrun == runno;
-                             INT64_MIN or INT64_MAX: no bound (node_bounds scans) */
+  int64_t *bndlo, *bndhi; /* least and greatest num of the values, as a scan
+                             (raspE_node_bounds) or eval_INPUT found them, valid
+                             when bndrun == runno */
   unsigned *bndrun;
-  unsigned char *bndheld;  /* a held value whose bounds were derived */
+  raspF_value *rulef;   /* kinds and bounds by the rules of rfacts (node_fact),
+                           for every run of the plan; kind[] narrows the kinds */
+  unsigned *frun;       /* the run in which kind or rulef last changed */
+  unsigned *rrun;       /* the run that last made or confirmed rulef */
+  unsigned fforce;      /* rules made before this run are void (new graph or n) */
+  unsigned fany;        /* the last run in which some node's frun was set */
+  int vf_nnodes, vf_n;  /* what plan.vf was computed for */
+  raspF_value tok;      /* the token ids of every run since the plan was made */
+  unsigned char *bndheld;  /* a held value whose bounds were scanned */
   unsigned *early;      /* the run in which a twin evaluated it */
   unsigned char **selm; /* raspE_selector's matrix ... */
   int *selb;            /* ... and which input it holds */

@@ -124,10 +124,6 @@ static raspF_value hull(raspF_value a, raspF_value b) {
   return f;
 }
 
-raspF_value raspF_meet(raspF_value a, raspF_value b) {
-  return mk(a.kind & b.kind, max128(a.lo, b.lo), min128(a.hi, b.hi));
-}
-
 static i128 fdiv(i128 a, i128 b) {
   i128 q = a / b;
   if (a % b != 0 && ((a < 0) != (b < 0))) q--;

@@ -98,8 +98,16 @@ raspF_value raspF_elem_value(rasp_elem e);
 ** reduced form is an integer counts as one) and, for a number, its value
 ** in [lo, hi].  1 or 0. */
 int raspF_holds(raspF_value f, rasp_elem e);
-/* Both facts hold: the kinds and ranges intersected. */
-raspF_value raspF_meet(raspF_value a, raspF_value b);
+/* Both facts hold: the kinds and ranges intersected (inline: the evaluator
+** meets a rule with its plan's fact per node and run). */
+static inline raspF_value raspF_meet(raspF_value a, raspF_value b) {
+  raspF_value f = {a.kind & b.kind, a.lo > b.lo ? a.lo : b.lo, a.hi < b.hi ? a.hi : b.hi};
+  if (!(f.kind & RASPF_K_NUM)) {
+    f.lo = INT64_MAX;
+    f.hi = INT64_MIN;
+  }
+  return f;
+}
 /* Bounds that are not the whole 64-bit range on either side (what a
 ** direct table keyed by value needs). */
 static inline int raspF_bounded(raspF_value f) {
