@@ -22,11 +22,15 @@
 ** rest of the design notes.
 **
 ** Who reads the value facts.  The evaluator keeps raspF_values of its graph
-** in its plan (tokens unknown) and, per run, applies raspF_transfer to the
-** kinds it saw and the run's token range, so that fast paths (int-like
-** loops, direct tables keyed by value) are chosen from the same rules;
+** in its plan (tokens unknown: static nodes' facts are final there) and
+** applies raspF_transfer again to the kinds its runs saw and the range of
+** the tokens they read, node by node and only where an operand's fact
+** changed, so that its fast paths (int-like loops, direct tables keyed by
+** value, the memo table of a map) are chosen by the same rules;
 ** RASP_EVAL_CHECK_VALUES=1 (raspE_set_check_values) checks every value of
-** every run against raspF_values for the run's token range.  The compiler
+** every run against raspF_values for the run's token range.  The layer
+** analysis and the verifier have no use for bounds yet (their verdicts
+** come from values); they can call raspF_values like the compiler.  The compiler
 ** (rcompile.c) still enumerates exact value sets per view, a refinement of
 ** these facts; to read them instead of its own guesses it would call
 ** raspF_values once in plan() with tokens {RASPF_K_INT, min, max} of
@@ -36,9 +40,11 @@
 **     enumerated);
 **   - is_num()/allnum and allbool in plan_node's aggregate case become
 **     !(kind & RASPF_K_SYM) and kind == RASPF_K_BOOL of the values operand;
-**   - the margins (largest magnitude of a node, for the scales of M_SUM,
-**     numeq and the big-M gates) are raspF_magnitude(fact), a bound that
-**     holds whatever the value set enumerates to;
+**   - the ranges it takes from a view's value set (lf_build's lo/hi loop,
+**     hence the big-M gates' M = hi - lo + 1 and the numeq scales) and any
+**     margin that needs a node's largest magnitude are the node's [lo, hi]
+**     and raspF_magnitude(fact), bounds that hold whatever the set
+**     enumerates to;
 **   - the MAXVALS and "too many value pairs" refusals can be decided from
 **     hi - lo + 1 of integer nodes before any set is built.
 ** Its exact sets stay: a set is needed for one-hot units, an interval is
