@@ -18,7 +18,11 @@
 ** tight loops without per-element representation checks, which the compiler
 ** can vectorise; anything else goes through the exact element routines.
 ** An upper bound is safe for choosing a fast path; decisions that report
-** errors (symbols in aggr_mean) look at the values themselves.
+** errors (symbols in aggr_mean) look at the values themselves.  What an
+** operation makes of its operands' kinds and bounds is rfacts' rule
+** (raspF_transfer), applied per node after its handler (node_fact); a
+** handler only says what it saw, or asks for a scan where the rule leaves
+** several kinds.
 **
 ** Memory.  Value buffers and all scratch space (hash tables, sort buffers,
 ** selector matrices) belong to the evaluator and are reused from run to run,
