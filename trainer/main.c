@@ -24,6 +24,7 @@
 **     ttask.c    an --init model's task (STEM.json) against the options
 **     ttrain.c   checkpoint files, compiled initialisation, widening
 **     tnet.c     forward and backward passes, optimisers
+**     tmpi.c     (--with-mpi builds) the ranks of a data-parallel run
 ** Protocols and their measurements: doc/training.md.
 */
 #include <errno.h>
@@ -36,11 +37,16 @@
 
 #include "rasp.h"
 #include "rmem.h"
+#include "rmpiconf.h" /* RASP_MPI: built --with-mpi */
+#include "tarm.h"
 #include "tdata.h"
 #include "tloop.h"
 #include "topts.h"
 #include "tresume.h"
 #include "ttask.h"
+#ifdef RASP_MPI
+#include "tmpi.h"
+#endif
 
 /* ---- the option table --------------------------------------------------- */
 
@@ -289,6 +295,12 @@ static void usage(FILE *f) {
         "  -h, --help              this list\n"
         "  --version               the version\n",
         f);
+#ifdef RASP_MPI
+  fputs("This build runs under mpirun or srun (`mpirun -np K rasp-train ...`): the K\n"
+        "ranks share out every step's micro-batches and train what one process trains,\n"
+        "bit for bit; rank 0 writes --out.\n",
+        f);
+#endif
 }
 
 /* Says that option name's value val is bad (why: NULL, or the reason);
@@ -553,22 +565,34 @@ static int run(const train_opts *o) {
 }
 
 int main(int argc, char **argv) {
+#ifdef RASP_MPI
+  /* under mpirun or srun: one rank of a data-parallel run (tmpi.h) */
+  int mpi = train_mpi_start();
+#endif
   /* --opt=VALUE is --opt VALUE; the new vector lives until exit */
-  int version;
+  int version, rc = 0;
   char **args = raspR_split_options(&argc, argv, 1, &version);
   if (!args) {
     fputs("rasp-train: out of memory\n", stderr);
-    return 1;
-  }
-  if (version) {
+    rc = 1;
+  } else if (version) {
     printf("rasp-train " RASP_VERSION "\n");
-    free(args);
-    return 0;
+  } else {
+    train_opts o;
+    rc = parse_opts(argc, args, &o);
+#ifdef RASP_MPI
+    /* every rank parsed the same command line: a usage error ends all */
+    if (mpi) rc = train_mpi_agree(rc);
+    /* rank 0 alone has the run directory: it locks it, writes, resumes
+    ** and hands the resumed state to the others (tloop.c) */
+    if (mpi && !rc && train_get_transport()->rank) o.out = NULL;
+#endif
+    if (!rc) rc = run(&o);
+    opts_free(&o);
   }
-  train_opts o;
-  int rc = parse_opts(argc, args, &o);
-  if (!rc) rc = run(&o);
-  opts_free(&o);
   free(args);
+#ifdef RASP_MPI
+  if (mpi) rc = train_mpi_finish(rc);
+#endif
   return rc;
 }
