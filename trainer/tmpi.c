@@ -88,6 +88,17 @@ int train_mpi_start(void) {
   MPI_Comm_size(MPI_COMM_WORLD, &mpi_transport.size);
   atexit(end_at_exit);
   err_out = stderr;
+  /* a launcher of another MPI starts K copies that each see only
+  ** themselves: K one-process runs on one --out, not one run */
+  const char *k = getenv("OMPI_COMM_WORLD_SIZE");
+  if (!k) k = getenv("PMI_SIZE");
+  if (k && atoi(k) != mpi_transport.size) {
+    fprintf(stderr, "rasp-train: started as one of %s processes, but MPI counts %d: is "
+                    "mpirun (or srun --mpi) the MPI this rasp-train was built with?\n",
+            k, mpi_transport.size);
+    MPI_Abort(MPI_COMM_WORLD, 1);
+    exit(1);
+  }
   if (mpi_transport.rank != 0) {
     int fd = dup(2);
     FILE *own = fd >= 0 ? fdopen(fd, "w") : NULL;
