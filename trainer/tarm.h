@@ -26,6 +26,11 @@
 ** compile --check` passes).  prog_acc is the share of (sequence, position,
 ** head) that agree.  The compiled point does not move, so its argmaxes are
 ** computed once per test set (train_arm_probe), not at every evaluation.
+**
+** Under mpirun (tmpi.h) every rank holds the same arm: train_arm_step
+** shares each batch's micro-batches out and every rank takes the same step
+** (tarm.c says how), and train_arm_share starts them all from rank 0's
+** state.
 */
 #ifndef RASP_TARM_H
 #define RASP_TARM_H
