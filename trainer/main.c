@@ -25,6 +25,7 @@
 **     ttask.c    an --init model's task (STEM.json) against the options
 **     ttrain.c   checkpoint files, compiled initialisation, widening
 **     tnet.c     forward and backward passes, optimisers
+**     tmpi.c     (--with-mpi builds) the ranks of a data-parallel run
 ** Protocols and their measurements: doc/training.md.
 */
 #include <errno.h>
@@ -38,11 +39,16 @@
 #include "rasp.h"
 #include "rmem.h"
 #include "ropts.h"
+#include "rmpiconf.h" /* RASP_MPI: built --with-mpi */
+#include "tarm.h"
 #include "tdata.h"
 #include "tloop.h"
 #include "topts.h"
 #include "tresume.h"
 #include "ttask.h"
+#ifdef RASP_MPI
+#include "tmpi.h"
+#endif
 
 /* ---- the option table --------------------------------------------------- */
 
@@ -226,6 +232,12 @@ static void usage(unsigned cmd, FILE *f) {
         "* marks the options an --arm may set.\n",
         f);
   raspU_help(&table, cmd, &o, f);
+#ifdef RASP_MPI
+  fputs("This build runs under mpirun or srun (`mpirun -np K rasp-train ...`): the K\n"
+        "ranks share out every step's micro-batches and train what one process trains,\n"
+        "bit for bit; rank 0 writes --out.\n",
+        f);
+#endif
 }
 
 /* Says that option name's value val is bad (why: NULL, or the reason);
@@ -436,10 +448,24 @@ static int run(const train_opts *o) {
 }
 
 int main(int argc, char **argv) {
+#ifdef RASP_MPI
+  /* under mpirun or srun: one rank of a data-parallel run (tmpi.h) */
+  int mpi = train_mpi_start();
+#endif
   train_opts o;
   int rc = parse_opts(argc, argv, &o);
+#ifdef RASP_MPI
+  /* every rank parsed the same command line: a usage error ends all */
+  if (mpi && rc != DONE) rc = train_mpi_agree(rc);
+  /* rank 0 alone has the run directory: it locks it, writes, resumes
+  ** and hands the resumed state to the others (tloop.c) */
+  if (mpi && !rc && train_get_transport()->rank) o.out = NULL;
+#endif
   if (rc == DONE) rc = 0;
   else if (!rc) rc = run(&o);
   opts_free(&o);
+#ifdef RASP_MPI
+  if (mpi) rc = train_mpi_finish(rc);
+#endif
   return rc;
 }
