@@ -23,7 +23,9 @@
 #include <cblas.h>
 #include <math.h>
 #include <omp.h>
+#include <stdint.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "rmem.h"
 #include "tkern.h"
@@ -81,7 +83,28 @@ static float *tensor_in(rasp_model *m, float *base, const char *name) {
 
 /* ---- allocation --------------------------------------------------------- */
 
-static float *fbuf(size_t n) { return raspM_alloc((n ? n : 1) * sizeof(float)); }
+/* Buffers of 4 MiB and more are asked for transparent huge pages (Linux
+** with THP in "madvise" mode, the common default, gives none otherwise):
+** the activations are hundreds of MB at the paper's micro-batch, and their
+** first touch, one page fault per 4 KiB, was 7% of a 3-step run's time
+** (bench/README-train.md); 2 MiB pages fault 512 times less often and
+** spare the TLB in the products.  calloc's large blocks are fresh mmap
+** memory, not yet touched, so the advice applies before the first fault;
+** only whole 2 MiB pages inside the block are advised.  Advice only: a
+** kernel without THP ignores it, and the memory is the same. */
+static float *fbuf(size_t n) {
+  size_t bytes = (n ? n : 1) * sizeof(float);
+  float *p = raspM_alloc(bytes);
+#ifdef MADV_HUGEPAGE
+  const uintptr_t huge = (uintptr_t)2 << 20;
+  if (bytes >= 2 * huge) {
+    uintptr_t s = ((uintptr_t)p + huge - 1) & ~(huge - 1),
+              e = ((uintptr_t)p + bytes) & ~(huge - 1);
+    if (e > s) (void)madvise((void *)s, e - s, MADV_HUGEPAGE);
+  }
+#endif
+  return p;
+}
 
 int train_net_init(train_net *n, rasp_model *m, int B, int T, float dropout,
                    rasp_error *err) {
@@ -119,7 +142,7 @@ int train_net_init(train_net *n, rasp_model *m, int B, int T, float dropout,
     a->att = fbuf((size_t)B * c->n_heads * T * T);
     a->atty = fbuf(R * HD);
     a->mid = fbuf(R * D);
-    a->pre = fbuf(R * F);
+    if (c->gelu) a->dact = fbuf(R * F);
     a->act = fbuf(R * F);
     a->out = fbuf(R * D);
     if (dropout > 0) {
@@ -154,7 +177,7 @@ void train_net_free(train_net *n) {
     train_layer_acts *a = &n->L[l];
     float *bufs[] = {a->ln1, a->ln1_mean, a->ln1_rstd, a->ln2, a->ln2_mean,
                      a->ln2_rstd, a->q, a->att, a->atty, a->mid,
-                     a->pre, a->act, a->out, a->ao_mask, a->mo_mask};
+                     a->dact, a->act, a->out, a->ao_mask, a->mo_mask};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) raspM_free(bufs[i]);
   }
   float *bufs[] = {n->grad, n->emb, n->emb_mask, n->lnf, n->lnf_mean,
@@ -481,14 +504,16 @@ VEC static void softmax_row(float *restrict p, int nk, int t, float scale) {
 }
 
 /* Softmax backward for one row: ds[j] = p[j] (ds[j] - sum_k p[k] ds[k]) *
-** scale, where ds holds dL/dp on entry. */
-VEC static void softmax_bwd_row(float *restrict ds, const float *restrict p, int t,
-                            float scale) {
+** scale for j < nk, where ds holds dL/dp on entry; 0 for nk <= j < t (p is
+** 0 there, and ds was not computed: see attention_bwd). */
+VEC static void softmax_bwd_row(float *restrict ds, const float *restrict p,
+                                int nk, int t, float scale) {
   float dot = 0.0f;
 #pragma omp simd reduction(+ : dot)
-  for (int j = 0; j < t; j++) dot += p[j] * ds[j];
+  for (int j = 0; j < nk; j++) dot += p[j] * ds[j];
 #pragma omp simd
-  for (int j = 0; j < t; j++) ds[j] = p[j] * (ds[j] - dot) * scale;
+  for (int j = 0; j < nk; j++) ds[j] = p[j] * (ds[j] - dot) * scale;
+  for (int j = nk; j < t; j++) ds[j] = 0.0f;
 }
 
 /* out (R x D) = attention(h) (without dropout). */
@@ -511,17 +536,22 @@ static void attention_fwd(train_net *n, train_layer_acts *a, const lparams *p,
   float *Y = a->atty, *att = a->att;
   /* one (batch, head) tile at a time: its scores S = Q K^T (t x t), the
   ** softmax in place, Y = P V; both products through tkern_sgemm, which
-  ** reads the tiles where they lie (row stride QS) */
+  ** reads the tiles where they lie (row stride QS).  Causal: only S's lower
+  ** triangle is computed (softmax_row reads nothing above the diagonal and
+  ** writes 0 there) and P V skips P's zeros (tkern.h, tkern_sgemm_tri):
+  ** about 40% of the tile products' work */
+  int lowc = causal ? TKERN_C_LOWER : TKERN_FULL,
+      lowa = causal ? TKERN_A_LOWER : TKERN_FULL;
 #pragma omp parallel for collapse(2) schedule(static) if ((long)b * t * t * Dh * H > 200000)
   for (int bi = 0; bi < b; bi++)
     for (int hd = 0; hd < H; hd++) {
       float *P = att + ((size_t)bi * H + hd) * t * t;
       size_t o = (size_t)bi * t * QS + (size_t)hd * Dh;
-      tkern_sgemm(0, 1, t, t, Dh, Q + o, QS, K + o, QS, 0.0f, P, t);
+      tkern_sgemm_tri(lowc, 0, 1, t, t, Dh, Q + o, QS, K + o, QS, 0.0f, P, t);
       for (int i = 0; i < t; i++)
         softmax_row(P + (size_t)i * t, causal ? i + 1 : t, t, scale);
-      tkern_sgemm(0, 0, t, Dh, t, P, t, V + o, QS, 0.0f,
-                  Y + (size_t)bi * t * HD + (size_t)hd * Dh, HD);
+      tkern_sgemm_tri(lowa, 0, 0, t, Dh, t, P, t, V + o, QS, 0.0f,
+                      Y + (size_t)bi * t * HD + (size_t)hd * Dh, HD);
     }
   mm(R, D, HD, a->atty, HD, p->wo, D, out, D, 0);
   add_bias(out, p->bo, (size_t)R, D, D);
@@ -544,6 +574,10 @@ static void attention_bwd(train_net *n, train_layer_acts *a, const lparams *p,
   ** b*t rows is written below (beta 0), so no zeroing */
   float *dQ = n->dq, *dK = n->dk, *dV = n->dv;
   const float *Q = a->q, *K = a->k, *V = a->v, *dY = n->daty, *att = a->att;
+  /* causal: P and dS are lower triangular (as in attention_fwd) */
+  int causal = c->causal, lowc = causal ? TKERN_C_LOWER : TKERN_FULL,
+      lowa = causal ? TKERN_A_LOWER : TKERN_FULL,
+      upa = causal ? TKERN_A_UPPER : TKERN_FULL;
 #pragma omp parallel if ((long)b * t * t * Dh * H > 200000)
   {
     float *dS = raspM_alloc((size_t)t * t * sizeof(float));
@@ -556,12 +590,13 @@ static void attention_bwd(train_net *n, train_layer_acts *a, const lparams *p,
         const float *P = att + ((size_t)bi * H + hd) * t * t;
         size_t o = (size_t)bi * t * QS + (size_t)hd * Dh;
         const float *dy = dY + (size_t)bi * t * HD + (size_t)hd * Dh;
-        tkern_sgemm(0, 1, t, t, Dh, dy, HD, V + o, QS, 0.0f, dS, t);
-        tkern_sgemm(1, 0, t, Dh, t, P, t, dy, HD, 0.0f, dV + o, QS);
+        tkern_sgemm_tri(lowc, 0, 1, t, t, Dh, dy, HD, V + o, QS, 0.0f, dS, t);
+        tkern_sgemm_tri(upa, 1, 0, t, Dh, t, P, t, dy, HD, 0.0f, dV + o, QS);
         for (int i = 0; i < t; i++)
-          softmax_bwd_row(dS + (size_t)i * t, P + (size_t)i * t, t, scale);
-        tkern_sgemm(0, 0, t, Dh, t, dS, t, K + o, QS, 0.0f, dQ + o, QS);
-        tkern_sgemm(1, 0, t, Dh, t, dS, t, Q + o, QS, 0.0f, dK + o, QS);
+          softmax_bwd_row(dS + (size_t)i * t, P + (size_t)i * t,
+                          causal ? i + 1 : t, t, scale);
+        tkern_sgemm_tri(lowa, 0, 0, t, Dh, t, dS, t, K + o, QS, 0.0f, dQ + o, QS);
+        tkern_sgemm_tri(upa, 1, 0, t, Dh, t, dS, t, Q + o, QS, 0.0f, dK + o, QS);
       }
     raspM_free(dS);
   }
@@ -619,43 +654,74 @@ static inline float gelu_tanh(float x) {
   return vtanh(GELU_K * (x + 0.044715f * x * x * x));
 }
 
-VEC static void relu_fwd_range(float *restrict y, const float *restrict x,
-                               size_t n) {
+/* The forward pass adds the bias and applies the activation in one pass
+** over the GEMM's output, in place (act), and GELU's forward also keeps
+** its derivative at the pre-activation (dact), so the backward is one
+** multiply: the tanh is computed once per entry and step, not twice, and
+** no pre-activation is kept.  ReLU's derivative is act > 0 (act = x > 0 ?
+** x : 0 is positive exactly where x is), so ReLU keeps nothing more. */
+VEC static void relu_fwd_rows(float *restrict y, const float *restrict b,
+                              size_t r0, size_t r1, int F) {
+  for (size_t r = r0; r < r1; r++) {
+    float *yr = y + r * F;
 #pragma omp simd
-  for (size_t i = 0; i < n; i++) y[i] = x[i] > 0.0f ? x[i] : 0.0f;
-}
-
-VEC static void relu_bwd_range(float *restrict dy, const float *restrict x,
-                               size_t n) {
-#pragma omp simd
-  for (size_t i = 0; i < n; i++) dy[i] = x[i] > 0.0f ? dy[i] : 0.0f;
-}
-
-VEC static void gelu_fwd_range(float *restrict y, const float *restrict x,
-                               size_t n) {
-#pragma omp simd
-  for (size_t i = 0; i < n; i++) y[i] = 0.5f * x[i] * (1.0f + gelu_tanh(x[i]));
-}
-
-VEC static void gelu_bwd_range(float *restrict dy, const float *restrict x,
-                               size_t n) {
-#pragma omp simd
-  for (size_t i = 0; i < n; i++) {
-    float v = x[i], th = gelu_tanh(v);
-    dy[i] *= 0.5f * (1.0f + th) + 0.5f * v * (1.0f - th * th) * GELU_K *
-                                     (1.0f + 3 * 0.044715f * v * v);
+    for (int j = 0; j < F; j++) {
+      float x = yr[j] + b[j];
+      yr[j] = x > 0.0f ? x : 0.0f;
+    }
   }
 }
 
-/* y = act(x) (fwd) or dy *= act'(x) (bwd), in parallel chunks */
-static void activation(int gelu, int bwd, float *y, const float *x, size_t n) {
+VEC static void gelu_fwd_rows(float *restrict y, float *restrict dy,
+                              const float *restrict b, size_t r0, size_t r1,
+                              int F) {
+  for (size_t r = r0; r < r1; r++) {
+    float *yr = y + r * F, *dr = dy + r * F;
+#pragma omp simd
+    for (int j = 0; j < F; j++) {
+      float x = yr[j] + b[j], th = gelu_tanh(x);
+      yr[j] = 0.5f * x * (1.0f + th);
+      dr[j] = 0.5f * (1.0f + th) + 0.5f * x * (1.0f - th * th) * GELU_K *
+                                       (1.0f + 3 * 0.044715f * x * x);
+    }
+  }
+}
+
+/* dy *= act'(x): ReLU from act, GELU from dact */
+VEC static void gelu_bwd_range(float *restrict dy, const float *restrict dact,
+                               size_t n) {
+#pragma omp simd
+  for (size_t i = 0; i < n; i++) dy[i] *= dact[i];
+}
+
+VEC static void relu_bwd_range(float *restrict dy, const float *restrict act,
+                               size_t n) {
+#pragma omp simd
+  for (size_t i = 0; i < n; i++) dy[i] = act[i] > 0.0f ? dy[i] : 0.0f;
+}
+
+/* act (R x F) = act(act + b) in place, dact = act'(...) for GELU */
+static void activation_fwd(int gelu, float *act, float *dact, const float *b,
+                           size_t R, int F) {
+#pragma omp parallel for schedule(static) if (R * F > 100000)
+  for (size_t r = 0; r < R; r += 16) {
+    size_t r1 = r + 16 < R ? r + 16 : R;
+    if (gelu)
+      gelu_fwd_rows(act, dact, b, r, r1, F);
+    else
+      relu_fwd_rows(act, b, r, r1, F);
+  }
+}
+
+static void activation_bwd(int gelu, float *dy, const float *act,
+                           const float *dact, size_t n) {
 #pragma omp parallel for schedule(static) if (n > 100000)
   for (size_t c = 0; c < n; c += CHUNK) {
     size_t m = c + CHUNK < n ? CHUNK : n - c;
     if (gelu)
-      (bwd ? gelu_bwd_range : gelu_fwd_range)(y + c, x + c, m);
+      gelu_bwd_range(dy + c, dact + c, m);
     else
-      (bwd ? relu_bwd_range : relu_fwd_range)(y + c, x + c, m);
+      relu_bwd_range(dy + c, act + c, m);
   }
 }
 
@@ -663,10 +729,8 @@ static void mlp_fwd(train_net *n, train_layer_acts *a, const lparams *p,
                     const float *h, float *out) {
   const rasp_model_config *c = &n->m->cfg;
   int R = n->b * n->t, D = c->d_model, F = c->d_mlp, gelu = c->gelu;
-  mm(R, F, D, h, D, p->win, F, a->pre, F, 0);
-  add_bias(a->pre, p->bin, (size_t)R, F, F);
-  size_t RF = (size_t)R * F;
-  activation(gelu, 0, a->act, a->pre, RF);
+  mm(R, F, D, h, D, p->win, F, a->act, F, 0);
+  activation_fwd(gelu, a->act, a->dact, p->bin, (size_t)R, F);
   mm(R, D, F, a->act, F, p->wout, D, out, D, 0);
   add_bias(out, p->bout, (size_t)R, D, D);
 }
@@ -678,8 +742,7 @@ static void mlp_bwd(train_net *n, train_layer_acts *a, const lparams *p,
   mm_tn(F, D, R, a->act, F, dout, D, g->wout, D);
   bias_grad(g->bout, dout, (size_t)R, D, D);
   mm_nt(R, F, D, dout, D, p->wout, D, n->dfc, F, 0);
-  size_t RF = (size_t)R * F;
-  activation(gelu, 1, n->dfc, a->pre, RF);
+  activation_bwd(gelu, n->dfc, a->act, a->dact, (size_t)R * F);
   mm_tn(D, F, R, h, D, n->dfc, F, g->win, F);
   bias_grad(g->bin, n->dfc, (size_t)R, F, F);
   mm_nt(R, D, F, n->dfc, F, p->win, F, dh, D, 0);
