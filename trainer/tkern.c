@@ -21,9 +21,9 @@
 ** reads whole panels).  The micro-kernel keeps an MR x NR tile of C in
 ** registers: 12 x 32 (24 zmm accumulators) with AVX-512, 6 x 16 (12 ymm)
 ** with AVX2, one broadcast of A and NR/16 (NR/8) loads of B per k.  Edge
-** columns are stored through AVX-512 masks (an edge of at most 16 columns
-** by a one-vector kernel); edge rows, and AVX2's edges, go through a
-** scratch tile.  tkern_sgemm_tri skips, per micro-tile, the depth where a
+** tiles are stored in place by the AVX-512 kernel (column masks, a row
+** count; an edge of at most 16 columns by a one-vector kernel); AVX2's go
+** through a scratch tile.  tkern_sgemm_tri skips, per micro-tile, the depth where a
 ** triangular A is zero and the tiles above a wanted lower triangle of C
 ** (causal attention).  The kernels are compiled for their
 ** instruction sets with the target attribute and only called after
@@ -59,7 +59,8 @@
 #define SMALL 8192 /* floats: packing space on the stack up to 32 KiB */
 
 typedef void (*ukernel)(int kc, const float *a, long si, long sk,
-                        const float *b, float *c, int ldc, int add, int nr);
+                        const float *b, float *c, int ldc, int add, int mr,
+                        int nr);
 
 typedef struct kdesc {
   const char *name;
@@ -78,8 +79,9 @@ typedef struct kdesc {
 ** the strides constant, and strided. */
 
 /* The AVX-512 kernel stores through column masks (nr valid columns, 1 to
-** 32), so a tile at the right edge of C is written in place, not through a
-** scratch tile and a copy; and an edge of at most 16 columns runs the
+** 32) and only its first mr rows (A packed, zero-padded, for an edge of
+** rows), so an edge tile of C is written in place, not through a scratch
+** tile and a copy; and an edge of at most 16 columns runs the
 ** one-vector instance (`two` 0), half the FMAs: d_model 200 is 6 panels
 ** and 8 columns, and half of a step's products have N = d_model.  Masked
 ** lanes are neither read nor written (no faults past the row's end). */
@@ -91,7 +93,7 @@ typedef struct kdesc {
     if (two) x##i##b = _mm512_fmadd_ps(ai, b1, x##i##b);                      \
   }
 #define S512(i)                                                                \
-  {                                                                            \
+  if ((i) < mr) {                                                              \
     float *ci = c + (size_t)(i) * ldc;                                         \
     if (add) {                                                                 \
       x##i##a = _mm512_add_ps(x##i##a, _mm512_maskz_loadu_ps(m0, ci));         \
@@ -104,7 +106,7 @@ typedef struct kdesc {
 
 __attribute__((target("avx512f"), always_inline)) static inline void
 k512(int kc, const float *a, long si, long sk, const float *b, float *c,
-     int ldc, int add, int nr, int two) {
+     int ldc, int add, int mr, int nr, int two) {
   __mmask16 m0 = nr >= 16 ? 0xffff : (__mmask16)((1u << nr) - 1),
             m1 = nr >= 32 ? 0xffff : nr > 16 ? (__mmask16)((1u << (nr - 16)) - 1) : 0;
   Z512(0) Z512(1) Z512(2) Z512(3) Z512(4) Z512(5)
@@ -156,36 +158,36 @@ k256(int kc, const float *a, long si, long sk, const float *b, float *c,
 ** its edge tiles go through the scratch tile (nr is always 16 there). */
 __attribute__((target("avx512f"))) static void
 k512p(int kc, const float *a, long si, long sk, const float *b, float *c,
-      int ldc, int add, int nr) {
+      int ldc, int add, int mr, int nr) {
   (void)si, (void)sk;
-  k512(kc, a, 1, 12, b, c, ldc, add, nr, 1);
+  k512(kc, a, 1, 12, b, c, ldc, add, mr, nr, 1);
 }
 __attribute__((target("avx512f"))) static void
 k512s(int kc, const float *a, long si, long sk, const float *b, float *c,
-      int ldc, int add, int nr) {
-  k512(kc, a, si, sk, b, c, ldc, add, nr, 1);
+      int ldc, int add, int mr, int nr) {
+  k512(kc, a, si, sk, b, c, ldc, add, mr, nr, 1);
 }
 __attribute__((target("avx512f"))) static void
 k512p1(int kc, const float *a, long si, long sk, const float *b, float *c,
-       int ldc, int add, int nr) {
+       int ldc, int add, int mr, int nr) {
   (void)si, (void)sk;
-  k512(kc, a, 1, 12, b, c, ldc, add, nr, 0);
+  k512(kc, a, 1, 12, b, c, ldc, add, mr, nr, 0);
 }
 __attribute__((target("avx512f"))) static void
 k512s1(int kc, const float *a, long si, long sk, const float *b, float *c,
-       int ldc, int add, int nr) {
-  k512(kc, a, si, sk, b, c, ldc, add, nr, 0);
+       int ldc, int add, int mr, int nr) {
+  k512(kc, a, si, sk, b, c, ldc, add, mr, nr, 0);
 }
 __attribute__((target("avx2,fma"))) static void
 k256p(int kc, const float *a, long si, long sk, const float *b, float *c,
-      int ldc, int add, int nr) {
-  (void)si, (void)sk, (void)nr;
+      int ldc, int add, int mr, int nr) {
+  (void)si, (void)sk, (void)mr, (void)nr;
   k256(kc, a, 1, 6, b, c, ldc, add);
 }
 __attribute__((target("avx2,fma"))) static void
 k256s(int kc, const float *a, long si, long sk, const float *b, float *c,
-      int ldc, int add, int nr) {
-  (void)nr;
+      int ldc, int add, int mr, int nr) {
+  (void)mr, (void)nr;
   k256(kc, a, si, sk, b, c, ldc, add);
 }
 
@@ -243,6 +245,26 @@ static void pack_b(float *restrict bp, const float *restrict B, int ldb,
   }
 }
 
+/* pack_b for the AVX-512 kernel (NR 32) and B not transposed: two masked
+** loads and two stores per depth step, the padding zeroed by the masks
+** (memcpy's call per row of 25 to 32 floats cost more than the copy on
+** the attention tiles: 3% of a step in memmove). */
+__attribute__((target("avx512f"))) static void
+pack_b512(float *restrict bp, const float *restrict B, int ldb, int p0, int j0,
+          int kc, int nc) {
+  for (int jr = 0; jr < nc; jr += 32) {
+    int nr = nc - jr < 32 ? nc - jr : 32;
+    __mmask16 m0 = nr >= 16 ? 0xffff : (__mmask16)((1u << nr) - 1),
+              m1 = nr >= 32 ? 0xffff : nr > 16 ? (__mmask16)((1u << (nr - 16)) - 1) : 0;
+    float *d = bp + (size_t)jr * kc;
+    const float *s = B + (size_t)p0 * ldb + j0 + jr;
+    for (int k = 0; k < kc; k++, s += ldb, d += 32) {
+      _mm512_storeu_ps(d, _mm512_maskz_loadu_ps(m0, s));
+      _mm512_storeu_ps(d + 16, _mm512_maskz_loadu_ps(m1, s + 16));
+    }
+  }
+}
+
 /* ---- the blocked product ------------------------------------------------ */
 
 static int round_up(int x, int m) { return (x + m - 1) / m * m; }
@@ -278,7 +300,10 @@ static void gemm_blocked(const kdesc *kd, int tri, int ta, int tb, int M,
     for (int pc = 0; pc < K; pc += kb) {
       int kc = K - pc < kb ? K - pc : kb;
       int add = pc > 0 || beta != 0.0f;
-      pack_b(bp, B, ldb, tb, pc, jc, kc, nc, NR);
+      if (kd->masked && !tb)
+        pack_b512(bp, B, ldb, pc, jc, kc, nc);
+      else
+        pack_b(bp, B, ldb, tb, pc, jc, kc, nc, NR);
       /* rows in blocks of MC: a block's rows of A and tiles of C stay in
       ** L2 while B's panels go by */
       for (int ic = 0; ic < M; ic += MC) {
@@ -303,14 +328,19 @@ static void gemm_blocked(const kdesc *kd, int tri, int ta, int tb, int M,
             const float *b = bp + (size_t)jr * kc + (size_t)k0 * NR;
             const float *as = A + (size_t)i0 * si + (size_t)(pc + k0) * sk;
             if (mr == MR && (nr == NR || kd->masked)) {
-              kd->strided[half](k1 - k0, as, si, sk, b, cp, ldc, add, nr);
+              kd->strided[half](k1 - k0, as, si, sk, b, cp, ldc, add, MR, nr);
+              continue;
+            }
+            if (kd->masked) { /* edge rows: A packed, stores up to mr */
+              kd->packed[half](k1 - k0, ap + (size_t)k0 * MR, 1, MR, b, cp,
+                               ldc, add, mr, nr);
               continue;
             }
             if (mr == MR)
-              kd->strided[half](k1 - k0, as, si, sk, b, tmp, NR, 0, NR);
+              kd->strided[half](k1 - k0, as, si, sk, b, tmp, NR, 0, MR, NR);
             else
               kd->packed[half](k1 - k0, ap + (size_t)k0 * MR, 1, MR, b, tmp,
-                               NR, 0, NR);
+                               NR, 0, MR, NR);
             for (int i = 0; i < mr; i++) {
               float *restrict ci = cp + (size_t)i * ldc;
               const float *restrict ti = tmp + i * NR;

@@ -23,9 +23,7 @@
 #include <cblas.h>
 #include <math.h>
 #include <omp.h>
-#include <stdint.h>
 #include <string.h>
-#include <sys/mman.h>
 
 #include "rmem.h"
 #include "tkern.h"
@@ -83,28 +81,7 @@ static float *tensor_in(rasp_model *m, float *base, const char *name) {
 
 /* ---- allocation --------------------------------------------------------- */
 
-/* Buffers of 4 MiB and more are asked for transparent huge pages (Linux
-** with THP in "madvise" mode, the common default, gives none otherwise):
-** the activations are hundreds of MB at the paper's micro-batch, and their
-** first touch, one page fault per 4 KiB, was 7% of a 3-step run's time
-** (bench/README-train.md); 2 MiB pages fault 512 times less often and
-** spare the TLB in the products.  calloc's large blocks are fresh mmap
-** memory, not yet touched, so the advice applies before the first fault;
-** only whole 2 MiB pages inside the block are advised.  Advice only: a
-** kernel without THP ignores it, and the memory is the same. */
-static float *fbuf(size_t n) {
-  size_t bytes = (n ? n : 1) * sizeof(float);
-  float *p = raspM_alloc(bytes);
-#ifdef MADV_HUGEPAGE
-  const uintptr_t huge = (uintptr_t)2 << 20;
-  if (bytes >= 2 * huge) {
-    uintptr_t s = ((uintptr_t)p + huge - 1) & ~(huge - 1),
-              e = ((uintptr_t)p + bytes) & ~(huge - 1);
-    if (e > s) (void)madvise((void *)s, e - s, MADV_HUGEPAGE);
-  }
-#endif
-  return p;
-}
+static float *fbuf(size_t n) { return raspM_alloc((n ? n : 1) * sizeof(float)); }
 
 int train_net_init(train_net *n, rasp_model *m, int B, int T, float dropout,
                    rasp_error *err) {
