@@ -456,7 +456,7 @@ static inline float vexp(float x) {
 ** nk, 0 for nk <= j < t (causal mask).  Vectorised: the max and the sum
 ** are omp simd reductions, e^x is vexp with x clamped to -80 (e^-80 is
 ** 2e-35, which rounds away against the row's largest term, 1). */
-VEC static void softmax_row(float *restrict p, int nk, int t, float scale) {
+__attribute__((always_inline)) static inline void softmax_row(float *restrict p, int nk, int t, float scale) {
   float mx = -INFINITY, sum = 0.0f;
 #pragma omp simd reduction(max : mx)
   for (int j = 0; j < nk; j++) mx = p[j] > mx ? p[j] : mx;
@@ -483,14 +483,28 @@ VEC static void softmax_row(float *restrict p, int nk, int t, float scale) {
 /* Softmax backward for one row: ds[j] = p[j] (ds[j] - sum_k p[k] ds[k]) *
 ** scale for j < nk, where ds holds dL/dp on entry; 0 for nk <= j < t (p is
 ** 0 there, and ds was not computed: see attention_bwd). */
-VEC static void softmax_bwd_row(float *restrict ds, const float *restrict p,
-                                int nk, int t, float scale) {
+__attribute__((always_inline)) static inline void
+softmax_bwd_row(float *restrict ds, const float *restrict p,
+                                   int nk, int t, float scale) {
   float dot = 0.0f;
 #pragma omp simd reduction(+ : dot)
   for (int j = 0; j < nk; j++) dot += p[j] * ds[j];
 #pragma omp simd
   for (int j = 0; j < nk; j++) ds[j] = p[j] * (ds[j] - dot) * scale;
   for (int j = nk; j < t; j++) ds[j] = 0.0f;
+}
+
+/* The softmax and its backward over a (batch, head) tile, t rows: one call
+** per tile, not per row (a row is 35 entries on average when causal, and
+** the per-row call through the clone's dispatch cost as much as the row). */
+VEC static void softmax_tile(float *restrict P, int t, int causal, float scale) {
+  for (int i = 0; i < t; i++) softmax_row(P + (size_t)i * t, causal ? i + 1 : t, t, scale);
+}
+
+VEC static void softmax_bwd_tile(float *restrict dS, const float *restrict P,
+                                 int t, int causal, float scale) {
+  for (int i = 0; i < t; i++)
+    softmax_bwd_row(dS + (size_t)i * t, P + (size_t)i * t, causal ? i + 1 : t, t, scale);
 }
 
 /* out (R x D) = attention(h) (without dropout). */
@@ -525,8 +539,7 @@ static void attention_fwd(train_net *n, train_layer_acts *a, const lparams *p,
       float *P = att + ((size_t)bi * H + hd) * t * t;
       size_t o = (size_t)bi * t * QS + (size_t)hd * Dh;
       tkern_sgemm_tri(lowc, 0, 1, t, t, Dh, Q + o, QS, K + o, QS, 0.0f, P, t);
-      for (int i = 0; i < t; i++)
-        softmax_row(P + (size_t)i * t, causal ? i + 1 : t, t, scale);
+      softmax_tile(P, t, causal, scale);
       tkern_sgemm_tri(lowa, 0, 0, t, Dh, t, P, t, V + o, QS, 0.0f,
                       Y + (size_t)bi * t * HD + (size_t)hd * Dh, HD);
     }
@@ -569,9 +582,7 @@ static void attention_bwd(train_net *n, train_layer_acts *a, const lparams *p,
         const float *dy = dY + (size_t)bi * t * HD + (size_t)hd * Dh;
         tkern_sgemm_tri(lowc, 0, 1, t, t, Dh, dy, HD, V + o, QS, 0.0f, dS, t);
         tkern_sgemm_tri(upa, 1, 0, t, Dh, t, P, t, dy, HD, 0.0f, dV + o, QS);
-        for (int i = 0; i < t; i++)
-          softmax_bwd_row(dS + (size_t)i * t, P + (size_t)i * t,
-                          causal ? i + 1 : t, t, scale);
+        softmax_bwd_tile(dS, P, t, causal, scale);
         tkern_sgemm_tri(lowa, 0, 0, t, Dh, t, dS, t, K + o, QS, 0.0f, dQ + o, QS);
         tkern_sgemm_tri(upa, 1, 0, t, Dh, t, dS, t, Q + o, QS, 0.0f, dK + o, QS);
       }
