@@ -477,6 +477,7 @@ __attribute__((always_inline)) static inline void softmax_row(float *restrict p,
   float inv = 1.0f / sum;
 #pragma omp simd
   for (int j = 0; j < nk; j++) p[j] *= inv;
+#pragma omp simd
   for (int j = nk; j < t; j++) p[j] = 0.0f;
 }
 
@@ -491,6 +492,7 @@ softmax_bwd_row(float *restrict ds, const float *restrict p,
   for (int j = 0; j < nk; j++) dot += p[j] * ds[j];
 #pragma omp simd
   for (int j = 0; j < nk; j++) ds[j] = p[j] * (ds[j] - dot) * scale;
+#pragma omp simd
   for (int j = nk; j < t; j++) ds[j] = 0.0f;
 }
 
