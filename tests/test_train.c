@@ -407,6 +407,70 @@ START_TEST(test_grad_one_head) {
 }
 END_TEST
 
+/* The whole net's forward and backward at a length the tiny gradient
+** checks do not reach (T = 37: rows of attention scores longer than two
+** vectors, several 12-row tiles, the causal triangle crossing them), with
+** each fast kernel (AVX-512: masked edges, triangular products, the
+** intrinsic softmax; AVX2: the generic loops) against cblas (whole
+** products, no triangle skipped): logits and every gradient agree to
+** float rounding, causal and not, GELU and ReLU. */
+START_TEST(test_net_kernels_agree) {
+  static const char *kinds[] = {"avx512", "avx2"};
+  enum { B = 3, T = 37 };
+  int tried = 0;
+  for (int variant = 0; variant < 4; variant++) {
+    rasp_model_config c = {.vocab_size = 11, .max_len = T, .d_model = 24,
+                           .n_layers = 2, .n_heads = 2, .d_head = 12, .d_mlp = 40,
+                           .n_out = 7, .causal = variant & 1, .layer_norm = 1,
+                           .pos_embedding = 1, .gelu = variant >> 1, .bos_token = -1};
+    rasp_model m;
+    rasp_error err = {0};
+    ck_assert_int_eq(raspN_init(&m, &c, &err), 1);
+    random_params(&m, 300 + (unsigned)variant);
+    int tok[B * T], tgt[B * T];
+    for (int i = 0; i < B * T; i++) {
+      tok[i] = (i * 7 + variant) % c.vocab_size;
+      tgt[i] = (i * 5 + 1) % c.n_out;
+    }
+    size_t nl = (size_t)B * T * c.n_out;
+    float *lg0 = raspM_alloc(nl * sizeof *lg0), *g0 = raspM_alloc(m.nparams * sizeof *g0);
+    for (int kk = -1; kk < 2; kk++) {
+      if (tkern_select(kk < 0 ? "cblas" : kinds[kk])) continue;
+      train_net n;
+      ck_assert_int_eq(train_net_init(&n, &m, B, T, 0.0f, &err), 1);
+      train_zero_grad(&n);
+      train_forward(&n, tok, B, T);
+      train_loss(&n, tgt, NULL, 1.0f, 1, NULL);
+      train_backward(&n);
+      if (kk < 0) {
+        memcpy(lg0, n.logits, nl * sizeof *lg0);
+        memcpy(g0, n.grad, m.nparams * sizeof *g0);
+      } else {
+        tried++;
+        double gmax = 0;
+        for (size_t i = 0; i < m.nparams; i++) gmax = fmax(gmax, fabs(g0[i]));
+        for (size_t i = 0; i < nl; i++)
+          ck_assert_msg(fabs(n.logits[i] - lg0[i]) <= 1e-5 * (1 + fabs(lg0[i])),
+                        "%s variant %d: logit %zu = %g, cblas %g", kinds[kk], variant, i,
+                        (double)n.logits[i], (double)lg0[i]);
+        for (size_t i = 0; i < m.nparams; i++)
+          ck_assert_msg(fabs(n.grad[i] - g0[i]) <= 1e-4 * gmax,
+                        "%s variant %d: grad %zu = %g, cblas %g", kinds[kk], variant, i,
+                        (double)n.grad[i], (double)g0[i]);
+      }
+      train_net_free(&n);
+    }
+    raspM_free(lg0);
+    raspM_free(g0);
+    raspN_free(&m);
+  }
+  /* a CPU with AVX2 compared at least that kernel in every variant */
+  int fast = tkern_select("avx2") == 0;
+  ck_assert_int_eq(tkern_select(NULL), 0);
+  ck_assert_int_ge(tried, fast ? 4 : 0);
+}
+END_TEST
+
 /* The trainer's batched forward equals the reference forward. */
 START_TEST(test_forward_matches_reference) {
   for (int variant = 0; variant < 4; variant++) {
@@ -1537,6 +1601,7 @@ static Suite *train_suite(void) {
   tcase_add_test(tc, test_pred_nonfinite);
   tcase_add_test(tc, test_sgemm_kernels);
   tcase_add_test(tc, test_sgemm_tri);
+  tcase_add_test(tc, test_net_kernels_agree);
   tcase_add_test(tc, test_grad_bidir_noln_relu);
   tcase_add_test(tc, test_grad_causal_noln_pos);
   tcase_add_test(tc, test_grad_bidir_ln);

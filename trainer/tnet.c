@@ -21,6 +21,7 @@
 #include "tnet.h"
 
 #include <cblas.h>
+#include <immintrin.h>
 #include <math.h>
 #include <omp.h>
 #include <string.h>
@@ -503,6 +504,60 @@ VEC static void softmax_tile(float *restrict P, int t, int causal, float scale) 
   for (int i = 0; i < t; i++) softmax_row(P + (size_t)i * t, causal ? i + 1 : t, t, scale);
 }
 
+/* softmax_tile with AVX-512 and masks, where the CPU has it: the clone's
+** omp simd loops reduce their lanes one by one (16 dependent max and 16
+** dependent adds a row) and take a row's last nk mod 16 entries through a
+** scalar copy of vexp, which made the forward softmax 3% of a step for rows
+** of 35 entries on average.  The same arithmetic entry by entry (vexp's
+** multiplies and adds, unfused like the C, the same clamp); only the order
+** of the row sum's additions differs. */
+#define M16(n) ((n) >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n)) - 1))
+__attribute__((target("avx512f"))) static void
+softmax_tile512(float *restrict P, int t, int causal, float scale) {
+  const __m512 vs = _mm512_set1_ps(scale), ninf = _mm512_set1_ps(-INFINITY),
+               shift = _mm512_set1_ps(12582912.0f);
+  const __m512i absm = _mm512_set1_epi32(0x7fffffff), lim = _mm512_set1_epi32(0x42a00000),
+                sgn = _mm512_set1_epi32((int)0x80000000u),
+                bias = _mm512_set1_epi32((int)(127u - 0x4B400000u));
+  for (int i = 0; i < t; i++) {
+    float *p = P + (size_t)i * t;
+    int nk = causal ? i + 1 : t, j;
+    __m512 vm = ninf, vsum = _mm512_setzero_ps();
+    for (j = 0; j < nk; j += 16)
+      vm = _mm512_max_ps(vm, _mm512_mask_loadu_ps(ninf, M16(nk - j), p + j));
+    __m512 mx = _mm512_set1_ps(_mm512_reduce_max_ps(vm) * scale);
+    for (j = 0; j < nk; j += 16) {
+      __mmask16 m = M16(nk - j);
+      __m512 x = _mm512_sub_ps(_mm512_mul_ps(_mm512_maskz_loadu_ps(m, p + j), vs), mx);
+      __m512i xb = _mm512_min_epu32(_mm512_and_si512(_mm512_castps_si512(x), absm), lim);
+      x = _mm512_castsi512_ps(_mm512_or_si512(xb, sgn));
+      /* vexp */
+      __m512 tt = _mm512_add_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504f)), shift),
+             k = _mm512_sub_ps(tt, shift);
+      __m512 r = _mm512_sub_ps(_mm512_sub_ps(x, _mm512_mul_ps(k, _mm512_set1_ps(0.693145752f))),
+                               _mm512_mul_ps(k, _mm512_set1_ps(1.42860677e-6f)));
+      __m512 q = _mm512_add_ps(_mm512_set1_ps(1.0f / 120), _mm512_mul_ps(r, _mm512_set1_ps(1.0f / 720)));
+      q = _mm512_add_ps(_mm512_set1_ps(1.0f / 24), _mm512_mul_ps(r, q));
+      q = _mm512_add_ps(_mm512_set1_ps(1.0f / 6), _mm512_mul_ps(r, q));
+      q = _mm512_add_ps(_mm512_set1_ps(0.5f), _mm512_mul_ps(r, q));
+      q = _mm512_add_ps(_mm512_set1_ps(1.0f), _mm512_mul_ps(r, q));
+      q = _mm512_add_ps(_mm512_set1_ps(1.0f), _mm512_mul_ps(r, q));
+      __m512 s = _mm512_castsi512_ps(
+          _mm512_slli_epi32(_mm512_add_epi32(_mm512_castps_si512(tt), bias), 23));
+      __m512 e = _mm512_mul_ps(q, s);
+      _mm512_mask_storeu_ps(p + j, m, e);
+      vsum = _mm512_add_ps(vsum, _mm512_maskz_mov_ps(m, e));
+    }
+    __m512 inv = _mm512_set1_ps(1.0f / _mm512_reduce_add_ps(vsum));
+    for (j = 0; j < nk; j += 16) {
+      __mmask16 m = M16(nk - j);
+      _mm512_mask_storeu_ps(p + j, m, _mm512_mul_ps(_mm512_maskz_loadu_ps(m, p + j), inv));
+    }
+    for (j = nk; j < t; j += 16) _mm512_mask_storeu_ps(p + j, M16(t - j), _mm512_setzero_ps());
+  }
+}
+#undef M16
+
 VEC static void softmax_bwd_tile(float *restrict dS, const float *restrict P,
                                  int t, int causal, float scale) {
   for (int i = 0; i < t; i++)
@@ -535,13 +590,17 @@ static void attention_fwd(train_net *n, train_layer_acts *a, const lparams *p,
   ** about 40% of the tile products' work */
   int lowc = causal ? TKERN_C_LOWER : TKERN_FULL,
       lowa = causal ? TKERN_A_LOWER : TKERN_FULL;
+  int avx512 = !strcmp(tkern_name(), "avx512"); /* the CPU has it */
 #pragma omp parallel for collapse(2) schedule(static) if ((long)b * t * t * Dh * H > 200000)
   for (int bi = 0; bi < b; bi++)
     for (int hd = 0; hd < H; hd++) {
       float *P = att + ((size_t)bi * H + hd) * t * t;
       size_t o = (size_t)bi * t * QS + (size_t)hd * Dh;
       tkern_sgemm_tri(lowc, 0, 1, t, t, Dh, Q + o, QS, K + o, QS, 0.0f, P, t);
-      softmax_tile(P, t, causal, scale);
+      if (avx512)
+        softmax_tile512(P, t, causal, scale);
+      else
+        softmax_tile(P, t, causal, scale);
       tkern_sgemm_tri(lowa, 0, 0, t, Dh, t, P, t, V + o, QS, 0.0f,
                       Y + (size_t)bi * t * HD + (size_t)hd * Dh, HD);
     }
