@@ -736,19 +736,6 @@ VEC static void gelu_fwd_rows(float *restrict y, float *restrict dy,
   }
 }
 
-/* dy *= act'(x): ReLU from act, GELU from dact */
-VEC static void gelu_bwd_range(float *restrict dy, const float *restrict dact,
-                               size_t n) {
-#pragma omp simd
-  for (size_t i = 0; i < n; i++) dy[i] *= dact[i];
-}
-
-VEC static void relu_bwd_range(float *restrict dy, const float *restrict act,
-                               size_t n) {
-#pragma omp simd
-  for (size_t i = 0; i < n; i++) dy[i] = act[i] > 0.0f ? dy[i] : 0.0f;
-}
-
 /* act (R x F) = act(act + b) in place, dact = act'(...) for GELU */
 static void activation_fwd(int gelu, float *act, float *dact, const float *b,
                            size_t R, int F) {
@@ -762,15 +749,44 @@ static void activation_fwd(int gelu, float *act, float *dact, const float *b,
   }
 }
 
+/* dy *= act'(x) and db += the column sums of the result, in one pass over
+** dy (it was two: the derivative, then bias_grad), columns c0 .. c1-1 of
+** every row.  Each db[j] adds the rows in order, as bias_grad did, so
+** the sums do not depend on how the columns are split across threads. */
+VEC static void act_bwd_bias_cols(int gelu, float *restrict dy,
+                                  const float *restrict act,
+                                  const float *restrict dact,
+                                  float *restrict db, size_t R, int F, int c0,
+                                  int c1) {
+  for (size_t r = 0; r < R; r++) {
+    float *d = dy + r * F;
+    if (gelu) {
+      const float *g = dact + r * F;
+#pragma omp simd
+      for (int j = c0; j < c1; j++) {
+        d[j] *= g[j];
+        db[j] += d[j];
+      }
+    } else {
+      const float *a = act + r * F;
+#pragma omp simd
+      for (int j = c0; j < c1; j++) {
+        d[j] = a[j] > 0.0f ? d[j] : 0.0f;
+        db[j] += d[j];
+      }
+    }
+  }
+}
+
 static void activation_bwd(int gelu, float *dy, const float *act,
-                           const float *dact, size_t n) {
-#pragma omp parallel for schedule(static) if (n > 100000)
-  for (size_t c = 0; c < n; c += CHUNK) {
-    size_t m = c + CHUNK < n ? CHUNK : n - c;
-    if (gelu)
-      gelu_bwd_range(dy + c, dact + c, m);
-    else
-      relu_bwd_range(dy + c, act + c, m);
+                           const float *dact, float *db, size_t R, int F) {
+  int nt = R * F > 100000 ? omp_get_max_threads() : 1;
+#pragma omp parallel for schedule(static) num_threads(nt)
+  for (int k = 0; k < nt; k++) {
+    /* column ranges on multiples of 16 (whole vectors) */
+    int c0 = (int)((long)F * k / nt) / 16 * 16,
+        c1 = k == nt - 1 ? F : (int)((long)F * (k + 1) / nt) / 16 * 16;
+    if (c1 > c0) act_bwd_bias_cols(gelu, dy, act, dact, db, R, F, c0, c1);
   }
 }
 
@@ -791,9 +807,8 @@ static void mlp_bwd(train_net *n, train_layer_acts *a, const lparams *p,
   mm_tn(F, D, R, a->act, F, dout, D, g->wout, D);
   bias_grad(g->bout, dout, (size_t)R, D, D);
   mm_nt(R, F, D, dout, D, p->wout, D, n->dfc, F, 0);
-  activation_bwd(gelu, n->dfc, a->act, a->dact, (size_t)R * F);
+  activation_bwd(gelu, n->dfc, a->act, a->dact, g->bin, (size_t)R, F);
   mm_tn(D, F, R, h, D, n->dfc, F, g->win, F);
-  bias_grad(g->bin, n->dfc, (size_t)R, F, F);
   mm_nt(R, D, F, n->dfc, F, p->win, F, dh, D, 0);
 }
 
