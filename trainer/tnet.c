@@ -15,7 +15,10 @@
 ** (batch, head) tile at a time, its products (scores, weighted sums and
 ** their four gradients) through tkern_sgemm reading q, k and v in place;
 ** each tile's probabilities are kept for the backward (B*H*T*T floats a
-** layer, 10 MB at the paper's micro-batch) rather than recomputed.
+** layer, 10 MB at the paper's micro-batch) rather than recomputed.  With a
+** causal mask the tile products skip the zero triangle (tkern_sgemm_tri).
+** The MLP keeps its activation and, for GELU, the derivative (computed
+** with it in one pass after the product), not the pre-activation.
 ** Where the time goes, and what was measured: bench/README-train.md.
 */
 #include "tnet.h"
@@ -457,7 +460,8 @@ static inline float vexp(float x) {
 ** nk, 0 for nk <= j < t (causal mask).  Vectorised: the max and the sum
 ** are omp simd reductions, e^x is vexp with x clamped to -80 (e^-80 is
 ** 2e-35, which rounds away against the row's largest term, 1). */
-__attribute__((always_inline)) static inline void softmax_row(float *restrict p, int nk, int t, float scale) {
+__attribute__((always_inline)) static inline void
+softmax_row(float *restrict p, int nk, int t, float scale) {
   float mx = -INFINITY, sum = 0.0f;
 #pragma omp simd reduction(max : mx)
   for (int j = 0; j < nk; j++) mx = p[j] > mx ? p[j] : mx;
@@ -486,8 +490,8 @@ __attribute__((always_inline)) static inline void softmax_row(float *restrict p,
 ** scale for j < nk, where ds holds dL/dp on entry; 0 for nk <= j < t (p is
 ** 0 there, and ds was not computed: see attention_bwd). */
 __attribute__((always_inline)) static inline void
-softmax_bwd_row(float *restrict ds, const float *restrict p,
-                                   int nk, int t, float scale) {
+softmax_bwd_row(float *restrict ds, const float *restrict p, int nk, int t,
+                float scale) {
   float dot = 0.0f;
 #pragma omp simd reduction(+ : dot)
   for (int j = 0; j < nk; j++) dot += p[j] * ds[j];
@@ -501,7 +505,8 @@ softmax_bwd_row(float *restrict ds, const float *restrict p,
 ** per tile, not per row (a row is 35 entries on average when causal, and
 ** the per-row call through the clone's dispatch cost as much as the row). */
 VEC static void softmax_tile(float *restrict P, int t, int causal, float scale) {
-  for (int i = 0; i < t; i++) softmax_row(P + (size_t)i * t, causal ? i + 1 : t, t, scale);
+  for (int i = 0; i < t; i++)
+    softmax_row(P + (size_t)i * t, causal ? i + 1 : t, t, scale);
 }
 
 /* softmax_tile with AVX-512 and masks, where the CPU has it: the clone's
@@ -561,7 +566,8 @@ softmax_tile512(float *restrict P, int t, int causal, float scale) {
 VEC static void softmax_bwd_tile(float *restrict dS, const float *restrict P,
                                  int t, int causal, float scale) {
   for (int i = 0; i < t; i++)
-    softmax_bwd_row(dS + (size_t)i * t, P + (size_t)i * t, causal ? i + 1 : t, t, scale);
+    softmax_bwd_row(dS + (size_t)i * t, P + (size_t)i * t, causal ? i + 1 : t,
+                    t, scale);
 }
 
 /* out (R x D) = attention(h) (without dropout). */
