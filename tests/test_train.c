@@ -960,9 +960,23 @@ START_TEST(test_widen_unchanged) {
   ck_assert_int_eq(m.cfg.d_model, c0.d_model + K);
   ck_assert_int_eq(m.cfg.n_heads, c0.n_heads + (K + c0.d_head - 1) / c0.d_head);
   ck_assert_int_eq(m.cfg.d_mlp, c0.d_mlp + 4 * K);
-  size_t marked = 0;
-  for (size_t i = 0; i < m.nparams; i++) marked += mk[i];
+  /* the wires, counted by hand: per layer, the H old heads' q, k, v rows
+  ** and the F old units' w_in rows for the K new dimensions, the new heads'
+  ** w_o and the 4K new units' w_out columns for the D old ones */
+  size_t marked = 0, wires = 0, He = (size_t)(m.cfg.n_heads - c0.n_heads);
+  size_t Dh = (size_t)c0.d_head, D0 = (size_t)c0.d_model;
+  for (size_t i = 0; i < m.nparams; i++) {
+    ck_assert_uint_le(mk[i], TRAIN_WIDEN_WIRE);
+    marked += mk[i] == TRAIN_WIDEN_COMPILED;
+    if (mk[i] == TRAIN_WIDEN_WIRE) {
+      wires++;
+      ck_assert(m.params[i] == 0.0f);
+    }
+  }
   ck_assert_uint_eq(marked, n0);
+  ck_assert_uint_eq(wires, (size_t)c0.n_layers *
+                               (3 * (size_t)c0.n_heads * K * Dh + K * (size_t)c0.d_mlp +
+                                He * Dh * D0 + 4 * (size_t)K * D0));
   ck_assert_int_eq(train_net_init(&net, &m, B, n + 1, 0.0f, &err), 1);
   train_forward(&net, tok, B, n + 1);
   double worst = 0;
@@ -994,7 +1008,7 @@ START_TEST(test_widen_unchanged) {
     if (mk[i]) ck_assert(memcmp(&m.params[i], &p0[i], sizeof(float)) == 0);
     else moved += m.params[i] != p0[i];
   }
-  ck_assert_uint_gt(moved, (m.nparams - n0) / 2);
+  ck_assert_uint_gt(moved, (m.nparams - n0 - wires) / 2);
   train_adamw_free(&o);
   raspM_free(p0);
   train_net_free(&net);
@@ -1132,9 +1146,10 @@ END_TEST
 **   - the program's heads agree with the compiled point's at step 0 (the
 **     compiled run, widened, frozen), much less for random weights;
 **   - --widen 3 --freeze compiled: after 1 epoch and after resuming to 3,
-**     every compiled entry is bit-identical (to the first checkpoint, and
-**     to the compiled model adapted and widened in process), while added
-**     weights moved; the distance from the compiled point is logged; the
+**     every compiled entry and every wire (ttrain.h) is bit-identical (to
+**     the first checkpoint, and to the compiled model adapted and widened
+**     in process), while added weights moved, and the program's heads
+**     still agree everywhere; the distance from the compiled point is logged; the
 **     resumed run's checkpoint equals an uninterrupted run's byte for byte;
 **   - resuming with another optimiser is refused, naming it; bad
 **     combinations are usage errors (status 2). */
@@ -1206,6 +1221,10 @@ START_TEST(test_protocols_binaries) {
            train, targs, stem, dir, runs[4][1]);
   ck_assert_msg(run_cmd(cmd, out, sizeof out) == 0, "%s", out);
   ck_assert(csv_field(p[4], "0,3,", 13) > 0);
+  /* and the wires stayed 0, so the compiled heads compute exactly what
+  ** they did at step 0 (with the wires training: 0.912 here) */
+  ck_assert_msg(csv_field(p[4], "0,3,", 14) == 1.0, "frozen: program heads %g after 3 epochs",
+                csv_field(p[4], "0,3,", 14));
   /* resumed = uninterrupted, SGD momentum and all */
   snprintf(cmd, sizeof cmd, "'%s' %s --init '%s' --epochs 3 --out '%s/straight' %s", train,
            targs, stem, dir, runs[4][1]);

@@ -133,7 +133,8 @@ static const optdef optdefs[] = {
     {"--widen-scale", "S", K_FLOAT, F(widen_scale), 0, 10, 0, NULL, 1,
      "standard deviation of --widen's random weights", NULL},
     {"--freeze", "none|compiled", K_CHOICE, F(freeze), 0, 0, 0, c_freeze, 1,
-     "compiled: the compiled weights stay fixed, only --widen's train", NULL},
+     "compiled: the compiled weights stay fixed, and so do the zeros joining "
+     "--widen's to them; only --widen's weights train", NULL},
     {"--reinit-layers", "L,L,...", K_STR, F(reinit), 0, 0, 0, NULL, 1,
      "layers (from 0) of the --init model drawn at random again", "none"},
     {NULL, NULL, 0, 0, 0, 0, 0, NULL, 0, "training", NULL},

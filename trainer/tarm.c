@@ -47,7 +47,7 @@ static void compiled_logit_range(const rasp_model *m, const train_opts *o,
 ** starting point before --init-mix, --reinit-layers and --init-noise: the
 ** compiled point, widened by --widen: what distances are measured from),
 ** a->mask (its entries that came from the --init model: all but
-** --widen's) and a->units (a compiled layout's heads, for the probe).  The
+** --widen's; and --widen's wires, ttrain.h) and a->units (a compiled layout's heads, for the probe).  The
 ** order is tarm.h's.  1, or 0 with err. */
 static int make_model(train_arm *a, const train_opts *o, int trial, int random_init,
                       const rasp_model_config *like, const train_dataset *d,
@@ -196,13 +196,22 @@ int train_arm_init(train_arm *a, const train_opts *o, int trial, int random_init
       ** random model), over the compiled entries */
       rasp_model view = a->m;
       if (a->ref) view.params = a->ref;
-      train_lr_scale_rms(&view, a->mask, a->opt.scale);
+      /* the RMS of the compiled entries: not of --widen's wires (zeros) */
+      unsigned char *cm = NULL;
+      if (a->mask) {
+        cm = raspM_alloc(n ? n : 1);
+        for (size_t i = 0; i < n; i++) cm[i] = a->mask[i] == TRAIN_WIDEN_COMPILED;
+      }
+      train_lr_scale_rms(&view, cm, a->opt.scale);
+      raspM_free(cm);
     } else {
       for (size_t i = 0; i < n; i++) a->opt.scale[i] = 1.0f;
     }
+    /* the compiled entries and --widen's wires (ttrain.h): the compiled
+    ** dimensions then stay exactly the compiled model's */
     if (o->freeze && a->mask)
       for (size_t i = 0; i < n; i++)
-        if (a->mask[i]) a->opt.scale[i] = 0.0f;
+        if (a->mask[i] != TRAIN_WIDEN_NEW) a->opt.scale[i] = 0.0f;
   }
   train_batch_init(&a->batch, o->batch, T, len);
   return 1;

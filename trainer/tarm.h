@@ -16,7 +16,10 @@
 ** compare's random arm (so --init-mix 1 is that arm, bit for bit),
 ** --reinit-layers, --init-noise; the optimiser gets --optim, --momentum,
 ** --lr-scale rms (each tensor's RMS at the compiled point) and --freeze
-** compiled (scale 0 on the compiled entries).
+** compiled (scale 0 on the compiled entries and on --widen's wires, the
+** zeros that would let added capacity into the compiled dimensions: so
+** the compiled circuit computes exactly what it did at step 0, and added
+** capacity reaches the output through the readout alone).
 **
 ** "Still the program": the compiled model's attention heads named in its
 ** layout (categorical units of kind "head") are read off the residual
