@@ -1486,6 +1486,99 @@ START_TEST(test_fnv_handed_back) {
 }
 END_TEST
 
+/* A model whose forward overflows (every embedding entry 3e38: the sum of
+** token and position embeddings is inf, so the loss is NaN) is stopped at
+** its first step, not stepped on: a trial of 3 epochs writes the epoch-1
+** row with stopped = 1 and no later row, commits no checkpoint, and says
+** so on both streams (exit status 0: a diverged run is a result); in a
+** compare its arm stops at step 1 (a row there, though --eval-every is 2),
+** its later rows repeat that evaluation with no train_loss, the random arm
+** trains on to step 4, and the summary on the standard output names the
+** stop. */
+START_TEST(test_nonfinite_stops) {
+  const char *bd = getenv("top_builddir");
+  if (!bd || !*bd) bd = ".";
+  char train[4200], dir[] = "/tmp/test_train.XXXXXX", cmd[16384], out[8192];
+  snprintf(train, sizeof train, "%s/trainer/rasp-train", bd);
+  ck_assert_msg(access(train, X_OK) == 0, "no binaries under top_builddir '%s'", bd);
+  ck_assert_ptr_nonnull(mkdtemp(dir));
+  const char *targs = "--D 2 --M 3 --V 6 --st-names --no-bos --no-eos --train 16 --test 16 "
+                      "--batch 8 --micro 8 --lr 1e-3 --dropout 0 --threads 1 --layers 1 "
+                      "--d-model 16 --heads 2 --d-mlp 32";
+  snprintf(cmd, sizeof cmd, "'%s' %s --epochs 1 --out '%s/seed'", train, targs, dir);
+  ck_assert_msg(run_cmd(cmd, out, sizeof out) == 0, "%s", out);
+  rasp_model m;
+  rasp_error err = {0};
+  char stem[400];
+  snprintf(stem, sizeof stem, "%s/seed/trial0.g000001", dir);
+  ck_assert_msg(raspN_load(&m, stem, &err) == 1, "%s", err.msg);
+  float *te = raspN_data(&m, "tok_emb"), *pe = raspN_data(&m, "pos_emb");
+  ck_assert(te && pe);
+  for (size_t i = 0; i < raspN_tensor(&m, "tok_emb")->size; i++) te[i] = 3e38f;
+  for (size_t i = 0; i < raspN_tensor(&m, "pos_emb")->size; i++) pe[i] = 3e38f;
+  snprintf(stem, sizeof stem, "%s/bad", dir);
+  ck_assert_msg(raspN_save(&m, stem, &err) == 1, "%s", err.msg);
+  raspN_free(&m);
+  /* a trial */
+  snprintf(cmd, sizeof cmd, "'%s' %s --init '%s' --epochs 3 --out '%s/t' 2>'%s/t.err'", train,
+           targs, stem, dir, dir);
+  FILE *p = popen(cmd, "r");
+  ck_assert_ptr_nonnull(p);
+  size_t n = fread(out, 1, sizeof out - 1, p);
+  out[n] = 0;
+  ck_assert_int_eq(pclose(p), 0);
+  ck_assert_msg(strstr(out, "trial 0: epochs 1,") && strstr(out, "stopped at step 1 (non-finite "
+                "loss)") && strstr(out, "1 stopped (non-finite)"), "%s", out);
+  char path[4300];
+  snprintf(path, sizeof path, "%s/t.err", dir);
+  p = fopen(path, "r");
+  ck_assert_ptr_nonnull(p);
+  n = fread(out, 1, sizeof out - 1, p);
+  out[n] = 0;
+  fclose(p);
+  ck_assert_msg(strstr(out, "trial 0 stopped at step 1 (epoch 1): its loss was not finite") !=
+                    NULL, "%s", out);
+  snprintf(path, sizeof path, "%s/t/trial0.csv", dir);
+  /* trial,epoch,step,...: the last field (15 for 3 answer positions) */
+  ck_assert_msg(csv_field(path, "0,1,1,", 15) == 1.0, "stopped: %g", csv_field(path, "0,1,1,", 15));
+  ck_assert(isnan(csv_field(path, "0,2,", 5)));
+  ck_assert(isnan(csv_field(path, "0,3,", 5)));
+  snprintf(path, sizeof path, "%s/t/trial0.ckpt", dir);
+  ck_assert_int_ne(access(path, F_OK), 0);
+  /* compare: the poisoned model against random weights of its shape */
+  snprintf(cmd, sizeof cmd, "'%s' compare %s --init '%s' --max-steps 4 --eval-every 2 "
+           "--out '%s' 2>/dev/null", train, targs, stem, dir);
+  p = popen(cmd, "r");
+  ck_assert_ptr_nonnull(p);
+  n = fread(out, 1, sizeof out - 1, p);
+  out[n] = 0;
+  ck_assert_int_eq(pclose(p), 0);
+  const char *rl = strstr(out, "arm random: step 4,"), *cl = strstr(out, "arm compiled: step 4,");
+  ck_assert_msg(rl && cl, "%s", out);
+  const char *re = strchr(rl, '\n'), *ce = strchr(cl, '\n');
+  ck_assert_msg(re && ce, "%s", out);
+  ck_assert_msg(!memmem(rl, (size_t)(re - rl), "stopped", 7), "%s", out);
+  ck_assert_msg(memmem(cl, (size_t)(ce - cl), ": stopped at step 1 (non-finite loss)", 37), "%s",
+                out);
+  char csv[4300], x[4096], y[4096];
+  snprintf(csv, sizeof csv, "%s/compare.csv", dir);
+  /* step,init,train_loss,val_loss,val_lead_acc,val_seq_acc,val_tok_acc,
+  ** val_other_acc,pos 0..2,dist_compiled,program_acc,stopped: field 13 */
+  ck_assert(csv_field(csv, "1,compiled,", 13) == 1.0);
+  ck_assert(!isfinite(csv_field(csv, "1,compiled,", 2))); /* the loss that stopped it */
+  ck_assert(csv_field(csv, "4,compiled,", 13) == 1.0);
+  ck_assert(csv_rest(csv, "4,random,", x, sizeof x));
+  ck_assert_msg(strlen(x) > 2 && !strcmp(x + strlen(x) - 2, ",\n"), "%s", x); /* it trains */
+  ck_assert(isfinite(csv_field(csv, "4,random,", 2)));
+  ck_assert(csv_field(csv, "4,random,", 11) > 0); /* it moved */
+  ck_assert(csv_rest(csv, "2,compiled,", x, sizeof x));
+  ck_assert(csv_rest(csv, "4,compiled,", y, sizeof y));
+  ck_assert_msg(x[0] == ',' && !strcmp(x, y), "after the stop: %s vs %s", x, y);
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
 static Suite *train_suite(void) {
   Suite *s = suite_create("train");
   TCase *tc = tcase_create("core");
@@ -1512,6 +1605,7 @@ static Suite *train_suite(void) {
   tcase_add_test(tc, test_compare_arms);
   tcase_add_test(tc, test_compare_steps_as_trial);
   tcase_add_test(tc, test_fnv_handed_back);
+  tcase_add_test(tc, test_nonfinite_stops);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -300,6 +300,13 @@ void train_arm_encode(train_arm *a, const train_dataset *d, const int *idx,
     train_batch_put(&a->batch, j, a->o, d, idx[j], e, 0, a->prefix);
 }
 
+/* 1 if x[0..n) are all finite. */
+static int all_finite(const float *x, size_t n) {
+  int ok = 1;
+  for (size_t i = 0; i < n; i++) ok &= isfinite(x[i]) != 0;
+  return ok;
+}
+
 double train_arm_step(train_arm *a, int b) {
   int T = a->T;
   const train_batch *bt = &a->batch;
@@ -320,7 +327,12 @@ double train_arm_step(train_arm *a, int b) {
   ** process's share of the batch is in a->net.grad, scaled by 1/wsum of
   ** that share; summing the unscaled gradients (and wsum, and loss) over
   ** the ranks before the step makes every rank take the same step. */
+  if (!isfinite(loss) || !all_finite(a->net.grad, a->m.nparams)) {
+    a->diverged = isfinite(loss) ? "gradient" : "loss";
+    return loss / wsum;
+  }
   train_adamw_step(&a->opt, a->m.params, a->net.grad, a->m.nparams);
+  if (!all_finite(a->m.params, a->m.nparams)) a->diverged = "weights";
   return loss / wsum;
 }
 

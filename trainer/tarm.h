@@ -67,6 +67,10 @@ typedef struct train_arm {
   rasp_layout_unit *units; /* the compiled layout's head units, or NULL */
   int nunits;
   train_probe probe;
+  const char *diverged; /* what a step found not finite ("loss",
+                        ** "gradient", "weights"), NULL while all is */
+  long stopped;         /* the step (from 1) at which the loop stopped the
+                        ** arm for it; 0 while it trains */
 } train_arm;
 
 /* Sets up a: random weights (random_init; of architecture *like when not
@@ -87,7 +91,10 @@ int train_arm_probe(train_arm *a, const rasp_layout_unit *u, int n,
 void train_arm_encode(train_arm *a, const train_dataset *d, const int *idx,
                       int b, int e);
 /* One optimiser step over the b encoded samples; returns the mean loss per
-** answer token. */
+** answer token.  A loss or gradient that is not finite would turn every
+** weight to NaN: the step is not taken (the weights stay the last finite
+** ones) and a->diverged says which; weights that the step made non-finite
+** set it to "weights".  The loop stops such an arm (tloop.h). */
 double train_arm_step(train_arm *a, int b);
 /* Evaluates a on samples 0..limit-1 of d, permuted for epoch `epoch` (-1:
 ** as written); prog_acc where a's probe covers exactly those samples. */
