@@ -1579,6 +1579,55 @@ START_TEST(test_nonfinite_stops) {
 }
 END_TEST
 
+/* rasp-train's checkpoints record the task they were trained on
+** (layout.task, as `rasp compile` does), so the model given to --init
+** with another task is refused, naming the option that fixes it (status
+** 2, before any data is drawn), and with the same task it trains. */
+START_TEST(test_checkpoint_task) {
+  const char *bd = getenv("top_builddir");
+  if (!bd || !*bd) bd = ".";
+  char train[4200], dir[] = "/tmp/test_train.XXXXXX", cmd[16384], out[8192];
+  snprintf(train, sizeof train, "%s/trainer/rasp-train", bd);
+  ck_assert_msg(access(train, X_OK) == 0, "no binaries under top_builddir '%s'", bd);
+  ck_assert_ptr_nonnull(mkdtemp(dir));
+  const char *model = "--train 16 --test 16 --batch 8 --micro 8 --lr 1e-3 --dropout 0 "
+                      "--threads 1 --layers 1 --d-model 16 --heads 2 --d-mlp 32 --epochs 1";
+  const char *task = "--D 2 --M 3 --V 6 --st-names --no-bos --no-eos";
+  snprintf(cmd, sizeof cmd, "'%s' %s %s --out '%s/a'", train, task, model, dir);
+  ck_assert_msg(run_cmd(cmd, out, sizeof out) == 0, "%s", out);
+  rasp_model m;
+  rasp_error err = {0};
+  char stem[400];
+  snprintf(stem, sizeof stem, "%s/a/trial0.g000001", dir);
+  ck_assert_msg(raspN_load_config(&m, stem, &err) == 1, "%s", err.msg);
+  rasp_task_opts t;
+  enc_task(&t); /* the same settings; the model's key says decoder */
+  raspN_task_diff d[RASPN_TASK_NKEYS];
+  ck_assert_int_eq(raspN_layout_task_diff(&m, &t, 0, d), 0);
+  t.D = 3;
+  ck_assert_int_eq(raspN_layout_task_diff(&m, &t, 0, d), 1);
+  ck_assert_str_eq(d[0].key, "D");
+  ck_assert_str_eq(d[0].model, "2");
+  raspN_free(&m);
+  static const char *const wrong[][2] = {
+      {"--D 3 --M 3 --V 6 --st-names --no-bos --no-eos", "fix: --D 2"},
+      {"--D 2 --M 3 --V 6 --no-bos --no-eos", "fix: --st-names"},
+      {"--D 2 --M 3 --V 6 --st-names --no-bos --no-eos --q end", "fix: --q start"},
+  };
+  for (int k = 0; k < 3; k++) {
+    snprintf(cmd, sizeof cmd, "'%s' %s %s --init '%s'", train, wrong[k][0], model, stem);
+    ck_assert_msg(run_cmd(cmd, out, sizeof out) == 2, "%s: %s", wrong[k][0], out);
+    ck_assert_msg(strstr(out, wrong[k][1]) && strstr(out, "was compiled for"), "%s: %s",
+                  wrong[k][0], out);
+  }
+  snprintf(cmd, sizeof cmd, "'%s' %s %s --init '%s' --out '%s/b'", train, task, model, stem,
+           dir);
+  ck_assert_msg(run_cmd(cmd, out, sizeof out) == 0, "%s", out);
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
 static Suite *train_suite(void) {
   Suite *s = suite_create("train");
   TCase *tc = tcase_create("core");
@@ -1606,6 +1655,7 @@ static Suite *train_suite(void) {
   tcase_add_test(tc, test_compare_steps_as_trial);
   tcase_add_test(tc, test_fnv_handed_back);
   tcase_add_test(tc, test_nonfinite_stops);
+  tcase_add_test(tc, test_checkpoint_task);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -174,6 +174,13 @@ int train_arm_init(train_arm *a, const train_opts *o, int trial, int random_init
   memset(a, 0, sizeof *a);
   a->o = o;
   if (!make_model(a, o, trial, random_init, like, d, err)) return 0;
+  /* the task in the model's layout, as `rasp compile` records it: a
+  ** checkpoint given to --init or to `rasp apply --program` is then held
+  ** against the task it was trained on (ttask.h), as a compiled model is.
+  ** (A compiled model's own layout was dropped by adapting its readout.) */
+  raspM_free(a->m.json_extra);
+  a->m.json_extra = raspM_strdup("{\"trained_by\": \"rasp-train\"}");
+  raspN_layout_set_task(&a->m, &o->task, o->encoder);
   int len = raspT_length(&o->task), T = train_model_len(o, len) + (a->prefix >= 0);
   a->T = T;
   if (!train_net_init(&a->net, &a->m, o->micro, T, o->dropout, err)) {
