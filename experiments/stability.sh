@@ -7,7 +7,7 @@
 # the compiled point?
 # First the untrained model's sensitivity: one compare whose arms start
 # from the compiled point plus --init-noise S (relative to each tensor's
-# RMS, S = 1e-15 .. 1e-2), read at step 0 (OUTDIR/noise, noise.csv).
+# RMS, S = 1e-15 .. 1), read at step 0 (OUTDIR/noise, noise.csv).
 # Then one `rasp-train compare` per (optimiser, lr-scale), one arm per
 # learning rate, on the same batches (PAR at a time, common.sh).
 # Writes OUTDIR/<optim>_<scale>/compare.csv, OUTDIR/summary.csv
@@ -35,7 +35,7 @@ run() { # NAME OPTIM_OPTIONS SCALE LR...
 }
 # sensitivity: step 0 from the compiled point plus relative noise S
 arms=""
-for S in 1e-15 1e-14 1e-13 1e-12 1e-11 1e-10 1e-9 1e-8 1e-7 1e-6 1e-5 1e-4 1e-3 1e-2; do
+for S in 1e-15 1e-13 1e-11 1e-9 1e-8 1e-7 1e-6 1e-5 1e-4 1e-3 1e-2 3e-2 1e-1 1; do
   arms="$arms --arm n$S' compiled --init-noise '$S"
 done
 eval "\"$TRAIN\" compare $TASK --init \"$out/d6\" --train 2000 --test $NTEST --batch $BATCH \
@@ -45,8 +45,12 @@ eval "\"$TRAIN\" compare $TASK --init \"$out/d6\" --train 2000 --test $NTEST --b
   awk -F, '$1 == 0 { printf "%s,%s,%s,%s,%s,%s\n", substr($2, 2), $13, $5, $6, $4, $14 }' \
     "$out/noise/compare.csv"; } > "$out/noise.csv"
 cat "$out/noise.csv"
-ADAM="1e-3 1e-5 1e-7 1e-9 1e-11 1e-13"
-SGD="1e-2 1e-6 1e-10 1e-13 1e-15 1e-17"
+# one decade apart, from a rate that breaks the one-hot model main compiles
+# in one or two steps down to ones that keep it (ADAM=, SGD= override; the
+# numerical model of 080f53b needed 1e-13 for AdamW and broke under SGD at
+# every rate down to 1e-17)
+ADAM=${ADAM:-1e-3 1e-4 1e-5 1e-6 1e-7 1e-8}
+SGD=${SGD:-1e-1 1e-2 1e-3 1e-4 1e-5 1e-6}
 run adamw_none "--optim adamw" none $ADAM & par
 run adamw_rms "--optim adamw" rms $ADAM & par
 run sgd_none "--optim sgd" none $SGD & par
