@@ -57,5 +57,6 @@ report "$start"
 } > "$out/summary.csv"
 cat "$out/summary.csv"
 for mdl in $models; do
-  printf '%s: ' "$mdl"; python3 "$top/experiments/weight_stats.py" "$out/$mdl" | head -1
+  python3 "$top/experiments/weight_stats.py" "$out/$mdl" > "$out/$mdl.weights.txt"
+  printf '%s: %s\n' "$mdl" "$(head -1 "$out/$mdl.weights.txt")"
 done
