@@ -10,7 +10,11 @@
 # initialisation shows the Clever Hans plateau: D = 2, M = 4, |V| = 8,
 # decoder-only, Q at the start, edge-wise order, st-names, no BOS/EOS.
 # Override the size with D=, M=, V=, the steps with STEPS=, the batch with
-# BATCH=.  Two compare runs go at once (the machine has 2 cores).
+# BATCH=.  PAR=N runs N compares at once (default 1: one after the other,
+# as the study's runs were, on a machine shared with other work).  Each
+# script ends with its wall-clock and CPU time and the load average.
+# An arm whose loss, gradient or weights stop being finite is stopped by
+# rasp-train (the last column of compare.csv, `stopped`, is that step).
 set -eu
 top=$(pwd)
 RASP=${RASP:-$top/rasp/rasp}
@@ -30,3 +34,22 @@ compile() {
 }
 
 
+
+PAR=${PAR:-1}
+# par: after starting a compare in the background, waits when PAR are running
+npar=0
+par() {
+  npar=$((npar + 1))
+  [ $((npar % PAR)) -eq 0 ] && wait
+  return 0
+}
+# report START: wall clock since START, CPU of the finished children, load
+report() {
+  # `times` in this shell, not in a command substitution's subshell (which
+  # has no children): its second line is the finished children's time
+  times > "$out/.times"
+  cpu=$(tail -1 "$out/.times" | awk '{ split($1, u, "m"); split($2, s, "m");
+    printf "%.1f", u[1] * 60 + u[2] + s[1] * 60 + s[2] }')
+  rm -f "$out/.times"
+  echo "wall clock $(( $(date +%s) - $1 )) s; CPU ${cpu} s (user + system of the compares); load average $(cut -d' ' -f1-3 /proc/loadavg)"
+}

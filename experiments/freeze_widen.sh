@@ -12,7 +12,7 @@
 #     added capacity has s, the node after l_t, and t to learn.
 # One compare per program, on the same batches: the plain compiled arm,
 # widened, widened and frozen (AdamW lr 1e-3 and 1e-5), and the random arm
-# of the compiled architecture; two compares at once (SERIAL=1: one at a time).
+# of the compiled architecture (PAR compares at once, common.sh).
 # Writes OUTDIR/<program>/compare.csv, OUTDIR/summary.csv (per arm: at
 # step 0 and at the end, lead, sequence and per-position accuracies,
 # distance, program heads) and OUTDIR/freeze_widen.png (lead and sequence
@@ -36,20 +36,15 @@ run() {
     --arm "frozen_lr1e-5 compiled --widen $K --freeze compiled --lr 1e-5" \
     --arm 'random random' > "$out/$1.log" 2>&1 || { echo "$1 failed:"; tail "$out/$1.log"; }
 }
-if [ "${SERIAL:-0}" = 1 ]; then  # one compare at a time
-  run decoder6_causal
-  run readout6_causal
-else
-  run decoder6_causal &
-  run readout6_causal &
-  wait
-fi
-echo "wall clock $(( $(date +%s) - start )) s; load average $(cut -d' ' -f1-3 /proc/loadavg)"
+run decoder6_causal & par
+run readout6_causal & par
+wait
+report "$start"
 {
-  echo "program,arm,step,lead,seq,pos0,pos1,pos2,pos3,loss,dist,program_acc"
+  echo "program,arm,step,lead,seq,pos0,pos1,pos2,pos3,loss,dist,program_acc,stopped"
   for p in decoder6_causal readout6_causal; do
     awk -F, -v p="$p" -v S="$STEPS" 'NR > 1 && ($1 == 0 || $1 == S) {
-        printf "%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s\n", p, $2, $1, $5, $6, $9, $10, $11, $12, $4, $13, $14 }' \
+        printf "%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s\n", p, $2, $1, $5, $6, $9, $10, $11, $12, $4, $13, $14, $15 }' \
       "$out/$p/compare.csv"
   done
 } > "$out/summary.csv"

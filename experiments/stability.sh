@@ -7,13 +7,14 @@
 # the compiled point?
 # First the untrained model's sensitivity: one compare whose arms start
 # from the compiled point plus --init-noise S (relative to each tensor's
-# RMS, S = 1e-15 .. 1e-2), read at step 0 (OUTDIR/noise, noise.csv).
+# RMS, S = 1e-15 .. 1), read at step 0 (OUTDIR/noise, noise.csv).
 # Then one `rasp-train compare` per (optimiser, lr-scale), one arm per
-# learning rate, on the same batches; two compares at a time.
+# learning rate, on the same batches (PAR at a time, common.sh).
 # Writes OUTDIR/<optim>_<scale>/compare.csv, OUTDIR/summary.csv
 # (arm, steps survived: the first evaluation with sequence or lead
 # accuracy below 0.9, or ">STEPS"; accuracies, loss and distance at the
-# end) and OUTDIR/stability.png (sequence accuracy against distance).
+# end; the step rasp-train stopped it at for a non-finite value, if it
+# did) and OUTDIR/stability.png (sequence accuracy against distance).
 . "$(dirname "$0")/common.sh"
 out=${1:-experiments/out/stability}
 STEPS=${STEPS:-24}
@@ -34,7 +35,7 @@ run() { # NAME OPTIM_OPTIONS SCALE LR...
 }
 # sensitivity: step 0 from the compiled point plus relative noise S
 arms=""
-for S in 1e-15 1e-14 1e-13 1e-12 1e-11 1e-10 1e-9 1e-8 1e-7 1e-6 1e-5 1e-4 1e-3 1e-2; do
+for S in 1e-15 1e-13 1e-11 1e-9 1e-8 1e-7 1e-6 1e-5 1e-4 1e-3 1e-2 3e-2 1e-1 1; do
   arms="$arms --arm n$S' compiled --init-noise '$S"
 done
 eval "\"$TRAIN\" compare $TASK --init \"$out/d6\" --train 2000 --test $NTEST --batch $BATCH \
@@ -44,30 +45,32 @@ eval "\"$TRAIN\" compare $TASK --init \"$out/d6\" --train 2000 --test $NTEST --b
   awk -F, '$1 == 0 { printf "%s,%s,%s,%s,%s,%s\n", substr($2, 2), $13, $5, $6, $4, $14 }' \
     "$out/noise/compare.csv"; } > "$out/noise.csv"
 cat "$out/noise.csv"
-ADAM="1e-3 1e-5 1e-7 1e-9 1e-11 1e-13"
-SGD="1e-2 1e-6 1e-10 1e-13 1e-15 1e-17"
-run adamw_none "--optim adamw" none $ADAM &
-run adamw_rms "--optim adamw" rms $ADAM &
+# one decade apart, from a rate that breaks the one-hot model main compiles
+# in one or two steps down to ones that keep it (ADAM=, SGD= override; the
+# numerical model of 080f53b needed 1e-13 for AdamW and broke under SGD at
+# every rate down to 1e-17)
+ADAM=${ADAM:-1e-3 1e-4 1e-5 1e-6 1e-7 1e-8}
+SGD=${SGD:-1e-1 1e-2 1e-3 1e-4 1e-5 1e-6}
+run adamw_none "--optim adamw" none $ADAM & par
+run adamw_rms "--optim adamw" rms $ADAM & par
+run sgd_none "--optim sgd" none $SGD & par
+run sgd_rms "--optim sgd" rms $SGD & par
+run sgdm_none "--optim sgd --momentum 0.9" none $SGD & par
+run sgdm_rms "--optim sgd --momentum 0.9" rms $SGD & par
 wait
-run sgd_none "--optim sgd" none $SGD &
-run sgd_rms "--optim sgd" rms $SGD &
-wait
-run sgdm_none "--optim sgd --momentum 0.9" none $SGD &
-run sgdm_rms "--optim sgd --momentum 0.9" rms $SGD &
-wait
-echo "wall clock $(( $(date +%s) - start )) s; load average $(cut -d' ' -f1-3 /proc/loadavg)"
+report "$start"
 # summary: per arm, the first step with seq or lead accuracy < 0.9
 {
-  echo "protocol,lr,survived_steps,final_lead,final_seq,final_loss,final_dist,final_program_acc"
+  echo "protocol,lr,survived_steps,final_lead,final_seq,final_loss,final_dist,final_program_acc,stopped"
   for d in adamw_none adamw_rms sgd_none sgd_rms sgdm_none sgdm_rms; do
     awk -F, -v p="$d" -v S="$STEPS" 'NR > 1 {
         k = substr($2, 3);
         if (!(k in seen)) { seen[k] = 1; order[++n] = k }
         if (!(k in dead) && ($5 < 0.9 || $6 < 0.9 || $5 != $5)) dead[k] = $1;
-        lead[k] = $5; seq[k] = $6; loss[k] = $4; dist[k] = $13; prog[k] = $14 }
+        lead[k] = $5; seq[k] = $6; loss[k] = $4; dist[k] = $13; prog[k] = $14; stop[k] = $15 }
       END { for (i = 1; i <= n; i++) { k = order[i];
-        printf "%s,%s,%s,%s,%s,%s,%s,%s\n", p, k, (k in dead) ? dead[k] : ">" S,
-          lead[k], seq[k], loss[k], dist[k], prog[k] } }' "$out/$d/compare.csv"
+        printf "%s,%s,%s,%s,%s,%s,%s,%s,%s\n", p, k, (k in dead) ? dead[k] : ">" S,
+          lead[k], seq[k], loss[k], dist[k], prog[k], stop[k] } }' "$out/$d/compare.csv"
   done
 } > "$out/summary.csv"
 cat "$out/summary.csv"

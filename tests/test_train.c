@@ -1085,9 +1085,23 @@ START_TEST(test_widen_unchanged) {
   ck_assert_int_eq(m.cfg.d_model, c0.d_model + K);
   ck_assert_int_eq(m.cfg.n_heads, c0.n_heads + (K + c0.d_head - 1) / c0.d_head);
   ck_assert_int_eq(m.cfg.d_mlp, c0.d_mlp + 4 * K);
-  size_t marked = 0;
-  for (size_t i = 0; i < m.nparams; i++) marked += mk[i];
+  /* the wires, counted by hand: per layer, the H old heads' q, k, v rows
+  ** and the F old units' w_in rows for the K new dimensions, the new heads'
+  ** w_o and the 4K new units' w_out columns for the D old ones */
+  size_t marked = 0, wires = 0, He = (size_t)(m.cfg.n_heads - c0.n_heads);
+  size_t Dh = (size_t)c0.d_head, D0 = (size_t)c0.d_model;
+  for (size_t i = 0; i < m.nparams; i++) {
+    ck_assert_uint_le(mk[i], TRAIN_WIDEN_WIRE);
+    marked += mk[i] == TRAIN_WIDEN_COMPILED;
+    if (mk[i] == TRAIN_WIDEN_WIRE) {
+      wires++;
+      ck_assert(m.params[i] == 0.0f);
+    }
+  }
   ck_assert_uint_eq(marked, n0);
+  ck_assert_uint_eq(wires, (size_t)c0.n_layers *
+                               (3 * (size_t)c0.n_heads * K * Dh + K * (size_t)c0.d_mlp +
+                                He * Dh * D0 + 4 * (size_t)K * D0));
   ck_assert_int_eq(train_net_init(&net, &m, B, n + 1, 0.0f, &err), 1);
   train_forward(&net, tok, B, n + 1);
   double worst = 0;
@@ -1119,7 +1133,7 @@ START_TEST(test_widen_unchanged) {
     if (mk[i]) ck_assert(memcmp(&m.params[i], &p0[i], sizeof(float)) == 0);
     else moved += m.params[i] != p0[i];
   }
-  ck_assert_uint_gt(moved, (m.nparams - n0) / 2);
+  ck_assert_uint_gt(moved, (m.nparams - n0 - wires) / 2);
   train_adamw_free(&o);
   raspM_free(p0);
   train_net_free(&net);
@@ -1257,9 +1271,10 @@ END_TEST
 **   - the program's heads agree with the compiled point's at step 0 (the
 **     compiled run, widened, frozen), much less for random weights;
 **   - --widen 3 --freeze compiled: after 1 epoch and after resuming to 3,
-**     every compiled entry is bit-identical (to the first checkpoint, and
-**     to the compiled model adapted and widened in process), while added
-**     weights moved; the distance from the compiled point is logged; the
+**     every compiled entry and every wire (ttrain.h) is bit-identical (to
+**     the first checkpoint, and to the compiled model adapted and widened
+**     in process), while added weights moved, and the program's heads
+**     still agree everywhere; the distance from the compiled point is logged; the
 **     resumed run's checkpoint equals an uninterrupted run's byte for byte;
 **   - resuming with another optimiser is refused, naming it; bad
 **     combinations are usage errors (status 2). */
@@ -1331,6 +1346,10 @@ START_TEST(test_protocols_binaries) {
            train, targs, stem, dir, runs[4][1]);
   ck_assert_msg(run_cmd(cmd, out, sizeof out) == 0, "%s", out);
   ck_assert(csv_field(p[4], "0,3,", 13) > 0);
+  /* and the wires stayed 0, so the compiled heads compute exactly what
+  ** they did at step 0 (with the wires training: 0.912 here) */
+  ck_assert_msg(csv_field(p[4], "0,3,", 14) == 1.0, "frozen: program heads %g after 3 epochs",
+                csv_field(p[4], "0,3,", 14));
   /* resumed = uninterrupted, SGD momentum and all */
   snprintf(cmd, sizeof cmd, "'%s' %s --init '%s' --epochs 3 --out '%s/straight' %s", train,
            targs, stem, dir, runs[4][1]);
@@ -1592,6 +1611,148 @@ START_TEST(test_fnv_handed_back) {
 }
 END_TEST
 
+/* A model whose forward overflows (every embedding entry 3e38: the sum of
+** token and position embeddings is inf, so the loss is NaN) is stopped at
+** its first step, not stepped on: a trial of 3 epochs writes the epoch-1
+** row with stopped = 1 and no later row, commits no checkpoint, and says
+** so on both streams (exit status 0: a diverged run is a result); in a
+** compare its arm stops at step 1 (a row there, though --eval-every is 2),
+** its later rows repeat that evaluation with no train_loss, the random arm
+** trains on to step 4, and the summary on the standard output names the
+** stop. */
+START_TEST(test_nonfinite_stops) {
+  const char *bd = getenv("top_builddir");
+  if (!bd || !*bd) bd = ".";
+  char train[4200], dir[] = "/tmp/test_train.XXXXXX", cmd[16384], out[8192];
+  snprintf(train, sizeof train, "%s/trainer/rasp-train", bd);
+  ck_assert_msg(access(train, X_OK) == 0, "no binaries under top_builddir '%s'", bd);
+  ck_assert_ptr_nonnull(mkdtemp(dir));
+  const char *targs = "--D 2 --M 3 --V 6 --st-names --no-bos --no-eos --train 16 --test 16 "
+                      "--batch 8 --micro 8 --lr 1e-3 --dropout 0 --threads 1 --layers 1 "
+                      "--d-model 16 --heads 2 --d-mlp 32";
+  snprintf(cmd, sizeof cmd, "'%s' %s --epochs 1 --out '%s/seed'", train, targs, dir);
+  ck_assert_msg(run_cmd(cmd, out, sizeof out) == 0, "%s", out);
+  rasp_model m;
+  rasp_error err = {0};
+  char stem[400];
+  snprintf(stem, sizeof stem, "%s/seed/trial0.g000001", dir);
+  ck_assert_msg(raspN_load(&m, stem, &err) == 1, "%s", err.msg);
+  float *te = raspN_data(&m, "tok_emb"), *pe = raspN_data(&m, "pos_emb");
+  ck_assert(te && pe);
+  for (size_t i = 0; i < raspN_tensor(&m, "tok_emb")->size; i++) te[i] = 3e38f;
+  for (size_t i = 0; i < raspN_tensor(&m, "pos_emb")->size; i++) pe[i] = 3e38f;
+  snprintf(stem, sizeof stem, "%s/bad", dir);
+  ck_assert_msg(raspN_save(&m, stem, &err) == 1, "%s", err.msg);
+  raspN_free(&m);
+  /* a trial */
+  snprintf(cmd, sizeof cmd, "'%s' %s --init '%s' --epochs 3 --out '%s/t' 2>'%s/t.err'", train,
+           targs, stem, dir, dir);
+  FILE *p = popen(cmd, "r");
+  ck_assert_ptr_nonnull(p);
+  size_t n = fread(out, 1, sizeof out - 1, p);
+  out[n] = 0;
+  ck_assert_int_eq(pclose(p), 0);
+  ck_assert_msg(strstr(out, "trial 0: epochs 1,") && strstr(out, "stopped at step 1 (non-finite "
+                "loss)") && strstr(out, "1 stopped (non-finite)"), "%s", out);
+  char path[4300];
+  snprintf(path, sizeof path, "%s/t.err", dir);
+  p = fopen(path, "r");
+  ck_assert_ptr_nonnull(p);
+  n = fread(out, 1, sizeof out - 1, p);
+  out[n] = 0;
+  fclose(p);
+  ck_assert_msg(strstr(out, "trial 0 stopped at step 1 (epoch 1): its loss was not finite") !=
+                    NULL, "%s", out);
+  snprintf(path, sizeof path, "%s/t/trial0.csv", dir);
+  /* trial,epoch,step,...: the last field (15 for 3 answer positions) */
+  ck_assert_msg(csv_field(path, "0,1,1,", 15) == 1.0, "stopped: %g", csv_field(path, "0,1,1,", 15));
+  ck_assert(isnan(csv_field(path, "0,2,", 5)));
+  ck_assert(isnan(csv_field(path, "0,3,", 5)));
+  snprintf(path, sizeof path, "%s/t/trial0.ckpt", dir);
+  ck_assert_int_ne(access(path, F_OK), 0);
+  /* compare: the poisoned model against random weights of its shape */
+  snprintf(cmd, sizeof cmd, "'%s' compare %s --init '%s' --max-steps 4 --eval-every 2 "
+           "--out '%s' 2>/dev/null", train, targs, stem, dir);
+  p = popen(cmd, "r");
+  ck_assert_ptr_nonnull(p);
+  n = fread(out, 1, sizeof out - 1, p);
+  out[n] = 0;
+  ck_assert_int_eq(pclose(p), 0);
+  const char *rl = strstr(out, "arm random: step 4,"), *cl = strstr(out, "arm compiled: step 4,");
+  ck_assert_msg(rl && cl, "%s", out);
+  const char *re = strchr(rl, '\n'), *ce = strchr(cl, '\n');
+  ck_assert_msg(re && ce, "%s", out);
+  ck_assert_msg(!memmem(rl, (size_t)(re - rl), "stopped", 7), "%s", out);
+  ck_assert_msg(memmem(cl, (size_t)(ce - cl), ": stopped at step 1 (non-finite loss)", 37), "%s",
+                out);
+  char csv[4300], x[4096], y[4096];
+  snprintf(csv, sizeof csv, "%s/compare.csv", dir);
+  /* step,init,train_loss,val_loss,val_lead_acc,val_seq_acc,val_tok_acc,
+  ** val_other_acc,pos 0..2,dist_compiled,program_acc,stopped: field 13 */
+  ck_assert(csv_field(csv, "1,compiled,", 13) == 1.0);
+  ck_assert(!isfinite(csv_field(csv, "1,compiled,", 2))); /* the loss that stopped it */
+  ck_assert(csv_field(csv, "4,compiled,", 13) == 1.0);
+  ck_assert(csv_rest(csv, "4,random,", x, sizeof x));
+  ck_assert_msg(strlen(x) > 2 && !strcmp(x + strlen(x) - 2, ",\n"), "%s", x); /* it trains */
+  ck_assert(isfinite(csv_field(csv, "4,random,", 2)));
+  ck_assert(csv_field(csv, "4,random,", 11) > 0); /* it moved */
+  ck_assert(csv_rest(csv, "2,compiled,", x, sizeof x));
+  ck_assert(csv_rest(csv, "4,compiled,", y, sizeof y));
+  ck_assert_msg(x[0] == ',' && !strcmp(x, y), "after the stop: %s vs %s", x, y);
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
+/* rasp-train's checkpoints record the task they were trained on
+** (layout.task, as `rasp compile` does), so the model given to --init
+** with another task is refused, naming the option that fixes it (status
+** 2, before any data is drawn), and with the same task it trains. */
+START_TEST(test_checkpoint_task) {
+  const char *bd = getenv("top_builddir");
+  if (!bd || !*bd) bd = ".";
+  char train[4200], dir[] = "/tmp/test_train.XXXXXX", cmd[16384], out[8192];
+  snprintf(train, sizeof train, "%s/trainer/rasp-train", bd);
+  ck_assert_msg(access(train, X_OK) == 0, "no binaries under top_builddir '%s'", bd);
+  ck_assert_ptr_nonnull(mkdtemp(dir));
+  const char *model = "--train 16 --test 16 --batch 8 --micro 8 --lr 1e-3 --dropout 0 "
+                      "--threads 1 --layers 1 --d-model 16 --heads 2 --d-mlp 32 --epochs 1";
+  const char *task = "--D 2 --M 3 --V 6 --st-names --no-bos --no-eos";
+  snprintf(cmd, sizeof cmd, "'%s' %s %s --out '%s/a'", train, task, model, dir);
+  ck_assert_msg(run_cmd(cmd, out, sizeof out) == 0, "%s", out);
+  rasp_model m;
+  rasp_error err = {0};
+  char stem[400];
+  snprintf(stem, sizeof stem, "%s/a/trial0.g000001", dir);
+  ck_assert_msg(raspN_load_config(&m, stem, &err) == 1, "%s", err.msg);
+  rasp_task_opts t;
+  enc_task(&t); /* the same settings; the model's key says decoder */
+  raspN_task_diff d[RASPN_TASK_NKEYS];
+  ck_assert_int_eq(raspN_layout_task_diff(&m, &t, 0, d), 0);
+  t.D = 3;
+  ck_assert_int_eq(raspN_layout_task_diff(&m, &t, 0, d), 1);
+  ck_assert_str_eq(d[0].key, "D");
+  ck_assert_str_eq(d[0].model, "2");
+  raspN_free(&m);
+  static const char *const wrong[][2] = {
+      {"--D 3 --M 3 --V 6 --st-names --no-bos --no-eos", "fix: --D 2"},
+      {"--D 2 --M 3 --V 6 --no-bos --no-eos", "fix: --st-names"},
+      {"--D 2 --M 3 --V 6 --st-names --no-bos --no-eos --q end", "fix: --q start"},
+  };
+  for (int k = 0; k < 3; k++) {
+    snprintf(cmd, sizeof cmd, "'%s' %s %s --init '%s'", train, wrong[k][0], model, stem);
+    ck_assert_msg(run_cmd(cmd, out, sizeof out) == 2, "%s: %s", wrong[k][0], out);
+    ck_assert_msg(strstr(out, wrong[k][1]) && strstr(out, "was compiled for"), "%s: %s",
+                  wrong[k][0], out);
+  }
+  snprintf(cmd, sizeof cmd, "'%s' %s %s --init '%s' --out '%s/b'", train, task, model, stem,
+           dir);
+  ck_assert_msg(run_cmd(cmd, out, sizeof out) == 0, "%s", out);
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
 static Suite *train_suite(void) {
   Suite *s = suite_create("train");
   TCase *tc = tcase_create("core");
@@ -1620,6 +1781,8 @@ static Suite *train_suite(void) {
   tcase_add_test(tc, test_compare_arms);
   tcase_add_test(tc, test_compare_steps_as_trial);
   tcase_add_test(tc, test_fnv_handed_back);
+  tcase_add_test(tc, test_nonfinite_stops);
+  tcase_add_test(tc, test_checkpoint_task);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -142,7 +142,8 @@ static const raspU_option optdefs[] = {
     OPT("--widen-scale", "S", K_FLOAT, F(widen_scale), 0, 10, 0, NULL, 1,
      "standard deviation of --widen's random weights", NULL),
     OPT("--freeze", "none|compiled", K_CHOICE, F(freeze), 0, 0, 0, c_freeze, 1,
-     "compiled: the compiled weights stay fixed, only --widen's train", NULL),
+     "compiled: the compiled weights stay fixed, and so do the zeros joining "
+     "--widen's to them; only --widen's weights train", NULL),
     OPT("--reinit-layers", "L,L,...", K_STR, F(reinit), 0, 0, 0, NULL, 1,
      "layers (from 0) of the --init model drawn at random again", "none"),
     HEAD("training"),

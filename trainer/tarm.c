@@ -55,7 +55,7 @@ static void compiled_logit_range(const rasp_model *m, const train_opts *o,
 ** starting point before --init-mix, --reinit-layers and --init-noise: the
 ** compiled point, widened by --widen: what distances are measured from),
 ** a->mask (its entries that came from the --init model: all but
-** --widen's) and a->units (a compiled layout's heads, for the probe).  The
+** --widen's; and --widen's wires, ttrain.h) and a->units (a compiled layout's heads, for the probe).  The
 ** order is tarm.h's.  1, or 0 with err. */
 static int make_model(train_arm *a, const train_opts *o, int trial, int random_init,
                       const rasp_model_config *like, const train_dataset *d,
@@ -182,6 +182,13 @@ int train_arm_init(train_arm *a, const train_opts *o, int trial, int random_init
   memset(a, 0, sizeof *a);
   a->o = o;
   if (!make_model(a, o, trial, random_init, like, d, err)) return 0;
+  /* the task in the model's layout, as `rasp compile` records it: a
+  ** checkpoint given to --init or to `rasp apply --program` is then held
+  ** against the task it was trained on (ttask.h), as a compiled model is.
+  ** (A compiled model's own layout was dropped by adapting its readout.) */
+  raspM_free(a->m.json_extra);
+  a->m.json_extra = raspM_strdup("{\"trained_by\": \"rasp-train\"}");
+  raspN_layout_set_task(&a->m, &o->task, o->encoder);
   int len = raspT_length(&o->task), T = train_model_len(o, len) + (a->prefix >= 0);
   a->T = T;
   if (!train_net_init(&a->net, &a->m, o->micro, T, o->dropout, err)) {
@@ -204,13 +211,22 @@ int train_arm_init(train_arm *a, const train_opts *o, int trial, int random_init
       ** random model), over the compiled entries */
       rasp_model view = a->m;
       if (a->ref) view.params = a->ref;
-      train_lr_scale_rms(&view, a->mask, a->opt.scale);
+      /* the RMS of the compiled entries: not of --widen's wires (zeros) */
+      unsigned char *cm = NULL;
+      if (a->mask) {
+        cm = raspM_alloc(n ? n : 1);
+        for (size_t i = 0; i < n; i++) cm[i] = a->mask[i] == TRAIN_WIDEN_COMPILED;
+      }
+      train_lr_scale_rms(&view, cm, a->opt.scale);
+      raspM_free(cm);
     } else {
       for (size_t i = 0; i < n; i++) a->opt.scale[i] = 1.0f;
     }
+    /* the compiled entries and --widen's wires (ttrain.h): the compiled
+    ** dimensions then stay exactly the compiled model's */
     if (o->freeze && a->mask)
       for (size_t i = 0; i < n; i++)
-        if (a->mask[i]) a->opt.scale[i] = 0.0f;
+        if (a->mask[i] != TRAIN_WIDEN_NEW) a->opt.scale[i] = 0.0f;
   }
   train_batch_init(&a->batch, o->batch, T, len);
   return 1;
@@ -322,6 +338,13 @@ static int first_micro(int n, int r, int K) {
   return (int)(((long)n * r + K - 1) / K);
 }
 
+/* 1 if x[0..n) are all finite. */
+static int all_finite(const float *x, size_t n) {
+  int ok = 1;
+  for (size_t i = 0; i < n; i++) ok &= isfinite(x[i]) != 0;
+  return ok;
+}
+
 double train_arm_step(train_arm *a, int b) {
   int T = a->T, B = a->net.B;
   const train_batch *bt = &a->batch;
@@ -388,7 +411,14 @@ double train_arm_step(train_arm *a, int b) {
     t->bcast(K - 1, &loss, sizeof loss);
   }
   a->net.rng = epoch_rng;
+  /* a loss or gradient that is not finite: no step (every rank has the
+  ** same sum, so every rank stops the arm at the same step) */
+  if (!isfinite(loss) || !all_finite(a->gsum, n)) {
+    a->diverged = isfinite(loss) ? "gradient" : "loss";
+    return loss / wsum;
+  }
   train_adamw_step(&a->opt, a->m.params, a->gsum, n);
+  if (!all_finite(a->m.params, n)) a->diverged = "weights";
   return loss / wsum;
 }
 

@@ -16,7 +16,10 @@
 ** compare's random arm (so --init-mix 1 is that arm, bit for bit),
 ** --reinit-layers, --init-noise; the optimiser gets --optim, --momentum,
 ** --lr-scale rms (each tensor's RMS at the compiled point) and --freeze
-** compiled (scale 0 on the compiled entries).
+** compiled (scale 0 on the compiled entries and on --widen's wires, the
+** zeros that would let added capacity into the compiled dimensions: so
+** the compiled circuit computes exactly what it did at step 0, and added
+** capacity reaches the output through the readout alone).
 **
 ** "Still the program": the compiled model's attention heads named in its
 ** layout (categorical units of kind "head") are read off the residual
@@ -74,6 +77,10 @@ typedef struct train_arm {
   float *gsum, *keep;
   double *keep_loss;
   int nkeep;
+  const char *diverged; /* what a step found not finite ("loss",
+                        ** "gradient", "weights"), NULL while all is */
+  long stopped;         /* the step (from 1) at which the loop stopped the
+                        ** arm for it; 0 while it trains */
 } train_arm;
 
 /* How the ranks of a data-parallel run reach each other (tmpi.h installs
@@ -111,7 +118,10 @@ void train_arm_encode(train_arm *a, const train_dataset *d, const int *idx,
 ** answer token.  The batch is cut into micro-batches of --micro samples;
 ** under a transport, rank r of K computes micro-batches ceil(n r / K) up to
 ** ceil(n (r + 1) / K) of the n, and every rank takes the same step (see
-** tarm.c). */
+** tarm.c).  A loss or gradient that is not finite would turn every
+** weight to NaN: the step is not taken (the weights stay the last finite
+** ones) and a->diverged says which; weights that the step made non-finite
+** set it to "weights".  The loop stops such an arm (tloop.h). */
 double train_arm_step(train_arm *a, int b);
 /* Under a transport: rank 0's parameters, optimiser state and the `bytes`
 ** of state to every rank (a trial's start: what rank 0 resumed). */

@@ -41,27 +41,37 @@ typedef struct hooks {
 } hooks;
 
 /* Trains the n arms from epoch epoch0 (*step steps taken) until o->epochs
-** epochs, o->max_steps steps or a hook's stop.  o gives the schedule
-** (--batch, --epochs, --max-steps) and the seed of the order.  1, or 0
-** with err (a hook's). */
+** epochs, o->max_steps steps, a hook's stop or every arm stopped.  o gives
+** the schedule (--batch, --epochs, --max-steps) and the seed of the order.
+** An arm whose step found a non-finite loss, gradient or weight
+** (train_arm_step) is stopped: its ->stopped is that step, it takes no
+** more steps and its loss is NAN from then on; when every arm has
+** stopped, the epoch's hook runs and the loop ends.  1, or 0 with err (a
+** hook's). */
 static int loop(train_arm *arms, int n, const train_opts *o, const train_dataset *tr,
                 int epoch0, long *step, const hooks *h, rasp_error *err) {
   long max = o->max_steps ? o->max_steps : 1L << 40;
   int *ord = raspM_alloc((size_t)tr->n * sizeof *ord);
   double *loss = raspM_alloc((size_t)n * sizeof *loss);
-  int ok = 1, stop = 0;
-  for (int e = epoch0; ok && !stop && e < o->epochs && *step < max; e++) {
+  int ok = 1, stop = 0, live = 1;
+  for (int e = epoch0; ok && !stop && live && e < o->epochs && *step < max; e++) {
     train_data_order(ord, tr->n, o->seed, e);
     /* dropout masks from a stream tied to the epoch */
     for (int k = 0; k < n; k++)
       raspT_rng_seed(&arms[k].net.rng, arms[k].o->seed, 0xd40000 + (uint64_t)e);
     double sum = 0;
     int nb = 0;
-    for (int s0 = 0; ok && s0 < tr->n && *step < max; s0 += o->batch) {
+    for (int s0 = 0; ok && live && s0 < tr->n && *step < max; s0 += o->batch) {
       int b = tr->n - s0 < o->batch ? tr->n - s0 : o->batch;
+      live = 0;
       for (int k = 0; k < n; k++) {
-        train_arm_encode(&arms[k], tr, ord + s0, b, e);
-        loss[k] = train_arm_step(&arms[k], b);
+        train_arm *a = &arms[k];
+        loss[k] = NAN;
+        if (a->stopped) continue;
+        train_arm_encode(a, tr, ord + s0, b, e);
+        loss[k] = train_arm_step(a, b);
+        if (a->diverged) a->stopped = *step + 1;
+        else live++;
       }
       sum += loss[0];
       nb++;
@@ -80,6 +90,8 @@ static int loop(train_arm *arms, int n, const train_opts *o, const train_dataset
 typedef struct trial_result {
   double val_seq, val_loss, train_loss;
   int epochs;
+  long stopped;         /* the step a non-finite value stopped it at, or 0 */
+  const char *diverged; /* what was not finite */
 } trial_result;
 
 typedef struct trial {
@@ -99,16 +111,20 @@ static void csv_header(train_log *f, const train_opts *o) {
                       "val_tok_acc,val_lead_acc");
   for (int k = 0; k < train_answer_len(o) && k < 64; k++)
     train_log_printf(f, ",val_pos%d_acc", k);
-  train_log_printf(f, ",seconds,dist_compiled,program_acc\n");
+  train_log_printf(f, ",seconds,dist_compiled,program_acc,stopped\n");
 }
 
-/* The row's answer positions (at most 64) and its last three fields. */
+/* The row's answer positions (at most 64) and its last four fields
+** (stopped: the step at which a non-finite value stopped the trial, empty
+** while it trains). */
 static void csv_tail(trial *t, const char *secs) {
-  char dist[32], prog[32];
+  char dist[32], prog[32], stop[32] = "";
   for (int k = 0; k < train_answer_len(t->o) && k < 64; k++)
     train_log_printf(&t->r.csv, ",%.6g", t->mv.pos_acc[k]);
-  train_log_printf(&t->r.csv, ",%s,%s,%s\n", secs, train_dist_text(&t->a, dist, sizeof dist),
-                   train_prog_text(&t->mv, prog, sizeof prog));
+  if (t->a.stopped) snprintf(stop, sizeof stop, "%ld", t->a.stopped);
+  train_log_printf(&t->r.csv, ",%s,%s,%s,%s\n", secs,
+                   train_dist_text(&t->a, dist, sizeof dist),
+                   train_prog_text(&t->mv, prog, sizeof prog), stop);
 }
 
 static void print_distance(trial *t, const char *when) {
@@ -176,8 +192,20 @@ static int trial_epoch(void *ctx, int epoch, long step, double mean_loss, int *s
   if (t->mv.loss < o->stop_loss) st->done = 1;
   if (o->max_steps && step >= o->max_steps) st->done = 1;
   if (epoch >= o->epochs) st->done = 1;
+  if (t->a.stopped) {
+    /* no checkpoint of a stopped epoch: --resume replays it from the last
+    ** one and stops at the same step, as an uninterrupted run does */
+    st->done = 1;
+    t->res->stopped = t->a.stopped;
+    t->res->diverged = t->a.diverged;
+    fprintf(stderr, "trial %d stopped at step %ld (epoch %d): its %s %s not finite; %s\n",
+            t->k, t->a.stopped, epoch, t->a.diverged,
+            strcmp(t->a.diverged, "weights") ? "was" : "were",
+            strcmp(t->a.diverged, "weights") ? "the step was not taken"
+                                             : "the weights are those after the step");
+  }
   *stop = st->done;
-  return t->r.on ? train_resume_save(&t->r, &t->a.m, &t->a.opt, err) : 1;
+  return t->r.on && !t->a.stopped ? train_resume_save(&t->r, &t->a.m, &t->a.opt, err) : 1;
 }
 
 /* Trial k, its result into *res.  1, or 0 with err. */
@@ -225,7 +253,7 @@ static int run_trial(const train_opts *o, int k, const train_dataset *tr,
 
 int train_trials(const train_opts *o, const train_dataset *tr, const train_dataset *te,
                  rasp_error *err) {
-  int ok = 0, failed = 0, not_diverged = 0;
+  int ok = 0, failed = 0, not_diverged = 0, nstopped = 0;
   for (int k = 0; k < o->trials; k++) {
     trial_result r = {0};
     if (!run_trial(o, k, tr, te, &r, err)) return 0;
@@ -233,22 +261,26 @@ int train_trials(const train_opts *o, const train_dataset *tr, const train_datas
     ** "overfits" when its validation loss has diverged from its training
     ** loss: val > 2 * train + 0.05 (our reading of the paper's second
     ** column, which reports failed trials that have NOT diverged). */
-    int success = r.val_seq >= 0.95;
+    int success = r.val_seq >= 0.95 && !r.stopped;
     int diverged = r.val_loss > 2 * r.train_loss + 0.05;
     ok += success;
-    if (!success) {
+    nstopped += r.stopped != 0;
+    if (!success && !r.stopped) {
       failed++;
       not_diverged += !diverged;
     }
     printf("trial %d: epochs %d, val seq acc %.4f, val loss %.4f, train loss "
-           "%.4f: %s\n", k, r.epochs, r.val_seq, r.val_loss, r.train_loss,
-           success ? "success" : diverged ? "failed (overfit)" : "failed");
+           "%.4f: ", k, r.epochs, r.val_seq, r.val_loss, r.train_loss);
+    if (r.stopped) printf("stopped at step %ld (non-finite %s)\n", r.stopped, r.diverged);
+    else printf("%s\n", success ? "success" : diverged ? "failed (overfit)" : "failed");
   }
   printf("summary: %d trials, %.0f%% reached 95%% sequence accuracy", o->trials,
          100.0 * ok / o->trials);
+  if (nstopped) printf("; %d stopped (non-finite)", nstopped);
   if (failed)
-    printf("; of %d failed, %.0f%% did not diverge (%.0f%% overfit)", failed,
-           100.0 * not_diverged / failed, 100.0 * (failed - not_diverged) / failed);
+    printf("; of %d %sfailed, %.0f%% did not diverge (%.0f%% overfit)", failed,
+           nstopped ? "other " : "", 100.0 * not_diverged / failed,
+           100.0 * (failed - not_diverged) / failed);
   printf("\n");
   return 1;
 }
@@ -303,38 +335,62 @@ typedef struct compare {
   train_log csv;
   char csv_path[4300];
   int writes; /* 0: a data-parallel rank other than 0 */
+  /* each arm's last evaluation and its step; a stopped arm's weights do
+  ** not change, so its first evaluation after the stop serves for the
+  ** rest (cached) */
+  train_metrics last[TRAIN_MAX_ARMS];
+  long last_step[TRAIN_MAX_ARMS];
+  int cached[TRAIN_MAX_ARMS];
 } compare;
 
 /* Evaluates arm k at step and appends its row; loss: its last step's
-** (NULL before the first). */
+** (NULL before the first; none after the arm stopped).  The last field is
+** the step at which the arm was stopped, empty while it trains. */
 static void compare_row(compare *c, int k, long step, const double *loss) {
   const train_opts *o = c->o;
   int A = train_answer_len(o), lead = train_lead_index(o);
+  train_arm *a = &c->arms[k];
   train_metrics mv;
-  train_arm_eval(&c->arms[k], c->te, c->nev, -1, &mv);
+  if (c->cached[k]) mv = c->last[k];
+  else train_arm_eval(a, c->te, c->nev, -1, &mv);
+  c->last[k] = mv;
+  c->last_step[k] = step;
+  c->cached[k] = a->stopped != 0;
   double oth = 0;
   for (int q = 0; q < A && q < 64; q++)
     if (q != lead) oth += mv.pos_acc[q];
   oth = A > 1 ? oth / (A - 1) : 0;
   train_log_printf(&c->csv, "%ld,%s,", step, c->names[k]);
-  if (loss) train_log_printf(&c->csv, "%.6g", loss[k]);
+  if (loss && (!a->stopped || a->stopped == step)) train_log_printf(&c->csv, "%.6g", loss[k]);
   train_log_printf(&c->csv, ",%.6g,%.6g,%.6g,%.6g,%.6g", mv.loss, mv.lead_acc, mv.seq_acc,
                    mv.tok_acc, oth);
   for (int q = 0; q < A && q < 64; q++) train_log_printf(&c->csv, ",%.6g", mv.pos_acc[q]);
   char dist[32], prog[32];
-  train_log_printf(&c->csv, ",%s,%s\n", train_dist_text(&c->arms[k], dist, sizeof dist),
+  train_log_printf(&c->csv, ",%s,%s,", train_dist_text(a, dist, sizeof dist),
                    train_prog_text(&mv, prog, sizeof prog));
+  if (a->stopped) train_log_printf(&c->csv, "%ld", a->stopped);
+  train_log_printf(&c->csv, "\n");
   fprintf(stderr, "step %ld %s: val %.4f lead %.3f seq %.3f pos", step, c->names[k], mv.loss,
           mv.lead_acc, mv.seq_acc);
   for (int q = 0; q < A && q < 64; q++) fprintf(stderr, " %.3f", mv.pos_acc[q]);
   fprintf(stderr, "\n");
 }
 
-/* A hook: every --eval-every steps and at the last, every arm's row.  1, or
-** 0 with err. */
+/* A hook: every --eval-every steps, at the last and at the step an arm
+** stopped at, every arm's row.  1, or 0 with err. */
 static int compare_step(void *ctx, long step, const double *loss, rasp_error *err) {
   compare *c = ctx;
-  if (step % c->every && step != c->max) return 1;
+  int now = 0;
+  for (int k = 0; k < c->n; k++)
+    if (c->arms[k].stopped == step) {
+      const char *why = c->arms[k].diverged;
+      int w = !strcmp(why, "weights");
+      fprintf(stderr, "rasp-train: arm %s stopped at step %ld: its %s %s not finite (%s); "
+                      "it takes no more steps\n", c->names[k], step, why, w ? "were" : "was",
+              w ? "after the step" : "the step was not taken");
+      now = 1;
+    }
+  if (step % c->every && step != c->max && !now) return 1;
   for (int k = 0; k < c->n; k++) compare_row(c, k, step, loss);
   return !c->writes || train_log_commit(&c->csv, c->csv_path, err);
 }
@@ -406,7 +462,7 @@ int train_compare(const train_opts *o, const train_dataset *tr, const train_data
     train_log_printf(&c.csv, "step,init,train_loss,val_loss,val_lead_acc,val_seq_acc,"
                              "val_tok_acc,val_other_acc");
     for (int k = 0; k < A && k < 64; k++) train_log_printf(&c.csv, ",val_pos%d_acc", k);
-    train_log_printf(&c.csv, ",dist_compiled,program_acc\n");
+    train_log_printf(&c.csv, ",dist_compiled,program_acc,stopped\n");
     for (int k = 0; k < c.n; k++) compare_row(&c, k, 0, NULL);
     ok = !c.writes ||
          (train_log_commit(&c.csv, c.csv_path, err) && write_compare_gp(gp, c.n, c.names, err));
@@ -416,6 +472,19 @@ int train_compare(const train_opts *o, const train_dataset *tr, const train_data
     hooks h = {compare_step, NULL, &c};
     ok = loop(c.arms, c.n, o, tr, 0, &step, &h, err);
   }
+  if (ok)
+    for (int k = 0; k < c.n; k++) { /* the summary: each arm's last row */
+      const train_metrics *mv = &c.last[k];
+      char dist[32], prog[32];
+      printf("arm %s: step %ld, val loss %.6g, lead %.4f, seq %.4f", c.names[k], c.last_step[k],
+             mv->loss, mv->lead_acc, mv->seq_acc);
+      if (*train_dist_text(&c.arms[k], dist, sizeof dist)) printf(", distance %s", dist);
+      if (*train_prog_text(mv, prog, sizeof prog)) printf(", program heads %s", prog);
+      if (c.arms[k].stopped)
+        printf(": stopped at step %ld (non-finite %s)", c.arms[k].stopped,
+               c.arms[k].diverged);
+      printf("\n");
+    }
   train_log_free(&c.csv);
   for (int k = 0; k < made; k++) train_arm_free(&c.arms[k]);
   raspM_free(c.arms);

@@ -9,6 +9,14 @@
 ** `rasp compile --check` measured.  Every evaluation of a model started
 ** from --init logs its L2 distance from the compiled point and, for a
 ** compiled one, the probe's "still the program" share (tarm.h).
+**
+** A model whose loss, gradient or weights stop being finite is stopped,
+** not stepped on: a trial ends there (its row's `stopped` field is the
+** step, the summary line says so, and its last checkpoint stays the last
+** finite epoch, so --resume replays the same stop); a compare arm takes no
+** more steps, its rows carry the step in `stopped` from then on, and the
+** summary compare prints on the standard output, one line per arm, says
+** so.  The exit status stays 0: a diverged arm is a result.
 */
 #ifndef RASP_TLOOP_H
 #define RASP_TLOOP_H

@@ -11,8 +11,10 @@
 ** (all but "model": a decoder given as an encoder, or the reverse, is
 ** refused by the loader, which says how to compile it);
 ** the edge markers, for which it has no option, it takes from the model
-** (its generator writes either layout).  Models without layout.task (ours,
-** and models compiled before it was recorded) are not checked.
+** (its generator writes either layout).  rasp-train's own checkpoints
+** record layout.task too (tarm.c), so a trained model given to --init is
+** held against its task the same way; models without layout.task
+** (compiled or trained before it was recorded) are not checked.
 */
 #ifndef RASP_TTASK_H
 #define RASP_TTASK_H

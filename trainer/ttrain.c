@@ -561,13 +561,15 @@ out:
 
 /* ---- widening ------------------------------------------------------------ */
 
-typedef enum { W_RAND, W_ZERO } wfill;
+/* W_WIRE: a zero that joins added capacity to the compiled dimensions
+** (marked TRAIN_WIDEN_WIRE: --freeze compiled keeps it 0) */
+typedef enum { W_RAND, W_ZERO, W_WIRE } wfill;
 
 /* Fills dst [r2, c2] (a block of the widened tensor) from src [r1, c1]:
-** entry (i, j) with i < r1 and j < c1 is copied (and marked in mask); the
-** others are filled as their kind says: old row and new column (old_new),
-** new row and old column (new_old), both new (new_new).  A new head's
-** block passes r1 = 0: all its rows are new. */
+** entry (i, j) with i < r1 and j < c1 is copied (and marked
+** TRAIN_WIDEN_COMPILED in mask); the others are filled as their kind says:
+** old row and new column (old_new), new row and old column (new_old), both
+** new (new_new).  A new head's block passes r1 = 0: all its rows are new. */
 static void widen_2d(float *dst, unsigned char *mask, const float *src,
                      size_t r1, size_t c1, size_t r2, size_t c2, wfill old_new,
                      wfill new_old, wfill new_new, float scale, rasp_rng *r) {
@@ -577,11 +579,12 @@ static void widen_2d(float *dst, unsigned char *mask, const float *src,
       int ni = i >= r1, nj = j >= c1;
       if (!ni && !nj) {
         dst[k] = src[i * c1 + j];
-        mask[k] = 1;
+        mask[k] = TRAIN_WIDEN_COMPILED;
         continue;
       }
       wfill f = ni && nj ? new_new : ni ? new_old : old_new;
       dst[k] = f == W_RAND ? (float)(scale * train_normal(r)) : 0.0f;
+      if (f == W_WIRE) mask[k] = TRAIN_WIDEN_WIRE;
     }
 }
 
@@ -622,7 +625,7 @@ int train_widen(rasp_model *m, int K, float scale, uint64_t seed,
       /* [H, D, Dh]: old heads read only the old dimensions */
       for (size_t h = 0; h < H2; h++)
         widen_2d(dst + h * D2 * Dh, mt + h * D2 * Dh, src + (h < H ? h : 0) * D * Dh,
-                 h < H ? D : 0, Dh, D2, Dh, W_RAND, h < H ? W_ZERO : W_RAND, W_RAND,
+                 h < H ? D : 0, Dh, D2, Dh, W_RAND, h < H ? W_WIRE : W_RAND, W_RAND,
                  scale, &r);
     } else if (!strcmp(leaf, "b_q") || !strcmp(leaf, "b_k") || !strcmp(leaf, "b_v")) {
       widen_2d(dst, mt, src, H, Dh, H2, Dh, W_ZERO, W_ZERO, W_ZERO, scale, &r);
@@ -630,19 +633,21 @@ int train_widen(rasp_model *m, int K, float scale, uint64_t seed,
       /* [H, Dh, D]: new heads write only the new dimensions */
       for (size_t h = 0; h < H2; h++)
         widen_2d(dst + h * Dh * D2, mt + h * Dh * D2, src + (h < H ? h : 0) * Dh * D,
-                 h < H ? Dh : 0, D, Dh, D2, W_RAND, W_ZERO, W_RAND, scale, &r);
+                 h < H ? Dh : 0, D, Dh, D2, W_RAND, W_WIRE, W_RAND, scale, &r);
     } else if (!strcmp(leaf, "b_o") || !strcmp(leaf, "b_out") || !strcmp(leaf, "b_in") ||
                !strcmp(n, "unembed_b")) {
       widen_2d(dst, mt, src, 1, (size_t)raspN_tensor(m, n)->size, 1, t->size, W_ZERO,
                W_ZERO, W_ZERO, scale, &r);
     } else if (!strcmp(leaf, "w_in")) {
       /* [D, F]: old units read only the old dimensions */
-      widen_2d(dst, mt, src, D, F, D2, F2, W_RAND, W_ZERO, W_RAND, scale, &r);
+      widen_2d(dst, mt, src, D, F, D2, F2, W_RAND, W_WIRE, W_RAND, scale, &r);
     } else if (!strcmp(leaf, "w_out")) {
       /* [F, D]: new units write only the new dimensions */
-      widen_2d(dst, mt, src, F, D, F2, D2, W_RAND, W_ZERO, W_RAND, scale, &r);
+      widen_2d(dst, mt, src, F, D, F2, D2, W_RAND, W_WIRE, W_RAND, scale, &r);
     } else if (!strcmp(n, "unembed")) {
-      /* [D, n_out]: the logits read only the old dimensions at step 0 */
+      /* [D, n_out]: the logits read only the old dimensions at step 0;
+      ** the readout's rows for the new ones are how added capacity reaches
+      ** the output, so they are no wires: they train under --freeze */
       widen_2d(dst, mt, src, D, (size_t)c.n_out, D2, (size_t)c.n_out, W_ZERO,
                W_ZERO, W_ZERO, scale, &r);
     } else {

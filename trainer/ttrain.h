@@ -111,8 +111,16 @@ int *train_compiled_out_vals(const rasp_model *m, int *nvals, rasp_error *err);
 ** old heads and units read only the old dimensions, new heads and units
 ** write only the new ones, the readout reads only the old ones (zeros);
 ** every other new weight is N(0, scale^2), new biases 0.  *mask (nparams
-** bytes, raspM_free it) marks the entries copied from the old model.
-** 1, or 0 with err (the model unchanged). */
+** bytes, raspM_free it) marks the entries copied from the old model
+** TRAIN_WIDEN_COMPILED and the "wires" TRAIN_WIDEN_WIRE: the zeros through
+** which added capacity would reach the compiled dimensions (old heads' and
+** units' reads of the new dimensions, new heads' and units' writes to the
+** old ones).  While the compiled entries and the wires keep their values
+** (--freeze compiled), the compiled dimensions of the residual stream are
+** exactly the compiled model's at every layer, however the rest trains;
+** added capacity reaches the logits through the readout's new rows.  Other
+** entries are 0.  1, or 0 with err (the model unchanged). */
+enum { TRAIN_WIDEN_NEW = 0, TRAIN_WIDEN_COMPILED = 1, TRAIN_WIDEN_WIRE = 2 };
 int train_widen(rasp_model *m, int K, float scale, uint64_t seed,
                 unsigned char **mask, rasp_error *err);
 
