@@ -142,6 +142,13 @@ static int apply_model(const char *stem, const char *input, int symbols, int wan
     fprintf(stderr, "rasp apply: '%s': not a compiled model (STEM.json has no layout)\n", stem);
     goto out;
   }
+  if (raspN_layout_has(&m, "trained_by") == 1 && raspN_layout_has(&m, "vocab") != 1) {
+    /* rasp-train's checkpoints record the task, not a compiled layout */
+    fprintf(stderr, "rasp apply: '%s': a model trained by rasp-train, not a compiled one (its "
+            "layout records only the task; rasp apply runs the STEM.json + "
+            "STEM.safetensors of rasp compile)\n", stem);
+    goto out;
+  }
   if (task && !task_agrees(&m, stem, file, task)) goto out;
   static const char *const lists[] = {"vocab", "readout.values", "dims"};
   char ***into[] = {&vocab, &vals, &dims};

@@ -112,4 +112,11 @@ fails "rasp apply: --seed draws a sample; with --input, D and M come from the in
 # check, for models without one)
 fails "was compiled for M = 3, $ps's task has M = 4 (give --M 3, or an --input whose graph has M = 3)" \
   "$tmp/ps" --program $ps --D 2 --M 4 --V 10
+# a rasp-train checkpoint: its layout records the task only
+if [ -x "$top_builddir/trainer/rasp-train" ]; then
+  OMP_NUM_THREADS=1 "$top_builddir/trainer/rasp-train" --D 2 --M 3 --V 10 --train 8 --test 2 \
+    --batch 4 --micro 4 --epochs 1 --layers 1 --d-model 16 --heads 2 --d-mlp 16 \
+    --out "$tmp/ck" >/dev/null 2>&1 || bad "rasp-train for a checkpoint"
+  fails "a model trained by rasp-train, not a compiled one" "$tmp/ck/trial0.g000001" --input "a b"
+fi
 [ "$fail" = 0 ]
