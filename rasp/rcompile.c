@@ -108,6 +108,14 @@
 ** ln(1000 (n_out - 1)), so that a right output's cross-entropy is below
 ** 0.001 and a compiled decoder starts training near zero loss).
 **
+** Margins and precision.  Once the weights are written, every head, MLP
+** unit and the readout is evaluated on its value sets (prove, below): its
+** margin, and whether the rounding of the target precision can eat it.
+** In fp16 and bf16 a numerical encoding that is not proven there is
+** replaced by a categorical one (the whole compile runs again with those
+** nodes forced), and a node with no categorical alternative (a mean, a
+** width) is refused at its source position (RASP_E_INEXACT).
+**
 ** Running.  raspG_run uses a sparse copy of the weights (fast_forward):
 ** raspN_forward's sums in the same order without the zero terms, so the
 ** logits are bit-identical and --check is fast on large models.
@@ -153,6 +161,8 @@ typedef struct comp {
   int numeq;
   view kv, qv;
   double sh;
+  int sel;         /* the select node (numeq: what a fallback forces) */
+  int col0, col1;  /* its columns in the head (write_head) */
 } comp;
 
 typedef struct unit {
@@ -182,6 +192,16 @@ typedef struct unit {
   double ct_a, ct_b;
   int last;        /* the last sublayer that reads it (liveness) */
   int erase;       /* MLP sublayer that erases it once dead, or 0 */
+  /* where its weights are (for the margins): MLP hidden units [h0, h1), its
+  ** eraser's [e0, e1); a head's slot in its layer and BOS column */
+  int h0, h1, e0, e1, hslot, bcol;
+  /* proven margin (heads: score gap in logits; MLP units: the smallest
+  ** distance of a hidden unit from its hinge) and the rounding it must
+  ** absorb at the target precision (same units); margin < 0: none */
+  double margin, need;
+  double kappa;    /* its values' relative error at the precision, in units
+                      of the unit roundoff (0: exact) */
+  const char *why; /* why its margin is not proven, for the refusal */
 } unit;
 
 typedef struct gc {
@@ -198,7 +218,16 @@ typedef struct gc {
   unsigned char *ornot; /* per IR node: a select under an or / not */
   int *decoded;    /* per unit: its categorical decode unit, or -1 */
   rasp_error *err;
+  /* per IR node (and [nnodes]: the tokens): compile it categorically, its
+  ** numerical encoding not being proven at the target precision */
+  const unsigned char *force;
+  int allcat;      /* --encoding categorical: no numerical integer encodings */
 } gc;
+
+/* Whether node id (-1: the tokens) must be categorical. */
+static int forced(const gc *g, int id) {
+  return g->allcat || (g->force && g->force[id < 0 ? g->ir->nnodes : id]);
+}
 
 /* ---- elements ----------------------------------------------------------- */
 
@@ -642,6 +671,7 @@ static int sel_comps(gc *g, int id, comp *c, int *nc) {
     comp *cc = &c[(*nc)++];
     memset(cc, 0, sizeof *cc);
     cc->numeq = 1;
+    cc->sel = id;
     view_copy(g, &cc->kv, &g->nv[nd->in[0]]);
     view_copy(g, &cc->qv, &g->nv[nd->in[1]]);
     cc->ku = cc->kv.unit;
@@ -764,7 +794,7 @@ static int numq_ok(gc *g, int id) {
 ** table needing more than NUMMIN columns. */
 static int numeq_ok(gc *g, int id) {
   const rasp_ir_node *nd = &g->ir->nodes[id];
-  if (nd->aux != RASP_PRED_EQ || g->ornot[id]) return 0;
+  if (nd->aux != RASP_PRED_EQ || g->ornot[id] || forced(g, id)) return 0;
   const view *kv = &g->nv[nd->in[0]], *qv = &g->nv[nd->in[1]];
   if (!lf_ok(g, kv) || !lf_ok(g, qv)) return 0;
   if (g->u[kv->unit].sq || g->u[qv->unit].sq) return 1;
@@ -793,7 +823,7 @@ static void mark_ornot(gc *g, int id, int under) {
 ** numerical dimension computed with |X| + |Y| hidden units at most,
 ** instead of a categorical table of |X| * |Y|. */
 static int plan_sum(gc *g, int id, const rasp_ir_node *nd) {
-  if (nd->op != RASP_OP_BINARY && nd->op != RASP_OP_SEQMAP) return 0;
+  if ((nd->op != RASP_OP_BINARY && nd->op != RASP_OP_SEQMAP) || forced(g, id)) return 0;
   const view *x = &g->nv[nd->in[0]], *y = &g->nv[nd->in[1]];
   if (x->unit == y->unit || (long long)x->nv * y->nv > 4000000) return 0;
   if ((long long)x->nv * y->nv <= 64) return 0; /* a small table is as cheap */
@@ -855,7 +885,7 @@ static int plan_sum(gc *g, int id, const rasp_ir_node *nd) {
 ** hidden units, when x and y read as integers and the result has many
 ** values (or an operand is numerical already). */
 static int plan_nwhere(gc *g, int id, const rasp_ir_node *nd) {
-  if (nd->op != RASP_OP_WHERE) return 0;
+  if (nd->op != RASP_OP_WHERE || forced(g, id)) return 0;
   const view *x = &g->nv[nd->in[1]], *y = &g->nv[nd->in[2]];
   if (!lf_ok(g, x) || !lf_ok(g, y)) return 0;
   int nx, ny;
@@ -939,7 +969,7 @@ static int plan_nwhere(gc *g, int id, const rasp_ir_node *nd) {
 ** [z >= 1] = ReLU(z) - ReLU(z-1): two or three hidden units and a
 ** two-valued (False, True) unit instead of decoding the operands. */
 static int plan_ncmp(gc *g, int id, const rasp_ir_node *nd) {
-  if (nd->op != RASP_OP_BINARY) return 0;
+  if (nd->op != RASP_OP_BINARY || forced(g, id)) return 0;
   switch ((rasp_binop)nd->aux) {
   case RASP_BIN_EQ: case RASP_BIN_NE: case RASP_BIN_LT: case RASP_BIN_LE: case RASP_BIN_GT:
   case RASP_BIN_GE: break;
@@ -1116,7 +1146,7 @@ static int plan_node(gc *g, int id) {
   case RASP_OP_AGGR_MEAN: {
     const view *src = &g->nv[nd->in[1]];
     rasp_elem d0 = nd->op == RASP_OP_AGGR_MEAN ? raspI_elem_trunc(nd->c) : nd->c;
-    if (sel_has_eq(g->ir, nd->in[0]) && int_elem(d0) && lf_ok(g, src)) {
+    if (sel_has_eq(g->ir, nd->in[0]) && int_elem(d0) && lf_ok(g, src) && !forced(g, id)) {
       /* numerical move of an integer (x, x^2): the selected keys hold one
       ** value (as for the categorical move below), so the mean is it */
       int cnt;
@@ -1754,12 +1784,17 @@ static void write_head(gc *g, unit *u, float *wq, float *wk, float *wv, float *w
     wk[(size_t)0 * dh + 2] = 1;
     wq[(size_t)1 * dh + 2] = (float)(-1 * scale);
     wq[(size_t)0 * dh + 2] = (float)(10 * scale);
+    u->c[0].col0 = 0;
+    u->c[0].col1 = 2;
+    u->bcol = 2;
   } else {
     double m = 0;
     for (int i = 0; i < u->nc; i++) {
-      const comp *c = &u->c[i];
+      comp *c = &u->c[i];
+      c->col0 = col;
       if (!c->numeq) {
         col += comp_cols(g, c, comp_by_key(g, c), wq, wk, d, dh, col, scale);
+        c->col1 = col;
         m++;
         continue;
       }
@@ -1780,7 +1815,9 @@ static void write_head(gc *g, unit *u, float *wq, float *wk, float *wv, float *w
       lf_write(g, &f, wq, dh, col, -scale);
       wk[(size_t)1 * dh + col] += 1;
       col++;
+      c->col1 = col;
     }
+    u->bcol = col;
     wk[(size_t)0 * dh + col] = 1;
     wq[(size_t)1 * dh + col] = (float)((u->hmode == H_WIDTH ? m : m - 0.5) * scale);
     wq[(size_t)0 * dh + col] = (float)((m + 10) * scale);
@@ -1928,6 +1965,641 @@ static int layer_width(gc *g, int l, int d, int dh, int heads) {
   return w.h;
 }
 
+/* ---- margins and precision ----------------------------------------------
+** What the weights are proven to do on the value sets (doc/compiler.md,
+** "Margins and precision").  Every unit's possible values are known, so
+** each head and each MLP hidden unit is evaluated, in real arithmetic on the
+** float32 weights as written, on every value its inputs can take:
+**   head: per component, the score of every (key value, query value) pair
+**     over its columns; the margin is the smallest gap between a selected
+**     key and any key that is not selected, BOS included (an aggregate's
+**     selected keys must beat BOS, and BOS every unselected key; sel_width's
+**     BOS is selected), in logits (after the architecture's 1/sqrt(d_head));
+**   MLP hidden unit: its pre-activation z = b + sum of each source unit's
+**     contribution, over every combination of source values (the product of
+**     the distinct contributions, the last source by binary search); the
+**     margin is the smallest nonzero |z|.  z = 0 exactly (a unit on its
+**     hinge, as ReLU(x_a + c - 1) with one of them on) is allowed: there the
+**     output is exact while the input is;
+**   readout: the right logit's lead over every other, per readout value.
+** The rounding a unit must absorb at precision p (unit roundoff u: 2^-24,
+** 2^-11, 2^-8) is bounded per operation, with its inputs at their values
+** up to a relative error kappa u: 0 for what is computed exactly (embedded
+** integers the format holds; an MLP unit whose inputs are exact, whose
+** weights are integers and whose sums stay below 2^bits, so that every
+** partial sum is an integer the format holds), 1 for another MLP unit's
+** output (its one rounding), 4 for sel_width's 1/(w+1) (exp, sum, quotient,
+** store) and n/2 + 4 for other heads (their weighted sum of up to n equal
+** terms, accumulated in float32, adds up to n/2 roundings).  A dot product
+** with terms t_j then moves by at most sum |t_j| kappa_j u + what rounding
+** the weights to p moves it by + u |result| + (k + 1) 2^-24 sum |t_j|
+** (float32 accumulation; nothing where it is exact), a score by its query
+** and key columns' errors times the other's size, plus one rounding of the
+** score (none when exact) and one of its scaling (the same for equal
+** scores).  Proven at p: an MLP hidden unit when twice its bound is below
+** its margin; a head when, with every score moved by its bound, the
+** selected keys still win, the weight leaking past them (n e^-gap per key)
+** times the range of the values moved stays below an eighth of the gap
+** between those values (1 for one-hot and integers), and an averaging
+** head's selected weights, unequal by e^(spread), move its mean by no more
+** than that either; in fp16 no feature, score or value may exceed 65504.
+** This is a proof per sublayer (its inputs within their kappa of their
+** values), not a bound composed over the depth: that is what --check
+** --precision measures.  In fp16 and bf16 a unit that is not proven makes
+** its numerical nodes (and its sources') categorical and the compile runs
+** again, or is refused when nothing is left to change; in fp32 the
+** encodings stay as chosen by size (the bound does not prove the largest
+** (x, x^2) moves at |V| = 1000, whose tie rounding it must charge n/2
+** times, while --check finds them exact) and the count of units it proves
+** is reported.  */
+
+static const int prec_bits[3] = {24, 11, 8};
+static double prec_u(int p) { return ldexp(1, -prec_bits[p]); }
+
+const char *raspG_precision_name(int p) {
+  return p == RASPG_FP16 ? "fp16" : p == RASPG_BF16 ? "bf16" : "fp32";
+}
+
+float raspG_round(int p, float x) {
+  if (p == RASPG_BF16) {
+    uint32_t b;
+    memcpy(&b, &x, sizeof b);
+    if ((b & 0x7f800000u) == 0x7f800000u) return x; /* inf, NaN */
+    b += 0x7fffu + ((b >> 16) & 1u);               /* to nearest, ties to even */
+    b &= 0xffff0000u;
+    memcpy(&x, &b, sizeof b);
+    return x;
+  }
+  if (p != RASPG_FP16) return x;
+  double a = fabs((double)x);
+  if (!(a < INFINITY) || a == 0) return x;
+  if (a >= 0x1p-14) { /* normal: keep 10 of float32's 23 fraction bits */
+    uint32_t b;
+    memcpy(&b, &x, sizeof b);
+    b += 0xfffu + ((b >> 13) & 1u);
+    b &= ~0x1fffu;
+    memcpy(&x, &b, sizeof b);
+    return fabsf(x) > 65504.0f ? copysignf(INFINITY, x) : x;
+  }
+  int e;
+  frexp(a, &e);       /* a in [2^(e-1), 2^e): 11 bits, quantum 2^(e-11) */
+  int q = e - 11 < -24 ? -24 : e - 11; /* subnormals: quantum 2^-24 */
+  double r = ldexp(nearbyint(ldexp(a, -q)), q);
+  if (r > 65504) r = INFINITY;
+  return (float)copysign(r, (double)x);
+}
+
+/* Unit uid's value a dotted with column col of W (rows = residual
+** dimensions, row length ld); *t gets the sum of |terms| and *wre the most
+** rounding W's entries to precision p moves it by. */
+static double uv_dot(const gc *g, int uid, int a, const float *W, int ld, int col, int p,
+                     double *t, double *wre) {
+  const unit *s = &g->u[uid];
+  if (s->cat) {
+    float w = W[(size_t)(s->dim + a) * ld + col];
+    *t = fabs((double)w);
+    *wre = fabs((double)w - (double)raspG_round(p, w));
+    return w;
+  }
+  float w0 = W[(size_t)s->dim * ld + col];
+  double x = dval(s->vals[a]), r = x * w0;
+  *t = fabs(r);
+  *wre = fabs(x) * fabs((double)w0 - (double)raspG_round(p, w0));
+  if (s->sq) {
+    float w1 = W[(size_t)(s->dim + 1) * ld + col];
+    double r2 = x * x * w1;
+    r += r2;
+    *t += fabs(r2);
+    *wre += x * x * fabs((double)w1 - (double)raspG_round(p, w1));
+  }
+  return r;
+}
+
+/* Whether every entry of W that unit uid's dimensions (and ONE, when
+** with_one) feed into column col is an integer. */
+static int int_weights(const gc *g, int uid, const float *W, int ld, int col, int with_one) {
+  const unit *s = &g->u[uid];
+  int sz = s->cat ? s->nvals : s->sq ? 2 : 1;
+  for (int k = 0; k < sz; k++) {
+    float w = W[(size_t)(s->dim + k) * ld + col];
+    if (w != floorf(w)) return 0;
+  }
+  if (with_one) {
+    float w = W[(size_t)1 * ld + col];
+    if (w != floorf(w)) return 0;
+  }
+  return 1;
+}
+
+/* The relative error of an embedded unit's values: 0 where the format holds
+** them exactly (one-hot, or integers it represents), else 1. */
+static double embed_kappa(const gc *g, int uid, int p) {
+  const unit *s = &g->u[uid];
+  for (int a = 0; a < s->nvals && !s->cat; a++) {
+    double x = dval(s->vals[a]);
+    if ((double)raspG_round(p, (float)x) != x || (double)(float)x != x) return 1;
+    if (s->sq && ((double)raspG_round(p, (float)(x * x)) != x * x || (double)(float)(x * x) != x * x))
+      return 1;
+  }
+  return 0;
+}
+
+/* The largest magnitude unit uid holds (x^2 for a squared one). */
+static double unit_max(const gc *g, int uid) {
+  const unit *s = &g->u[uid];
+  double m = s->cat ? 1 : 0;
+  for (int a = 0; a < s->nvals && !s->cat; a++) {
+    double x = fabs(dval(s->vals[a]));
+    if (x > m) m = x;
+    if (s->sq && x * x > m) m = x * x;
+  }
+  return m;
+}
+
+/* The smallest gap between two of unit uid's values (1 for one-hot). */
+static double unit_gap(const gc *g, int uid) {
+  const unit *s = &g->u[uid];
+  double m = 1;
+  for (int a = 1; a < s->nvals && !s->cat; a++) {
+    double d = dval(s->vals[a]) - dval(s->vals[a - 1]);
+    if (d > 0 && d < m) m = d;
+  }
+  return m;
+}
+
+static int comp_rel(const gc *g, const comp *c, int a, int b) {
+  if (c->t) return c->t[(size_t)a * g->u[c->qu].nvals + b];
+  if (c->numq) return c->ky[a] == c->qa * dval(g->u[c->qu].vals[b]) + c->qb;
+  return c->kv.ok[a] && c->qv.ok[b] && dval(c->kv.val[a]) == dval(c->qv.val[b]);
+}
+
+/* The column vectors (over [c0, c1)) of every value of unit uid read through
+** W, plus ONE's row where uid is not ONE: vec[a * ncol + j]; per column the
+** largest |entry| (amax) and the largest error (emax: 0 where the column is
+** computed exactly: exact inputs, integer weights, sums within the format). */
+static double *col_vectors(const gc *g, int uid, const float *W, int dh, int c0, int c1, int p,
+                           double *amax, double *emax) {
+  const unit *s = &g->u[uid];
+  int ncol = c1 - c0, one = s->kind != U_ONE;
+  double up = prec_u(p), kap = s->kappa, lim = ldexp(1, prec_bits[p]);
+  double *v = raspM_alloc(sizeof(double) * (size_t)(s->nvals ? s->nvals : 1) * (size_t)(ncol ? ncol : 1));
+  for (int j = 0; j < ncol; j++) {
+    amax[j] = emax[j] = 0;
+    double tmax = 0;
+    float w1 = one ? W[(size_t)1 * dh + c0 + j] : 0;
+    double w1e = fabs((double)w1 - (double)raspG_round(p, w1));
+    for (int a = 0; a < s->nvals; a++) {
+      double t, wre, x = uv_dot(g, uid, a, W, dh, c0 + j, p, &t, &wre) + w1;
+      t += fabs((double)w1);
+      double e = t * kap * up + wre + w1e + up * fabs(x) + 8 * ldexp(1, -24) * t;
+      v[(size_t)a * ncol + j] = x;
+      if (fabs(x) > amax[j]) amax[j] = fabs(x);
+      if (e > emax[j]) emax[j] = e;
+      if (t > tmax) tmax = t;
+    }
+    if (kap == 0 && tmax <= lim && int_weights(g, uid, W, dh, c0 + j, one)) emax[j] = 0;
+  }
+  return v;
+}
+
+/* A head's margin and need (the most rounding can take from it), in
+** logits; 0 when not proven at p: a selected key must still beat every
+** other (BOS as the design wants), the weight leaking to the others times
+** the range of the values moved must stay below tol, and so must an
+** averaging head's error from unequal selected scores (tol: an eighth of
+** the gap between the head's values, 1 for one-hot and integers). */
+static int head_margin(gc *g, unit *u, rasp_model *m, int p) {
+  const rasp_model_config *cf = &m->cfg;
+  int d = cf->d_model, dh = cf->d_head, n = cf->max_len;
+  char nm[64];
+  snprintf(nm, sizeof nm, "layers.%d.attn.w_q", u->layer);
+  const float *wq = raspN_data(m, nm) + (size_t)u->hslot * d * dh;
+  snprintf(nm, sizeof nm, "layers.%d.attn.w_k", u->layer);
+  const float *wk = raspN_data(m, nm) + (size_t)u->hslot * d * dh;
+  double up = prec_u(p), lim = ldexp(1, prec_bits[p]);
+  double lsc = (double)(1.0f / sqrtf((float)dh));
+  int width = u->hmode == H_WIDTH, avg = width || u->hmode == H_NUM;
+  float qbf = wq[(size_t)1 * dh + u->bcol], kbf = wk[(size_t)0 * dh + u->bcol];
+  double sbos = (double)qbf * kbf, vmax = fmax(fabs(qbf), fabs(kbf)), smax = fabs(sbos);
+  /* errors without the final scaling (equal scores scale alike) and with */
+  double ebns = fabs((double)raspG_round(p, qbf) * raspG_round(p, kbf) - sbos);
+  double ebos = up * fabs(sbos) + ebns;
+  double blo = sbos - ebos, bhi = sbos + ebos;
+  int self = (int)(u - g->u);
+  double vrange = 2 * unit_max(g, self), tol = avg ? unit_gap(g, self) / 8 : 0.125;
+  double G = INFINITY, Gp = INFINITY, leak = 0, spread = 0;
+  double selmin = 0, selmax = 0, pselmin = 0, pselmax = 0;
+  int nc = u->nc;
+  double *mh = raspM_alloc(sizeof(double) * (size_t)(nc + 1) * 6);
+  double *Mh = mh + nc + 1, *Mf = Mh + nc + 1, *pmh = Mf + nc + 1, *pMh = pmh + nc + 1, *pMf = pMh + nc + 1;
+  for (int ci = 0; ci < nc; ci++) {
+    const comp *c = &u->c[ci];
+    int ncol = c->col1 - c->col0, nk = g->u[c->ku].nvals, nq = g->u[c->qu].nvals;
+    double *KA = raspM_alloc(sizeof(double) * (size_t)(ncol + 1) * 4), *KE = KA + ncol + 1,
+           *QA = KE + ncol + 1, *QE = QA + ncol + 1;
+    double *K = col_vectors(g, c->ku, wk, dh, c->col0, c->col1, p, KA, KE);
+    double *Q = col_vectors(g, c->qu, wq, dh, c->col0, c->col1, p, QA, QE);
+    /* each key's nonzero columns (a one-hot key has one) */
+    int *kn = raspM_alloc(sizeof(int) * ((size_t)nk * (size_t)(ncol ? ncol : 1) + (size_t)nk + 1)),
+        *ks = kn + (size_t)nk * (size_t)(ncol ? ncol : 1), nz = 0;
+    for (int a = 0; a < nk; a++) {
+      ks[a] = nz;
+      for (int j = 0; j < ncol; j++)
+        if (K[(size_t)a * ncol + j] != 0) kn[nz++] = j;
+    }
+    ks[nk] = nz;
+    double *sc = raspM_alloc(sizeof(double) * (size_t)(nk ? nk : 1) * 2), *er = sc + nk;
+    mh[ci] = pmh[ci] = INFINITY;
+    Mh[ci] = pMh[ci] = Mf[ci] = pMf[ci] = -INFINITY;
+    for (int j = 0; j < ncol; j++) {
+      if (QA[j] > vmax) vmax = QA[j];
+      if (KA[j] > vmax) vmax = KA[j];
+    }
+    double cmax = 0;
+    for (int b = 0; b < nq; b++) {
+      const double *qb = Q + (size_t)b * ncol;
+      double qe = 0;
+      for (int j = 0; j < ncol; j++) qe += (fabs(qb[j]) + QE[j]) * KE[j];
+      double hmin = INFINITY, hmax = -INFINITY, fx = -INFINITY, lo = INFINITY, hi = -INFINITY,
+             fhi = -INFINITY, lo2 = INFINITY, hi2 = -INFINITY;
+      for (int a = 0; a < nk; a++) {
+        double s = 0, e = qe;
+        for (int t = ks[a]; t < ks[a + 1]; t++) {
+          double kv = K[(size_t)a * ncol + kn[t]];
+          s += qb[kn[t]] * kv;
+          e += QE[kn[t]] * fabs(kv);
+        }
+        if (!(e == 0 && s == floor(s) && fabs(s) <= lim)) e += up * fabs(s); /* its rounding */
+        double ens = e;
+        e += up * fabs(s); /* the scaling's */
+        sc[a] = s;
+        er[a] = e;
+        if (fabs(s) > cmax) cmax = fabs(s);
+        if (comp_rel(g, c, a, b)) {
+          hmin = fmin(hmin, s), hmax = fmax(hmax, s), lo = fmin(lo, s - e), hi = fmax(hi, s + e);
+          lo2 = fmin(lo2, s - ens), hi2 = fmax(hi2, s + ens);
+        } else
+          fx = fmax(fx, s), fhi = fmax(fhi, s + e);
+      }
+      mh[ci] = fmin(mh[ci], hmin), Mh[ci] = fmax(Mh[ci], hmax), Mf[ci] = fmax(Mf[ci], fx);
+      pmh[ci] = fmin(pmh[ci], lo), pMh[ci] = fmax(pMh[ci], hi), pMf[ci] = fmax(pMf[ci], fhi);
+      if (nc != 1) continue;
+      /* one component: the exact gaps and leak at this query value */
+      double gap = INFINITY, pgap = INFINITY, ref;
+      if (hmin < INFINITY) {
+        gap = width ? fmin(hmin, sbos) - fx : hmin - fmax(fx, sbos);
+        pgap = width ? fmin(lo, blo) - fhi : lo - fmax(fhi, bhi);
+        spread = fmax(spread, width ? fmax(hi2, sbos + ebns) - fmin(lo2, sbos - ebns) : hi2 - lo2);
+      }
+      if (!width) {
+        gap = fmin(gap, sbos - fx);
+        pgap = fmin(pgap, blo - fhi);
+      }
+      G = fmin(G, gap);
+      Gp = fmin(Gp, pgap);
+      ref = hmin < INFINITY ? (width ? fmin(lo, blo) : lo) : blo;
+      double lk = hmin < INFINITY && !width ? exp(-(ref - bhi) * lsc) : 0;
+      double lkd = 0;
+      for (int a = 0; a < nk; a++)
+        if (!comp_rel(g, c, a, b)) {
+          lk += exp(-(ref - sc[a] - er[a]) * lsc);
+          lkd += exp(-(blo - sc[a] - er[a]) * lsc);
+        }
+      /* a key value can stand at up to n positions */
+      leak = fmax(leak, (double)n * fmax(lk, width ? 0 : lkd));
+    }
+    smax += cmax;
+    raspM_free(sc);
+    raspM_free(kn);
+    raspM_free(K);
+    raspM_free(Q);
+    raspM_free(KA);
+  }
+  if (nc > 1) {
+    double unsel = -INFINITY, punsel = -INFINITY;
+    for (int ci = 0; ci < nc; ci++) {
+      if (mh[ci] < INFINITY) selmin += mh[ci], pselmin += pmh[ci];
+      if (Mh[ci] > -INFINITY) selmax += Mh[ci], pselmax += pMh[ci];
+    }
+    for (int ci = 0; ci < nc; ci++)
+      if (Mf[ci] > -INFINITY) {
+        unsel = fmax(unsel, Mf[ci] + selmax - (Mh[ci] > -INFINITY ? Mh[ci] : 0));
+        punsel = fmax(punsel, pMf[ci] + pselmax - (pMh[ci] > -INFINITY ? pMh[ci] : 0));
+      }
+    G = width ? fmin(selmin, sbos) - unsel : fmin(selmin - fmax(unsel, sbos), sbos - unsel);
+    Gp = width ? fmin(pselmin, blo) - punsel : fmin(pselmin - fmax(punsel, bhi), blo - punsel);
+    spread = width ? fmax(pselmax, bhi) - fmin(pselmin, blo) : pselmax - pselmin;
+    leak = (double)n * exp(-Gp * lsc);
+  }
+  raspM_free(mh);
+  u->margin = G * lsc;
+  u->need = (G - Gp) * lsc;
+  int ok = 1;
+  if (!(Gp > 0)) ok = 0, u->why = "rounding can let a key that is not selected win";
+  else if (leak * vrange > tol)
+    ok = 0, u->why = "the weight leaking past its selected keys can move its value too far";
+  else if (avg && (exp(spread * lsc) - 1) * vrange > tol)
+    ok = 0, u->why = "rounding can weigh its selected keys unequally, moving its mean by more "
+                     "than an eighth of the gap between its values";
+  if (p == RASPG_FP16 && (vmax > 65504 || smax > 65504))
+    ok = 0, u->why = "a score or a feature exceeds fp16's largest number, 65504";
+  if (getenv("RASP_COMPILE_DEBUG"))
+    fprintf(stderr, "head %d: G %g Gp %g leak %g vrange %g tol %g spread %g avg %d\n", self, G, Gp,
+            leak, vrange, tol, spread, avg);
+  return ok;
+}
+
+static int cmp_dbl(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+typedef struct zsrc {
+  double *z; /* distinct contributions, sorted */
+  int n;
+} zsrc;
+
+/* The smallest nonzero |base + sum of one entry per source| (and the
+** largest |.|), sources[k..ns) still to choose; the last by search. */
+static void zscan(const zsrc *s, int k, int ns, double base, double tiny, double *mn, double *mx) {
+  if (k == ns - 1) {
+    const zsrc *l = &s[k];
+    double lo = base + l->z[0], hi = base + l->z[l->n - 1];
+    if (fabs(lo) > *mx) *mx = fabs(lo);
+    if (fabs(hi) > *mx) *mx = fabs(hi);
+    int a = 0, b = l->n; /* first index with base + z >= 0 */
+    while (a < b) {
+      int mid = (a + b) / 2;
+      if (base + l->z[mid] < 0) a = mid + 1;
+      else b = mid;
+    }
+    for (int i = a - 2; i <= a + 1; i++)
+      if (i >= 0 && i < l->n) {
+        double z = fabs(base + l->z[i]);
+        if (z > tiny && z < *mn) *mn = z;
+      }
+    return;
+  }
+  for (int i = 0; i < s[k].n; i++) zscan(s, k + 1, ns, base + s[k].z[i], tiny, mn, mx);
+}
+
+/* Hidden units [h0, h1) of layer l reading units src[0..ns): their
+** smallest margin and largest need into *mg, *nd, and *exact 1 when every
+** one is computed exactly at p (exact inputs, integer weights in and out,
+** sums within the format).  0 when one is not proven. */
+static int mlp_margin(gc *g, rasp_model *m, int l, int h0, int h1, const int *src, int ns, int p,
+                      double *mg, double *nd, int *exact) {
+  const rasp_model_config *cf = &m->cfg;
+  int F = cf->d_mlp, D = cf->d_model;
+  char nm[64];
+  snprintf(nm, sizeof nm, "layers.%d.mlp.w_in", l);
+  const float *wi = raspN_data(m, nm);
+  snprintf(nm, sizeof nm, "layers.%d.mlp.b_in", l);
+  const float *bi = raspN_data(m, nm);
+  snprintf(nm, sizeof nm, "layers.%d.mlp.w_out", l);
+  const float *wo = raspN_data(m, nm);
+  double up = prec_u(p), lim = ldexp(1, prec_bits[p]);
+  int ok = 1, has_one = 0, allex = 1;
+  double outsum = 0;
+  for (int k = 0; k < ns; k++) {
+    has_one |= g->u[src[k]].kind == U_ONE;
+    allex &= g->u[src[k]].kappa == 0;
+  }
+  zsrc *zs = raspM_alloc(sizeof(zsrc) * (size_t)(ns + 1));
+  for (int h = h0; h < h1; h++) {
+    float w1 = has_one ? 0.0f : wi[(size_t)1 * F + h];
+    double base = (double)bi[h] + w1, T = fabs((double)bi[h]) + fabs((double)w1), err = 0;
+    err += fabs((double)bi[h] - raspG_round(p, bi[h])) + fabs((double)w1 - raspG_round(p, w1));
+    int nnz = 1, nsrc = 0, hex = allex && bi[h] == floorf(bi[h]) && w1 == floorf(w1);
+    for (int r = 1; r < D; r++) nnz += wi[(size_t)r * F + h] != 0;
+    for (int k = 0; k < ns; k++) {
+      const unit *s = &g->u[src[k]];
+      double tmax = 0, t, wre, emax = 0;
+      double *z = raspM_alloc(sizeof(double) * (size_t)(s->nvals ? s->nvals : 1));
+      for (int a = 0; a < s->nvals; a++) {
+        z[a] = uv_dot(g, src[k], a, wi, F, h, p, &t, &wre);
+        if (t > tmax) tmax = t;
+        if (t * s->kappa * up + wre > emax) emax = t * s->kappa * up + wre;
+      }
+      hex = hex && int_weights(g, src[k], wi, F, h, 0);
+      int n = s->nvals;
+      qsort(z, (size_t)n, sizeof *z, cmp_dbl);
+      int w = 0;
+      for (int a = 0; a < n; a++)
+        if (!w || z[a] != z[w - 1]) z[w++] = z[a];
+      if (w == 1) { /* a constant: part of the base */
+        base += z[0];
+        raspM_free(z);
+      } else
+        zs[nsrc++] = (zsrc){z, w};
+      T += tmax;
+      err += emax;
+    }
+    double mn = INFINITY, mx = fabs(base), tiny = 1e-9 * (1 + T);
+    if (nsrc) zscan(zs, 0, nsrc, base, tiny, &mn, &mx);
+    else if (fabs(base) > tiny) mn = fabs(base);
+    for (int k = 0; k < nsrc; k++) raspM_free(zs[k].z);
+    hex = hex && T <= lim;
+    if (hex) err = 0; /* integers within the format: every sum exact */
+    else err += up * mx + (nnz + 1) * ldexp(1, -24) * T;
+    for (int o = 0; o < D; o++) {
+      float w = wo[(size_t)h * D + o];
+      if (w != 0) outsum += fabs((double)w) * mx;
+      hex = hex && w == floorf(w);
+    }
+    *exact = *exact && hex;
+    if (mn < *mg) *mg = mn;
+    if (2 * err > *nd) *nd = 2 * err;
+    if (2 * err >= mn || (p == RASPG_FP16 && T > 65504)) ok = 0;
+  }
+  if (outsum > lim) *exact = 0;
+  raspM_free(zs);
+  return ok;
+}
+
+/* The readout's margin (the right logit's lead) and need; 0 when not
+** proven at p. */
+static int readout_margin(gc *g, raspG_model *out, const view *ov, int p, double *mg, double *nd) {
+  rasp_model *m = &out->model;
+  const float *un = raspN_data(m, "unembed");
+  int no = m->cfg.n_out, uid = ov->unit;
+  double up = prec_u(p), kap = g->u[uid].kappa;
+  int one = g->u[uid].kind != U_ONE, ok = 1;
+  double *lg = raspM_alloc(sizeof(double) * (size_t)no);
+  *mg = INFINITY;
+  *nd = 0;
+  for (int a = 0; a < ov->nv; a++) {
+    if (!ov->ok[a]) continue;
+    int right = find(out->out_vals, out->n_out, ov->val[a]);
+    double err = 0, big = 0, t, wre;
+    for (int j = 0; j < no; j++) {
+      float w1 = one ? un[(size_t)1 * no + j] : 0.0f;
+      lg[j] = uv_dot(g, uid, a, un, no, j, p, &t, &wre) + w1;
+      double e = t * kap * up + wre + fabs((double)w1 - raspG_round(p, w1)) + up * fabs(lg[j]) +
+                 8 * ldexp(1, -24) * (t + fabs((double)w1));
+      if (e > err) err = e;
+      if (t > big) big = t;
+    }
+    for (int j = 0; j < no; j++)
+      if (j != right && lg[right] - lg[j] < *mg) *mg = lg[right] - lg[j];
+    if (2 * err > *nd) *nd = 2 * err;
+    if (p == RASPG_FP16 && big > 65504) ok = 0;
+  }
+  raspM_free(lg);
+  return ok && *nd < *mg;
+}
+
+static void node_where(const gc *g, int node, char *buf, size_t size, int loc) {
+  if (node < 0) {
+    snprintf(buf, size, "the tokens");
+    return;
+  }
+  const rasp_ir_node *nd = &g->ir->nodes[node];
+  char lab[96] = "";
+  if (nd->label) snprintf(lab, sizeof lab, " %s", nd->label);
+  if (nd->pos.src && loc)
+    snprintf(buf, size, "%%%d%s (%s) at %s:%d:%d", node, lab, raspI_op_name(nd->op),
+             nd->pos.src->name, nd->pos.line, nd->pos.col);
+  else
+    snprintf(buf, size, "%%%d%s (%s)", node, lab, raspI_op_name(nd->op));
+}
+
+/* Marks what a fallback can make categorical among unit c's nodes (a
+** squared or summed number, a numerical comparison, a head's -(k - q)^2
+** selects); returns how many were new. */
+static int force_unit(gc *g, int c, unsigned char *force) {
+  const unit *u = &g->u[c];
+  int nn = g->ir->nnodes, added = 0;
+#define MARK(i) do { if (!force[i]) force[i] = 1, added++; } while (0)
+  if (u->kind == U_TOK && u->sq) MARK(nn);
+  if (u->kind == U_HEAD && u->hmode == H_MOVE) MARK(u->node);
+  if (u->kind == U_MLP && (u->mkind == M_NWHERE || u->mkind == M_NCMP || u->mkind == M_SUM))
+    MARK(u->node);
+  if (u->kind == U_HEAD)
+    for (int i = 0; i < u->nc; i++)
+      if (u->c[i].numeq) MARK(u->c[i].sel);
+#undef MARK
+  return added;
+}
+
+/* Proves every used unit and the readout at the target precision.  0: all
+** proven; 1: force updated (compile again); -1: refused, err set. */
+static const char *unit_name(gc *g, const unit *u, char *buf, size_t size);
+
+static int prove(gc *g, raspG_model *out, const view *ov, int p, unsigned char *force) {
+  rasp_model *m = &out->model;
+  int src[2 * MAXCOMPS + 4], ns, fail = -1, failsrc = 0, added = 0;
+  out->attn_margin = out->mlp_margin = -1;
+  for (int i = 0; i < g->nu; i++) {
+    unit *u = &g->u[i];
+    u->margin = u->need = -1;
+    /* sources come before their readers: kappa is known when read */
+    u->kappa = u->kind < U_HEAD         ? embed_kappa(g, i, p)
+               : u->kind == U_MLP       ? 1
+               : u->hmode == H_WIDTH    ? 4
+                                        : m->cfg.max_len / 2.0 + 4; /* a sum of up to n terms */
+    if (!u->used || u->kind < U_HEAD) continue;
+    int ok = 1;
+    if (u->kind == U_HEAD) {
+      ok = head_margin(g, u, m, p);
+      if (u->margin < INFINITY && (out->attn_margin < 0 || u->margin < out->attn_margin)) {
+        out->attn_margin = u->margin;
+        node_where(g, u->node, out->attn_at, sizeof out->attn_at, 1);
+      }
+    } else {
+      unit_sources(u, src, &ns);
+      int k = 0; /* distinct sources */
+      for (int a = 0; a < ns; a++) {
+        int dup = 0;
+        for (int b = 0; b < k; b++) dup |= src[b] == src[a];
+        if (!dup) src[k++] = src[a];
+      }
+      double mg = INFINITY, nd = 0;
+      int ex = 1;
+      ok = mlp_margin(g, m, u->layer, u->h0, u->h1, src, k, p, &mg, &nd, &ex);
+      for (int a = 0; a < u->nvals && ex; a++) {
+        double x = dval(u->vals[a]);
+        ex = u->cat || (x == floor(x) && fabs(u->sq ? x * x : x) <= ldexp(1, prec_bits[p]));
+      }
+      if (ex) u->kappa = 0;
+      u->margin = mg < INFINITY ? mg : -1;
+      u->need = nd;
+      if (mg < INFINITY && (out->mlp_margin < 0 || mg < out->mlp_margin)) {
+        out->mlp_margin = mg;
+        node_where(g, u->node, out->mlp_at, sizeof out->mlp_at, 1);
+      }
+    }
+    /* (its eraser, ReLU(x - lo) + lo, is exact or off by at most the error
+    ** x carries: no margin to prove) */
+    if (!ok && u->kind == U_MLP) u->why = "rounding can push a hidden unit across its hinge";
+    if (ok && p == RASPG_FP16 && unit_max(g, i) > 65504)
+      ok = 0, u->why = "its values exceed fp16's largest number, 65504";
+    if (getenv("RASP_COMPILE_DEBUG")) {
+      char nb[256];
+      fprintf(stderr, "prove %d %s: margin %g need %g kappa %g %s\n", i,
+              unit_name(g, u, nb, sizeof nb), u->margin, u->need, u->kappa, ok ? "ok" : "FAILS");
+    }
+    out->checked++;
+    if (!ok && p == RASPG_FP32) { /* reported, not acted on: see above */
+      out->unproven++;
+      continue;
+    }
+    if (!ok) {
+      unit_sources(u, src, &ns);
+      added += force_unit(g, i, force);
+      for (int k = 0; k < ns; k++) added += force_unit(g, src[k], force);
+      if (fail < 0) fail = i, failsrc = ns;
+    }
+  }
+  double rmg, rnd;
+  int rok = readout_margin(g, out, ov, p, &rmg, &rnd);
+  out->checked++;
+  if (!rok && p == RASPG_FP32) out->unproven++;
+  else if (!rok) {
+    added += force_unit(g, ov->unit, force);
+    if (fail < 0) fail = ov->unit, failsrc = -1;
+  }
+  if (g->u[0].sq && p == RASPG_FP16 && unit_max(g, 0) > 65504) added += force_unit(g, 0, force);
+  if (fail < 0 && !added) return 0;
+  if (added) return 1;
+  /* nothing left to make categorical: name the numerical unit that is
+  ** read (a mean or a width), else the unit itself */
+  const unit *u = &g->u[fail];
+  int culprit = fail;
+  if (failsrc > 0) {
+    unit_sources(u, src, &ns);
+    for (int k = 0; k < ns; k++)
+      if (!g->u[src[k]].cat && g->u[src[k]].kind == U_HEAD) culprit = src[k];
+  }
+  const unit *c = &g->u[culprit];
+  char where[192];
+  node_where(g, c->node, where, sizeof where, 0);
+  char reader[192] = "";
+  if (culprit != fail) {
+    if (u->kind == U_MLP && u->mkind == M_DECODE && u->node == c->node)
+      snprintf(reader, sizeof reader, "the MLP decoding them");
+    else
+      node_where(g, u->node, reader, sizeof reader, 1);
+    if (c->node >= 0)
+      raspR_setc(g->err, RASP_E_INEXACT, g->ir->nodes[c->node].pos,
+                 "compile: %s cannot be compiled exactly in %s: its values are too close "
+                 "together (%s reads them with margin %.3g, and rounding can move that by up to "
+                 "%.3g), and it has no categorical encoding",
+                 where, raspG_precision_name(p), reader, u->margin, u->need);
+  } else if (c->node >= 0)
+    raspR_setc(g->err, RASP_E_INEXACT, g->ir->nodes[c->node].pos,
+               "compile: %s cannot be compiled exactly in %s: %s (margin %.3g, rounding up to "
+               "%.3g), and it has no categorical encoding",
+               where, raspG_precision_name(p),
+               failsrc < 0 ? "rounding can move the logits by more than their margin"
+                           : u->why ? u->why : "its margin is not proven",
+               u->margin, u->need);
+  else
+    raspR_setnoposc(g->err, RASP_E_INEXACT, "compile: %s cannot be compiled exactly in %s",
+                    where, raspG_precision_name(p));
+  return -1;
+}
+
 /* ---- the layout as JSON ------------------------------------------------- */
 
 typedef struct sbuf {
@@ -1981,9 +2653,9 @@ static char *layout_json(gc *g, const raspG_model *m, int root, const view *ov) 
   /* dims[k] names residual dimension k: is_bos, one, then every unit that
   ** holds it in the order they are written, " | " between them (a dead
   ** unit's dimensions are reused; in-place units share their operand's) */
-  sb_printf(&b, "{\"bos_token\": %d, \"input_offset\": 1, \"n\": %d, \"dims\": [\"is_bos\", "
-                "\"one\"",
-            m->model.cfg.bos_token, g->n);
+  sb_printf(&b, "{\"bos_token\": %d, \"input_offset\": 1, \"n\": %d, \"precision\": \"%s\", "
+                "\"dims\": [\"is_bos\", \"one\"",
+            m->model.cfg.bos_token, g->n, raspG_precision_name(m->precision));
   for (int dim = 2; dim < m->n_dims; dim++) {
     sbuf nm = {0};
     for (int i = 0; i < g->nu; i++) {
@@ -2017,11 +2689,18 @@ static char *layout_json(gc *g, const raspG_model *m, int root, const view *ov) 
     first = 0;
     sb_str(&b, unit_name(g, u, nb, sizeof nb));
     sb_printf(&b, ", \"kind\": \"%s\", \"encoding\": \"%s\", \"dim\": %d, \"size\": %d, "
-                  "\"layer\": %d, \"erased_at_layer\": %d%s}",
+                  "\"layer\": %d, \"erased_at_layer\": %d%s",
               kinds[u->kind], u->cat ? "categorical" : u->sq ? "numerical+square" : "numerical",
               u->dim, u->cat ? u->nvals : u->sq ? 2 : 1, u->kind >= U_HEAD ? u->layer : -1,
               u->erase ? u->erase / 2 - 1 : -1,
               u->alias >= 0 ? ", \"in_place\": true" : "");
+    /* the proven margin (heads: score gap in logits; MLP units: distance
+    ** from the hinge) and the rounding it absorbs at the precision */
+    if (u->kind >= U_HEAD && u->margin >= 0 && u->margin < INFINITY)
+      sb_printf(&b, ", \"margin\": %.6g, \"rounding\": %.6g", u->margin, u->need);
+    else
+      sb_printf(&b, ", \"margin\": null");
+    sb_printf(&b, "}");
   }
   sb_printf(&b, "], \"token_embedding\": \"tokens one-hot (numerical+square: id, id^2); 'one' (dim 1) at every token "
                 "but BOS; is_bos (dim 0) at BOS\", \"position_embedding\": \"indices one-hot "
@@ -2094,8 +2773,8 @@ static void gc_free(gc *g) {
 ** needs marked used.  raspG_compile writes weights for this plan and
 ** raspG_schedule reports it, so `rasp layers` and the compiled model agree
 ** by construction.  Returns 1, or 0 with err set and g freed. */
-static int plan(gc *g, const rasp_ir *ir, const raspG_opts *o, view *ov, int *quadp,
-                rasp_error *err) {
+static int plan(gc *g, const rasp_ir *ir, const raspG_opts *o, const unsigned char *force,
+                view *ov, int *quadp, rasp_error *err) {
   if (!ir->noutputs) {
     raspR_setnopos(err, "compile: the program has no output");
     return 0;
@@ -2105,6 +2784,8 @@ static int plan(gc *g, const rasp_ir *ir, const raspG_opts *o, view *ov, int *qu
   g->o = o;
   g->n = ir->n;
   g->err = err;
+  g->force = force;
+  g->allcat = o->encoding == RASPG_ENC_CATEGORICAL;
   int root = ir->outputs[0];
   unsigned char *live = raspM_alloc((size_t)ir->nnodes);
   raspI_live(ir, &root, 1, live);
@@ -2123,8 +2804,9 @@ static int plan(gc *g, const rasp_ir *ir, const raspG_opts *o, view *ov, int *qu
   rasp_elem *tv = raspM_alloc(sizeof(rasp_elem) * (size_t)(o->ninput + 1));
   for (int i = 0; i < o->ninput; i++) tv[i] = (rasp_elem){o->input_ids[i], 1};
   int ntv = uniq(tv, o->ninput);
-  new_unit(g, U_TOK, ntv <= NUMMIN, tv, ntv, -1);
-  g->u[0].sq = ntv > NUMMIN; /* many symbols: the token id and its square */
+  int tcat = ntv <= NUMMIN || forced(g, -1);
+  new_unit(g, U_TOK, tcat, tv, ntv, -1);
+  g->u[0].sq = !tcat; /* many symbols: the token id and its square */
   rasp_elem *iv = raspM_alloc(sizeof(rasp_elem) * (size_t)g->n);
   for (int i = 0; i < g->n; i++) iv[i] = (rasp_elem){i, 1};
   new_unit(g, U_IDX, 1, iv, g->n, -1);
@@ -2187,12 +2869,8 @@ static int plan(gc *g, const rasp_ir *ir, const raspG_opts *o, view *ov, int *qu
   return 1;
 }
 
-int raspG_schedule(const rasp_ir *ir, const raspG_opts *o, raspG_sched *out, rasp_error *err) {
-  memset(out, 0, sizeof *out);
-  gc G, *g = &G;
-  view ov;
-  int quad;
-  if (!plan(g, ir, o, &ov, &quad, err)) return 0;
+/* The schedule of plan g (its used units). */
+static void fill_sched(gc *g, raspG_sched *out) {
   int nl = 0;
   for (int i = 0; i < g->nu; i++)
     if (g->u[i].used && g->u[i].kind >= U_HEAD && g->u[i].layer + 1 > nl) nl = g->u[i].layer + 1;
@@ -2212,8 +2890,19 @@ int raspG_schedule(const rasp_ir *ir, const raspG_opts *o, raspG_sched *out, ras
       out->chained += chained;
     }
   }
-  view_free(&ov);
-  gc_free(g);
+}
+
+static int compile_impl(const rasp_ir *ir, const raspG_opts *o, raspG_model *out,
+                        raspG_sched *sched, rasp_error *err);
+
+/* The schedule is the compiled model's: which encodings are proven at the
+** precision (and so which decodes and sublayers exist) is known only once
+** the weights are written, so this compiles and keeps the plan's counts. */
+int raspG_schedule(const rasp_ir *ir, const raspG_opts *o, raspG_sched *out, rasp_error *err) {
+  memset(out, 0, sizeof *out);
+  raspG_model m;
+  if (!compile_impl(ir, o, &m, out, err)) return 0;
+  raspG_free(&m);
   return 1;
 }
 
@@ -2224,11 +2913,18 @@ void raspG_sched_free(raspG_sched *s) {
 }
 
 int raspG_compile(const rasp_ir *ir, const raspG_opts *o, raspG_model *out, rasp_error *err) {
+  return compile_impl(ir, o, out, NULL, err);
+}
+
+/* One compile with the nodes in force[] categorical: 1 done, 2 force grew
+** (compile again), 0 failed with err set. */
+static int compile_once(const rasp_ir *ir, const raspG_opts *o, unsigned char *force,
+                        raspG_model *out, raspG_sched *sched, rasp_error *err) {
   memset(out, 0, sizeof *out);
   gc G, *g = &G;
   view ov;
   int quad;
-  if (!plan(g, ir, o, &ov, &quad, err)) return 0;
+  if (!plan(g, ir, o, force, &ov, &quad, err)) return 0;
   int root = ir->outputs[0];
   if (getenv("RASP_COMPILE_DEBUG")) {
     char nb[256];
@@ -2348,7 +3044,7 @@ int raspG_compile(const rasp_ir *ir, const raspG_opts *o, raspG_model *out, rasp
       if (!u->used || u->kind != U_HEAD || u->layer != l) continue;
       size_t off = (size_t)hh * d * dh;
       write_head(g, u, wq + off, wk + off, wv + off, wo + (size_t)hh * dh * d, d, dh, beta);
-      hh++;
+      u->hslot = hh++;
     }
     wctx w = {g, d, dmlp, dh, T_("mlp.w_in"), T_("mlp.b_in"), T_("mlp.w_out"), 0};
 #undef T_
@@ -2369,8 +3065,16 @@ int raspG_compile(const rasp_ir *ir, const raspG_opts *o, raspG_model *out, rasp
     for (int i = 0; i < g->nu; i++) {
       unit *u = &g->u[i];
       if (!u->used) continue;
-      if (u->kind == U_MLP && u->layer == l) mlp_unit(&w, u);
-      if (u->erase && u->erase / 2 - 1 == l) mlp_erase(&w, u);
+      if (u->kind == U_MLP && u->layer == l) {
+        u->h0 = w.h;
+        mlp_unit(&w, u);
+        u->h1 = w.h;
+      }
+      if (u->erase && u->erase / 2 - 1 == l) {
+        u->e0 = w.h;
+        mlp_erase(&w, u);
+        u->e1 = w.h;
+      }
     }
     /* at BOS this layer's heads have written their BOS values (the undo
     ** comes in this MLP): every other hidden unit is kept off there by a
@@ -2416,11 +3120,36 @@ int raspG_compile(const rasp_ir *ir, const raspG_opts *o, raspG_model *out, rasp
     if (ov.ok[a])
       un[(size_t)(udim(g, ov.unit) + a) * cfg.n_out + find(out->out_vals, out->n_out, ov.val[a])] =
           (float)out->logit_scale;
+  out->precision = o->precision;
+  int pr = prove(g, out, &ov, o->precision, force);
+  if (pr != 0) {
+    view_free(&ov);
+    gc_free(g);
+    raspG_free(out);
+    return pr > 0 ? 2 : 0;
+  }
+  for (int i = 0; i <= ir->nnodes; i++) out->fallbacks += force[i];
   m->json_extra = layout_json(g, out, root, &ov);
+  if (sched) fill_sched(g, sched);
   out->fast = fast_build(m);
   view_free(&ov);
   gc_free(g);
   return 1;
+}
+
+static int compile_impl(const rasp_ir *ir, const raspG_opts *o, raspG_model *out,
+                        raspG_sched *sched, rasp_error *err) {
+  if (o->precision < RASPG_FP32 || o->precision > RASPG_BF16) {
+    memset(out, 0, sizeof *out);
+    raspR_setnoposc(err, RASP_E_USAGE, "compile: unknown precision %d", o->precision);
+    return 0;
+  }
+  /* every round makes at least one more node categorical, or stops */
+  unsigned char *force = raspM_alloc((size_t)ir->nnodes + 1);
+  int r;
+  while ((r = compile_once(ir, o, force, out, sched, err)) == 2) {}
+  raspM_free(force);
+  return r;
 }
 
 void raspG_free(raspG_model *g) {
@@ -2635,6 +3364,110 @@ static int fast_forward(const raspG_model *g, const int *tokens, int n, float *l
   return 0;
 }
 
+/* The forward pass in fp16 or bf16, emulated: every weight rounded to the
+** format as it is read, and every result as it is made (a dot product,
+** accumulated in float32, rounded once; each addition to the residual; the
+** softmax's difference, exp, sum and quotient; each head's weighted sum;
+** the logits), as a GPU computing in that format with float32 accumulators
+** does.  fp16 overflows to inf (and inf - inf to NaN) as the hardware does. */
+static float emu_dot(int pr, const spm *s, int c, const float *x, const float *b) {
+  float acc = b ? raspG_round(pr, b[c]) : 0.0f;
+  for (int k = s->start[c]; k < s->start[c + 1]; k++) acc += x[s->row[k]] * raspG_round(pr, s->w[k]);
+  return raspG_round(pr, acc);
+}
+
+static void emu_forward(const raspG_model *g, const int *tokens, int n, float *logits) {
+  const struct raspG_fast *f = g->fast;
+  int pr = g->precision;
+  rasp_model *mm = (rasp_model *)&g->model;
+  const rasp_model_config *c = &mm->cfg;
+  int D = c->d_model, H = c->n_heads, Dh = c->d_head, F = c->d_mlp, O = c->n_out;
+  size_t nD = (size_t)n * D;
+  float *x = raspM_alloc(nD * sizeof *x), *o = raspM_alloc(nD * sizeof *o);
+  float *q = raspM_alloc((size_t)n * Dh * sizeof *q), *k = raspM_alloc((size_t)n * Dh * sizeof *k);
+  float *v = raspM_alloc((size_t)n * Dh * sizeof *v), *att = raspM_alloc((size_t)n * sizeof *att);
+  float *z = raspM_alloc((size_t)(F > D ? F : D) * sizeof *z), *hv = raspM_alloc((size_t)Dh * sizeof *hv);
+  const float *te = raspN_data(mm, "tok_emb"), *pe = raspN_data(mm, "pos_emb");
+#define R_(y) raspG_round(pr, (y))
+  for (int i = 0; i < n; i++)
+    for (int j = 0; j < D; j++)
+      x[(size_t)i * D + j] = R_(R_(te[(size_t)tokens[i] * D + j]) + (pe ? R_(pe[(size_t)i * D + j]) : 0.0f));
+  float scale = R_(1.0f / sqrtf((float)Dh));
+  char nm[64];
+  for (int L = 0; L < c->n_layers; L++) {
+#define P_(s) (snprintf(nm, sizeof nm, "layers.%d.%s", L, s), raspN_data(mm, nm))
+    const float *bq = P_("attn.b_q"), *bk = P_("attn.b_k"), *bv = P_("attn.b_v"),
+                *bo = P_("attn.b_o");
+    for (size_t i = 0; i < nD; i++) o[i] = R_(bo[i % D]);
+    for (int hd = 0; hd < H; hd++) {
+      const spm *Sq = &f->q[L * H + hd], *Sk = &f->k[L * H + hd], *Sv = &f->v[L * H + hd],
+                *So = &f->o[L * H + hd];
+      for (int i = 0; i < n; i++)
+        for (int e = 0; e < Dh; e++) {
+          q[(size_t)i * Dh + e] = emu_dot(pr, Sq, e, x + (size_t)i * D, bq + hd * Dh);
+          k[(size_t)i * Dh + e] = emu_dot(pr, Sk, e, x + (size_t)i * D, bk + hd * Dh);
+          v[(size_t)i * Dh + e] = emu_dot(pr, Sv, e, x + (size_t)i * D, bv + hd * Dh);
+        }
+      for (int i = 0; i < n; i++) {
+        int nk = c->causal ? i + 1 : n;
+        float mx = -INFINITY, sum = 0;
+        for (int j = 0; j < nk; j++) {
+          float s = 0;
+          for (int e = 0; e < Dh; e++) s += q[(size_t)i * Dh + e] * k[(size_t)j * Dh + e];
+          att[j] = R_(R_(s) * scale);
+          if (att[j] > mx) mx = att[j];
+        }
+        for (int j = 0; j < nk; j++) {
+          att[j] = R_(expf(R_(att[j] - mx)));
+          sum += att[j];
+        }
+        sum = R_(sum);
+        for (int e = 0; e < Dh; e++) hv[e] = 0;
+        for (int j = 0; j < nk; j++) {
+          float a = R_(att[j] / sum);
+          for (int e = 0; e < Dh; e++) hv[e] += a * v[(size_t)j * Dh + e];
+        }
+        for (int e = 0; e < Dh; e++) hv[e] = R_(hv[e]);
+        float *oi = o + (size_t)i * D;
+        for (int j = 0; j < D; j++) {
+          if (So->start[j] == So->start[j + 1]) continue;
+          float s = 0;
+          for (int kk = So->start[j]; kk < So->start[j + 1]; kk++) s += hv[So->row[kk]] * R_(So->w[kk]);
+          oi[j] = R_(oi[j] + R_(s));
+        }
+      }
+    }
+    for (size_t i = 0; i < nD; i++) x[i] = R_(x[i] + o[i]);
+    const float *bi = P_("mlp.b_in"), *bt = P_("mlp.b_out");
+#undef P_
+    for (int i = 0; i < n; i++) {
+      float *xi = x + (size_t)i * D;
+      for (int t = 0; t < F; t++) {
+        float zt = emu_dot(pr, &f->wi[L], t, xi, bi);
+        z[t] = zt > 0 ? zt : 0;
+      }
+      const spm *So = &f->wo[L];
+      for (int j = 0; j < D; j++) {
+        float s = R_(bt[j]);
+        for (int kk = So->start[j]; kk < So->start[j + 1]; kk++) s += z[So->row[kk]] * R_(So->w[kk]);
+        xi[j] = R_(xi[j] + R_(s));
+      }
+    }
+  }
+  const float *ub = raspN_data(mm, "unembed_b");
+  for (int i = 0; i < n; i++)
+    for (int j = 0; j < O; j++) logits[(size_t)i * O + j] = emu_dot(pr, &f->un, j, x + (size_t)i * D, ub);
+#undef R_
+  raspM_free(x);
+  raspM_free(o);
+  raspM_free(q);
+  raspM_free(k);
+  raspM_free(v);
+  raspM_free(att);
+  raspM_free(z);
+  raspM_free(hv);
+}
+
 int raspG_run(const raspG_model *g, const int64_t *tokens, rasp_elem *out, float *logits,
               rasp_error *err) {
   int n = g->n, no = g->model.cfg.n_out;
@@ -2642,8 +3475,13 @@ int raspG_run(const raspG_model *g, const int64_t *tokens, rasp_elem *out, float
   float *lg = logits ? logits : raspM_alloc(sizeof(float) * (size_t)(n + 1) * no);
   t[0] = g->model.cfg.bos_token;
   for (int i = 0; i < n; i++) t[i + 1] = (int)tokens[i];
-  int rc = g->fast && !getenv("RASP_COMPILE_DENSE") ? fast_forward(g, t, n + 1, lg)
-                                                     : !raspN_forward(&g->model, t, n + 1, lg, NULL, err);
+  int rc;
+  if (g->fast && g->precision != RASPG_FP32) {
+    emu_forward(g, t, n + 1, lg);
+    rc = 0;
+  } else
+    rc = g->fast && !getenv("RASP_COMPILE_DENSE") ? fast_forward(g, t, n + 1, lg)
+                                                  : !raspN_forward(&g->model, t, n + 1, lg, NULL, err);
   if (rc == 0)
     for (int i = 0; i < n; i++) {
       const float *row = lg + (size_t)(i + 1) * no;
@@ -2820,6 +3658,23 @@ void raspG_print_stats(const raspG_model *g, FILE *out) {
   fprintf(out, "\nparameters: %zu\n", g->model.nparams);
   fprintf(out, "logit margin %.4g (--logit-scale; a right output's cross-entropy <= %.3g)\n",
           g->logit_scale, raspG_logit_ce_bound(g->n_out, g->logit_scale));
+  if (g->attn_margin >= 0)
+    fprintf(out, "min attention margin %.4g (score gap in logits) at %s\n", g->attn_margin,
+            g->attn_at);
+  else
+    fprintf(out, "min attention margin: no heads\n");
+  if (g->mlp_margin >= 0)
+    fprintf(out, "min MLP margin %.4g (distance from a hinge) at %s\n", g->mlp_margin, g->mlp_at);
+  else
+    fprintf(out, "min MLP margin: no MLP units\n");
+  if (g->precision == RASPG_FP32)
+    fprintf(out, "fp32: the rounding bound proves %d of %d heads, MLP units and readout (in fp32 "
+            "the encodings are chosen by size; --check measures)\n",
+            g->checked - g->unproven, g->checked);
+  else
+    fprintf(out, "%s: every head, MLP unit and the readout proven against rounding; %d node%s "
+            "compiled categorically (numerical not proven)\n",
+            raspG_precision_name(g->precision), g->fallbacks, g->fallbacks == 1 ? "" : "s");
   double eps, dev0;
   if (raspG_noise_bound(g, RASPG_FP32_U, &eps, &dev0))
     fprintf(out, "proven: float32 rounding moves a logit by <= %.3g (< margin/4); every weight "
