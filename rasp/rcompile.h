@@ -67,6 +67,8 @@ typedef struct raspG_model {
   char attn_at[192], mlp_at[192];
   int fallbacks;           /* nodes compiled categorically because their
                               numerical encoding is not proven at precision */
+  double cb_eps, cb_dev0, cb_dev; /* private: the composed noise bound
+                              (cb_dev0 < 0: not proven) */
   int checked, unproven;   /* heads, MLP units and the readout checked
                               against rounding, and how many the bound does
                               not prove (fp32 only: elsewhere they are made
