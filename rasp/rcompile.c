@@ -4153,8 +4153,8 @@ void raspG_print_stats(const raspG_model *g, FILE *out) {
             "may move by up to %.3g (uniform per-weight noise) with every output right\n",
             dev0, eps);
   else
-    fprintf(out, "not proven: the noise bound (doc/compiler.md; loose on deep models) on float32 "
-            "rounding alone is %.3g, not below margin/4 = %.3g\n",
+    fprintf(out, "not proven: neither noise bound (doc/compiler.md) holds for float32 rounding "
+            "alone (the per-dimension one reaches %.3g, not below margin/4 = %.3g)\n",
             dev0, g->logit_scale / 4);
 }
 
