@@ -3351,14 +3351,26 @@ static void fill_sched(gc *g, raspG_sched *out) {
 static int compile_impl(const rasp_ir *ir, const raspG_opts *o, raspG_model *out,
                         raspG_sched *sched, rasp_error *err);
 
-/* The schedule is the compiled model's: which encodings are proven at the
-** precision (and so which decodes and sublayers exist) is known only once
-** the weights are written, so this compiles and keeps the plan's counts. */
+/* The schedule is the compiled model's.  In fp32 the encodings are chosen
+** by size (prove only reports there), so the planner alone gives it; in
+** fp16 and bf16 which encodings are proven (and so which decodes and
+** sublayers exist) is known only once the weights are written, so this
+** compiles and keeps the plan's counts. */
 int raspG_schedule(const rasp_ir *ir, const raspG_opts *o, raspG_sched *out, rasp_error *err) {
   memset(out, 0, sizeof *out);
-  raspG_model m;
-  if (!compile_impl(ir, o, &m, out, err)) return 0;
-  raspG_free(&m);
+  if (o->precision != RASPG_FP32) {
+    raspG_model m;
+    if (!compile_impl(ir, o, &m, out, err)) return 0;
+    raspG_free(&m);
+    return 1;
+  }
+  gc G, *g = &G;
+  view ov;
+  int quad;
+  if (!plan(g, ir, o, NULL, &ov, &quad, err)) return 0;
+  fill_sched(g, out);
+  view_free(&ov);
+  gc_free(g);
   return 1;
 }
 

@@ -123,13 +123,16 @@ void raspG_sched_free(raspG_sched *s);
 int raspG_run(const raspG_model *g, const int64_t *tokens, rasp_elem *out,
               float *logits, rasp_error *err);
 
-/* The proven noise level (doc/compiler.md, "Noise bound"; the proof is
-** atop raspG_noise_bound in rcompile.c): with unit roundoff u (float32:
-** RASPG_FP32_U), *dev0 gets a bound on how far rounding alone moves any
-** logit from the real-arithmetic model, and *eps the largest per-weight
-** perturbation found (bisection) for which every weight moved by up to eps
-** still leaves every logit within logit_scale / 4, so every output right.
-** Returns 1, or 0 when even eps = 0 is not proven (*eps = 0). */
+/* The proven noise level (doc/compiler.md, "Noise bound"; the proofs are
+** atop raspG_noise_bound and cb_run in rcompile.c): with unit roundoff u
+** (float32: RASPG_FP32_U), *dev0 gets a bound on how far rounding alone
+** moves any logit from the real-arithmetic model, and *eps the largest
+** per-weight perturbation found (bisection) for which every weight moved
+** by up to eps still leaves every logit within a quarter of the readout's
+** margin, so every output right.  At float32 the better of two bounds: per
+** residual dimension (intervals), and composed over the units (from the
+** value sets, computed by raspG_compile).  Returns 1, or 0 when even
+** eps = 0 is not proven (*eps = 0). */
 #define RASPG_FP32_U 5.9604644775390625e-08 /* 2^-24 */
 int raspG_noise_bound(const raspG_model *g, double u, double *eps, double *dev0);
 
