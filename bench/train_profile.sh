@@ -28,7 +28,7 @@ perf report -i "$DATA" --no-children --sort dso,symbol --stdio 2>/dev/null |
     p = $1; sub(/%/, "", p); dso = $2; s = $4
     if (dso ~ /openblas/ || s ~ /^(k512|k256|gemm_blocked|pack_a|pack_b|tkern_)/) c = "GEMM (tkern.c or OpenBLAS, packing included)"
     else if (s ~ /^(attention_(fwd|bwd)|softmax_)/ || s ~ /expf/) c = "attention: softmax and its backward (not GEMM)"
-    else if (s ~ /^(mlp_fwd|mlp_bwd|relu_|gelu_|activation)/ || s ~ /tanhf/) c = "MLP activation and its derivative"
+    else if (s ~ /^(mlp_fwd|mlp_bwd|relu_|gelu_|activation|act_bwd)/ || s ~ /tanhf/) c = "MLP activation, its derivative, b_in gradient"
     else if (s ~ /^(dropout|raspT_rng)/) c = "dropout (mask generation and multiply)"
     else if (s ~ /^layernorm/) c = "layer norm"
     else if (s ~ /^(add_bias|bias_grad|vec_|train_backward|train_forward|embedding|pack_heads|unpack_add)/) c = "biases, residuals, embeddings, dropout backward"

@@ -5,7 +5,8 @@
 ** name), prints its own errors and returns the process exit status:
 ** 0 success, 1 a failure the command reports (a program that fails
 ** verification, an error in a program), 2 bad usage (an option or file).
-** Options are parsed by raspC_parse from one table (cli_opts.c).
+** Options are parsed by raspC_parse from one table (cli_opts.c, in the
+** format of ropts.h, which rasp-train's table shares).
 ** After a rasp_error the status is raspR_exit_status's (rerror.h): it is
 ** decided by the error's code, never by its text.
 */
@@ -13,6 +14,7 @@
 #define RASP_CLI_H
 
 #include "rasp.h"
+#include "ropts.h"
 #include "rverify.h"
 
 int rasp_cli_run(int argc, char **argv);
@@ -50,19 +52,22 @@ enum {
   RASPC_O_LOGITS, RASPC_O_PROGRAM, RASPC_O_STDLIB, RASPC_O_ALLOW_FFI, RASPC_O_ALLOW_INCLUDE,
   RASPC_O_MAX_MEMORY, RASPC_O_TIMEOUT, RASPC_O_HELP, RASPC_O_VERSION
 };
-/* One argument: an option (id, its name as given -- the table's spelling
-** of it, "-n" or "--count-samples" --, its value or NULL for a flag) or an
-** operand (RASPC_OPERAND, NULL, the text). */
-typedef struct raspC_arg {
-  int id;
-  const char *name, *val;
-} raspC_arg;
-#define RASPC_BAD (-1)  /* a message was printed: exit status 2 */
-#define RASPC_DONE (-2) /* --help or --version was printed: exit status 0 */
+/* One argument, as ropts.h's parser gives it: an option (id, its name as
+** given -- the table's spelling of it, "-n" or "--count-samples" --, its
+** value or NULL for a flag) or an operand (RASPC_OPERAND, NULL, the text). */
+typedef raspU_arg raspC_arg;
+#define RASPC_BAD RASPU_BAD   /* a message was printed: exit status 2 */
+#define RASPC_DONE RASPU_DONE /* --help or --version was printed: exit status 0 */
 /* Parses argv[1..] for command cmd (one RASPC_* bit) into *args (free with
 ** raspM_free): the options and operands in order, values pointing into
 ** argv.  Returns their count, RASPC_BAD or RASPC_DONE (*args unset). */
 int raspC_parse(unsigned cmd, int argc, char **argv, raspC_arg **args);
+/* The same for a command that runs a program (name: its name): the access
+** options --allow-ffi and --allow-include DIR go into acc instead of
+** *args (its directories point into argv; raspC_access_free releases the
+** list, whatever this returns). */
+int raspC_parse_program(unsigned cmd, const char *name, int argc, char **argv, rasp_access *acc,
+                        raspC_arg **args);
 /* The command's help: usage, options from the table, notes. */
 void raspC_usage(unsigned cmd, FILE *out);
 /* The command named name: 1 and *cmd set, or 0. */
@@ -70,9 +75,6 @@ int raspC_command(const char *name, unsigned *cmd);
 /* The table, row by row (for tests): 0 past the end. */
 int raspC_option_count(void);
 int raspC_option_at(int k, const char **name, unsigned *cmds);
-/* --allow-ffi and --allow-include DIR as raspC_parse gives them: 1 handled,
-** 0 not one of them, -1 a bad value (message printed). */
-int raspC_access_arg(const char *cmd, const raspC_arg *a, rasp_access *acc);
 
 /* One path-star input of prog's task for --input TEXT (its tokens, or a
 ** JSON line of `rasp gen`), node symbols 1..V: 0, or 2 after a message

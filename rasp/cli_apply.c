@@ -279,16 +279,13 @@ int rasp_cli_apply(int argc, char **argv) {
   char *own_input = NULL;
   rasp_task_opts task;
   raspC_arg *args;
-  int nargs = raspC_parse(RASPC_APPLY, argc, argv, &args), bad = 0, status = 2;
+  int nargs = raspC_parse_program(RASPC_APPLY, "apply", argc, argv, &access, &args), bad = 0,
+      status = 2;
+  if (nargs < 0) raspC_access_free(&access);
   if (nargs == RASPC_DONE) return 0;
   if (nargs == RASPC_BAD) return 2;
   for (int k = 0; k < nargs && !bad; k++) {
     const char *v = args[k].val;
-    int acc = raspC_access_arg("apply", &args[k], &access);
-    if (acc) {
-      bad = acc < 0;
-      continue;
-    }
     switch (args[k].id) {
     case RASPC_O_PROGRAM: program = v; break;
     case RASPC_O_STDLIB: stdlib = v; break;

@@ -223,17 +223,12 @@ static int compile_cmd(int argc, char **argv, rasp_access *access) {
   static const char *const precs[] = {"fp32", "fp16", "bf16"}, *const encs[] = {"auto", "categorical"};
   double scale = 0; /* 0: the compiler's default */
   raspC_arg *args;
-  int nargs = raspC_parse(RASPC_COMPILE, argc, argv, &args), good = 1;
+  int nargs = raspC_parse_program(RASPC_COMPILE, "compile", argc, argv, access, &args), good = 1;
   if (nargs == RASPC_DONE) return 0;
   if (nargs == RASPC_BAD) return 2;
   for (int k = 0; k < nargs && good; k++) {
     const raspC_arg *a = &args[k];
     const char *v = a->val;
-    int acc = raspC_access_arg("compile", a, access);
-    if (acc) {
-      good = acc > 0;
-      continue;
-    }
     switch (a->id) {
     case RASPC_OPERAND:
       if (file) {

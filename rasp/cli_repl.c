@@ -692,14 +692,12 @@ int rasp_cli_repl(int argc, char **argv) {
   r.symbols = 1;
   int status = -1;
   raspC_arg *args;
-  int n = raspC_parse(RASPC_REPL, argc, argv, &args);
+  int n = raspC_parse_program(RASPC_REPL, "repl", argc, argv, &r.access, &args);
+  if (n < 0) raspC_access_free(&r.access);
   if (n == RASPC_DONE) return 0;
   if (n == RASPC_BAD) return 2;
   for (int k = 0; k < n && status < 0; k++) {
-    int acc = raspC_access_arg("repl", &args[k], &r.access);
-    if (acc < 0) status = 2;
-    else if (acc) continue;
-    else if (args[k].id == RASPC_O_STDLIB) r.stdlib = args[k].val;
+    if (args[k].id == RASPC_O_STDLIB) r.stdlib = args[k].val;
     else if (args[k].id == RASPC_OPERAND) {
       fprintf(stderr, "rasp repl: unexpected argument '%s'\n", args[k].val);
       status = 2;

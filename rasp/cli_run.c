@@ -170,12 +170,28 @@ static int add_include(const char *cmd, const char *dir, rasp_access *acc) {
   return 1;
 }
 
-int raspC_access_arg(const char *cmd, const raspC_arg *a, rasp_access *acc) {
+/* --allow-ffi and --allow-include DIR as raspC_parse gives them: 1 handled,
+** 0 not one of them, -1 a bad value (message printed). */
+static int access_arg(const char *cmd, const raspC_arg *a, rasp_access *acc) {
   if (a->id == RASPC_O_ALLOW_FFI) {
     acc->allow_ffi = 1;
     return 1;
   }
   return a->id == RASPC_O_ALLOW_INCLUDE ? add_include(cmd, a->val, acc) : 0;
+}
+
+int raspC_parse_program(unsigned cmd, const char *name, int argc, char **argv, rasp_access *acc,
+                        raspC_arg **args) {
+  int n = raspC_parse(cmd, argc, argv, args), kept = 0;
+  for (int k = 0; k < n; k++) {
+    int r = access_arg(name, &(*args)[k], acc);
+    if (r < 0) {
+      raspM_free(*args);
+      return RASPC_BAD;
+    }
+    if (!r) (*args)[kept++] = (*args)[k];
+  }
+  return n < 0 ? n : kept;
 }
 
 int raspC_access_opt(const char *cmd, int argc, char **argv, int *i, rasp_access *acc) {
@@ -236,17 +252,12 @@ static int parse_run_opts(unsigned cmd, const char *name, int argc, char **argv,
   o->seed = 1;
   o->sets = raspM_alloc(sizeof(char *) * (size_t)argc);
   raspC_arg *args;
-  int n = raspC_parse(cmd, argc, argv, &args), ok = 1;
+  int n = raspC_parse_program(cmd, name, argc, argv, &o->access, &args), ok = 1;
   if (n == RASPC_DONE) return 0;
   if (n == RASPC_BAD) return -1;
   for (int k = 0; k < n && ok; k++) {
     const raspC_arg *a = &args[k];
     const char *v = a->val;
-    int acc = raspC_access_arg(name, a, &o->access);
-    if (acc) {
-      ok = acc > 0;
-      continue;
-    }
     switch (a->id) {
     case RASPC_OPERAND:
       if (o->file) {

@@ -98,17 +98,12 @@ typedef struct vopts {
 ** or --version, -1 bad usage (message printed). */
 static int common_opts(unsigned cmd, const char *name, int argc, char **argv, vopts *o) {
   raspC_arg *args;
-  int n = raspC_parse(cmd, argc, argv, &args), ok = 1;
+  int n = raspC_parse_program(cmd, name, argc, argv, &o->access, &args), ok = 1;
   if (n == RASPC_DONE) return 0;
   if (n == RASPC_BAD) return -1;
   for (int k = 0; k < n && ok; k++) {
     const raspC_arg *a = &args[k];
     const char *opt = a->name, *val = a->val;
-    int acc = raspC_access_arg(name, a, &o->access);
-    if (acc) {
-      ok = acc > 0;
-      continue;
-    }
     switch (a->id) {
     case RASPC_OPERAND: o->programs[o->nprograms++] = val; break;
     case RASPC_O_JSON: o->json = 1; break;

@@ -41,6 +41,7 @@
 **     raspV_, raspB_, raspF_  rvalue.h: interpreter values, builtins, cfunc()
 **     raspS_  rstage.h: staged checks
 **     raspC_, rasp_cli_  cli.h: the rasp command (not in the library)
+**     raspU_  ropts.h: options of rasp and rasp-train (librasp-internal only)
 **     train_  trainer/: rasp-train (not in the library)
 */
 #ifndef RASP_RASP_H

@@ -18,7 +18,11 @@
 ** tight loops without per-element representation checks, which the compiler
 ** can vectorise; anything else goes through the exact element routines.
 ** An upper bound is safe for choosing a fast path; decisions that report
-** errors (symbols in aggr_mean) look at the values themselves.
+** errors (symbols in aggr_mean) look at the values themselves.  What an
+** operation makes of its operands' kinds and bounds is rfacts' rule
+** (raspF_transfer), applied per node after its handler (node_fact); a
+** handler only says what it saw, or asks for a scan where the rule leaves
+** several kinds.
 **
 ** Memory.  Value buffers and all scratch space (hash tables, sort buffers,
 ** selector matrices) belong to the evaluator and are reused from run to run,
@@ -152,7 +156,7 @@ static int elem_fail(const ctx *c) {
 static void bnd_set(rasp_eval *ev, int id, int64_t lo, int64_t hi);
 
 static int eval_INPUT(ctx *c) {
-  /* the token bounds come with the copy (derive_bounds leaves them) */
+  /* the token range comes with the copy (node_fact reads it) */
   int64_t lo = c->total ? c->tokens[0] : 0, hi = lo;
   for (size_t i = 0; i < c->total; i++) {
     int64_t t = c->tokens[i];
@@ -161,14 +165,14 @@ static int eval_INPUT(ctx *c) {
     lo = t < lo ? t : lo;
     hi = t > hi ? t : hi;
   }
-  if (c->total) bnd_set(c->ev, c->id, lo, hi);
-  c->kind = K_INT;
+  if (c->total) bnd_set(c->ev, c->id, lo, hi); /* the run's token range, as if scanned */
+  c->kind = KIND_RULE;
   return 1;
 }
 
 static int eval_INDICES(ctx *c) {
   int n = c->ev->n;
-  c->kind = K_INT;
+  c->kind = KIND_RULE;
   if (c->ev->cfill[c->id] >= c->total) return 1;
   c->ev->cfill[c->id] = c->total;
   for (int b = 0; b < c->ev->B; b++)
@@ -176,12 +180,11 @@ static int eval_INDICES(ctx *c) {
       c->out[(size_t)b * n + i].num = i;
       c->out[(size_t)b * n + i].den = 1;
     }
-  c->kind = K_INT;
   return 1;
 }
 
 static int eval_FULL(ctx *c) {
-  c->kind = c->total ? elem_kind(c->nd->c) : 0;
+  c->kind = KIND_RULE;
   if (c->ev->cfill[c->id] >= c->total) return 1;
   for (size_t i = 0; i < c->total; i++) c->out[i] = c->nd->c;
   c->ev->cfill[c->id] = c->total;
@@ -200,7 +203,7 @@ static int eval_UNARY(ctx *c) {
       o[i].num = x[i].num == 0;
       o[i].den = RASP_DEN_BOOL;
     }
-    c->kind = K_BOOL;
+    c->kind = KIND_RULE;
     return 1;
   }
   if (kx == K_INT) {
@@ -233,7 +236,7 @@ static int eval_UNARY(ctx *c) {
     default: bad = 1; break;
     }
     if (!bad) {
-      c->kind = K_INT;
+      c->kind = KIND_RULE;
       return 1;
     }
   }
@@ -295,8 +298,8 @@ static int div64(int64_t a, int64_t b, rasp_elem *o) {
     o[i].den = RASP_DEN_BOOL;                                                  \
   }
 
-static int binary_fast(ctx *c, const rasp_elem *x, const rasp_elem *y,
-                       unsigned kx, unsigned ky) {
+/* Int-like operands; the result's kinds are the rule's (KIND_RULE). */
+static int binary_fast(ctx *c, const rasp_elem *x, const rasp_elem *y) {
   rasp_elem *o = c->out;
   size_t total = c->total;
   int bad = 0;
@@ -311,25 +314,25 @@ static int binary_fast(ctx *c, const rasp_elem *x, const rasp_elem *y,
     if (bad) return 0;
     c->kind = KIND_SCAN;
     return 1;
-  case RASP_BIN_EQ: CMP_FAST(==) c->kind = K_BOOL; return 1;
-  case RASP_BIN_NE: CMP_FAST(!=) c->kind = K_BOOL; return 1;
-  case RASP_BIN_LT: CMP_FAST(<) c->kind = K_BOOL; return 1;
-  case RASP_BIN_LE: CMP_FAST(<=) c->kind = K_BOOL; return 1;
-  case RASP_BIN_GT: CMP_FAST(>) c->kind = K_BOOL; return 1;
-  case RASP_BIN_GE: CMP_FAST(>=) c->kind = K_BOOL; return 1;
+  case RASP_BIN_EQ: CMP_FAST(==) c->kind = KIND_RULE; return 1;
+  case RASP_BIN_NE: CMP_FAST(!=) c->kind = KIND_RULE; return 1;
+  case RASP_BIN_LT: CMP_FAST(<) c->kind = KIND_RULE; return 1;
+  case RASP_BIN_LE: CMP_FAST(<=) c->kind = KIND_RULE; return 1;
+  case RASP_BIN_GT: CMP_FAST(>) c->kind = KIND_RULE; return 1;
+  case RASP_BIN_GE: CMP_FAST(>=) c->kind = KIND_RULE; return 1;
   case RASP_BIN_AND:
     for (size_t i = 0; i < total; i++) {
       o[i].num = (x[i].num != 0) & (y[i].num != 0);
       o[i].den = RASP_DEN_BOOL;
     }
-    c->kind = K_BOOL;
+    c->kind = KIND_RULE;
     return 1;
   case RASP_BIN_OR:
     for (size_t i = 0; i < total; i++) {
       o[i].num = (x[i].num != 0) | (y[i].num != 0);
       o[i].den = RASP_DEN_BOOL;
     }
-    c->kind = K_BOOL;
+    c->kind = KIND_RULE;
     return 1;
   case RASP_BIN_BITAND:
   case RASP_BIN_BITOR:
@@ -343,22 +346,22 @@ static int binary_fast(ctx *c, const rasp_elem *x, const rasp_elem *y,
       /* bool op bool stays a bool (-1 & -1); anything else is an int */
       o[i].den = x[i].den & y[i].den;
     }
-    c->kind = ((kx & ky & K_BOOL) ? K_BOOL : 0) | ((kx | ky) & K_INT);
+    c->kind = KIND_RULE;
     return 1;
   }
   /* Python's min/max return the first argument on ties. */
   case RASP_BIN_MIN:
     for (size_t i = 0; i < total; i++) o[i] = y[i].num < x[i].num ? y[i] : x[i];
-    c->kind = kx | ky;
+    c->kind = KIND_RULE;
     return 1;
   case RASP_BIN_MAX:
     for (size_t i = 0; i < total; i++) o[i] = y[i].num > x[i].num ? y[i] : x[i];
-    c->kind = kx | ky;
+    c->kind = KIND_RULE;
     return 1;
   default: return 0;
   }
   if (bad) return 0;
-  c->kind = K_INT;
+  c->kind = KIND_RULE;
   return 1;
 }
 
@@ -381,7 +384,7 @@ static inline int ncmp(rasp_elem a, rasp_elem b) {
       o[i].num = (EXPR);                                                       \
       o[i].den = RASP_DEN_BOOL;                                                \
     }                                                                          \
-    c->kind = K_BOOL;                                                          \
+    c->kind = KIND_RULE;                                                       \
     return 1;                                                                  \
   }                                                                            \
   for (size_t i = 0; i < c->total; i++) {                                      \
@@ -389,7 +392,7 @@ static inline int ncmp(rasp_elem a, rasp_elem b) {
     o[i].num = (EXPR);                                                         \
     o[i].den = RASP_DEN_BOOL;                                                  \
   }                                                                            \
-  c->kind = K_BOOL;                                                            \
+  c->kind = KIND_RULE;                                                         \
   return 1;
 
 /* A number (rationals unreduced too) against an integer or boolean y:
@@ -418,7 +421,7 @@ static inline int ncmp(rasp_elem a, rasp_elem b) {
     o[i].den = RASP_DEN_BOOL;                                                  \
   }                                                                            \
   break;
-static int bnd_known(const rasp_eval *ev, int id);
+static inline int rule_bounded(const rasp_eval *ev, int id);
 
 static int cmp_num_int(ctx *c, const rasp_elem *x, const rasp_elem *y, int y_int) {
   const rasp_elem *p = y_int ? x : y, *q = y_int ? y : x;
@@ -433,13 +436,13 @@ static int cmp_num_int(ctx *c, const rasp_elem *x, const rasp_elem *y, int y_int
   size_t total = c->total;
   int bad = 0;
   int qid = c->nd->in[y_int ? 1 : 0];
-  if (bnd_known(c->ev, qid) && c->ev->bndlo[qid] == 0 && c->ev->bndhi[qid] == 0) {
+  if (rule_bounded(c->ev, qid) && c->ev->rulef[qid].lo == 0 && c->ev->rulef[qid].hi == 0) {
     /* against zero (`balance < 0`): the sign of the numerator, den > 0 */
     switch (op) {
       CMP_CASES(CMP_ZERO_LOOP)
     default: return 0;
     }
-    c->kind = K_BOOL;
+    c->kind = KIND_RULE;
     return 1;
   }
   switch (op) {
@@ -447,7 +450,7 @@ static int cmp_num_int(ctx *c, const rasp_elem *x, const rasp_elem *y, int y_int
   default: return 0;
   }
   if (bad) return 0;
-  c->kind = K_BOOL;
+  c->kind = KIND_RULE;
   return 1;
 }
 
@@ -519,7 +522,7 @@ static int eval_BINARY(ctx *c) {
   const rasp_elem *x = operand(c, 0), *y = operand(c, 1);
   unsigned kx = operand_kind(c, 0), ky = operand_kind(c, 1);
   rasp_binop op = (rasp_binop)c->nd->aux;
-  if (INTLIKE(kx) && INTLIKE(ky) && binary_fast(c, x, y, kx, ky)) return 1;
+  if (INTLIKE(kx) && INTLIKE(ky) && binary_fast(c, x, y)) return 1;
   c->kind = KIND_SCAN;
   rasp_elem *o = c->out;
   switch (op) {
@@ -568,7 +571,7 @@ static int eval_WHERE(ctx *c) {
       memcpy(o + off, base + off, (size_t)n * sizeof *o);
       for (int j = 0; j < nflip; j++) o[off + flip[j]] = patch[off + flip[j]];
     }
-    c->kind = operand_kind(c, 1) | operand_kind(c, 2);
+    c->kind = KIND_RULE;
     return 1;
   }
   if (INTLIKE(operand_kind(c, 0))) {
@@ -582,22 +585,21 @@ static int eval_WHERE(ctx *c) {
     for (size_t i = 0; i < c->total; i++)
       o[i] = raspI_elem_truth(k[i]) ? x[i] : y[i];
   }
-  c->kind = operand_kind(c, 1) | operand_kind(c, 2);
+  c->kind = KIND_RULE;
   return 1;
 }
-
-static int bnd_known(const rasp_eval *ev, int id);
 
 static int eval_MAP(ctx *c) {
   const rasp_elem *x = operand(c, 0);
   memo *m = c->ev->memos[c->id];
   int in = c->nd->in[0];
-  if (m && operand_kind(c, 0) == K_INT && bnd_known(c->ev, in) && c->ev->bndlo[in] >= 0 &&
-      c->ev->bndhi[in] < MEMO_SMALL) {
+  const raspF_value *f = &c->ev->rulef[in];
+  if (m && operand_kind(c, 0) == K_INT && rule_bounded(c->ev, in) && f->lo >= 0 &&
+      f->hi < MEMO_SMALL) {
     /* integers whose every possible value is in the direct table already
        (token ids after the first inputs): one load per element */
     int all = 1;
-    for (int64_t v = c->ev->bndlo[in]; v <= c->ev->bndhi[in] && all; v++) all = m->small_set[v];
+    for (int64_t v = f->lo; v <= f->hi && all; v++) all = m->small_set[v];
     if (all) {
       for (size_t i = 0; i < c->total; i++) c->out[i] = m->small[x[i].num];
       c->kind = m->small_kind;
@@ -645,9 +647,33 @@ static int eval_SEL_AND(ctx *c) { (void)c; return 1; }
 static int eval_SEL_OR(ctx *c) { (void)c; return 1; }
 static int eval_SEL_NOT(ctx *c) { (void)c; return 1; }
 
-static int bnd_current(const rasp_eval *ev, int id);
+/* Bounds that a scan found in this run (bndrun), or found for a held static
+** value that is still complete: its values have not changed since. */
+static inline int bnd_current(const rasp_eval *ev, int id) {
+  return ev->bndrun[id] == ev->runno ||
+         (ev->bndheld[id] && ev->cfill[ev->plan.canon[id]] >= (size_t)ev->B * (size_t)ev->n);
+}
+
+/* The rule bounds of an int-like node (rulef, valid once the node has run
+** in this run or is held): a bound on its num, not the whole range. */
+static inline int rule_bounded(const rasp_eval *ev, int id) {
+  return INTLIKE(ev->kind[id]) && raspF_bounded(ev->rulef[id]);
+}
+
+static void bnd_set(rasp_eval *ev, int id, int64_t lo, int64_t hi) {
+  ev->bndlo[id] = lo;
+  ev->bndhi[id] = hi;
+  ev->bndrun[id] = ev->runno;
+}
 
 void raspE_node_bounds(rasp_eval *ev, int id, int64_t *lo, int64_t *hi) {
+  if (ev->bndrun[id] != ev->runno) { /* not scanned in this run (the input is) */
+    if (rule_bounded(ev, id)) { /* the rule's, without looking */
+      *lo = ev->rulef[id].lo;
+      *hi = ev->rulef[id].hi;
+      return;
+    }
+  }
   if (!bnd_current(ev, id)) {
     const rasp_elem *v = ev->val[id];
     size_t total = (size_t)ev->B * ev->n;
@@ -657,145 +683,81 @@ void raspE_node_bounds(rasp_eval *ev, int id, int64_t *lo, int64_t *hi) {
       a = x < a ? x : a;
       b = x > b ? x : b;
     }
-    ev->bndlo[id] = a;
-    ev->bndhi[id] = b;
-    ev->bndrun[id] = ev->runno;
+    bnd_set(ev, id, a, b);
     ev->bndheld[id] = ev->plan.hold[id] && ev->cfill[id] >= total; /* valid as long as it is */
   }
   *lo = ev->bndlo[id];
   *hi = ev->bndhi[id];
 }
 
-/* Bounds from the operands' bounds, so that most heads never scan their
-** keys: interval arithmetic on int-like nodes, run after each node.  A node
-** whose bounds cannot be derived (maps, division, an operand with
-** rationals or symbols) is left to node_bounds' scan. */
-/* Set this run, or set for a held static value that is still complete:
-** its operands are static too, so its bounds still hold, and the run need
-** not visit the node at all. */
-static int bnd_current(const rasp_eval *ev, int id) {
-  return ev->bndrun[id] == ev->runno ||
-         (ev->bndheld[id] && ev->cfill[ev->plan.canon[id]] >= (size_t)ev->B * (size_t)ev->n);
-}
-
-static int bnd_known(const rasp_eval *ev, int id) {
-  return bnd_current(ev, id) && INTLIKE(ev->kind[id]);
-}
-
-static void bnd_set(rasp_eval *ev, int id, int64_t lo, int64_t hi) {
-  ev->bndlo[id] = lo;
-  ev->bndhi[id] = hi;
-  ev->bndrun[id] = ev->runno;
-}
-
-static int elem_intlike(rasp_elem e) { return e.den == 1 || e.den == RASP_DEN_BOOL; }
-
-static void derive_bounds(rasp_eval *ev, int id, const int64_t *tokens, size_t total) {
+/* Node id's kinds and bounds in this run, after its handler: the rule of
+** rfacts (raspF_transfer) on the operands' kinds of this run, their rule
+** bounds and the run's token range, met with the plan's static fact, and
+** then with what the handler saw (seen: K_* bits, KIND_SCAN or KIND_RULE).
+** The rule is the only place that knows what an operation does to kinds and
+** ranges; a scan only narrows it, and only where it leaves several kinds.
+** So most heads never scan their keys (raspE_node_bounds answers with the
+** rule's bounds, and scans only where they are the whole range), and
+** int-like loops are chosen from the same rules as the static fact.
+**
+** The token range the rules see (ev->tok) is the hull of the runs' ranges
+** since the plan was made, not the run's own: after a few runs it is the
+** vocabulary's and stops changing.  A run repeats the last one's rules
+** unless an operand's fact changed since it was made (frun: the run in which
+** an operand's last did; rrun: the run that made the rule; all of them after
+** the graph or the length changed): the rule facts (rulef) read no value, so
+** the same operand facts give the same fact, and a batch of one input per
+** run pays a few loads per node.  Scanned
+** bounds (raspE_node_bounds, and the input's own range) go to bndlo/bndhi
+** for the kernels only, never into rulef, so what a rule saw is always a
+** rule's result, valid for every run of the plan. */
+static inline __attribute__((always_inline)) void
+node_fact(rasp_eval *ev, int id, unsigned seen, const rasp_elem *out, size_t total) {
   const rasp_ir_node *nd = &ev->ir->nodes[id];
-  if (!INTLIKE(ev->kind[id]) || !total) return;
-  int64_t lo, hi;
-  const int *in = nd->in;
-  switch (nd->op) {
-  case RASP_OP_INPUT:
-    if (ev->bndrun[id] == ev->runno) return; /* eval_INPUT found them */
-    lo = hi = tokens[0];
-    for (size_t i = 1; i < total; i++) {
-      lo = tokens[i] < lo ? tokens[i] : lo;
-      hi = tokens[i] > hi ? tokens[i] : hi;
-    }
-    break;
-  case RASP_OP_INDICES:
-    lo = 0;
-    hi = ev->n - 1;
-    break;
-  case RASP_OP_FULL:
-    if (!elem_intlike(nd->c)) return;
-    lo = hi = nd->c.num;
-    break;
-  case RASP_OP_SEL_WIDTH:
-    lo = 0;
-    hi = ev->n;
-    break;
-  case RASP_OP_WHERE:
-    if (!bnd_known(ev, in[1]) || !bnd_known(ev, in[2])) return;
-    lo = ev->bndlo[in[1]] < ev->bndlo[in[2]] ? ev->bndlo[in[1]] : ev->bndlo[in[2]];
-    hi = ev->bndhi[in[1]] > ev->bndhi[in[2]] ? ev->bndhi[in[1]] : ev->bndhi[in[2]];
-    break;
-  case RASP_OP_AGGR_MEAN:
-  case RASP_OP_AGGREGATE:
-  case RASP_OP_AGGR_MAX:
-  case RASP_OP_AGGR_MIN: {
-    /* a mean, max or min of selected values, or the default */
-    rasp_elem c = nd->op == RASP_OP_AGGR_MEAN ? elem_trunc(nd->c) : nd->c;
-    if (!bnd_known(ev, in[1]) || !elem_intlike(c)) return;
-    lo = ev->bndlo[in[1]] < c.num ? ev->bndlo[in[1]] : c.num;
-    hi = ev->bndhi[in[1]] > c.num ? ev->bndhi[in[1]] : c.num;
-    break;
-  }
-  case RASP_OP_UNARY: {
-    if (!bnd_known(ev, in[0])) return;
-    int64_t a = ev->bndlo[in[0]], b = ev->bndhi[in[0]];
-    switch ((rasp_unop)nd->aux) {
-    case RASP_UN_POS: lo = a; hi = b; break;
-    case RASP_UN_NEG:
-      if (a == INT64_MIN) return;
-      lo = -b;
-      hi = -a;
-      break;
-    case RASP_UN_NOT: lo = 0; hi = 1; break;
-    default: return;
-    }
-    break;
-  }
-  case RASP_OP_BINARY: {
-    rasp_binop op = (rasp_binop)nd->aux;
-    if (op >= RASP_BIN_EQ && op <= RASP_BIN_OR) {
-      lo = 0;
-      hi = 1;
-      break;
-    }
-    if (!bnd_known(ev, in[0]) || !bnd_known(ev, in[1])) return;
-    int64_t a = ev->bndlo[in[0]], b = ev->bndhi[in[0]];
-    int64_t c = ev->bndlo[in[1]], d = ev->bndhi[in[1]];
-    switch (op) {
-    case RASP_BIN_ADD:
-      if (__builtin_add_overflow(a, c, &lo) || __builtin_add_overflow(b, d, &hi)) return;
-      break;
-    case RASP_BIN_SUB:
-      if (__builtin_sub_overflow(a, d, &lo) || __builtin_sub_overflow(b, c, &hi)) return;
-      break;
-    case RASP_BIN_MUL: {
-      int64_t p[4];
-      if (__builtin_mul_overflow(a, c, &p[0]) || __builtin_mul_overflow(a, d, &p[1]) ||
-          __builtin_mul_overflow(b, c, &p[2]) || __builtin_mul_overflow(b, d, &p[3]))
-        return;
-      lo = hi = p[0];
-      for (int k = 1; k < 4; k++) {
-        lo = p[k] < lo ? p[k] : lo;
-        hi = p[k] > hi ? p[k] : hi;
+  unsigned run = ev->runno;
+  unsigned k = ev->rulef[id].kind;
+  unsigned since = ev->rrun[id]; /* its rule was made then */
+  if (ev->fany > since || ev->fforce > since) { /* maybe not the rule it made */
+    int dirty = ev->fforce > since;
+    for (int j = 0; j < nd->nin && !dirty; j++) dirty = ev->frun[nd->in[j]] > since;
+    ev->rrun[id] = run;
+    if (dirty) {
+      raspF_value in[3];
+      for (int j = 0; j < nd->nin; j++) {
+        int o = nd->in[j];
+        in[j] = ev->rulef[o];
+        in[j].kind = ev->kind[o];
       }
-      break;
+      raspF_value f = raspF_meet(raspF_transfer(ev->ir, id, ev->tok, in), ev->plan.vf[id]);
+      raspF_value old = ev->rulef[id];
+      if (f.kind != old.kind || f.lo != old.lo || f.hi != old.hi) {
+        ev->rulef[id] = f;
+        ev->frun[id] = ev->fany = run;
+      }
+      k = f.kind;
     }
-    case RASP_BIN_MOD: /* Python's %: a positive divisor gives 0 .. d-1 */
-      if (c <= 0) return;
-      lo = 0;
-      hi = d - 1;
-      break;
-    case RASP_BIN_MIN:
-      lo = a < c ? a : c;
-      hi = b < d ? b : d;
-      break;
-    case RASP_BIN_MAX:
-      lo = a > c ? a : c;
-      hi = b > d ? b : d;
-      break;
-    default: return;
-    }
-    break;
   }
-  default: return;
+  if (nd->op == RASP_OP_INPUT && ev->bndrun[id] == run &&
+      (ev->bndlo[id] < ev->tok.lo || ev->bndhi[id] > ev->tok.hi)) {
+    /* eval_INPUT's range widens the range of the tokens seen since the
+       plan was made: the vocabulary's after a few runs, and from then on
+       the rules give what they gave */
+    ev->tok.lo = ev->bndlo[id] < ev->tok.lo ? ev->bndlo[id] : ev->tok.lo;
+    ev->tok.hi = ev->bndhi[id] > ev->tok.hi ? ev->bndhi[id] : ev->tok.hi;
+    raspF_value none[3] = {{0, INT64_MAX, INT64_MIN}}; /* no operands */
+    ev->rulef[id] = raspF_meet(raspF_transfer(ev->ir, id, ev->tok, none), ev->plan.vf[id]);
+    ev->frun[id] = ev->fany = run;
+    k = ev->rulef[id].kind;
   }
-  bnd_set(ev, id, lo, hi);
+  if (seen != KIND_RULE) {
+    if (seen != KIND_SCAN) k &= seen;
+    else if (k & (k - 1)) k &= scan_kind(out, total);
+  }
+  if (__builtin_expect(!total, 0)) k = 0;
+  if (k != ev->kind[id]) {
+    ev->kind[id] = (unsigned char)k;
+    ev->frun[id] = ev->fany = run;
+  }
 }
 
 static int eval_SEL_WIDTH(ctx *c) { return raspE_eval_head(c); }
@@ -824,6 +786,8 @@ rasp_eval *raspE_new(const rasp_ir *ir) {
   ev->keep = 1;
   const char *ref = getenv("RASP_EVAL_REFERENCE");
   ev->reference = ref && strcmp(ref, "1") == 0;
+  const char *chk = getenv("RASP_EVAL_CHECK_VALUES");
+  ev->check_values = chk && strcmp(chk, "1") == 0;
   return ev;
 }
 
@@ -868,12 +832,16 @@ void raspE_free(rasp_eval *ev) {
   raspM_free(ev->plan.steps);
   raspM_free(ev->plan.dsteps);
   raspM_free(ev->plan.twin);
+  raspM_free(ev->plan.vf);
   raspM_free(ev->plan.hplans);
   raspM_free(ev->hits);
   raspM_free(ev->early);
   raspM_free(ev->bndlo);
   raspM_free(ev->bndhi);
   raspM_free(ev->bndrun);
+  raspM_free(ev->frun);
+  raspM_free(ev->rrun);
+  raspM_free(ev->rulef);
   raspM_free(ev->scr.dacc);
   raspM_free(ev->plan.outputs);
   raspM_free(ev->kind);
@@ -896,6 +864,8 @@ void raspE_set_reference(rasp_eval *ev, int on) {
   ev->ran = 0;
   ev->plan.valid = 0;
 }
+
+void raspE_set_check_values(rasp_eval *ev, int on) { ev->check_values = on != 0; }
 
 void raspE_set_max_selector_cells(rasp_eval *ev, size_t cells) {
   ev->max_cells = cells;
@@ -945,6 +915,7 @@ static void fit_nodes(rasp_eval *ev) {
   ev->plan.steps = raspM_realloc(ev->plan.steps, (size_t)nn * sizeof *ev->plan.steps);
   ev->plan.dsteps = raspM_realloc(ev->plan.dsteps, (size_t)nn * sizeof *ev->plan.dsteps);
   ev->plan.twin = raspM_realloc(ev->plan.twin, (size_t)nn * sizeof *ev->plan.twin);
+  ev->plan.vf = raspM_realloc(ev->plan.vf, (size_t)nn * sizeof *ev->plan.vf);
   ev->plan.hplans = raspM_realloc(ev->plan.hplans, (size_t)nn * sizeof *ev->plan.hplans);
   ev->hits = raspM_realloc(ev->hits, (size_t)nn * RASPE_NKERNELS * sizeof *ev->hits);
   memset(ev->hits + (size_t)ev->nnodes * RASPE_NKERNELS, 0,
@@ -957,6 +928,9 @@ static void fit_nodes(rasp_eval *ev) {
   ev->bndlo = raspM_realloc(ev->bndlo, (size_t)nn * sizeof *ev->bndlo);
   ev->bndhi = raspM_realloc(ev->bndhi, (size_t)nn * sizeof *ev->bndhi);
   ev->bndrun = raspM_realloc(ev->bndrun, (size_t)nn * sizeof *ev->bndrun);
+  ev->frun = raspM_realloc(ev->frun, (size_t)nn * sizeof *ev->frun);
+  ev->rrun = raspM_realloc(ev->rrun, (size_t)nn * sizeof *ev->rrun);
+  ev->rulef = raspM_realloc(ev->rulef, (size_t)nn * sizeof *ev->rulef);
   ev->kind = raspM_realloc(ev->kind, (size_t)nn);
   ev->memos = raspM_realloc(ev->memos, (size_t)nn * sizeof *ev->memos);
   ev->selm = raspM_realloc(ev->selm, (size_t)nn * sizeof *ev->selm);
@@ -974,6 +948,8 @@ static void fit_nodes(rasp_eval *ev) {
     ev->selm[i] = NULL;
     ev->selb[i] = -1;
     ev->bndrun[i] = 0;
+    ev->frun[i] = ev->rrun[i] = 0;
+    ev->rulef[i] = (raspF_value){0, INT64_MAX, INT64_MIN};
     ev->checked[i] = 0;
     ev->plan.canon[i] = i;
     ev->plan.raw[i] = 0;
@@ -1079,6 +1055,44 @@ static rasp_elem *node_buffer(rasp_eval *ev, int id, size_t total) {
   return ev->val[id];
 }
 
+/* RASP_EVAL_CHECK_VALUES=1: every value this run still holds lies within
+** its node's static fact (raspF_values for tokens in this run's range), and
+** its kinds within the run-time kind bits the fast paths trusted.  A value
+** outside is a bug in a transfer function or in the evaluator: an internal
+** error naming the node, the value and the fact. */
+static int check_values(rasp_eval *ev, const int64_t *tokens, size_t total, rasp_error *err) {
+  const rasp_ir *ir = ev->ir;
+  raspF_value tok = {K_INT, INT64_MAX, INT64_MIN};
+  for (size_t i = 0; i < total; i++) {
+    tok.lo = tokens[i] < tok.lo ? tokens[i] : tok.lo;
+    tok.hi = tokens[i] > tok.hi ? tokens[i] : tok.hi;
+  }
+  raspF_value *vf = raspM_alloc(sizeof *vf * (size_t)(ir->nnodes + 1));
+  raspF_values(ir, tok, vf);
+  int ok = 1;
+  for (int id = 0; id < ir->nnodes && ok; id++) {
+    /* an alias's own pointer may outlive its canonical node's buffer
+       (keep == 0); the canonical one is NULL once handed back */
+    const rasp_elem *v = ev->val[ev->plan.canon[id]];
+    if (!ev->plan.live[id] || ev->issel[id] || !v) continue;
+    for (size_t i = 0; i < total && ok; i++) {
+      unsigned k = elem_kind(v[i]);
+      if (raspF_holds(vf[id], v[i]) && (ev->kind[id] & k)) continue;
+      char buf[64];
+      rasp_elem e = v[i].den > 1 ? rat_reduce(v[i]) : v[i];
+      raspI_elem_format(ir, e, buf, sizeof buf);
+      raspR_set(err, ir->nodes[id].pos,
+                "internal error: %s of node %d ('%s') outside its value fact "
+                "(kinds %u, [%lld, %lld]; run kinds %u)",
+                buf, id, raspI_op_name(ir->nodes[id].op), vf[id].kind, (long long)vf[id].lo,
+                (long long)vf[id].hi, (unsigned)ev->kind[id]);
+      ok = 0;
+    }
+  }
+  raspM_free(vf);
+  return ok;
+}
+
 int raspE_run(rasp_eval *ev, int B, const int64_t *tokens, rasp_error *err) {
   const rasp_ir *ir = ev->ir;
   fit_nodes(ev);
@@ -1098,8 +1112,11 @@ int raspE_run(rasp_eval *ev, int B, const int64_t *tokens, rasp_error *err) {
   ev->B = B;
   ev->n = ir->n;
   if (++ev->runno == 0) { /* wrapped: no bounds or twin results may look current */
-    for (int i = 0; i < ev->nnodes; i++) ev->bndrun[i] = ev->early[i] = 0;
+    for (int i = 0; i < ev->nnodes; i++)
+      ev->bndrun[i] = ev->early[i] = ev->frun[i] = ev->rrun[i] = 0;
     ev->runno = 1;
+    ev->fforce = 1; /* every rule again */
+    ev->fany = 0;
   }
   size_t total = (size_t)B * (size_t)ir->n;
   int replan = !plan_current(ev, total);
@@ -1107,6 +1124,14 @@ int raspE_run(rasp_eval *ev, int B, const int64_t *tokens, rasp_error *err) {
     ev->plan.valid = 0;
     ev->plan.dsteps_ok = 0;
     raspI_live(ir, ir->outputs, ir->noutputs, ev->plan.live);
+    if (ev->vf_nnodes != ir->nnodes || ev->vf_n != ir->n) { /* a new graph or length */
+      raspF_value anytok = {K_INT, INT64_MIN, INT64_MAX};
+      raspF_values(ir, anytok, ev->plan.vf);
+      ev->vf_nnodes = ir->nnodes;
+      ev->vf_n = ir->n;
+      ev->fforce = ev->runno; /* every rule again */
+      ev->tok = (raspF_value){K_INT, INT64_MAX, INT64_MIN};
+    }
     ev->plan.nsteps = 0;
     for (int id = 0; id < ir->nnodes; id++) {
       if (!ev->plan.live[id]) continue;
@@ -1160,6 +1185,8 @@ int raspE_run(rasp_eval *ev, int B, const int64_t *tokens, rasp_error *err) {
       ev->val[id] = ev->val[canon];
       ev->valcap[id] = 0;
       ev->kind[id] = ev->kind[canon];
+      ev->rulef[id] = ev->rulef[canon];
+      ev->frun[id] = ev->frun[canon]; /* changed in this run only with it: fany is set */
       ev->bndlo[id] = ev->bndlo[canon];
       ev->bndhi[id] = ev->bndhi[canon];
       ev->bndrun[id] = bnd_current(ev, canon) ? ev->runno : 0;
@@ -1178,29 +1205,28 @@ int raspE_run(rasp_eval *ev, int B, const int64_t *tokens, rasp_error *err) {
       c.kind = KIND_SCAN;
       c.out = NULL;
       if (!ev->issel[id]) c.out = node_buffer(ev, id, total);
-      else c.kind = 0;
       int done = ev->early[id] == ev->runno; /* its twin evaluated it */
       int tw = ev->plan.twin[id];
       if (!done && tw >= 0) { /* the twin aggregate now, with this width */
         ctx ca = {ev, tw, &ir->nodes[tw], tokens, total, node_buffer(ev, tw, total), err,
                   KIND_SCAN, c.out, 0};
         if (!handlers[ir->nodes[tw].op](&ca)) return 0;
-        ev->kind[tw] = (unsigned char)(ca.kind == KIND_SCAN ? scan_kind(ca.out, total) : ca.kind);
+        node_fact(ev, tw, ca.kind, ca.out, total);
         ev->early[tw] = ev->runno;
         if (ca.fused) { /* the direct sweep counted for this width too */
           ev->hits[(size_t)id * RASPE_NKERNELS + RASPE_K_DIRECT] += (uint64_t)B;
           done = 1;
-          c.kind = K_INT;
+          c.kind = KIND_RULE;
         }
       }
       if (done) c.kind = ev->early[id] == ev->runno ? ev->kind[id] : c.kind;
       else if (!handlers[nd->op](&c)) return 0;
-      ev->kind[id] = (unsigned char)(c.kind == KIND_SCAN ? scan_kind(c.out, total)
-                                                         : c.kind);
       if (hold) ev->cfill[id] = total;
-      if (!ev->issel[id]) {
-        derive_bounds(ev, id, tokens, total);
-        ev->bndheld[id] = (unsigned char)(hold && ev->bndrun[id] == ev->runno);
+      if (ev->issel[id]) {
+        ev->kind[id] = 0;
+      } else {
+        node_fact(ev, id, c.kind, c.out, total);
+        ev->bndheld[id] = 0; /* a scan of earlier values says nothing */
       }
     }
     if (!ev->keep)
@@ -1213,6 +1239,7 @@ int raspE_run(rasp_eval *ev, int B, const int64_t *tokens, rasp_error *err) {
       }
   }
   if (!ev->plan.dsteps_ok) raspE_plan_dsteps(ev, total);
+  if (ev->check_values && !check_values(ev, tokens, total, err)) return 0;
   ev->ran = 1;
   return 1;
 }

@@ -39,6 +39,13 @@ void raspE_set_max_selector_cells(rasp_eval *ev, size_t cells);
 ** errors, in both modes.  raspE_new starts in this mode when the
 ** environment has RASP_EVAL_REFERENCE=1.  Takes effect from the next run. */
 void raspE_set_reference(rasp_eval *ev, int on);
+/* on = 1: after every run, every value it holds is checked against its
+** node's value fact (rfacts.h: raspF_values for tokens in the run's range)
+** and against the kinds the evaluator's fast paths assumed; a value outside
+** fails the run with an internal error.  For tests (it costs a pass over
+** every value); raspE_new starts in this mode when the environment has
+** RASP_EVAL_CHECK_VALUES=1. */
+void raspE_set_check_values(rasp_eval *ev, int on);
 /* keep = 1 (the default): every intermediate value stays readable through
 ** raspE_value until the next run.  keep = 0: a value's buffer is reused as
 ** soon as the last node reading it has run, so memory follows the widest

@@ -49,11 +49,12 @@ typedef struct memo {
   unsigned small_kind; /* K_* bits of every value in small[] */
 } memo;
 
-/* Element kinds (bit set). */
-#define K_INT 1u
-#define K_BOOL 2u
-#define K_RAT 4u
-#define K_SYM 8u
+/* Element kinds (bit set): rfacts.h's, whose transfer functions say what
+** each operation makes of them. */
+#define K_INT RASPF_K_INT
+#define K_BOOL RASPF_K_BOOL
+#define K_RAT RASPF_K_RAT
+#define K_SYM RASPF_K_SYM
 #define INTLIKE(k) (((k) & (K_RAT | K_SYM)) == 0)
 
 /* Scratch slots, each a buffer reused across heads and runs. */
@@ -90,6 +91,8 @@ struct eplan {
   unsigned char *hold;  /* a static value kept across runs */
   int hold_ok;          /* static values are kept at all (raspE_plan_hold) */
   int *twin;            /* sel_width: the aggregate evaluated with it, or -1 */
+  raspF_value *vf;      /* every node's value fact for any tokens (raspF_values):
+                           a run's kinds and bounds never exceed it */
   struct hplan *hplans; /* heads: what their selector allows */
   int *lastuse;         /* keep == 0: the last node reading a value ... */
   int *relstart, *rel;  /* ... and the nodes whose value dies after node i (CSR) */
@@ -136,6 +139,8 @@ struct rasp_eval {
   int keep;         /* keep every intermediate value (default) */
   int reference;    /* every head through the reference kernel, no CSE,
                        no fusion (raspE_set_reference) */
+  int check_values; /* every value checked against raspF_values
+                       (raspE_set_check_values) */
   /* the current batch */
   int B, n, nnodes;
   int ran;          /* a run has succeeded and values are valid */
@@ -152,9 +157,19 @@ struct rasp_eval {
   size_t *valcap;       /* capacity of val[] in elements */
   size_t *cfill;        /* leading elements of val[] already holding a kept value */
   unsigned char *kind;  /* K_* bits of the value */
-  int64_t *bndlo, *bndhi; /* least and greatest num, valid when bndrun == runno */
+  int64_t *bndlo, *bndhi; /* least and greatest num of the values, as a scan
+                             (raspE_node_bounds) or eval_INPUT found them, valid
+                             when bndrun == runno */
   unsigned *bndrun;
-  unsigned char *bndheld;  /* a held value whose bounds were derived */
+  raspF_value *rulef;   /* kinds and bounds by the rules of rfacts (node_fact),
+                           for every run of the plan; kind[] narrows the kinds */
+  unsigned *frun;       /* the run in which kind or rulef last changed */
+  unsigned *rrun;       /* the run that last made or confirmed rulef */
+  unsigned fforce;      /* rules made before this run are void (new graph or n) */
+  unsigned fany;        /* the last run in which some node's frun was set */
+  int vf_nnodes, vf_n;  /* what plan.vf was computed for */
+  raspF_value tok;      /* the token ids of every run since the plan was made */
+  unsigned char *bndheld;  /* a held value whose bounds were scanned */
   unsigned *early;      /* the run in which a twin evaluated it */
   unsigned char **selm; /* raspE_selector's matrix ... */
   int *selb;            /* ... and which input it holds */
@@ -203,12 +218,7 @@ static inline void *scratch(rasp_eval *ev, int slot, size_t bytes) {
   return ev->scr.sc[slot];
 }
 
-static inline unsigned elem_kind(rasp_elem e) {
-  return e.den == 1 ? K_INT
-         : e.den == RASP_DEN_BOOL ? K_BOOL
-         : e.den == RASP_DEN_SYM ? K_SYM
-                                 : K_RAT;
-}
+static inline unsigned elem_kind(rasp_elem e) { return raspF_elem_kind(e); }
 
 /* raspI_elem_trunc, inline: the mean of one value (a gather under
 ** aggr_mean), per element. */
@@ -230,7 +240,11 @@ static inline uint64_t hash_elems(const rasp_elem *a, int n) {
 
 /* ---- one node's evaluation */
 
-#define KIND_SCAN 0x100u /* the handler leaves the kind to a scan */
+/* What a handler says of its node's kinds (ctx.kind): the K_* bits it saw,
+** or one of these; the run loop meets it with the rule of rfacts
+** (raspF_transfer) either way. */
+#define KIND_SCAN 0x100u /* look at the values where the rule allows several */
+#define KIND_RULE 0x200u /* the rule's kinds as they are */
 
 typedef struct ctx {
   rasp_eval *ev;
@@ -256,7 +270,8 @@ static inline unsigned operand_kind(const ctx *c, int j) {
 /* reval.c */
 RASPE_INTERNAL int raspE_call_memo(rasp_eval *ev, int id, int nargs, const rasp_elem *args,
                                    rasp_elem *out, rasp_error *err);
-/* Least and greatest num of node id's values in this run (int-like nodes). */
+/* Least and greatest num of node id's values in this run (int-like nodes):
+** the derived bounds when they are bounded, else a scan of the values. */
 RASPE_INTERNAL void raspE_node_bounds(rasp_eval *ev, int id, int64_t *lo, int64_t *hi);
 RASPE_INTERNAL void raspE_pool_put(rasp_eval *ev, rasp_elem *buf, size_t cap);
 RASPE_INTERNAL int raspE_is_selector(const rasp_ir *ir, int id);

@@ -2010,11 +2010,8 @@ int raspE_eval_head(ctx *c) {
     switch (nd->op) {
     case RASP_OP_SEL_WIDTH:
     case RASP_OP_AGGR_MEAN:
-      c->kind = c->total ? K_INT : 0;
-      if (nd->op == RASP_OP_AGGR_MEAN) c->kind |= elem_kind(elem_trunc(nd->c));
-      break;
     case RASP_OP_AGGR_MAX:
-    case RASP_OP_AGGR_MIN: c->kind = kv | (c->total ? elem_kind(nd->c) : 0); break;
+    case RASP_OP_AGGR_MIN: c->kind = KIND_RULE; break; /* raspF_transfer's */
     default:
       /* aggregate: a gather, or a sweep that only ever found one value,
          passes values (or the default) through, so their kinds bound it */

@@ -7,12 +7,27 @@
 ** order of the Python builtins it implements (an equality is not asked once
 ** its answer is known), so a callback that can fail fails at the same place
 ** as the interpreter would.
+**
+** Value facts.  A fact is a set of kinds and an interval of integers that
+** contains every number the node can hold; the transfer functions below
+** are interval arithmetic done in 128 bits and saturated to 64, which is
+** sound because an element whose exact value leaves 64 bits is an error
+** (raspI_elem_*), not a value.  They follow rir.c's element routines case by
+** case: arithmetic turns booleans into integers, & | ^ keep bool op bool a
+** bool, ~ on a bool is logical not, '/' is exact, '//' and '%' are Python's,
+** ** takes an integer exponent; min/max of numbers are the interval min/max,
+** but a symbol sorts after every number, so with symbols around only the
+** hull is safe.  Heads: a mean lies in its values' hull, a single selected
+** value passes through, nothing selected gives the default.  Where nothing
+** is known (a program's function) the fact is "any kind, no bound".
 */
 #include "rfacts.h"
 
 #include <string.h>
 
 #include "rmem.h"
+
+typedef __int128 i128;
 
 int raspF_pred_holds(rasp_pred p, rasp_elem key, rasp_elem query) {
   switch (p) {
@@ -78,4 +93,234 @@ void raspF_canon(const rasp_ir *ir, const unsigned char *live, int *canon) {
     else canon[i] = tab[j] - 1;
   }
   raspM_free(tab);
+}
+
+/* ---- value facts */
+
+#define K_NUM RASPF_K_NUM
+#define K_INTLIKE (RASPF_K_INT | RASPF_K_BOOL)
+
+static const raspF_value NONE = {0, INT64_MAX, INT64_MIN};
+static const raspF_value ANY = {RASPF_K_ANY, INT64_MIN, INT64_MAX};
+
+static int64_t sat(i128 v) {
+  return v < INT64_MIN ? INT64_MIN : v > INT64_MAX ? INT64_MAX : (int64_t)v;
+}
+static i128 min128(i128 a, i128 b) { return a < b ? a : b; }
+static i128 max128(i128 a, i128 b) { return a > b ? a : b; }
+
+/* A fact from a kind and an interval (saturated); no number, no bounds. */
+static raspF_value mk(unsigned kind, i128 lo, i128 hi) {
+  raspF_value f = {kind, sat(lo), sat(hi)};
+  if (!(kind & K_NUM)) {
+    f.lo = INT64_MAX;
+    f.hi = INT64_MIN;
+  }
+  return f;
+}
+
+static raspF_value hull(raspF_value a, raspF_value b) {
+  raspF_value f = {a.kind | b.kind, a.lo < b.lo ? a.lo : b.lo, a.hi > b.hi ? a.hi : b.hi};
+  return f;
+}
+
+static i128 fdiv(i128 a, i128 b) {
+  i128 q = a / b;
+  if (a % b != 0 && ((a < 0) != (b < 0))) q--;
+  return q;
+}
+static i128 cdiv(i128 a, i128 b) { return -fdiv(-a, b); }
+
+raspF_value raspF_elem_value(rasp_elem e) {
+  unsigned k = raspF_elem_kind(e);
+  if (k == RASPF_K_SYM) return mk(k, 0, 0);
+  i128 d = e.den < 1 ? 1 : e.den;
+  return mk(k, fdiv(e.num, d), cdiv(e.num, d));
+}
+
+int raspF_holds(raspF_value f, rasp_elem e) {
+  unsigned k = raspF_elem_kind(e);
+  if (k == RASPF_K_RAT && e.num % e.den == 0) k = RASPF_K_INT; /* unreduced, say 4/2 */
+  if (!(f.kind & k)) return 0;
+  if (k == RASPF_K_SYM) return 1;
+  i128 d = e.den < 1 ? 1 : e.den;
+  return (i128)f.lo * d <= e.num && e.num <= (i128)f.hi * d;
+}
+
+uint64_t raspF_magnitude(raspF_value f) {
+  if (!(f.kind & K_NUM) || f.lo > f.hi) return 0;
+  uint64_t a = f.lo < 0 ? (uint64_t)0 - (uint64_t)f.lo : (uint64_t)f.lo;
+  uint64_t b = f.hi < 0 ? (uint64_t)0 - (uint64_t)f.hi : (uint64_t)f.hi;
+  a = a > b ? a : b;
+  return a > INT64_MAX ? INT64_MAX : a;
+}
+
+/* The least 2^k - 1 >= v (v >= 0): every bit pattern below v's top bit. */
+static i128 bitmask(i128 v) {
+  i128 m = 0;
+  while (m < v) m = m * 2 + 1;
+  return m;
+}
+
+/* m^e saturated at 2^63 (m >= 1, e >= 0); the loop stops after 64 steps at
+** most, since m >= 2 reaches the cap by then. */
+static i128 satpow(i128 m, int64_t e) {
+  i128 r = 1;
+  if (m == 1) return 1;
+  for (int64_t i = 0; i < e; i++) {
+    r *= m;
+    if (r > INT64_MAX) return (i128)INT64_MAX + 1;
+  }
+  return r;
+}
+
+static raspF_value unary(rasp_unop op, raspF_value x) {
+  i128 a = x.lo, b = x.hi;
+  /* numbers come out as integers, or rationals from rationals */
+  unsigned num = ((x.kind & K_INTLIKE) ? RASPF_K_INT : 0) | (x.kind & RASPF_K_RAT);
+  switch (op) {
+  case RASP_UN_NOT: return mk(RASPF_K_BOOL, 0, 1);
+  case RASP_UN_INVERT: { /* logical not on booleans, -v - 1 on integers */
+    raspF_value f = NONE;
+    if (x.kind & RASPF_K_BOOL) f = mk(RASPF_K_BOOL, 0, 1);
+    if (x.kind & RASPF_K_INT) f = hull(f, mk(RASPF_K_INT, -b - 1, -a - 1));
+    return f;
+  }
+  case RASP_UN_NEG: return mk(num, -b, -a);
+  case RASP_UN_POS: return mk(num, a, b);
+  case RASP_UN_ABS:
+    if (a >= 0) return mk(num, a, b);
+    if (b <= 0) return mk(num, -b, -a);
+    return mk(num, 0, max128(-a, b));
+  default: return ANY;
+  }
+}
+
+static raspF_value binary(rasp_binop op, raspF_value x, raspF_value y) {
+  i128 a = x.lo, b = x.hi, c = y.lo, d = y.hi;
+  unsigned nx = x.kind & K_NUM, ny = y.kind & K_NUM;
+  unsigned rat = (nx | ny) & RASPF_K_RAT;
+  switch (op) {
+  case RASP_BIN_EQ: case RASP_BIN_NE: case RASP_BIN_LT: case RASP_BIN_LE:
+  case RASP_BIN_GT: case RASP_BIN_GE: case RASP_BIN_AND: case RASP_BIN_OR:
+    return mk(RASPF_K_BOOL, 0, 1);
+  case RASP_BIN_BITAND:
+  case RASP_BIN_BITOR:
+  case RASP_BIN_BITXOR: { /* integers and booleans only */
+    unsigned ix = x.kind & K_INTLIKE, iy = y.kind & K_INTLIKE;
+    if (!ix || !iy) return NONE;
+    unsigned k = (ix & iy & RASPF_K_BOOL) | ((ix | iy) & RASPF_K_INT);
+    if (op == RASP_BIN_BITAND && (a >= 0 || c >= 0)) /* x & y is within a non-negative operand */
+      return mk(k, 0, a >= 0 && c >= 0 ? min128(b, d) : a >= 0 ? b : d);
+    /* two's complement: operands of k bits (sign included) give k bits */
+    i128 m = bitmask(max128(max128(b, d), max128(a < 0 ? -a - 1 : 0, c < 0 ? -c - 1 : 0)));
+    return mk(k, a < 0 || c < 0 ? -m - 1 : 0, m);
+  }
+  case RASP_BIN_MIN:
+  case RASP_BIN_MAX:
+    /* a symbol sorts after every number: then the number that comes out
+       may be either operand's */
+    if (((x.kind | y.kind) & RASPF_K_SYM) || !nx || !ny) return hull(x, y);
+    if (op == RASP_BIN_MIN) return mk(x.kind | y.kind, min128(a, c), min128(b, d));
+    return mk(x.kind | y.kind, max128(a, c), max128(b, d));
+  default: break;
+  }
+  if (!nx || !ny) return NONE; /* arithmetic on symbols fails */
+  switch (op) {
+  case RASP_BIN_ADD: return mk(RASPF_K_INT | rat, a + c, b + d);
+  case RASP_BIN_SUB: return mk(RASPF_K_INT | rat, a - d, b - c);
+  case RASP_BIN_MUL: {
+    i128 p[4] = {a * c, a * d, b * c, b * d};
+    return mk(RASPF_K_INT | rat, min128(min128(p[0], p[1]), min128(p[2], p[3])),
+              max128(max128(p[0], p[1]), max128(p[2], p[3])));
+  }
+  case RASP_BIN_DIV:
+  case RASP_BIN_FLOORDIV: {
+    unsigned k = op == RASP_BIN_DIV ? RASPF_K_INT | RASPF_K_RAT : RASPF_K_INT;
+    if (c >= 1 || d <= -1) { /* |y| >= 1, one sign: monotone, the corners bound it */
+      i128 lo = fdiv(a, c), hi = lo;
+      i128 q[4][2] = {{a, c}, {a, d}, {b, c}, {b, d}};
+      for (int i = 0; i < 4; i++) {
+        lo = min128(lo, fdiv(q[i][0], q[i][1]));
+        hi = max128(hi, op == RASP_BIN_DIV ? cdiv(q[i][0], q[i][1]) : fdiv(q[i][0], q[i][1]));
+      }
+      return mk(k, lo, hi);
+    }
+    if (!(ny & RASPF_K_RAT)) { /* a non-zero integer divisor: |x / y| <= |x| */
+      i128 m = max128(a < 0 ? -a : a, b < 0 ? -b : b);
+      return mk(k, -m, m);
+    }
+    return mk(k, INT64_MIN, INT64_MAX);
+  }
+  case RASP_BIN_MOD: { /* the sign of the divisor, |r| < |y| */
+    i128 lo = rat ? min128(c, 0) : min128(c + 1, 0), hi = rat ? max128(d, 0) : max128(d - 1, 0);
+    if (a >= 0 && c >= 1) hi = min128(hi, b); /* 0 <= x < ... : r <= x */
+    return mk(RASPF_K_INT | rat, lo, hi);
+  }
+  case RASP_BIN_POW: { /* an integer exponent; negative ones give 1 / x^k */
+    if (!(y.kind & K_INTLIKE)) return NONE;
+    raspF_value f = NONE;
+    if (d >= 0) {
+      i128 p = satpow(max128(max128(a < 0 ? -a : a, b < 0 ? -b : b), 1), (int64_t)d);
+      f = mk(RASPF_K_INT | rat, a >= 0 ? 0 : -p, p);
+    }
+    if (c < 0)
+      f = hull(f, (nx & RASPF_K_RAT) ? mk(RASPF_K_INT | RASPF_K_RAT, INT64_MIN, INT64_MAX)
+                                      : mk(RASPF_K_INT | RASPF_K_RAT, a >= 0 ? 0 : -1, 1));
+    return f;
+  }
+  default: return ANY;
+  }
+}
+
+raspF_value raspF_transfer(const rasp_ir *ir, int id, raspF_value tok, const raspF_value *in) {
+  const rasp_ir_node *nd = &ir->nodes[id];
+  int n = ir->n;
+  if (n < 1) return NONE; /* no positions, no elements */
+  switch (nd->op) {
+  case RASP_OP_INPUT: return tok;
+  case RASP_OP_INDICES: return mk(RASPF_K_INT, 0, n - 1);
+  case RASP_OP_FULL: return raspF_elem_value(nd->c);
+  case RASP_OP_UNARY: return in[0].kind ? unary((rasp_unop)nd->aux, in[0]) : NONE;
+  case RASP_OP_BINARY:
+    return in[0].kind && in[1].kind ? binary((rasp_binop)nd->aux, in[0], in[1]) : NONE;
+  case RASP_OP_WHERE: return in[0].kind ? hull(in[1], in[2]) : NONE;
+  case RASP_OP_MAP: return in[0].kind ? ANY : NONE; /* the program's function */
+  case RASP_OP_SEQMAP: /* truncated: numbers become integers */
+    return in[0].kind && in[1].kind ? mk(RASPF_K_INT | RASPF_K_SYM, INT64_MIN, INT64_MAX) : NONE;
+  case RASP_OP_SELECT:
+  case RASP_OP_SEL_AND:
+  case RASP_OP_SEL_OR:
+  case RASP_OP_SEL_NOT: return NONE; /* no value of their own */
+  case RASP_OP_SEL_WIDTH: {
+    const rasp_ir_node *s = nd->in[0] >= 0 && nd->in[0] < id ? &ir->nodes[nd->in[0]] : NULL;
+    if (s && s->op == RASP_OP_SELECT && s->aux == RASP_PRED_TRUE) /* causal: q + 1 keys */
+      return mk(RASPF_K_INT, s->flags & RASP_CAUSAL ? 1 : n, n);
+    if (s && s->op == RASP_OP_SELECT && s->aux == RASP_PRED_FALSE) return mk(RASPF_K_INT, 0, 0);
+    return mk(RASPF_K_INT, 0, n);
+  }
+  case RASP_OP_AGGR_MEAN: { /* the truncated mean lies in the values' range */
+    raspF_value f = raspF_elem_value(raspI_elem_trunc(nd->c));
+    if (in[1].kind & K_NUM) f = hull(f, mk(RASPF_K_INT, in[1].lo, in[1].hi));
+    return f;
+  }
+  case RASP_OP_AGGREGATE: { /* one value passes through; a mean of several */
+    raspF_value f = hull(raspF_elem_value(nd->c), in[1]);
+    if (in[1].kind & K_NUM) f = hull(f, mk(RASPF_K_INT | RASPF_K_RAT, in[1].lo, in[1].hi));
+    return f;
+  }
+  case RASP_OP_AGGR_MAX:
+  case RASP_OP_AGGR_MIN: return hull(raspF_elem_value(nd->c), in[1]);
+  default: return ANY;
+  }
+}
+
+void raspF_values(const rasp_ir *ir, raspF_value tok, raspF_value *out) {
+  for (int i = 0; i < ir->nnodes; i++) {
+    const rasp_ir_node *nd = &ir->nodes[i];
+    raspF_value in[3] = {ANY, ANY, ANY};
+    for (int j = 0; j < nd->nin && j < 3; j++)
+      if (nd->in[j] >= 0 && nd->in[j] < i) in[j] = out[nd->in[j]];
+    out[i] = raspF_transfer(ir, i, tok, in);
+  }
 }

@@ -12,10 +12,43 @@
 **     element type through an equality callback;
 **   - static-ness (raspF_static): nodes whose value reads no token;
 **   - canonical nodes (raspF_canon): common subexpressions;
+**   - value facts (raspF_transfer, raspF_values): the kinds (integer,
+**     boolean, rational, symbol) and the bounds [lo, hi] of every node's
+**     elements, from its operands' -- the one copy of what each operation
+**     does to kinds and ranges;
 **   - liveness is raspI_live (rir.h).
 ** All are pure functions of the graph (or of the elements given); none
 ** allocates except raspF_canon's temporary table.  rfacts.c has the
 ** rest of the design notes.
+**
+** Who reads the value facts.  The evaluator keeps raspF_values of its graph
+** in its plan (tokens unknown: static nodes' facts are final there) and
+** applies raspF_transfer again to the kinds its runs saw and the range of
+** the tokens they read, node by node and only where an operand's fact
+** changed, so that its fast paths (int-like loops, direct tables keyed by
+** value, the memo table of a map) are chosen by the same rules;
+** RASP_EVAL_CHECK_VALUES=1 (raspE_set_check_values) checks every value of
+** every run against raspF_values for the run's token range.  The layer
+** analysis and the verifier have no use for bounds yet (their verdicts
+** come from values); they can call raspF_values like the compiler.  The compiler
+** (rcompile.c) still enumerates exact value sets per view, a refinement of
+** these facts; to read them instead of its own guesses it would call
+** raspF_values once in plan() with tokens {RASPF_K_INT, min, max} of
+** o->input_ids and then:
+**   - int_elem()'s fixed +-1e6 window becomes "kind == RASPF_K_INT and
+**     [lo, hi] inside the window" (raspF_value's bounds, before the set is
+**     enumerated);
+**   - is_num()/allnum and allbool in plan_node's aggregate case become
+**     !(kind & RASPF_K_SYM) and kind == RASPF_K_BOOL of the values operand;
+**   - the ranges it takes from a view's value set (lf_build's lo/hi loop,
+**     hence the big-M gates' M = hi - lo + 1 and the numeq scales) and any
+**     margin that needs a node's largest magnitude are the node's [lo, hi]
+**     and raspF_magnitude(fact), bounds that hold whatever the set
+**     enumerates to;
+**   - the MAXVALS and "too many value pairs" refusals can be decided from
+**     hi - lo + 1 of integer nodes before any set is built.
+** Its exact sets stay: a set is needed for one-hot units, an interval is
+** not one.
 */
 #ifndef RASP_RFACTS_H
 #define RASP_RFACTS_H
@@ -33,6 +66,74 @@ static inline uint64_t raspF_mix64(uint64_t x) {
   x ^= x >> 31;
   return x;
 }
+
+/* ---- value facts */
+
+/* Element kinds (bit set), as rir.h represents elements. */
+#define RASPF_K_INT 1u  /* den == 1 */
+#define RASPF_K_BOOL 2u /* den == RASP_DEN_BOOL */
+#define RASPF_K_RAT 4u  /* den > 1: a rational that is not an integer */
+#define RASPF_K_SYM 8u  /* den == RASP_DEN_SYM */
+#define RASPF_K_NUM (RASPF_K_INT | RASPF_K_BOOL | RASPF_K_RAT)
+#define RASPF_K_ANY (RASPF_K_NUM | RASPF_K_SYM)
+
+/* What a node's elements can be: kind says which representations occur,
+** and every element that is a number (a boolean as 0 or 1, a rational by
+** its value) lies in [lo, hi].  Bounds say nothing about symbols.  No
+** number at all: lo = INT64_MAX, hi = INT64_MIN.  Every number of rir.h is
+** within [INT64_MIN, INT64_MAX], so that interval means "no bound"; an
+** operation that would leave it (overflow) fails at run time and produces
+** no value, so saturated bounds stay sound.  kind == 0: no element ever
+** (a selector, or a node whose operands have none). */
+typedef struct raspF_value {
+  unsigned kind;
+  int64_t lo, hi;
+} raspF_value;
+
+/* The kind bit of one element. */
+static inline unsigned raspF_elem_kind(rasp_elem e) {
+  return e.den == 1 ? RASPF_K_INT
+         : e.den == RASP_DEN_BOOL ? RASPF_K_BOOL
+         : e.den == RASP_DEN_SYM ? RASPF_K_SYM
+                                 : RASPF_K_RAT;
+}
+
+/* The fact of one element: its kind, [floor, ceil] of its value. */
+raspF_value raspF_elem_value(rasp_elem e);
+/* Whether e is one of the elements f allows: its kind (a rational whose
+** reduced form is an integer counts as one) and, for a number, its value
+** in [lo, hi].  1 or 0. */
+int raspF_holds(raspF_value f, rasp_elem e);
+/* Both facts hold: the kinds and ranges intersected (inline: the evaluator
+** meets a rule with its plan's fact per node and run). */
+static inline raspF_value raspF_meet(raspF_value a, raspF_value b) {
+  raspF_value f = {a.kind & b.kind, a.lo > b.lo ? a.lo : b.lo, a.hi < b.hi ? a.hi : b.hi};
+  if (!(f.kind & RASPF_K_NUM)) {
+    f.lo = INT64_MAX;
+    f.hi = INT64_MIN;
+  }
+  return f;
+}
+/* Bounds that are not the whole 64-bit range on either side (what a
+** direct table keyed by value needs). */
+static inline int raspF_bounded(raspF_value f) {
+  return f.lo != INT64_MIN && f.hi != INT64_MAX && f.lo <= f.hi;
+}
+/* The largest |x| of the node's numbers (INT64_MAX when unbounded; 0 when
+** it has none): the margin a compiled unit must represent. */
+uint64_t raspF_magnitude(raspF_value f);
+
+/* The transfer function: node id's fact from its operands' facts in[j]
+** (of nd->in[j], j < nin; selectors have kind 0), the length ir->n and, for
+** the input, tok (the range of token ids).  Sound for every input of
+** length ir->n whose token ids tok allows: overflow and division by zero
+** produce no value; maps are unknown (any kind, no bound); seq_map
+** truncates (integers and symbols); sel_width is in [0, n]; a mean is in
+** its values' range; an aggregate's default is one of its values. */
+raspF_value raspF_transfer(const rasp_ir *ir, int id, raspF_value tok, const raspF_value *in);
+/* out[i] for every node: raspF_transfer in one forward pass.  For a static
+** node (raspF_static) the fact does not depend on tok. */
+void raspF_values(const rasp_ir *ir, raspF_value tok, raspF_value *out);
 
 /* Whether predicate p selects key for query: 1 or 0.  -1 for
 ** RASP_PRED_CUSTOM (the program's function decides; the caller runs it) and

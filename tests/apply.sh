@@ -10,11 +10,6 @@
 # a bad option, no --input.
 NAME=apply.sh
 . "$(dirname "$0")/lib.sh"
-fail=0
-bad() {
-  echo "FAIL: $*"
-  fail=1
-}
 
 # the interpreter's output and the model's, for inputs drawn by a fixed LCG
 same() { # PROGRAM VOCAB LENGTH
@@ -117,4 +112,4 @@ fails "rasp apply: --seed draws a sample; with --input, D and M come from the in
 # check, for models without one)
 fails "was compiled for M = 3, $ps's task has M = 4 (give --M 3, or an --input whose graph has M = 3)" \
   "$tmp/ps" --program $ps --D 2 --M 4 --V 10
-exit $fail
+[ "$fail" = 0 ]

@@ -24,11 +24,7 @@
 # Prints "N passed, M failed".
 NAME=decoder
 . "${top_srcdir:-.}/tests/lib.sh"
-train=$top_builddir/trainer/rasp-train
-export OMP_NUM_THREADS=1
-pass=0 fail=0
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
+use_trainer
 
 # verify: every cell ok, no leak
 out=$("$RASP" verify programs/decoder6_causal.rasp --D 2,3 --M 3..5 --graphs 200 --jobs 1 2>&1)
@@ -144,5 +140,4 @@ for v in 0 -1 nan inf 1e9 x ""; do
   else bad "--logit-scale '$v' (status $st)"; printf '%s\n' "$out"; fi
 done
 
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish

@@ -12,7 +12,11 @@
 ** and then keeps intermediates, and its outputs must be identical (what an
 ** evaluator carries between runs must not change results); and on a third
 ** evaluator in reference mode (reval_ref.c), whose outcome -- outputs, or
-** error message -- must be the same.  When the
+** error message -- must be the same.  The first evaluator runs with its
+** value check on (raspE_set_check_values), and every value of every node
+** must lie within its static fact (rfacts.h: raspF_values for tokens of the
+** vocabulary, 1..5), so a transfer function too tight for some program is
+** a finding.  When the
 ** program defines `check`, it is staged (rstage.h) and, if that succeeds,
 ** its residual predicate must agree with the interpreted check() on a few
 ** outputs wherever it decides.  The causality analysis (rcausal.h) runs on
@@ -53,6 +57,7 @@
 
 #include "rasp.h"
 #include "rcausal.h"
+#include "rfacts.h"
 #include "rorder.h"
 #include "rstage.h"
 
@@ -103,6 +108,24 @@ static void fuzz_check(rasp_ctx *ctx, uint64_t h) {
     if (!ok && !err.set) abort();
   }
   raspS_free(st);
+}
+
+/* Every value of every live node within its static fact for any tokens of
+** the vocabulary (ev keeps its intermediates). */
+static void fuzz_values(rasp_ir *ir, rasp_eval *ev) {
+  raspF_value *vf = malloc(sizeof *vf * (size_t)(ir->nnodes + 1));
+  raspF_values(ir, (raspF_value){RASPF_K_INT, 1, FUZZ_NVOCAB}, vf);
+  unsigned char *live = malloc((size_t)ir->nnodes + 1);
+  raspI_live(ir, ir->outputs, ir->noutputs, live);
+  for (int id = 0; id < ir->nnodes; id++) {
+    if (!live[id] || raspI_op_component(ir->nodes[id].op) == RASP_COMP_SELECTOR) continue;
+    const rasp_elem *v = raspE_value(ev, id, 0);
+    if (!v) abort(); /* kept intermediates are readable */
+    for (int i = 0; i < FUZZ_N; i++)
+      if (!raspF_holds(vf[id], v[i])) abort(); /* a fact too tight */
+  }
+  free(live);
+  free(vf);
 }
 
 /* For every q, tokens 0..q kept and the rest changed: output positions
@@ -289,6 +312,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       }
       rasp_eval *ev = raspE_new(ir);
       raspE_set_max_selector_cells(ev, 4096);
+      raspE_set_check_values(ev, 1); /* a value outside its fact fails the run */
       memset(&err, 0, sizeof err);
       int ok = raspE_run(ev, 1, tokens, &err);
       /* The reference kernel (reval_ref.c) on the same input: the same
@@ -306,6 +330,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         if (!x || !y || memcmp(x, y, sizeof *x * FUZZ_N) != 0) abort();
       }
       raspE_free(evr);
+      if (ok) fuzz_values(ir, ev);
       if (ok) {
         /* The same input again, inside batches, on an evaluator that drops
            intermediates and then keeps them: what the evaluator carries

@@ -5,14 +5,10 @@
 # raspL_analyse_compiled).  Where the compiler refuses a program, layers
 # must say so (schedule "ir" with the compiler's reason).  Prints
 # "N passed, M failed".
-top_srcdir=${top_srcdir:-.}
-top_builddir=${top_builddir:-.}
-rasp="$top_builddir/rasp/rasp"
-cd "$top_srcdir" || exit 2
-export RASP_STDLIB="$top_srcdir/stdlib"
-pass=0 fail=0
-lo=$(mktemp) co=$(mktemp) ce=$(mktemp)
-trap 'rm -f "$lo" "$co" "$ce"' EXIT
+NAME=layers_compiled
+. "${top_srcdir:-.}/tests/lib.sh"
+rasp=$RASP
+lo=$tmp/layers co=$tmp/compile ce=$tmp/err
 
 # check NAME ARGS...: the same size arguments to layers and compile
 check() {
@@ -34,15 +30,8 @@ check() {
     grep -q '"schedule":"ir"' "$lo" && grep -q '"why":"..*"' "$lo" || ok=0
     detail="compiler refuses; layers: $(cat "$lo")"
   fi
-  if grep -q -e "AddressSanitizer" -e "runtime error" -e "LeakSanitizer" "$ce"; then ok=0; fi
-  if [ $ok = 1 ]; then
-    pass=$((pass + 1))
-    echo "PASS: $name ($detail)"
-  else
-    fail=$((fail + 1))
-    echo "FAIL: $name ($detail)"
-    cat "$ce"
-  fi
+  if sanitizer_report "$ce"; then ok=0; fi
+  if [ $ok = 1 ]; then ok "$name ($detail)"; else bad "$name ($detail)" "$ce"; fi
 }
 
 for p in programs/*.rasp; do
@@ -55,5 +44,4 @@ for p in examples/*.rasp; do
   check "$p" "$p" --length 5 --input-vocab "$voc"
 done
 
-echo "$pass passed, $fail failed"
-[ "$fail" = 0 ]
+finish

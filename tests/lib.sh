@@ -1,4 +1,4 @@
-# lib.sh -- shared set-up of the shell test runners (golden.sh, errors.sh).
+# lib.sh -- shared set-up and helpers of the shell test runners.
 # Source it with NAME set to the runner's name; it sets RASP (the binary),
 # RASP_STDLIB, changes to $top_srcdir and makes a temporary directory $tmp
 # that is removed on exit.
@@ -40,4 +40,56 @@ skip_part() { # WHY
   fi
   echo "SKIP: $1"
   return 0
+}
+
+# Counting checks: `ok [NAME]` counts one that passed (PASS: NAME, when
+# named); `bad WHAT [FILE...]` one that failed: FAIL: WHAT, then the first
+# 20 lines of each FILE; `finish` prints "N passed, M failed" and is the
+# exit status (last in the runner).
+pass=0 fail=0
+ok() {
+  pass=$((pass + 1))
+  if [ $# -gt 0 ]; then echo "PASS: $*"; fi
+}
+bad() {
+  fail=$((fail + 1))
+  echo "FAIL: $1"
+  shift
+  for f in "$@"; do
+    if [ -e "$f" ]; then sed "s|^|  $(basename "$f"): |" "$f" | head -20; fi
+  done
+}
+finish() {
+  echo "$pass passed, $fail failed"
+  [ "$fail" = 0 ]
+}
+# sanitizer_report FILE: true when FILE holds a report of AddressSanitizer,
+# LeakSanitizer or UndefinedBehaviorSanitizer (a sanitizer build's stderr)
+sanitizer_report() { grep -q -e AddressSanitizer -e LeakSanitizer -e 'runtime error' "$1"; }
+# expect NAME STATUS STDOUT-PATTERN STDERR-PATTERN -- ARGS...: runs rasp
+# ARGS (output in $tmp/out and $tmp/err); it passes when it exits STATUS,
+# each pattern (grep; empty: anything) matches its stream and no sanitizer
+# spoke.
+expect() {
+  name=$1 want=$2 opat=$3 epat=$4
+  shift 5
+  "$RASP" "$@" >"$tmp/out" 2>"$tmp/err"
+  got=$?
+  if [ "$got" = "$want" ] && { [ -z "$opat" ] || grep -q -e "$opat" "$tmp/out"; } &&
+    { [ -z "$epat" ] || grep -q -e "$epat" "$tmp/err"; } && ! sanitizer_report "$tmp/err"; then
+    ok "$name"
+  else
+    bad "$name (status $got, wanted $want)" "$tmp/out" "$tmp/err"
+  fi
+}
+# use_trainer: $train is the built rasp-train (exit 2 when there is none),
+# on one thread of OpenMP and OpenBLAS (reproducible, and fair to the
+# other tests running beside it)
+use_trainer() {
+  train=$top_builddir/trainer/rasp-train
+  if [ ! -x "$train" ]; then
+    echo "$NAME: no binary at $train" >&2
+    exit 2
+  fi
+  export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1
 }

@@ -14,10 +14,6 @@
 # digits, as the issue does, and also assert the value).
 NAME=limits.sh
 . "$(dirname "$0")/lib.sh"
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); echo "PASS: $1"; }
-bad() { fail=$((fail + 1)); echo "FAIL: $1: $2"; }
 
 # run NAME SECONDS ARGS...: runs rasp, sets $status, $elapsed (whole
 # seconds) and $tmp/out, $tmp/err; a sanitizer report or crash is a failure.
@@ -29,24 +25,25 @@ run() {
   status=$?
   elapsed=$(($(date +%s) - _t0))
   if [ "$status" -eq 124 ]; then
-    bad "$_name" "did not finish within $_limit s"
+    bad "$_name: did not finish within $_limit s"
     return 1
   fi
-  if [ "$status" -ge 128 ] || grep -q -e AddressSanitizer -e LeakSanitizer -e 'runtime error' "$tmp/err"; then
-    bad "$_name" "crashed or sanitizer report (status $status)"
+  if [ "$status" -ge 128 ] || sanitizer_report "$tmp/err"; then
+    bad "$_name: crashed or sanitizer report (status $status)"
     sed 5q "$tmp/err"
     return 1
   fi
   return 0
 }
 
-# expect NAME STATUS STDERR-SUBSTRING (after run)
+# expect NAME STATUS STDERR-SUBSTRING (after run; this runner's own, in
+# place of lib.sh's)
 expect() {
   if [ "$status" != "$2" ]; then
-    bad "$1" "status $status, expected $2"
+    bad "$1: status $status, expected $2"
     sed 5q "$tmp/err"
   elif [ -n "$3" ] && ! grep -q -F -e "$3" "$tmp/err"; then
-    bad "$1" "stderr lacks: $3"
+    bad "$1: stderr lacks: $3"
     sed 5q "$tmp/err"
   else
     ok "$1"
@@ -60,8 +57,8 @@ awk 'BEGIN { for (i = 0; i < 100000; i++) printf "s%d ", i; print "" }' >"$tmp/i
 STDIN=$tmp/in
 if run distinct_symbols 60 run "$tmp/id.rasp" --stdin; then
   if [ "$status" -ne 0 ]; then expect distinct_symbols 0 ""
-  elif [ "$elapsed" -gt 10 ]; then bad distinct_symbols "took $elapsed s (bound 10 s)"
-  elif [ "$(wc -w <"$tmp/out")" -ne 100000 ]; then bad distinct_symbols "wrong output"
+  elif [ "$elapsed" -gt 10 ]; then bad "distinct_symbols: took $elapsed s (bound 10 s)"
+  elif [ "$(wc -w <"$tmp/out")" -ne 100000 ]; then bad "distinct_symbols: wrong output"
   else ok distinct_symbols; fi
 fi
 STDIN=
@@ -70,8 +67,8 @@ STDIN=
 tr ' ' '\n' <"$tmp/in" | sed '/^$/d' >"$tmp/vocab"
 if run vocab_file 60 run "$tmp/id.rasp" --vocab "$tmp/vocab" --input "s5 s99999"; then
   if [ "$status" -ne 0 ]; then expect vocab_file 0 ""
-  elif [ "$elapsed" -gt 10 ]; then bad vocab_file "took $elapsed s (bound 10 s)"
-  elif [ "$(cat "$tmp/out")" != "6 100000" ]; then bad vocab_file "output $(cat "$tmp/out")"
+  elif [ "$elapsed" -gt 10 ]; then bad "vocab_file: took $elapsed s (bound 10 s)"
+  elif [ "$(cat "$tmp/out")" != "6 100000" ]; then bad "vocab_file: output $(cat "$tmp/out")"
   else ok vocab_file; fi
 fi
 
@@ -81,9 +78,9 @@ awk 'BEGIN { printf "x = "; for (i = 0; i < 40000; i++) printf "1234567890"; pri
 if run long_literal 60 "$tmp/lit.rasp"; then
   want=$(python3 -c 'print(int("1234567890" * 40000) % 100000007, 400000)' 2>/dev/null)
   if [ "$status" -ne 0 ]; then expect long_literal 0 ""
-  elif [ "$elapsed" -gt 10 ]; then bad long_literal "took $elapsed s (bound 10 s)"
+  elif [ "$elapsed" -gt 10 ]; then bad "long_literal: took $elapsed s (bound 10 s)"
   elif [ -n "$want" ] && [ "$(cat "$tmp/out")" != "$want" ]; then
-    bad long_literal "printed $(cat "$tmp/out"), expected $want"
+    bad "long_literal: printed $(cat "$tmp/out"), expected $want"
   else ok long_literal; fi
 fi
 
@@ -140,7 +137,7 @@ if ${CC:-cc} -shared -fPIC -o "$tmp/nothreads.so" "$tmp/nothreads.c" 2>"$tmp/err
      run verify_threads_fail 120 verify programs/listing1_back_target.rasp --D 2 --graphs 200 --jobs 4; then
     if [ "$status" -eq 0 ] && grep -q "200/200  ok" "$tmp/out" &&
        [ "$(grep -c "nothreads: refused" "$tmp/err")" -eq 4 ]; then ok verify_threads_fail
-    else bad verify_threads_fail "status $status: $(cat "$tmp/out" "$tmp/err" | sed 5q)"; fi
+    else bad "verify_threads_fail: status $status: $(cat "$tmp/out" "$tmp/err" | sed 5q)"; fi
   fi
 else
   echo "SKIP: verify_threads_fail (cannot build a preload library with ${CC:-cc})"
@@ -152,13 +149,12 @@ if (ulimit -v 150000; "$RASP" --version; r=$?; exit $r) >/dev/null 2>&1; then
   if (ulimit -v 150000 && exec timeout 120 "$RASP" verify programs/listing1_back_target.rasp \
         --D 2 --graphs 200 --jobs 4 >"$tmp/out" 2>"$tmp/err"); then
     if grep -q "200/200  ok" "$tmp/out"; then ok verify_no_threads
-    else bad verify_no_threads "unexpected output: $(cat "$tmp/out" "$tmp/err")"; fi
+    else bad "verify_no_threads: unexpected output: $(cat "$tmp/out" "$tmp/err")"; fi
   else
-    bad verify_no_threads "status $? (124: hung): $(sed 3q "$tmp/err")"
+    bad "verify_no_threads: status $? (124: hung): $(sed 3q "$tmp/err")"
   fi
 else
   echo "SKIP: verify_no_threads (the binary cannot run under ulimit -v)"
 fi
 
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish

@@ -16,14 +16,9 @@ NAME=repl.sh
 . "$(dirname "$0")/lib.sh"
 TIMEOUT=
 command -v timeout >/dev/null 2>&1 && TIMEOUT="timeout 120"
-fail=0
-ok() { echo "PASS: $1"; }
-bad() { echo "FAIL: $1"; fail=1; }
+# sanitizer_clean FILE WHAT: a failure when FILE holds a sanitizer report
 sanitizer_clean() {
-  if grep -q -e AddressSanitizer -e LeakSanitizer -e 'runtime error' "$1"; then
-    bad "$2: sanitizer report"
-    cat "$1"
-  fi
+  if sanitizer_report "$1"; then bad "$2: sanitizer report" "$1"; fi
 }
 
 # ---------------------------------------------------------------- pipe
@@ -139,4 +134,4 @@ if [ "$status" -eq 77 ]; then
 elif [ "$status" -ne 0 ]; then
   bad "pty session (status $status)"
 fi
-exit $fail
+finish

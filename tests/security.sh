@@ -17,18 +17,8 @@
 NAME=security.sh
 . "$(dirname "$0")/lib.sh"
 TRAIN=$top_builddir/trainer/rasp-train
-pass=0
-fail=0
-
-ok() {
-  echo "PASS: $1"
-  pass=$((pass + 1))
-}
-bad() {
-  echo "FAIL: $1 ($2)"
-  sed 's/^/    stderr: /' "$tmp/err" 2>/dev/null | head -12
-  fail=$((fail + 1))
-}
+# failed NAME WHY: lib.sh's bad, with the stderr of the last run
+failed() { bad "$1 ($2)" "$tmp/err"; }
 # run ARGS...: the binary's status in $st, its output in $tmp/out, $tmp/err
 run() {
   "$@" >"$tmp/out" 2>"$tmp/err" </dev/null
@@ -36,7 +26,6 @@ run() {
 }
 # has NAME TEXT: stderr contains TEXT (fixed string)
 has() { grep -q -F -e "$1" "$tmp/err"; }
-sanitizer() { grep -q -e AddressSanitizer -e LeakSanitizer -e 'runtime error' "$tmp/err"; }
 
 # ---- cfunc: off by default in every command, _exit(7) when allowed
 ffi=tests/security/ffi_exit.rasp
@@ -50,10 +39,10 @@ for cmd in run trace script verify layers draw compile; do
   esac
   run "$@"
   if [ "$st" = 1 ] && has "$ffi:5:17: cfunc() is off" && has "--allow-ffi" &&
-     has "$caret" && ! sanitizer; then
+     has "$caret" && ! sanitizer_report "$tmp/err"; then
     ok "ffi_refused_$cmd"
   else
-    bad "ffi_refused_$cmd" "status $st"
+    failed "ffi_refused_$cmd" "status $st"
   fi
   if [ "$cmd" = script ]; then
     set -- "$RASP" --allow-ffi "$ffi"
@@ -61,9 +50,9 @@ for cmd in run trace script verify layers draw compile; do
     set -- "$@" --allow-ffi
   fi
   run "$@"
-  if [ "$st" = 7 ]; then ok "ffi_allowed_$cmd"; else bad "ffi_allowed_$cmd" "status $st, wanted 7"; fi
+  if [ "$st" = 7 ]; then ok "ffi_allowed_$cmd"; else failed "ffi_allowed_$cmd" "status $st, wanted 7"; fi
 done
-[ -e "$tmp/model.json" ] && bad ffi_compile_wrote "a model was written"
+[ -e "$tmp/model.json" ] && failed ffi_compile_wrote "a model was written"
 repl_in="q = cfunc('libc.so.6', '_exit', 'int(int)')
 q(7)
 "
@@ -72,17 +61,17 @@ st=$?
 if [ "$st" = 0 ] && has "<repl>:1:5: cfunc() is off" && has "RASP_ALLOW_FFI=1"; then
   ok ffi_refused_repl
 else
-  bad ffi_refused_repl "status $st"
+  failed ffi_refused_repl "status $st"
 fi
 printf '%s' "$repl_in" | HOME=$tmp RASP_ALLOW_FFI=1 "$RASP" repl >"$tmp/out" 2>"$tmp/err"
 st=$?
-[ "$st" = 7 ] && ok ffi_allowed_repl_env || bad ffi_allowed_repl_env "status $st"
+[ "$st" = 7 ] && ok ffi_allowed_repl_env || failed ffi_allowed_repl_env "status $st"
 printf '%s' "$repl_in" | HOME=$tmp "$RASP" repl --allow-ffi >"$tmp/out" 2>"$tmp/err"
 st=$?
-[ "$st" = 7 ] && ok ffi_allowed_repl_option || bad ffi_allowed_repl_option "status $st"
+[ "$st" = 7 ] && ok ffi_allowed_repl_option || failed ffi_allowed_repl_option "status $st"
 # the variable is the REPL's only: the batch commands ignore it
 run env RASP_ALLOW_FFI=1 "$RASP" run "$ffi" --input "a b"
-[ "$st" = 1 ] && has "cfunc() is off" && ok ffi_env_not_for_run || bad ffi_env_not_for_run "status $st"
+[ "$st" = 1 ] && has "cfunc() is off" && ok ffi_env_not_for_run || failed ffi_env_not_for_run "status $st"
 
 # ---- include(): the program's tree only, and never a quoted non-program
 d=$tmp/inc
@@ -95,10 +84,10 @@ inc() { # inc NAME FILE WHY [OPTIONS]: include(FILE) is refused with WHY
   printf "include('%s')\ndef main(seq):\n    return seq\n" "$2" >"$d/prog/$1.rasp"
   run "$RASP" run "$d/prog/$1.rasp" --input "a" $4
   if [ "$st" = 1 ] && has "$d/prog/$1.rasp:1:1: include(): " && has "$3" &&
-     ! grep -q -e SECRET -e 'root:' "$tmp/err" "$tmp/out" && ! sanitizer; then
+     ! grep -q -e SECRET -e 'root:' "$tmp/err" "$tmp/out" && ! sanitizer_report "$tmp/err"; then
     ok "include_$1"
   else
-    bad "include_$1" "status $st"
+    failed "include_$1" "status $st"
   fi
 }
 inc parent ../x.rasp "is outside the program's directory tree"
@@ -110,17 +99,17 @@ inc text notes.txt "is not a program"
 inc anywhere_passwd /etc/passwd "is not a program" "--allow-include /"
 # --allow-include lets the parent in: x.rasp is read (its syntax error shows)
 run "$RASP" run "$d/prog/parent.rasp" --input "a" --allow-include "$d"
-[ "$st" = 1 ] && has "x.rasp:1:" && ok include_allowed_dir || bad include_allowed_dir "status $st"
+[ "$st" = 1 ] && has "x.rasp:1:" && ok include_allowed_dir || failed include_allowed_dir "status $st"
 run "$RASP" run "$d/prog/parent.rasp" --input "a" --allow-include "$d/nope"
 [ "$st" = 2 ] && has "--allow-include: '$d/nope' is not a directory" &&
-  ok include_bad_dir || bad include_bad_dir "status $st"
+  ok include_bad_dir || failed include_bad_dir "status $st"
 # the REPL's tree is the current directory
 (cd "$d/prog" && printf "include('../x.rasp')\n" | HOME=$d/home "$RASP" repl) >"$tmp/out" 2>"$tmp/err"
 st=$?
 if [ "$st" = 0 ] && has "is outside the program's directory tree" && ! grep -q SECRET "$tmp/err"; then
   ok include_repl
 else
-  bad include_repl "status $st"
+  failed include_repl "status $st"
 fi
 
 # ---- rasp draw: a file name full of shell syntax; links at the old names
@@ -141,13 +130,13 @@ if command -v dot >/dev/null 2>&1; then
     if [ "$st" = 0 ] && [ ! -e "$w/pwned" ] && [ ! -e pwned ] && [ "$magic" = "$want" ]; then
       ok "draw_literal_name_$fmt"
     else
-      bad "draw_literal_name_$fmt" "status $st, magic '$magic'"
+      failed "draw_literal_name_$fmt" "status $st, magic '$magic'"
     fi
     n=$(ls -A "$w" | wc -l)
     if [ -L "$w/$out.part" ] && [ "$(cat "$w/target")" = precious ] && [ "$n" = 4 ]; then
       ok "draw_planted_links_$fmt"
     else
-      bad "draw_planted_links_$fmt" "$(ls -lA "$w" | tr '\n' ' ')"
+      failed "draw_planted_links_$fmt" "$(ls -lA "$w" | tr '\n' ' ')"
     fi
   done
 else
@@ -156,7 +145,7 @@ fi
 # without dot, a clear error
 run env PATH=/nonexistent "$RASP" draw "$prog" --format svg -o "$tmp/nodot.svg"
 [ "$st" = 2 ] && has "cannot run 'dot': not found in PATH" && [ ! -e "$tmp/nodot.svg" ] &&
-  ok draw_no_dot || bad draw_no_dot "status $st"
+  ok draw_no_dot || failed draw_no_dot "status $st"
 
 # ---- the REPL's history: a link at ~/.rasp_history.tmp.PID stays a link
 h=$tmp/home
@@ -175,7 +164,7 @@ if [ "$st" = 0 ] && [ "$(cat "$h/target")" = precious ] && [ "$links" = 1 ] && [
    [ "$mode" = 600 ]; then
   ok repl_history_planted_link
 else
-  bad repl_history_planted_link "status $st, links $links, others $others, mode $mode"
+  failed repl_history_planted_link "status $st, links $links, others $others, mode $mode"
 fi
 
 # ---- rasp-train compare --out: shell and gnuplot syntax in the directory
@@ -199,17 +188,16 @@ if [ -x "$TRAIN" ]; then
          [ -L "$c/$out/compare.png.tmp" ] && [ "$(cat "$c/target")" = precious ]; then
         ok "compare_literal_out_$name"
       else
-        bad "compare_literal_out_$name" "status $st"
+        failed "compare_literal_out_$name" "status $st"
       fi
       if command -v gnuplot >/dev/null 2>&1; then
         magic=$(head -c 4 "$c/$out/compare.png" 2>/dev/null | tr -dc 'A-Z')
-        [ "$magic" = PNG ] && ok "compare_png_$name" || bad "compare_png_$name" "magic '$magic'"
+        [ "$magic" = PNG ] && ok "compare_png_$name" || failed "compare_png_$name" "magic '$magic'"
       fi
     done
   else
-    bad compare_model "rasp compile failed"
+    failed compare_model "rasp compile failed"
   fi
 fi
 
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish

@@ -23,11 +23,7 @@
 # Prints "N passed, M failed".
 NAME=task_layout
 . "${top_srcdir:-.}/tests/lib.sh"
-train=$top_builddir/trainer/rasp-train
-export OMP_NUM_THREADS=1
-pass=0 fail=0
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
+use_trainer
 # STEM.json without layout.task, as `rasp compile` wrote it before
 untask() { sed 's/, "task": {[^}]*}//' "$1.json" >"$2.json" && cp "$1.safetensors" "$2.safetensors"; }
 small="--train 8 --test 32 --batch 8 --max-steps 1 --epochs 1 --dropout 0 --threads 1"
@@ -116,5 +112,4 @@ if [ $st -eq 2 ] && printf '%s\n' "$out" | grep -q 'compiled for inputs of 19 sy
 then ok
 else bad "apply without layout.task (status $st)"; printf '%s\n' "$out"; fi
 
-echo "$pass passed, $fail failed"
-[ $fail -eq 0 ]
+finish

@@ -331,6 +331,67 @@ START_TEST(test_sgemm_kernels) {
   ck_assert_int_eq(tkern_select(NULL), 0);
 }
 END_TEST
+/* tkern_sgemm_tri (causal attention's products): each structure, every
+** kernel this CPU runs, all transposes, beta 0 and 1, against the double
+** reference; A's promised zeros are real zeros, and with TKERN_C_LOWER the
+** entries above C's diagonal are either untouched or right.  Shapes cross
+** the micro-tile, the 192-row and the 256-deep blocks (K = 300: two depth
+** blocks, so a tile's depth range can start or end in either). */
+START_TEST(test_sgemm_tri) {
+  static const int shapes[][3] = {{70, 70, 25}, {70, 25, 70}, {13, 33, 7},
+                                  {300, 40, 300}, {25, 70, 70}};
+  static const char *kinds[] = {"avx512", "avx2", "cblas"};
+  for (int kk = 0; kk < 3; kk++) {
+    if (tkern_select(kinds[kk])) continue;
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+      for (int tri = TKERN_C_LOWER; tri <= TKERN_A_UPPER; tri++)
+        for (int mode = 0; mode < 8; mode++) {
+          int M = shapes[s][0], N = shapes[s][1], K = shapes[s][2];
+          int ta = mode & 1, tb = (mode >> 1) & 1, acc = mode >> 2;
+          int lda = (ta ? M : K) + 3, ldb = (tb ? K : N) + 2, ldc = N + 5;
+          size_t na = (size_t)(ta ? K : M) * lda + 1, nb = (size_t)(tb ? N : K) * ldb + 1,
+                 nc = (size_t)M * ldc;
+          float *A = raspM_alloc(na * sizeof *A), *B = raspM_alloc(nb * sizeof *B),
+                *C = raspM_alloc(nc * sizeof *C), *C0 = raspM_alloc(nc * sizeof *C);
+          rasp_rng r;
+          raspT_rng_seed(&r, 101 + s, (uint64_t)(mode + 8 * tri));
+          for (size_t i = 0; i < na; i++) A[i] = (float)train_normal(&r);
+          for (size_t i = 0; i < nb; i++) B[i] = (float)train_normal(&r);
+          for (int i = 0; i < M; i++) /* op(A)'s promised zeros */
+            for (int k = 0; k < K; k++)
+              if ((tri == TKERN_A_LOWER && k > i) || (tri == TKERN_A_UPPER && k < i))
+                A[ta ? (size_t)k * lda + i : (size_t)i * lda + k] = 0.0f;
+          for (size_t i = 0; i < nc; i++) C0[i] = C[i] = acc ? (float)train_normal(&r) : NAN;
+          tkern_sgemm_tri(tri, ta, tb, M, N, K, A, lda, B, ldb, acc ? 1.0f : 0.0f, C, ldc);
+          for (int i = 0; i < M; i++)
+            for (int j = 0; j < ldc; j++) {
+              float got = C[(size_t)i * ldc + j];
+              int same = memcmp(&got, &C0[(size_t)i * ldc + j], sizeof got) == 0;
+              if (j >= N) {
+                ck_assert(same);
+                continue;
+              }
+              double want = acc ? C0[(size_t)i * ldc + j] : 0, mag = fabs(want);
+              for (int k = 0; k < K; k++) {
+                double a = ta ? A[(size_t)k * lda + i] : A[(size_t)i * lda + k];
+                double b = tb ? B[(size_t)j * ldb + k] : B[(size_t)k * ldb + j];
+                want += a * b;
+                mag += fabs(a * b);
+              }
+              int ok = fabs(got - want) <= 1e-6 * mag + 1e-30;
+              if (tri == TKERN_C_LOWER && j > i) ok |= same;
+              ck_assert_msg(ok, "%s tri %d %dx%dx%d ta %d tb %d beta %d: C[%d][%d] = %.9g, want %.9g",
+                            kinds[kk], tri, M, N, K, ta, tb, acc, i, j, (double)got, want);
+            }
+          raspM_free(A);
+          raspM_free(B);
+          raspM_free(C);
+          raspM_free(C0);
+        }
+  }
+  ck_assert_int_eq(tkern_select(NULL), 0);
+}
+END_TEST
 START_TEST(test_grad_bidir_noln_relu) { gradcheck(tiny(0, 0, 0, 0)); }
 END_TEST
 START_TEST(test_grad_causal_noln_pos) { gradcheck(tiny(1, 0, 1, 0)); }
@@ -343,6 +404,70 @@ START_TEST(test_grad_one_head) {
   c.n_heads = 1;
   c.d_head = 5;
   gradcheck(c);
+}
+END_TEST
+
+/* The whole net's forward and backward at a length the tiny gradient
+** checks do not reach (T = 37: rows of attention scores longer than two
+** vectors, several 12-row tiles, the causal triangle crossing them), with
+** each fast kernel (AVX-512: masked edges, triangular products, the
+** intrinsic softmax; AVX2: the generic loops) against cblas (whole
+** products, no triangle skipped): logits and every gradient agree to
+** float rounding, causal and not, GELU and ReLU. */
+START_TEST(test_net_kernels_agree) {
+  static const char *kinds[] = {"avx512", "avx2"};
+  enum { B = 3, T = 37 };
+  int tried = 0;
+  for (int variant = 0; variant < 4; variant++) {
+    rasp_model_config c = {.vocab_size = 11, .max_len = T, .d_model = 24,
+                           .n_layers = 2, .n_heads = 2, .d_head = 12, .d_mlp = 40,
+                           .n_out = 7, .causal = variant & 1, .layer_norm = 1,
+                           .pos_embedding = 1, .gelu = variant >> 1, .bos_token = -1};
+    rasp_model m;
+    rasp_error err = {0};
+    ck_assert_int_eq(raspN_init(&m, &c, &err), 1);
+    random_params(&m, 300 + (unsigned)variant);
+    int tok[B * T], tgt[B * T];
+    for (int i = 0; i < B * T; i++) {
+      tok[i] = (i * 7 + variant) % c.vocab_size;
+      tgt[i] = (i * 5 + 1) % c.n_out;
+    }
+    size_t nl = (size_t)B * T * c.n_out;
+    float *lg0 = raspM_alloc(nl * sizeof *lg0), *g0 = raspM_alloc(m.nparams * sizeof *g0);
+    for (int kk = -1; kk < 2; kk++) {
+      if (tkern_select(kk < 0 ? "cblas" : kinds[kk])) continue;
+      train_net n;
+      ck_assert_int_eq(train_net_init(&n, &m, B, T, 0.0f, &err), 1);
+      train_zero_grad(&n);
+      train_forward(&n, tok, B, T);
+      train_loss(&n, tgt, NULL, 1.0f, 1, NULL);
+      train_backward(&n);
+      if (kk < 0) {
+        memcpy(lg0, n.logits, nl * sizeof *lg0);
+        memcpy(g0, n.grad, m.nparams * sizeof *g0);
+      } else {
+        tried++;
+        double gmax = 0;
+        for (size_t i = 0; i < m.nparams; i++) gmax = fmax(gmax, fabs(g0[i]));
+        for (size_t i = 0; i < nl; i++)
+          ck_assert_msg(fabs(n.logits[i] - lg0[i]) <= 1e-5 * (1 + fabs(lg0[i])),
+                        "%s variant %d: logit %zu = %g, cblas %g", kinds[kk], variant, i,
+                        (double)n.logits[i], (double)lg0[i]);
+        for (size_t i = 0; i < m.nparams; i++)
+          ck_assert_msg(fabs(n.grad[i] - g0[i]) <= 1e-4 * gmax,
+                        "%s variant %d: grad %zu = %g, cblas %g", kinds[kk], variant, i,
+                        (double)n.grad[i], (double)g0[i]);
+      }
+      train_net_free(&n);
+    }
+    raspM_free(lg0);
+    raspM_free(g0);
+    raspN_free(&m);
+  }
+  /* a CPU with AVX2 compared at least that kernel in every variant */
+  int fast = tkern_select("avx2") == 0;
+  ck_assert_int_eq(tkern_select(NULL), 0);
+  ck_assert_int_ge(tried, fast ? 4 : 0);
 }
 END_TEST
 
@@ -1475,6 +1600,8 @@ static Suite *train_suite(void) {
   tcase_add_test(tc, test_tanh_accuracy);
   tcase_add_test(tc, test_pred_nonfinite);
   tcase_add_test(tc, test_sgemm_kernels);
+  tcase_add_test(tc, test_sgemm_tri);
+  tcase_add_test(tc, test_net_kernels_agree);
   tcase_add_test(tc, test_grad_bidir_noln_relu);
   tcase_add_test(tc, test_grad_causal_noln_pos);
   tcase_add_test(tc, test_grad_bidir_ln);

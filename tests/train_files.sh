@@ -11,27 +11,21 @@
 # manifest is refused by name; temporaries and uncommitted generations of killed runs
 # are removed on the next start; a directory in use by another run is
 # refused.  Prints "N passed, M failed".
-top_srcdir=${top_srcdir:-.}
-top_builddir=${top_builddir:-.}
-train="$top_builddir/trainer/rasp-train"
-if [ ! -x "$train" ]; then
-  echo "train_files: no binary at $train" >&2
-  exit 2
-fi
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/rasp-train_files.XXXXXX") || exit 2
-trap 'rm -rf "$tmp"' EXIT INT TERM
-export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1
+NAME=train_files
+. "${top_srcdir:-.}/tests/lib.sh"
+use_trainer
 ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}max_allocation_size_mb=1024"
 export ASAN_OPTIONS
 # an address-space limit, where the binary runs under one (not with ASan)
 limit=2000000
 sh -c 'ulimit -v "$1" && "$2" --help; echo $?' sh $limit "$train" 2>/dev/null |
   grep -qx 0 || limit=unlimited
-pass=0 fail=0
 task="--D 2 --M 3 --V 6 --train 8 --test 8 --batch 8 --threads 1"
 small="$task --layers 1 --d-model 16 --heads 2 --d-mlp 32"
 
-# expect NAME STATUS STDERR-PATTERN... -- ARGS: runs rasp-train ARGS
+# expect NAME STATUS STDERR-PATTERN... -- ARGS: runs rasp-train ARGS (this
+# runner's own expect, in place of lib.sh's for rasp: several patterns, and
+# under the address-space limit)
 expect() {
   name=$1 want=$2
   shift 2
@@ -52,12 +46,9 @@ $1"
   [ -s "$tmp/missing" ] && ok=0
   grep -q -e "AddressSanitizer" -e "runtime error" -e "out of memory" "$tmp/err" && ok=0
   if [ $ok = 1 ]; then
-    pass=$((pass + 1))
-    echo "PASS: $name"
+    ok "$name"
   else
-    fail=$((fail + 1))
-    echo "FAIL: $name (status $got, wanted $want)"
-    sed 's/^/  /' "$tmp/missing"
+    bad "$name (status $got, wanted $want)" "$tmp/missing"
     sed 's/^/  err: /' "$tmp/err" | tail -20
   fi
 }
@@ -183,5 +174,4 @@ if command -v flock >/dev/null 2>&1; then
   wait
 fi
 
-echo "$pass passed, $fail failed"
-[ $fail = 0 ]
+finish

@@ -2,36 +2,10 @@
 # verify.sh -- the verifier, layers and draw through the real binary: good
 # programs pass, deliberately broken ones are caught, bad options and files
 # get clear errors.  Prints "N passed, M failed".
-top_srcdir=${top_srcdir:-.}
-top_builddir=${top_builddir:-.}
-rasp="$top_builddir/rasp/rasp"
-cd "$top_srcdir" || exit 2
-export RASP_STDLIB="$top_srcdir/stdlib"
-pass=0 fail=0
-out=$(mktemp) err=$(mktemp)
-trap 'rm -f "$out" "$err"' EXIT
-
-# expect NAME STATUS STDOUT-PATTERN STDERR-PATTERN -- ARGS...
-expect() {
-  name=$1 want=$2 opat=$3 epat=$4
-  shift 5
-  "$rasp" "$@" >"$out" 2>"$err"
-  got=$?
-  ok=1
-  [ "$got" = "$want" ] || ok=0
-  [ -z "$opat" ] || grep -q -e "$opat" "$out" || ok=0
-  [ -z "$epat" ] || grep -q -e "$epat" "$err" || ok=0
-  if grep -q -e "AddressSanitizer" -e "runtime error" -e "LeakSanitizer" "$err"; then ok=0; fi
-  if [ $ok = 1 ]; then
-    pass=$((pass + 1))
-    echo "PASS: $name"
-  else
-    fail=$((fail + 1))
-    echo "FAIL: $name (status $got, wanted $want)"
-    sed 's/^/  out: /' "$out" | head -20
-    sed 's/^/  err: /' "$err" | head -20
-  fi
-}
+NAME=verify
+. "${top_srcdir:-.}/tests/lib.sh"
+rasp=$RASP
+out=$tmp/out err=$tmp/err
 
 # tests/verify/*.rasp include listings from programs/, outside their own
 # directory tree: --allow-include programs lets them
@@ -265,5 +239,4 @@ expect help_command 0 "^usage: rasp layers PROGRAM" "" -- help layers
 expect help_unknown 2 "" "rasp help: unknown command 'nope'" -- help nope
 expect gen_count 0 "" "" -- gen --count --D 2 --M 3 --V 5
 
-echo "$pass passed, $fail failed"
-[ "$fail" = 0 ]
+finish

@@ -7,37 +7,10 @@
 # table, JSON counts and counterexample byte for byte, and an MPI run killed (SIGTERM,
 # as a preempting scheduler sends it) and resumed.  The MPI part prints
 # SKIP lines in other builds.  Prints "N passed, M failed".
-top_srcdir=${top_srcdir:-.}
-top_builddir=${top_builddir:-.}
-rasp="$top_builddir/rasp/rasp"
-case $rasp in /*) ;; *) rasp="$(pwd)/$rasp" ;; esac
-cd "$top_srcdir" || exit 2
-export RASP_STDLIB="$top_srcdir/stdlib"
-pass=0 fail=0
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/rasp-verify-mpi.XXXXXX") || exit 2
-trap 'rm -rf "$tmp"' EXIT INT TERM
+NAME=verify_mpi
+. "${top_srcdir:-.}/tests/lib.sh"
+rasp=$RASP
 out=$tmp/out err=$tmp/err
-
-ok() { pass=$((pass + 1)); echo "PASS: $1"; }
-bad() {
-  fail=$((fail + 1)); echo "FAIL: $1"
-  shift
-  for f in "$@"; do sed "s|^|  $(basename "$f"): |" "$f" | head -20; done
-}
-# expect NAME STATUS STDOUT-PATTERN STDERR-PATTERN -- ARGS...
-expect() {
-  name=$1 want=$2 opat=$3 epat=$4
-  shift 5
-  "$rasp" "$@" >"$out" 2>"$err"
-  got=$?
-  if [ "$got" = "$want" ] && { [ -z "$opat" ] || grep -q -e "$opat" "$out"; } &&
-     { [ -z "$epat" ] || grep -q -e "$epat" "$err"; } &&
-     ! grep -q -e "AddressSanitizer" -e "runtime error" -e "LeakSanitizer" "$err"; then
-    ok "$name"
-  else
-    bad "$name (status $got, wanted $want)" "$out" "$err"
-  fi
-}
 
 p1=programs/listing1_back_target.rasp
 # --plan: the inputs of each cell and one core's time for them
@@ -116,14 +89,7 @@ killresume killed_resumed KILL same "$rasp" verify $a
 
 # ---- MPI
 # RASP_NO_SKIP=1 (.ci/run, which builds --with-mpi): a skip is a failure
-# (tests/lib.sh's rule)
-mpi_skip() {
-  if [ "${RASP_NO_SKIP:-}" = 1 ]; then
-    fail=$((fail + 1)); echo "FAIL: mpi ($1; RASP_NO_SKIP=1: a skip is a failure)"
-  else
-    echo "SKIP: mpi ($1)"
-  fi
-}
+mpi_skip() { skip_part "mpi ($1)" || fail=$((fail + 1)); }
 if ! "$rasp" verify --help | grep -q "runs under mpirun"; then
   mpi_skip "not a ./configure --with-mpi build"
 elif ! command -v mpirun >/dev/null 2>&1; then
@@ -180,5 +146,4 @@ else
   killresume mpi_killed_resumed_alone TERM alone $mpi "$rasp" verify $a
 fi
 
-echo "$pass passed, $fail failed"
-[ "$fail" = 0 ]
+finish

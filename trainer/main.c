@@ -9,12 +9,13 @@
 **
 ** This file is the command line: the option table (every option, what it
 ** means, its range; --help prints it with the defaults read off a freshly
-** defaulted train_opts, so the two cannot disagree), the parser over it
-** (--opt=VALUE split first, as in every rasp command), compare's --arm
-** specifications, and the wiring.  The parser's functions return the exit
-** status main ends with (0, or 2 for bad usage after a message), not the
-** 1/0 of the modules (topts.h); run turns a module's failure into 1.  The
-** rest is in modules:
+** defaulted train_opts, so the two cannot disagree), the checks across
+** options, compare's --arm specifications, and the wiring.  The table's
+** format, its parser and its help printer are the `rasp` commands' own
+** (rasp/ropts.h), so both programs spell, refuse and document options
+** alike.  The parser's functions return the exit status main ends with (0,
+** or 2 for bad usage after a message), not the 1/0 of the modules
+** (topts.h); run turns a module's failure into 1.  The rest is in modules:
 **     topts.h    the options every module reads
 **     tdata.c    training and test sets, epoch order, encodings
 **     tarm.c     one model: set-up from random or --init, step, evaluation
@@ -24,6 +25,7 @@
 **     ttask.c    an --init model's task (STEM.json) against the options
 **     ttrain.c   checkpoint files, compiled initialisation, widening
 **     tnet.c     forward and backward passes, optimisers
+**     tmpi.c     (--with-mpi builds) the ranks of a data-parallel run
 ** Protocols and their measurements: doc/training.md.
 */
 #include <errno.h>
@@ -36,33 +38,40 @@
 
 #include "rasp.h"
 #include "rmem.h"
+#include "ropts.h"
+#include "rmpiconf.h" /* RASP_MPI: built --with-mpi */
+#include "tarm.h"
 #include "tdata.h"
 #include "tloop.h"
 #include "topts.h"
 #include "tresume.h"
 #include "ttask.h"
+#ifdef RASP_MPI
+#include "tmpi.h"
+#endif
 
 /* ---- the option table --------------------------------------------------- */
 
-typedef enum { K_INT, K_LONG, K_U64, K_FLOAT, K_CHOICE, K_FLAG, K_STR, K_ARM } kind;
-
-typedef struct choice {
-  const char *name;
-  int value;
-} choice;
-
-typedef struct optdef {
-  const char *name;   /* NULL: a group heading (help) */
-  const char *arg;    /* the value's placeholder; NULL for flags */
-  kind k;
-  size_t off;         /* the field in train_opts */
-  double lo, hi;      /* numbers: the range (K_FLOAT: hi excluded if hi_open) */
-  int hi_open;
-  const choice *ch;   /* K_CHOICE: names and values; K_FLAG: the value set */
-  int arm;            /* 1: an --arm may set it */
-  const char *help;   /* what it means */
-  const char *def;    /* the default as text, when the field does not say it */
-} optdef;
+/* The rows are ropts.h's, written OPT(name, arg, kind, field, lo, hi,
+** hi_open, choices, arm, help, default): the value goes into train_opts's
+** field, checked against [lo, hi] (hi excluded if hi_open) or choices (a
+** flag sets choices[0]'s value); arm 1 marks an option an --arm may set;
+** default is the default as text when the field's own value does not say
+** it.  HEAD(title) starts a group of the help.  The kinds by short names: */
+#define K_INT RASPU_INT
+#define K_LONG RASPU_LONG
+#define K_U64 RASPU_U64
+#define K_FLOAT RASPU_FLOAT
+#define K_CHOICE RASPU_CHOICE
+#define K_FLAG RASPU_FLAG
+#define K_STR RASPU_STRING
+#define K_ARM RASPU_TEXT /* --arm: each one handed back, parsed by parse_arm */
+#define OPT(name_, arg_, kind_, off_, lo_, hi_, hi_open_, ch_, arm_, help_, def_)                 \
+  {.name = (name_), .arg = (arg_), .kind = (kind_), .off = (off_), .lo = (lo_), .hi = (hi_),      \
+   .hi_open = (hi_open_), .choices = (ch_), .mark = (arm_), .help = (help_), .def = (def_),      \
+   .sets = 1}
+#define HEAD(title_) {.help = (title_)}
+typedef raspU_choice choice;
 
 #define F(f) offsetof(train_opts, f)
 static const choice c_order[] = {{"edge", RASP_ORDER_EDGE}, {"arm", RASP_ORDER_ARM}, {0, 0}};
@@ -80,105 +89,108 @@ static const choice c_lrs[] = {{"none", 0}, {"rms", 1}, {0, 0}};
 static const choice c_freeze[] = {{"none", 0}, {"compiled", 1}, {0, 0}};
 static const choice v_off[] = {{"", 0}}, v_on[] = {{"", 1}};
 
-static const optdef optdefs[] = {
-    {NULL, NULL, 0, 0, 0, 0, 0, NULL, 0, "task (the samples of rasp gen)", NULL},
-    {"--D", "N", K_INT, F(task.D), 1, 1000, 0, NULL, 0, "degree: the number of arms", NULL},
-    {"--M", "N", K_INT, F(task.M), 2, 1000, 0, NULL, 0, "arm length, the start node included", NULL},
-    {"--V", "N", K_INT, F(task.V), 2, 1000000, 0, NULL, 0, "number of node symbols", NULL},
-    {"--order", "edge|arm", K_CHOICE, F(task.order), 0, 0, 0, c_order, 0,
-     "edges shuffled, or written arm by arm from the start node", NULL},
-    {"--q", "start|end", K_CHOICE, F(task.q), 0, 0, 0, c_q, 0,
-     "the query '/ s t =' before the graph or after it", NULL},
-    {"--answer", "fwd|rev|lead", K_CHOICE, F(task.answer), 0, 0, 0, c_answer, 0,
-     "the arm from s to t, reversed, or the leading node alone", NULL},
-    {"--structured", "K", K_INT, F(task.structured), 0, 999, 0, NULL, 0,
-     "K more training samples per graph: same edges, other targets (K < D)", NULL},
-    {"--no-bos", NULL, K_FLAG, F(task.bos), 0, 0, 0, v_off, 0, "no BOS token before a sample",
-     "BOS"},
-    {"--no-eos", NULL, K_FLAG, F(task.eos), 0, 0, 0, v_off, 0, "no EOS token after a sample",
-     "EOS"},
-    {"--st-names", NULL, K_FLAG, F(task.st_names), 0, 0, 0, v_on, 0,
-     "start and target written as the symbols s and t", "their numbers"},
-    {NULL, NULL, 0, 0, 0, 0, 0, NULL, 0, "model", NULL},
-    {"--model", "decoder|encoder", K_CHOICE, F(encoder), 0, 0, 0, c_model, 0,
-     "causal next-token decoder, or encoder predicting masked answer tokens", NULL},
-    {"--objective", "tf|iar|nar", K_CHOICE, F(obj), 0, 0, 0, c_obj, 0,
+static const raspU_option optdefs[] = {
+    HEAD("task (the samples of rasp gen)"),
+    OPT("--D", "N", K_INT, F(task.D), 1, 1000, 0, NULL, 0, "degree: the number of arms", NULL),
+    OPT("--M", "N", K_INT, F(task.M), 2, 1000, 0, NULL, 0, "arm length, the start node included", NULL),
+    OPT("--V", "N", K_INT, F(task.V), 2, 1000000, 0, NULL, 0, "number of node symbols", NULL),
+    OPT("--order", "edge|arm", K_CHOICE, F(task.order), 0, 0, 0, c_order, 0,
+     "edges shuffled, or written arm by arm from the start node", NULL),
+    OPT("--q", "start|end", K_CHOICE, F(task.q), 0, 0, 0, c_q, 0,
+     "the query '/ s t =' before the graph or after it", NULL),
+    OPT("--answer", "fwd|rev|lead", K_CHOICE, F(task.answer), 0, 0, 0, c_answer, 0,
+     "the arm from s to t, reversed, or the leading node alone", NULL),
+    OPT("--structured", "K", K_INT, F(task.structured), 0, 999, 0, NULL, 0,
+     "K more training samples per graph: same edges, other targets (K < D)", NULL),
+    OPT("--no-bos", NULL, K_FLAG, F(task.bos), 0, 0, 0, v_off, 0, "no BOS token before a sample",
+     "BOS"),
+    OPT("--no-eos", NULL, K_FLAG, F(task.eos), 0, 0, 0, v_off, 0, "no EOS token after a sample",
+     "EOS"),
+    OPT("--st-names", NULL, K_FLAG, F(task.st_names), 0, 0, 0, v_on, 0,
+     "start and target written as the symbols s and t", "their numbers"),
+    HEAD("model"),
+    OPT("--model", "decoder|encoder", K_CHOICE, F(encoder), 0, 0, 0, c_model, 0,
+     "causal next-token decoder, or encoder predicting masked answer tokens", NULL),
+    OPT("--objective", "tf|iar|nar", K_CHOICE, F(obj), 0, 0, 0, c_obj, 0,
      "teacher forcing (decoder); the encoder masks a random share of the "
-     "answer (iar) or all of it (nar)", "tf for the decoder, nar for the encoder"},
-    {"--layers", "N", K_INT, F(arch.n_layers), 0, 64, 0, NULL, 0, "transformer layers", NULL},
-    {"--d-model", "N", K_INT, F(arch.d_model), 1, 8192, 0, NULL, 0,
-     "width of the residual stream", NULL},
-    {"--heads", "N", K_INT, F(arch.n_heads), 1, 256, 0, NULL, 0,
-     "attention heads per layer; divides --d-model", NULL},
-    {"--d-mlp", "N", K_INT, F(arch.d_mlp), 1, 65536, 0, NULL, 0, "hidden width of each MLP",
-     NULL},
-    {"--pos", "learned|none", K_CHOICE, F(arch.pos_embedding), 0, 0, 0, c_pos, 0,
-     "position embeddings", NULL},
-    {"--ln", "pre|none", K_CHOICE, F(arch.layer_norm), 0, 0, 0, c_ln, 0, "layer norm", NULL},
-    {"--act", "relu|gelu", K_CHOICE, F(arch.gelu), 0, 0, 0, c_act, 0, "the MLP's activation",
-     NULL},
-    {"--init", "random|STEM", K_STR, F(init), 0, 0, 0, NULL, 0,
+     "answer (iar) or all of it (nar)", "tf for the decoder, nar for the encoder"),
+    OPT("--layers", "N", K_INT, F(arch.n_layers), 0, 64, 0, NULL, 0, "transformer layers", NULL),
+    OPT("--d-model", "N", K_INT, F(arch.d_model), 1, 8192, 0, NULL, 0,
+     "width of the residual stream", NULL),
+    OPT("--heads", "N", K_INT, F(arch.n_heads), 1, 256, 0, NULL, 0,
+     "attention heads per layer; divides --d-model", NULL),
+    OPT("--d-mlp", "N", K_INT, F(arch.d_mlp), 1, 65536, 0, NULL, 0, "hidden width of each MLP",
+     NULL),
+    OPT("--pos", "learned|none", K_CHOICE, F(arch.pos_embedding), 0, 0, 0, c_pos, 0,
+     "position embeddings", NULL),
+    OPT("--ln", "pre|none", K_CHOICE, F(arch.layer_norm), 0, 0, 0, c_ln, 0, "layer norm", NULL),
+    OPT("--act", "relu|gelu", K_CHOICE, F(arch.gelu), 0, 0, 0, c_act, 0, "the MLP's activation",
+     NULL),
+    OPT("--init", "random|STEM", K_STR, F(init), 0, 0, 0, NULL, 0,
      "random weights, or the model STEM.safetensors + STEM.json: one of ours, or "
      "compiled (decoder: a causal program, e.g. readout6_causal; encoder: rasp "
      "compile --encoder of programs/encoder*.rasp; same --D --M --V, --st-names "
      "--no-bos --no-eos: a compiled model's STEM.json names any that differ, and "
-     "its edge markers are taken as they are)", NULL},
-    {"--init-noise", "S", K_FLOAT, F(init_noise), 0, 1e3, 0, NULL, 1,
-     "Gaussian noise on an --init model, S times each tensor's RMS", NULL},
-    {"--init-mix", "A", K_FLOAT, F(init_mix), 0, 1, 0, NULL, 1,
-     "start from (1 - A) x the --init model + A x compare's random arm", "0: off"},
-    {"--widen", "K", K_INT, F(widen), 0, 4096, 0, NULL, 1,
+     "its edge markers are taken as they are)", NULL),
+    OPT("--init-noise", "S", K_FLOAT, F(init_noise), 0, 1e3, 0, NULL, 1,
+     "Gaussian noise on an --init model, S times each tensor's RMS", NULL),
+    OPT("--init-mix", "A", K_FLOAT, F(init_mix), 0, 1, 0, NULL, 1,
+     "start from (1 - A) x the --init model + A x compare's random arm", "0: off"),
+    OPT("--widen", "K", K_INT, F(widen), 0, 4096, 0, NULL, 1,
      "K more residual dimensions (and heads, MLP units) around a compiled --init "
-     "model, which computes as before", "0: off"},
-    {"--widen-scale", "S", K_FLOAT, F(widen_scale), 0, 10, 0, NULL, 1,
-     "standard deviation of --widen's random weights", NULL},
-    {"--freeze", "none|compiled", K_CHOICE, F(freeze), 0, 0, 0, c_freeze, 1,
-     "compiled: the compiled weights stay fixed, only --widen's train", NULL},
-    {"--reinit-layers", "L,L,...", K_STR, F(reinit), 0, 0, 0, NULL, 1,
-     "layers (from 0) of the --init model drawn at random again", "none"},
-    {NULL, NULL, 0, 0, 0, 0, 0, NULL, 0, "training", NULL},
-    {"--optim", "adamw|sgd", K_CHOICE, F(sgd), 0, 0, 0, c_optim, 1, "the optimiser", NULL},
-    {"--momentum", "X", K_FLOAT, F(momentum), 0, 1, 1, NULL, 1,
-     "momentum of --optim sgd", "0: plain SGD"},
-    {"--lr", "X", K_FLOAT, F(lr), 0, 10, 0, NULL, 1, "learning rate", NULL},
-    {"--lr-scale", "none|rms", K_CHOICE, F(lr_rms), 0, 0, 0, c_lrs, 1,
-     "rms: each tensor's rate times its RMS at the starting point", NULL},
-    {"--wd", "X", K_FLOAT, F(wd), 0, 10, 0, NULL, 1, "decoupled weight decay", NULL},
-    {"--dropout", "X", K_FLOAT, F(dropout), 0, 0.95, 0, NULL, 1, "dropout probability", NULL},
-    {"--batch", "N", K_INT, F(batch), 1, 1 << 20, 0, NULL, 0, "samples per optimiser step",
-     NULL},
-    {"--micro", "N", K_INT, F(micro), 1, 1 << 16, 0, NULL, 0,
-     "samples per forward and backward pass (at most --batch)", NULL},
-    {"--epochs", "N", K_INT, F(epochs), 1, 1000000, 0, NULL, 0,
-     "passes over the training set at most", NULL},
-    {"--max-steps", "N", K_LONG, F(max_steps), 1, 1099511627776.0, 0, NULL, 0,
-     "optimiser steps at most", "no limit"},
-    {"--stop-loss", "X", K_FLOAT, F(stop_loss), 0, 1e9, 0, NULL, 0,
-     "a trial stops once its validation loss is below X", NULL},
-    {"--seed", "N", K_U64, F(seed), 0, 4611686018427387904.0, 0, NULL, 0,
-     "seed of weights, permutations, masks, dropout; trial k uses N + 7919k", NULL},
-    {"--trials", "N", K_INT, F(trials), 1, 1000, 0, NULL, 0, "independent trials", NULL},
-    {"--train", "N", K_INT, F(ntrain), 1, 100000000, 0, NULL, 0,
-     "training graphs (before --structured)", NULL},
-    {"--test", "N", K_INT, F(ntest), 1, 10000000, 0, NULL, 0, "test samples", NULL},
-    {"--train-seed", "N", K_U64, F(train_seed), 0, 4611686018427387904.0, 0, NULL, 0,
-     "seed of the training set", NULL},
-    {"--test-seed", "N", K_U64, F(test_seed), 0, 4611686018427387904.0, 0, NULL, 0,
-     "seed of the test set", NULL},
-    {"--eval-every", "STEPS", K_INT, F(eval_every), 0, INT_MAX, 0, NULL, 0,
-     "compare evaluates every STEPS steps, 0 meaning 10 (trials: every epoch)", NULL},
-    {"--arm", "'NAME BASE [OPTION VALUE]...'", K_ARM, 0, 0, 0, 0, NULL, 0,
+     "model, which computes as before", "0: off"),
+    OPT("--widen-scale", "S", K_FLOAT, F(widen_scale), 0, 10, 0, NULL, 1,
+     "standard deviation of --widen's random weights", NULL),
+    OPT("--freeze", "none|compiled", K_CHOICE, F(freeze), 0, 0, 0, c_freeze, 1,
+     "compiled: the compiled weights stay fixed, only --widen's train", NULL),
+    OPT("--reinit-layers", "L,L,...", K_STR, F(reinit), 0, 0, 0, NULL, 1,
+     "layers (from 0) of the --init model drawn at random again", "none"),
+    HEAD("training"),
+    OPT("--optim", "adamw|sgd", K_CHOICE, F(sgd), 0, 0, 0, c_optim, 1, "the optimiser", NULL),
+    OPT("--momentum", "X", K_FLOAT, F(momentum), 0, 1, 1, NULL, 1,
+     "momentum of --optim sgd", "0: plain SGD"),
+    OPT("--lr", "X", K_FLOAT, F(lr), 0, 10, 0, NULL, 1, "learning rate", NULL),
+    OPT("--lr-scale", "none|rms", K_CHOICE, F(lr_rms), 0, 0, 0, c_lrs, 1,
+     "rms: each tensor's rate times its RMS at the starting point", NULL),
+    OPT("--wd", "X", K_FLOAT, F(wd), 0, 10, 0, NULL, 1, "decoupled weight decay", NULL),
+    OPT("--dropout", "X", K_FLOAT, F(dropout), 0, 0.95, 0, NULL, 1, "dropout probability", NULL),
+    OPT("--batch", "N", K_INT, F(batch), 1, 1 << 20, 0, NULL, 0, "samples per optimiser step",
+     NULL),
+    OPT("--micro", "N", K_INT, F(micro), 1, 1 << 16, 0, NULL, 0,
+     "samples per forward and backward pass (at most --batch)", NULL),
+    OPT("--epochs", "N", K_INT, F(epochs), 1, 1000000, 0, NULL, 0,
+     "passes over the training set at most", NULL),
+    OPT("--max-steps", "N", K_LONG, F(max_steps), 1, 1099511627776.0, 0, NULL, 0,
+     "optimiser steps at most", "no limit"),
+    OPT("--stop-loss", "X", K_FLOAT, F(stop_loss), 0, 1e9, 0, NULL, 0,
+     "a trial stops once its validation loss is below X", NULL),
+    OPT("--seed", "N", K_U64, F(seed), 0, 4611686018427387904.0, 0, NULL, 0,
+     "seed of weights, permutations, masks, dropout; trial k uses N + 7919k", NULL),
+    OPT("--trials", "N", K_INT, F(trials), 1, 1000, 0, NULL, 0, "independent trials", NULL),
+    OPT("--train", "N", K_INT, F(ntrain), 1, 100000000, 0, NULL, 0,
+     "training graphs (before --structured)", NULL),
+    OPT("--test", "N", K_INT, F(ntest), 1, 10000000, 0, NULL, 0, "test samples", NULL),
+    OPT("--train-seed", "N", K_U64, F(train_seed), 0, 4611686018427387904.0, 0, NULL, 0,
+     "seed of the training set", NULL),
+    OPT("--test-seed", "N", K_U64, F(test_seed), 0, 4611686018427387904.0, 0, NULL, 0,
+     "seed of the test set", NULL),
+    OPT("--eval-every", "STEPS", K_INT, F(eval_every), 0, INT_MAX, 0, NULL, 0,
+     "compare evaluates every STEPS steps, 0 meaning 10 (trials: every epoch)", NULL),
+    OPT("--arm", "'NAME BASE [OPTION VALUE]...'", K_ARM, 0, 0, 0, 0, NULL, 0,
      "compare, repeatable (at most 16): an arm called NAME (letters, digits, _, -) "
      "from BASE compiled (--init), random (its architecture) or standard (--layers, "
      "--d-model...), with the OPTIONs marked * on top of the command line's",
-     "random random, compiled compiled"},
-    {"--threads", "N", K_INT, F(threads), 1, 1024, 0, NULL, 0, "OpenMP threads",
-     "OpenMP's default"},
-    {"--out", "DIR", K_STR, F(out), 0, 0, 0, NULL, 0,
+     "random random, compiled compiled"),
+    OPT("--threads", "N", K_INT, F(threads), 1, 1024, 0, NULL, 0, "OpenMP threads",
+     "OpenMP's default"),
+    OPT("--out", "DIR", K_STR, F(out), 0, 0, 0, NULL, 0,
      "directory (created) for config.txt, logs and checkpoints; compare: "
-     "compare.csv, .gp, .png", "no files; compare: ."},
-    {"--resume", NULL, K_FLAG, F(resume), 0, 0, 0, v_on, 0,
-     "continue every trial from its checkpoint in --out", "off"},
+     "compare.csv, .gp, .png", "no files; compare: ."),
+    OPT("--resume", NULL, K_FLAG, F(resume), 0, 0, 0, v_on, 0,
+     "continue every trial from its checkpoint in --out", "off"),
+    HEAD("other"),
+    {.name = "--help", .alias = "-h", .help = "this list", .sets = 1},
+    {.name = "--version", .help = "the version", .sets = 1},
 };
 #undef F
 #define NOPTS ((int)(sizeof optdefs / sizeof optdefs[0]))
@@ -208,61 +220,10 @@ static void set_defaults(train_opts *o) {
   o->widen_scale = 0.02f;
 }
 
-/* The default of option d, as text, from the defaulted o. */
-static const char *default_text(const optdef *d, const train_opts *o, char *buf,
-                                size_t size) {
-  const char *p = (const char *)o + d->off;
-  if (d->def) return d->def;
-  switch (d->k) {
-  case K_INT: snprintf(buf, size, "%d", *(const int *)p); break;
-  case K_LONG: snprintf(buf, size, "%ld", *(const long *)p); break;
-  case K_U64: snprintf(buf, size, "%llu", (unsigned long long)*(const uint64_t *)p); break;
-  case K_FLOAT: snprintf(buf, size, "%g", (double)*(const float *)p); break;
-  case K_CHOICE:
-    snprintf(buf, size, "?");
-    for (const choice *c = d->ch; c->name; c++)
-      if (c->value == *(const int *)p) snprintf(buf, size, "%s", c->name);
-    break;
-  case K_STR: snprintf(buf, size, "%s", *(const char *const *)p ? *(const char *const *)p : "none"); break;
-  default: snprintf(buf, size, "off"); break;
-  }
-  return buf;
-}
+static void usage(unsigned cmd, FILE *f);
+static const raspU_table table = {"rasp-train", optdefs, NOPTS, NULL, usage, 25, "*"};
 
-/* The range of a numeric option, as text ("" for others). */
-static const char *range_text(const optdef *d, char *buf, size_t size) {
-  buf[0] = 0;
-  if (d->k == K_INT || d->k == K_LONG || d->k == K_U64)
-    snprintf(buf, size, "%.0f..%.0f; ", d->lo, d->hi);
-  else if (d->k == K_FLOAT && d->hi_open)
-    snprintf(buf, size, "%g <= %s < %g; ", d->lo, d->arg, d->hi);
-  else if (d->k == K_FLOAT)
-    snprintf(buf, size, "%g..%g; ", d->lo, d->hi);
-  return buf;
-}
-
-/* text from column `indent` on (the cursor there), wrapped at 79 columns */
-static void wrapped(FILE *f, const char *text, int indent) {
-  int col = indent;
-  for (const char *p = text; *p;) {
-    const char *e = strchr(p, ' ');
-    int n = e ? (int)(e - p) : (int)strlen(p);
-    if (col > indent && col + 1 + n > 79) {
-      fprintf(f, "\n%*s", indent, "");
-      col = indent;
-    } else if (col > indent) {
-      fputc(' ', f);
-      col++;
-    }
-    fprintf(f, "%.*s", n, p);
-    col += n;
-    p += n;
-    while (*p == ' ') p++;
-  }
-  fputc('\n', f);
-}
-
-static void usage(FILE *f) {
+static void usage(unsigned cmd, FILE *f) {
   train_opts o;
   set_defaults(&o);
   fputs("usage: rasp-train [options]           train --trials models, print a summary\n"
@@ -270,25 +231,13 @@ static void usage(FILE *f) {
         "Every option's value may also follow an '=' (--D=3).  (range; default)\n"
         "* marks the options an --arm may set.\n",
         f);
-  for (int i = 0; i < NOPTS; i++) {
-    const optdef *d = &optdefs[i];
-    if (!d->name) {
-      fprintf(f, "%s:\n", d->help);
-      continue;
-    }
-    char head[64], text[1024], r[96], df[64];
-    snprintf(head, sizeof head, "%s%s%s", d->name, d->arg ? " " : "", d->arg ? d->arg : "");
-    snprintf(text, sizeof text, "%s%s (%sdefault %s)", d->arm ? "* " : "", d->help,
-             range_text(d, r, sizeof r), default_text(d, &o, df, sizeof df));
-    int w = fprintf(f, "  %s", head);
-    if (w < 25) fprintf(f, "%*s", 25 - w, "");
-    else fprintf(f, "\n%25s", "");
-    wrapped(f, text, 25);
-  }
-  fputs("other:\n"
-        "  -h, --help              this list\n"
-        "  --version               the version\n",
+  raspU_help(&table, cmd, &o, f);
+#ifdef RASP_MPI
+  fputs("This build runs under mpirun or srun (`mpirun -np K rasp-train ...`): the K\n"
+        "ranks share out every step's micro-batches and train what one process trains,\n"
+        "bit for bit; rank 0 writes --out.\n",
         f);
+#endif
 }
 
 /* Says that option name's value val is bad (why: NULL, or the reason);
@@ -299,112 +248,64 @@ static int bad_opt(const char *name, const char *val, const char *why) {
   return 2;
 }
 
-static const optdef *find_opt(const char *name) {
+static const raspU_option *find_opt(const char *name) {
   for (int i = 0; i < NOPTS; i++)
     if (optdefs[i].name && !strcmp(optdefs[i].name, name)) return &optdefs[i];
   return NULL;
 }
 
-/* Stores value v of option d into o; 0, or 2 after a message. */
-static int store(const optdef *d, const char *v, train_opts *o) {
-  char *p = (char *)o + d->off, why[128], *e;
-  errno = 0;
-  switch (d->k) {
-  case K_INT:
-  case K_LONG:
-  case K_U64: {
-    long long x = strtoll(v, &e, 10);
-    if (!*v || *e || errno || (double)x < d->lo || (double)x > d->hi) {
-      snprintf(why, sizeof why, "expected an integer in %.0f..%.0f", d->lo, d->hi);
-      return bad_opt(d->name, v, why);
-    }
-    if (d->k == K_INT) *(int *)p = (int)x;
-    else if (d->k == K_LONG) *(long *)p = (long)x;
-    else *(uint64_t *)p = (uint64_t)x;
-    return 0;
+/* What the table's types do not say about option a's value: 0, or 2 after
+** a message. */
+static int take(const raspU_arg *a, train_opts *o) {
+  const char *name = a->opt->name, *v = a->val;
+  if (!strcmp(name, "--out") && !*v) return bad_opt(name, v, "empty directory name");
+  if (!strcmp(name, "--reinit-layers")) {
+    int ok = *v != 0;
+    for (const char *c = v; *c; c++) ok &= strchr("0123456789,", *c) != NULL;
+    if (!ok) return bad_opt(name, v, "expected layer numbers like 0,3");
   }
-  case K_FLOAT: {
-    double x = strtod(v, &e);
-    if (!*v || *e || errno || !(x >= d->lo && x <= d->hi) || (d->hi_open && x >= d->hi)) {
-      snprintf(why, sizeof why, "expected a number in [%g, %g%s", d->lo, d->hi,
-               d->hi_open ? ")" : "]");
-      return bad_opt(d->name, v, why);
-    }
-    *(float *)p = (float)x;
-    return 0;
-  }
-  case K_CHOICE: {
-    size_t at = 0;
-    for (const choice *c = d->ch; c->name; c++) {
-      if (!strcmp(c->name, v)) {
-        *(int *)p = c->value;
-        return 0;
-      }
-      at += (size_t)snprintf(why + at, sizeof why - at, "%s%s", at ? (c[1].name ? ", " : " or ") : "expected ", c->name);
-      if (at >= sizeof why) at = sizeof why - 1;
-    }
-    return bad_opt(d->name, v, why);
-  }
-  case K_STR:
-    if (!strcmp(d->name, "--out") && !*v) return bad_opt(d->name, v, "empty directory name");
-    if (!strcmp(d->name, "--reinit-layers")) {
-      int ok = *v != 0;
-      for (const char *c = v; *c; c++) ok &= strchr("0123456789,", *c) != NULL;
-      if (!ok) return bad_opt(d->name, v, "expected layer numbers like 0,3");
-    }
-    *(const char **)p = v;
-    return 0;
-  case K_ARM:
-    if (o->narms >= TRAIN_MAX_ARMS) return bad_opt(d->name, v, "at most 16 arms");
+  if (!strcmp(name, "--arm")) {
+    if (o->narms >= TRAIN_MAX_ARMS) return bad_opt(name, v, "at most 16 arms");
     o->arm_spec[o->narms++] = v;
-    return 0;
-  case K_FLAG:
-    *(int *)p = d->ch->value;
-    return 0;
   }
   return 0;
 }
 
-static int parse_arm(int argc, char **argv, train_opts *o, int k);
+static int parse_arm(const raspU_arg *args, int nargs, char *argv0, train_opts *o, int k);
 
-/* Fills o from argv (after raspR_split_options).  Returns 0, or the exit
-** status (2) after a message; exits 0 after --help. */
+#define DONE (-1) /* parse_opts: --help or --version printed */
+static int check_opts(train_opts *o, const char *const *given);
+
+/* Fills o from argv.  Returns 0, the exit status (2) after a message, or
+** DONE after --help or --version. */
 static int parse_opts(int argc, char **argv, train_opts *o) {
   set_defaults(o);
   const char *given[NOPTS] = {0}; /* each option's last value */
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    if (i == 1 && !strcmp(a, "compare")) {
+  raspU_arg *args;
+  int nargs = raspU_parse(&table, 1, "rasp-train", argc, argv, o, &args), r = 0;
+  if (nargs < 0) return nargs == RASPU_DONE ? DONE : 2;
+  for (int k = 0; k < nargs && !r; k++) {
+    const raspU_arg *a = &args[k];
+    if (!a->opt && k == 0 && !strcmp(a->val, "compare")) {
       o->compare = 1;
-      continue;
-    }
-    if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-      usage(stdout);
-      exit(0);
-    }
-    if (strncmp(a, "--", 2)) {
+    } else if (!a->opt) {
       fprintf(stderr, "rasp-train: unexpected argument '%s' (rasp-train --help lists "
-                      "the options)\n", a);
-      return 2;
+                      "the options)\n", a->val);
+      r = 2;
+    } else {
+      r = take(a, o);
+      given[a->opt - optdefs] = a->val ? a->val : "";
     }
-    const optdef *d = find_opt(a);
-    if (!d) {
-      fprintf(stderr, "rasp-train: unknown option '%s' (rasp-train --help lists "
-                      "the options)\n", a);
-      return 2;
-    }
-    const char *v = "";
-    if (d->k != K_FLAG) {
-      if (i + 1 >= argc) {
-        fprintf(stderr, "rasp-train: option %s needs a value\n", a);
-        return 2;
-      }
-      v = argv[++i];
-    }
-    int r = store(d, v, o);
-    if (r) return r;
-    given[d - optdefs] = v;
   }
+  if (!r) r = check_opts(o, given);
+  for (int k = 0; k < o->narms && !r; k++) r = parse_arm(args, nargs, argv[0], o, k);
+  raspM_free(args);
+  return r;
+}
+
+/* The checks across options once o holds them all (given: the value of
+** each row given, by index): 0, or 2 after a message. */
+static int check_opts(train_opts *o, const char *const *given) {
 #define GIVEN(name) given[find_opt(name) - optdefs]
   o->mix_given = GIVEN("--init-mix") != NULL;
   /* the objective follows the model unless given */
@@ -447,19 +348,16 @@ static int parse_opts(int argc, char **argv, train_opts *o) {
   if (o->narms && !o->compare)
     return bad_opt("--arm", o->arm_spec[0], "arms are for rasp-train compare");
 #undef GIVEN
-  for (int k = 0; k < o->narms; k++) {
-    int r = parse_arm(argc, argv, o, k);
-    if (r) return r;
-  }
   return 0;
 }
 
-/* Arm k: its spec's name and base, then the command line (less compare,
-** --arm and --resume) followed by its options, through parse_opts.  An arm
+/* Arm k: its spec's name and base, then the command line as parsed (args,
+** less compare, --arm and --resume) followed by its options, through
+** parse_opts.  An arm
 ** sets only how it trains (the options marked arm), never what it trains
 ** on, so every arm sees the same batches in the same order.  0, or 2 after
 ** a message. */
-static int parse_arm(int argc, char **argv, train_opts *o, int k) {
+static int parse_arm(const raspU_arg *args, int nargs, char *argv0, train_opts *o, int k) {
   train_arm_spec *a = &o->arms[k];
   const char *spec = o->arm_spec[k];
   a->words = raspM_strdup(spec);
@@ -484,27 +382,24 @@ static int parse_arm(int argc, char **argv, train_opts *o, int k) {
   else return bad_opt("--arm", spec, "BASE is compiled, random or standard");
   if ((nw - 2) % 2) return bad_opt("--arm", spec, "every OPTION takes a VALUE");
   for (int i = 2; i < nw; i += 2) {
-    const optdef *d = find_opt(w[i]);
-    if (!d || !d->arm) {
+    const raspU_option *d = find_opt(w[i]);
+    if (!d || !d->mark) {
       char why[512] = "an arm sets only";
       size_t at = strlen(why);
       for (int j = 0; j < NOPTS && at < sizeof why; j++)
-        if (optdefs[j].name && optdefs[j].arm)
+        if (optdefs[j].name && optdefs[j].mark)
           at += (size_t)snprintf(why + at, sizeof why - at, " %s", optdefs[j].name);
       return bad_opt("--arm", spec, why);
     }
   }
-  a->argv = raspM_alloc((size_t)(argc + nw) * sizeof(char *));
+  a->argv = raspM_alloc((size_t)(2 * nargs + nw) * sizeof(char *));
   int n = 0;
-  a->argv[n++] = argv[0];
-  for (int i = 1; i < argc; i++) {
-    if (i == 1 && !strcmp(argv[i], "compare")) continue;
-    if (!strcmp(argv[i], "--arm") && i + 1 < argc) {
-      i++;
-      continue;
-    }
-    if (!strcmp(argv[i], "--resume")) continue;
-    a->argv[n++] = argv[i];
+  a->argv[n++] = argv0;
+  for (int i = 0; i < nargs; i++) {
+    const raspU_option *d = args[i].opt;
+    if (!d || !strcmp(d->name, "--arm") || !strcmp(d->name, "--resume")) continue;
+    a->argv[n++] = (char *)d->name;
+    if (args[i].val) a->argv[n++] = (char *)args[i].val;
   }
   for (int i = 2; i < nw; i++) a->argv[n++] = w[i];
   a->o = raspM_alloc(sizeof *a->o);
@@ -553,22 +448,24 @@ static int run(const train_opts *o) {
 }
 
 int main(int argc, char **argv) {
-  /* --opt=VALUE is --opt VALUE; the new vector lives until exit */
-  int version;
-  char **args = raspR_split_options(&argc, argv, 1, &version);
-  if (!args) {
-    fputs("rasp-train: out of memory\n", stderr);
-    return 1;
-  }
-  if (version) {
-    printf("rasp-train " RASP_VERSION "\n");
-    free(args);
-    return 0;
-  }
+#ifdef RASP_MPI
+  /* under mpirun or srun: one rank of a data-parallel run (tmpi.h) */
+  int mpi = train_mpi_start();
+#endif
   train_opts o;
-  int rc = parse_opts(argc, args, &o);
-  if (!rc) rc = run(&o);
+  int rc = parse_opts(argc, argv, &o);
+#ifdef RASP_MPI
+  /* every rank parsed the same command line: a usage error ends all */
+  if (mpi && rc != DONE) rc = train_mpi_agree(rc);
+  /* rank 0 alone has the run directory: it locks it, writes, resumes
+  ** and hands the resumed state to the others (tloop.c) */
+  if (mpi && !rc && train_get_transport()->rank) o.out = NULL;
+#endif
+  if (rc == DONE) rc = 0;
+  else if (!rc) rc = run(&o);
   opts_free(&o);
-  free(args);
+#ifdef RASP_MPI
+  if (mpi) rc = train_mpi_finish(rc);
+#endif
   return rc;
 }

@@ -7,6 +7,14 @@
 ** the probe's reference argmaxes are computed with the same batches, so
 ** they are exactly what a forward of the compiled point beside every
 ** evaluation would give.
+**
+** A step sums its micro-batches' gradients in their order, each computed
+** on its own (zeroed) and added to the sum, so that ranks sharing the
+** micro-batches out (mpirun, tmpi.h) can form the very same sum: rank r
+** adds its micro-batches to the sum of those before it, which comes from
+** rank r - 1.  A K-rank run's parameters are those of one process, bit for
+** bit, for any K (tests/train_mpi.sh).  Each micro-batch's dropout stream
+** is seeded from a per-step draw and its index, for the same reason.
 */
 #include "tarm.h"
 
@@ -218,6 +226,9 @@ void train_arm_free(train_arm *a) {
   train_adamw_free(&a->opt);
   raspN_free(&a->m);
   train_batch_free(&a->batch);
+  raspM_free(a->gsum);
+  raspM_free(a->keep);
+  raspM_free(a->keep_loss);
 }
 
 /* Encodes samples s0..s0+b-1 of d for evaluation into rows 0..b-1 of eb. */
@@ -291,28 +302,106 @@ void train_arm_encode(train_arm *a, const train_dataset *d, const int *idx,
     train_batch_put(&a->batch, j, a->o, d, idx[j], e, 0, a->prefix);
 }
 
+/* ---- the step ----------------------------------------------------------- */
+
+static const train_transport *transport;
+
+void train_set_transport(const train_transport *t) { transport = t; }
+const train_transport *train_get_transport(void) { return transport; }
+
+/* y += x: one float addition per entry, however the loop is vectorised, so
+** the sum of a step's gradients is the same on every rank and for every K */
+static void grad_add(float *restrict y, const float *restrict x, size_t n) {
+#pragma omp simd
+  for (size_t i = 0; i < n; i++) y[i] += x[i];
+}
+
+/* The first micro-batch of rank r of K, of n: ceil(n r / K) (rank 0 gets
+** at least one whenever there is one; the last ones may get none). */
+static int first_micro(int n, int r, int K) {
+  return (int)(((long)n * r + K - 1) / K);
+}
+
 double train_arm_step(train_arm *a, int b) {
-  int T = a->T;
+  int T = a->T, B = a->net.B;
   const train_batch *bt = &a->batch;
+  /* every rank encoded the whole batch: wsum needs no message */
   double wsum = 0;
   for (long i = 0; i < (long)b * T; i++) wsum += bt->w[i];
   if (wsum <= 0) return 0;
-  train_zero_grad(&a->net);
+  const train_transport *t = transport && transport->size > 1 ? transport : NULL;
+  int K = t ? t->size : 1, r = t ? t->rank : 0, nmb = (b + B - 1) / B;
+  int lo = first_micro(nmb, r, K), hi = first_micro(nmb, r + 1, K);
+  size_t n = a->m.nparams;
+  if (!a->gsum) a->gsum = raspM_alloc((n ? n : 1) * sizeof(float));
+  if (r > 0 && hi - lo > a->nkeep) {
+    a->nkeep = hi - lo;
+    a->keep = raspM_realloc(a->keep, (size_t)a->nkeep * (n ? n : 1) * sizeof(float));
+    a->keep_loss = raspM_realloc(a->keep_loss, (size_t)a->nkeep * sizeof(double));
+  }
+  /* dropout: one draw of the epoch's stream (the loop seeds it) per step,
+  ** then a stream of its own for each micro-batch, which any rank can
+  ** start; the epoch's stream is put back for the next step */
+  uint64_t key = raspT_rng_next(&a->net.rng);
+  rasp_rng epoch_rng = a->net.rng;
   a->net.training = 1;
   double loss = 0;
-  for (int s0 = 0; s0 < b; s0 += a->net.B) {
-    int mb = b - s0 < a->net.B ? b - s0 : a->net.B;
+  for (int j = lo; j < hi; j++) {
+    int s0 = j * B, mb = b - s0 < B ? b - s0 : B;
     size_t off = (size_t)s0 * T;
+    raspT_rng_seed(&a->net.rng, key, (uint64_t)j);
+    train_zero_grad(&a->net);
     train_forward(&a->net, bt->in + off, mb, T);
-    loss += train_loss(&a->net, bt->tgt + off, bt->w + off, (float)(1.0 / wsum), 1, NULL);
+    double l = train_loss(&a->net, bt->tgt + off, bt->w + off, (float)(1.0 / wsum), 1, NULL);
     train_backward(&a->net);
+    if (r > 0) { /* kept until the sum of micro-batches 0..lo-1 comes */
+      memcpy(a->keep + (size_t)(j - lo) * n, a->net.grad, n * sizeof(float));
+      a->keep_loss[j - lo] = l;
+    } else if (j == 0) {
+      memcpy(a->gsum, a->net.grad, n * sizeof(float));
+      loss = l;
+    } else {
+      grad_add(a->gsum, a->net.grad, n);
+      loss += l;
+    }
   }
-  /* Data parallelism goes here, and only here: the gradient of this
-  ** process's share of the batch is in a->net.grad, scaled by 1/wsum of
-  ** that share; summing the unscaled gradients (and wsum, and loss) over
-  ** the ranks before the step makes every rank take the same step. */
-  train_adamw_step(&a->opt, a->m.params, a->net.grad, a->m.nparams);
+  /* Data parallelism: the gradients are summed in micro-batch order, as
+  ** one process sums them (float addition is not associative: any other
+  ** order would make the result depend on K).  Rank r gets the sum of
+  ** micro-batches 0..lo-1 from rank r - 1, adds its own in order and
+  ** passes it on; the last rank's sum goes to every rank, and every rank
+  ** takes the same step from the same parameters. */
+  if (t) {
+    if (r > 0) {
+      t->recv(r - 1, a->gsum, n * sizeof(float));
+      t->recv(r - 1, &loss, sizeof loss);
+      for (int k = 0; k < hi - lo; k++) {
+        grad_add(a->gsum, a->keep + (size_t)k * n, n);
+        loss += a->keep_loss[k];
+      }
+    }
+    if (r < K - 1) {
+      t->send(r + 1, a->gsum, n * sizeof(float));
+      t->send(r + 1, &loss, sizeof loss);
+    }
+    t->bcast(K - 1, a->gsum, n * sizeof(float));
+    t->bcast(K - 1, &loss, sizeof loss);
+  }
+  a->net.rng = epoch_rng;
+  train_adamw_step(&a->opt, a->m.params, a->gsum, n);
   return loss / wsum;
+}
+
+void train_arm_share(train_arm *a, void *state, size_t bytes) {
+  const train_transport *t = transport && transport->size > 1 ? transport : NULL;
+  if (!t) return;
+  size_t n = a->m.nparams;
+  t->agree((uint64_t)n, "the model's size");
+  t->bcast(0, a->m.params, n * sizeof(float));
+  t->bcast(0, a->opt.m, n * sizeof(float));
+  t->bcast(0, a->opt.v, n * sizeof(float));
+  t->bcast(0, &a->opt.step, sizeof a->opt.step);
+  if (bytes) t->bcast(0, state, bytes);
 }
 
 void train_arm_eval(train_arm *a, const train_dataset *d, int limit, int epoch,

@@ -26,6 +26,11 @@
 ** compile --check` passes).  prog_acc is the share of (sequence, position,
 ** head) that agree.  The compiled point does not move, so its argmaxes are
 ** computed once per test set (train_arm_probe), not at every evaluation.
+**
+** Under mpirun (tmpi.h) every rank holds the same arm: train_arm_step
+** shares each batch's micro-batches out and every rank takes the same step
+** (tarm.c says how), and train_arm_share starts them all from rank 0's
+** state.
 */
 #ifndef RASP_TARM_H
 #define RASP_TARM_H
@@ -64,7 +69,26 @@ typedef struct train_arm {
   rasp_layout_unit *units; /* the compiled layout's head units, or NULL */
   int nunits;
   train_probe probe;
+  /* the step's gradient sum, and (ranks other than 0) its micro-batches'
+  ** gradients and losses kept until the sum before them arrives */
+  float *gsum, *keep;
+  double *keep_loss;
+  int nkeep;
 } train_arm;
+
+/* How the ranks of a data-parallel run reach each other (tmpi.h installs
+** one under mpirun; NULL, the default and always in a build without MPI:
+** one process).  Messages are raw bytes between ranks of one build. */
+typedef struct train_transport {
+  int rank, size;
+  void (*send)(int to, const void *buf, size_t bytes);
+  void (*recv)(int from, void *buf, size_t bytes);
+  void (*bcast)(int root, void *buf, size_t bytes); /* root's buf to every rank */
+  /* stops the run, saying what, unless every rank passes the same v */
+  void (*agree)(uint64_t v, const char *what);
+} train_transport;
+void train_set_transport(const train_transport *t);
+const train_transport *train_get_transport(void);
 
 /* Sets up a: random weights (random_init; of architecture *like when not
 ** NULL: compare's random arm) or o->init, with the protocols; trial picks
@@ -84,8 +108,14 @@ int train_arm_probe(train_arm *a, const rasp_layout_unit *u, int n,
 void train_arm_encode(train_arm *a, const train_dataset *d, const int *idx,
                       int b, int e);
 /* One optimiser step over the b encoded samples; returns the mean loss per
-** answer token. */
+** answer token.  The batch is cut into micro-batches of --micro samples;
+** under a transport, rank r of K computes micro-batches ceil(n r / K) up to
+** ceil(n (r + 1) / K) of the n, and every rank takes the same step (see
+** tarm.c). */
 double train_arm_step(train_arm *a, int b);
+/* Under a transport: rank 0's parameters, optimiser state and the `bytes`
+** of state to every rank (a trial's start: what rank 0 resumed). */
+void train_arm_share(train_arm *a, void *state, size_t bytes);
 /* Evaluates a on samples 0..limit-1 of d, permuted for epoch `epoch` (-1:
 ** as written); prog_acc where a's probe covers exactly those samples. */
 void train_arm_eval(train_arm *a, const train_dataset *d, int limit, int epoch,

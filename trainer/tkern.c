@@ -21,7 +21,11 @@
 ** reads whole panels).  The micro-kernel keeps an MR x NR tile of C in
 ** registers: 12 x 32 (24 zmm accumulators) with AVX-512, 6 x 16 (12 ymm)
 ** with AVX2, one broadcast of A and NR/16 (NR/8) loads of B per k.  Edge
-** tiles go through a scratch tile.  The kernels are compiled for their
+** tiles are stored in place by the AVX-512 kernel (column masks, a row
+** count; an edge of at most 16 columns by a one-vector kernel); AVX2's go
+** through a scratch tile.  tkern_sgemm_tri skips, per micro-tile, the depth where a
+** triangular A is zero and the tiles above a wanted lower triangle of C
+** (causal attention).  The kernels are compiled for their
 ** instruction sets with the target attribute and only called after
 ** __builtin_cpu_supports said yes, so the default -O2 build (no -march)
 ** runs anywhere.  Threads: none here; tnet.c splits the output across
@@ -55,12 +59,15 @@
 #define SMALL 8192 /* floats: packing space on the stack up to 32 KiB */
 
 typedef void (*ukernel)(int kc, const float *a, long si, long sk,
-                        const float *b, float *c, int ldc, int add);
+                        const float *b, float *c, int ldc, int add, int mr,
+                        int nr);
 
 typedef struct kdesc {
   const char *name;
   int mr, nr;
-  ukernel packed, strided; /* the same kernel, A packed or where it lies */
+  int masked;          /* stores nr < NR columns in place */
+  ukernel packed[2];   /* A packed: [0] NR columns, [1] at most NR/2 */
+  ukernel strided[2];  /* A where it lies */
 } kdesc;
 
 /* ---- micro-kernels ------------------------------------------------------ */
@@ -71,31 +78,41 @@ typedef struct kdesc {
 ** Each kernel is one always-inline body and two instances: packed, with
 ** the strides constant, and strided. */
 
+/* The AVX-512 kernel stores through column masks (nr valid columns, 1 to
+** 32) and only its first mr rows (A packed, zero-padded, for an edge of
+** rows), so an edge tile of C is written in place, not through a scratch
+** tile and a copy; and an edge of at most 16 columns runs the
+** one-vector instance (`two` 0), half the FMAs: d_model 200 is 6 panels
+** and 8 columns, and half of a step's products have N = d_model.  Masked
+** lanes are neither read nor written (no faults past the row's end). */
 #define Z512(i) __m512 x##i##a = _mm512_setzero_ps(), x##i##b = _mm512_setzero_ps();
 #define F512(i)                                                                \
   {                                                                            \
-    __m512 ai = _mm512_set1_ps(a[(i) * si]);                                          \
+    __m512 ai = _mm512_set1_ps(a[(i) * si]);                                   \
     x##i##a = _mm512_fmadd_ps(ai, b0, x##i##a);                                \
-    x##i##b = _mm512_fmadd_ps(ai, b1, x##i##b);                                \
+    if (two) x##i##b = _mm512_fmadd_ps(ai, b1, x##i##b);                      \
   }
 #define S512(i)                                                                \
-  {                                                                            \
+  if ((i) < mr) {                                                              \
     float *ci = c + (size_t)(i) * ldc;                                         \
     if (add) {                                                                 \
-      x##i##a = _mm512_add_ps(x##i##a, _mm512_loadu_ps(ci));                   \
-      x##i##b = _mm512_add_ps(x##i##b, _mm512_loadu_ps(ci + 16));              \
+      x##i##a = _mm512_add_ps(x##i##a, _mm512_maskz_loadu_ps(m0, ci));         \
+      if (two)                                                                 \
+        x##i##b = _mm512_add_ps(x##i##b, _mm512_maskz_loadu_ps(m1, ci + 16));  \
     }                                                                          \
-    _mm512_storeu_ps(ci, x##i##a);                                             \
-    _mm512_storeu_ps(ci + 16, x##i##b);                                        \
+    _mm512_mask_storeu_ps(ci, m0, x##i##a);                                    \
+    if (two) _mm512_mask_storeu_ps(ci + 16, m1, x##i##b);                      \
   }
 
 __attribute__((target("avx512f"), always_inline)) static inline void
 k512(int kc, const float *a, long si, long sk, const float *b, float *c,
-     int ldc, int add) {
+     int ldc, int add, int mr, int nr, int two) {
+  __mmask16 m0 = nr >= 16 ? 0xffff : (__mmask16)((1u << nr) - 1),
+            m1 = nr >= 32 ? 0xffff : nr > 16 ? (__mmask16)((1u << (nr - 16)) - 1) : 0;
   Z512(0) Z512(1) Z512(2) Z512(3) Z512(4) Z512(5)
   Z512(6) Z512(7) Z512(8) Z512(9) Z512(10) Z512(11)
   for (int k = 0; k < kc; k++) {
-    __m512 b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + 16);
+    __m512 b0 = _mm512_loadu_ps(b), b1 = two ? _mm512_loadu_ps(b + 16) : b0;
     F512(0) F512(1) F512(2) F512(3) F512(4) F512(5)
     F512(6) F512(7) F512(8) F512(9) F512(10) F512(11)
     a += sk;
@@ -136,31 +153,46 @@ k256(int kc, const float *a, long si, long sk, const float *b, float *c,
   S256(0) S256(1) S256(2) S256(3) S256(4) S256(5)
 }
 
+/* Instances: A packed (si 1, sk MR) or where it lies; two vectors of
+** columns or one (an edge of at most 16).  The AVX2 kernel has no masks:
+** its edge tiles go through the scratch tile (nr is always 16 there). */
 __attribute__((target("avx512f"))) static void
 k512p(int kc, const float *a, long si, long sk, const float *b, float *c,
-      int ldc, int add) {
+      int ldc, int add, int mr, int nr) {
   (void)si, (void)sk;
-  k512(kc, a, 1, 12, b, c, ldc, add);
+  k512(kc, a, 1, 12, b, c, ldc, add, mr, nr, 1);
 }
 __attribute__((target("avx512f"))) static void
 k512s(int kc, const float *a, long si, long sk, const float *b, float *c,
-      int ldc, int add) {
-  k512(kc, a, si, sk, b, c, ldc, add);
+      int ldc, int add, int mr, int nr) {
+  k512(kc, a, si, sk, b, c, ldc, add, mr, nr, 1);
+}
+__attribute__((target("avx512f"))) static void
+k512p1(int kc, const float *a, long si, long sk, const float *b, float *c,
+       int ldc, int add, int mr, int nr) {
+  (void)si, (void)sk;
+  k512(kc, a, 1, 12, b, c, ldc, add, mr, nr, 0);
+}
+__attribute__((target("avx512f"))) static void
+k512s1(int kc, const float *a, long si, long sk, const float *b, float *c,
+       int ldc, int add, int mr, int nr) {
+  k512(kc, a, si, sk, b, c, ldc, add, mr, nr, 0);
 }
 __attribute__((target("avx2,fma"))) static void
 k256p(int kc, const float *a, long si, long sk, const float *b, float *c,
-      int ldc, int add) {
-  (void)si, (void)sk;
+      int ldc, int add, int mr, int nr) {
+  (void)si, (void)sk, (void)mr, (void)nr;
   k256(kc, a, 1, 6, b, c, ldc, add);
 }
 __attribute__((target("avx2,fma"))) static void
 k256s(int kc, const float *a, long si, long sk, const float *b, float *c,
-      int ldc, int add) {
+      int ldc, int add, int mr, int nr) {
+  (void)mr, (void)nr;
   k256(kc, a, si, sk, b, c, ldc, add);
 }
 
-static const kdesc K512 = {"avx512", 12, 32, k512p, k512s};
-static const kdesc K256 = {"avx2", 6, 16, k256p, k256s};
+static const kdesc K512 = {"avx512", 12, 32, 1, {k512p, k512p1}, {k512s, k512s1}};
+static const kdesc K256 = {"avx2", 6, 16, 0, {k256p, k256p}, {k256s, k256s}};
 
 /* ---- packing ------------------------------------------------------------ */
 
@@ -213,13 +245,33 @@ static void pack_b(float *restrict bp, const float *restrict B, int ldb,
   }
 }
 
+/* pack_b for the AVX-512 kernel (NR 32) and B not transposed: two masked
+** loads and two stores per depth step, the padding zeroed by the masks
+** (memcpy's call per row of 25 to 32 floats cost more than the copy on
+** the attention tiles: 3% of a step in memmove). */
+__attribute__((target("avx512f"))) static void
+pack_b512(float *restrict bp, const float *restrict B, int ldb, int p0, int j0,
+          int kc, int nc) {
+  for (int jr = 0; jr < nc; jr += 32) {
+    int nr = nc - jr < 32 ? nc - jr : 32;
+    __mmask16 m0 = nr >= 16 ? 0xffff : (__mmask16)((1u << nr) - 1),
+              m1 = nr >= 32 ? 0xffff : nr > 16 ? (__mmask16)((1u << (nr - 16)) - 1) : 0;
+    float *d = bp + (size_t)jr * kc;
+    const float *s = B + (size_t)p0 * ldb + j0 + jr;
+    for (int k = 0; k < kc; k++, s += ldb, d += 32) {
+      _mm512_storeu_ps(d, _mm512_maskz_loadu_ps(m0, s));
+      _mm512_storeu_ps(d + 16, _mm512_maskz_loadu_ps(m1, s + 16));
+    }
+  }
+}
+
 /* ---- the blocked product ------------------------------------------------ */
 
 static int round_up(int x, int m) { return (x + m - 1) / m * m; }
 
-static void gemm_blocked(const kdesc *kd, int ta, int tb, int M, int N, int K,
-                         const float *A, int lda, const float *B, int ldb,
-                         float beta, float *C, int ldc) {
+static void gemm_blocked(const kdesc *kd, int tri, int ta, int tb, int M,
+                         int N, int K, const float *A, int lda, const float *B,
+                         int ldb, float beta, float *C, int ldc) {
   int MR = kd->mr, NR = kd->nr;
   if (beta != 0.0f && beta != 1.0f)
     for (int i = 0; i < M; i++)
@@ -248,7 +300,10 @@ static void gemm_blocked(const kdesc *kd, int ta, int tb, int M, int N, int K,
     for (int pc = 0; pc < K; pc += kb) {
       int kc = K - pc < kb ? K - pc : kb;
       int add = pc > 0 || beta != 0.0f;
-      pack_b(bp, B, ldb, tb, pc, jc, kc, nc, NR);
+      if (kd->masked && !tb)
+        pack_b512(bp, B, ldb, pc, jc, kc, nc);
+      else
+        pack_b(bp, B, ldb, tb, pc, jc, kc, nc, NR);
       /* rows in blocks of MC: a block's rows of A and tiles of C stay in
       ** L2 while B's panels go by */
       for (int ic = 0; ic < M; ic += MC) {
@@ -256,20 +311,36 @@ static void gemm_blocked(const kdesc *kd, int ta, int tb, int M, int N, int K,
         if (mfull < mc) pack_a(ap, A, lda, ta, ic + mfull, pc, mc - mfull, kc, MR);
         for (int jr = 0; jr < nc; jr += NR) {
           int nr = nc - jr < NR ? nc - jr : NR;
+          int half = kd->masked && nr <= NR / 2;
           for (int ir = 0; ir < mc; ir += MR) {
-            int mr = mc - ir < MR ? mc - ir : MR;
-            float *cp = C + (size_t)(ic + ir) * ldc + jc + jr;
-            const float *b = bp + (size_t)jr * kc;
-            if (mr == MR && nr == NR) {
-              kd->strided(kc, A + (size_t)(ic + ir) * si + (size_t)pc * sk, si,
-                          sk, b, cp, ldc, add);
+            int mr = mc - ir < MR ? mc - ir : MR, i0 = ic + ir;
+            /* the depth this tile needs, k0 .. k1-1 of the block (tri) */
+            int k0 = 0, k1 = kc;
+            if (tri == TKERN_C_LOWER && jc + jr > i0 + mr - 1) continue;
+            if (tri == TKERN_A_LOWER && i0 + mr - pc < k1)
+              k1 = i0 + mr - pc > 0 ? i0 + mr - pc : 0;
+            if (tri == TKERN_A_UPPER && i0 - pc > 0) k0 = i0 - pc < kc ? i0 - pc : kc;
+            if (k1 <= k0) {
+              if (add) continue;
+              k0 = k1 = 0; /* nothing to add, but C must be written: zeros */
+            }
+            float *cp = C + (size_t)i0 * ldc + jc + jr;
+            const float *b = bp + (size_t)jr * kc + (size_t)k0 * NR;
+            const float *as = A + (size_t)i0 * si + (size_t)(pc + k0) * sk;
+            if (mr == MR && (nr == NR || kd->masked)) {
+              kd->strided[half](k1 - k0, as, si, sk, b, cp, ldc, add, MR, nr);
+              continue;
+            }
+            if (kd->masked) { /* edge rows: A packed, stores up to mr */
+              kd->packed[half](k1 - k0, ap + (size_t)k0 * MR, 1, MR, b, cp,
+                               ldc, add, mr, nr);
               continue;
             }
             if (mr == MR)
-              kd->strided(kc, A + (size_t)(ic + ir) * si + (size_t)pc * sk, si,
-                          sk, b, tmp, NR, 0);
+              kd->strided[half](k1 - k0, as, si, sk, b, tmp, NR, 0, MR, NR);
             else
-              kd->packed(kc, ap, 1, MR, b, tmp, NR, 0);
+              kd->packed[half](k1 - k0, ap + (size_t)k0 * MR, 1, MR, b, tmp,
+                               NR, 0, MR, NR);
             for (int i = 0; i < mr; i++) {
               float *restrict ci = cp + (size_t)i * ldc;
               const float *restrict ti = tmp + i * NR;
@@ -331,19 +402,25 @@ const char *tkern_name(void) {
   return names[current()];
 }
 
-void tkern_sgemm(int ta, int tb, int M, int N, int K, const float *A, int lda,
-                 const float *B, int ldb, float beta, float *C, int ldc) {
+void tkern_sgemm_tri(int tri, int ta, int tb, int M, int N, int K,
+                     const float *A, int lda, const float *B, int ldb,
+                     float beta, float *C, int ldc) {
   if (M <= 0 || N <= 0) return;
   switch (current()) {
   case 2:
-    gemm_blocked(&K512, ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc);
+    gemm_blocked(&K512, tri, ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc);
     return;
   case 1:
-    gemm_blocked(&K256, ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc);
+    gemm_blocked(&K256, tri, ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc);
     return;
-  default:
+  default: /* the whole product: what tri allows to skip is zero or unread */
     cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans,
                 tb ? CblasTrans : CblasNoTrans, M, N, K, 1.0f, A, lda, B, ldb,
                 beta, C, ldc);
   }
+}
+
+void tkern_sgemm(int ta, int tb, int M, int N, int K, const float *A, int lda,
+                 const float *B, int ldb, float beta, float *C, int ldc) {
+  tkern_sgemm_tri(TKERN_FULL, ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc);
 }

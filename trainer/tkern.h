@@ -14,6 +14,22 @@
 void tkern_sgemm(int ta, int tb, int M, int N, int K, const float *A, int lda,
                  const float *B, int ldb, float beta, float *C, int ldc);
 
+/* tkern_sgemm where the operands' structure lets the product skip work
+** (causal attention: the probabilities and their gradients are lower
+** triangular).  tri is one of:
+**   TKERN_FULL     the whole product (tkern_sgemm);
+**   TKERN_C_LOWER  only C's entries on or below the diagonal (j <= i) are
+**                  wanted: those above it are left as they were or set;
+**   TKERN_A_LOWER  the caller promises op(A)[i][k] == 0 for k > i;
+**   TKERN_A_UPPER  the caller promises op(A)[i][k] == 0 for k < i.
+** The products skipped are the zero ones (or C's unwanted entries), so C
+** is what tkern_sgemm would give, up to the sign of zeros, as long as B
+** holds no infinities or NaNs in the rows the zeros multiply. */
+enum { TKERN_FULL, TKERN_C_LOWER, TKERN_A_LOWER, TKERN_A_UPPER };
+void tkern_sgemm_tri(int tri, int ta, int tb, int M, int N, int K,
+                     const float *A, int lda, const float *B, int ldb,
+                     float beta, float *C, int ldc);
+
 /* Chooses the kernel: "avx512", "avx2" or "cblas"; NULL: the best this CPU
 ** supports (the default).  Returns 0, or -1 (nothing changed) when the CPU
 ** lacks the instructions or the name is unknown.  For tests and benchmarks;

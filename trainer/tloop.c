@@ -10,8 +10,11 @@
 ** between steps is its hooks': a trial evaluates, logs and checkpoints
 ** after every epoch (so a resumed run, which starts at an epoch boundary,
 ** draws exactly what an uninterrupted one would); compare evaluates every
-** --eval-every steps.  A data-parallel gradient sum belongs in
-** train_arm_step (tarm.c), the one place that sees a batch's gradient.
+** --eval-every steps.  Data parallelism (mpirun) lives in train_arm_step
+** (tarm.c), the one place that sees a batch's gradient: every rank runs
+** this loop over the same batches and evaluates the same samples (the
+** results are the same everywhere, so every rank stops where rank 0
+** does); only rank 0 writes files (rank 0 alone has --out: main.c).
 */
 #include "tloop.h"
 
@@ -196,6 +199,8 @@ static int run_trial(const train_opts *o, int k, const train_dataset *tr,
     return 0;
   }
   if (t.r.on && !t.r.csv.len) csv_header(&t.r.csv, o);
+  /* data-parallel ranks (tarm.h) start where rank 0 set up or resumed */
+  train_arm_share(&t.a, &t.r.st, sizeof t.r.st);
   clock_gettime(CLOCK_MONOTONIC, &t.w0);
   train_ckpt_state *st = &t.r.st;
   int ok = 1;
@@ -297,6 +302,7 @@ typedef struct compare {
   long max;
   train_log csv;
   char csv_path[4300];
+  int writes; /* 0: a data-parallel rank other than 0 */
 } compare;
 
 /* Evaluates arm k at step and appends its row; loss: its last step's
@@ -330,7 +336,7 @@ static int compare_step(void *ctx, long step, const double *loss, rasp_error *er
   compare *c = ctx;
   if (step % c->every && step != c->max) return 1;
   for (int k = 0; k < c->n; k++) compare_row(c, k, step, loss);
-  return train_log_commit(&c->csv, c->csv_path, err);
+  return !c->writes || train_log_commit(&c->csv, c->csv_path, err);
 }
 
 /* The arms: the compiled model with the command line's options gives the
@@ -382,6 +388,7 @@ int train_compare(const train_opts *o, const train_dataset *tr, const train_data
   c.nev = te->n < 500 ? te->n : 500;
   c.every = o->eval_every ? o->eval_every : 10;
   c.max = o->max_steps ? o->max_steps : 1L << 40;
+  c.writes = !train_get_transport() || train_get_transport()->rank == 0;
   c.arms = raspM_alloc((size_t)c.n * sizeof *c.arms);
   memset(c.arms, 0, (size_t)c.n * sizeof *c.arms);
   int made = 0;
@@ -401,8 +408,8 @@ int train_compare(const train_opts *o, const train_dataset *tr, const train_data
     for (int k = 0; k < A && k < 64; k++) train_log_printf(&c.csv, ",val_pos%d_acc", k);
     train_log_printf(&c.csv, ",dist_compiled,program_acc\n");
     for (int k = 0; k < c.n; k++) compare_row(&c, k, 0, NULL);
-    ok = train_log_commit(&c.csv, c.csv_path, err) &&
-         write_compare_gp(gp, c.n, c.names, err);
+    ok = !c.writes ||
+         (train_log_commit(&c.csv, c.csv_path, err) && write_compare_gp(gp, c.n, c.names, err));
   }
   if (ok) {
     long step = 0;
@@ -413,6 +420,7 @@ int train_compare(const train_opts *o, const train_dataset *tr, const train_data
   for (int k = 0; k < made; k++) train_arm_free(&c.arms[k]);
   raspM_free(c.arms);
   if (!ok) return 0;
+  if (!c.writes) return 1;
   /* no shell: gnuplot's arguments are a vector, and the PNG comes on its
   ** standard output into a fresh mkstemp file renamed over compare.png */
   const char *gargv[] = {"gnuplot", "-c", gp, c.csv_path, "-", NULL};

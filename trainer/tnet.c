@@ -15,12 +15,16 @@
 ** (batch, head) tile at a time, its products (scores, weighted sums and
 ** their four gradients) through tkern_sgemm reading q, k and v in place;
 ** each tile's probabilities are kept for the backward (B*H*T*T floats a
-** layer, 10 MB at the paper's micro-batch) rather than recomputed.
+** layer, 10 MB at the paper's micro-batch) rather than recomputed.  With a
+** causal mask the tile products skip the zero triangle (tkern_sgemm_tri).
+** The MLP keeps its activation and, for GELU, the derivative (computed
+** with it in one pass after the product), not the pre-activation.
 ** Where the time goes, and what was measured: bench/README-train.md.
 */
 #include "tnet.h"
 
 #include <cblas.h>
+#include <immintrin.h>
 #include <math.h>
 #include <omp.h>
 #include <string.h>
@@ -119,7 +123,7 @@ int train_net_init(train_net *n, rasp_model *m, int B, int T, float dropout,
     a->att = fbuf((size_t)B * c->n_heads * T * T);
     a->atty = fbuf(R * HD);
     a->mid = fbuf(R * D);
-    a->pre = fbuf(R * F);
+    if (c->gelu) a->dact = fbuf(R * F);
     a->act = fbuf(R * F);
     a->out = fbuf(R * D);
     if (dropout > 0) {
@@ -154,7 +158,7 @@ void train_net_free(train_net *n) {
     train_layer_acts *a = &n->L[l];
     float *bufs[] = {a->ln1, a->ln1_mean, a->ln1_rstd, a->ln2, a->ln2_mean,
                      a->ln2_rstd, a->q, a->att, a->atty, a->mid,
-                     a->pre, a->act, a->out, a->ao_mask, a->mo_mask};
+                     a->dact, a->act, a->out, a->ao_mask, a->mo_mask};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) raspM_free(bufs[i]);
   }
   float *bufs[] = {n->grad, n->emb, n->emb_mask, n->lnf, n->lnf_mean,
@@ -456,7 +460,8 @@ static inline float vexp(float x) {
 ** nk, 0 for nk <= j < t (causal mask).  Vectorised: the max and the sum
 ** are omp simd reductions, e^x is vexp with x clamped to -80 (e^-80 is
 ** 2e-35, which rounds away against the row's largest term, 1). */
-VEC static void softmax_row(float *restrict p, int nk, int t, float scale) {
+__attribute__((always_inline)) static inline void
+softmax_row(float *restrict p, int nk, int t, float scale) {
   float mx = -INFINITY, sum = 0.0f;
 #pragma omp simd reduction(max : mx)
   for (int j = 0; j < nk; j++) mx = p[j] > mx ? p[j] : mx;
@@ -477,18 +482,92 @@ VEC static void softmax_row(float *restrict p, int nk, int t, float scale) {
   float inv = 1.0f / sum;
 #pragma omp simd
   for (int j = 0; j < nk; j++) p[j] *= inv;
+#pragma omp simd
   for (int j = nk; j < t; j++) p[j] = 0.0f;
 }
 
 /* Softmax backward for one row: ds[j] = p[j] (ds[j] - sum_k p[k] ds[k]) *
-** scale, where ds holds dL/dp on entry. */
-VEC static void softmax_bwd_row(float *restrict ds, const float *restrict p, int t,
-                            float scale) {
+** scale for j < nk, where ds holds dL/dp on entry; 0 for nk <= j < t (p is
+** 0 there, and ds was not computed: see attention_bwd). */
+__attribute__((always_inline)) static inline void
+softmax_bwd_row(float *restrict ds, const float *restrict p, int nk, int t,
+                float scale) {
   float dot = 0.0f;
 #pragma omp simd reduction(+ : dot)
-  for (int j = 0; j < t; j++) dot += p[j] * ds[j];
+  for (int j = 0; j < nk; j++) dot += p[j] * ds[j];
 #pragma omp simd
-  for (int j = 0; j < t; j++) ds[j] = p[j] * (ds[j] - dot) * scale;
+  for (int j = 0; j < nk; j++) ds[j] = p[j] * (ds[j] - dot) * scale;
+#pragma omp simd
+  for (int j = nk; j < t; j++) ds[j] = 0.0f;
+}
+
+/* The softmax and its backward over a (batch, head) tile, t rows: one call
+** per tile, not per row (a row is 35 entries on average when causal, and
+** the per-row call through the clone's dispatch cost as much as the row). */
+VEC static void softmax_tile(float *restrict P, int t, int causal, float scale) {
+  for (int i = 0; i < t; i++)
+    softmax_row(P + (size_t)i * t, causal ? i + 1 : t, t, scale);
+}
+
+/* softmax_tile with AVX-512 and masks, where the CPU has it: the clone's
+** omp simd loops reduce their lanes one by one (16 dependent max and 16
+** dependent adds a row) and take a row's last nk mod 16 entries through a
+** scalar copy of vexp, which made the forward softmax 3% of a step for rows
+** of 35 entries on average.  The same arithmetic entry by entry (vexp's
+** multiplies and adds, unfused like the C, the same clamp); only the order
+** of the row sum's additions differs. */
+#define M16(n) ((n) >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n)) - 1))
+__attribute__((target("avx512f"))) static void
+softmax_tile512(float *restrict P, int t, int causal, float scale) {
+  const __m512 vs = _mm512_set1_ps(scale), ninf = _mm512_set1_ps(-INFINITY),
+               shift = _mm512_set1_ps(12582912.0f);
+  const __m512i absm = _mm512_set1_epi32(0x7fffffff), lim = _mm512_set1_epi32(0x42a00000),
+                sgn = _mm512_set1_epi32((int)0x80000000u),
+                bias = _mm512_set1_epi32((int)(127u - 0x4B400000u));
+  for (int i = 0; i < t; i++) {
+    float *p = P + (size_t)i * t;
+    int nk = causal ? i + 1 : t, j;
+    __m512 vm = ninf, vsum = _mm512_setzero_ps();
+    for (j = 0; j < nk; j += 16)
+      vm = _mm512_max_ps(vm, _mm512_mask_loadu_ps(ninf, M16(nk - j), p + j));
+    __m512 mx = _mm512_set1_ps(_mm512_reduce_max_ps(vm) * scale);
+    for (j = 0; j < nk; j += 16) {
+      __mmask16 m = M16(nk - j);
+      __m512 x = _mm512_sub_ps(_mm512_mul_ps(_mm512_maskz_loadu_ps(m, p + j), vs), mx);
+      __m512i xb = _mm512_min_epu32(_mm512_and_si512(_mm512_castps_si512(x), absm), lim);
+      x = _mm512_castsi512_ps(_mm512_or_si512(xb, sgn));
+      /* vexp */
+      __m512 tt = _mm512_add_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504f)), shift),
+             k = _mm512_sub_ps(tt, shift);
+      __m512 r = _mm512_sub_ps(_mm512_sub_ps(x, _mm512_mul_ps(k, _mm512_set1_ps(0.693145752f))),
+                               _mm512_mul_ps(k, _mm512_set1_ps(1.42860677e-6f)));
+      __m512 q = _mm512_add_ps(_mm512_set1_ps(1.0f / 120), _mm512_mul_ps(r, _mm512_set1_ps(1.0f / 720)));
+      q = _mm512_add_ps(_mm512_set1_ps(1.0f / 24), _mm512_mul_ps(r, q));
+      q = _mm512_add_ps(_mm512_set1_ps(1.0f / 6), _mm512_mul_ps(r, q));
+      q = _mm512_add_ps(_mm512_set1_ps(0.5f), _mm512_mul_ps(r, q));
+      q = _mm512_add_ps(_mm512_set1_ps(1.0f), _mm512_mul_ps(r, q));
+      q = _mm512_add_ps(_mm512_set1_ps(1.0f), _mm512_mul_ps(r, q));
+      __m512 s = _mm512_castsi512_ps(
+          _mm512_slli_epi32(_mm512_add_epi32(_mm512_castps_si512(tt), bias), 23));
+      __m512 e = _mm512_mul_ps(q, s);
+      _mm512_mask_storeu_ps(p + j, m, e);
+      vsum = _mm512_add_ps(vsum, _mm512_maskz_mov_ps(m, e));
+    }
+    __m512 inv = _mm512_set1_ps(1.0f / _mm512_reduce_add_ps(vsum));
+    for (j = 0; j < nk; j += 16) {
+      __mmask16 m = M16(nk - j);
+      _mm512_mask_storeu_ps(p + j, m, _mm512_mul_ps(_mm512_maskz_loadu_ps(m, p + j), inv));
+    }
+    for (j = nk; j < t; j += 16) _mm512_mask_storeu_ps(p + j, M16(t - j), _mm512_setzero_ps());
+  }
+}
+#undef M16
+
+VEC static void softmax_bwd_tile(float *restrict dS, const float *restrict P,
+                                 int t, int causal, float scale) {
+  for (int i = 0; i < t; i++)
+    softmax_bwd_row(dS + (size_t)i * t, P + (size_t)i * t, causal ? i + 1 : t,
+                    t, scale);
 }
 
 /* out (R x D) = attention(h) (without dropout). */
@@ -511,17 +590,25 @@ static void attention_fwd(train_net *n, train_layer_acts *a, const lparams *p,
   float *Y = a->atty, *att = a->att;
   /* one (batch, head) tile at a time: its scores S = Q K^T (t x t), the
   ** softmax in place, Y = P V; both products through tkern_sgemm, which
-  ** reads the tiles where they lie (row stride QS) */
+  ** reads the tiles where they lie (row stride QS).  Causal: only S's lower
+  ** triangle is computed (softmax_row reads nothing above the diagonal and
+  ** writes 0 there) and P V skips P's zeros (tkern.h, tkern_sgemm_tri):
+  ** about 40% of the tile products' work */
+  int lowc = causal ? TKERN_C_LOWER : TKERN_FULL,
+      lowa = causal ? TKERN_A_LOWER : TKERN_FULL;
+  int avx512 = !strcmp(tkern_name(), "avx512"); /* the CPU has it */
 #pragma omp parallel for collapse(2) schedule(static) if ((long)b * t * t * Dh * H > 200000)
   for (int bi = 0; bi < b; bi++)
     for (int hd = 0; hd < H; hd++) {
       float *P = att + ((size_t)bi * H + hd) * t * t;
       size_t o = (size_t)bi * t * QS + (size_t)hd * Dh;
-      tkern_sgemm(0, 1, t, t, Dh, Q + o, QS, K + o, QS, 0.0f, P, t);
-      for (int i = 0; i < t; i++)
-        softmax_row(P + (size_t)i * t, causal ? i + 1 : t, t, scale);
-      tkern_sgemm(0, 0, t, Dh, t, P, t, V + o, QS, 0.0f,
-                  Y + (size_t)bi * t * HD + (size_t)hd * Dh, HD);
+      tkern_sgemm_tri(lowc, 0, 1, t, t, Dh, Q + o, QS, K + o, QS, 0.0f, P, t);
+      if (avx512)
+        softmax_tile512(P, t, causal, scale);
+      else
+        softmax_tile(P, t, causal, scale);
+      tkern_sgemm_tri(lowa, 0, 0, t, Dh, t, P, t, V + o, QS, 0.0f,
+                      Y + (size_t)bi * t * HD + (size_t)hd * Dh, HD);
     }
   mm(R, D, HD, a->atty, HD, p->wo, D, out, D, 0);
   add_bias(out, p->bo, (size_t)R, D, D);
@@ -544,6 +631,10 @@ static void attention_bwd(train_net *n, train_layer_acts *a, const lparams *p,
   ** b*t rows is written below (beta 0), so no zeroing */
   float *dQ = n->dq, *dK = n->dk, *dV = n->dv;
   const float *Q = a->q, *K = a->k, *V = a->v, *dY = n->daty, *att = a->att;
+  /* causal: P and dS are lower triangular (as in attention_fwd) */
+  int causal = c->causal, lowc = causal ? TKERN_C_LOWER : TKERN_FULL,
+      lowa = causal ? TKERN_A_LOWER : TKERN_FULL,
+      upa = causal ? TKERN_A_UPPER : TKERN_FULL;
 #pragma omp parallel if ((long)b * t * t * Dh * H > 200000)
   {
     float *dS = raspM_alloc((size_t)t * t * sizeof(float));
@@ -556,12 +647,11 @@ static void attention_bwd(train_net *n, train_layer_acts *a, const lparams *p,
         const float *P = att + ((size_t)bi * H + hd) * t * t;
         size_t o = (size_t)bi * t * QS + (size_t)hd * Dh;
         const float *dy = dY + (size_t)bi * t * HD + (size_t)hd * Dh;
-        tkern_sgemm(0, 1, t, t, Dh, dy, HD, V + o, QS, 0.0f, dS, t);
-        tkern_sgemm(1, 0, t, Dh, t, P, t, dy, HD, 0.0f, dV + o, QS);
-        for (int i = 0; i < t; i++)
-          softmax_bwd_row(dS + (size_t)i * t, P + (size_t)i * t, t, scale);
-        tkern_sgemm(0, 0, t, Dh, t, dS, t, K + o, QS, 0.0f, dQ + o, QS);
-        tkern_sgemm(1, 0, t, Dh, t, dS, t, Q + o, QS, 0.0f, dK + o, QS);
+        tkern_sgemm_tri(lowc, 0, 1, t, t, Dh, dy, HD, V + o, QS, 0.0f, dS, t);
+        tkern_sgemm_tri(upa, 1, 0, t, Dh, t, P, t, dy, HD, 0.0f, dV + o, QS);
+        softmax_bwd_tile(dS, P, t, causal, scale);
+        tkern_sgemm_tri(lowa, 0, 0, t, Dh, t, dS, t, K + o, QS, 0.0f, dQ + o, QS);
+        tkern_sgemm_tri(upa, 1, 0, t, Dh, t, dS, t, Q + o, QS, 0.0f, dK + o, QS);
       }
     raspM_free(dS);
   }
@@ -619,43 +709,90 @@ static inline float gelu_tanh(float x) {
   return vtanh(GELU_K * (x + 0.044715f * x * x * x));
 }
 
-VEC static void relu_fwd_range(float *restrict y, const float *restrict x,
-                               size_t n) {
+/* The forward pass adds the bias and applies the activation in one pass
+** over the GEMM's output, in place (act), and GELU's forward also keeps
+** its derivative at the pre-activation (dact), so the backward is one
+** multiply: the tanh is computed once per entry and step, not twice, and
+** no pre-activation is kept.  ReLU's derivative is act > 0 (act = x > 0 ?
+** x : 0 is positive exactly where x is), so ReLU keeps nothing more. */
+VEC static void relu_fwd_rows(float *restrict y, const float *restrict b,
+                              size_t r0, size_t r1, int F) {
+  for (size_t r = r0; r < r1; r++) {
+    float *yr = y + r * F;
 #pragma omp simd
-  for (size_t i = 0; i < n; i++) y[i] = x[i] > 0.0f ? x[i] : 0.0f;
-}
-
-VEC static void relu_bwd_range(float *restrict dy, const float *restrict x,
-                               size_t n) {
-#pragma omp simd
-  for (size_t i = 0; i < n; i++) dy[i] = x[i] > 0.0f ? dy[i] : 0.0f;
-}
-
-VEC static void gelu_fwd_range(float *restrict y, const float *restrict x,
-                               size_t n) {
-#pragma omp simd
-  for (size_t i = 0; i < n; i++) y[i] = 0.5f * x[i] * (1.0f + gelu_tanh(x[i]));
-}
-
-VEC static void gelu_bwd_range(float *restrict dy, const float *restrict x,
-                               size_t n) {
-#pragma omp simd
-  for (size_t i = 0; i < n; i++) {
-    float v = x[i], th = gelu_tanh(v);
-    dy[i] *= 0.5f * (1.0f + th) + 0.5f * v * (1.0f - th * th) * GELU_K *
-                                     (1.0f + 3 * 0.044715f * v * v);
+    for (int j = 0; j < F; j++) {
+      float x = yr[j] + b[j];
+      yr[j] = x > 0.0f ? x : 0.0f;
+    }
   }
 }
 
-/* y = act(x) (fwd) or dy *= act'(x) (bwd), in parallel chunks */
-static void activation(int gelu, int bwd, float *y, const float *x, size_t n) {
-#pragma omp parallel for schedule(static) if (n > 100000)
-  for (size_t c = 0; c < n; c += CHUNK) {
-    size_t m = c + CHUNK < n ? CHUNK : n - c;
+VEC static void gelu_fwd_rows(float *restrict y, float *restrict dy,
+                              const float *restrict b, size_t r0, size_t r1,
+                              int F) {
+  for (size_t r = r0; r < r1; r++) {
+    float *yr = y + r * F, *dr = dy + r * F;
+#pragma omp simd
+    for (int j = 0; j < F; j++) {
+      float x = yr[j] + b[j], th = gelu_tanh(x);
+      yr[j] = 0.5f * x * (1.0f + th);
+      dr[j] = 0.5f * (1.0f + th) + 0.5f * x * (1.0f - th * th) * GELU_K *
+                                       (1.0f + 3 * 0.044715f * x * x);
+    }
+  }
+}
+
+/* act (R x F) = act(act + b) in place, dact = act'(...) for GELU */
+static void activation_fwd(int gelu, float *act, float *dact, const float *b,
+                           size_t R, int F) {
+#pragma omp parallel for schedule(static) if (R * F > 100000)
+  for (size_t r = 0; r < R; r += 16) {
+    size_t r1 = r + 16 < R ? r + 16 : R;
     if (gelu)
-      (bwd ? gelu_bwd_range : gelu_fwd_range)(y + c, x + c, m);
+      gelu_fwd_rows(act, dact, b, r, r1, F);
     else
-      (bwd ? relu_bwd_range : relu_fwd_range)(y + c, x + c, m);
+      relu_fwd_rows(act, b, r, r1, F);
+  }
+}
+
+/* dy *= act'(x) and db += the column sums of the result, in one pass over
+** dy (it was two: the derivative, then bias_grad), columns c0 .. c1-1 of
+** every row.  Each db[j] adds the rows in order, as bias_grad did, so
+** the sums do not depend on how the columns are split across threads. */
+VEC static void act_bwd_bias_cols(int gelu, float *restrict dy,
+                                  const float *restrict act,
+                                  const float *restrict dact,
+                                  float *restrict db, size_t R, int F, int c0,
+                                  int c1) {
+  for (size_t r = 0; r < R; r++) {
+    float *d = dy + r * F;
+    if (gelu) {
+      const float *g = dact + r * F;
+#pragma omp simd
+      for (int j = c0; j < c1; j++) {
+        d[j] *= g[j];
+        db[j] += d[j];
+      }
+    } else {
+      const float *a = act + r * F;
+#pragma omp simd
+      for (int j = c0; j < c1; j++) {
+        d[j] = a[j] > 0.0f ? d[j] : 0.0f;
+        db[j] += d[j];
+      }
+    }
+  }
+}
+
+static void activation_bwd(int gelu, float *dy, const float *act,
+                           const float *dact, float *db, size_t R, int F) {
+  int nt = R * F > 100000 ? omp_get_max_threads() : 1;
+#pragma omp parallel for schedule(static) num_threads(nt)
+  for (int k = 0; k < nt; k++) {
+    /* column ranges on multiples of 16 (whole vectors) */
+    int c0 = (int)((long)F * k / nt) / 16 * 16,
+        c1 = k == nt - 1 ? F : (int)((long)F * (k + 1) / nt) / 16 * 16;
+    if (c1 > c0) act_bwd_bias_cols(gelu, dy, act, dact, db, R, F, c0, c1);
   }
 }
 
@@ -663,10 +800,8 @@ static void mlp_fwd(train_net *n, train_layer_acts *a, const lparams *p,
                     const float *h, float *out) {
   const rasp_model_config *c = &n->m->cfg;
   int R = n->b * n->t, D = c->d_model, F = c->d_mlp, gelu = c->gelu;
-  mm(R, F, D, h, D, p->win, F, a->pre, F, 0);
-  add_bias(a->pre, p->bin, (size_t)R, F, F);
-  size_t RF = (size_t)R * F;
-  activation(gelu, 0, a->act, a->pre, RF);
+  mm(R, F, D, h, D, p->win, F, a->act, F, 0);
+  activation_fwd(gelu, a->act, a->dact, p->bin, (size_t)R, F);
   mm(R, D, F, a->act, F, p->wout, D, out, D, 0);
   add_bias(out, p->bout, (size_t)R, D, D);
 }
@@ -678,10 +813,8 @@ static void mlp_bwd(train_net *n, train_layer_acts *a, const lparams *p,
   mm_tn(F, D, R, a->act, F, dout, D, g->wout, D);
   bias_grad(g->bout, dout, (size_t)R, D, D);
   mm_nt(R, F, D, dout, D, p->wout, D, n->dfc, F, 0);
-  size_t RF = (size_t)R * F;
-  activation(gelu, 1, n->dfc, a->pre, RF);
+  activation_bwd(gelu, n->dfc, a->act, a->dact, g->bin, (size_t)R, F);
   mm_tn(D, F, R, h, D, n->dfc, F, g->win, F);
-  bias_grad(g->bin, n->dfc, (size_t)R, F, F);
   mm_nt(R, D, F, n->dfc, F, p->win, F, dh, D, 0);
 }
 

@@ -28,7 +28,8 @@ typedef struct train_layer_acts {
   float *ao_mask;                   /* dropout mask (scaled) or NULL */
   float *mid;                       /* residual after attention */
   float *ln2, *ln2_mean, *ln2_rstd;
-  float *pre, *act;                 /* (B*T, F) */
+  float *act;                       /* (B*T, F): activation */
+  float *dact;                      /* its derivative (GELU; else NULL) */
   float *mo_mask;
   float *out;                       /* residual after the MLP */
 } train_layer_acts;
