@@ -35,6 +35,12 @@
 ** --logit-scale X sets the margin of the readout's logits (rcompile.h;
 ** default ln(1000 (n_out - 1))), recorded in STEM.json.
 **
+** --precision fp32|fp16|bf16 is the forward pass the encodings are proven
+** for (a numerical encoding not proven there is compiled categorically; a
+** node with neither is refused, exit status 1) and the one --check runs
+** (raspG_run emulates fp16 and bf16).  --encoding categorical compiles
+** every integer one-hot.
+**
 ** --encoder compiles a path-star program for rasp-train's encoder-only
 ** models, which read the sequence with every answer position replaced by
 ** the mask token (id V+8; the trainer's MASK) and predict each answer token
@@ -196,12 +202,25 @@ static int scale_opt(const char *text, double *out) {
   return 1;
 }
 
+/* --precision's and --encoding's values: the index of text in names[0..n),
+** or -1 after a message. */
+static int word_opt(const char *opt, const char *text, const char *const *names, int n) {
+  for (int i = 0; i < n && text; i++)
+    if (!strcmp(text, names[i])) return i;
+  fprintf(stderr, "rasp compile: %s: expected %s", opt, names[0]);
+  for (int i = 1; i < n; i++) fprintf(stderr, "%s%s", i == n - 1 ? " or " : ", ", names[i]);
+  fprintf(stderr, ", got '%s'\n", text ? text : "");
+  return -1;
+}
+
 /* The command; *access (options --allow-*) is the caller's to free. */
 static int compile_cmd(int argc, char **argv, rasp_access *access) {
   const char *file = NULL, *stem = NULL, *ivocab = NULL, *vfile = NULL, *stdlib = NULL,
              *dump = NULL;
   long D = 2, M = 5, V = 100, len = 8, check = 0, seed = 1;
-  int stats = 0, task_given = 0, encoder = 0, dry_run = 0;
+  int stats = 0, task_given = 0, encoder = 0, dry_run = 0, prec = RASPG_FP32,
+      encoding = RASPG_ENC_AUTO;
+  static const char *const precs[] = {"fp32", "fp16", "bf16"}, *const encs[] = {"auto", "categorical"};
   double scale = 0; /* 0: the compiler's default */
   raspC_arg *args;
   int nargs = raspC_parse_program(RASPC_COMPILE, "compile", argc, argv, access, &args), good = 1;
@@ -227,6 +246,8 @@ static int compile_cmd(int argc, char **argv, rasp_access *access) {
     case RASPC_O_STDLIB: stdlib = v; break;
     case RASPC_O_DUMP_FORWARD: dump = v; break;
     case RASPC_O_LOGIT_SCALE: good = scale_opt(v, &scale); break;
+    case RASPC_O_PRECISION: good = (prec = word_opt(a->name, v, precs, 3)) >= 0; break;
+    case RASPC_O_ENCODING: good = (encoding = word_opt(a->name, v, encs, 2)) >= 0; break;
     case RASPC_O_D: case RASPC_O_M: case RASPC_O_V:
       task_given = 1;
       good = raspC_int_opt("compile", a->name, v, 1, 100000L,
@@ -329,7 +350,7 @@ static int compile_cmd(int argc, char **argv, rasp_access *access) {
   int nv = rasp_vocab_size(ctx);
   const char **names = raspM_alloc(sizeof(char *) * (size_t)(nv + 1));
   for (int i = 1; i <= nv; i++) names[i] = rasp_vocab_symbol(ctx, i);
-  raspG_opts go = {ids, nids, nv, names, scale};
+  raspG_opts go = {ids, nids, nv, names, scale, prec, encoding};
   int ok = raspG_compile(ir, &go, &gm, &err);
   raspM_free(names);
   if (!ok) goto fail;
@@ -423,6 +444,7 @@ static int compile_cmd(int argc, char **argv, rasp_access *access) {
   }
   if (check) {
     printf("check: %ld/%ld inputs agree with the interpreter", done - bad, done);
+    if (prec != RASPG_FP32) printf(" in %s", precs[prec]);
     int ncls = pathstar ? PS_NCLASS : IN_NCLASS, any = 0;
     for (int c = 0; c < ncls; c++)
       if (cls_done[c] && (c || cls_done[c] < done))

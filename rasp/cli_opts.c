@@ -228,6 +228,12 @@ static const raspU_option options[] = {
     OPT(RASPC_O_LOGIT_SCALE, "--logit-scale", NULL, "X", RASPC_COMPILE,
      "margin of the right output's logit over the others (default\n"
      "ln(1000 (n_out - 1)): cross-entropy < 0.001)"),
+    OPT(RASPC_O_PRECISION, "--precision", NULL, "P", RASPC_COMPILE,
+     "fp32 (default), fp16 or bf16: numerical encodings only where their\n"
+     "margins are proven at P (else categorical, else refused at the\n"
+     "node); --check runs the forward pass in P"),
+    OPT(RASPC_O_ENCODING, "--encoding", NULL, "E", RASPC_COMPILE,
+     "auto (default: the proven choice) or categorical (integers one-hot)"),
     OPT(RASPC_O_SEED, "--seed", NULL, "S", RASPC_COMPILE, "seed of the random inputs (default 1)"),
     OPT(RASPC_O_DUMP_FORWARD, "--dump-forward", NULL, "F", RASPC_COMPILE,
      "write the logits of one random input to F (text)"),

@@ -28,7 +28,24 @@ typedef struct raspG_opts {
   /* The readout's logit margin: the right value's logit exceeds every other
   ** by this much.  0 (or less): raspG_default_logit_scale(n_out). */
   double logit_scale;
+  /* The forward pass the encodings are proven for (doc/compiler.md,
+  ** "Margins and precision"): RASPG_FP32 (0, the default), RASPG_FP16 or
+  ** RASPG_BF16.  A numerical encoding whose margins are not proven at this
+  ** precision is compiled categorically; a node that cannot be compiled
+  ** exactly either way is refused (RASP_E_INEXACT, at the node). */
+  int precision;
+  /* RASPG_ENC_AUTO (0): the proven choice; RASPG_ENC_CATEGORICAL: no
+  ** numerical encodings of integers (node ids, tokens, sums: one-hot) */
+  int encoding;
 } raspG_opts;
+
+enum { RASPG_FP32, RASPG_FP16, RASPG_BF16 };
+enum { RASPG_ENC_AUTO, RASPG_ENC_CATEGORICAL };
+/* "fp32", "fp16", "bf16" */
+const char *raspG_precision_name(int precision);
+/* x rounded to nearest-even in that format (fp16: 11 significand bits,
+** overflow to inf past 65504; bf16: 8 bits, float32's range). */
+float raspG_round(int precision, float x);
 
 typedef struct raspG_model {
   rasp_model model;        /* cfg.bos_token is the BOS id */
@@ -40,6 +57,22 @@ typedef struct raspG_model {
   int n_dims;              /* residual dimensions in use (= d_model) */
   double logit_scale;      /* the readout's logit margin (STEM.json's
                               layout.readout.logit_scale) */
+  int precision;           /* raspG_run's forward pass (raspG_opts) */
+  /* The smallest proven margins (doc/compiler.md, "Margins and precision"):
+  ** a head's score gap between its selected keys and every other key (BOS
+  ** included), in logits; an MLP hidden unit's distance from its hinge over
+  ** every input combination it can see (pre-activation units), -1 when the
+  ** model has none.  *_at names the node and its source location. */
+  double attn_margin, mlp_margin;
+  char attn_at[192], mlp_at[192];
+  int fallbacks;           /* nodes compiled categorically because their
+                              numerical encoding is not proven at precision */
+  double cb_eps, cb_dev0, cb_dev; /* private: the composed noise bound
+                              (cb_dev0 < 0: not proven) */
+  int checked, unproven;   /* heads, MLP units and the readout checked
+                              against rounding, and how many the bound does
+                              not prove (fp32 only: elsewhere they are made
+                              categorical or refused) */
   struct raspG_fast *fast; /* private: the sparse weights raspG_run uses */
 } raspG_model;
 
@@ -81,18 +114,25 @@ void raspG_sched_free(raspG_sched *s);
 ** skips the zero weights but adds the nonzero terms in raspN_forward's
 ** order, so the logits are bit-identical to raspN_forward's (float32);
 ** RASP_COMPILE_DENSE=1 in the environment makes it call raspN_forward.
+** With g->precision fp16 or bf16 it emulates that format instead: every
+** weight rounded to it, and every operation's result too (each dot
+** product, accumulated in float32; each addition to the residual; the
+** softmax's steps; the logits).
 ** logits may be NULL; else it receives (n+1) * n_out
 ** floats (row 0 is the BOS position). */
 int raspG_run(const raspG_model *g, const int64_t *tokens, rasp_elem *out,
               float *logits, rasp_error *err);
 
-/* The proven noise level (doc/compiler.md, "Noise bound"; the proof is
-** atop raspG_noise_bound in rcompile.c): with unit roundoff u (float32:
-** RASPG_FP32_U), *dev0 gets a bound on how far rounding alone moves any
-** logit from the real-arithmetic model, and *eps the largest per-weight
-** perturbation found (bisection) for which every weight moved by up to eps
-** still leaves every logit within logit_scale / 4, so every output right.
-** Returns 1, or 0 when even eps = 0 is not proven (*eps = 0). */
+/* The proven noise level (doc/compiler.md, "Noise bound"; the proofs are
+** atop raspG_noise_bound and cb_run in rcompile.c): with unit roundoff u
+** (float32: RASPG_FP32_U), *dev0 gets a bound on how far rounding alone
+** moves any logit from the real-arithmetic model, and *eps the largest
+** per-weight perturbation found (bisection) for which every weight moved
+** by up to eps still leaves every logit within a quarter of the readout's
+** margin, so every output right.  At float32 the better of two bounds: per
+** residual dimension (intervals), and composed over the units (from the
+** value sets, computed by raspG_compile).  Returns 1, or 0 when even
+** eps = 0 is not proven (*eps = 0). */
 #define RASPG_FP32_U 5.9604644775390625e-08 /* 2^-24 */
 int raspG_noise_bound(const raspG_model *g, double u, double *eps, double *dev0);
 

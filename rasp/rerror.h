@@ -64,7 +64,8 @@ typedef struct rasp_pos {
   X(READ, "cannot read a file")                                                 \
   X(WRITE, "cannot write a file")                                               \
   X(FORMAT, "malformed file")              /* model, checkpoint, config */      \
-  X(SPAWN, "other program failed")         /* raspR_spawn */
+  X(SPAWN, "other program failed")         /* raspR_spawn */                    \
+  X(INEXACT, "cannot be compiled exactly") /* rasp compile, at the node */
 
 typedef enum rasp_errcode {
 #define RASP_ERRCODE_ENUM(name, text) RASP_E_##name,

@@ -4,6 +4,7 @@
 ** random inputs, position by position.  Also one save/load round trip.
 */
 #include <check.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +13,7 @@
 #include "rasp.h"
 #include "rcompile.h"
 #include "rtask.h"
+#include "rverify.h"
 
 #include "check_main.h"
 
@@ -30,7 +32,7 @@ static int compile_and_compare(const char *src, const char *const *vocab, int nv
   rasp_ir *ir = rasp_ctx_ir(ctx);
   int64_t *ids = malloc(sizeof(int64_t) * (size_t)nvocab);
   for (int i = 0; i < nvocab; i++) ids[i] = i + 1;
-  raspG_opts o = {ids, nvocab, nvocab, NULL, 0};
+  raspG_opts o = {ids, nvocab, nvocab, NULL, 0, RASPG_FP32, RASPG_ENC_AUTO};
   raspG_model g;
   ck_assert_msg(raspG_compile(ir, &o, &g, &err), "%s", err.msg);
   rasp_eval *ev = raspE_new(ir);
@@ -282,7 +284,7 @@ START_TEST(test_layout) {
                 "%s", err.msg);
   ck_assert_msg(rasp_trace(ctx, "main", &err), "%s", err.msg);
   int64_t ids[] = {1, 2, 3};
-  raspG_opts o = {ids, 3, 3, names, 0};
+  raspG_opts o = {ids, 3, 3, names, 0, RASPG_FP32, RASPG_ENC_AUTO};
   raspG_model g;
   ck_assert_msg(raspG_compile(rasp_ctx_ir(ctx), &o, &g, &err), "%s", err.msg);
   int n;
@@ -389,7 +391,7 @@ static void noise_check(const char *src, const char *const *vocab, int nvocab, i
   rasp_ir *ir = rasp_ctx_ir(ctx);
   int64_t ids[16];
   for (int i = 0; i < nvocab; i++) ids[i] = i + 1;
-  raspG_opts o = {ids, nvocab, nvocab, NULL, 0};
+  raspG_opts o = {ids, nvocab, nvocab, NULL, 0, RASPG_FP32, RASPG_ENC_AUTO};
   raspG_model g;
   ck_assert_msg(raspG_compile(ir, &o, &g, &err), "%s", err.msg);
   double eps, dev0;
@@ -430,6 +432,69 @@ static void noise_check(const char *src, const char *const *vocab, int nvocab, i
   rasp_ctx_free(ctx);
 }
 
+/* The same for a path-star program at D, M, V: the task's own samples. */
+static void noise_check_task(const char *rel, int D, int M, int V, int trials) {
+  const char *top = getenv("top_srcdir");
+  char path[1024], lib[1024];
+  snprintf(path, sizeof path, "%s/%s", top ? top : ".", rel);
+  snprintf(lib, sizeof lib, "%s/stdlib", top ? top : ".");
+  rasp_error err = {0};
+  rasp_program prog;
+  memset(&prog, 0, sizeof prog);
+  ck_assert_msg(raspK_load(path, lib, D, M, V, &prog, &err), "%s", err.msg);
+  rasp_ptrace tr;
+  memset(&tr, 0, sizeof tr);
+  ck_assert_msg(raspK_trace(&prog, D, M, V, &tr, &err), "%s", err.msg);
+  rasp_ir *ir = rasp_ctx_ir(tr.ctx);
+  int nids = raspT_vocab_size(&tr.opts) - 1, n = ir->n;
+  int64_t *ids = malloc(sizeof(int64_t) * (size_t)nids);
+  for (int i = 0; i < nids; i++) ids[i] = i + 1;
+  raspG_opts o = {ids, nids, rasp_vocab_size(tr.ctx), NULL, 0, RASPG_FP32, RASPG_ENC_AUTO};
+  raspG_model g;
+  ck_assert_msg(raspG_compile(ir, &o, &g, &err), "%s", err.msg);
+  double eps, dev0;
+  ck_assert(raspG_noise_bound(&g, RASPG_FP32_U, &eps, &dev0));
+  ck_assert_msg(eps > 0 && eps < 1 && dev0 < g.logit_scale / 4, "%s: eps %g", rel, eps);
+  rasp_rng rng;
+  raspT_rng_seed(&rng, 13, 0);
+  for (size_t i = 0; i < g.model.nparams; i++) {
+    double r = (double)raspT_rng_below(&rng, 1u << 30) / (double)(1u << 30);
+    g.model.params[i] += (float)(eps * (2 * r - 1));
+  }
+  rasp_eval *ev = raspE_new(ir);
+  int no = g.model.cfg.n_out, *t = malloc(sizeof(int) * (size_t)(n + 1));
+  int64_t *tok = malloc(sizeof(int64_t) * (size_t)n), lead, target;
+  float *lg = malloc(sizeof(float) * (size_t)(n + 1) * no);
+  int bad = 0;
+  for (int k = 0; k < trials; k++) {
+    ck_assert_msg(raspK_sample_tokens(&tr, 3, (uint64_t)k, tok, &lead, &target, &err), "%s", err.msg);
+    t[0] = g.model.cfg.bos_token;
+    for (int i = 0; i < n; i++) t[i + 1] = (int)tok[i];
+    ck_assert_msg(raspN_forward(&g.model, t, n + 1, lg, NULL, &err) == 1, "%s", err.msg);
+    ck_assert_msg(raspE_run(ev, 1, tok, &err), "%s", err.msg);
+    const rasp_elem *want = raspE_value(ev, ir->outputs[0], 0);
+    for (int i = 0; i < n; i++) {
+      const float *row = lg + (size_t)(i + 1) * no;
+      int best = 0;
+      for (int j = 1; j < no; j++)
+        if (row[j] > row[best]) best = j;
+      if (g.out_vals[best].num != want[i].num || g.out_vals[best].den != want[i].den) {
+        bad++;
+        break;
+      }
+    }
+  }
+  ck_assert_int_eq(bad, 0);
+  free(lg);
+  free(t);
+  free(tok);
+  free(ids);
+  raspE_free(ev);
+  raspG_free(&g);
+  raspK_trace_free(&tr);
+  raspK_program_free(&prog);
+}
+
 START_TEST(test_noise_bound) {
   static const char *reverse = "def main(seq):\n"
                                "    idx = indices(seq)\n"
@@ -442,6 +507,180 @@ START_TEST(test_noise_bound) {
               "    flip = aggregate(select(idx, length - idx - 1, equals, causal=False), seq)\n"
               "    return where(seq == \"a\", flip, seq)\n",
               abc, 3, 6, 1000);
+}
+END_TEST
+
+/* Proven by the bound composed over the units (rcompile.c, "a noise bound
+** composed over the units"), not by the per-dimension one. */
+START_TEST(test_noise_bound_composed) {
+  static const char *reverse = "def main(seq):\n"
+                               "    idx = indices(seq)\n"
+                               "    opp = length - idx - 1\n"
+                               "    return aggregate(select(idx, opp, equals, causal=False), seq)\n";
+  static const char *hist = "def main(seq):\n"
+                            "    return sel_width(select(seq, seq, equals, causal=False))\n";
+  for (int n = 5; n <= 8; n += 3) noise_check(hist, abc, 3, n, 1000);
+  noise_check(reverse, abc, 3, 16, 1000);
+  noise_check_task("programs/readout1_back_target.rasp", 2, 3, 10, 1000);
+}
+END_TEST
+
+/* Compiles src at length n over vocab for precision prec (and encoding enc)
+** and compares the model, run in that precision, with the interpreter on
+** `trials` inputs (every third one token repeated, the rest uniform).
+** Returns the number of disagreeing inputs, or -1 with *err set when the
+** compiler refuses; *model_out, if not NULL, keeps the model. */
+static int prec_compare(const char *src, const char *const *vocab, int nvocab, int n, int prec,
+                        int enc, int trials, raspG_model *model_out, rasp_error *err) {
+  rasp_ctx *ctx = rasp_ctx_new(n, NULL, err);
+  ck_assert_ptr_nonnull(ctx);
+  ck_assert(rasp_set_vocab(ctx, vocab, nvocab, err));
+  ck_assert_msg(rasp_load_stdlib(ctx, NULL, err), "%s", err->msg);
+  ck_assert_msg(rasp_exec_string(ctx, "test", src, err), "%s", err->msg);
+  ck_assert_msg(rasp_trace(ctx, "main", err), "%s", err->msg);
+  rasp_ir *ir = rasp_ctx_ir(ctx);
+  int64_t *ids = malloc(sizeof(int64_t) * (size_t)nvocab);
+  for (int i = 0; i < nvocab; i++) ids[i] = i + 1;
+  raspG_opts o = {ids, nvocab, nvocab, NULL, 0, prec, enc};
+  raspG_model g;
+  if (!raspG_compile(ir, &o, &g, err)) {
+    free(ids);
+    rasp_ctx_free(ctx);
+    return -1;
+  }
+  ck_assert_int_eq(g.precision, prec);
+  rasp_eval *ev = raspE_new(ir);
+  int64_t *tok = malloc(sizeof(int64_t) * (size_t)n);
+  rasp_elem *got = malloc(sizeof(rasp_elem) * (size_t)n);
+  int bad = 0;
+  for (int k = 0; k < trials; k++) {
+    rasp_rng rng;
+    raspT_rng_seed(&rng, 5, (uint64_t)k);
+    int64_t one = ids[raspT_rng_below(&rng, (uint64_t)nvocab)];
+    for (int i = 0; i < n; i++) tok[i] = k % 3 == 0 ? one : ids[raspT_rng_below(&rng, (uint64_t)nvocab)];
+    ck_assert_msg(raspG_run(&g, tok, got, NULL, err), "%s", err->msg);
+    ck_assert_msg(raspE_run(ev, 1, tok, err), "%s", err->msg);
+    const rasp_elem *want = raspE_value(ev, ir->outputs[0], 0);
+    for (int i = 0; i < n; i++)
+      if (got[i].num != want[i].num || got[i].den != want[i].den) {
+        bad++;
+        break;
+      }
+  }
+  raspE_free(ev);
+  free(tok);
+  free(got);
+  free(ids);
+  rasp_ctx_free(ctx);
+  if (model_out) *model_out = g;
+  else raspG_free(&g);
+  return bad;
+}
+
+static const char *const reverse_src = "def main(seq):\n"
+                                       "    idx = indices(seq)\n"
+                                       "    opp = length - idx - 1\n"
+                                       "    return aggregate(select(idx, opp, equals, causal=False), seq)\n";
+
+/* Rounding to nearest, ties to even, in the emulated formats. */
+START_TEST(test_round) {
+  ck_assert(raspG_round(RASPG_BF16, 1.0f + 0x1p-8f) == 1.0f);              /* a tie: even */
+  ck_assert(raspG_round(RASPG_BF16, 1.0f + 3 * 0x1p-8f) == 1.0f + 0x1p-6f); /* a tie: even */
+  ck_assert(raspG_round(RASPG_BF16, 1.0f + 0x1p-7f) == 1.0f + 0x1p-7f);     /* exact */
+  ck_assert(raspG_round(RASPG_BF16, 257.0f) == 256.0f);
+  ck_assert(raspG_round(RASPG_FP16, 2049.0f) == 2048.0f);
+  ck_assert(raspG_round(RASPG_FP16, 2051.0f) == 2052.0f);
+  ck_assert(raspG_round(RASPG_FP16, 65504.0f) == 65504.0f);
+  ck_assert(isinf(raspG_round(RASPG_FP16, 65520.0f)));
+  ck_assert(raspG_round(RASPG_FP16, -0x1p-25f) == 0.0f); /* below half the smallest subnormal */
+  ck_assert(raspG_round(RASPG_FP16, 0x1p-24f) == 0x1p-24f);
+  ck_assert(raspG_round(RASPG_FP32, 1.0f + 0x1p-23f) == 1.0f + 0x1p-23f);
+}
+END_TEST
+
+/* The margins are the design's: a head's selected key beats BOS and BOS
+** every other key by scale / 2 >= beta / 2 = ln(n + 1) + 21 logits; the
+** where's hidden units sit at least 1 from their hinges; STEM.json gives
+** every head and MLP unit its margin. */
+START_TEST(test_margins) {
+  rasp_error err = {0};
+  raspG_model g;
+  ck_assert_int_eq(prec_compare("def main(seq):\n"
+                                "    idx = indices(seq)\n"
+                                "    flip = aggregate(select(idx, length - idx - 1, equals, causal=False), seq)\n"
+                                "    return where(seq == \"a\", flip, seq)\n",
+                                abc, 3, 6, RASPG_FP32, RASPG_ENC_AUTO, 50, &g, &err),
+                   0);
+  ck_assert_msg(g.attn_margin >= log(7.0) + 21 - 1e-6, "%g", g.attn_margin);
+  ck_assert_msg(g.mlp_margin >= 1 - 1e-6, "%g", g.mlp_margin);
+  ck_assert_ptr_nonnull(strstr(g.attn_at, "aggregate"));
+  ck_assert_ptr_nonnull(strstr(g.mlp_at, "where"));
+  ck_assert_ptr_nonnull(strstr(g.mlp_at, "test:4:"));
+  ck_assert_int_eq(g.fallbacks, 0);
+  const char *j = g.model.json_extra;
+  ck_assert_ptr_nonnull(strstr(j, "\"precision\": \"fp32\""));
+  int heads = 0, margins = 0;
+  for (const char *p = j; (p = strstr(p, "\"kind\": \"head\"")); p++) heads++;
+  for (const char *p = j; (p = strstr(p, "\"kind\": \"mlp\"")); p++) heads++;
+  for (const char *p = j; (p = strstr(p, "\"rounding\": ")); p++) margins++;
+  ck_assert_int_eq(heads, 2);
+  ck_assert_int_eq(margins, heads);
+  raspG_free(&g);
+}
+END_TEST
+
+/* --precision: reverse only moves tokens and stays exact in bf16 and fp16
+** (run in that precision); histogram's widths 1/(w+1) at n = 64 are closer
+** than bf16 resolves and have no categorical encoding: refused at the
+** sel_width; token ids over 40 symbols are moved as numbers (x, x^2) in
+** float32, but x^2 is not provable in bf16: the move is one-hot there
+** (the ids decoded first), and exact. */
+START_TEST(test_precision) {
+  rasp_error err = {0};
+  raspG_model g;
+  for (int p = RASPG_FP16; p <= RASPG_BF16; p++) {
+    memset(&err, 0, sizeof err);
+    ck_assert_int_eq(prec_compare(reverse_src, abc, 3, 16, p, RASPG_ENC_AUTO, 100, &g, &err), 0);
+    ck_assert_int_eq(g.fallbacks, 0);
+    raspG_free(&g);
+  }
+  memset(&err, 0, sizeof err);
+  ck_assert_int_eq(prec_compare("def main(seq):\n"
+                                "    return sel_width(select(seq, seq, equals, causal=False))\n",
+                                abc, 3, 64, RASPG_BF16, RASPG_ENC_AUTO, 1, NULL, &err),
+                   -1);
+  ck_assert_int_eq(err.code, RASP_E_INEXACT);
+  ck_assert_int_eq(err.pos.line, 2);
+  ck_assert_ptr_nonnull(strstr(err.msg, "sel_width"));
+  ck_assert_ptr_nonnull(strstr(err.msg, "bf16"));
+  char *names[40];
+  char buf[40][4];
+  for (int i = 0; i < 40; i++) {
+    snprintf(buf[i], sizeof buf[i], "%d", i + 1);
+    names[i] = buf[i];
+  }
+  raspG_model g32, g16;
+  memset(&err, 0, sizeof err);
+  ck_assert_int_eq(prec_compare(reverse_src, (const char *const *)names, 40, 12, RASPG_FP32,
+                                RASPG_ENC_AUTO, 100, &g32, &err),
+                   0);
+  ck_assert_int_eq(g32.fallbacks, 0);
+  ck_assert_ptr_nonnull(strstr(g32.model.json_extra, "\"numerical+square\""));
+  ck_assert_int_eq(prec_compare(reverse_src, (const char *const *)names, 40, 12, RASPG_BF16,
+                                RASPG_ENC_AUTO, 300, &g16, &err),
+                   0);
+  ck_assert_int_ge(g16.fallbacks, 1); /* the head moves a one-hot token now */
+  ck_assert_ptr_nonnull(strstr(g16.model.json_extra, "\"kind\": \"head\", \"encoding\": \"categorical\""));
+  ck_assert_ptr_null(strstr(g32.model.json_extra, "\"kind\": \"head\", \"encoding\": \"categorical\""));
+  ck_assert_int_gt(g16.model.cfg.d_model, g32.model.cfg.d_model);
+  raspG_free(&g32);
+  raspG_free(&g16);
+  /* --encoding categorical: the same one-hot model in float32 */
+  ck_assert_int_eq(prec_compare(reverse_src, (const char *const *)names, 40, 12, RASPG_FP32,
+                                RASPG_ENC_CATEGORICAL, 100, &g, &err),
+                   0);
+  ck_assert_ptr_null(strstr(g.model.json_extra, "\"numerical+square\""));
+  raspG_free(&g);
 }
 END_TEST
 
@@ -461,7 +700,16 @@ static Suite *compile_suite(void) {
   tcase_add_test(tc, test_save_load);
   tcase_add_test(tc, test_layout);
   tcase_add_test(tc, test_numeric_ids);
+  tcase_add_test(tc, test_round);
+  tcase_add_test(tc, test_margins);
+  tcase_add_test(tc, test_precision);
   suite_add_tcase(s, tc);
+  /* 1000 perturbed dense passes of a path-star model: slow under the
+     sanitizers on a shared machine */
+  TCase *tn = tcase_create("noise");
+  tcase_set_timeout(tn, 900);
+  tcase_add_test(tn, test_noise_bound_composed);
+  suite_add_tcase(s, tn);
   return s;
 }
 
