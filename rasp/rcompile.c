@@ -40,7 +40,18 @@
 ** Value sets.  Every view and unit carries the exact set of values it can
 ** take, computed from the input vocabulary and n with the evaluator's own
 ** element arithmetic (raspI_elem_*) and program callbacks; combinations that
-** fail (division by zero) are dropped as impossible.
+** fail (division by zero) are dropped as impossible.  The sets refine the
+** IR's value facts (rfacts.h): plan() computes raspF_values once, for
+** tokens in [min, max] of the vocabulary's ids, and the kinds and bounds
+** the planner decides by are a node's fact met with its set (view_fact):
+** whether an aggregate's values are numbers (averaged) or booleans (their
+** means of 0 and 1 stay booleans), and whether a view is an integer inside
+** the float32 window (INTWIN) that lf_build, numerical moves and tested
+** conditions need.  The meet, not the fact alone: a map's fact is "any",
+** its set is its table, and the sizes must not depend on how much a
+** transfer function can see.  RASP_COMPILE_CHECK_FACTS=1 checks that every
+** value of every node's view lies within the node's fact (two analyses,
+** one answer: tests/values.sh runs it on every program and example).
 **
 ** Heads.  A selector is a product of *components*, each a 0/1 table over the
 ** values of a key unit and a query unit (selects over the same units merge;
