@@ -40,7 +40,18 @@
 ** Value sets.  Every view and unit carries the exact set of values it can
 ** take, computed from the input vocabulary and n with the evaluator's own
 ** element arithmetic (raspI_elem_*) and program callbacks; combinations that
-** fail (division by zero) are dropped as impossible.
+** fail (division by zero) are dropped as impossible.  The sets refine the
+** IR's value facts (rfacts.h): plan() computes raspF_values once, for
+** tokens in [min, max] of the vocabulary's ids, and the kinds and bounds
+** the planner decides by are a node's fact met with its set (view_fact):
+** whether an aggregate's values are numbers (averaged) or booleans (their
+** means of 0 and 1 stay booleans), and whether a view is an integer inside
+** the float32 window (INTWIN) that lf_build, numerical moves and tested
+** conditions need.  The meet, not the fact alone: a map's fact is "any",
+** its set is its table, and the sizes must not depend on how much a
+** transfer function can see.  RASP_COMPILE_CHECK_FACTS=1 checks that every
+** value of every node's view lies within the node's fact (two analyses,
+** one answer: tests/values.sh runs it on every program and example).
 **
 ** Heads.  A selector is a product of *components*, each a 0/1 table over the
 ** values of a key unit and a query unit (selects over the same units merge;
@@ -224,6 +235,7 @@ typedef struct gc {
   ** numerical encoding not being proven at the target precision */
   const unsigned char *force;
   int allcat;      /* --encoding categorical: no numerical integer encodings */
+  raspF_value *fact; /* per IR node: raspF_values for the vocabulary's ids */
   struct cbs *cb;  /* while the composed noise bound runs: its errors */
 } gc;
 
@@ -414,7 +426,31 @@ typedef struct lform {
   double sh;
 } lform;
 
-static int int_elem(rasp_elem e) { return e.den == 1 && e.num > -1000000 && e.num < 1000000; }
+/* Integers read as numbers (lf_build, numerical moves, tested conditions)
+** stay inside this window, so that their squares and big-M gates are exact
+** in float32 sums. */
+#define INTWIN 1000000
+static int fact_int(raspF_value f) {
+  return f.kind == RASPF_K_INT && f.lo > -INTWIN && f.hi < INTWIN;
+}
+static int int_elem(rasp_elem e) { return fact_int(raspF_elem_value(e)); }
+/* The fact of view v of node id: the kinds and [lo, hi] of its possible
+** values, within the node's fact (rfacts.h) -- the exact set refines it
+** where the transfer function cannot see (a map's table, the means an
+** aggregate can take).  id < 0: the set's alone. */
+static raspF_value view_fact(const gc *g, const view *v, int id) {
+  raspF_value f = {0, INT64_MAX, INT64_MIN};
+  for (int a = 0; a < v->nv; a++) {
+    if (!v->ok[a]) continue;
+    raspF_value e = raspF_elem_value(v->val[a]);
+    f.kind |= e.kind;
+    if (e.kind & RASPF_K_NUM) {
+      f.lo = e.lo < f.lo ? e.lo : f.lo;
+      f.hi = e.hi > f.hi ? e.hi : f.hi;
+    }
+  }
+  return id >= 0 && g->fact ? raspF_meet(f, g->fact[id]) : f;
+}
 
 static int view_affine(gc *g, const view *v, double *a, double *b);
 
@@ -430,10 +466,10 @@ static void lf_add(lform *f, int u, int off, double w) {
 ** its values; 0 when v cannot be read as an integer this way. */
 static int lf_build(gc *g, const view *v, int sq, double sh, lform *f, double *lo, double *hi) {
   const unit *u = &g->u[v->unit];
+  if (!fact_int(view_fact(g, v, -1))) return 0;
   int any = 0;
   for (int a = 0; a < v->nv; a++) {
     if (!v->ok[a]) continue;
-    if (!int_elem(v->val[a])) return 0;
     double x = dval(v->val[a]) - sh, w = sq ? x * x : x;
     if (!any || w < *lo) *lo = w;
     if (!any || w > *hi) *hi = w;
@@ -1172,12 +1208,12 @@ static int plan_node(gc *g, int id) {
     need_cat(g, &hv, nd->in[1]);
     int trunc = nd->op == RASP_OP_AGGR_MEAN;
     rasp_elem dflt = trunc ? raspI_elem_trunc(nd->c) : nd->c;
-    int cnt, allnum = 1, allbool = 1;
+    /* the values' kinds: numbers are averaged, booleans' means of 0 and 1
+       stay booleans, symbols are moved */
+    raspF_value hf = view_fact(g, &hv, nd->in[1]);
+    int allnum = !(hf.kind & RASPF_K_SYM), allbool = !(hf.kind & ~RASPF_K_BOOL);
+    int cnt;
     rasp_elem *img = view_image(&hv, &cnt);
-    for (int i = 0; i < cnt; i++) {
-      allnum &= is_num(img[i]);
-      allbool &= img[i].den == RASP_DEN_BOOL;
-    }
     if (!allnum || sel_has_eq(g->ir, nd->in[0])) {
       /* categorical: the selected value itself */
       if (trunc)
@@ -3221,6 +3257,31 @@ static void gc_free(gc *g) {
   raspM_free(g->numq);
   raspM_free(g->numeq);
   raspM_free(g->ornot);
+  raspM_free(g->fact);
+}
+
+/* RASP_COMPILE_CHECK_FACTS=1: every value a node's view can take lies
+** within the node's fact.  The exact sets and the transfer functions are
+** two analyses of one program; a value outside is a bug in one of them: an
+** internal error naming the node, the value and the fact. */
+static int check_facts(gc *g, const unsigned char *live) {
+  const rasp_ir *ir = g->ir;
+  for (int id = 0; id < ir->nnodes; id++) {
+    const view *v = &g->nv[id];
+    if (!live[id] || !v->val) continue;
+    for (int a = 0; a < v->nv; a++) {
+      if (!v->ok[a] || raspF_holds(g->fact[id], v->val[a])) continue;
+      char buf[64];
+      raspI_elem_format(ir, v->val[a], buf, sizeof buf);
+      raspR_set(g->err, ir->nodes[id].pos,
+                "internal error: compile: %s of node %d ('%s') outside its value fact "
+                "(kinds %u, [%lld, %lld])",
+                buf, id, raspI_op_name(ir->nodes[id].op), g->fact[id].kind,
+                (long long)g->fact[id].lo, (long long)g->fact[id].hi);
+      return 0;
+    }
+  }
+  return 1;
 }
 
 /* The planner: units for every live node of the first output's cone (CSE
@@ -3263,6 +3324,14 @@ static int plan(gc *g, const rasp_ir *ir, const raspG_opts *o, const unsigned ch
   int tcat = ntv <= NUMMIN || forced(g, -1);
   new_unit(g, U_TOK, tcat, tv, ntv, -1);
   g->u[0].sq = !tcat; /* many symbols: the token id and its square */
+  /* value facts (rfacts.h) for tokens among the vocabulary's ids */
+  raspF_value tf = {o->ninput ? RASPF_K_INT : 0, INT64_MAX, INT64_MIN};
+  for (int i = 0; i < ntv; i++) {
+    tf.lo = tv[i].num < tf.lo ? tv[i].num : tf.lo;
+    tf.hi = tv[i].num > tf.hi ? tv[i].num : tf.hi;
+  }
+  g->fact = raspM_alloc(sizeof(raspF_value) * (size_t)(ir->nnodes + 1));
+  raspF_values(ir, tf, g->fact);
   rasp_elem *iv = raspM_alloc(sizeof(rasp_elem) * (size_t)g->n);
   for (int i = 0; i < g->n; i++) iv[i] = (rasp_elem){i, 1};
   new_unit(g, U_IDX, 1, iv, g->n, -1);
@@ -3298,6 +3367,8 @@ static int plan(gc *g, const rasp_ir *ir, const raspG_opts *o, const unsigned ch
     ok = plan_node(g, i);
   }
   if (sev) raspE_free(sev);
+  const char *chk = getenv("RASP_COMPILE_CHECK_FACTS");
+  if (ok && chk && strcmp(chk, "1") == 0) ok = check_facts(g, live);
   raspM_free(canon);
   raspM_free(st);
   raspM_free(live);

@@ -30,25 +30,21 @@
 ** RASP_EVAL_CHECK_VALUES=1 (raspE_set_check_values) checks every value of
 ** every run against raspF_values for the run's token range.  The layer
 ** analysis and the verifier have no use for bounds yet (their verdicts
-** come from values); they can call raspF_values like the compiler.  The compiler
-** (rcompile.c) still enumerates exact value sets per view, a refinement of
-** these facts; to read them instead of its own guesses it would call
-** raspF_values once in plan() with tokens {RASPF_K_INT, min, max} of
-** o->input_ids and then:
-**   - int_elem()'s fixed +-1e6 window becomes "kind == RASPF_K_INT and
-**     [lo, hi] inside the window" (raspF_value's bounds, before the set is
-**     enumerated);
-**   - is_num()/allnum and allbool in plan_node's aggregate case become
-**     !(kind & RASPF_K_SYM) and kind == RASPF_K_BOOL of the values operand;
-**   - the ranges it takes from a view's value set (lf_build's lo/hi loop,
-**     hence the big-M gates' M = hi - lo + 1 and the numeq scales) and any
-**     margin that needs a node's largest magnitude are the node's [lo, hi]
-**     and raspF_magnitude(fact), bounds that hold whatever the set
-**     enumerates to;
-**   - the MAXVALS and "too many value pairs" refusals can be decided from
-**     hi - lo + 1 of integer nodes before any set is built.
-** Its exact sets stay: a set is needed for one-hot units, an interval is
-** not one.
+** come from values); they can call raspF_values like the compiler.  The
+** compiler (rcompile.c) calls raspF_values once in plan(), with tokens
+** {RASPF_K_INT, min, max} of o->input_ids, and enumerates exact value sets
+** per view, a refinement of these facts (a set is needed for one-hot
+** units; an interval is not one).  It decides by the fact met with the set
+** (view_fact): allnum / allbool of an aggregate's values are !(kind &
+** RASPF_K_SYM) and kind within RASPF_K_BOOL, and "an integer inside the
+** float32 window" (lf_build, numerical moves, tested conditions) is kind ==
+** RASPF_K_INT with [lo, hi] inside it.  RASP_COMPILE_CHECK_FACTS=1 checks
+** every value of every view against its node's fact (tests/values.sh, every
+** program and example).  Not switched yet: the ranges the weights use
+** (lf_build's lo/hi, hence big-M and numeq scales) stay the set's, which
+** are tighter and fix the sizes; the MAXVALS and "too many value pairs"
+** refusals could be decided from hi - lo + 1 of integer nodes before any
+** set is built.
 */
 #ifndef RASP_RFACTS_H
 #define RASP_RFACTS_H
