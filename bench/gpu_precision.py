@@ -25,6 +25,8 @@ the inputs whose argmax equals the reference at every position:
          as PyTorch allows with set_float32_matmul_precision("high");
   bf16   the module and its inputs cast to torch.bfloat16;
   fp16   the same in torch.float16.
+GPU_PRECISION_N (default 500) sets the number of uniform inputs and
+GPU_PRECISION_ONLY=a,b the models prepared (by name).
 Prints a table (-1: the precision could not run there) and, with --json,
 writes the counts.  Not a test.
 """
@@ -50,7 +52,8 @@ PATHSTAR = ["readout1_back_target", "readout2_backward_targets", "readout3_forwa
             "decoder1_back_target", "decoder2_backward_targets", "decoder3_forward_start",
             "decoder4_log_meet", "decoder5_arms_constant", "decoder6_causal"]
 PS_SIZE = ("5", "5", "100")  # D, M, V
-N_UNIFORM = 500
+N_UNIFORM = int(os.environ.get("GPU_PRECISION_N", "500"))  # inputs per model (uniform part)
+ONLY = set(filter(None, os.environ.get("GPU_PRECISION_ONLY", "").split(",")))  # names, or all
 
 
 def plain_inputs(vocab, n, rng):
@@ -87,6 +90,8 @@ def prepare(d, rasp, flags):
     names = []
     for prog, size, kind in jobs:
         name = os.path.basename(prog)[:-5]
+        if ONLY and name not in ONLY:
+            continue
         stem = os.path.join(d, name)
         r = subprocess.run([rasp, "compile", prog, "-o", stem] + size + flags,
                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
@@ -103,10 +108,10 @@ def prepare(d, rasp, flags):
         np.save(stem + ".tokens.npy", toks.astype(np.int16))
         np.save(stem + ".ref.npy", ref.astype(np.int16))
         names.append(name)
+        with open(os.path.join(d, "models.txt"), "w") as f:  # after each: a cut run keeps them
+            f.write("\n".join(names) + "\n")
         print("%s: %d inputs of %d tokens, d_model %d" % (name, len(toks), toks.shape[1],
                                                         m.config["d_model"]))
-    with open(os.path.join(d, "models.txt"), "w") as f:
-        f.write("\n".join(names) + "\n")
 
 
 def run(d, json_out):
