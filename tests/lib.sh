@@ -93,3 +93,57 @@ use_trainer() {
   fi
   export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1
 }
+
+# same_env VAR WHAT CMD...: CMD run as it is and with VAR=1 in its
+# environment must give the same stdout, stderr and exit status (counted in
+# $pass and $fail; a difference is printed).  reference.sh and values.sh
+# compare an evaluator or compiler mode with the default this way.
+same_env() {
+  var=$1 what=$2
+  shift 2
+  "$@" >"$tmp/f.out" 2>"$tmp/f.err"
+  fs=$?
+  env "$var=1" "$@" >"$tmp/m.out" 2>"$tmp/m.err"
+  ms=$?
+  if [ "$fs" != "$ms" ] || ! cmp -s "$tmp/f.out" "$tmp/m.out" || ! cmp -s "$tmp/f.err" "$tmp/m.err"
+  then
+    echo "FAIL: $what (status $fs, $ms with $var=1)"
+    diff "$tmp/f.out" "$tmp/m.out" | head -10 | sed 's/^/    /'
+    diff "$tmp/f.err" "$tmp/m.err" | head -10 | sed 's/^/    /'
+    fail=$((fail + 1))
+  else
+    pass=$((pass + 1))
+  fi
+}
+
+# same_env_sweep VAR D M GRAPHS: with VAR=1, the golden cases pass, and
+# same_env holds for `rasp verify programs/*.rasp --D D --M M --graphs
+# GRAPHS`, the sweep, and `rasp run` of the fuzz seeds and the examples on
+# three inputs each.
+same_env_sweep() {
+  var=$1
+  if env "$var=1" sh "$top_srcdir/tests/golden.sh" >"$tmp/golden.log" 2>&1; then
+    echo "PASS: golden cases with $var=1 ($(tail -1 "$tmp/golden.log"))"
+    pass=$((pass + 1))
+  else
+    grep -v '^PASS' "$tmp/golden.log" | head -40
+    echo "FAIL: golden cases with $var=1"
+    fail=$((fail + 1))
+  fi
+  # shellcheck disable=SC2046
+  same_env "$var" "verify programs/*.rasp" "$RASP" verify $(ls programs/*.rasp) --D "$2" \
+    --M "$3" --graphs "$4" --jobs 2
+  # shellcheck disable=SC2046
+  same_env "$var" "verify --sweep programs/*.rasp" "$RASP" verify $(ls programs/*.rasp) \
+    --D 2 --sweep --graphs 10 --jobs 2
+  for f in tests/fuzz_trace_corpus/*.rasp; do
+    for input in "a b c ( ) a" "( ( ) ) c b a a" "b"; do
+      same_env "$var" "run $f '$input'" "$RASP" run "$f" --input "$input"
+    done
+  done
+  for f in examples/*.rasp; do
+    for input in "h e l l o" "3 1 2 3 0 1" "( ) ( ( ) )"; do
+      same_env "$var" "run $f '$input'" "$RASP" run "$f" --input "$input"
+    done
+  done
+}

@@ -16,50 +16,7 @@ NAME=reference.sh
 
 fail=0
 pass=0
-# same WHAT CMD...: runs CMD in both modes and compares stdout, stderr, status
-same() {
-  what=$1
-  shift
-  "$@" >"$tmp/f.out" 2>"$tmp/f.err"
-  fs=$?
-  RASP_EVAL_REFERENCE=1 "$@" >"$tmp/r.out" 2>"$tmp/r.err"
-  rs=$?
-  if [ "$fs" != "$rs" ] || ! cmp -s "$tmp/f.out" "$tmp/r.out" || ! cmp -s "$tmp/f.err" "$tmp/r.err"
-  then
-    echo "FAIL: $what (status $fs fast, $rs reference)"
-    diff "$tmp/f.out" "$tmp/r.out" | head -10 | sed 's/^/    /'
-    diff "$tmp/f.err" "$tmp/r.err" | head -10 | sed 's/^/    /'
-    fail=$((fail + 1))
-  else
-    pass=$((pass + 1))
-  fi
-}
-
-if RASP_EVAL_REFERENCE=1 sh "$top_srcdir/tests/golden.sh" >"$tmp/golden.log" 2>&1; then
-  echo "PASS: golden cases in reference mode ($(tail -1 "$tmp/golden.log"))"
-  pass=$((pass + 1))
-else
-  grep -v '^PASS' "$tmp/golden.log" | head -40
-  echo "FAIL: golden cases in reference mode"
-  fail=$((fail + 1))
-fi
-
-# shellcheck disable=SC2046
-same "verify programs/*.rasp" "$RASP" verify $(ls programs/*.rasp) --D 2..3 --M 3..4 \
-  --graphs 40 --jobs 2
-same "verify --sweep programs/*.rasp" "$RASP" verify $(ls programs/*.rasp) --D 2 \
-  --sweep --graphs 10 --jobs 2
-
-for f in tests/fuzz_trace_corpus/*.rasp; do
-  for input in "a b c ( ) a" "( ( ) ) c b a a" "b"; do
-    same "run $f '$input'" "$RASP" run "$f" --input "$input"
-  done
-done
-for f in examples/*.rasp; do
-  for input in "h e l l o" "3 1 2 3 0 1" "( ) ( ( ) )"; do
-    same "run $f '$input'" "$RASP" run "$f" --input "$input"
-  done
-done
+same_env_sweep RASP_EVAL_REFERENCE 2..3 3..4 40
 
 # explain WANT ARGS...: `rasp trace ARGS --explain` prints the line WANT
 explain() {
