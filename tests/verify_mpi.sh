@@ -121,6 +121,18 @@ else
   else
     bad mpi_random_json "$out" "$tmp/one.json" "$err"
   fi
+  # --vocab-order shuffled: the shuffled pass is repeated by every rank
+  # (not split), so the table, with its "shuffled ids" column, is one process's
+  v="programs/listing4_log.rasp --D 2 --M 4 --graphs 300 --vocab-order shuffled --jobs 1"
+  "$rasp" verify $v >"$tmp/one" 2>"$err"
+  s1=$?
+  $mpi "$rasp" verify $v >"$out" 2>"$err"
+  s2=$?
+  if [ $s2 = $s1 ] && cmp -s "$out" "$tmp/one" && grep -q "141/300 CHANGED" "$out"; then
+    ok mpi_vocab_shuffled
+  else
+    bad "mpi_vocab_shuffled (status $s2, one process $s1)" "$out" "$tmp/one" "$err"
+  fi
   # exhaustive: the counts, a shrunk counterexample, the proof line
   x="tests/verify/broken_short_walk.rasp programs/listing4_log.rasp programs/listing2_backward_targets.rasp
      --allow-include programs --D 2 --M 4..5 --exhaustive"
