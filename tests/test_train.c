@@ -1263,6 +1263,17 @@ START_TEST(test_compiled_encoder_binaries) {
 }
 END_TEST
 
+/* The tests through the binary: train gets the built rasp-train (under
+** $top_builddir; the test fails if it is not there) and dir, a
+** "/tmp/...XXXXXX" template, becomes a fresh temporary directory. */
+static void trainer_bin_setup(char *train, size_t size, char *dir) {
+  const char *bd = getenv("top_builddir");
+  if (!bd || !*bd) bd = ".";
+  snprintf(train, size, "%s/trainer/rasp-train", bd);
+  ck_assert_msg(access(train, X_OK) == 0, "no binaries under top_builddir '%s'", bd);
+  ck_assert_ptr_nonnull(mkdtemp(dir));
+}
+
 /* The protocols through the binary, on the encoder readout of
 ** test_compiled_encoder_binaries:
 **   - --init-mix 0 gives the compiled run's step-0 row, field for field;
@@ -1279,12 +1290,8 @@ END_TEST
 **   - resuming with another optimiser is refused, naming it; bad
 **     combinations are usage errors (status 2). */
 START_TEST(test_protocols_binaries) {
-  const char *bd = getenv("top_builddir");
-  if (!bd || !*bd) bd = ".";
   char train[4200], dir[] = "/tmp/test_train.XXXXXX", cmd[16384], out[8192];
-  snprintf(train, sizeof train, "%s/trainer/rasp-train", bd);
-  ck_assert_msg(access(train, X_OK) == 0, "no binaries under top_builddir '%s'", bd);
-  ck_assert_ptr_nonnull(mkdtemp(dir));
+  trainer_bin_setup(train, sizeof train, dir);
   char stem[400];
   snprintf(stem, sizeof stem, "%s/enc", dir);
   enc_compile("encoder2_backward_targets", 1, stem);
@@ -1445,12 +1452,8 @@ static int csv_rest(const char *path, const char *prefix, char *buf, size_t size
 ** --freeze compiled --optim sgd) starts at the compiled accuracies.  The
 ** plot script draws every arm.  Bad arm specifications are usage errors. */
 START_TEST(test_compare_arms) {
-  const char *bd = getenv("top_builddir");
-  if (!bd || !*bd) bd = ".";
   char train[4200], dir[] = "/tmp/test_train.XXXXXX", cmd[16384], out[8192];
-  snprintf(train, sizeof train, "%s/trainer/rasp-train", bd);
-  ck_assert_msg(access(train, X_OK) == 0, "no binaries under top_builddir '%s'", bd);
-  ck_assert_ptr_nonnull(mkdtemp(dir));
+  trainer_bin_setup(train, sizeof train, dir);
   char stem[400];
   snprintf(stem, sizeof stem, "%s/enc", dir);
   enc_compile("encoder2_backward_targets", 1, stem);
@@ -1529,12 +1532,8 @@ END_TEST
 ** rows at the epoch boundaries (steps 2 and 4: 16 samples, batches of 8)
 ** equal the trial's epoch rows, field for field. */
 START_TEST(test_compare_steps_as_trial) {
-  const char *bd = getenv("top_builddir");
-  if (!bd || !*bd) bd = ".";
   char train[4200], dir[] = "/tmp/test_train.XXXXXX", cmd[16384], out[8192];
-  snprintf(train, sizeof train, "%s/trainer/rasp-train", bd);
-  ck_assert_msg(access(train, X_OK) == 0, "no binaries under top_builddir '%s'", bd);
-  ck_assert_ptr_nonnull(mkdtemp(dir));
+  trainer_bin_setup(train, sizeof train, dir);
   char stem[400];
   snprintf(stem, sizeof stem, "%s/enc", dir);
   enc_compile("encoder2_backward_targets", 1, stem);
@@ -1621,12 +1620,8 @@ END_TEST
 ** trains on to step 4, and the summary on the standard output names the
 ** stop. */
 START_TEST(test_nonfinite_stops) {
-  const char *bd = getenv("top_builddir");
-  if (!bd || !*bd) bd = ".";
   char train[4200], dir[] = "/tmp/test_train.XXXXXX", cmd[16384], out[8192];
-  snprintf(train, sizeof train, "%s/trainer/rasp-train", bd);
-  ck_assert_msg(access(train, X_OK) == 0, "no binaries under top_builddir '%s'", bd);
-  ck_assert_ptr_nonnull(mkdtemp(dir));
+  trainer_bin_setup(train, sizeof train, dir);
   const char *targs = "--D 2 --M 3 --V 6 --st-names --no-bos --no-eos --train 16 --test 16 "
                       "--batch 8 --micro 8 --lr 1e-3 --dropout 0 --threads 1 --layers 1 "
                       "--d-model 16 --heads 2 --d-mlp 32";
@@ -1709,12 +1704,8 @@ END_TEST
 ** with another task is refused, naming the option that fixes it (status
 ** 2, before any data is drawn), and with the same task it trains. */
 START_TEST(test_checkpoint_task) {
-  const char *bd = getenv("top_builddir");
-  if (!bd || !*bd) bd = ".";
   char train[4200], dir[] = "/tmp/test_train.XXXXXX", cmd[16384], out[8192];
-  snprintf(train, sizeof train, "%s/trainer/rasp-train", bd);
-  ck_assert_msg(access(train, X_OK) == 0, "no binaries under top_builddir '%s'", bd);
-  ck_assert_ptr_nonnull(mkdtemp(dir));
+  trainer_bin_setup(train, sizeof train, dir);
   const char *model = "--train 16 --test 16 --batch 8 --micro 8 --lr 1e-3 --dropout 0 "
                       "--threads 1 --layers 1 --d-model 16 --heads 2 --d-mlp 32 --epochs 1";
   const char *task = "--D 2 --M 3 --V 6 --st-names --no-bos --no-eos";
