@@ -264,6 +264,20 @@ START_TEST(test_causal_combinators) {
 }
 END_TEST
 
+/* Whether the readout's argmax at positions 1..n of the logits lg
+** ([n+1][n_out]) is want[0..n) at every position. */
+static int argmax_is(const raspG_model *g, const float *lg, int n, const rasp_elem *want) {
+  int no = g->model.cfg.n_out;
+  for (int i = 0; i < n; i++) {
+    const float *row = lg + (size_t)(i + 1) * no;
+    int best = 0;
+    for (int j = 1; j < no; j++)
+      if (row[j] > row[best]) best = j;
+    if (g->out_vals[best].num != want[i].num || g->out_vals[best].den != want[i].den) return 0;
+  }
+  return 1;
+}
+
 /* STEM.json's layout as raspN_layout_strings reads it: one name per
 ** residual dimension (dimension 1 is `one`), the vocabulary by token id,
 ** one readout value per logit. */
@@ -413,17 +427,7 @@ static void noise_check(const char *src, const char *const *vocab, int nvocab, i
     for (int i = 0; i < n; i++) t[i + 1] = (int)(tok[i] = ids[raspT_rng_below(&rng, (uint64_t)nvocab)]);
     ck_assert_msg(raspN_forward(&g.model, t, n + 1, lg, NULL, &err) == 1, "%s", err.msg);
     ck_assert_msg(raspE_run(ev, 1, tok, &err), "%s", err.msg);
-    const rasp_elem *want = raspE_value(ev, ir->outputs[0], 0);
-    for (int i = 0; i < n; i++) {
-      const float *row = lg + (size_t)(i + 1) * no;
-      int best = 0;
-      for (int j = 1; j < no; j++)
-        if (row[j] > row[best]) best = j;
-      if (g.out_vals[best].num != want[i].num || g.out_vals[best].den != want[i].den) {
-        bad++;
-        break;
-      }
-    }
+    bad += !argmax_is(&g, lg, n, raspE_value(ev, ir->outputs[0], 0));
   }
   ck_assert_int_eq(bad, 0);
   free(lg);
@@ -472,17 +476,7 @@ static void noise_check_task(const char *rel, int D, int M, int V, int trials) {
     for (int i = 0; i < n; i++) t[i + 1] = (int)tok[i];
     ck_assert_msg(raspN_forward(&g.model, t, n + 1, lg, NULL, &err) == 1, "%s", err.msg);
     ck_assert_msg(raspE_run(ev, 1, tok, &err), "%s", err.msg);
-    const rasp_elem *want = raspE_value(ev, ir->outputs[0], 0);
-    for (int i = 0; i < n; i++) {
-      const float *row = lg + (size_t)(i + 1) * no;
-      int best = 0;
-      for (int j = 1; j < no; j++)
-        if (row[j] > row[best]) best = j;
-      if (g.out_vals[best].num != want[i].num || g.out_vals[best].den != want[i].den) {
-        bad++;
-        break;
-      }
-    }
+    bad += !argmax_is(&g, lg, n, raspE_value(ev, ir->outputs[0], 0));
   }
   ck_assert_int_eq(bad, 0);
   free(lg);
