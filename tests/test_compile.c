@@ -32,7 +32,7 @@ static int compile_and_compare(const char *src, const char *const *vocab, int nv
   rasp_ir *ir = rasp_ctx_ir(ctx);
   int64_t *ids = malloc(sizeof(int64_t) * (size_t)nvocab);
   for (int i = 0; i < nvocab; i++) ids[i] = i + 1;
-  raspG_opts o = {ids, nvocab, nvocab, NULL, 0, RASPG_FP32, RASPG_ENC_AUTO};
+  raspG_opts o = {ids, nvocab, nvocab, NULL, 0, RASPG_FP32, RASPG_ENC_AUTO, 1};
   raspG_model g;
   ck_assert_msg(raspG_compile(ir, &o, &g, &err), "%s", err.msg);
   rasp_eval *ev = raspE_new(ir);
@@ -298,7 +298,7 @@ START_TEST(test_layout) {
                 "%s", err.msg);
   ck_assert_msg(rasp_trace(ctx, "main", &err), "%s", err.msg);
   int64_t ids[] = {1, 2, 3};
-  raspG_opts o = {ids, 3, 3, names, 0, RASPG_FP32, RASPG_ENC_AUTO};
+  raspG_opts o = {ids, 3, 3, names, 0, RASPG_FP32, RASPG_ENC_AUTO, 1};
   raspG_model g;
   ck_assert_msg(raspG_compile(rasp_ctx_ir(ctx), &o, &g, &err), "%s", err.msg);
   int n;
@@ -405,7 +405,7 @@ static void noise_check(const char *src, const char *const *vocab, int nvocab, i
   rasp_ir *ir = rasp_ctx_ir(ctx);
   int64_t ids[16];
   for (int i = 0; i < nvocab; i++) ids[i] = i + 1;
-  raspG_opts o = {ids, nvocab, nvocab, NULL, 0, RASPG_FP32, RASPG_ENC_AUTO};
+  raspG_opts o = {ids, nvocab, nvocab, NULL, 0, RASPG_FP32, RASPG_ENC_AUTO, 1};
   raspG_model g;
   ck_assert_msg(raspG_compile(ir, &o, &g, &err), "%s", err.msg);
   double eps, dev0;
@@ -453,7 +453,7 @@ static void noise_check_task(const char *rel, int D, int M, int V, int trials) {
   int nids = raspT_vocab_size(&tr.opts) - 1, n = ir->n;
   int64_t *ids = malloc(sizeof(int64_t) * (size_t)nids);
   for (int i = 0; i < nids; i++) ids[i] = i + 1;
-  raspG_opts o = {ids, nids, rasp_vocab_size(tr.ctx), NULL, 0, RASPG_FP32, RASPG_ENC_AUTO};
+  raspG_opts o = {ids, nids, rasp_vocab_size(tr.ctx), NULL, 0, RASPG_FP32, RASPG_ENC_AUTO, 1};
   raspG_model g;
   ck_assert_msg(raspG_compile(ir, &o, &g, &err), "%s", err.msg);
   double eps, dev0;
@@ -535,7 +535,7 @@ static int prec_compare(const char *src, const char *const *vocab, int nvocab, i
   rasp_ir *ir = rasp_ctx_ir(ctx);
   int64_t *ids = malloc(sizeof(int64_t) * (size_t)nvocab);
   for (int i = 0; i < nvocab; i++) ids[i] = i + 1;
-  raspG_opts o = {ids, nvocab, nvocab, NULL, 0, prec, enc};
+  raspG_opts o = {ids, nvocab, nvocab, NULL, 0, prec, enc, 1};
   raspG_model g;
   if (!raspG_compile(ir, &o, &g, err)) {
     free(ids);
