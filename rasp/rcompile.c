@@ -63,8 +63,12 @@
 ** so a selected key scores m and others at most m-1.  BOS scores m - 1/2 for
 ** aggregates (it wins only when nothing is selected: the default) and m for
 ** sel_width (weight 1/(w+1) on BOS, decoded by the MLP).  Scores are scaled
-** by beta*sqrt(d_head) to undo the architecture's 1/sqrt(d_head); beta makes
-** the weight leaking to non-selected keys below 1e-9.  An aggregate whose
+** by beta*sqrt(d_head) (rounded up to a power of two) to undo the
+** architecture's 1/sqrt(d_head); beta makes the weight leaking to
+** non-selected keys below 1e-9.  The attention gain F (--attn-gain) scales
+** beta; below 1 the leak grows (e^-(F beta / 2) per key behind BOS), and
+** the margins and noise bounds below charge the leak the weights give,
+** not the 1e-9 of the design.  An aggregate whose
 ** selector contains an equality select is categorical (the mean of equal
 ** values is that value, as one-hot); one over order or `always` selects is
 ** numerical and averages exactly, with the set of possible means enumerated.
@@ -2047,7 +2051,10 @@ static int layer_width(gc *g, int l, int d, int dh, int heads) {
 ** between those values (1 for one-hot and integers), and an averaging
 ** head's selected weights, unequal by e^(spread), move its mean by no more
 ** than that either; in fp16 no feature, score or value may exceed 65504.
-** This is a proof per sublayer (its inputs within their kappa of their
+** Whoever reads a head (an MLP unit, a query or key, the readout) adds the
+** head's proven leak times the spread of what it reads over the head's
+** values (leak_err): negligible at gain 1, the leak a smaller
+** --attn-gain buys.  This is a proof per sublayer (its inputs within their kappa of their
 ** values), not a bound composed over the depth: that is what --check
 ** --precision measures.  In fp16 and bf16 a unit that is not proven makes
 ** its numerical nodes (and its sources') categorical and the compile runs
@@ -4234,9 +4241,12 @@ void raspG_print_stats(const raspG_model *g, FILE *out) {
   if (g->attn_margin >= 0) {
     fprintf(out, "min attention margin %.4g (score gap in logits) at %s\n", g->attn_margin,
             g->attn_at);
-    fprintf(out, "attention gain %g (--attn-gain; scores scaled by %g): per-key leak <= "
-            "e^-%.4g = %.3g of a selected key's weight, <= %.3g past the selected keys in all\n",
-            g->attn_gain, g->score_scale, g->attn_margin, exp(-g->attn_margin), g->attn_leak);
+    double s1 = score_scale(2 * (log((double)g->n + 1) + 21), c->d_head);
+    fprintf(out, "attention gain %g (--attn-gain; scores scaled by %g, %g times gain 1's): "
+            "per-key leak e^-%.4g = %.3g (a key at the smallest margin, against a selected "
+            "key); proven total leak <= %.3g\n",
+            g->attn_gain, g->score_scale, g->score_scale / s1, g->attn_margin,
+            exp(-g->attn_margin), g->attn_leak);
   } else
     fprintf(out, "min attention margin: no heads\n");
   if (g->mlp_margin >= 0)
