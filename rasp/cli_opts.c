@@ -233,7 +233,7 @@ static const raspU_option options[] = {
      "scaled by 2^ceil(log2(F beta sqrt(d_head))), beta = 2 (ln(n+1) + 21)\n"
      "(at F = 1 a key one half below the selected ones gets weight below\n"
      "1e-9); a power of two F scales every attn.w_q by exactly F.  --stats\n"
-     "prints the leak it gives and proves the model only where it holds"),
+     "prints the leak it gives, which the margins and noise bounds charge"),
     OPT(RASPC_O_PRECISION, "--precision", NULL, "P", RASPC_COMPILE,
      "fp32 (default), fp16 or bf16: numerical encodings only where their\n"
      "margins are proven at P (else categorical, else refused at the\n"
