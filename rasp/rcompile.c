@@ -1812,7 +1812,9 @@ static int vcols(const unit *u) { return u->hmode == H_CAT ? u->nvals : u->hmode
 ** integer features times it stay exact in float32 and the scores of
 ** numerical equalities are exact on exact inputs (and a power-of-two gain
 ** F scales it, and every attn.w_q entry, by exactly F). */
-static double score_scale(double beta, int dh) { return exp2(ceil(log2(beta * sqrt((double)dh)))); }
+static double score_scale(double beta, int dh) {
+  return exp2(ceil(log2(beta * sqrt((double)dh))));
+}
 
 static void write_head(gc *g, unit *u, float *wq, float *wk, float *wv, float *wo, int d,
                        int dh, double scale) {
@@ -2054,8 +2056,10 @@ static int layer_width(gc *g, int l, int d, int dh, int heads) {
 ** Whoever reads a head (an MLP unit, a query or key, the readout) adds the
 ** head's proven leak times the spread of what it reads over the head's
 ** values (leak_err): negligible at gain 1, the leak a smaller
-** --attn-gain buys.  This is a proof per sublayer (its inputs within their kappa of their
-** values), not a bound composed over the depth: that is what --check
+** --attn-gain buys.  This is a proof per sublayer (its inputs within
+** their kappa of their values; what passes through an MLP's linear pieces
+** or a head's values is not carried on), not a bound composed over the
+** depth: that is what --check
 ** --precision measures.  In fp16 and bf16 a unit that is not proven makes
 ** its numerical nodes (and its sources') categorical and the compile runs
 ** again, or is refused when nothing is left to change; in fp32 the
@@ -2206,7 +2210,8 @@ static double leak_err(const gc *g, int uid, const float *W, int ld, int col) {
     lo = fmin(lo, z), hi = fmax(hi, z);
   }
   double r = hi > lo ? hi - lo : 0;
-  if (!s->cat && !s->sq) r = fmax(r, 2 * unit_max(g, uid) * fabs((double)W[(size_t)s->dim * ld + col]));
+  if (!s->cat && !s->sq)
+    r = fmax(r, 2 * unit_max(g, uid) * fabs((double)W[(size_t)s->dim * ld + col]));
   return fmin(s->leak, 1) * r; /* (a weight, at most 1) */
 }
 
@@ -2457,7 +2462,8 @@ static int mlp_margin(gc *g, rasp_model *m, int l, int h0, int h1, const int *sr
   zsrc *zs = raspM_alloc(sizeof(zsrc) * (size_t)(ns + 1));
   for (int h = h0; h < h1; h++) {
     float w1 = has_one ? 0.0f : wi[(size_t)1 * F + h];
-    double base = (double)bi[h] + w1, T = fabs((double)bi[h]) + fabs((double)w1), err = 0, lerr = 0;
+    double base = (double)bi[h] + w1, T = fabs((double)bi[h]) + fabs((double)w1), err = 0,
+           lerr = 0;
     err += fabs((double)bi[h] - raspG_round(p, bi[h])) + fabs((double)w1 - raspG_round(p, w1));
     int nnz = 1, nsrc = 0, hex = allex && bi[h] == floorf(bi[h]) && w1 == floorf(w1);
     for (int r = 1; r < D; r++) nnz += wi[(size_t)r * F + h] != 0;
@@ -2953,7 +2959,8 @@ static double cb_run(gc *g, raspG_model *out, const view *ov, double eps, double
         head_margin(g, hu, m, RASPG_FP32);
         g->cb = NULL;
         double G = hu->margin, Gp = hu->margin - hu->need, leak = hu->leak, spread = hu->spread;
-        hu->margin = sm, hu->need = sn, hu->leak = sl, hu->leak0 = sl0, hu->spread = ss, hu->why = sw;
+        hu->margin = sm, hu->need = sn, hu->leak = sl, hu->leak0 = sl0, hu->spread = ss;
+        hu->why = sw;
         if (G < INFINITY && !(Gp > 0)) fail = 1;
         /* at BOS: only BOS's key scores (its gate, head_margin's leak0),
         ** every score moved by at most dbq */

@@ -700,11 +700,13 @@ START_TEST(test_attn_gain) {
   static const char *const abcd[] = {"a", "b", "c", "d"};
   rasp_error err = {0};
   raspG_model g1, gf;
-  ck_assert_int_eq(gain_compare(reverse_src, abcd, 4, 8, RASPG_FP32, RASPG_ENC_AUTO, 1, 50, &g1, &err), 0);
+  ck_assert_int_eq(
+      gain_compare(reverse_src, abcd, 4, 8, RASPG_FP32, RASPG_ENC_AUTO, 1, 50, &g1, &err), 0);
   ck_assert(g1.attn_gain == 1 && g1.attn_leak < 1e-9);
   for (int k = 1; k <= 3; k++) {
     double F = ldexp(1, -k);
-    ck_assert_int_eq(gain_compare(reverse_src, abcd, 4, 8, RASPG_FP32, RASPG_ENC_AUTO, F, 50, &gf, &err), 0);
+    ck_assert_int_eq(
+        gain_compare(reverse_src, abcd, 4, 8, RASPG_FP32, RASPG_ENC_AUTO, F, 50, &gf, &err), 0);
     ck_assert(gf.attn_gain == F && gf.score_scale == g1.score_scale * F);
     ck_assert_int_eq(gf.model.ntensors, g1.model.ntensors);
     int scaled = 0;
@@ -712,7 +714,8 @@ START_TEST(test_attn_gain) {
       const rasp_tensor *a = &g1.model.tensors[t], *b = &gf.model.tensors[t];
       ck_assert_str_eq(a->name, b->name);
       size_t nl = strlen(a->name);
-      int wq = nl >= 8 && (!strcmp(a->name + nl - 8, "attn.w_q") || !strcmp(a->name + nl - 8, "attn.b_q"));
+      int wq = nl >= 8 && (!strcmp(a->name + nl - 8, "attn.w_q") ||
+                           !strcmp(a->name + nl - 8, "attn.b_q"));
       for (size_t i = 0; i < a->size; i++) {
         float x = g1.model.params[a->offset + i], y = gf.model.params[b->offset + i];
         ck_assert_msg(wq ? y == (float)(x * F) : memcmp(&x, &y, sizeof x) == 0, "%s[%zu]: %g, %g",
@@ -726,7 +729,8 @@ START_TEST(test_attn_gain) {
   raspG_free(&g1);
   noise_check_gain(reverse_src, abcd, 4, 8, 1000, 0.25);
   /* F = 0.01: wrong on some inputs, and not proven */
-  ck_assert_int_gt(gain_compare(reverse_src, abcd, 4, 8, RASPG_FP32, RASPG_ENC_AUTO, 0.01, 200, &gf, &err), 0);
+  ck_assert_int_gt(
+      gain_compare(reverse_src, abcd, 4, 8, RASPG_FP32, RASPG_ENC_AUTO, 0.01, 200, &gf, &err), 0);
   double eps, dev0;
   ck_assert(!raspG_noise_bound(&gf, RASPG_FP32_U, &eps, &dev0));
   ck_assert(gf.attn_leak > 0.1);
