@@ -10,9 +10,12 @@
 # the default model (stability.sh):
 #   - default (rasp compile as it is);
 #   - --logit-scale 3 and 30 (the readout margin; default ln(1000 (n_out-1)));
-#   - attn.w_q x 0.5 and x 0.25 (scale_gain.py: beta halved and quartered,
-#     as a compile-time cap on the gain would make it; the 1e-9 leak bound
-#     no longer holds, so step 0 says whether the program still computes).
+#   - rasp compile --attn-gain 0.5 and 0.25 (beta halved and quartered:
+#     byte for byte the default model with attn.w_q x 0.5 and x 0.25, which
+#     is how the study first made them, experiments/scale_gain.py;
+#     tests/gain.sh checks the two agree).  --check 100 and --stats (the
+#     leak it gives, and whether the margins still prove the model) are in
+#     OUTDIR/gainF.compile.txt; step 0 of each arm says it again.
 # Writes OUTDIR/<model>/compare.csv and OUTDIR/summary.csv (per model and
 # arm: step-0 and final lead and sequence accuracy, loss, distance, stopped).
 . "$(dirname "$0")/common.sh"
@@ -31,7 +34,11 @@ for L in 3 30; do
   grep '^check:' "$out/logit$L.compile.txt" | head -1
 done
 for F in 0.5 0.25; do
-  python3 "$top/experiments/scale_gain.py" "$out/default" "$out/gain$F" "$F" attn.w_q
+  [ -f "$out/gain$F.safetensors" ] ||
+    "$RASP" compile "$top/programs/decoder6_causal.rasp" --D "$D" --M "$M" --V "$V" \
+      --attn-gain "$F" -o "$out/gain$F" --stats --check 100 > "$out/gain$F.compile.txt" 2>&1 ||
+    { cat "$out/gain$F.compile.txt" >&2; exit 1; }
+  [ ! -f "$out/gain$F.compile.txt" ] || grep -e '^check:' -e '^attention gain' "$out/gain$F.compile.txt"
 done
 models="default logit3 logit30 gain0.5 gain0.25"
 for mdl in $models; do

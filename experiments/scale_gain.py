@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
 """scale_gain.py STEM OUT FACTOR [KIND] -- a compiled model with one kind of
 tensor scaled by FACTOR in every layer (default KIND attn.w_q: the attention
-gain, so FACTOR < 1 is the model a compiler with a smaller beta would make,
-as far as the scores go).  What a compile-time cap on a gain would cost and
-buy can then be measured before the compiler changes: rasp-train --init OUT
-at step 0 says whether the program still computes, and the study's drivers
-(INIT=OUT) whether it survives training.  Writes OUT.safetensors and OUT.json
+gain, so FACTOR < 1 is the model a compiler with a smaller beta makes, as
+far as the scores go).  For a power-of-two FACTOR this is byte for byte
+`rasp compile --attn-gain FACTOR`'s model (tests/gain.sh), which also
+proves what it can and records the gain; this script stays for other
+kinds and factors: rasp-train --init OUT at step 0 says whether the
+program still computes, and the study's drivers (INIT=OUT) whether it
+survives training.  Writes OUT.safetensors and OUT.json
 (STEM.json without its params_fnv, which no longer matches; the loader
 accepts a file without one, as from before checksums existed).  Standard
 library only; float32 tensors."""

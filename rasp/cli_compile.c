@@ -35,6 +35,11 @@
 ** --logit-scale X sets the margin of the readout's logits (rcompile.h;
 ** default ln(1000 (n_out - 1))), recorded in STEM.json.
 **
+** --attn-gain F scales every head's scores by F (rcompile.h: up to the
+** power-of-two rounding of the score scale; default 1), recorded in
+** STEM.json (layout.attention); --stats prints the leak past the selected
+** keys that it gives, and the proofs account for it.
+**
 ** --precision fp32|fp16|bf16 is the forward pass the encodings are proven
 ** for (a numerical encoding not proven there is compiled categorically; a
 ** node with neither is refused, exit status 1) and the one --check runs
@@ -202,6 +207,21 @@ static int scale_opt(const char *text, double *out) {
   return 1;
 }
 
+/* --attn-gain's value: a number in (0, 1000] (a gain so large that the
+** scores overflow float32 is no use).  0 after a message. */
+static int gain_opt(const char *text, double *out) {
+  char *end;
+  errno = 0;
+  double v = text ? strtod(text, &end) : 0;
+  if (!text || !*text || *end || errno || !(v > 0 && v <= 1000)) {
+    fprintf(stderr, "rasp compile: --attn-gain: expected a number in (0, 1000], got '%s'\n",
+            text ? text : "");
+    return 0;
+  }
+  *out = v;
+  return 1;
+}
+
 /* --precision's and --encoding's values: the index of text in names[0..n),
 ** or -1 after a message. */
 static int word_opt(const char *opt, const char *text, const char *const *names, int n) {
@@ -221,7 +241,7 @@ static int compile_cmd(int argc, char **argv, rasp_access *access) {
   int stats = 0, task_given = 0, encoder = 0, dry_run = 0, prec = RASPG_FP32,
       encoding = RASPG_ENC_AUTO;
   static const char *const precs[] = {"fp32", "fp16", "bf16"}, *const encs[] = {"auto", "categorical"};
-  double scale = 0; /* 0: the compiler's default */
+  double scale = 0, gain = 1; /* scale 0: the compiler's default */
   raspC_arg *args;
   int nargs = raspC_parse_program(RASPC_COMPILE, "compile", argc, argv, access, &args), good = 1;
   if (nargs == RASPC_DONE) return 0;
@@ -246,6 +266,7 @@ static int compile_cmd(int argc, char **argv, rasp_access *access) {
     case RASPC_O_STDLIB: stdlib = v; break;
     case RASPC_O_DUMP_FORWARD: dump = v; break;
     case RASPC_O_LOGIT_SCALE: good = scale_opt(v, &scale); break;
+    case RASPC_O_ATTN_GAIN: good = gain_opt(v, &gain); break;
     case RASPC_O_PRECISION: good = (prec = word_opt(a->name, v, precs, 3)) >= 0; break;
     case RASPC_O_ENCODING: good = (encoding = word_opt(a->name, v, encs, 2)) >= 0; break;
     case RASPC_O_D: case RASPC_O_M: case RASPC_O_V:
@@ -350,7 +371,7 @@ static int compile_cmd(int argc, char **argv, rasp_access *access) {
   int nv = rasp_vocab_size(ctx);
   const char **names = raspM_alloc(sizeof(char *) * (size_t)(nv + 1));
   for (int i = 1; i <= nv; i++) names[i] = rasp_vocab_symbol(ctx, i);
-  raspG_opts go = {ids, nids, nv, names, scale, prec, encoding};
+  raspG_opts go = {ids, nids, nv, names, scale, prec, encoding, gain};
   int ok = raspG_compile(ir, &go, &gm, &err);
   raspM_free(names);
   if (!ok) goto fail;

@@ -228,6 +228,12 @@ static const raspU_option options[] = {
     OPT(RASPC_O_LOGIT_SCALE, "--logit-scale", NULL, "X", RASPC_COMPILE,
      "margin of the right output's logit over the others (default\n"
      "ln(1000 (n_out - 1)): cross-entropy < 0.001)"),
+    OPT(RASPC_O_ATTN_GAIN, "--attn-gain", NULL, "F", RASPC_COMPILE,
+     "attention gain, a number in (0, 1000] (default 1): every score is\n"
+     "scaled by 2^ceil(log2(F beta sqrt(d_head))), beta = 2 (ln(n+1) + 21)\n"
+     "(at F = 1 a key one half below the selected ones gets weight below\n"
+     "1e-9); a power of two F scales every attn.w_q by exactly F.  --stats\n"
+     "prints the leak it gives, which the margins and noise bounds charge"),
     OPT(RASPC_O_PRECISION, "--precision", NULL, "P", RASPC_COMPILE,
      "fp32 (default), fp16 or bf16: numerical encodings only where their\n"
      "margins are proven at P (else categorical, else refused at the\n"

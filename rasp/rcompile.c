@@ -63,8 +63,12 @@
 ** so a selected key scores m and others at most m-1.  BOS scores m - 1/2 for
 ** aggregates (it wins only when nothing is selected: the default) and m for
 ** sel_width (weight 1/(w+1) on BOS, decoded by the MLP).  Scores are scaled
-** by beta*sqrt(d_head) to undo the architecture's 1/sqrt(d_head); beta makes
-** the weight leaking to non-selected keys below 1e-9.  An aggregate whose
+** by beta*sqrt(d_head) (rounded up to a power of two) to undo the
+** architecture's 1/sqrt(d_head); beta makes the weight leaking to
+** non-selected keys below 1e-9.  The attention gain F (--attn-gain) scales
+** beta; below 1 the leak grows (e^-(F beta / 2) per key behind BOS), and
+** the margins and noise bounds below charge the leak the weights give,
+** not the 1e-9 of the design.  An aggregate whose
 ** selector contains an equality select is categorical (the mean of equal
 ** values is that value, as one-hot); one over order or `always` selects is
 ** numerical and averages exactly, with the set of possible means enumerated.
@@ -215,6 +219,7 @@ typedef struct unit {
   const char *why; /* why its margin is not proven, for the refusal */
   double leak, spread; /* head_margin's: weight past the selected keys, and
                           the spread of their scores (logits) */
+  double leak0;    /* head_margin's: weight past BOS at the BOS query */
 } unit;
 
 typedef struct gc {
@@ -1802,11 +1807,17 @@ static int head_cols(gc *g, unit *u) {
 
 static int vcols(const unit *u) { return u->hmode == H_CAT ? u->nvals : u->hmode == H_MOVE ? 2 : 1; }
 
+/* The factor every score is written with: beta sqrt(d_head) undoes the
+** architecture's 1/sqrt(d_head), rounded up to a power of two, so that
+** integer features times it stay exact in float32 and the scores of
+** numerical equalities are exact on exact inputs (and a power-of-two gain
+** F scales it, and every attn.w_q entry, by exactly F). */
+static double score_scale(double beta, int dh) {
+  return exp2(ceil(log2(beta * sqrt((double)dh))));
+}
+
 static void write_head(gc *g, unit *u, float *wq, float *wk, float *wv, float *wo, int d,
-                       int dh, double beta) {
-  /* a power of two: integer features times it stay exact in float32, so
-  ** the scores of numerical equalities are exact on exact inputs */
-  double scale = exp2(ceil(log2(beta * sqrt((double)dh))));
+                       int dh, double scale) {
   int col = 0;
   if (u->nc == 1 && u->c[0].numq) {
     /* score 2 q y - y^2 = q^2 - (q - y)^2: q^2 at the matching keys, at
@@ -2042,8 +2053,13 @@ static int layer_width(gc *g, int l, int d, int dh, int heads) {
 ** between those values (1 for one-hot and integers), and an averaging
 ** head's selected weights, unequal by e^(spread), move its mean by no more
 ** than that either; in fp16 no feature, score or value may exceed 65504.
-** This is a proof per sublayer (its inputs within their kappa of their
-** values), not a bound composed over the depth: that is what --check
+** Whoever reads a head (an MLP unit, a query or key, the readout) adds the
+** head's proven leak times the spread of what it reads over the head's
+** values (leak_err): negligible at gain 1, the leak a smaller
+** --attn-gain buys.  This is a proof per sublayer (its inputs within
+** their kappa of their values; what passes through an MLP's linear pieces
+** or a head's values is not carried on), not a bound composed over the
+** depth: that is what --check
 ** --precision measures.  In fp16 and bf16 a unit that is not proven makes
 ** its numerical nodes (and its sources') categorical and the compile runs
 ** again, or is refused when nothing is left to change; in fp32 the
@@ -2178,6 +2194,27 @@ static int comp_rel(const gc *g, const comp *c, int a, int b) {
 ** computed exactly: exact inputs, integer weights, sums within the format). */
 static double cb_colerr(const gc *g, const float *W, int ld, int col, int bos, double *T);
 
+/* How far the leak of head unit uid (its weight past the selected keys,
+** proven by head_margin, which runs before any reader) can move what
+** column col of W reads from it: the head's output is its value moved by
+** at most that weight towards other values (a convex combination), so the
+** read moves by the leak times the spread of what it reads over those
+** values (a mean's or a width's values lie within +-unit_max).  0 for
+** other units, and in the composed bound, whose errors carry the leak. */
+static double leak_err(const gc *g, int uid, const float *W, int ld, int col) {
+  const unit *s = &g->u[uid];
+  if (g->cb || s->kind != U_HEAD || !(s->leak > 0)) return 0;
+  double lo = INFINITY, hi = -INFINITY, t, wre;
+  for (int a = 0; a < s->nvals; a++) {
+    double z = uv_dot(g, uid, a, W, ld, col, RASPG_FP32, &t, &wre);
+    lo = fmin(lo, z), hi = fmax(hi, z);
+  }
+  double r = hi > lo ? hi - lo : 0;
+  if (!s->cat && !s->sq)
+    r = fmax(r, 2 * unit_max(g, uid) * fabs((double)W[(size_t)s->dim * ld + col]));
+  return fmin(s->leak, 1) * r; /* (a weight, at most 1) */
+}
+
 static double *col_vectors(const gc *g, int uid, const float *W, int dh, int c0, int c1, int p,
                            double *amax, double *emax) {
   const unit *s = &g->u[uid];
@@ -2199,6 +2236,7 @@ static double *col_vectors(const gc *g, int uid, const float *W, int dh, int c0,
       if (t > tmax) tmax = t;
     }
     if (kap == 0 && tmax <= lim && int_weights(g, uid, W, dh, c0 + j, one)) emax[j] = 0;
+    emax[j] += leak_err(g, uid, W, dh, c0 + j);
     if (g->cb) { /* the composed bound: the column's error in the pass */
       double T;
       emax[j] = cb_colerr(g, W, dh, c0 + j, 0, &T);
@@ -2348,6 +2386,10 @@ static int head_margin(gc *g, unit *u, rasp_model *m, int p) {
   u->margin = G * lsc;
   u->need = (G - Gp) * lsc;
   u->leak = leak;
+  /* at the BOS query only BOS's gate column reads anything (row is_bos of
+  ** w_q), and only BOS's key has it: every other key scores 0, so the
+  ** weight past BOS is at most n e^-(its score), rounding allowed for */
+  u->leak0 = (double)n * exp(-(1 - 4 * up) * (double)wq[u->bcol] * kbf * lsc);
   u->spread = spread * lsc;
   int ok = 1;
   if (!(Gp > 0)) ok = 0, u->why = "rounding can let a key that is not selected win";
@@ -2358,9 +2400,6 @@ static int head_margin(gc *g, unit *u, rasp_model *m, int p) {
                      "than an eighth of the gap between its values";
   if (p == RASPG_FP16 && (vmax > 65504 || smax > 65504))
     ok = 0, u->why = "a score or a feature exceeds fp16's largest number, 65504";
-  if (getenv("RASP_COMPILE_DEBUG"))
-    fprintf(stderr, "head %d: G %g Gp %g leak %g vrange %g tol %g spread %g avg %d\n", self, G, Gp,
-            leak, vrange, tol, spread, avg);
   return ok;
 }
 
@@ -2423,7 +2462,8 @@ static int mlp_margin(gc *g, rasp_model *m, int l, int h0, int h1, const int *sr
   zsrc *zs = raspM_alloc(sizeof(zsrc) * (size_t)(ns + 1));
   for (int h = h0; h < h1; h++) {
     float w1 = has_one ? 0.0f : wi[(size_t)1 * F + h];
-    double base = (double)bi[h] + w1, T = fabs((double)bi[h]) + fabs((double)w1), err = 0;
+    double base = (double)bi[h] + w1, T = fabs((double)bi[h]) + fabs((double)w1), err = 0,
+           lerr = 0;
     err += fabs((double)bi[h] - raspG_round(p, bi[h])) + fabs((double)w1 - raspG_round(p, w1));
     int nnz = 1, nsrc = 0, hex = allex && bi[h] == floorf(bi[h]) && w1 == floorf(w1);
     for (int r = 1; r < D; r++) nnz += wi[(size_t)r * F + h] != 0;
@@ -2449,6 +2489,7 @@ static int mlp_margin(gc *g, rasp_model *m, int l, int h0, int h1, const int *sr
         zs[nsrc++] = (zsrc){z, w};
       T += tmax;
       err += emax;
+      lerr += leak_err(g, src[k], wi, F, h);
     }
     double mn = INFINITY, mx = fabs(base), tiny = 1e-9 * (1 + T);
     if (nsrc) zscan(zs, 0, nsrc, base, tiny, &mn, &mx);
@@ -2457,6 +2498,7 @@ static int mlp_margin(gc *g, rasp_model *m, int l, int h0, int h1, const int *sr
     hex = hex && T <= lim;
     if (hex) err = 0; /* integers within the format: every sum exact */
     else err += up * mx + (nnz + 1) * ldexp(1, -24) * T;
+    err += lerr; /* (exact arithmetic on inputs a leak moved) */
     for (int o = 0; o < D; o++) {
       float w = wo[(size_t)h * D + o];
       if (w != 0) outsum += fabs((double)w) * mx;
@@ -2491,7 +2533,7 @@ static int readout_margin(gc *g, raspG_model *out, const view *ov, int p, double
       float w1 = one ? un[(size_t)1 * no + j] : 0.0f;
       lg[j] = uv_dot(g, uid, a, un, no, j, p, &t, &wre) + w1;
       double e = t * kap * up + wre + fabs((double)w1 - raspG_round(p, w1)) + up * fabs(lg[j]) +
-                 8 * ldexp(1, -24) * (t + fabs((double)w1));
+                 8 * ldexp(1, -24) * (t + fabs((double)w1)) + leak_err(g, uid, un, no, j);
       if (e > err) err = e;
       if (t > big) big = t;
     }
@@ -2545,9 +2587,11 @@ static int prove(gc *g, raspG_model *out, const view *ov, int p, unsigned char *
   rasp_model *m = &out->model;
   int src[2 * MAXCOMPS + 4], ns, fail = -1, failsrc = 0, added = 0;
   out->attn_margin = out->mlp_margin = -1;
+  out->attn_leak = 0;
   for (int i = 0; i < g->nu; i++) {
     unit *u = &g->u[i];
     u->margin = u->need = -1;
+    u->leak = u->leak0 = 0;
     /* sources come before their readers: kappa is known when read */
     u->kappa = u->kind < U_HEAD         ? embed_kappa(g, i, p)
                : u->kind == U_MLP       ? 1
@@ -2557,6 +2601,8 @@ static int prove(gc *g, raspG_model *out, const view *ov, int p, unsigned char *
     int ok = 1;
     if (u->kind == U_HEAD) {
       ok = head_margin(g, u, m, p);
+      /* (a bound on a weight: at most 1) */
+      out->attn_leak = fmin(1, fmax(out->attn_leak, fmax(u->leak, u->leak0)));
       if (u->margin < INFINITY && (out->attn_margin < 0 || u->margin < out->attn_margin)) {
         out->attn_margin = u->margin;
         node_where(g, u->node, out->attn_at, sizeof out->attn_at, 1);
@@ -2589,11 +2635,6 @@ static int prove(gc *g, raspG_model *out, const view *ov, int p, unsigned char *
     if (!ok && u->kind == U_MLP) u->why = "rounding can push a hidden unit across its hinge";
     if (ok && p == RASPG_FP16 && unit_max(g, i) > 65504)
       ok = 0, u->why = "its values exceed fp16's largest number, 65504";
-    if (getenv("RASP_COMPILE_DEBUG")) {
-      char nb[256];
-      fprintf(stderr, "prove %d %s: margin %g need %g kappa %g %s\n", i,
-              unit_name(g, u, nb, sizeof nb), u->margin, u->need, u->kappa, ok ? "ok" : "FAILS");
-    }
     out->checked++;
     if (!ok && p == RASPG_FP32) { /* reported, not acted on: see above */
       out->unproven++;
@@ -2889,35 +2930,42 @@ static double cb_run(gc *g, raspG_model *out, const view *ov, double eps, double
         if (g->u[i].used && g->u[i].kind == U_HEAD && g->u[i].layer == l && g->u[i].hslot == hd)
           hu = &g->u[i];
       size_t off = (size_t)hd * D * dh;
-      double delta = 0, delta0 = 0, hvsum = 0, hvsum0 = 0, T, T2, sabs = 0;
-      /* score error: columns' errors times the other side's size */
+      double delta = 0, delta0 = 0, dbq = 0, hvsum = 0, hvsum0 = 0, T, T2, sabs = 0, sabq = 0;
+      /* score error: columns' errors times the other side's size (dbq: of
+      ** the BOS query, against any key) */
       for (int j = 0; j < dh; j++) {
         double eq = cb_read(&s, wq + off, dh, j, S, 0, &T), ek = cb_read(&s, wk + off, dh, j, S, 0, &T2);
-        double ek0, T3;
+        double ek0, T3, Tq0, eq0 = cb_read(&s, wq + off, dh, j, S0, 1, &Tq0);
         ek0 = cb_read(&s, wk + off, dh, j, S0, 1, &T3);
         delta += eq * (T2 + ek) + T * ek + cb_gam(u, dh) * T * T2;
         delta0 += eq * (T3 + ek0) + T * ek0 + cb_gam(u, dh) * T * T3;
+        dbq += eq0 * (fmax(T2, T3) + fmax(ek, ek0)) + Tq0 * fmax(ek, ek0) +
+               cb_gam(u, dh) * Tq0 * fmax(T2, T3);
         sabs += T * fmax(T2, T3);
+        sabq += Tq0 * fmax(T2, T3);
       }
       /* the scaling's and the max subtraction's rounding */
       delta = lsc * (delta + 2 * u * sabs);
       delta0 = lsc * (delta0 + 2 * u * sabs);
+      dbq = lsc * (dbq + 2 * u * sabq);
       double dmax = fmax(delta, delta0);
       if (hu) {
         /* the head's own analysis (head_margin) with these errors: per key
         ** and query value, the gap left, the leak and the spread */
-        double sm = hu->margin, sn = hu->need, sl = hu->leak, ss = hu->spread;
+        double sm = hu->margin, sn = hu->need, sl = hu->leak, sl0 = hu->leak0, ss = hu->spread;
         const char *sw = hu->why;
         g->cb = &s;
         s.S = S, s.S0 = S0;
         head_margin(g, hu, m, RASPG_FP32);
         g->cb = NULL;
         double G = hu->margin, Gp = hu->margin - hu->need, leak = hu->leak, spread = hu->spread;
-        hu->margin = sm, hu->need = sn, hu->leak = sl, hu->spread = ss, hu->why = sw;
+        hu->margin = sm, hu->need = sn, hu->leak = sl, hu->leak0 = sl0, hu->spread = ss;
+        hu->why = sw;
         if (G < INFINITY && !(Gp > 0)) fail = 1;
-        if (getenv("RASP_CB_DEBUG"))
-          fprintf(stderr, "cb L%d head %d: G %g Gp %g leak %g spread %g delta0 %g fail %d\n", l,
-                  (int)(hu - g->u), G, Gp, leak, spread, delta0, fail);
+        /* at BOS: only BOS's key scores (its gate, head_margin's leak0),
+        ** every score moved by at most dbq */
+        double leak0 = (double)n *
+                       exp(-((double)(wq + off)[hu->bcol] * (wk + off)[hu->bcol] * lsc - 2 * dbq));
         (void)dmax;
         int self = (int)(hu - g->u), avg = hu->hmode == H_WIDTH || hu->hmode == H_NUM;
         double vrange = 2 * unit_max(g, self);
@@ -2926,7 +2974,7 @@ static double cb_run(gc *g, raspG_model *out, const view *ov, double eps, double
           double e = ev + leak * vrange + (n + 5) * u * T;
           if (avg) e += (exp(spread) - 1) * vrange;
           ehv[cc] = e;
-          ehv0[cc] = ev0 + (n + 5) * u * T2;
+          ehv0[cc] = ev0 + (vrange > 0 ? leak0 * vrange : 0) + (n + 5) * u * T2;
           hvsum += T + e;
           hvsum0 += T2 + ehv0[cc];
         }
@@ -3008,10 +3056,7 @@ static double cb_run(gc *g, raspG_model *out, const view *ov, double eps, double
           /* at BOS: off by its gate */
           double pre0 = (double)bi[h] + wi[h];
           for (int r = 2; r < D; r++) pre0 += s.Mag0[r] * fabs((double)wi[(size_t)r * F + h]);
-          if (pre0 > -dl0) {
-            fail = 1;
-            if (getenv("RASP_CB_DEBUG")) fprintf(stderr, "cb L%d unit %d h %d: BOS pre %g dl0 %g\n", l, i, h, pre0, dl0);
-          }
+          if (pre0 > -dl0) fail = 1;
           if (zmax <= -dl) continue;
           act += fmax(zmax, 0) + dl;
           for (int d = 0; d < D; d++) {
@@ -3047,11 +3092,6 @@ static double cb_run(gc *g, raspG_model *out, const view *ov, double eps, double
     for (int r = 0; r < D; r++) {
       s.E[r] += oe[r] + bgm + u * (s.Mag[r] + s.E[r] + oe[r] + bgm);
       s.E0[r] += oe0[r] + bgm + u * (s.Mag0[r] + s.E0[r] + oe0[r] + bgm);
-    }
-    if (getenv("RASP_CB_DEBUG")) {
-      double me = 0, me0 = 0;
-      for (int r = 0; r < D; r++) me = fmax(me, s.E[r]), me0 = fmax(me0, s.E0[r]);
-      fprintf(stderr, "cb L%d after MLP: max E %g E0 %g\n", l, me, me0);
     }
   }
   if (!fail) {
@@ -3145,9 +3185,17 @@ static char *layout_json(gc *g, const raspG_model *m, int root, const view *ov) 
   /* dims[k] names residual dimension k: is_bos, one, then every unit that
   ** holds it in the order they are written, " | " between them (a dead
   ** unit's dimensions are reused; in-place units share their operand's) */
-  sb_printf(&b, "{\"bos_token\": %d, \"input_offset\": 1, \"n\": %d, \"precision\": \"%s\", "
-                "\"dims\": [\"is_bos\", \"one\"",
+  sb_printf(&b, "{\"bos_token\": %d, \"input_offset\": 1, \"n\": %d, \"precision\": \"%s\", ",
             m->model.cfg.bos_token, g->n, raspG_precision_name(m->precision));
+  /* the gain (--attn-gain), the score scale it gave and the leak it
+  ** allows: per key at the smallest margin, and the proven total */
+  sb_printf(&b, "\"attention\": {\"gain\": %.17g, \"score_scale\": %.17g, ", m->attn_gain,
+            m->score_scale);
+  if (m->attn_margin >= 0)
+    sb_printf(&b, "\"leak_per_key\": %.6g, \"leak\": %.6g}, ", exp(-m->attn_margin), m->attn_leak);
+  else
+    sb_printf(&b, "\"leak_per_key\": null, \"leak\": null}, ");
+  sb_printf(&b, "\"dims\": [\"is_bos\", \"one\"");
   for (int dim = 2; dim < m->n_dims; dim++) {
     sbuf nm = {0};
     for (int i = 0; i < g->nu; i++) {
@@ -3465,21 +3513,6 @@ static int compile_once(const rasp_ir *ir, const raspG_opts *o, unsigned char *f
   int quad;
   if (!plan(g, ir, o, force, &ov, &quad, err)) return 0;
   int root = ir->outputs[0];
-  if (getenv("RASP_COMPILE_DEBUG")) {
-    char nb[256];
-    for (int i = 0; i < g->nu; i++) {
-      unit *u = &g->u[i];
-      fprintf(stderr, "unit %d %s kind %d cat %d nvals %d ready %d used %d mode %d/%d nc %d:",
-              i, unit_name(g, u, nb, sizeof nb), u->kind, u->cat, u->nvals, u->ready, u->used,
-              u->hmode, u->mkind, u->nc);
-      for (int k = 0; k < u->nvals && k < 12; k++) {
-        char eb[64];
-        raspI_elem_format(ir, u->vals[k], eb, sizeof eb);
-        fprintf(stderr, " %s", eb);
-      }
-      fprintf(stderr, "\n");
-    }
-  }
   g->u[2].used = 1; /* ONE */
   accept_aliases(g, ov.unit);
   /* residual dimensions: liveness over the schedule; a dead unit is erased
@@ -3514,18 +3547,6 @@ static int compile_once(const rasp_ir *ir, const raspG_opts *o, unsigned char *f
     if (best < 0 || p < bestp) best = pol, bestp = p;
   }
   d = alloc_dims(g, best);
-  if (getenv("RASP_COMPILE_DEBUG"))
-    for (int i = 0; i < g->nu; i++)
-      if (g->u[i].used)
-      {
-        int src[2 * MAXCOMPS + 4], ns;
-        unit_sources(&g->u[i], src, &ns);
-        fprintf(stderr, "unit %d ready %d last %d erase %d dim %d size %d alias %d src", i,
-                g->u[i].ready, g->u[i].last, g->u[i].erase, g->u[i].dim, usize(&g->u[i]),
-                g->u[i].alias);
-        for (int k = 0; k < ns; k++) fprintf(stderr, " %d", src[k]);
-        fprintf(stderr, "\n");
-      }
   for (int l = 0; l < nl; l++) {
     out->mlp_width[l] = layer_width(g, l, d, dh, out->heads[l] > 0);
     if (out->mlp_width[l] > dmlp) dmlp = out->mlp_width[l];
@@ -3570,9 +3591,12 @@ static int compile_once(const rasp_ir *ir, const raspG_opts *o, unsigned char *f
   }
   if (g->u[1].used)
     for (int p = 1; p <= g->n; p++) pe[(size_t)p * d + g->u[1].dim + p - 1] = 1;
-  /* attention sharpness: the weight leaking past a score gap of 1/2 stays
-  ** below 1e-9 of the total */
-  double beta = 2 * (log((double)g->n + 1) + 21);
+  /* attention sharpness: at gain 1 the weight leaking past a score gap of
+  ** 1/2 stays below 1e-9 of the total; --attn-gain F scales beta by F
+  ** (prove() measures the leak the weights give, whatever F is) */
+  out->attn_gain = o->attn_gain > 0 ? o->attn_gain : 1;
+  double beta = 2 * (log((double)g->n + 1) + 21) * out->attn_gain;
+  out->score_scale = score_scale(beta, dh);
   char name[64];
   for (int l = 0; l < nl; l++) {
     int hh = 0;
@@ -3582,7 +3606,8 @@ static int compile_once(const rasp_ir *ir, const raspG_opts *o, unsigned char *f
       unit *u = &g->u[i];
       if (!u->used || u->kind != U_HEAD || u->layer != l) continue;
       size_t off = (size_t)hh * d * dh;
-      write_head(g, u, wq + off, wk + off, wv + off, wo + (size_t)hh * dh * d, d, dh, beta);
+      write_head(g, u, wq + off, wk + off, wv + off, wo + (size_t)hh * dh * d, d, dh,
+                 out->score_scale);
       u->hslot = hh++;
     }
     wctx w = {g, d, dmlp, dh, T_("mlp.w_in"), T_("mlp.b_in"), T_("mlp.w_out"), 0};
@@ -4054,14 +4079,20 @@ int raspG_run(const raspG_model *g, const int64_t *tokens, rasp_elem *out, float
 **     the weights move by at most e^R - 1 in total, and a head output
 **     (a convex combination of values |v| <= BV with errors EV) moves by
 **     (e^R - 1) BV + e^R EV + g_(nk+1) e^R (BV + EV).
-** A right output's logit beats every other by the logit margin X by
-** construction (up to the softmax leakage, below 1e-9 by the choice of
-** beta), so every output stays right while every logit moves by less than
-** X / 4.  The bound is sound but loose (interval magnitudes add up over the
-** layers where the real values cancel), so deep models get small levels. */
+** The deviation is measured from the model's design, which it computes
+** with attention weights that are exactly uniform over the selected keys:
+** the real weights put at most the proven leak lambda (attn_leak, from
+** head_margin over the value sets, both the non-BOS and the BOS query; the
+** gain sets it) past them, which moves a head's output by at most
+** 2 lambda BV more (the total variation of the two weightings times the
+** values' size).  A right output's logit beats every other by the logit
+** margin X in the design, so every output stays right while every logit
+** moves by less than X / 4.  The bound is sound but loose (interval
+** magnitudes add up over the layers where the real values cancel), so deep
+** models get small levels. */
 typedef struct nb {
   const rasp_model *m;
-  double u, eps;
+  double u, eps, leak;
 } nb;
 
 static int nb_bound_dims(const raspG_model *g, double u, double *eps, double *dev0);
@@ -4144,7 +4175,8 @@ static double nb_logit_dev(const nb *s) {
       double eR = R <= 690 ? exp(R) : 1e300; /* NaN too */
       for (int e = 0; e < Dh; e++) {
         double bvv = BV[hd * Dh + e], evv = EV[hd * Dh + e];
-        EV[hd * Dh + e] = cap((eR - 1) * bvv + eR * evv + gam(s->u, n + 1) * eR * (bvv + evv));
+        EV[hd * Dh + e] = cap((eR - 1) * bvv + eR * evv + gam(s->u, n + 1) * eR * (bvv + evv) +
+                              2 * s->leak * bvv);
       }
     }
     nb_lin(s, wo, bo, H * Dh, D, BV, EV, B2, E2);
@@ -4179,7 +4211,7 @@ int raspG_noise_bound(const raspG_model *g, double u, double *eps, double *dev0)
 }
 
 static int nb_bound_dims(const raspG_model *g, double u, double *eps, double *dev0) {
-  nb s = {&g->model, u, 0};
+  nb s = {&g->model, u, 0, g->attn_leak};
   double limit = g->logit_scale / 4;
   *eps = 0;
   *dev0 = nb_logit_dev(&s);
@@ -4213,10 +4245,16 @@ void raspG_print_stats(const raspG_model *g, FILE *out) {
   fprintf(out, "\nparameters: %zu\n", g->model.nparams);
   fprintf(out, "logit margin %.4g (--logit-scale; a right output's cross-entropy <= %.3g)\n",
           g->logit_scale, raspG_logit_ce_bound(g->n_out, g->logit_scale));
-  if (g->attn_margin >= 0)
+  if (g->attn_margin >= 0) {
     fprintf(out, "min attention margin %.4g (score gap in logits) at %s\n", g->attn_margin,
             g->attn_at);
-  else
+    double s1 = score_scale(2 * (log((double)g->n + 1) + 21), c->d_head);
+    fprintf(out, "attention gain %g (--attn-gain; scores scaled by %g, %g times gain 1's): "
+            "per-key leak e^-%.4g = %.3g (a key at the smallest margin, against a selected "
+            "key); proven total leak <= %.3g\n",
+            g->attn_gain, g->score_scale, g->score_scale / s1, g->attn_margin,
+            exp(-g->attn_margin), g->attn_leak);
+  } else
     fprintf(out, "min attention margin: no heads\n");
   if (g->mlp_margin >= 0)
     fprintf(out, "min MLP margin %.4g (distance from a hinge) at %s\n", g->mlp_margin, g->mlp_at);

@@ -37,6 +37,13 @@ typedef struct raspG_opts {
   /* RASPG_ENC_AUTO (0): the proven choice; RASPG_ENC_CATEGORICAL: no
   ** numerical encodings of integers (node ids, tokens, sums: one-hot) */
   int encoding;
+  /* The attention gain F (`rasp compile --attn-gain`; 0 or less: 1): every
+  ** head's scores are scaled by 2^ceil(log2(F beta sqrt(d_head))), beta =
+  ** 2 (ln(n + 1) + 21), the power of two at or above F times the default
+  ** gain (so a power-of-two F scales every attn.w_q by exactly F).  F = 1
+  ** keeps the weight leaking past a score gap of 1/2 below 1e-9; a smaller
+  ** F leaks more, which the margins and noise bounds account for. */
+  double attn_gain;
 } raspG_opts;
 
 enum { RASPG_FP32, RASPG_FP16, RASPG_BF16 };
@@ -57,6 +64,14 @@ typedef struct raspG_model {
   int n_dims;              /* residual dimensions in use (= d_model) */
   double logit_scale;      /* the readout's logit margin (STEM.json's
                               layout.readout.logit_scale) */
+  double attn_gain;        /* raspG_opts' F (1 by default), the power of two
+                              every score is scaled by (before the model's
+                              1/sqrt(d_head)), and the largest weight any
+                              head can leak past its selected keys (to keys
+                              it does not select, or from BOS at BOS),
+                              proven over the value sets at the precision;
+                              STEM.json's layout.attention */
+  double score_scale, attn_leak;
   int precision;           /* raspG_run's forward pass (raspG_opts) */
   /* The smallest proven margins (doc/compiler.md, "Margins and precision"):
   ** a head's score gap between its selected keys and every other key (BOS

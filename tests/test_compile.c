@@ -32,7 +32,7 @@ static int compile_and_compare(const char *src, const char *const *vocab, int nv
   rasp_ir *ir = rasp_ctx_ir(ctx);
   int64_t *ids = malloc(sizeof(int64_t) * (size_t)nvocab);
   for (int i = 0; i < nvocab; i++) ids[i] = i + 1;
-  raspG_opts o = {ids, nvocab, nvocab, NULL, 0, RASPG_FP32, RASPG_ENC_AUTO};
+  raspG_opts o = {ids, nvocab, nvocab, NULL, 0, RASPG_FP32, RASPG_ENC_AUTO, 1};
   raspG_model g;
   ck_assert_msg(raspG_compile(ir, &o, &g, &err), "%s", err.msg);
   rasp_eval *ev = raspE_new(ir);
@@ -298,7 +298,7 @@ START_TEST(test_layout) {
                 "%s", err.msg);
   ck_assert_msg(rasp_trace(ctx, "main", &err), "%s", err.msg);
   int64_t ids[] = {1, 2, 3};
-  raspG_opts o = {ids, 3, 3, names, 0, RASPG_FP32, RASPG_ENC_AUTO};
+  raspG_opts o = {ids, 3, 3, names, 0, RASPG_FP32, RASPG_ENC_AUTO, 1};
   raspG_model g;
   ck_assert_msg(raspG_compile(rasp_ctx_ir(ctx), &o, &g, &err), "%s", err.msg);
   int n;
@@ -390,11 +390,12 @@ START_TEST(test_cse_static) {
 }
 END_TEST
 
-/* raspG_noise_bound's level is safe: compiles src at length n, moves every
-** parameter by uniform noise in [-eps, eps] and requires the (dense)
-** forward pass to agree with the interpreter on `trials` inputs. */
-static void noise_check(const char *src, const char *const *vocab, int nvocab, int n,
-                        int trials) {
+/* raspG_noise_bound's level is safe: compiles src at length n (attention
+** gain F), moves every parameter by uniform noise in [-eps, eps] and
+** requires the (dense) forward pass to agree with the interpreter on
+** `trials` inputs. */
+static void noise_check_gain(const char *src, const char *const *vocab, int nvocab, int n,
+                             int trials, double F) {
   rasp_error err = {0};
   rasp_ctx *ctx = rasp_ctx_new(n, NULL, &err);
   ck_assert_ptr_nonnull(ctx);
@@ -405,7 +406,7 @@ static void noise_check(const char *src, const char *const *vocab, int nvocab, i
   rasp_ir *ir = rasp_ctx_ir(ctx);
   int64_t ids[16];
   for (int i = 0; i < nvocab; i++) ids[i] = i + 1;
-  raspG_opts o = {ids, nvocab, nvocab, NULL, 0, RASPG_FP32, RASPG_ENC_AUTO};
+  raspG_opts o = {ids, nvocab, nvocab, NULL, 0, RASPG_FP32, RASPG_ENC_AUTO, F};
   raspG_model g;
   ck_assert_msg(raspG_compile(ir, &o, &g, &err), "%s", err.msg);
   double eps, dev0;
@@ -436,6 +437,11 @@ static void noise_check(const char *src, const char *const *vocab, int nvocab, i
   rasp_ctx_free(ctx);
 }
 
+static void noise_check(const char *src, const char *const *vocab, int nvocab, int n,
+                        int trials) {
+  noise_check_gain(src, vocab, nvocab, n, trials, 1);
+}
+
 /* The same for a path-star program at D, M, V: the task's own samples. */
 static void noise_check_task(const char *rel, int D, int M, int V, int trials) {
   const char *top = getenv("top_srcdir");
@@ -453,7 +459,7 @@ static void noise_check_task(const char *rel, int D, int M, int V, int trials) {
   int nids = raspT_vocab_size(&tr.opts) - 1, n = ir->n;
   int64_t *ids = malloc(sizeof(int64_t) * (size_t)nids);
   for (int i = 0; i < nids; i++) ids[i] = i + 1;
-  raspG_opts o = {ids, nids, rasp_vocab_size(tr.ctx), NULL, 0, RASPG_FP32, RASPG_ENC_AUTO};
+  raspG_opts o = {ids, nids, rasp_vocab_size(tr.ctx), NULL, 0, RASPG_FP32, RASPG_ENC_AUTO, 1};
   raspG_model g;
   ck_assert_msg(raspG_compile(ir, &o, &g, &err), "%s", err.msg);
   double eps, dev0;
@@ -524,8 +530,8 @@ END_TEST
 ** `trials` inputs (every third one token repeated, the rest uniform).
 ** Returns the number of disagreeing inputs, or -1 with *err set when the
 ** compiler refuses; *model_out, if not NULL, keeps the model. */
-static int prec_compare(const char *src, const char *const *vocab, int nvocab, int n, int prec,
-                        int enc, int trials, raspG_model *model_out, rasp_error *err) {
+static int gain_compare(const char *src, const char *const *vocab, int nvocab, int n, int prec,
+                        int enc, double F, int trials, raspG_model *model_out, rasp_error *err) {
   rasp_ctx *ctx = rasp_ctx_new(n, NULL, err);
   ck_assert_ptr_nonnull(ctx);
   ck_assert(rasp_set_vocab(ctx, vocab, nvocab, err));
@@ -535,7 +541,7 @@ static int prec_compare(const char *src, const char *const *vocab, int nvocab, i
   rasp_ir *ir = rasp_ctx_ir(ctx);
   int64_t *ids = malloc(sizeof(int64_t) * (size_t)nvocab);
   for (int i = 0; i < nvocab; i++) ids[i] = i + 1;
-  raspG_opts o = {ids, nvocab, nvocab, NULL, 0, prec, enc};
+  raspG_opts o = {ids, nvocab, nvocab, NULL, 0, prec, enc, F};
   raspG_model g;
   if (!raspG_compile(ir, &o, &g, err)) {
     free(ids);
@@ -569,6 +575,12 @@ static int prec_compare(const char *src, const char *const *vocab, int nvocab, i
   if (model_out) *model_out = g;
   else raspG_free(&g);
   return bad;
+}
+
+/* At attention gain 1. */
+static int prec_compare(const char *src, const char *const *vocab, int nvocab, int n, int prec,
+                        int enc, int trials, raspG_model *model_out, rasp_error *err) {
+  return gain_compare(src, vocab, nvocab, n, prec, enc, 1, trials, model_out, err);
 }
 
 static const char *const reverse_src = "def main(seq):\n"
@@ -678,6 +690,54 @@ START_TEST(test_precision) {
 }
 END_TEST
 
+/* --attn-gain F: a power-of-two F writes every attn.w_q entry times F and
+** every other parameter as at gain 1 (experiments/scale_gain.py's model);
+** reverse at n = 8 with F = 1/4 is exact and its noise level still safe
+** (the leak e^-10.7 per key is charged); at F = 0.01 the leak makes it
+** wrong, and neither noise bound claims it (the per-dimension one used to
+** assume the leak of gain 1, 1e-9). */
+START_TEST(test_attn_gain) {
+  static const char *const abcd[] = {"a", "b", "c", "d"};
+  rasp_error err = {0};
+  raspG_model g1, gf;
+  ck_assert_int_eq(
+      gain_compare(reverse_src, abcd, 4, 8, RASPG_FP32, RASPG_ENC_AUTO, 1, 50, &g1, &err), 0);
+  ck_assert(g1.attn_gain == 1 && g1.attn_leak < 1e-9);
+  for (int k = 1; k <= 3; k++) {
+    double F = ldexp(1, -k);
+    ck_assert_int_eq(
+        gain_compare(reverse_src, abcd, 4, 8, RASPG_FP32, RASPG_ENC_AUTO, F, 50, &gf, &err), 0);
+    ck_assert(gf.attn_gain == F && gf.score_scale == g1.score_scale * F);
+    ck_assert_int_eq(gf.model.ntensors, g1.model.ntensors);
+    int scaled = 0;
+    for (int t = 0; t < g1.model.ntensors; t++) {
+      const rasp_tensor *a = &g1.model.tensors[t], *b = &gf.model.tensors[t];
+      ck_assert_str_eq(a->name, b->name);
+      size_t nl = strlen(a->name);
+      int wq = nl >= 8 && (!strcmp(a->name + nl - 8, "attn.w_q") ||
+                           !strcmp(a->name + nl - 8, "attn.b_q"));
+      for (size_t i = 0; i < a->size; i++) {
+        float x = g1.model.params[a->offset + i], y = gf.model.params[b->offset + i];
+        ck_assert_msg(wq ? y == (float)(x * F) : memcmp(&x, &y, sizeof x) == 0, "%s[%zu]: %g, %g",
+                      a->name, i, (double)x, (double)y);
+        scaled += wq && x != 0;
+      }
+    }
+    ck_assert_int_gt(scaled, 0);
+    raspG_free(&gf);
+  }
+  raspG_free(&g1);
+  noise_check_gain(reverse_src, abcd, 4, 8, 1000, 0.25);
+  /* F = 0.01: wrong on some inputs, and not proven */
+  ck_assert_int_gt(
+      gain_compare(reverse_src, abcd, 4, 8, RASPG_FP32, RASPG_ENC_AUTO, 0.01, 200, &gf, &err), 0);
+  double eps, dev0;
+  ck_assert(!raspG_noise_bound(&gf, RASPG_FP32_U, &eps, &dev0));
+  ck_assert(gf.attn_leak > 0.1);
+  raspG_free(&gf);
+}
+END_TEST
+
 static Suite *compile_suite(void) {
   Suite *s = suite_create("compile");
   TCase *tc = tcase_create("core");
@@ -697,6 +757,7 @@ static Suite *compile_suite(void) {
   tcase_add_test(tc, test_round);
   tcase_add_test(tc, test_margins);
   tcase_add_test(tc, test_precision);
+  tcase_add_test(tc, test_attn_gain);
   suite_add_tcase(s, tc);
   /* 1000 perturbed dense passes of a path-star model: slow under the
      sanitizers on a shared machine */
