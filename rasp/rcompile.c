@@ -378,12 +378,12 @@ static rasp_elem *view_image(const view *v, int *count) {
 
 static int unit_of(gc *g, int node) { return g->nv[node].unit; }
 
-/* A categorical unit holding view v's values (an MLP decode), memoised for
-** identity views of numerical units. */
-static int decode_unit(gc *g, const view *v, int node) {
+/* A unit holding view v's values (an MLP decode): categorical, or (num) an
+** integer with its square (x, x^2); memoised. */
+static int decode_unit(gc *g, const view *v, int node, int num) {
   for (int i = 0; i < g->nu; i++) {
     const unit *d = &g->u[i];
-    if (d->kind == U_MLP && d->mkind == M_DECODE && d->mv[0].unit == v->unit &&
+    if (d->kind == U_MLP && d->mkind == M_DECODE && d->cat == !num && d->mv[0].unit == v->unit &&
         !memcmp(d->mv[0].ok, v->ok, (size_t)v->nv)) {
       int same = 1;
       for (int a = 0; a < v->nv && same; a++)
@@ -393,8 +393,9 @@ static int decode_unit(gc *g, const view *v, int node) {
   }
   int cnt;
   rasp_elem *img = view_image(v, &cnt);
-  int id = new_unit(g, U_MLP, 1, img, cnt, node);
+  int id = new_unit(g, U_MLP, !num, img, cnt, node);
   g->u[id].mkind = M_DECODE;
+  g->u[id].sq = num;
   view_copy(g, &g->u[id].mv[0], v);
   g->u[id].nmv = 1;
   return id;
@@ -403,7 +404,7 @@ static int decode_unit(gc *g, const view *v, int node) {
 /* Makes v read a categorical unit (decoding a numerical one). */
 static void need_cat(gc *g, view *v, int node) {
   if (g->u[v->unit].cat) return;
-  int id = decode_unit(g, v, node);
+  int id = decode_unit(g, v, node, 0);
   view_free(v);
   view_identity(g, v, id);
 }
@@ -501,6 +502,25 @@ static int lf_ok(gc *g, const view *v) {
   lform f;
   double lo, hi;
   return lf_build(g, v, 0, 0, &f, &lo, &hi);
+}
+
+/* Makes v read as an integer form (lf_ok) where it can: a view of a
+** numerical unit without its square (a width, a mean, a sum) taking more
+** than NUMMIN integer values is decoded to (x, x^2) -- the categorical
+** decode's steps, weighted by the change of x and of x^2 (two output
+** dimensions, not one per value).  node: the view's IR node, whose forcing
+** (a fallback) keeps the categorical decode.  Returns whether v is lf_ok. */
+static int need_num(gc *g, view *v, int node) {
+  if (lf_ok(g, v)) return 1;
+  const unit *s = &g->u[v->unit];
+  if (s->cat || s->sq || forced(g, node) || !fact_int(view_fact(g, v, node))) return 0;
+  int cnt;
+  raspM_free(view_image(v, &cnt));
+  if (cnt <= NUMMIN) return 0;
+  int id = decode_unit(g, v, node, 1);
+  view_free(v);
+  view_identity(g, v, id);
+  return lf_ok(g, v);
 }
 
 /* Adds coef * form to column col of a weight matrix (rows = residual
@@ -1183,26 +1203,28 @@ static int plan_node(gc *g, int id) {
   }
   case RASP_OP_AGGREGATE:
   case RASP_OP_AGGR_MEAN: {
-    const view *src = &g->nv[nd->in[1]];
     rasp_elem d0 = nd->op == RASP_OP_AGGR_MEAN ? raspI_elem_trunc(nd->c) : nd->c;
-    if (sel_has_eq(g->ir, nd->in[0]) && int_elem(d0) && lf_ok(g, src) && !forced(g, id)) {
+    view sv;
+    view_copy(g, &sv, &g->nv[nd->in[1]]);
+    if (sel_has_eq(g->ir, nd->in[0]) && int_elem(d0) && !forced(g, id) &&
+        need_num(g, &sv, nd->in[1])) {
       /* numerical move of an integer (x, x^2): the selected keys hold one
-      ** value (as for the categorical move below), so the mean is it */
+      ** value (as for the categorical move below), so the mean is it; a
+      ** width or mean read here is decoded to (x, x^2) first (need_num) */
       int cnt;
-      rasp_elem *img = view_image(src, &cnt);
-      if (g->u[src->unit].sq || cnt > NUMMIN) {
+      rasp_elem *img = view_image(&sv, &cnt);
+      if (g->u[sv.unit].sq || cnt > NUMMIN) {
         img = raspM_realloc(img, sizeof(rasp_elem) * (size_t)(cnt + 1));
         img[cnt++] = d0;
         cnt = uniq(img, cnt);
-        view hv;
-        view_copy(g, &hv, src);
-        int uid = new_head(g, 0, img, cnt, id, H_MOVE, nd->in[0], &hv, d0);
+        int uid = new_head(g, 0, img, cnt, id, H_MOVE, nd->in[0], &sv, d0);
         g->u[uid].sq = 1;
         view_identity(g, v, uid);
         return 1;
       }
       raspM_free(img);
     }
+    view_free(&sv);
     view hv;
     view_copy(g, &hv, &g->nv[nd->in[1]]);
     need_cat(g, &hv, nd->in[1]);
@@ -1383,6 +1405,18 @@ static void wout(wctx *w, int h, int dim, double x) {
   if (w->w_in) w->w_out[(size_t)h * w->d + dim] += (float)x;
 }
 
+/* Hidden unit h adds coef times value e of decode unit u: to e's one-hot
+** dimension, or to (x, x^2) of a numerical decode. */
+static void dec_out(wctx *w, const unit *u, int h, rasp_elem e, double coef) {
+  if (u->cat) {
+    wout(w, h, u->dim + find(u->vals, u->nvals, e), coef);
+    return;
+  }
+  double x = dval(e);
+  wout(w, h, u->dim, coef * x);
+  wout(w, h, u->dim + 1, coef * x * x);
+}
+
 static void mlp_decode(wctx *w, unit *u) {
   gc *g = w->g;
   const view *v = &u->mv[0];
@@ -1406,7 +1440,7 @@ static void mlp_decode(wctx *w, unit *u) {
     if (prev < 0) {
       int h = hid(w, 0, 0);
       win(w, 1, h, 1);
-      wout(w, h, u->dim + find(u->vals, u->nvals, v->val[a]), 1);
+      dec_out(w, u, h, v->val[a], 1);
     } else if (ecmp(v->val[a], v->val[prev])) {
       double lo = dval(s->vals[prev]), hi = dval(s->vals[a]);
       double gap = hi - lo, mid = (lo + hi) / 2, sl = 2 / gap;
@@ -1417,12 +1451,10 @@ static void mlp_decode(wctx *w, unit *u) {
       int h1 = hid(w, b1, L), h2 = hid(w, b2, L);
       win(w, s->dim, h1, sl);
       win(w, s->dim, h2, sl);
-      int vn = u->dim + find(u->vals, u->nvals, v->val[a]);
-      int vp = u->dim + find(u->vals, u->nvals, v->val[prev]);
-      wout(w, h1, vn, 1);
-      wout(w, h2, vn, -1);
-      wout(w, h1, vp, -1);
-      wout(w, h2, vp, 1);
+      dec_out(w, u, h1, v->val[a], 1);
+      dec_out(w, u, h2, v->val[a], -1);
+      dec_out(w, u, h1, v->val[prev], -1);
+      dec_out(w, u, h2, v->val[prev], 1);
     }
     prev = a;
   }
@@ -2530,6 +2562,7 @@ static int force_unit(gc *g, int c, unsigned char *force) {
   if (u->kind == U_HEAD && u->hmode == H_MOVE) MARK(u->node);
   if (u->kind == U_MLP && (u->mkind == M_NWHERE || u->mkind == M_NCMP || u->mkind == M_SUM))
     MARK(u->node);
+  if (u->kind == U_MLP && u->mkind == M_DECODE && !u->cat) MARK(u->node); /* need_num's */
   if (u->kind == U_HEAD)
     for (int i = 0; i < u->nc; i++)
       if (u->c[i].numeq) MARK(u->c[i].sel);
