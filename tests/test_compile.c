@@ -198,6 +198,58 @@ START_TEST(test_numeric_ids) {
 }
 END_TEST
 
+/* A width moved by an equality head (decoder4_log_meet's shifted rank):
+** with more than 32 values it is decoded to (x, x^2) and moved in two value
+** columns, not decoded to a one-hot of 41 values and moved in 41 (need_num;
+** the categorical encoding, --encoding categorical, keeps the wide head). */
+START_TEST(test_numeric_width) {
+  static const char *src =
+      "def main(seq):\n"
+      "    w = sel_width(select(seq, seq, equals, causal=False))\n"
+      "    return shift_right(w, 1, default=0)\n";
+  raspG_model g;
+  ck_assert_int_eq(compile_and_compare(src, abc, 3, 40, 100, &g), 0);
+  ck_assert_int_le(g.model.cfg.d_head, 4);
+  ck_assert_ptr_nonnull(strstr(g.model.json_extra,
+                               ":w\", \"kind\": \"mlp\", \"encoding\": \"numerical+square\""));
+  int dm = g.model.cfg.d_model;
+  raspG_free(&g);
+  /* every count from 1 to 40 moved: inputs of one symbol and of two */
+  rasp_error err = {0};
+  rasp_ctx *ctx = rasp_ctx_new(40, NULL, &err);
+  ck_assert(rasp_set_vocab(ctx, abc, 3, &err));
+  ck_assert_msg(rasp_load_stdlib(ctx, NULL, &err), "%s", err.msg);
+  ck_assert_msg(rasp_exec_string(ctx, "test", src, &err), "%s", err.msg);
+  ck_assert_msg(rasp_trace(ctx, "main", &err), "%s", err.msg);
+  rasp_ir *ir = rasp_ctx_ir(ctx);
+  int64_t ids[3] = {1, 2, 3}, tok[40];
+  for (int enc = 0; enc < 2; enc++) {
+    raspG_opts o = {ids, 3, 3, NULL, 0, RASPG_FP32,
+                    enc ? RASPG_ENC_CATEGORICAL : RASPG_ENC_AUTO};
+    ck_assert_msg(raspG_compile(ir, &o, &g, &err), "%s", err.msg);
+    if (enc) {
+      ck_assert_int_gt(g.model.cfg.d_head, 40);
+      ck_assert_int_gt(g.model.cfg.d_model, dm);
+    }
+    rasp_eval *ev = raspE_new(ir);
+    rasp_elem got[40];
+    for (int k = 0; k <= 40; k++) {
+      for (int i = 0; i < 40; i++) tok[i] = i < k ? 1 : 2;
+      ck_assert_msg(raspG_run(&g, tok, got, NULL, &err), "%s", err.msg);
+      ck_assert_msg(raspE_run(ev, 1, tok, &err), "%s", err.msg);
+      const rasp_elem *want = raspE_value(ev, ir->outputs[0], 0);
+      for (int i = 0; i < 40; i++) {
+        ck_assert_int_eq(got[i].num, want[i].num);
+        ck_assert_int_eq(got[i].den, want[i].den);
+      }
+    }
+    raspE_free(ev);
+    raspG_free(&g);
+  }
+  rasp_ctx_free(ctx);
+}
+END_TEST
+
 START_TEST(test_causal) {
   raspG_model g;
   ck_assert_int_eq(compile_and_compare("def main(seq):\n"
@@ -694,6 +746,7 @@ static Suite *compile_suite(void) {
   tcase_add_test(tc, test_save_load);
   tcase_add_test(tc, test_layout);
   tcase_add_test(tc, test_numeric_ids);
+  tcase_add_test(tc, test_numeric_width);
   tcase_add_test(tc, test_round);
   tcase_add_test(tc, test_margins);
   tcase_add_test(tc, test_precision);
