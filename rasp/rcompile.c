@@ -228,7 +228,10 @@ typedef struct gc {
   unsigned char *have;
   unsigned char *numq; /* per IR node: a select read through a numerical query */
   unsigned char *numeq; /* per IR node: a select realised as -(k - q)^2 */
+  view *eqv;       /* per select [2 id], [2 id + 1]: its key and query views
+                      when need_num decoded one for it (val NULL: not) */
   unsigned char *ornot; /* per IR node: a select under an or / not */
+  unsigned char *wsel; /* per IR node: a select a sel_width reads */
   int *decoded;    /* per unit: its categorical decode unit, or -1 */
   rasp_error *err;
   /* per IR node (and [nnodes]: the tokens): compile it categorically, its
@@ -731,8 +734,9 @@ static int sel_comps(gc *g, int id, comp *c, int *nc) {
     memset(cc, 0, sizeof *cc);
     cc->numeq = 1;
     cc->sel = id;
-    view_copy(g, &cc->kv, &g->nv[nd->in[0]]);
-    view_copy(g, &cc->qv, &g->nv[nd->in[1]]);
+    const view *ev = &g->eqv[2 * id];
+    view_copy(g, &cc->kv, ev[0].val ? &ev[0] : &g->nv[nd->in[0]]);
+    view_copy(g, &cc->qv, ev[1].val ? &ev[1] : &g->nv[nd->in[1]]);
     cc->ku = cc->kv.unit;
     cc->qu = cc->qv.unit;
     /* centred: the score's terms are as small as the values allow */
@@ -847,15 +851,56 @@ static int numq_ok(gc *g, int id) {
   return 1;
 }
 
+/* Whether unit uid's value can be off its integer by more than a move's
+** leak: a need_num decode (its steps read a width or mean) or what moves or
+** gates one.  Sources are planned before their readers, so come first. */
+static int approx_unit(gc *g, int uid) {
+  const unit *u = &g->u[uid];
+  if (u->kind == U_MLP && u->mkind == M_DECODE) return !u->cat;
+  if (u->kind == U_HEAD) return u->hmode == H_MOVE && approx_unit(g, u->hv.unit);
+  if (u->kind != U_MLP || u->cat) return 0;
+  for (int i = 0; i < u->nmv; i++)
+    if (approx_unit(g, u->mv[i].unit)) return 1;
+  return 0;
+}
+
+/* Marks the selects a sel_width reads (through and / or / not). */
+static void mark_wsel(gc *g, int id) {
+  const rasp_ir_node *nd = &g->ir->nodes[id];
+  if (nd->op == RASP_OP_SELECT) g->wsel[id] = 1;
+  else if (nd->op == RASP_OP_SEL_AND || nd->op == RASP_OP_SEL_OR || nd->op == RASP_OP_SEL_NOT)
+    for (int i = 0; i < nd->nin; i++) mark_wsel(g, nd->in[i]);
+}
+
 /* A select realised as -(k - q)^2 (numeq): equality, not under an or / not
 ** (the score is a sum, not a 0/1 table), both sides readable as integers
 ** (lf_build), and either side a squared numerical unit or the one-hot
-** table needing more than NUMMIN columns. */
+** table needing more than NUMMIN columns.  A side that is a width or mean
+** of many values is decoded to (x, x^2) for it (need_num; g->eqv): three
+** columns and two residual dimensions instead of a one-hot decode and a
+** column per value.  Not for a select a sel_width reads: its selected keys
+** must score alike to within a fraction of 1/(n+1)^2, which a decoded
+** number's error (about 1e-2 in x^2 at n = 128) times the head's scale
+** does not give (double_histogram at n = 128 was 346/1000). */
 static int numeq_ok(gc *g, int id) {
   const rasp_ir_node *nd = &g->ir->nodes[id];
   if (nd->aux != RASP_PRED_EQ || g->ornot[id] || forced(g, id)) return 0;
   const view *kv = &g->nv[nd->in[0]], *qv = &g->nv[nd->in[1]];
-  if (!lf_ok(g, kv) || !lf_ok(g, qv)) return 0;
+  if (g->wsel[id] && (approx_unit(g, kv->unit) || approx_unit(g, qv->unit))) return 0;
+  if (!lf_ok(g, kv) || !lf_ok(g, qv)) {
+    if (g->wsel[id]) return 0;
+    view k2, q2;
+    view_copy(g, &k2, kv);
+    view_copy(g, &q2, qv);
+    if (need_num(g, &k2, nd->in[0]) && need_num(g, &q2, nd->in[1])) {
+      g->eqv[2 * id] = k2;
+      g->eqv[2 * id + 1] = q2;
+      return 1;
+    }
+    view_free(&k2);
+    view_free(&q2);
+    return 0;
+  }
   if (g->u[kv->unit].sq || g->u[qv->unit].sq) return 1;
   int nk, nq, common = 0;
   rasp_elem *ik = view_image(kv, &nk), *iq = view_image(qv, &nq);
@@ -942,11 +987,19 @@ static int plan_sum(gc *g, int id, const rasp_ir_node *nd) {
 
 /* where(c, x, y) on numbers: (x, x^2) or (y, y^2) by big-M gating, a few
 ** hidden units, when x and y read as integers and the result has many
-** values (or an operand is numerical already). */
+** values (or an operand is numerical already); a branch that is a width or
+** mean of many values is decoded to (x, x^2) for it (need_num). */
 static int plan_nwhere(gc *g, int id, const rasp_ir_node *nd) {
   if (nd->op != RASP_OP_WHERE || forced(g, id)) return 0;
-  const view *x = &g->nv[nd->in[1]], *y = &g->nv[nd->in[2]];
-  if (!lf_ok(g, x) || !lf_ok(g, y)) return 0;
+  view xv, yv;
+  view_copy(g, &xv, &g->nv[nd->in[1]]);
+  view_copy(g, &yv, &g->nv[nd->in[2]]);
+  const view *x = &xv, *y = &yv;
+  if (!need_num(g, &xv, nd->in[1]) || !need_num(g, &yv, nd->in[2])) {
+    view_free(&xv);
+    view_free(&yv);
+    return 0;
+  }
   int nx, ny;
   rasp_elem *ix = view_image(x, &nx), *iy = view_image(y, &ny);
   ix = raspM_realloc(ix, sizeof(rasp_elem) * (size_t)(nx + ny + 1));
@@ -955,6 +1008,8 @@ static int plan_nwhere(gc *g, int id, const rasp_ir_node *nd) {
   int m = uniq(ix, nx + ny);
   if (m <= NUMMIN && !g->u[x->unit].sq && !g->u[y->unit].sq) {
     raspM_free(ix);
+    view_free(&xv);
+    view_free(&yv);
     return 0;
   }
   view c;
@@ -1017,8 +1072,8 @@ static int plan_nwhere(gc *g, int id, const rasp_ir_node *nd) {
   u->ctest = ctest;
   u->ct_a = ct_a;
   u->ct_b = ct_b;
-  view_copy(g, &u->mv[1], swap ? y : x);
-  view_copy(g, &u->mv[2], swap ? x : y);
+  u->mv[1] = swap ? yv : xv;
+  u->mv[2] = swap ? xv : yv;
   view_identity(g, &g->nv[id], uid);
   return 1;
 }
@@ -3286,10 +3341,14 @@ static void gc_free(gc *g) {
   if (g->nv)
     for (int i = 0; i < g->ir->nnodes; i++) view_free(&g->nv[i]);
   raspM_free(g->nv);
+  if (g->eqv)
+    for (int i = 0; i < 2 * g->ir->nnodes; i++) view_free(&g->eqv[i]);
+  raspM_free(g->eqv);
   raspM_free(g->decoded);
   raspM_free(g->numq);
   raspM_free(g->numeq);
   raspM_free(g->ornot);
+  raspM_free(g->wsel);
   raspM_free(g->fact);
 }
 
@@ -3374,9 +3433,13 @@ static int plan(gc *g, const rasp_ir *ir, const raspG_opts *o, const unsigned ch
   g->nv = raspM_alloc(sizeof(view) * (size_t)ir->nnodes);
   g->numq = raspM_alloc((size_t)ir->nnodes);
   g->numeq = raspM_alloc((size_t)ir->nnodes);
+  g->eqv = raspM_alloc(sizeof(view) * 2 * (size_t)ir->nnodes);
   g->ornot = raspM_alloc((size_t)ir->nnodes);
   for (int i = 0; i < ir->nnodes; i++)
     if (live[i]) mark_ornot(g, i, 0);
+  g->wsel = raspM_alloc((size_t)ir->nnodes);
+  for (int i = 0; i < ir->nnodes; i++)
+    if (live[i] && ir->nodes[i].op == RASP_OP_SEL_WIDTH) mark_wsel(g, ir->nodes[i].in[0]);
   /* common subexpressions (raspF_canon): a head or MLP node computed twice
      is planned once, its copies read the same unit; selects are planned
      again (they make no unit, and their operands' decodes are memoised) */
@@ -3409,6 +3472,7 @@ static int plan(gc *g, const rasp_ir *ir, const raspG_opts *o, const unsigned ch
   int quad = 0; /* a numerical readout: logit_v = -X (x - v)^2 */
   if (ok) {
     view_copy(g, ov, &g->nv[root]);
+    need_num(g, ov, root); /* a width or mean of many values: read out as (x, x^2) */
     double qa, qb;
     quad = g->u[ov->unit].sq && lf_ok(g, ov) && view_affine(g, ov, &qa, &qb);
     if (!quad) need_cat(g, ov, root);
