@@ -27,7 +27,8 @@
 **     cheaper orientation wins, so an equality test costs |A| + 1 units.
 ** Numerical units are read by MLPs through step functions placed at the
 ** midpoints between consecutive possible values (exact for any input within
-** a quarter gap of a true value); other readers get a categorical decode.
+** a quarter gap of a true value); other readers get a categorical decode
+** (or an integer one, need_num below).
 **
 ** Facts from rfacts.h.  Predicates mean what raspF_pred_holds says (a
 ** custom one runs the program's function here); a node computed twice
@@ -105,6 +106,18 @@
 **   comparisons x == y, x < y: ReLU bumps / steps of x - y (M_NCMP);
 **   readout: logit_v = -X (x - v)^2, linear in (x, x^2, 1).
 ** Anything else reading such a unit decodes it (steps, as above).
+** Widths and means as numbers (need_num): a numerical unit without its
+** square (1/(w+1) of sel_width, a mean, a sum) whose view takes more than
+** NUMMIN integer values and is moved by an equality head, is a branch of a
+** where, a side of an equality select or the readout, is decoded to
+** (x, x^2) instead of one-hot: the same steps, each weighted by the change
+** of x and of x^2, so two dimensions instead of one per value, and the
+** move two value columns (decoder4_log_meet's shifted rank: 70 before).
+** Not into a select that a sel_width reads, nor anything moved or gated
+** from such a decode (approx_unit): the width's selected keys must score
+** alike to within a fraction of 1/(n+1)^2, which the decode's rounding
+** (about 1e-2 in x^2 at n = 128) times the head's scale does not give.  A
+** fallback (fp16, bf16) that forces the width's node keeps it one-hot.
 **
 ** Liveness.  After scheduling, each unit's last reader is known; a dead
 ** unit can be erased by an MLP (minus its value: one hidden unit per
