@@ -27,7 +27,8 @@
 **     cheaper orientation wins, so an equality test costs |A| + 1 units.
 ** Numerical units are read by MLPs through step functions placed at the
 ** midpoints between consecutive possible values (exact for any input within
-** a quarter gap of a true value); other readers get a categorical decode.
+** a quarter gap of a true value); other readers get a categorical decode
+** (or an integer one, need_num below).
 **
 ** Facts from rfacts.h.  Predicates mean what raspF_pred_holds says (a
 ** custom one runs the program's function here); a node computed twice
@@ -109,6 +110,18 @@
 **   comparisons x == y, x < y: ReLU bumps / steps of x - y (M_NCMP);
 **   readout: logit_v = -X (x - v)^2, linear in (x, x^2, 1).
 ** Anything else reading such a unit decodes it (steps, as above).
+** Widths and means as numbers (need_num): a numerical unit without its
+** square (1/(w+1) of sel_width, a mean, a sum) whose view takes more than
+** NUMMIN integer values and is moved by an equality head, is a branch of a
+** where, a side of an equality select or the readout, is decoded to
+** (x, x^2) instead of one-hot: the same steps, each weighted by the change
+** of x and of x^2, so two dimensions instead of one per value, and the
+** move two value columns (decoder4_log_meet's shifted rank: 70 before).
+** Not into a select that a sel_width reads, nor anything moved or gated
+** from such a decode (approx_unit): the width's selected keys must score
+** alike to within a fraction of 1/(n+1)^2, which the decode's rounding
+** (about 1e-2 in x^2 at n = 128) times the head's scale does not give.  A
+** fallback (fp16, bf16) that forces the width's node keeps it one-hot.
 **
 ** Liveness.  After scheduling, each unit's last reader is known; a dead
 ** unit can be erased by an MLP (minus its value: one hidden unit per
@@ -233,7 +246,10 @@ typedef struct gc {
   unsigned char *have;
   unsigned char *numq; /* per IR node: a select read through a numerical query */
   unsigned char *numeq; /* per IR node: a select realised as -(k - q)^2 */
+  view *eqv;       /* per select [2 id], [2 id + 1]: its key and query views
+                      when need_num decoded one for it (val NULL: not) */
   unsigned char *ornot; /* per IR node: a select under an or / not */
+  unsigned char *wsel; /* per IR node: a select a sel_width reads */
   int *decoded;    /* per unit: its categorical decode unit, or -1 */
   rasp_error *err;
   /* per IR node (and [nnodes]: the tokens): compile it categorically, its
@@ -383,12 +399,12 @@ static rasp_elem *view_image(const view *v, int *count) {
 
 static int unit_of(gc *g, int node) { return g->nv[node].unit; }
 
-/* A categorical unit holding view v's values (an MLP decode), memoised for
-** identity views of numerical units. */
-static int decode_unit(gc *g, const view *v, int node) {
+/* A unit holding view v's values (an MLP decode): categorical, or (num) an
+** integer with its square (x, x^2); memoised. */
+static int decode_unit(gc *g, const view *v, int node, int num) {
   for (int i = 0; i < g->nu; i++) {
     const unit *d = &g->u[i];
-    if (d->kind == U_MLP && d->mkind == M_DECODE && d->mv[0].unit == v->unit &&
+    if (d->kind == U_MLP && d->mkind == M_DECODE && d->cat == !num && d->mv[0].unit == v->unit &&
         !memcmp(d->mv[0].ok, v->ok, (size_t)v->nv)) {
       int same = 1;
       for (int a = 0; a < v->nv && same; a++)
@@ -398,8 +414,9 @@ static int decode_unit(gc *g, const view *v, int node) {
   }
   int cnt;
   rasp_elem *img = view_image(v, &cnt);
-  int id = new_unit(g, U_MLP, 1, img, cnt, node);
+  int id = new_unit(g, U_MLP, !num, img, cnt, node);
   g->u[id].mkind = M_DECODE;
+  g->u[id].sq = num;
   view_copy(g, &g->u[id].mv[0], v);
   g->u[id].nmv = 1;
   return id;
@@ -408,7 +425,7 @@ static int decode_unit(gc *g, const view *v, int node) {
 /* Makes v read a categorical unit (decoding a numerical one). */
 static void need_cat(gc *g, view *v, int node) {
   if (g->u[v->unit].cat) return;
-  int id = decode_unit(g, v, node);
+  int id = decode_unit(g, v, node, 0);
   view_free(v);
   view_identity(g, v, id);
 }
@@ -506,6 +523,25 @@ static int lf_ok(gc *g, const view *v) {
   lform f;
   double lo, hi;
   return lf_build(g, v, 0, 0, &f, &lo, &hi);
+}
+
+/* Makes v read as an integer form (lf_ok) where it can: a view of a
+** numerical unit without its square (a width, a mean, a sum) taking more
+** than NUMMIN integer values is decoded to (x, x^2) -- the categorical
+** decode's steps, weighted by the change of x and of x^2 (two output
+** dimensions, not one per value).  node: the view's IR node, whose forcing
+** (a fallback) keeps the categorical decode.  Returns whether v is lf_ok. */
+static int need_num(gc *g, view *v, int node) {
+  if (lf_ok(g, v)) return 1;
+  const unit *s = &g->u[v->unit];
+  if (s->cat || s->sq || forced(g, node) || !fact_int(view_fact(g, v, node))) return 0;
+  int cnt;
+  raspM_free(view_image(v, &cnt));
+  if (cnt <= NUMMIN) return 0;
+  int id = decode_unit(g, v, node, 1);
+  view_free(v);
+  view_identity(g, v, id);
+  return lf_ok(g, v);
 }
 
 /* Adds coef * form to column col of a weight matrix (rows = residual
@@ -716,8 +752,9 @@ static int sel_comps(gc *g, int id, comp *c, int *nc) {
     memset(cc, 0, sizeof *cc);
     cc->numeq = 1;
     cc->sel = id;
-    view_copy(g, &cc->kv, &g->nv[nd->in[0]]);
-    view_copy(g, &cc->qv, &g->nv[nd->in[1]]);
+    const view *ev = &g->eqv[2 * id];
+    view_copy(g, &cc->kv, ev[0].val ? &ev[0] : &g->nv[nd->in[0]]);
+    view_copy(g, &cc->qv, ev[1].val ? &ev[1] : &g->nv[nd->in[1]]);
     cc->ku = cc->kv.unit;
     cc->qu = cc->qv.unit;
     /* centred: the score's terms are as small as the values allow */
@@ -832,15 +869,56 @@ static int numq_ok(gc *g, int id) {
   return 1;
 }
 
+/* Whether unit uid's value can be off its integer by more than a move's
+** leak: a need_num decode (its steps read a width or mean) or what moves or
+** gates one.  Sources are planned before their readers, so come first. */
+static int approx_unit(gc *g, int uid) {
+  const unit *u = &g->u[uid];
+  if (u->kind == U_MLP && u->mkind == M_DECODE) return !u->cat;
+  if (u->kind == U_HEAD) return u->hmode == H_MOVE && approx_unit(g, u->hv.unit);
+  if (u->kind != U_MLP || u->cat) return 0;
+  for (int i = 0; i < u->nmv; i++)
+    if (approx_unit(g, u->mv[i].unit)) return 1;
+  return 0;
+}
+
+/* Marks the selects a sel_width reads (through and / or / not). */
+static void mark_wsel(gc *g, int id) {
+  const rasp_ir_node *nd = &g->ir->nodes[id];
+  if (nd->op == RASP_OP_SELECT) g->wsel[id] = 1;
+  else if (nd->op == RASP_OP_SEL_AND || nd->op == RASP_OP_SEL_OR || nd->op == RASP_OP_SEL_NOT)
+    for (int i = 0; i < nd->nin; i++) mark_wsel(g, nd->in[i]);
+}
+
 /* A select realised as -(k - q)^2 (numeq): equality, not under an or / not
 ** (the score is a sum, not a 0/1 table), both sides readable as integers
 ** (lf_build), and either side a squared numerical unit or the one-hot
-** table needing more than NUMMIN columns. */
+** table needing more than NUMMIN columns.  A side that is a width or mean
+** of many values is decoded to (x, x^2) for it (need_num; g->eqv): three
+** columns and two residual dimensions instead of a one-hot decode and a
+** column per value.  Not for a select a sel_width reads: its selected keys
+** must score alike to within a fraction of 1/(n+1)^2, which a decoded
+** number's error (about 1e-2 in x^2 at n = 128) times the head's scale
+** does not give (double_histogram at n = 128 was 346/1000). */
 static int numeq_ok(gc *g, int id) {
   const rasp_ir_node *nd = &g->ir->nodes[id];
   if (nd->aux != RASP_PRED_EQ || g->ornot[id] || forced(g, id)) return 0;
   const view *kv = &g->nv[nd->in[0]], *qv = &g->nv[nd->in[1]];
-  if (!lf_ok(g, kv) || !lf_ok(g, qv)) return 0;
+  if (g->wsel[id] && (approx_unit(g, kv->unit) || approx_unit(g, qv->unit))) return 0;
+  if (!lf_ok(g, kv) || !lf_ok(g, qv)) {
+    if (g->wsel[id]) return 0;
+    view k2, q2;
+    view_copy(g, &k2, kv);
+    view_copy(g, &q2, qv);
+    if (need_num(g, &k2, nd->in[0]) && need_num(g, &q2, nd->in[1])) {
+      g->eqv[2 * id] = k2;
+      g->eqv[2 * id + 1] = q2;
+      return 1;
+    }
+    view_free(&k2);
+    view_free(&q2);
+    return 0;
+  }
   if (g->u[kv->unit].sq || g->u[qv->unit].sq) return 1;
   int nk, nq, common = 0;
   rasp_elem *ik = view_image(kv, &nk), *iq = view_image(qv, &nq);
@@ -927,11 +1005,19 @@ static int plan_sum(gc *g, int id, const rasp_ir_node *nd) {
 
 /* where(c, x, y) on numbers: (x, x^2) or (y, y^2) by big-M gating, a few
 ** hidden units, when x and y read as integers and the result has many
-** values (or an operand is numerical already). */
+** values (or an operand is numerical already); a branch that is a width or
+** mean of many values is decoded to (x, x^2) for it (need_num). */
 static int plan_nwhere(gc *g, int id, const rasp_ir_node *nd) {
   if (nd->op != RASP_OP_WHERE || forced(g, id)) return 0;
-  const view *x = &g->nv[nd->in[1]], *y = &g->nv[nd->in[2]];
-  if (!lf_ok(g, x) || !lf_ok(g, y)) return 0;
+  view xv, yv;
+  view_copy(g, &xv, &g->nv[nd->in[1]]);
+  view_copy(g, &yv, &g->nv[nd->in[2]]);
+  const view *x = &xv, *y = &yv;
+  if (!need_num(g, &xv, nd->in[1]) || !need_num(g, &yv, nd->in[2])) {
+    view_free(&xv);
+    view_free(&yv);
+    return 0;
+  }
   int nx, ny;
   rasp_elem *ix = view_image(x, &nx), *iy = view_image(y, &ny);
   ix = raspM_realloc(ix, sizeof(rasp_elem) * (size_t)(nx + ny + 1));
@@ -940,6 +1026,8 @@ static int plan_nwhere(gc *g, int id, const rasp_ir_node *nd) {
   int m = uniq(ix, nx + ny);
   if (m <= NUMMIN && !g->u[x->unit].sq && !g->u[y->unit].sq) {
     raspM_free(ix);
+    view_free(&xv);
+    view_free(&yv);
     return 0;
   }
   view c;
@@ -1002,8 +1090,8 @@ static int plan_nwhere(gc *g, int id, const rasp_ir_node *nd) {
   u->ctest = ctest;
   u->ct_a = ct_a;
   u->ct_b = ct_b;
-  view_copy(g, &u->mv[1], swap ? y : x);
-  view_copy(g, &u->mv[2], swap ? x : y);
+  u->mv[1] = swap ? yv : xv;
+  u->mv[2] = swap ? xv : yv;
   view_identity(g, &g->nv[id], uid);
   return 1;
 }
@@ -1188,26 +1276,28 @@ static int plan_node(gc *g, int id) {
   }
   case RASP_OP_AGGREGATE:
   case RASP_OP_AGGR_MEAN: {
-    const view *src = &g->nv[nd->in[1]];
     rasp_elem d0 = nd->op == RASP_OP_AGGR_MEAN ? raspI_elem_trunc(nd->c) : nd->c;
-    if (sel_has_eq(g->ir, nd->in[0]) && int_elem(d0) && lf_ok(g, src) && !forced(g, id)) {
+    view sv;
+    view_copy(g, &sv, &g->nv[nd->in[1]]);
+    if (sel_has_eq(g->ir, nd->in[0]) && int_elem(d0) && !forced(g, id) &&
+        need_num(g, &sv, nd->in[1])) {
       /* numerical move of an integer (x, x^2): the selected keys hold one
-      ** value (as for the categorical move below), so the mean is it */
+      ** value (as for the categorical move below), so the mean is it; a
+      ** width or mean read here is decoded to (x, x^2) first (need_num) */
       int cnt;
-      rasp_elem *img = view_image(src, &cnt);
-      if (g->u[src->unit].sq || cnt > NUMMIN) {
+      rasp_elem *img = view_image(&sv, &cnt);
+      if (g->u[sv.unit].sq || cnt > NUMMIN) {
         img = raspM_realloc(img, sizeof(rasp_elem) * (size_t)(cnt + 1));
         img[cnt++] = d0;
         cnt = uniq(img, cnt);
-        view hv;
-        view_copy(g, &hv, src);
-        int uid = new_head(g, 0, img, cnt, id, H_MOVE, nd->in[0], &hv, d0);
+        int uid = new_head(g, 0, img, cnt, id, H_MOVE, nd->in[0], &sv, d0);
         g->u[uid].sq = 1;
         view_identity(g, v, uid);
         return 1;
       }
       raspM_free(img);
     }
+    view_free(&sv);
     view hv;
     view_copy(g, &hv, &g->nv[nd->in[1]]);
     need_cat(g, &hv, nd->in[1]);
@@ -1388,6 +1478,18 @@ static void wout(wctx *w, int h, int dim, double x) {
   if (w->w_in) w->w_out[(size_t)h * w->d + dim] += (float)x;
 }
 
+/* Hidden unit h adds coef times value e of decode unit u: to e's one-hot
+** dimension, or to (x, x^2) of a numerical decode. */
+static void dec_out(wctx *w, const unit *u, int h, rasp_elem e, double coef) {
+  if (u->cat) {
+    wout(w, h, u->dim + find(u->vals, u->nvals, e), coef);
+    return;
+  }
+  double x = dval(e);
+  wout(w, h, u->dim, coef * x);
+  wout(w, h, u->dim + 1, coef * x * x);
+}
+
 static void mlp_decode(wctx *w, unit *u) {
   gc *g = w->g;
   const view *v = &u->mv[0];
@@ -1411,7 +1513,7 @@ static void mlp_decode(wctx *w, unit *u) {
     if (prev < 0) {
       int h = hid(w, 0, 0);
       win(w, 1, h, 1);
-      wout(w, h, u->dim + find(u->vals, u->nvals, v->val[a]), 1);
+      dec_out(w, u, h, v->val[a], 1);
     } else if (ecmp(v->val[a], v->val[prev])) {
       double lo = dval(s->vals[prev]), hi = dval(s->vals[a]);
       double gap = hi - lo, mid = (lo + hi) / 2, sl = 2 / gap;
@@ -1422,12 +1524,10 @@ static void mlp_decode(wctx *w, unit *u) {
       int h1 = hid(w, b1, L), h2 = hid(w, b2, L);
       win(w, s->dim, h1, sl);
       win(w, s->dim, h2, sl);
-      int vn = u->dim + find(u->vals, u->nvals, v->val[a]);
-      int vp = u->dim + find(u->vals, u->nvals, v->val[prev]);
-      wout(w, h1, vn, 1);
-      wout(w, h2, vn, -1);
-      wout(w, h1, vp, -1);
-      wout(w, h2, vp, 1);
+      dec_out(w, u, h1, v->val[a], 1);
+      dec_out(w, u, h2, v->val[a], -1);
+      dec_out(w, u, h1, v->val[prev], -1);
+      dec_out(w, u, h2, v->val[prev], 1);
     }
     prev = a;
   }
@@ -2572,6 +2672,7 @@ static int force_unit(gc *g, int c, unsigned char *force) {
   if (u->kind == U_HEAD && u->hmode == H_MOVE) MARK(u->node);
   if (u->kind == U_MLP && (u->mkind == M_NWHERE || u->mkind == M_NCMP || u->mkind == M_SUM))
     MARK(u->node);
+  if (u->kind == U_MLP && u->mkind == M_DECODE && !u->cat) MARK(u->node); /* need_num's */
   if (u->kind == U_HEAD)
     for (int i = 0; i < u->nc; i++)
       if (u->c[i].numeq) MARK(u->c[i].sel);
@@ -3301,10 +3402,14 @@ static void gc_free(gc *g) {
   if (g->nv)
     for (int i = 0; i < g->ir->nnodes; i++) view_free(&g->nv[i]);
   raspM_free(g->nv);
+  if (g->eqv)
+    for (int i = 0; i < 2 * g->ir->nnodes; i++) view_free(&g->eqv[i]);
+  raspM_free(g->eqv);
   raspM_free(g->decoded);
   raspM_free(g->numq);
   raspM_free(g->numeq);
   raspM_free(g->ornot);
+  raspM_free(g->wsel);
   raspM_free(g->fact);
 }
 
@@ -3389,9 +3494,13 @@ static int plan(gc *g, const rasp_ir *ir, const raspG_opts *o, const unsigned ch
   g->nv = raspM_alloc(sizeof(view) * (size_t)ir->nnodes);
   g->numq = raspM_alloc((size_t)ir->nnodes);
   g->numeq = raspM_alloc((size_t)ir->nnodes);
+  g->eqv = raspM_alloc(sizeof(view) * 2 * (size_t)ir->nnodes);
   g->ornot = raspM_alloc((size_t)ir->nnodes);
   for (int i = 0; i < ir->nnodes; i++)
     if (live[i]) mark_ornot(g, i, 0);
+  g->wsel = raspM_alloc((size_t)ir->nnodes);
+  for (int i = 0; i < ir->nnodes; i++)
+    if (live[i] && ir->nodes[i].op == RASP_OP_SEL_WIDTH) mark_wsel(g, ir->nodes[i].in[0]);
   /* common subexpressions (raspF_canon): a head or MLP node computed twice
      is planned once, its copies read the same unit; selects are planned
      again (they make no unit, and their operands' decodes are memoised) */
@@ -3424,6 +3533,7 @@ static int plan(gc *g, const rasp_ir *ir, const raspG_opts *o, const unsigned ch
   int quad = 0; /* a numerical readout: logit_v = -X (x - v)^2 */
   if (ok) {
     view_copy(g, ov, &g->nv[root]);
+    need_num(g, ov, root); /* a width or mean of many values: read out as (x, x^2) */
     double qa, qb;
     quad = g->u[ov->unit].sq && lf_ok(g, ov) && view_affine(g, ov, &qa, &qb);
     if (!quad) need_cat(g, ov, root);

@@ -114,8 +114,9 @@ typedef struct raspG_sched {
   int total_heads;
   int decodes;      /* MLP units that decode a numerical unit into one-hot for
                        a reader that needs categories (a select, a where's
-                       condition, the readout): the sublayers the IR rule
-                       does not count */
+                       condition, the readout), or a width or mean into an
+                       integer (x, x^2) for one that reads numbers: the
+                       sublayers the IR rule does not count */
   int chained;      /* MLP units that read another MLP unit (a decode of
                        one included): each waits one MLP sublayer for it,
                        where the IR rule fuses element-wise chains into one */

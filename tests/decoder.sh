@@ -18,6 +18,8 @@
 #     interpreter, and before rasp-train's first step is right at every
 #     answer position with loss <= 0.01; a decoder3 with one select made
 #     non-causal is refused, a decoder4 whose pointers miss each other fails;
+#   - decoder4 at D = 5, M = 5: at most 3.0M parameters, d_model <= 256 and
+#     the same at V = 1000, exact on the inputs checked;
 #   - --check inputs are half the usual ones and half adversarial (plain
 #     programs: token patterns; path-star: edge orders), counted per class;
 #     a bad --logit-scale is refused with its value.
@@ -128,6 +130,22 @@ out=$("$RASP" verify "$tmp/miss.rasp" --allow-include "$(pwd)/programs" --D 2 --
 st=$?
 if [ $st -eq 1 ] && printf '%s\n' "$out" | grep -q ' 0/50  FAIL'; then ok
 else bad "decoder4 with missing pointers passes (status $st)"; printf '%s\n' "$out"; fi
+
+# decoder4 at the size (D = 5, M = 5): under 3.0M parameters with
+# d_model <= 256, the same d_model at V = 1000, exact on the inputs checked
+# (its shifted rank is moved as (x, x^2), not as a one-hot of 70: 5.9M
+# parameters before; doc/compiler.md)
+out=$("$RASP" compile programs/decoder4_log_meet.rasp --D 5 --M 5 --V 100 --dry-run --stats \
+  --check 40 2>&1)
+st=$?
+dm=$(printf '%s\n' "$out" | sed -n 's/^d_model \([0-9]*\),.*/\1/p')
+pm=$(printf '%s\n' "$out" | sed -n 's/^parameters: \([0-9]*\)$/\1/p')
+dm1=$("$RASP" compile programs/decoder4_log_meet.rasp --D 5 --M 5 --V 1000 --dry-run --stats 2>&1 |
+  sed -n 's/^d_model \([0-9]*\),.*/\1/p')
+if [ $st -eq 0 ] && [ -n "$dm" ] && [ -n "$pm" ] && [ "$dm" -le 256 ] && [ "$pm" -le 3000000 ] &&
+   [ "$dm1" = "$dm" ] && printf '%s\n' "$out" | grep -q '^check: 40/40 inputs agree'; then ok
+else bad "decoder4 at D=5 M=5: d_model $dm (V=1000: $dm1), $pm parameters (status $st)"
+  printf '%s\n' "$out"; fi
 
 # plain programs: 2 uniform, 2 adversarial of each class in 10 inputs
 out=$("$RASP" compile examples/histogram.rasp --input-vocab "a b c" --length 6 --dry-run --check 10 2>&1)

@@ -198,6 +198,93 @@ START_TEST(test_numeric_ids) {
 }
 END_TEST
 
+/* Every input of length n over {1, 2} with k ones (k = 0..n): each count
+** from 1 to n occurs; the model agrees with the interpreter on all. */
+static void two_token_runs(const char *src, int n, int enc, raspG_model *g) {
+  rasp_error err = {0};
+  rasp_ctx *ctx = rasp_ctx_new(n, NULL, &err);
+  ck_assert(rasp_set_vocab(ctx, abc, 3, &err));
+  ck_assert_msg(rasp_load_stdlib(ctx, NULL, &err), "%s", err.msg);
+  ck_assert_msg(rasp_exec_string(ctx, "test", src, &err), "%s", err.msg);
+  ck_assert_msg(rasp_trace(ctx, "main", &err), "%s", err.msg);
+  rasp_ir *ir = rasp_ctx_ir(ctx);
+  int64_t ids[3] = {1, 2, 3};
+  raspG_opts o = {ids, 3, 3, NULL, 0, RASPG_FP32, enc ? RASPG_ENC_CATEGORICAL : RASPG_ENC_AUTO};
+  ck_assert_msg(raspG_compile(ir, &o, g, &err), "%s", err.msg);
+  rasp_eval *ev = raspE_new(ir);
+  int64_t *tok = malloc(sizeof(int64_t) * (size_t)n);
+  rasp_elem *got = malloc(sizeof(rasp_elem) * (size_t)n);
+  for (int k = 0; k <= n; k++) {
+    for (int i = 0; i < n; i++) tok[i] = i < k ? 1 : 2;
+    ck_assert_msg(raspG_run(g, tok, got, NULL, &err), "%s", err.msg);
+    ck_assert_msg(raspE_run(ev, 1, tok, &err), "%s", err.msg);
+    const rasp_elem *want = raspE_value(ev, ir->outputs[0], 0);
+    for (int i = 0; i < n; i++) {
+      ck_assert_int_eq(got[i].num, want[i].num);
+      ck_assert_int_eq(got[i].den, want[i].den);
+    }
+  }
+  free(tok);
+  free(got);
+  raspE_free(ev);
+  rasp_ctx_free(ctx);
+}
+
+/* A width of more than 32 values read as a number (need_num): decoded to
+** (x, x^2) by the steps of a categorical decode, two dimensions instead of
+** one per value, when it is moved by an equality head (decoder4_log_meet's
+** shifted rank: 2 value columns, not 41), a branch of a where (decoder3's
+** start rank) or the readout (histogram: -X (x - v)^2); not into a select
+** that a sel_width reads (double_histogram: its selected keys must score
+** alike, which the decode's rounding does not give at n = 128).  The
+** categorical encoding keeps the wide forms. */
+START_TEST(test_numeric_width) {
+  static const char *move =
+      "def main(seq):\n"
+      "    w = sel_width(select(seq, seq, equals, causal=False))\n"
+      "    return shift_right(w, 1, default=0)\n";
+  static const char *gate =
+      "def main(seq):\n"
+      "    idx = indices(seq)\n"
+      "    w = sel_width(select(seq, seq, equals, causal=False))\n"
+      "    r = where(idx % 2 == 0, w, full(idx, -5))\n"
+      "    return aggregate(select(idx, r, equals, causal=False), seq)\n";
+  static const char *hist =
+      "def main(seq):\n"
+      "    return sel_width(select(seq, seq, equals, causal=False))\n";
+  static const char *dhist =
+      "def main(seq):\n"
+      "    w = sel_width(select(seq, seq, equals, causal=False))\n"
+      "    return sel_width(select(w, w, equals, causal=False))\n";
+  raspG_model g, c;
+  ck_assert_int_eq(compile_and_compare(move, abc, 3, 40, 100, NULL), 0);
+  two_token_runs(move, 40, 0, &g);
+  two_token_runs(move, 40, 1, &c);
+  ck_assert_int_le(g.model.cfg.d_head, 4);
+  ck_assert_int_gt(c.model.cfg.d_head, 40);
+  ck_assert_int_lt(g.model.cfg.d_model, c.model.cfg.d_model);
+  ck_assert_ptr_nonnull(strstr(g.model.json_extra,
+                               ":w\", \"kind\": \"mlp\", \"encoding\": \"numerical+square\""));
+  raspG_free(&g);
+  raspG_free(&c);
+  ck_assert_int_eq(compile_and_compare(gate, abc, 3, 40, 100, NULL), 0);
+  two_token_runs(gate, 40, 0, &g);
+  two_token_runs(gate, 40, 1, &c);
+  ck_assert_int_lt(g.model.cfg.d_model + 30, c.model.cfg.d_model);
+  raspG_free(&g);
+  raspG_free(&c);
+  two_token_runs(hist, 128, 0, &g);
+  two_token_runs(hist, 128, 1, &c);
+  ck_assert_int_le(g.model.cfg.d_model, 8);
+  ck_assert_int_gt(c.model.cfg.d_model, 128);
+  raspG_free(&g);
+  raspG_free(&c);
+  ck_assert_int_eq(compile_and_compare(dhist, abc, 3, 128, 5, NULL), 0);
+  two_token_runs(dhist, 128, 0, &g);
+  raspG_free(&g);
+}
+END_TEST
+
 START_TEST(test_causal) {
   raspG_model g;
   ck_assert_int_eq(compile_and_compare("def main(seq):\n"
@@ -754,6 +841,7 @@ static Suite *compile_suite(void) {
   tcase_add_test(tc, test_save_load);
   tcase_add_test(tc, test_layout);
   tcase_add_test(tc, test_numeric_ids);
+  tcase_add_test(tc, test_numeric_width);
   tcase_add_test(tc, test_round);
   tcase_add_test(tc, test_margins);
   tcase_add_test(tc, test_precision);
