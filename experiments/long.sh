@@ -14,8 +14,8 @@
 #                   l_t) widened by 8 and frozen, at lr 1e-3, beside the
 #                   standard arm;
 # and, with EXTRA=1, two shorter calls (STEPS_EXTRA, default 320): a mix
-# A = 0.02 at lr 1e-3 and noise S = 3e-3 at lr 1e-5 (PREFIX_mix2,
-# PREFIX_noise).  Every compiled arm of basin.sh starts from the model with a
+# A = 0.02 and noise S = 3e-3, both at lr 1e-5 (PREFIX_mix2,
+# PREFIX_noise); CALLS="lr1e-5 noise" makes (or redraws) only those.  Every compiled arm of basin.sh starts from the model with a
 # quarter of the attention gain (GAIN=0.25, section 4.4).  A call whose
 # compare.csv already holds its last step is not run again, so the calls
 # can be made one at a time (the study ran two at once, PAR=2 here) and
@@ -43,13 +43,14 @@ call() { # NAME CSV STEPS SCRIPT ENV...
 }
 calls="lr1e-3 lr1e-5 freeze"
 [ "$EXTRA" = 0 ] || calls="$calls mix2 noise"
+calls=${CALLS:-$calls}
 for n in $calls; do
   case $n in
     lr1e-3) call $n "${prefix}_$n/seed1/compare.csv" "$STEPS" basin.sh LR=1e-3 MIX="0 100" NOISE= GAIN=0.25 ;;
     lr1e-5) call $n "${prefix}_$n/seed1/compare.csv" "$STEPS" basin.sh LR=1e-5 MIX=0 NOISE= STANDARD=0 GAIN=0.25 ;;
     freeze) call $n "${prefix}_$n/readout6_causal/compare.csv" "$STEPS" freeze_widen.sh \
       PROGRAMS=readout6_causal ARMS="frozen standard" ;;
-    mix2) call $n "${prefix}_$n/seed1/compare.csv" "$STEPS_EXTRA" basin.sh LR=1e-3 MIX=2 NOISE= STANDARD=0 GAIN=0.25 ;;
+    mix2) call $n "${prefix}_$n/seed1/compare.csv" "$STEPS_EXTRA" basin.sh LR=1e-5 MIX=2 NOISE= STANDARD=0 GAIN=0.25 ;;
     noise) call $n "${prefix}_$n/seed1/compare.csv" "$STEPS_EXTRA" basin.sh LR=1e-5 MIX= NOISE=3e-3 STANDARD=0 GAIN=0.25 ;;
   esac &
   par
