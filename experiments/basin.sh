@@ -10,7 +10,12 @@
 # it, or fall into the Clever Hans solution (every answer token but the
 # leading node)?
 # SEEDS="1 2" runs some seeds (PAR at a time); the summary covers every
-# OUTDIR/seedK there.  Writes OUTDIR/seedK/compare.csv, OUTDIR/summary.csv (per arm and seed:
+# OUTDIR/seedK there.  MIX="0 100" (percent) and NOISE="3e-3" choose the
+# arms, STANDARD=0 drops the standard arm, and GAIN=0.25 starts every
+# compiled arm from the model with its attention gain scaled by 0.25
+# (scale_gain.py; section 4.4), so that a long run can be split into
+# several calls, one per learning rate (LR=): the same seed gives the same
+# batches and the same random weights in every call.  Writes OUTDIR/seedK/compare.csv, OUTDIR/summary.csv (per arm and seed:
 # step-0 and final lead and sequence accuracies, final position-2
 # accuracy, distance, program heads, the step a non-finite value stopped
 # it at), OUTDIR/means.csv (the mean over seeds) and OUTDIR/basin.png.
@@ -21,23 +26,31 @@ EVERY=${EVERY:-20}
 NTEST=${NTEST:-100}
 SEEDS=${SEEDS:-1 2 3}
 LR=${LR:-1e-3}
+MIX=${MIX:-0 10 25 50 75 100}
+GAIN=${GAIN:-1}
+STANDARD=${STANDARD:-1}
 mkdir -p "$out"
 compile decoder6_causal "$out/d6"
+model="$out/d6"
+if [ "$GAIN" != 1 ]; then
+  model="$out/d6_gain$GAIN"
+  [ -f "$model.safetensors" ] || python3 "$top/experiments/scale_gain.py" "$out/d6" "$model" "$GAIN"
+fi
 start=$(date +%s)
 arms=""
 # arm names cannot hold '.': mixP is A = P/100
-for P in 0 10 25 50 75 100; do
+for P in $MIX; do
   A=$(awk -v p="$P" 'BEGIN { print p / 100 }')
   arms="$arms --arm 'mix$P compiled --init-mix $A'"
 done
 # relative noise around the edge of the compiled solution at step 0
 # (stability.sh's noise curve; 1e-15 1e-12 1e-6 for the numerical model of
 # 080f53b, whose edge was near 1e-15)
-NOISE=${NOISE:-1e-3 3e-3 1e-2}
+NOISE=${NOISE-1e-3 3e-3 1e-2}
 for S in $NOISE; do arms="$arms --arm 'noise$S compiled --init-noise $S'"; done
-arms="$arms --arm 'standard standard'"
+[ "$STANDARD" = 0 ] || arms="$arms --arm 'standard standard'"
 run() {
-  eval "\"$TRAIN\" compare $TASK --init \"$out/d6\" --layers 4 --d-model 64 --heads 4 \
+  eval "\"$TRAIN\" compare $TASK --init \"$model\" --layers 4 --d-model 64 --heads 4 \
     --d-mlp 256 --train 20000 --test $NTEST --batch $BATCH --micro $BATCH --lr $LR \
     --wd 0 --dropout 0 --seed $1 --max-steps $STEPS --eval-every $EVERY --threads 1 \
     --out \"$out/seed$1\" $arms" > "$out/seed$1.log" 2>&1 ||
@@ -90,4 +103,10 @@ plot '< grep ^noise $out/summary.csv' using 11:6 pt 7 ps 0.7 title 'seq (each se
   ${sseq:-0} with lines dt 2 title 'standard: seq', ${slead:-0} with lines dt 3 title 'standard: lead'
 unset multiplot
 GP
-gnuplot "$out/basin.gp" && echo "wrote $out/basin.png"
+# the plot is of final accuracy against A and S: it needs both kinds of arm
+# (long.sh plots its calls by step instead)
+if [ -n "$MIX" ] && [ -n "$NOISE" ]; then
+  gnuplot "$out/basin.gp" && echo "wrote $out/basin.png"
+else
+  echo "no basin.png: it needs MIX and NOISE arms"
+fi
