@@ -193,28 +193,14 @@ static int pathstar_input(const rasp_ptrace *tr, uint64_t seed, long k, int64_t 
   return cls;
 }
 
-/* --logit-scale's value: a number in (0, 10000].  0 after a message. */
-static int scale_opt(const char *text, double *out) {
+/* A number in (0, max] for option name (--logit-scale: 10000; --attn-gain:
+** 1000, past which the scores overflow float32).  0 after a message. */
+static int bounded_opt(const char *name, const char *text, double max, double *out) {
   char *end;
   errno = 0;
   double v = text ? strtod(text, &end) : 0;
-  if (!text || !*text || *end || errno || !(v > 0 && v <= 10000)) {
-    fprintf(stderr, "rasp compile: --logit-scale: expected a number in (0, 10000], got '%s'\n",
-            text ? text : "");
-    return 0;
-  }
-  *out = v;
-  return 1;
-}
-
-/* --attn-gain's value: a number in (0, 1000] (a gain so large that the
-** scores overflow float32 is no use).  0 after a message. */
-static int gain_opt(const char *text, double *out) {
-  char *end;
-  errno = 0;
-  double v = text ? strtod(text, &end) : 0;
-  if (!text || !*text || *end || errno || !(v > 0 && v <= 1000)) {
-    fprintf(stderr, "rasp compile: --attn-gain: expected a number in (0, 1000], got '%s'\n",
+  if (!text || !*text || *end || errno || !(v > 0 && v <= max)) {
+    fprintf(stderr, "rasp compile: %s: expected a number in (0, %g], got '%s'\n", name, max,
             text ? text : "");
     return 0;
   }
@@ -265,8 +251,8 @@ static int compile_cmd(int argc, char **argv, rasp_access *access) {
     case RASPC_O_VOCAB: vfile = v; break;
     case RASPC_O_STDLIB: stdlib = v; break;
     case RASPC_O_DUMP_FORWARD: dump = v; break;
-    case RASPC_O_LOGIT_SCALE: good = scale_opt(v, &scale); break;
-    case RASPC_O_ATTN_GAIN: good = gain_opt(v, &gain); break;
+    case RASPC_O_LOGIT_SCALE: good = bounded_opt("--logit-scale", v, 10000, &scale); break;
+    case RASPC_O_ATTN_GAIN: good = bounded_opt("--attn-gain", v, 1000, &gain); break;
     case RASPC_O_PRECISION: good = (prec = word_opt(a->name, v, precs, 3)) >= 0; break;
     case RASPC_O_ENCODING: good = (encoding = word_opt(a->name, v, encs, 2)) >= 0; break;
     case RASPC_O_D: case RASPC_O_M: case RASPC_O_V:
