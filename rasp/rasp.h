@@ -59,9 +59,12 @@
 /* The library's ABI: librasp.so.RASP_ABI_VERSION (libtool's -version-info
 ** CURRENT in Makefile.am); raised whenever a change breaks programs built
 ** against the previous headers (1: the return convention and the error
-** codes above).  rasp_abi_version() is the number the library was built
-** with: a program can compare it with the RASP_ABI_VERSION it saw. */
-#define RASP_ABI_VERSION 1
+** codes above; 2: raspG_opts' attn_gain and raspG_model's attn_gain,
+** score_scale and attn_leak, which change both structs' layout, and
+** raspR_split_options removed).  rasp_abi_version() is the number the
+** library was built with: a program can compare it with the
+** RASP_ABI_VERSION it saw. */
+#define RASP_ABI_VERSION 2
 int rasp_abi_version(void);
 
 typedef struct rasp_ctx rasp_ctx;
