@@ -1092,7 +1092,9 @@ static void dot_escape(FILE *f, const char *s) {
 }
 
 /* A traced program as draw sees it: its IR, the nodes it returns and the
-** sublayer of every node (rlayers.h). */
+** sublayer of every node: the compiled model's (raspL_analyse_compiled, the
+** schedule `rasp layers` counts), the IR rule's where the compiler
+** refuses. */
 typedef struct dgraph {
   rasp_ir *ir;
   const int *roots;
@@ -1344,7 +1346,7 @@ int rasp_cli_draw(int argc, char **argv) {
       goto out;
     }
     rasp_ir *ir = rasp_ctx_ir(ctx);
-    raspL_analyse(ir, NULL, 0, &L);
+    compiled_layers(ctx, &L);
     g = (dgraph){ir, ir->outputs, ir->noutputs, L.sublayer};
     name = plain_name(o.programs[0]);
   }

@@ -3554,8 +3554,11 @@ static int plan(gc *g, const rasp_ir *ir, const raspG_opts *o, const unsigned ch
   return 1;
 }
 
-/* The schedule of plan g (its used units). */
-static void fill_sched(gc *g, raspG_sched *out) {
+/* The schedule of plan g (its used units), and each node's sublayer in it:
+** the ready sublayer of the unit its view reads (a decode's, when its
+** readers need it decoded; the readout's, ov, for the output), a selector
+** its operands' latest, as in the IR rule (rlayers.h). */
+static void fill_sched(gc *g, const view *ov, raspG_sched *out) {
   int nl = 0;
   for (int i = 0; i < g->nu; i++)
     if (g->u[i].used && g->u[i].kind >= U_HEAD && g->u[i].layer + 1 > nl) nl = g->u[i].layer + 1;
@@ -3575,6 +3578,25 @@ static void fill_sched(gc *g, raspG_sched *out) {
       out->chained += chained;
     }
   }
+  const rasp_ir *ir = g->ir;
+  int root = ir->outputs[0];
+  unsigned char *live = raspM_alloc((size_t)ir->nnodes + 1);
+  raspI_live(ir, &root, 1, live);
+  out->sublayer = raspM_alloc(sizeof(int) * ((size_t)ir->nnodes + 1));
+  for (int i = 0; i < ir->nnodes; i++) {
+    const rasp_ir_node *nd = &ir->nodes[i];
+    out->sublayer[i] = -1;
+    if (!live[i]) continue;
+    if (raspI_op_component(nd->op) == RASP_COMP_SELECTOR) {
+      int s = 0;
+      for (int j = 0; j < nd->nin; j++)
+        if (out->sublayer[nd->in[j]] > s) s = out->sublayer[nd->in[j]];
+      out->sublayer[i] = s;
+    } else {
+      out->sublayer[i] = g->u[i == root ? ov->unit : g->nv[i].unit].ready;
+    }
+  }
+  raspM_free(live);
 }
 
 static int compile_impl(const rasp_ir *ir, const raspG_opts *o, raspG_model *out,
@@ -3597,7 +3619,7 @@ int raspG_schedule(const rasp_ir *ir, const raspG_opts *o, raspG_sched *out, ras
   view ov;
   int quad;
   if (!plan(g, ir, o, NULL, &ov, &quad, err)) return 0;
-  fill_sched(g, out);
+  fill_sched(g, &ov, out);
   view_free(&ov);
   gc_free(g);
   return 1;
@@ -3606,6 +3628,7 @@ int raspG_schedule(const rasp_ir *ir, const raspG_opts *o, raspG_sched *out, ras
 void raspG_sched_free(raspG_sched *s) {
   raspM_free(s->heads);
   raspM_free(s->mlps);
+  raspM_free(s->sublayer);
   memset(s, 0, sizeof *s);
 }
 
@@ -3805,7 +3828,7 @@ static int compile_once(const rasp_ir *ir, const raspG_opts *o, unsigned char *f
   for (int i = 0; i <= ir->nnodes; i++) out->fallbacks += force[i];
   if (!sched) cb_bound(g, out, &ov); /* (the schedule alone needs no bound) */
   m->json_extra = layout_json(g, out, root, &ov);
-  if (sched) fill_sched(g, sched);
+  if (sched) fill_sched(g, &ov, sched);
   out->fast = fast_build(m);
   view_free(&ov);
   gc_free(g);

@@ -120,6 +120,15 @@ typedef struct raspG_sched {
   int chained;      /* MLP units that read another MLP unit (a decode of
                        one included): each waits one MLP sublayer for it,
                        where the IR rule fuses element-wise chains into one */
+  int *sublayer;    /* per IR node (ir->nnodes): the sublayer after which it
+                       is in the residual as its readers read it: its unit's,
+                       a view (an element-wise map of one unit, a static
+                       head) sharing that unit's (0: embeddings and
+                       constants); a decode's when they need one; the
+                       output's, the readout's.  A selector: its operands'
+                       latest.  -1: the first output does not need it.
+                       Numbered as rlayers.h's IR rule (odd attention, even
+                       MLP). */
 } raspG_sched;
 /* Returns 1, or 0 with err set where raspG_compile would fail. */
 int raspG_schedule(const rasp_ir *ir, const raspG_opts *opts, raspG_sched *out,

@@ -4,7 +4,8 @@
 ** The rule is in rlayers.h.  Nodes are in topological order, so one forward
 ** pass computes every node's earliest sublayer from its operands'.
 ** raspL_analyse_compiled asks the compiler's planner (rcompile.h) instead:
-** one schedule for `rasp layers` and the compiled model.
+** one schedule, per node too, for `rasp layers`, `rasp draw`, the
+** verifier's counterexamples and the compiled model.
 */
 #include "rlayers.h"
 
@@ -114,6 +115,8 @@ void raspL_analyse_compiled(const rasp_ir *ir, int root, const int64_t *ids, int
   }
   raspM_free(out->heads);
   raspM_free(out->mlps);
+  raspM_free(out->sublayer);
+  out->sublayer = s.sublayer;
   out->nlayers = s.nlayers;
   out->heads = s.heads;
   out->mlps = s.mlps;

@@ -31,7 +31,8 @@
 #include "rir.h"
 
 typedef struct rasp_layers {
-  int *sublayer;      /* per node (ir->nnodes); -1 for nodes not live */
+  int *sublayer;      /* per node (ir->nnodes); -1 for nodes not live; the
+                         compiler's when compiled, else the IR rule's */
   int nlayers;        /* transformer layers: ceil(max sublayer / 2) */
   int attn_layers;    /* layers whose attention sublayer has >= 1 head */
   int mlp_layers;     /* layers whose MLP sublayer has >= 1 node */
@@ -50,9 +51,11 @@ typedef struct rasp_layers {
 void raspL_analyse(const rasp_ir *ir, const int *roots, int nroots,
                    rasp_layers *out);
 /* The compiled model's schedule for root (what `rasp compile` builds for
-** the token ids ids[0..nids-1] of a vocabulary of nvocab); sublayer[] stays
-** the IR rule's (per node; the compiler schedules units).  When the compiler
-** refuses, the IR rule with compiled = 0 and the reason in why. */
+** the token ids ids[0..nids-1] of a vocabulary of nvocab), sublayer[]
+** included: each node's in the compiled model (raspG_sched's: a node read
+** decoded sits at its decode's sublayer), which `rasp draw` and the
+** verifier's counterexamples show.  When the compiler refuses, the IR rule
+** with compiled = 0 and the reason in why. */
 void raspL_analyse_compiled(const rasp_ir *ir, int root, const int64_t *ids, int nids,
                             int nvocab, rasp_layers *out);
 void raspL_free(rasp_layers *layers);
