@@ -144,9 +144,10 @@
 ** nodes forced), and a node with no categorical alternative (a mean, a
 ** width) is refused at its source position (RASP_E_INEXACT).
 **
-** Running.  raspG_run uses a sparse copy of the weights (fast_forward):
+** Running.  raspG_run uses a sparse copy of the weights (sparse_forward):
 ** raspN_forward's sums in the same order without the zero terms, so the
-** logits are bit-identical and --check is fast on large models.
+** logits are bit-identical and --check is fast on large models; the same
+** pass, every result rounded, emulates fp16 and bf16.
 */
 #include "rcompile.h"
 
@@ -3964,17 +3965,45 @@ static struct raspG_fast *fast_build(rasp_model *m) {
   return f;
 }
 
-/* y[c] = b[c] + sum_r x[r] W[r][c], in increasing r (as the dense pass). */
-static void spm_apply(const spm *s, const float *x, const float *b, float *y) {
-  for (int c = 0; c < s->ncol; c++) {
-    float acc = b ? b[c] : 0.0f;
-    for (int k = s->start[c]; k < s->start[c + 1]; k++) acc += x[s->row[k]] * s->w[k];
-    y[c] = acc;
-  }
+/* The forward pass over the sparse weights (sparse_forward), one plan for
+** both precisions.  In fp32 it is raspN_forward's sums in its order without
+** the zero terms, so the logits are bit-identical (a zero term changes no
+** float32 sum but the sign of a zero).  In fp16 and bf16 it emulates the
+** format: every weight rounded to it as it is read, and every result as it
+** is made (a dot product, accumulated in float32, rounded once; each
+** addition to the residual; the softmax's difference, exp, sum and
+** quotient; each head's weighted sum and its output; the logits), as a GPU
+** computing in that format with float32 accumulators does.  fp16 overflows
+** to inf (and inf - inf, 0 * inf to NaN) as the hardware does, so there no
+** term is skipped.  rnd is the rounding (none in fp32). */
+static inline float rnd(int pr, float y) { return pr == RASPG_FP32 ? y : raspG_round(pr, y); }
+
+/* Column c of s applied to x, plus b[c]: b[c] + sum_r x[r] W[r][c] in
+** increasing r (as the dense pass), rounded once. */
+static inline float sp_dot(int pr, const spm *s, int c, const float *x, const float *b) {
+  float acc = b ? rnd(pr, b[c]) : 0.0f;
+  for (int k = s->start[c]; k < s->start[c + 1]; k++) acc += x[s->row[k]] * rnd(pr, s->w[k]);
+  return rnd(pr, acc);
 }
 
-static int fast_forward(const raspG_model *g, const int *tokens, int n, float *logits) {
+/* exp(att[j] - max) in place; returns their sum.  fp32: raspN_forward's own
+** softmax, so the weights are its bits. */
+static float sp_softmax_exp(int pr, float *att, int nk) {
+  if (pr == RASPG_FP32) return raspN_softmax_exp(att, nk);
+  float mx = -INFINITY, sum = 0;
+  for (int j = 0; j < nk; j++)
+    if (att[j] > mx) mx = att[j];
+  for (int j = 0; j < nk; j++) {
+    att[j] = rnd(pr, expf(rnd(pr, att[j] - mx)));
+    sum += att[j];
+  }
+  return rnd(pr, sum);
+}
+
+static inline __attribute__((always_inline)) void
+sparse_pass(const raspG_model *g, int pr, const int *tokens, int n, float *logits) {
   const struct raspG_fast *f = g->fast;
+  int emu = pr != RASPG_FP32;
   rasp_model *mm = (rasp_model *)&g->model;
   const rasp_model_config *c = &mm->cfg;
   int D = c->d_model, H = c->n_heads, Dh = c->d_head, F = c->d_mlp, O = c->n_out;
@@ -3987,68 +4016,76 @@ static int fast_forward(const raspG_model *g, const int *tokens, int n, float *l
   const float *te = raspN_data(mm, "tok_emb"), *pe = raspN_data(mm, "pos_emb");
   for (int i = 0; i < n; i++)
     for (int j = 0; j < D; j++)
-      x[(size_t)i * D + j] = te[(size_t)tokens[i] * D + j] + (pe ? pe[(size_t)i * D + j] : 0.0f);
-  float scale = 1.0f / sqrtf((float)Dh);
+      x[(size_t)i * D + j] = rnd(pr, rnd(pr, te[(size_t)tokens[i] * D + j]) +
+                                         (pe ? rnd(pr, pe[(size_t)i * D + j]) : 0.0f));
+  float scale = rnd(pr, 1.0f / sqrtf((float)Dh));
   char nm[64];
   for (int L = 0; L < c->n_layers; L++) {
 #define P_(s) (snprintf(nm, sizeof nm, "layers.%d.%s", L, s), raspN_data(mm, nm))
     const float *bq = P_("attn.b_q"), *bk = P_("attn.b_k"), *bv = P_("attn.b_v"),
                 *bo = P_("attn.b_o");
-    for (size_t i = 0; i < nD; i++) o[i] = bo[i % D];
+    for (size_t i = 0; i < nD; i++) o[i] = rnd(pr, bo[i % D]);
     for (int hd = 0; hd < H; hd++) {
       const spm *Sq = &f->q[L * H + hd], *Sk = &f->k[L * H + hd], *Sv = &f->v[L * H + hd],
                 *So = &f->o[L * H + hd];
       const float *hbq = bq + hd * Dh, *hbk = bk + hd * Dh, *hbv = bv + hd * Dh;
+      /* the head's plan: the dimensions whose q and k (act) or v (vact) can
+         be nonzero; emulated, all of them */
       int na = 0, nva = 0;
       for (int e = 0; e < Dh; e++) {
-        int qe = Sq->start[e + 1] > Sq->start[e] || hbq[e] != 0;
-        int ke = Sk->start[e + 1] > Sk->start[e] || hbk[e] != 0;
-        int ve = Sv->start[e + 1] > Sv->start[e] || hbv[e] != 0;
+        int qe = emu || Sq->start[e + 1] > Sq->start[e] || hbq[e] != 0;
+        int ke = emu || Sk->start[e + 1] > Sk->start[e] || hbk[e] != 0;
+        int ve = emu || Sv->start[e + 1] > Sv->start[e] || hbv[e] != 0;
         if (qe && ke) act[na++] = e;
         if (ve) vact[nva++] = e;
       }
       if (!nva) continue; /* writes nothing: o += 0 */
-      for (int i = 0; i < n; i++) {
-        spm_apply(Sq, x + (size_t)i * D, hbq, q + (size_t)i * Dh);
-        spm_apply(Sk, x + (size_t)i * D, hbk, k + (size_t)i * Dh);
-        spm_apply(Sv, x + (size_t)i * D, hbv, v + (size_t)i * Dh);
-      }
+      for (int i = 0; i < n; i++)
+        for (int e = 0; e < Dh; e++) {
+          q[(size_t)i * Dh + e] = sp_dot(pr, Sq, e, x + (size_t)i * D, hbq);
+          k[(size_t)i * Dh + e] = sp_dot(pr, Sk, e, x + (size_t)i * D, hbk);
+          v[(size_t)i * Dh + e] = sp_dot(pr, Sv, e, x + (size_t)i * D, hbv);
+        }
       for (int i = 0; i < n; i++) {
         int nk = c->causal ? i + 1 : n;
         for (int j = 0; j < nk; j++) {
           float s = 0;
           for (int t = 0; t < na; t++) s += q[(size_t)i * Dh + act[t]] * k[(size_t)j * Dh + act[t]];
-          att[j] = s * scale;
+          att[j] = rnd(pr, rnd(pr, s) * scale);
         }
-        float sum = raspN_softmax_exp(att, nk);
+        float sum = sp_softmax_exp(pr, att, nk);
         for (int e = 0; e < Dh; e++) hv[e] = 0;
         for (int j = 0; j < nk; j++) {
-          if (att[j] == 0) continue;
-          float a = att[j] / sum;
+          if (att[j] == 0 && !emu) continue;
+          float a = rnd(pr, att[j] / sum);
           for (int t = 0; t < nva; t++) hv[vact[t]] += a * v[(size_t)j * Dh + vact[t]];
         }
         float *oi = o + (size_t)i * D;
-        for (int j = 0; j < D; j++)
-          for (int kk = So->start[j]; kk < So->start[j + 1]; kk++) oi[j] += hv[So->row[kk]] * So->w[kk];
+        if (!emu) { /* raspN_forward adds each term to the output as it goes */
+          for (int j = 0; j < D; j++)
+            for (int kk = So->start[j]; kk < So->start[j + 1]; kk++) oi[j] += hv[So->row[kk]] * So->w[kk];
+          continue;
+        }
+        for (int e = 0; e < Dh; e++) hv[e] = rnd(pr, hv[e]);
+        for (int j = 0; j < D; j++) /* the head's output rounded, then added */
+          if (So->start[j] < So->start[j + 1]) oi[j] = rnd(pr, oi[j] + sp_dot(pr, So, j, hv, NULL));
       }
     }
-    for (size_t i = 0; i < nD; i++) x[i] += o[i];
+    for (size_t i = 0; i < nD; i++) x[i] = rnd(pr, x[i] + o[i]);
     const float *bi = P_("mlp.b_in"), *bt = P_("mlp.b_out");
 #undef P_
     for (int i = 0; i < n; i++) {
       float *xi = x + (size_t)i * D;
-      spm_apply(&f->wi[L], xi, bi, z);
-      for (int t = 0; t < F; t++) z[t] = z[t] > 0 ? z[t] : 0;
-      const spm *So = &f->wo[L];
-      for (int j = 0; j < D; j++) {
-        float s = bt[j];
-        for (int kk = So->start[j]; kk < So->start[j + 1]; kk++) s += z[So->row[kk]] * So->w[kk];
-        xi[j] += s;
+      for (int t = 0; t < F; t++) {
+        float zt = sp_dot(pr, &f->wi[L], t, xi, bi);
+        z[t] = zt > 0 ? zt : 0;
       }
+      for (int j = 0; j < D; j++) xi[j] = rnd(pr, xi[j] + sp_dot(pr, &f->wo[L], j, z, bt));
     }
   }
   const float *ub = raspN_data(mm, "unembed_b");
-  for (int i = 0; i < n; i++) spm_apply(&f->un, x + (size_t)i * D, ub, logits + (size_t)i * O);
+  for (int i = 0; i < n; i++)
+    for (int j = 0; j < O; j++) logits[(size_t)i * O + j] = sp_dot(pr, &f->un, j, x + (size_t)i * D, ub);
   raspM_free(x);
   raspM_free(o);
   raspM_free(q);
@@ -4059,111 +4096,13 @@ static int fast_forward(const raspG_model *g, const int *tokens, int n, float *l
   raspM_free(hv);
   raspM_free(act);
   raspM_free(vact);
-  return 0;
 }
 
-/* The forward pass in fp16 or bf16, emulated: every weight rounded to the
-** format as it is read, and every result as it is made (a dot product,
-** accumulated in float32, rounded once; each addition to the residual; the
-** softmax's difference, exp, sum and quotient; each head's weighted sum;
-** the logits), as a GPU computing in that format with float32 accumulators
-** does.  fp16 overflows to inf (and inf - inf to NaN) as the hardware does. */
-static float emu_dot(int pr, const spm *s, int c, const float *x, const float *b) {
-  float acc = b ? raspG_round(pr, b[c]) : 0.0f;
-  for (int k = s->start[c]; k < s->start[c + 1]; k++) acc += x[s->row[k]] * raspG_round(pr, s->w[k]);
-  return raspG_round(pr, acc);
-}
-
-static void emu_forward(const raspG_model *g, const int *tokens, int n, float *logits) {
-  const struct raspG_fast *f = g->fast;
-  int pr = g->precision;
-  rasp_model *mm = (rasp_model *)&g->model;
-  const rasp_model_config *c = &mm->cfg;
-  int D = c->d_model, H = c->n_heads, Dh = c->d_head, F = c->d_mlp, O = c->n_out;
-  size_t nD = (size_t)n * D;
-  float *x = raspM_alloc(nD * sizeof *x), *o = raspM_alloc(nD * sizeof *o);
-  float *q = raspM_alloc((size_t)n * Dh * sizeof *q), *k = raspM_alloc((size_t)n * Dh * sizeof *k);
-  float *v = raspM_alloc((size_t)n * Dh * sizeof *v), *att = raspM_alloc((size_t)n * sizeof *att);
-  float *z = raspM_alloc((size_t)(F > D ? F : D) * sizeof *z), *hv = raspM_alloc((size_t)Dh * sizeof *hv);
-  const float *te = raspN_data(mm, "tok_emb"), *pe = raspN_data(mm, "pos_emb");
-#define R_(y) raspG_round(pr, (y))
-  for (int i = 0; i < n; i++)
-    for (int j = 0; j < D; j++)
-      x[(size_t)i * D + j] = R_(R_(te[(size_t)tokens[i] * D + j]) + (pe ? R_(pe[(size_t)i * D + j]) : 0.0f));
-  float scale = R_(1.0f / sqrtf((float)Dh));
-  char nm[64];
-  for (int L = 0; L < c->n_layers; L++) {
-#define P_(s) (snprintf(nm, sizeof nm, "layers.%d.%s", L, s), raspN_data(mm, nm))
-    const float *bq = P_("attn.b_q"), *bk = P_("attn.b_k"), *bv = P_("attn.b_v"),
-                *bo = P_("attn.b_o");
-    for (size_t i = 0; i < nD; i++) o[i] = R_(bo[i % D]);
-    for (int hd = 0; hd < H; hd++) {
-      const spm *Sq = &f->q[L * H + hd], *Sk = &f->k[L * H + hd], *Sv = &f->v[L * H + hd],
-                *So = &f->o[L * H + hd];
-      for (int i = 0; i < n; i++)
-        for (int e = 0; e < Dh; e++) {
-          q[(size_t)i * Dh + e] = emu_dot(pr, Sq, e, x + (size_t)i * D, bq + hd * Dh);
-          k[(size_t)i * Dh + e] = emu_dot(pr, Sk, e, x + (size_t)i * D, bk + hd * Dh);
-          v[(size_t)i * Dh + e] = emu_dot(pr, Sv, e, x + (size_t)i * D, bv + hd * Dh);
-        }
-      for (int i = 0; i < n; i++) {
-        int nk = c->causal ? i + 1 : n;
-        float mx = -INFINITY, sum = 0;
-        for (int j = 0; j < nk; j++) {
-          float s = 0;
-          for (int e = 0; e < Dh; e++) s += q[(size_t)i * Dh + e] * k[(size_t)j * Dh + e];
-          att[j] = R_(R_(s) * scale);
-          if (att[j] > mx) mx = att[j];
-        }
-        for (int j = 0; j < nk; j++) {
-          att[j] = R_(expf(R_(att[j] - mx)));
-          sum += att[j];
-        }
-        sum = R_(sum);
-        for (int e = 0; e < Dh; e++) hv[e] = 0;
-        for (int j = 0; j < nk; j++) {
-          float a = R_(att[j] / sum);
-          for (int e = 0; e < Dh; e++) hv[e] += a * v[(size_t)j * Dh + e];
-        }
-        for (int e = 0; e < Dh; e++) hv[e] = R_(hv[e]);
-        float *oi = o + (size_t)i * D;
-        for (int j = 0; j < D; j++) {
-          if (So->start[j] == So->start[j + 1]) continue;
-          float s = 0;
-          for (int kk = So->start[j]; kk < So->start[j + 1]; kk++) s += hv[So->row[kk]] * R_(So->w[kk]);
-          oi[j] = R_(oi[j] + R_(s));
-        }
-      }
-    }
-    for (size_t i = 0; i < nD; i++) x[i] = R_(x[i] + o[i]);
-    const float *bi = P_("mlp.b_in"), *bt = P_("mlp.b_out");
-#undef P_
-    for (int i = 0; i < n; i++) {
-      float *xi = x + (size_t)i * D;
-      for (int t = 0; t < F; t++) {
-        float zt = emu_dot(pr, &f->wi[L], t, xi, bi);
-        z[t] = zt > 0 ? zt : 0;
-      }
-      const spm *So = &f->wo[L];
-      for (int j = 0; j < D; j++) {
-        float s = R_(bt[j]);
-        for (int kk = So->start[j]; kk < So->start[j + 1]; kk++) s += z[So->row[kk]] * R_(So->w[kk]);
-        xi[j] = R_(xi[j] + R_(s));
-      }
-    }
-  }
-  const float *ub = raspN_data(mm, "unembed_b");
-  for (int i = 0; i < n; i++)
-    for (int j = 0; j < O; j++) logits[(size_t)i * O + j] = emu_dot(pr, &f->un, j, x + (size_t)i * D, ub);
-#undef R_
-  raspM_free(x);
-  raspM_free(o);
-  raspM_free(q);
-  raspM_free(k);
-  raspM_free(v);
-  raspM_free(att);
-  raspM_free(z);
-  raspM_free(hv);
+/* Two instances of the one pass: in the fp32 one pr is a constant, so its
+** tests fold away and the sums run as fast as without them. */
+static void sparse_forward(const raspG_model *g, const int *tokens, int n, float *logits) {
+  if (g->precision == RASPG_FP32) sparse_pass(g, RASPG_FP32, tokens, n, logits);
+  else sparse_pass(g, g->precision, tokens, n, logits);
 }
 
 int raspG_run(const raspG_model *g, const int64_t *tokens, rasp_elem *out, float *logits,
@@ -4173,13 +4112,11 @@ int raspG_run(const raspG_model *g, const int64_t *tokens, rasp_elem *out, float
   float *lg = logits ? logits : raspM_alloc(sizeof(float) * (size_t)(n + 1) * no);
   t[0] = g->model.cfg.bos_token;
   for (int i = 0; i < n; i++) t[i + 1] = (int)tokens[i];
-  int rc;
-  if (g->fast && g->precision != RASPG_FP32) {
-    emu_forward(g, t, n + 1, lg);
-    rc = 0;
-  } else
-    rc = g->fast && !getenv("RASP_COMPILE_DENSE") ? fast_forward(g, t, n + 1, lg)
-                                                  : !raspN_forward(&g->model, t, n + 1, lg, NULL, err);
+  int rc = 0;
+  if (g->fast && (g->precision != RASPG_FP32 || !getenv("RASP_COMPILE_DENSE")))
+    sparse_forward(g, t, n + 1, lg);
+  else
+    rc = !raspN_forward(&g->model, t, n + 1, lg, NULL, err);
   if (rc == 0)
     for (int i = 0; i < n; i++) {
       const float *row = lg + (size_t)(i + 1) * no;
