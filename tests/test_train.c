@@ -272,6 +272,55 @@ START_TEST(test_tanh_accuracy) {
   ck_assert(train_tanh(0.3f) == -train_tanh(-0.3f));
 }
 END_TEST
+/* One case of the matrix-product tests: op(A) M x K, op(B) K x N, C M x N;
+** mode bit 0 transposes A, bit 1 B, bit 2 makes beta 1 (else C is NaN, to
+** be overwritten); leading dimensions wider than the matrices (C's padding
+** columns must stay as they are: C0 keeps C's first contents).  A, B, then
+** C filled from the seed. */
+typedef struct gemm_case {
+  int M, N, K, ta, tb, acc, lda, ldb, ldc;
+  float *A, *B, *C, *C0;
+} gemm_case;
+
+static void gemm_case_new(gemm_case *g, const int shape[3], int mode, uint64_t seed,
+                          uint64_t stream) {
+  g->M = shape[0], g->N = shape[1], g->K = shape[2];
+  g->ta = mode & 1, g->tb = (mode >> 1) & 1, g->acc = mode >> 2;
+  g->lda = (g->ta ? g->M : g->K) + 3, g->ldb = (g->tb ? g->K : g->N) + 2, g->ldc = g->N + 5;
+  size_t na = (size_t)(g->ta ? g->K : g->M) * g->lda + 1,
+         nb = (size_t)(g->tb ? g->N : g->K) * g->ldb + 1, nc = (size_t)g->M * g->ldc;
+  g->A = raspM_alloc(na * sizeof *g->A);
+  g->B = raspM_alloc(nb * sizeof *g->B);
+  g->C = raspM_alloc(nc * sizeof *g->C);
+  g->C0 = raspM_alloc(nc * sizeof *g->C0);
+  rasp_rng r;
+  raspT_rng_seed(&r, seed, stream);
+  for (size_t i = 0; i < na; i++) g->A[i] = (float)train_normal(&r);
+  for (size_t i = 0; i < nb; i++) g->B[i] = (float)train_normal(&r);
+  for (size_t i = 0; i < nc; i++) g->C0[i] = g->C[i] = g->acc ? (float)train_normal(&r) : NAN;
+}
+
+/* C[i][j] in double precision from A, B and C0; *mag the sum of the terms'
+** magnitudes (the tolerance's scale). */
+static double gemm_want(const gemm_case *g, int i, int j, double *mag) {
+  double want = g->acc ? g->C0[(size_t)i * g->ldc + j] : 0;
+  *mag = fabs(want);
+  for (int k = 0; k < g->K; k++) {
+    double a = g->ta ? g->A[(size_t)k * g->lda + i] : g->A[(size_t)i * g->lda + k];
+    double b = g->tb ? g->B[(size_t)j * g->ldb + k] : g->B[(size_t)k * g->ldb + j];
+    want += a * b;
+    *mag += fabs(a * b);
+  }
+  return want;
+}
+
+static void gemm_case_free(gemm_case *g) {
+  raspM_free(g->A);
+  raspM_free(g->B);
+  raspM_free(g->C);
+  raspM_free(g->C0);
+}
+
 /* The trainer's matrix product (tkern.c), every kernel this CPU runs,
 ** against a double-precision reference: shapes across the micro-tile (12 x
 ** 32, 6 x 16) and block (192 rows, 256 deep, 1024 columns) edges, all four
@@ -289,41 +338,23 @@ START_TEST(test_sgemm_kernels) {
     tried++;
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
       for (int mode = 0; mode < 8; mode++) {
-        int M = shapes[s][0], N = shapes[s][1], K = shapes[s][2];
-        int ta = mode & 1, tb = (mode >> 1) & 1, acc = mode >> 2;
-        int lda = (ta ? M : K) + 3, ldb = (tb ? K : N) + 2, ldc = N + 5;
-        size_t na = (size_t)(ta ? K : M) * lda + 1, nb = (size_t)(tb ? N : K) * ldb + 1,
-               nc = (size_t)M * ldc;
-        float *A = raspM_alloc(na * sizeof *A), *B = raspM_alloc(nb * sizeof *B),
-              *C = raspM_alloc(nc * sizeof *C), *C0 = raspM_alloc(nc * sizeof *C);
-        rasp_rng r;
-        raspT_rng_seed(&r, 17 + s, (uint64_t)mode);
-        for (size_t i = 0; i < na; i++) A[i] = (float)train_normal(&r);
-        for (size_t i = 0; i < nb; i++) B[i] = (float)train_normal(&r);
-        for (size_t i = 0; i < nc; i++) C0[i] = C[i] = acc ? (float)train_normal(&r) : NAN;
-        tkern_sgemm(ta, tb, M, N, K, A, lda, B, ldb, acc ? 1.0f : 0.0f, C, ldc);
-        for (int i = 0; i < M; i++)
-          for (int j = 0; j < ldc; j++) {
-            float got = C[(size_t)i * ldc + j];
-            if (j >= N) { /* padding: untouched (NaN == NaN bitwise) */
-              ck_assert(memcmp(&got, &C0[(size_t)i * ldc + j], sizeof got) == 0);
+        gemm_case g;
+        gemm_case_new(&g, shapes[s], mode, 17 + s, (uint64_t)mode);
+        tkern_sgemm(g.ta, g.tb, g.M, g.N, g.K, g.A, g.lda, g.B, g.ldb, g.acc ? 1.0f : 0.0f, g.C,
+                    g.ldc);
+        for (int i = 0; i < g.M; i++)
+          for (int j = 0; j < g.ldc; j++) {
+            float got = g.C[(size_t)i * g.ldc + j];
+            if (j >= g.N) { /* padding: untouched (NaN == NaN bitwise) */
+              ck_assert(memcmp(&got, &g.C0[(size_t)i * g.ldc + j], sizeof got) == 0);
               continue;
             }
-            double want = acc ? C0[(size_t)i * ldc + j] : 0, mag = fabs(want);
-            for (int k = 0; k < K; k++) {
-              double a = ta ? A[(size_t)k * lda + i] : A[(size_t)i * lda + k];
-              double b = tb ? B[(size_t)j * ldb + k] : B[(size_t)k * ldb + j];
-              want += a * b;
-              mag += fabs(a * b);
-            }
+            double mag, want = gemm_want(&g, i, j, &mag);
             ck_assert_msg(fabs(got - want) <= 1e-6 * mag + 1e-30,
                           "%s %dx%dx%d ta %d tb %d beta %d: C[%d][%d] = %.9g, want %.9g",
-                          kinds[kk], M, N, K, ta, tb, acc, i, j, (double)got, want);
+                          kinds[kk], g.M, g.N, g.K, g.ta, g.tb, g.acc, i, j, (double)got, want);
           }
-        raspM_free(A);
-        raspM_free(B);
-        raspM_free(C);
-        raspM_free(C0);
+        gemm_case_free(&g);
       }
   }
   ck_assert_int_ge(tried, 1);
@@ -346,47 +377,30 @@ START_TEST(test_sgemm_tri) {
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
       for (int tri = TKERN_C_LOWER; tri <= TKERN_A_UPPER; tri++)
         for (int mode = 0; mode < 8; mode++) {
-          int M = shapes[s][0], N = shapes[s][1], K = shapes[s][2];
-          int ta = mode & 1, tb = (mode >> 1) & 1, acc = mode >> 2;
-          int lda = (ta ? M : K) + 3, ldb = (tb ? K : N) + 2, ldc = N + 5;
-          size_t na = (size_t)(ta ? K : M) * lda + 1, nb = (size_t)(tb ? N : K) * ldb + 1,
-                 nc = (size_t)M * ldc;
-          float *A = raspM_alloc(na * sizeof *A), *B = raspM_alloc(nb * sizeof *B),
-                *C = raspM_alloc(nc * sizeof *C), *C0 = raspM_alloc(nc * sizeof *C);
-          rasp_rng r;
-          raspT_rng_seed(&r, 101 + s, (uint64_t)(mode + 8 * tri));
-          for (size_t i = 0; i < na; i++) A[i] = (float)train_normal(&r);
-          for (size_t i = 0; i < nb; i++) B[i] = (float)train_normal(&r);
-          for (int i = 0; i < M; i++) /* op(A)'s promised zeros */
-            for (int k = 0; k < K; k++)
+          gemm_case g;
+          gemm_case_new(&g, shapes[s], mode, 101 + s, (uint64_t)(mode + 8 * tri));
+          for (int i = 0; i < g.M; i++) /* op(A)'s promised zeros */
+            for (int k = 0; k < g.K; k++)
               if ((tri == TKERN_A_LOWER && k > i) || (tri == TKERN_A_UPPER && k < i))
-                A[ta ? (size_t)k * lda + i : (size_t)i * lda + k] = 0.0f;
-          for (size_t i = 0; i < nc; i++) C0[i] = C[i] = acc ? (float)train_normal(&r) : NAN;
-          tkern_sgemm_tri(tri, ta, tb, M, N, K, A, lda, B, ldb, acc ? 1.0f : 0.0f, C, ldc);
-          for (int i = 0; i < M; i++)
-            for (int j = 0; j < ldc; j++) {
-              float got = C[(size_t)i * ldc + j];
-              int same = memcmp(&got, &C0[(size_t)i * ldc + j], sizeof got) == 0;
-              if (j >= N) {
+                g.A[g.ta ? (size_t)k * g.lda + i : (size_t)i * g.lda + k] = 0.0f;
+          tkern_sgemm_tri(tri, g.ta, g.tb, g.M, g.N, g.K, g.A, g.lda, g.B, g.ldb,
+                          g.acc ? 1.0f : 0.0f, g.C, g.ldc);
+          for (int i = 0; i < g.M; i++)
+            for (int j = 0; j < g.ldc; j++) {
+              float got = g.C[(size_t)i * g.ldc + j];
+              int same = memcmp(&got, &g.C0[(size_t)i * g.ldc + j], sizeof got) == 0;
+              if (j >= g.N) {
                 ck_assert(same);
                 continue;
               }
-              double want = acc ? C0[(size_t)i * ldc + j] : 0, mag = fabs(want);
-              for (int k = 0; k < K; k++) {
-                double a = ta ? A[(size_t)k * lda + i] : A[(size_t)i * lda + k];
-                double b = tb ? B[(size_t)j * ldb + k] : B[(size_t)k * ldb + j];
-                want += a * b;
-                mag += fabs(a * b);
-              }
+              double mag, want = gemm_want(&g, i, j, &mag);
               int ok = fabs(got - want) <= 1e-6 * mag + 1e-30;
               if (tri == TKERN_C_LOWER && j > i) ok |= same;
               ck_assert_msg(ok, "%s tri %d %dx%dx%d ta %d tb %d beta %d: C[%d][%d] = %.9g, want %.9g",
-                            kinds[kk], tri, M, N, K, ta, tb, acc, i, j, (double)got, want);
+                            kinds[kk], tri, g.M, g.N, g.K, g.ta, g.tb, g.acc, i, j, (double)got,
+                            want);
             }
-          raspM_free(A);
-          raspM_free(B);
-          raspM_free(C);
-          raspM_free(C0);
+          gemm_case_free(&g);
         }
   }
   ck_assert_int_eq(tkern_select(NULL), 0);
