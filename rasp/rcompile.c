@@ -2135,16 +2135,16 @@ static double uv_dot(const gc *g, int uid, int a, const float *W, int ld, int co
   return r;
 }
 
-/* Integers off by a little (fp32, the unit's aerr).  A float32 operation
+/* Integers off by a little (fp32, the unit's ae).  A float32 operation
 ** whose exact result would be an integer N the format holds, on operands
 ** off by at most e in all from the integers that give N, rounds to a float
 ** no further from the result than N is: its error is at most e as well as
 ** at most u |result|.  So a dot product of such inputs with integer
 ** weights, whose terms' magnitudes sum to at most T <= 2^24, is off by at
-** most dev_grow(sum |w_j| e_j (twice where w_j is not a power of two),
-** k, T) after k additions: a product by 2^k is exact, another rounds by at
-** most its input's error times |w| again, each addition at most what came
-** before it (or u times the partial sum, whichever is smaller).  And
+** most dev_grow(sum |w_j| e_j (1.5 times where w_j is not a power of two,
+** see below), k, T) after k additions that can be nonzero: a product by
+** 2^k is exact, each addition rounds by at most the error before it (or u
+** times the partial sum, whichever is smaller).  And
 ** less: a nonzero integer N has no other float within 2^-25 |N| of it, so
 ** a result within e of N rounds to N (error 0) when e < 2^-25 |N|, else
 ** by at most u (|N| + e) <= e/2 + u e; one near 0 by u e.  (Products by
@@ -2162,9 +2162,11 @@ static int col_nnz(const float *W, int rows, int ld, int col) {
   return k;
 }
 
-/* Sum over unit uid's dimensions of |entry of column col| times its aerr,
-** times 2 where the entry is not a power of two (a product by 2^k is
-** exact; another's rounding adds at most its input's error again). */
+/* Sum over unit uid's dimensions of |entry of column col| times its ae,
+** times 1.5 (plus a little) where the entry is not a power of two and the
+** product's error reaches 2^-25 (dev_grow's argument: a product by 2^k is
+** exact, another rounds by at most half its input's error times |w|
+** more, none below 2^-25 but a relative u). */
 static double aerr_dot(const gc *g, int uid, const float *W, int ld, int col) {
   const unit *s = &g->u[uid];
   if (!(s->ae[0] > 0) && !(s->ae[1] > 0)) return 0;
@@ -2306,8 +2308,9 @@ static double vsrc_dev(gc *g, const unit *u, rasp_model *m, int col) {
 ** positions (a component reading the index unit holds for at most one
 ** index value at every query value), or it moves a value of the positions
 ** that no two share (the compiler's premise for a move, that the selected
-** keys hold one value, then leaves one key) -- whose scores (Gp > 0: the selected key
-** beats every other, BOS included, after rounding) leave the other keys a
+** keys hold one value, then leaves one key) -- whose scores (Gp > 0: the
+** selected key beats every other, BOS included, after rounding) leave the
+** other keys a
 ** total weight leak < 2^-25 against the winner's exp(0) = 1, and whose
 ** value columns are integers computed exactly or off by a little: the
 ** softmax's sum is 1 exactly (1 plus less than half its ulp, in any
@@ -3514,15 +3517,17 @@ static char *layout_json(gc *g, const raspG_model *m, int root, const view *ov) 
               u->alias >= 0 ? ", \"in_place\": true" : "");
     /* the proven margin (heads: score gap in logits; MLP units: distance
     ** from the hinge) and the rounding it absorbs at the precision */
-    if (u->kind >= U_HEAD && u->margin >= 0 && u->margin < INFINITY)
+    if (u->kind >= U_HEAD && u->margin >= 0 && u->margin < INFINITY && isfinite(u->need))
       sb_printf(&b, ", \"margin\": %.6g, \"rounding\": %.6g", u->margin, u->need);
+    else if (u->kind >= U_HEAD && u->margin >= 0 && u->margin < INFINITY) /* (no bound) */
+      sb_printf(&b, ", \"margin\": %.6g, \"rounding\": null", u->margin);
     else
       sb_printf(&b, ", \"margin\": null");
     /* fp32, an integer unit proven: how far from its integers its
     ** dimensions (x and x^2) can be when it is written */
     if (u->kind >= U_HEAD && m->precision == RASPG_FP32 && u->kappa == 0 && u->proven &&
         u->ae[0] < 0.5 && u->ae[1] < 0.5)
-      sb_printf(&b, ", \"deviation\": [%.6g, %.6g]", u->ae[0], u->sq ? u->ae[1] : u->ae[0]);
+      sb_printf(&b, ", \"deviation\": [%.20f, %.20f]", u->ae[0], u->sq ? u->ae[1] : u->ae[0]); /* (no exponents: the config reader takes plain decimals) */
     sb_printf(&b, "}");
   }
   sb_printf(&b, "], \"token_embedding\": \"tokens one-hot (numerical+square: id, id^2); 'one' (dim 1) at every token "
