@@ -706,6 +706,9 @@ START_TEST(test_margins) {
                    0);
   ck_assert_msg(g.attn_margin >= log(7.0) + 21 - 1e-6, "%g", g.attn_margin);
   ck_assert_msg(g.mlp_margin >= 1 - 1e-6, "%g", g.mlp_margin);
+  /* every unit proven in fp32: nothing named as unproven */
+  ck_assert_int_eq(g.unproven, 0);
+  ck_assert_str_eq(g.unproven_at, "");
   ck_assert_ptr_nonnull(strstr(g.attn_at, "aggregate"));
   ck_assert_ptr_nonnull(strstr(g.mlp_at, "where"));
   ck_assert_ptr_nonnull(strstr(g.mlp_at, "test:4:"));
@@ -748,6 +751,12 @@ START_TEST(test_deviation) {
   ck_assert_int_eq(prec_compare(src, (const char *const *)names, 40, n, RASPG_FP32, RASPG_ENC_AUTO,
                                 300, &g, &err),
                    0);
+  /* the bound proves every head and MLP unit but not the readout (its
+  ** input, the where on line 5, carries the ties' rounding): --stats names
+  ** it with its location */
+  ck_assert_int_eq(g.unproven, 1);
+  ck_assert_msg(strstr(g.unproven_at, "(where) at test:5:12: the readout's logit margin"), "%s",
+                g.unproven_at);
   const rasp_model_config *c = &g.model.cfg;
   int d = c->d_model, nl = c->n_layers, nu = 0;
   struct { int dim, size, slot; double dev[2], seen; char name[64]; } u[64];
