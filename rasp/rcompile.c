@@ -3686,6 +3686,8 @@ static char *layout_json(gc *g, const raspG_model *m, int root, const view *ov) 
       sb_printf(&b, ", \"margin\": %.6g, \"rounding\": null", u->margin);
     else
       sb_printf(&b, ", \"margin\": null");
+    /* whether the rounding bound proves it (fp32 compiles it either way) */
+    if (u->kind >= U_HEAD) sb_printf(&b, ", \"proven\": %s", u->proven ? "true" : "false");
     /* fp32, an integer unit proven: how far from its integers its
     ** dimensions (x and x^2) can be when it is written */
     if (u->kind >= U_HEAD && m->precision == RASPG_FP32 && u->kappa == 0 && u->proven &&

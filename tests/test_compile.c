@@ -709,6 +709,8 @@ START_TEST(test_margins) {
   /* every unit proven in fp32: nothing named as unproven */
   ck_assert_int_eq(g.unproven, 0);
   ck_assert_str_eq(g.unproven_at, "");
+  ck_assert(strstr(g.model.json_extra, "\"proven\": true"));
+  ck_assert(!strstr(g.model.json_extra, "\"proven\": false"));
   ck_assert_ptr_nonnull(strstr(g.attn_at, "aggregate"));
   ck_assert_ptr_nonnull(strstr(g.mlp_at, "where"));
   ck_assert_ptr_nonnull(strstr(g.mlp_at, "test:4:"));
