@@ -59,11 +59,9 @@
 /* The library's ABI: librasp.so.RASP_ABI_VERSION (libtool's -version-info
 ** CURRENT in Makefile.am); raised whenever a change breaks programs built
 ** against the previous headers (1: the return convention and the error
-** codes above; 2: raspG_opts and raspG_model gained the attention gain,
-** the leak and the fp32 count's first unproven unit, and the unused
-** raspR_split_options went).  rasp_abi_version() is the number the library was built
+** codes above).  rasp_abi_version() is the number the library was built
 ** with: a program can compare it with the RASP_ABI_VERSION it saw. */
-#define RASP_ABI_VERSION 2
+#define RASP_ABI_VERSION 1
 int rasp_abi_version(void);
 
 typedef struct rasp_ctx rasp_ctx;

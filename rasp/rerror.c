@@ -324,3 +324,21 @@ int raspR_spawn(const char *const *argv, int in_fd, int out_fd, rasp_error *err)
   return 0;
 }
 
+char **raspR_split_options(int *argcp, char **argv, int from, int *version) {
+  int argc = *argcp, out = 0;
+  *version = 0;
+  char **split = malloc(sizeof(char *) * (size_t)(2 * argc + 1));
+  if (!split) return NULL;
+  for (int i = 0; i < argc; i++) {
+    char *a = argv[i], *eq = i >= from && strncmp(a, "--", 2) == 0 ? strchr(a, '=') : NULL;
+    if (i >= from && strcmp(a, "--version") == 0) *version = 1;
+    split[out++] = a;
+    if (eq && eq != a + 2) { /* "--=x" is not an option with a value */
+      *eq = '\0';
+      split[out++] = eq + 1;
+    }
+  }
+  split[out] = NULL;
+  *argcp = out;
+  return split;
+}

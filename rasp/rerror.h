@@ -152,6 +152,13 @@ int raspR_mkdirs(const char *dir, rasp_error *err);
 /* The same for the directory part of path (nothing when it has none). */
 int raspR_mkdirs_for(const char *path, rasp_error *err);
 
+/* The command-line convention of every front end: argv[from..] with each
+** --opt=VALUE split into --opt VALUE (a fresh vector of *argcp strings
+** pointing into argv, whose '=' are overwritten; free it with free()).
+** Returns it, or NULL out of memory; *version is 1 when --version was
+** among argv[from..] as an option. */
+char **raspR_split_options(int *argcp, char **argv, int from, int *version);
+
 /* ---- other programs ------------------------------------------------------
 ** The tools the commands hand work to (Graphviz's dot, gnuplot) run from an
 ** argument vector through posix_spawnp, never through a shell: a file name
