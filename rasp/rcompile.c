@@ -142,7 +142,8 @@
 ** In fp16 and bf16 a numerical encoding that is not proven there is
 ** replaced by a categorical one (the whole compile runs again with those
 ** nodes forced), and a node with no categorical alternative (a mean, a
-** width) is refused at its source position (RASP_E_INEXACT).
+** width) is refused at its source position (RASP_E_INEXACT).  In fp32 the
+** bound also carries absolute errors (below) and is only counted.
 **
 ** Running.  raspG_run uses a sparse copy of the weights (sparse_forward):
 ** raspN_forward's sums in the same order without the zero terms, so the
@@ -230,7 +231,12 @@ typedef struct unit {
   double margin, need;
   double kappa;    /* its values' relative error at the precision, in units
                       of the unit roundoff (0: exact) */
+  double ae[2];    /* fp32: and an absolute one: per dimension, ae[1] for a
+                      squared unit's x^2 (kappa 0 and ae > 0: integers off
+                      by at most ae) */
   const char *why; /* why its margin is not proven, for the refusal */
+  int proven;      /* prove's verdict on it */
+  int done;        /* prove has reached it */
   double leak, spread; /* head_margin's: weight past the selected keys, and
                           the spread of their scores (logits) */
   double leak0;    /* head_margin's: weight past BOS at the BOS query */
@@ -259,6 +265,8 @@ typedef struct gc {
   int allcat;      /* --encoding categorical: no numerical integer encodings */
   raspF_value *fact; /* per IR node: raspF_values for the vocabulary's ids */
   struct cbs *cb;  /* while the composed noise bound runs: its errors */
+  double *od;      /* prove, fp32: per residual dimension, what an MLP unit's
+                      hidden units' errors move it by */
 } gc;
 
 /* Whether node id (-1: the tokens) must be categorical. */
@@ -2163,11 +2171,24 @@ static int layer_width(gc *g, int l, int d, int dh, int heads) {
 ** depth: that is what --check
 ** --precision measures.  In fp16 and bf16 a unit that is not proven makes
 ** its numerical nodes (and its sources') categorical and the compile runs
-** again, or is refused when nothing is left to change; in fp32 the
-** encodings stay as chosen by size (the bound does not prove the largest
-** (x, x^2) moves at |V| = 1000, whose tie rounding it must charge n/2
-** times, while --check finds them exact) and the count of units it proves
-** is reported.  */
+** again, or is refused when nothing is left to change.
+**
+** fp32 adds to each unit an absolute error ae per dimension (x and x^2)
+** and charges what the rules above leave out: an MLP unit's value moves by
+** what its hidden units' errors move them by (per combination of source
+** values, only the units at or above their hinge: active_od), a head's by
+** the weight leaking past its selected keys and by its values' own errors,
+** and a unit written where an erased one was (or in place) by what that
+** one left (residue).  Integers off by a little are summed by dev_grow's
+** argument, not charged a rounding at the size of the sum; a relative
+** error of an integer unit is carried as an absolute one (fold_kappa);
+** and a head that selects one key (head_unique) is charged the leak alone,
+** not n/2 roundings.  STEM.json records each proven integer unit's
+** deviation, and tests/test_compile (test_deviation) checks it against the
+** float32 forward pass.  The count this proves is reported, but the
+** encodings stay as chosen by size: most of the path-star units are not
+** proven (a compare's error reaches a big-M gate times M), while --check
+** finds the models exact.  */
 
 static const int prec_bits[3] = {24, 11, 8};
 static double prec_u(int p) { return ldexp(1, -prec_bits[p]); }
@@ -2229,6 +2250,65 @@ static double uv_dot(const gc *g, int uid, int a, const float *W, int ld, int co
     *wre += x * x * fabs((double)w1 - (double)raspG_round(p, w1));
   }
   return r;
+}
+
+/* Integers off by a little (fp32, the unit's ae).  A float32 operation
+** whose exact result would be an integer N the format holds, on operands
+** off by at most e in all from the integers that give N, rounds to a float
+** no further from the result than N is: its error is at most e as well as
+** at most u |result|.  So a dot product of such inputs with integer
+** weights, whose terms' magnitudes sum to at most T <= 2^24, is off by at
+** most dev_grow(sum |w_j| e_j (1.5 times where w_j is not a power of two,
+** see below), k, T) after k additions that can be nonzero: a product by
+** 2^k is exact, each addition rounds by at most the error before it (or u
+** times the partial sum, whichever is smaller).  And
+** less: a nonzero integer N has no other float within 2^-25 |N| of it, so
+** a result within e of N rounds to N (error 0) when e < 2^-25 |N|, else
+** by at most u (|N| + e) <= e/2 + u e; one near 0 by u e.  (Products by
+** integers alike: e/2 + u e more, none for a power of two.) */
+static double dev_grow(double D, int nadd, double T) {
+  double f = D, u = ldexp(1, -24);
+  for (int k = 0; k < nadd && f > 0; k++) f += f < u / 2 ? u * f : fmin(u * (T + f), f / 2 + u * f);
+  return f;
+}
+
+/* The nonzero entries of column col of W (rows x ld). */
+static int col_nnz(const float *W, int rows, int ld, int col) {
+  int k = 0;
+  for (int r = 0; r < rows; r++) k += W[(size_t)r * ld + col] != 0;
+  return k;
+}
+
+/* Sum over unit uid's dimensions of |entry of column col| times its ae,
+** times 1.5 (plus a little) where the entry is not a power of two and the
+** product's error reaches 2^-25 (dev_grow's argument: a product by 2^k is
+** exact, another rounds by at most half its input's error times |w|
+** more, none below 2^-25 but a relative u). */
+static double aerr_dot(const gc *g, int uid, const float *W, int ld, int col) {
+  const unit *s = &g->u[uid];
+  if (!(s->ae[0] > 0) && !(s->ae[1] > 0)) return 0;
+  double D = 0;
+  int sz = s->cat ? s->nvals : s->sq ? 2 : 1;
+  for (int k = 0; k < sz; k++) {
+    double w = fabs((double)W[(size_t)(s->dim + k) * ld + col]);
+    int e;
+    double a = s->ae[s->sq && k == 1];
+    if (w == 0) continue;
+    D += (frexp(w, &e) == 0.5 || w == 0 ? w : w * a < ldexp(1, -25) ? w * (1 + ldexp(1, -24)) : 1.5 * w * (1 + ldexp(1, -23))) * a;
+  }
+  return D;
+}
+
+/* The largest magnitude of unit uid's dimension col (0: x, 1: a squared
+** unit's x^2; 1 for one-hot). */
+static double col_max(const gc *g, int uid, int col) {
+  const unit *s = &g->u[uid];
+  double m = s->cat ? 1 : 0;
+  for (int a = 0; a < s->nvals && !s->cat; a++) {
+    double x = fabs(dval(s->vals[a]));
+    m = fmax(m, col && s->sq ? x * x : x);
+  }
+  return m;
 }
 
 /* Whether every entry of W that unit uid's dimensions (and ONE, when
@@ -2301,10 +2381,12 @@ static double cb_colerr(const gc *g, const float *W, int ld, int col, int bos, d
 ** at most that weight towards other values (a convex combination), so the
 ** read moves by the leak times the spread of what it reads over those
 ** values (a mean's or a width's values lie within +-unit_max).  0 for
-** other units, and in the composed bound, whose errors carry the leak. */
-static double leak_err(const gc *g, int uid, const float *W, int ld, int col) {
+** other units, in the composed bound, whose errors carry the leak, and in
+** fp32 (p), where the head's absolute errors (ae, head_margin) carry it
+** and aerr_dot charges it: charging it here too would count it twice. */
+static double leak_err(const gc *g, int uid, const float *W, int ld, int col, int p) {
   const unit *s = &g->u[uid];
-  if (g->cb || s->kind != U_HEAD || !(s->leak > 0)) return 0;
+  if (g->cb || p == RASPG_FP32 || s->kind != U_HEAD || !(s->leak > 0)) return 0;
   double lo = INFINITY, hi = -INFINITY, t, wre;
   for (int a = 0; a < s->nvals; a++) {
     double z = uv_dot(g, uid, a, W, ld, col, RASPG_FP32, &t, &wre);
@@ -2316,8 +2398,8 @@ static double leak_err(const gc *g, int uid, const float *W, int ld, int col) {
   return fmin(s->leak, 1) * r; /* (a weight, at most 1) */
 }
 
-static double *col_vectors(const gc *g, int uid, const float *W, int dh, int c0, int c1, int p,
-                           double *amax, double *emax) {
+static double *col_vectors(const gc *g, int uid, const float *W, int rows, int dh, int c0,
+                           int c1, int p, double *amax, double *emax) {
   const unit *s = &g->u[uid];
   int ncol = c1 - c0, one = s->kind != U_ONE;
   double up = prec_u(p), kap = s->kappa, lim = ldexp(1, prec_bits[p]);
@@ -2336,14 +2418,100 @@ static double *col_vectors(const gc *g, int uid, const float *W, int dh, int c0,
       if (e > emax[j]) emax[j] = e;
       if (t > tmax) tmax = t;
     }
-    if (kap == 0 && tmax <= lim && int_weights(g, uid, W, dh, c0 + j, one)) emax[j] = 0;
-    emax[j] += leak_err(g, uid, W, dh, c0 + j);
+    double D = aerr_dot(g, uid, W, dh, c0 + j);
+    if (kap == 0 && tmax <= lim && int_weights(g, uid, W, dh, c0 + j, one))
+      emax[j] = D > 0 ? dev_grow(D, col_nnz(W, rows, dh, c0 + j), tmax + D) : 0;
+    else emax[j] += D;
+    emax[j] += leak_err(g, uid, W, dh, c0 + j, p);
     if (g->cb) { /* the composed bound: the column's error in the pass */
       double T;
       emax[j] = cb_colerr(g, W, dh, c0 + j, 0, &T);
     }
   }
   return v;
+}
+
+/* fp32: what the moved values' absolute errors can move a head's output
+** dimension col by (a weighted mean moves no further than its terms). */
+static double vsrc_dev(gc *g, const unit *u, rasp_model *m, int col) {
+  if (u->hmode == H_WIDTH) return 0;
+  int d = m->cfg.d_model, dh = m->cfg.d_head, ncol = u->hmode == H_CAT ? u->nvals : 1;
+  char nm[64];
+  snprintf(nm, sizeof nm, "layers.%d.attn.w_v", u->layer);
+  const float *wv = raspN_data(m, nm) + (size_t)u->hslot * d * dh;
+  if (u->hmode == H_MOVE) return aerr_dot(g, u->hv.unit, wv, dh, col);
+  double e = 0;
+  for (int j = 0; j < ncol && col == 0; j++) e = fmax(e, aerr_dot(g, u->hv.unit, wv, dh, j));
+  return e;
+}
+
+/* fp32: a head that selects at most one key per query -- its keys are the
+** positions (a component reading the index unit holds for at most one
+** index value at every query value), or it moves a value of the positions
+** that no two share (the compiler's premise for a move, that the selected
+** keys hold one value, then leaves one key) -- whose scores (Gp > 0: the
+** selected key beats every other, BOS included, after rounding) leave the
+** other keys a
+** total weight leak < 2^-25 against the winner's exp(0) = 1, and whose
+** value columns are integers computed exactly or off by a little: the
+** softmax's sum is 1 exactly (1 plus less than half its ulp, in any
+** order), so the winner's weight is 1 and its product exact; the others'
+** products add at most leak * max|v| and absorbing them into the sum at
+** most as much again (dev_grow's argument, each absorbed at most once),
+** and w_o copies the value (1s).  So its output is integers off by at most
+** *ae: no n/2 roundings, which only ties among several selected keys of
+** equal values cost.  0 when the argument does not apply. */
+static int head_unique(gc *g, unit *u, rasp_model *m, double leak, double ae[2]) {
+  if (u->hmode != H_CAT && u->hmode != H_MOVE) return 0;
+  if (!(leak < ldexp(1, -25))) return 0;
+  int one = 0;
+  for (int ci = 0; ci < u->nc && !one; ci++) {
+    const comp *c = &u->c[ci];
+    if (g->u[c->ku].kind != U_IDX) continue;
+    int nk = g->u[c->ku].nvals, nq = g->u[c->qu].nvals, most = 0;
+    for (int b = 0; b < nq; b++) {
+      int k = 0;
+      for (int a = 0; a < nk; a++) k += comp_rel(g, c, a, b);
+      if (k > most) most = k;
+    }
+    one = most <= 1;
+  }
+  if (!one && g->u[u->hv.unit].kind == U_IDX) {
+    /* the compiler's premise for a move (plan_node): the selected keys
+    ** hold one value; the positions' values, each at one position, are
+    ** then held by one key */
+    const view *v = &u->hv;
+    one = 1;
+    for (int a = 0; a < v->nv && one; a++)
+      for (int b = a + 1; b < v->nv && one; b++)
+        one = !(v->ok[a] && v->ok[b] && v->val[a].num == v->val[b].num && v->val[a].den == v->val[b].den);
+  }
+  if (!one) return 0;
+  const rasp_model_config *cf = &m->cfg;
+  int d = cf->d_model, dh = cf->d_head, vu = u->hv.unit;
+  if (g->u[vu].kappa != 0) return 0;
+  char nm[64];
+  snprintf(nm, sizeof nm, "layers.%d.attn.w_v", u->layer);
+  const float *wv = raspN_data(m, nm) + (size_t)u->hslot * d * dh;
+  snprintf(nm, sizeof nm, "layers.%d.attn.w_o", u->layer);
+  const float *wo = raspN_data(m, nm) + (size_t)u->hslot * dh * d;
+  int ncol = u->hmode == H_MOVE ? 2 : u->nvals, okv = 1;
+  double *VA = raspM_alloc(sizeof(double) * (size_t)ncol * 2), *VE = VA + ncol;
+  double *V = col_vectors(g, vu, wv, d, dh, 0, ncol, RASPG_FP32, VA, VE);
+  ae[0] = ae[1] = 0;
+  for (int j = 0; j < ncol; j++) {
+    okv &= int_weights(g, vu, wv, dh, j, 1) && VA[j] <= ldexp(1, 24);
+    okv &= wv[j] == floorf(wv[j]); /* BOS's row: the default */
+    int k = u->hmode == H_MOVE ? j : 0;
+    double vmax = fmax(fmax(col_max(g, (int)(u - g->u), k), VA[j]), fabs((double)wv[j]));
+    ae[k] = fmax(ae[k], VE[j] + 2 * (1 + ldexp(1, -20)) * leak * (vmax + VE[j]));
+    for (int o = 0; o < d; o++) /* w_o: a copy */
+      okv &= wo[(size_t)j * d + o] == 0 || (wo[(size_t)j * d + o] == 1 && o == u->dim + j);
+  }
+  for (int a = 0; a < g->u[vu].nvals * ncol && okv; a++) okv = V[a] == floor(V[a]);
+  raspM_free(V);
+  raspM_free(VA);
+  return okv;
 }
 
 /* A head's margin and need (the most rounding can take from it), in
@@ -2380,6 +2548,7 @@ static int head_margin(gc *g, unit *u, rasp_model *m, int p) {
   int self = (int)(u - g->u);
   double vrange = 2 * unit_max(g, self), tol = avg ? unit_gap(g, self) / 8 : 0.125;
   double G = INFINITY, Gp = INFINITY, leak = 0, spread = 0;
+  int unbounded = !(ebns < INFINITY);
   double selmin = 0, selmax = 0, pselmin = 0, pselmax = 0;
   int nc = u->nc;
   double *mh = raspM_alloc(sizeof(double) * (size_t)(nc + 1) * 6);
@@ -2389,8 +2558,9 @@ static int head_margin(gc *g, unit *u, rasp_model *m, int p) {
     int ncol = c->col1 - c->col0, nk = g->u[c->ku].nvals, nq = g->u[c->qu].nvals;
     double *KA = raspM_alloc(sizeof(double) * (size_t)(ncol + 1) * 4), *KE = KA + ncol + 1,
            *QA = KE + ncol + 1, *QE = QA + ncol + 1;
-    double *K = col_vectors(g, c->ku, wk, dh, c->col0, c->col1, p, KA, KE);
-    double *Q = col_vectors(g, c->qu, wq, dh, c->col0, c->col1, p, QA, QE);
+    double *K = col_vectors(g, c->ku, wk, d, dh, c->col0, c->col1, p, KA, KE);
+    double *Q = col_vectors(g, c->qu, wq, d, dh, c->col0, c->col1, p, QA, QE);
+    for (int j = 0; j < ncol; j++) unbounded |= !(QE[j] < INFINITY) || !(KE[j] < INFINITY);
     /* each key's nonzero columns (a one-hot key has one) */
     int *kn = raspM_alloc(sizeof(int) * ((size_t)nk * (size_t)(ncol ? ncol : 1) + (size_t)nk + 1)),
         *ks = kn + (size_t)nk * (size_t)(ncol ? ncol : 1), nz = 0;
@@ -2414,14 +2584,21 @@ static int head_margin(gc *g, unit *u, rasp_model *m, int p) {
       for (int j = 0; j < ncol; j++) qe += (fabs(qb[j]) + QE[j]) * KE[j];
       double hmin = INFINITY, hmax = -INFINITY, fx = -INFINITY, lo = INFINITY, hi = -INFINITY,
              fhi = -INFINITY, lo2 = INFINITY, hi2 = -INFINITY;
+      int qint = p == RASPG_FP32 && !g->cb;
+      for (int j = 0; j < ncol && qint; j++) qint = qb[j] == floor(qb[j]);
       for (int a = 0; a < nk; a++) {
-        double s = 0, e = qe;
+        double s = 0, e = qe, T = 0;
+        int sint = qint;
         for (int t = ks[a]; t < ks[a + 1]; t++) {
           double kv = K[(size_t)a * ncol + kn[t]];
           s += qb[kn[t]] * kv;
+          T += fabs(qb[kn[t]] * kv);
           e += QE[kn[t]] * fabs(kv);
+          sint = sint && kv == floor(kv);
         }
-        if (!(e == 0 && s == floor(s) && fabs(s) <= lim)) e += up * fabs(s); /* its rounding */
+        /* integer features off by a little: dev_grow's argument (fp32) */
+        if (e > 0 && sint && T + e <= lim) e = dev_grow(2 * e, ncol, T + e);
+        else if (!(e == 0 && s == floor(s) && fabs(s) <= lim)) e += up * fabs(s); /* its rounding */
         double ens = e;
         e += up * fabs(s); /* the scaling's */
         sc[a] = s;
@@ -2493,14 +2670,23 @@ static int head_margin(gc *g, unit *u, rasp_model *m, int p) {
   u->leak0 = (double)n * exp(-(1 - 4 * up) * (double)wq[u->bcol] * kbf * lsc);
   u->spread = spread * lsc;
   int ok = 1;
-  if (!(Gp > 0)) ok = 0, u->why = "rounding can let a key that is not selected win";
-  else if (leak * vrange > tol)
+  if (unbounded) ok = 0, u->why = "the error of what it reads is not bounded";
+  else if (!(Gp > 0)) ok = 0, u->why = "rounding can let a key that is not selected win";
+  else if (!(leak * vrange <= tol))
     ok = 0, u->why = "the weight leaking past its selected keys can move its value too far";
-  else if (avg && (exp(spread * lsc) - 1) * vrange > tol)
+  else if (avg && !((exp(spread * lsc) - 1) * vrange <= tol))
     ok = 0, u->why = "rounding can weigh its selected keys unequally, moving its mean by more "
                      "than an eighth of the gap between its values";
   if (p == RASPG_FP16 && (vmax > 65504 || smax > 65504))
     ok = 0, u->why = "a score or a feature exceeds fp16's largest number, 65504";
+  if (p == RASPG_FP32 && !g->cb) {
+    /* the leak, as a deviation, and the moved values' own */
+    for (int k = 0; k < 2; k++)
+      u->ae[k] = (col_max(g, self, k) > 0 ? 2 * (1 + 2 * up) * leak * col_max(g, self, k) : 0) +
+                 vsrc_dev(g, u, m, k);
+    double ae[2];
+    if (ok && !avg && head_unique(g, u, m, leak, ae)) u->kappa = 0, u->ae[0] = ae[0], u->ae[1] = ae[1];
+  }
   return ok;
 }
 
@@ -2538,12 +2724,61 @@ static void zscan(const zsrc *s, int k, int ns, double base, double tiny, double
   for (int i = 0; i < s[k].n; i++) zscan(s, k + 1, ns, base + s[k].z[i], tiny, mn, mx);
 }
 
+/* fp32: g->od (what the hidden units [h0, h1), errors eh, move each output
+** by), summed per combination of source values over the hidden units at or
+** above their hinge only: one below it by more than its error outputs an
+** exact 0 (mlp_margin proves every unit's error below its distance from
+** the hinge).  The sum over all of them where the combinations are too
+** many to enumerate. */
+static void active_od(gc *g, const float *wi, const float *bi, const float *wo, int F, int D,
+                     int h0, int h1, const int *src, int ns, int has_one, const double *eh) {
+  int nh = h1 - h0;
+  double combos = 1;
+  for (int k = 0; k < ns; k++) combos *= g->u[src[k]].nvals ? g->u[src[k]].nvals : 1;
+  if (nh <= 0 || combos * nh * (ns + 1) > 3e7) return;
+  int *off = raspM_alloc(sizeof(int) * (size_t)(ns + 1) * 2), *ix = off + ns + 1, tot = 0;
+  for (int k = 0; k < ns; k++) off[k] = tot, tot += g->u[src[k]].nvals;
+  double *C = raspM_alloc(sizeof(double) * ((size_t)tot * nh + (size_t)nh * 2 + (size_t)D));
+  double *base = C + (size_t)tot * nh, *z = base + nh, *cur = z + nh, t, wre;
+  for (int h = h0; h < h1; h++) {
+    base[h - h0] = (double)bi[h] + (has_one ? 0.0f : wi[(size_t)1 * F + h]);
+    for (int k = 0; k < ns; k++)
+      for (int a = 0; a < g->u[src[k]].nvals; a++)
+        C[(size_t)(off[k] + a) * nh + h - h0] = uv_dot(g, src[k], a, wi, F, h, RASPG_FP32, &t, &wre);
+  }
+  /* each hidden unit's outputs, with the factor of its product's rounding */
+  double *od = g->od;
+  memset(od, 0, sizeof(double) * (size_t)D);
+  for (int k = 0; k < ns; k++) ix[k] = 0;
+  for (;;) {
+    for (int h = 0; h < nh; h++) {
+      z[h] = base[h];
+      for (int k = 0; k < ns; k++) z[h] += C[(size_t)(off[k] + ix[k]) * nh + h];
+    }
+    for (int o = 0; o < D; o++) cur[o] = 0;
+    for (int h = 0; h < nh; h++) {
+      if (z[h] < -1e-9 * (1 + fabs(base[h]))) continue; /* off, exactly */
+      for (int o = 0; o < D; o++) {
+        double w = fabs((double)wo[(size_t)(h0 + h) * D + o]);
+        int e2;
+        if (w != 0) cur[o] += w * eh[h] * (frexp(w, &e2) == 0.5 ? 1 : 1.5 + ldexp(1, -22));
+      }
+    }
+    for (int o = 0; o < D; o++) od[o] = fmax(od[o], cur[o]);
+    int k = 0;
+    while (k < ns && ++ix[k] >= g->u[src[k]].nvals) ix[k++] = 0;
+    if (k == ns) break;
+  }
+  raspM_free(C);
+  raspM_free(off);
+}
+
 /* Hidden units [h0, h1) of layer l reading units src[0..ns): their
 ** smallest margin and largest need into *mg, *nd, and *exact 1 when every
 ** one is computed exactly at p (exact inputs, integer weights in and out,
 ** sums within the format).  0 when one is not proven. */
 static int mlp_margin(gc *g, rasp_model *m, int l, int h0, int h1, const int *src, int ns, int p,
-                      double *mg, double *nd, int *exact) {
+                      double *mg, double *nd, int *exact, double *otot) {
   const rasp_model_config *cf = &m->cfg;
   int F = cf->d_mlp, D = cf->d_model;
   char nm[64];
@@ -2561,12 +2796,17 @@ static int mlp_margin(gc *g, rasp_model *m, int l, int h0, int h1, const int *sr
     allex &= g->u[src[k]].kappa == 0;
   }
   zsrc *zs = raspM_alloc(sizeof(zsrc) * (size_t)(ns + 1));
+  double *od = g->od; /* per output: sum |w_out| err */
+  memset(od, 0, sizeof(double) * (size_t)D);
+  double *eh = raspM_alloc(sizeof(double) * (size_t)(h1 - h0 + 1)); /* per hidden: err */
   for (int h = h0; h < h1; h++) {
     float w1 = has_one ? 0.0f : wi[(size_t)1 * F + h];
     double base = (double)bi[h] + w1, T = fabs((double)bi[h]) + fabs((double)w1), err = 0,
            lerr = 0;
     err += fabs((double)bi[h] - raspG_round(p, bi[h])) + fabs((double)w1 - raspG_round(p, w1));
     int nnz = 1, nsrc = 0, hex = allex && bi[h] == floorf(bi[h]) && w1 == floorf(w1);
+    double ain = 0; /* the sources' absolute errors through w_in (fp32) */
+    int nterm = 1;  /* its terms that can be nonzero (a one-hot's zeros are exact) */
     for (int r = 1; r < D; r++) nnz += wi[(size_t)r * F + h] != 0;
     for (int k = 0; k < ns; k++) {
       const unit *s = &g->u[src[k]];
@@ -2590,27 +2830,39 @@ static int mlp_margin(gc *g, rasp_model *m, int l, int h0, int h1, const int *sr
         zs[nsrc++] = (zsrc){z, w};
       T += tmax;
       err += emax;
-      lerr += leak_err(g, src[k], wi, F, h);
+      lerr += leak_err(g, src[k], wi, F, h, p);
+      ain += aerr_dot(g, src[k], wi, F, h);
+      if (s->cat && !(s->ae[0] > 0)) nterm++;
+      else
+        for (int r = 0; r < usize(s); r++) nterm += wi[(size_t)(s->dim + r) * F + h] != 0;
     }
     double mn = INFINITY, mx = fabs(base), tiny = 1e-9 * (1 + T);
     if (nsrc) zscan(zs, 0, nsrc, base, tiny, &mn, &mx);
     else if (fabs(base) > tiny) mn = fabs(base);
     for (int k = 0; k < nsrc; k++) raspM_free(zs[k].z);
-    hex = hex && T <= lim;
-    if (hex) err = 0; /* integers within the format: every sum exact */
-    else err += up * mx + (nnz + 1) * ldexp(1, -24) * T;
+    hex = hex && T + ain <= lim;
+    /* integers within the format: every sum exact, or off by what the
+    ** inputs' absolute errors grow to (dev_grow) */
+    if (hex) err = ain > 0 ? dev_grow(ain, nterm, T + ain) : 0;
+    else err += ain + up * mx + (nnz + 1) * ldexp(1, -24) * T;
     err += lerr; /* (exact arithmetic on inputs a leak moved) */
     for (int o = 0; o < D; o++) {
       float w = wo[(size_t)h * D + o];
       if (w != 0) outsum += fabs((double)w) * mx;
+      int e2;
+      od[o] += fabs((double)w) * err * (frexp(fabs((double)w), &e2) == 0.5 || w == 0 ? 1 : 1.5 + ldexp(1, -22));
       hex = hex && w == floorf(w);
     }
     *exact = *exact && hex;
     if (mn < *mg) *mg = mn;
     if (2 * err > *nd) *nd = 2 * err;
-    if (2 * err >= mn || (p == RASPG_FP16 && T > 65504)) ok = 0;
+    if (!(2 * err < mn) || (p == RASPG_FP16 && T > 65504)) ok = 0;
+    eh[h - h0] = err;
   }
   if (outsum > lim) *exact = 0;
+  *otot = outsum;
+  if (p == RASPG_FP32 && ok) active_od(g, wi, bi, wo, F, D, h0, h1, src, ns, has_one, eh);
+  raspM_free(eh);
   raspM_free(zs);
   return ok;
 }
@@ -2634,7 +2886,8 @@ static int readout_margin(gc *g, raspG_model *out, const view *ov, int p, double
       float w1 = one ? un[(size_t)1 * no + j] : 0.0f;
       lg[j] = uv_dot(g, uid, a, un, no, j, p, &t, &wre) + w1;
       double e = t * kap * up + wre + fabs((double)w1 - raspG_round(p, w1)) + up * fabs(lg[j]) +
-                 8 * ldexp(1, -24) * (t + fabs((double)w1)) + leak_err(g, uid, un, no, j);
+                 8 * ldexp(1, -24) * (t + fabs((double)w1)) + aerr_dot(g, uid, un, no, j) +
+                 leak_err(g, uid, un, no, j, p);
       if (e > err) err = e;
       if (t > big) big = t;
     }
@@ -2681,6 +2934,56 @@ static int force_unit(gc *g, int c, unsigned char *force) {
   return added;
 }
 
+/* fp32: a unit whose values are integers (squares included) within 2^24
+** carries its relative error as an absolute one, kappa u max|x| per
+** dimension: its readers then sum integers off by a little (dev_grow)
+** rather than charge a rounding per addition at the size of their sums. */
+static void fold_kappa(gc *g, int i) {
+  unit *u = &g->u[i];
+  if (u->kappa == 0) return;
+  for (int a = 0; a < u->nvals && !u->cat; a++) {
+    double x = dval(u->vals[a]);
+    if (x != floor(x) || fabs(u->sq ? x * x : x) > ldexp(1, 24)) return;
+  }
+  for (int k = 0; k < 2; k++) u->ae[k] += u->kappa * ldexp(1, -24) * col_max(g, i, k);
+  u->kappa = 0;
+}
+
+/* fp32: the most that unit i's dimensions can hold before it writes them:
+** what the units that held them before it left (an erased unit's
+** eraser's roundings, or its error where the ReLU clips; an in-place
+** where's operand, its whole error). */
+static double residue(const gc *g, int i) {
+  const unit *u = &g->u[i];
+  double r = 0;
+  for (int j = 0; j < g->nu; j++) {
+    const unit *v = &g->u[j];
+    if (j == i || !v->used || v->kind < U_HEAD || v->dim < 0 || v->ready >= u->ready) continue;
+    if (v->dim >= u->dim + usize(u) || u->dim >= v->dim + usize(v)) continue;
+    if (!v->done) return INFINITY; /* (fp32 proves in order of writing: not reached) */
+    double kap = v->kappa, a = fmax(v->ae[0], v->ae[1]);
+    double mx = unit_max(g, j), e;
+    if (u->alias == j) e = a + kap * ldexp(1, -24) * mx; /* its operand: all of it */
+    else /* x - (x - lo) - lo: x's error cancels; what is left is the
+         ** rounding of the partial results (none on exact integers: each
+         ** at most the error before it, dev_grow's argument), or x's error
+         ** where the ReLU clips (x = lo, off below) */
+      e = fmax(a, fmin(4 * ldexp(1, -24) * (mx + a), 4 * a)) + 2 * kap * ldexp(1, -24) * mx;
+    r = fmax(r, e);
+  }
+  return r;
+}
+
+static void node_where(const gc *g, int node, char *buf, size_t size, int loc);
+
+/* fp32: records the first unit the bound does not prove, for --stats. */
+static void unproven_note(const gc *g, raspG_model *out, int node, const char *why) {
+  char where[256];
+  node_where(g, node, where, sizeof where, 1);
+  snprintf(out->unproven_at, sizeof out->unproven_at, "%s: %s", where,
+           why ? why : "its margin is not proven");
+}
+
 /* Proves every used unit and the readout at the target precision.  0: all
 ** proven; 1: force updated (compile again); -1: refused, err set. */
 static const char *unit_name(gc *g, const unit *u, char *buf, size_t size);
@@ -2690,10 +2993,24 @@ static int prove(gc *g, raspG_model *out, const view *ov, int p, unsigned char *
   int src[2 * MAXCOMPS + 4], ns, fail = -1, failsrc = 0, added = 0;
   out->attn_margin = out->mlp_margin = -1;
   out->attn_leak = 0;
-  for (int i = 0; i < g->nu; i++) {
+  g->od = raspM_alloc(sizeof(double) * (size_t)m->cfg.d_model);
+  /* fp32 goes in order of writing (ready), so that what a unit's
+  ** dimensions held before it (residue) is proven before it; the smallest
+  ** margins are named as in order of units (the lower one on a tie) */
+  int *ord = raspM_alloc(sizeof(int) * (size_t)(g->nu + 1)), at_a = -1, at_m = -1;
+  for (int i = 0; i < g->nu; i++) ord[i] = i, g->u[i].done = 0;
+  for (int i = 1; i < g->nu && p == RASPG_FP32; i++) /* insertion: stable */
+    for (int k = i; k > 0 && g->u[ord[k - 1]].ready > g->u[ord[k]].ready; k--) {
+      int t = ord[k];
+      ord[k] = ord[k - 1], ord[k - 1] = t;
+    }
+  for (int oi = 0; oi < g->nu; oi++) {
+    int i = ord[oi];
     unit *u = &g->u[i];
+    u->done = 1;
     u->margin = u->need = -1;
     u->leak = u->leak0 = 0;
+    u->ae[0] = u->ae[1] = 0;
     /* sources come before their readers: kappa is known when read */
     u->kappa = u->kind < U_HEAD         ? embed_kappa(g, i, p)
                : u->kind == U_MLP       ? 1
@@ -2705,8 +3022,9 @@ static int prove(gc *g, raspG_model *out, const view *ov, int p, unsigned char *
       ok = head_margin(g, u, m, p);
       /* (a bound on a weight: at most 1) */
       out->attn_leak = fmin(1, fmax(out->attn_leak, fmax(u->leak, u->leak0)));
-      if (u->margin < INFINITY && (out->attn_margin < 0 || u->margin < out->attn_margin)) {
-        out->attn_margin = u->margin;
+      if (u->margin < INFINITY && (out->attn_margin < 0 || u->margin < out->attn_margin ||
+                                   (u->margin == out->attn_margin && i < at_a))) {
+        out->attn_margin = u->margin, at_a = i;
         node_where(g, u->node, out->attn_at, sizeof out->attn_at, 1);
       }
     } else {
@@ -2717,29 +3035,49 @@ static int prove(gc *g, raspG_model *out, const view *ov, int p, unsigned char *
         for (int b = 0; b < k; b++) dup |= src[b] == src[a];
         if (!dup) src[k++] = src[a];
       }
-      double mg = INFINITY, nd = 0;
+      double mg = INFINITY, nd = 0, oe[2] = {0, 0}, ot = 0;
       int ex = 1;
-      ok = mlp_margin(g, m, u->layer, u->h0, u->h1, src, k, p, &mg, &nd, &ex);
+      ok = mlp_margin(g, m, u->layer, u->h0, u->h1, src, k, p, &mg, &nd, &ex, &ot);
+      /* its dimensions' share of its hidden units' errors */
+      for (int r = u->dim; r < u->dim + usize(u); r++)
+        oe[u->sq && r > u->dim] = fmax(oe[u->sq && r > u->dim], g->od[r]);
       for (int a = 0; a < u->nvals && ex; a++) {
         double x = dval(u->vals[a]);
         ex = u->cat || (x == floor(x) && fabs(u->sq ? x * x : x) <= ldexp(1, prec_bits[p]));
       }
       if (ex) u->kappa = 0;
+      /* fp32: what its hidden units' errors move its value by (w_out
+      ** integers: dev_grow over its hidden units' additions) */
+      if (p == RASPG_FP32)
+        for (int c = 0; c < 2; c++) {
+          double o = c && u->sq ? oe[1] : oe[0];
+          u->ae[c] = ex && o > 0 ? dev_grow(o, u->h1 - u->h0, ot + o) : o;
+        }
       u->margin = mg < INFINITY ? mg : -1;
       u->need = nd;
-      if (mg < INFINITY && (out->mlp_margin < 0 || mg < out->mlp_margin)) {
-        out->mlp_margin = mg;
+      if (mg < INFINITY && (out->mlp_margin < 0 || mg < out->mlp_margin ||
+                            (mg == out->mlp_margin && i < at_m))) {
+        out->mlp_margin = mg, at_m = i;
         node_where(g, u->node, out->mlp_at, sizeof out->mlp_at, 1);
       }
     }
     /* (its eraser, ReLU(x - lo) + lo, is exact or off by at most the error
-    ** x carries: no margin to prove) */
+    ** x carries: no margin to prove; but what it leaves in the dimensions
+    ** (and what an in-place where adds to) is where the next unit lands:
+    ** fp32 counts it, a sum on integers off by a little (dev_grow)) */
+    if (p == RASPG_FP32) {
+      fold_kappa(g, i);
+      double r = residue(g, i);
+      for (int k = 0; k < 2 && r > 0; k++) /* r + its value, rounded once */
+        u->ae[k] += r + fmin(u->ae[k] + r, ldexp(1, -24) * (col_max(g, i, k) + u->ae[k] + r));
+    }
     if (!ok && u->kind == U_MLP) u->why = "rounding can push a hidden unit across its hinge";
     if (ok && p == RASPG_FP16 && unit_max(g, i) > 65504)
       ok = 0, u->why = "its values exceed fp16's largest number, 65504";
     out->checked++;
+    u->proven = ok;
     if (!ok && p == RASPG_FP32) { /* reported, not acted on: see above */
-      out->unproven++;
+      if (!out->unproven++) unproven_note(g, out, u->node, u->why);
       continue;
     }
     if (!ok) {
@@ -2749,10 +3087,15 @@ static int prove(gc *g, raspG_model *out, const view *ov, int p, unsigned char *
       if (fail < 0) fail = i, failsrc = ns;
     }
   }
+  raspM_free(ord);
+  raspM_free(g->od);
+  g->od = NULL;
   double rmg, rnd;
   int rok = readout_margin(g, out, ov, p, &rmg, &rnd);
   out->checked++;
-  if (!rok && p == RASPG_FP32) out->unproven++;
+  if (!rok && p == RASPG_FP32) {
+    if (!out->unproven++) unproven_note(g, out, g->u[ov->unit].node, "the readout's logit margin");
+  }
   else if (!rok) {
     added += force_unit(g, ov->unit, force);
     if (fail < 0) fail = ov->unit, failsrc = -1;
@@ -3338,10 +3681,19 @@ static char *layout_json(gc *g, const raspG_model *m, int root, const view *ov) 
               u->alias >= 0 ? ", \"in_place\": true" : "");
     /* the proven margin (heads: score gap in logits; MLP units: distance
     ** from the hinge) and the rounding it absorbs at the precision */
-    if (u->kind >= U_HEAD && u->margin >= 0 && u->margin < INFINITY)
+    if (u->kind >= U_HEAD && u->margin >= 0 && u->margin < INFINITY && isfinite(u->need))
       sb_printf(&b, ", \"margin\": %.6g, \"rounding\": %.6g", u->margin, u->need);
+    else if (u->kind >= U_HEAD && u->margin >= 0 && u->margin < INFINITY) /* (no bound) */
+      sb_printf(&b, ", \"margin\": %.6g, \"rounding\": null", u->margin);
     else
       sb_printf(&b, ", \"margin\": null");
+    /* whether the rounding bound proves it (fp32 compiles it either way) */
+    if (u->kind >= U_HEAD) sb_printf(&b, ", \"proven\": %s", u->proven ? "true" : "false");
+    /* fp32, an integer unit proven: how far from its integers its
+    ** dimensions (x and x^2) can be when it is written */
+    if (u->kind >= U_HEAD && m->precision == RASPG_FP32 && u->kappa == 0 && u->proven &&
+        u->ae[0] < 0.5 && u->ae[1] < 0.5)
+      sb_printf(&b, ", \"deviation\": [%.20f, %.20f]", u->ae[0], u->sq ? u->ae[1] : u->ae[0]); /* (no exponents: the config reader takes plain decimals) */
     sb_printf(&b, "}");
   }
   sb_printf(&b, "], \"token_embedding\": \"tokens one-hot (numerical+square: id, id^2); 'one' (dim 1) at every token "
@@ -4331,9 +4683,16 @@ void raspG_print_stats(const raspG_model *g, FILE *out) {
   else
     fprintf(out, "min MLP margin: no MLP units\n");
   if (g->precision == RASPG_FP32)
-    fprintf(out, "fp32: the rounding bound proves %d of %d heads, MLP units and readout (in fp32 "
-            "the encodings are chosen by size; --check measures)\n",
+  {
+    /* a count, not a verdict: fp32 keeps the size rule, so a unit the bound
+    ** does not prove is still compiled as it is (--check measures it) */
+    fprintf(out, "fp32: proven exact against rounding: %d of %d heads, MLP units and readout",
             g->checked - g->unproven, g->checked);
+    if (g->unproven)
+      fprintf(out, "; not proven: %d, the first %s (in fp32 the encodings are chosen by size, not "
+              "by this bound: --check measures)", g->unproven, g->unproven_at);
+    fprintf(out, "\n");
+  }
   else
     fprintf(out, "%s: every head, MLP unit and the readout proven against rounding; %d node%s "
             "compiled categorically (numerical not proven)\n",

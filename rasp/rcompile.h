@@ -88,6 +88,8 @@ typedef struct raspG_model {
                               against rounding, and how many the bound does
                               not prove (fp32 only: elsewhere they are made
                               categorical or refused) */
+  char unproven_at[320];   /* fp32: the first unit not proven (in order of
+                              writing): its node, source location and why */
   struct raspG_fast *fast; /* private: the sparse weights raspG_run uses */
 } raspG_model;
 

@@ -706,6 +706,11 @@ START_TEST(test_margins) {
                    0);
   ck_assert_msg(g.attn_margin >= log(7.0) + 21 - 1e-6, "%g", g.attn_margin);
   ck_assert_msg(g.mlp_margin >= 1 - 1e-6, "%g", g.mlp_margin);
+  /* every unit proven in fp32: nothing named as unproven */
+  ck_assert_int_eq(g.unproven, 0);
+  ck_assert_str_eq(g.unproven_at, "");
+  ck_assert(strstr(g.model.json_extra, "\"proven\": true"));
+  ck_assert(!strstr(g.model.json_extra, "\"proven\": false"));
   ck_assert_ptr_nonnull(strstr(g.attn_at, "aggregate"));
   ck_assert_ptr_nonnull(strstr(g.mlp_at, "where"));
   ck_assert_ptr_nonnull(strstr(g.mlp_at, "test:4:"));
@@ -718,6 +723,92 @@ START_TEST(test_margins) {
   for (const char *p = j; (p = strstr(p, "\"rounding\": ")); p++) margins++;
   ck_assert_int_eq(heads, 2);
   ck_assert_int_eq(margins, heads);
+  raspG_free(&g);
+}
+END_TEST
+
+/* fp32 deviations (prove, doc/compiler.md "Margins and precision"): every
+** proven integer unit's dimensions lie within STEM.json's "deviation" of
+** an integer right after the unit is written, in the float32 forward pass,
+** on inputs full of ties.  The move by the indices selects one key and is
+** charged only the weight leaking past it; the move of equal tokens (`same`:
+** several keys of one value averaged) is charged n/2 roundings, and is seen
+** to need more than the one-key rule would give it (so this would fail if
+** the one-key rule took it). */
+START_TEST(test_deviation) {
+  const char *src = "def main(seq):\n"
+                    "    idx = indices(seq)\n"
+                    "    flip = aggregate(select(idx, length - idx - 1, equals, causal=False), seq)\n"
+                    "    same = aggregate(select(seq, seq, equals, causal=False), seq)\n"
+                    "    return where(flip > same, flip, same)\n";
+  char *names[40];
+  char buf[40][4];
+  for (int i = 0; i < 40; i++) {
+    snprintf(buf[i], sizeof buf[i], "%d", i + 1);
+    names[i] = buf[i];
+  }
+  int n = 12;
+  raspG_model g;
+  rasp_error err = {0};
+  ck_assert_int_eq(prec_compare(src, (const char *const *)names, 40, n, RASPG_FP32, RASPG_ENC_AUTO,
+                                300, &g, &err),
+                   0);
+  /* the bound proves every head and MLP unit but not the readout (its
+  ** input, the where on line 5, carries the ties' rounding): --stats names
+  ** it with its location */
+  ck_assert_int_eq(g.unproven, 1);
+  ck_assert_msg(strstr(g.unproven_at, "(where) at test:5:12: the readout's logit margin"), "%s",
+                g.unproven_at);
+  const rasp_model_config *c = &g.model.cfg;
+  int d = c->d_model, nl = c->n_layers, nu = 0;
+  struct { int dim, size, slot; double dev[2], seen; char name[64]; } u[64];
+  for (const char *p = strstr(g.model.json_extra, "\"units\": ["); p && (p = strstr(p, "{\"name\": \""));) {
+    p += strlen("{\"name\": \"");
+    const char *e = strchr(p, '"'), *end = strchr(p, '}');
+    const char *dv = strstr(p, "\"deviation\": [");
+    if (!dv || dv > end) continue;
+    ck_assert_int_lt(nu, 64);
+    snprintf(u[nu].name, sizeof u[nu].name, "%.*s", (int)(e - p), p);
+    int layer = atoi(strstr(p, "\"layer\": ") + 9);
+    u[nu].dim = atoi(strstr(p, "\"dim\": ") + 7);
+    u[nu].size = atoi(strstr(p, "\"size\": ") + 8);
+    u[nu].slot = 2 * layer + (strstr(p, "\"kind\": \"head\"") < end ? 1 : 2);
+    ck_assert_int_eq(sscanf(dv + 14, "%lf, %lf", &u[nu].dev[0], &u[nu].dev[1]), 2);
+    u[nu].seen = 0;
+    nu++;
+  }
+  int flip = -1, same = -1;
+  for (int i = 0; i < nu; i++) {
+    if (strstr(u[i].name, ":flip")) flip = i;
+    if (strstr(u[i].name, ":same")) same = i;
+  }
+  ck_assert_int_ge(flip, 0);
+  ck_assert_int_ge(same, 0);
+  float *res = malloc(sizeof(float) * (size_t)(1 + 2 * nl) * (size_t)(n + 1) * (size_t)d);
+  float *lg = malloc(sizeof(float) * (size_t)(n + 1) * (size_t)c->n_out);
+  int t[13];
+  t[0] = c->bos_token;
+  for (int k = 0; k < 300; k++) {
+    rasp_rng rng;
+    raspT_rng_seed(&rng, 11, (uint64_t)k);
+    int reps = 1 + (int)raspT_rng_below(&rng, 6); /* few distinct tokens: many ties */
+    for (int i = 0; i < n; i++) t[i + 1] = 1 + (int)raspT_rng_below(&rng, (uint64_t)(k % 2 ? 40 : reps));
+    ck_assert_msg(raspN_forward(&g.model, t, n + 1, lg, res, &err) == 1, "%s", err.msg);
+    for (int i = 0; i < nu; i++)
+      for (int p = 1; p <= n; p++)
+        for (int j = 0; j < u[i].size; j++) {
+          double v = res[((size_t)u[i].slot * (size_t)(n + 1) + (size_t)p) * (size_t)d + (size_t)(u[i].dim + j)];
+          double dev = fabs(v - nearbyint(v)), bound = u[i].dev[j > 0];
+          ck_assert_msg(dev <= bound, "%s dimension %d: %g from an integer, bound %g", u[i].name, j, dev,
+                        bound);
+          if (dev > u[i].seen) u[i].seen = dev;
+        }
+  }
+  /* the one-key bound is the leak's, far below what the ties cost */
+  ck_assert_msg(u[flip].dev[1] < 1e-6, "%g", u[flip].dev[1]);
+  ck_assert_msg(u[same].seen > 10 * u[flip].dev[1], "%g %g", u[same].seen, u[flip].dev[1]);
+  free(res);
+  free(lg);
   raspG_free(&g);
 }
 END_TEST
@@ -846,6 +937,7 @@ static Suite *compile_suite(void) {
   tcase_add_test(tc, test_margins);
   tcase_add_test(tc, test_precision);
   tcase_add_test(tc, test_attn_gain);
+  tcase_add_test(tc, test_deviation);
   suite_add_tcase(s, tc);
   /* 1000 perturbed dense passes of a path-star model: slow under the
      sanitizers on a shared machine */
