@@ -60,7 +60,7 @@
 ** CURRENT in Makefile.am); raised whenever a change breaks programs built
 ** against the previous headers (1: the return convention and the error
 ** codes above; 2: raspG_opts' attn_gain and raspG_model's attn_gain,
-** score_scale and attn_leak, which change both structs' layout,
+** score_scale, attn_leak and unproven_at, which change both structs' layout,
 ** raspG_sched's sublayer, and raspR_split_options removed).
 ** rasp_abi_version() is the number the library was built with: a program
 ** can compare it with the RASP_ABI_VERSION it saw. */
