@@ -21,8 +21,10 @@
 # command again; rasp-train compare keeps no checkpoint, so a job killed
 # part way starts over.  Writes PREFIX_summary.csv (per lr, arm and seed:
 # step 0 and the last step), PREFIX_means.csv (over the seeds done),
-# PREFIX_progress.csv (every arm's latest evaluation, finished or not)
-# and PREFIX.png (last-step lead and sequence accuracy against A and S).
+# PREFIX_steps.csv (every evaluation), PREFIX_progress.csv (every arm's
+# latest evaluation, finished or not), PREFIX.png (last-step lead and
+# sequence accuracy against A and S) and PREFIX_steps.png (lead and
+# position 2 by step).
 # Usage, from the repository root after make:
 #   sh experiments/basin_long.sh [PREFIX]   (default experiments/out/basin_long)
 # before common.sh, whose default batch is 16: the plateau is at batch 64
@@ -101,9 +103,10 @@ report "$start"
             $5, $6, $9, $10, $11, $12, $4, $13, $14, $15 } }' "$csv"
   done | awk -F, '!seen[$1 "," $2 "," $3]++'
 } > "${prefix}_summary.csv"
-# the grid's progress: every arm's latest evaluation, finished or not (an
-# unfinished job's arms stop short of the last step); both tables hold
-# only the runs of this BATCH
+# every evaluation of every arm (PREFIX_steps.csv), and the grid's
+# progress: every arm's latest evaluation, finished or not (an unfinished
+# job's arms stop short of the last step); all the tables hold only the
+# runs of this BATCH, an arm two jobs ran once
 {
   echo "lr,job,seed,arm,step,lead,seq,pos0,pos1,pos2,pos3,loss,dist,program_acc"
   for csv in "${prefix}"_lr*/seed*/compare.csv; do
@@ -111,12 +114,12 @@ report "$start"
     j=$(echo "$csv" | sed 's/.*_lr[^_]*_\([^/]*\)\/seed.*/\1/')
     lr=$(echo "$csv" | sed 's/.*_lr\([^_]*\)_.*/\1/')
     s=$(echo "$csv" | sed 's/.*seed\([0-9]*\)\/compare.csv/\1/')
-    awk -F, -v lr="$lr" -v j="$j" -v s="$s" 'NR > 1 { if (!($2 in r)) o[++n] = $2
-        r[$2] = sprintf("%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s", lr, j, s, $2, $1, $5, $6,
-          $9, $10, $11, $12, $4, $13, $14) }
-      END { for (i = 1; i <= n; i++) print r[o[i]] }' "$csv"
-  done
-} > "${prefix}_progress.csv"
+    awk -F, -v lr="$lr" -v j="$j" -v s="$s" 'NR > 1 { printf "%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s\n",
+      lr, j, s, $2, $1, $5, $6, $9, $10, $11, $12, $4, $13, $14 }' "$csv"
+  done | awk -F, '!seen[$1 "," $3 "," $4 "," $5]++'
+} > "${prefix}_steps.csv"
+awk -F, 'NR == 1 { print; next } { k = $1 "," $3 "," $4; if (!(k in r)) o[++n] = k; r[k] = $0 }
+  END { for (i = 1; i <= n; i++) print r[o[i]] }' "${prefix}_steps.csv" > "${prefix}_progress.csv"
 awk -F, -v S="$STEPS" 'NR > 1 && $5 != S { print "unfinished: lr " $1 " job " $2 " seed " $3 " arm " $4 " at step " $5 }' \
   "${prefix}_progress.csv"
 awk -F, 'NR > 1 { k = $1 "," $2; if (!(k in n)) o[++m] = k; n[k]++
@@ -153,3 +156,28 @@ plot '< grep "^1e-3,noise" $sum' using 4:7 pt 6 ps 0.9 title 'lead, lr 1e-3', \\
 unset multiplot
 GP
 gnuplot "${prefix}.gp" && echo "wrote ${prefix}.png"
+# lead and position 2 by step, every lr, arm and seed a line
+cat > "${prefix}_steps.gp" <<GP
+set datafile separator ','
+set terminal pngcairo size 1400,500 font ',9' noenhanced
+set output '${prefix}_steps.png'
+set multiplot layout 1,2 title 'decoder6_causal (D=$D M=$M V=$V), quarter gain, AdamW, batch $BATCH: by step (lr/arm/seed)'
+set yrange [-0.05:1.05]
+set xlabel 'step'
+set ylabel 'val accuracy'
+set key outside right font ',7'
+GP
+for c in 6:'leading node l_t (chance 0.5)' 10:'position 2 (the node after l_t)'; do
+  col=${c%%:*}
+  printf "set title '%s'\nplot " "${c#*:}" >> "${prefix}_steps.gp"
+  sep=""
+  for key in $(awk -F, 'NR > 1 { k = $1 "/" $4 "/" $3; if (!(k in s)) { s[k] = 1; print k } }' "${prefix}_steps.csv"); do
+    lr=${key%%/*} rest=${key#*/}
+    printf "%s'< awk -F, \"\\\$1 == \\\"%s\\\" && \\\$4 == \\\"%s\\\" && \\\$3 == %s\" %s' using 5:%s with linespoints pt 7 ps 0.4 title '%s'" \
+      "$sep" "$lr" "${rest%/*}" "${rest#*/}" "${prefix}_steps.csv" "$col" "$key" >> "${prefix}_steps.gp"
+    sep=", "
+  done
+  echo >> "${prefix}_steps.gp"
+done
+echo "unset multiplot" >> "${prefix}_steps.gp"
+gnuplot "${prefix}_steps.gp" && echo "wrote ${prefix}_steps.png"
