@@ -24,7 +24,8 @@
 # PREFIX_steps.csv (every evaluation), PREFIX_progress.csv (every arm's
 # latest evaluation, finished or not), PREFIX.png (last-step lead and
 # sequence accuracy against A and S) and PREFIX_steps.png (lead and
-# position 2 by step).
+# position 2 by step); LONG=doc/study/long_steps.csv (below) adds section
+# 4.5's seed-1 runs of A = 0, A = 1 and the standard arm to the tables.
 # Usage, from the repository root after make:
 #   sh experiments/basin_long.sh [PREFIX]   (default experiments/out/basin_long)
 # before common.sh, whose default batch is 16: the plateau is at batch 64
@@ -86,42 +87,44 @@ while [ "$w" -lt "$PAR" ]; do
 done
 wait
 report "$start"
-# per lr, arm and seed: step 0 and the last step (x: A or S); an arm that
-# two jobs ran (a job from before basin.sh's MIX= fix ran every mix arm)
-# is counted once: a seed's batches and random weights are the same in
-# every job, so the two runs agree bit for bit
+# every evaluation of every arm (PREFIX_steps.csv): only the runs of this
+# BATCH; an arm that two jobs ran (a job from before basin.sh's MIX= fix
+# ran every mix arm) once, since a seed's batches and random weights are
+# the same in every job and the two runs agree bit for bit.  LONG=CSV
+# (long.sh's PREFIX_steps.csv, e.g. doc/study/long_steps.csv) adds its
+# basin calls as seed 1 of job `long` where the grid has no such arm: the
+# same command line (LR, batch 64, 640 steps, seed 1) in another call
 {
-  echo "lr,arm,seed,x,lead0,seq0,lead,seq,pos0,pos1,pos2,pos3,loss,dist,program_acc,stopped"
-  for csv in "${prefix}"_lr*/seed*/compare.csv; do
-    [ -f "$csv" ] && [ "$(batch_of "$(dirname "$csv")")" = "$BATCH" ] || continue
-    lr=$(echo "$csv" | sed 's/.*_lr\([^_]*\)_.*/\1/')
-    s=$(echo "$csv" | sed 's/.*seed\([0-9]*\)\/compare.csv/\1/')
-    awk -F, -v lr="$lr" -v s="$s" -v S="$STEPS" 'NR > 1 {
-        if ($1 == 0) { l0[$2] = $5; q0[$2] = $6 }
-        if ($1 == S) { x = $2 ~ /^mix/ ? substr($2, 4) / 100 : $2 ~ /^noise/ ? substr($2, 6) + 0 : ""
-          printf "%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s\n", lr, $2, s, x, l0[$2], q0[$2],
-            $5, $6, $9, $10, $11, $12, $4, $13, $14, $15 } }' "$csv"
-  done | awk -F, '!seen[$1 "," $2 "," $3]++'
-} > "${prefix}_summary.csv"
-# every evaluation of every arm (PREFIX_steps.csv), and the grid's
-# progress: every arm's latest evaluation, finished or not (an unfinished
-# job's arms stop short of the last step); all the tables hold only the
-# runs of this BATCH, an arm two jobs ran once
-{
-  echo "lr,job,seed,arm,step,lead,seq,pos0,pos1,pos2,pos3,loss,dist,program_acc"
-  for csv in "${prefix}"_lr*/seed*/compare.csv; do
-    [ -f "$csv" ] && [ "$(batch_of "$(dirname "$csv")")" = "$BATCH" ] || continue
-    j=$(echo "$csv" | sed 's/.*_lr[^_]*_\([^/]*\)\/seed.*/\1/')
-    lr=$(echo "$csv" | sed 's/.*_lr\([^_]*\)_.*/\1/')
-    s=$(echo "$csv" | sed 's/.*seed\([0-9]*\)\/compare.csv/\1/')
-    awk -F, -v lr="$lr" -v j="$j" -v s="$s" 'NR > 1 { printf "%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s\n",
-      lr, j, s, $2, $1, $5, $6, $9, $10, $11, $12, $4, $13, $14 }' "$csv"
-  done | awk -F, '!seen[$1 "," $3 "," $4 "," $5]++'
+  echo "lr,job,seed,arm,step,lead,seq,pos0,pos1,pos2,pos3,loss,dist,program_acc,stopped"
+  {
+    for csv in "${prefix}"_lr*/seed*/compare.csv; do
+      [ -f "$csv" ] && [ "$(batch_of "$(dirname "$csv")")" = "$BATCH" ] || continue
+      j=$(echo "$csv" | sed 's/.*_lr[^_]*_\([^/]*\)\/seed.*/\1/')
+      lr=$(echo "$csv" | sed 's/.*_lr\([^_]*\)_.*/\1/')
+      s=$(echo "$csv" | sed 's/.*seed\([0-9]*\)\/compare.csv/\1/')
+      awk -F, -v lr="$lr" -v j="$j" -v s="$s" 'NR > 1 { printf "%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s\n",
+        lr, j, s, $2, $1, $5, $6, $9, $10, $11, $12, $4, $13, $14, $15 }' "$csv"
+    done
+    if [ -n "${LONG:-}" ]; then
+      [ "$BATCH" = 64 ] || { echo "$0: LONG= holds runs of batch 64, not $BATCH" >&2; exit 2; }
+      awk -F, 'NR > 1 && $1 ~ /^lr/ { printf "%s,long,1,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s\n",
+        substr($1, 3), $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13 }' "$LONG"
+    fi
+  } | awk -F, '!seen[$1 "," $3 "," $4 "," $5]++'
 } > "${prefix}_steps.csv"
+# the grid's progress: every arm's latest evaluation, finished or not (an
+# unfinished job's arms stop short of the last step)
 awk -F, 'NR == 1 { print; next } { k = $1 "," $3 "," $4; if (!(k in r)) o[++n] = k; r[k] = $0 }
   END { for (i = 1; i <= n; i++) print r[o[i]] }' "${prefix}_steps.csv" > "${prefix}_progress.csv"
 awk -F, -v S="$STEPS" 'NR > 1 && $5 != S { print "unfinished: lr " $1 " job " $2 " seed " $3 " arm " $4 " at step " $5 }' \
   "${prefix}_progress.csv"
+# per lr, arm and seed: step 0 and the last step (x: A or S)
+awk -F, -v S="$STEPS" 'BEGIN { print "lr,arm,seed,x,lead0,seq0,lead,seq,pos0,pos1,pos2,pos3,loss,dist,program_acc,stopped" }
+  NR > 1 { k = $1 "," $4 "," $3
+    if ($5 == 0) { l0[k] = $6; q0[k] = $7 }
+    if ($5 == S) { x = $4 ~ /^mix/ ? substr($4, 4) / 100 : $4 ~ /^noise/ ? substr($4, 6) + 0 : ""
+      printf "%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s\n", $1, $4, $3, x, l0[k], q0[k],
+        $6, $7, $8, $9, $10, $11, $12, $13, $14, $15 } }' "${prefix}_steps.csv" > "${prefix}_summary.csv"
 awk -F, 'NR > 1 { k = $1 "," $2; if (!(k in n)) o[++m] = k; n[k]++
     l0[k] += $5; l[k] += $7; q[k] += $8; p2[k] += $11
     if (!(k in lo) || $7 < lo[k]) lo[k] = $7; if (!(k in hi) || $7 > hi[k]) hi[k] = $7 }
