@@ -173,12 +173,19 @@ GP
 for c in 6:'leading node l_t (chance 0.5)' 10:'position 2 (the node after l_t)'; do
   col=${c%%:*}
   printf "set title '%s'\nplot " "${c#*:}" >> "${prefix}_steps.gp"
-  sep=""
-  for key in $(awk -F, 'NR > 1 { k = $1 "/" $4 "/" $3; if (!(k in s)) { s[k] = 1; print k } }' "${prefix}_steps.csv"); do
+  sep="" i=0
+  # an arm's colour (12, then again), lr 1e-5 dashed, a seed's point type
+  for key in $(awk -F, 'NR > 1 { k = $1 "/" $4 "/" $3; if (!(k in s)) { s[k] = 1; print k } }' "${prefix}_steps.csv" |
+      sort -t/ -k1,1r -k2,2 -k3,3n); do
     lr=${key%%/*} rest=${key#*/}
-    printf "%s'< awk -F, \"\\\$1 == \\\"%s\\\" && \\\$4 == \\\"%s\\\" && \\\$3 == %s\" %s' using 5:%s with linespoints pt 7 ps 0.4 title '%s'" \
-      "$sep" "$lr" "${rest%/*}" "${rest#*/}" "${prefix}_steps.csv" "$col" "$key" >> "${prefix}_steps.gp"
-    sep=", "
+    arm=${rest%/*} seed=${rest#*/}
+    c=$(awk -F, -v a="$lr/$arm" 'NR > 1 && !(($1 "/" $4) in s) { s[$1 "/" $4] = ++n; if ($1 "/" $4 == a) { print n; exit } }' "${prefix}_steps.csv")
+    col_rgb=$(echo "#000000 #e41a1c #377eb8 #4daf4a #984ea3 #ff7f00 #a65628 #f781bf #999999 #66c2a5 #1b9e77 #d95f02" |
+      awk -v c="$c" '{ print $((c - 1) % NF + 1) }')
+    dt=1; [ "$lr" = 1e-3 ] || dt=2
+    printf "%s'< awk -F, \"\\\$1 == \\\"%s\\\" && \\\$4 == \\\"%s\\\" && \\\$3 == %s\" %s' using 5:%s with linespoints lc rgb '%s' dt %s pt %s ps 0.5 title '%s'" \
+      "$sep" "$lr" "$arm" "$seed" "${prefix}_steps.csv" "$col" "$col_rgb" "$dt" "$((seed + 4))" "$key" >> "${prefix}_steps.gp"
+    sep=", " i=$((i + 1))
   done
   echo >> "${prefix}_steps.gp"
 done
