@@ -11,14 +11,16 @@
 # leading node)?
 # SEEDS="1 2" runs some seeds (PAR at a time); the summary covers every
 # OUTDIR/seedK there.  MIX="0 100" (percent) and NOISE="3e-3" choose the
-# arms, STANDARD=0 drops the standard arm, and GAIN=0.25 starts every
-# compiled arm from the model with its attention gain scaled by 0.25
-# (scale_gain.py; section 4.4), so that a long run can be split into
-# several calls, one per learning rate (LR=): the same seed gives the same
-# batches and the same random weights in every call.  Writes OUTDIR/seedK/compare.csv, OUTDIR/summary.csv (per arm and seed:
-# step-0 and final lead and sequence accuracies, final position-2
-# accuracy, distance, program heads, the step a non-finite value stopped
-# it at), OUTDIR/means.csv (the mean over seeds) and OUTDIR/basin.png.
+# arms (MIX= or NOISE=, empty, none of that kind), STANDARD=0 drops the
+# standard arm, and GAIN=0.25 starts every compiled arm from the model
+# with its attention gain scaled by 0.25 (scale_gain.py; section 4.4), so
+# that a long run can be split into several calls, one per learning rate
+# (LR=): the same seed gives the same batches and the same random weights
+# in every call.  Writes OUTDIR/seedK/compare.csv, OUTDIR/summary.csv (per
+# arm and seed: step-0 and final lead and sequence accuracies, final
+# position-2 accuracy, distance, program heads, the step a non-finite
+# value stopped it at), OUTDIR/means.csv (the mean over seeds) and
+# OUTDIR/basin.png.
 . "$(dirname "$0")/common.sh"
 out=${1:-experiments/out/basin}
 STEPS=${STEPS:-100}
@@ -26,7 +28,8 @@ EVERY=${EVERY:-20}
 NTEST=${NTEST:-100}
 SEEDS=${SEEDS:-1 2 3}
 LR=${LR:-1e-3}
-MIX=${MIX:-0 10 25 50 75 100}
+# `-`, not `:-`: MIX= (empty) means no mix arm, not the default list
+MIX=${MIX-0 10 25 50 75 100}
 GAIN=${GAIN:-1}
 STANDARD=${STANDARD:-1}
 mkdir -p "$out"

@@ -47,9 +47,9 @@ par() {
 report() {
   # `times` in this shell, not in a command substitution's subshell (which
   # has no children): its second line is the finished children's time
-  times > "$out/.times"
-  cpu=$(tail -1 "$out/.times" | awk '{ split($1, u, "m"); split($2, s, "m");
+  times > "$out/.times.$$"
+  cpu=$(tail -1 "$out/.times.$$" | awk '{ split($1, u, "m"); split($2, s, "m");
     printf "%.1f", u[1] * 60 + u[2] + s[1] * 60 + s[2] }')
-  rm -f "$out/.times"
+  rm -f "$out/.times.$$"
   echo "wall clock $(( $(date +%s) - $1 )) s; CPU ${cpu} s (user + system of the compares); load average $(cut -d' ' -f1-3 /proc/loadavg)"
 }
