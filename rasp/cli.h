@@ -28,6 +28,15 @@ int rasp_cli_repl(int argc, char **argv);
 int rasp_cli_compile(int argc, char **argv);
 int rasp_cli_apply(int argc, char **argv);
 
+/* The compiled model's schedule (rlayers.h, raspL_analyse_compiled) of the
+** node root (-1: the first output) of a traced plain program whose inputs
+** are the token ids 1..|vocabulary|, as `rasp compile` builds it; the IR
+** rule, with the reason, for a program the compiler refuses.  What `rasp
+** layers`, `trace`, `draw` and the verifier print (cli_verify.c; raspK_trace
+** does the same for path-star programs; the REPL's :layers, whose session
+** has no output to compile, prints the IR rule). */
+void raspC_compiled_layers(rasp_ctx *ctx, int root, rasp_layers *L);
+
 /* ---- options (cli_opts.c): one table, one parser, the help from both */
 
 /* The commands, as bits of an option's set of commands. */

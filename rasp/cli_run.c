@@ -552,7 +552,7 @@ static int run_plain(unsigned cmd, const char *name, run_opts *o) {
   } else {
     raspI_dump(ir, stdout);
     rasp_layers layers;
-    raspL_analyse(ir, NULL, 0, &layers);
+    raspC_compiled_layers(ctx, -1, &layers);
     raspL_print(&layers, stdout);
     raspL_free(&layers);
     if (o->explain) status = explain(ir, tokens);

@@ -893,13 +893,9 @@ static double fit_sse(const double *x, const double *y, int n, double *slope) {
   return sse;
 }
 
-/* The compiled model's schedule (rlayers.h, raspL_analyse_compiled) of a
-** traced plain program whose inputs are the token ids 1..|vocabulary|, as
-** `rasp compile` builds it; the IR rule, with the reason, for a program
-** the compiler refuses.  (raspK_trace does the same for path-star ones.) */
-static void compiled_layers(rasp_ctx *ctx, rasp_layers *L) {
+void raspC_compiled_layers(rasp_ctx *ctx, int root, rasp_layers *L) {
   rasp_ir *ir = rasp_ctx_ir(ctx);
-  if (!ir->noutputs) {
+  if (root < 0 && !ir->noutputs) {
     raspL_analyse(ir, NULL, 0, L);
     snprintf(L->why, sizeof L->why, "the program has no output");
     return;
@@ -907,7 +903,7 @@ static void compiled_layers(rasp_ctx *ctx, rasp_layers *L) {
   int nids = rasp_vocab_size(ctx);
   int64_t *ids = raspM_alloc(sizeof(int64_t) * (size_t)(nids + 1));
   for (int i = 0; i < nids; i++) ids[i] = i + 1;
-  raspL_analyse_compiled(ir, ir->outputs[0], ids, nids, nids, L);
+  raspL_analyse_compiled(ir, root < 0 ? ir->outputs[0] : root, ids, nids, nids, L);
   raspM_free(ids);
 }
 
@@ -1051,7 +1047,7 @@ int rasp_cli_layers(int argc, char **argv) {
           break; /* the same error at every length */
         }
         rasp_layers L;
-        compiled_layers(ctx, &L);
+        raspC_compiled_layers(ctx, -1, &L);
         layers_row(&o, pname, 1, D, x, x, &L);
         ys[k] = L.nlayers;
         raspL_free(&L);
@@ -1346,7 +1342,7 @@ int rasp_cli_draw(int argc, char **argv) {
       goto out;
     }
     rasp_ir *ir = rasp_ctx_ir(ctx);
-    compiled_layers(ctx, &L);
+    raspC_compiled_layers(ctx, -1, &L);
     g = (dgraph){ir, ir->outputs, ir->noutputs, L.sublayer};
     name = plain_name(o.programs[0]);
   }

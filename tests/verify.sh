@@ -200,6 +200,15 @@ if [ -z "$bad" ] && [ "$differ" -ge 10 ]; then
 else
   fail=$((fail + 1)); echo "FAIL: draw_layers_one_schedule:$bad; IR rule differs in $differ"; cat "$err"
 fi
+# `rasp trace` of a plain program prints the same schedule as `rasp layers`
+# (sort at n = 3: the IR rule has 1 MLP sublayer, the compiled model 2)
+"$rasp" layers examples/sort.rasp --input "3 1 2" --json >"$out" 2>"$err"
+want=$(sed -n 's/.*"layers":\([0-9]*\),"attention_layers":\([0-9]*\),"mlp_layers":\([0-9]*\),.*/\1 layers (\2 attention, \3 MLP)/p' "$out")
+if [ -n "$want" ] && "$rasp" trace examples/sort.rasp --input "3 1 2" 2>>"$err" | grep -q "^$want; .*the compiled model's"; then
+  pass=$((pass + 1)); echo "PASS: trace_layers_one_schedule ($want)"
+else
+  fail=$((fail + 1)); echo "FAIL: trace_layers_one_schedule (layers: '$want')"; cat "$err"
+fi
 # -o g.json writes JSON, -o g.dot DOT, -o g.png (with dot installed) a PNG
 d=$(mktemp -d)
 "$rasp" draw examples/sort.rasp --input "1 2" -o "$d/g.json" >"$out" 2>"$err" &&
