@@ -3046,11 +3046,17 @@ static int prove(gc *g, raspG_model *out, const view *ov, int p, unsigned char *
       }
       if (ex) u->kappa = 0;
       /* fp32: what its hidden units' errors move its value by (w_out
-      ** integers: dev_grow over its hidden units' additions) */
+      ** integers: dev_grow over its hidden units' additions).  Where its
+      ** hidden units' exact values are not integers (a decode of a width
+      ** or mean, steps of a non-integer input) the partial sums of w_out's
+      ** products are not either, and each of the additions rounds by up
+      ** to u times a partial sum (at most ot + o), which can be far above
+      ** the final value (a step's two hidden units cancel): charged. */
       if (p == RASPG_FP32)
         for (int c = 0; c < 2; c++) {
           double o = c && u->sq ? oe[1] : oe[0];
-          u->ae[c] = ex && o > 0 ? dev_grow(o, u->h1 - u->h0, ot + o) : o;
+          u->ae[c] = ex ? (o > 0 ? dev_grow(o, u->h1 - u->h0, ot + o) : 0)
+                        : o + (u->h1 - u->h0 + 1) * ldexp(1, -24) * (1 + ldexp(1, -20)) * (ot + o);
         }
       u->margin = mg < INFINITY ? mg : -1;
       u->need = nd;
