@@ -2679,12 +2679,16 @@ static int head_margin(gc *g, unit *u, rasp_model *m, int p) {
   if (p == RASPG_FP16 && (vmax > 65504 || smax > 65504))
     ok = 0, u->why = "a score or a feature exceeds fp16's largest number, 65504";
   if (p == RASPG_FP32 && !g->cb) {
-    /* the leak, as a deviation, and the moved values' own */
+    /* the leak, as a deviation, and the moved values' own.  Where e^-gap
+    ** is below float32's subnormals (a large --attn-gain), expf still
+    ** returns up to one subnormal ulp, 2^-149, per key: the leak carries
+    ** n 2^-148 more, so the tiny deviations stay bounds */
+    double lk = leak + (double)n * ldexp(1, -148);
     for (int k = 0; k < 2; k++)
-      u->ae[k] = (col_max(g, self, k) > 0 ? 2 * (1 + 2 * up) * leak * col_max(g, self, k) : 0) +
+      u->ae[k] = (col_max(g, self, k) > 0 ? 2 * (1 + 2 * up) * lk * col_max(g, self, k) : 0) +
                  vsrc_dev(g, u, m, k);
     double ae[2];
-    if (ok && !avg && head_unique(g, u, m, leak, ae)) u->kappa = 0, u->ae[0] = ae[0], u->ae[1] = ae[1];
+    if (ok && !avg && head_unique(g, u, m, lk, ae)) u->kappa = 0, u->ae[0] = ae[0], u->ae[1] = ae[1];
   }
   return ok;
 }
