@@ -2178,13 +2178,16 @@ static int layer_width(gc *g, int l, int d, int dh, int heads) {
 ** values, only the units at or above their hinge: active_od), a head's by
 ** the weight leaking past its selected keys and by its values' own errors,
 ** and a unit written where an erased one was (or in place) by what that
-** one left (residue).  Integers off by a little are summed by dev_grow's
+** one left (residue); an MLP unit whose hidden values are not integers
+** also by its output sum's roundings (u times a partial sum per
+** addition), and a head's leak is at least expf's subnormal ulp per key.
+** Integers off by a little are summed by dev_grow's
 ** argument, not charged a rounding at the size of the sum; a relative
 ** error of an integer unit is carried as an absolute one (fold_kappa);
 ** and a head that selects one key (head_unique) is charged the leak alone,
 ** not n/2 roundings.  STEM.json records each proven integer unit's
-** deviation, and tests/test_compile (test_deviation) checks it against the
-** float32 forward pass.  The count this proves is reported, but the
+** deviation, and tests/test_compile (test_deviation, test_deviation_task
+** on path-star models) checks it against the float32 forward pass.  The count this proves is reported, but the
 ** encodings stay as chosen by size: most of the path-star units are not
 ** proven (a compare's error reaches a big-M gate times M), while --check
 ** finds the models exact.  */
