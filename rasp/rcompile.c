@@ -2179,13 +2179,16 @@ static int layer_width(gc *g, int l, int d, int dh, int heads) {
 ** values, only the units at or above their hinge: active_od), a head's by
 ** the weight leaking past its selected keys and by its values' own errors,
 ** and a unit written where an erased one was (or in place) by what that
-** one left (residue).  Integers off by a little are summed by dev_grow's
+** one left (residue); an MLP unit whose hidden values are not integers
+** also by its output sum's roundings (u times a partial sum per
+** addition), and a head's leak is at least expf's subnormal ulp per key.
+** Integers off by a little are summed by dev_grow's
 ** argument, not charged a rounding at the size of the sum; a relative
 ** error of an integer unit is carried as an absolute one (fold_kappa);
 ** and a head that selects one key (head_unique) is charged the leak alone,
 ** not n/2 roundings.  STEM.json records each proven integer unit's
-** deviation, and tests/test_compile (test_deviation) checks it against the
-** float32 forward pass.  The count this proves is reported, but the
+** deviation, and tests/test_compile (test_deviation, test_deviation_task
+** on path-star models) checks it against the float32 forward pass.  The count this proves is reported, but the
 ** encodings stay as chosen by size: most of the path-star units are not
 ** proven (a compare's error reaches a big-M gate times M), while --check
 ** finds the models exact.  */
@@ -2680,12 +2683,16 @@ static int head_margin(gc *g, unit *u, rasp_model *m, int p) {
   if (p == RASPG_FP16 && (vmax > 65504 || smax > 65504))
     ok = 0, u->why = "a score or a feature exceeds fp16's largest number, 65504";
   if (p == RASPG_FP32 && !g->cb) {
-    /* the leak, as a deviation, and the moved values' own */
+    /* the leak, as a deviation, and the moved values' own.  Where e^-gap
+    ** is below float32's subnormals (a large --attn-gain), expf still
+    ** returns up to one subnormal ulp, 2^-149, per key: the leak carries
+    ** n 2^-148 more, so the tiny deviations stay bounds */
+    double lk = leak + (double)n * ldexp(1, -148);
     for (int k = 0; k < 2; k++)
-      u->ae[k] = (col_max(g, self, k) > 0 ? 2 * (1 + 2 * up) * leak * col_max(g, self, k) : 0) +
+      u->ae[k] = (col_max(g, self, k) > 0 ? 2 * (1 + 2 * up) * lk * col_max(g, self, k) : 0) +
                  vsrc_dev(g, u, m, k);
     double ae[2];
-    if (ok && !avg && head_unique(g, u, m, leak, ae)) u->kappa = 0, u->ae[0] = ae[0], u->ae[1] = ae[1];
+    if (ok && !avg && head_unique(g, u, m, lk, ae)) u->kappa = 0, u->ae[0] = ae[0], u->ae[1] = ae[1];
   }
   return ok;
 }
@@ -3047,11 +3054,17 @@ static int prove(gc *g, raspG_model *out, const view *ov, int p, unsigned char *
       }
       if (ex) u->kappa = 0;
       /* fp32: what its hidden units' errors move its value by (w_out
-      ** integers: dev_grow over its hidden units' additions) */
+      ** integers: dev_grow over its hidden units' additions).  Where its
+      ** hidden units' exact values are not integers (a decode of a width
+      ** or mean, steps of a non-integer input) the partial sums of w_out's
+      ** products are not either, and each of the additions rounds by up
+      ** to u times a partial sum (at most ot + o), which can be far above
+      ** the final value (a step's two hidden units cancel): charged. */
       if (p == RASPG_FP32)
         for (int c = 0; c < 2; c++) {
           double o = c && u->sq ? oe[1] : oe[0];
-          u->ae[c] = ex && o > 0 ? dev_grow(o, u->h1 - u->h0, ot + o) : o;
+          u->ae[c] = ex ? (o > 0 ? dev_grow(o, u->h1 - u->h0, ot + o) : 0)
+                        : o + (u->h1 - u->h0 + 1) * ldexp(1, -24) * (1 + ldexp(1, -20)) * (ot + o);
         }
       u->margin = mg < INFINITY ? mg : -1;
       u->need = nd;
