@@ -209,7 +209,8 @@ static void two_token_runs(const char *src, int n, int enc, raspG_model *g) {
   ck_assert_msg(rasp_trace(ctx, "main", &err), "%s", err.msg);
   rasp_ir *ir = rasp_ctx_ir(ctx);
   int64_t ids[3] = {1, 2, 3};
-  raspG_opts o = {ids, 3, 3, NULL, 0, RASPG_FP32, enc ? RASPG_ENC_CATEGORICAL : RASPG_ENC_AUTO};
+  raspG_opts o = {ids, 3, 3, NULL, 0, RASPG_FP32, enc ? RASPG_ENC_CATEGORICAL : RASPG_ENC_AUTO,
+                  1};
   ck_assert_msg(raspG_compile(ir, &o, g, &err), "%s", err.msg);
   rasp_eval *ev = raspE_new(ir);
   int64_t *tok = malloc(sizeof(int64_t) * (size_t)n);
