@@ -170,6 +170,15 @@ START_TEST(test_numeric_query) {
 }
 END_TEST
 
+/* names[i] = "i + 1" (in buf) for i < k: a vocabulary of k numbered symbols,
+** large enough for numerical encodings. */
+static void numbered_names(char buf[][4], char **names, int k) {
+  for (int i = 0; i < k; i++) {
+    snprintf(buf[i], sizeof buf[i], "%d", i + 1);
+    names[i] = buf[i];
+  }
+}
+
 /* Many symbols: token ids are numbers (x, x^2), moved by heads, compared
 ** by ReLU bumps and steps, selected by -(k - q)^2, gated by big-M where,
 ** read out by -(x - v)^2; the model does not grow with the vocabulary. */
@@ -183,10 +192,7 @@ START_TEST(test_numeric_ids) {
       "    return aggregate(select(prev, f, equals, causal=False), prev, default=-7)\n";
   char *names[80];
   char buf[80][4];
-  for (int i = 0; i < 80; i++) {
-    snprintf(buf[i], sizeof buf[i], "%d", i + 1);
-    names[i] = buf[i];
-  }
+  numbered_names(buf, names, 80);
   raspG_model g20, g60; /* 40 and 80 symbols */
   ck_assert_int_eq(compile_and_compare(src, (const char *const *)names, 40, 10, 200, &g20), 0);
   ck_assert_int_eq(compile_and_compare(src, (const char *const *)names, 80, 10, 200, &g60), 0);
@@ -788,10 +794,7 @@ START_TEST(test_deviation) {
                     "    return where(flip > same, flip, same)\n";
   char *names[40];
   char buf[40][4];
-  for (int i = 0; i < 40; i++) {
-    snprintf(buf[i], sizeof buf[i], "%d", i + 1);
-    names[i] = buf[i];
-  }
+  numbered_names(buf, names, 40);
   int n = 12;
   raspG_model g;
   rasp_error err = {0};
@@ -918,10 +921,7 @@ START_TEST(test_precision) {
   ck_assert_ptr_nonnull(strstr(err.msg, "bf16"));
   char *names[40];
   char buf[40][4];
-  for (int i = 0; i < 40; i++) {
-    snprintf(buf[i], sizeof buf[i], "%d", i + 1);
-    names[i] = buf[i];
-  }
+  numbered_names(buf, names, 40);
   raspG_model g32, g16;
   memset(&err, 0, sizeof err);
   ck_assert_int_eq(prec_compare(reverse_src, (const char *const *)names, 40, 12, RASPG_FP32,
