@@ -536,26 +536,37 @@ static void noise_check(const char *src, const char *const *vocab, int nvocab, i
   noise_check_gain(src, vocab, nvocab, n, trials, 1);
 }
 
-/* The same for a path-star program at D, M, V: the task's own samples. */
-static void noise_check_task(const char *rel, int D, int M, int V, int trials) {
+/* Loads, traces and compiles (fp32, attention gain `gain`) the path-star
+** program rel (relative to top_srcdir) at D, M, V, for every token id of
+** the task; returns those ids, to be freed after g. */
+static int64_t *task_compile(const char *rel, int D, int M, int V, double gain,
+                             rasp_program *prog, rasp_ptrace *tr, raspG_model *g) {
   const char *top = getenv("top_srcdir");
   char path[1024], lib[1024];
   snprintf(path, sizeof path, "%s/%s", top ? top : ".", rel);
   snprintf(lib, sizeof lib, "%s/stdlib", top ? top : ".");
   rasp_error err = {0};
-  rasp_program prog;
-  memset(&prog, 0, sizeof prog);
-  ck_assert_msg(raspK_load(path, lib, D, M, V, &prog, &err), "%s", err.msg);
-  rasp_ptrace tr;
-  memset(&tr, 0, sizeof tr);
-  ck_assert_msg(raspK_trace(&prog, D, M, V, &tr, &err), "%s", err.msg);
-  rasp_ir *ir = rasp_ctx_ir(tr.ctx);
-  int nids = raspT_vocab_size(&tr.opts) - 1, n = ir->n;
+  memset(prog, 0, sizeof *prog);
+  ck_assert_msg(raspK_load(path, lib, D, M, V, prog, &err), "%s", err.msg);
+  memset(tr, 0, sizeof *tr);
+  ck_assert_msg(raspK_trace(prog, D, M, V, tr, &err), "%s", err.msg);
+  int nids = raspT_vocab_size(&tr->opts) - 1;
   int64_t *ids = malloc(sizeof(int64_t) * (size_t)nids);
   for (int i = 0; i < nids; i++) ids[i] = i + 1;
-  raspG_opts o = {ids, nids, rasp_vocab_size(tr.ctx), NULL, 0, RASPG_FP32, RASPG_ENC_AUTO, 1};
+  raspG_opts o = {ids, nids, rasp_vocab_size(tr->ctx), NULL, 0, RASPG_FP32, RASPG_ENC_AUTO, gain};
+  ck_assert_msg(raspG_compile(rasp_ctx_ir(tr->ctx), &o, g, &err), "%s", err.msg);
+  return ids;
+}
+
+/* The same for a path-star program at D, M, V: the task's own samples. */
+static void noise_check_task(const char *rel, int D, int M, int V, int trials) {
+  rasp_error err = {0};
+  rasp_program prog;
+  rasp_ptrace tr;
   raspG_model g;
-  ck_assert_msg(raspG_compile(ir, &o, &g, &err), "%s", err.msg);
+  int64_t *ids = task_compile(rel, D, M, V, 1, &prog, &tr, &g);
+  rasp_ir *ir = rasp_ctx_ir(tr.ctx);
+  int n = ir->n;
   double eps, dev0;
   ck_assert(raspG_noise_bound(&g, RASPG_FP32_U, &eps, &dev0));
   ck_assert_msg(eps > 0 && eps < 1 && dev0 < g.logit_scale / 4, "%s: eps %g", rel, eps);
@@ -845,24 +856,12 @@ END_TEST
 ** at gain 4, where the leak is below float32's subnormals (the deviations
 ** then carry expf's subnormal ulp per key). */
 static void dev_task(const char *rel, int V, int trials, double gain) {
-  const char *top = getenv("top_srcdir");
-  char path[1024], lib[1024];
-  snprintf(path, sizeof path, "%s/%s", top ? top : ".", rel);
-  snprintf(lib, sizeof lib, "%s/stdlib", top ? top : ".");
   rasp_error err = {0};
   rasp_program prog;
-  memset(&prog, 0, sizeof prog);
-  ck_assert_msg(raspK_load(path, lib, 5, 5, V, &prog, &err), "%s", err.msg);
   rasp_ptrace tr;
-  memset(&tr, 0, sizeof tr);
-  ck_assert_msg(raspK_trace(&prog, 5, 5, V, &tr, &err), "%s", err.msg);
-  rasp_ir *ir = rasp_ctx_ir(tr.ctx);
-  int nids = raspT_vocab_size(&tr.opts) - 1, n = ir->n;
-  int64_t *ids = malloc(sizeof(int64_t) * (size_t)nids);
-  for (int i = 0; i < nids; i++) ids[i] = i + 1;
-  raspG_opts o = {ids, nids, rasp_vocab_size(tr.ctx), NULL, 0, RASPG_FP32, RASPG_ENC_AUTO, gain};
   raspG_model g;
-  ck_assert_msg(raspG_compile(ir, &o, &g, &err), "%s", err.msg);
+  int64_t *ids = task_compile(rel, 5, 5, V, gain, &prog, &tr, &g);
+  int n = rasp_ctx_ir(tr.ctx)->n;
   devunit *u = malloc(sizeof(devunit) * 512);
   int nu = dev_units(&g, u, 512), d = g.model.cfg.d_model, nl = g.model.cfg.n_layers;
   ck_assert_int_gt(nu, 0);
@@ -933,6 +932,9 @@ START_TEST(test_precision) {
                                 RASPG_ENC_AUTO, 300, &g16, &err),
                    0);
   ck_assert_int_ge(g16.fallbacks, 1); /* the head moves a one-hot token now */
+  /* in bf16 what is not proven is made one-hot: every unit ends proven */
+  ck_assert_ptr_nonnull(strstr(g16.model.json_extra, "\"proven\": true"));
+  ck_assert_ptr_null(strstr(g16.model.json_extra, "\"proven\": false"));
   ck_assert_ptr_nonnull(strstr(g16.model.json_extra, "\"kind\": \"head\", \"encoding\": \"categorical\""));
   ck_assert_ptr_null(strstr(g32.model.json_extra, "\"kind\": \"head\", \"encoding\": \"categorical\""));
   ck_assert_int_gt(g16.model.cfg.d_model, g32.model.cfg.d_model);
