@@ -136,8 +136,9 @@ awk -F, 'NR > 1 { k = $1 "," $2; if (!(k in n)) o[++m] = k; n[k]++
 cat "${prefix}_means.csv"
 # doc/training.md 4.2's tables (PREFIX_table.md): per lr and arm, over the
 # seeds that reached the last step, the mean at steps 0, STEPS/2 and STEPS
-# (lead, node after l_t, sequence accuracy), the last step's lead per seed,
-# and the mean loss and program-head accuracy there
+# (lead, node after l_t, sequence accuracy), the last step's lead per seed
+# (and the step at which rasp-train stopped an arm whose loss diverged),
+# and the mean loss (over the seeds not stopped) and program-head accuracy
 awk -F, -v S="$STEPS" 'function name(a) {
     if (a == "mix0") return "A = 0 (compiled)"
     if (a == "mix100") return "A = 1 (random, compiled architecture)"
@@ -148,25 +149,26 @@ awk -F, -v S="$STEPS" 'function name(a) {
   function f(x) { return sprintf("%.2f", x) }
   NR > 1 { k = $1 SUBSEP $4 SUBSEP $3; v[k, $5] = $6 "," $10 "," $7; loss[k, $5] = $12; pa[k, $5] = $14
     if ($5 == 0) d0[k] = $13
-    if ($5 == S) { a = $1 SUBSEP $4; ns[a]++; sd[a, ns[a]] = $3 } }
+    if ($5 == S) { a = $1 SUBSEP $4; ns[a]++; has[a, $3] = 1; if ($15 != "") stop[k] = $15 } }
   END { h = S / 2
     for (lr = 1; lr <= 2; lr++) { L = lr == 1 ? "1e-3" : "1e-5"; head = 0
       na = split("mix0 mix2 mix10 mix25 mix50 mix75 mix100 noise3e-3 noise1e-2 standard", arms, " ")
       for (ai = 1; ai <= na; ai++) { i = L SUBSEP arms[ai]; if (!(i in ns)) continue; ka[2] = arms[ai]
-        if (!head++) { printf "\n| lr %s | seeds | L2 distance at step 0 | step 0: lead, pos 2, seq | step %d | step %d | lead at %d, per seed | loss at %d | program heads at %d |\n", L, h, S, S, S, S
+        if (!head++) { printf "\n| lr %s | seeds | L2 distance at step 0 | step 0: lead, pos 2, seq | step %d | step %d | lead at %d, per seed | loss at %d (seeds not stopped) | program heads at %d |\n", L, h, S, S, S, S
           print "|---|---|---:|---|---|---|---|---:|---:|" }
-        n = ns[i]; seeds = ""; per = ""; dl = 0; ls = 0; pg = 0; pgn = 0
+        n = 0; for (sdj = 1; sdj <= 99; sdj++) if ((i, sdj) in has) sd[i, ++n] = sdj
+        seeds = ""; per = ""; dl = 0; ls = 0; lsn = 0; pg = 0; pgn = 0
         for (st = 0; st <= 2; st++) for (c = 1; c <= 3; c++) acc[st, c] = 0
         for (j = 1; j <= n; j++) { sdj = sd[i, j]; k = i SUBSEP sdj
-          seeds = seeds (j > 1 ? ", " : "") sdj; dl += d0[k]; ls += loss[k, S]
+          seeds = seeds (j > 1 ? ", " : "") sdj; dl += d0[k]; if (!(k in stop)) { ls += loss[k, S]; lsn++ }
           if (pa[k, S] != "") { pg += pa[k, S]; pgn++ }
-          split(v[k, S], x, ","); per = per (j > 1 ? ", " : "") f(x[1])
+          split(v[k, S], x, ","); per = per (j > 1 ? ", " : "") f(x[1]) (k in stop ? " (diverged: stopped at " stop[k] ")" : "")
           for (st = 0; st <= 2; st++) { at = st == 0 ? 0 : (st == 1 ? h : S); split(v[k, at], x, ",")
             for (c = 1; c <= 3; c++) acc[st, c] += x[c] } }
         d = d0[i SUBSEP sd[i, 1]] == "" ? "-" : sprintf("%.4g", dl / n)
-        printf "| %s | %s | %s | %s, %s, %s | %s, %s, %s | %s, %s, %s | %s | %.3g | %s |\n", name(ka[2]), seeds, d,
+        printf "| %s | %s | %s | %s, %s, %s | %s, %s, %s | %s, %s, %s | %s | %s | %s |\n", name(ka[2]), seeds, d,
           f(acc[0, 1] / n), f(acc[0, 2] / n), f(acc[0, 3] / n), f(acc[1, 1] / n), f(acc[1, 2] / n), f(acc[1, 3] / n),
-          f(acc[2, 1] / n), f(acc[2, 2] / n), f(acc[2, 3] / n), per, ls / n, pgn ? sprintf("%.3f", pg / pgn) : "-" } } }' \
+          f(acc[2, 1] / n), f(acc[2, 2] / n), f(acc[2, 3] / n), per, lsn ? sprintf("%.3g", ls / lsn) : "-", pgn ? sprintf("%.3f", pg / pgn) : "-" } } }' \
   "${prefix}_steps.csv" > "${prefix}_table.md"
 cat "${prefix}_table.md"
 sum="${prefix}_summary.csv"
