@@ -25,8 +25,9 @@
 
 /* A unit with a deviation: its first residual dimension and count, its
 ** residual slot (2 layer + 1 after the head sublayer, + 2 after the MLP),
-** the bounds for x and x^2, the largest deviation seen so far. */
-typedef struct devunit { int dim, size, slot; double dev[2], seen; char name[64]; } devunit;
+** whether it is marked "exact_nonzero" (exactly its integer wherever that
+** is not 0), the bounds for x and x^2, the largest deviation seen so far. */
+typedef struct devunit { int dim, size, slot, nzx; double dev[2], seen; char name[64]; } devunit;
 
 /* The units of g's JSON that carry a deviation, into u.  Returns how many,
 ** or -1 when there are more than max or an entry is malformed. */
@@ -51,6 +52,8 @@ static int devunit_read(const raspG_model *g, devunit *u, int max) {
     const char *hd = strstr(p, "\"kind\": \"head\"");
     u[nu].slot = 2 * atoi(ly + 9) + (hd && hd < end ? 1 : 2);
     if (sscanf(dv + 14, "%lf, %lf", &u[nu].dev[0], &u[nu].dev[1]) != 2) return -1;
+    const char *nz = strstr(p, "\"exact_nonzero\": true");
+    u[nu].nzx = nz && nz < end;
     u[nu].seen = 0;
     nu++;
   }
@@ -60,7 +63,8 @@ static int devunit_read(const raspG_model *g, devunit *u, int max) {
 /* Runs tokens t (BOS first, n + 1) through g in float32 (raspN_forward;
 ** res holds (1 + 2 layers) (n + 1) d_model floats, lg (n + 1) n_out) and
 ** holds every unit of u within its deviation of an integer right after it
-** is written.  Returns 1, or 0 with why[] saying which unit and how far
+** is written, and one marked exact_nonzero to exactly that integer where it
+** is not 0.  Returns 1, or 0 with why[] saying which unit and how far
 ** (or the forward pass's error). */
 static int devunit_check(const raspG_model *g, const int *t, int n, devunit *u, int nu,
                          float *res, float *lg, char *why, size_t whysize) {
@@ -80,6 +84,10 @@ static int devunit_check(const raspG_model *g, const int *t, int n, devunit *u, 
         if (!(dev <= bound)) {
           snprintf(why, whysize, "%s dimension %d: %g from an integer, bound %g", u[i].name, j,
                    dev, bound);
+          return 0;
+        }
+        if (u[i].nzx && nearbyint(v) != 0 && v != nearbyint(v)) {
+          snprintf(why, whysize, "%s dimension %d: %.9g, not exactly its integer", u[i].name, j, v);
           return 0;
         }
         if (dev > u[i].seen) u[i].seen = dev;

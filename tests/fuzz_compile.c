@@ -25,8 +25,9 @@
 **  - fp32: raspG_run's sparse pass gives logits bit-identical to
 **    raspN_forward's (rcompile.h), and every unit STEM.json gives a
 **    "deviation" keeps each of its dimensions within it of an integer,
-**    right after the unit writes it (tests/devunit.h, shared with
-**    tests/test_compile.c);
+**    right after the unit writes it, and one marked "exact_nonzero" is
+**    exactly its integer wherever that is not 0 (tests/devunit.h, shared
+**    with tests/test_compile.c);
 **  - every failure (a refused compile, a failed run) sets an error with a
 **    code, and everything is freed.
 **
