@@ -16,6 +16,7 @@
 #include "rverify.h"
 
 #include "check_main.h"
+#include "devunit.h"
 
 /* Traces `src` (its main) at length n over symbols vocab, compiles it and
 ** compares model and interpreter on `trials` random inputs.  Returns the
@@ -745,29 +746,11 @@ START_TEST(test_margins) {
 }
 END_TEST
 
-/* The units STEM.json gives a "deviation" (fp32 prove): residual slot
-** (2 layer + 1 after the head sublayer, + 2 after the MLP), dimensions and
-** bounds.  Returns how many (at most max). */
-typedef struct devunit { int dim, size, slot; double dev[2], seen; char name[64]; } devunit;
-
+/* The units STEM.json gives a "deviation" (fp32 prove), read and checked
+** by tests/devunit.h (shared with the fuzz harness tests/fuzz_compile.c). */
 static int dev_units(const raspG_model *g, devunit *u, int max) {
-  int nu = 0;
-  for (const char *p = strstr(g->model.json_extra, "\"units\": [");
-       p && (p = strstr(p, "{\"name\": \""));) {
-    p += strlen("{\"name\": \"");
-    const char *e = strchr(p, '"'), *end = strchr(p, '}');
-    const char *dv = strstr(p, "\"deviation\": [");
-    if (!dv || dv > end) continue;
-    ck_assert_int_lt(nu, max);
-    snprintf(u[nu].name, sizeof u[nu].name, "%.*s", (int)(e - p), p);
-    int layer = atoi(strstr(p, "\"layer\": ") + 9);
-    u[nu].dim = atoi(strstr(p, "\"dim\": ") + 7);
-    u[nu].size = atoi(strstr(p, "\"size\": ") + 8);
-    u[nu].slot = 2 * layer + (strstr(p, "\"kind\": \"head\"") < end ? 1 : 2);
-    ck_assert_int_eq(sscanf(dv + 14, "%lf, %lf", &u[nu].dev[0], &u[nu].dev[1]), 2);
-    u[nu].seen = 0;
-    nu++;
-  }
+  int nu = devunit_read(g, u, max);
+  ck_assert_int_ge(nu, 0);
   return nu;
 }
 
@@ -775,18 +758,8 @@ static int dev_units(const raspG_model *g, devunit *u, int max) {
 ** unit of u within its deviation of an integer right after it is written. */
 static void dev_run(const raspG_model *g, const int *t, int n, devunit *u, int nu, float *res,
                     float *lg) {
-  rasp_error err = {0};
-  int d = g->model.cfg.d_model;
-  ck_assert_msg(raspN_forward(&g->model, t, n + 1, lg, res, &err) == 1, "%s", err.msg);
-  for (int i = 0; i < nu; i++)
-    for (int p = 1; p <= n; p++)
-      for (int j = 0; j < u[i].size; j++) {
-        double v = res[((size_t)u[i].slot * (size_t)(n + 1) + (size_t)p) * (size_t)d + (size_t)(u[i].dim + j)];
-        double dev = fabs(v - nearbyint(v)), bound = u[i].dev[j > 0];
-        ck_assert_msg(dev <= bound, "%s dimension %d: %g from an integer, bound %g", u[i].name, j,
-                      dev, bound);
-        if (dev > u[i].seen) u[i].seen = dev;
-      }
+  char why[256];
+  ck_assert_msg(devunit_check(g, t, n, u, nu, res, lg, why, sizeof why), "%s", why);
 }
 
 /* fp32 deviations (prove, doc/compiler.md "Margins and precision"): every
