@@ -2261,17 +2261,18 @@ static double uv_dot(const gc *g, int uid, int a, const float *W, int ld, int co
 ** no further from the result than N is: its error is at most e as well as
 ** at most u |result|.  So a dot product of such inputs with integer
 ** weights, whose terms' magnitudes sum to at most T <= 2^24, is off by at
-** most dev_grow(sum |w_j| e_j (1.5 times where w_j is not a power of two,
+** most dev_grow(sum |w_j| e_j (twice where w_j is not a power of two,
 ** see below), k, T) after k additions that can be nonzero: a product by
 ** 2^k is exact, each addition rounds by at most the error before it (or u
 ** times the partial sum, whichever is smaller).  And
 ** less: a nonzero integer N has no other float within 2^-25 |N| of it, so
 ** a result within e of N rounds to N (error 0) when e < 2^-25 |N|, else
-** by at most u (|N| + e) <= e/2 + u e; one near 0 by u e.  (Products by
-** integers alike: e/2 + u e more, none for a power of two.) */
+** by at most min(e, u (|N| + e)) (not e/2: 1 + 2^-24 + 2^-40, an integer
+** off by 2^-24 + 2^-40, rounds to 1 + 2^-23); one near 0 by u e.
+** (Products by integers alike: e more, none for a power of two.) */
 static double dev_grow(double D, int nadd, double T) {
   double f = D, u = ldexp(1, -24);
-  for (int k = 0; k < nadd && f > 0; k++) f += f < u / 2 ? u * f : fmin(u * (T + f), f / 2 + u * f);
+  for (int k = 0; k < nadd && f > 0; k++) f += f < u / 2 ? u * f : fmin(u * (T + f), f);
   return f;
 }
 
@@ -2283,10 +2284,10 @@ static int col_nnz(const float *W, int rows, int ld, int col) {
 }
 
 /* Sum over unit uid's dimensions of |entry of column col| times its ae,
-** times 1.5 (plus a little) where the entry is not a power of two and the
+** times 2 (plus a little) where the entry is not a power of two and the
 ** product's error reaches 2^-25 (dev_grow's argument: a product by 2^k is
-** exact, another rounds by at most half its input's error times |w|
-** more, none below 2^-25 but a relative u). */
+** exact, another rounds by at most its input's error times |w| more,
+** none below 2^-25 but a relative u). */
 static double aerr_dot(const gc *g, int uid, const float *W, int ld, int col) {
   const unit *s = &g->u[uid];
   if (!(s->ae[0] > 0) && !(s->ae[1] > 0)) return 0;
@@ -2297,7 +2298,7 @@ static double aerr_dot(const gc *g, int uid, const float *W, int ld, int col) {
     int e;
     double a = s->ae[s->sq && k == 1];
     if (w == 0) continue;
-    D += (frexp(w, &e) == 0.5 || w == 0 ? w : w * a < ldexp(1, -25) ? w * (1 + ldexp(1, -24)) : 1.5 * w * (1 + ldexp(1, -23))) * a;
+    D += (frexp(w, &e) == 0.5 || w == 0 ? w : w * a < ldexp(1, -25) ? w * (1 + ldexp(1, -24)) : 2 * w * (1 + ldexp(1, -23))) * a;
   }
   return D;
 }
@@ -2768,7 +2769,7 @@ static void active_od(gc *g, const float *wi, const float *bi, const float *wo, 
       for (int o = 0; o < D; o++) {
         double w = fabs((double)wo[(size_t)(h0 + h) * D + o]);
         int e2;
-        if (w != 0) cur[o] += w * eh[h] * (frexp(w, &e2) == 0.5 ? 1 : 1.5 + ldexp(1, -22));
+        if (w != 0) cur[o] += w * eh[h] * (frexp(w, &e2) == 0.5 ? 1 : 2 + ldexp(1, -22));
       }
     }
     for (int o = 0; o < D; o++) od[o] = fmax(od[o], cur[o]);
@@ -2857,7 +2858,7 @@ static int mlp_margin(gc *g, rasp_model *m, int l, int h0, int h1, const int *sr
       float w = wo[(size_t)h * D + o];
       if (w != 0) outsum += fabs((double)w) * mx;
       int e2;
-      od[o] += fabs((double)w) * err * (frexp(fabs((double)w), &e2) == 0.5 || w == 0 ? 1 : 1.5 + ldexp(1, -22));
+      od[o] += fabs((double)w) * err * (frexp(fabs((double)w), &e2) == 0.5 || w == 0 ? 1 : 2 + ldexp(1, -22));
       hex = hex && w == floorf(w);
     }
     *exact = *exact && hex;
