@@ -240,6 +240,8 @@ typedef struct unit {
   double leak, spread; /* head_margin's: weight past the selected keys, and
                           the spread of their scores (logits) */
   double leak0;    /* head_margin's: weight past BOS at the BOS query */
+  int nzx;         /* fp32: exact wherever a dimension's value is nonzero,
+                      ae bounding it only where the value is 0 (nz_exact) */
 } unit;
 
 typedef struct gc {
@@ -2186,7 +2188,13 @@ static int layer_width(gc *g, int l, int d, int dh, int heads) {
 ** argument, not charged a rounding at the size of the sum; a relative
 ** error of an integer unit is carried as an absolute one (fold_kappa);
 ** and a head that selects one key (head_unique) is charged the leak alone,
-** not n/2 roundings.  STEM.json records each proven integer unit's
+** not n/2 roundings.  A unit whose bound is below 2^-25 times its
+** smallest nonzero value is exact at its nonzero values (nz_exact): its
+** readers charge its error per value, only on the dimensions that value
+** leaves at 0 (aerr_val), and an MLP's output only what its hidden units
+** carry at the source values where they can be on (a big-M gate whose 0/1
+** condition is 0 is off by its margin; at 1 the condition is exact).
+** STEM.json records each proven integer unit's
 ** deviation, and tests/test_compile (test_deviation, test_deviation_task
 ** on path-star models) checks it against the float32 forward pass.  The count this proves is reported, but the
 ** encodings stay as chosen by size: most of the path-star units are not
@@ -2288,19 +2296,58 @@ static int col_nnz(const float *W, int rows, int ld, int col) {
 ** product's error reaches 2^-25 (dev_grow's argument: a product by 2^k is
 ** exact, another rounds by at most its input's error times |w| more,
 ** none below 2^-25 but a relative u). */
+static double aerr_term(double w, double a) {
+  int e;
+  if (w == 0) return 0;
+  return (frexp(w, &e) == 0.5 ? w : w * a < ldexp(1, -25) ? w * (1 + ldexp(1, -24)) : 2 * w * (1 + ldexp(1, -23))) * a;
+}
+
 static double aerr_dot(const gc *g, int uid, const float *W, int ld, int col) {
   const unit *s = &g->u[uid];
   if (!(s->ae[0] > 0) && !(s->ae[1] > 0)) return 0;
   double D = 0;
   int sz = s->cat ? s->nvals : s->sq ? 2 : 1;
+  for (int k = 0; k < sz; k++)
+    D += aerr_term(fabs((double)W[(size_t)(s->dim + k) * ld + col]), s->ae[s->sq && k == 1]);
+  return D;
+}
+
+/* aerr_dot at unit uid's value a: where the unit is exact at its nonzero
+** values (nzx), only the dimensions that value a leaves at 0 (a one-hot's
+** other dimensions; both of a squared unit's at x = 0) are charged. */
+static double aerr_val(const gc *g, int uid, int a, const float *W, int ld, int col) {
+  const unit *s = &g->u[uid];
+  if (!s->nzx) return aerr_dot(g, uid, W, ld, col);
+  double D = 0, x = s->cat ? 0 : dval(s->vals[a]);
+  int sz = s->cat ? s->nvals : s->sq ? 2 : 1;
   for (int k = 0; k < sz; k++) {
-    double w = fabs((double)W[(size_t)(s->dim + k) * ld + col]);
-    int e;
-    double a = s->ae[s->sq && k == 1];
-    if (w == 0) continue;
-    D += (frexp(w, &e) == 0.5 || w == 0 ? w : w * a < ldexp(1, -25) ? w * (1 + ldexp(1, -24)) : 2 * w * (1 + ldexp(1, -23))) * a;
+    double v = s->cat ? (k == a) : k ? x * x : x;
+    if (v == 0) D += aerr_term(fabs((double)W[(size_t)(s->dim + k) * ld + col]), s->ae[s->sq && k == 1]);
   }
   return D;
+}
+
+/* fp32: whether unit i, its absolute errors ae final, is exact at its
+** nonzero values.  A float within 2^-24 |N| of a nonzero integer N with
+** |N| <= 2^24 is N itself (no other float is that close: the spacing
+** next to N is at least 2^-24 |N|, at a power of two below it); so a
+** stored dimension whose value N is a nonzero integer and whose bound is
+** below 2^-25 |N| holds N exactly, and only where the value is 0 can it
+** be off.  Its readers then charge ae per value (aerr_val): a one-hot's 1
+** and a number's nonzero x and x^2 carry no error, and a big-M gate
+** reading a 0/1 condition is either off by its margin (the condition 0,
+** within ae of 0) or reads an exact 1. */
+static int nz_exact(const gc *g, int i) {
+  const unit *u = &g->u[i];
+  if (u->kappa != 0) return 0;
+  if (u->cat) return u->ae[0] < ldexp(1, -25);
+  for (int a = 0; a < u->nvals; a++) {
+    double x = dval(u->vals[a]);
+    if (x != floor(x) || fabs(u->sq ? x * x : x) > ldexp(1, 24)) return 0;
+    if (x != 0 && !(u->ae[0] < ldexp(1, -25) * fabs(x))) return 0;
+    if (x != 0 && u->sq && !(u->ae[1] < ldexp(1, -25) * x * x)) return 0;
+  }
+  return 1;
 }
 
 /* The largest magnitude of unit uid's dimension col (0: x, 1: a squared
@@ -2814,17 +2861,38 @@ static int mlp_margin(gc *g, rasp_model *m, int l, int h0, int h1, const int *sr
     err += fabs((double)bi[h] - raspG_round(p, bi[h])) + fabs((double)w1 - raspG_round(p, w1));
     int nnz = 1, nsrc = 0, hex = allex && bi[h] == floorf(bi[h]) && w1 == floorf(w1);
     double ain = 0; /* the sources' absolute errors through w_in (fp32) */
+    double aon = 0; /* the same at the source values where h can be on */
     int nterm = 1;  /* its terms that can be nonzero (a one-hot's zeros are exact) */
     for (int r = 1; r < D; r++) nnz += wi[(size_t)r * F + h] != 0;
+    /* the largest pre-activation per source (zk) and in all (ztop): with
+    ** source k at value a, h is at most ztop - zk + z[a]; below 0 it is
+    ** below its hinge by at least its margin, off exactly (ok demands
+    ** 2 err < margin), and what k then carries does not reach its output */
+    double ztop = base, *zk = raspM_alloc(sizeof(double) * (size_t)(ns + 1)), tt = T;
+    for (int k = 0; k < ns; k++) {
+      double t, wre;
+      zk[k] = -INFINITY;
+      for (int a = 0; a < g->u[src[k]].nvals; a++) {
+        zk[k] = fmax(zk[k], uv_dot(g, src[k], a, wi, F, h, RASPG_FP32, &t, &wre));
+        tt += t;
+      }
+      if (zk[k] > -INFINITY) ztop += zk[k];
+    }
     for (int k = 0; k < ns; k++) {
       const unit *s = &g->u[src[k]];
-      double tmax = 0, t, wre, emax = 0;
+      double tmax = 0, t, wre, emax = 0, va = 0, von = 0;
       double *z = raspM_alloc(sizeof(double) * (size_t)(s->nvals ? s->nvals : 1));
       for (int a = 0; a < s->nvals; a++) {
         z[a] = uv_dot(g, src[k], a, wi, F, h, p, &t, &wre);
         if (t > tmax) tmax = t;
         if (t * s->kappa * up + wre > emax) emax = t * s->kappa * up + wre;
+        if (p != RASPG_FP32) continue;
+        double e = aerr_val(g, src[k], a, wi, F, h);
+        va = fmax(va, e);
+        if (!(ztop - zk[k] + z[a] < -1e-6 * (1 + tt))) von = fmax(von, e);
       }
+      ain += va;
+      aon += von;
       hex = hex && int_weights(g, src[k], wi, F, h, 0);
       int n = s->nvals;
       qsort(z, (size_t)n, sizeof *z, cmp_dbl);
@@ -2839,7 +2907,6 @@ static int mlp_margin(gc *g, rasp_model *m, int l, int h0, int h1, const int *sr
       T += tmax;
       err += emax;
       lerr += leak_err(g, src[k], wi, F, h, p);
-      ain += aerr_dot(g, src[k], wi, F, h);
       if (s->cat && !(s->ae[0] > 0)) nterm++;
       else
         for (int r = 0; r < usize(s); r++) nterm += wi[(size_t)(s->dim + r) * F + h] != 0;
@@ -2848,24 +2915,34 @@ static int mlp_margin(gc *g, rasp_model *m, int l, int h0, int h1, const int *sr
     if (nsrc) zscan(zs, 0, nsrc, base, tiny, &mn, &mx);
     else if (fabs(base) > tiny) mn = fabs(base);
     for (int k = 0; k < nsrc; k++) raspM_free(zs[k].z);
+    raspM_free(zk);
     hex = hex && T + ain <= lim;
     /* integers within the format: every sum exact, or off by what the
-    ** inputs' absolute errors grow to (dev_grow) */
-    if (hex) err = ain > 0 ? dev_grow(ain, nterm, T + ain) : 0;
-    else err += ain + up * mx + (nnz + 1) * ldexp(1, -24) * T;
+    ** inputs' absolute errors grow to (dev_grow); eon: the error where h
+    ** is on, what its output carries (off, it outputs an exact 0) */
+    double eon;
+    if (hex) {
+      err = ain > 0 ? dev_grow(ain, nterm, T + ain) : 0;
+      eon = aon > 0 ? dev_grow(aon, nterm, T + aon) : 0;
+    } else {
+      double r = up * mx + (nnz + 1) * ldexp(1, -24) * T;
+      eon = err + aon + r;
+      err += ain + r;
+    }
     err += lerr; /* (exact arithmetic on inputs a leak moved) */
+    eon += lerr;
     for (int o = 0; o < D; o++) {
       float w = wo[(size_t)h * D + o];
       if (w != 0) outsum += fabs((double)w) * mx;
       int e2;
-      od[o] += fabs((double)w) * err * (frexp(fabs((double)w), &e2) == 0.5 || w == 0 ? 1 : 2 + ldexp(1, -22));
+      od[o] += fabs((double)w) * eon * (frexp(fabs((double)w), &e2) == 0.5 || w == 0 ? 1 : 2 + ldexp(1, -22));
       hex = hex && w == floorf(w);
     }
     *exact = *exact && hex;
     if (mn < *mg) *mg = mn;
     if (2 * err > *nd) *nd = 2 * err;
     if (!(2 * err < mn) || (p == RASPG_FP16 && T > 65504)) ok = 0;
-    eh[h - h0] = err;
+    eh[h - h0] = eon;
   }
   if (outsum > lim) *exact = 0;
   *otot = outsum;
@@ -2894,7 +2971,7 @@ static int readout_margin(gc *g, raspG_model *out, const view *ov, int p, double
       float w1 = one ? un[(size_t)1 * no + j] : 0.0f;
       lg[j] = uv_dot(g, uid, a, un, no, j, p, &t, &wre) + w1;
       double e = t * kap * up + wre + fabs((double)w1 - raspG_round(p, w1)) + up * fabs(lg[j]) +
-                 8 * ldexp(1, -24) * (t + fabs((double)w1)) + aerr_dot(g, uid, un, no, j) +
+                 8 * ldexp(1, -24) * (t + fabs((double)w1)) + aerr_val(g, uid, a, un, no, j) +
                  leak_err(g, uid, un, no, j, p);
       if (e > err) err = e;
       if (t > big) big = t;
@@ -3019,6 +3096,7 @@ static int prove(gc *g, raspG_model *out, const view *ov, int p, unsigned char *
     u->margin = u->need = -1;
     u->leak = u->leak0 = 0;
     u->ae[0] = u->ae[1] = 0;
+    u->nzx = 0;
     /* sources come before their readers: kappa is known when read */
     u->kappa = u->kind < U_HEAD         ? embed_kappa(g, i, p)
                : u->kind == U_MLP       ? 1
@@ -3084,6 +3162,7 @@ static int prove(gc *g, raspG_model *out, const view *ov, int p, unsigned char *
       double r = residue(g, i);
       for (int k = 0; k < 2 && r > 0; k++) /* r + its value, rounded once */
         u->ae[k] += r + fmin(u->ae[k] + r, ldexp(1, -24) * (col_max(g, i, k) + u->ae[k] + r));
+      u->nzx = ok && nz_exact(g, i);
     }
     if (!ok && u->kind == U_MLP) u->why = "rounding can push a hidden unit across its hinge";
     if (ok && p == RASPG_FP16 && unit_max(g, i) > 65504)
@@ -3707,7 +3786,11 @@ static char *layout_json(gc *g, const raspG_model *m, int root, const view *ov) 
     ** dimensions (x and x^2) can be when it is written */
     if (u->kind >= U_HEAD && m->precision == RASPG_FP32 && u->kappa == 0 && u->proven &&
         u->ae[0] < 0.5 && u->ae[1] < 0.5)
+    {
       sb_printf(&b, ", \"deviation\": [%.20f, %.20f]", u->ae[0], u->sq ? u->ae[1] : u->ae[0]); /* (no exponents: the config reader takes plain decimals) */
+      /* and exact wherever a dimension's value is nonzero (nz_exact) */
+      if (u->nzx) sb_printf(&b, ", \"exact_nonzero\": true");
+    }
     sb_printf(&b, "}");
   }
   sb_printf(&b, "], \"token_embedding\": \"tokens one-hot (numerical+square: id, id^2); 'one' (dim 1) at every token "
