@@ -107,7 +107,8 @@
 **     condition that is one value / all but one / a threshold of an
 **     integer unit is tested in the same MLP (f[t == 0], f[t >= 1] with
 **     ReLUs of t), so it costs no decode and no sublayer;
-**   comparisons x == y, x < y: ReLU bumps / steps of x - y (M_NCMP);
+**   comparisons x == y, x < y: ReLU bumps / steps of x - y (M_NCMP;
+**     steep, with no hinge on an integer, at fp32 and gain >= 4);
 **   readout: logit_v = -X (x - v)^2, linear in (x, x^2, 1).
 ** Anything else reading such a unit decodes it (steps, as above).
 ** Widths and means as numbers (need_num): a numerical unit without its
@@ -1697,6 +1698,17 @@ static void mlp_sum(wctx *w, unit *u) {
   }
 }
 
+/* Whether 0/1 tests are written with no hinge on an integer (steep): in
+** fp32 with an attention gain of 4 or more, where the heads' leak (below
+** e^-128 per key) leaves the moved integers exact at their nonzero values
+** (nz_exact) and the tests' inputs off by far less than the 1/8 a steep
+** step tolerates.  At gain 1 the leak is about 2^-25 times an x^2 column,
+** so the exactness cannot be proven there, and the tests keep the form
+** that tolerates 1/2 (and the default weights stay as they were). */
+static int steep(const gc *g) {
+  return g->o->precision == RASPG_FP32 && g->o->attn_gain >= 4;
+}
+
 /* where(c, x, y) on numbers: per branch and column (value, square) with
 ** values in [lo, hi], ReLU(f - lo - M(1 - gate)), M = hi - lo + 1, which
 ** is f - lo where the gate is 1 and off by a margin of 1 where it is 0; the
@@ -1801,9 +1813,11 @@ static void mlp_nwhere(wctx *w, unit *u) {
       konst[col] = lo;
     }
     if (konst[0] != 0 || konst[1] != 0) {
-      int h = hid(w, 0, 10);
+      /* steep: ReLU(2 c - 1), not ReLU(c): off by a margin of 1 where c is
+      ** 0, so a 0 off by a little (nz_exact) passes nothing on times lo */
+      int st = steep(g), h = hid(w, st ? -1 : 0, 10);
       for (int b = 0; b < c->nv; b++)
-        if (c->ok[b] && raspI_elem_truth(c->val[b]) == (br == 1)) win(w, cd + b, h, 1);
+        if (c->ok[b] && raspI_elem_truth(c->val[b]) == (br == 1)) win(w, cd + b, h, st ? 2 : 1);
       wout(w, h, u->dim, konst[0]);
       wout(w, h, u->dim + 1, konst[1]);
     }
@@ -1825,24 +1839,40 @@ static void mlp_ncmp(wctx *w, unit *u) {
   double s = op == RASP_BIN_LT || op == RASP_BIN_LE ? -1 : 1;
   int dt = u->dim + find(u->vals, u->nvals, (rasp_elem){1, RASP_DEN_BOOL});
   int df = u->dim + find(u->vals, u->nvals, (rasp_elem){0, RASP_DEN_BOOL});
-  double b[3], c[3];
+  /* steep: on integers z, [z >= t] = ReLU(4 (z - t) + 2) - ReLU(4 (z - t) + 1):
+  ** its hinges at t - 1/2 and t - 1/4, no integer z sits on one (4z + 2
+  ** and 4z + 1 are never 0), so where z is off by a little (below 2^-27)
+  ** every hidden unit is 0 or a nonzero integer, exact (nz_exact's
+  ** argument), and the 0/1 out is exact; [z == 0] = [z >= 0] - [z >= 1].
+  ** Else ReLU bumps (a hidden unit on its hinge at x = y passes the
+  ** error of a 0 on) */
+  double b[4], c[4], sl = steep(g) ? 4 : 1;
   int nh;
-  if (op == RASP_BIN_EQ || op == RASP_BIN_NE) {
+  if (sl == 1 && (op == RASP_BIN_EQ || op == RASP_BIN_NE)) {
     nh = 3;
     b[0] = 1, b[1] = 0, b[2] = -1;
     c[0] = 1, c[1] = -2, c[2] = 1;
-  } else { /* z >= 1 (>, <) or z >= 0 (>=, <=) */
+  } else if (sl == 1) { /* z >= 1 (>, <) or z >= 0 (>=, <=) */
     nh = 2;
     double t = op == RASP_BIN_GT || op == RASP_BIN_LT ? 0 : 1;
     b[0] = t, b[1] = t - 1;
+    c[0] = 1, c[1] = -1;
+  } else if (op == RASP_BIN_EQ || op == RASP_BIN_NE) {
+    nh = 4;
+    b[0] = 2, b[1] = 1, b[2] = -2, b[3] = -3;
+    c[0] = 1, c[1] = -1, c[2] = -1, c[3] = 1;
+  } else { /* z >= 1 (>, <) or z >= 0 (>=, <=) */
+    nh = 2;
+    double t = op == RASP_BIN_GT || op == RASP_BIN_LT ? 1 : 0;
+    b[0] = 2 - 4 * t, b[1] = 1 - 4 * t;
     c[0] = 1, c[1] = -1;
   }
   /* the indicator goes to True (False for !=), its complement to the other */
   int pos = op == RASP_BIN_NE ? df : dt, neg = op == RASP_BIN_NE ? dt : df;
   for (int k = 0; k < nh; k++) {
     int h = hid(w, b[k], 10);
-    win_form(w, &u->mv[0], h, s);
-    win_form(w, &u->mv[1], h, -s);
+    win_form(w, &u->mv[0], h, sl * s);
+    win_form(w, &u->mv[1], h, -sl * s);
     wout(w, h, pos, c[k]);
     wout(w, h, neg, -c[k]);
   }
