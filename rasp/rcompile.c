@@ -2227,9 +2227,11 @@ static int layer_width(gc *g, int l, int d, int dh, int heads) {
 ** STEM.json records each proven integer unit's
 ** deviation, and tests/test_compile (test_deviation, test_deviation_task
 ** on path-star models) checks it against the float32 forward pass.  The count this proves is reported, but the
-** encodings stay as chosen by size: most of the path-star units are not
-** proven (a compare's error reaches a big-M gate times M), while --check
-** finds the models exact.  */
+** encodings stay as chosen by size: at gain 1 most of the path-star units
+** are not proven (a head's leak, about 2^-25 of an x^2 column, is too
+** large for nz_exact, and a compare's error then reaches a big-M gate
+** times M), while --check finds the models exact; at gain 4 (steep tests)
+** readout1 is proven whole.  */
 
 static const int prec_bits[3] = {24, 11, 8};
 static double prec_u(int p) { return ldexp(1, -prec_bits[p]); }
