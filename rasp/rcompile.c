@@ -2218,7 +2218,7 @@ static int layer_width(gc *g, int l, int d, int dh, int heads) {
 ** argument, not charged a rounding at the size of the sum; a relative
 ** error of an integer unit is carried as an absolute one (fold_kappa);
 ** and a head that selects one key (head_unique) is charged the leak alone,
-** not n/2 roundings.  A unit whose bound is below 2^-25 times its
+** not n/2 roundings.  A unit whose bound is below 2^-24 times its
 ** smallest nonzero value is exact at its nonzero values (nz_exact): its
 ** readers charge its error per value, only on the dimensions that value
 ** leaves at 0 (aerr_val), and an MLP's output only what its hidden units
@@ -2364,20 +2364,22 @@ static double aerr_val(const gc *g, int uid, int a, const float *W, int ld, int 
 ** |N| <= 2^24 is N itself (no other float is that close: the spacing
 ** next to N is at least 2^-24 |N|, at a power of two below it); so a
 ** stored dimension whose value N is a nonzero integer and whose bound is
-** below 2^-25 |N| holds N exactly, and only where the value is 0 can it
-** be off.  Its readers then charge ae per value (aerr_val): a one-hot's 1
+** below 2^-24 |N| (less a little for the bound's own rounding) holds N
+** exactly, and only where the value is 0 can it be off.  (The stored
+** float, not a sum before its rounding: that one needs 2^-25, dev_grow.)  Its readers then charge ae per value (aerr_val): a one-hot's 1
 ** and a number's nonzero x and x^2 carry no error, and a big-M gate
 ** reading a 0/1 condition is either off by its margin (the condition 0,
 ** within ae of 0) or reads an exact 1. */
 static int nz_exact(const gc *g, int i) {
   const unit *u = &g->u[i];
+  double t = ldexp(1, -24) * (1 - ldexp(1, -20));
   if (u->kappa != 0) return 0;
-  if (u->cat) return u->ae[0] < ldexp(1, -25);
+  if (u->cat) return u->ae[0] < t;
   for (int a = 0; a < u->nvals; a++) {
     double x = dval(u->vals[a]);
     if (x != floor(x) || fabs(u->sq ? x * x : x) > ldexp(1, 24)) return 0;
-    if (x != 0 && !(u->ae[0] < ldexp(1, -25) * fabs(x))) return 0;
-    if (x != 0 && u->sq && !(u->ae[1] < ldexp(1, -25) * x * x)) return 0;
+    if (x != 0 && !(u->ae[0] < t * fabs(x))) return 0;
+    if (x != 0 && u->sq && !(u->ae[1] < t * x * x)) return 0;
   }
   return 1;
 }
