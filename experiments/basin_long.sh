@@ -22,7 +22,8 @@
 # part way starts over.  Writes PREFIX_summary.csv (per lr, arm and seed:
 # step 0 and the last step), PREFIX_means.csv (over the seeds done),
 # PREFIX_steps.csv (every evaluation), PREFIX_progress.csv (every arm's
-# latest evaluation, finished or not), PREFIX.png (last-step lead and
+# latest evaluation, finished or not), PREFIX_table.md (doc/training.md
+# 4.2's tables: means over the seeds), PREFIX.png (last-step lead and
 # sequence accuracy against A and S) and PREFIX_steps.png (lead and
 # position 2 by step); LONG=doc/study/long_steps.csv (below) adds section
 # 4.5's seed-1 runs of A = 0, A = 1 and the standard arm to the tables.
@@ -133,6 +134,41 @@ awk -F, 'NR > 1 { k = $1 "," $2; if (!(k in n)) o[++m] = k; n[k]++
       printf "%s,%d,%.3f,%.3f,%.2f,%.2f,%.3f,%.3f\n", k, n[k], l0[k] / n[k], l[k] / n[k], lo[k], hi[k],
         q[k] / n[k], p2[k] / n[k] } }' "${prefix}_summary.csv" > "${prefix}_means.csv"
 cat "${prefix}_means.csv"
+# doc/training.md 4.2's tables (PREFIX_table.md): per lr and arm, over the
+# seeds that reached the last step, the mean at steps 0, STEPS/2 and STEPS
+# (lead, node after l_t, sequence accuracy), the last step's lead per seed,
+# and the mean loss and program-head accuracy there
+awk -F, -v S="$STEPS" 'function name(a) {
+    if (a == "mix0") return "A = 0 (compiled)"
+    if (a == "mix100") return "A = 1 (random, compiled architecture)"
+    if (a == "standard") return "standard (pre-LN, random)"
+    if (a ~ /^mix/) return "A = " substr(a, 4) / 100
+    if (a ~ /^noise/) return "S = " substr(a, 6)
+    return a }
+  function f(x) { return sprintf("%.2f", x) }
+  NR > 1 { k = $1 SUBSEP $4 SUBSEP $3; v[k, $5] = $6 "," $10 "," $7; loss[k, $5] = $12; pa[k, $5] = $14
+    if ($5 == 0) d0[k] = $13
+    if ($5 == S) { a = $1 SUBSEP $4; ns[a]++; sd[a, ns[a]] = $3 } }
+  END { h = S / 2
+    for (lr = 1; lr <= 2; lr++) { L = lr == 1 ? "1e-3" : "1e-5"; head = 0
+      na = split("mix0 mix2 mix10 mix25 mix50 mix75 mix100 noise3e-3 noise1e-2 standard", arms, " ")
+      for (ai = 1; ai <= na; ai++) { i = L SUBSEP arms[ai]; if (!(i in ns)) continue; ka[2] = arms[ai]
+        if (!head++) { printf "\n| lr %s | seeds | L2 distance at step 0 | step 0: lead, pos 2, seq | step %d | step %d | lead at %d, per seed | loss at %d | program heads at %d |\n", L, h, S, S, S, S
+          print "|---|---|---:|---|---|---|---|---:|---:|" }
+        n = ns[i]; seeds = ""; per = ""; dl = 0; ls = 0; pg = 0; pgn = 0
+        for (st = 0; st <= 2; st++) for (c = 1; c <= 3; c++) acc[st, c] = 0
+        for (j = 1; j <= n; j++) { sdj = sd[i, j]; k = i SUBSEP sdj
+          seeds = seeds (j > 1 ? ", " : "") sdj; dl += d0[k]; ls += loss[k, S]
+          if (pa[k, S] != "") { pg += pa[k, S]; pgn++ }
+          split(v[k, S], x, ","); per = per (j > 1 ? ", " : "") f(x[1])
+          for (st = 0; st <= 2; st++) { at = st == 0 ? 0 : (st == 1 ? h : S); split(v[k, at], x, ",")
+            for (c = 1; c <= 3; c++) acc[st, c] += x[c] } }
+        d = d0[i SUBSEP sd[i, 1]] == "" ? "-" : sprintf("%.4g", dl / n)
+        printf "| %s | %s | %s | %s, %s, %s | %s, %s, %s | %s, %s, %s | %s | %.3g | %s |\n", name(ka[2]), seeds, d,
+          f(acc[0, 1] / n), f(acc[0, 2] / n), f(acc[0, 3] / n), f(acc[1, 1] / n), f(acc[1, 2] / n), f(acc[1, 3] / n),
+          f(acc[2, 1] / n), f(acc[2, 2] / n), f(acc[2, 3] / n), per, ls / n, pgn ? sprintf("%.3f", pg / pgn) : "-" } } }' \
+  "${prefix}_steps.csv" > "${prefix}_table.md"
+cat "${prefix}_table.md"
 sum="${prefix}_summary.csv"
 slead=$(awk -F, '$2 == "standard" { s += $7; n++ } END { if (n) print s / n; else print 0 }' "$sum")
 sseq=$(awk -F, '$2 == "standard" { s += $8; n++ } END { if (n) print s / n; else print 0 }' "$sum")

@@ -33,8 +33,8 @@ int rasp_cli_apply(int argc, char **argv);
 ** are the token ids 1..|vocabulary|, as `rasp compile` builds it; the IR
 ** rule, with the reason, for a program the compiler refuses.  What `rasp
 ** layers`, `trace`, `draw` and the verifier print (cli_verify.c; raspK_trace
-** does the same for path-star programs; the REPL's :layers, whose session
-** has no output to compile, prints the IR rule). */
+** does the same for path-star programs; the REPL's :layers compiles its
+** expression as the output). */
 void raspC_compiled_layers(rasp_ctx *ctx, int root, rasp_layers *L);
 
 /* ---- options (cli_opts.c): one table, one parser, the help from both */

@@ -179,8 +179,17 @@ static void show_layers(repl *r, const char *expr) {
     fprintf(stderr, ":layers: '%s' is not a sequence expression\n", expr);
     return;
   }
+  /* the compiled model's schedule with the expression as its output, as
+  ** `rasp layers` gives for a program whose output it is */
+  rasp_ir *ir = rasp_ctx_ir(r->ctx);
+  int *saved = ir->outputs, nsaved = ir->noutputs;
+  int out[1] = {node};
+  ir->outputs = out;
+  ir->noutputs = 1;
   rasp_layers layers;
-  raspL_analyse(rasp_ctx_ir(r->ctx), &node, 1, &layers);
+  raspC_compiled_layers(r->ctx, node, &layers);
+  ir->outputs = saved;
+  ir->noutputs = nsaved;
   raspL_print(&layers, stdout);
   raspL_free(&layers);
 }

@@ -128,7 +128,9 @@
 ** unit can be erased by an MLP (minus its value: one hidden unit per
 ** dimension) and its dimensions given to a later unit (first fit in order
 ** of writing).  Whether to erase none, the numerical units or all is
-** chosen by the parameter count.  At BOS the heads of a layer write their
+** chosen by d_model, then by the parameter count (never by the parameter
+** count alone: the token embedding's rows would make d_model depend on
+** |V|).  At BOS the heads of a layer write their
 ** defaults before that layer's MLP undoes them, so every other hidden unit
 ** of that MLP is pushed off at BOS by what it would read there.
 **
@@ -4152,7 +4154,7 @@ static int compile_once(const rasp_ir *ir, const raspG_opts *o, unsigned char *f
   for (int l = 0; l < nl; l++)
     if (out->heads[l] > maxh) maxh = out->heads[l];
   liveness(g, ov.unit);
-  int d = 0, best = -1;
+  int d = 0, best = -1, bestd = 0;
   double bestp = 0;
   for (int pol = 0; pol < 3; pol++) {
     int dd = alloc_dims(g, pol), wmax = 1;
@@ -4160,8 +4162,15 @@ static int compile_once(const rasp_ir *ir, const raspG_opts *o, unsigned char *f
       int wl = layer_width(g, l, dd, dh, out->heads[l] > 0);
       if (wl > wmax) wmax = wl;
     }
+    /* the fewest dimensions, d_model the peak of live units (issue 13);
+    ** among policies that reach it, the fewest parameters.  Parameters
+    ** first made the choice depend on |V| (the token embedding's |V| rows
+    ** favour erasing at |V| = 1000, not at 100), so a program's d_model
+    ** changed with its vocabulary; an eraser costs hidden units instead
+    ** (sort at n = 128: 518 dimensions and 4.47M parameters against 523
+    ** and 3.69M, doc/compiler.md) */
     double p = (double)nl * (4.0 * maxh * dd * dh + 2.0 * dd * wmax) + (double)dd * (o->nvocab + g->n + 3);
-    if (best < 0 || p < bestp) best = pol, bestp = p;
+    if (best < 0 || dd < bestd || (dd == bestd && p < bestp)) best = pol, bestp = p, bestd = dd;
   }
   d = alloc_dims(g, best);
   for (int l = 0; l < nl; l++) {

@@ -147,6 +147,17 @@ if [ $st -eq 0 ] && [ -n "$dm" ] && [ -n "$pm" ] && [ "$dm" -le 256 ] && [ "$pm"
 else bad "decoder4 at D=5 M=5: d_model $dm (V=1000: $dm1), $pm parameters (status $st)"
   printf '%s\n' "$out"; fi
 
+# every readout and decoder: the same d_model at V = 100 and 1000 (the
+# erase policy is chosen by d_model first; by parameters alone the token
+# embedding's |V| rows made readout3, readout5 and decoder2 narrower at
+# V = 1000; doc/compiler.md "One d_model at every |V|")
+for p in programs/readout*.rasp programs/decoder*.rasp; do
+  d100=$("$RASP" compile "$p" --D 5 --M 5 --V 100 --dry-run --stats 2>&1 | sed -n 's/^d_model \([0-9]*\),.*/\1/p')
+  d1000=$("$RASP" compile "$p" --D 5 --M 5 --V 1000 --dry-run --stats 2>&1 | sed -n 's/^d_model \([0-9]*\),.*/\1/p')
+  if [ -n "$d100" ] && [ "$d100" = "$d1000" ]; then ok
+  else bad "$(basename "$p"): d_model $d100 at V = 100, $d1000 at V = 1000"; fi
+done
+
 # plain programs: 2 uniform, 2 adversarial of each class in 10 inputs
 out=$("$RASP" compile examples/histogram.rasp --input-vocab "a b c" --length 6 --dry-run --check 10 2>&1)
 if printf '%s\n' "$out" | grep -qx 'check: 10/10 inputs agree with the interpreter (uniform 5/5, one token 2/2, two tokens 1/1, sorted runs 1/1, extremes 1/1)'; then ok

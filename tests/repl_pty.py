@@ -242,7 +242,7 @@ has(out, "# rev", ":ir labels nodes with their variables")
 out = s.line(":ir rev")
 has(out, "aggregate(", ":ir EXPR")
 out = s.line(":layers rev")
-has(out, "2 layers (1 attention, 1 MLP)", ":layers EXPR")
+has(out, "1 layers (1 attention, 0 MLP); heads per layer: 1; the compiled model's", ":layers EXPR: the compiled schedule")
 prog = os.path.join(TMP, "loaded.rasp")
 with open(prog, "w") as f:
     f.write("def twice(s):\n    return s + s\n\nloaded_value = 7\n")
