@@ -107,7 +107,8 @@
 **     condition that is one value / all but one / a threshold of an
 **     integer unit is tested in the same MLP (f[t == 0], f[t >= 1] with
 **     ReLUs of t), so it costs no decode and no sublayer;
-**   comparisons x == y, x < y: ReLU bumps / steps of x - y (M_NCMP);
+**   comparisons x == y, x < y: ReLU bumps / steps of x - y (M_NCMP;
+**     steep, with no hinge on an integer, at fp32 and gain >= 4);
 **   readout: logit_v = -X (x - v)^2, linear in (x, x^2, 1).
 ** Anything else reading such a unit decodes it (steps, as above).
 ** Widths and means as numbers (need_num): a numerical unit without its
@@ -242,6 +243,8 @@ typedef struct unit {
   double leak, spread; /* head_margin's: weight past the selected keys, and
                           the spread of their scores (logits) */
   double leak0;    /* head_margin's: weight past BOS at the BOS query */
+  int nzx;         /* fp32: exact wherever a dimension's value is nonzero,
+                      ae bounding it only where the value is 0 (nz_exact) */
 } unit;
 
 typedef struct gc {
@@ -1697,6 +1700,17 @@ static void mlp_sum(wctx *w, unit *u) {
   }
 }
 
+/* Whether 0/1 tests are written with no hinge on an integer (steep): in
+** fp32 with an attention gain of 4 or more, where the heads' leak (below
+** e^-128 per key) leaves the moved integers exact at their nonzero values
+** (nz_exact) and the tests' inputs off by far less than the 1/8 a steep
+** step tolerates.  At gain 1 the leak is about 2^-25 times an x^2 column,
+** so the exactness cannot be proven there, and the tests keep the form
+** that tolerates 1/2 (and the default weights stay as they were). */
+static int steep(const gc *g) {
+  return g->o->precision == RASPG_FP32 && g->o->attn_gain >= 4;
+}
+
 /* where(c, x, y) on numbers: per branch and column (value, square) with
 ** values in [lo, hi], ReLU(f - lo - M(1 - gate)), M = hi - lo + 1, which
 ** is f - lo where the gate is 1 and off by a margin of 1 where it is 0; the
@@ -1801,9 +1815,11 @@ static void mlp_nwhere(wctx *w, unit *u) {
       konst[col] = lo;
     }
     if (konst[0] != 0 || konst[1] != 0) {
-      int h = hid(w, 0, 10);
+      /* steep: ReLU(2 c - 1), not ReLU(c): off by a margin of 1 where c is
+      ** 0, so a 0 off by a little (nz_exact) passes nothing on times lo */
+      int st = steep(g), h = hid(w, st ? -1 : 0, 10);
       for (int b = 0; b < c->nv; b++)
-        if (c->ok[b] && raspI_elem_truth(c->val[b]) == (br == 1)) win(w, cd + b, h, 1);
+        if (c->ok[b] && raspI_elem_truth(c->val[b]) == (br == 1)) win(w, cd + b, h, st ? 2 : 1);
       wout(w, h, u->dim, konst[0]);
       wout(w, h, u->dim + 1, konst[1]);
     }
@@ -1825,24 +1841,40 @@ static void mlp_ncmp(wctx *w, unit *u) {
   double s = op == RASP_BIN_LT || op == RASP_BIN_LE ? -1 : 1;
   int dt = u->dim + find(u->vals, u->nvals, (rasp_elem){1, RASP_DEN_BOOL});
   int df = u->dim + find(u->vals, u->nvals, (rasp_elem){0, RASP_DEN_BOOL});
-  double b[3], c[3];
+  /* steep: on integers z, [z >= t] = ReLU(4 (z - t) + 2) - ReLU(4 (z - t) + 1):
+  ** its hinges at t - 1/2 and t - 1/4, no integer z sits on one (4z + 2
+  ** and 4z + 1 are never 0), so where z is off by a little (below 2^-27)
+  ** every hidden unit is 0 or a nonzero integer, exact (nz_exact's
+  ** argument), and the 0/1 out is exact; [z == 0] = [z >= 0] - [z >= 1].
+  ** Else ReLU bumps (a hidden unit on its hinge at x = y passes the
+  ** error of a 0 on) */
+  double b[4], c[4], sl = steep(g) ? 4 : 1;
   int nh;
-  if (op == RASP_BIN_EQ || op == RASP_BIN_NE) {
+  if (sl == 1 && (op == RASP_BIN_EQ || op == RASP_BIN_NE)) {
     nh = 3;
     b[0] = 1, b[1] = 0, b[2] = -1;
     c[0] = 1, c[1] = -2, c[2] = 1;
-  } else { /* z >= 1 (>, <) or z >= 0 (>=, <=) */
+  } else if (sl == 1) { /* z >= 1 (>, <) or z >= 0 (>=, <=) */
     nh = 2;
     double t = op == RASP_BIN_GT || op == RASP_BIN_LT ? 0 : 1;
     b[0] = t, b[1] = t - 1;
+    c[0] = 1, c[1] = -1;
+  } else if (op == RASP_BIN_EQ || op == RASP_BIN_NE) {
+    nh = 4;
+    b[0] = 2, b[1] = 1, b[2] = -2, b[3] = -3;
+    c[0] = 1, c[1] = -1, c[2] = -1, c[3] = 1;
+  } else { /* z >= 1 (>, <) or z >= 0 (>=, <=) */
+    nh = 2;
+    double t = op == RASP_BIN_GT || op == RASP_BIN_LT ? 1 : 0;
+    b[0] = 2 - 4 * t, b[1] = 1 - 4 * t;
     c[0] = 1, c[1] = -1;
   }
   /* the indicator goes to True (False for !=), its complement to the other */
   int pos = op == RASP_BIN_NE ? df : dt, neg = op == RASP_BIN_NE ? dt : df;
   for (int k = 0; k < nh; k++) {
     int h = hid(w, b[k], 10);
-    win_form(w, &u->mv[0], h, s);
-    win_form(w, &u->mv[1], h, -s);
+    win_form(w, &u->mv[0], h, sl * s);
+    win_form(w, &u->mv[1], h, -sl * s);
     wout(w, h, pos, c[k]);
     wout(w, h, neg, -c[k]);
   }
@@ -2188,12 +2220,20 @@ static int layer_width(gc *g, int l, int d, int dh, int heads) {
 ** argument, not charged a rounding at the size of the sum; a relative
 ** error of an integer unit is carried as an absolute one (fold_kappa);
 ** and a head that selects one key (head_unique) is charged the leak alone,
-** not n/2 roundings.  STEM.json records each proven integer unit's
+** not n/2 roundings.  A unit whose bound is below 2^-24 times its
+** smallest nonzero value is exact at its nonzero values (nz_exact): its
+** readers charge its error per value, only on the dimensions that value
+** leaves at 0 (aerr_val), and an MLP's output only what its hidden units
+** carry at the source values where they can be on (a big-M gate whose 0/1
+** condition is 0 is off by its margin; at 1 the condition is exact).
+** STEM.json records each proven integer unit's
 ** deviation, and tests/test_compile (test_deviation, test_deviation_task
 ** on path-star models) checks it against the float32 forward pass.  The count this proves is reported, but the
-** encodings stay as chosen by size: most of the path-star units are not
-** proven (a compare's error reaches a big-M gate times M), while --check
-** finds the models exact.  */
+** encodings stay as chosen by size: at gain 1 most of the path-star units
+** are not proven (a head's leak, about 2^-25 of an x^2 column, is too
+** large for nz_exact, and a compare's error then reaches a big-M gate
+** times M), while --check finds the models exact; at gain 4 (steep tests)
+** readout1 is proven whole.  */
 
 static const int prec_bits[3] = {24, 11, 8};
 static double prec_u(int p) { return ldexp(1, -prec_bits[p]); }
@@ -2263,17 +2303,18 @@ static double uv_dot(const gc *g, int uid, int a, const float *W, int ld, int co
 ** no further from the result than N is: its error is at most e as well as
 ** at most u |result|.  So a dot product of such inputs with integer
 ** weights, whose terms' magnitudes sum to at most T <= 2^24, is off by at
-** most dev_grow(sum |w_j| e_j (1.5 times where w_j is not a power of two,
+** most dev_grow(sum |w_j| e_j (twice where w_j is not a power of two,
 ** see below), k, T) after k additions that can be nonzero: a product by
 ** 2^k is exact, each addition rounds by at most the error before it (or u
 ** times the partial sum, whichever is smaller).  And
 ** less: a nonzero integer N has no other float within 2^-25 |N| of it, so
 ** a result within e of N rounds to N (error 0) when e < 2^-25 |N|, else
-** by at most u (|N| + e) <= e/2 + u e; one near 0 by u e.  (Products by
-** integers alike: e/2 + u e more, none for a power of two.) */
+** by at most min(e, u (|N| + e)) (not e/2: 1 + 2^-24 + 2^-40, an integer
+** off by 2^-24 + 2^-40, rounds to 1 + 2^-23); one near 0 by u e.
+** (Products by integers alike: e more, none for a power of two.) */
 static double dev_grow(double D, int nadd, double T) {
   double f = D, u = ldexp(1, -24);
-  for (int k = 0; k < nadd && f > 0; k++) f += f < u / 2 ? u * f : fmin(u * (T + f), f / 2 + u * f);
+  for (int k = 0; k < nadd && f > 0; k++) f += f < u / 2 ? u * f : fmin(u * (T + f), f);
   return f;
 }
 
@@ -2285,23 +2326,64 @@ static int col_nnz(const float *W, int rows, int ld, int col) {
 }
 
 /* Sum over unit uid's dimensions of |entry of column col| times its ae,
-** times 1.5 (plus a little) where the entry is not a power of two and the
+** times 2 (plus a little) where the entry is not a power of two and the
 ** product's error reaches 2^-25 (dev_grow's argument: a product by 2^k is
-** exact, another rounds by at most half its input's error times |w|
-** more, none below 2^-25 but a relative u). */
+** exact, another rounds by at most its input's error times |w| more,
+** none below 2^-25 but a relative u). */
+static double aerr_term(double w, double a) {
+  int e;
+  if (w == 0) return 0;
+  return (frexp(w, &e) == 0.5 ? w : w * a < ldexp(1, -25) ? w * (1 + ldexp(1, -24)) : 2 * w * (1 + ldexp(1, -23))) * a;
+}
+
 static double aerr_dot(const gc *g, int uid, const float *W, int ld, int col) {
   const unit *s = &g->u[uid];
   if (!(s->ae[0] > 0) && !(s->ae[1] > 0)) return 0;
   double D = 0;
   int sz = s->cat ? s->nvals : s->sq ? 2 : 1;
+  for (int k = 0; k < sz; k++)
+    D += aerr_term(fabs((double)W[(size_t)(s->dim + k) * ld + col]), s->ae[s->sq && k == 1]);
+  return D;
+}
+
+/* aerr_dot at unit uid's value a: where the unit is exact at its nonzero
+** values (nzx), only the dimensions that value a leaves at 0 (a one-hot's
+** other dimensions; both of a squared unit's at x = 0) are charged. */
+static double aerr_val(const gc *g, int uid, int a, const float *W, int ld, int col) {
+  const unit *s = &g->u[uid];
+  if (!s->nzx) return aerr_dot(g, uid, W, ld, col);
+  double D = 0, x = s->cat ? 0 : dval(s->vals[a]);
+  int sz = s->cat ? s->nvals : s->sq ? 2 : 1;
   for (int k = 0; k < sz; k++) {
-    double w = fabs((double)W[(size_t)(s->dim + k) * ld + col]);
-    int e;
-    double a = s->ae[s->sq && k == 1];
-    if (w == 0) continue;
-    D += (frexp(w, &e) == 0.5 || w == 0 ? w : w * a < ldexp(1, -25) ? w * (1 + ldexp(1, -24)) : 1.5 * w * (1 + ldexp(1, -23))) * a;
+    double v = s->cat ? (k == a) : k ? x * x : x;
+    if (v == 0) D += aerr_term(fabs((double)W[(size_t)(s->dim + k) * ld + col]), s->ae[s->sq && k == 1]);
   }
   return D;
+}
+
+/* fp32: whether unit i, its absolute errors ae final, is exact at its
+** nonzero values.  A float within 2^-24 |N| of a nonzero integer N with
+** |N| <= 2^24 is N itself (no other float is that close: the spacing
+** next to N is at least 2^-24 |N|, at a power of two below it); so a
+** stored dimension whose value N is a nonzero integer and whose bound is
+** below 2^-24 |N| (less a little for the bound's own rounding) holds N
+** exactly, and only where the value is 0 can it be off.  (The stored
+** float, not a sum before its rounding: that one needs 2^-25, dev_grow.)  Its readers then charge ae per value (aerr_val): a one-hot's 1
+** and a number's nonzero x and x^2 carry no error, and a big-M gate
+** reading a 0/1 condition is either off by its margin (the condition 0,
+** within ae of 0) or reads an exact 1. */
+static int nz_exact(const gc *g, int i) {
+  const unit *u = &g->u[i];
+  double t = ldexp(1, -24) * (1 - ldexp(1, -20));
+  if (u->kappa != 0) return 0;
+  if (u->cat) return u->ae[0] < t;
+  for (int a = 0; a < u->nvals; a++) {
+    double x = dval(u->vals[a]);
+    if (x != floor(x) || fabs(u->sq ? x * x : x) > ldexp(1, 24)) return 0;
+    if (x != 0 && !(u->ae[0] < t * fabs(x))) return 0;
+    if (x != 0 && u->sq && !(u->ae[1] < t * x * x)) return 0;
+  }
+  return 1;
 }
 
 /* The largest magnitude of unit uid's dimension col (0: x, 1: a squared
@@ -2770,7 +2852,7 @@ static void active_od(gc *g, const float *wi, const float *bi, const float *wo, 
       for (int o = 0; o < D; o++) {
         double w = fabs((double)wo[(size_t)(h0 + h) * D + o]);
         int e2;
-        if (w != 0) cur[o] += w * eh[h] * (frexp(w, &e2) == 0.5 ? 1 : 1.5 + ldexp(1, -22));
+        if (w != 0) cur[o] += w * eh[h] * (frexp(w, &e2) == 0.5 ? 1 : 2 + ldexp(1, -22));
       }
     }
     for (int o = 0; o < D; o++) od[o] = fmax(od[o], cur[o]);
@@ -2815,17 +2897,38 @@ static int mlp_margin(gc *g, rasp_model *m, int l, int h0, int h1, const int *sr
     err += fabs((double)bi[h] - raspG_round(p, bi[h])) + fabs((double)w1 - raspG_round(p, w1));
     int nnz = 1, nsrc = 0, hex = allex && bi[h] == floorf(bi[h]) && w1 == floorf(w1);
     double ain = 0; /* the sources' absolute errors through w_in (fp32) */
+    double aon = 0; /* the same at the source values where h can be on */
     int nterm = 1;  /* its terms that can be nonzero (a one-hot's zeros are exact) */
     for (int r = 1; r < D; r++) nnz += wi[(size_t)r * F + h] != 0;
+    /* the largest pre-activation per source (zk) and in all (ztop): with
+    ** source k at value a, h is at most ztop - zk + z[a]; below 0 it is
+    ** below its hinge by at least its margin, off exactly (ok demands
+    ** 2 err < margin), and what k then carries does not reach its output */
+    double ztop = base, *zk = raspM_alloc(sizeof(double) * (size_t)(ns + 1)), tt = T;
+    for (int k = 0; k < ns; k++) {
+      double t, wre;
+      zk[k] = -INFINITY;
+      for (int a = 0; a < g->u[src[k]].nvals; a++) {
+        zk[k] = fmax(zk[k], uv_dot(g, src[k], a, wi, F, h, RASPG_FP32, &t, &wre));
+        tt += t;
+      }
+      if (zk[k] > -INFINITY) ztop += zk[k];
+    }
     for (int k = 0; k < ns; k++) {
       const unit *s = &g->u[src[k]];
-      double tmax = 0, t, wre, emax = 0;
+      double tmax = 0, t, wre, emax = 0, va = 0, von = 0;
       double *z = raspM_alloc(sizeof(double) * (size_t)(s->nvals ? s->nvals : 1));
       for (int a = 0; a < s->nvals; a++) {
         z[a] = uv_dot(g, src[k], a, wi, F, h, p, &t, &wre);
         if (t > tmax) tmax = t;
         if (t * s->kappa * up + wre > emax) emax = t * s->kappa * up + wre;
+        if (p != RASPG_FP32) continue;
+        double e = aerr_val(g, src[k], a, wi, F, h);
+        va = fmax(va, e);
+        if (!(ztop - zk[k] + z[a] < -1e-6 * (1 + tt))) von = fmax(von, e);
       }
+      ain += va;
+      aon += von;
       hex = hex && int_weights(g, src[k], wi, F, h, 0);
       int n = s->nvals;
       qsort(z, (size_t)n, sizeof *z, cmp_dbl);
@@ -2840,7 +2943,6 @@ static int mlp_margin(gc *g, rasp_model *m, int l, int h0, int h1, const int *sr
       T += tmax;
       err += emax;
       lerr += leak_err(g, src[k], wi, F, h, p);
-      ain += aerr_dot(g, src[k], wi, F, h);
       if (s->cat && !(s->ae[0] > 0)) nterm++;
       else
         for (int r = 0; r < usize(s); r++) nterm += wi[(size_t)(s->dim + r) * F + h] != 0;
@@ -2849,24 +2951,34 @@ static int mlp_margin(gc *g, rasp_model *m, int l, int h0, int h1, const int *sr
     if (nsrc) zscan(zs, 0, nsrc, base, tiny, &mn, &mx);
     else if (fabs(base) > tiny) mn = fabs(base);
     for (int k = 0; k < nsrc; k++) raspM_free(zs[k].z);
+    raspM_free(zk);
     hex = hex && T + ain <= lim;
     /* integers within the format: every sum exact, or off by what the
-    ** inputs' absolute errors grow to (dev_grow) */
-    if (hex) err = ain > 0 ? dev_grow(ain, nterm, T + ain) : 0;
-    else err += ain + up * mx + (nnz + 1) * ldexp(1, -24) * T;
+    ** inputs' absolute errors grow to (dev_grow); eon: the error where h
+    ** is on, what its output carries (off, it outputs an exact 0) */
+    double eon;
+    if (hex) {
+      err = ain > 0 ? dev_grow(ain, nterm, T + ain) : 0;
+      eon = aon > 0 ? dev_grow(aon, nterm, T + aon) : 0;
+    } else {
+      double r = up * mx + (nnz + 1) * ldexp(1, -24) * T;
+      eon = err + aon + r;
+      err += ain + r;
+    }
     err += lerr; /* (exact arithmetic on inputs a leak moved) */
+    eon += lerr;
     for (int o = 0; o < D; o++) {
       float w = wo[(size_t)h * D + o];
       if (w != 0) outsum += fabs((double)w) * mx;
       int e2;
-      od[o] += fabs((double)w) * err * (frexp(fabs((double)w), &e2) == 0.5 || w == 0 ? 1 : 1.5 + ldexp(1, -22));
+      od[o] += fabs((double)w) * eon * (frexp(fabs((double)w), &e2) == 0.5 || w == 0 ? 1 : 2 + ldexp(1, -22));
       hex = hex && w == floorf(w);
     }
     *exact = *exact && hex;
     if (mn < *mg) *mg = mn;
     if (2 * err > *nd) *nd = 2 * err;
     if (!(2 * err < mn) || (p == RASPG_FP16 && T > 65504)) ok = 0;
-    eh[h - h0] = err;
+    eh[h - h0] = eon;
   }
   if (outsum > lim) *exact = 0;
   *otot = outsum;
@@ -2895,7 +3007,7 @@ static int readout_margin(gc *g, raspG_model *out, const view *ov, int p, double
       float w1 = one ? un[(size_t)1 * no + j] : 0.0f;
       lg[j] = uv_dot(g, uid, a, un, no, j, p, &t, &wre) + w1;
       double e = t * kap * up + wre + fabs((double)w1 - raspG_round(p, w1)) + up * fabs(lg[j]) +
-                 8 * ldexp(1, -24) * (t + fabs((double)w1)) + aerr_dot(g, uid, un, no, j) +
+                 8 * ldexp(1, -24) * (t + fabs((double)w1)) + aerr_val(g, uid, a, un, no, j) +
                  leak_err(g, uid, un, no, j, p);
       if (e > err) err = e;
       if (t > big) big = t;
@@ -3020,6 +3132,7 @@ static int prove(gc *g, raspG_model *out, const view *ov, int p, unsigned char *
     u->margin = u->need = -1;
     u->leak = u->leak0 = 0;
     u->ae[0] = u->ae[1] = 0;
+    u->nzx = 0;
     /* sources come before their readers: kappa is known when read */
     u->kappa = u->kind < U_HEAD         ? embed_kappa(g, i, p)
                : u->kind == U_MLP       ? 1
@@ -3085,6 +3198,7 @@ static int prove(gc *g, raspG_model *out, const view *ov, int p, unsigned char *
       double r = residue(g, i);
       for (int k = 0; k < 2 && r > 0; k++) /* r + its value, rounded once */
         u->ae[k] += r + fmin(u->ae[k] + r, ldexp(1, -24) * (col_max(g, i, k) + u->ae[k] + r));
+      u->nzx = ok && nz_exact(g, i);
     }
     if (!ok && u->kind == U_MLP) u->why = "rounding can push a hidden unit across its hinge";
     if (ok && p == RASPG_FP16 && unit_max(g, i) > 65504)
@@ -3708,7 +3822,11 @@ static char *layout_json(gc *g, const raspG_model *m, int root, const view *ov) 
     ** dimensions (x and x^2) can be when it is written */
     if (u->kind >= U_HEAD && m->precision == RASPG_FP32 && u->kappa == 0 && u->proven &&
         u->ae[0] < 0.5 && u->ae[1] < 0.5)
+    {
       sb_printf(&b, ", \"deviation\": [%.20f, %.20f]", u->ae[0], u->sq ? u->ae[1] : u->ae[0]); /* (no exponents: the config reader takes plain decimals) */
+      /* and exact wherever a dimension's value is nonzero (nz_exact) */
+      if (u->nzx) sb_printf(&b, ", \"exact_nonzero\": true");
+    }
     sb_printf(&b, "}");
   }
   sb_printf(&b, "], \"token_embedding\": \"tokens one-hot (numerical+square: id, id^2); 'one' (dim 1) at every token "

@@ -1,14 +1,19 @@
 #!/bin/sh
-# fuzz.sh -- runs the two libFuzzer harnesses (tests/fuzz_parse.c,
-# tests/fuzz_trace.c) for a bounded time each, as part of `make check`.
+# fuzz.sh -- runs the three libFuzzer harnesses (tests/fuzz_parse.c,
+# tests/fuzz_trace.c, tests/fuzz_compile.c) for a bounded time each, as
+# part of `make check`.
 # They are built here with clang -fsanitize=fuzzer,address,undefined from
-# the sources (see tests/README.md); without clang or its libFuzzer runtime
-# the test is skipped (exit 77; a failure under RASP_NO_SKIP=1, see lib.sh),
-# which .ci/setup avoids in CI by installing them.  Each fuzzer starts from a copy of its checked-in seed corpus in a
+# the sources (see tests/README.md; the library's sources are compiled once
+# and linked into both fuzz_trace and fuzz_compile); without clang or its
+# libFuzzer runtime the test is skipped (exit 77; a failure under
+# RASP_NO_SKIP=1, see lib.sh), which .ci/setup avoids in CI by installing
+# them.  Each fuzzer starts from a copy of its checked-in seed corpus in a
 # temporary directory (new inputs never touch the source tree) and any
 # finding -- crash, sanitizer report, leak, out-of-memory (2 GB), an input
-# running over 10 s -- fails the test; the input is printed and kept under
-# $FUZZ_KEEP (default: the build tree's tests/fuzz-findings/).
+# running over 10 s (60 s for fuzz_compile: a seed's compiles and proofs
+# take up to 0.7 s under the sanitizers, 16 s on a loaded machine) --
+# fails the test; the input is printed and kept under $FUZZ_KEEP
+# (default: the build tree's tests/fuzz-findings/).
 #
 # FUZZ_SECONDS sets the time per fuzzer (default 60).
 NAME=fuzz.sh
@@ -28,26 +33,32 @@ if ! "$CC_FUZZ" -fsanitize=fuzzer,address,undefined "$tmp/probe.c" -o "$tmp/prob
 fi
 
 flags="-g -O1 -std=c11 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined -Irasp"
-echo "building fuzz_parse and fuzz_trace with $CC_FUZZ"
+echo "building fuzz_parse, fuzz_trace and fuzz_compile with $CC_FUZZ"
 # shellcheck disable=SC2086
 $CC_FUZZ $flags rasp/rmem.c rasp/rerror.c rasp/rlex.c rasp/rparse.c tests/fuzz_parse.c \
   -lgmp -o "$tmp/fuzz_parse" || exit 1
-# shellcheck disable=SC2086
-$CC_FUZZ $flags -DRASP_STDLIB_DIR='"stdlib"' rasp/rmem.c rasp/rerror.c rasp/rlex.c \
-  rasp/rparse.c rasp/rir.c rasp/rfacts.c rasp/reval.c rasp/reval_plan.c rasp/reval_kern.c \
-  rasp/reval_ref.c rasp/rlayers.c rasp/rinterp.c rasp/rbuiltin.c \
-  rasp/rffi.c rasp/rstage.c rasp/rcausal.c rasp/rorder.c rasp/rcompile.c rasp/rmodel.c \
-  tests/fuzz_trace.c -lffi -lgmp -lm -lpthread \
-  -o "$tmp/fuzz_trace" || exit 1
+mkdir -p "$tmp/obj"
+for src in rmem rerror rlex rparse rir rfacts reval reval_plan reval_kern reval_ref rlayers \
+  rinterp rbuiltin rffi rstage rcausal rorder rcompile rmodel; do
+  # shellcheck disable=SC2086
+  $CC_FUZZ $flags -DRASP_STDLIB_DIR='"stdlib"' \
+    -c "rasp/$src.c" -o "$tmp/obj/$src.o" || exit 1
+done
+for h in fuzz_trace fuzz_compile; do
+  # shellcheck disable=SC2086
+  $CC_FUZZ $flags -Itests "tests/$h.c" "$tmp"/obj/*.o -lffi -lgmp -lm -lpthread \
+    -o "$tmp/$h" || exit 1
+done
 
 status=0
-# fuzz NAME SEEDS: runs $tmp/NAME for $secs seconds on a copy of SEEDS
+# fuzz NAME SEEDS [TIMEOUT]: runs $tmp/NAME for $secs seconds on a copy of
+# SEEDS, an input running over TIMEOUT seconds (default 10) a finding
 fuzz() {
   mkdir -p "$tmp/$1.corpus" "$tmp/$1.art"
   cp "$2"/* "$tmp/$1.corpus/"
   echo "running $1 for $secs s"
   # -close_fd_mask=1: programs that print stay quiet
-  timeout $((secs + 120)) "$tmp/$1" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 \
+  timeout $((secs + 120)) "$tmp/$1" -max_total_time="$secs" -timeout="${3:-10}" -rss_limit_mb=2048 \
     -close_fd_mask=1 -print_final_stats=1 -artifact_prefix="$tmp/$1.art/" \
     "$tmp/$1.corpus" >"$tmp/$1.log" 2>&1
   rc=$?
@@ -70,4 +81,5 @@ fuzz() {
 }
 fuzz fuzz_parse tests/fuzz_corpus
 fuzz fuzz_trace tests/fuzz_trace_corpus
+fuzz fuzz_compile tests/fuzz_compile_corpus 60
 exit $status

@@ -1,0 +1,364 @@
+/*
+** fuzz_compile.c -- libFuzzer harness for the compiler (rcompile.h): every
+** model it builds, and every margin it calls proven, checked dynamically.
+**
+** The input bytes are a RASP program, run and traced as in fuzz_trace.c
+** (inputs of length 5, the five symbols a b c ( ), the stdlib, small
+** limits).  When it defines `main` and traces, its first output is
+** compiled (raspG_compile, as `rasp compile` calls it: input ids 1..5)
+** for fp32, fp16 and bf16 at attention gain 1, and once more in fp32 with
+** a gain drawn from the program's bytes (1/4, 1 or 4) and, every other
+** program, the categorical encoding.  Each model runs (raspG_run) on a few
+** inputs: one pseudo-random input determined by the program's bytes, each
+** symbol repeated, that input sorted ascending and descending, and two
+** runs of two symbols -- inputs that uniform draws rarely produce and
+** whose ties stress averaging heads.  On every input the evaluator
+** (raspE_run) accepts:
+**
+**  - where the compiler claims the model exact, its output must be the
+**    evaluator's at every position.  A model compiled for fp16 or bf16
+**    claims it by existing (a unit not proven there is made categorical
+**    or the node refused, rcompile.h), and its emulated forward pass is
+**    what raspG_run runs; its `unproven` count must be 0.  An fp32 model
+**    claims it when `unproven` is 0 (what `rasp compile --stats` reports);
+**    with units unproven only the next two checks apply;
+**  - fp32: raspG_run's sparse pass gives logits bit-identical to
+**    raspN_forward's (rcompile.h), and every unit STEM.json gives a
+**    "deviation" keeps each of its dimensions within it of an integer,
+**    right after the unit writes it, and one marked "exact_nonzero" is
+**    exactly its integer wherever that is not 0 (tests/devunit.h, shared
+**    with tests/test_compile.c);
+**  - every failure (a refused compile, a failed run) sets an error with a
+**    code, and everything is freed.
+**
+** The compiler moves the value an aggregate over a selector containing an
+** equality select picks (categorically, or as x and x^2) instead of
+** averaging, assuming the selected keys hold equal values -- documented in
+** doc/compiler.md ("--check is what confirms it for a program"), not
+** proven.  An input where some such aggregate the first output needs sees
+** two values at one query (moves_hold, from the evaluator's selection
+** matrices) is therefore one the model claims nothing about: it is not
+** compared, nor its deviations checked.  The seed ties.rasp is such a
+** program.
+**
+** A finding prints what failed to stderr and aborts, so libFuzzer keeps
+** the input.  FUZZ_COMPILE_VERBOSE=1 in the environment prints a line per
+** model checked (precision, size, whether exact, units with a deviation),
+** to see what a corpus exercises.
+**
+** Size is bounded so that each input stays fast: programs whose first
+** output needs more than 48 IR nodes (the fuzz_trace seed lib.rasp needs
+** 68, and compiles to 2.4M parameters in 4 s of proofs under the
+** sanitizers), or whose schedule (raspG_schedule, the planner alone) has
+** more than 24 layers or 96 heads, are not compiled; models with more
+** than 2^20 parameters are not run (the forward pass keeps every
+** residual), and then the other three compiles are skipped.  Programs that
+** mention `cfunc` or `include` are skipped, as in fuzz_trace.c.
+**
+** Build and run from the top of the source tree (tests/fuzz.sh does; see
+** tests/README.md):
+**
+**   clang -g -O1 -std=c11 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined \
+**     -Irasp -Itests -DRASP_STDLIB_DIR='"stdlib"' rasp/rmem.c rasp/rerror.c \
+**     rasp/rlex.c rasp/rparse.c rasp/rir.c rasp/rfacts.c rasp/reval.c \
+**     rasp/reval_plan.c rasp/reval_kern.c rasp/reval_ref.c rasp/rlayers.c \
+**     rasp/rinterp.c rasp/rbuiltin.c rasp/rffi.c rasp/rstage.c rasp/rcausal.c \
+**     rasp/rorder.c rasp/rcompile.c rasp/rmodel.c tests/fuzz_compile.c \
+**     -lffi -lgmp -lm -lpthread -o fuzz_compile
+**   mkdir -p /tmp/fuzz_compile_corpus
+**   ./fuzz_compile -max_total_time=300 -close_fd_mask=1 /tmp/fuzz_compile_corpus \
+**     tests/fuzz_compile_corpus
+*/
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "devunit.h"
+#include "rasp.h"
+#include "rcompile.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+#define FUZZ_N 5
+#define FUZZ_MAX_LIVE 48
+#define FUZZ_MAX_LAYERS 24
+#define FUZZ_MAX_HEADS 96
+#define FUZZ_MAX_PARAMS ((size_t)1 << 20)
+#define FUZZ_MAX_INPUTS 16
+
+static const char *const vocab[] = {"a", "b", "c", "(", ")"};
+#define FUZZ_NVOCAB ((int)(sizeof vocab / sizeof vocab[0]))
+
+static int mentions(const char *text, const char *word) { return strstr(text, word) != NULL; }
+
+/* A finding: what failed, then abort (libFuzzer keeps the input). */
+static void finding(const char *what, const raspG_model *g, int input, const char *detail) {
+  fprintf(stderr, "fuzz_compile: %s (%s, gain %g, input %d)%s%s\n", what,
+          raspG_precision_name(g->precision), g->attn_gain, input, detail ? ": " : "",
+          detail ? detail : "");
+  abort();
+}
+
+static int cmp_up(const void *a, const void *b) {
+  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+  return (x > y) - (x < y);
+}
+
+/* The inputs every model runs on (see the essay); returns how many. */
+static int make_inputs(const int64_t *tokens, int64_t in[][FUZZ_N]) {
+  int k = 0;
+  memcpy(in[k++], tokens, sizeof(int64_t) * FUZZ_N);
+  for (int v = 1; v <= FUZZ_NVOCAB; v++, k++)
+    for (int i = 0; i < FUZZ_N; i++) in[k][i] = v;
+  memcpy(in[k], tokens, sizeof(int64_t) * FUZZ_N);
+  qsort(in[k++], FUZZ_N, sizeof(int64_t), cmp_up);
+  for (int i = 0; i < FUZZ_N; i++) in[k][i] = in[k - 1][FUZZ_N - 1 - i];
+  k++;
+  for (int i = 0; i < FUZZ_N; i++) in[k][i] = i < FUZZ_N / 2 ? 1 : FUZZ_NVOCAB;
+  k++;
+  for (int i = 0; i < FUZZ_N; i++) in[k][i] = i < (FUZZ_N + 1) / 2 ? tokens[0] : tokens[FUZZ_N - 1];
+  k++;
+  return k;
+}
+
+/* Whether a selector tree contains an equality select: rcompile.c's rule
+** for an aggregate that moves its selected value (categorically, or as x and
+** x^2) instead of averaging. */
+static int tree_has_eq(const rasp_ir *ir, int id) {
+  const rasp_ir_node *nd = &ir->nodes[id];
+  if (nd->op == RASP_OP_SELECT) return nd->aux == RASP_PRED_EQ;
+  for (int i = 0; i < nd->nin; i++)
+    if (tree_has_eq(ir, nd->in[i])) return 1;
+  return 0;
+}
+
+/* The compiler's documented assumption (doc/compiler.md, "Aggregates over
+** equality selects assume the selected values are equal ... --check is what
+** confirms it for a program") on the input ev last ran: every aggregate the
+** first output needs whose selector contains an equality select sees, at
+** each query, one value at all its selected keys.  Where it does not, the
+** model is not claimed to be right on that input. */
+static int moves_hold(const rasp_ir *ir, rasp_eval *ev, const unsigned char *live) {
+  int n = ir->n;
+  for (int id = 0; id < ir->nnodes; id++) {
+    const rasp_ir_node *nd = &ir->nodes[id];
+    if (!live[id] || (nd->op != RASP_OP_AGGREGATE && nd->op != RASP_OP_AGGR_MEAN) ||
+        !tree_has_eq(ir, nd->in[0]))
+      continue;
+    rasp_error err;
+    memset(&err, 0, sizeof err);
+    const unsigned char *sel = raspE_selector(ev, nd->in[0], 0, &err);
+    const rasp_elem *v = raspE_value(ev, nd->in[1], 0);
+    if (!sel || !v) return 0; /* unknown: claim nothing */
+    for (int q = 0; q < n; q++)
+      for (int k = 0, first = -1; k < n; k++) {
+        if (!sel[q * n + k]) continue;
+        if (first < 0) first = k;
+        else if (v[k].num != v[first].num || v[k].den != v[first].den) return 0;
+      }
+  }
+  return 1;
+}
+
+/* Compiles ir for (prec, enc, gain) and checks the model on the inputs
+** the evaluator accepted (want[k] the first output on in[k], NULL where it
+** failed; holds[k]: the moves' assumption holds on in[k]).  Returns 0
+** when the model is too big to run (no check made). */
+static int fuzz_model(const rasp_ir *ir, const raspG_opts *base, int prec, int enc, double gain,
+                      int64_t in[][FUZZ_N], const rasp_elem *const *want, const int *holds,
+                      int nin) {
+  raspG_opts o = *base;
+  o.precision = prec;
+  o.encoding = enc;
+  o.attn_gain = gain;
+  rasp_error err;
+  memset(&err, 0, sizeof err);
+  raspG_model g;
+  if (!raspG_compile(ir, &o, &g, &err)) {
+    if (!err.set || err.code == RASP_E_NONE) abort(); /* a refusal says why, and what kind */
+    return 1;
+  }
+  if (g.model.nparams > FUZZ_MAX_PARAMS) {
+    raspG_free(&g);
+    return 0;
+  }
+  /* fp16 and bf16 models are exact by construction; fp32 when --stats
+     would report every unit proven */
+  if (prec != RASPG_FP32 && g.unproven != 0) finding("a unit left unproven", &g, -1, g.unproven_at);
+  int exact = g.unproven == 0;
+  int n = FUZZ_N, no = g.model.cfg.n_out, d = g.model.cfg.d_model, nl = g.model.cfg.n_layers;
+  devunit u[256];
+  int nu = prec == RASPG_FP32 ? devunit_read(&g, u, 256) : 0;
+  if (nu < 0) finding("STEM.json's units unreadable", &g, -1, NULL);
+  float *lf = malloc(sizeof(float) * (size_t)(n + 1) * (size_t)no);
+  float *ld = malloc(sizeof(float) * (size_t)(n + 1) * (size_t)no);
+  float *res = prec == RASPG_FP32
+                   ? malloc(sizeof(float) * (size_t)(1 + 2 * nl) * (size_t)(n + 1) * (size_t)d)
+                   : NULL;
+  int t[FUZZ_N + 1];
+  rasp_elem got[FUZZ_N];
+  for (int k = 0; k < nin; k++) {
+    if (!want[k]) continue;
+    memset(&err, 0, sizeof err);
+    if (!raspG_run(&g, in[k], got, lf, &err)) {
+      if (!err.set || err.code == RASP_E_NONE) abort();
+      continue;
+    }
+    if (exact && holds[k])
+      for (int i = 0; i < n; i++)
+        if (got[i].num != want[k][i].num || got[i].den != want[k][i].den) {
+          char msg[160];
+          snprintf(msg, sizeof msg, "position %d: model %lld/%lld, evaluator %lld/%lld", i,
+                   (long long)got[i].num, (long long)got[i].den, (long long)want[k][i].num,
+                   (long long)want[k][i].den);
+          finding("the model disagrees with the evaluator", &g, k, msg);
+        }
+    if (prec != RASPG_FP32) continue;
+    t[0] = g.model.cfg.bos_token;
+    for (int i = 0; i < n; i++) t[i + 1] = (int)in[k][i];
+    char why[256];
+    if (!devunit_check(&g, t, n, u, holds[k] ? nu : 0, res, ld, why, sizeof why))
+      finding("a proven deviation exceeded", &g, k, why);
+    if (memcmp(lf, ld, sizeof(float) * (size_t)(n + 1) * (size_t)no) != 0)
+      finding("raspG_run's logits differ from raspN_forward's", &g, k, NULL);
+  }
+  if (getenv("FUZZ_COMPILE_VERBOSE")) {
+    int ran = 0, held = 0;
+    for (int k = 0; k < nin; k++) ran += want[k] != NULL, held += want[k] && holds[k];
+    fprintf(stderr, "fuzz_compile: %s %s gain %g: %zu parameters, %s, %d units with a deviation, "
+            "%d inputs (%d where the moves' values are equal)\n", raspG_precision_name(prec),
+            enc ? "categorical" : "auto", gain, g.model.nparams, exact ? "exact" : "unproven", nu,
+            ran, held);
+  }
+  free(res);
+  free(ld);
+  free(lf);
+  raspG_free(&g);
+  return 1;
+}
+
+/* The compiles and their checks for a traced program. */
+static void fuzz_compile(rasp_ctx *ctx, uint64_t h) {
+  rasp_ir *ir = rasp_ctx_ir(ctx);
+  int64_t ids[FUZZ_NVOCAB];
+  const char *names[FUZZ_NVOCAB + 1];
+  names[0] = NULL;
+  for (int i = 0; i < FUZZ_NVOCAB; i++) {
+    ids[i] = i + 1;
+    names[i + 1] = rasp_vocab_symbol(ctx, i + 1);
+  }
+  raspG_opts base = {ids, FUZZ_NVOCAB, FUZZ_NVOCAB, names, 0, RASPG_FP32, RASPG_ENC_AUTO, 1};
+  rasp_error err;
+  memset(&err, 0, sizeof err);
+  raspG_sched s;
+  if (!raspG_schedule(ir, &base, &s, &err)) {
+    if (!err.set || err.code == RASP_E_NONE) abort();
+    return;
+  }
+  int big = s.nlayers > FUZZ_MAX_LAYERS || s.total_heads > FUZZ_MAX_HEADS;
+  raspG_sched_free(&s);
+  if (big) return;
+
+  int64_t tokens[FUZZ_N];
+  for (int i = 0; i < FUZZ_N; i++) {
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdULL;
+    h ^= h >> 29;
+    tokens[i] = 1 + (int64_t)(h % (uint64_t)FUZZ_NVOCAB);
+  }
+  int64_t in[FUZZ_MAX_INPUTS][FUZZ_N];
+  int nin = make_inputs(tokens, in);
+  unsigned char *live = malloc((size_t)ir->nnodes + 1);
+  raspI_live(ir, ir->outputs, 1, live);
+  int nlive = 0;
+  for (int id = 0; id < ir->nnodes; id++) nlive += live[id];
+  if (nlive > FUZZ_MAX_LIVE) {
+    free(live);
+    return;
+  }
+  /* the evaluator's first output on each input, one batch per input (one
+     that fails, e.g. by an assertion of the program, drops only itself) */
+  rasp_eval *ev = raspE_new(ir);
+  raspE_set_max_selector_cells(ev, 4096);
+  rasp_elem *wantbuf = malloc(sizeof(rasp_elem) * FUZZ_N * (size_t)nin);
+  const rasp_elem *want[FUZZ_MAX_INPUTS];
+  int holds[FUZZ_MAX_INPUTS], any = 0;
+  for (int k = 0; k < nin; k++) {
+    memset(&err, 0, sizeof err);
+    want[k] = NULL;
+    if (!raspE_run(ev, 1, in[k], &err)) {
+      if (!err.set || err.code == RASP_E_NONE) abort();
+      continue;
+    }
+    memcpy(wantbuf + (size_t)k * FUZZ_N, raspE_value(ev, ir->outputs[0], 0),
+           sizeof(rasp_elem) * FUZZ_N);
+    want[k] = wantbuf + (size_t)k * FUZZ_N;
+    holds[k] = moves_hold(ir, ev, live);
+    any = 1;
+  }
+  raspE_free(ev);
+  free(live);
+  if (any) {
+    static const double gains[] = {1, 0.25, 4};
+    /* a model too big in fp32 is too big in the others (they encode no
+       more numerically) and the proofs of a big one are slow: the rest of
+       the compiles are skipped with it */
+    if (fuzz_model(ir, &base, RASPG_FP32, RASPG_ENC_AUTO, 1, in, want, holds, nin)) {
+      fuzz_model(ir, &base, RASPG_FP16, RASPG_ENC_AUTO, 1, in, want, holds, nin);
+      fuzz_model(ir, &base, RASPG_BF16, RASPG_ENC_AUTO, 1, in, want, holds, nin);
+      fuzz_model(ir, &base, RASPG_FP32, (h >> 7) & 1 ? RASPG_ENC_CATEGORICAL : RASPG_ENC_AUTO,
+                 gains[(h >> 11) % 3], in, want, holds, nin);
+    }
+  }
+  free(wantbuf);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  if (size > 8192) return 0;
+  char *text = malloc(size + 1);
+  if (size) memcpy(text, data, size);
+  text[size] = '\0';
+  if (strlen(text) != size || mentions(text, "cfunc") || mentions(text, "include")) {
+    free(text);
+    return 0;
+  }
+  const char *stdlib = getenv("RASP_STDLIB");
+  if (!stdlib) stdlib = "stdlib";
+
+  rasp_limits lim;
+  rasp_default_limits(&lim);
+  lim.max_steps = 20000;
+  lim.max_nodes = 5000;
+  lim.max_depth = 50;
+  lim.max_list = 10000;
+  lim.max_length = 64;
+  lim.max_selector_cells = 4096;
+  lim.max_num_bits = 1 << 16;
+  lim.max_string = 1 << 20;
+
+  rasp_error err;
+  memset(&err, 0, sizeof err);
+  rasp_ctx *ctx = rasp_ctx_new(FUZZ_N, &lim, &err);
+  if (!ctx) abort();
+  if (!rasp_set_vocab(ctx, vocab, FUZZ_NVOCAB, &err)) abort();
+  if (!rasp_load_stdlib(ctx, stdlib, &err)) {
+    fprintf(stderr, "fuzz_compile: cannot load the stdlib from %s (set RASP_STDLIB): %s\n",
+            stdlib, err.msg);
+    abort();
+  }
+  memset(&err, 0, sizeof err);
+  if (rasp_exec_string(ctx, "<fuzz>", text, &err) && rasp_has_global(ctx, "main")) {
+    memset(&err, 0, sizeof err);
+    if (rasp_trace(ctx, "main", &err)) {
+      uint64_t h = 1469598103934665603ULL;
+      for (size_t i = 0; i < size; i++) h = (h ^ data[i]) * 1099511628211ULL;
+      fuzz_compile(ctx, h);
+    } else if (!err.set || err.code == RASP_E_NONE) {
+      abort();
+    }
+  }
+  rasp_ctx_free(ctx);
+  free(text);
+  return 0;
+}
