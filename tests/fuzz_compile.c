@@ -75,22 +75,17 @@
 #include <string.h>
 
 #include "devunit.h"
+#include "fuzz_ctx.h"
 #include "rasp.h"
 #include "rcompile.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-#define FUZZ_N 5
 #define FUZZ_MAX_LIVE 48
 #define FUZZ_MAX_LAYERS 24
 #define FUZZ_MAX_HEADS 96
 #define FUZZ_MAX_PARAMS ((size_t)1 << 20)
 #define FUZZ_MAX_INPUTS 16
-
-static const char *const vocab[] = {"a", "b", "c", "(", ")"};
-#define FUZZ_NVOCAB ((int)(sizeof vocab / sizeof vocab[0]))
-
-static int mentions(const char *text, const char *word) { return strstr(text, word) != NULL; }
 
 /* A finding: what failed, then abort (libFuzzer keeps the input). */
 static void finding(const char *what, const raspG_model *g, int input, const char *detail) {
@@ -315,45 +310,15 @@ static void fuzz_compile(rasp_ctx *ctx, uint64_t h) {
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  if (size > 8192) return 0;
-  char *text = malloc(size + 1);
-  if (size) memcpy(text, data, size);
-  text[size] = '\0';
-  if (strlen(text) != size || mentions(text, "cfunc") || mentions(text, "include")) {
-    free(text);
-    return 0;
-  }
-  const char *stdlib = getenv("RASP_STDLIB");
-  if (!stdlib) stdlib = "stdlib";
-
-  rasp_limits lim;
-  rasp_default_limits(&lim);
-  lim.max_steps = 20000;
-  lim.max_nodes = 5000;
-  lim.max_depth = 50;
-  lim.max_list = 10000;
-  lim.max_length = 64;
-  lim.max_selector_cells = 4096;
-  lim.max_num_bits = 1 << 16;
-  lim.max_string = 1 << 20;
-
+  char *text = fuzz_program_text(data, size);
+  if (!text) return 0;
+  rasp_ctx *ctx = fuzz_ctx_new("fuzz_compile");
   rasp_error err;
-  memset(&err, 0, sizeof err);
-  rasp_ctx *ctx = rasp_ctx_new(FUZZ_N, &lim, &err);
-  if (!ctx) abort();
-  if (!rasp_set_vocab(ctx, vocab, FUZZ_NVOCAB, &err)) abort();
-  if (!rasp_load_stdlib(ctx, stdlib, &err)) {
-    fprintf(stderr, "fuzz_compile: cannot load the stdlib from %s (set RASP_STDLIB): %s\n",
-            stdlib, err.msg);
-    abort();
-  }
   memset(&err, 0, sizeof err);
   if (rasp_exec_string(ctx, "<fuzz>", text, &err) && rasp_has_global(ctx, "main")) {
     memset(&err, 0, sizeof err);
     if (rasp_trace(ctx, "main", &err)) {
-      uint64_t h = 1469598103934665603ULL;
-      for (size_t i = 0; i < size; i++) h = (h ^ data[i]) * 1099511628211ULL;
-      fuzz_compile(ctx, h);
+      fuzz_compile(ctx, fuzz_hash(data, size, 1469598103934665603ULL));
     } else if (!err.set || err.code == RASP_E_NONE) {
       abort();
     }

@@ -55,6 +55,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fuzz_ctx.h"
 #include "rasp.h"
 #include "rcausal.h"
 #include "rfacts.h"
@@ -62,13 +63,6 @@
 #include "rstage.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-#define FUZZ_N 5
-
-static const char *const vocab[] = {"a", "b", "c", "(", ")"};
-#define FUZZ_NVOCAB ((int)(sizeof vocab / sizeof vocab[0]))
-
-static int mentions(const char *text, const char *word) { return strstr(text, word) != NULL; }
 
 /* A staged check() against the interpreted one on outputs made from h. */
 static void fuzz_check(rasp_ctx *ctx, uint64_t h) {
@@ -249,46 +243,18 @@ static void fuzz_order(rasp_ctx *ctx, const char *text, const rasp_limits *lim,
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  if (size > 8192) return 0;
-  char *text = malloc(size + 1);
-  if (size) memcpy(text, data, size);
-  text[size] = '\0';
-  if (strlen(text) != size || mentions(text, "cfunc") || mentions(text, "include")) {
-    free(text);
-    return 0;
-  }
-
-  const char *stdlib = getenv("RASP_STDLIB");
-  if (!stdlib) stdlib = "stdlib";
-
-  rasp_limits lim;
-  rasp_default_limits(&lim);
-  lim.max_steps = 20000;
-  lim.max_nodes = 5000;
-  lim.max_depth = 50;
-  lim.max_list = 10000;
-  lim.max_length = 64;
-  lim.max_selector_cells = 4096;
-  lim.max_num_bits = 1 << 16; /* keeps 20000 steps of big arithmetic fast */
-  lim.max_string = 1 << 20;
-
+  char *text = fuzz_program_text(data, size);
+  if (!text) return 0;
+  rasp_ctx *ctx = fuzz_ctx_new("fuzz_trace");
+  rasp_limits lim; /* the context's, for the renumbered traces */
+  fuzz_limits(&lim);
+  const char *stdlib = fuzz_stdlib();
   rasp_error err;
-  memset(&err, 0, sizeof err);
-  rasp_ctx *ctx = rasp_ctx_new(FUZZ_N, &lim, &err);
-  if (!ctx) abort(); /* valid length: must not fail */
-  if (!rasp_set_vocab(ctx, vocab, FUZZ_NVOCAB, &err)) abort();
-  if (!rasp_load_stdlib(ctx, stdlib, &err)) {
-    fprintf(stderr, "fuzz_trace: cannot load the stdlib from %s (set RASP_STDLIB): %s\n",
-            stdlib, err.msg);
-    abort();
-  }
 
   memset(&err, 0, sizeof err);
   int ran = rasp_exec_string(ctx, "<fuzz>", text, &err);
   if (ran && rasp_has_global(ctx, "check")) {
-    uint64_t h = 0x12345;
-    for (size_t i = 0; i < size; i++) h = (h ^ data[i]) * 1099511628211ULL;
-    fuzz_check(ctx, h);
+    fuzz_check(ctx, fuzz_hash(data, size, 0x12345));
   }
   if (ran && rasp_has_global(ctx, "main")) {
     memset(&err, 0, sizeof err);
@@ -301,8 +267,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       raspL_free(&layers);
 
       /* one input, pseudo-random but determined by the program text */
-      uint64_t h = 1469598103934665603ULL;
-      for (size_t i = 0; i < size; i++) h = (h ^ data[i]) * 1099511628211ULL;
+      uint64_t h = fuzz_hash(data, size, 1469598103934665603ULL);
       int64_t tokens[FUZZ_N];
       for (int i = 0; i < FUZZ_N; i++) {
         h ^= h >> 33;
