@@ -256,12 +256,7 @@ static void fuzz_compile(rasp_ctx *ctx, uint64_t h) {
   if (big) return;
 
   int64_t tokens[FUZZ_N];
-  for (int i = 0; i < FUZZ_N; i++) {
-    h ^= h >> 33;
-    h *= 0xff51afd7ed558ccdULL;
-    h ^= h >> 29;
-    tokens[i] = 1 + (int64_t)(h % (uint64_t)FUZZ_NVOCAB);
-  }
+  h = fuzz_tokens(h, tokens);
   int64_t in[FUZZ_MAX_INPUTS][FUZZ_N];
   int nin = make_inputs(tokens, in);
   unsigned char *live = malloc((size_t)ir->nnodes + 1);

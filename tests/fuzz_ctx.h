@@ -84,4 +84,15 @@ static uint64_t fuzz_hash(const uint8_t *data, size_t size, uint64_t h) {
   return h;
 }
 
+/* FUZZ_N token ids, pseudo-random from h; returns h moved on. */
+static uint64_t fuzz_tokens(uint64_t h, int64_t *tokens) {
+  for (int i = 0; i < FUZZ_N; i++) {
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdULL;
+    h ^= h >> 29;
+    tokens[i] = 1 + (int64_t)(h % (uint64_t)FUZZ_NVOCAB);
+  }
+  return h;
+}
+
 #endif

@@ -269,12 +269,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       /* one input, pseudo-random but determined by the program text */
       uint64_t h = fuzz_hash(data, size, 1469598103934665603ULL);
       int64_t tokens[FUZZ_N];
-      for (int i = 0; i < FUZZ_N; i++) {
-        h ^= h >> 33;
-        h *= 0xff51afd7ed558ccdULL;
-        h ^= h >> 29;
-        tokens[i] = 1 + (int64_t)(h % (uint64_t)FUZZ_NVOCAB);
-      }
+      h = fuzz_tokens(h, tokens);
       rasp_eval *ev = raspE_new(ir);
       raspE_set_max_selector_cells(ev, 4096);
       raspE_set_check_values(ev, 1); /* a value outside its fact fails the run */
