@@ -44,7 +44,9 @@
 ** for (a numerical encoding not proven there is compiled categorically; a
 ** node with neither is refused, exit status 1) and the one --check runs
 ** (raspG_run emulates fp16 and bf16).  --encoding categorical compiles
-** every integer one-hot.
+** every integer one-hot.  --moves assume|prove: what an aggregate of
+** numbers over an equality select whose premise (one value at the selected
+** keys) the program does not prove compiles to (rcompile.h, raspG_opts).
 **
 ** --encoder compiles a path-star program for rasp-train's encoder-only
 ** models, which read the sequence with every answer position replaced by
@@ -225,8 +227,9 @@ static int compile_cmd(int argc, char **argv, rasp_access *access) {
              *dump = NULL;
   long D = 2, M = 5, V = 100, len = 8, check = 0, seed = 1;
   int stats = 0, task_given = 0, encoder = 0, dry_run = 0, prec = RASPG_FP32,
-      encoding = RASPG_ENC_AUTO;
-  static const char *const precs[] = {"fp32", "fp16", "bf16"}, *const encs[] = {"auto", "categorical"};
+      encoding = RASPG_ENC_AUTO, moves = RASPG_MOVES_ASSUME;
+  static const char *const precs[] = {"fp32", "fp16", "bf16"}, *const encs[] = {"auto", "categorical"},
+                           *const mvs[] = {"assume", "prove"};
   double scale = 0, gain = 1; /* scale 0: the compiler's default */
   raspC_arg *args;
   int nargs = raspC_parse_program(RASPC_COMPILE, "compile", argc, argv, access, &args), good = 1;
@@ -255,6 +258,7 @@ static int compile_cmd(int argc, char **argv, rasp_access *access) {
     case RASPC_O_ATTN_GAIN: good = bounded_opt("--attn-gain", v, 1000, &gain); break;
     case RASPC_O_PRECISION: good = (prec = word_opt(a->name, v, precs, 3)) >= 0; break;
     case RASPC_O_ENCODING: good = (encoding = word_opt(a->name, v, encs, 2)) >= 0; break;
+    case RASPC_O_MOVES: good = (moves = word_opt(a->name, v, mvs, 2)) >= 0; break;
     case RASPC_O_D: case RASPC_O_M: case RASPC_O_V:
       task_given = 1;
       good = raspC_int_opt("compile", a->name, v, 1, 100000L,
@@ -357,7 +361,7 @@ static int compile_cmd(int argc, char **argv, rasp_access *access) {
   int nv = rasp_vocab_size(ctx);
   const char **names = raspM_alloc(sizeof(char *) * (size_t)(nv + 1));
   for (int i = 1; i <= nv; i++) names[i] = rasp_vocab_symbol(ctx, i);
-  raspG_opts go = {ids, nids, nv, names, scale, prec, encoding, gain};
+  raspG_opts go = {ids, nids, nv, names, scale, prec, encoding, gain, moves};
   int ok = raspG_compile(ir, &go, &gm, &err);
   raspM_free(names);
   if (!ok) goto fail;

@@ -240,6 +240,11 @@ static const raspU_option options[] = {
      "node); --check runs the forward pass in P"),
     OPT(RASPC_O_ENCODING, "--encoding", NULL, "E", RASPC_COMPILE,
      "auto (default: the proven choice) or categorical (integers one-hot)"),
+    OPT(RASPC_O_MOVES, "--moves", NULL, "M", RASPC_COMPILE,
+     "assume (default) or prove: an aggregate of numbers over an equality\n"
+     "select moves one selected value, the mean only where the selected\n"
+     "values are equal; where the program does not prove that, assume moves\n"
+     "anyway (--stats names it; --check tests it), prove averages exactly"),
     OPT(RASPC_O_SEED, "--seed", NULL, "S", RASPC_COMPILE, "seed of the random inputs (default 1)"),
     OPT(RASPC_O_DUMP_FORWARD, "--dump-forward", NULL, "F", RASPC_COMPILE,
      "write the logits of one random input to F (text)"),

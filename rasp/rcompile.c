@@ -245,6 +245,9 @@ typedef struct unit {
   double leak0;    /* head_margin's: weight past BOS at the BOS query */
   int nzx;         /* fp32: exact wherever a dimension's value is nonzero,
                       ae bounding it only where the value is 0 (nz_exact) */
+  int move;        /* a head that moves one selected number where the
+                      program averages: RASPF_MOVE_PROVEN or _ASSUMED (the
+                      premise, raspF_moves), else 0 */
 } unit;
 
 typedef struct gc {
@@ -269,6 +272,10 @@ typedef struct gc {
   const unsigned char *force;
   int allcat;      /* --encoding categorical: no numerical integer encodings */
   raspF_value *fact; /* per IR node: raspF_values for the vocabulary's ids */
+  raspF_movescan *mscan; /* raspF_move's scratch */
+  unsigned *kinds; /* per IR node below kdone: its view's kinds (the value
+                      set's, so a map's are known), for raspF_move */
+  int kdone;
   struct cbs *cb;  /* while the composed noise bound runs: its errors */
   double *od;      /* prove, fp32: per residual dimension, what an MLP unit's
                       hidden units' errors move it by */
@@ -650,15 +657,17 @@ static rasp_elem *mean_set(gc *g, const rasp_elem *img, int cnt, rasp_elem dflt,
 
 /* ---- selectors ---------------------------------------------------------- */
 
-/* Whether a selector tree contains an equality select (then its aggregates
-** are taken to pick one value, or equal ones). */
-static int sel_has_eq(const rasp_ir *ir, int id) {
-  const rasp_ir_node *nd = &ir->nodes[id];
-  if (nd->op == RASP_OP_SELECT) return nd->aux == RASP_PRED_EQ;
-  for (int i = 0; i < nd->nin; i++)
-    if (sel_has_eq(ir, nd->in[i])) return 1;
-  return 0;
+/* Aggregate id's move fact (rfacts.h), from the kinds of the value sets
+** planned so far: nodes are planned in order, so every key it reads has its
+** view (a node that is not live has none: its fact's kinds). */
+static int move_fact(gc *g, int id) {
+  for (; g->kdone < id; g->kdone++) {
+    int i = g->kdone;
+    g->kinds[i] = g->nv[i].val ? view_fact(g, &g->nv[i], i).kind : g->fact[i].kind;
+  }
+  return raspF_move(g->mscan, id, g->kinds);
 }
+
 /* The key and query units a selector tree reads, if it reads one of each
 ** (ONE aside); 0 otherwise. */
 static int sel_units(gc *g, int id, int *ku, int *qu) {
@@ -1291,9 +1300,14 @@ static int plan_node(gc *g, int id) {
   case RASP_OP_AGGREGATE:
   case RASP_OP_AGGR_MEAN: {
     rasp_elem d0 = nd->op == RASP_OP_AGGR_MEAN ? raspI_elem_trunc(nd->c) : nd->c;
+    /* an aggregate over an equality select moves one value (its selected
+    ** keys are taken to hold one value, so the mean is it), where that is
+    ** proven or, by default, assumed (raspF_moves, raspG_opts.moves) */
+    int mv = move_fact(g, id);
+    int moves = mv == RASPF_MOVE_PROVEN || (mv == RASPF_MOVE_ASSUMED && g->o->moves != RASPG_MOVES_PROVE);
     view sv;
     view_copy(g, &sv, &g->nv[nd->in[1]]);
-    if (sel_has_eq(g->ir, nd->in[0]) && int_elem(d0) && !forced(g, id) &&
+    if (moves && int_elem(d0) && !forced(g, id) &&
         need_num(g, &sv, nd->in[1])) {
       /* numerical move of an integer (x, x^2): the selected keys hold one
       ** value (as for the categorical move below), so the mean is it; a
@@ -1306,6 +1320,7 @@ static int plan_node(gc *g, int id) {
         cnt = uniq(img, cnt);
         int uid = new_head(g, 0, img, cnt, id, H_MOVE, nd->in[0], &sv, d0);
         g->u[uid].sq = 1;
+        g->u[uid].move = mv;
         view_identity(g, v, uid);
         return 1;
       }
@@ -1323,8 +1338,9 @@ static int plan_node(gc *g, int id) {
     int allnum = !(hf.kind & RASPF_K_SYM), allbool = !(hf.kind & ~RASPF_K_BOOL);
     int cnt;
     rasp_elem *img = view_image(&hv, &cnt);
-    if (!allnum || sel_has_eq(g->ir, nd->in[0])) {
-      /* categorical: the selected value itself */
+    if (!allnum || moves) {
+      /* categorical: the selected value itself (symbols always: their mean
+      ** is an error unless they are one symbol) */
       if (trunc)
         for (int a = 0; a < hv.nv; a++) hv.val[a] = raspI_elem_trunc(hv.val[a]);
       raspM_free(img);
@@ -1333,13 +1349,33 @@ static int plan_node(gc *g, int id) {
       img[cnt++] = dflt;
       cnt = uniq(img, cnt);
       int uid = new_head(g, 1, img, cnt, id, H_CAT, nd->in[0], &hv, dflt);
+      if (allnum) g->u[uid].move = mv;
       view_identity(g, v, uid);
       return 1;
     }
-    /* numerical: the exact mean */
+    /* numerical: the exact mean.  The interpreter's mean of booleans that
+    ** are all True (all False) is True (False), of a mix of booleans and
+    ** numbers a number: one number cannot say which, so that is refused */
+    if (!trunc && (hf.kind & RASPF_K_BOOL) && (hf.kind & (RASPF_K_INT | RASPF_K_RAT))) {
+      raspM_free(img);
+      view_free(&hv);
+      raspR_setc(g->err, RASP_E_INEXACT, nd->pos, "compile: a mean of values that mix booleans "
+                 "and numbers (True or 1 depends on which keys are selected) is not supported");
+      return 0;
+    }
     int mc;
     rasp_elem dnum = nd->c;
     if (dnum.den == RASP_DEN_BOOL) dnum.den = 1;
+    /* the head writes dnum where nothing is selected; where a mean of the
+    ** same number is another element (default 0 against a mean of False,
+    ** False against 0, a symbol against 0) it writes a number no mean
+    ** takes instead, one above them all */
+    if (!trunc && (nd->c.den == RASP_DEN_SYM || (nd->c.den == RASP_DEN_BOOL) != allbool)) {
+      double top = 0;
+      for (int a = 0; a < cnt; a++)
+        if (is_num(img[a]) && dval(img[a]) > top) top = dval(img[a]);
+      dnum = (rasp_elem){(int64_t)floor(top) + 1, 1};
+    }
     rasp_elem *means = mean_set(g, img, cnt, dnum, &mc);
     raspM_free(img);
     if (!means) {
@@ -3818,6 +3854,10 @@ static char *layout_json(gc *g, const raspG_model *m, int root, const view *ov) 
       sb_printf(&b, ", \"margin\": null");
     /* whether the rounding bound proves it (fp32 compiles it either way) */
     if (u->kind >= U_HEAD) sb_printf(&b, ", \"proven\": %s", u->proven ? "true" : "false");
+    /* a head that moves one selected number where the program averages:
+    ** whether the premise (one value at the selected keys) is proven */
+    if (u->kind == U_HEAD && u->move)
+      sb_printf(&b, ", \"move\": \"%s\"", u->move == RASPF_MOVE_PROVEN ? "proven" : "assumed");
     /* fp32, an integer unit proven: how far from its integers its
     ** dimensions (x and x^2) can be when it is written */
     if (u->kind >= U_HEAD && m->precision == RASPG_FP32 && u->kappa == 0 && u->proven &&
@@ -3897,6 +3937,8 @@ static void gc_free(gc *g) {
   raspM_free(g->ornot);
   raspM_free(g->wsel);
   raspM_free(g->fact);
+  raspF_moves_free(g->mscan);
+  raspM_free(g->kinds);
 }
 
 /* RASP_COMPILE_CHECK_FACTS=1: every value a node's view can take lies
@@ -3971,6 +4013,8 @@ static int plan(gc *g, const rasp_ir *ir, const raspG_opts *o, const unsigned ch
   }
   g->fact = raspM_alloc(sizeof(raspF_value) * (size_t)(ir->nnodes + 1));
   raspF_values(ir, tf, g->fact);
+  g->mscan = raspF_moves_new(ir);
+  g->kinds = raspM_alloc(sizeof(unsigned) * (size_t)(ir->nnodes ? ir->nnodes : 1));
   rasp_elem *iv = raspM_alloc(sizeof(rasp_elem) * (size_t)g->n);
   for (int i = 0; i < g->n; i++) iv[i] = (rasp_elem){i, 1};
   new_unit(g, U_IDX, 1, iv, g->n, -1);
@@ -4319,6 +4363,13 @@ static int compile_once(const rasp_ir *ir, const raspG_opts *o, unsigned char *f
     return pr > 0 ? 2 : 0;
   }
   for (int i = 0; i <= ir->nnodes; i++) out->fallbacks += force[i];
+  for (int i = 0; i < g->nu; i++) {
+    const unit *u = &g->u[i];
+    if (!u->used || u->kind != U_HEAD || !u->move) continue;
+    out->moves++;
+    if (u->move == RASPF_MOVE_ASSUMED && !out->moves_assumed++)
+      node_where(g, u->node, out->moves_at, sizeof out->moves_at, 1);
+  }
   if (!sched) cb_bound(g, out, &ov); /* (the schedule alone needs no bound) */
   m->json_extra = layout_json(g, out, root, &ov);
   if (sched) fill_sched(g, &ov, sched);
@@ -4822,6 +4873,17 @@ void raspG_print_stats(const raspG_model *g, FILE *out) {
     fprintf(out, "min MLP margin %.4g (distance from a hinge) at %s\n", g->mlp_margin, g->mlp_at);
   else
     fprintf(out, "min MLP margin: no MLP units\n");
+  if (g->moves_assumed)
+    fprintf(out, "moves: %d head%s move%s one selected number where the program averages; %d "
+            "assume%s the selected values are equal (the first: %s), which the program does not "
+            "prove: every claim below holds on inputs that keep it, --check tests them "
+            "(--moves prove: exact means instead)\n",
+            g->moves, g->moves == 1 ? "" : "s", g->moves == 1 ? "s" : "", g->moves_assumed,
+            g->moves_assumed == 1 ? "s" : "", g->moves_at);
+  else if (g->moves)
+    fprintf(out, "moves: %d head%s move%s one selected number where the program averages; the "
+            "program proves the selected values equal at every one\n",
+            g->moves, g->moves == 1 ? "" : "s", g->moves == 1 ? "s" : "");
   if (g->precision == RASPG_FP32)
   {
     /* a count, not a verdict: fp32 keeps the size rule, so a unit the bound

@@ -44,9 +44,21 @@ typedef struct raspG_opts {
   ** keeps the weight leaking past a score gap of 1/2 below 1e-9; a smaller
   ** F leaks more, which the margins and noise bounds account for. */
   double attn_gain;
+  /* An aggregate (or aggr_mean) of numbers over a selector with an
+  ** equality select is compiled as a move: one head writes the selected
+  ** value, which is the program's mean only where the selected values are
+  ** equal (doc/compiler.md, "Moves").  Where the program proves that (the
+  ** keys are the indices, or the values a function of the keys), it always
+  ** moves.  Elsewhere RASPG_MOVES_ASSUME (0, the default; `rasp compile
+  ** --moves assume`) moves too and reports the premise as assumed: right on
+  ** inputs that keep it (the path-star tasks' edges), which --check tests;
+  ** RASPG_MOVES_PROVE compiles the exact mean instead (bigger, and refused
+  ** where the means are too many to plan). */
+  int moves;
 } raspG_opts;
 
 enum { RASPG_FP32, RASPG_FP16, RASPG_BF16 };
+enum { RASPG_MOVES_ASSUME, RASPG_MOVES_PROVE };
 enum { RASPG_ENC_AUTO, RASPG_ENC_CATEGORICAL };
 /* "fp32", "fp16", "bf16" */
 const char *raspG_precision_name(int precision);
@@ -90,6 +102,11 @@ typedef struct raspG_model {
                               categorical or refused) */
   char unproven_at[320];   /* fp32: the first unit not proven (in order of
                               writing): its node, source location and why */
+  int moves, moves_assumed; /* heads that move one selected number where the
+                              program averages (raspG_opts.moves), and how
+                              many of them rest on an assumed premise: every
+                              proof above holds on inputs that keep it */
+  char moves_at[192];      /* the first assumed move's node and location */
   struct raspG_fast *fast; /* private: the sparse weights raspG_run uses */
 } raspG_model;
 

@@ -324,3 +324,126 @@ void raspF_values(const rasp_ir *ir, raspF_value tok, raspF_value *out) {
     out[i] = raspF_transfer(ir, i, tok, in);
   }
 }
+
+/* ---- moves */
+
+/* Scratch for the searches below: a visit stamp per node (a new stamp per
+** search, so nothing is cleared) and one explicit stack, since selector
+** trees and element-wise chains can be as deep as the graph. */
+struct raspF_movescan {
+  const rasp_ir *ir;
+  int *seen, stamp, *stack; /* stack: 2 nnodes entries */
+  int *eqs;                 /* the and-reached equality selects: nnodes */
+  unsigned *kinds;          /* raspF_values' kinds (NULL until asked) */
+};
+
+raspF_movescan *raspF_moves_new(const rasp_ir *ir) {
+  size_t nn = (size_t)(ir->nnodes > 0 ? ir->nnodes : 1);
+  raspF_movescan *m = raspM_alloc(sizeof *m);
+  m->ir = ir;
+  m->seen = raspM_alloc(sizeof(int) * nn);
+  m->stack = raspM_alloc(sizeof(int) * 2 * nn);
+  m->eqs = raspM_alloc(sizeof(int) * nn);
+  return m;
+}
+
+void raspF_moves_free(raspF_movescan *m) {
+  if (!m) return;
+  raspM_free(m->seen);
+  raspM_free(m->stack);
+  raspM_free(m->eqs);
+  raspM_free(m->kinds);
+  raspM_free(m);
+}
+
+static int is_elementwise(rasp_op op) {
+  return op == RASP_OP_UNARY || op == RASP_OP_BINARY || op == RASP_OP_WHERE ||
+         op == RASP_OP_MAP || op == RASP_OP_SEQMAP;
+}
+
+/* Whether value node v is computed from node k and constants by
+** element-wise operations alone (so equal k means equal v). */
+static int computed_from(raspF_movescan *m, int v, int k) {
+  int sp = 0, stamp = ++m->stamp;
+  m->stack[sp++] = v;
+  m->seen[v] = stamp;
+  while (sp) {
+    int x = m->stack[--sp];
+    const rasp_ir_node *nd = &m->ir->nodes[x];
+    if (x == k || nd->op == RASP_OP_FULL) continue;
+    if (!is_elementwise(nd->op)) return 0;
+    for (int i = 0; i < nd->nin; i++) {
+      int y = nd->in[i];
+      if (y < 0 || y >= x) return 0; /* not a well-formed graph: claim nothing */
+      if (m->seen[y] != stamp) {
+        m->seen[y] = stamp;
+        m->stack[sp++] = y;
+      }
+    }
+  }
+  return 1;
+}
+
+int raspF_move(raspF_movescan *m, int agg, const unsigned *kinds) {
+  const rasp_ir *ir = m->ir;
+  if (agg < 0 || agg >= ir->nnodes) return RASPF_MOVE_NONE;
+  const rasp_ir_node *an = &ir->nodes[agg];
+  if (an->op != RASP_OP_AGGREGATE && an->op != RASP_OP_AGGR_MEAN) return RASPF_MOVE_NONE;
+  int sel = an->in[0], vals = an->in[1];
+  if (sel < 0 || sel >= agg || vals < 0 || vals >= agg) return RASPF_MOVE_NONE;
+  /* the equality selects: any in the tree makes it a move; those reached
+  ** through `and`s alone can prove it (an `and` selects a subset of either
+  ** operand's keys; an `or` or a `not` keys neither need select) */
+  int has_eq = 0, neq = 0, sp = 0, stamp = ++m->stamp;
+  m->stamp++; /* stamp + 1: reached through ands alone */
+  m->stack[sp++] = sel * 2 + 1; /* node * 2 + (reached through ands alone) */
+  m->seen[sel] = stamp + 1;
+  while (sp) {
+    int top = m->stack[--sp], x = top / 2, via_and = top & 1;
+    const rasp_ir_node *nd = &ir->nodes[x];
+    if (nd->op == RASP_OP_SELECT) {
+      if (nd->aux != RASP_PRED_EQ) continue;
+      has_eq = 1;
+      if (via_and) m->eqs[neq++] = x;
+      continue;
+    }
+    int keep = via_and && nd->op == RASP_OP_SEL_AND;
+    for (int i = 0; i < nd->nin; i++) {
+      int y = nd->in[i];
+      if (y < 0 || y >= x) continue;
+      /* a node is pushed at most twice: once reached, once reached
+      ** through ands alone */
+      if (m->seen[y] == stamp + 1 || (m->seen[y] == stamp && !keep)) continue;
+      m->seen[y] = keep ? stamp + 1 : stamp;
+      m->stack[sp++] = y * 2 + keep;
+    }
+  }
+  if (!has_eq) return RASPF_MOVE_NONE;
+  if (!kinds) {
+    if (!m->kinds) {
+      raspF_value *f = raspM_alloc(sizeof(raspF_value) * (size_t)(ir->nnodes ? ir->nnodes : 1));
+      raspF_values(ir, (raspF_value){RASPF_K_INT, INT64_MIN, INT64_MAX}, f);
+      m->kinds = raspM_alloc(sizeof(unsigned) * (size_t)(ir->nnodes ? ir->nnodes : 1));
+      for (int i = 0; i < ir->nnodes; i++) m->kinds[i] = f[i].kind;
+      raspM_free(f);
+    }
+    kinds = m->kinds;
+  }
+  for (int i = 0; i < neq; i++) {
+    int key = ir->nodes[m->eqs[i]].in[0];
+    if (key < 0 || key >= m->eqs[i]) continue;
+    if (ir->nodes[key].op == RASP_OP_INDICES) return RASPF_MOVE_PROVEN;
+    /* True == 1: keys that mix booleans and numbers select both, which the
+    ** values (or a mean against a move) can tell apart */
+    unsigned kk = kinds[key];
+    if ((kk & RASPF_K_BOOL) && (kk & (RASPF_K_INT | RASPF_K_RAT))) continue;
+    if (computed_from(m, vals, key)) return RASPF_MOVE_PROVEN;
+  }
+  return RASPF_MOVE_ASSUMED;
+}
+
+void raspF_moves(const rasp_ir *ir, unsigned char *out) {
+  raspF_movescan *m = raspF_moves_new(ir);
+  for (int i = 0; i < ir->nnodes; i++) out[i] = (unsigned char)raspF_move(m, i, NULL);
+  raspF_moves_free(m);
+}

@@ -16,9 +16,11 @@
 **     boolean, rational, symbol) and the bounds [lo, hi] of every node's
 **     elements, from its operands' -- the one copy of what each operation
 **     does to kinds and ranges;
+**   - moves (raspF_moves): whether an aggregate over an equality select
+**     provably sees one value at its selected keys;
 **   - liveness is raspI_live (rir.h).
 ** All are pure functions of the graph (or of the elements given); none
-** allocates except raspF_canon's temporary table.  rfacts.c has the
+** allocates except the temporary tables of raspF_canon and raspF_moves.  rfacts.c has the
 ** rest of the design notes.
 **
 ** Who reads the value facts.  The evaluator keeps raspF_values of its graph
@@ -130,6 +132,43 @@ raspF_value raspF_transfer(const rasp_ir *ir, int id, raspF_value tok, const ras
 /* out[i] for every node: raspF_transfer in one forward pass.  For a static
 ** node (raspF_static) the fact does not depend on tok. */
 void raspF_values(const rasp_ir *ir, raspF_value tok, raspF_value *out);
+
+/* ---- moves: aggregates that pass one value on */
+
+/* The compiler moves an aggregate's selected value (one head writes it,
+** categorically or as x and x^2) instead of averaging when its selector
+** contains an equality select; that is the mean only where every selected
+** value is the same.  raspF_moves says, per node, whether that premise is a
+** fact of the program or an assumption about its inputs:
+**   RASPF_MOVE_NONE     not an aggregate (aggregate, aggr_mean) over a
+**                       selector that contains an equality select;
+**   RASPF_MOVE_PROVEN   on every input, the values at the keys any query
+**                       selects are equal: some equality select reached from
+**                       the selector through `and`s alone has the indices as
+**                       keys (one key per query), or keys k such that the
+**                       values are computed from k and constants by
+**                       element-wise operations (unary, binary, where, map,
+**                       seq_map, full) and k holds no mix of booleans and
+**                       numbers (True == 1 selects both, which a function
+**                       can tell apart);
+**   RASPF_MOVE_ASSUMED  anything else (the path-star programs' edges: one
+**                       edge per source node is the task's promise, not the
+**                       program's); a move is right only on inputs where
+**                       the selected values agree, which `--check` tests.
+** The back ends read this one fact: the compiler labels or avoids assumed
+** moves (raspG_opts.moves), the fuzz harness checks the premise per input
+** where it is assumed. */
+enum { RASPF_MOVE_NONE, RASPF_MOVE_PROVEN, RASPF_MOVE_ASSUMED };
+typedef struct raspF_movescan raspF_movescan; /* scratch for one graph */
+raspF_movescan *raspF_moves_new(const rasp_ir *ir);
+void raspF_moves_free(raspF_movescan *m);
+/* Node agg's verdict.  kinds[i]: the kinds (RASPF_K_*) node i's elements
+** can take, of which only equality selects' keys are read; NULL: those of
+** raspF_values for any token id (a program's map: any kind).  A caller that
+** knows more (the compiler's value sets) passes its own, and proves more. */
+int raspF_move(raspF_movescan *m, int agg, const unsigned *kinds);
+/* out[i] = raspF_move(i, NULL) for every node. */
+void raspF_moves(const rasp_ir *ir, unsigned char *out);
 
 /* Whether predicate p selects key for query: 1 or 0.  -1 for
 ** RASP_PRED_CUSTOM (the program's function decides; the caller runs it) and

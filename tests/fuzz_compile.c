@@ -31,15 +31,20 @@
 **  - every failure (a refused compile, a failed run) sets an error with a
 **    code, and everything is freed.
 **
-** The compiler moves the value an aggregate over a selector containing an
-** equality select picks (categorically, or as x and x^2) instead of
-** averaging, assuming the selected keys hold equal values -- documented in
-** doc/compiler.md ("--check is what confirms it for a program"), not
-** proven.  An input where some such aggregate the first output needs sees
-** two values at one query (moves_hold, from the evaluator's selection
-** matrices) is therefore one the model claims nothing about: it is not
-** compared, nor its deviations checked.  The seed ties.rasp is such a
-** program.
+** Moves.  The compiler moves the value an aggregate over a selector
+** containing an equality select picks (categorically, or as x and x^2)
+** instead of averaging: right where the selected keys hold one value.
+** Where the program proves that (raspF_move, rfacts.h) the model claims
+** every input; where it does not, the default (raspG_opts.moves = assume)
+** moves anyway and counts the move in `moves_assumed`.  An input where an
+** aggregate raspF_move calls assumed sees two values at one query
+** (moves_hold, from the evaluator's selection matrices) is one such a
+** model claims nothing about: it is not compared, nor its deviations
+** checked -- unless the model has no assumed move (the compiler's value
+** sets can prove more than raspF_move alone), when it claims them all.
+** A program with an assumed move is compiled once more in fp32 with
+** moves = prove, which averages those aggregates and claims every input.
+** The seeds ties.rasp, boolmean.rasp and mixmean.rasp exercise this.
 **
 ** A finding prints what failed to stderr and aborts, so libFuzzer keeps
 ** the input.  FUZZ_COMPILE_VERBOSE=1 in the environment prints a line per
@@ -78,6 +83,7 @@
 #include "fuzz_ctx.h"
 #include "rasp.h"
 #include "rcompile.h"
+#include "rfacts.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -117,30 +123,16 @@ static int make_inputs(const int64_t *tokens, int64_t in[][FUZZ_N]) {
   return k;
 }
 
-/* Whether a selector tree contains an equality select: rcompile.c's rule
-** for an aggregate that moves its selected value (categorically, or as x and
-** x^2) instead of averaging. */
-static int tree_has_eq(const rasp_ir *ir, int id) {
-  const rasp_ir_node *nd = &ir->nodes[id];
-  if (nd->op == RASP_OP_SELECT) return nd->aux == RASP_PRED_EQ;
-  for (int i = 0; i < nd->nin; i++)
-    if (tree_has_eq(ir, nd->in[i])) return 1;
-  return 0;
-}
-
-/* The compiler's documented assumption (doc/compiler.md, "Aggregates over
-** equality selects assume the selected values are equal ... --check is what
-** confirms it for a program") on the input ev last ran: every aggregate the
-** first output needs whose selector contains an equality select sees, at
-** each query, one value at all its selected keys.  Where it does not, the
-** model is not claimed to be right on that input. */
-static int moves_hold(const rasp_ir *ir, rasp_eval *ev, const unsigned char *live) {
+/* The premise of the moves raspF_move calls assumed (move[id]), on the
+** input ev last ran: every such aggregate the first output needs sees, at
+** each query, one value (the same element) at all its selected keys.  Where
+** it does not, a model with assumed moves is not claimed right there. */
+static int moves_hold(const rasp_ir *ir, rasp_eval *ev, const unsigned char *live,
+                      const unsigned char *move) {
   int n = ir->n;
   for (int id = 0; id < ir->nnodes; id++) {
     const rasp_ir_node *nd = &ir->nodes[id];
-    if (!live[id] || (nd->op != RASP_OP_AGGREGATE && nd->op != RASP_OP_AGGR_MEAN) ||
-        !tree_has_eq(ir, nd->in[0]))
-      continue;
+    if (!live[id] || move[id] != RASPF_MOVE_ASSUMED) continue;
     rasp_error err;
     memset(&err, 0, sizeof err);
     const unsigned char *sel = raspE_selector(ev, nd->in[0], 0, &err);
@@ -156,17 +148,18 @@ static int moves_hold(const rasp_ir *ir, rasp_eval *ev, const unsigned char *liv
   return 1;
 }
 
-/* Compiles ir for (prec, enc, gain) and checks the model on the inputs
-** the evaluator accepted (want[k] the first output on in[k], NULL where it
-** failed; holds[k]: the moves' assumption holds on in[k]).  Returns 0
-** when the model is too big to run (no check made). */
+/* Compiles ir for (prec, enc, gain, moves) and checks the model on the
+** inputs the evaluator accepted (want[k] the first output on in[k], NULL
+** where it failed; holds[k]: the assumed moves' premise holds on in[k]).
+** Returns 0 when the model is too big to run (no check made). */
 static int fuzz_model(const rasp_ir *ir, const raspG_opts *base, int prec, int enc, double gain,
-                      int64_t in[][FUZZ_N], const rasp_elem *const *want, const int *holds,
-                      int nin) {
+                      int moves, int64_t in[][FUZZ_N], const rasp_elem *const *want,
+                      const int *holds_in, int nin) {
   raspG_opts o = *base;
   o.precision = prec;
   o.encoding = enc;
   o.attn_gain = gain;
+  o.moves = moves;
   rasp_error err;
   memset(&err, 0, sizeof err);
   raspG_model g;
@@ -178,6 +171,11 @@ static int fuzz_model(const rasp_ir *ir, const raspG_opts *base, int prec, int e
     raspG_free(&g);
     return 0;
   }
+  if (moves == RASPG_MOVES_PROVE && g.moves_assumed)
+    finding("moves = prove left an assumed move", &g, -1, g.moves_at);
+  /* a model without assumed moves claims every input */
+  int holds[FUZZ_MAX_INPUTS];
+  for (int k = 0; k < nin; k++) holds[k] = holds_in[k] || !g.moves_assumed;
   /* fp16 and bf16 models are exact by construction; fp32 when --stats
      would report every unit proven */
   if (prec != RASPG_FP32 && g.unproven != 0) finding("a unit left unproven", &g, -1, g.unproven_at);
@@ -221,10 +219,11 @@ static int fuzz_model(const rasp_ir *ir, const raspG_opts *base, int prec, int e
   if (getenv("FUZZ_COMPILE_VERBOSE")) {
     int ran = 0, held = 0;
     for (int k = 0; k < nin; k++) ran += want[k] != NULL, held += want[k] && holds[k];
-    fprintf(stderr, "fuzz_compile: %s %s gain %g: %zu parameters, %s, %d units with a deviation, "
-            "%d inputs (%d where the moves' values are equal)\n", raspG_precision_name(prec),
-            enc ? "categorical" : "auto", gain, g.model.nparams, exact ? "exact" : "unproven", nu,
-            ran, held);
+    fprintf(stderr, "fuzz_compile: %s %s gain %g moves %s: %zu parameters, %s, %d units with a "
+            "deviation, %d moves (%d assumed), %d inputs (%d claimed)\n",
+            raspG_precision_name(prec), enc ? "categorical" : "auto", gain,
+            moves ? "prove" : "assume", g.model.nparams, exact ? "exact" : "unproven", nu,
+            g.moves, g.moves_assumed, ran, held);
   }
   free(res);
   free(ld);
@@ -243,7 +242,7 @@ static void fuzz_compile(rasp_ctx *ctx, uint64_t h) {
     ids[i] = i + 1;
     names[i + 1] = rasp_vocab_symbol(ctx, i + 1);
   }
-  raspG_opts base = {ids, FUZZ_NVOCAB, FUZZ_NVOCAB, names, 0, RASPG_FP32, RASPG_ENC_AUTO, 1};
+  raspG_opts base = {ids, FUZZ_NVOCAB, FUZZ_NVOCAB, names, 0, RASPG_FP32, RASPG_ENC_AUTO, 1, RASPG_MOVES_ASSUME};
   rasp_error err;
   memset(&err, 0, sizeof err);
   raspG_sched s;
@@ -267,6 +266,10 @@ static void fuzz_compile(rasp_ctx *ctx, uint64_t h) {
     free(live);
     return;
   }
+  unsigned char *move = malloc((size_t)ir->nnodes + 1);
+  raspF_moves(ir, move);
+  int assumed = 0;
+  for (int id = 0; id < ir->nnodes; id++) assumed |= live[id] && move[id] == RASPF_MOVE_ASSUMED;
   /* the evaluator's first output on each input, one batch per input (one
      that fails, e.g. by an assertion of the program, drops only itself) */
   rasp_eval *ev = raspE_new(ir);
@@ -284,21 +287,26 @@ static void fuzz_compile(rasp_ctx *ctx, uint64_t h) {
     memcpy(wantbuf + (size_t)k * FUZZ_N, raspE_value(ev, ir->outputs[0], 0),
            sizeof(rasp_elem) * FUZZ_N);
     want[k] = wantbuf + (size_t)k * FUZZ_N;
-    holds[k] = moves_hold(ir, ev, live);
+    holds[k] = moves_hold(ir, ev, live, move);
     any = 1;
   }
   raspE_free(ev);
   free(live);
+  free(move);
   if (any) {
     static const double gains[] = {1, 0.25, 4};
     /* a model too big in fp32 is too big in the others (they encode no
        more numerically) and the proofs of a big one are slow: the rest of
        the compiles are skipped with it */
-    if (fuzz_model(ir, &base, RASPG_FP32, RASPG_ENC_AUTO, 1, in, want, holds, nin)) {
-      fuzz_model(ir, &base, RASPG_FP16, RASPG_ENC_AUTO, 1, in, want, holds, nin);
-      fuzz_model(ir, &base, RASPG_BF16, RASPG_ENC_AUTO, 1, in, want, holds, nin);
+    const int A = RASPG_MOVES_ASSUME;
+    if (fuzz_model(ir, &base, RASPG_FP32, RASPG_ENC_AUTO, 1, A, in, want, holds, nin)) {
+      fuzz_model(ir, &base, RASPG_FP16, RASPG_ENC_AUTO, 1, A, in, want, holds, nin);
+      fuzz_model(ir, &base, RASPG_BF16, RASPG_ENC_AUTO, 1, A, in, want, holds, nin);
       fuzz_model(ir, &base, RASPG_FP32, (h >> 7) & 1 ? RASPG_ENC_CATEGORICAL : RASPG_ENC_AUTO,
-                 gains[(h >> 11) % 3], in, want, holds, nin);
+                 gains[(h >> 11) % 3], A, in, want, holds, nin);
+      if (assumed)
+        fuzz_model(ir, &base, RASPG_FP32, RASPG_ENC_AUTO, 1, RASPG_MOVES_PROVE, in, want, holds,
+                   nin);
     }
   }
   free(wantbuf);

@@ -21,8 +21,15 @@
 /* Traces `src` (its main) at length n over symbols vocab, compiles it and
 ** compares model and interpreter on `trials` random inputs.  Returns the
 ** number of disagreeing inputs; *model_out, if not NULL, keeps the model. */
+static int compile_and_compare_moves(const char *src, const char *const *vocab, int nvocab,
+                                     int n, int trials, int moves, raspG_model *model_out);
 static int compile_and_compare(const char *src, const char *const *vocab, int nvocab, int n,
                                int trials, raspG_model *model_out) {
+  return compile_and_compare_moves(src, vocab, nvocab, n, trials, RASPG_MOVES_ASSUME, model_out);
+}
+/* The same with raspG_opts.moves given. */
+static int compile_and_compare_moves(const char *src, const char *const *vocab, int nvocab,
+                                     int n, int trials, int moves, raspG_model *model_out) {
   rasp_error err = {0};
   rasp_ctx *ctx = rasp_ctx_new(n, NULL, &err);
   ck_assert_ptr_nonnull(ctx);
@@ -33,7 +40,7 @@ static int compile_and_compare(const char *src, const char *const *vocab, int nv
   rasp_ir *ir = rasp_ctx_ir(ctx);
   int64_t *ids = malloc(sizeof(int64_t) * (size_t)nvocab);
   for (int i = 0; i < nvocab; i++) ids[i] = i + 1;
-  raspG_opts o = {ids, nvocab, nvocab, NULL, 0, RASPG_FP32, RASPG_ENC_AUTO, 1};
+  raspG_opts o = {ids, nvocab, nvocab, NULL, 0, RASPG_FP32, RASPG_ENC_AUTO, 1, moves};
   raspG_model g;
   ck_assert_msg(raspG_compile(ir, &o, &g, &err), "%s", err.msg);
   rasp_eval *ev = raspE_new(ir);
@@ -217,7 +224,7 @@ static void two_token_runs(const char *src, int n, int enc, raspG_model *g) {
   rasp_ir *ir = rasp_ctx_ir(ctx);
   int64_t ids[3] = {1, 2, 3};
   raspG_opts o = {ids, 3, 3, NULL, 0, RASPG_FP32, enc ? RASPG_ENC_CATEGORICAL : RASPG_ENC_AUTO,
-                  1};
+                  1, RASPG_MOVES_ASSUME};
   ck_assert_msg(raspG_compile(ir, &o, g, &err), "%s", err.msg);
   rasp_eval *ev = raspE_new(ir);
   int64_t *tok = malloc(sizeof(int64_t) * (size_t)n);
@@ -393,7 +400,7 @@ START_TEST(test_layout) {
                 "%s", err.msg);
   ck_assert_msg(rasp_trace(ctx, "main", &err), "%s", err.msg);
   int64_t ids[] = {1, 2, 3};
-  raspG_opts o = {ids, 3, 3, names, 0, RASPG_FP32, RASPG_ENC_AUTO, 1};
+  raspG_opts o = {ids, 3, 3, names, 0, RASPG_FP32, RASPG_ENC_AUTO, 1, RASPG_MOVES_ASSUME};
   raspG_model g;
   ck_assert_msg(raspG_compile(rasp_ctx_ir(ctx), &o, &g, &err), "%s", err.msg);
   int n;
@@ -501,7 +508,7 @@ static void noise_check_gain(const char *src, const char *const *vocab, int nvoc
   rasp_ir *ir = rasp_ctx_ir(ctx);
   int64_t ids[16];
   for (int i = 0; i < nvocab; i++) ids[i] = i + 1;
-  raspG_opts o = {ids, nvocab, nvocab, NULL, 0, RASPG_FP32, RASPG_ENC_AUTO, F};
+  raspG_opts o = {ids, nvocab, nvocab, NULL, 0, RASPG_FP32, RASPG_ENC_AUTO, F, RASPG_MOVES_ASSUME};
   raspG_model g;
   ck_assert_msg(raspG_compile(ir, &o, &g, &err), "%s", err.msg);
   double eps, dev0;
@@ -554,7 +561,7 @@ static int64_t *task_compile(const char *rel, int D, int M, int V, double gain,
   int nids = raspT_vocab_size(&tr->opts) - 1;
   int64_t *ids = malloc(sizeof(int64_t) * (size_t)nids);
   for (int i = 0; i < nids; i++) ids[i] = i + 1;
-  raspG_opts o = {ids, nids, rasp_vocab_size(tr->ctx), NULL, 0, RASPG_FP32, RASPG_ENC_AUTO, gain};
+  raspG_opts o = {ids, nids, rasp_vocab_size(tr->ctx), NULL, 0, RASPG_FP32, RASPG_ENC_AUTO, gain, RASPG_MOVES_ASSUME};
   ck_assert_msg(raspG_compile(rasp_ctx_ir(tr->ctx), &o, g, &err), "%s", err.msg);
   return ids;
 }
@@ -647,7 +654,7 @@ static int gain_compare(const char *src, const char *const *vocab, int nvocab, i
   rasp_ir *ir = rasp_ctx_ir(ctx);
   int64_t *ids = malloc(sizeof(int64_t) * (size_t)nvocab);
   for (int i = 0; i < nvocab; i++) ids[i] = i + 1;
-  raspG_opts o = {ids, nvocab, nvocab, NULL, 0, prec, enc, F};
+  raspG_opts o = {ids, nvocab, nvocab, NULL, 0, prec, enc, F, RASPG_MOVES_ASSUME};
   raspG_model g;
   if (!raspG_compile(ir, &o, &g, err)) {
     free(ids);
@@ -936,6 +943,64 @@ END_TEST
 ** (the leak e^-10.7 per key is charged); at F = 0.01 the leak makes it
 ** wrong, and neither noise bound claims it (the per-dimension one used to
 ** assume the leak of gain 1, 1e-9). */
+/* Moves (raspF_moves, raspG_opts.moves): an aggregate of numbers over an
+** equality select moves one selected value.  Where the program proves the
+** selected values equal the model is right on every input and --stats
+** says "proven"; where it does not (ties.rasp: equal tokens select several
+** indices), the default moves anyway and counts the move as assumed -- the
+** model is then wrong on inputs with ties, which this test requires, so
+** that the label is not decoration -- and --moves prove averages exactly. */
+START_TEST(test_moves) {
+  static const struct {
+    const char *body; /* main's return expression; k is the token id (1..3) */
+    int proven;       /* moves whose premise the program proves */
+    int assumed;      /* and those it does not */
+  } cases[] = {
+      /* the indices as keys: one key per query */
+      {"aggregate(select(idx, idx, equals, causal=False), k)", 1, 0},
+      /* the values computed from the keys alone */
+      {"aggregate(select(k, k, equals, causal=False), k * 2 + 1)", 1, 0},
+      {"aggregate(select(k, 3 - k, equals, causal=False), where(k > 1, k, 0 - k))", 1, 0},
+      /* an and selects a subset of a proven select's keys */
+      {"aggregate(select(k, k, equals, causal=False) & select(idx, idx, leq, causal=False), k)",
+       1, 0},
+      /* ties: equal tokens, different indices */
+      {"aggregate(select(k, k, equals, causal=False), idx)", 0, 1},
+      /* an or adds keys the proven select does not have */
+      {"aggregate(select(idx, idx, equals, causal=False) | select(idx, idx, lt, causal=False), k)",
+       0, 1},
+      /* the keys are not what the values are computed from */
+      {"aggregate(select(k, k, equals, causal=False), k + idx)", 0, 1},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    char src[512];
+    snprintf(src, sizeof src,
+             "def main(seq):\n"
+             "    idx = indices(seq)\n"
+             "    k = tok_map(seq, lambda t: t)\n"
+             "    return %s\n",
+             cases[i].body);
+    raspG_model g;
+    int bad = compile_and_compare_moves(src, abc, 3, 6, 60, RASPG_MOVES_ASSUME, &g);
+    ck_assert_msg(g.moves == cases[i].proven + cases[i].assumed && g.moves_assumed == cases[i].assumed,
+                  "%s: %d moves, %d assumed", cases[i].body, g.moves, g.moves_assumed);
+    if (cases[i].assumed) {
+      /* the assumption is wrong on these inputs, and the model with it */
+      ck_assert_msg(bad > 0, "%s: an assumed move was right on every input", cases[i].body);
+      ck_assert(strstr(g.moves_at, "test:4:"));
+    } else
+      ck_assert_msg(bad == 0, "%s: %d of 60 inputs wrong", cases[i].body, bad);
+    raspG_free(&g);
+    /* --moves prove: only proven moves, and right everywhere */
+    bad = compile_and_compare_moves(src, abc, 3, 6, 60, RASPG_MOVES_PROVE, &g);
+    ck_assert_msg(bad == 0, "%s (prove): %d of 60 inputs wrong", cases[i].body, bad);
+    ck_assert_int_eq(g.moves, cases[i].proven);
+    ck_assert_int_eq(g.moves_assumed, 0);
+    raspG_free(&g);
+  }
+}
+END_TEST
+
 START_TEST(test_attn_gain) {
   static const char *const abcd[] = {"a", "b", "c", "d"};
   rasp_error err = {0};
@@ -999,6 +1064,7 @@ static Suite *compile_suite(void) {
   tcase_add_test(tc, test_margins);
   tcase_add_test(tc, test_precision);
   tcase_add_test(tc, test_attn_gain);
+  tcase_add_test(tc, test_moves);
   tcase_add_test(tc, test_deviation);
   suite_add_tcase(s, tc);
   /* 1000 perturbed dense passes of a path-star model: slow under the
