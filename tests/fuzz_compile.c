@@ -42,8 +42,9 @@
 ** model claims nothing about: it is not compared, nor its deviations
 ** checked -- unless the model has no assumed move (the compiler's value
 ** sets can prove more than raspF_move alone), when it claims them all.
-** A program with an assumed move is compiled once more in fp32 with
-** moves = prove, which averages those aggregates and claims every input.
+** A program with an assumed move is compiled twice more, in fp32 and fp16,
+** with moves = prove, which averages those aggregates and claims every
+** input (fp16 by compiling at all; fp32 where its units are proven).
 ** The seeds ties.rasp, boolmean.rasp and mixmean.rasp exercise this.
 **
 ** A finding prints what failed to stderr and aborts, so libFuzzer keeps
@@ -304,9 +305,12 @@ static void fuzz_compile(rasp_ctx *ctx, uint64_t h) {
       fuzz_model(ir, &base, RASPG_BF16, RASPG_ENC_AUTO, 1, A, in, want, holds, nin);
       fuzz_model(ir, &base, RASPG_FP32, (h >> 7) & 1 ? RASPG_ENC_CATEGORICAL : RASPG_ENC_AUTO,
                  gains[(h >> 11) % 3], A, in, want, holds, nin);
-      if (assumed)
+      if (assumed) { /* (fp16 claims exactness wherever it compiles; fp32 may not) */
         fuzz_model(ir, &base, RASPG_FP32, RASPG_ENC_AUTO, 1, RASPG_MOVES_PROVE, in, want, holds,
                    nin);
+        fuzz_model(ir, &base, RASPG_FP16, RASPG_ENC_AUTO, 1, RASPG_MOVES_PROVE, in, want, holds,
+                   nin);
+      }
     }
   }
   free(wantbuf);
