@@ -65,6 +65,7 @@
 
 #include "cli.h"
 #include "rcompile.h"
+#include "rfacts.h"
 #include "rmem.h"
 #include "rverify.h"
 
@@ -302,6 +303,7 @@ static int compile_cmd(int argc, char **argv, rasp_access *access) {
   int mask = 0, ans = 0, alen = 0; /* --encoder: MASK's id, answer positions */
   rasp_eval *ev = NULL;
   rasp_elem *got = NULL;
+  int *premise = NULL, npremise = 0; /* the aggregates whose moves are assumed */
   if (raspK_load_with(file, stdlib, access, (int)D, (int)M, (int)V, &prog, &err)) {
     pathstar = 1;
   } else if (task_given || err.code != RASP_E_NO_TASK) {
@@ -379,7 +381,22 @@ static int compile_cmd(int argc, char **argv, rasp_access *access) {
   tok = raspM_alloc(sizeof(int64_t) * (size_t)n);
   got = raspM_alloc(sizeof(rasp_elem) * (size_t)n);
   ev = raspE_new(ir);
-  long bad = 0, done = 0, passed = 0;
+  long bad = 0, done = 0, passed = 0, held = 0, held_bad = 0;
+  /* --check tests the assumed moves' premise on every input (raspF_move
+  ** with the kinds of raspF_values: a superset of the compiler's assumed
+  ** moves, whose value sets can prove more, and where it proved one the
+  ** premise holds on every input anyway) */
+  if (check && gm.moves_assumed) {
+    unsigned char *live = raspM_alloc((size_t)ir->nnodes + 1);
+    unsigned char *mv = raspM_alloc((size_t)ir->nnodes + 1);
+    raspI_live(ir, ir->outputs, 1, live);
+    raspF_moves(ir, mv);
+    premise = raspM_alloc(sizeof(int) * (size_t)(ir->nnodes + 1));
+    for (int i = 0; i < ir->nnodes; i++)
+      if (live[i] && mv[i] == RASPF_MOVE_ASSUMED) premise[npremise++] = i;
+    raspM_free(live);
+    raspM_free(mv);
+  }
   /* inputs and disagreements per class (IN_NCLASS >= PS_NCLASS) */
   long cls_done[IN_NCLASS] = {0}, cls_bad[IN_NCLASS] = {0};
   long total = check + (dump ? 1 : 0);
@@ -433,8 +450,23 @@ static int compile_cmd(int argc, char **argv, rasp_access *access) {
     const rasp_elem *want = raspE_value(ev, ir->outputs[0], 0);
     done++;
     cls_done[cls]++;
+    int broken = -1, bq = 0; /* an assumed move whose premise fails here */
+    for (int j = 0; j < npremise && broken < 0; j++) {
+      int r = raspE_selects_one_value(ev, premise[j], 0, &bq, &err);
+      if (r < 0) goto fail;
+      if (!r) broken = premise[j];
+    }
+    held += broken < 0;
     for (int i = 0; i < n; i++)
       if (got[i].num != want[i].num || got[i].den != want[i].den) {
+        held_bad += broken < 0;
+        if (bad < 5 && broken >= 0) {
+          const rasp_ir_node *bn = &ir->nodes[broken];
+          fprintf(stderr, "rasp compile: input %ld: the assumed move %%%d%s%s at %s:%d:%d sees "
+                  "two values at query %d (its premise fails here)\n", k, broken,
+                  bn->label ? " " : "", bn->label ? bn->label : "",
+                  bn->pos.src ? bn->pos.src->name : "?", bn->pos.line, bn->pos.col, bq);
+        }
         if (bad < 5) {
           char a[128], b[128];
           raspI_elem_format(ir, got[i], a, sizeof a);
@@ -463,6 +495,9 @@ static int compile_cmd(int argc, char **argv, rasp_access *access) {
                pathstar ? ps_class_name[c] : in_class_name[c], cls_done[c] - cls_bad[c],
                cls_done[c]);
     printf("%s\n", any ? ")" : "");
+    if (npremise)
+      printf("check: the assumed moves' premise held on %ld/%ld inputs; the model agrees on "
+             "%ld/%ld of those\n", held, done, held - held_bad, held);
   }
   if (check && encoder)
     printf("check: the program's check() passes on %ld/%ld inputs with the answer "
@@ -474,6 +509,7 @@ fail:
   status = raspR_exit_status(&err);
 out:
   raspE_free(ev);
+  raspM_free(premise);
   raspM_free(tok);
   raspM_free(got);
   raspM_free(ids);

@@ -1261,6 +1261,33 @@ const rasp_elem *raspE_value(rasp_eval *ev, int node, int b) {
   return row;
 }
 
+int raspE_selects_one_value(rasp_eval *ev, int agg, int b, int *query, rasp_error *err) {
+  if (agg < 0 || agg >= ev->nnodes ||
+      (ev->ir->nodes[agg].op != RASP_OP_AGGREGATE && ev->ir->nodes[agg].op != RASP_OP_AGGR_MEAN)) {
+    raspR_setnopos(err, "node %d is not an aggregate", agg);
+    return -1;
+  }
+  const rasp_ir_node *nd = &ev->ir->nodes[agg];
+  const unsigned char *sel = raspE_selector(ev, nd->in[0], b, err);
+  if (!sel) return -1;
+  const rasp_elem *v = raspE_value(ev, nd->in[1], b);
+  if (!v) {
+    raspR_set(err, nd->pos, "no value for the aggregate's values (not kept)");
+    return -1;
+  }
+  int n = ev->n;
+  for (int q = 0; q < n; q++)
+    for (int k = 0, first = -1; k < n; k++) {
+      if (!sel[(size_t)q * n + k]) continue;
+      if (first < 0) first = k;
+      else if (v[k].num != v[first].num || v[k].den != v[first].den) {
+        if (query) *query = q;
+        return 0;
+      }
+    }
+  return 1;
+}
+
 uint64_t raspE_kernel_hits(const rasp_eval *ev, int node, int k) {
   if (node < 0 || node >= ev->nnodes || k < 0 || k >= RASPE_NKERNELS) return 0;
   return ev->hits[(size_t)node * RASPE_NKERNELS + k];

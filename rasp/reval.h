@@ -86,5 +86,12 @@ const rasp_elem *raspE_value(rasp_eval *ev, int node, int b);
 ** row q, column k (q*n + k), 1 where selected.  Computed on demand. */
 const unsigned char *raspE_selector(rasp_eval *ev, int node, int b,
                                     rasp_error *err);
+/* For the compiler's moves (rcompile.h, raspG_opts.moves): whether the
+** aggregate (or aggr_mean) node agg, on input b of the last run, saw one
+** element (the same num and den) at all the keys each query selects.  1
+** yes, 0 no (*query, if not NULL, the first query that saw two), -1 with
+** err set when it cannot tell (not an aggregate, not evaluated, too many
+** selector cells). */
+int raspE_selects_one_value(rasp_eval *ev, int agg, int b, int *query, rasp_error *err);
 
 #endif

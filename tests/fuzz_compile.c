@@ -130,21 +130,11 @@ static int make_inputs(const int64_t *tokens, int64_t in[][FUZZ_N]) {
 ** it does not, a model with assumed moves is not claimed right there. */
 static int moves_hold(const rasp_ir *ir, rasp_eval *ev, const unsigned char *live,
                       const unsigned char *move) {
-  int n = ir->n;
   for (int id = 0; id < ir->nnodes; id++) {
-    const rasp_ir_node *nd = &ir->nodes[id];
     if (!live[id] || move[id] != RASPF_MOVE_ASSUMED) continue;
     rasp_error err;
     memset(&err, 0, sizeof err);
-    const unsigned char *sel = raspE_selector(ev, nd->in[0], 0, &err);
-    const rasp_elem *v = raspE_value(ev, nd->in[1], 0);
-    if (!sel || !v) return 0; /* unknown: claim nothing */
-    for (int q = 0; q < n; q++)
-      for (int k = 0, first = -1; k < n; k++) {
-        if (!sel[q * n + k]) continue;
-        if (first < 0) first = k;
-        else if (v[k].num != v[first].num || v[k].den != v[first].den) return 0;
-      }
+    if (raspE_selects_one_value(ev, id, 0, NULL, &err) != 1) return 0; /* (unknown: claim nothing) */
   }
   return 1;
 }

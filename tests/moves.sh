@@ -1,0 +1,68 @@
+#!/bin/sh
+# moves.sh -- the compiler's moves (doc/compiler.md, "Moves"), through the
+# binary: an aggregate over an equality select moves one selected value,
+# which is the mean only where the selected values are equal.
+#   - a bad --moves value is a usage error naming it (status 2);
+#   - ties.rasp, whose premise is false on inputs with repeated tokens:
+#     --stats names the assumed move and its line, --check fails (status 1)
+#     and says on how many inputs the premise held and that the model is
+#     right on all of those; --moves prove averages, and --check agrees on
+#     every input;
+#   - reverse: the move is proven (keys: the indices), --stats says so and
+#     STEM.json marks the head "move": "proven";
+#   - a path-star readout: its moves are assumed (the task's edges), the
+#     premise holds on every task input --check draws, STEM.json marks
+#     "move": "assumed";
+#   - the exact means' siblings: a mean of booleans with a numeric default
+#     is right on every input, a mean mixing booleans and numbers is
+#     refused at its line with a caret (status 1).
+# Prints "N passed, M failed".
+NAME=moves
+. "${top_srcdir:-.}/tests/lib.sh"
+
+C=tests/fuzz_compile_corpus
+for v in '' maybe PROVE 1; do
+  expect "--moves '$v' refused" 2 '' "moves: expected assume or prove, got '$v'" \
+    -- compile $C/ties.rasp --input-vocab 'a b c ( )' --length 5 --dry-run --moves "$v"
+done
+
+# ties: assumed, false on ties; the model right wherever it holds
+expect "ties: --stats names the assumed move" 1 \
+  '^moves: 1 head moves one selected number where the program averages; 1 assumes the selected values are equal (the first: %5 same (aggregate) at tests/fuzz_compile_corpus/ties\.rasp:3:12)' \
+  'the assumed move %5 same at tests/fuzz_compile_corpus/ties\.rasp:3:12 sees two values' \
+  -- compile $C/ties.rasp --input-vocab 'a b c ( )' --length 5 --dry-run --stats --check 200
+held=$(sed -n "s|^check: the assumed moves' premise held on \([0-9]*\)/200 inputs; the model agrees on \([0-9]*\)/\([0-9]*\) of those\$|\1 \2 \3|p" "$tmp/out")
+set -- $held
+if [ $# -eq 3 ] && [ "$1" -lt 200 ] && [ "$1" = "$2" ] && [ "$1" = "$3" ]; then
+  ok "ties: right on the $1 inputs where the premise holds"
+else
+  bad "ties: premise line '$held'" "$tmp/out"
+fi
+expect "ties --moves prove: exact means, every input" 0 \
+  '^check: 200/200 inputs agree with the interpreter' '' \
+  -- compile $C/ties.rasp --input-vocab 'a b c ( )' --length 5 --dry-run --stats --check 200 \
+  --moves prove
+if grep -q '^moves:' "$tmp/out"; then bad "ties --moves prove: still a move" "$tmp/out"; else ok; fi
+
+# reverse: proven
+expect "reverse: the move proven" 0 \
+  '^moves: 1 head moves one selected number where the program averages; the program proves' '' \
+  -- compile examples/reverse.rasp --input-vocab 'a b c' --length 6 -o "$tmp/rev" --stats --check 100
+grep -q '"move": "proven"' "$tmp/rev.json" && ok "reverse: STEM.json says proven" ||
+  bad "reverse: no \"move\": \"proven\" in STEM.json" "$tmp/rev.json"
+
+# a path-star readout: assumed, and the task keeps the premise
+expect "readout3: the task keeps the premise" 0 \
+  "^check: the assumed moves' premise held on 100/100 inputs; the model agrees on 100/100 of those" '' \
+  -- compile programs/readout3_forward_start.rasp --D 2 --M 3 --V 10 -o "$tmp/r3" --check 100
+grep -q '"move": "assumed"' "$tmp/r3.json" && ok "readout3: STEM.json says assumed" ||
+  bad "readout3: no \"move\": \"assumed\" in STEM.json" "$tmp/r3.json"
+
+# the exact means
+expect "boolmean: a mean of booleans with default 0" 0 '^check: 100/100 inputs agree' '' \
+  -- compile $C/boolmean.rasp --input-vocab 'a b c' --length 6 --dry-run --check 100
+expect "mixmean --moves prove: refused at the line" 1 '' \
+  "mixmean\.rasp:5:12: compile: a mean of values that mix booleans and numbers" \
+  -- compile $C/mixmean.rasp --input-vocab 'a b c' --length 6 --dry-run --moves prove
+grep -q '^ *\^' "$tmp/err" && ok "mixmean: a caret" || bad "mixmean: no caret" "$tmp/err"
+finish
