@@ -3024,15 +3024,57 @@ static int mlp_margin(gc *g, rasp_model *m, int l, int h0, int h1, const int *sr
   return ok;
 }
 
+/* The input errors a readout column meets (fp32, the unit's ae, charged
+** where aerr_val charges them): with c1 < 0, sum |W_k,c0| ae_k; else as
+** they reach the difference of columns c0 and c1, sum |W_k,c0 - W_k,c1|
+** ae_k -- the readout reads one residual for every logit, so an error e_k
+** on dimension k moves logit c0 minus logit c1 by (W_k,c0 - W_k,c1) e_k,
+** and a dimension every column weighs alike (a squared readout's x^2, -X
+** in every column) moves none of the differences. */
+static double aerr_cols(const gc *g, int uid, int a, const float *W, int ld, int c0, int c1) {
+  const unit *s = &g->u[uid];
+  if (!(s->ae[0] > 0) && !(s->ae[1] > 0)) return 0;
+  double D = 0, x = s->cat ? 0 : dval(s->vals[a]);
+  int sz = s->cat ? s->nvals : s->sq ? 2 : 1;
+  for (int k = 0; k < sz; k++) {
+    double v = s->cat ? (k == a) : k ? x * x : x;
+    if (s->nzx && v != 0) continue; /* exact there (aerr_val) */
+    size_t r = (size_t)(s->dim + k) * ld;
+    D += fabs((double)W[r + c0] - (c1 < 0 ? 0.0 : (double)W[r + c1])) * s->ae[s->sq && k == 1];
+  }
+  return D;
+}
+
 /* The readout's margin (the right logit's lead) and need; 0 when not
-** proven at p. */
+** proven at p.
+** fp32 proves it pair by pair: the right logit's lead over each other
+** logit j against the error of that difference.  Logit c is a dot product
+** of the residual (the unit's dimensions, off by their ae, and `one`)
+** with column c: m_c nonzero terms, in whatever order the forward pass
+** adds them (BLAS or not), so it is computed within m_c u (1 + m_c u)
+** times the sum of its terms' magnitudes, at most t_c + |w_one| + the
+** column's input errors (aerr_cols), of the exact dot product of what the
+** residual holds; that differs from the logit of exact values by the
+** input errors, which reach the difference through aerr_cols(right, j).
+** Values that are not integers add their relative error (kappa) on t.
+** fp16 and bf16 keep the rule that chose their encodings, as measured on a
+** GPU (bench/README.md): each logit's whole error, twice, against the
+** smallest lead. */
 static int readout_margin(gc *g, raspG_model *out, const view *ov, int p, double *mg, double *nd) {
   rasp_model *m = &out->model;
   const float *un = raspN_data(m, "unembed");
   int no = m->cfg.n_out, uid = ov->unit;
-  double up = prec_u(p), kap = g->u[uid].kappa;
+  double up = prec_u(p), kap = g->u[uid].kappa, u32 = ldexp(1, -24);
   int one = g->u[uid].kind != U_ONE, ok = 1;
+  const unit *ru = &g->u[uid];
+  int sz = ru->cat ? ru->nvals : ru->sq ? 2 : 1;
+  /* the bound reads only the unit's dimensions and `one`: a column that
+  ** weighs any other dimension is not proven here */
+  for (int r = 0; r < m->cfg.d_model && p == RASPG_FP32; r++)
+    if (r != 1 && (r < ru->dim || r >= ru->dim + sz))
+      for (int j = 0; j < no; j++) ok = ok && un[(size_t)r * no + j] == 0;
   double *lg = raspM_alloc(sizeof(double) * (size_t)no);
+  double *R = raspM_alloc(sizeof(double) * (size_t)no);
   *mg = INFINITY;
   *nd = 0;
   for (int a = 0; a < ov->nv; a++) {
@@ -3042,19 +3084,34 @@ static int readout_margin(gc *g, raspG_model *out, const view *ov, int p, double
     for (int j = 0; j < no; j++) {
       float w1 = one ? un[(size_t)1 * no + j] : 0.0f;
       lg[j] = uv_dot(g, uid, a, un, no, j, p, &t, &wre) + w1;
-      double e = t * kap * up + wre + fabs((double)w1 - raspG_round(p, w1)) + up * fabs(lg[j]) +
-                 8 * ldexp(1, -24) * (t + fabs((double)w1)) + aerr_val(g, uid, a, un, no, j) +
-                 leak_err(g, uid, un, no, j, p);
-      if (e > err) err = e;
+      if (p == RASPG_FP32) {
+        int mc = w1 != 0;
+        for (int k = 0; k < sz; k++) mc += un[(size_t)(ru->dim + k) * no + j] != 0;
+        R[j] = t * kap * up + wre +
+               mc * u32 * (1 + mc * u32) * (t + fabs((double)w1) + aerr_cols(g, uid, a, un, no, j, -1));
+      } else {
+        double e = t * kap * up + wre + fabs((double)w1 - raspG_round(p, w1)) + up * fabs(lg[j]) +
+                   8 * ldexp(1, -24) * (t + fabs((double)w1)) + aerr_val(g, uid, a, un, no, j) +
+                   leak_err(g, uid, un, no, j, p);
+        if (e > err) err = e;
+      }
       if (t > big) big = t;
     }
-    for (int j = 0; j < no; j++)
-      if (j != right && lg[right] - lg[j] < *mg) *mg = lg[right] - lg[j];
-    if (2 * err > *nd) *nd = 2 * err;
+    for (int j = 0; j < no; j++) {
+      if (j == right) continue;
+      double lead = lg[right] - lg[j];
+      if (lead < *mg) *mg = lead;
+      if (p != RASPG_FP32) continue;
+      double pe = R[right] + R[j] + aerr_cols(g, uid, a, un, no, right, j);
+      if (pe > *nd) *nd = pe;
+      if (!(pe < lead)) ok = 0;
+    }
+    if (p != RASPG_FP32 && 2 * err > *nd) *nd = 2 * err;
     if (p == RASPG_FP16 && big > 65504) ok = 0;
   }
   raspM_free(lg);
-  return ok && *nd < *mg;
+  raspM_free(R);
+  return ok && (p == RASPG_FP32 || *nd < *mg);
 }
 
 static void node_where(const gc *g, int node, char *buf, size_t size, int loc) {
