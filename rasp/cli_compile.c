@@ -47,6 +47,8 @@
 ** every integer one-hot.  --moves assume|prove: what an aggregate of
 ** numbers over an equality select whose premise (one value at the selected
 ** keys) the program does not prove compiles to (rcompile.h, raspG_opts).
+** --require-proof makes fp32 choose its encodings by the rounding proof,
+** as fp16 and bf16 always do (raspG_opts.require_proof).
 **
 ** --encoder compiles a path-star program for rasp-train's encoder-only
 ** models, which read the sequence with every answer position replaced by
@@ -227,7 +229,7 @@ static int compile_cmd(int argc, char **argv, rasp_access *access) {
   const char *file = NULL, *stem = NULL, *ivocab = NULL, *vfile = NULL, *stdlib = NULL,
              *dump = NULL;
   long D = 2, M = 5, V = 100, len = 8, check = 0, seed = 1;
-  int stats = 0, task_given = 0, encoder = 0, dry_run = 0, prec = RASPG_FP32,
+  int stats = 0, task_given = 0, encoder = 0, dry_run = 0, prec = RASPG_FP32, require = 0,
       encoding = RASPG_ENC_AUTO, moves = RASPG_MOVES_ASSUME;
   static const char *const precs[] = {"fp32", "fp16", "bf16"}, *const encs[] = {"auto", "categorical"},
                            *const mvs[] = {"assume", "prove"};
@@ -250,6 +252,7 @@ static int compile_cmd(int argc, char **argv, rasp_access *access) {
     case RASPC_O_OUT: stem = v; break;
     case RASPC_O_STATS: stats = 1; break;
     case RASPC_O_DRY_RUN: dry_run = 1; break;
+    case RASPC_O_REQUIRE_PROOF: require = 1; break;
     case RASPC_O_ENCODER: encoder = 1; break;
     case RASPC_O_INPUT_VOCAB: ivocab = v; break;
     case RASPC_O_VOCAB: vfile = v; break;
@@ -363,7 +366,7 @@ static int compile_cmd(int argc, char **argv, rasp_access *access) {
   int nv = rasp_vocab_size(ctx);
   const char **names = raspM_alloc(sizeof(char *) * (size_t)(nv + 1));
   for (int i = 1; i <= nv; i++) names[i] = rasp_vocab_symbol(ctx, i);
-  raspG_opts go = {ids, nids, nv, names, scale, prec, encoding, gain, moves};
+  raspG_opts go = {ids, nids, nv, names, scale, prec, encoding, gain, moves, require};
   int ok = raspG_compile(ir, &go, &gm, &err);
   raspM_free(names);
   if (!ok) goto fail;

@@ -62,7 +62,8 @@
 ** codes above; 2: raspG_opts' attn_gain and raspG_model's attn_gain,
 ** score_scale, attn_leak and unproven_at, which change both structs' layout,
 ** raspG_sched's sublayer, and raspR_split_options removed; 3: raspG_opts'
-** moves and raspG_model's moves, moves_assumed and moves_at).
+** moves and require_proof, raspG_model's moves, moves_assumed and
+** moves_at).
 ** rasp_abi_version() is the number the library was built with: a program
 ** can compare it with the RASP_ABI_VERSION it saw. */
 #define RASP_ABI_VERSION 3

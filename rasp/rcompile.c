@@ -3298,7 +3298,7 @@ static int prove(gc *g, raspG_model *out, const view *ov, int p, unsigned char *
       ok = 0, u->why = "its values exceed fp16's largest number, 65504";
     out->checked++;
     u->proven = ok;
-    if (!ok && p == RASPG_FP32) { /* reported, not acted on: see above */
+    if (!ok && p == RASPG_FP32 && !g->o->require_proof) { /* reported, not acted on: see above */
       if (!out->unproven++) unproven_note(g, out, u->node, u->why);
       continue;
     }
@@ -3315,7 +3315,7 @@ static int prove(gc *g, raspG_model *out, const view *ov, int p, unsigned char *
   double rmg, rnd;
   int rok = readout_margin(g, out, ov, p, &rmg, &rnd);
   out->checked++;
-  if (!rok && p == RASPG_FP32) {
+  if (!rok && p == RASPG_FP32 && !g->o->require_proof) {
     if (!out->unproven++) unproven_note(g, out, g->u[ov->unit].node, "the readout's logit margin");
   }
   else if (!rok) {
@@ -3356,7 +3356,7 @@ static int prove(gc *g, raspG_model *out, const view *ov, int p, unsigned char *
                where, raspG_precision_name(p),
                failsrc < 0 ? "rounding can move the logits by more than their margin"
                            : u->why ? u->why : "its margin is not proven",
-               u->margin, u->need);
+               failsrc < 0 ? rmg : u->margin, failsrc < 0 ? rnd : u->need);
   else
     raspR_setnoposc(g->err, RASP_E_INEXACT, "compile: %s cannot be compiled exactly in %s",
                     where, raspG_precision_name(p));
@@ -4191,12 +4191,12 @@ static int compile_impl(const rasp_ir *ir, const raspG_opts *o, raspG_model *out
 
 /* The schedule is the compiled model's.  In fp32 the encodings are chosen
 ** by size (prove only reports there), so the planner alone gives it; in
-** fp16 and bf16 which encodings are proven (and so which decodes and
-** sublayers exist) is known only once the weights are written, so this
-** compiles and keeps the plan's counts. */
+** fp16 and bf16, and in fp32 with require_proof, which encodings are
+** proven (and so which decodes and sublayers exist) is known only once the
+** weights are written, so this compiles and keeps the plan's counts. */
 int raspG_schedule(const rasp_ir *ir, const raspG_opts *o, raspG_sched *out, rasp_error *err) {
   memset(out, 0, sizeof *out);
-  if (o->precision != RASPG_FP32) {
+  if (o->precision != RASPG_FP32 || o->require_proof) {
     raspG_model m;
     if (!compile_impl(ir, o, &m, out, err)) return 0;
     raspG_free(&m);
@@ -4941,10 +4941,11 @@ void raspG_print_stats(const raspG_model *g, FILE *out) {
     fprintf(out, "moves: %d head%s move%s one selected number where the program averages; the "
             "program proves the selected values equal at every one\n",
             g->moves, g->moves == 1 ? "" : "s", g->moves == 1 ? "s" : "");
-  if (g->precision == RASPG_FP32)
+  if (g->precision == RASPG_FP32 && !g->fallbacks)
   {
     /* a count, not a verdict: fp32 keeps the size rule, so a unit the bound
-    ** does not prove is still compiled as it is (--check measures it) */
+    ** does not prove is still compiled as it is (--check measures it);
+    ** with require_proof every unit is proven and this reads "N of N" */
     fprintf(out, "fp32: proven exact against rounding: %d of %d heads, MLP units and readout",
             g->checked - g->unproven, g->checked);
     if (g->unproven)

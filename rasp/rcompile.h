@@ -55,6 +55,12 @@ typedef struct raspG_opts {
   ** RASPG_MOVES_PROVE compiles the exact mean instead (bigger, and refused
   ** where the means are too many to plan). */
   int moves;
+  /* 1: fp32 chooses its encodings by the rounding proof, as fp16 and bf16
+  ** always do (`rasp compile --require-proof`): a numerical encoding the
+  ** bound does not prove is compiled categorically, a unit proven neither
+  ** way is refused (RASP_E_INEXACT, at the node).  0 (the default): fp32
+  ** chooses by size and the proof only counts (raspG_model.unproven). */
+  int require_proof;
 } raspG_opts;
 
 enum { RASPG_FP32, RASPG_FP16, RASPG_BF16 };
@@ -98,8 +104,9 @@ typedef struct raspG_model {
                               (cb_dev0 < 0: not proven) */
   int checked, unproven;   /* heads, MLP units and the readout checked
                               against rounding, and how many the bound does
-                              not prove (fp32 only: elsewhere they are made
-                              categorical or refused) */
+                              not prove (fp32 without require_proof only:
+                              elsewhere they are made categorical or
+                              refused) */
   char unproven_at[320];   /* fp32: the first unit not proven (in order of
                               writing): its node, source location and why */
   int moves, moves_assumed; /* heads that move one selected number where the
