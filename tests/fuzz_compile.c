@@ -7,8 +7,10 @@
 ** limits).  When it defines `main` and traces, its first output is
 ** compiled (raspG_compile, as `rasp compile` calls it: input ids 1..5)
 ** for fp32, fp16 and bf16 at attention gain 1, and once more in fp32 with
-** a gain drawn from the program's bytes (1/4, 1 or 4) and, every other
-** program, the categorical encoding.  Each model runs (raspG_run) on a few
+** a gain drawn from the program's bytes (1/4, 1 or 4), every other program
+** the categorical encoding and, independently, every other program with
+** require_proof (`--require-proof`: fp32 encodings chosen by the proof, so
+** the model claims exactness wherever it compiles).  Each model runs (raspG_run) on a few
 ** inputs: one pseudo-random input determined by the program's bytes, each
 ** symbol repeated, that input sorted ascending and descending, and two
 ** runs of two symbols -- inputs that uniform draws rarely produce and
@@ -19,9 +21,10 @@
 **    evaluator's at every position.  A model compiled for fp16 or bf16
 **    claims it by existing (a unit not proven there is made categorical
 **    or the node refused, rcompile.h), and its emulated forward pass is
-**    what raspG_run runs; its `unproven` count must be 0.  An fp32 model
-**    claims it when `unproven` is 0 (what `rasp compile --stats` reports);
-**    with units unproven only the next two checks apply;
+**    what raspG_run runs; its `unproven` count must be 0, as must an fp32
+**    model's with require_proof.  An fp32 model claims it when `unproven`
+**    is 0 (what `rasp compile --stats` reports); with units unproven only
+**    the next two checks apply;
 **  - fp32: raspG_run's sparse pass gives logits bit-identical to
 **    raspN_forward's (rcompile.h), and every unit STEM.json gives a
 **    "deviation" keeps each of its dimensions within it of an integer,
@@ -144,13 +147,14 @@ static int moves_hold(const rasp_ir *ir, rasp_eval *ev, const unsigned char *liv
 ** where it failed; holds[k]: the assumed moves' premise holds on in[k]).
 ** Returns 0 when the model is too big to run (no check made). */
 static int fuzz_model(const rasp_ir *ir, const raspG_opts *base, int prec, int enc, double gain,
-                      int moves, int64_t in[][FUZZ_N], const rasp_elem *const *want,
+                      int moves, int req, int64_t in[][FUZZ_N], const rasp_elem *const *want,
                       const int *holds_in, int nin) {
   raspG_opts o = *base;
   o.precision = prec;
   o.encoding = enc;
   o.attn_gain = gain;
   o.moves = moves;
+  o.require_proof = req;
   rasp_error err;
   memset(&err, 0, sizeof err);
   raspG_model g;
@@ -169,7 +173,8 @@ static int fuzz_model(const rasp_ir *ir, const raspG_opts *base, int prec, int e
   for (int k = 0; k < nin; k++) holds[k] = holds_in[k] || !g.moves_assumed;
   /* fp16 and bf16 models are exact by construction; fp32 when --stats
      would report every unit proven */
-  if (prec != RASPG_FP32 && g.unproven != 0) finding("a unit left unproven", &g, -1, g.unproven_at);
+  if ((prec != RASPG_FP32 || req) && g.unproven != 0)
+    finding("a unit left unproven", &g, -1, g.unproven_at);
   int exact = g.unproven == 0;
   int n = FUZZ_N, no = g.model.cfg.n_out, d = g.model.cfg.d_model, nl = g.model.cfg.n_layers;
   devunit u[256];
@@ -210,10 +215,10 @@ static int fuzz_model(const rasp_ir *ir, const raspG_opts *base, int prec, int e
   if (getenv("FUZZ_COMPILE_VERBOSE")) {
     int ran = 0, held = 0;
     for (int k = 0; k < nin; k++) ran += want[k] != NULL, held += want[k] && holds[k];
-    fprintf(stderr, "fuzz_compile: %s %s gain %g moves %s: %zu parameters, %s, %d units with a "
+    fprintf(stderr, "fuzz_compile: %s%s %s gain %g moves %s: %zu parameters, %s, %d units with a "
             "deviation, %d moves (%d assumed), %d inputs (%d claimed)\n",
-            raspG_precision_name(prec), enc ? "categorical" : "auto", gain,
-            moves ? "prove" : "assume", g.model.nparams, exact ? "exact" : "unproven", nu,
+            raspG_precision_name(prec), req ? " require-proof" : "", enc ? "categorical" : "auto",
+            gain, moves ? "prove" : "assume", g.model.nparams, exact ? "exact" : "unproven", nu,
             g.moves, g.moves_assumed, ran, held);
   }
   free(res);
@@ -290,15 +295,15 @@ static void fuzz_compile(rasp_ctx *ctx, uint64_t h) {
        more numerically) and the proofs of a big one are slow: the rest of
        the compiles are skipped with it */
     const int A = RASPG_MOVES_ASSUME;
-    if (fuzz_model(ir, &base, RASPG_FP32, RASPG_ENC_AUTO, 1, A, in, want, holds, nin)) {
-      fuzz_model(ir, &base, RASPG_FP16, RASPG_ENC_AUTO, 1, A, in, want, holds, nin);
-      fuzz_model(ir, &base, RASPG_BF16, RASPG_ENC_AUTO, 1, A, in, want, holds, nin);
+    if (fuzz_model(ir, &base, RASPG_FP32, RASPG_ENC_AUTO, 1, A, 0, in, want, holds, nin)) {
+      fuzz_model(ir, &base, RASPG_FP16, RASPG_ENC_AUTO, 1, A, 0, in, want, holds, nin);
+      fuzz_model(ir, &base, RASPG_BF16, RASPG_ENC_AUTO, 1, A, 0, in, want, holds, nin);
       fuzz_model(ir, &base, RASPG_FP32, (h >> 7) & 1 ? RASPG_ENC_CATEGORICAL : RASPG_ENC_AUTO,
-                 gains[(h >> 11) % 3], A, in, want, holds, nin);
+                 gains[(h >> 11) % 3], A, (int)((h >> 13) & 1), in, want, holds, nin);
       if (assumed) { /* (fp16 claims exactness wherever it compiles; fp32 may not) */
-        fuzz_model(ir, &base, RASPG_FP32, RASPG_ENC_AUTO, 1, RASPG_MOVES_PROVE, in, want, holds,
+        fuzz_model(ir, &base, RASPG_FP32, RASPG_ENC_AUTO, 1, RASPG_MOVES_PROVE, 0, in, want, holds,
                    nin);
-        fuzz_model(ir, &base, RASPG_FP16, RASPG_ENC_AUTO, 1, RASPG_MOVES_PROVE, in, want, holds,
+        fuzz_model(ir, &base, RASPG_FP16, RASPG_ENC_AUTO, 1, RASPG_MOVES_PROVE, 0, in, want, holds,
                    nin);
       }
     }
