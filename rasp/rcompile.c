@@ -3051,8 +3051,8 @@ static double aerr_cols(const gc *g, int uid, int a, const float *W, int ld, int
 ** logit j against the error of that difference.  Logit c is a dot product
 ** of the residual (the unit's dimensions, off by their ae, and `one`)
 ** with column c: m_c nonzero terms, in whatever order the forward pass
-** adds them (BLAS or not), so it is computed within m_c u (1 + m_c u)
-** times the sum of its terms' magnitudes, at most t_c + |w_one| + the
+** adds them (BLAS or not, fused or not), so it is computed within gamma =
+** m_c u / (1 - m_c u) times the sum of its terms' magnitudes, at most t_c + |w_one| + the
 ** column's input errors (aerr_cols), of the exact dot product of what the
 ** residual holds; that differs from the logit of exact values by the
 ** input errors, which reach the difference through aerr_cols(right, j).
@@ -3088,7 +3088,7 @@ static int readout_margin(gc *g, raspG_model *out, const view *ov, int p, double
         int mc = w1 != 0;
         for (int k = 0; k < sz; k++) mc += un[(size_t)(ru->dim + k) * no + j] != 0;
         R[j] = t * kap * up + wre +
-               mc * u32 * (1 + mc * u32) * (t + fabs((double)w1) + aerr_cols(g, uid, a, un, no, j, -1));
+               mc * u32 / (1 - mc * u32) * (t + fabs((double)w1) + aerr_cols(g, uid, a, un, no, j, -1));
       } else {
         double e = t * kap * up + wre + fabs((double)w1 - raspG_round(p, w1)) + up * fabs(lg[j]) +
                    8 * ldexp(1, -24) * (t + fabs((double)w1)) + aerr_val(g, uid, a, un, no, j) +
