@@ -273,6 +273,8 @@ typedef struct gc {
   int allcat;      /* --encoding categorical: no numerical integer encodings */
   raspF_value *fact; /* per IR node: raspF_values for the vocabulary's ids */
   raspF_movescan *mscan; /* raspF_move's scratch */
+  rasp_error fatal; /* a program function that is not pure, or a limit, met
+                      while computing value sets: the compile fails with it */
   unsigned *kinds; /* per IR node below kdone: its view's kinds (the value
                       set's, so a map's are known), for raspF_move */
   int kdone;
@@ -333,8 +335,15 @@ static int eval_elem(gc *g, const rasp_ir_node *nd, const rasp_elem *a, rasp_ele
   case RASP_OP_SEQMAP: {
     if (!g->ir->call) return 0;
     rasp_elem args[2] = {a[0], nd->op == RASP_OP_SEQMAP ? a[1] : a[0]};
-    if (!g->ir->call(g->ir->user, nd->fn, nd->op == RASP_OP_SEQMAP ? 2 : 1, args, out, &e))
+    if (!g->ir->call(g->ir->user, nd->fn, nd->op == RASP_OP_SEQMAP ? 2 : 1, args, out, &e)) {
+      /* a value the function refuses (an assertion, a division by zero)
+      ** is one the program never produces, and is dropped; a function
+      ** that is not pure, or a limit, fails the compile (plan) */
+      if ((e.code == RASP_E_IMPURE || e.code == RASP_E_LIMIT || e.code == RASP_E_INTERRUPTED) &&
+          !g->fatal.set)
+        g->fatal = e;
       return 0;
+    }
     if (nd->op == RASP_OP_SEQMAP) *out = raspI_elem_trunc(*out);
     return 1;
   }
@@ -349,7 +358,12 @@ static int pred_holds(gc *g, const rasp_ir_node *nd, rasp_elem k, rasp_elem q) {
   if (r >= 0 || nd->aux != RASP_PRED_CUSTOM) return r > 0;
   rasp_elem args[2] = {k, q}, out;
   rasp_error e = {0};
-  if (!g->ir->call || !g->ir->call(g->ir->user, nd->fn, 2, args, &out, &e)) return 0;
+  if (!g->ir->call || !g->ir->call(g->ir->user, nd->fn, 2, args, &out, &e)) {
+    if ((e.code == RASP_E_IMPURE || e.code == RASP_E_LIMIT || e.code == RASP_E_INTERRUPTED) &&
+        !g->fatal.set)
+      g->fatal = e; /* (as eval_elem) */
+    return 0;
+  }
   return raspI_elem_truth(out);
 }
 
@@ -4109,6 +4123,10 @@ static int plan(gc *g, const rasp_ir *ir, const raspG_opts *o, const unsigned ch
     }
     if (st[i] && static_view(g, i, &sev, &sev_state)) continue;
     ok = plan_node(g, i);
+    if (ok && g->fatal.set) {
+      *g->err = g->fatal;
+      ok = 0;
+    }
   }
   if (sev) raspE_free(sev);
   const char *chk = getenv("RASP_COMPILE_CHECK_FACTS");
@@ -4130,6 +4148,10 @@ static int plan(gc *g, const rasp_ir *ir, const raspG_opts *o, const unsigned ch
       ok = sel_comps(g, g->u[i].selnode, g->u[i].c, &g->u[i].nc);
       if (ok) prune_comps(g, g->u[i].c, g->u[i].nc);
     }
+  if (ok && g->fatal.set) { /* (a custom predicate's, met by sel_comps) */
+    *g->err = g->fatal;
+    ok = 0;
+  }
   if (!ok) {
     view_free(ov);
     gc_free(g);

@@ -65,7 +65,8 @@ typedef struct rasp_pos {
   X(WRITE, "cannot write a file")                                               \
   X(FORMAT, "malformed file")              /* model, checkpoint, config */      \
   X(SPAWN, "other program failed")         /* raspR_spawn */                    \
-  X(INEXACT, "cannot be compiled exactly") /* rasp compile, at the node */
+  X(INEXACT, "cannot be compiled exactly") /* rasp compile, at the node */      \
+  X(IMPURE, "function is not pure")        /* a map or check() changed state */
 
 typedef enum rasp_errcode {
 #define RASP_ERRCODE_ENUM(name, text) RASP_E_##name,

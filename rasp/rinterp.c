@@ -198,6 +198,16 @@ value *raspV_list(rasp_ctx *ctx, vkind kind, int n) {
   return v;
 }
 
+/* A list or dict about to change in place: refused while ctx->frozen if it
+** was made before the call (it outlives the call, so a change would make the
+** call's result depend on the calls before it). */
+static void check_mutable(rasp_ctx *ctx, const value *obj, rasp_pos pos) {
+  if (ctx->frozen && obj->serial && obj->serial <= ctx->frozen)
+    raspV_raise(ctx, RASP_E_IMPURE, pos, "a function called by tok_map, seq_map, select or "
+                "check() may not change %s made outside it (its result must depend on its "
+                "arguments alone)", raspV_kind_name(obj));
+}
+
 void raspV_list_push(rasp_ctx *ctx, value *list, value *item) {
   if ((size_t)list->u.list.n >= ctx->limits.max_list)
     raspV_raise(ctx, RASP_E_LIMIT, (rasp_pos){0}, "list longer than the limit of %zu elements",
@@ -1493,6 +1503,7 @@ static void assign_subscript(rasp_ctx *ctx, env *e, const rasp_ast *target, valu
   if (target->b->kind == AST_SLICE)
     raspV_error(ctx, target->pos, "slice assignment is not supported");
   value *idx = eval(ctx, e, target->b);
+  if (obj->kind == V_LIST || obj->kind == V_DICT) check_mutable(ctx, obj, target->pos);
   if (obj->kind == V_LIST) {
     obj->u.list.items[index_of(ctx, idx, obj->u.list.n, target->b->pos)] = v;
     raspV_barrier(ctx, obj->serial, v);
@@ -1608,10 +1619,12 @@ static value *list_comp(rasp_ctx *ctx, env *e, const rasp_ast *x) {
 static value *method_call(rasp_ctx *ctx, value *obj, const char *name, value **args,
                           int nargs, rasp_pos pos) {
   if (obj->kind == V_LIST && strcmp(name, "append") == 0 && nargs == 1) {
+    check_mutable(ctx, obj, pos);
     raspV_list_push(ctx, obj, args[0]);
     return &ctx->none_v;
   }
   if (obj->kind == V_LIST && strcmp(name, "extend") == 0 && nargs == 1) {
+    check_mutable(ctx, obj, pos);
     value *items = iterate(ctx, args[0], pos);
     for (int i = 0; i < items->u.list.n; i++) raspV_list_push(ctx, obj, items->u.list.items[i]);
     return &ctx->none_v;
@@ -1789,6 +1802,7 @@ static flow exec_stmt(rasp_ctx *ctx, env *e, const rasp_ast *s) {
     rasp_binop op = tok_binop(s->op);
     value *nv;
     if (op == RASP_BIN_ADD && cur->kind == V_LIST && rhs->kind == V_LIST) {
+      check_mutable(ctx, cur, s->pos);
       for (int i = 0; i < rhs->u.list.n; i++) raspV_list_push(ctx, cur, rhs->u.list.items[i]);
       nv = cur;
     } else {
@@ -2042,6 +2056,8 @@ static int ir_callback(void *user, void *fnp, int nargs, const rasp_elem *args,
   ctx->steps = ctx->cb_steps;
   int saved_in_callback = ctx->in_callback;
   ctx->in_callback = 1;
+  unsigned long long saved_frozen = ctx->frozen;
+  ctx->frozen = ctx->serial;
   int ok = 0;
   if (setjmp(jb) == 0) {
     value *argv[3];
@@ -2060,6 +2076,7 @@ static int ir_callback(void *user, void *fnp, int nargs, const rasp_elem *args,
   ctx->cb_steps = ctx->steps;
   ctx->steps = saved_steps;
   ctx->in_callback = saved_in_callback;
+  ctx->frozen = saved_frozen;
   ctx->depth = saved_depth;
   ctx->site = saved_site;
   pthread_mutex_unlock(&ctx->lock);
@@ -2525,7 +2542,10 @@ int rasp_call_check(rasp_ctx *ctx, const char *name, const rasp_arg *args, int n
                     int *truth, rasp_error *err) {
   check_call cc = {name, args, nargs, truth};
   pthread_mutex_lock(&ctx->lock);
+  unsigned long long saved_frozen = ctx->frozen;
+  ctx->frozen = ctx->serial; /* check() too: the verifier checks graphs in any order */
   int ok = run_protected(ctx, err, check_body, &cc);
+  ctx->frozen = saved_frozen;
   pthread_mutex_unlock(&ctx->lock);
   return ok;
 }

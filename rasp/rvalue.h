@@ -127,6 +127,14 @@ struct rasp_ctx {
   volatile sig_atomic_t interrupted; /* rasp_interrupt, from a signal handler */
   long long cb_steps;    /* steps of evaluator callbacks since the trace */
   int in_callback;
+  /* While the evaluator calls a program function (tok_map, seq_map, a
+  ** custom select) or the verifier calls check(): the serial of the last
+  ** object made before the call, 0 otherwise.  Such a call must be a
+  ** function of its arguments -- the evaluator keeps one result per
+  ** argument value, the compiler builds its tables once, the verifier
+  ** checks graphs in any order -- so it may not change a list or dict made
+  ** before it (check_mutable in rinterp.c). */
+  unsigned long long frozen;
   value *retval;
   char ids_text[128];    /* ir.ids_what when it names a use (raspV_int) */
   int input_node, indices_node;
