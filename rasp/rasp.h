@@ -63,7 +63,7 @@
 ** score_scale, attn_leak and unproven_at, which change both structs' layout,
 ** raspG_sched's sublayer, and raspR_split_options removed; 3: raspG_opts'
 ** moves and require_proof, raspG_model's moves, moves_assumed and
-** moves_at).
+** moves_at; the error code RASP_E_IMPURE, added after the others).
 ** rasp_abi_version() is the number the library was built with: a program
 ** can compare it with the RASP_ABI_VERSION it saw. */
 #define RASP_ABI_VERSION 3
