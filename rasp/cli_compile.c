@@ -306,7 +306,7 @@ static int compile_cmd(int argc, char **argv, rasp_access *access) {
   int mask = 0, ans = 0, alen = 0; /* --encoder: MASK's id, answer positions */
   rasp_eval *ev = NULL;
   rasp_elem *got = NULL;
-  int *premise = NULL, npremise = 0; /* the aggregates whose moves are assumed */
+  unsigned char *premise = NULL; /* per node: an assumed move (NULL: none) */
   if (raspK_load_with(file, stdlib, access, (int)D, (int)M, (int)V, &prog, &err)) {
     pathstar = 1;
   } else if (task_given || err.code != RASP_E_NO_TASK) {
@@ -390,16 +390,11 @@ static int compile_cmd(int argc, char **argv, rasp_access *access) {
   ** moves, whose value sets can prove more, and where it proved one the
   ** premise holds on every input anyway) */
   if (check && gm.moves_assumed) {
-    unsigned char *live = raspM_alloc((size_t)ir->nnodes + 1);
-    unsigned char *mv = raspM_alloc((size_t)ir->nnodes + 1);
-    raspI_live(ir, ir->outputs, 1, live);
-    raspF_moves(ir, mv);
-    premise = raspM_alloc(sizeof(int) * (size_t)(ir->nnodes + 1));
-    for (int i = 0; i < ir->nnodes; i++)
-      if (live[i] && mv[i] == RASPF_MOVE_ASSUMED) premise[npremise++] = i;
-    raspM_free(live);
-    raspM_free(mv);
+    premise = raspM_alloc((size_t)ir->nnodes + 1);
+    raspF_moves(ir, premise);
+    for (int i = 0; i < ir->nnodes; i++) premise[i] = premise[i] == RASPF_MOVE_ASSUMED;
   }
+  int npremise = premise != NULL;
   /* inputs and disagreements per class (IN_NCLASS >= PS_NCLASS) */
   long cls_done[IN_NCLASS] = {0}, cls_bad[IN_NCLASS] = {0};
   long total = check + (dump ? 1 : 0);
@@ -454,11 +449,11 @@ static int compile_cmd(int argc, char **argv, rasp_access *access) {
     done++;
     cls_done[cls]++;
     int broken = -1, bq = 0, known = 1; /* an assumed move whose premise fails here */
-    for (int j = 0; j < npremise && broken < 0 && known; j++) {
+    if (premise) {
       rasp_error perr = {0}; /* (a selector too big to materialise: not tested) */
-      int r = raspE_selects_one_value(ev, premise[j], 0, &bq, &perr);
-      if (r < 0) known = 0;
-      else if (!r) broken = premise[j];
+      int r = raspE_moves_hold(ev, premise, 0, &broken, &bq, &perr);
+      known = r >= 0;
+      if (r != 0) broken = -1;
     }
     untested += npremise && !known;
     held += npremise && known && broken < 0;

@@ -324,6 +324,16 @@ static double dval(rasp_elem e) {
   return (double)e.num / (double)e.den;
 }
 
+/* A program function's call failed with e while value sets were computed.
+** A value it refuses (an assertion, a division by zero) is one the program
+** never produces, and is dropped by the caller; a function that is not
+** pure, or a limit, fails the compile (plan reads g->fatal). */
+static void callback_failed(gc *g, const rasp_error *e) {
+  if ((e->code == RASP_E_IMPURE || e->code == RASP_E_LIMIT || e->code == RASP_E_INTERRUPTED) &&
+      !g->fatal.set)
+    g->fatal = *e;
+}
+
 /* Evaluates element-wise node nd on args (its operands' values). */
 static int eval_elem(gc *g, const rasp_ir_node *nd, const rasp_elem *a, rasp_elem *out) {
   rasp_error e = {0};
@@ -336,12 +346,7 @@ static int eval_elem(gc *g, const rasp_ir_node *nd, const rasp_elem *a, rasp_ele
     if (!g->ir->call) return 0;
     rasp_elem args[2] = {a[0], nd->op == RASP_OP_SEQMAP ? a[1] : a[0]};
     if (!g->ir->call(g->ir->user, nd->fn, nd->op == RASP_OP_SEQMAP ? 2 : 1, args, out, &e)) {
-      /* a value the function refuses (an assertion, a division by zero)
-      ** is one the program never produces, and is dropped; a function
-      ** that is not pure, or a limit, fails the compile (plan) */
-      if ((e.code == RASP_E_IMPURE || e.code == RASP_E_LIMIT || e.code == RASP_E_INTERRUPTED) &&
-          !g->fatal.set)
-        g->fatal = e;
+      callback_failed(g, &e);
       return 0;
     }
     if (nd->op == RASP_OP_SEQMAP) *out = raspI_elem_trunc(*out);
@@ -359,9 +364,7 @@ static int pred_holds(gc *g, const rasp_ir_node *nd, rasp_elem k, rasp_elem q) {
   rasp_elem args[2] = {k, q}, out;
   rasp_error e = {0};
   if (!g->ir->call || !g->ir->call(g->ir->user, nd->fn, 2, args, &out, &e)) {
-    if ((e.code == RASP_E_IMPURE || e.code == RASP_E_LIMIT || e.code == RASP_E_INTERRUPTED) &&
-        !g->fatal.set)
-      g->fatal = e; /* (as eval_elem) */
+    callback_failed(g, &e);
     return 0;
   }
   return raspI_elem_truth(out);

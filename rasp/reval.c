@@ -1288,6 +1288,19 @@ int raspE_selects_one_value(rasp_eval *ev, int agg, int b, int *query, rasp_erro
   return 1;
 }
 
+int raspE_moves_hold(rasp_eval *ev, const unsigned char *flag, int b, int *agg, int *query,
+                     rasp_error *err) {
+  for (int id = 0; id < ev->nnodes; id++) {
+    if (!flag[id] || !ev->plan.live[id]) continue;
+    int r = raspE_selects_one_value(ev, id, b, query, err);
+    if (r <= 0) {
+      if (!r && agg) *agg = id;
+      return r;
+    }
+  }
+  return 1;
+}
+
 uint64_t raspE_kernel_hits(const rasp_eval *ev, int node, int k) {
   if (node < 0 || node >= ev->nnodes || k < 0 || k >= RASPE_NKERNELS) return 0;
   return ev->hits[(size_t)node * RASPE_NKERNELS + k];

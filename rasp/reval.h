@@ -93,5 +93,11 @@ const unsigned char *raspE_selector(rasp_eval *ev, int node, int b,
 ** err set when it cannot tell (not an aggregate, not evaluated, too many
 ** selector cells). */
 int raspE_selects_one_value(rasp_eval *ev, int agg, int b, int *query, rasp_error *err);
+/* raspE_selects_one_value for every evaluated aggregate agg with
+** flag[agg] nonzero (the moves raspF_move calls assumed): 1 all hold, 0
+** with *agg (if not NULL) the first that does not and *query its query, -1
+** with err set when one cannot tell. */
+int raspE_moves_hold(rasp_eval *ev, const unsigned char *flag, int b, int *agg, int *query,
+                     rasp_error *err);
 
 #endif

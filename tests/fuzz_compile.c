@@ -127,19 +127,14 @@ static int make_inputs(const int64_t *tokens, int64_t in[][FUZZ_N]) {
   return k;
 }
 
-/* The premise of the moves raspF_move calls assumed (move[id]), on the
-** input ev last ran: every such aggregate the first output needs sees, at
-** each query, one value (the same element) at all its selected keys.  Where
-** it does not, a model with assumed moves is not claimed right there. */
-static int moves_hold(const rasp_ir *ir, rasp_eval *ev, const unsigned char *live,
-                      const unsigned char *move) {
-  for (int id = 0; id < ir->nnodes; id++) {
-    if (!live[id] || move[id] != RASPF_MOVE_ASSUMED) continue;
-    rasp_error err;
-    memset(&err, 0, sizeof err);
-    if (raspE_selects_one_value(ev, id, 0, NULL, &err) != 1) return 0; /* (unknown: claim nothing) */
-  }
-  return 1;
+/* The premise of the moves raspF_move calls assumed (assumed[id]), on the
+** input ev last ran: every such aggregate it evaluated sees, at each query,
+** one value (the same element) at all its selected keys.  Where it does
+** not, a model with assumed moves is not claimed right there. */
+static int moves_hold(rasp_eval *ev, const unsigned char *assumed) {
+  rasp_error err;
+  memset(&err, 0, sizeof err);
+  return raspE_moves_hold(ev, assumed, 0, NULL, NULL, &err) == 1; /* (unknown: claim nothing) */
 }
 
 /* Compiles ir for (prec, enc, gain, moves) and checks the model on the
@@ -265,7 +260,10 @@ static void fuzz_compile(rasp_ctx *ctx, uint64_t h) {
   unsigned char *move = malloc((size_t)ir->nnodes + 1);
   raspF_moves(ir, move);
   int assumed = 0;
-  for (int id = 0; id < ir->nnodes; id++) assumed |= live[id] && move[id] == RASPF_MOVE_ASSUMED;
+  for (int id = 0; id < ir->nnodes; id++) {
+    move[id] = move[id] == RASPF_MOVE_ASSUMED; /* (the flags raspE_moves_hold reads) */
+    assumed |= live[id] && move[id];
+  }
   /* the evaluator's first output on each input, one batch per input (one
      that fails, e.g. by an assertion of the program, drops only itself) */
   rasp_eval *ev = raspE_new(ir);
@@ -283,7 +281,7 @@ static void fuzz_compile(rasp_ctx *ctx, uint64_t h) {
     memcpy(wantbuf + (size_t)k * FUZZ_N, raspE_value(ev, ir->outputs[0], 0),
            sizeof(rasp_elem) * FUZZ_N);
     want[k] = wantbuf + (size_t)k * FUZZ_N;
-    holds[k] = moves_hold(ir, ev, live, move);
+    holds[k] = moves_hold(ev, move);
     any = 1;
   }
   raspE_free(ev);
