@@ -251,6 +251,7 @@ typedef struct unit {
 } unit;
 
 typedef struct gc {
+  int trace;       /* RASP_COMPILE_TRACE: prove() prints every unit's verdict */
   const rasp_ir *ir;
   const raspG_opts *o;
   int n, causal_model;
@@ -283,9 +284,28 @@ typedef struct gc {
                       hidden units' errors move it by */
 } gc;
 
+/* A compile's force entry per IR node (the tokens last): FORCE_CAT, the
+** node must be categorical; the bits above it, a head's extra gain (log2,
+** head_gain). */
+#define FORCE_CAT 1
+#define FORCE_GAIN_MAX 4 /* at most 2^4 times the model's score scale */
+
+/* Why a head's weight past its selected keys is not proven (head_margin);
+** prove raises such a head's gain. */
+static const char why_leak[] = "the weight leaking past its selected keys can move its value too far";
+
 /* Whether node id (-1: the tokens) must be categorical. */
 static int forced(const gc *g, int id) {
-  return g->allcat || (g->force && g->force[id < 0 ? g->ir->nnodes : id]);
+  return g->allcat || (g->force && (g->force[id < 0 ? g->ir->nnodes : id] & FORCE_CAT));
+}
+
+/* The factor head unit u's scores are written with beyond the model's
+** score scale: 2^k, k the bits above FORCE_CAT of its node's force entry
+** (prove raises it where the weight leaking past the selected keys is
+** what keeps a head from being proven). */
+static double head_gain(const gc *g, const unit *u) {
+  if (!g->force || u->node < 0) return 1;
+  return ldexp(1, g->force[u->node] >> 1);
 }
 
 /* ---- elements ----------------------------------------------------------- */
@@ -300,6 +320,11 @@ static int ecmp(rasp_elem a, rasp_elem b) {
 static int ecmp_q(const void *a, const void *b) {
   return ecmp(*(const rasp_elem *)a, *(const rasp_elem *)b);
 }
+static int cmp_dbl(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
 static int uniq(rasp_elem *v, int n) {
   qsort(v, (size_t)n, sizeof *v, ecmp_q);
   int m = 0;
@@ -1753,6 +1778,14 @@ static void mlp_sum(wctx *w, unit *u) {
   }
 }
 
+/* Whether fp32 chooses encodings by the rounding proof (--require-proof):
+** the weights then take the forms that keep integers exact where the
+** default keeps the size (steep tests, exact erasers, no dimension
+** written in the sublayer that erases it) */
+static int proof_driven(const gc *g) {
+  return g->o->precision == RASPG_FP32 && g->o->require_proof;
+}
+
 /* Whether 0/1 tests are written with no hinge on an integer (steep): in
 ** fp32 with an attention gain of 4 or more, where the heads' leak (below
 ** e^-128 per key) leaves the moved integers exact at their nonzero values
@@ -1761,8 +1794,14 @@ static void mlp_sum(wctx *w, unit *u) {
 ** so the exactness cannot be proven there, and the tests keep the form
 ** that tolerates 1/2 (and the default weights stay as they were). */
 static int steep(const gc *g) {
-  return g->o->precision == RASPG_FP32 && g->o->attn_gain >= 4;
+  return g->o->precision == RASPG_FP32 && (g->o->attn_gain >= 4 || g->o->require_proof);
 }
+
+/* Whether erasers are exact (-ReLU(x) + ReLU(-x), mlp_erase) and a
+** dimension is not given to a unit written in the sublayer that erases
+** it (alloc_dims): proof-driven fp32, where what an erased unit was off
+** by would otherwise stay behind under the next one (residue). */
+static int exact_erase(const gc *g) { return proof_driven(g); }
 
 /* where(c, x, y) on numbers: per branch and column (value, square) with
 ** values in [lo, hi], ReLU(f - lo - M(1 - gate)), M = hi - lo + 1, which
@@ -2155,7 +2194,8 @@ static int alloc_dims(gc *g, int policy) {
     int p = 2;
     for (;; p++) {
       int fits = 1;
-      for (int j = p; j < p + sz && fits; j++) fits = j >= top || free_at[j] <= u->ready;
+      for (int j = p; j < p + sz && fits; j++)
+        fits = j >= top || free_at[j] < u->ready || (free_at[j] == u->ready && !exact_erase(g));
       if (fits) break;
     }
     if (p + sz > top) {
@@ -2171,30 +2211,33 @@ static int alloc_dims(gc *g, int policy) {
   return top;
 }
 
-/* The eraser of unit u: minus its value, one hidden unit per dimension
-** (ReLU(x - lo) + lo, lo through ONE). */
+/* The eraser of unit u: minus its value.  By default one hidden unit per
+** dimension, ReLU(x - lo) + lo (lo, the dimension's smallest value,
+** through ONE).  Exact erasers (exact_erase): a numerical dimension x gets
+** ReLU(x) and ReLU(-x), written back as -ReLU(x) + ReLU(-x) = -x: each
+** hidden unit reads one nonzero term and one of them is 0, so in float32
+** the MLP outputs exactly -x and the residual holds exactly 0 afterwards
+** (what x was off by does not stay behind to meet the unit written there
+** next, residue).  A one-hot dimension gets ReLU(x) either way. */
 static void mlp_erase(wctx *w, unit *u) {
-  if (u->cat) {
-    for (int k = 0; k < u->nvals; k++) {
-      int h = hid(w, 0, 10);
-      win(w, u->dim + k, h, 1);
-      wout(w, h, u->dim + k, -1);
-    }
-    return;
-  }
-  for (int col = 0; col < (u->sq ? 2 : 1); col++) {
+  int ncol = u->cat ? u->nvals : u->sq ? 2 : 1, ex = exact_erase(w->g);
+  for (int col = 0; col < ncol; col++) {
     double lo = 0;
-    for (int a = 0; a < u->nvals; a++) {
+    for (int a = 0; a < u->nvals && !u->cat && !ex; a++) {
       double x = dval(u->vals[a]), v = col ? x * x : x;
       if (!a || v < lo) lo = v;
     }
-    int h = hid(w, -lo, fabs(lo) + 10);
+    int h = hid(w, u->cat ? 0 : -lo, fabs(lo) + 10); /* (-0 for a numerical 0: the bytes as before) */
     win(w, u->dim + col, h, 1);
     wout(w, h, u->dim + col, -1);
-    if (lo != 0) {
-      int h1 = hid(w, 0, 10);
-      win(w, 1, h1, 1);
-      wout(w, h1, u->dim + col, -lo);
+    if (!u->cat && ex) {
+      h = hid(w, 0, 10);
+      win(w, u->dim + col, h, -1);
+      wout(w, h, u->dim + col, 1);
+    } else if (lo != 0) {
+      h = hid(w, 0, 10);
+      win(w, 1, h, 1);
+      wout(w, h, u->dim + col, -lo);
     }
   }
 }
@@ -2412,6 +2455,44 @@ static double aerr_val(const gc *g, int uid, int a, const float *W, int ld, int 
     if (v == 0) D += aerr_term(fabs((double)W[(size_t)(s->dim + k) * ld + col]), s->ae[s->sq && k == 1]);
   }
   return D;
+}
+
+/* aerr_val split by what the terms are worth (fp32, integer weights): a
+** dot product's term whose exact value is 0 (a one-hot's other
+** dimensions, x and x^2 at x = 0) and whose input is off by e holds
+** w e rounded relatively; a term with a nonzero exact value (the others)
+** as aerr_term charges it.  *z and *nz get the two sums at unit uid's
+** value a, *m the number of terms with a nonzero exact value (nonzero
+** weight), which dev_grow_z needs. */
+static void aerr_split(const gc *g, int uid, int a, const float *W, int ld, int col, double *z,
+                       double *nz, int *m) {
+  const unit *s = &g->u[uid];
+  double x = s->cat ? 0 : dval(s->vals[a]);
+  int sz = s->cat ? s->nvals : s->sq ? 2 : 1;
+  *z = *nz = 0;
+  *m = 0;
+  for (int k = 0; k < sz; k++) {
+    double w = fabs((double)W[(size_t)(s->dim + k) * ld + col]);
+    double v = s->cat ? (k == a) : k ? x * x : x, e = s->ae[s->sq && k == 1];
+    if (w == 0) continue;
+    if (v == 0) *z += w * e * (1 + ldexp(1, -23));
+    else {
+      ++*m;
+      if (!s->nzx) *nz += aerr_term(w, e);
+    }
+  }
+}
+
+/* dev_grow for a sum (in any order) of terms that are integers within the
+** format, some (m) with a nonzero exact value off by at most Dnz in all,
+** the others with exact value 0 off by at most Dz in all.  Adding a term
+** whose exact value is 0 to a float F rounds F + e to a float no further
+** from it than F is (|e|): the error grows by at most 2|e|, never doubles;
+** adding one with a nonzero exact value can double it (dev_grow's
+** argument), at most m times.  The worst order puts the zeros first. */
+static double dev_grow_z(double Dz, double Dnz, int m, double T) {
+  double D = 2 * Dz + Dnz;
+  return D > 0 ? dev_grow(D, m, T + D) : 0;
 }
 
 /* fp32: whether unit i, its absolute errors ae final, is exact at its
@@ -2736,8 +2817,22 @@ static int head_margin(gc *g, unit *u, rasp_model *m, int p) {
           e += QE[kn[t]] * fabs(kv);
           sint = sint && kv == floor(kv);
         }
-        /* integer features off by a little: dev_grow's argument (fp32) */
-        if (e > 0 && sint && T + e <= lim) e = dev_grow(2 * e, ncol, T + e);
+        /* integer features off by a little: dev_grow's argument (fp32).
+        ** A product Q_j K_j whose exact value P is an integer the format
+        ** holds, off by err_j from its inputs' errors, rounds to a float
+        ** no further from P + err_j than P is (err_j), nor than half an
+        ** ulp (u |P + err_j|); a key column that is 0 only by its error
+        ** rounds relatively (u of its share of qe) */
+        if (e > 0 && sint && T + e <= lim) {
+          double ep = up * qe;
+          for (int t = ks[a]; t < ks[a + 1]; t++) {
+            int j = kn[t];
+            double kv = K[(size_t)a * ncol + j];
+            double ej = QE[j] * fabs(kv) + (fabs(qb[j]) + QE[j]) * KE[j];
+            ep += fmin(ej, up * (fabs(qb[j] * kv) + ej));
+          }
+          e = dev_grow(e + ep, ncol, T + e + ep);
+        }
         else if (!(e == 0 && s == floor(s) && fabs(s) <= lim)) e += up * fabs(s); /* its rounding */
         double ens = e;
         e += up * fabs(s); /* the scaling's */
@@ -2767,15 +2862,16 @@ static int head_margin(gc *g, unit *u, rasp_model *m, int p) {
       G = fmin(G, gap);
       Gp = fmin(Gp, pgap);
       ref = hmin < INFINITY ? (width ? fmin(lo, blo) : lo) : blo;
-      double lk = hmin < INFINITY && !width ? exp(-(ref - bhi) * lsc) : 0;
-      double lkd = 0;
+      /* BOS is one key; the others are at most n, each weighing at most
+      ** what the highest-scoring unselected key value gets */
+      double lkb = hmin < INFINITY && !width ? exp(-(ref - bhi) * lsc) : 0;
+      double lk = 0, lkd = 0;
       for (int a = 0; a < nk; a++)
         if (!comp_rel(g, c, a, b)) {
-          lk += exp(-(ref - sc[a] - er[a]) * lsc);
-          lkd += exp(-(blo - sc[a] - er[a]) * lsc);
+          lk = fmax(lk, exp(-(ref - sc[a] - er[a]) * lsc));
+          lkd = fmax(lkd, exp(-(blo - sc[a] - er[a]) * lsc));
         }
-      /* a key value can stand at up to n positions */
-      leak = fmax(leak, (double)n * fmax(lk, width ? 0 : lkd));
+      leak = fmax(leak, fmax(lkb + (double)n * lk, width ? 0 : (double)n * lkd));
     }
     smax += cmax;
     raspM_free(sc);
@@ -2798,7 +2894,10 @@ static int head_margin(gc *g, unit *u, rasp_model *m, int p) {
     G = width ? fmin(selmin, sbos) - unsel : fmin(selmin - fmax(unsel, sbos), sbos - unsel);
     Gp = width ? fmin(pselmin, blo) - punsel : fmin(pselmin - fmax(punsel, bhi), blo - punsel);
     spread = width ? fmax(pselmax, bhi) - fmin(pselmin, blo) : pselmax - pselmin;
-    leak = (double)n * exp(-Gp * lsc);
+    /* BOS is one key, the others up to n */
+    leak = width ? (double)n * exp(-Gp * lsc)
+                 : fmax(exp(-(pselmin - bhi) * lsc) + (double)n * exp(-(pselmin - punsel) * lsc),
+                        (double)n * exp(-(blo - punsel) * lsc));
   }
   raspM_free(mh);
   u->margin = G * lsc;
@@ -2813,7 +2912,7 @@ static int head_margin(gc *g, unit *u, rasp_model *m, int p) {
   if (unbounded) ok = 0, u->why = "the error of what it reads is not bounded";
   else if (!(Gp > 0)) ok = 0, u->why = "rounding can let a key that is not selected win";
   else if (!(leak * vrange <= tol))
-    ok = 0, u->why = "the weight leaking past its selected keys can move its value too far";
+    ok = 0, u->why = why_leak;
   else if (avg && !((exp(spread * lsc) - 1) * vrange <= tol))
     ok = 0, u->why = "rounding can weigh its selected keys unequally, moving its mean by more "
                      "than an eighth of the gap between its values";
@@ -2834,10 +2933,6 @@ static int head_margin(gc *g, unit *u, rasp_model *m, int p) {
   return ok;
 }
 
-static int cmp_dbl(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
 
 typedef struct zsrc {
   double *z; /* distinct contributions, sorted */
@@ -2941,7 +3036,8 @@ static int mlp_margin(gc *g, rasp_model *m, int l, int h0, int h1, const int *sr
   }
   zsrc *zs = raspM_alloc(sizeof(zsrc) * (size_t)(ns + 1));
   double *od = g->od; /* per output: sum |w_out| err */
-  memset(od, 0, sizeof(double) * (size_t)D);
+  double *otd = od + D, *ond = otd + D; /* per output: sum |w_out| max|h|, nonzero terms */
+  memset(od, 0, sizeof(double) * (size_t)D * 3);
   double *eh = raspM_alloc(sizeof(double) * (size_t)(h1 - h0 + 1)); /* per hidden: err */
   for (int h = h0; h < h1; h++) {
     float w1 = has_one ? 0.0f : wi[(size_t)1 * F + h];
@@ -2952,6 +3048,11 @@ static int mlp_margin(gc *g, rasp_model *m, int l, int h0, int h1, const int *sr
     double ain = 0; /* the sources' absolute errors through w_in (fp32) */
     double aon = 0; /* the same at the source values where h can be on */
     int nterm = 1;  /* its terms that can be nonzero (a one-hot's zeros are exact) */
+    /* ain and aon split as aerr_split does, for dev_grow_z: the terms
+    ** with exact value 0, the others, and how many of those (the bias and
+    ** ONE's weight among them) */
+    double inz = 0, innz = 0, aonz = 0, aonnz = 0;
+    int mterm = 2;
     for (int r = 1; r < D; r++) nnz += wi[(size_t)r * F + h] != 0;
     /* the largest pre-activation per source (zk) and in all (ztop): with
     ** source k at value a, h is at most ztop - zk + z[a]; below 0 it is
@@ -2969,19 +3070,25 @@ static int mlp_margin(gc *g, rasp_model *m, int l, int h0, int h1, const int *sr
     }
     for (int k = 0; k < ns; k++) {
       const unit *s = &g->u[src[k]];
-      double tmax = 0, t, wre, emax = 0, va = 0, von = 0;
+      double tmax = 0, t, wre, emax = 0, va = 0, von = 0, vz = 0, vnz = 0, onz = 0, onnz = 0;
+      int vm = 0;
       double *z = raspM_alloc(sizeof(double) * (size_t)(s->nvals ? s->nvals : 1));
       for (int a = 0; a < s->nvals; a++) {
         z[a] = uv_dot(g, src[k], a, wi, F, h, p, &t, &wre);
         if (t > tmax) tmax = t;
         if (t * s->kappa * up + wre > emax) emax = t * s->kappa * up + wre;
         if (p != RASPG_FP32) continue;
-        double e = aerr_val(g, src[k], a, wi, F, h);
+        double e = aerr_val(g, src[k], a, wi, F, h), ez, enz;
+        int em;
+        aerr_split(g, src[k], a, wi, F, h, &ez, &enz, &em);
         va = fmax(va, e);
-        if (!(ztop - zk[k] + z[a] < -1e-6 * (1 + tt))) von = fmax(von, e);
+        vz = fmax(vz, ez), vnz = fmax(vnz, enz), vm = em > vm ? em : vm;
+        if (!(ztop - zk[k] + z[a] < -1e-6 * (1 + tt)))
+          von = fmax(von, e), onz = fmax(onz, ez), onnz = fmax(onnz, enz);
       }
       ain += va;
       aon += von;
+      inz += vz, innz += vnz, mterm += vm, aonz += onz, aonnz += onnz;
       hex = hex && int_weights(g, src[k], wi, F, h, 0);
       int n = s->nvals;
       qsort(z, (size_t)n, sizeof *z, cmp_dbl);
@@ -3011,8 +3118,8 @@ static int mlp_margin(gc *g, rasp_model *m, int l, int h0, int h1, const int *sr
     ** is on, what its output carries (off, it outputs an exact 0) */
     double eon;
     if (hex) {
-      err = ain > 0 ? dev_grow(ain, nterm, T + ain) : 0;
-      eon = aon > 0 ? dev_grow(aon, nterm, T + aon) : 0;
+      err = ain > 0 ? fmin(dev_grow(ain, nterm, T + ain), dev_grow_z(inz, innz, mterm, T)) : 0;
+      eon = aon > 0 ? fmin(dev_grow(aon, nterm, T + aon), dev_grow_z(aonz, aonnz, mterm, T)) : 0;
     } else {
       double r = up * mx + (nnz + 1) * ldexp(1, -24) * T;
       eon = err + aon + r;
@@ -3020,9 +3127,10 @@ static int mlp_margin(gc *g, rasp_model *m, int l, int h0, int h1, const int *sr
     }
     err += lerr; /* (exact arithmetic on inputs a leak moved) */
     eon += lerr;
+    if (g->trace > 1) fprintf(stderr, "  h%d hex=%d ain=%g aon=%g nterm=%d T=%g err=%g eon=%g mn=%g\n", h, hex, ain, aon, nterm, T, err, eon, mn);
     for (int o = 0; o < D; o++) {
       float w = wo[(size_t)h * D + o];
-      if (w != 0) outsum += fabs((double)w) * mx;
+      if (w != 0) outsum += fabs((double)w) * mx, otd[o] += fabs((double)w) * mx, ond[o]++;
       int e2;
       od[o] += fabs((double)w) * eon * (frexp(fabs((double)w), &e2) == 0.5 || w == 0 ? 1 : 2 + ldexp(1, -22));
       hex = hex && w == floorf(w);
@@ -3152,7 +3260,7 @@ static void node_where(const gc *g, int node, char *buf, size_t size, int loc) {
 static int force_unit(gc *g, int c, unsigned char *force) {
   const unit *u = &g->u[c];
   int nn = g->ir->nnodes, added = 0;
-#define MARK(i) do { if (!force[i]) force[i] = 1, added++; } while (0)
+#define MARK(i) do { if (!(force[i] & FORCE_CAT)) force[i] |= FORCE_CAT, added++; } while (0)
   if (u->kind == U_TOK && u->sq) MARK(nn);
   if (u->kind == U_HEAD && u->hmode == H_MOVE) MARK(u->node);
   if (u->kind == U_MLP && (u->mkind == M_NWHERE || u->mkind == M_NCMP || u->mkind == M_SUM))
@@ -3180,26 +3288,38 @@ static void fold_kappa(gc *g, int i) {
   u->kappa = 0;
 }
 
-/* fp32: the most that unit i's dimensions can hold before it writes them:
-** what the units that held them before it left (an erased unit's
+/* fp32: the most that unit i's dimension k (0: x or a one-hot's every
+** dimension, 1: a squared unit's x^2) can hold before it writes it: what
+** the units that held that dimension before it left (an erased unit's
 ** eraser's roundings, or its error where the ReLU clips; an in-place
-** where's operand, its whole error). */
-static double residue(const gc *g, int i) {
+** where's operand, its whole error), each charged with the error of the
+** dimension it had there, not of its others (a squared unit's x^2 error is
+** not its x's). */
+static double residue(const gc *g, int i, int k) {
   const unit *u = &g->u[i];
   double r = 0;
+  int d0 = u->dim + (u->sq ? k : 0), d1 = u->sq ? d0 + 1 : u->dim + usize(u);
   for (int j = 0; j < g->nu; j++) {
     const unit *v = &g->u[j];
     if (j == i || !v->used || v->kind < U_HEAD || v->dim < 0 || v->ready >= u->ready) continue;
-    if (v->dim >= u->dim + usize(u) || u->dim >= v->dim + usize(v)) continue;
+    if (v->dim >= d1 || d0 >= v->dim + usize(v)) continue;
     if (!v->done) return INFINITY; /* (fp32 proves in order of writing: not reached) */
-    double kap = v->kappa, a = fmax(v->ae[0], v->ae[1]);
-    double mx = unit_max(g, j), e;
-    if (u->alias == j) e = a + kap * ldexp(1, -24) * mx; /* its operand: all of it */
+    /* the dimensions of v that overlap [d0, d1): its x, its x^2, or both */
+    double a = 0, mx = 0, u24 = ldexp(1, -24);
+    for (int d = d0 > v->dim ? d0 : v->dim; d < d1 && d < v->dim + usize(v); d++) {
+      int c = v->sq && d > v->dim;
+      a = fmax(a, v->ae[c]);
+      mx = fmax(mx, col_max(g, j, c));
+    }
+    double kap = v->kappa, e, xe = a + kap * u24 * mx;
+    if (u->alias == j) e = xe; /* its operand: all of it */
+    else if (exact_erase(g) && !v->cat && v->erase < u->ready)
+      e = 0; /* -ReLU(x) + ReLU(-x): exactly -x, and nothing else there */
     else /* x - (x - lo) - lo: x's error cancels; what is left is the
          ** rounding of the partial results (none on exact integers: each
          ** at most the error before it, dev_grow's argument), or x's error
          ** where the ReLU clips (x = lo, off below) */
-      e = fmax(a, fmin(4 * ldexp(1, -24) * (mx + a), 4 * a)) + 2 * kap * ldexp(1, -24) * mx;
+      e = fmax(a, fmin(4 * u24 * (mx + a), 4 * a)) + 2 * kap * u24 * mx;
     r = fmax(r, e);
   }
   return r;
@@ -3224,7 +3344,16 @@ static int prove(gc *g, raspG_model *out, const view *ov, int p, unsigned char *
   int src[2 * MAXCOMPS + 4], ns, fail = -1, failsrc = 0, added = 0;
   out->attn_margin = out->mlp_margin = -1;
   out->attn_leak = 0;
-  g->od = raspM_alloc(sizeof(double) * (size_t)m->cfg.d_model);
+  g->od = raspM_alloc(sizeof(double) * (size_t)m->cfg.d_model * 3);
+  /* fp32 proof-driven: before any node is made categorical, the heads
+  ** whose leak puts an error on their values are sharpened (rescaling):
+  ** their errors are what every later rounding bound grows from */
+  int rescale = p == RASPG_FP32 && g->o->require_proof;
+  unsigned char *saved = NULL;
+  if (rescale) {
+    saved = raspM_alloc((size_t)g->ir->nnodes + 1);
+    memcpy(saved, force, (size_t)g->ir->nnodes + 1);
+  }
   /* fp32 goes in order of writing (ready), so that what a unit's
   ** dimensions held before it (residue) is proven before it; the smallest
   ** margins are named as in order of units (the lower one on a tie) */
@@ -3271,13 +3400,24 @@ static int prove(gc *g, raspG_model *out, const view *ov, int p, unsigned char *
       int ex = 1;
       ok = mlp_margin(g, m, u->layer, u->h0, u->h1, src, k, p, &mg, &nd, &ex, &ot);
       /* its dimensions' share of its hidden units' errors */
-      for (int r = u->dim; r < u->dim + usize(u); r++)
-        oe[u->sq && r > u->dim] = fmax(oe[u->sq && r > u->dim], g->od[r]);
+      /* and per dimension, the sizes and number of the terms its output
+      ** sum adds (mlp_margin) */
+      double ots[2] = {0, 0}, ons[2] = {0, 0};
+      const double *otd = g->od + m->cfg.d_model, *ond = otd + m->cfg.d_model;
+      for (int r = u->dim; r < u->dim + usize(u); r++) {
+        int c = u->sq && r > u->dim;
+        oe[c] = fmax(oe[c], g->od[r]);
+        ots[c] = fmax(ots[c], otd[r]);
+        ons[c] = fmax(ons[c], ond[r]);
+      }
       for (int a = 0; a < u->nvals && ex; a++) {
         double x = dval(u->vals[a]);
         ex = u->cat || (x == floor(x) && fabs(u->sq ? x * x : x) <= ldexp(1, prec_bits[p]));
       }
       if (ex) u->kappa = 0;
+      if (g->trace > 1) fprintf(stderr, "  h [%d,%d) oe %g %g ot %g ex %d od-dims:", u->h0, u->h1, oe[0], oe[1], ot, ex);
+      for (int r = 0; r < m->cfg.d_model && g->trace > 1; r++) if (g->od[r] > 0) fprintf(stderr, " %d:%g", r, g->od[r]);
+      if (g->trace > 1) fprintf(stderr, "\n");
       /* fp32: what its hidden units' errors move its value by (w_out
       ** integers: dev_grow over its hidden units' additions).  Where its
       ** hidden units' exact values are not integers (a decode of a width
@@ -3287,9 +3427,11 @@ static int prove(gc *g, raspG_model *out, const view *ov, int p, unsigned char *
       ** the final value (a step's two hidden units cancel): charged. */
       if (p == RASPG_FP32)
         for (int c = 0; c < 2; c++) {
-          double o = c && u->sq ? oe[1] : oe[0];
-          u->ae[c] = ex ? (o > 0 ? dev_grow(o, u->h1 - u->h0, ot + o) : 0)
-                        : o + (u->h1 - u->h0 + 1) * ldexp(1, -24) * (1 + ldexp(1, -20)) * (ot + o);
+          int cc = c && u->sq;
+          double o = oe[cc], T = ots[cc];
+          int k = (int)ons[cc];
+          u->ae[c] = ex ? (o > 0 ? dev_grow(o, k, T + o) : 0)
+                        : o + (k + 1) * ldexp(1, -24) * (1 + ldexp(1, -20)) * (T + o);
         }
       u->margin = mg < INFINITY ? mg : -1;
       u->need = nd;
@@ -3305,9 +3447,11 @@ static int prove(gc *g, raspG_model *out, const view *ov, int p, unsigned char *
     ** fp32 counts it, a sum on integers off by a little (dev_grow)) */
     if (p == RASPG_FP32) {
       fold_kappa(g, i);
-      double r = residue(g, i);
-      for (int k = 0; k < 2 && r > 0; k++) /* r + its value, rounded once */
-        u->ae[k] += r + fmin(u->ae[k] + r, ldexp(1, -24) * (col_max(g, i, k) + u->ae[k] + r));
+      for (int k = 0; k < 2; k++) { /* r + its value, rounded once */
+        double r = residue(g, i, k);
+        if (g->trace > 1) fprintf(stderr, "  ae[%d] before residue %g, residue %g\n", k, u->ae[k], r);
+        if (r > 0) u->ae[k] += r + fmin(u->ae[k] + r, ldexp(1, -24) * (col_max(g, i, k) + u->ae[k] + r));
+      }
       u->nzx = ok && nz_exact(g, i);
     }
     if (!ok && u->kind == U_MLP) u->why = "rounding can push a hidden unit across its hinge";
@@ -3315,8 +3459,24 @@ static int prove(gc *g, raspG_model *out, const view *ov, int p, unsigned char *
       ok = 0, u->why = "its values exceed fp16's largest number, 65504";
     out->checked++;
     u->proven = ok;
+    if (g->trace) {
+      char nb[96];
+      fprintf(stderr, "prove %-24s %s%s L%d ok=%d kappa=%g ae=[%g %g] nzx=%d margin=%g need=%g leak=%g%s%s\n",
+              unit_name(g, u, nb, sizeof nb), u->kind == U_HEAD ? "head" : "mlp ",
+              u->cat ? "" : u->sq ? "(x,x2)" : "(x)", u->layer, ok, u->kappa, u->ae[0], u->ae[1],
+              u->nzx, u->margin, u->need, u->leak, ok ? "" : " why: ", ok ? "" : u->why ? u->why : "?");
+    }
     if (!ok && p == RASPG_FP32 && !g->o->require_proof) { /* reported, not acted on: see above */
       if (!out->unproven++) unproven_note(g, out, u->node, u->why);
+      continue;
+    }
+    if (!ok && u->kind == U_HEAD && u->why == why_leak && p == RASPG_FP32 && u->node >= 0 &&
+        (force[u->node] >> 1) < FORCE_GAIN_MAX) {
+      /* rescaling: twice the gain halves every logit's share of the leak's
+      ** exponent, and moves nothing else the proof reads (the scores'
+      ** errors scale with them) */
+      force[u->node] += 2;
+      added++;
       continue;
     }
     if (!ok) {
@@ -3340,6 +3500,19 @@ static int prove(gc *g, raspG_model *out, const view *ov, int p, unsigned char *
     if (fail < 0) fail = ov->unit, failsrc = -1;
   }
   if (g->u[0].sq && p == RASPG_FP16 && unit_max(g, 0) > 65504) added += force_unit(g, 0, force);
+  if (rescale && (fail >= 0 || added)) {
+    int raised = 0;
+    for (int i = 0; i < g->nu; i++) {
+      const unit *u = &g->u[i];
+      if (!u->used || u->kind != U_HEAD || u->node < 0 || (saved[u->node] >> 1) >= FORCE_GAIN_MAX)
+        continue;
+      /* the leak's share of its error (head_margin): more than rounding's
+      ** smallest grain */
+      if (u->leak * unit_max(g, i) > ldexp(1, -60)) saved[u->node] += 2, raised++;
+    }
+    if (raised) memcpy(force, saved, (size_t)g->ir->nnodes + 1), added = raised;
+  }
+  raspM_free(saved);
   if (fail < 0 && !added) return 0;
   if (added) return 1;
   /* nothing left to make categorical: name the numerical unit that is
@@ -4058,6 +4231,8 @@ static int plan(gc *g, const rasp_ir *ir, const raspG_opts *o, const unsigned ch
   g->err = err;
   g->force = force;
   g->allcat = o->encoding == RASPG_ENC_CATEGORICAL;
+  const char *tr = getenv("RASP_COMPILE_TRACE");
+  g->trace = tr ? atoi(tr) : 0;
   int root = ir->outputs[0];
   unsigned char *live = raspM_alloc((size_t)ir->nnodes);
   raspI_live(ir, &root, 1, live);
@@ -4359,7 +4534,7 @@ static int compile_once(const rasp_ir *ir, const raspG_opts *o, unsigned char *f
       if (!u->used || u->kind != U_HEAD || u->layer != l) continue;
       size_t off = (size_t)hh * d * dh;
       write_head(g, u, wq + off, wk + off, wv + off, wo + (size_t)hh * dh * d, d, dh,
-                 out->score_scale);
+                 out->score_scale * head_gain(g, u));
       u->hslot = hh++;
     }
     wctx w = {g, d, dmlp, dh, T_("mlp.w_in"), T_("mlp.b_in"), T_("mlp.w_out"), 0};
@@ -4444,7 +4619,7 @@ static int compile_once(const rasp_ir *ir, const raspG_opts *o, unsigned char *f
     raspG_free(out);
     return pr > 0 ? 2 : 0;
   }
-  for (int i = 0; i <= ir->nnodes; i++) out->fallbacks += force[i];
+  for (int i = 0; i <= ir->nnodes; i++) out->fallbacks += force[i] & FORCE_CAT;
   for (int i = 0; i < g->nu; i++) {
     const unit *u = &g->u[i];
     if (!u->used || u->kind != U_HEAD || !u->move) continue;
