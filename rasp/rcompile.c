@@ -280,6 +280,7 @@ typedef struct gc {
                       set's, so a map's are known), for raspF_move */
   int kdone;
   struct cbs *cb;  /* while the composed noise bound runs: its errors */
+  int od_combo;    /* active_od ran for the last mlp_margin (od + 3D, + 4D hold its sums) */
   double *od;      /* prove, fp32: per residual dimension, what an MLP unit's
                       hidden units' errors move it by */
 } gc;
@@ -2963,52 +2964,131 @@ static void zscan(const zsrc *s, int k, int ns, double base, double tiny, double
   for (int i = 0; i < s[k].n; i++) zscan(s, k + 1, ns, base + s[k].z[i], tiny, mn, mx);
 }
 
+/* fp32: the error of unit uid's dimension k (as uid's stored dimensions
+** count) at its value a: its absolute error (none at a nonzero value of a
+** unit exact there, nz_exact) and its relative one. */
+static double dim_err(const gc *g, int uid, int a, int k) {
+  const unit *s = &g->u[uid];
+  double x = s->cat ? 0 : dval(s->vals[a]), v = s->cat ? (k == a) : k ? x * x : x;
+  double e = s->nzx && v != 0 ? 0 : s->ae[s->sq && k == 1];
+  return e + s->kappa * ldexp(1, -24) * fabs(v);
+}
+
 /* fp32: g->od (what the hidden units [h0, h1), errors eh, move each output
-** by), summed per combination of source values over the hidden units at or
-** above their hinge only: one below it by more than its error outputs an
-** exact 0 (mlp_margin proves every unit's error below its distance from
-** the hinge).  The sum over all of them where the combinations are too
-** many to enumerate. */
+** by), the largest over the combinations of source values, two bounds
+** each and the smaller kept:
+**   the sum over the hidden units at or above their hinge of |w_out|
+**   times their error (one below it by more than its error outputs an
+**   exact 0: mlp_margin proves every unit's error below its distance from
+**   the hinge), twice for a w_out that is not a power of two;
+**   where the units on each side of their hinges are known, the MLP is an
+**   affine map there, so the sources' errors reach output o through W_eff
+**   = sum over the units above their hinge of w_in[r][h] w_out[h][o],
+**   whose terms cancel where two units read one input alike (a step's
+**   pair, a where's branch and its eraser): sum_r |W_eff[r][o]| times the
+**   error of dimension r, plus each unit's own rounding rh (its error
+**   less what its inputs' errors bring) times |w_out|, w_out's product
+**   rounding (u |w_out| hm, none for a power of two), and a unit exactly
+**   on its hinge, |w_out| eh (it passes some of its error on).
+** The sum over all of them where the combinations are too many. */
 static void active_od(gc *g, const float *wi, const float *bi, const float *wo, int F, int D,
-                     int h0, int h1, const int *src, int ns, int has_one, const double *eh) {
+                     int h0, int h1, const int *src, int ns, int has_one, const double *eh,
+                     const double *rh, const double *hm) {
   int nh = h1 - h0;
   double combos = 1;
   for (int k = 0; k < ns; k++) combos *= g->u[src[k]].nvals ? g->u[src[k]].nvals : 1;
   if (nh <= 0 || combos * nh * (ns + 1) > 3e7) return;
   int *off = raspM_alloc(sizeof(int) * (size_t)(ns + 1) * 2), *ix = off + ns + 1, tot = 0;
   for (int k = 0; k < ns; k++) off[k] = tot, tot += g->u[src[k]].nvals;
-  double *C = raspM_alloc(sizeof(double) * ((size_t)tot * nh + (size_t)nh * 2 + (size_t)D));
-  double *base = C + (size_t)tot * nh, *z = base + nh, *cur = z + nh, t, wre;
+  /* the output dimensions, the input dimensions (per source: its
+  ** dimensions in order) */
+  int *outs = raspM_alloc(sizeof(int) * (size_t)(D + 1)), no = 0, ni = 0;
+  for (int o = 0; o < D; o++)
+    for (int h = h0; h < h1; h++)
+      if (wo[(size_t)h * D + o] != 0) {
+        outs[no++] = o;
+        break;
+      }
+  for (int k = 0; k < ns; k++) ni += usize(&g->u[src[k]]);
+  int affine = combos * (double)no * ni * nh <= 3e7;
+  double *C = raspM_alloc(sizeof(double) * ((size_t)tot * nh + (size_t)nh * 2 + (size_t)D * 2 +
+                                             (size_t)ni + 1));
+  double *base = C + (size_t)tot * nh, *z = base + nh, *cur = z + nh, *cur2 = cur + D,
+         *ein = cur2 + D, t, wre;
   for (int h = h0; h < h1; h++) {
     base[h - h0] = (double)bi[h] + (has_one ? 0.0f : wi[(size_t)1 * F + h]);
     for (int k = 0; k < ns; k++)
       for (int a = 0; a < g->u[src[k]].nvals; a++)
         C[(size_t)(off[k] + a) * nh + h - h0] = uv_dot(g, src[k], a, wi, F, h, RASPG_FP32, &t, &wre);
   }
-  /* each hidden unit's outputs, with the factor of its product's rounding */
-  double *od = g->od;
+  double *od = g->od, *oint = od + 3 * D, *ogen = oint + D;
   memset(od, 0, sizeof(double) * (size_t)D);
+  g->od_combo = 1;
   for (int k = 0; k < ns; k++) ix[k] = 0;
   for (;;) {
     for (int h = 0; h < nh; h++) {
       z[h] = base[h];
       for (int k = 0; k < ns; k++) z[h] += C[(size_t)(off[k] + ix[k]) * nh + h];
     }
-    for (int o = 0; o < D; o++) cur[o] = 0;
+    for (int o = 0; o < D; o++) cur[o] = cur2[o] = 0;
     for (int h = 0; h < nh; h++) {
-      if (z[h] < -1e-9 * (1 + fabs(base[h]))) continue; /* off, exactly */
-      for (int o = 0; o < D; o++) {
+      double tiny = 1e-9 * (1 + fabs(base[h]));
+      if (z[h] < -tiny) continue; /* off, exactly */
+      int hinge = z[h] <= tiny;
+      for (int i = 0; i < no; i++) {
+        int o = outs[i], e2;
         double w = fabs((double)wo[(size_t)(h0 + h) * D + o]);
-        int e2;
-        if (w != 0) cur[o] += w * eh[h] * (frexp(w, &e2) == 0.5 ? 1 : 2 + ldexp(1, -22));
+        if (w == 0) continue;
+        int p2 = frexp(w, &e2) == 0.5;
+        cur[o] += w * eh[h] * (p2 ? 1 : 2 + ldexp(1, -22));
+        if (affine)
+          cur2[o] += hinge ? w * eh[h] * (p2 ? 1 : 2 + ldexp(1, -22))
+                           : w * rh[h] + (p2 ? 0 : ldexp(1, -24) * w * (hm[h] + eh[h]));
+      }
+    }
+    if (affine) {
+      int r = 0;
+      for (int k = 0; k < ns; k++)
+        for (int c = 0; c < usize(&g->u[src[k]]); c++) ein[r++] = dim_err(g, src[k], ix[k], c);
+      for (int i = 0; i < no; i++) {
+        int o = outs[i];
+        double prop = 0;
+        r = 0;
+        for (int k = 0; k < ns; k++)
+          for (int c = 0; c < usize(&g->u[src[k]]); c++, r++) {
+            if (!(ein[r] > 0)) continue;
+            double weff = 0;
+            size_t row = (size_t)(g->u[src[k]].dim + c) * F;
+            for (int h = 0; h < nh; h++)
+              if (z[h] > 1e-9 * (1 + fabs(base[h])))
+                weff += (double)wi[row + h0 + h] * wo[(size_t)(h0 + h) * D + o];
+            prop += fabs(weff) * ein[r];
+          }
+        cur[o] = fmin(cur[o], cur2[o] + prop * (1 + ldexp(1, -20)));
       }
     }
     for (int o = 0; o < D; o++) od[o] = fmax(od[o], cur[o]);
+    /* the output sum's own rounding, over the units that are not 0 here
+    ** (k terms of sizes T): integers off by a little (dev_grow), or up to
+    ** u times a partial sum per addition and product */
+    for (int i = 0; i < no; i++) {
+      int o = outs[i], kc = 0;
+      double Tc = 0;
+      for (int h = 0; h < nh; h++) {
+        double w = fabs((double)wo[(size_t)(h0 + h) * D + o]);
+        if (w == 0 || z[h] < -1e-9 * (1 + fabs(base[h]))) continue;
+        kc++, Tc += w * (hm[h] + eh[h]);
+      }
+      double v = cur[o];
+      oint[o] = fmax(oint[o], v > 0 ? dev_grow(v, kc, Tc + v) : 0);
+      ogen[o] = fmax(ogen[o], v + (kc + 1) * ldexp(1, -24) * (1 + ldexp(1, -20)) * (Tc + v));
+    }
     int k = 0;
     while (k < ns && ++ix[k] >= g->u[src[k]].nvals) ix[k++] = 0;
     if (k == ns) break;
   }
   raspM_free(C);
+  raspM_free(outs);
   raspM_free(off);
 }
 
@@ -3037,8 +3117,13 @@ static int mlp_margin(gc *g, rasp_model *m, int l, int h0, int h1, const int *sr
   zsrc *zs = raspM_alloc(sizeof(zsrc) * (size_t)(ns + 1));
   double *od = g->od; /* per output: sum |w_out| err */
   double *otd = od + D, *ond = otd + D; /* per output: sum |w_out| max|h|, nonzero terms */
-  memset(od, 0, sizeof(double) * (size_t)D * 3);
-  double *eh = raspM_alloc(sizeof(double) * (size_t)(h1 - h0 + 1)); /* per hidden: err */
+  memset(od, 0, sizeof(double) * (size_t)D * 5);
+  g->od_combo = 0;
+  /* per hidden unit: its error where it can be on, the share of that
+  ** which is its own rounding (what its inputs' errors do not bring), and
+  ** its largest magnitude (active_od) */
+  double *eh = raspM_alloc(sizeof(double) * (size_t)(h1 - h0 + 1) * 3), *rh = eh + (h1 - h0 + 1),
+         *hm = rh + (h1 - h0 + 1);
   for (int h = h0; h < h1; h++) {
     float w1 = has_one ? 0.0f : wi[(size_t)1 * F + h];
     double base = (double)bi[h] + w1, T = fabs((double)bi[h]) + fabs((double)w1), err = 0,
@@ -3051,7 +3136,7 @@ static int mlp_margin(gc *g, rasp_model *m, int l, int h0, int h1, const int *sr
     /* ain and aon split as aerr_split does, for dev_grow_z: the terms
     ** with exact value 0, the others, and how many of those (the bias and
     ** ONE's weight among them) */
-    double inz = 0, innz = 0, aonz = 0, aonnz = 0;
+    double inz = 0, innz = 0, aonz = 0, aonnz = 0, alin = 0;
     int mterm = 2;
     for (int r = 1; r < D; r++) nnz += wi[(size_t)r * F + h] != 0;
     /* the largest pre-activation per source (zk) and in all (ztop): with
@@ -3070,7 +3155,7 @@ static int mlp_margin(gc *g, rasp_model *m, int l, int h0, int h1, const int *sr
     }
     for (int k = 0; k < ns; k++) {
       const unit *s = &g->u[src[k]];
-      double tmax = 0, t, wre, emax = 0, va = 0, von = 0, vz = 0, vnz = 0, onz = 0, onnz = 0;
+      double tmax = 0, t, wre, emax = 0, va = 0, von = 0, vz = 0, vnz = 0, onz = 0, onnz = 0, vlin = 0;
       int vm = 0;
       double *z = raspM_alloc(sizeof(double) * (size_t)(s->nvals ? s->nvals : 1));
       for (int a = 0; a < s->nvals; a++) {
@@ -3083,12 +3168,16 @@ static int mlp_margin(gc *g, rasp_model *m, int l, int h0, int h1, const int *sr
         aerr_split(g, src[k], a, wi, F, h, &ez, &enz, &em);
         va = fmax(va, e);
         vz = fmax(vz, ez), vnz = fmax(vnz, enz), vm = em > vm ? em : vm;
-        if (!(ztop - zk[k] + z[a] < -1e-6 * (1 + tt)))
-          von = fmax(von, e), onz = fmax(onz, ez), onnz = fmax(onnz, enz);
+        if (!(ztop - zk[k] + z[a] < -1e-6 * (1 + tt))) {
+          double lin = 0;
+          for (int c = 0; c < usize(s); c++)
+            lin += fabs((double)wi[(size_t)(s->dim + c) * F + h]) * dim_err(g, src[k], a, c);
+          von = fmax(von, e), onz = fmax(onz, ez), onnz = fmax(onnz, enz), vlin = fmax(vlin, lin);
+        }
       }
       ain += va;
       aon += von;
-      inz += vz, innz += vnz, mterm += vm, aonz += onz, aonnz += onnz;
+      inz += vz, innz += vnz, mterm += vm, aonz += onz, aonnz += onnz, alin += vlin;
       hex = hex && int_weights(g, src[k], wi, F, h, 0);
       int n = s->nvals;
       qsort(z, (size_t)n, sizeof *z, cmp_dbl);
@@ -3140,10 +3229,12 @@ static int mlp_margin(gc *g, rasp_model *m, int l, int h0, int h1, const int *sr
     if (2 * err > *nd) *nd = 2 * err;
     if (!(2 * err < mn) || (p == RASPG_FP16 && T > 65504)) ok = 0;
     eh[h - h0] = eon;
+    rh[h - h0] = fmax(0, eon - alin);
+    hm[h - h0] = mx;
   }
   if (outsum > lim) *exact = 0;
   *otot = outsum;
-  if (p == RASPG_FP32 && ok) active_od(g, wi, bi, wo, F, D, h0, h1, src, ns, has_one, eh);
+  if (p == RASPG_FP32 && ok) active_od(g, wi, bi, wo, F, D, h0, h1, src, ns, has_one, eh, rh, hm);
   raspM_free(eh);
   raspM_free(zs);
   return ok;
@@ -3344,7 +3435,7 @@ static int prove(gc *g, raspG_model *out, const view *ov, int p, unsigned char *
   int src[2 * MAXCOMPS + 4], ns, fail = -1, failsrc = 0, added = 0;
   out->attn_margin = out->mlp_margin = -1;
   out->attn_leak = 0;
-  g->od = raspM_alloc(sizeof(double) * (size_t)m->cfg.d_model * 3);
+  g->od = raspM_alloc(sizeof(double) * (size_t)m->cfg.d_model * 5);
   /* fp32 proof-driven: before any node is made categorical, the heads
   ** whose leak puts an error on their values are sharpened (rescaling):
   ** their errors are what every later rounding bound grows from */
@@ -3402,13 +3493,16 @@ static int prove(gc *g, raspG_model *out, const view *ov, int p, unsigned char *
       /* its dimensions' share of its hidden units' errors */
       /* and per dimension, the sizes and number of the terms its output
       ** sum adds (mlp_margin) */
-      double ots[2] = {0, 0}, ons[2] = {0, 0};
-      const double *otd = g->od + m->cfg.d_model, *ond = otd + m->cfg.d_model;
+      double ots[2] = {0, 0}, ons[2] = {0, 0}, oi[2] = {0, 0}, og[2] = {0, 0};
+      const double *otd = g->od + m->cfg.d_model, *ond = otd + m->cfg.d_model,
+                   *oint = ond + m->cfg.d_model, *ogen = oint + m->cfg.d_model;
       for (int r = u->dim; r < u->dim + usize(u); r++) {
         int c = u->sq && r > u->dim;
         oe[c] = fmax(oe[c], g->od[r]);
         ots[c] = fmax(ots[c], otd[r]);
         ons[c] = fmax(ons[c], ond[r]);
+        oi[c] = fmax(oi[c], oint[r]);
+        og[c] = fmax(og[c], ogen[r]);
       }
       for (int a = 0; a < u->nvals && ex; a++) {
         double x = dval(u->vals[a]);
@@ -3432,6 +3526,9 @@ static int prove(gc *g, raspG_model *out, const view *ov, int p, unsigned char *
           int k = (int)ons[cc];
           u->ae[c] = ex ? (o > 0 ? dev_grow(o, k, T + o) : 0)
                         : o + (k + 1) * ldexp(1, -24) * (1 + ldexp(1, -20)) * (T + o);
+          /* per combination of source values (active_od), the same over
+          ** the units that are not 0 there */
+          if (g->od_combo) u->ae[c] = fmin(u->ae[c], ex ? oi[cc] : og[cc]);
         }
       u->margin = mg < INFINITY ? mg : -1;
       u->need = nd;
@@ -3506,9 +3603,10 @@ static int prove(gc *g, raspG_model *out, const view *ov, int p, unsigned char *
       const unit *u = &g->u[i];
       if (!u->used || u->kind != U_HEAD || u->node < 0 || (saved[u->node] >> 1) >= FORCE_GAIN_MAX)
         continue;
-      /* the leak's share of its error (head_margin): more than rounding's
-      ** smallest grain */
-      if (u->leak * unit_max(g, i) > ldexp(1, -60)) saved[u->node] += 2, raised++;
+      /* the leak's share of its error (head_margin) more than rounding's
+      ** smallest grain, or not bounded (a head reading what was not
+      ** proven): every such head at once, so that one gain serves all */
+      if (!u->proven || !(u->leak * unit_max(g, i) <= ldexp(1, -60))) saved[u->node] += 2, raised++;
     }
     if (raised) memcpy(force, saved, (size_t)g->ir->nnodes + 1), added = raised;
   }
@@ -4105,6 +4203,8 @@ static char *layout_json(gc *g, const raspG_model *m, int root, const view *ov) 
     ** whether the premise (one value at the selected keys) is proven */
     if (u->kind == U_HEAD && u->move)
       sb_printf(&b, ", \"move\": \"%s\"", u->move == RASPF_MOVE_PROVEN ? "proven" : "assumed");
+    /* a head the proof sharpened: its scores' factor beyond score_scale */
+    if (u->kind == U_HEAD && head_gain(g, u) != 1) sb_printf(&b, ", \"gain\": %g", head_gain(g, u));
     /* fp32, an integer unit proven: how far from its integers its
     ** dimensions (x and x^2) can be when it is written */
     if (u->kind >= U_HEAD && m->precision == RASPG_FP32 && u->kappa == 0 && u->proven &&
@@ -4620,6 +4720,13 @@ static int compile_once(const rasp_ir *ir, const raspG_opts *o, unsigned char *f
     return pr > 0 ? 2 : 0;
   }
   for (int i = 0; i <= ir->nnodes; i++) out->fallbacks += force[i] & FORCE_CAT;
+  out->gain_max = 1;
+  for (int i = 0; i < g->nu; i++) {
+    const unit *u = &g->u[i];
+    if (!u->used || u->kind != U_HEAD || head_gain(g, u) == 1) continue;
+    out->sharpened++;
+    out->gain_max = fmax(out->gain_max, head_gain(g, u));
+  }
   for (int i = 0; i < g->nu; i++) {
     const unit *u = &g->u[i];
     if (!u->used || u->kind != U_HEAD || !u->move) continue;
@@ -5141,6 +5248,10 @@ void raspG_print_stats(const raspG_model *g, FILE *out) {
     fprintf(out, "moves: %d head%s move%s one selected number where the program averages; the "
             "program proves the selected values equal at every one\n",
             g->moves, g->moves == 1 ? "" : "s", g->moves == 1 ? "s" : "");
+  if (g->sharpened)
+    fprintf(out, "sharpened: %d head%s scaled by up to %g beyond the model's score scale, where "
+            "the weight leaking past the selected keys kept a unit from being proven\n",
+            g->sharpened, g->sharpened == 1 ? "" : "s", g->gain_max);
   if (g->precision == RASPG_FP32 && !g->fallbacks)
   {
     /* a count, not a verdict: fp32 keeps the size rule, so a unit the bound

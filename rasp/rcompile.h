@@ -114,6 +114,10 @@ typedef struct raspG_model {
                               many of them rest on an assumed premise: every
                               proof above holds on inputs that keep it */
   char moves_at[192];      /* the first assumed move's node and location */
+  int sharpened;           /* heads whose scores the proof scaled beyond
+                              score_scale (require_proof: their leak kept
+                              a unit from being proven), and the largest */
+  double gain_max;         /* such factor (a power of two; 1 when none) */
   struct raspG_fast *fast; /* private: the sparse weights raspG_run uses */
 } raspG_model;
 

@@ -547,7 +547,7 @@ static void noise_check(const char *src, const char *const *vocab, int nvocab, i
 /* Loads, traces and compiles (fp32, attention gain `gain`) the path-star
 ** program rel (relative to top_srcdir) at D, M, V, for every token id of
 ** the task; returns those ids, to be freed after g. */
-static int64_t *task_compile(const char *rel, int D, int M, int V, double gain,
+static int64_t *task_compile(const char *rel, int D, int M, int V, double gain, int proof,
                              rasp_program *prog, rasp_ptrace *tr, raspG_model *g) {
   const char *top = getenv("top_srcdir");
   char path[1024], lib[1024];
@@ -561,7 +561,7 @@ static int64_t *task_compile(const char *rel, int D, int M, int V, double gain,
   int nids = raspT_vocab_size(&tr->opts) - 1;
   int64_t *ids = malloc(sizeof(int64_t) * (size_t)nids);
   for (int i = 0; i < nids; i++) ids[i] = i + 1;
-  raspG_opts o = {ids, nids, rasp_vocab_size(tr->ctx), NULL, 0, RASPG_FP32, RASPG_ENC_AUTO, gain, RASPG_MOVES_ASSUME, 0};
+  raspG_opts o = {ids, nids, rasp_vocab_size(tr->ctx), NULL, 0, RASPG_FP32, RASPG_ENC_AUTO, gain, RASPG_MOVES_ASSUME, proof};
   ck_assert_msg(raspG_compile(rasp_ctx_ir(tr->ctx), &o, g, &err), "%s", err.msg);
   return ids;
 }
@@ -572,7 +572,7 @@ static void noise_check_task(const char *rel, int D, int M, int V, int trials) {
   rasp_program prog;
   rasp_ptrace tr;
   raspG_model g;
-  int64_t *ids = task_compile(rel, D, M, V, 1, &prog, &tr, &g);
+  int64_t *ids = task_compile(rel, D, M, V, 1, 0, &prog, &tr, &g);
   rasp_ir *ir = rasp_ctx_ir(tr.ctx);
   int n = ir->n;
   double eps, dev0;
@@ -837,12 +837,12 @@ END_TEST
 ** wheres (each reader charged what its sources' deviations become); and
 ** at gain 4, where the leak is below float32's subnormals (the deviations
 ** then carry expf's subnormal ulp per key). */
-static void dev_task(const char *rel, int V, int trials, double gain, int unproven) {
+static void dev_task(const char *rel, int V, int trials, double gain, int proof, int unproven) {
   rasp_error err = {0};
   rasp_program prog;
   rasp_ptrace tr;
   raspG_model g;
-  int64_t *ids = task_compile(rel, 5, 5, V, gain, &prog, &tr, &g);
+  int64_t *ids = task_compile(rel, 5, 5, V, gain, proof, &prog, &tr, &g);
   int n = rasp_ctx_ir(tr.ctx)->n;
   devunit *u = malloc(sizeof(devunit) * 512);
   int nu = dev_units(&g, u, 512), d = g.model.cfg.d_model, nl = g.model.cfg.n_layers, nzx = 0;
@@ -886,16 +886,23 @@ static void dev_task(const char *rel, int V, int trials, double gain, int unprov
 }
 
 START_TEST(test_deviation_task) {
-  dev_task("programs/readout1_back_target.rasp", 100, 100, 1, -1);
-  dev_task("programs/readout6_causal.rasp", 100, 50, 1, -1);
-  dev_task("programs/decoder4_log_meet.rasp", 100, 50, 1, -1);
+  dev_task("programs/readout1_back_target.rasp", 100, 100, 1, 0, -1);
+  dev_task("programs/readout6_causal.rasp", 100, 50, 1, 0, -1);
+  dev_task("programs/decoder4_log_meet.rasp", 100, 50, 1, 0, -1);
   /* gain 4: steep 0/1 tests, every unit exact at its nonzero values,
   ** and readout1 proven whole (doc/compiler.md, "Exact where nonzero") */
-  dev_task("programs/readout1_back_target.rasp", 100, 100, 4, 0);
+  dev_task("programs/readout1_back_target.rasp", 100, 100, 4, 0, 0);
   /* gain 1: decoder2 and decoder5 proven whole, their readouts pair by
   ** pair (a squared readout's x^2 error moves no logit difference) */
-  dev_task("programs/decoder2_backward_targets.rasp", 100, 50, 1, 0);
-  dev_task("programs/decoder5_arms_constant.rasp", 100, 50, 1, 0);
+  dev_task("programs/decoder2_backward_targets.rasp", 100, 50, 1, 0, 0);
+  dev_task("programs/decoder5_arms_constant.rasp", 100, 50, 1, 0, 0);
+  /* proof-driven fp32 (--require-proof): sharpened heads, steep tests,
+  ** exact erasers; readout1, readout3 and decoder1 proven whole at their
+  ** default sizes (doc/compiler.md, "Proof-driven fp32"), every unit held
+  ** to its deviation and every output to the interpreter */
+  dev_task("programs/readout1_back_target.rasp", 100, 100, 1, 1, 0);
+  dev_task("programs/readout3_forward_start.rasp", 100, 50, 1, 1, 0);
+  dev_task("programs/decoder1_back_target.rasp", 100, 50, 1, 1, 0);
 }
 END_TEST
 
