@@ -243,6 +243,8 @@ typedef struct unit {
   double leak, spread; /* head_margin's: weight past the selected keys, and
                           the spread of their scores (logits) */
   double leak0;    /* head_margin's: weight past BOS at the BOS query */
+  int ainplace;    /* fp32: in place, its operand's error counted in its
+                      MLP's affine bound (active_od), not again as residue */
   int nzx;         /* fp32: exact wherever a dimension's value is nonzero,
                       ae bounding it only where the value is 0 (nz_exact) */
   int move;        /* a head that moves one selected number where the
@@ -280,7 +282,9 @@ typedef struct gc {
                       set's, so a map's are known), for raspF_move */
   int kdone;
   struct cbs *cb;  /* while the composed noise bound runs: its errors */
-  int od_combo;    /* active_od ran for the last mlp_margin (od + 3D, + 4D hold its sums) */
+  int od_combo;    /* active_od ran for the last mlp_margin (od + 3D, + 4D hold its sums);
+                      2: its affine bound, for every combination */
+  int inplace;     /* the unit mlp_margin proves updates its operand in place */
   double *od;      /* prove, fp32: per residual dimension, what an MLP unit's
                       hidden units' errors move it by */
 } gc;
@@ -2998,23 +3002,70 @@ static void active_od(gc *g, const float *wi, const float *bi, const float *wo, 
   double combos = 1;
   for (int k = 0; k < ns; k++) combos *= g->u[src[k]].nvals ? g->u[src[k]].nvals : 1;
   if (nh <= 0 || combos * nh * (ns + 1) > 3e7) return;
-  int *off = raspM_alloc(sizeof(int) * (size_t)(ns + 1) * 2), *ix = off + ns + 1, tot = 0;
-  for (int k = 0; k < ns; k++) off[k] = tot, tot += g->u[src[k]].nvals;
-  /* the output dimensions, the input dimensions (per source: its
-  ** dimensions in order) */
-  int *outs = raspM_alloc(sizeof(int) * (size_t)(D + 1)), no = 0, ni = 0;
+  int *off = raspM_alloc(sizeof(int) * (size_t)(ns + 1) * 2), *ix = off + ns + 1, tot = 0, ni = 0;
+  for (int k = 0; k < ns; k++) off[k] = tot, tot += g->u[src[k]].nvals, ni += usize(&g->u[src[k]]);
+  /* the output dimensions (slots), and per hidden unit its nonzero w_out
+  ** (slot, weight) and w_in over the sources' dimensions (input, weight) */
+  int *oslot = raspM_alloc(sizeof(int) * (size_t)D), no = 0;
+  for (int o = 0; o < D; o++) oslot[o] = -1;
+  int *ost = raspM_alloc(sizeof(int) * (size_t)(nh + 1) * 2), *ist = ost + nh + 1;
+  size_t nout = 0, nin = 0;
+  for (int h = 0; h < nh; h++)
+    for (int o = 0; o < D; o++) nout += wo[(size_t)(h0 + h) * D + o] != 0;
+  int *rdim = raspM_alloc(sizeof(int) * (size_t)(ni + 1) * 3), *rsrc = rdim + ni + 1,
+      *rcol = rsrc + ni + 1;
+  for (int k = 0, r = 0; k < ns; k++)
+    for (int c = 0; c < usize(&g->u[src[k]]); c++, r++)
+      rdim[r] = g->u[src[k]].dim + c, rsrc[r] = k, rcol[r] = c;
+  for (int h = 0; h < nh; h++)
+    for (int r = 0; r < ni; r++) nin += wi[(size_t)rdim[r] * F + h0 + h] != 0;
+  int *oi = raspM_alloc(sizeof(int) * (nout + nin + 1)), *ii = oi + nout;
+  double *ow = raspM_alloc(sizeof(double) * (nout + nin + 1)), *iw = ow + nout;
+  size_t q = 0, q2 = 0;
+  double work = 0;
+  for (int h = 0; h < nh; h++) {
+    ost[h] = (int)q, ist[h] = (int)q2;
+    for (int o = 0; o < D; o++) {
+      float w = wo[(size_t)(h0 + h) * D + o];
+      if (w == 0) continue;
+      if (oslot[o] < 0) oslot[o] = no++;
+      oi[q] = oslot[o], ow[q++] = w;
+    }
+    for (int r = 0; r < ni; r++) {
+      float w = wi[(size_t)rdim[r] * F + h0 + h];
+      if (w != 0) ii[q2] = r, iw[q2++] = w;
+    }
+    work += (double)(q - (size_t)ost[h]) * (double)(q2 - (size_t)ist[h]);
+  }
+  ost[nh] = (int)q, ist[nh] = (int)q2;
+  int *slot_o = raspM_alloc(sizeof(int) * (size_t)(no + 1) * 2), *inr = slot_o + no + 1;
   for (int o = 0; o < D; o++)
-    for (int h = h0; h < h1; h++)
-      if (wo[(size_t)h * D + o] != 0) {
-        outs[no++] = o;
-        break;
-      }
-  for (int k = 0; k < ns; k++) ni += usize(&g->u[src[k]]);
-  int affine = combos * (double)no * ni * nh <= 3e7;
-  double *C = raspM_alloc(sizeof(double) * ((size_t)tot * nh + (size_t)nh * 2 + (size_t)D * 2 +
+    if (oslot[o] >= 0) slot_o[oslot[o]] = o;
+  /* in place: the output slot that is also a source dimension (the
+  ** operand y the residual still holds) */
+  for (int s2 = 0; s2 < no; s2++) {
+    inr[s2] = -1;
+    for (int r = 0; r < ni && g->inplace; r++)
+      if (rdim[r] == slot_o[s2]) inr[s2] = r;
+  }
+  /* the affine bound where its accumulator fits and the work is bounded */
+  int affine = (double)ni * no <= 4e6 && combos * (work + no + ni) <= 1e8;
+  if (affine) g->od_combo = 2;
+  double *C = raspM_alloc(sizeof(double) * ((size_t)tot * nh + (size_t)nh * 2 + (size_t)no * 6 +
                                              (size_t)ni + 1));
-  double *base = C + (size_t)tot * nh, *z = base + nh, *cur = z + nh, *cur2 = cur + D,
-         *ein = cur2 + D, t, wre;
+  double *base = C + (size_t)tot * nh, *z = base + nh, *cur = z + nh, *cur2 = cur + no,
+         *Tc = cur2 + no, *prop = Tc + no, *kc = prop + no, *tch = kc + no, *ein = tch + no, t, wre;
+  double *acc = affine ? raspM_alloc(sizeof(double) * (size_t)ni * (size_t)no + 1) : NULL;
+  int *al = affine ? raspM_alloc(sizeof(int) * ((size_t)ni * (size_t)no + 1)) : NULL, nal;
+  if (acc) memset(acc, 0, sizeof(double) * (size_t)ni * (size_t)no);
+  /* per output: its hinge units and their w_out entries (HINGES at most),
+  ** the buckets of acc's rows, and per input a mark and a value */
+  enum { HINGES = 4 };
+  int *nhg = raspM_alloc(sizeof(int) * ((size_t)no * (2 * HINGES + 4) + (size_t)ni * 2 + (size_t)(ni * no) + 2));
+  int *hg = nhg + no, *hge = hg + (size_t)no * HINGES, *bst = hge + (size_t)no * HINGES,
+      *bfill = bst + no + 1, *rmark = bfill + no + 1, *rows = rmark + ni, *brow = rows + ni;
+  double *rv = raspM_alloc(sizeof(double) * ((size_t)ni + 1));
+  memset(rmark, 0, sizeof(int) * (size_t)ni);
   for (int h = h0; h < h1; h++) {
     base[h - h0] = (double)bi[h] + (has_one ? 0.0f : wi[(size_t)1 * F + h]);
     for (int k = 0; k < ns; k++)
@@ -3023,72 +3074,123 @@ static void active_od(gc *g, const float *wi, const float *bi, const float *wo, 
   }
   double *od = g->od, *oint = od + 3 * D, *ogen = oint + D;
   memset(od, 0, sizeof(double) * (size_t)D);
-  g->od_combo = 1;
+  g->od_combo = affine ? 2 : 1;
   for (int k = 0; k < ns; k++) ix[k] = 0;
   for (;;) {
+    for (int s2 = 0; s2 < no; s2++) cur[s2] = cur2[s2] = Tc[s2] = prop[s2] = kc[s2] = tch[s2] = 0;
+    if (affine) memset(nhg, 0, sizeof(int) * (size_t)no);
+    nal = 0;
     for (int h = 0; h < nh; h++) {
       z[h] = base[h];
       for (int k = 0; k < ns; k++) z[h] += C[(size_t)(off[k] + ix[k]) * nh + h];
-    }
-    for (int o = 0; o < D; o++) cur[o] = cur2[o] = 0;
-    for (int h = 0; h < nh; h++) {
       double tiny = 1e-9 * (1 + fabs(base[h]));
       if (z[h] < -tiny) continue; /* off, exactly */
       int hinge = z[h] <= tiny;
-      for (int i = 0; i < no; i++) {
-        int o = outs[i], e2;
-        double w = fabs((double)wo[(size_t)(h0 + h) * D + o]);
-        if (w == 0) continue;
+      for (int e = ost[h]; e < ost[h + 1]; e++) {
+        int s2 = oi[e], e2;
+        double w = fabs(ow[e]);
         int p2 = frexp(w, &e2) == 0.5;
-        cur[o] += w * eh[h] * (p2 ? 1 : 2 + ldexp(1, -22));
-        if (affine)
-          cur2[o] += hinge ? w * eh[h] * (p2 ? 1 : 2 + ldexp(1, -22))
-                           : w * rh[h] + (p2 ? 0 : ldexp(1, -24) * w * (hm[h] + eh[h]));
+        double full = w * eh[h] * (p2 ? 1 : 2 + ldexp(1, -22));
+        cur[s2] += full;
+        kc[s2]++, Tc[s2] += w * (hm[h] + eh[h]), tch[s2] = 1;
+        /* a unit on its hinge outputs ReLU(its error): a share s in [0, 1]
+        ** of what its inputs' errors bring, plus its rounding; up to
+        ** HINGES of them per output go through the affine bound with s at
+        ** 0 or 1 (the bound is convex in each s), more are charged whole */
+        if (hinge && (!affine || nhg[s2] >= HINGES)) {
+          cur2[s2] += full;
+          continue;
+        }
+        cur2[s2] += w * rh[h] + (p2 ? 0 : ldexp(1, -24) * w * (hm[h] + eh[h]));
+        if (!affine) continue;
+        if (hinge) {
+          hg[s2 * HINGES + nhg[s2]] = h, hge[s2 * HINGES + nhg[s2]++] = e;
+          continue;
+        }
+        for (int f = ist[h]; f < ist[h + 1]; f++) {
+          size_t a = (size_t)ii[f] * no + s2;
+          if (acc[a] == 0) al[nal++] = (int)a;
+          acc[a] += iw[f] * ow[e];
+          if (acc[a] == 0) acc[a] = 1e-300; /* (kept in the list once) */
+        }
       }
     }
     if (affine) {
-      int r = 0;
-      for (int k = 0; k < ns; k++)
-        for (int c = 0; c < usize(&g->u[src[k]]); c++) ein[r++] = dim_err(g, src[k], ix[k], c);
-      for (int i = 0; i < no; i++) {
-        int o = outs[i];
-        double prop = 0;
-        r = 0;
-        for (int k = 0; k < ns; k++)
-          for (int c = 0; c < usize(&g->u[src[k]]); c++, r++) {
-            if (!(ein[r] > 0)) continue;
-            double weff = 0;
-            size_t row = (size_t)(g->u[src[k]].dim + c) * F;
-            for (int h = 0; h < nh; h++)
-              if (z[h] > 1e-9 * (1 + fabs(base[h])))
-                weff += (double)wi[row + h0 + h] * wo[(size_t)(h0 + h) * D + o];
-            prop += fabs(weff) * ein[r];
+      for (int r = 0; r < ni; r++) ein[r] = dim_err(g, src[rsrc[r]], ix[rsrc[r]], rcol[r]);
+      for (int s2 = 0; s2 < no; s2++)
+        if (inr[s2] >= 0) { /* the residual's own y, weight 1 */
+          size_t a = (size_t)inr[s2] * no + s2;
+          if (acc[a] == 0) al[nal++] = (int)a;
+          acc[a] += 1;
+          if (acc[a] == 0) acc[a] = 1e-300;
+          tch[s2] = 1;
+        }
+      /* per output, its rows of acc, and its hinge units' rows */
+      for (int s2 = 0; s2 < no; s2++) bst[s2 + 1] = 0;
+      for (int e = 0; e < nal; e++) bst[al[e] % no + 1]++;
+      bst[0] = 0;
+      for (int s2 = 0; s2 < no; s2++) bst[s2 + 1] += bst[s2];
+      for (int s2 = 0; s2 < no; s2++) bfill[s2] = bst[s2];
+      for (int e = 0; e < nal; e++) brow[bfill[al[e] % no]++] = al[e] / no;
+      for (int s2 = 0; s2 < no; s2++) {
+        if (!tch[s2]) continue;
+        int nr = 0;
+        for (int b = bst[s2]; b < bst[s2 + 1]; b++) rows[nr++] = brow[b], rmark[brow[b]] = 1;
+        for (int j = 0; j < nhg[s2]; j++) {
+          int h = hg[s2 * HINGES + j];
+          for (int f = ist[h]; f < ist[h + 1]; f++)
+            if (!rmark[ii[f]]) rmark[ii[f]] = 1, rows[nr++] = ii[f];
+        }
+        double best = 0;
+        for (int mask = 0; mask < 1 << nhg[s2]; mask++) {
+          for (int b = 0; b < nr; b++) rv[rows[b]] = acc[(size_t)rows[b] * no + s2];
+          for (int j = 0; j < nhg[s2]; j++) {
+            if (!(mask >> j & 1)) continue;
+            int h = hg[s2 * HINGES + j], e = hge[s2 * HINGES + j];
+            for (int f = ist[h]; f < ist[h + 1]; f++) rv[ii[f]] += iw[f] * ow[e];
           }
-        cur[o] = fmin(cur[o], cur2[o] + prop * (1 + ldexp(1, -20)));
+          double tot = 0;
+          for (int b = 0; b < nr; b++) tot += fabs(rv[rows[b]]) * ein[rows[b]];
+          best = fmax(best, tot);
+        }
+        prop[s2] = best;
+        for (int b = 0; b < nr; b++) rmark[rows[b]] = 0;
       }
+      for (int e = 0; e < nal; e++) acc[al[e]] = 0;
     }
-    for (int o = 0; o < D; o++) od[o] = fmax(od[o], cur[o]);
-    /* the output sum's own rounding, over the units that are not 0 here
-    ** (k terms of sizes T): integers off by a little (dev_grow), or up to
-    ** u times a partial sum per addition and product */
-    for (int i = 0; i < no; i++) {
-      int o = outs[i], kc = 0;
-      double Tc = 0;
-      for (int h = 0; h < nh; h++) {
-        double w = fabs((double)wo[(size_t)(h0 + h) * D + o]);
-        if (w == 0 || z[h] < -1e-9 * (1 + fabs(base[h]))) continue;
-        kc++, Tc += w * (hm[h] + eh[h]);
+    for (int s2 = 0; s2 < no; s2++) {
+      if (!tch[s2]) continue;
+      int o = slot_o[s2];
+      double v = cur[s2];
+      if (affine) {
+        /* (in place the affine bound alone: it holds the operand's
+        ** error, which the other leaves to residue) */
+        double aff = cur2[s2] + prop[s2] * (1 + ldexp(1, -20));
+        v = g->inplace ? aff : fmin(v, aff);
       }
-      double v = cur[o];
-      oint[o] = fmax(oint[o], v > 0 ? dev_grow(v, kc, Tc + v) : 0);
-      ogen[o] = fmax(ogen[o], v + (kc + 1) * ldexp(1, -24) * (1 + ldexp(1, -20)) * (Tc + v));
+      od[o] = fmax(od[o], v);
+      /* the output sum's own rounding, over the units that are not 0
+      ** here (kc terms of sizes Tc): integers off by a little
+      ** (dev_grow), or up to u times a partial sum per addition and
+      ** product */
+      oint[o] = fmax(oint[o], v > 0 ? dev_grow(v, (int)kc[s2], Tc[s2] + v) : 0);
+      ogen[o] = fmax(ogen[o], v + (kc[s2] + 1) * ldexp(1, -24) * (1 + ldexp(1, -20)) * (Tc[s2] + v));
     }
     int k = 0;
     while (k < ns && ++ix[k] >= g->u[src[k]].nvals) ix[k++] = 0;
     if (k == ns) break;
   }
+  raspM_free(acc);
+  raspM_free(al);
+  raspM_free(nhg);
+  raspM_free(rv);
   raspM_free(C);
-  raspM_free(outs);
+  raspM_free(slot_o);
+  raspM_free(oi);
+  raspM_free(ow);
+  raspM_free(rdim);
+  raspM_free(ost);
+  raspM_free(oslot);
   raspM_free(off);
 }
 
@@ -3403,7 +3505,9 @@ static double residue(const gc *g, int i, int k) {
       mx = fmax(mx, col_max(g, j, c));
     }
     double kap = v->kappa, e, xe = a + kap * u24 * mx;
-    if (u->alias == j) e = xe; /* its operand: all of it */
+    if (u->alias == j) /* its operand: all of it, unless the affine bound
+                       ** counted it with the MLP's update (active_od) */
+      e = u->ainplace ? 0 : xe;
     else if (exact_erase(g) && !v->cat && v->erase < u->ready)
       e = 0; /* -ReLU(x) + ReLU(-x): exactly -x, and nothing else there */
     else /* x - (x - lo) - lo: x's error cancels; what is left is the
@@ -3463,6 +3567,7 @@ static int prove(gc *g, raspG_model *out, const view *ov, int p, unsigned char *
     u->leak = u->leak0 = 0;
     u->ae[0] = u->ae[1] = 0;
     u->nzx = 0;
+    u->ainplace = 0;
     /* sources come before their readers: kappa is known when read */
     u->kappa = u->kind < U_HEAD         ? embed_kappa(g, i, p)
                : u->kind == U_MLP       ? 1
@@ -3489,7 +3594,9 @@ static int prove(gc *g, raspG_model *out, const view *ov, int p, unsigned char *
       }
       double mg = INFINITY, nd = 0, oe[2] = {0, 0}, ot = 0;
       int ex = 1;
+      g->inplace = u->alias >= 0;
       ok = mlp_margin(g, m, u->layer, u->h0, u->h1, src, k, p, &mg, &nd, &ex, &ot);
+      u->ainplace = p == RASPG_FP32 && g->inplace && g->od_combo == 2;
       /* its dimensions' share of its hidden units' errors */
       /* and per dimension, the sizes and number of the terms its output
       ** sum adds (mlp_margin) */
@@ -3547,7 +3654,8 @@ static int prove(gc *g, raspG_model *out, const view *ov, int p, unsigned char *
       for (int k = 0; k < 2; k++) { /* r + its value, rounded once */
         double r = residue(g, i, k);
         if (g->trace > 1) fprintf(stderr, "  ae[%d] before residue %g, residue %g\n", k, u->ae[k], r);
-        if (r > 0) u->ae[k] += r + fmin(u->ae[k] + r, ldexp(1, -24) * (col_max(g, i, k) + u->ae[k] + r));
+        if (r > 0 || u->ainplace)
+          u->ae[k] += r + fmin(u->ae[k] + r, ldexp(1, -24) * (col_max(g, i, k) + u->ae[k] + r));
       }
       u->nzx = ok && nz_exact(g, i);
     }
