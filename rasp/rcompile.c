@@ -4858,9 +4858,28 @@ static int compile_impl(const rasp_ir *ir, const raspG_opts *o, raspG_model *out
     raspR_setnoposc(err, RASP_E_USAGE, "compile: unknown precision %d", o->precision);
     return 0;
   }
-  /* every round makes at least one more node categorical, or stops */
+  /* proof-driven fp32: a model the bound proves whole with the default
+  ** weights is kept as it is (the same bytes); only where it does not are
+  ** the proof-driven forms (proof_driven) and fallbacks used */
   unsigned char *force = raspM_alloc((size_t)ir->nnodes + 1);
   int r;
+  if (o->require_proof && o->precision == RASPG_FP32 && !sched) {
+    raspG_opts o0 = *o;
+    o0.require_proof = 0;
+    r = compile_once(ir, &o0, force, out, NULL, err);
+    if (r == 1 && out->unproven == 0) {
+      raspM_free(force);
+      return 1;
+    }
+    if (r == 0) { /* (fp32 by size refuses nothing: a real error) */
+      raspM_free(force);
+      return 0;
+    }
+    raspG_free(out);
+    memset(force, 0, (size_t)ir->nnodes + 1);
+  }
+  /* every round makes at least one more node categorical (or a head
+  ** sharper), or stops */
   while ((r = compile_once(ir, o, force, out, sched, err)) == 2) {}
   raspM_free(force);
   return r;

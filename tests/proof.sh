@@ -4,8 +4,9 @@
 # proof, as fp16 and bf16 always do.
 #   - a model the bound already proves whole (reverse) is byte for byte the
 #     default one;
-#   - readout3 at D = 5, M = 5, V = 100 is proven whole by default, and with
-#     --require-proof (exact erasers: a few more dimensions) with no node
+#   - readout3 at D = 5, M = 5, V = 100 is proven whole by default and
+#     --require-proof keeps its weights; decoder1 is not, and --require-proof
+#     (exact erasers: a few more dimensions) proves it whole with no node
 #     one-hot and every output right on --check;
 #   - at --attn-gain 0.25 its heads leak too much for the proof: the proof
 #     sharpens them (--stats says how many and by how much, STEM.json gives
@@ -30,16 +31,30 @@ expect "readout3 default: proven whole" 0 \
   -- compile $P --dry-run --stats
 d0=$(sed -n 's/^d_model \([0-9]*\),.*/\1/p' "$tmp/out")
 # shellcheck disable=SC2086
-expect "readout3 --require-proof: proven whole, nothing one-hot" 0 \
-  '^fp32: proven exact against rounding: 18 of 18 heads, MLP units and readout$' '' \
-  -- compile $P --dry-run --stats --check 200 --require-proof
+"$RASP" compile $P -o "$tmp/p0" && "$RASP" compile $P -o "$tmp/p1" --require-proof ||
+  bad "compile readout3"
+cmp -s "$tmp/p0.safetensors" "$tmp/p1.safetensors" &&
+  ok "readout3 --require-proof: proven whole by default, the same weights" ||
+  bad "readout3 --require-proof: changed a model the bound proves"
+# decoder1: not proven whole by default; proof-driven, the erasers are exact
+# and no dimension is written in the sublayer that frees it: proven whole,
+# a few dimensions wider, nothing one-hot, exact
+P1="programs/decoder1_back_target.rasp --D 5 --M 5 --V 100"
+# shellcheck disable=SC2086
+expect "decoder1 default: not proven whole" 0 \
+  '^fp32: proven exact against rounding: [0-9]* of 25 heads, MLP units and readout; not proven' '' \
+  -- compile $P1 --dry-run --stats
+d0=$(sed -n 's/^d_model \([0-9]*\),.*/\1/p' "$tmp/out")
+# shellcheck disable=SC2086
+expect "decoder1 --require-proof: proven whole, nothing one-hot" 0 \
+  '^fp32: proven exact against rounding: 25 of 25 heads, MLP units and readout$' '' \
+  -- compile $P1 --dry-run --stats --check 200 --require-proof
 d1=$(sed -n 's/^d_model \([0-9]*\),.*/\1/p' "$tmp/out")
 if [ -n "$d0" ] && [ -n "$d1" ] && [ "$d1" -ge "$d0" ] && [ "$d1" -le $((d0 + 8)) ] &&
-   grep -q '^check: 200/200 inputs agree with the interpreter' "$tmp/out" &&
-   ! grep -q '^sharpened' "$tmp/out"; then
-  ok "readout3 --require-proof: d_model $d0 -> $d1, 200/200"
+   grep -q '^check: 200/200 inputs agree with the interpreter' "$tmp/out"; then
+  ok "decoder1 --require-proof: d_model $d0 -> $d1, 200/200"
 else
-  bad "readout3 --require-proof: d_model '$d0' -> '$d1'" "$tmp/out"
+  bad "decoder1 --require-proof: d_model '$d0' -> '$d1'" "$tmp/out"
 fi
 # shellcheck disable=SC2086
 expect "readout3 --attn-gain 0.25 --require-proof: heads sharpened" 0 \
