@@ -2170,6 +2170,9 @@ static void liveness(gc *g, int readout) {
 static int alloc_dims(gc *g, int policy) {
   int cap = 64, top = 2;
   int *free_at = raspM_alloc(sizeof(int) * (size_t)cap);
+  /* whether the unit that frees dimension j is numerical: its error would
+  ** meet a unit written in the sublayer that erases it (exact_erase) */
+  unsigned char *free_num = raspM_alloc((size_t)cap);
   int *order = raspM_alloc(sizeof(int) * (size_t)(g->nu + 1)), no = 0;
   for (int i = 0; i < g->nu; i++)
     if (g->u[i].used) order[no++] = i;
@@ -2200,18 +2203,21 @@ static int alloc_dims(gc *g, int policy) {
     for (;; p++) {
       int fits = 1;
       for (int j = p; j < p + sz && fits; j++)
-        fits = j >= top || free_at[j] < u->ready || (free_at[j] == u->ready && !exact_erase(g));
+        fits = j >= top || free_at[j] < u->ready ||
+               (free_at[j] == u->ready && (!exact_erase(g) || !free_num[j]));
       if (fits) break;
     }
     if (p + sz > top) {
       RASP_GROW(free_at, cap, p + sz + 1);
-      for (int j = top; j < p + sz; j++) free_at[j] = 0;
+      free_num = raspM_realloc(free_num, (size_t)cap);
+      for (int j = top; j < p + sz; j++) free_at[j] = 0, free_num[j] = 0;
       top = p + sz;
     }
-    for (int j = p; j < p + sz; j++) free_at[j] = end;
+    for (int j = p; j < p + sz; j++) free_at[j] = end, free_num[j] = !u->cat;
     u->dim = p;
   }
   raspM_free(free_at);
+  raspM_free(free_num);
   raspM_free(order);
   return top;
 }
