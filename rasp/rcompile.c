@@ -126,8 +126,8 @@
 **
 ** Liveness.  After scheduling, each unit's last reader is known; a dead
 ** unit can be erased by an MLP (minus its value: one hidden unit per
-** dimension) and its dimensions given to a later unit (first fit in order
-** of writing).  Whether to erase none, the numerical units or all is
+** dimension, two where proof-driven, mlp_erase) and its dimensions given
+** to a later unit (first fit in order of writing).  Whether to erase none, the numerical units or all is
 ** chosen by d_model, then by the parameter count (never by the parameter
 ** count alone: the token embedding's rows would make d_model depend on
 ** |V|).  At BOS the heads of a layer write their
@@ -1795,9 +1795,9 @@ static int proof_driven(const gc *g) {
 ** fp32 with an attention gain of 4 or more, where the heads' leak (below
 ** e^-128 per key) leaves the moved integers exact at their nonzero values
 ** (nz_exact) and the tests' inputs off by far less than the 1/8 a steep
-** step tolerates.  At gain 1 the leak is about 2^-25 times an x^2 column,
-** so the exactness cannot be proven there, and the tests keep the form
-** that tolerates 1/2 (and the default weights stay as they were). */
+** step tolerates; and proof-driven, where the proof then decides.  At
+** gain 1 by default the tests keep the form that tolerates 1/2 (and the
+** default weights stay as they were). */
 static int steep(const gc *g) {
   return g->o->precision == RASPG_FP32 && (g->o->attn_gain >= 4 || g->o->require_proof);
 }
@@ -2336,11 +2336,28 @@ static int layer_width(gc *g, int l, int d, int dh, int heads) {
 ** STEM.json records each proven integer unit's
 ** deviation, and tests/test_compile (test_deviation, test_deviation_task
 ** on path-star models) checks it against the float32 forward pass.  The count this proves is reported, but the
-** encodings stay as chosen by size: at gain 1 most of the path-star units
-** are not proven (a head's leak, about 2^-25 of an x^2 column, is too
-** large for nz_exact, and a compare's error then reaches a big-M gate
-** times M), while --check finds the models exact; at gain 4 (steep tests)
-** readout1 is proven whole.  */
+** encodings stay as chosen by size, and --check measures.
+**
+** Tighter where the structure allows: a residue is charged per dimension;
+** BOS leaks once and the other keys at most n times the worst key's
+** weight; an output sum is charged its own dimension's terms; a score's
+** product of integers off by a little rounds by its error or half an ulp,
+** whichever is less; a term whose exact value is 0 grows a sum's error by
+** at most twice its own, only the m nonzero ones can double it
+** (dev_grow_z); and per combination of source values (active_od) an MLP
+** is affine over the units above their hinges, so the inputs' errors go
+** through W_eff = sum of w_in w_out over them (a step's two units and a
+** where's branch and its operand cancel), a unit on its hinge is taken at
+** slope 0 and 1, and the output sum is charged for the units that are not
+** 0 there.
+**
+** Proof-driven fp32 (require_proof): a model the default weights already
+** prove whole is kept; else the compile uses exact erasers, steep tests
+** and no dimension written in the sublayer that frees it (proof_driven),
+** raises the score scale of every head not proven or whose leak moves its
+** value (head_gain, up to 2^4), and only then makes nodes categorical.
+** RASP_COMPILE_TRACE=1 prints every unit's verdict (=2: its hidden
+** units and residue too).  */
 
 static const int prec_bits[3] = {24, 11, 8};
 static double prec_u(int p) { return ldexp(1, -prec_bits[p]); }
