@@ -2355,7 +2355,8 @@ static int layer_width(gc *g, int l, int d, int dh, int heads) {
 ** prove whole is kept; else the compile uses exact erasers, steep tests
 ** and no dimension written in the sublayer that frees it (proof_driven),
 ** raises the score scale of every head not proven or whose leak moves its
-** value (head_gain, up to 2^4), and only then makes nodes categorical.
+** value (head_gain, up to 2^4), and only then makes nodes categorical
+** (after which the default scale is tried once more: compile_impl).
 ** RASP_COMPILE_TRACE=1 prints every unit's verdict (=2: its hidden
 ** units and residue too).  */
 
@@ -4904,6 +4905,17 @@ static int compile_impl(const rasp_ir *ir, const raspG_opts *o, raspG_model *out
   /* every round makes at least one more node categorical (or a head
   ** sharper), or stops */
   while ((r = compile_once(ir, o, force, out, sched, err)) == 2) {}
+  /* heads were sharpened before nodes were made one-hot: with those nodes
+  ** one-hot, the default scale may be proven too (fewer large weights) */
+  if (r == 1 && !sched && out->sharpened && out->fallbacks) {
+    for (int i = 0; i <= ir->nnodes; i++) force[i] &= FORCE_CAT;
+    raspG_model plain;
+    rasp_error e2 = {0};
+    if (compile_once(ir, o, force, &plain, NULL, &e2) == 1) {
+      raspG_free(out);
+      *out = plain;
+    }
+  }
   raspM_free(force);
   return r;
 }
