@@ -3173,9 +3173,9 @@ static void active_od(gc *g, const float *wi, const float *bi, const float *wo, 
             int h = hg[s2 * HINGES + j], e = hge[s2 * HINGES + j];
             for (int f = ist[h]; f < ist[h + 1]; f++) rv[ii[f]] += iw[f] * ow[e];
           }
-          double tot = 0;
-          for (int b = 0; b < nr; b++) tot += fabs(rv[rows[b]]) * ein[rows[b]];
-          best = fmax(best, tot);
+          double sum = 0;
+          for (int b = 0; b < nr; b++) sum += fabs(rv[rows[b]]) * ein[rows[b]];
+          best = fmax(best, sum);
         }
         prop[s2] = best;
         for (int b = 0; b < nr; b++) rmark[rows[b]] = 0;
@@ -3624,7 +3624,7 @@ static int prove(gc *g, raspG_model *out, const view *ov, int p, unsigned char *
       /* its dimensions' share of its hidden units' errors */
       /* and per dimension, the sizes and number of the terms its output
       ** sum adds (mlp_margin) */
-      double ots[2] = {0, 0}, ons[2] = {0, 0}, oi[2] = {0, 0}, og[2] = {0, 0};
+      double ots[2] = {0, 0}, ons[2] = {0, 0}, oin[2] = {0, 0}, og[2] = {0, 0};
       const double *otd = g->od + m->cfg.d_model, *ond = otd + m->cfg.d_model,
                    *oint = ond + m->cfg.d_model, *ogen = oint + m->cfg.d_model;
       for (int r = u->dim; r < u->dim + usize(u); r++) {
@@ -3632,7 +3632,7 @@ static int prove(gc *g, raspG_model *out, const view *ov, int p, unsigned char *
         oe[c] = fmax(oe[c], g->od[r]);
         ots[c] = fmax(ots[c], otd[r]);
         ons[c] = fmax(ons[c], ond[r]);
-        oi[c] = fmax(oi[c], oint[r]);
+        oin[c] = fmax(oin[c], oint[r]);
         og[c] = fmax(og[c], ogen[r]);
       }
       for (int a = 0; a < u->nvals && ex; a++) {
@@ -3654,12 +3654,12 @@ static int prove(gc *g, raspG_model *out, const view *ov, int p, unsigned char *
         for (int c = 0; c < 2; c++) {
           int cc = c && u->sq;
           double o = oe[cc], T = ots[cc];
-          int k = (int)ons[cc];
-          u->ae[c] = ex ? (o > 0 ? dev_grow(o, k, T + o) : 0)
-                        : o + (k + 1) * ldexp(1, -24) * (1 + ldexp(1, -20)) * (T + o);
+          int nt = (int)ons[cc];
+          u->ae[c] = ex ? (o > 0 ? dev_grow(o, nt, T + o) : 0)
+                        : o + (nt + 1) * ldexp(1, -24) * (1 + ldexp(1, -20)) * (T + o);
           /* per combination of source values (active_od), the same over
           ** the units that are not 0 there */
-          if (g->od_combo) u->ae[c] = fmin(u->ae[c], ex ? oi[cc] : og[cc]);
+          if (g->od_combo) u->ae[c] = fmin(u->ae[c], ex ? oin[cc] : og[cc]);
         }
       u->margin = mg < INFINITY ? mg : -1;
       u->need = nd;
