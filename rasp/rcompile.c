@@ -2356,7 +2356,8 @@ static int layer_width(gc *g, int l, int d, int dh, int heads) {
 ** and no dimension written in the sublayer that frees it (proof_driven),
 ** raises the score scale of every head not proven or whose leak moves its
 ** value (head_gain, up to 2^4), and only then makes nodes categorical
-** (after which the default scale is tried once more: compile_impl).
+** (after which the default weights, then the default scale, are tried
+** once more with those nodes one-hot: compile_impl).
 ** RASP_COMPILE_TRACE=1 prints every unit's verdict (=2: its hidden
 ** units and residue too).  */
 
@@ -4905,15 +4906,28 @@ static int compile_impl(const rasp_ir *ir, const raspG_opts *o, raspG_model *out
   /* every round makes at least one more node categorical (or a head
   ** sharper), or stops */
   while ((r = compile_once(ir, o, force, out, sched, err)) == 2) {}
-  /* heads were sharpened before nodes were made one-hot: with those nodes
-  ** one-hot, the default scale may be proven too (fewer large weights) */
-  if (r == 1 && !sched && out->sharpened && out->fallbacks) {
+  /* heads were sharpened, and the proof-driven forms chosen, before nodes
+  ** were made one-hot: with those nodes one-hot, the default weights (and
+  ** then the default scale with the proof-driven forms) may be proven too,
+  ** with fewer large weights and no more dimensions */
+  if (r == 1 && !sched && out->fallbacks) {
     for (int i = 0; i <= ir->nnodes; i++) force[i] &= FORCE_CAT;
-    raspG_model plain;
-    rasp_error e2 = {0};
-    if (compile_once(ir, o, force, &plain, NULL, &e2) == 1) {
+    raspG_opts o0 = *o;
+    o0.require_proof = 0;
+    for (int k = 0; k < 2; k++) {
+      if (k == 1 && !out->sharpened) break;
+      raspG_model plain;
+      rasp_error e2 = {0};
+      int r2 = compile_once(ir, k ? o : &o0, force, &plain, NULL, &e2);
+      if (r2 != 1) continue;
+      if (plain.unproven || plain.model.cfg.d_model > out->model.cfg.d_model) {
+        raspG_free(&plain);
+        continue;
+      }
+      plain.fallbacks = out->fallbacks; /* (counted from force: the same nodes) */
       raspG_free(out);
       *out = plain;
+      break;
     }
   }
   raspM_free(force);
