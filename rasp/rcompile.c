@@ -295,10 +295,6 @@ typedef struct gc {
 #define FORCE_CAT 1
 #define FORCE_GAIN_MAX 4 /* at most 2^4 times the model's score scale */
 
-/* Why a head's weight past its selected keys is not proven (head_margin);
-** prove raises such a head's gain. */
-static const char why_leak[] = "the weight leaking past its selected keys can move its value too far";
-
 /* Whether node id (-1: the tokens) must be categorical. */
 static int forced(const gc *g, int id) {
   return g->allcat || (g->force && (g->force[id < 0 ? g->ir->nnodes : id] & FORCE_CAT));
@@ -1799,7 +1795,7 @@ static int proof_driven(const gc *g) {
 ** gain 1 by default the tests keep the form that tolerates 1/2 (and the
 ** default weights stay as they were). */
 static int steep(const gc *g) {
-  return g->o->precision == RASPG_FP32 && (g->o->attn_gain >= 4 || g->o->require_proof);
+  return proof_driven(g) || (g->o->precision == RASPG_FP32 && g->o->attn_gain >= 4);
 }
 
 /* Whether erasers are exact (-ReLU(x) + ReLU(-x), mlp_erase) and a
@@ -2942,7 +2938,7 @@ static int head_margin(gc *g, unit *u, rasp_model *m, int p) {
   if (unbounded) ok = 0, u->why = "the error of what it reads is not bounded";
   else if (!(Gp > 0)) ok = 0, u->why = "rounding can let a key that is not selected win";
   else if (!(leak * vrange <= tol))
-    ok = 0, u->why = why_leak;
+    ok = 0, u->why = "the weight leaking past its selected keys can move its value too far";
   else if (avg && !((exp(spread * lsc) - 1) * vrange <= tol))
     ok = 0, u->why = "rounding can weigh its selected keys unequally, moving its mean by more "
                      "than an eighth of the gap between its values";
@@ -3075,7 +3071,6 @@ static void active_od(gc *g, const float *wi, const float *bi, const float *wo, 
   }
   /* the affine bound where its accumulator fits and the work is bounded */
   int affine = (double)ni * no <= 4e6 && combos * (work + no + ni) <= 1e8;
-  if (affine) g->od_combo = 2;
   double *C = raspM_alloc(sizeof(double) * ((size_t)tot * nh + (size_t)nh * 2 + (size_t)no * 6 +
                                              (size_t)ni + 1));
   double *base = C + (size_t)tot * nh, *z = base + nh, *cur = z + nh, *cur2 = cur + no,
@@ -3086,7 +3081,8 @@ static void active_od(gc *g, const float *wi, const float *bi, const float *wo, 
   /* per output: its hinge units and their w_out entries (HINGES at most),
   ** the buckets of acc's rows, and per input a mark and a value */
   enum { HINGES = 4 };
-  int *nhg = raspM_alloc(sizeof(int) * ((size_t)no * (2 * HINGES + 4) + (size_t)ni * 2 + (size_t)(ni * no) + 2));
+  size_t nacc = affine ? (size_t)ni * (size_t)no : 0;
+  int *nhg = raspM_alloc(sizeof(int) * ((size_t)no * (2 * HINGES + 4) + (size_t)ni * 2 + nacc + 2));
   int *hg = nhg + no, *hge = hg + (size_t)no * HINGES, *bst = hge + (size_t)no * HINGES,
       *bfill = bst + no + 1, *rmark = bfill + no + 1, *rows = rmark + ni, *brow = rows + ni;
   double *rv = raspM_alloc(sizeof(double) * ((size_t)ni + 1));
@@ -3568,7 +3564,7 @@ static int prove(gc *g, raspG_model *out, const view *ov, int p, unsigned char *
   /* fp32 proof-driven: before any node is made categorical, the heads
   ** whose leak puts an error on their values are sharpened (rescaling):
   ** their errors are what every later rounding bound grows from */
-  int rescale = p == RASPG_FP32 && g->o->require_proof;
+  int rescale = proof_driven(g);
   unsigned char *saved = NULL;
   if (rescale) {
     saved = raspM_alloc((size_t)g->ir->nnodes + 1);
@@ -3698,15 +3694,6 @@ static int prove(gc *g, raspG_model *out, const view *ov, int p, unsigned char *
     }
     if (!ok && p == RASPG_FP32 && !g->o->require_proof) { /* reported, not acted on: see above */
       if (!out->unproven++) unproven_note(g, out, u->node, u->why);
-      continue;
-    }
-    if (!ok && u->kind == U_HEAD && u->why == why_leak && p == RASPG_FP32 && u->node >= 0 &&
-        (force[u->node] >> 1) < FORCE_GAIN_MAX) {
-      /* rescaling: twice the gain halves every logit's share of the leak's
-      ** exponent, and moves nothing else the proof reads (the scores'
-      ** errors scale with them) */
-      force[u->node] += 2;
-      added++;
       continue;
     }
     if (!ok) {
@@ -4888,9 +4875,11 @@ static int compile_impl(const rasp_ir *ir, const raspG_opts *o, raspG_model *out
   ** the proof-driven forms (proof_driven) and fallbacks used */
   unsigned char *force = raspM_alloc((size_t)ir->nnodes + 1);
   int r;
-  if (o->require_proof && o->precision == RASPG_FP32 && !sched) {
-    raspG_opts o0 = *o;
-    o0.require_proof = 0;
+  /* (o0: the same options with the default weights) */
+  int pd = o->require_proof && o->precision == RASPG_FP32 && !sched;
+  raspG_opts o0 = *o;
+  o0.require_proof = 0;
+  if (pd) {
     r = compile_once(ir, &o0, force, out, NULL, err);
     if (r == 1 && out->unproven == 0) {
       raspM_free(force);
@@ -4910,10 +4899,8 @@ static int compile_impl(const rasp_ir *ir, const raspG_opts *o, raspG_model *out
   ** were made one-hot: with those nodes one-hot, the default weights (and
   ** then the default scale with the proof-driven forms) may be proven too,
   ** with fewer large weights and no more dimensions */
-  if (r == 1 && !sched && out->fallbacks) {
+  if (r == 1 && pd && out->fallbacks) {
     for (int i = 0; i <= ir->nnodes; i++) force[i] &= FORCE_CAT;
-    raspG_opts o0 = *o;
-    o0.require_proof = 0;
     for (int k = 0; k < 2; k++) {
       if (k == 1 && !out->sharpened) break;
       raspG_model plain;
