@@ -275,6 +275,7 @@ typedef struct gc {
   const unsigned char *force;
   int allcat;      /* --encoding categorical: no numerical integer encodings */
   raspF_value *fact; /* per IR node: raspF_values for the vocabulary's ids */
+  raspF_distinct *dist; /* per IR node: raspF_distincts (head_unique's keys) */
   raspF_movescan *mscan; /* raspF_move's scratch */
   rasp_error fatal; /* a program function that is not pure, or a limit, met
                       while computing value sets: the compile fails with it */
@@ -2692,9 +2693,33 @@ static double vsrc_dev(gc *g, const unit *u, rasp_model *m, int col) {
   return e;
 }
 
+/* Whether selector sel picks at most one key per query on every input: it
+** reaches, through `and`s alone, an equality select whose keys hold
+** distinct values (raspF_distincts) but for exceptions that no value of its
+** query's set can equal. */
+static int sel_picks_one(const gc *g, int sel, int depth) {
+  const rasp_ir_node *s = &g->ir->nodes[sel];
+  if (depth > 64) return 0;
+  if (s->op == RASP_OP_SEL_AND)
+    return sel_picks_one(g, s->in[0], depth + 1) || sel_picks_one(g, s->in[1], depth + 1);
+  if (s->op != RASP_OP_SELECT || s->aux != RASP_PRED_EQ) return 0;
+  raspF_distinct d = g->dist[s->in[0]];
+  const view *q = &g->nv[s->in[1]];
+  if (!d.holds || !q->val) return 0;
+  for (int a = 0; a < q->nv; a++) {
+    rasp_elem e = q->val[a];
+    /* integer keys equal an integer or a boolean (True == 1) only */
+    if (q->ok[a] && (e.den == 1 || e.den == RASP_DEN_BOOL) && raspF_distinct_may_repeat(d, e.num))
+      return 0;
+  }
+  return 1;
+}
+
 /* fp32: a head that selects at most one key per query -- its keys are the
 ** positions (a component reading the index unit holds for at most one
-** index value at every query value), or it moves a value of the positions
+** index value at every query value), or values that differ between
+** positions wherever a query can match them (sel_picks_one), or it moves a
+** value of the positions
 ** that no two share (the compiler's premise for a move, that the selected
 ** keys hold one value, then leaves one key) -- whose scores (Gp > 0: the
 ** selected key beats every other, BOS included, after rounding) leave the
@@ -2711,7 +2736,9 @@ static double vsrc_dev(gc *g, const unit *u, rasp_model *m, int col) {
 static int head_unique(gc *g, unit *u, rasp_model *m, double leak, double ae[2]) {
   if (u->hmode != H_CAT && u->hmode != H_MOVE) return 0;
   if (!(leak < ldexp(1, -25))) return 0;
-  int one = 0;
+  const rasp_ir_node *an = u->node >= 0 ? &g->ir->nodes[u->node] : NULL;
+  int one = an && (an->op == RASP_OP_AGGREGATE || an->op == RASP_OP_AGGR_MEAN) &&
+            sel_picks_one(g, an->in[0], 0);
   for (int ci = 0; ci < u->nc && !one; ci++) {
     const comp *c = &u->c[ci];
     if (g->u[c->ku].kind != U_IDX) continue;
@@ -4404,6 +4431,7 @@ static void gc_free(gc *g) {
   raspM_free(g->ornot);
   raspM_free(g->wsel);
   raspM_free(g->fact);
+  raspM_free(g->dist);
   raspF_moves_free(g->mscan);
   raspM_free(g->kinds);
 }
@@ -4482,6 +4510,8 @@ static int plan(gc *g, const rasp_ir *ir, const raspG_opts *o, const unsigned ch
   }
   g->fact = raspM_alloc(sizeof(raspF_value) * (size_t)(ir->nnodes + 1));
   raspF_values(ir, tf, g->fact);
+  g->dist = raspM_alloc(sizeof(raspF_distinct) * (size_t)(ir->nnodes + 1));
+  raspF_distincts(ir, g->fact, g->dist);
   g->mscan = raspF_moves_new(ir);
   g->kinds = raspM_alloc(sizeof(unsigned) * (size_t)(ir->nnodes ? ir->nnodes : 1));
   rasp_elem *iv = raspM_alloc(sizeof(rasp_elem) * (size_t)g->n);

@@ -1055,9 +1055,16 @@ static rasp_elem *node_buffer(rasp_eval *ev, int id, size_t total) {
   return ev->val[id];
 }
 
+static int cmp_i64(const void *a, const void *b) {
+  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+  return (x > y) - (x < y);
+}
+
 /* RASP_EVAL_CHECK_VALUES=1: every value this run still holds lies within
 ** its node's static fact (raspF_values for tokens in this run's range), and
-** its kinds within the run-time kind bits the fast paths trusted.  A value
+** its kinds within the run-time kind bits the fast paths trusted, and no
+** two positions of one input share a value that its node's distinct-values
+** fact (raspF_distincts) excludes.  A value
 ** outside is a bug in a transfer function or in the evaluator: an internal
 ** error naming the node, the value and the fact. */
 static int check_values(rasp_eval *ev, const int64_t *tokens, size_t total, rasp_error *err) {
@@ -1089,6 +1096,35 @@ static int check_values(rasp_eval *ev, const int64_t *tokens, size_t total, rasp
       ok = 0;
     }
   }
+  /* and every distinct-values claim (raspF_distincts): within one input,
+  ** no two positions share a value outside the claim's exceptions */
+  raspF_distinct *dist = raspM_alloc(sizeof *dist * (size_t)(ir->nnodes + 1));
+  raspF_distincts(ir, vf, dist);
+  int64_t *seen = raspM_alloc(sizeof *seen * (size_t)(ir->n + 1));
+  size_t nb = ir->n > 0 ? total / (size_t)ir->n : 0;
+  for (int id = 0; id < ir->nnodes && ok; id++) {
+    const rasp_elem *v = ev->val[ev->plan.canon[id]];
+    if (!ev->plan.live[id] || ev->issel[id] || !v || !dist[id].holds) continue;
+    for (size_t b = 0; b < nb && ok; b++) {
+      size_t m = 0;
+      for (int i = 0; i < ir->n; i++) {
+        rasp_elem e = v[b * (size_t)ir->n + (size_t)i];
+        if (!raspF_distinct_may_repeat(dist[id], e.num)) seen[m++] = e.num;
+      }
+      qsort(seen, m, sizeof *seen, cmp_i64);
+      for (size_t i = 1; i < m && ok; i++)
+        if (seen[i] == seen[i - 1]) {
+          raspR_set(err, ir->nodes[id].pos,
+                    "internal error: %lld held twice by node %d ('%s'), whose values its "
+                    "distinct-values fact says differ outside [%lld, %lld]",
+                    (long long)seen[i], id, raspI_op_name(ir->nodes[id].op),
+                    (long long)dist[id].lo, (long long)dist[id].hi);
+          ok = 0;
+        }
+    }
+  }
+  raspM_free(seen);
+  raspM_free(dist);
   raspM_free(vf);
   return ok;
 }

@@ -447,3 +447,108 @@ void raspF_moves(const rasp_ir *ir, unsigned char *out) {
   for (int i = 0; i < ir->nnodes; i++) out[i] = (unsigned char)raspF_move(m, i, NULL);
   raspF_moves_free(m);
 }
+
+/* ---- distinct values */
+
+static const raspF_distinct NO_CLAIM = {0, INT64_MAX, INT64_MIN};
+
+static raspF_distinct distinct(i128 lo, i128 hi) {
+  raspF_distinct d = {1, INT64_MAX, INT64_MIN};
+  if (lo <= hi) d.lo = sat(lo), d.hi = sat(hi); /* saturating widens: still sound */
+  return d;
+}
+
+/* Exceptions of both (an empty one has lo > hi). */
+static raspF_distinct distinct_hull(raspF_distinct a, i128 lo, i128 hi) {
+  if (a.lo > a.hi) return distinct(lo, hi);
+  if (lo > hi) return a;
+  return distinct(min128(a.lo, lo), max128(a.hi, hi));
+}
+
+/* The equality select on keys equal (canonically) to vals reached from
+** selector sel through `and`s alone, its query's node; -1 if none.  Depth is
+** bounded: a deeper tree claims nothing. */
+static int select_on_values(const rasp_ir *ir, const int *canon, int sel, int vals, int depth) {
+  if (sel < 0 || sel >= ir->nnodes || depth > 64) return -1;
+  const rasp_ir_node *s = &ir->nodes[sel];
+  if (s->op == RASP_OP_SELECT)
+    return s->aux == RASP_PRED_EQ && s->in[0] >= 0 && s->in[0] < sel && s->in[1] >= 0 &&
+                   s->in[1] < sel && canon[s->in[0]] == canon[vals]
+               ? s->in[1]
+               : -1;
+  if (s->op != RASP_OP_SEL_AND) return -1;
+  for (int j = 0; j < 2; j++) {
+    int q = s->in[j] < sel ? select_on_values(ir, canon, s->in[j], vals, depth + 1) : -1;
+    if (q >= 0) return q;
+  }
+  return -1;
+}
+
+void raspF_distincts(const rasp_ir *ir, const raspF_value *facts, raspF_distinct *out) {
+  int nn = ir->nnodes;
+  int *canon = raspM_alloc(sizeof(int) * (size_t)(nn > 0 ? nn : 1));
+  raspF_canon(ir, NULL, canon);
+  for (int i = 0; i < nn; i++) {
+    const rasp_ir_node *nd = &ir->nodes[i];
+    out[i] = NO_CLAIM;
+    if (facts[i].kind != RASPF_K_INT) continue;
+    int ok = 1;
+    for (int j = 0; j < nd->nin; j++) ok &= nd->in[j] >= 0 && nd->in[j] < i;
+    if (!ok) continue;
+    switch (nd->op) {
+    case RASP_OP_INDICES: out[i] = distinct(1, 0); break;
+    case RASP_OP_UNARY: {
+      raspF_distinct x = out[nd->in[0]];
+      if (!x.holds) break;
+      if (nd->aux == RASP_UN_POS) out[i] = x;
+      else if (nd->aux == RASP_UN_NEG) out[i] = distinct(-(i128)x.hi, -(i128)x.lo);
+      break;
+    }
+    case RASP_OP_BINARY: {
+      /* one operand a nonzero integer constant c, the other distinct */
+      int cj = -1;
+      for (int j = 0; j < 2; j++) {
+        const rasp_ir_node *o = &ir->nodes[nd->in[j]];
+        if (o->op == RASP_OP_FULL && o->c.den == 1 && out[nd->in[1 - j]].holds) cj = j;
+      }
+      if (cj < 0) break;
+      i128 c = ir->nodes[nd->in[cj]].c.num;
+      raspF_distinct x = out[nd->in[1 - cj]];
+      i128 lo = x.lo, hi = x.hi;
+      if (lo > hi) { /* no exceptions stay none */
+        if (nd->aux == RASP_BIN_ADD || nd->aux == RASP_BIN_SUB || (nd->aux == RASP_BIN_MUL && c))
+          out[i] = distinct(1, 0);
+        break;
+      }
+      if (nd->aux == RASP_BIN_ADD) out[i] = distinct(lo + c, hi + c);
+      else if (nd->aux == RASP_BIN_SUB && cj == 1) out[i] = distinct(lo - c, hi - c);
+      else if (nd->aux == RASP_BIN_SUB) out[i] = distinct(c - hi, c - lo);
+      else if (nd->aux == RASP_BIN_MUL && c > 0) out[i] = distinct(lo * c, hi * c);
+      else if (nd->aux == RASP_BIN_MUL && c < 0) out[i] = distinct(hi * c, lo * c);
+      break;
+    }
+    case RASP_OP_WHERE: {
+      raspF_distinct best = NO_CLAIM;
+      for (int j = 1; j <= 2; j++) {
+        raspF_distinct x = out[nd->in[j]];
+        raspF_value other = facts[nd->in[3 - j]];
+        if (!x.holds || !raspF_bounded(other)) continue;
+        raspF_distinct d = distinct_hull(x, other.lo, other.hi);
+        if (!best.holds || (i128)d.hi - d.lo < (i128)best.hi - best.lo) best = d;
+      }
+      out[i] = best;
+      break;
+    }
+    case RASP_OP_AGGREGATE:
+    case RASP_OP_AGGR_MEAN: {
+      if (nd->c.den != 1) break;
+      int q = select_on_values(ir, canon, nd->in[0], nd->in[1], 0);
+      if (q < 0 || !out[q].holds) break;
+      out[i] = distinct_hull(out[q], nd->c.num, nd->c.num);
+      break;
+    }
+    default: break;
+    }
+  }
+  raspM_free(canon);
+}

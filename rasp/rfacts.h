@@ -18,6 +18,9 @@
 **     does to kinds and ranges;
 **   - moves (raspF_moves): whether an aggregate over an equality select
 **     provably sees one value at its selected keys;
+**   - distinct values (raspF_distincts): nodes whose values differ between
+**     positions but for a known interval, so an equality select on them as
+**     keys picks at most one key;
 **   - liveness is raspI_live (rir.h).
 ** All are pure functions of the graph (or of the elements given); none
 ** allocates except the temporary tables of raspF_canon and raspF_moves.  rfacts.c has the
@@ -169,6 +172,40 @@ void raspF_moves_free(raspF_movescan *m);
 int raspF_move(raspF_movescan *m, int agg, const unsigned *kinds);
 /* out[i] = raspF_move(i, NULL) for every node. */
 void raspF_moves(const rasp_ir *ir, unsigned char *out);
+
+/* ---- distinct values: nodes that tell positions apart */
+
+/* A head that selects at most one key per query sums no ties: its
+** compiled output is the selected value exactly (the compiler's fp32
+** proof, head_unique).  Its keys then need not be the indices: any key
+** whose values differ between positions does, except for values no query
+** asks for.  raspF_distinct says, per node, that two different positions
+** hold equal values only when that value lies in [lo, hi] (the exceptions;
+** lo > hi: none); holds = 0 claims nothing.  Integers only (kind ==
+** RASPF_K_INT in facts: True == 1 and symbols stay out).  Rules, each an
+** argument over two positions j != j' with equal values v:
+**   indices                  never equal: no exceptions;
+**   -x, x + c, x - c, c - x, x * c (c a nonzero integer constant):
+**                            v comes from equal x, so f(v) was an exception;
+**   where(c, x, y)           v from x at both is an x exception, anything
+**                            else puts v in y's range: exceptions hull(x's,
+**                            y's range), or with x and y swapped (the
+**                            narrower is kept);
+**   aggregate / aggr_mean over a selector reaching an equality select
+**   select(K, Q, ==) through `and`s alone, with values K itself:
+**                            every selected key holds K = Q(i), so the
+**                            result is Q(i) or the default: Q's exceptions
+**                            and the default.
+** out must have room for ir->nnodes entries; facts: raspF_values'. */
+typedef struct raspF_distinct {
+  int holds;
+  int64_t lo, hi;
+} raspF_distinct;
+void raspF_distincts(const rasp_ir *ir, const raspF_value *facts, raspF_distinct *out);
+/* Whether v can be one of d's exceptions (or d claims nothing). */
+static inline int raspF_distinct_may_repeat(raspF_distinct d, int64_t v) {
+  return !d.holds || (v >= d.lo && v <= d.hi);
+}
 
 /* Whether predicate p selects key for query: 1 or 0.  -1 for
 ** RASP_PRED_CUSTOM (the program's function decides; the caller runs it) and

@@ -903,6 +903,10 @@ START_TEST(test_deviation_task) {
   dev_task("programs/readout1_back_target.rasp", 100, 100, 1, 1, 0);
   dev_task("programs/readout3_forward_start.rasp", 100, 50, 1, 1, 0);
   dev_task("programs/decoder1_back_target.rasp", 100, 50, 1, 1, 0);
+  /* readout4: its k1/k2 heads' keys differ between positions but for
+  ** values no query asks (raspF_distincts), so they select one key and
+  ** sum no ties (head_unique): proven whole */
+  dev_task("programs/readout4_log.rasp", 100, 50, 1, 1, 0);
 }
 END_TEST
 

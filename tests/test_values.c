@@ -5,7 +5,10 @@
 ** operation (constants of every kind, overflow, division, symbols,
 ** booleans, maps, means, heads with defaults) evaluated on random inputs,
 ** every value of every node inside its static fact; and the evaluator's
-** check mode (raspE_set_check_values) catching a value that is not.
+** check mode (raspE_set_check_values) catching a value that is not.  The
+** distinct-values facts (raspF_distincts) the same way: by hand, on the
+** random graphs (no two positions repeat a value a claim excludes), and in
+** the check mode.
 */
 #include <check.h>
 #include <stdint.h>
@@ -266,6 +269,7 @@ static int random_node(rasp_ir *ir) {
     ir->nodes[id].fn = (void *)fn_tab;
   } else if (r < 75) {
     rasp_pred p = (rasp_pred)rnd(RASP_PRED__COUNT);
+    if (p == RASP_PRED_EQ && rnd(2)) b = 1; /* queries that differ: the indices */
     id = add(ir, RASP_OP_SELECT, a, b, 0, (int)p);
     ir->nodes[id].flags = rnd(2) ? RASP_CAUSAL : 0;
     if (p == RASP_PRED_CUSTOM) ir->nodes[id].fn = &fn_pred;
@@ -281,20 +285,39 @@ static int random_node(rasp_ir *ir) {
                                     RASP_OP_AGGREGATE, RASP_OP_AGGR_MAX, RASP_OP_AGGR_MIN};
     int s = pick(ir, 1);
     if (s < 0) return -1;
-    id = add(ir, heads[rnd(6)], s, a, 0, 0);
-    ir->nodes[id].c = consts[rnd(NCONST)];
+    /* a head over an equality select averaging its own keys: the result
+    ** is the query's value where anything is selected (raspF_distincts) */
+    if (rnd(3) == 0) { /* an equality select to build one on, queries distinct */
+      s = add(ir, RASP_OP_SELECT, a, rnd(2) ? 1 : b, 0, RASP_PRED_EQ);
+      ir->nodes[s].flags = rnd(2) ? RASP_CAUSAL : 0;
+    }
+    const rasp_ir_node *sn = &ir->nodes[s];
+    int own = sn->op == RASP_OP_SELECT && sn->aux == RASP_PRED_EQ && rnd(2);
+    if (own) a = sn->in[0];
+    id = add(ir, own ? heads[1 + rnd(3)] : heads[rnd(6)], s, a, 0, 0);
+    ir->nodes[id].c = own && rnd(2) ? (rasp_elem){(int64_t)rnd(9) - 4, 1} : consts[rnd(NCONST)];
   }
   return id;
 }
 
-/* Every value of every live node of a run within its fact. */
-static int check_run(const rasp_ir *ir, rasp_eval *ev, int nb, const raspF_value *vf) {
+/* Every value of every live node of a run within its fact, and no two
+** positions of one input holding a value its distinct-values fact
+** excludes (*claims: the nodes with such a fact, per input). */
+static int check_run(const rasp_ir *ir, rasp_eval *ev, int nb, const raspF_value *vf,
+                     const raspF_distinct *dist, long *claims) {
   int checked = 0;
   for (int id = 0; id < ir->nnodes; id++) {
     if (is_sel(ir, id)) continue;
     for (int b = 0; b < nb; b++) {
       const rasp_elem *v = raspE_value(ev, id, b);
       ck_assert_msg(v != NULL, "no value for node %d", id);
+      *claims += dist[id].holds;
+      for (int i = 0; i < ir->n && dist[id].holds; i++)
+        for (int j = i + 1; j < ir->n; j++)
+          ck_assert_msg(!raspI_elem_eq(v[i], v[j]) || raspF_distinct_may_repeat(dist[id], v[i].num),
+                        "node %d (%s): %lld at positions %d and %d, outside [%lld, %lld]", id,
+                        raspI_op_name(ir->nodes[id].op), (long long)v[i].num, i, j,
+                        (long long)dist[id].lo, (long long)dist[id].hi);
       for (int i = 0; i < ir->n; i++) {
         ck_assert_msg(raspF_holds(vf[id], v[i]),
                       "node %d (%s): %lld/%lld outside kinds %u [%lld, %lld]", id,
@@ -310,7 +333,7 @@ static int check_run(const rasp_ir *ir, rasp_eval *ev, int nb, const raspF_value
 #define NB 4
 
 START_TEST(test_random_graphs) {
-  long checked = 0, bounded = 0, nodes = 0;
+  long checked = 0, bounded = 0, nodes = 0, claims = 0, agg_claims = 0;
   for (int trial = 0; trial < 300; trial++) {
     rng = 0x51ed2701u + (uint64_t)trial * 7919u;
     int n = 1 + (int)rnd(7);
@@ -351,6 +374,11 @@ START_TEST(test_random_graphs) {
       if (!is_sel(&ir, id)) ir.outputs[ir.noutputs++] = id;
     raspF_value *vf = malloc(sizeof *vf * (size_t)ir.nnodes);
     raspF_values(&ir, (raspF_value){RASPF_K_INT, tlo, thi}, vf);
+    raspF_distinct *dist = malloc(sizeof *dist * (size_t)ir.nnodes);
+    raspF_distincts(&ir, vf, dist);
+    for (int id = 0; id < ir.nnodes; id++)
+      agg_claims += dist[id].holds && (ir.nodes[id].op == RASP_OP_AGGR_MEAN ||
+                                       ir.nodes[id].op == RASP_OP_AGGREGATE);
     for (int id = 0; id < ir.nnodes; id++) {
       nodes += !is_sel(&ir, id);
       bounded += !is_sel(&ir, id) && raspF_bounded(vf[id]);
@@ -366,16 +394,20 @@ START_TEST(test_random_graphs) {
         memset(&err, 0, sizeof err);
         int ok = raspE_run(ev, NB, tokens[k], &err);
         if (k == 0) ck_assert_msg(ok, "trial %d mode %d: %s", trial, mode, err.msg);
-        else if (!ok) ck_assert_msg(strstr(err.msg, "value fact") == NULL, "%s", err.msg);
-        if (ok && mode != 3) checked += check_run(&ir, ev, NB, vf);
+        else if (!ok) ck_assert_msg(strstr(err.msg, "internal error") == NULL, "%s", err.msg);
+        if (ok && mode != 3) checked += check_run(&ir, ev, NB, vf, dist, &claims);
       }
       raspE_free(ev);
     }
     free(vf);
+    free(dist);
     raspI_free(&ir);
   }
   /* the test saw many values, and most facts bound something */
-  fprintf(stderr, "checked %ld bounded %ld of %ld\n", checked, bounded, nodes);
+  fprintf(stderr, "checked %ld bounded %ld of %ld; distinct claims %ld (aggregates %ld)\n",
+          checked, bounded, nodes, claims, agg_claims);
+  ck_assert_msg(claims > 1000 && agg_claims > 10, "only %ld distinct claims, %ld on aggregates",
+                claims, agg_claims);
   ck_assert_msg(checked > 100000, "only %ld values checked", checked);
   ck_assert_msg(bounded * 2 > nodes, "%ld of %ld nodes bounded", bounded, nodes);
 }
@@ -423,6 +455,91 @@ START_TEST(test_check_mode) {
 }
 END_TEST
 
+#define ck_distinct(d, H, LO, HI)                                                          \
+  do {                                                                                     \
+    raspF_distinct d_ = (d);                                                               \
+    ck_assert_msg(d_.holds == (H) && (!(H) || (d_.lo == (LO) && d_.hi == (HI))),           \
+                  "got holds %d [%lld, %lld], want %d [%lld, %lld]", d_.holds,             \
+                  (long long)d_.lo, (long long)d_.hi, (H), (long long)(LO), (long long)(HI)); \
+  } while (0)
+
+/* raspF_distincts by hand: Listing 4's k1_nodes_pos chain (indices, a
+** where with a constant, + 2, an aggr_mean of the indices over an equality
+** select on them), the rules' refusals, and the check mode catching a value
+** held twice where the fact says it cannot be. */
+START_TEST(test_distinct) {
+  rasp_ir ir;
+  raspI_init(&ir, 4);
+  ir.call = call;
+  int tok = add(&ir, RASP_OP_INPUT, 0, 0, 0, 0);
+  int ix = add(&ir, RASP_OP_INDICES, 0, 0, 0, 0);
+  int k99 = add(&ir, RASP_OP_FULL, 0, 0, 0, 0), k2 = add(&ir, RASP_OP_FULL, 0, 0, 0, 0);
+  ir.nodes[k99].c = I(-99);
+  ir.nodes[k2].c = I(2);
+  int cond = add(&ir, RASP_OP_BINARY, tok, k2, 0, RASP_BIN_NE);
+  int pos = add(&ir, RASP_OP_WHERE, cond, ix, k99, 0);        /* idx or -99 */
+  int q = add(&ir, RASP_OP_BINARY, pos, k2, 0, RASP_BIN_ADD); /* idx + 2 or -97 */
+  int sel = add(&ir, RASP_OP_SELECT, ix, q, 0, RASP_PRED_EQ);
+  int mv = add(&ir, RASP_OP_AGGR_MEAN, sel, ix, 0, 0); /* q, or -89 */
+  ir.nodes[mv].c = I(-89);
+  int neg = add(&ir, RASP_OP_UNARY, mv, 0, 0, RASP_UN_NEG);
+  int sub = add(&ir, RASP_OP_BINARY, k2, q, 0, RASP_BIN_SUB);  /* 2 - q */
+  int mul = add(&ir, RASP_OP_BINARY, q, k99, 0, RASP_BIN_MUL); /* -99 q */
+  int both = add(&ir, RASP_OP_WHERE, cond, ix, sub, 0);        /* the narrower side */
+  int other = add(&ir, RASP_OP_AGGR_MEAN, sel, tok, 0, 0);    /* values not the keys */
+  ir.nodes[other].c = I(0);
+  int tsq = add(&ir, RASP_OP_BINARY, ix, ix, 0, RASP_BIN_MUL); /* no constant */
+  int map = add(&ir, RASP_OP_MAP, ix, 0, 0, 0);
+  ir.nodes[map].fn = (void *)fn_tab;
+  int isb = add(&ir, RASP_OP_BINARY, ix, k2, 0, RASP_BIN_LT); /* booleans */
+  int st = add(&ir, RASP_OP_BINARY, ix, k2, 0, RASP_BIN_ADD);  /* static: kept */
+  int n = ir.nnodes;
+  raspF_value *vf = malloc(sizeof *vf * (size_t)n);
+  raspF_distinct *d = malloc(sizeof *d * (size_t)n);
+  raspF_values(&ir, F(KI, 0, 9), vf);
+  raspF_distincts(&ir, vf, d);
+  ck_distinct(d[ix], 1, INT64_MAX, INT64_MIN); /* no exceptions */
+  ck_distinct(d[pos], 1, -99, -99);
+  ck_distinct(d[q], 1, -97, -97);
+  ck_distinct(d[mv], 1, -97, -89);
+  ck_distinct(d[neg], 1, 89, 97);
+  ck_distinct(d[sub], 1, 99, 99);
+  ck_distinct(d[mul], 1, 9603, 9603);
+  /* where(cond, idx, 2 - q): idx's none and 2 - q's range [-3, 99], or
+  ** 2 - q's {99} and idx's [0, 3]: the narrower */
+  ck_distinct(d[both], 1, 0, 99);
+  ck_distinct(d[other], 0, 0, 0);
+  ck_distinct(d[tsq], 0, 0, 0);
+  ck_distinct(d[map], 0, 0, 0);
+  ck_distinct(d[isb], 0, 0, 0);
+  ck_distinct(d[tok], 0, 0, 0);
+  ck_distinct(d[st], 1, INT64_MAX, INT64_MIN);
+  /* the check mode: mv's values at one input, then a kept static value
+  ** made a repeat behind the evaluator's back */
+  ir.outputs = malloc(sizeof(int) * 2);
+  ir.outputs[0] = mv;
+  ir.outputs[1] = st;
+  ir.noutputs = 2;
+  rasp_eval *ev = raspE_new(&ir);
+  raspE_set_check_values(ev, 1);
+  int64_t tk[4] = {1, 2, 3, 4}; /* position 1 holds 2: pos -99 there */
+  rasp_error err;
+  memset(&err, 0, sizeof err);
+  ck_assert_msg(raspE_run(ev, 1, tk, &err), "%s", err.msg);
+  rasp_elem *v = (rasp_elem *)raspE_value(ev, mv, 0);
+  ck_assert(v && v[0].num == 2 && v[1].num == -89 && v[2].num == -89 && v[3].num == -89);
+  v = (rasp_elem *)raspE_value(ev, st, 0);
+  ck_assert(v && v[0].num == 2 && v[3].num == 5);
+  v[3] = I(2); /* within its value fact [2, 5], but a repeat */
+  ck_assert(!raspE_run(ev, 1, tk, &err));
+  ck_assert_msg(strstr(err.msg, "held twice") != NULL, "%s", err.msg);
+  raspE_free(ev);
+  free(vf);
+  free(d);
+  raspI_free(&ir);
+}
+END_TEST
+
 static Suite *make_suite(void) {
   Suite *s = suite_create("values");
   TCase *tc = tcase_create("core");
@@ -431,6 +548,7 @@ static Suite *make_suite(void) {
   tcase_add_test(tc, test_holds);
   tcase_add_test(tc, test_random_graphs);
   tcase_add_test(tc, test_check_mode);
+  tcase_add_test(tc, test_distinct);
   suite_add_tcase(s, tc);
   return s;
 }
