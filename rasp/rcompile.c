@@ -53,6 +53,9 @@
 ** transfer function can see.  RASP_COMPILE_CHECK_FACTS=1 checks that every
 ** value of every node's view lies within the node's fact (two analyses,
 ** one answer: tests/values.sh runs it on every program and example).
+** plan() also keeps raspF_distincts (which nodes can repeat a value between
+** positions, and only where): the fp32 proof's one-key rule (head_unique)
+** reads it for a lookup whose keys are not the indices.
 **
 ** Heads.  A selector is a product of *components*, each a 0/1 table over the
 ** values of a key unit and a query unit (selects over the same units merge;

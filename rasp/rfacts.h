@@ -23,7 +23,8 @@
 **     keys picks at most one key;
 **   - liveness is raspI_live (rir.h).
 ** All are pure functions of the graph (or of the elements given); none
-** allocates except the temporary tables of raspF_canon and raspF_moves.  rfacts.c has the
+** allocates except the temporary tables of raspF_canon, raspF_moves and
+** raspF_distincts.  rfacts.c has the
 ** rest of the design notes.
 **
 ** Who reads the value facts.  The evaluator keeps raspF_values of its graph
