@@ -2889,7 +2889,15 @@ static int head_margin(gc *g, unit *u, rasp_model *m, int p) {
           }
           e = dev_grow(e + ep, ncol, T + e + ep);
         }
-        else if (!(e == 0 && s == floor(s) && fabs(s) <= lim)) e += up * fabs(s); /* its rounding */
+        else if (!(e == 0 && sint && T <= lim)) {
+          /* its rounding: k products and k - 1 additions in any order,
+          ** each off by at most u times a partial sum (at most T), so
+          ** k u T, not u |s| (the terms of a centred -(k - q)^2 cancel:
+          ** |s| is far below T); none where every term is an integer and
+          ** every partial sum within the format (T <= 2^24), whatever s */
+          int k = ks[a + 1] - ks[a];
+          e += up * (k > 1 ? k : 1) * (T > fabs(s) ? T : fabs(s)) * (1 + ldexp(1, -20));
+        }
         double ens = e;
         e += up * fabs(s); /* the scaling's */
         sc[a] = s;
@@ -3048,7 +3056,7 @@ static double dim_err(const gc *g, int uid, int a, int k) {
 ** The sum over all of them where the combinations are too many. */
 static void active_od(gc *g, const float *wi, const float *bi, const float *wo, int F, int D,
                      int h0, int h1, const int *src, int ns, int has_one, const double *eh,
-                     const double *rh, const double *hm) {
+                     const double *rh, const double *hm, const double *hx) {
   int nh = h1 - h0;
   double combos = 1;
   for (int k = 0; k < ns; k++) combos *= g->u[src[k]].nvals ? g->u[src[k]].nvals : 1;
@@ -3101,10 +3109,11 @@ static void active_od(gc *g, const float *wi, const float *bi, const float *wo, 
   }
   /* the affine bound where its accumulator fits and the work is bounded */
   int affine = (double)ni * no <= 4e6 && combos * (work + no + ni) <= 1e8;
-  double *C = raspM_alloc(sizeof(double) * ((size_t)tot * nh + (size_t)nh * 2 + (size_t)no * 6 +
+  double *C = raspM_alloc(sizeof(double) * ((size_t)tot * nh + (size_t)nh * 2 + (size_t)no * 8 +
                                              (size_t)ni + 1));
   double *base = C + (size_t)tot * nh, *z = base + nh, *cur = z + nh, *cur2 = cur + no,
-         *Tc = cur2 + no, *prop = Tc + no, *kc = prop + no, *tch = kc + no, *ein = tch + no, t, wre;
+         *Tc = cur2 + no, *prop = Tc + no, *kc = prop + no, *tch = kc + no, *Tz = tch + no,
+         *aint = Tz + no, *ein = aint + no, t, wre;
   double *acc = affine ? raspM_alloc(sizeof(double) * (size_t)ni * (size_t)no + 1) : NULL;
   int *al = affine ? raspM_alloc(sizeof(int) * ((size_t)ni * (size_t)no + 1)) : NULL, nal;
   if (acc) memset(acc, 0, sizeof(double) * (size_t)ni * (size_t)no);
@@ -3128,7 +3137,8 @@ static void active_od(gc *g, const float *wi, const float *bi, const float *wo, 
   g->od_combo = affine ? 2 : 1;
   for (int k = 0; k < ns; k++) ix[k] = 0;
   for (;;) {
-    for (int s2 = 0; s2 < no; s2++) cur[s2] = cur2[s2] = Tc[s2] = prop[s2] = kc[s2] = tch[s2] = 0;
+    for (int s2 = 0; s2 < no; s2++)
+      cur[s2] = cur2[s2] = Tc[s2] = prop[s2] = kc[s2] = tch[s2] = Tz[s2] = 0, aint[s2] = 1;
     if (affine) memset(nhg, 0, sizeof(int) * (size_t)no);
     nal = 0;
     for (int h = 0; h < nh; h++) {
@@ -3144,6 +3154,9 @@ static void active_od(gc *g, const float *wi, const float *bi, const float *wo, 
         double full = w * eh[h] * (p2 ? 1 : 2 + ldexp(1, -22));
         cur[s2] += full;
         kc[s2]++, Tc[s2] += w * (hm[h] + eh[h]), tch[s2] = 1;
+        /* its term here, at this combination's value of the unit */
+        Tz[s2] += w * (fabs(z[h]) + eh[h]);
+        aint[s2] = aint[s2] && hx[h] != 0 && ow[e] == floor(ow[e]);
         /* a unit on its hinge outputs ReLU(its error): a share s in [0, 1]
         ** of what its inputs' errors bring, plus its rounding; up to
         ** HINGES of them per output go through the affine bound with s at
@@ -3225,7 +3238,16 @@ static void active_od(gc *g, const float *wi, const float *bi, const float *wo, 
       ** (dev_grow), or up to u times a partial sum per addition and
       ** product */
       oint[o] = fmax(oint[o], v > 0 ? dev_grow(v, (int)kc[s2], Tc[s2] + v) : 0);
-      ogen[o] = fmax(ogen[o], v + (kc[s2] + 1) * ldexp(1, -24) * (1 + ldexp(1, -20)) * (Tc[s2] + v));
+      /* where every unit that is not 0 here is an exact integer through an
+      ** integer w_out and their terms' sizes sum within 2^24, every
+      ** partial sum is an integer the format holds, in any order: off
+      ** only by what its inputs' errors grow to (dev_grow), whatever the
+      ** units' sizes at other combinations (a big-M gate's large term is
+      ** large only where its partner cancels it) */
+      double gen = v + (kc[s2] + 1) * ldexp(1, -24) * (1 + ldexp(1, -20)) * (Tc[s2] + v);
+      if (aint[s2] && Tz[s2] + v <= ldexp(1, 24))
+        gen = fmin(gen, v > 0 ? dev_grow(v, (int)kc[s2], Tz[s2] + v) : 0);
+      ogen[o] = fmax(ogen[o], gen);
     }
     int k = 0;
     while (k < ns && ++ix[k] >= g->u[src[k]].nvals) ix[k++] = 0;
@@ -3275,8 +3297,8 @@ static int mlp_margin(gc *g, rasp_model *m, int l, int h0, int h1, const int *sr
   /* per hidden unit: its error where it can be on, the share of that
   ** which is its own rounding (what its inputs' errors do not bring), and
   ** its largest magnitude (active_od) */
-  double *eh = raspM_alloc(sizeof(double) * (size_t)(h1 - h0 + 1) * 3), *rh = eh + (h1 - h0 + 1),
-         *hm = rh + (h1 - h0 + 1);
+  double *eh = raspM_alloc(sizeof(double) * (size_t)(h1 - h0 + 1) * 4), *rh = eh + (h1 - h0 + 1),
+         *hm = rh + (h1 - h0 + 1), *hx = hm + (h1 - h0 + 1);
   for (int h = h0; h < h1; h++) {
     float w1 = has_one ? 0.0f : wi[(size_t)1 * F + h];
     double base = (double)bi[h] + w1, T = fabs((double)bi[h]) + fabs((double)w1), err = 0,
@@ -3382,12 +3404,13 @@ static int mlp_margin(gc *g, rasp_model *m, int l, int h0, int h1, const int *sr
     if (2 * err > *nd) *nd = 2 * err;
     if (!(2 * err < mn) || (p == RASPG_FP16 && T > 65504)) ok = 0;
     eh[h - h0] = eon;
+    hx[h - h0] = hex; /* integers in, weights in and out: its value an exact integer */
     rh[h - h0] = fmax(0, eon - alin);
     hm[h - h0] = mx;
   }
   if (outsum > lim) *exact = 0;
   *otot = outsum;
-  if (p == RASPG_FP32 && ok) active_od(g, wi, bi, wo, F, D, h0, h1, src, ns, has_one, eh, rh, hm);
+  if (p == RASPG_FP32 && ok) active_od(g, wi, bi, wo, F, D, h0, h1, src, ns, has_one, eh, rh, hm, hx);
   raspM_free(eh);
   raspM_free(zs);
   return ok;

@@ -837,6 +837,10 @@ END_TEST
 ** wheres (each reader charged what its sources' deviations become); and
 ** at gain 4, where the leak is below float32's subnormals (the deviations
 ** then carry expf's subnormal ulp per key). */
+/* When set, dev_task also requires a unit whose name holds it to carry a
+** deviation (proven) below 1e-3 on x. */
+static const char *dev_must;
+
 static void dev_task(const char *rel, int V, int trials, double gain, int proof, int unproven) {
   rasp_error err = {0};
   rasp_program prog;
@@ -852,6 +856,11 @@ static void dev_task(const char *rel, int V, int trials, double gain, int proof,
   ** their nonzero values: dev_run holds them to it */
   if (gain > 1) ck_assert_int_gt(nzx, 10);
   if (unproven >= 0) ck_assert_msg(g.unproven == unproven, "%d: %s", g.unproven, g.unproven_at);
+  if (dev_must) {
+    int found = 0;
+    for (int i = 0; i < nu; i++) found |= strstr(u[i].name, dev_must) && u[i].dev[0] < 1e-3;
+    ck_assert_msg(found, "%s: no proven %s", rel, dev_must);
+  }
   float *res = malloc(sizeof(float) * (size_t)(1 + 2 * nl) * (size_t)(n + 1) * (size_t)d);
   float *lg = malloc(sizeof(float) * (size_t)(n + 1) * (size_t)g.model.cfg.n_out);
   int *t = malloc(sizeof(int) * (size_t)(n + 1));
@@ -907,6 +916,13 @@ START_TEST(test_deviation_task) {
   ** values no query asks (raspF_distincts), so they select one key and
   ** sum no ties (head_unique): proven whole */
   dev_task("programs/readout4_log.rasp", 100, 50, 1, 1, 0);
+  /* |V| = 1000, default weights: readout3's start_idx (a big-M where
+  ** whose gate terms reach 9e6, their sizes 4.9e7 in all) is exact at
+  ** every combination of its inputs (active_od's integer output sums), so
+  ** proven; 11 of its 18 units are not (scores of node ids near 1e6) */
+  dev_must = ":start_idx";
+  dev_task("programs/readout3_forward_start.rasp", 1000, 50, 1, 0, 11);
+  dev_must = NULL;
 }
 END_TEST
 
