@@ -253,7 +253,15 @@ typedef struct unit {
   int move;        /* a head that moves one selected number where the
                       program averages: RASPF_MOVE_PROVEN or _ASSUMED (the
                       premise, raspF_moves), else 0 */
+  int qw;          /* a quantized width (proof-driven fp32): its value
+                      QW_B + round(qv fl(1/(w+1))), an integer (plan_width) */
+  double qv;       /* its BOS value weight, a power of two */
 } unit;
+
+/* A quantized width's offset: the head writes qv fl(1/(w+1)) < 2^22 into a
+** dimension the attention's bias b_o sets to 2^23, where float32's grid is
+** 1, so the residual holds the integer 2^23 + round(qv fl(1/(w+1))). */
+#define QW_B 8388608.0
 
 typedef struct gc {
   int trace;       /* RASP_COMPILE_TRACE: prove() prints every unit's verdict */
@@ -298,6 +306,9 @@ typedef struct gc {
 ** head_gain). */
 #define FORCE_CAT 1
 #define FORCE_GAIN_MAX 4 /* at most 2^4 times the model's score scale */
+#define FORCE_CLASSIC 0x40 /* a width not quantized (plan_width) */
+/* The gain bits of a force entry (log2 of a head's extra gain). */
+static int force_gain(unsigned char f) { return (f & (FORCE_CLASSIC - 1)) >> 1; }
 
 /* Whether node id (-1: the tokens) must be categorical. */
 static int forced(const gc *g, int id) {
@@ -310,7 +321,7 @@ static int forced(const gc *g, int id) {
 ** what keeps a head from being proven). */
 static double head_gain(const gc *g, const unit *u) {
   if (!g->force || u->node < 0) return 1;
-  return ldexp(1, g->force[u->node] >> 1);
+  return ldexp(1, force_gain(g->force[u->node]));
 }
 
 /* ---- elements ----------------------------------------------------------- */
@@ -431,6 +442,35 @@ static int new_head(gc *g, int cat, rasp_elem *vals, int nvals, int node, int hm
   g->u[uid].dflt = dflt;
   return uid;
 }
+
+/* A quantized width's value at width w: QW_B + qv fl32(1/(w + 1)), rounded
+** to float32 as the attention's bias adds it (the grid there is 1):
+** exactly the integer the residual holds when the head's softmax gives
+** BOS fl32(1/(w + 1)) (prove checks when it does). */
+static int64_t qwidth_value(double qv, int w) {
+  volatile float p = 1.0f / (float)(w + 1);
+  volatile float o = (float)qv * p; /* a power of two: exact */
+  volatile float r = (float)QW_B + o;
+  return (int64_t)r;
+}
+
+/* The BOS weight qv a width node id (widths wlo..n) is quantized with, or
+** 0 for the classic 1/(w + 1): proof-driven fp32 only, unless the proof
+** made it classic (FORCE_CLASSIC).  qv is the smallest power of two at
+** which the values of adjacent widths stay apart; at most 2^22. */
+static int proof_driven(const gc *g);
+static double qwidth_scale(const gc *g, int id, int wlo) {
+  if (!proof_driven(g) || (g->force && (g->force[id] & FORCE_CLASSIC))) return 0;
+  for (double qv = 4; qv <= ldexp(1, 22); qv *= 2) {
+    int apart = 1;
+    for (int w = wlo; w < g->n && apart; w++) apart = qwidth_value(qv, w) > qwidth_value(qv, w + 1);
+    if (apart) return qv;
+  }
+  return 0;
+}
+
+/* What a width head writes at BOS (BOS alone selected: weight 1). */
+static double qwidth_bos(const unit *u) { return u->qw ? QW_B + u->qv : 1; }
 
 static void view_alloc(gc *g, view *v, int unit_id) {
   v->unit = unit_id;
@@ -1333,13 +1373,19 @@ static int plan_node(gc *g, int id) {
       }
       wlo = 1; /* causal: i + 1 */
     }
+    double qv = qwidth_scale(g, id, wlo);
     rasp_elem *vals = raspM_alloc(sizeof(rasp_elem) * (size_t)(g->n + 1));
-    for (int w = wlo; w <= g->n; w++) vals[w - wlo] = (rasp_elem){1, w + 1};
+    /* raw values: 1/(w + 1), or (quantized) the integer the residual holds,
+    ** which falls as w grows: listed from w = n down, ascending */
+    for (int w = wlo; w <= g->n; w++)
+      vals[w - wlo] = qv > 0 ? (rasp_elem){qwidth_value(qv, g->n + wlo - w), 1} : (rasp_elem){1, w + 1};
     int cnt = uniq(vals, g->n + 1 - wlo);
     int uid = new_head(g, 0, vals, cnt, id, H_WIDTH, nd->in[0], NULL, (rasp_elem){0, 1});
+    g->u[uid].qw = qv > 0;
+    g->u[uid].qv = qv;
     view_alloc(g, v, uid);
     for (int a = 0; a < cnt; a++) {
-      v->val[a] = (rasp_elem){vals[a].den - 1, 1};
+      v->val[a] = (rasp_elem){qv > 0 ? g->n - a : vals[a].den - 1, 1};
       v->ok[a] = 1;
     }
     return 1;
@@ -1587,10 +1633,57 @@ static void dec_out(wctx *w, const unit *u, int h, rasp_elem e, double coef) {
   wout(w, h, u->dim + 1, coef * x * x);
 }
 
+/* The steps that read a quantized width s (raw values integers, ascending
+** in index, falling as w grows) through view v: from the value at the top
+** raw value down, one step per pair of adjacent raw values r < r' whose
+** view values differ, ReLU(r' - x) - ReLU(r' - 1 - x): 1 where x <= r, 0
+** where x >= r', exact on integers.  A unit is on only below its r', by at
+** most r' - x, so the terms an output adds stay within the integers
+** float32 holds (active_od's per-combination sums).  Returns the index of
+** the top value (the base), and per step calls emit(h1, h2, a, a'): the
+** step adds value a minus value a'. */
+typedef void qw_emit(wctx *w, void *ctx, int h1, int h2, int a, int a2);
+static int qw_steps(wctx *w, const view *v, qw_emit *emit, void *ctx) {
+  gc *g = w->g;
+  const unit *s = &g->u[v->unit];
+  int top = -1;
+  for (int a = v->nv - 1; a >= 0 && top < 0; a--)
+    if (v->ok[a]) top = a;
+  for (int a2 = top, a = top - 1; a >= 0; a--) {
+    if (!v->ok[a]) continue;
+    if (ecmp(v->val[a], v->val[a2])) {
+      double r2 = dval(s->vals[a2]);
+      /* at BOS x is 0 (undone) or its BOS value, above every r': off */
+      int h1 = hid(w, r2, r2 + 16), h2 = hid(w, r2 - 1, r2 + 16);
+      win(w, s->dim, h1, -1);
+      win(w, s->dim, h2, -1);
+      emit(w, ctx, h1, h2, a, a2);
+    }
+    a2 = a;
+  }
+  return top;
+}
+
+static void dec_step(wctx *w, void *ctx, int h1, int h2, int a, int a2) {
+  unit *u = ctx;
+  const view *v = &u->mv[0];
+  dec_out(w, u, h1, v->val[a], 1);
+  dec_out(w, u, h2, v->val[a], -1);
+  dec_out(w, u, h1, v->val[a2], -1);
+  dec_out(w, u, h2, v->val[a2], 1);
+}
+
 static void mlp_decode(wctx *w, unit *u) {
   gc *g = w->g;
   const view *v = &u->mv[0];
   const unit *s = &g->u[v->unit];
+  if (s->qw) {
+    int h = hid(w, 0, 0);
+    win(w, 1, h, 1);
+    int top = qw_steps(w, v, dec_step, u);
+    if (top >= 0) dec_out(w, u, h, v->val[top], 1);
+    return;
+  }
   if (s->cat) {
     for (int k = 0; k < u->nvals; k++) {
       int h = hid(w, 0, 10);
@@ -1726,6 +1819,17 @@ static void mlp_pair(wctx *w, unit *u) {
 ** through one hidden unit (values shifted to be >= 0, the shift added by
 ** the ONE unit of the caller: returned), a numerical one through a base and
 ** a step wherever the value changes (as mlp_decode). */
+struct add_ctx {
+  const view *v;
+  int out;
+};
+static void add_step(wctx *w, void *ctx, int h1, int h2, int a, int a2) {
+  const struct add_ctx *c = ctx;
+  double dv = dval(c->v->val[a]) - dval(c->v->val[a2]);
+  wout(w, h1, c->out, dv);
+  wout(w, h2, c->out, -dv);
+}
+
 static double mlp_add_view(wctx *w, const view *v, int out) {
   gc *g = w->g;
   const unit *s = &g->u[v->unit];
@@ -1751,6 +1855,11 @@ static double mlp_add_view(wctx *w, const view *v, int out) {
     if (w->w_in) lf_write(g, &f, w->w_in, w->dmlp, h, 1);
     wout(w, h, out, 1);
     return flo;
+  }
+  if (s->qw) {
+    struct add_ctx c = {v, out};
+    int top = qw_steps(w, v, add_step, &c);
+    return top >= 0 ? dval(v->val[top]) : 0;
   }
   double maxabs = 1, base = 0;
   for (int a = 0; a < s->nvals; a++)
@@ -2113,7 +2222,7 @@ static void write_head(gc *g, unit *u, float *wq, float *wk, float *wv, float *w
     wq[(size_t)0 * dh + col] = (float)((m + 10) * scale);
   }
   if (u->hmode == H_WIDTH) {
-    wv[0] = 1;
+    wv[0] = u->qw ? (float)u->qv : 1; /* (quantized: b_o adds QW_B, below) */
     wo[u->dim] = 1;
   } else if (u->hmode == H_MOVE) {
     lform f;
@@ -2825,6 +2934,9 @@ static int head_margin(gc *g, unit *u, rasp_model *m, int p) {
   int self = (int)(u - g->u);
   double vrange = 2 * unit_max(g, self), tol = avg ? unit_gap(g, self) / 8 : 0.125;
   double G = INFINITY, Gp = INFINITY, leak = 0, spread = 0;
+  /* a quantized width: every selected key scores exactly BOS's score,
+  ** each computed exactly (one component) */
+  int wexact = width && u->qw && u->nc == 1 && ebns == 0;
   int unbounded = !(ebns < INFINITY);
   double selmin = 0, selmax = 0, pselmin = 0, pselmax = 0;
   int nc = u->nc;
@@ -2923,6 +3035,8 @@ static int head_margin(gc *g, unit *u, rasp_model *m, int p) {
         gap = fmin(gap, sbos - fx);
         pgap = fmin(pgap, blo - fhi);
       }
+      if (hmin < INFINITY)
+        wexact = wexact && hmin == hmax && lo2 == hmin && hi2 == hmax && hmin == sbos;
       G = fmin(G, gap);
       Gp = fmin(Gp, pgap);
       ref = hmin < INFINITY ? (width ? fmin(lo, blo) : lo) : blo;
@@ -2993,6 +3107,20 @@ static int head_margin(gc *g, unit *u, rasp_model *m, int p) {
                  vsrc_dev(g, u, m, k);
     double ae[2];
     if (ok && !avg && head_unique(g, u, m, lk, ae)) u->kappa = 0, u->ae[0] = ae[0], u->ae[1] = ae[1];
+    /* a quantized width: the selected keys and BOS score alike, exactly,
+    ** so each gets exp(0) = 1; the others weigh less than 2^-25 in all,
+    ** so the softmax's sum is w + 1 exactly (in any order) and BOS's
+    ** weight fl(1/(w + 1)); every other key's value is an exact 0, so the
+    ** head's output is qv fl(1/(w + 1)) exactly (qv a power of two), and
+    ** b_o's 2^23 plus it rounds to the integer plan_width lists: exact.
+    ** (The softmax divides by its sum, or multiplies by its reciprocal:
+    ** fl(1 / (w + 1)) either way.) */
+    if (width && u->qw) {
+      if (ok && wexact && lk < ldexp(1, -25)) u->kappa = 0, u->ae[0] = u->ae[1] = 0;
+      else if (ok)
+        ok = 0, u->why = "its selected keys' scores are not proven exactly equal to BOS's (a "
+                         "quantized width needs them so)";
+    }
   }
   return ok;
 }
@@ -3303,6 +3431,10 @@ static int mlp_margin(gc *g, rasp_model *m, int l, int h0, int h1, const int *sr
     float w1 = has_one ? 0.0f : wi[(size_t)1 * F + h];
     double base = (double)bi[h] + w1, T = fabs((double)bi[h]) + fabs((double)w1), err = 0,
            lerr = 0;
+    /* the largest sums of its positive and of its negative terms: every
+    ** partial sum, in any order, lies between -Tn and Tp */
+    double Tp = fmax(0, (double)bi[h]) + fmax(0, (double)w1),
+           Tn = fmax(0, -(double)bi[h]) + fmax(0, -(double)w1);
     err += fabs((double)bi[h] - raspG_round(p, bi[h])) + fabs((double)w1 - raspG_round(p, w1));
     int nnz = 1, nsrc = 0, hex = allex && bi[h] == floorf(bi[h]) && w1 == floorf(w1);
     double ain = 0; /* the sources' absolute errors through w_in (fp32) */
@@ -3333,9 +3465,14 @@ static int mlp_margin(gc *g, rasp_model *m, int l, int h0, int h1, const int *sr
       double tmax = 0, t, wre, emax = 0, va = 0, von = 0, vz = 0, vnz = 0, onz = 0, onnz = 0, vlin = 0;
       int vm = 0;
       double *z = raspM_alloc(sizeof(double) * (size_t)(s->nvals ? s->nvals : 1));
+      double tpos = 0, tneg = 0;
       for (int a = 0; a < s->nvals; a++) {
         z[a] = uv_dot(g, src[k], a, wi, F, h, p, &t, &wre);
         if (t > tmax) tmax = t;
+        /* (one term per value but for a squared unit's two, which may
+        ** have either sign: t on both sides) */
+        tpos = fmax(tpos, s->sq ? t : fmax(0, z[a]));
+        tneg = fmax(tneg, s->sq ? t : fmax(0, -z[a]));
         if (t * s->kappa * up + wre > emax) emax = t * s->kappa * up + wre;
         if (p != RASPG_FP32) continue;
         double e = aerr_val(g, src[k], a, wi, F, h), ez, enz;
@@ -3365,6 +3502,7 @@ static int mlp_margin(gc *g, rasp_model *m, int l, int h0, int h1, const int *sr
       } else
         zs[nsrc++] = (zsrc){z, w};
       T += tmax;
+      Tp += tpos, Tn += tneg;
       err += emax;
       lerr += leak_err(g, src[k], wi, F, h, p);
       if (s->cat && !(s->ae[0] > 0)) nterm++;
@@ -3376,7 +3514,7 @@ static int mlp_margin(gc *g, rasp_model *m, int l, int h0, int h1, const int *sr
     else if (fabs(base) > tiny) mn = fabs(base);
     for (int k = 0; k < nsrc; k++) raspM_free(zs[k].z);
     raspM_free(zk);
-    hex = hex && T + ain <= lim;
+    hex = hex && fmax(Tp, Tn) + ain <= lim;
     /* integers within the format: every sum exact, or off by what the
     ** inputs' absolute errors grow to (dev_grow); eon: the error where h
     ** is on, what its output carries (off, it outputs an exact 0) */
@@ -3530,6 +3668,9 @@ static int force_unit(gc *g, int c, unsigned char *force) {
 #define MARK(i) do { if (!(force[i] & FORCE_CAT)) force[i] |= FORCE_CAT, added++; } while (0)
   if (u->kind == U_TOK && u->sq) MARK(nn);
   if (u->kind == U_HEAD && u->hmode == H_MOVE) MARK(u->node);
+  /* a quantized width not proven: the classic 1/(w + 1) next time */
+  if (u->kind == U_HEAD && u->hmode == H_WIDTH && u->qw && !(force[u->node] & FORCE_CLASSIC))
+    force[u->node] |= FORCE_CLASSIC, added++;
   if (u->kind == U_MLP && (u->mkind == M_NWHERE || u->mkind == M_NCMP || u->mkind == M_SUM))
     MARK(u->node);
   if (u->kind == U_MLP && u->mkind == M_DECODE && !u->cat) MARK(u->node); /* need_num's */
@@ -3774,7 +3915,7 @@ static int prove(gc *g, raspG_model *out, const view *ov, int p, unsigned char *
     int raised = 0;
     for (int i = 0; i < g->nu; i++) {
       const unit *u = &g->u[i];
-      if (!u->used || u->kind != U_HEAD || u->node < 0 || (saved[u->node] >> 1) >= FORCE_GAIN_MAX)
+      if (!u->used || u->kind != U_HEAD || u->node < 0 || force_gain(saved[u->node]) >= FORCE_GAIN_MAX)
         continue;
       /* the leak's share of its error (head_margin) more than rounding's
       ** smallest grain, or not bounded (a head reading what was not
@@ -4127,7 +4268,7 @@ static double cb_run(gc *g, raspG_model *out, const view *ov, double eps, double
         cb_place(&s, i, 1);
         const unit *hu = &g->u[i];
         for (int k = 0; k < usize(hu); k++)
-          s.Mag0[hu->dim + k] = hu->cat ? 1 : fabs(dval(hu->dflt)) * (hu->sq && k ? fabs(dval(hu->dflt)) : 1) + (hu->hmode == H_WIDTH);
+          s.Mag0[hu->dim + k] = hu->cat ? 1 : fabs(dval(hu->dflt)) * (hu->sq && k ? fabs(dval(hu->dflt)) : 1) + (hu->hmode == H_WIDTH ? qwidth_bos(hu) : 0);
       }
     for (int r = 0; r < D; r++) {
       s.E[r] += oe[r] + bg + u * (s.Mag[r] + s.E[r] + oe[r] + bg);
@@ -4340,7 +4481,7 @@ static char *layout_json(gc *g, const raspG_model *m, int root, const view *ov) 
         raspI_elem_format(g->ir, u->vals[k], eb, sizeof eb);
       else
         snprintf(eb, sizeof eb, "%s",
-                 u->sq ? (k ? "x^2" : "x") : u->hmode == H_WIDTH ? "1/(w+1)" : "mean");
+                 u->sq ? (k ? "x^2" : "x") : u->hmode == H_WIDTH ? (u->qw ? "2^23+qv/(w+1)" : "1/(w+1)") : "mean");
       sb_printf(&nm, "%s%s=%s", nm.len ? " | " : "", name, eb);
     }
     sb_printf(&b, ", ");
@@ -4804,13 +4945,15 @@ static int compile_once(const rasp_ir *ir, const raspG_opts *o, unsigned char *f
   for (int l = 0; l < nl; l++) {
     int hh = 0;
 #define T_(s) (snprintf(name, sizeof name, "layers.%d.%s", l, s), raspN_data(m, name))
-    float *wq = T_("attn.w_q"), *wk = T_("attn.w_k"), *wv = T_("attn.w_v"), *wo = T_("attn.w_o");
+    float *wq = T_("attn.w_q"), *wk = T_("attn.w_k"), *wv = T_("attn.w_v"), *wo = T_("attn.w_o"),
+          *bo = T_("attn.b_o");
     for (int i = 0; i < g->nu; i++) {
       unit *u = &g->u[i];
       if (!u->used || u->kind != U_HEAD || u->layer != l) continue;
       size_t off = (size_t)hh * d * dh;
       write_head(g, u, wq + off, wk + off, wv + off, wo + (size_t)hh * dh * d, d, dh,
                  out->score_scale * head_gain(g, u));
+      if (u->qw) bo[u->dim] = (float)QW_B;
       u->hslot = hh++;
     }
     wctx w = {g, d, dmlp, dh, T_("mlp.w_in"), T_("mlp.b_in"), T_("mlp.w_out"), 0};
@@ -4826,7 +4969,7 @@ static int compile_once(const rasp_ir *ir, const raspG_opts *o, unsigned char *f
           wout(&w, h, u->dim, -dval(u->dflt));
           wout(&w, h, u->dim + 1, -dval(u->dflt) * dval(u->dflt));
         }
-        else wout(&w, h, u->dim, u->hmode == H_WIDTH ? -1 : -dval(u->dflt));
+        else wout(&w, h, u->dim, u->hmode == H_WIDTH ? -qwidth_bos(u) : -dval(u->dflt));
       }
     }
     for (int i = 0; i < g->nu; i++) {
@@ -4853,7 +4996,7 @@ static int compile_once(const rasp_ir *ir, const raspG_opts *o, unsigned char *f
         if (!u->used || u->kind != U_HEAD || u->layer != l) continue;
         double dv = dval(u->dflt);
         if (u->hmode == H_CAT) bv[u->dim + find(u->vals, u->nvals, u->dflt)] = 1;
-        else if (u->hmode == H_WIDTH) bv[u->dim] = 1;
+        else if (u->hmode == H_WIDTH) bv[u->dim] = qwidth_bos(u);
         else if (u->hmode == H_MOVE) bv[u->dim] = dv, bv[u->dim + 1] = dv * dv;
         else bv[u->dim] = dv;
       }
@@ -4956,7 +5099,7 @@ static int compile_impl(const rasp_ir *ir, const raspG_opts *o, raspG_model *out
   ** then the default scale with the proof-driven forms) may be proven too,
   ** with fewer large weights and no more dimensions */
   if (r == 1 && pd && out->fallbacks) {
-    for (int i = 0; i <= ir->nnodes; i++) force[i] &= FORCE_CAT;
+    for (int i = 0; i <= ir->nnodes; i++) force[i] &= FORCE_CAT | FORCE_CLASSIC;
     for (int k = 0; k < 2; k++) {
       if (k == 1 && !out->sharpened) break;
       raspG_model plain;

@@ -12,7 +12,11 @@
 #     sharpens them (--stats says how many and by how much, STEM.json gives
 #     each one's "gain"), and the model is exact;
 #   - histogram at n = 128: by default its readout is named as unproven;
-#     proof-driven, that node is one-hot and the model exact;
+#     proof-driven, its width is quantized (the residual holds the integer
+#     2^23 + round(qv fl(1/(w+1))), STEM.json says so) and the model is
+#     proven whole with nothing one-hot, and exact;
+#   - numeric.rasp (the fuzz corpus) at n = 64: four nodes the bound does not
+#     prove numerically are compiled one-hot (--stats counts them), exact;
 #   - double_histogram at n = 128, whose width cannot be proven in fp32 and
 #     has no categorical encoding, is refused at its line with a caret.
 # Prints "N passed, M failed".
@@ -70,12 +74,19 @@ fi
 expect "histogram n = 128 default: compiled, its readout unproven" 0 \
   'not proven: 1, the first %5 (sel_width) at examples/histogram\.rasp:11:12' '' \
   -- compile examples/histogram.rasp --input-vocab 'a b c' --length 128 --dry-run --stats
-expect "histogram n = 128 --require-proof: one node one-hot, exact" 0 \
+expect "histogram n = 128 --require-proof: proven whole, exact" 0 \
   '^check: 300/300 inputs agree with the interpreter' '' \
-  -- compile examples/histogram.rasp --input-vocab 'a b c' --length 128 --dry-run --stats \
+  -- compile examples/histogram.rasp --input-vocab 'a b c' --length 128 -o "$tmp/h" --stats \
   --require-proof --check 300
-grep -q '^fp32: every head, MLP unit and the readout proven against rounding; 1 node compiled categorically' \
-  "$tmp/out" && ok "histogram: --stats counts the one-hot node" || bad "histogram: fp32 line" "$tmp/out"
+grep -q '^fp32: proven exact against rounding: 3 of 3 heads, MLP units and readout$' "$tmp/out" &&
+  grep -q '=2^23+qv/(w+1)"' "$tmp/h.json" &&
+  ok "histogram: its width quantized, nothing one-hot" || bad "histogram: fp32 line" "$tmp/out"
+expect "numeric.rasp n = 64 --require-proof: four nodes one-hot, exact" 0 \
+  '^fp32: every head, MLP unit and the readout proven against rounding; 4 nodes compiled categorically' '' \
+  -- compile tests/fuzz_compile_corpus/numeric.rasp --input-vocab 'a b c' --length 64 --dry-run \
+  --stats --require-proof --check 300
+grep -q '^check: 300/300 inputs agree with the interpreter' "$tmp/out" &&
+  ok "numeric.rasp: the fallback model exact" || bad "numeric.rasp: check" "$tmp/out"
 expect "double_histogram n = 128 --require-proof: refused at the width" 1 '' \
   'examples/double_histogram\.rasp:18:13: compile: %8 (sel_width) cannot be compiled exactly in fp32' \
   -- compile examples/double_histogram.rasp --input-vocab 'a b c' --length 128 --dry-run \

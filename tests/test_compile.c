@@ -916,6 +916,13 @@ START_TEST(test_deviation_task) {
   ** values no query asks (raspF_distincts), so they select one key and
   ** sum no ties (head_unique): proven whole */
   dev_task("programs/readout4_log.rasp", 100, 50, 1, 1, 0);
+  /* readout2 and readout5: their widths quantized (the residual holds an
+  ** integer; plan_width), decoded by exact integer steps: proven whole,
+  ** every unit held to its deviation, the width's 0 */
+  dev_must = ":counts";
+  dev_task("programs/readout2_backward_targets.rasp", 100, 50, 1, 1, 0);
+  dev_task("programs/readout5_arms_constant.rasp", 100, 50, 1, 1, 0);
+  dev_must = NULL;
   /* |V| = 1000, default weights: readout3's start_idx (a big-M where
   ** whose gate terms reach 9e6, their sizes 4.9e7 in all) is exact at
   ** every combination of its inputs (active_od's integer output sums), so
