@@ -294,6 +294,8 @@ typedef struct gc {
                       set's, so a map's are known), for raspF_move */
   int kdone;
   struct cbs *cb;  /* while the composed noise bound runs: its errors */
+  int od_int;      /* ... and found every output sum, at every combination, an exact
+                      integer sum (its units exact integers, within 2^24) */
   int od_combo;    /* active_od ran for the last mlp_margin (od + 3D, + 4D hold its sums);
                       2: its affine bound, for every combination */
   int inplace;     /* the unit mlp_margin proves updates its operand in place */
@@ -3263,6 +3265,7 @@ static void active_od(gc *g, const float *wi, const float *bi, const float *wo, 
   double *od = g->od, *oint = od + 3 * D, *ogen = oint + D;
   memset(od, 0, sizeof(double) * (size_t)D);
   g->od_combo = affine ? 2 : 1;
+  g->od_int = 1;
   for (int k = 0; k < ns; k++) ix[k] = 0;
   for (;;) {
     for (int s2 = 0; s2 < no; s2++)
@@ -3375,6 +3378,8 @@ static void active_od(gc *g, const float *wi, const float *bi, const float *wo, 
       double gen = v + (kc[s2] + 1) * ldexp(1, -24) * (1 + ldexp(1, -20)) * (Tc[s2] + v);
       if (aint[s2] && Tz[s2] + v <= ldexp(1, 24))
         gen = fmin(gen, v > 0 ? dev_grow(v, (int)kc[s2], Tz[s2] + v) : 0);
+      else
+        g->od_int = 0;
       ogen[o] = fmax(ogen[o], gen);
     }
     int k = 0;
@@ -3422,6 +3427,7 @@ static int mlp_margin(gc *g, rasp_model *m, int l, int h0, int h1, const int *sr
   double *otd = od + D, *ond = otd + D; /* per output: sum |w_out| max|h|, nonzero terms */
   memset(od, 0, sizeof(double) * (size_t)D * 5);
   g->od_combo = 0;
+  g->od_int = 0;
   /* per hidden unit: its error where it can be on, the share of that
   ** which is its own rounding (what its inputs' errors do not bring), and
   ** its largest magnitude (active_od) */
@@ -3826,11 +3832,14 @@ static int prove(gc *g, raspG_model *out, const view *ov, int p, unsigned char *
         oin[c] = fmax(oin[c], oint[r]);
         og[c] = fmax(og[c], ogen[r]);
       }
-      for (int a = 0; a < u->nvals && ex; a++) {
+      int vint = 1; /* its values integers the format holds */
+      for (int a = 0; a < u->nvals && vint; a++) {
         double x = dval(u->vals[a]);
-        ex = u->cat || (x == floor(x) && fabs(u->sq ? x * x : x) <= ldexp(1, prec_bits[p]));
+        vint = u->cat || (x == floor(x) && fabs(u->sq ? x * x : x) <= ldexp(1, prec_bits[p]));
       }
-      if (ex) u->kappa = 0;
+      ex = ex && vint;
+      /* (exact sums: everywhere, or at every combination, active_od) */
+      if (ex || (vint && g->od_combo && g->od_int)) u->kappa = 0;
       if (g->trace > 1) fprintf(stderr, "  h [%d,%d) oe %g %g ot %g ex %d od-dims:", u->h0, u->h1, oe[0], oe[1], ot, ex);
       for (int r = 0; r < m->cfg.d_model && g->trace > 1; r++) if (g->od[r] > 0) fprintf(stderr, " %d:%g", r, g->od[r]);
       if (g->trace > 1) fprintf(stderr, "\n");
