@@ -242,8 +242,9 @@ static const raspU_option options[] = {
      "auto (default: the proven choice) or categorical (integers one-hot)"),
     OPT(RASPC_O_REQUIRE_PROOF, "--require-proof", NULL, NULL, RASPC_COMPILE,
      "fp32 too chooses encodings by the rounding proof, as fp16 and bf16\n"
-     "do: a model not proven whole gets exact erasers and steep tests,\n"
-     "leaky heads sharper scores, and a numerical encoding not proven is\n"
+     "do: a model not proven whole gets exact erasers, steep tests and\n"
+     "quantized widths, leaky heads sharper scores, and a numerical\n"
+     "encoding not proven is\n"
      "compiled one-hot, a unit proven neither way refused at its node\n"
      "(default: fp32 by size)"),
     OPT(RASPC_O_MOVES, "--moves", NULL, "M", RASPC_COMPILE,

@@ -126,6 +126,14 @@
 ** alike to within a fraction of 1/(n+1)^2, which the decode's rounding
 ** (about 1e-2 in x^2 at n = 128) times the head's scale does not give.  A
 ** fallback (fp16, bf16) that forces the width's node keeps it one-hot.
+** Quantized widths (proof-driven fp32 only): the width head's BOS value is
+** qv (a power of two) and the attention bias b_o adds 2^23 to its
+** dimension, where float32's grid is 1, so the residual holds the integer
+** 2^23 + round(qv fl(1/(w+1))) (qwidth_value: the raw values of the unit)
+** and is decoded by exact integer steps (qw_steps).  prove() calls it exact
+** only where the selected keys score exactly BOS's score and the leak is
+** below 2^-25 (then the softmax gives BOS exactly fl(1/(w+1))); one it
+** cannot is compiled as 1/(w+1) again (FORCE_CLASSIC).
 **
 ** Liveness.  After scheduling, each unit's last reader is known; a dead
 ** unit can be erased by an MLP (minus its value: one hidden unit per
