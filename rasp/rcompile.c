@@ -262,7 +262,7 @@ typedef struct unit {
                       program averages: RASPF_MOVE_PROVEN or _ASSUMED (the
                       premise, raspF_moves), else 0 */
   int qw;          /* a quantized width (proof-driven fp32): its value
-                      QW_B + round(qv fl(1/(w+1))), an integer (plan_width) */
+                      QW_B + round(qv fl(1/(w+1))), an integer (qwidth_value) */
   double qv;       /* its BOS value weight, a power of two */
 } unit;
 
@@ -316,7 +316,7 @@ typedef struct gc {
 ** head_gain). */
 #define FORCE_CAT 1
 #define FORCE_GAIN_MAX 4 /* at most 2^4 times the model's score scale */
-#define FORCE_CLASSIC 0x40 /* a width not quantized (plan_width) */
+#define FORCE_CLASSIC 0x40 /* a width not quantized (qwidth_value) */
 /* The gain bits of a force entry (log2 of a head's extra gain). */
 static int force_gain(unsigned char f) { return (f & (FORCE_CLASSIC - 1)) >> 1; }
 
@@ -3122,7 +3122,7 @@ static int head_margin(gc *g, unit *u, rasp_model *m, int p) {
     ** so the softmax's sum is w + 1 exactly (in any order) and BOS's
     ** weight fl(1/(w + 1)); every other key's value is an exact 0, so the
     ** head's output is qv fl(1/(w + 1)) exactly (qv a power of two), and
-    ** b_o's 2^23 plus it rounds to the integer plan_width lists: exact.
+    ** b_o's 2^23 plus it rounds to the integer qwidth_value gives: exact.
     ** (The softmax divides by its sum, or multiplies by its reciprocal:
     ** fl(1 / (w + 1)) either way.) */
     if (width && u->qw) {

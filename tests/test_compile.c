@@ -917,7 +917,7 @@ START_TEST(test_deviation_task) {
   ** sum no ties (head_unique): proven whole */
   dev_task("programs/readout4_log.rasp", 100, 50, 1, 1, 0);
   /* readout2 and readout5: their widths quantized (the residual holds an
-  ** integer; plan_width), decoded by exact integer steps: proven whole,
+  ** integer; qwidth_value), decoded by exact integer steps: proven whole,
   ** every unit held to its deviation, the width's 0 */
   dev_must = ":counts";
   dev_task("programs/readout2_backward_targets.rasp", 100, 50, 1, 1, 0);
