@@ -3888,6 +3888,12 @@ static int prove(gc *g, raspG_model *out, const view *ov, int p, unsigned char *
         if (g->trace > 1) fprintf(stderr, "  ae[%d] before residue %g, residue %g\n", k, u->ae[k], r);
         if (r > 0 || u->ainplace)
           u->ae[k] += r + fmin(u->ae[k] + r, ldexp(1, -24) * (col_max(g, i, k) + u->ae[k] + r));
+        /* a quantized width is rounded to its integer by the same sums
+        ** that add what its dimension held: anything there could carry
+        ** the head's qv fl(1/(w + 1)) across a half, so none is allowed */
+        if (u->qw && r > 0 && ok)
+          ok = 0, u->why = "its dimension holds what an earlier unit left (a quantized width "
+                           "needs it empty)";
       }
       u->nzx = ok && nz_exact(g, i);
     }
