@@ -3011,14 +3011,26 @@ static int head_margin(gc *g, unit *u, rasp_model *m, int p) {
           }
           e = dev_grow(e + ep, ncol, T + e + ep);
         }
-        else if (!(e == 0 && sint && T <= lim)) {
-          /* its rounding: k products and k - 1 additions in any order,
-          ** each off by at most u times a partial sum (at most T), so
-          ** k u T, not u |s| (the terms of a centred -(k - q)^2 cancel:
-          ** |s| is far below T); none where every term is an integer and
-          ** every partial sum within the format (T <= 2^24), whatever s */
+        else {
+          /* its rounding.  In fp32: k products and k - 1 additions in any
+          ** order, each off by at most u times a partial sum (at most T),
+          ** so k u T, not u |s| (the terms of a centred -(k - q)^2
+          ** cancel: |s| is far below T); none where every term is an
+          ** integer and every partial sum within the format (T <= 2^24),
+          ** whatever s.  In fp16 and bf16 the products are exact in the
+          ** float32 accumulator (11 + 11 or 8 + 8 significand bits), its
+          ** k - 1 additions off by 2^-24 T each, and the sum is rounded
+          ** to p once: to the integer s itself (off by at most twice the
+          ** accumulator's error) where s is one the format holds */
           int k = ks[a + 1] - ks[a];
-          e += up * (k > 1 ? k : 1) * (T > fabs(s) ? T : fabs(s)) * (1 + ldexp(1, -20));
+          if (p == RASPG_FP32) {
+            if (!(e == 0 && sint && T <= lim))
+              e += up * (k > 1 ? k : 1) * (T > fabs(s) ? T : fabs(s)) * (1 + ldexp(1, -20));
+          } else {
+            double acc = (k > 1 ? k - 1 : 0) * ldexp(1, -24) * (1 + ldexp(1, -20)) * T;
+            if (e == 0 && s == floor(s) && fabs(s) <= lim && acc < 0.25) e += 2 * acc;
+            else e += acc + up * (fabs(s) + acc);
+          }
         }
         double ens = e;
         e += up * fabs(s); /* the scaling's */
