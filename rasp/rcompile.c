@@ -2945,13 +2945,16 @@ static int head_margin(gc *g, unit *u, rasp_model *m, int p) {
   double vrange = 2 * unit_max(g, self), tol = avg ? unit_gap(g, self) / 8 : 0.125;
   double G = INFINITY, Gp = INFINITY, leak = 0, spread = 0;
   /* a quantized width: every selected key scores exactly BOS's score,
-  ** each computed exactly (one component) */
-  int wexact = width && u->qw && u->nc == 1 && ebns == 0;
+  ** each computed exactly */
+  int wexact = width && u->qw && ebns == 0;
   int unbounded = !(ebns < INFINITY);
   double selmin = 0, selmax = 0, pselmin = 0, pselmax = 0;
   int nc = u->nc;
-  double *mh = raspM_alloc(sizeof(double) * (size_t)(nc + 1) * 6);
+  double *mh = raspM_alloc(sizeof(double) * (size_t)(nc + 1) * 9);
   double *Mh = mh + nc + 1, *Mf = Mh + nc + 1, *pmh = Mf + nc + 1, *pMh = pmh + nc + 1, *pMf = pMh + nc + 1;
+  /* per component, for a quantized width of several: the selected keys'
+  ** scores less and plus their own rounding (ens), and their terms' sizes */
+  double *emh = pMf + nc + 1, *eMh = emh + nc + 1, *Tsel = eMh + nc + 1;
   for (int ci = 0; ci < nc; ci++) {
     const comp *c = &u->c[ci];
     int ncol = c->col1 - c->col0, nk = g->u[c->ku].nvals, nq = g->u[c->qu].nvals;
@@ -2970,7 +2973,8 @@ static int head_margin(gc *g, unit *u, rasp_model *m, int p) {
     }
     ks[nk] = nz;
     double *sc = raspM_alloc(sizeof(double) * (size_t)(nk ? nk : 1) * 2), *er = sc + nk;
-    mh[ci] = pmh[ci] = INFINITY;
+    mh[ci] = pmh[ci] = emh[ci] = INFINITY;
+    eMh[ci] = -INFINITY, Tsel[ci] = 0;
     Mh[ci] = pMh[ci] = Mf[ci] = pMf[ci] = -INFINITY;
     for (int j = 0; j < ncol; j++) {
       if (QA[j] > vmax) vmax = QA[j];
@@ -3038,12 +3042,14 @@ static int head_margin(gc *g, unit *u, rasp_model *m, int p) {
         er[a] = e;
         if (fabs(s) > cmax) cmax = fabs(s);
         if (comp_rel(g, c, a, b)) {
+          Tsel[ci] = fmax(Tsel[ci], T);
           hmin = fmin(hmin, s), hmax = fmax(hmax, s), lo = fmin(lo, s - e), hi = fmax(hi, s + e);
           lo2 = fmin(lo2, s - ens), hi2 = fmax(hi2, s + ens);
         } else
           fx = fmax(fx, s), fhi = fmax(fhi, s + e);
       }
       mh[ci] = fmin(mh[ci], hmin), Mh[ci] = fmax(Mh[ci], hmax), Mf[ci] = fmax(Mf[ci], fx);
+      if (hmin < INFINITY) emh[ci] = fmin(emh[ci], lo2), eMh[ci] = fmax(eMh[ci], hi2);
       pmh[ci] = fmin(pmh[ci], lo), pMh[ci] = fmax(pMh[ci], hi), pMf[ci] = fmax(pMf[ci], fhi);
       if (nc != 1) continue;
       /* one component: the exact gaps and leak at this query value */
@@ -3081,6 +3087,20 @@ static int head_margin(gc *g, unit *u, rasp_model *m, int p) {
     raspM_free(KA);
   }
   if (nc > 1) {
+    /* a quantized width of several components: in each, every selected
+    ** key's share of the score is one constant at every query, computed
+    ** exactly, so a key selected by all (the selector is their product)
+    ** scores their sum, which must be BOS's score; its terms are integers
+    ** (ens 0), summing within 2^24 over all components together */
+    double csum = 0, tsum = 0;
+    for (int ci = 0; ci < nc && wexact; ci++) {
+      if (!(mh[ci] < INFINITY)) continue;
+      wexact = mh[ci] == Mh[ci] && emh[ci] == mh[ci] && eMh[ci] == Mh[ci];
+      csum += mh[ci], tsum += Tsel[ci];
+    }
+    wexact = wexact && csum == sbos && tsum <= lim;
+    /* (the spread below adds the scaling's rounding, the same for equal
+    ** scores: an exact quantized width is not held to it) */
     double unsel = -INFINITY, punsel = -INFINITY;
     for (int ci = 0; ci < nc; ci++) {
       if (mh[ci] < INFINITY) selmin += mh[ci], pselmin += pmh[ci];
@@ -3113,7 +3133,7 @@ static int head_margin(gc *g, unit *u, rasp_model *m, int p) {
   else if (!(Gp > 0)) ok = 0, u->why = "rounding can let a key that is not selected win";
   else if (!(leak * vrange <= tol))
     ok = 0, u->why = "the weight leaking past its selected keys can move its value too far";
-  else if (avg && !((exp(spread * lsc) - 1) * vrange <= tol))
+  else if (avg && !(width && u->qw && wexact) && !((exp(spread * lsc) - 1) * vrange <= tol))
     ok = 0, u->why = "rounding can weigh its selected keys unequally, moving its mean by more "
                      "than an eighth of the gap between its values";
   if (p == RASPG_FP16 && (vmax > 65504 || smax > 65504))

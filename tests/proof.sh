@@ -17,8 +17,10 @@
 #     proven whole with nothing one-hot, and exact;
 #   - numeric.rasp (the fuzz corpus) at n = 64: four nodes the bound does not
 #     prove numerically are compiled one-hot (--stats counts them), exact;
-#   - double_histogram at n = 128, whose width cannot be proven in fp32 and
-#     has no categorical encoding, is refused at its line with a caret.
+#   - double_histogram at n = 128, whose widths' selectors have two parts, is
+#     proven whole with them quantized;
+#   - balanced_parens at n = 128, whose mean cannot be proven in fp32 and has
+#     no categorical encoding, is refused at its line with a caret.
 # Prints "N passed, M failed".
 NAME=proof
 . "${top_srcdir:-.}/tests/lib.sh"
@@ -87,9 +89,15 @@ expect "numeric.rasp n = 64 --require-proof: four nodes one-hot, exact" 0 \
   --stats --require-proof --check 300
 grep -q '^check: 300/300 inputs agree with the interpreter' "$tmp/out" &&
   ok "numeric.rasp: the fallback model exact" || bad "numeric.rasp: check" "$tmp/out"
-expect "double_histogram n = 128 --require-proof: refused at the width" 1 '' \
-  'examples/double_histogram\.rasp:18:13: compile: %8 (sel_width) cannot be compiled exactly in fp32' \
-  -- compile examples/double_histogram.rasp --input-vocab 'a b c' --length 128 --dry-run \
+expect "double_histogram n = 128 --require-proof: proven whole, exact" 0 \
+  '^fp32: proven exact against rounding: 7 of 7 heads, MLP units and readout$' '' \
+  -- compile examples/double_histogram.rasp --input-vocab 'a b c' --length 128 --dry-run --stats \
+  --require-proof --check 300
+grep -q '^check: 300/300 inputs agree with the interpreter' "$tmp/out" &&
+  ok "double_histogram: exact" || bad "double_histogram: check" "$tmp/out"
+expect "balanced_parens n = 128 --require-proof: refused at the mean" 1 '' \
+  'examples/balanced_parens\.rasp:22:12: compile: %8 balance (aggregate) cannot be compiled exactly in fp32' \
+  -- compile examples/balanced_parens.rasp --input-vocab '( ) x' --length 128 --dry-run \
   --require-proof
-grep -q '^ *\^' "$tmp/err" && ok "double_histogram: a caret" || bad "double_histogram: no caret" "$tmp/err"
+grep -q '^ *\^' "$tmp/err" && ok "balanced_parens: a caret" || bad "balanced_parens: no caret" "$tmp/err"
 finish
