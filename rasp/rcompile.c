@@ -2816,25 +2816,24 @@ static double vsrc_dev(gc *g, const unit *u, rasp_model *m, int col) {
 }
 
 /* Whether selector sel picks at most one key per query on every input: it
-** reaches, through `and`s alone, an equality select whose keys hold
-** distinct values (raspF_distincts) but for exceptions that no value of its
-** query's set can equal. */
-static int sel_picks_one(const gc *g, int sel, int depth) {
-  const rasp_ir_node *s = &g->ir->nodes[sel];
-  if (depth > 64) return 0;
-  if (s->op == RASP_OP_SEL_AND)
-    return sel_picks_one(g, s->in[0], depth + 1) || sel_picks_one(g, s->in[1], depth + 1);
-  if (s->op != RASP_OP_SELECT || s->aux != RASP_PRED_EQ) return 0;
-  raspF_distinct d = g->dist[s->in[0]];
-  const view *q = &g->nv[s->in[1]];
-  if (!d.holds || !q->val) return 0;
-  for (int a = 0; a < q->nv; a++) {
-    rasp_elem e = q->val[a];
-    /* integer keys equal an integer or a boolean (True == 1) only */
-    if (q->ok[a] && (e.den == 1 || e.den == RASP_DEN_BOOL) && raspF_distinct_may_repeat(d, e.num))
-      return 0;
+** reaches, through `and`s alone (raspF_and_eq_selects), an equality select
+** whose keys hold distinct values (raspF_distincts) but for exceptions that
+** no value of its query's set can equal. */
+static int sel_picks_one(const gc *g, int sel) {
+  int eqs[16], n = raspF_and_eq_selects(g->ir, sel, eqs, 16);
+  for (int k = 0; k < n; k++) {
+    const rasp_ir_node *s = &g->ir->nodes[eqs[k]];
+    raspF_distinct d = g->dist[s->in[0]];
+    const view *q = &g->nv[s->in[1]];
+    int one = d.holds && q->val;
+    for (int a = 0; a < (one ? q->nv : 0) && one; a++) {
+      rasp_elem e = q->val[a];
+      /* integer keys equal an integer or a boolean (True == 1) only */
+      one = !(q->ok[a] && (e.den == 1 || e.den == RASP_DEN_BOOL) && raspF_distinct_may_repeat(d, e.num));
+    }
+    if (one) return 1;
   }
-  return 1;
+  return 0;
 }
 
 /* fp32: a head that selects at most one key per query -- its keys are the
@@ -2860,7 +2859,7 @@ static int head_unique(gc *g, unit *u, rasp_model *m, double leak, double ae[2])
   if (!(leak < ldexp(1, -25))) return 0;
   const rasp_ir_node *an = u->node >= 0 ? &g->ir->nodes[u->node] : NULL;
   int one = an && (an->op == RASP_OP_AGGREGATE || an->op == RASP_OP_AGGR_MEAN) &&
-            sel_picks_one(g, an->in[0], 0);
+            sel_picks_one(g, an->in[0]);
   for (int ci = 0; ci < u->nc && !one; ci++) {
     const comp *c = &u->c[ci];
     if (g->u[c->ku].kind != U_IDX) continue;

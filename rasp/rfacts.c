@@ -465,22 +465,31 @@ static raspF_distinct distinct_hull(raspF_distinct a, i128 lo, i128 hi) {
   return distinct(min128(a.lo, lo), max128(a.hi, hi));
 }
 
-/* The equality select on keys equal (canonically) to vals reached from
-** selector sel through `and`s alone, its query's node; -1 if none.  Depth is
-** bounded: a deeper tree claims nothing. */
-static int select_on_values(const rasp_ir *ir, const int *canon, int sel, int vals, int depth) {
-  if (sel < 0 || sel >= ir->nnodes || depth > 64) return -1;
+static void and_eqs(const rasp_ir *ir, int sel, int *out, int max, int *n, int depth) {
+  if (sel < 0 || sel >= ir->nnodes || depth > 64 || *n >= max) return;
   const rasp_ir_node *s = &ir->nodes[sel];
-  if (s->op == RASP_OP_SELECT)
-    return s->aux == RASP_PRED_EQ && s->in[0] >= 0 && s->in[0] < sel && s->in[1] >= 0 &&
-                   s->in[1] < sel && canon[s->in[0]] == canon[vals]
-               ? s->in[1]
-               : -1;
-  if (s->op != RASP_OP_SEL_AND) return -1;
-  for (int j = 0; j < 2; j++) {
-    int q = s->in[j] < sel ? select_on_values(ir, canon, s->in[j], vals, depth + 1) : -1;
-    if (q >= 0) return q;
+  if (s->op == RASP_OP_SELECT) {
+    if (s->aux == RASP_PRED_EQ && s->in[0] >= 0 && s->in[0] < sel && s->in[1] >= 0 && s->in[1] < sel)
+      out[(*n)++] = sel;
+    return;
   }
+  if (s->op != RASP_OP_SEL_AND) return;
+  for (int j = 0; j < 2; j++)
+    if (s->in[j] < sel) and_eqs(ir, s->in[j], out, max, n, depth + 1);
+}
+
+int raspF_and_eq_selects(const rasp_ir *ir, int sel, int *out, int max) {
+  int n = 0;
+  and_eqs(ir, sel, out, max, &n, 0);
+  return n;
+}
+
+/* The query of an equality select on keys equal (canonically) to vals
+** reached from selector sel through `and`s alone; -1 if none. */
+static int select_on_values(const rasp_ir *ir, const int *canon, int sel, int vals) {
+  int eqs[16], n = raspF_and_eq_selects(ir, sel, eqs, 16);
+  for (int k = 0; k < n; k++)
+    if (canon[ir->nodes[eqs[k]].in[0]] == canon[vals]) return ir->nodes[eqs[k]].in[1];
   return -1;
 }
 
@@ -542,7 +551,7 @@ void raspF_distincts(const rasp_ir *ir, const raspF_value *facts, raspF_distinct
     case RASP_OP_AGGREGATE:
     case RASP_OP_AGGR_MEAN: {
       if (nd->c.den != 1) break;
-      int q = select_on_values(ir, canon, nd->in[0], nd->in[1], 0);
+      int q = select_on_values(ir, canon, nd->in[0], nd->in[1]);
       if (q < 0 || !out[q].holds) break;
       out[i] = distinct_hull(out[q], nd->c.num, nd->c.num);
       break;

@@ -203,6 +203,13 @@ typedef struct raspF_distinct {
   int64_t lo, hi;
 } raspF_distinct;
 void raspF_distincts(const rasp_ir *ir, const raspF_value *facts, raspF_distinct *out);
+/* The equality selects reached from selector sel through `and`s alone (an
+** `and` selects a subset of either operand's keys; an `or` or a `not` keys
+** neither need select), at most max of them into out; returns how many.
+** Depth-bounded: a deeper tree yields fewer, never a wrong one.  Where one
+** of them picks at most one key per query, so does sel (raspF_distincts,
+** the compiler's one-key rule). */
+int raspF_and_eq_selects(const rasp_ir *ir, int sel, int *out, int max);
 /* Whether v can be one of d's exceptions (or d claims nothing). */
 static inline int raspF_distinct_may_repeat(raspF_distinct d, int64_t v) {
   return !d.holds || (v >= d.lo && v <= d.hi);
