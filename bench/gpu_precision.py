@@ -28,7 +28,8 @@ BOS (position 0 is no output of the program; its logits tie):
   bf16   the module and its inputs cast to torch.bfloat16;
   fp16   the same in torch.float16.
 GPU_PRECISION_N (default 500) sets the number of uniform inputs and
-GPU_PRECISION_ONLY=a,b the models prepared (by name).
+GPU_PRECISION_ONLY=a,b the models prepared (by name), GPU_PRECISION_V the
+path-star programs' |V| (default 100; D = M = 5).
 Prints a table (-1: the precision could not run there) and, with --json,
 writes the counts.  Not a test.
 
@@ -64,7 +65,7 @@ PATHSTAR = ["readout1_back_target", "readout2_backward_targets", "readout3_forwa
             "readout4_log", "readout5_arms_constant", "readout6_causal",
             "decoder1_back_target", "decoder2_backward_targets", "decoder3_forward_start",
             "decoder4_log_meet", "decoder5_arms_constant", "decoder6_causal"]
-PS_SIZE = ("5", "5", "100")  # D, M, V
+PS_SIZE = ("5", "5", os.environ.get("GPU_PRECISION_V", "100"))  # D, M, V
 N_UNIFORM = int(os.environ.get("GPU_PRECISION_N", "500"))  # inputs per model (uniform part)
 ONLY = set(filter(None, os.environ.get("GPU_PRECISION_ONLY", "").split(",")))  # names, or all
 

@@ -2516,6 +2516,17 @@ float raspG_round(int p, float x) {
   return (float)copysign(r, (double)x);
 }
 
+/* The largest power of two of which x is an integer multiple (INFINITY
+** for 0): a sum of such multiples is exact in float32 while every
+** partial sum stays within 2^24 of them. */
+static double pow2_grain(double x) {
+  int ex;
+  if (x == 0 || !isfinite(x)) return x == 0 ? INFINITY : 0;
+  double m = frexp(fabs(x), &ex); /* x = m 2^ex, m in [1/2, 1) */
+  unsigned long long bits = (unsigned long long)ldexp(m, 53); /* nonzero */
+  return ldexp(1, ex - 53 + __builtin_ctzll(bits));
+}
+
 /* Unit uid's value a dotted with column col of W (rows = residual
 ** dimensions, row length ld); *t gets the sum of |terms| and *wre the most
 ** rounding W's entries to precision p moves it by. */
@@ -2561,6 +2572,12 @@ static double dev_grow(double D, int nadd, double T) {
   double f = D, u = ldexp(1, -24);
   for (int k = 0; k < nadd && f > 0; k++) f += f < u / 2 ? u * f : fmin(u * (T + f), f);
   return f;
+}
+
+/* dev_grow on the grain G >= 1 (a power of two): integer multiples of G
+** are integers scaled exactly, so the argument holds in units of G. */
+static double dev_grow_on(double D, int nadd, double T, double G) {
+  return G * dev_grow(D / G, nadd, T / G);
 }
 
 /* The nonzero entries of column col of W (rows x ld). */
@@ -2681,6 +2698,24 @@ static double col_max(const gc *g, int uid, int col) {
   return m;
 }
 
+/* The finest power-of-two grain (pow2_grain) of the terms unit uid's
+** values put into column col of W (with ONE's entry, when with_one): a
+** column whose terms' sizes sum within 2^24 of it is exact in float32. */
+static double uv_grain(const gc *g, int uid, const float *W, int ld, int col, int with_one) {
+  const unit *s = &g->u[uid];
+  double gr = with_one ? pow2_grain(W[(size_t)1 * ld + col]) : INFINITY;
+  for (int a = 0; a < s->nvals; a++) {
+    if (s->cat) {
+      gr = fmin(gr, pow2_grain(W[(size_t)(s->dim + a) * ld + col]));
+      continue;
+    }
+    double x = dval(s->vals[a]);
+    gr = fmin(gr, pow2_grain(x * W[(size_t)s->dim * ld + col]));
+    if (s->sq) gr = fmin(gr, pow2_grain(x * x * W[(size_t)(s->dim + 1) * ld + col]));
+  }
+  return gr;
+}
+
 /* Whether every entry of W that unit uid's dimensions (and ONE, when
 ** with_one) feed into column col is an integer. */
 static int int_weights(const gc *g, int uid, const float *W, int ld, int col, int with_one) {
@@ -2788,9 +2823,16 @@ static double *col_vectors(const gc *g, int uid, const float *W, int rows, int d
       if (e > emax[j]) emax[j] = e;
       if (t > tmax) tmax = t;
     }
+    /* fp32: terms on one power-of-two grain gr (a score's scale), summed
+    ** within 2^24 gr: exact on exact inputs, dev_grow's in units of gr on
+    ** integers off by a little */
     double D = aerr_dot(g, uid, W, dh, c0 + j);
-    if (kap == 0 && tmax <= lim && int_weights(g, uid, W, dh, c0 + j, one))
-      emax[j] = D > 0 ? dev_grow(D, col_nnz(W, rows, dh, c0 + j), tmax + D) : 0;
+    double gr = p == RASPG_FP32 ? uv_grain(g, uid, W, dh, c0 + j, one) : 1;
+    if (p == RASPG_FP32 && kap == 0 && D == 0 && tmax <= lim * gr)
+      emax[j] = 0;
+    else if (kap == 0 && int_weights(g, uid, W, dh, c0 + j, one) &&
+             tmax <= lim * (gr = fmax(1, gr)))
+      emax[j] = D > 0 ? dev_grow_on(D, col_nnz(W, rows, dh, c0 + j), tmax + D, gr) : 0;
     else emax[j] += D;
     emax[j] += leak_err(g, uid, W, dh, c0 + j, p);
     if (g->cb) { /* the composed bound: the column's error in the pass */
@@ -2989,12 +3031,13 @@ static int head_margin(gc *g, unit *u, rasp_model *m, int p) {
       int qint = p == RASPG_FP32 && !g->cb;
       for (int j = 0; j < ncol && qint; j++) qint = qb[j] == floor(qb[j]);
       for (int a = 0; a < nk; a++) {
-        double s = 0, e = qe, T = 0;
+        double s = 0, e = qe, T = 0, gr = INFINITY;
         int sint = qint;
         for (int t = ks[a]; t < ks[a + 1]; t++) {
           double kv = K[(size_t)a * ncol + kn[t]];
           s += qb[kn[t]] * kv;
           T += fabs(qb[kn[t]] * kv);
+          gr = fmin(gr, pow2_grain(qb[kn[t]] * kv));
           e += QE[kn[t]] * fabs(kv);
           sint = sint && kv == floor(kv);
         }
@@ -3004,7 +3047,7 @@ static int head_margin(gc *g, unit *u, rasp_model *m, int p) {
         ** no further from P + err_j than P is (err_j), nor than half an
         ** ulp (u |P + err_j|); a key column that is 0 only by its error
         ** rounds relatively (u of its share of qe) */
-        if (e > 0 && sint && T + e <= lim) {
+        if (e > 0 && sint && T + e <= lim * gr) {
           double ep = up * qe;
           for (int t = ks[a]; t < ks[a + 1]; t++) {
             int j = kn[t];
@@ -3012,22 +3055,25 @@ static int head_margin(gc *g, unit *u, rasp_model *m, int p) {
             double ej = QE[j] * fabs(kv) + (fabs(qb[j]) + QE[j]) * KE[j];
             ep += fmin(ej, up * (fabs(qb[j] * kv) + ej));
           }
-          e = dev_grow(e + ep, ncol, T + e + ep);
+          e = dev_grow_on(e + ep, ncol, T + e + ep, gr);
         }
         else {
           /* its rounding.  In fp32: k products and k - 1 additions in any
           ** order, each off by at most u times a partial sum (at most T),
           ** so k u T, not u |s| (the terms of a centred -(k - q)^2
-          ** cancel: |s| is far below T); none where every term is an
-          ** integer and every partial sum within the format (T <= 2^24),
-          ** whatever s.  In fp16 and bf16 the products are exact in the
+          ** cancel: |s| is far below T); none where every term is a
+          ** multiple of one power of two gr (an integer: gr >= 1) and
+          ** every partial sum within the format on that grain
+          ** (T <= 2^24 gr), whatever s: the score's factor (a power of
+          ** two) costs no bits, so node ids centred within +-510 score
+          ** exactly at any scale (T / scale <= 4 * 510^2).  In fp16 and bf16 the products are exact in the
           ** float32 accumulator (11 + 11 or 8 + 8 significand bits), its
           ** k - 1 additions off by 2^-24 T each, and the sum is rounded
           ** to p once: to the integer s itself (off by at most twice the
           ** accumulator's error) where s is one the format holds */
           int k = ks[a + 1] - ks[a];
           if (p == RASPG_FP32) {
-            if (!(e == 0 && sint && T <= lim))
+            if (!(e == 0 && !g->cb && T <= lim * gr))
               e += up * (k > 1 ? k : 1) * (T > fabs(s) ? T : fabs(s)) * (1 + ldexp(1, -20));
           } else {
             double acc = (k > 1 ? k - 1 : 0) * ldexp(1, -24) * (1 + ldexp(1, -20)) * T;
@@ -3650,6 +3696,10 @@ static int readout_margin(gc *g, raspG_model *out, const view *ov, int p, double
       for (int j = 0; j < no; j++) ok = ok && un[(size_t)r * no + j] == 0;
   double *lg = raspM_alloc(sizeof(double) * (size_t)no);
   double *R = raspM_alloc(sizeof(double) * (size_t)no);
+  /* per column: the grain of its integer terms, 0 where they are not */
+  double *GR = raspM_alloc(sizeof(double) * (size_t)no);
+  for (int j = 0; j < no && p == RASPG_FP32 && kap == 0; j++)
+    GR[j] = int_weights(g, uid, un, no, j, one) ? uv_grain(g, uid, un, no, j, one) : 0;
   *mg = INFINITY;
   *nd = 0;
   for (int a = 0; a < ov->nv; a++) {
@@ -3662,6 +3712,18 @@ static int readout_margin(gc *g, raspG_model *out, const view *ov, int p, double
       if (p == RASPG_FP32) {
         int mc = w1 != 0;
         for (int k = 0; k < sz; k++) mc += un[(size_t)(ru->dim + k) * no + j] != 0;
+        double tt = t + fabs((double)w1), gr = GR[j], D = aerr_val(g, uid, a, un, no, j);
+        if (kap == 0 && wre == 0 && gr >= 1 && tt + D <= ldexp(1, 24) * gr)
+          /* integer terms on one grain (a power-of-two scale): the sum
+          ** of exact inputs is exact.  On inputs off by e_k, dev_grow
+          ** bounds propagation and rounding together from D = sum of
+          ** aerr_term(|W_k|, e_k), which is sum |W_k| e_k (the
+          ** propagation, counted by aerr_cols in the difference) plus
+          ** each product's rounding; so the roundings alone are at most
+          ** dev_grow(D) - sum |W_k| e_k.  (An x^2 off by e weighs -X in
+          ** every column: it moves no difference, only its roundings do.) */
+          R[j] = D > 0 ? fmax(0, dev_grow_on(D, mc, tt + D, gr) - aerr_cols(g, uid, a, un, no, j, -1)) : 0;
+        else
         R[j] = t * kap * up + wre +
                mc * u32 / (1 - mc * u32) * (t + fabs((double)w1) + aerr_cols(g, uid, a, un, no, j, -1));
       } else {
@@ -3686,6 +3748,7 @@ static int readout_margin(gc *g, raspG_model *out, const view *ov, int p, double
   }
   raspM_free(lg);
   raspM_free(R);
+  raspM_free(GR);
   return ok && (p == RASPG_FP32 || *nd < *mg);
 }
 
@@ -4952,6 +5015,11 @@ static int compile_once(const rasp_ir *ir, const raspG_opts *o, unsigned char *f
   /* the readout's values */
   out->out_vals = view_image(&ov, &out->n_out);
   out->logit_scale = o->logit_scale > 0 ? o->logit_scale : raspG_default_logit_scale(out->n_out);
+  /* proof-driven, a numerical readout's scale is rounded up to a power of
+  ** two: its logits X (2 v x - x^2 - v^2) are then sums of integer
+  ** multiples of X, exact in float32 while they stay within 2^24 X
+  ** (readout_margin), where another X rounds every term at |V| = 1000 */
+  if (quad && proof_driven(g)) out->logit_scale = exp2(ceil(log2(out->logit_scale)));
   out->n = g->n;
   out->n_dims = d;
   rasp_model_config cfg = {0};
