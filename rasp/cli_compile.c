@@ -232,7 +232,7 @@ static int compile_cmd(int argc, char **argv, rasp_access *access) {
   int stats = 0, task_given = 0, encoder = 0, dry_run = 0, prec = RASPG_FP32, require = 0,
       encoding = RASPG_ENC_AUTO, moves = RASPG_MOVES_ASSUME;
   static const char *const precs[] = {"fp32", "fp16", "bf16"}, *const encs[] = {"auto", "categorical"},
-                           *const mvs[] = {"assume", "prove"};
+                           *const mvs[] = {"assume", "prove", "one"};
   double scale = 0, gain = 1; /* scale 0: the compiler's default */
   raspC_arg *args;
   int nargs = raspC_parse_program(RASPC_COMPILE, "compile", argc, argv, access, &args), good = 1;
@@ -262,7 +262,7 @@ static int compile_cmd(int argc, char **argv, rasp_access *access) {
     case RASPC_O_ATTN_GAIN: good = bounded_opt("--attn-gain", v, 1000, &gain); break;
     case RASPC_O_PRECISION: good = (prec = word_opt(a->name, v, precs, 3)) >= 0; break;
     case RASPC_O_ENCODING: good = (encoding = word_opt(a->name, v, encs, 2)) >= 0; break;
-    case RASPC_O_MOVES: good = (moves = word_opt(a->name, v, mvs, 2)) >= 0; break;
+    case RASPC_O_MOVES: good = (moves = word_opt(a->name, v, mvs, 3)) >= 0; break;
     case RASPC_O_D: case RASPC_O_M: case RASPC_O_V:
       task_given = 1;
       good = raspC_int_opt("compile", a->name, v, 1, 100000L,
@@ -392,7 +392,8 @@ static int compile_cmd(int argc, char **argv, rasp_access *access) {
   if (check && gm.moves_assumed) {
     premise = raspM_alloc((size_t)ir->nnodes + 1);
     raspF_moves(ir, premise);
-    for (int i = 0; i < ir->nnodes; i++) premise[i] = premise[i] == RASPF_MOVE_ASSUMED;
+    for (int i = 0; i < ir->nnodes; i++)
+      premise[i] = premise[i] != RASPF_MOVE_ASSUMED ? 0 : moves == RASPG_MOVES_ONE ? RASPE_ONE_KEY : 1;
   }
   int npremise = premise != NULL;
   /* inputs and disagreements per class (IN_NCLASS >= PS_NCLASS) */
@@ -463,9 +464,10 @@ static int compile_cmd(int argc, char **argv, rasp_access *access) {
         if (bad < 5 && broken >= 0) {
           const rasp_ir_node *bn = &ir->nodes[broken];
           fprintf(stderr, "rasp compile: input %ld: the assumed move %%%d%s%s at %s:%d:%d sees "
-                  "two values at query %d (its premise fails here)\n", k, broken,
+                  "two %s at query %d (its premise fails here)\n", k, broken,
                   bn->label ? " " : "", bn->label ? bn->label : "",
-                  bn->pos.src ? bn->pos.src->name : "?", bn->pos.line, bn->pos.col, bq);
+                  bn->pos.src ? bn->pos.src->name : "?", bn->pos.line, bn->pos.col,
+                  moves == RASPG_MOVES_ONE ? "selected keys" : "values", bq);
         }
         if (bad < 5) {
           char a[128], b[128];
@@ -496,8 +498,9 @@ static int compile_cmd(int argc, char **argv, rasp_access *access) {
                cls_done[c]);
     printf("%s\n", any ? ")" : "");
     if (npremise)
-      printf("check: the assumed moves' premise held on %ld/%ld inputs; the model agrees on "
-             "%ld/%ld of those%s\n", held, done - untested, held - held_bad, held,
+      printf("check: the assumed moves' premise%s held on %ld/%ld inputs; the model agrees on "
+             "%ld/%ld of those%s\n", moves == RASPG_MOVES_ONE ? " (one key each)" : "",
+             held, done - untested, held - held_bad, held,
              untested ? " (inputs whose selectors are too big to test left out)" : "");
   }
   if (check && encoder)

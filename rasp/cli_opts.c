@@ -248,10 +248,12 @@ static const raspU_option options[] = {
      "compiled one-hot, a unit proven neither way refused at its node\n"
      "(default: fp32 by size)"),
     OPT(RASPC_O_MOVES, "--moves", NULL, "M", RASPC_COMPILE,
-     "assume (default) or prove: an aggregate of numbers over an equality\n"
-     "select moves one selected value, the mean only where the selected\n"
-     "values are equal; where the program does not prove that, assume moves\n"
-     "anyway (--stats names it; --check tests it), prove averages exactly"),
+     "assume (default), one or prove: an aggregate of numbers over an\n"
+     "equality select moves one selected value, the mean only where the\n"
+     "selected values are equal; where the program does not prove that,\n"
+     "assume moves anyway (--stats names it; --check tests it), one also\n"
+     "assumes each such move selects one key (the fp32 proof uses it;\n"
+     "--check tests it), prove averages exactly"),
     OPT(RASPC_O_SEED, "--seed", NULL, "S", RASPC_COMPILE, "seed of the random inputs (default 1)"),
     OPT(RASPC_O_DUMP_FORWARD, "--dump-forward", NULL, "F", RASPC_COMPILE,
      "write the logits of one random input to F (text)"),

@@ -2902,6 +2902,8 @@ static int head_unique(gc *g, unit *u, rasp_model *m, double leak, double ae[2])
   const rasp_ir_node *an = u->node >= 0 ? &g->ir->nodes[u->node] : NULL;
   int one = an && (an->op == RASP_OP_AGGREGATE || an->op == RASP_OP_AGGR_MEAN) &&
             sel_picks_one(g, an->in[0]);
+  /* --moves one: an assumed move's premise is that it selects one key */
+  one = one || (u->move == RASPF_MOVE_ASSUMED && g->o->moves == RASPG_MOVES_ONE);
   for (int ci = 0; ci < u->nc && !one; ci++) {
     const comp *c = &u->c[ci];
     if (g->u[c->ku].kind != U_IDX) continue;
@@ -3712,17 +3714,28 @@ static int readout_margin(gc *g, raspG_model *out, const view *ov, int p, double
       if (p == RASPG_FP32) {
         int mc = w1 != 0;
         for (int k = 0; k < sz; k++) mc += un[(size_t)(ru->dim + k) * no + j] != 0;
-        double tt = t + fabs((double)w1), gr = GR[j], D = aerr_val(g, uid, a, un, no, j);
-        if (kap == 0 && wre == 0 && gr >= 1 && tt + D <= ldexp(1, 24) * gr)
-          /* integer terms on one grain (a power-of-two scale): the sum
-          ** of exact inputs is exact.  On inputs off by e_k, dev_grow
-          ** bounds propagation and rounding together from D = sum of
-          ** aerr_term(|W_k|, e_k), which is sum |W_k| e_k (the
-          ** propagation, counted by aerr_cols in the difference) plus
-          ** each product's rounding; so the roundings alone are at most
-          ** dev_grow(D) - sum |W_k| e_k.  (An x^2 off by e weighs -X in
-          ** every column: it moves no difference, only its roundings do.) */
-          R[j] = D > 0 ? fmax(0, dev_grow_on(D, mc, tt + D, gr) - aerr_cols(g, uid, a, un, no, j, -1)) : 0;
+        double tt = t + fabs((double)w1), gr = GR[j];
+        if (kap == 0 && wre == 0 && gr >= 1 && tt <= ldexp(1, 24) * gr) {
+          /* integer terms on one grain (a power-of-two scale): on exact
+          ** inputs the sum is exact.  An input off by e_k moves its term
+          ** by |W_k| e_k (P: the propagation, which aerr_cols charges in
+          ** the difference) and its product rounds by at most that again
+          ** or half an ulp (rho; none by a power of two); each addition
+          ** then rounds by no more than the error so far (the exact sum
+          ** is a float on the grain) or u times a partial sum: dev_grow's
+          ** increments.  R is the roundings alone, rho and those. */
+          double P = 0, rho = 0, xa = ru->cat ? 0 : dval(ru->vals[a]);
+          for (int k = 0; k < sz; k++) {
+            double w = fabs((double)un[(size_t)(ru->dim + k) * no + j]), e = dim_err(g, uid, a, k);
+            double x = ru->cat ? (k == a) : k ? xa * xa : xa;
+            int ex;
+            if (w == 0 || e == 0) continue;
+            P += w * e;
+            if (frexp(w, &ex) != 0.5) rho += fmin(w * e, u32 * w * (fabs(x) + e));
+          }
+          double F = P + rho;
+          R[j] = F > 0 ? rho + dev_grow_on(F, mc - 1, tt + F, gr) - F : 0;
+        }
         else
         R[j] = t * kap * up + wre +
                mc * u32 / (1 - mc * u32) * (t + fabs((double)w1) + aerr_cols(g, uid, a, un, no, j, -1));
@@ -5141,10 +5154,15 @@ static int compile_once(const rasp_ir *ir, const raspG_opts *o, unsigned char *f
     lform f0, f1;
     lf_build(g, &ov, 0, sh, &f0, &lo, &hi);
     lf_build(g, &ov, 1, sh, &f1, &lo, &hi);
+    /* proof-driven: without the -X (x - sh)^2 that every logit shares
+    ** (no logit difference moves), so the readout reads no x^2, whose
+    ** error a move over ties makes large at |V| = 1000 (its sums stay
+    ** exact on the grain X, a power of two: below) */
+    int no_sq = proof_driven(g);
     for (int j = 0; j < out->n_out; j++) {
       double v = dval(out->out_vals[j]) - sh;
       lf_write(g, &f0, un, cfg.n_out, j, 2 * v * X);
-      lf_write(g, &f1, un, cfg.n_out, j, -X);
+      if (!no_sq) lf_write(g, &f1, un, cfg.n_out, j, -X);
       un[(size_t)1 * cfg.n_out + j] += (float)(-v * v * X);
     }
   } else
@@ -5175,6 +5193,7 @@ static int compile_once(const rasp_ir *ir, const raspG_opts *o, unsigned char *f
     if (u->move == RASPF_MOVE_ASSUMED && !out->moves_assumed++)
       node_where(g, u->node, out->moves_at, sizeof out->moves_at, 1);
   }
+  out->moves_one = o->moves == RASPG_MOVES_ONE;
   if (!sched) cb_bound(g, out, &ov); /* (the schedule alone needs no bound) */
   m->json_extra = layout_json(g, out, root, &ov);
   if (sched) fill_sched(g, &ov, sched);
@@ -5723,11 +5742,13 @@ void raspG_print_stats(const raspG_model *g, FILE *out) {
     fprintf(out, "min MLP margin: no MLP units\n");
   if (g->moves_assumed)
     fprintf(out, "moves: %d head%s move%s one selected number where the program averages; %d "
-            "assume%s the selected values are equal (the first: %s), which the program does not "
+            "assume%s %s (the first: %s), which the program does not "
             "prove: every claim below holds on inputs that keep it, --check tests them "
             "(--moves prove: exact means instead)\n",
             g->moves, g->moves == 1 ? "" : "s", g->moves == 1 ? "s" : "", g->moves_assumed,
-            g->moves_assumed == 1 ? "s" : "", g->moves_at);
+            g->moves_assumed == 1 ? "s" : "",
+            g->moves_one ? "one selected key per query (--moves one)" : "the selected values are equal",
+            g->moves_at);
   else if (g->moves)
     fprintf(out, "moves: %d head%s move%s one selected number where the program averages; the "
             "program proves the selected values equal at every one\n",

@@ -53,7 +53,11 @@ typedef struct raspG_opts {
   ** --moves assume`) moves too and reports the premise as assumed: right on
   ** inputs that keep it (the path-star tasks' edges), which --check tests;
   ** RASPG_MOVES_PROVE compiles the exact mean instead (bigger, and refused
-  ** where the means are too many to plan). */
+  ** where the means are too many to plan).  RASPG_MOVES_ONE (`--moves
+  ** one`) compiles as ASSUME on a stronger premise: each such move selects
+  ** at most one key per query (the path-star lookups: one edge per node),
+  ** which the fp32 proof then uses (a lookup sums no ties, so it is not
+  ** charged n/2 + 4 roundings) and --check tests instead. */
   int moves;
   /* 1: fp32 chooses its encodings by the rounding proof, as fp16 and bf16
   ** always do (`rasp compile --require-proof`): a numerical encoding the
@@ -64,7 +68,7 @@ typedef struct raspG_opts {
 } raspG_opts;
 
 enum { RASPG_FP32, RASPG_FP16, RASPG_BF16 };
-enum { RASPG_MOVES_ASSUME, RASPG_MOVES_PROVE };
+enum { RASPG_MOVES_ASSUME, RASPG_MOVES_PROVE, RASPG_MOVES_ONE };
 enum { RASPG_ENC_AUTO, RASPG_ENC_CATEGORICAL };
 /* "fp32", "fp16", "bf16" */
 const char *raspG_precision_name(int precision);
@@ -114,6 +118,8 @@ typedef struct raspG_model {
                               many of them rest on an assumed premise: every
                               proof above holds on inputs that keep it */
   char moves_at[192];      /* the first assumed move's node and location */
+  int moves_one;           /* the premise assumed: one key (RASPG_MOVES_ONE),
+                              else equal selected values */
   int sharpened;           /* heads whose scores the proof scaled beyond
                               score_scale (require_proof: their leak kept
                               a unit from being proven), and the largest */

@@ -1297,7 +1297,9 @@ const rasp_elem *raspE_value(rasp_eval *ev, int node, int b) {
   return row;
 }
 
-int raspE_selects_one_value(rasp_eval *ev, int agg, int b, int *query, rasp_error *err) {
+/* The premise of an assumed move on input b: one value at the selected
+** keys (one_key 0) or at most one selected key (one_key 1) per query. */
+static int selects_one(rasp_eval *ev, int agg, int b, int one_key, int *query, rasp_error *err) {
   if (agg < 0 || agg >= ev->nnodes ||
       (ev->ir->nodes[agg].op != RASP_OP_AGGREGATE && ev->ir->nodes[agg].op != RASP_OP_AGGR_MEAN)) {
     raspR_setnopos(err, "node %d is not an aggregate", agg);
@@ -1316,7 +1318,7 @@ int raspE_selects_one_value(rasp_eval *ev, int agg, int b, int *query, rasp_erro
     for (int k = 0, first = -1; k < n; k++) {
       if (!sel[(size_t)q * n + k]) continue;
       if (first < 0) first = k;
-      else if (v[k].num != v[first].num || v[k].den != v[first].den) {
+      else if (one_key || v[k].num != v[first].num || v[k].den != v[first].den) {
         if (query) *query = q;
         return 0;
       }
@@ -1324,11 +1326,19 @@ int raspE_selects_one_value(rasp_eval *ev, int agg, int b, int *query, rasp_erro
   return 1;
 }
 
+int raspE_selects_one_value(rasp_eval *ev, int agg, int b, int *query, rasp_error *err) {
+  return selects_one(ev, agg, b, 0, query, err);
+}
+
+int raspE_selects_one_key(rasp_eval *ev, int agg, int b, int *query, rasp_error *err) {
+  return selects_one(ev, agg, b, 1, query, err);
+}
+
 int raspE_moves_hold(rasp_eval *ev, const unsigned char *flag, int b, int *agg, int *query,
                      rasp_error *err) {
   for (int id = 0; id < ev->nnodes; id++) {
     if (!flag[id] || !ev->plan.live[id]) continue;
-    int r = raspE_selects_one_value(ev, id, b, query, err);
+    int r = selects_one(ev, id, b, flag[id] == RASPE_ONE_KEY, query, err);
     if (r <= 0) {
       if (!r && agg) *agg = id;
       return r;

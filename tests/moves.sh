@@ -8,6 +8,9 @@
 #     and says on how many inputs the premise held and that the model is
 #     right on all of those; --moves prove averages, and --check agrees on
 #     every input;
+#   - halfties.rasp: --moves one assumes one key per query, which --check
+#     tests instead: it holds on fewer inputs than one value (a token at two
+#     positions often holds one value there), the model right on those;
 #   - reverse: the move is proven (keys: the indices), --stats says so and
 #     STEM.json marks the head "move": "proven";
 #   - a path-star readout: its moves are assumed (the task's edges), the
@@ -22,7 +25,7 @@ NAME=moves
 
 C=tests/fuzz_compile_corpus
 for v in '' maybe PROVE 1; do
-  expect "--moves '$v' refused" 2 '' "moves: expected assume or prove, got '$v'" \
+  expect "--moves '$v' refused" 2 '' "moves: expected assume, prove or one, got '$v'" \
     -- compile $C/ties.rasp --input-vocab 'a b c ( )' --length 5 --dry-run --moves "$v"
 done
 
@@ -37,6 +40,26 @@ if [ $# -eq 3 ] && [ "$1" -lt 200 ] && [ "$1" = "$2" ] && [ "$1" = "$3" ]; then
   ok "ties: right on the $1 inputs where the premise holds"
 else
   bad "ties: premise line '$held'" "$tmp/out"
+fi
+# --moves one: the stronger premise, tested as such (halfties: one token at
+# two positions often holds one value there)
+premise_line() { # the counts of --check's premise line, with its qualifier $1
+  sed -n "s|^check: the assumed moves' premise$1 held on \([0-9]*\)/200 inputs; the model agrees on \([0-9]*\)/\([0-9]*\) of those\$|\1 \2 \3|p" "$tmp/out"
+}
+expect "halfties: one value" 1 '' 'sees two values' \
+  -- compile $C/halfties.rasp --input-vocab 'a b c ( )' --length 5 --dry-run --check 200
+set -- $(premise_line '')
+n_value=${1:-0}
+expect "halfties --moves one: --stats names the premise" 1 \
+  '^moves: 1 head moves one selected number where the program averages; 1 assumes one selected key per query (--moves one)' \
+  'the assumed move %[0-9]* at tests/fuzz_compile_corpus/halfties\.rasp:6:12 sees two selected keys' \
+  -- compile $C/halfties.rasp --input-vocab 'a b c ( )' --length 5 --dry-run --stats --check 200 --moves one
+held=$(premise_line ' (one key each)')
+set -- $held
+if [ $# -eq 3 ] && [ "$1" -lt "$n_value" ] && [ "$1" = "$2" ] && [ "$1" = "$3" ]; then
+  ok "halfties --moves one: holds on $1 < $n_value inputs, the model right on those"
+else
+  bad "halfties --moves one: premise line '$held' (one value held on $n_value)" "$tmp/out"
 fi
 expect "ties --moves prove: exact means, every input" 0 \
   '^check: 200/200 inputs agree with the interpreter' '' \
