@@ -47,8 +47,11 @@
 ** sets can prove more than raspF_move alone), when it claims them all.
 ** A program with an assumed move is compiled twice more, in fp32 and fp16,
 ** with moves = prove, which averages those aggregates and claims every
-** input (fp16 by compiling at all; fp32 where its units are proven).
-** The seeds ties.rasp, boolmean.rasp and mixmean.rasp exercise this.
+** input (fp16 by compiling at all; fp32 where its units are proven), and
+** once with moves = one (require_proof on every other input), whose proof
+** assumes each such aggregate selects at most one key: it claims only the
+** inputs where that holds (raspE_selects_one_key).  The seeds ties.rasp,
+** halfties.rasp, boolmean.rasp and mixmean.rasp exercise this.
 **
 ** A finding prints what failed to stderr and aborts, so libFuzzer keeps
 ** the input.  FUZZ_COMPILE_VERBOSE=1 in the environment prints a line per
@@ -213,7 +216,7 @@ static int fuzz_model(const rasp_ir *ir, const raspG_opts *base, int prec, int e
     fprintf(stderr, "fuzz_compile: %s%s %s gain %g moves %s: %zu parameters, %s, %d units with a "
             "deviation, %d moves (%d assumed), %d inputs (%d claimed)\n",
             raspG_precision_name(prec), req ? " require-proof" : "", enc ? "categorical" : "auto",
-            gain, moves ? "prove" : "assume", g.model.nparams, exact ? "exact" : "unproven", nu,
+            gain, moves == RASPG_MOVES_PROVE ? "prove" : moves == RASPG_MOVES_ONE ? "one" : "assume", g.model.nparams, exact ? "exact" : "unproven", nu,
             g.moves, g.moves_assumed, ran, held);
   }
   free(res);
@@ -257,11 +260,12 @@ static void fuzz_compile(rasp_ctx *ctx, uint64_t h) {
     free(live);
     return;
   }
-  unsigned char *move = malloc((size_t)ir->nnodes + 1);
+  unsigned char *move = malloc((size_t)ir->nnodes + 1), *move1 = malloc((size_t)ir->nnodes + 1);
   raspF_moves(ir, move);
   int assumed = 0;
   for (int id = 0; id < ir->nnodes; id++) {
     move[id] = move[id] == RASPF_MOVE_ASSUMED; /* (the flags raspE_moves_hold reads) */
+    move1[id] = move[id] ? RASPE_ONE_KEY : 0;  /* (--moves one's premise) */
     assumed |= live[id] && move[id];
   }
   /* the evaluator's first output on each input, one batch per input (one
@@ -270,7 +274,7 @@ static void fuzz_compile(rasp_ctx *ctx, uint64_t h) {
   raspE_set_max_selector_cells(ev, 4096);
   rasp_elem *wantbuf = malloc(sizeof(rasp_elem) * FUZZ_N * (size_t)nin);
   const rasp_elem *want[FUZZ_MAX_INPUTS];
-  int holds[FUZZ_MAX_INPUTS], any = 0;
+  int holds[FUZZ_MAX_INPUTS], holds1[FUZZ_MAX_INPUTS], any = 0;
   for (int k = 0; k < nin; k++) {
     memset(&err, 0, sizeof err);
     want[k] = NULL;
@@ -282,11 +286,13 @@ static void fuzz_compile(rasp_ctx *ctx, uint64_t h) {
            sizeof(rasp_elem) * FUZZ_N);
     want[k] = wantbuf + (size_t)k * FUZZ_N;
     holds[k] = moves_hold(ev, move);
+    holds1[k] = moves_hold(ev, move1);
     any = 1;
   }
   raspE_free(ev);
   free(live);
   free(move);
+  free(move1);
   if (any) {
     static const double gains[] = {1, 0.25, 4};
     /* a model too big in fp32 is too big in the others (they encode no
@@ -303,6 +309,10 @@ static void fuzz_compile(rasp_ctx *ctx, uint64_t h) {
                    nin);
         fuzz_model(ir, &base, RASPG_FP16, RASPG_ENC_AUTO, 1, RASPG_MOVES_PROVE, 0, in, want, holds,
                    nin);
+        /* --moves one: the fp32 proof reads the one-key premise, claimed
+           only on the inputs that keep it */
+        fuzz_model(ir, &base, RASPG_FP32, RASPG_ENC_AUTO, 1, RASPG_MOVES_ONE, (int)((h >> 14) & 1),
+                   in, want, holds1, nin);
       }
     }
   }

@@ -20,7 +20,12 @@
 #   - double_histogram at n = 128, whose widths' selectors have two parts, is
 #     proven whole with them quantized;
 #   - balanced_parens at n = 128, whose mean cannot be proven in fp32 and has
-#     no categorical encoding, is refused at its line with a caret.
+#     no categorical encoding, is refused at its line with a caret;
+#   - decoder4 with --moves one (each assumed lookup selects one key) is
+#     proven whole with nothing one-hot, and --check says the premise held
+#     and every output is right; readout3 at |V| = 1000 is proven whole
+#     (node-id scores exact on the scale's power-of-two grain, the readout's
+#     logits on X's).
 # Prints "N passed, M failed".
 NAME=proof
 . "${top_srcdir:-.}/tests/lib.sh"
@@ -100,4 +105,16 @@ expect "balanced_parens n = 128 --require-proof: refused at the mean" 1 '' \
   -- compile examples/balanced_parens.rasp --input-vocab '( ) x' --length 128 --dry-run \
   --require-proof
 grep -q '^ *\^' "$tmp/err" && ok "balanced_parens: a caret" || bad "balanced_parens: no caret" "$tmp/err"
+expect "decoder4 --require-proof --moves one: proven whole" 0 \
+  '^fp32: proven exact against rounding: 36 of 36 heads, MLP units and readout$' '' \
+  -- compile programs/decoder4_log_meet.rasp --D 5 --M 5 --V 100 --dry-run --stats \
+  --require-proof --moves one --check 200
+grep -q "^check: the assumed moves' premise (one key each) held on 200/200 inputs; the model agrees on 200/200 of those$" \
+  "$tmp/out" && ok "decoder4 --moves one: premise held, exact" || bad "decoder4 --moves one: check" "$tmp/out"
+expect "readout3 |V| = 1000 --require-proof: proven whole" 0 \
+  '^fp32: proven exact against rounding: 18 of 18 heads, MLP units and readout$' '' \
+  -- compile programs/readout3_forward_start.rasp --D 5 --M 5 --V 1000 --dry-run --stats \
+  --require-proof --check 100
+grep -q '^check: 100/100 inputs agree with the interpreter' "$tmp/out" &&
+  ok "readout3 |V| = 1000: exact" || bad "readout3 |V| = 1000: check" "$tmp/out"
 finish

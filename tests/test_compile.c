@@ -547,6 +547,9 @@ static void noise_check(const char *src, const char *const *vocab, int nvocab, i
 /* Loads, traces and compiles (fp32, attention gain `gain`) the path-star
 ** program rel (relative to top_srcdir) at D, M, V, for every token id of
 ** the task; returns those ids, to be freed after g. */
+/* raspG_opts.moves for task_compile (test_deviation_task sets --moves one) */
+static int task_moves = RASPG_MOVES_ASSUME;
+
 static int64_t *task_compile(const char *rel, int D, int M, int V, double gain, int proof,
                              rasp_program *prog, rasp_ptrace *tr, raspG_model *g) {
   const char *top = getenv("top_srcdir");
@@ -561,7 +564,7 @@ static int64_t *task_compile(const char *rel, int D, int M, int V, double gain, 
   int nids = raspT_vocab_size(&tr->opts) - 1;
   int64_t *ids = malloc(sizeof(int64_t) * (size_t)nids);
   for (int i = 0; i < nids; i++) ids[i] = i + 1;
-  raspG_opts o = {ids, nids, rasp_vocab_size(tr->ctx), NULL, 0, RASPG_FP32, RASPG_ENC_AUTO, gain, RASPG_MOVES_ASSUME, proof};
+  raspG_opts o = {ids, nids, rasp_vocab_size(tr->ctx), NULL, 0, RASPG_FP32, RASPG_ENC_AUTO, gain, task_moves, proof};
   ck_assert_msg(raspG_compile(rasp_ctx_ir(tr->ctx), &o, g, &err), "%s", err.msg);
   return ids;
 }
@@ -840,6 +843,8 @@ END_TEST
 /* When set, dev_task also requires a unit whose name holds it to carry a
 ** deviation (proven) below 1e-3 on x. */
 static const char *dev_must;
+/* When set, dev_task also requires that no node was made one-hot. */
+static int dev_no_fallback;
 
 static void dev_task(const char *rel, int V, int trials, double gain, int proof, int unproven) {
   rasp_error err = {0};
@@ -856,6 +861,7 @@ static void dev_task(const char *rel, int V, int trials, double gain, int proof,
   ** their nonzero values: dev_run holds them to it */
   if (gain > 1) ck_assert_int_gt(nzx, 10);
   if (unproven >= 0) ck_assert_msg(g.unproven == unproven, "%d: %s", g.unproven, g.unproven_at);
+  if (dev_no_fallback) ck_assert_msg(g.fallbacks == 0, "%s: %d nodes one-hot", rel, g.fallbacks);
   if (dev_must) {
     int found = 0;
     for (int i = 0; i < nu; i++) found |= strstr(u[i].name, dev_must) && u[i].dev[0] < 1e-3;
@@ -941,6 +947,17 @@ START_TEST(test_deviation_task) {
   ** (87): sharpened heads leave errors below 2^-25 and the readout's
   ** scale is a power of two, so its logits are exact sums too */
   dev_task("programs/readout1_back_target.rasp", 1000, 30, 1, 1, 0);
+  /* --moves one: each assumed lookup selects one key (the task's samples
+  ** keep it), so decoder4's walk sums no ties: proven whole at d_model 112
+  ** (1710 wide without it), and decoder2 at |V| = 1000 (past the compile
+  ** limit without it); every unit held to its deviation, every output to
+  ** the interpreter */
+  task_moves = RASPG_MOVES_ONE;
+  dev_no_fallback = 1;
+  dev_task("programs/decoder4_log_meet.rasp", 100, 50, 1, 1, 0);
+  dev_task("programs/decoder2_backward_targets.rasp", 1000, 30, 1, 1, 0);
+  dev_no_fallback = 0;
+  task_moves = RASPG_MOVES_ASSUME;
 }
 END_TEST
 
