@@ -4966,6 +4966,28 @@ void raspG_sched_free(raspG_sched *s) {
   memset(s, 0, sizeof *s);
 }
 
+/* A proof-driven compile that ran into a size limit after making nodes
+** one-hot: the error says so, naming the first of them, and what may
+** spare them (the one-key premise, where lookups are assumed moves). */
+static void fallback_note(const rasp_ir *ir, const raspG_opts *o, const unsigned char *force,
+                          rasp_error *err) {
+  int n = 0, first = -1;
+  for (int i = 0; i < ir->nnodes; i++)
+    if (force[i] & FORCE_CAT) n++, first = first < 0 ? i : first;
+  if (!n || (err->code != RASP_E_LIMIT && err->code != RASP_E_USAGE)) return;
+  const rasp_ir_node *nd = &ir->nodes[first];
+  char msg[2 * sizeof err->msg + 512];
+  snprintf(msg, sizeof msg, "%s, after the proof made %d node%s one-hot (the first: %%%d%s%s at "
+           "%s:%d:%d)%s", err->msg, n, n == 1 ? "" : "s", first, nd->label ? " " : "",
+           nd->label ? nd->label : "", nd->pos.src ? nd->pos.src->name : "?", nd->pos.line,
+           nd->pos.col,
+           o->moves == RASPG_MOVES_ASSUME ? "; --moves one (each assumed lookup selects one key) "
+                                            "may prove them numerically" : "");
+  size_t len = strlen(msg) < sizeof err->msg ? strlen(msg) : sizeof err->msg - 1;
+  memcpy(err->msg, msg, len);
+  err->msg[len] = 0;
+}
+
 int raspG_compile(const rasp_ir *ir, const raspG_opts *o, raspG_model *out, rasp_error *err) {
   return compile_impl(ir, o, out, NULL, err);
 }
@@ -5235,6 +5257,7 @@ static int compile_impl(const rasp_ir *ir, const raspG_opts *o, raspG_model *out
   /* every round makes at least one more node categorical (or a head
   ** sharper), or stops */
   while ((r = compile_once(ir, o, force, out, sched, err)) == 2) {}
+  if (r == 0 && pd) fallback_note(ir, o, force, err);
   /* heads were sharpened, and the proof-driven forms chosen, before nodes
   ** were made one-hot: with those nodes one-hot, the default weights (and
   ** then the default scale with the proof-driven forms) may be proven too,

@@ -10,6 +10,7 @@
 #include <gmp.h>
 #include <malloc.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,6 +47,12 @@ static void count(size_t add, size_t sub) {
     say(memory_msg);
     _exit(1);
   }
+}
+
+size_t raspM_room(void) {
+  if (!max_memory) return SIZE_MAX;
+  long long now = __atomic_load_n(&in_use, __ATOMIC_RELAXED);
+  return now >= (long long)max_memory ? 0 : max_memory - (size_t)now;
 }
 
 void *raspM_alloc(size_t size) {

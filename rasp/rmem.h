@@ -50,6 +50,10 @@ void raspM_set_timeout(unsigned seconds);
 ** budget is exceeded it stays so (the command is to end); the flag is
 ** what hot loops test before calling. */
 const char *raspM_over_budget(void);
+/* The bytes the memory budget leaves (SIZE_MAX: no budget): what a caller
+** about to make one large allocation checks first, to refuse it with an
+** ordinary error rather than meet the backstop. */
+size_t raspM_room(void);
 extern volatile sig_atomic_t raspM_exhausted;
 
 typedef struct rasp_arena_block rasp_arena_block;

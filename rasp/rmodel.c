@@ -163,6 +163,15 @@ static int lay_out(rasp_model *m, const rasp_model_config *cfg, rasp_error *err)
 
 int raspN_init(rasp_model *m, const rasp_model_config *cfg, rasp_error *err) {
   if (lay_out(m, cfg, err)) return 0;
+  size_t room = raspM_room() / sizeof(float);
+  if (m->nparams > room) {
+    raspR_setnoposc(err, RASP_E_LIMIT,
+                    "model config: %zu parameters (%zu MB) do not fit in the memory the budget "
+                    "leaves (%zu MB; --max-memory)", m->nparams, m->nparams * sizeof(float) >> 20,
+                    room * sizeof(float) >> 20);
+    raspN_free(m);
+    return 0;
+  }
   m->params = raspM_alloc((m->nparams ? m->nparams : 1) * sizeof(float));
   return 1;
 }

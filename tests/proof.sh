@@ -25,7 +25,8 @@
 #     proven whole with nothing one-hot, and --check says the premise held
 #     and every output is right; readout3 at |V| = 1000 is proven whole
 #     (node-id scores exact on the scale's power-of-two grain, the readout's
-#     logits on X's).
+#     logits on X's); decoder1 at |V| = 1000 without --moves one is refused
+#     (its one-hot nodes do not fit the memory budget), naming the first.
 # Prints "N passed, M failed".
 NAME=proof
 . "${top_srcdir:-.}/tests/lib.sh"
@@ -117,4 +118,11 @@ expect "readout3 |V| = 1000 --require-proof: proven whole" 0 \
   --require-proof --check 100
 grep -q '^check: 100/100 inputs agree with the interpreter' "$tmp/out" &&
   ok "readout3 |V| = 1000: exact" || bad "readout3 |V| = 1000: check" "$tmp/out"
+# decoder1 at |V| = 1000 without --moves one: its lookups may tie, nodes go
+# one-hot, and the model does not fit the memory budget: refused at once
+# (not by the allocator's backstop), naming the first one-hot node and the
+# premise that would spare them
+expect "decoder1 |V| = 1000 --require-proof: refused, naming the one-hot nodes" 1 '' \
+  'do not fit in the memory the budget leaves .*after the proof made [0-9]* nodes one-hot (the first: %[0-9]* .* at programs/decoder1_back_target\.rasp:[0-9]*:[0-9]*); --moves one' \
+  -- compile programs/decoder1_back_target.rasp --D 5 --M 5 --V 1000 --dry-run --require-proof
 finish
