@@ -104,7 +104,9 @@
 ** residual (lf_build), squares included, so:
 **   equality select: -(k - q)^2 = 2kq - k^2 - q^2 in three columns (numeq),
 **     0 at a match, at most -1 elsewhere, 0 at BOS; with a power-of-two
-**     scale the score is exact in float32 on integer inputs;
+**     scale the score is exact in float32 on integer inputs (its terms
+**     are multiples of the scale: exact while their sizes sum within
+**     2^24 times it, node ids at |V| = 1000 too; pow2_grain);
 **   aggregate over an equality select: moves (x, x^2) (H_MOVE);
 **   where(c, x, y): big-M gating per column, ReLU(f - lo - M(1 - c)); a
 **     condition that is one value / all but one / a threshold of an
@@ -112,7 +114,9 @@
 **     ReLUs of t), so it costs no decode and no sublayer;
 **   comparisons x == y, x < y: ReLU bumps / steps of x - y (M_NCMP;
 **     steep, with no hinge on an integer, at fp32 and gain >= 4);
-**   readout: logit_v = -X (x - v)^2, linear in (x, x^2, 1).
+**   readout: logit_v = -X (x - v)^2, linear in (x, x^2, 1); proof-driven,
+**     X a power of two and without the -X x^2 every logit shares, so the
+**     logits are exact sums on X's grain and read no x^2.
 ** Anything else reading such a unit decodes it (steps, as above).
 ** Widths and means as numbers (need_num): a numerical unit without its
 ** square (1/(w+1) of sel_width, a mean, a sum) whose view takes more than
@@ -157,7 +161,10 @@
 ** replaced by a categorical one (the whole compile runs again with those
 ** nodes forced), and a node with no categorical alternative (a mean, a
 ** width) is refused at its source position (RASP_E_INEXACT).  In fp32 the
-** bound also carries absolute errors (below) and is only counted.
+** bound also carries absolute errors (below) and is only counted, unless
+** require_proof.  An assumed move (raspG_opts.moves) is proven on its
+** premise: one value at the selected keys, or with RASPG_MOVES_ONE at most
+** one selected key, so a lookup sums no ties (head_unique).
 **
 ** Running.  raspG_run uses a sparse copy of the weights (sparse_forward):
 ** raspN_forward's sums in the same order without the zero terms, so the
