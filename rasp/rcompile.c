@@ -4993,6 +4993,8 @@ static void fallback_note(const rasp_ir *ir, const raspG_opts *o, const unsigned
   size_t len = strlen(msg) < sizeof err->msg ? strlen(msg) : sizeof err->msg - 1;
   memcpy(err->msg, msg, len);
   err->msg[len] = 0;
+  err->code = RASP_E_LIMIT; /* (the parameter cap is a usage error for a
+                            ** config; here it is the proof's growth) */
 }
 
 int raspG_compile(const rasp_ir *ir, const raspG_opts *o, raspG_model *out, rasp_error *err) {

@@ -125,4 +125,8 @@ grep -q '^check: 100/100 inputs agree with the interpreter' "$tmp/out" &&
 expect "decoder1 |V| = 1000 --require-proof: refused, naming the one-hot nodes" 1 '' \
   'do not fit in the memory the budget leaves .*after the proof made [0-9]* nodes one-hot (the first: %[0-9]* .* at programs/decoder1_back_target\.rasp:[0-9]*:[0-9]*); --moves one' \
   -- compile programs/decoder1_back_target.rasp --D 5 --M 5 --V 1000 --dry-run --require-proof
+# (decoder4 there passes the parameter cap: a size refusal too, status 1)
+expect "decoder4 |V| = 1000 --require-proof: refused for size" 1 '' \
+  'parameters is too many .*after the proof made [0-9]* nodes one-hot' \
+  -- compile programs/decoder4_log_meet.rasp --D 5 --M 5 --V 1000 --dry-run --require-proof
 finish
