@@ -4651,9 +4651,12 @@ static char *layout_json(gc *g, const raspG_model *m, int root, const view *ov) 
     /* whether the rounding bound proves it (fp32 compiles it either way) */
     if (u->kind >= U_HEAD) sb_printf(&b, ", \"proven\": %s", u->proven ? "true" : "false");
     /* a head that moves one selected number where the program averages:
-    ** whether the premise (one value at the selected keys) is proven */
+    ** whether the premise (one value at the selected keys) is proven, and
+    ** an assumed one's premise where --moves one made it one key */
     if (u->kind == U_HEAD && u->move)
-      sb_printf(&b, ", \"move\": \"%s\"", u->move == RASPF_MOVE_PROVEN ? "proven" : "assumed");
+      sb_printf(&b, ", \"move\": \"%s\"%s", u->move == RASPF_MOVE_PROVEN ? "proven" : "assumed",
+                u->move == RASPF_MOVE_ASSUMED && g->o->moves == RASPG_MOVES_ONE
+                    ? ", \"premise\": \"one key\"" : "");
     /* a head the proof sharpened: its scores' factor beyond score_scale */
     if (u->kind == U_HEAD && head_gain(g, u) != 1) sb_printf(&b, ", \"gain\": %g", head_gain(g, u));
     /* fp32, an integer unit proven: how far from its integers its

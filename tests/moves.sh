@@ -53,7 +53,10 @@ n_value=${1:-0}
 expect "halfties --moves one: --stats names the premise" 1 \
   '^moves: 1 head moves one selected number where the program averages; 1 assumes one selected key per query (--moves one)' \
   'the assumed move %[0-9]* at tests/fuzz_compile_corpus/halfties\.rasp:6:12 sees two selected keys' \
-  -- compile $C/halfties.rasp --input-vocab 'a b c ( )' --length 5 --dry-run --stats --check 200 --moves one
+  -- compile $C/halfties.rasp --input-vocab 'a b c ( )' --length 5 -o "$tmp/half" --stats --check 200 --moves one
+grep -q '"move": "assumed", "premise": "one key"' "$tmp/half.json" &&
+  ok "halfties --moves one: STEM.json names the premise" ||
+  bad "halfties --moves one: no premise in STEM.json" "$tmp/half.json"
 held=$(premise_line ' (one key each)')
 set -- $held
 if [ $# -eq 3 ] && [ "$1" -lt "$n_value" ] && [ "$1" = "$2" ] && [ "$1" = "$3" ]; then
