@@ -2706,21 +2706,16 @@ static double col_max(const gc *g, int uid, int col) {
 }
 
 /* The finest power-of-two grain (pow2_grain) of the terms unit uid's
-** values put into column col of W (with ONE's entry, when with_one): a
-** column whose terms' sizes sum within 2^24 of it is exact in float32. */
-static double uv_grain(const gc *g, int uid, const float *W, int ld, int col, int with_one) {
+** value a puts into column col of W (uv_dot's terms) and of w1, ONE's
+** entry: a sum of them whose sizes stay within 2^24 of it is exact in
+** float32. */
+static double uv_grain(const gc *g, int uid, int a, const float *W, int ld, int col, float w1) {
   const unit *s = &g->u[uid];
-  double gr = with_one ? pow2_grain(W[(size_t)1 * ld + col]) : INFINITY;
-  for (int a = 0; a < s->nvals; a++) {
-    if (s->cat) {
-      gr = fmin(gr, pow2_grain(W[(size_t)(s->dim + a) * ld + col]));
-      continue;
-    }
-    double x = dval(s->vals[a]);
-    gr = fmin(gr, pow2_grain(x * W[(size_t)s->dim * ld + col]));
-    if (s->sq) gr = fmin(gr, pow2_grain(x * x * W[(size_t)(s->dim + 1) * ld + col]));
-  }
-  return gr;
+  double gr = pow2_grain(w1);
+  if (s->cat) return fmin(gr, pow2_grain(W[(size_t)(s->dim + a) * ld + col]));
+  double x = dval(s->vals[a]);
+  gr = fmin(gr, pow2_grain(x * W[(size_t)s->dim * ld + col]));
+  return s->sq ? fmin(gr, pow2_grain(x * x * W[(size_t)(s->dim + 1) * ld + col])) : gr;
 }
 
 /* Whether every entry of W that unit uid's dimensions (and ONE, when
@@ -2818,12 +2813,13 @@ static double *col_vectors(const gc *g, int uid, const float *W, int rows, int d
   double *v = raspM_alloc(sizeof(double) * (size_t)(s->nvals ? s->nvals : 1) * (size_t)(ncol ? ncol : 1));
   for (int j = 0; j < ncol; j++) {
     amax[j] = emax[j] = 0;
-    double tmax = 0;
+    double tmax = 0, gr = p == RASPG_FP32 ? INFINITY : 1; /* fp32: its terms' grain */
     float w1 = one ? W[(size_t)1 * dh + c0 + j] : 0;
     double w1e = fabs((double)w1 - (double)raspG_round(p, w1));
     for (int a = 0; a < s->nvals; a++) {
       double t, wre, x = uv_dot(g, uid, a, W, dh, c0 + j, p, &t, &wre) + w1;
       t += fabs((double)w1);
+      if (p == RASPG_FP32) gr = fmin(gr, uv_grain(g, uid, a, W, dh, c0 + j, w1));
       double e = t * kap * up + wre + w1e + up * fabs(x) + 8 * ldexp(1, -24) * t;
       v[(size_t)a * ncol + j] = x;
       if (fabs(x) > amax[j]) amax[j] = fabs(x);
@@ -2834,7 +2830,6 @@ static double *col_vectors(const gc *g, int uid, const float *W, int rows, int d
     ** within 2^24 gr: exact on exact inputs, dev_grow's in units of gr on
     ** integers off by a little */
     double D = aerr_dot(g, uid, W, dh, c0 + j);
-    double gr = p == RASPG_FP32 ? uv_grain(g, uid, W, dh, c0 + j, one) : 1;
     if (p == RASPG_FP32 && kap == 0 && D == 0 && tmax <= lim * gr)
       emax[j] = 0;
     else if (kap == 0 && int_weights(g, uid, W, dh, c0 + j, one) &&
@@ -3075,8 +3070,8 @@ static int head_margin(gc *g, unit *u, rasp_model *m, int p) {
           ** every partial sum within the format on that grain
           ** (T <= 2^24 gr), whatever s: the score's factor (a power of
           ** two) costs no bits, so node ids centred within +-510 score
-          ** exactly at any scale (T / scale <= 4 * 510^2).  In fp16 and bf16 the products are exact in the
-          ** float32 accumulator (11 + 11 or 8 + 8 significand bits), its
+          ** exactly at any scale (T / scale <= 4 * 510^2).  In fp16 and
+          ** bf16 the products are exact in the float32 accumulator (11 + 11 or 8 + 8 significand bits), its
           ** k - 1 additions off by 2^-24 T each, and the sum is rounded
           ** to p once: to the integer s itself (off by at most twice the
           ** accumulator's error) where s is one the format holds */
@@ -3705,10 +3700,6 @@ static int readout_margin(gc *g, raspG_model *out, const view *ov, int p, double
       for (int j = 0; j < no; j++) ok = ok && un[(size_t)r * no + j] == 0;
   double *lg = raspM_alloc(sizeof(double) * (size_t)no);
   double *R = raspM_alloc(sizeof(double) * (size_t)no);
-  /* per column: the grain of its integer terms, 0 where they are not */
-  double *GR = raspM_alloc(sizeof(double) * (size_t)no);
-  for (int j = 0; j < no && p == RASPG_FP32 && kap == 0; j++)
-    GR[j] = int_weights(g, uid, un, no, j, one) ? uv_grain(g, uid, un, no, j, one) : 0;
   *mg = INFINITY;
   *nd = 0;
   for (int a = 0; a < ov->nv; a++) {
@@ -3721,8 +3712,9 @@ static int readout_margin(gc *g, raspG_model *out, const view *ov, int p, double
       if (p == RASPG_FP32) {
         int mc = w1 != 0;
         for (int k = 0; k < sz; k++) mc += un[(size_t)(ru->dim + k) * no + j] != 0;
-        double tt = t + fabs((double)w1), gr = GR[j];
-        if (kap == 0 && wre == 0 && gr >= 1 && tt <= ldexp(1, 24) * gr) {
+        double tt = t + fabs((double)w1), gr = uv_grain(g, uid, a, un, no, j, w1);
+        if (kap == 0 && wre == 0 && gr >= 1 && tt <= ldexp(1, 24) * gr &&
+            int_weights(g, uid, un, no, j, one)) {
           /* integer terms on one grain (a power-of-two scale): on exact
           ** inputs the sum is exact.  An input off by e_k moves its term
           ** by |W_k| e_k (P: the propagation, which aerr_cols charges in
@@ -3768,16 +3760,15 @@ static int readout_margin(gc *g, raspG_model *out, const view *ov, int p, double
   }
   raspM_free(lg);
   raspM_free(R);
-  raspM_free(GR);
   return ok && (p == RASPG_FP32 || *nd < *mg);
 }
 
-static void node_where(const gc *g, int node, char *buf, size_t size, int loc) {
+static void node_where(const rasp_ir *ir, int node, char *buf, size_t size, int loc) {
   if (node < 0) {
     snprintf(buf, size, "the tokens");
     return;
   }
-  const rasp_ir_node *nd = &g->ir->nodes[node];
+  const rasp_ir_node *nd = &ir->nodes[node];
   char lab[96] = "";
   if (nd->label) snprintf(lab, sizeof lab, " %s", nd->label);
   if (nd->pos.src && loc)
@@ -3863,12 +3854,10 @@ static double residue(const gc *g, int i, int k) {
   return r;
 }
 
-static void node_where(const gc *g, int node, char *buf, size_t size, int loc);
-
 /* fp32: records the first unit the bound does not prove, for --stats. */
 static void unproven_note(const gc *g, raspG_model *out, int node, const char *why) {
   char where[256];
-  node_where(g, node, where, sizeof where, 1);
+  node_where(g->ir, node, where, sizeof where, 1);
   snprintf(out->unproven_at, sizeof out->unproven_at, "%s: %s", where,
            why ? why : "its margin is not proven");
 }
@@ -3925,7 +3914,7 @@ static int prove(gc *g, raspG_model *out, const view *ov, int p, unsigned char *
       if (u->margin < INFINITY && (out->attn_margin < 0 || u->margin < out->attn_margin ||
                                    (u->margin == out->attn_margin && i < at_a))) {
         out->attn_margin = u->margin, at_a = i;
-        node_where(g, u->node, out->attn_at, sizeof out->attn_at, 1);
+        node_where(g->ir, u->node, out->attn_at, sizeof out->attn_at, 1);
       }
     } else {
       unit_sources(u, src, &ns);
@@ -3988,7 +3977,7 @@ static int prove(gc *g, raspG_model *out, const view *ov, int p, unsigned char *
       if (mg < INFINITY && (out->mlp_margin < 0 || mg < out->mlp_margin ||
                             (mg == out->mlp_margin && i < at_m))) {
         out->mlp_margin = mg, at_m = i;
-        node_where(g, u->node, out->mlp_at, sizeof out->mlp_at, 1);
+        node_where(g->ir, u->node, out->mlp_at, sizeof out->mlp_at, 1);
       }
     }
     /* (its eraser, ReLU(x - lo) + lo, is exact or off by at most the error
@@ -4075,13 +4064,13 @@ static int prove(gc *g, raspG_model *out, const view *ov, int p, unsigned char *
   }
   const unit *c = &g->u[culprit];
   char where[192];
-  node_where(g, c->node, where, sizeof where, 0);
+  node_where(g->ir, c->node, where, sizeof where, 0);
   char reader[192] = "";
   if (culprit != fail) {
     if (u->kind == U_MLP && u->mkind == M_DECODE && u->node == c->node)
       snprintf(reader, sizeof reader, "the MLP decoding them");
     else
-      node_where(g, u->node, reader, sizeof reader, 1);
+      node_where(g->ir, u->node, reader, sizeof reader, 1);
     if (c->node >= 0)
       raspR_setc(g->err, RASP_E_INEXACT, g->ir->nodes[c->node].pos,
                  "compile: %s cannot be compiled exactly in %s: its values are too close "
@@ -4985,12 +4974,10 @@ static void fallback_note(const rasp_ir *ir, const raspG_opts *o, const unsigned
   for (int i = 0; i < ir->nnodes; i++)
     if (force[i] & FORCE_CAT) n++, first = first < 0 ? i : first;
   if (!n || (err->code != RASP_E_LIMIT && err->code != RASP_E_USAGE)) return;
-  const rasp_ir_node *nd = &ir->nodes[first];
-  char msg[2 * sizeof err->msg + 512];
-  snprintf(msg, sizeof msg, "%s, after the proof made %d node%s one-hot (the first: %%%d%s%s at "
-           "%s:%d:%d)%s", err->msg, n, n == 1 ? "" : "s", first, nd->label ? " " : "",
-           nd->label ? nd->label : "", nd->pos.src ? nd->pos.src->name : "?", nd->pos.line,
-           nd->pos.col,
+  char where[256], msg[2 * sizeof err->msg + 512];
+  node_where(ir, first, where, sizeof where, 1);
+  snprintf(msg, sizeof msg, "%s, after the proof made %d node%s one-hot (the first: %s)%s",
+           err->msg, n, n == 1 ? "" : "s", where,
            o->moves == RASPG_MOVES_ASSUME ? "; --moves one (each assumed lookup selects one key) "
                                             "may prove them numerically" : "");
   size_t len = strlen(msg) < sizeof err->msg ? strlen(msg) : sizeof err->msg - 1;
@@ -5225,7 +5212,7 @@ static int compile_once(const rasp_ir *ir, const raspG_opts *o, unsigned char *f
     if (!u->used || u->kind != U_HEAD || !u->move) continue;
     out->moves++;
     if (u->move == RASPF_MOVE_ASSUMED && !out->moves_assumed++)
-      node_where(g, u->node, out->moves_at, sizeof out->moves_at, 1);
+      node_where(g->ir, u->node, out->moves_at, sizeof out->moves_at, 1);
   }
   out->moves_one = o->moves == RASPG_MOVES_ONE;
   if (!sched) cb_bound(g, out, &ov); /* (the schedule alone needs no bound) */

@@ -1330,10 +1330,6 @@ int raspE_selects_one_value(rasp_eval *ev, int agg, int b, int *query, rasp_erro
   return selects_one(ev, agg, b, 0, query, err);
 }
 
-int raspE_selects_one_key(rasp_eval *ev, int agg, int b, int *query, rasp_error *err) {
-  return selects_one(ev, agg, b, 1, query, err);
-}
-
 int raspE_moves_hold(rasp_eval *ev, const unsigned char *flag, int b, int *agg, int *query,
                      rasp_error *err) {
   for (int id = 0; id < ev->nnodes; id++) {

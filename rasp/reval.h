@@ -93,12 +93,10 @@ const unsigned char *raspE_selector(rasp_eval *ev, int node, int b,
 ** err set when it cannot tell (not an aggregate, not evaluated, too many
 ** selector cells). */
 int raspE_selects_one_value(rasp_eval *ev, int agg, int b, int *query, rasp_error *err);
-/* The same premise made stronger (`rasp compile --moves one`): each query
-** of aggregate agg selects at most one key on input b of the last run. */
-int raspE_selects_one_key(rasp_eval *ev, int agg, int b, int *query, rasp_error *err);
 /* raspE_selects_one_value for every evaluated aggregate agg with
-** flag[agg] nonzero (the moves raspF_move calls assumed), or
-** raspE_selects_one_key where flag[agg] is RASPE_ONE_KEY: 1 all hold, 0
+** flag[agg] nonzero (the moves raspF_move calls assumed); where flag[agg]
+** is RASPE_ONE_KEY, the stronger premise of `rasp compile --moves one`:
+** each query selects at most one key.  1 all hold, 0
 ** with *agg (if not NULL) the first that does not and *query its query, -1
 ** with err set when one cannot tell. */
 #define RASPE_ONE_KEY 2

@@ -50,7 +50,7 @@
 ** input (fp16 by compiling at all; fp32 where its units are proven), and
 ** once with moves = one (require_proof on every other input), whose proof
 ** assumes each such aggregate selects at most one key: it claims only the
-** inputs where that holds (raspE_selects_one_key).  The seeds ties.rasp,
+** inputs where that holds (raspE_moves_hold, RASPE_ONE_KEY).  The seeds ties.rasp,
 ** halfties.rasp, boolmean.rasp and mixmean.rasp exercise this.
 **
 ** A finding prints what failed to stderr and aborts, so libFuzzer keeps
