@@ -934,6 +934,14 @@ rasp_type raspV_node_type(rasp_ctx *ctx, int node) { return ctx->ir.nodes[node].
 
 int raspV_add_node(rasp_ctx *ctx, rasp_op op, rasp_type type, int aux,
                    const int *in, int nin, rasp_pos pos) {
+  /* a map's function (ir_callback) and check() (rasp_call_check) run while
+  ** evaluators hold the IR (its nodes, their plans sized to them; the
+  ** verifier's threads evaluate as check() runs): a node made there would
+  ** move it under them */
+  if (ctx->frozen)
+    raspV_raise(ctx, RASP_E_IMPURE, pos, "a function called by tok_map, seq_map, select or "
+                "check() may not make a sequence operation (it runs on values, not on "
+                "sequences)");
   if (ctx->ir.nnodes >= ctx->limits.max_nodes)
     raspV_raise(ctx, RASP_E_LIMIT, pos, "the program makes more than %d sequence operations "
                           "(the limit); is a loop running too long?",
