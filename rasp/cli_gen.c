@@ -171,13 +171,11 @@ static int parse_args(gen_args *g, int argc, char **argv) {
 
 /* ---- output ------------------------------------------------------------- */
 
-static void write_tokens(FILE *f, const rasp_task_opts *o, const rasp_sample *s,
-                         int json) {
+static void write_tokens(FILE *f, const rasp_task_opts *o, const rasp_sample *s) {
   char buf[32];
   for (int i = 0; i < s->ntokens; i++) {
     raspT_token_text(o, s->tokens[i], buf, sizeof buf);
-    if (json) fprintf(f, "%s\"%s\"", i ? "," : "", buf);
-    else fprintf(f, "%s%s", i ? " " : "", buf);
+    fprintf(f, "%s%s", i ? " " : "", buf);
   }
 }
 
@@ -185,18 +183,19 @@ static void write_sample(FILE *f, const gen_args *g, const rasp_sample *s,
                          unsigned long long index) {
   const rasp_task_opts *o = &g->t;
   if (!g->jsonl) {
-    write_tokens(f, o, s, 0);
+    write_tokens(f, o, s);
     fputc('\n', f);
     return;
   }
-  fputs("{\"tokens\":[", f);
-  write_tokens(f, o, s, 1);
-  fprintf(f, "],\"D\":%d,\"M\":%d,\"s\":%d,\"t\":%d,\"lead\":%d,\"target_arm\":%d,"
-             "\"answer\":[",
-          s->D, s->M, s->s, s->t, s->lead, s->target_arm);
-  for (int j = 0; j < s->M; j++) fprintf(f, "%s%d", j ? "," : "", s->answer[j]);
-  fprintf(f, "],\"g_start\":%d,\"q_start\":%d,\"index\":%llu,\"variant\":%d}\n",
-          s->g_start, s->q_start, index, s->variant);
+  char small[1024], *line = small;
+  size_t need = raspT_sample_json(o, s, index, small, sizeof small);
+  if (need >= sizeof small) {
+    line = raspM_alloc(need + 1);
+    raspT_sample_json(o, s, index, line, need + 1);
+  }
+  fputs(line, f);
+  fputc('\n', f);
+  if (line != small) raspM_free(line);
 }
 
 static void write_counts(FILE *f, const rasp_task_opts *o) {

@@ -41,6 +41,7 @@
 #include "rtask.h"
 
 #include <limits.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -457,6 +458,37 @@ int raspT_sample_group(const rasp_task_opts *o, uint64_t seed, uint64_t index,
 }
 
 /* ---- enumeration -------------------------------------------------------- */
+
+/* snprintf onto buf at *at, counting what does not fit. */
+static void json_put(char *buf, size_t size, size_t *at, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void json_put(char *buf, size_t size, size_t *at, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(*at < size ? buf + *at : NULL, *at < size ? size - *at : 0, fmt, ap);
+  va_end(ap);
+  if (n > 0) *at += (size_t)n;
+}
+
+size_t raspT_sample_json(const rasp_task_opts *o, const rasp_sample *s, uint64_t index,
+                         char *buf, size_t size) {
+  size_t at = 0;
+  char tok[32];
+  if (size) buf[0] = 0;
+  json_put(buf, size, &at, "{\"tokens\":[");
+  for (int i = 0; i < s->ntokens; i++) {
+    raspT_token_text(o, s->tokens[i], tok, sizeof tok);
+    json_put(buf, size, &at, "%s\"%s\"", i ? "," : "", tok);
+  }
+  json_put(buf, size, &at,
+           "],\"D\":%d,\"M\":%d,\"s\":%d,\"t\":%d,\"lead\":%d,\"target_arm\":%d,"
+           "\"answer\":[",
+           s->D, s->M, s->s, s->t, s->lead, s->target_arm);
+  for (int j = 0; j < s->M; j++) json_put(buf, size, &at, "%s%d", j ? "," : "", s->answer[j]);
+  json_put(buf, size, &at, "],\"g_start\":%d,\"q_start\":%d,\"index\":%llu,\"variant\":%d}",
+           s->g_start, s->q_start, (unsigned long long)index, s->variant);
+  return at;
+}
 
 int raspT_enumerate_size(const rasp_task_opts *o, uint64_t *n, rasp_error *err) {
   if (!raspT_opts_check(o, err)) return 0;

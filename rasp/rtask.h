@@ -179,6 +179,11 @@ int raspT_sample(const rasp_task_opts *o, uint64_t seed, uint64_t index,
 int raspT_sample_group(const rasp_task_opts *o, uint64_t seed, uint64_t index,
                        rasp_sample *out, rasp_error *err);
 void raspT_sample_free(rasp_sample *s); /* frees buffers, zeroes *s */
+/* Sample s (index `index` of its seed) as one line of `rasp gen`'s JSON,
+** without the newline, into buf (snprintf rules: at most size bytes, NUL
+** included); returns the length the whole line needs. */
+size_t raspT_sample_json(const rasp_task_opts *o, const rasp_sample *s, uint64_t index,
+                         char *buf, size_t size);
 
 /* ---- exhaustive enumeration --------------------------------------------- */
 

@@ -431,16 +431,27 @@ static int run(const train_opts *o) {
     return 1;
   }
   train_dataset tr = {0}, te = {0};
-  int overlap = 0;
-  if (!train_data_make(o, &tr, &te, &overlap, &err)) {
+  train_split sp;
+  if (!train_data_make(o, &tr, &te, &sp, &err)) {
+    fprintf(stderr, "rasp-train: %s\n", err.msg);
+    train_data_free(&tr);
+    train_data_free(&te);
+    return raspR_exit_status(&err);
+  }
+  char line[1024];
+  train_split_text(&sp, o, line, sizeof line);
+  fprintf(stderr, "rasp-train: %s; %d tokens each\n", line, tr.len);
+  if (sp.coverage > 0.5)
+    fprintf(stderr, "rasp-train: warning: the training set holds %.1f%% of the task's "
+                    "questions, so accuracy on this task measures memory as much as "
+                    "learning; a larger task (--V, --M, --D) leaves room for both\n",
+            100 * sp.coverage);
+  if (o->out && !train_split_write(&sp, o, &te, o->out, &err)) {
     fprintf(stderr, "rasp-train: %s\n", err.msg);
     train_data_free(&tr);
     train_data_free(&te);
     return 1;
   }
-  fprintf(stderr, "rasp-train: %d training sequences, %d test (%d overlapping "
-                  "test samples skipped), %d tokens each\n",
-          tr.n, te.n, overlap, tr.len);
   int ok = o->compare ? train_compare(o, &tr, &te, &err) : train_trials(o, &tr, &te, &err);
   if (!ok) fprintf(stderr, "rasp-train: %s\n", err.msg);
   train_data_free(&tr);

@@ -4,9 +4,13 @@
 ** model inputs, targets and loss weights for each objective.
 **
 ** Training samples are indices 0..N-1 of --train-seed (with --structured
-** variants), test samples indices of --test-seed; a test sample whose
-** (graph, target) also occurs in the training set is skipped (and
-** counted).  Every epoch each training sample's edge blocks (EDGE order) or
+** variants), test samples indices of --test-seed.  The test set is held
+** out by what the model reads: a candidate is skipped when its question
+** (its tokens with the edges, or arms, as a set, and its answer: see
+** train_question_key) is one the training set holds, or one the test set
+** already holds.  The task's question space is counted exactly (rtask.h's
+** counts), and a test set that the unseen questions cannot fill is
+** refused with the numbers.  Every epoch each training sample's edge blocks (EDGE order) or
 ** arm blocks (ARM order) are permuted anew with the trainer's own RNG,
 ** seeded from (seed, epoch, sample), and so are the encoder's masks: an
 ** example is a pure function of (seed, epoch, sample), so a resumed run
@@ -34,13 +38,44 @@ typedef struct train_dataset {
   int *edge_pos;    /* n * nedges: where each written edge block starts */
   int *edge_arm;    /* n * nedges */
   int nedges, blk;  /* edges per sample, tokens per edge block */
+  uint64_t *index;  /* n: each sample's index under its seed */
 } train_dataset;
 
-/* The training set (with structured variants) and a test set disjoint from
-** it; *overlap gets the number of test samples skipped.  1, or 0 with
-** err. */
+/* How the split came out. */
+typedef struct train_split {
+  char space[48];       /* distinct questions the task admits, exact (decimal;
+                        ** "%.6e" past 46 digits) */
+  double space_d;
+  long train_draws;     /* training sequences (structured variants included) */
+  long train_distinct;  /* distinct questions among them */
+  double coverage;      /* train_distinct / space */
+  long test;            /* test questions kept: distinct, unseen */
+  long candidates;      /* --test-seed draws it took */
+  long seen_skipped, repeat_skipped;
+  long test_seen;       /* test questions the training set holds, counted
+                        ** again from the stored test set: 0 */
+} train_split;
+
+/* The question the model reads in a sequence of len tokens of task t whose
+** E edge blocks start at edge_pos: a 64-bit key of the tokens with the
+** graph's blocks (edges, or arms under --order arm: what training
+** permutes) in sorted order.  Never 0. */
+uint64_t train_question_key(const rasp_task_opts *t, const int *tok, int len,
+                            const int *edge_pos, int E);
+
+/* The training set (with structured variants) and a test set of distinct
+** questions none of which the training set holds; *sp says how it went.
+** 1, or 0 with err (RASP_E_USAGE when too few unseen questions remain:
+** the message names the numbers). */
 int train_data_make(const train_opts *o, train_dataset *tr, train_dataset *te,
-                    int *overlap, rasp_error *err);
+                    train_split *sp, rasp_error *err);
+/* One line of text saying how the split came out (for the log). */
+void train_split_text(const train_split *sp, const train_opts *o, char *buf, size_t size);
+/* dir/split.json (sp's numbers) and dir/test_questions.jsonl (the test
+** set as `rasp gen --seed TEST_SEED` writes those samples, "index" their
+** indices), each atomically.  1, or 0 with err. */
+int train_split_write(const train_split *sp, const train_opts *o, const train_dataset *te,
+                      const char *dir, rasp_error *err);
 void train_data_free(train_dataset *d);
 /* The order of the n training samples in epoch `epoch`: a permutation
 ** drawn from (seed, epoch). */
