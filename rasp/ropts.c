@@ -180,6 +180,42 @@ int raspU_parse(const raspU_table *t, unsigned cmd, const char *who, int argc, c
   return n;
 }
 
+int raspU_value_text(const raspU_option *o, const void *base, char *buf, size_t size) {
+  const char *p = (const char *)base + o->off;
+  buf[0] = '\0';
+  switch (o->kind) {
+  case RASPU_INT: snprintf(buf, size, "%d", *(const int *)p); return 1;
+  case RASPU_LONG: snprintf(buf, size, "%ld", *(const long *)p); return 1;
+  case RASPU_U64: snprintf(buf, size, "%llu", (unsigned long long)*(const uint64_t *)p); return 1;
+  case RASPU_FLOAT: /* the shortest text that reads back as the value */
+    for (int d = 6; d <= 9; d++) {
+      snprintf(buf, size, "%.*g", d, (double)*(const float *)p);
+      if (strtof(buf, NULL) == *(const float *)p) break;
+    }
+    return 1;
+  case RASPU_DOUBLE:
+    for (int d = 15; d <= 17; d++) {
+      snprintf(buf, size, "%.*g", d, *(const double *)p);
+      if (strtod(buf, NULL) == *(const double *)p) break;
+    }
+    return 1;
+  case RASPU_CHOICE:
+    for (const raspU_choice *c = o->choices; c->name; c++)
+      if (c->value == *(const int *)p) {
+        snprintf(buf, size, "%s", c->name);
+        return 1;
+      }
+    return -1;
+  case RASPU_STRING:
+    if (!*(const char *const *)p) return -1;
+    snprintf(buf, size, "%s", *(const char *const *)p);
+    return 1;
+  case RASPU_FLAG: return *(const int *)p == o->choices[0].value ? 0 : -1;
+  case RASPU_TEXT: return -1;
+  }
+  return -1;
+}
+
 /* The default of typed row o, as text, from the defaulted struct d. */
 static const char *default_text(const raspU_option *o, const void *d, char *buf, size_t size) {
   const char *p = (const char *)d + o->off;

@@ -103,4 +103,10 @@ int raspU_parse(const raspU_table *t, unsigned cmd, const char *who, int argc, c
 ** the program defaults it) a typed row's help ends "(RANGE; default X)". */
 void raspU_help(const raspU_table *t, unsigned cmd, const void *defaults, FILE *out);
 
+/* The value typed row o holds in base, as the parser reads it back (a
+** float or double in the shortest text that reads back exactly): 1 with
+** the text in buf; 0 for a flag that is set (no text); -1 when there is
+** nothing to write (a flag that is not set, a NULL string, a TEXT row). */
+int raspU_value_text(const raspU_option *o, const void *base, char *buf, size_t size);
+
 #endif

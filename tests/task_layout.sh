@@ -47,7 +47,7 @@ grep -qF '"markers": 2, "st_names": true, "model": "encoder"}' "$tmp/r4e.json" |
 enc="--model encoder --answer lead --D 2 --M 3 --V 8 --st-names --no-bos --no-eos"
 out=$("$train" --init "$tmp/r4e" $enc $small --out "$tmp/run" 2>&1)
 st=$?
-if [ $st -eq 0 ] && grep -qx 'markers 2' "$tmp/run/config.txt" &&
+if [ $st -eq 0 ] && grep -qx '# markers 2 (the --init model.s edge markers)' "$tmp/run/config.txt" &&
    printf '%s\n' "$out" | grep -q "was compiled for markers = 2; its samples get that many" &&
    printf '%s\n' "$out" | grep -q ' 21 tokens each' &&
    printf '%s\n' "$out" | grep -q '^trial 0 before training: val [0-9.]* seq 1\.000 lead 1\.000 pos 1\.000$'

@@ -35,6 +35,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "rasp.h"
 #include "rmem.h"
@@ -42,6 +43,7 @@
 #include "rmpiconf.h" /* RASP_MPI: built --with-mpi */
 #include "tarm.h"
 #include "tdata.h"
+#include "tlog.h"
 #include "tloop.h"
 #include "topts.h"
 #include "tresume.h"
@@ -86,6 +88,8 @@ static const choice c_ln[] = {{"pre", 1}, {"none", 0}, {0, 0}};
 static const choice c_act[] = {{"relu", 0}, {"gelu", 1}, {0, 0}};
 static const choice c_optim[] = {{"adamw", 0}, {"sgd", 1}, {0, 0}};
 static const choice c_lrs[] = {{"none", 0}, {"rms", 1}, {0, 0}};
+static const choice c_decay[] = {
+    {"none", TRAIN_DECAY_NONE}, {"cosine", TRAIN_DECAY_COSINE}, {"linear", TRAIN_DECAY_LINEAR}, {0, 0}};
 static const choice c_freeze[] = {{"none", 0}, {"compiled", 1}, {0, 0}};
 static const choice v_off[] = {{"", 0}}, v_on[] = {{"", 1}};
 
@@ -153,6 +157,19 @@ static const raspU_option optdefs[] = {
     OPT("--lr", "X", K_FLOAT, F(lr), 0, 10, 0, NULL, 1, "learning rate", NULL),
     OPT("--lr-scale", "none|rms", K_CHOICE, F(lr_rms), 0, 0, 0, c_lrs, 1,
      "rms: each tensor's rate times its RMS at the starting point", NULL),
+    OPT("--warmup", "STEPS", K_LONG, F(warmup), 0, 1099511627776.0, 0, NULL, 1,
+     "linear warm-up of the learning rate over the first STEPS steps", "0: none"),
+    OPT("--decay", "none|cosine|linear", K_CHOICE, F(decay), 0, 0, 0, c_decay, 1,
+     "after the warm-up, the learning rate falls to --lr-floor times --lr by "
+     "--decay-steps", NULL),
+    OPT("--lr-floor", "F", K_FLOAT, F(lr_floor), 0, 1, 0, NULL, 1,
+     "the learning rate --decay ends at, as a share of --lr", NULL),
+    OPT("--decay-steps", "STEPS", K_LONG, F(decay_steps), 0, 1099511627776.0, 0, NULL, 1,
+     "the step --decay reaches its floor at", "0: the run's length, --max-steps or "
+     "else --epochs passes"),
+    OPT("--clip", "X", K_FLOAT, F(clip), 0, 1e9, 0, NULL, 1,
+     "scale each step's gradient down to L2 norm X when above (the entries that "
+     "train)", "0: off"),
     OPT("--wd", "X", K_FLOAT, F(wd), 0, 10, 0, NULL, 1, "decoupled weight decay", NULL),
     OPT("--dropout", "X", K_FLOAT, F(dropout), 0, 0.95, 0, NULL, 1, "dropout probability", NULL),
     OPT("--batch", "N", K_INT, F(batch), 1, 1 << 20, 0, NULL, 0, "samples per optimiser step",
@@ -182,11 +199,21 @@ static const raspU_option optdefs[] = {
      "from BASE compiled (--init), random (its architecture) or standard (--layers, "
      "--d-model...), with the OPTIONs marked * on top of the command line's",
      "random random, compiled compiled"),
+    OPT("--progress", "STEPS", K_INT, F(progress), 0, INT_MAX, 0, NULL, 0,
+     "when the standard error is not a terminal, a progress line (step of total, "
+     "tokens/s, time left, training loss) every STEPS steps; on a terminal one "
+     "status line, redrawn every 2 seconds", "0: every 30 seconds"),
+    OPT("--quiet", NULL, K_FLAG, F(quiet), 0, 0, 0, v_on, 0, "no progress lines", "off"),
     OPT("--threads", "N", K_INT, F(threads), 1, 1024, 0, NULL, 0, "OpenMP threads",
      "OpenMP's default"),
     OPT("--out", "DIR", K_STR, F(out), 0, 0, 0, NULL, 0,
      "directory (created) for config.txt, logs and checkpoints; compare: "
      "compare.csv, .gp, .png", "no files; compare: ."),
+    OPT("--config", "FILE", K_STR, F(config), 0, 0, 0, NULL, 0,
+     "read options from FILE first, one '--name value' line each ('#' starts a "
+     "comment; a line 'compare' makes it a compare): a run's config.txt replays "
+     "the run, bit for bit, and options after it on the command line override",
+     "none"),
     OPT("--resume", NULL, K_FLAG, F(resume), 0, 0, 0, v_on, 0,
      "continue every trial from its checkpoint in --out", "off"),
     HEAD("other"),
@@ -219,6 +246,7 @@ static void set_defaults(train_opts *o) {
   o->eval_every = 10; /* compare only (0 is 10 too) */
   o->init = "random";
   o->widen_scale = 0.02f;
+  o->lr_floor = 0.1f;
 }
 
 static void usage(unsigned cmd, FILE *f);
@@ -272,6 +300,136 @@ static int take(const raspU_arg *a, train_opts *o) {
   return 0;
 }
 
+/* ---- the run's options as text, and --config ---------------------------- */
+
+/* o's options, every one the table types (defaults included), as the
+** parser reads them back: "--name value" lines, flags alone, then the
+** --arm lines; "compare" first for compare.  What is not set (a flag off,
+** no string, a number outside its row's range such as --threads 0,
+** --momentum without sgd, --init-mix not given) is a "# --name: not set"
+** comment.  --config, --resume and --help are not the run's: left out.
+** The text is raspM_alloc'd. */
+static char *options_text(const train_opts *o) {
+  train_log b = {0};
+  if (o->compare) train_log_printf(&b, "compare\n");
+  for (int i = 0; i < NOPTS; i++) {
+    const raspU_option *d = &optdefs[i];
+    if (!d->name || d->kind == RASPU_TEXT || !strcmp(d->name, "--config") ||
+        !strcmp(d->name, "--resume"))
+      continue;
+    char v[4200];
+    int r = raspU_value_text(d, o, v, sizeof v);
+    if (r > 0 && d->kind != RASPU_CHOICE && d->kind != RASPU_STRING) {
+      double x = strtod(v, NULL);
+      if (x < d->lo || x > d->hi || (d->hi_open && x >= d->hi)) r = -1;
+    }
+    if ((!strcmp(d->name, "--momentum") && !o->sgd) ||
+        (!strcmp(d->name, "--init-mix") && !o->mix_given))
+      r = -1;
+    if (r > 0) train_log_printf(&b, "%s %s\n", d->name, v);
+    else if (r == 0) train_log_printf(&b, "%s\n", d->name);
+    else train_log_printf(&b, "# %s: not set\n", d->name);
+  }
+  for (int k = 0; k < o->narms; k++) train_log_printf(&b, "--arm %s\n", o->arm_spec[k]);
+  /* not an option: a compiled --init model's, taken again on replay */
+  if (o->task.markers != 1)
+    train_log_printf(&b, "# markers %d (the --init model's edge markers)\n", o->task.markers);
+  return b.s ? b.s : raspM_strdup("");
+}
+
+/* A --config file's lines as arguments: "--name value" (the value is the
+** rest of the line, spaces and all), "--flag", "compare"; '#' lines and
+** blank ones skipped.  Appends to *v (n entries, strings raspM_alloc'd);
+** *compare set by a "compare" line.  0, or 2 after a message. */
+static int config_args(const char *path, char ***v, int *n, int *compare) {
+  /* a regular file of at most 1 MiB, read through the one descriptor */
+  FILE *f = fopen(path, "r");
+  struct stat stt;
+  if (!f || fstat(fileno(f), &stt) || !S_ISREG(stt.st_mode) || stt.st_size > (1 << 20)) {
+    fprintf(stderr, "rasp-train: --config: cannot read '%s': %s\n", path,
+            !f ? strerror(errno) : "not a regular file of at most 1 MiB");
+    if (f) fclose(f);
+    return 2;
+  }
+  char *text = raspM_alloc((size_t)stt.st_size + 1);
+  size_t len = fread(text, 1, (size_t)stt.st_size, f);
+  text[len] = '\0';
+  fclose(f);
+  int line = 0, r = 0;
+  for (char *s = text, *nl; s && *s && !r; s = nl ? nl + 1 : NULL) {
+    nl = strchr(s, '\n');
+    if (nl) *nl = '\0';
+    line++;
+    while (*s == ' ' || *s == '\t') s++;
+    size_t e = strlen(s);
+    while (e && (s[e - 1] == ' ' || s[e - 1] == '\t' || s[e - 1] == '\r')) s[--e] = '\0';
+    if (!*s || *s == '#') continue;
+    if (!strcmp(s, "compare")) {
+      *compare = 1;
+      continue;
+    }
+    if (strncmp(s, "--", 2) || !strcmp(s, "--config") || !strncmp(s, "--config ", 9)) {
+      fprintf(stderr, "rasp-train: --config: %s:%d: expected '--name value', "
+                      "'--flag' or 'compare', not '%s'\n", path, line, s);
+      r = 2;
+      break;
+    }
+    char *sp = strpbrk(s, " \t");
+    *v = raspM_realloc(*v, (size_t)(*n + 2) * sizeof **v);
+    if (sp) *sp = '\0';
+    (*v)[(*n)++] = raspM_strdup(s);
+    if (sp) {
+      char *val = sp + 1;
+      while (*val == ' ' || *val == '\t') val++;
+      (*v)[(*n)++] = raspM_strdup(val);
+    }
+  }
+  raspM_free(text);
+  return r;
+}
+
+/* argv with every --config FILE (or --config=FILE) replaced by FILE's
+** arguments, "compare" moved first: *nargv (raspM_alloc'd, its strings
+** too, *nargc entries), or argv itself when there is no --config.  0, or
+** 2 after a message. */
+static int expand_config(int argc, char **argv, int *nargc, char ***nargv) {
+  int has = 0;
+  for (int i = 1; i < argc; i++)
+    has |= !strcmp(argv[i], "--config") || !strncmp(argv[i], "--config=", 9);
+  *nargc = argc;
+  *nargv = argv;
+  if (!has) return 0;
+  char **v = NULL;
+  int n = 0, compare = 0, r = 0;
+  v = raspM_alloc(sizeof *v);
+  v[n++] = raspM_strdup(argv[0]);
+  for (int i = 1; i < argc && !r; i++) {
+    if (!strcmp(argv[i], "--config") || !strncmp(argv[i], "--config=", 9)) {
+      const char *path = argv[i][8] == '=' ? argv[i] + 9 : i + 1 < argc ? argv[++i] : NULL;
+      if (!path) {
+        fprintf(stderr, "rasp-train: --config needs a FILE\n");
+        r = 2;
+      } else {
+        r = config_args(path, &v, &n, &compare);
+      }
+    } else if (i == 1 && !strcmp(argv[i], "compare")) {
+      compare = 1;
+    } else {
+      v = raspM_realloc(v, (size_t)(n + 1) * sizeof *v);
+      v[n++] = raspM_strdup(argv[i]);
+    }
+  }
+  if (compare) { /* the command word first */
+    v = raspM_realloc(v, (size_t)(n + 1) * sizeof *v);
+    memmove(v + 2, v + 1, (size_t)(n - 1) * sizeof *v);
+    v[1] = raspM_strdup("compare");
+    n++;
+  }
+  *nargc = n;
+  *nargv = v;
+  return r;
+}
+
 static int parse_arm(const raspU_arg *args, int nargs, char *argv0, train_opts *o, int k);
 
 #define DONE (-1) /* parse_opts: --help or --version printed */
@@ -301,6 +459,7 @@ static int parse_opts(int argc, char **argv, train_opts *o) {
   if (!r) r = check_opts(o, given);
   for (int k = 0; k < o->narms && !r; k++) r = parse_arm(args, nargs, argv[0], o, k);
   raspM_free(args);
+  if (!r) o->cmdline = options_text(o);
   return r;
 }
 
@@ -410,6 +569,8 @@ static int parse_arm(const raspU_arg *args, int nargs, char *argv0, train_opts *
 }
 
 static void opts_free(train_opts *o) {
+  raspM_free(o->cmdline);
+  o->cmdline = NULL;
   for (int k = 0; k < o->narms; k++) {
     if (o->arms[k].o) opts_free(o->arms[k].o);
     raspM_free(o->arms[k].o);
@@ -465,7 +626,11 @@ int main(int argc, char **argv) {
   int mpi = train_mpi_start();
 #endif
   train_opts o;
-  int rc = parse_opts(argc, argv, &o);
+  int nargc;
+  char **nargv;
+  int rc = expand_config(argc, argv, &nargc, &nargv);
+  if (!rc) rc = parse_opts(nargc, nargv, &o);
+  else memset(&o, 0, sizeof o);
 #ifdef RASP_MPI
   /* every rank parsed the same command line: a usage error ends all */
   if (mpi && rc != DONE) rc = train_mpi_agree(rc);
@@ -476,6 +641,10 @@ int main(int argc, char **argv) {
   if (rc == DONE) rc = 0;
   else if (!rc) rc = run(&o);
   opts_free(&o);
+  if (nargv != argv) {
+    for (int i = 0; i < nargc; i++) raspM_free(nargv[i]);
+    raspM_free(nargv);
+  }
 #ifdef RASP_MPI
   if (mpi) rc = train_mpi_finish(rc);
 #endif

@@ -203,6 +203,7 @@ int train_arm_init(train_arm *a, const train_opts *o, int trial, int random_init
   a->opt.wd = o->wd;
   a->opt.sgd = o->sgd;
   a->opt.momentum = o->momentum;
+  a->sched = train_sched_of(o);
   if (o->lr_rms || (o->freeze && a->mask)) {
     size_t n = a->m.nparams;
     a->opt.scale = raspM_alloc((n ? n : 1) * sizeof(float));
@@ -230,6 +231,15 @@ int train_arm_init(train_arm *a, const train_opts *o, int trial, int random_init
   }
   train_batch_init(&a->batch, o->batch, T, len);
   return 1;
+}
+
+train_sched train_sched_of(const train_opts *o) {
+  /* the schedule's length: --decay-steps, else the run's */
+  long n = (long)o->ntrain * (o->task.structured + 1), per_epoch = (n + o->batch - 1) / o->batch;
+  return (train_sched){.warmup = o->warmup, .decay = o->decay, .floor = o->lr_floor,
+                       .total = o->decay_steps ? o->decay_steps
+                                : o->max_steps ? o->max_steps
+                                               : per_epoch * o->epochs};
 }
 
 void train_arm_free(train_arm *a) {
@@ -417,6 +427,8 @@ double train_arm_step(train_arm *a, int b) {
     a->diverged = isfinite(loss) ? "gradient" : "loss";
     return loss / wsum;
   }
+  a->gnorm = train_clip_grad(a->gsum, n, a->opt.scale, a->o->clip);
+  a->opt.lr = (float)(a->o->lr * train_lr_factor(&a->sched, a->opt.step + 1));
   train_adamw_step(&a->opt, a->m.params, a->gsum, n);
   if (!all_finite(a->m.params, n)) a->diverged = "weights";
   return loss / wsum;

@@ -63,6 +63,8 @@ typedef struct train_arm {
   rasp_model m;
   train_net net;
   train_adamw opt;
+  train_sched sched;   /* --warmup, --decay: opt.lr at each step */
+  double gnorm;        /* the last step's gradient norm, before --clip */
   train_batch batch;   /* one batch (--batch samples), encoded */
   int prefix;          /* BOS id prepended (compiled architectures), or -1 */
   int T;               /* model positions */
@@ -105,6 +107,9 @@ int train_arm_init(train_arm *a, const train_opts *o, int trial, int random_init
                    const rasp_model_config *like, const train_dataset *d,
                    rasp_error *err);
 void train_arm_free(train_arm *a);
+/* The learning-rate schedule o asks for; its length is --decay-steps, else
+** --max-steps, else --epochs passes over the training set. */
+train_sched train_sched_of(const train_opts *o);
 /* Sets up a's probe of the n head units u (copied) against the model at
 ** a->ref, over samples 0..cnt-1 of d as evaluation encodes them; without
 ** units or ref there is nothing to probe (a->probe stays off).  1, or 0
@@ -115,7 +120,9 @@ int train_arm_probe(train_arm *a, const rasp_layout_unit *u, int n,
 void train_arm_encode(train_arm *a, const train_dataset *d, const int *idx,
                       int b, int e);
 /* One optimiser step over the b encoded samples; returns the mean loss per
-** answer token.  The batch is cut into micro-batches of --micro samples;
+** answer token.  The step's learning rate is --lr times the schedule's
+** factor at it (a->sched; the optimiser's step count, so a resumed run
+** goes on where it stopped), its gradient clipped to --clip.  The batch is cut into micro-batches of --micro samples;
 ** under a transport, rank r of K computes micro-batches ceil(n r / K) up to
 ** ceil(n (r + 1) / K) of the n, and every rank takes the same step (see
 ** tarm.c).  A loss or gradient that is not finite would turn every

@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "rmem.h"
 #include "tarm.h"
@@ -48,9 +49,79 @@ typedef struct hooks {
 ** more steps and its loss is NAN from then on; when every arm has
 ** stopped, the epoch's hook runs and the loop ends.  1, or 0 with err (a
 ** hook's). */
+/* ---- progress ----------------------------------------------------------- */
+
+typedef struct progress {
+  int on, tty;
+  long total, step0; /* steps the run will take at most; where it started */
+  double t0, last;   /* seconds: at the start, at the last line */
+  double tokens;     /* model positions stepped since the start */
+} progress;
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static void progress_start(progress *p, const train_opts *o, const train_dataset *tr,
+                           long step) {
+  memset(p, 0, sizeof *p);
+  const train_transport *t = train_get_transport();
+  p->on = !o->quiet && (!t || t->rank == 0);
+  p->tty = isatty(2);
+  long per_epoch = (tr->n + o->batch - 1) / o->batch, total = per_epoch * o->epochs;
+  p->total = o->max_steps && o->max_steps < total ? o->max_steps : total;
+  p->step0 = step;
+  p->t0 = p->last = now_s();
+  if (!p->on) return;
+  train_sched sc = train_sched_of(o);
+  fprintf(stderr, "rasp-train: recipe: %s, lr %g", o->sgd ? "SGD" : "AdamW", (double)o->lr);
+  if (o->warmup) fprintf(stderr, ", linear warm-up over %ld steps", o->warmup);
+  if (o->decay)
+    fprintf(stderr, ", %s decay to %g x lr by step %ld",
+            o->decay == TRAIN_DECAY_COSINE ? "cosine" : "linear", (double)o->lr_floor, sc.total);
+  if (o->clip > 0) fprintf(stderr, ", gradient norm clipped to %g", (double)o->clip);
+  fprintf(stderr, ", weight decay %g, dropout %g, batch %d; at most %ld steps%s\n",
+          (double)o->wd, (double)o->dropout, o->batch, p->total,
+          o->narms ? " (arms may set their own)" : "");
+}
+
+/* After step `step`: a line when it is time (every 2 s on a terminal;
+** every --progress steps, or 30 s, in a log). */
+static void progress_step(progress *p, const train_opts *o, long step, const train_arm *arms,
+                          const double *loss, int n) {
+  if (!p->on) return;
+  for (int k = 0; k < n; k++)
+    if (!arms[k].stopped) p->tokens += (double)arms[k].batch.rows * arms[k].T;
+  double t = now_s();
+  int due = p->tty ? t - p->last >= 2 : o->progress ? step % o->progress == 0 : t - p->last >= 30;
+  if (!due && step < p->total) return;
+  p->last = t;
+  double el = t - p->t0, rate = el > 0 ? (double)(step - p->step0) / el : 0;
+  double left = rate > 0 ? (double)(p->total - step) / rate : 0;
+  char losses[256];
+  size_t at = 0;
+  for (int k = 0; k < n && at < sizeof losses - 16; k++)
+    at += (size_t)snprintf(losses + at, sizeof losses - at, "%s%.4g", k ? "/" : "", loss[k]);
+  fprintf(stderr, "%sstep %ld/%ld (%.0f%%), %.0f tokens/s, %.0fs elapsed, about %.0fs left, "
+                  "lr %.3g, train loss %s%s",
+          p->tty ? "\r" : "", step, p->total, 100.0 * (double)step / (double)p->total,
+          el > 0 ? p->tokens / el : 0, el, left, (double)arms[0].opt.lr, losses,
+          p->tty ? "\033[K" : "\n");
+}
+
+/* Clears a terminal's status line before other output (which the next
+** status line follows). */
+static void status_clear(void) {
+  if (isatty(2)) fputs("\r\033[K", stderr);
+}
+
 static int loop(train_arm *arms, int n, const train_opts *o, const train_dataset *tr,
                 int epoch0, long *step, const hooks *h, rasp_error *err) {
   long max = o->max_steps ? o->max_steps : 1L << 40;
+  progress pg;
+  progress_start(&pg, o, tr, *step);
   int *ord = raspM_alloc((size_t)tr->n * sizeof *ord);
   double *loss = raspM_alloc((size_t)n * sizeof *loss);
   int ok = 1, stop = 0, live = 1;
@@ -76,13 +147,37 @@ static int loop(train_arm *arms, int n, const train_opts *o, const train_dataset
       sum += loss[0];
       nb++;
       ++*step;
+      progress_step(&pg, o, *step, arms, loss, n);
       if (h->step) ok = h->step(h->ctx, *step, loss, err);
     }
+    status_clear();
     if (ok && h->epoch) ok = h->epoch(h->ctx, e + 1, *step, nb ? sum / nb : 0, &stop, err);
   }
   raspM_free(ord);
   raspM_free(loss);
   return ok;
+}
+
+/* The lines of `arm` (an options text) that `base` lacks, joined by spaces
+** into buf: what an arm sets on top of the command line. */
+static void options_added(const char *base, const char *arm, char *buf, size_t size) {
+  size_t at = 0;
+  buf[0] = '\0';
+  for (const char *l = arm; l && *l;) {
+    const char *nl = strchr(l, '\n');
+    size_t n = nl ? (size_t)(nl - l) : strlen(l);
+    int found = 0;
+    for (const char *b = base; b && *b && !found;) {
+      const char *bn = strchr(b, '\n');
+      size_t m = bn ? (size_t)(bn - b) : strlen(b);
+      found = m == n && !strncmp(b, l, n);
+      b = bn ? bn + 1 : NULL;
+    }
+    if (!found && *l != '#' && at + n + 2 < size) {
+      at += (size_t)snprintf(buf + at, size - at, "%s%.*s", at ? " " : "", (int)n, l);
+    }
+    l = nl ? nl + 1 : NULL;
+  }
 }
 
 /* ---- trials ------------------------------------------------------------- */
@@ -227,6 +322,16 @@ static int run_trial(const train_opts *o, int k, const train_dataset *tr,
     return 0;
   }
   if (t.r.on && !t.r.csv.len) csv_header(&t.r.csv, o);
+  char who[32], extra[160];
+  snprintf(who, sizeof who, "trial %d", k);
+  snprintf(extra, sizeof extra, "%s, --seed %llu",
+           strcmp(o->init, "random") ? "from --init" : "random weights",
+           (unsigned long long)ot.seed);
+  if (!train_config_ran(who, &t.a.m, t.a.prefix, extra, err)) {
+    train_resume_free(&t.r);
+    train_arm_free(&t.a);
+    return 0;
+  }
   /* data-parallel ranks (tarm.h) start where rank 0 set up or resumed */
   train_arm_share(&t.a, &t.r.st, sizeof t.r.st);
   clock_gettime(CLOCK_MONOTONIC, &t.w0);
@@ -370,6 +475,7 @@ static void compare_row(compare *c, int k, long step, const double *loss) {
                    train_prog_text(&mv, prog, sizeof prog));
   if (a->stopped) train_log_printf(&c->csv, "%ld", a->stopped);
   train_log_printf(&c->csv, "\n");
+  status_clear();
   fprintf(stderr, "step %ld %s: val %.4f lead %.3f seq %.3f pos", step, c->names[k], mv.loss,
           mv.lead_acc, mv.seq_acc);
   for (int q = 0; q < A && q < 64; q++) fprintf(stderr, " %.3f", mv.pos_acc[q]);
@@ -422,6 +528,17 @@ static int compare_arms(compare *c, const train_dataset *tr, int *made, rasp_err
     } else {
       ok = train_arm_probe(a, a->units, a->nunits, c->te, c->nev, err);
     }
+    if (ok) {
+      static const char *bases[] = {"the compiled model (--init)",
+                                    "random weights of the compiled architecture",
+                                    "random weights of the command line's architecture"};
+      char who[64], extra[2048], added[1800];
+      options_added(o->cmdline, ao->cmdline, added, sizeof added);
+      snprintf(who, sizeof who, "arm %s", c->names[k]);
+      snprintf(extra, sizeof extra, "from %s%s%s", bases[base], *added ? "; on top of the "
+               "command line: " : "", added);
+      ok = train_config_ran(who, &a->m, a->prefix, extra, err);
+    }
     if (!ok) {
       ++*made;
       break;
@@ -467,10 +584,25 @@ int train_compare(const train_opts *o, const train_dataset *tr, const train_data
     ok = !c.writes ||
          (train_log_commit(&c.csv, c.csv_path, err) && write_compare_gp(gp, c.n, c.names, err));
   }
+  long step = 0;
   if (ok) {
-    long step = 0;
     hooks h = {compare_step, NULL, &c};
     ok = loop(c.arms, c.n, o, tr, 0, &step, &h, err);
+  }
+  /* each arm's final weights and optimiser state, as a trial's checkpoint
+  ** (DIR/arm_NAME.ckpt: its manifest's params_fnv and opt_fnv tell two
+  ** runs apart bit for bit) */
+  for (int k = 0; ok && c.writes && o->out && k < c.n; k++) {
+    char stem[4200];
+    snprintf(stem, sizeof stem, "%s/arm_%s", o->out, c.names[k]);
+    train_ckpt_state st = {.step = step, .best_val = c.last[k].loss, .done = 1};
+    long gen = train_ckpt_generation(stem, err);
+    st.generation = gen > 0 ? gen : 0;
+    memset(err, 0, sizeof *err);
+    train_log cfg = {0};
+    train_config_text(&cfg, c.arms[k].o, c.arms[k].init_fnv);
+    ok = train_ckpt_save(stem, &c.arms[k].m, &c.arms[k].opt, &st, cfg.s ? cfg.s : "", err);
+    train_log_free(&cfg);
   }
   if (ok)
     for (int k = 0; k < c.n; k++) { /* the summary: each arm's last row */

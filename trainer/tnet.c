@@ -1108,3 +1108,28 @@ void train_adamw_step(train_adamw *o, float *params, const float *grad,
     params[i] -= li * (mh / (sqrtf(vh) + eps) + wd * params[i]);
   }
 }
+
+/* ---- schedule and clipping ---------------------------------------------- */
+
+double train_lr_factor(const train_sched *s, long step) {
+  if (s->warmup > 0 && step < s->warmup) return (double)step / (double)s->warmup;
+  if (s->decay == TRAIN_DECAY_NONE) return 1.0;
+  long span = s->total - s->warmup;
+  double p = span > 0 ? (double)(step - s->warmup) / (double)span : 1.0;
+  if (p < 0) p = 0;
+  if (p > 1) p = 1;
+  double fl = s->floor, left = s->decay == TRAIN_DECAY_COSINE ? 0.5 * (1 + cos(3.14159265358979323846 * p)) : 1 - p;
+  return fl + (1 - fl) * left;
+}
+
+double train_clip_grad(float *g, size_t n, const float *scale, double max_norm) {
+  double ss = 0;
+  for (size_t i = 0; i < n; i++)
+    if (!scale || scale[i] != 0.0f) ss += (double)g[i] * g[i];
+  double norm = sqrt(ss);
+  if (max_norm > 0 && norm > max_norm) {
+    float f = (float)(max_norm / norm);
+    for (size_t i = 0; i < n; i++) g[i] *= f;
+  }
+  return norm;
+}

@@ -108,6 +108,28 @@ void train_adamw_free(train_adamw *o);
 void train_adamw_step(train_adamw *o, float *params, const float *grad,
                       size_t n);
 
+/* The learning-rate schedule (--warmup, --decay, --lr-floor, --decay-steps):
+** the factor on --lr at step `step` (from 1, the step about to be taken).
+** Linear warm-up from lr/warmup at step 1 to lr at step `warmup`; then
+** decay over steps warmup..total to floor * lr, cosine (floor + (1 - floor)
+** (1 + cos(pi p)) / 2) or linear (floor + (1 - floor)(1 - p)), p the share
+** of the decay done; floor * lr after `total`.  decay none: 1 after the
+** warm-up. */
+enum { TRAIN_DECAY_NONE, TRAIN_DECAY_COSINE, TRAIN_DECAY_LINEAR };
+typedef struct train_sched {
+  long warmup, total;
+  int decay;   /* TRAIN_DECAY_* */
+  float floor; /* the last factor, a share of lr */
+} train_sched;
+double train_lr_factor(const train_sched *s, long step);
+
+/* Gradient-norm clipping (--clip): the L2 norm of g over the entries that
+** train (scale NULL: all; else scale[i] != 0), summed in index order in
+** double (the same on every rank and thread count); when above max_norm >
+** 0, every entry of g is scaled by max_norm / norm.  Returns the norm
+** before clipping. */
+double train_clip_grad(float *g, size_t n, const float *scale, double max_norm);
+
 /* Per-tensor learning-rate scales (--lr-scale rms): scale[i] is the RMS of
 ** the entries of i's tensor that mask marks (mask NULL: all of them), so a
 ** step moves each tensor by a similar fraction of its size.  A tensor whose

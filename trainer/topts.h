@@ -46,6 +46,12 @@ struct train_opts {
   ** frozen compiled weights, widening, mixing with a random init */
   int sgd, lr_rms, freeze, widen, mix_given;
   float momentum, init_mix, widen_scale;
+  /* the recipe: warm-up, decay to a floor, gradient-norm clipping
+  ** (tnet.h's train_sched and train_clip_grad); decay_steps 0: the run's
+  ** length (--max-steps, else --epochs of the training set) */
+  long warmup, decay_steps;
+  int decay;
+  float lr_floor, clip;
   int batch, micro, epochs, trials, ntrain, ntest, eval_every, threads;
   /* compare's arms (--arm "NAME BASE [OPTION VALUE]..."); none: random,
   ** compiled */
@@ -55,7 +61,13 @@ struct train_opts {
   long max_steps;
   uint64_t seed, train_seed, test_seed;
   const char *out, *init, *reinit;
+  const char *config;  /* --config FILE (read before the parse) */
+  /* every option of the run as the parser reads it back, one "--name
+  ** value" line each ("compare" first for compare): config.txt's body and
+  ** what --config replays (main.c; raspM_alloc'd) */
+  char *cmdline;
   int resume, compare;
+  int progress, quiet; /* --progress STEPS, --quiet (tloop.c) */
 };
 
 #endif

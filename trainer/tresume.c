@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "rmem.h"
+#include "tarm.h"
 
 /* The shortest "%g" text that reads back as f. */
 static const char *ftext(char *buf, size_t size, float f) {
@@ -66,6 +67,16 @@ void train_config_text(train_log *b, const train_opts *o, uint64_t init_fnv) {
   if (o->sgd)
     train_log_printf(b, "--optim sgd\n--momentum %s\n", ftext(f1, sizeof f1, o->momentum));
   if (o->lr_rms) train_log_printf(b, "--lr-scale rms\n");
+  /* the recipe, when not the default; a decay's length as it runs (a
+  ** resume with another --max-steps would follow another schedule) */
+  if (o->warmup) train_log_printf(b, "--warmup %ld\n", o->warmup);
+  if (o->decay) {
+    train_sched sc = train_sched_of(o);
+    train_log_printf(b, "--decay %s\n--lr-floor %s\n--decay-steps %ld\n",
+                     o->decay == TRAIN_DECAY_COSINE ? "cosine" : "linear",
+                     ftext(f1, sizeof f1, o->lr_floor), sc.total);
+  }
+  if (o->clip > 0) train_log_printf(b, "--clip %s\n", ftext(f1, sizeof f1, o->clip));
   train_log_printf(b, "--lr %s\n--wd %s\n--dropout %s\n--batch %d\n--micro %d\n"
                       "--train %d\n--test %d\n--seed %llu\n--train-seed %llu\n"
                       "--test-seed %llu\n",
@@ -75,40 +86,40 @@ void train_config_text(train_log *b, const train_opts *o, uint64_t init_fnv) {
                    (unsigned long long)o->train_seed, (unsigned long long)o->test_seed);
 }
 
-/* DIR/config.txt: every option's value, the defaults included, one
-** "--name value" line each (flags as "--no-bos yes"), so that a run
-** directory says how it was made.  The checkpoint's lines come first, then
-** those that only say where to stop and how to run; options that are off
-** are comment lines.  1, or 0 with err. */
+/* config.txt as written so far (the run's options, then what each arm or
+** trial ran, added as they are set up): rewritten whole at every addition.
+** One run per process, so one text. */
+static train_log run_config;
+static char run_config_path[4200];
+
+/* DIR/config.txt: every option of the run as the parser reads it back
+** (main.c's options_text), so that `rasp-train --config DIR/config.txt`
+** replays it.  1, or 0 with err. */
 static int write_run_config(const train_opts *o, rasp_error *err) {
-  train_log b = {0};
-  char f1[32], path[4200];
-  train_log_printf(&b, "# rasp-train%s: every option of the run in %s (rasp-train --help "
-                       "says what each means)\n", o->compare ? " compare" : "", o->out);
-  train_config_text(&b, o, 0);
-  if (!o->init_mix) train_log_printf(&b, "# --init-mix: off\n");
-  if (!o->widen)
-    train_log_printf(&b, "# --widen: off (--widen-scale %s)\n",
-                     ftext(f1, sizeof f1, o->widen_scale));
-  if (!o->freeze) train_log_printf(&b, "--freeze none\n");
-  if (!o->sgd) train_log_printf(&b, "--optim adamw\n");
-  if (!o->lr_rms) train_log_printf(&b, "--lr-scale none\n");
-  train_log_printf(&b, "--epochs %d\n", o->epochs);
-  if (o->max_steps) train_log_printf(&b, "--max-steps %ld\n", o->max_steps);
-  else train_log_printf(&b, "# --max-steps: not set (no limit)\n");
-  train_log_printf(&b, "--stop-loss %s\n--trials %d\n--eval-every %d\n",
-                   ftext(f1, sizeof f1, o->stop_loss), o->trials, o->eval_every);
-  if (o->threads) train_log_printf(&b, "--threads %d\n", o->threads);
-  else
-    train_log_printf(&b, "# --threads: not set (%d, OpenMP's default)\n",
-                     omp_get_max_threads());
-  train_log_printf(&b, "--out %s\n", o->out);
-  if (o->resume) train_log_printf(&b, "--resume\n");
-  for (int k = 0; k < o->narms; k++) train_log_printf(&b, "--arm %s\n", o->arm_spec[k]);
-  snprintf(path, sizeof path, "%s/config.txt", o->out);
-  int ok = train_log_commit(&b, path, err);
-  train_log_free(&b);
-  return ok;
+  train_log_free(&run_config);
+  train_log_printf(&run_config,
+                   "# rasp-train%s: every option of the run in %s, defaults included, as "
+                   "the parser reads them\n# (rasp-train --help says what each means).  "
+                   "Replay it: rasp-train --config THIS_FILE --out NEW_DIR\n",
+                   o->compare ? " compare" : "", o->out);
+  train_log_printf(&run_config, "%s", o->cmdline ? o->cmdline : "");
+  snprintf(run_config_path, sizeof run_config_path, "%s/config.txt", o->out);
+  return train_log_commit(&run_config, run_config_path, err);
+}
+
+int train_config_ran(const char *who, const rasp_model *m, int prefix, const char *extra,
+                     rasp_error *err) {
+  if (!run_config_path[0]) return 1;
+  const rasp_model_config *c = &m->cfg;
+  train_log_printf(&run_config,
+                   "# %s ran: --layers %d --d-model %d --heads %d --d-mlp %d --ln %s "
+                   "--act %s --pos %s%s, %zu parameters%s%s\n",
+                   who, c->n_layers, c->d_model, c->n_heads, c->d_mlp,
+                   c->layer_norm ? "pre" : "none", c->gelu ? "gelu" : "relu",
+                   c->pos_embedding ? "learned" : "none",
+                   prefix >= 0 ? " (a BOS position first)" : "", m->nparams,
+                   extra && *extra ? "; " : "", extra ? extra : "");
+  return train_log_commit(&run_config, run_config_path, err);
 }
 
 int train_dir_open(const train_opts *o, rasp_error *err) {

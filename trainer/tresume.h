@@ -26,6 +26,13 @@
 ** config.txt.  1, or 0 with err. */
 int train_dir_open(const train_opts *o, rasp_error *err);
 
+/* Adds to DIR/config.txt (a comment line) what `who` ("arm random",
+** "trial 0") ran: m's architecture and size, whether a BOS position comes
+** first (prefix >= 0), and extra (NULL or text: its start, its recipe).
+** Nothing without --out.  1, or 0 with err. */
+int train_config_ran(const char *who, const rasp_model *m, int prefix, const char *extra,
+                     rasp_error *err);
+
 /* The checkpoint's configuration: every option that shapes a trial's
 ** trajectory, one "--name value" line each, in the form the command line
 ** takes (floats in the shortest form that reads back exactly, so equal

@@ -1,0 +1,117 @@
+/*
+** test_recipe.c -- the training recipe of rasp-train (trainer/tnet.h): the
+** learning-rate schedule's factor at given steps against values worked
+** out by hand (warm-up, cosine and linear decay to a floor, past the end),
+** and gradient-norm clipping: the norm it reports, the clipped gradient,
+** frozen entries left out of the norm, and one SGD step after clipping
+** moving the parameters by exactly lr * the clip.
+*/
+#include <check.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check_main.h"
+#include "tnet.h"
+
+static const train_sched cosine = {.warmup = 10, .total = 110, .decay = TRAIN_DECAY_COSINE,
+                                   .floor = 0.1f};
+
+START_TEST(test_warmup) {
+  /* lr/10 at step 1, rising by lr/10 a step, lr at step 10 */
+  ck_assert_double_eq_tol(train_lr_factor(&cosine, 1), 0.1, 1e-12);
+  ck_assert_double_eq_tol(train_lr_factor(&cosine, 5), 0.5, 1e-12);
+  ck_assert_double_eq_tol(train_lr_factor(&cosine, 9), 0.9, 1e-12);
+  ck_assert_double_eq_tol(train_lr_factor(&cosine, 10), 1.0, 1e-12);
+  train_sched none = {.warmup = 4, .decay = TRAIN_DECAY_NONE, .total = 8, .floor = 0.5f};
+  ck_assert_double_eq_tol(train_lr_factor(&none, 2), 0.5, 1e-12);
+  ck_assert_double_eq(train_lr_factor(&none, 4), 1.0);
+  ck_assert_double_eq(train_lr_factor(&none, 1000), 1.0);
+  /* no warm-up, no decay: exactly 1, so the old runs are bit for bit */
+  train_sched plain = {0};
+  ck_assert_double_eq(train_lr_factor(&plain, 1), 1.0);
+}
+END_TEST
+
+START_TEST(test_cosine) {
+  /* p = (step - 10) / 100; 0.1 + 0.9 (1 + cos(pi p)) / 2 */
+  ck_assert_double_eq_tol(train_lr_factor(&cosine, 35), 0.1 + 0.45 * (1 + sqrt(0.5)), 1e-7);
+  ck_assert_double_eq_tol(train_lr_factor(&cosine, 60), 0.55, 1e-7);
+  ck_assert_double_eq_tol(train_lr_factor(&cosine, 85), 0.1 + 0.45 * (1 - sqrt(0.5)), 1e-7);
+  ck_assert_double_eq_tol(train_lr_factor(&cosine, 110), 0.1, 1e-7);
+  ck_assert_double_eq_tol(train_lr_factor(&cosine, 5000), 0.1, 1e-7);
+}
+END_TEST
+
+START_TEST(test_linear) {
+  train_sched lin = cosine;
+  lin.decay = TRAIN_DECAY_LINEAR;
+  lin.floor = 0.0f;
+  ck_assert_double_eq_tol(train_lr_factor(&lin, 35), 0.75, 1e-12);
+  ck_assert_double_eq_tol(train_lr_factor(&lin, 60), 0.5, 1e-12);
+  ck_assert_double_eq_tol(train_lr_factor(&lin, 110), 0.0, 1e-12);
+  ck_assert_double_eq_tol(train_lr_factor(&lin, 111), 0.0, 1e-12);
+  /* the factor never rises after the warm-up */
+  double last = 2;
+  for (long s = 10; s < 200; s++) {
+    double f = train_lr_factor(&cosine, s);
+    ck_assert(f <= last + 1e-15);
+    last = f;
+  }
+}
+END_TEST
+
+START_TEST(test_clip) {
+  float g[3] = {3, 4, 0};
+  ck_assert_double_eq_tol(train_clip_grad(g, 3, NULL, 0), 5, 1e-12); /* off: untouched */
+  ck_assert(g[0] == 3 && g[1] == 4);
+  ck_assert_double_eq_tol(train_clip_grad(g, 3, NULL, 10), 5, 1e-12); /* below: untouched */
+  ck_assert(g[0] == 3 && g[1] == 4);
+  ck_assert_double_eq_tol(train_clip_grad(g, 3, NULL, 1), 5, 1e-12);
+  ck_assert_float_eq_tol(g[0], 0.6f, 1e-7f);
+  ck_assert_float_eq_tol(g[1], 0.8f, 1e-7f);
+  /* a frozen entry (scale 0) is not in the norm */
+  float h[3] = {3, 4, 100}, scale[3] = {1, 1, 0};
+  ck_assert_double_eq_tol(train_clip_grad(h, 3, scale, 1), 5, 1e-12);
+  ck_assert_float_eq_tol(h[1], 0.8f, 1e-7f);
+}
+END_TEST
+
+/* A random gradient of norm far above the clip: one plain SGD step after
+** clipping moves the parameters by lr * clip (L2), whatever the gradient. */
+START_TEST(test_clipped_step) {
+  enum { N = 1000 };
+  float *p = calloc(N, sizeof *p), *g = malloc(N * sizeof *g);
+  rasp_rng r;
+  raspT_rng_seed(&r, 7, 0);
+  for (int i = 0; i < N; i++) g[i] = (float)(train_normal(&r) * 30);
+  train_adamw opt;
+  train_adamw_init(&opt, N);
+  opt.sgd = 1;
+  opt.lr = 0.25f;
+  opt.wd = 0;
+  double before = train_clip_grad(g, N, NULL, 2.0);
+  ck_assert(before > 100);
+  train_adamw_step(&opt, p, g, N);
+  double moved = 0;
+  for (int i = 0; i < N; i++) moved += (double)p[i] * p[i];
+  ck_assert_double_eq_tol(sqrt(moved), 0.25 * 2.0, 1e-5);
+  train_adamw_free(&opt);
+  free(p);
+  free(g);
+}
+END_TEST
+
+static Suite *make_suite(void) {
+  Suite *s = suite_create("recipe");
+  TCase *tc = tcase_create("core");
+  tcase_add_test(tc, test_warmup);
+  tcase_add_test(tc, test_cosine);
+  tcase_add_test(tc, test_linear);
+  tcase_add_test(tc, test_clip);
+  tcase_add_test(tc, test_clipped_step);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+RASP_CHECK_MAIN(make_suite())

@@ -1,0 +1,80 @@
+#!/bin/sh
+# train_recipe.sh -- rasp-train's recipe and its record, through the binary:
+#   - a compare with arms of three bases and a recipe (warm-up, cosine
+#     decay, clipping) replays bit for bit from its config.txt
+#     (`rasp-train --config DIR/config.txt --out NEW`): every arm's final
+#     checkpoint has the same parameter and optimiser checksums, compare.csv
+#     is the same; so does a trials run (its trial checkpoint);
+#   - config.txt says what each arm ran (the compiled architecture for the
+#     compiled and random arms, the command line's for a standard one) and
+#     holds no value the parser refuses;
+#   - the recipe changes the run (without --clip the weights differ), and
+#     is logged;
+#   - progress: a line every --progress steps in a log, none with --quiet.
+# Prints "N passed, M failed".
+NAME=train_recipe
+. "${top_srcdir:-.}/tests/lib.sh"
+use_trainer
+
+task="--D 2 --M 3 --V 10 --st-names --no-bos --no-eos"
+"$RASP" compile programs/decoder6_causal.rasp --D 2 --M 3 --V 10 -o "$tmp/m" >/dev/null 2>&1 ||
+  { bad "rasp compile decoder6_causal failed"; finish; exit 1; }
+small="--train 200 --test 50 --batch 16 --micro 16 --layers 1 --d-model 16 --heads 2 --d-mlp 16"
+recipe="--warmup 2 --decay cosine --lr-floor 0.2 --clip 0.5"
+fnvs() { # DIR: every checkpoint manifest's checksums, by file
+  for f in "$1"/*.ckpt; do printf '%s ' "$(basename "$f")"; grep _fnv "$f" | tr '\n' ' '; echo; done
+}
+
+# shellcheck disable=SC2086
+"$train" compare $task --init "$tmp/m" $small $recipe --max-steps 6 --eval-every 3 \
+  --arm "c compiled --lr 1e-4" --arm "r random" --arm "s standard --dropout 0" \
+  --progress 2 --out "$tmp/a" >"$tmp/a.out" 2>&1 ||
+  bad "the compare run failed" "$tmp/a.out"
+"$train" --config "$tmp/a/config.txt" --out "$tmp/b" --quiet >"$tmp/b.out" 2>&1 ||
+  bad "the replay from config.txt failed" "$tmp/b.out"
+fnvs "$tmp/a" >"$tmp/a.fnv"
+fnvs "$tmp/b" >"$tmp/b.fnv"
+[ "$(wc -l <"$tmp/a.fnv")" = 3 ] && cmp -s "$tmp/a.fnv" "$tmp/b.fnv" &&
+  cmp -s "$tmp/a/compare.csv" "$tmp/b/compare.csv" &&
+  ok "compare replays bit for bit from config.txt (3 arms' checksums, compare.csv)" ||
+  bad "the replay differs" "$tmp/a.fnv" "$tmp/b.fnv"
+grep -q "^# arm c ran: --layers 21 .*(a BOS position first)" "$tmp/a/config.txt" &&
+  grep -q "^# arm r ran: --layers 21 .*random weights of the compiled" "$tmp/a/config.txt" &&
+  grep -q "^# arm s ran: --layers 1 --d-model 16 .*--dropout 0" "$tmp/a/config.txt" &&
+  ok "config.txt says what each arm ran" || bad "config.txt's arms" "$tmp/a/config.txt"
+grep -v '^#' "$tmp/a/config.txt" | grep -q ' yes$\| no$' &&
+  bad "config.txt writes flags with values" "$tmp/a/config.txt" ||
+  ok "config.txt: flags as the parser takes them"
+grep -q "cosine decay to 0.2 x lr by step 6, gradient norm clipped to 0.5" "$tmp/a.out" &&
+  ok "the recipe is logged" || bad "no recipe line" "$tmp/a.out"
+[ "$(grep -c '^step [0-9]*/6 ' "$tmp/a.out")" = 3 ] && ok "--progress 2: three progress lines" ||
+  bad "--progress 2: not three progress lines" "$tmp/a.out"
+grep -q '^step [0-9]*/' "$tmp/b.out" && bad "--quiet printed progress" "$tmp/b.out" ||
+  ok "--quiet: no progress lines"
+
+# the recipe is not a no-op: without --clip the compiled arm ends elsewhere
+# shellcheck disable=SC2086
+"$train" compare $task --init "$tmp/m" $small --warmup 2 --decay cosine --lr-floor 0.2 \
+  --max-steps 6 --eval-every 3 --arm "c compiled --lr 1e-4" --quiet --out "$tmp/c" \
+  >"$tmp/c.out" 2>&1 || bad "the run without --clip failed" "$tmp/c.out"
+a=$(grep params_fnv "$tmp/a/arm_c.ckpt") c=$(grep params_fnv "$tmp/c/arm_c.ckpt")
+[ -n "$a" ] && [ "$a" != "$c" ] && ok "--clip changes the compiled arm's weights" ||
+  bad "--clip changed nothing ($a, $c)"
+
+# trials replay too
+# shellcheck disable=SC2086
+"$train" $task $small $recipe --max-steps 4 --quiet --out "$tmp/t" >"$tmp/t.out" 2>&1 ||
+  bad "the trials run failed" "$tmp/t.out"
+"$train" --config "$tmp/t/config.txt" --out "$tmp/u" >"$tmp/u.out" 2>&1 ||
+  bad "the trials replay failed" "$tmp/u.out"
+[ -n "$(grep params_fnv "$tmp/t/trial0.ckpt")" ] &&
+  [ "$(grep _fnv "$tmp/t/trial0.ckpt")" = "$(grep _fnv "$tmp/u/trial0.ckpt")" ] &&
+  ok "a trials run replays bit for bit from config.txt" ||
+  bad "the trials replay differs" "$tmp/t/trial0.ckpt" "$tmp/u/trial0.ckpt"
+# a bad --config line is named with its file and line
+printf -- '--D 2\nbogus line\n' >"$tmp/bad.txt"
+"$train" --config "$tmp/bad.txt" >"$tmp/bad.out" 2>&1
+rc=$?
+[ $rc = 2 ] && grep -q "bad.txt:2: expected" "$tmp/bad.out" &&
+  ok "a bad --config line: exit 2, file:line" || bad "bad --config: exit $rc" "$tmp/bad.out"
+finish
