@@ -1,0 +1,108 @@
+#!/bin/sh
+# study.sh -- the compiled-initialisation study's grid: every arm on every
+# seed, one `rasp-train compare` per (arm, seed), on the task where the
+# question space dwarfs any training set.  Run from the repository root
+# after `make`:
+#     sh experiments/study.sh [--resume] [--arms "standard compiled ..."]
+#        [--seeds "1 2 3 4 5"]
+# Task: D = 2, M = 5, |V| = 20, decoder-only, teacher forcing, Q first,
+# edges shuffled every epoch, --st-names, no BOS/EOS (the compiled models'
+# format): 390,700,800 distinct questions, so 100,000 training draws hold
+# 0.03% of them and the test set (2,000 questions, 500 evaluated) is
+# disjoint from training by what the model reads (rasp-train checks it and
+# records split.json).
+# Recipe, the same for every arm: AdamW, lr 5e-4 (the paper's), linear
+# warm-up over 500 steps, cosine decay to 0.1 x lr at the budget, gradient
+# norm clipped to 1, weight decay 0.01 (the paper's), dropout 0 (a compiled
+# circuit does not survive dropout untrained; every arm goes without it),
+# batch 64, STEPS (default 10,000) steps, evaluation every 250 steps.
+# Arms (an arm of one seed sees the same batches as every other arm of
+# that seed, but structured, whose training set has the variants):
+#   standard   pre-LN, the paper's shape: 6 layers, d_model 200, 8 heads,
+#              d_mlp 800 (the paper's task is of this size: M = 5)
+#   random     random weights of the compiled architecture (no layer norm)
+#   compiled   decoder2_backward_targets compiled --require-proof --moves
+#              one (9 layers, d_model 233, 1.2M parameters), gain 1
+#   lowgain    the same program compiled with --attn-gain 0.25
+#   frozen     the compiled model frozen, widened by 64 trainable dims
+#   structured the standard arm on --structured 1 (the paper's remedy)
+# Each finished cell leaves doc/study/grid/ARM-sSEED.csv (compare.csv),
+# ARM-sSEED.config.txt, ARM-sSEED.split.json and a line in
+# doc/study/grid/timing.csv (wall and CPU seconds, load average); --resume
+# skips finished cells (a killed cell starts again).  Cells run arm by arm,
+# each arm's seeds in turn.  STUDY_OUT, STEPS, TRAIN, RASP override.  Run directories with
+# checkpoints go under $STUDY_WORK (default study-work/, not committed).
+# experiments/study_tables.py makes the tables and plots from the CSVs.
+set -eu
+top=$(pwd)
+RASP=${RASP:-$top/rasp/rasp}
+TRAIN=${TRAIN:-$top/trainer/rasp-train}
+[ -x "$RASP" ] && [ -x "$TRAIN" ] || { echo "$0: build first (make), run from the repository root" >&2; exit 2; }
+STEPS=${STEPS:-10000}
+WORK=${STUDY_WORK:-$top/study-work}
+OUT=${STUDY_OUT:-$top/doc/study/grid}
+arms="standard compiled random frozen structured lowgain"
+seeds="1 2 3 4 5"
+resume=0
+while [ $# -gt 0 ]; do
+  case $1 in
+    --resume) resume=1 ;;
+    --arms) arms=$2; shift ;;
+    --seeds) seeds=$2; shift ;;
+    *) echo "usage: $0 [--resume] [--arms LIST] [--seeds LIST]" >&2; exit 2 ;;
+  esac
+  shift
+done
+export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
+mkdir -p "$WORK" "$OUT"
+TASK="--D 2 --M 5 --V 20 --st-names --no-bos --no-eos --model decoder"
+RECIPE="--lr 5e-4 --warmup 500 --decay cosine --lr-floor 0.1 --clip 1 --wd 0.01 --dropout 0"
+RUN="--train 100000 --test 2000 --batch 64 --micro 64 --max-steps $STEPS --eval-every 250 \
+  --epochs 1000 --threads 1 --progress 500"
+STD="--layers 6 --d-model 200 --heads 8 --d-mlp 800 --ln pre --act relu"
+
+# compile STEM [OPTIONS]: decoder2 for the task, proven, checked on 1000 inputs
+compile() {
+  stem=$1
+  shift
+  [ -f "$stem.safetensors" ] && return 0
+  "$RASP" compile "$top/programs/decoder2_backward_targets.rasp" --D 2 --M 5 --V 20 \
+    --require-proof --moves one --check 1000 --stats "$@" -o "$stem" >"$stem.compile.txt" 2>&1 ||
+    { cat "$stem.compile.txt" >&2; exit 1; }
+}
+compile "$WORK/d2"
+compile "$WORK/d2g" --attn-gain 0.25
+
+[ -f "$OUT/timing.csv" ] || echo "arm,seed,steps,wall_s,cpu_s,load_start,load_end" >"$OUT/timing.csv"
+for arm in $arms; do
+  for seed in $seeds; do
+    cell=$arm-s$seed
+    if [ $resume = 1 ] && [ -f "$OUT/$cell.csv" ]; then continue; fi
+    init=$WORK/d2 extra=
+    case $arm in
+      standard) spec="standard standard" ;;
+      structured) spec="structured standard" extra="--structured 1" ;;
+      random) spec="random random" ;;
+      compiled) spec="compiled compiled" ;;
+      lowgain) spec="lowgain compiled" init=$WORK/d2g ;;
+      frozen) spec="frozen compiled --freeze compiled --widen 64" ;;
+      *) echo "$0: unknown arm $arm" >&2; exit 2 ;;
+    esac
+    dir=$WORK/$cell
+    rm -rf "$dir"
+    l0=$(cut -d' ' -f1 /proc/loadavg)
+    t0=$(date +%s)
+    # shellcheck disable=SC2086
+    /usr/bin/time -f "%U %S" -o "$WORK/$cell.time" \
+      nice "$TRAIN" compare $TASK $extra --init "$init" $STD $RECIPE $RUN --seed "$seed" \
+      --arm "$spec" --out "$dir" >"$WORK/$cell.log" 2>&1 ||
+      { echo "$0: $cell failed; see $WORK/$cell.log" >&2; tail -5 "$WORK/$cell.log" >&2; exit 1; }
+    t1=$(date +%s)
+    cpu=$(awk '{ print $1 + $2 }' "$WORK/$cell.time")
+    cp "$dir/config.txt" "$OUT/$cell.config.txt"
+    cp "$dir/split.json" "$OUT/$cell.split.json"
+    cp "$dir/compare.csv" "$OUT/$cell.csv.tmp" && mv "$OUT/$cell.csv.tmp" "$OUT/$cell.csv"
+    echo "$arm,$seed,$STEPS,$((t1 - t0)),$cpu,$l0,$(cut -d' ' -f1 /proc/loadavg)" >>"$OUT/timing.csv"
+    echo "$cell: $((t1 - t0)) s; $(tail -1 "$dir/compare.csv" | cut -d, -f1-6)"
+  done
+done
