@@ -29,7 +29,9 @@
 # Each finished cell leaves doc/study/grid/ARM-sSEED.csv (compare.csv),
 # ARM-sSEED.config.txt, ARM-sSEED.split.json and a line in
 # doc/study/grid/timing.csv (wall and CPU seconds, load average); --resume
-# skips finished cells (a killed cell starts again).  Cells run arm by arm,
+# skips finished cells, and a killed cell resumes from its last evaluation
+# (rasp-train compare --resume; its wall and CPU times then count only the
+# last part).  Cells run arm by arm,
 # each arm's seeds in turn.  STUDY_OUT, STEPS, TRAIN, RASP override.  Run directories with
 # checkpoints go under $STUDY_WORK (default study-work/, not committed).
 # experiments/study_tables.py makes the tables and plots from the CSVs.
@@ -89,13 +91,13 @@ for arm in $arms; do
       *) echo "$0: unknown arm $arm" >&2; exit 2 ;;
     esac
     dir=$WORK/$cell
-    rm -rf "$dir"
+    [ $resume = 1 ] || rm -rf "$dir"
     l0=$(cut -d' ' -f1 /proc/loadavg)
     t0=$(date +%s)
     # shellcheck disable=SC2086
     /usr/bin/time -f "%U %S" -o "$WORK/$cell.time" \
       nice "$TRAIN" compare $TASK $extra --init "$init" $STD $RECIPE $RUN --seed "$seed" \
-      --arm "$spec" --out "$dir" >"$WORK/$cell.log" 2>&1 ||
+      --arm "$spec" --out "$dir" --resume >>"$WORK/$cell.log" 2>&1 ||
       { echo "$0: $cell failed; see $WORK/$cell.log" >&2; tail -5 "$WORK/$cell.log" >&2; exit 1; }
     t1=$(date +%s)
     cpu=$(awk '{ print $1 + $2 }' "$WORK/$cell.time")
@@ -104,5 +106,7 @@ for arm in $arms; do
     cp "$dir/compare.csv" "$OUT/$cell.csv.tmp" && mv "$OUT/$cell.csv.tmp" "$OUT/$cell.csv"
     echo "$arm,$seed,$STEPS,$((t1 - t0)),$cpu,$l0,$(cut -d' ' -f1 /proc/loadavg)" >>"$OUT/timing.csv"
     echo "$cell: $((t1 - t0)) s; $(tail -1 "$dir/compare.csv" | cut -d, -f1-6)"
+    # the two resume slots are not needed once the cell is done
+    rm -f "$dir"/arm_*.slot[01].* "$dir/compare.state"
   done
 done

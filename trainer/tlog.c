@@ -32,7 +32,7 @@ int train_log_commit(const train_log *b, const char *path, rasp_error *err) {
   return raspR_write_file(path, b->s ? b->s : "", b->len, err);
 }
 
-int train_log_resume(train_log *b, const char *path, int upto) {
+int train_log_resume(train_log *b, const char *path, int column, long upto) {
   FILE *f = fopen(path, "r");
   if (!f) return 0;
   char line[8192];
@@ -40,8 +40,9 @@ int train_log_resume(train_log *b, const char *path, int upto) {
   while (fgets(line, sizeof line, f)) {
     size_t n = strlen(line);
     if (!n || line[n - 1] != '\n') break; /* (not possible: written whole) */
-    const char *c = strchr(line, ',');
-    if (first || (c && atoi(c + 1) <= upto)) train_log_printf(b, "%s", line);
+    const char *c = line;
+    for (int k = 0; k < column && c; k++) c = strchr(c, ',') ? strchr(c, ',') + 1 : NULL;
+    if (first || (c && atol(c) <= upto)) train_log_printf(b, "%s", line);
     first = 0;
   }
   fclose(f);

@@ -22,11 +22,12 @@ void train_log_printf(train_log *b, const char *fmt, ...)
 /* Writes the whole text to path, atomically.  1, or 0 with err. */
 int train_log_commit(const train_log *b, const char *path, rasp_error *err);
 /* Resuming: appends the rows of the CSV log at path up to (and including)
-** epoch `upto` (its second column), after its header, so that a run killed
+** `upto` in its column `column` (from 0: a trial's epoch is column 1, a
+** compare's step column 0), after its header, so that a run killed
 ** between writing its log and its checkpoint does not repeat a row.
 ** Returns whether a log was read (1, or 0 when there is none: not a
 ** failure, a fresh start). */
-int train_log_resume(train_log *b, const char *path, int upto);
+int train_log_resume(train_log *b, const char *path, int column, long upto);
 void train_log_free(train_log *b);
 
 #endif

@@ -41,8 +41,8 @@ typedef struct hooks {
   void *ctx;
 } hooks;
 
-/* Trains the n arms from epoch epoch0 (*step steps taken) until o->epochs
-** epochs, o->max_steps steps, a hook's stop or every arm stopped.  o gives
+/* Trains the n arms from epoch epoch0, whose first `skip` batches were
+** taken already (*step steps taken in all), until o->epochs epochs, o->max_steps steps, a hook's stop or every arm stopped.  o gives
 ** the schedule (--batch, --epochs, --max-steps) and the seed of the order.
 ** An arm whose step found a non-finite loss, gradient or weight
 ** (train_arm_step) is stopped: its ->stopped is that step, it takes no
@@ -118,7 +118,7 @@ static void status_clear(void) {
 }
 
 static int loop(train_arm *arms, int n, const train_opts *o, const train_dataset *tr,
-                int epoch0, long *step, const hooks *h, rasp_error *err) {
+                int epoch0, int skip, long *step, const hooks *h, rasp_error *err) {
   long max = o->max_steps ? o->max_steps : 1L << 40;
   progress pg;
   progress_start(&pg, o, tr, *step);
@@ -131,8 +131,15 @@ static int loop(train_arm *arms, int n, const train_opts *o, const train_dataset
     for (int k = 0; k < n; k++)
       raspT_rng_seed(&arms[k].net.rng, arms[k].o->seed, 0xd40000 + (uint64_t)e);
     double sum = 0;
-    int nb = 0;
-    for (int s0 = 0; ok && live && s0 < tr->n && *step < max; s0 += o->batch) {
+    int nb = 0, first = 0;
+    if (e == epoch0 && skip > 0) {
+      /* resumed inside the epoch: its first `skip` batches were taken, and
+      ** each drew one dropout key from every live arm's stream */
+      first = skip * o->batch;
+      for (int k = 0; k < n; k++)
+        for (int j = 0; j < skip && !arms[k].stopped; j++) raspT_rng_next(&arms[k].net.rng);
+    }
+    for (int s0 = first; ok && live && s0 < tr->n && *step < max; s0 += o->batch) {
       int b = tr->n - s0 < o->batch ? tr->n - s0 : o->batch;
       live = 0;
       for (int k = 0; k < n; k++) {
@@ -340,7 +347,7 @@ static int run_trial(const train_opts *o, int k, const train_dataset *tr,
   if (!st->epoch && !st->done) ok = trial_start(&t, err);
   if (ok && !st->done) {
     hooks h = {NULL, trial_epoch, &t};
-    ok = loop(&t.a, 1, &ot, tr, st->epoch, &st->step, &h, err);
+    ok = loop(&t.a, 1, &ot, tr, st->epoch, 0, &st->step, &h, err);
   }
   if (ok && st->done && st->step && !t.evaluated) {
     /* finished earlier (resumed a completed run): evaluate once */
@@ -440,6 +447,7 @@ typedef struct compare {
   train_log csv;
   char csv_path[4300];
   int writes; /* 0: a data-parallel rank other than 0 */
+  train_compare_ckpt ck; /* --out: every arm saved after every evaluation */
   /* each arm's last evaluation and its step; a stopped arm's weights do
   ** not change, so its first evaluation after the stop serves for the
   ** rest (cached) */
@@ -498,7 +506,11 @@ static int compare_step(void *ctx, long step, const double *loss, rasp_error *er
     }
   if (step % c->every && step != c->max && !now) return 1;
   for (int k = 0; k < c->n; k++) compare_row(c, k, step, loss);
-  return !c->writes || train_log_commit(&c->csv, c->csv_path, err);
+  if (!c->writes) return 1;
+  /* the rows, then the arms at this step: a resume starts from the last
+  ** committed save and keeps the rows up to its step */
+  return train_log_commit(&c->csv, c->csv_path, err) &&
+         train_compare_save(&c->ck, c->o, c->arms, c->names, c->n, step, err);
 }
 
 /* The arms: the compiled model with the command line's options gives the
@@ -574,20 +586,34 @@ int train_compare(const train_opts *o, const train_dataset *tr, const train_data
   snprintf(c.csv_path, sizeof c.csv_path, "%s%s/compare.csv", dot, dir);
   snprintf(pngp, sizeof pngp, "%s%s/compare.png", dot, dir);
   snprintf(gp, sizeof gp, "%s%s/compare.gp", dot, dir);
-  if (ok) {
+  long step = 0;
+  /* --resume: rank 0 loads the last committed save; every rank then
+  ** starts from rank 0's arms and step */
+  if (ok && c.writes) ok = train_compare_resume(&c.ck, o, c.arms, c.names, c.n, &step, err);
+  for (int k = 0; ok && k < c.n; k++)
+    train_arm_share(&c.arms[k], k ? NULL : &step, k ? 0 : sizeof step);
+  if (ok && step) {
+    train_log_resume(&c.csv, c.csv_path, 0, step);
+    fprintf(stderr, "rasp-train: compare resumed at step %ld\n", step);
+    for (int k = 0; k < c.n; k++) { /* the summary's rows, were nothing left to run */
+      train_arm_eval(&c.arms[k], c.te, c.nev, -1, &c.last[k]);
+      c.last_step[k] = step;
+    }
+  } else if (ok) {
     int A = train_answer_len(o);
     train_log_printf(&c.csv, "step,init,train_loss,val_loss,val_lead_acc,val_seq_acc,"
                              "val_tok_acc,val_other_acc");
     for (int k = 0; k < A && k < 64; k++) train_log_printf(&c.csv, ",val_pos%d_acc", k);
     train_log_printf(&c.csv, ",dist_compiled,program_acc,stopped\n");
     for (int k = 0; k < c.n; k++) compare_row(&c, k, 0, NULL);
-    ok = !c.writes ||
-         (train_log_commit(&c.csv, c.csv_path, err) && write_compare_gp(gp, c.n, c.names, err));
   }
-  long step = 0;
+  if (ok && c.writes)
+    ok = train_log_commit(&c.csv, c.csv_path, err) && write_compare_gp(gp, c.n, c.names, err);
   if (ok) {
     hooks h = {compare_step, NULL, &c};
-    ok = loop(c.arms, c.n, o, tr, 0, &step, &h, err);
+    long per_epoch = (tr->n + o->batch - 1) / o->batch;
+    ok = loop(c.arms, c.n, o, tr, (int)(step / per_epoch), (int)(step % per_epoch), &step, &h,
+              err);
   }
   /* each arm's final weights and optimiser state, as a trial's checkpoint
   ** (DIR/arm_NAME.ckpt: its manifest's params_fnv and opt_fnv tell two

@@ -31,7 +31,9 @@ int train_trials(const train_opts *o, const train_dataset *tr,
                  const train_dataset *te, rasp_error *err);
 /* rasp-train compare: the arms of o (without --arm: random, the compiled
 ** architecture with random weights, and compiled) on the same batches in
-** the same order; compare.csv, compare.gp and (when gnuplot runs)
+** the same order; with --out every arm saved after every evaluation and
+** --resume going on from the last save (tresume.h), and each arm's final
+** weights as DIR/arm_NAME.ckpt; compare.csv, compare.gp and (when gnuplot runs)
 ** compare.png in o->out or ".".  1, or 0 with err (a plot that gnuplot
 ** cannot make is not a failure: the message says where the curves are). */
 int train_compare(const train_opts *o, const train_dataset *tr,

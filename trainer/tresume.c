@@ -206,7 +206,7 @@ int train_resume_open(train_resume *r, const train_opts *o, int trial,
     fprintf(stderr, "trial %d: resumed after epoch %d (step %ld)\n", trial,
             r->st.epoch, r->st.step);
   }
-  if (r->st.epoch) train_log_resume(&r->csv, r->csv_path, r->st.epoch);
+  if (r->st.epoch) train_log_resume(&r->csv, r->csv_path, 1, r->st.epoch);
   return 1;
 fail:
   train_resume_free(r);
@@ -221,4 +221,135 @@ int train_resume_save(train_resume *r, const rasp_model *m,
 void train_resume_free(train_resume *r) {
   train_log_free(&r->cfg);
   train_log_free(&r->csv);
+}
+
+/* ---- compare's checkpoints ---------------------------------------------- */
+
+/* Every arm's stem in slot `slot`: DIR/arm_NAME.slotS. */
+static void slot_stem(char *buf, size_t size, const char *dir, const char *name, int slot) {
+  snprintf(buf, size, "%s/arm_%s.slot%d", dir, name, slot);
+}
+
+static const char *const diverged_names[] = {"loss", "gradient", "weights"};
+
+int train_compare_save(train_compare_ckpt *ck, const train_opts *o, train_arm *arms,
+                       char names[][33], int n, long step, rasp_error *err) {
+  if (!o->out) return 1;
+  int slot = ck->saves % 2;
+  char stem[4300];
+  train_log state = {0};
+  train_log_printf(&state, "rasp-train compare state 1\nstep %ld\nslot %d\narms %d\n", step,
+                   slot, n);
+  for (int k = 0; k < n; k++) {
+    slot_stem(stem, sizeof stem, o->out, names[k], slot);
+    if (!ck->known[k][slot]) { /* a generation left by an earlier run: numbered after */
+      long g = train_ckpt_generation(stem, err);
+      memset(err, 0, sizeof *err);
+      ck->gen[k][slot] = g > 0 ? g : 0;
+      ck->known[k][slot] = 1;
+    }
+    train_ckpt_state st = {.step = step, .best_val = INFINITY, .generation = ck->gen[k][slot]};
+    train_log cfg = {0};
+    train_config_text(&cfg, arms[k].o, arms[k].init_fnv);
+    int ok = train_ckpt_save(stem, &arms[k].m, &arms[k].opt, &st, cfg.s ? cfg.s : "", err);
+    train_log_free(&cfg);
+    if (!ok) {
+      train_log_free(&state);
+      return 0;
+    }
+    ck->gen[k][slot] = st.generation;
+    train_log_printf(&state, "arm %s %ld %s\n", names[k], arms[k].stopped,
+                     arms[k].diverged ? arms[k].diverged : "-");
+  }
+  /* the state names the slot whose every arm is written: its rename
+  ** commits the save (the other slot holds the one before, whole) */
+  train_log_printf(&state, "end\n");
+  char path[4300];
+  snprintf(path, sizeof path, "%s/compare.state", o->out);
+  int ok = train_log_commit(&state, path, err);
+  train_log_free(&state);
+  if (ok) ck->saves++;
+  return ok;
+}
+
+/* Line `want` ("step", "slot", "arms") of the state as a number: 1, or 0. */
+static int state_num(const char *text, const char *want, long *v) {
+  char key[16];
+  for (const char *l = text; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL)
+    if (sscanf(l, "%15s %ld", key, v) == 2 && !strcmp(key, want)) return 1;
+  return 0;
+}
+
+int train_compare_resume(train_compare_ckpt *ck, const train_opts *o, train_arm *arms,
+                         char names[][33], int n, long *step, rasp_error *err) {
+  *step = 0;
+  if (!o->out || !o->resume) return 1;
+  char path[4300], stem[4300];
+  snprintf(path, sizeof path, "%s/compare.state", o->out);
+  FILE *f = fopen(path, "r");
+  if (!f) return 1; /* nothing saved yet: a fresh start */
+  char text[8192];
+  size_t len = fread(text, 1, sizeof text - 1, f);
+  fclose(f);
+  text[len] = '\0';
+  long st_step, slot, narms;
+  if (strncmp(text, "rasp-train compare state 1\n", 27) || !strstr(text, "\nend\n") ||
+      !state_num(text, "step", &st_step) || !state_num(text, "slot", &slot) ||
+      !state_num(text, "arms", &narms) || slot < 0 || slot > 1 || st_step < 0) {
+    raspR_setnoposc(err, RASP_E_FORMAT, "'%s': not a compare state file (or a damaged one)",
+                    path);
+    return 0;
+  }
+  if (narms != n) {
+    raspR_setnoposc(err, RASP_E_FORMAT, "'%s': saved %ld arms, the command line has %d; "
+                    "resume with the same --arm options", path, narms, n);
+    return 0;
+  }
+  const char *l = strstr(text, "\narm ");
+  for (int k = 0; k < n; k++) {
+    char name[64], why[16];
+    long stopped;
+    if (!l || sscanf(l + 1, "arm %63s %ld %15s", name, &stopped, why) != 3 ||
+        strcmp(name, names[k])) {
+      raspR_setnoposc(err, RASP_E_FORMAT, "'%s': its arm %d is not '%s'; resume with the "
+                      "same --arm options", path, k + 1, names[k]);
+      return 0;
+    }
+    l = strstr(l + 1, "\narm ");
+    slot_stem(stem, sizeof stem, o->out, names[k], (int)slot);
+    rasp_model m2;
+    train_adamw o2;
+    train_ckpt_state cs;
+    char *saved = NULL;
+    if (!train_ckpt_load(stem, &m2, &o2, &cs, &saved, err)) return 0;
+    train_log now = {0};
+    train_config_text(&now, arms[k].o, arms[k].init_fnv);
+    char diff[sizeof err->msg - 300];
+    int nd = train_config_diff(saved, now.s ? now.s : "", diff, sizeof diff);
+    int bad = nd || m2.nparams != arms[k].m.nparams || cs.step != st_step;
+    if (bad)
+      raspR_setnoposc(err, RASP_E_FORMAT, "'%s.ckpt': arm %s was saved with other options: "
+                      "%s; resume with the same options, or compare into another --out",
+                      stem, names[k],
+                      nd ? diff : cs.step != st_step ? "(another step)" : "(a model of another size)");
+    else {
+      memcpy(arms[k].m.params, m2.params, m2.nparams * sizeof(float));
+      memcpy(arms[k].opt.m, o2.m, m2.nparams * sizeof(float));
+      memcpy(arms[k].opt.v, o2.v, m2.nparams * sizeof(float));
+      arms[k].opt.step = o2.step;
+      arms[k].stopped = stopped;
+      for (int d = 0; d < 3; d++)
+        if (!strcmp(why, diverged_names[d])) arms[k].diverged = diverged_names[d];
+      ck->gen[k][slot] = cs.generation;
+      ck->known[k][slot] = 1;
+    }
+    train_log_free(&now);
+    raspM_free(saved);
+    raspN_free(&m2);
+    train_adamw_free(&o2);
+    if (bad) return 0;
+  }
+  ck->saves = (int)slot + 1; /* the next save goes to the other slot */
+  *step = st_step;
+  return 1;
 }

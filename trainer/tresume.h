@@ -64,4 +64,27 @@ int train_resume_save(train_resume *r, const rasp_model *m,
                       const train_adamw *opt, rasp_error *err);
 void train_resume_free(train_resume *r);
 
+/* compare's checkpoints (--out): after every evaluation, every arm's
+** weights and optimiser state at that step, in one of two slots
+** (DIR/arm_NAME.slot0 and .slot1, checkpoints as a trial's), then
+** DIR/compare.state naming the step, the slot and each arm's stop: its
+** atomic rename commits the save, and the other slot keeps the save
+** before, whole, so a run killed at any moment resumes (--resume) from a
+** step at which every arm was saved.  The caller keeps ck (zeroed at the
+** start) across saves. */
+struct train_arm;
+typedef struct train_compare_ckpt {
+  int saves;
+  long gen[TRAIN_MAX_ARMS][2];
+  int known[TRAIN_MAX_ARMS][2];
+} train_compare_ckpt;
+int train_compare_save(train_compare_ckpt *ck, const train_opts *o, struct train_arm *arms,
+                       char names[][33], int n, long step, rasp_error *err);
+/* With --resume and a saved state in o->out: every arm's weights,
+** optimiser state and stop from the committed slot (each refused, naming
+** what differs, when saved with other options), *step the step saved;
+** else *step 0 and nothing changes.  1, or 0 with err. */
+int train_compare_resume(train_compare_ckpt *ck, const train_opts *o, struct train_arm *arms,
+                         char names[][33], int n, long *step, rasp_error *err);
+
 #endif

@@ -1,0 +1,78 @@
+#!/bin/sh
+# compare_resume.sh -- rasp-train compare saves every arm after every
+# evaluation (two slots and DIR/compare.state, tresume.h) and --resume
+# goes on from the last save bit for bit:
+#   - stopped at --max-steps 10 (inside the first epoch of 13 batches),
+#     resumed to 17 (across the epoch's end), then to 30, every arm's final
+#     checkpoint and compare.csv equal an uninterrupted run's (the schedule
+#     fixed by --decay-steps 30, dropout on, so the streams must line up);
+#   - killed (SIGKILL) at random moments and resumed until done: the same;
+#   - a resume with other options is refused, naming them; a damaged state
+#     file is refused.
+# Prints "N passed, M failed".
+NAME=compare_resume
+. "${top_srcdir:-.}/tests/lib.sh"
+use_trainer
+
+"$RASP" compile programs/decoder6_causal.rasp --D 2 --M 3 --V 10 -o "$tmp/m" >/dev/null 2>&1 ||
+  { bad "rasp compile decoder6_causal failed"; finish; exit 1; }
+ARGS='compare --D 2 --M 3 --V 10 --st-names --no-bos --no-eos --train 200 --test 50
+  --batch 16 --micro 16 --layers 1 --d-model 16 --heads 2 --d-mlp 16 --dropout 0.1
+  --warmup 3 --decay cosine --decay-steps 30 --clip 1 --eval-every 4 --quiet'
+run() { # OUT [OPTIONS]: a small compare of a compiled and a standard arm
+  out=$1
+  shift
+  # shellcheck disable=SC2086
+  "$train" $ARGS --init "$tmp/m" --arm "c compiled --lr 1e-4" --arm "s standard" \
+    --out "$out" "$@"
+}
+killed_run() { # SECONDS: the same, to step 30, resumed, killed after SECONDS
+  # shellcheck disable=SC2086
+  timeout -s KILL "$1" "$train" $ARGS --init "$tmp/m" --arm "c compiled --lr 1e-4" \
+    --arm "s standard" --out "$tmp/kill" --max-steps 30 --resume
+}
+same() { # A B WHAT: the arms' checksums and compare.csv (less B's rows at
+  # the steps where its runs stopped, 10 and 17) agree
+  for k in c s; do grep _fnv "$1/arm_$k.ckpt"; done >"$tmp/x.fnv" 2>/dev/null
+  for k in c s; do grep _fnv "$2/arm_$k.ckpt"; done >"$tmp/y.fnv" 2>/dev/null
+  grep -v '^1[07],' "$2/compare.csv" >"$tmp/y.csv"
+  if [ -s "$tmp/x.fnv" ] && cmp -s "$tmp/x.fnv" "$tmp/y.fnv" && cmp -s "$1/compare.csv" "$tmp/y.csv"
+  then ok "$3"
+  else bad "$3" "$tmp/x.fnv" "$tmp/y.fnv" "$tmp/y.csv"
+  fi
+}
+
+run "$tmp/full" --max-steps 30 >"$tmp/full.out" 2>&1 || bad "the uninterrupted run failed" "$tmp/full.out"
+run "$tmp/part" --max-steps 10 >"$tmp/p1.out" 2>&1 &&
+  run "$tmp/part" --max-steps 17 --resume >"$tmp/p2.out" 2>&1 &&
+  run "$tmp/part" --max-steps 30 --resume >"$tmp/p3.out" 2>&1 ||
+  bad "a resumed run failed" "$tmp/p1.out" "$tmp/p2.out" "$tmp/p3.out"
+grep -q "compare resumed at step 10" "$tmp/p2.out" && grep -q "compare resumed at step 17" "$tmp/p3.out" &&
+  ok "resumed from the last saves (steps 10 and 17)" || bad "not resumed where saved" "$tmp/p2.out" "$tmp/p3.out"
+same "$tmp/full" "$tmp/part" "stopped at 10 and 17, resumed: the uninterrupted run's arms and rows"
+
+# SIGKILL at random moments until the run completes
+# (the kills come later each time, so the run ends whatever the machine's speed)
+n=0 kills=0 done=0
+seed=${SEED:-$$}
+while [ $n -lt 40 ] && [ $done = 0 ]; do
+  n=$((n + 1))
+  t=$(awk -v s="$seed" -v n="$n" 'BEGIN { srand(s + n); printf "%.2f", (0.3 + 2 * rand()) * (1 + n / 8) }')
+  if killed_run "$t" >"$tmp/kill.out" 2>&1; then done=1; else kills=$((kills + 1)); fi
+done
+echo "compare_resume: $kills kills in $n runs (seed $seed)"
+[ $done = 1 ] && [ $kills -ge 1 ] && ok "killed $kills times, then completed" ||
+  bad "the killed runs: $kills kills, completed: $done" "$tmp/kill.out"
+same "$tmp/full" "$tmp/kill" "$kills kills, resumed to the end: the uninterrupted run's arms and rows"
+
+# other options: refused, naming them
+run "$tmp/part" --max-steps 30 --resume --wd 0.02 >"$tmp/other.out" 2>&1
+rc=$?
+[ $rc != 0 ] && grep -q "arm c was saved with other options: --wd 0.02" "$tmp/other.out" &&
+  ok "a resume with another --wd: refused, naming it" || bad "another --wd: exit $rc" "$tmp/other.out"
+sed -i 's/^slot .*/slot 7/' "$tmp/part/compare.state"
+run "$tmp/part" --max-steps 30 --resume >"$tmp/dmg.out" 2>&1
+rc=$?
+[ $rc != 0 ] && grep -q "not a compare state file" "$tmp/dmg.out" &&
+  ok "a damaged compare.state: refused" || bad "damaged state: exit $rc" "$tmp/dmg.out"
+finish
