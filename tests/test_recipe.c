@@ -12,7 +12,9 @@
 #include <string.h>
 
 #include "check_main.h"
+#include "rmem.h"
 #include "tnet.h"
+#include "tteach.h"
 
 static const train_sched cosine = {.warmup = 10, .total = 110, .decay = TRAIN_DECAY_COSINE,
                                    .floor = 0.1f};
@@ -102,6 +104,78 @@ START_TEST(test_clipped_step) {
 }
 END_TEST
 
+/* The teacher loss of a student and a teacher of one architecture (2
+** layers, GELU, with and without layer norm) on the same tokens: the
+** gradient train_backward gives (the task loss's weights all 0, so the
+** teacher's alone) against central differences of the loss itself. */
+static void teach_gradcheck(int ln) {
+  rasp_model_config c = {.vocab_size = 6, .max_len = 5, .d_model = 4, .n_layers = 2,
+                         .n_heads = 2, .d_head = 2, .d_mlp = 5, .n_out = 6, .causal = 1,
+                         .layer_norm = ln, .pos_embedding = 1, .gelu = 1, .bos_token = -1};
+  rasp_model ms, mt;
+  rasp_error err = {0};
+  ck_assert_int_eq(raspN_init(&ms, &c, &err), 1);
+  ck_assert_int_eq(raspN_init(&mt, &c, &err), 1);
+  train_init_params(&ms, 11);
+  train_init_params(&mt, 12);
+  /* weights larger than the init (x5) so the states differ at every entry,
+  ** small enough that float32 states leave central differences (h 1e-3)
+  ** accurate */
+  float up = 5;
+  for (size_t i = 0; i < ms.nparams; i++) ms.params[i] *= up, mt.params[i] *= up;
+  enum { B = 2, T = 5 };
+  int tok[B * T] = {0, 3, 1, 5, 2, 4, 4, 1, 0, 3}, tgt[B * T] = {0};
+  float w[B * T] = {0};
+  train_net s, t;
+  ck_assert_int_eq(train_net_init(&s, &ms, B, T, 0.0f, &err), 1);
+  ck_assert_int_eq(train_net_init(&t, &mt, B, T, 0.0f, &err), 1);
+  double scale = 3.0 / (B * T * c.d_model * 2.0 * c.n_layers);
+  train_forward(&t, tok, B, T);
+  train_zero_grad(&s);
+  train_forward(&s, tok, B, T);
+  train_loss(&s, tgt, w, 1.0f, 1, NULL);
+  double l0 = train_teach_loss(&s, &t, scale, 1);
+  ck_assert(l0 > 0.01);
+  train_backward(&s);
+  int checked = 0;
+  for (size_t i = 0; i < ms.nparams; i++) {
+    float save = ms.params[i], h = 1e-3f;
+    ms.params[i] = save + h;
+    train_forward(&s, tok, B, T);
+    double lp = train_teach_loss(&s, &t, scale, 0);
+    ms.params[i] = save - h;
+    train_forward(&s, tok, B, T);
+    double lm = train_teach_loss(&s, &t, scale, 0);
+    ms.params[i] = save;
+    double num = (lp - lm) / (2.0 * h), an = s.grad[i];
+    double rel = fabs(num - an) / fmax(fabs(num) + fabs(an), 1e-3);
+    ck_assert_msg(rel < 2e-2, "parameter %zu: analytic %g, numeric %g (rel %g)", i, an, num, rel);
+    checked += fabs(an) > 1e-4;
+  }
+  ck_assert_int_gt(checked, (int)ms.nparams / 2); /* most parameters reach the states */
+  train_teach_free(&s);
+  train_net_free(&s);
+  train_net_free(&t);
+  raspN_free(&ms);
+  raspN_free(&mt);
+}
+
+START_TEST(test_teach_grad) { teach_gradcheck(0); }
+END_TEST
+
+START_TEST(test_teach_grad_ln) { teach_gradcheck(1); }
+END_TEST
+
+START_TEST(test_teach_weight) {
+  ck_assert_double_eq(train_teach_weight(2, 0, 1), 2);
+  ck_assert_double_eq(train_teach_weight(2, 0, 1000000), 2);
+  ck_assert_double_eq(train_teach_weight(2, 100, 1), 2);
+  ck_assert_double_eq_tol(train_teach_weight(2, 100, 51), 1, 1e-12);
+  ck_assert_double_eq(train_teach_weight(2, 100, 101), 0);
+  ck_assert_double_eq(train_teach_weight(2, 100, 500), 0);
+}
+END_TEST
+
 static Suite *make_suite(void) {
   Suite *s = suite_create("recipe");
   TCase *tc = tcase_create("core");
@@ -110,6 +184,9 @@ static Suite *make_suite(void) {
   tcase_add_test(tc, test_linear);
   tcase_add_test(tc, test_clip);
   tcase_add_test(tc, test_clipped_step);
+  tcase_add_test(tc, test_teach_grad);
+  tcase_add_test(tc, test_teach_grad_ln);
+  tcase_add_test(tc, test_teach_weight);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -10,7 +10,8 @@
 #     holds no value the parser refuses;
 #   - the recipe changes the run (without --clip the weights differ), and
 #     is logged;
-#   - progress: a line every --progress steps in a log, none with --quiet.
+#   - progress: a line every --progress steps in a log, none with --quiet;
+#   - --teacher: a random arm taught by the compiled model moves toward it.
 # Prints "N passed, M failed".
 NAME=train_recipe
 . "${top_srcdir:-.}/tests/lib.sh"
@@ -21,8 +22,11 @@ task="--D 2 --M 3 --V 10 --st-names --no-bos --no-eos"
   { bad "rasp compile decoder6_causal failed"; finish; exit 1; }
 small="--train 200 --test 50 --batch 16 --micro 16 --layers 1 --d-model 16 --heads 2 --d-mlp 16"
 recipe="--warmup 2 --decay cosine --lr-floor 0.2 --clip 0.5"
-fnvs() { # DIR: every checkpoint manifest's checksums, by file
-  for f in "$1"/*.ckpt; do printf '%s ' "$(basename "$f")"; grep _fnv "$f" | tr '\n' ' '; echo; done
+fnvs() { # DIR: the final checkpoints' checksums (compare's arms, or trial 0)
+  for f in "$1"/arm_c.ckpt "$1"/arm_r.ckpt "$1"/arm_s.ckpt "$1"/trial0.ckpt; do
+    [ -f "$f" ] || continue
+    printf '%s ' "$(basename "$f")"; grep _fnv "$f" | tr '\n' ' '; echo
+  done
 }
 
 # shellcheck disable=SC2086
@@ -71,6 +75,35 @@ a=$(grep params_fnv "$tmp/a/arm_c.ckpt") c=$(grep params_fnv "$tmp/c/arm_c.ckpt"
   [ "$(grep _fnv "$tmp/t/trial0.ckpt")" = "$(grep _fnv "$tmp/u/trial0.ckpt")" ] &&
   ok "a trials run replays bit for bit from config.txt" ||
   bad "the trials replay differs" "$tmp/t/trial0.ckpt" "$tmp/u/trial0.ckpt"
+# the compiled program as a teacher: a random arm of its architecture
+# taught by it moves its states toward the teacher's (the teacher loss
+# falls) and agrees with more of the program's heads than the same arm
+# untaught; a standard arm cannot be taught (another architecture)
+# shellcheck disable=SC2086
+"$train" compare $task --init "$tmp/m" --train 400 --test 50 --batch 16 --micro 8 --dropout 0 \
+  --lr 1e-3 --max-steps 40 --eval-every 40 --progress 1 --arm "r random" \
+  --arm "t random --teacher $tmp/m --teacher-weight 10" --out "$tmp/teach" \
+  >"$tmp/teach.out" 2>&1 || bad "the taught run failed" "$tmp/teach.out"
+first=$(sed -n 's/^step 1\/40 .*teacher loss \([0-9.e+-]*\)$/\1/p' "$tmp/teach.out")
+last=$(sed -n 's/^step 40\/40 .*teacher loss \([0-9.e+-]*\)$/\1/p' "$tmp/teach.out")
+awk -v a="$first" -v b="$last" 'BEGIN { exit !(a > 0 && b < 0.7 * a) }' &&
+  ok "the taught arm's teacher loss falls ($first at step 1, $last at step 40)" ||
+  bad "the teacher loss did not fall ($first, $last)" "$tmp/teach.out"
+pr=$(sed -n 's/^arm r: .*program heads \([0-9.]*\)$/\1/p' "$tmp/teach.out")
+pt=$(sed -n 's/^arm t: .*program heads \([0-9.]*\)$/\1/p' "$tmp/teach.out")
+awk -v r="$pr" -v t="$pt" 'BEGIN { exit !(t > r + 0.2) }' &&
+  ok "taught, the random arm agrees with the program's heads on $pt (untaught $pr)" ||
+  bad "program heads: taught $pt, untaught $pr" "$tmp/teach.out"
+grep -q "^--teacher-weight 10$" "$tmp/teach/config.txt" 2>/dev/null ||
+  grep -q "^# arm t ran: .*--teacher .* --teacher-weight 10" "$tmp/teach/config.txt" &&
+  ok "config.txt records the teacher" || bad "config.txt lacks the teacher" "$tmp/teach/config.txt"
+# shellcheck disable=SC2086
+"$train" compare $task --init "$tmp/m" $small --max-steps 1 \
+  --arm "s standard --teacher $tmp/m" >"$tmp/teach2.out" 2>&1
+rc=$?
+[ $rc != 0 ] && grep -q "the model must have the teacher's architecture" "$tmp/teach2.out" &&
+  ok "a standard arm taught: refused (exit $rc)" || bad "standard taught: exit $rc" "$tmp/teach2.out"
+
 # a bad --config line is named with its file and line
 printf -- '--D 2\nbogus line\n' >"$tmp/bad.txt"
 "$train" --config "$tmp/bad.txt" >"$tmp/bad.out" 2>&1

@@ -150,6 +150,14 @@ static const raspU_option optdefs[] = {
      "--widen's to them; only --widen's weights train", NULL),
     OPT("--reinit-layers", "L,L,...", K_STR, F(reinit), 0, 0, 0, NULL, 1,
      "layers (from 0) of the --init model drawn at random again", "none"),
+    OPT("--teacher", "STEM", K_STR, F(teacher), 0, 0, 0, NULL, 1,
+     "a compiled model whose residual stream, after every sublayer, the model is "
+     "pulled toward on every batch (a mean squared distance per entry, added to "
+     "the loss); the model must have its architecture (a random arm)", "none"),
+    OPT("--teacher-weight", "X", K_FLOAT, F(teacher_weight), 0, 1e6, 0, NULL, 1,
+     "the teacher loss's weight lambda", NULL),
+    OPT("--teacher-until", "STEPS", K_LONG, F(teacher_until), 0, 1099511627776.0, 0, NULL, 1,
+     "lambda falls linearly to 0 at step STEPS, so what is left is learned", "0: constant"),
     HEAD("training"),
     OPT("--optim", "adamw|sgd", K_CHOICE, F(sgd), 0, 0, 0, c_optim, 1, "the optimiser", NULL),
     OPT("--momentum", "X", K_FLOAT, F(momentum), 0, 1, 1, NULL, 1,
@@ -247,6 +255,7 @@ static void set_defaults(train_opts *o) {
   o->init = "random";
   o->widen_scale = 0.02f;
   o->lr_floor = 0.1f;
+  o->teacher_weight = 1.0f;
 }
 
 static void usage(unsigned cmd, FILE *f);
@@ -483,6 +492,12 @@ static int check_opts(train_opts *o, const char *const *given) {
   /* a compiled --init model's task (ttask.h): refused if it differs */
   if (strcmp(o->init, "random")) {
     int r = train_task_match(o);
+    if (r) return r;
+  }
+  if (o->teacher) { /* the teacher's task too */
+    train_opts t = *o;
+    t.init = o->teacher;
+    int r = train_task_match(&t);
     if (r) return r;
   }
   rasp_error err = {0};

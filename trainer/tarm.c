@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "rmem.h"
+#include "tteach.h"
 #include "ttrain.h"
 
 /* The lowest and highest logit of a compiled model over a few of the
@@ -176,6 +177,43 @@ fail:
   return 0;
 }
 
+/* --teacher: the compiled model as an arm of its own (no dropout, never
+** stepped), which must have a's architecture.  1, or 0 with err. */
+static int teacher_init(train_arm *a, int trial, const train_dataset *d, rasp_error *err) {
+  const train_opts *o = a->o;
+  train_opts *to = raspM_alloc(sizeof *to);
+  *to = *o;
+  to->init = o->teacher;
+  to->teacher = NULL;
+  to->widen = 0;
+  to->init_mix = 0;
+  to->mix_given = 0;
+  to->init_noise = 0;
+  to->reinit = NULL;
+  to->freeze = 0;
+  to->lr_rms = 0;
+  to->dropout = 0;
+  a->teacher_o = to;
+  a->teacher = raspM_alloc(sizeof *a->teacher);
+  if (!train_arm_init(a->teacher, to, trial, 0, NULL, d, err)) {
+    raspM_free(a->teacher);
+    a->teacher = NULL;
+    return 0;
+  }
+  const rasp_model_config *s = &a->m.cfg, *t = &a->teacher->m.cfg;
+  if (s->d_model != t->d_model || s->n_layers != t->n_layers || a->prefix != a->teacher->prefix ||
+      a->T != a->teacher->T) {
+    raspR_setnoposc(err, RASP_E_USAGE, "--teacher '%s': the model must have the teacher's "
+                    "architecture (d_model %d, %d layers%s), not d_model %d, %d layers%s: "
+                    "teach a random arm of the compiled architecture",
+                    o->teacher, t->d_model, t->n_layers,
+                    a->teacher->prefix >= 0 ? ", a BOS position first" : "", s->d_model,
+                    s->n_layers, a->prefix >= 0 ? ", a BOS position first" : "");
+    return 0;
+  }
+  return 1;
+}
+
 int train_arm_init(train_arm *a, const train_opts *o, int trial, int random_init,
                    const rasp_model_config *like, const train_dataset *d,
                    rasp_error *err) {
@@ -230,6 +268,10 @@ int train_arm_init(train_arm *a, const train_opts *o, int trial, int random_init
         if (a->mask[i] != TRAIN_WIDEN_NEW) a->opt.scale[i] = 0.0f;
   }
   train_batch_init(&a->batch, o->batch, T, len);
+  if (o->teacher && !teacher_init(a, trial, d, err)) {
+    train_arm_free(a);
+    return 0;
+  }
   return 1;
 }
 
@@ -243,6 +285,14 @@ train_sched train_sched_of(const train_opts *o) {
 }
 
 void train_arm_free(train_arm *a) {
+  if (a->teacher) {
+    train_arm_free(a->teacher);
+    raspM_free(a->teacher);
+    a->teacher = NULL;
+  }
+  raspM_free(a->teacher_o);
+  a->teacher_o = NULL;
+  train_teach_free(&a->net);
   raspM_free(a->probe.u);
   raspM_free(a->probe.ref);
   raspM_free(a->units);
@@ -377,6 +427,13 @@ double train_arm_step(train_arm *a, int b) {
   ** start; the epoch's stream is put back for the next step */
   uint64_t key = raspT_rng_next(&a->net.rng);
   rasp_rng epoch_rng = a->net.rng;
+  /* --teacher: lambda at this step, over the batch's b T D 2L state entries */
+  double lambda = a->teacher ? train_teach_weight(a->o->teacher_weight, a->o->teacher_until,
+                                                  a->opt.step + 1)
+                             : 0;
+  double tscale = lambda / ((double)b * T * a->m.cfg.d_model * 2.0 *
+                            (a->m.cfg.n_layers ? a->m.cfg.n_layers : 1));
+  a->teach_loss = 0;
   a->net.training = 1;
   double loss = 0;
   for (int j = lo; j < hi; j++) {
@@ -386,6 +443,11 @@ double train_arm_step(train_arm *a, int b) {
     train_zero_grad(&a->net);
     train_forward(&a->net, bt->in + off, mb, T);
     double l = train_loss(&a->net, bt->tgt + off, bt->w + off, (float)(1.0 / wsum), 1, NULL);
+    a->net.aux_on = 0;
+    if (lambda > 0) { /* the teacher's states on the same rows */
+      train_forward(&a->teacher->net, bt->in + off, mb, T);
+      a->teach_loss += train_teach_loss(&a->net, &a->teacher->net, tscale, 1);
+    }
     train_backward(&a->net);
     if (r > 0) { /* kept until the sum of micro-batches 0..lo-1 comes */
       memcpy(a->keep + (size_t)(j - lo) * n, a->net.grad, n * sizeof(float));

@@ -65,6 +65,9 @@ typedef struct train_arm {
   train_adamw opt;
   train_sched sched;   /* --warmup, --decay: opt.lr at each step */
   double gnorm;        /* the last step's gradient norm, before --clip */
+  struct train_arm *teacher; /* --teacher: the compiled model, or NULL */
+  train_opts *teacher_o;     /* its options (owned) */
+  double teach_loss;   /* the last step's teacher loss (tteach.h) */
   train_batch batch;   /* one batch (--batch samples), encoded */
   int prefix;          /* BOS id prepended (compiled architectures), or -1 */
   int T;               /* model positions */

@@ -104,10 +104,16 @@ static void progress_step(progress *p, const train_opts *o, long step, const tra
   size_t at = 0;
   for (int k = 0; k < n && at < sizeof losses - 16; k++)
     at += (size_t)snprintf(losses + at, sizeof losses - at, "%s%.4g", k ? "/" : "", loss[k]);
+  char teach[64] = "";
+  for (int k = 0; k < n; k++)
+    if (arms[k].teacher) {
+      snprintf(teach, sizeof teach, ", teacher loss %.4g", arms[k].teach_loss);
+      break;
+    }
   fprintf(stderr, "%sstep %ld/%ld (%.0f%%), %.0f tokens/s, %.0fs elapsed, about %.0fs left, "
-                  "lr %.3g, train loss %s%s",
+                  "lr %.3g, train loss %s%s%s",
           p->tty ? "\r" : "", step, p->total, 100.0 * (double)step / (double)p->total,
-          el > 0 ? p->tokens / el : 0, el, left, (double)arms[0].opt.lr, losses,
+          el > 0 ? p->tokens / el : 0, el, left, (double)arms[0].opt.lr, losses, teach,
           p->tty ? "\033[K" : "\n");
 }
 

@@ -936,6 +936,7 @@ void train_backward(train_net *n) {
     train_layer_acts *a = &n->L[l];
     lparams p = layer_ptrs(m, m->params, l), g = layer_ptrs(m, G, l);
     const float *xin = l ? n->L[l - 1].out : n->emb;
+    if (n->aux_on && n->aux_out[l]) vec_add(dx, n->aux_out[l], RD);
     /* out = mid + drop(mlp(h2)); dx holds d out */
     const float *dmo = dx;
     if (a->mo_mask && n->training && n->dropout > 0) {
@@ -949,6 +950,7 @@ void train_backward(train_net *n) {
                     a->ln2_rstd, R, D);
     else
       vec_add(dx, dh, RD);
+    if (n->aux_on && n->aux_mid[l]) vec_add(dx, n->aux_mid[l], RD);
     /* mid = xin + drop(attn(h1)); dx holds d mid */
     const float *dao = dx;
     if (a->ao_mask && n->training && n->dropout > 0) {

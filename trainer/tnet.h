@@ -54,6 +54,11 @@ typedef struct train_net {
                         ** (D, 3*H*Dh) matrix: see tnet.c */
   int b, t;      /* shape of the last forward */
   const int *tokens;
+  /* extra gradients on the residual stream (a teacher's, tteach.h):
+  ** NULL, or per layer a (b*t, D) buffer or NULL, added to d(after the
+  ** attention) and d(after the MLP) of that layer by train_backward */
+  float **aux_mid, **aux_out;
+  int aux_on; /* they apply to the next backward */
 } train_net;
 
 /* Buffers for batches of B sequences of length T: 1, or 0 with err when
@@ -71,7 +76,8 @@ void train_forward(train_net *n, const int *tokens, int b, int t);
 ** b*t entries) gets every position's argmax. */
 double train_loss(train_net *n, const int *targets, const float *weight,
                   float scale, int want_grad, int *pred);
-/* Backward of the last forward from n->dlogits; adds to n->grad. */
+/* Backward of the last forward from n->dlogits (and, with n->aux_on,
+** n->aux_mid and aux_out where set); adds to n->grad. */
 void train_backward(train_net *n);
 void train_zero_grad(train_net *n);
 /* The tanh the GELU loops use (vectorisable; see tnet.c), for tests. */

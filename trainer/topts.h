@@ -62,6 +62,11 @@ struct train_opts {
   uint64_t seed, train_seed, test_seed;
   const char *out, *init, *reinit;
   const char *config;  /* --config FILE (read before the parse) */
+  /* the compiled program as a teacher (tteach.h): its model, the loss's
+  ** weight, the step it is annealed to 0 at (0: never) */
+  const char *teacher;
+  float teacher_weight;
+  long teacher_until;
   /* every option of the run as the parser reads it back, one "--name
   ** value" line each ("compare" first for compare): config.txt's body and
   ** what --config replays (main.c; raspM_alloc'd) */
