@@ -1,0 +1,163 @@
+#!/usr/bin/env python3
+"""study_tables.py -- the study's tables and plots from its CSVs alone.
+
+usage: python3 experiments/study_tables.py [GRID_DIR]   (default doc/study/grid)
+
+Reads every ARM-sSEED.csv that experiments/study.sh left (rasp-train
+compare's rows: step, arm, losses, accuracies per answer position) and
+writes into GRID_DIR:
+  summary.csv   per arm and evaluated step: seeds, mean and 95% interval
+                (Student t over the seeds) of l_t accuracy, whole-answer
+                accuracy and validation loss;
+  final.csv     per arm: seeds, the last step, mean and 95% interval of the
+                three at the last step, the share of seeds that reached 95%
+                whole-answer accuracy at an evaluation after step 0, the
+                median step they reached it, and the share at 95% at the end;
+  final.md      final.csv as a Markdown table (for doc/training.md);
+  lead.gp, lead.png
+                l_t accuracy by step, per arm: the mean and the interval
+                (the PNG when gnuplot is installed).
+An interval is printed only from 2 seeds up.  Nothing here reads anything
+but the CSVs, so the tables can be regenerated anywhere."""
+import csv
+import glob
+import math
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+# two-sided 95% Student t quantiles by degrees of freedom
+T95 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306,
+       9: 2.262, 10: 2.228, 15: 2.131, 20: 2.086, 30: 2.042}
+
+
+def t95(df):
+    for k in sorted(T95, reverse=True):
+        if df >= k:
+            return T95[k] if df <= 30 else 1.96
+    return float("nan")
+
+
+def mean_ci(xs):
+    n = len(xs)
+    m = sum(xs) / n
+    if n < 2:
+        return m, float("nan"), float("nan")
+    sd = math.sqrt(sum((x - m) ** 2 for x in xs) / (n - 1))
+    h = t95(n - 1) * sd / math.sqrt(n)
+    return m, m - h, m + h
+
+
+def read_cells(grid):
+    cells = {}  # arm -> seed -> list of rows (dict)
+    for path in sorted(glob.glob(os.path.join(grid, "*-s*.csv"))):
+        m = re.match(r"(.+)-s(\d+)\.csv$", os.path.basename(path))
+        if not m:
+            continue
+        with open(path) as f:
+            rows = [r for r in csv.DictReader(f)]
+        cells.setdefault(m.group(1), {})[int(m.group(2))] = rows
+    return cells
+
+
+def fmt(m, lo, hi):
+    if math.isnan(lo):
+        return f"{m:.3f}"
+    return f"{m:.3f} [{lo:.3f}, {hi:.3f}]"
+
+
+def main():
+    grid = sys.argv[1] if len(sys.argv) > 1 else "doc/study/grid"
+    cells = read_cells(grid)
+    if not cells:
+        print(f"study_tables.py: no ARM-sSEED.csv in {grid}", file=sys.stderr)
+        return 1
+    measures = [("lead", "val_lead_acc"), ("seq", "val_seq_acc"), ("loss", "val_loss")]
+    summary, final = [], []
+    for arm in sorted(cells):
+        seeds = cells[arm]
+        steps = sorted({int(r["step"]) for rows in seeds.values() for r in rows})
+        for st in steps:
+            vals = {k: [float(r[c]) for rows in seeds.values() for r in rows
+                        if int(r["step"]) == st] for k, c in measures}
+            n = len(vals["lead"])
+            row = {"arm": arm, "step": st, "seeds": n}
+            for k, _ in measures:
+                m, lo, hi = mean_ci(vals[k])
+                row.update({k: m, k + "_lo": lo, k + "_hi": hi})
+            summary.append(row)
+        last = {s: rows[-1] for s, rows in seeds.items()}
+        reach = []
+        for s, rows in seeds.items():
+            hit = [int(r["step"]) for r in rows
+                   if int(r["step"]) > 0 and float(r["val_seq_acc"]) >= 0.95]
+            reach.append(hit[0] if hit else None)
+        got = sorted(x for x in reach if x is not None)
+        fr = {"arm": arm, "seeds": len(seeds),
+              "last_step": min(int(r["step"]) for r in last.values()),
+              "reached95": f"{len(got)}/{len(seeds)}",
+              "ends95": f"{sum(float(r['val_seq_acc']) >= 0.95 for r in last.values())}"
+                        f"/{len(seeds)}",
+              "median_step95": got[len(got) // 2] if got else ""}
+        for k, c in measures:
+            m, lo, hi = mean_ci([float(r[c]) for r in last.values()])
+            fr.update({k: m, k + "_lo": lo, k + "_hi": hi})
+        final.append(fr)
+    keys = ["arm", "step", "seeds"] + [k + s for k, _ in measures for s in ("", "_lo", "_hi")]
+    with open(os.path.join(grid, "summary.csv"), "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=keys)
+        w.writeheader()
+        w.writerows(summary)
+    fkeys = ["arm", "seeds", "last_step", "reached95", "median_step95", "ends95"] + \
+        [k + s for k, _ in measures for s in ("", "_lo", "_hi")]
+    with open(os.path.join(grid, "final.csv"), "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=fkeys)
+        w.writeheader()
+        w.writerows(final)
+    with open(os.path.join(grid, "final.md"), "w") as f:
+        f.write("| arm | seeds | last step | l_t accuracy (95% interval) | whole answer | "
+                "validation loss | seeds at 95% (after step 0) | median step there | "
+                "seeds at 95% at the end |\n")
+        f.write("|---|---:|---:|---|---|---|---:|---:|---:|\n")
+        for r in final:
+            f.write(f"| {r['arm']} | {r['seeds']} | {r['last_step']} | "
+                    f"{fmt(r['lead'], r['lead_lo'], r['lead_hi'])} | "
+                    f"{fmt(r['seq'], r['seq_lo'], r['seq_hi'])} | "
+                    f"{fmt(r['loss'], r['loss_lo'], r['loss_hi'])} | {r['reached95']} | "
+                    f"{r['median_step95']} | {r['ends95']} |\n")
+    # the plot: one data block per arm (gnuplot index), mean and interval
+    dat = os.path.join(grid, "lead.dat")
+    arms = sorted(cells)
+    with open(dat, "w") as f:
+        for arm in arms:
+            f.write(f"# {arm}\n")
+            for r in summary:
+                if r["arm"] == arm:
+                    lo = r["lead_lo"] if not math.isnan(r["lead_lo"]) else r["lead"]
+                    hi = r["lead_hi"] if not math.isnan(r["lead_hi"]) else r["lead"]
+                    f.write(f"{r['step']} {r['lead']:.6g} {lo:.6g} {hi:.6g}\n")
+            f.write("\n\n")
+    gp = os.path.join(grid, "lead.gp")
+    with open(gp, "w") as f:
+        f.write("# gnuplot -c lead.gp DAT PNG (written by experiments/study_tables.py)\n"
+                "set terminal pngcairo size 900,500 font ',10' noenhanced\nset output ARG2\n"
+                "set title 'leading-node accuracy on unseen questions (mean, 95% interval "
+                "over seeds)'\nset xlabel 'step'\nset ylabel 'l_t accuracy'\n"
+                "set yrange [0:1.05]\nset key outside right\n")
+        parts = []
+        for i, arm in enumerate(arms):
+            parts.append(f"ARG1 index {i} using 1:3:4 with filledcurves fs transparent "
+                         f"solid 0.2 lc {i + 1} notitle")
+            parts.append(f"ARG1 index {i} using 1:2 with lines lw 2 lc {i + 1} "
+                         f"title '{arm}'")
+        f.write("plot " + ", \\\n     ".join(parts) + "\n")
+    if shutil.which("gnuplot"):
+        subprocess.run(["gnuplot", "-c", gp, dat, os.path.join(grid, "lead.png")], check=True)
+    print(open(os.path.join(grid, "final.md")).read(), end="")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
