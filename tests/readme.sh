@@ -28,7 +28,7 @@ why_skipped() { # COMMAND
   "rasp verify programs/*.rasp --D 2 --M 7 --exhaustive --plan")
     echo "calibrates every program for a second of CPU (24 s)" ;;
   "srun "* | "mpirun "*) echo "MPI on a cluster" ;;
-  "rasp-train "*"--epochs 30 "*) echo "trains for 16 minutes" ;;
+  "rasp-train "*"--epochs 30 "*) echo "trains five seeds, 1 to 7 minutes each" ;;
   "rasp-train compare "*"--max-steps 600 "*) echo "trains for 3.5 minutes" ;;
   "rasp-train compare "*"--init r6 "*) echo "trains a 3.69M-parameter model for 40 steps (minutes under the sanitizers)" ;;
   "/opt/rasp/"* | "cc examples/embed.c "* | "LD_LIBRARY_PATH=/opt/rasp/"* | "man -l /opt/rasp/"*)
