@@ -162,11 +162,59 @@ void raspR_print(const rasp_error *err, FILE *out) {
 
 /* ---- files written atomically ------------------------------------------ */
 
-int raspR_atomic_open(rasp_afile *af, const char *path, rasp_error *err) {
+/* raspR_atomic_tmpdir's redirect: the directory (by device and inode) and
+** where its temporaries go */
+static struct {
+  int on;
+  dev_t dev;
+  ino_t ino;
+  char *tmpdir;
+} redirect;
+
+int raspR_atomic_tmpdir(const char *dir, const char *tmpdir, rasp_error *err) {
+  raspM_free(redirect.tmpdir);
+  memset(&redirect, 0, sizeof redirect);
+  if (!dir) return 1;
+  struct stat st;
+  if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
+    raspR_setnoposc(err, RASP_E_WRITE, "cannot use '%s': %s", dir,
+                    errno ? strerror(errno) : "not a directory");
+    return 0;
+  }
+  redirect.on = 1;
+  redirect.dev = st.st_dev;
+  redirect.ino = st.st_ino;
+  redirect.tmpdir = raspM_strdup(tmpdir);
+  return 1;
+}
+
+/* Where path's temporary goes: "path.tmp.XXXXXX", or under the redirect's
+** directory when path's directory is the redirected one. */
+static char *tmp_name(const char *path) {
   size_t len = strlen(path);
+  if (redirect.on) {
+    const char *slash = strrchr(path, '/');
+    char *dir = slash ? raspM_strndup(path, slash == path ? 1 : (size_t)(slash - path))
+                      : raspM_strdup(".");
+    struct stat st;
+    int same = stat(dir, &st) == 0 && st.st_dev == redirect.dev && st.st_ino == redirect.ino;
+    raspM_free(dir);
+    if (same) {
+      const char *base = slash ? slash + 1 : path;
+      size_t n = strlen(redirect.tmpdir) + strlen(base) + 16;
+      char *t = raspM_alloc(n);
+      snprintf(t, n, "%s/%s.tmp.XXXXXX", redirect.tmpdir, base);
+      return t;
+    }
+  }
+  char *t = raspM_alloc(len + 16);
+  snprintf(t, len + 16, "%s.tmp.XXXXXX", path);
+  return t;
+}
+
+int raspR_atomic_open(rasp_afile *af, const char *path, rasp_error *err) {
   af->path = raspM_strdup(path);
-  af->tmp = raspM_alloc(len + 16);
-  snprintf(af->tmp, len + 16, "%s.tmp.XXXXXX", path);
+  af->tmp = tmp_name(path);
   int fd = mkstemp(af->tmp);
   af->f = fd >= 0 ? fdopen(fd, "wb") : NULL;
   if (!af->f) {

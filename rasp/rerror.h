@@ -144,6 +144,14 @@ int raspR_atomic_open(rasp_afile *af, const char *path, rasp_error *err);
 ** Either way af is released.  1, or 0 with err (RASP_E_WRITE). */
 int raspR_atomic_commit(rasp_afile *af, rasp_error *err);
 void raspR_atomic_abort(rasp_afile *af);
+/* From now on, the temporaries of files written into directory dir (the
+** same directory however its path is spelled) are made in tmpdir instead,
+** which must be on dir's file system (a subdirectory): a program that
+** cleans up after killed runs then removes files from tmpdir, its own,
+** and never a file of the user's that merely looks like a temporary.
+** dir NULL ends the redirect.  Process-wide (rasp-train's --out).  1, or 0
+** with err (RASP_E_WRITE) when dir is not a directory. */
+int raspR_atomic_tmpdir(const char *dir, const char *tmpdir, rasp_error *err);
 /* The whole of data as path, atomically.  1, or 0 with err (RASP_E_WRITE). */
 int raspR_write_file(const char *path, const void *data, size_t len, rasp_error *err);
 /* Makes directory dir and any missing parents (mkdir -p; 0777 less the

@@ -42,7 +42,10 @@ same() { # A B WHAT: the arms' checksums and compare.csv (less B's rows at
   fi
 }
 
+t0=$(date +%s.%N)
 run "$tmp/full" --max-steps 30 >"$tmp/full.out" 2>&1 || bad "the uninterrupted run failed" "$tmp/full.out"
+t1=$(date +%s.%N)
+full=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f", b - a }')
 run "$tmp/part" --max-steps 10 >"$tmp/p1.out" 2>&1 &&
   run "$tmp/part" --max-steps 17 --resume >"$tmp/p2.out" 2>&1 &&
   run "$tmp/part" --max-steps 30 --resume >"$tmp/p3.out" 2>&1 ||
@@ -52,17 +55,21 @@ grep -q "compare resumed at step 10" "$tmp/p2.out" && grep -q "compare resumed a
 same "$tmp/full" "$tmp/part" "stopped at 10 and 17, resumed: the uninterrupted run's arms and rows"
 
 # SIGKILL at random moments until the run completes
-# (the kills come later each time, so the run ends whatever the machine's speed)
+# at random moments within the uninterrupted run's time, so most kills
+# come after a save (then one run without a kill finishes it, however slow
+# the machine)
 n=0 kills=0 done=0
 seed=${SEED:-$$}
-while [ $n -lt 40 ] && [ $done = 0 ]; do
+while [ $n -lt 10 ] && [ $done = 0 ]; do
   n=$((n + 1))
-  t=$(awk -v s="$seed" -v n="$n" 'BEGIN { srand(s + n); printf "%.2f", (0.3 + 2 * rand()) * (1 + n / 8) }')
-  if killed_run "$t" >"$tmp/kill.out" 2>&1; then done=1; else kills=$((kills + 1)); fi
+  t=$(awk -v s="$seed" -v n="$n" -v f="$full" 'BEGIN { srand(s + n); printf "%.2f", f * (0.4 + 0.6 * rand()) }')
+  if killed_run "$t" >"$tmp/kill.$n.out" 2>&1; then done=1; else kills=$((kills + 1)); fi
 done
-echo "compare_resume: $kills kills in $n runs (seed $seed)"
-[ $done = 1 ] && [ $kills -ge 1 ] && ok "killed $kills times, then completed" ||
-  bad "the killed runs: $kills kills, completed: $done" "$tmp/kill.out"
+[ $done = 1 ] || killed_run 3600 >"$tmp/kill.last.out" 2>&1 || bad "the last resume failed" "$tmp/kill.last.out"
+resumed=$(cat "$tmp"/kill.*.out | grep -c "compare resumed at step")
+echo "compare_resume: $kills kills in $n runs (seed $seed; an uninterrupted run: $full s), $resumed resumed from a save"
+[ $kills -ge 1 ] && [ "$resumed" -ge 1 ] && ok "killed $kills times, resumed $resumed times" ||
+  bad "the killed runs: $kills kills, $resumed resumed"
 same "$tmp/full" "$tmp/kill" "$kills kills, resumed to the end: the uninterrupted run's arms and rows"
 
 # other options: refused, naming them

@@ -571,6 +571,16 @@ static void touch(const char *dir, const char *name) {
   fclose(f);
 }
 
+/* dir/name with text in it */
+static void write_text(const char *dir, const char *name, const char *text) {
+  char p[600];
+  snprintf(p, sizeof p, "%s/%s", dir, name);
+  FILE *f = fopen(p, "w");
+  ck_assert(f != NULL);
+  fputs(text, f);
+  fclose(f);
+}
+
 /* Checkpoints (ttrain.h): a generation's files committed by the manifest.
 ** Round trip with the configuration; the previous generation removed only
 ** after the next commits; a generation written but not committed (a kill
@@ -629,7 +639,9 @@ START_TEST(test_checkpoint_round_trip) {
   snprintf(g3, sizeof g3, "%s.g000003", stem);
   float p2 = m.params[0];
   m.params[0] += 1.0f;
+  write_text(dir, "ck.pending", "rasp-train pending generation 3 after 2\n");
   ck_assert_int_eq(raspN_save(&m, g3, &err), 1);
+  touch(dir, "ck.g000007.json"); /* looks like a generation, was never pending: kept */
   touch(dir, "ck.g000003.opt.tmp.Ab12Cd");
   touch(dir, "ck.ckpt.tmp.x9Y8z7");
   touch(dir, "notes.tmp.txt");  /* not ours: kept */
@@ -645,6 +657,8 @@ START_TEST(test_checkpoint_round_trip) {
   ck_assert(!exists(dir, "ck.g000003.json") && !exists(dir, "ck.ckpt.tmp.x9Y8z7"));
   ck_assert(exists(dir, "notes.tmp.txt") && exists(dir, "ck.csv.tmp.abc"));
   ck_assert(exists(dir, "ck.g000002.json") && exists(dir, "ck.ckpt"));
+  ck_assert(exists(dir, "ck.g000007.json") && !exists(dir, "ck.pending"));
+  ck_assert_int_eq(train_ckpt_clean(stem), 0); /* nothing pending: nothing removed */
 
   /* damaged files: named in the error, nothing half-loaded */
   char p[320], cmd[1500];
@@ -671,8 +685,12 @@ START_TEST(test_checkpoint_round_trip) {
   ck_assert_int_eq(unlink(p), 0);
   ck_assert_int_eq(train_ckpt_load(stem, &r, &o2, &st2, NULL, &err), 0);
   ck_assert_msg(strstr(err.msg, "no checkpoint"), "%s", err.msg);
-  /* without a manifest no generation is committed: clean removes them all */
+  /* without a manifest no generation is committed: clean removes the
+  ** pending one (a first save killed before its manifest), and only it */
+  ck_assert_int_eq(train_ckpt_clean(stem), 0);
+  write_text(dir, "ck.pending", "rasp-train pending generation 2 after 0\n");
   ck_assert_int_eq(train_ckpt_clean(stem), 3);
+  ck_assert(exists(dir, "ck.g000007.json"));
   train_adamw_free(&opt);
   raspN_free(&m);
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);

@@ -121,18 +121,25 @@ expect resume_other_options 1 \
 expect resume_same_options 0 "trial 0: resumed after epoch 2 (step 2)" "trial 0 epoch 3" \
   -- $small --epochs 3 --out "$tmp/run" --resume
 
-# what a killed run leaves: temporaries, an uncommitted generation
-for f in trial0.g000004.safetensors trial0.g000004.json trial0.g000004.opt.tmp.a1B2c3 \
-         trial0.ckpt.tmp.ZZ99zz trial0.csv.tmp.q1w2e3 notes.tmp.txt; do
+# what a killed run leaves: temporaries (in the run's own DIR/.rasp-train.tmp)
+# and an uncommitted generation (named in trial0.pending before it was
+# written); and files of the user's that merely look like them (a
+# temporary's name, a generation's), which stay
+mkdir -p "$tmp/run/.rasp-train.tmp"
+for f in .rasp-train.tmp/trial0.g000004.opt.tmp.a1B2c3 .rasp-train.tmp/trial0.ckpt.tmp.ZZ99zz \
+         .rasp-train.tmp/trial0.csv.tmp.q1w2e3 trial0.g000004.safetensors trial0.g000004.json \
+         notes.tmp.txt thesis.tmp.draft1 results.csv.tmp.backup trial0.g000009.json; do
   echo partial >"$tmp/run/$f"
 done
-expect leftovers_removed 0 "removed 3 temporary files left in '.*run' by a killed run" \
+printf 'rasp-train pending generation 4 after 2\n' >"$tmp/run/trial0.pending"
+expect leftovers_removed 0 "removed 3 temporary files left in '.*run/.rasp-train.tmp' by a killed run" \
   -- $small --epochs 3 --out "$tmp/run" --resume
 left=$(cd "$tmp/run" && ls | tr '\n' ' ')
-if [ "$left" = "config.txt notes.tmp.txt rasp-train.lock split.json test_questions.jsonl trial0.ckpt trial0.csv trial0.g000003.json trial0.g000003.opt trial0.g000003.safetensors " ]; then
-  pass=$((pass + 1)); echo "PASS: leftovers_gone"
+if [ "$left" = "config.txt notes.tmp.txt rasp-train.lock results.csv.tmp.backup split.json test_questions.jsonl thesis.tmp.draft1 trial0.ckpt trial0.csv trial0.g000003.json trial0.g000003.opt trial0.g000003.safetensors trial0.g000009.json " ] &&
+   [ -z "$(ls -A "$tmp/run/.rasp-train.tmp")" ]; then
+  pass=$((pass + 1)); echo "PASS: leftovers_gone, the user's files kept"
 else
-  fail=$((fail + 1)); echo "FAIL: leftovers_gone: $left"
+  fail=$((fail + 1)); echo "FAIL: leftovers_gone: $left / $(ls -A "$tmp/run/.rasp-train.tmp")"
 fi
 
 # a damaged manifest

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "rmem.h"
@@ -146,10 +147,22 @@ int train_dir_open(const train_opts *o, rasp_error *err) {
     if (lk >= 0) close(lk);
     return 0;
   }
-  int n = train_clean_tmp(o->out);
+  /* the run's temporaries go into a directory of its own, so that what a
+  ** killed run left is told from the user's files by where it is */
+  char td[4200];
+  snprintf(td, sizeof td, "%s/.rasp-train.tmp", o->out);
+  struct stat tst;
+  if ((mkdir(td, 0700) != 0 && (errno != EEXIST || lstat(td, &tst) || !S_ISDIR(tst.st_mode))) ||
+      !raspR_atomic_tmpdir(o->out, td, err)) {
+    if (!err->set) raspR_setnoposc(err, RASP_E_WRITE, "cannot create directory '%s': %s", td,
+                                   strerror(errno));
+    close(lk);
+    return 0;
+  }
+  int n = train_clean_tmp(td);
   if (n)
     fprintf(stderr, "rasp-train: removed %d temporary file%s left in '%s' "
-                    "by a killed run\n", n, n > 1 ? "s" : "", o->out);
+                    "by a killed run\n", n, n > 1 ? "s" : "", td);
   return write_run_config(o, err);
 }
 

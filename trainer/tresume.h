@@ -4,8 +4,11 @@
 **
 ** A run locks DIR (DIR/rasp-train.lock, one run per directory; the kernel
 ** releases it however the run ends), removes what killed runs left there
-** (temporaries of interrupted writes; generations never committed, per
-** trial) and records every option in DIR/config.txt.  After every epoch,
+** and records every option in DIR/config.txt.  It removes only files it
+** can prove it made: its writes' temporaries live in DIR/.rasp-train.tmp
+** (raspR_atomic_tmpdir), and a checkpoint names the generation it is about
+** to write in STEM.pending before writing it (ttrain.h); a file of the
+** user's in DIR is never removed, whatever its name.  After every epoch,
 ** DIR/trialK.ckpt commits a generation of model and optimiser files
 ** (ttrain.h) with the trial's configuration (train_config_text: every
 ** option that shapes its trajectory); --resume loads the committed
@@ -22,8 +25,9 @@
 #include "ttrain.h"
 
 /* Creates o->out (and its parents), locks it for the rest of the process,
-** removes killed runs' temporaries (saying how many) and writes
-** config.txt.  1, or 0 with err. */
+** sends its temporaries to o->out/.rasp-train.tmp and removes those a
+** killed run left there (saying how many), and writes config.txt.  1, or
+** 0 with err. */
 int train_dir_open(const train_opts *o, rasp_error *err);
 
 /* Adds to DIR/config.txt (a comment line) what `who` ("arm random",

@@ -53,27 +53,26 @@ static char *fmt(const char *f, ...) {
   return s;
 }
 
-static int clean_except(const char *stem, long keep);
+static int remove_gen(const char *stem, long gen);
 
 static char *gen_stem(const char *stem, long gen) {
   return fmt("%s.g%06ld", stem, gen);
-}
-
-/* Splits a path into its directory ("." if none) and base name. */
-static void split_path(const char *path, char **dir, const char **base) {
-  const char *sl = strrchr(path, '/');
-  *dir = sl ? raspM_strndup(path, sl == path ? 1 : (size_t)(sl - path))
-            : raspM_strdup(".");
-  *base = sl ? sl + 1 : path;
 }
 
 int train_ckpt_save(const char *stem, const rasp_model *m, const train_adamw *o,
                     train_ckpt_state *st, const char *config, rasp_error *err) {
   long gen = st->generation + 1;
   char *gs = gen_stem(stem, gen), *optp = fmt("%s.opt", gs),
-       *manp = fmt("%s.ckpt", stem), *man = NULL;
+       *manp = fmt("%s.ckpt", stem), *man = NULL, *pend = fmt("%s.pending", stem);
   int rc = -1;
   size_t n = m->nparams;
+  /* 0. the generation about to be written, named first: a run killed
+  ** before the manifest commits it leaves files a later run can prove
+  ** are its own (train_ckpt_clean), and no other file is ever removed */
+  char note[96];
+  int nl = snprintf(note, sizeof note, "rasp-train pending generation %ld after %ld\n", gen,
+                    st->generation);
+  if (!raspR_write_file(pend, note, (size_t)nl, err)) goto out;
   /* 1. the generation's files, each atomically; rmodel's checksum of the
   ** parameters is the manifest's too */
   uint64_t ph;
@@ -104,12 +103,14 @@ int train_ckpt_save(const char *stem, const rasp_model *m, const train_adamw *o,
             oh, lines, config,
             *config && config[strlen(config) - 1] != '\n' ? "\n" : "");
   if (!raspR_write_file(manp, man, strlen(man), err)) goto out;
+  /* 3. only now the generation before goes (the one the old manifest
+  ** named: ours), then the note */
+  if (st->generation > 0 && st->generation != gen) remove_gen(stem, st->generation);
   st->generation = gen;
-  /* 3. only now the older generations go (the manifest just written names
-  ** gen: no need to read it back) */
-  clean_except(stem, gen);
+  unlink(pend);
   rc = 0;
 out:
+  raspM_free(pend);
   raspM_free(gs);
   raspM_free(optp);
   raspM_free(manp);
@@ -267,45 +268,43 @@ fail:
   return rc == 0;
 }
 
-/* name is "<base>.g<digits>.<ext>" for one of the generation files' ext;
-** returns the generation, or -1. */
-static long gen_of(const char *name, const char *base) {
-  size_t bl = strlen(base);
-  if (strncmp(name, base, bl) || strncmp(name + bl, ".g", 2)) return -1;
-  const char *d = name + bl + 2, *e = d;
-  while (isdigit((unsigned char)*e)) e++;
-  if (e == d || e - d > 9) return -1;
-  if (strcmp(e, ".safetensors") && strcmp(e, ".json") && strcmp(e, ".opt"))
-    return -1;
-  return strtol(d, NULL, 10);
-}
-
 int train_ckpt_clean(const char *stem) {
   rasp_error e = {0};
   long keep = train_ckpt_generation(stem, &e);
-  /* a manifest that cannot be read may still be repaired by hand: keep all */
-  return keep < 0 ? 0 : clean_except(stem, keep);
+  char *pend = fmt("%s.pending", stem);
+  int removed = 0;
+  FILE *f = fopen(pend, "r");
+  long g = 0, before = 0;
+  if (f) {
+    if (fscanf(f, "rasp-train pending generation %ld after %ld", &g, &before) < 1) g = 0;
+    fclose(f);
+  }
+  /* a manifest that cannot be read may still be repaired by hand: keep all;
+  ** else of the save's two generations, the one the manifest does not
+  ** name: the new one (killed before the commit) or the one it replaced
+  ** (killed after, before that one was removed) */
+  if (keep >= 0) {
+    if (g > 0 && g != keep) removed += remove_gen(stem, g);
+    if (before > 0 && before != keep) removed += remove_gen(stem, before);
+    unlink(pend);
+  }
+  raspM_free(pend);
+  return removed;
 }
 
-/* Removes STEM's generation files other than generation keep's (0: all). */
-static int clean_except(const char *stem, long keep) {
-  char *dir;
-  const char *base;
-  split_path(stem, &dir, &base);
+/* Removes STEM's generation gen: its three files, by name.  Returns how
+** many there were. */
+static int remove_gen(const char *stem, long gen) {
+  static const char *const ext[] = {".safetensors", ".json", ".opt"};
+  char *gs = gen_stem(stem, gen);
   int removed = 0;
-  DIR *d = opendir(dir);
-  if (d) {
-    struct dirent *de;
-    while ((de = readdir(d)) != NULL) {
-      long g = gen_of(de->d_name, base);
-      if (g < 0 || g == keep) continue;
-      char *p = fmt("%s/%s", dir, de->d_name);
-      removed += unlink(p) == 0;
-      raspM_free(p);
-    }
-    closedir(d);
+  for (int k = 0; k < 3; k++) {
+    char *p = fmt("%s%s", gs, ext[k]);
+    struct stat sb;
+    if (!lstat(p, &sb) && S_ISREG(sb.st_mode)) removed += unlink(p) == 0;
+    raspM_free(p);
   }
-  raspM_free(dir);
+  raspM_free(gs);
   return removed;
 }
 

@@ -47,14 +47,17 @@ long train_ckpt_generation(const char *stem, rasp_error *err);
 ** initialised here.  1, or 0 with err naming the file and the problem. */
 int train_ckpt_load(const char *stem, rasp_model *m, train_adamw *o,
                     train_ckpt_state *st, char **config, rasp_error *err);
-/* Removes STEM's generation files other than the committed one (all of
-** them when there is no manifest; none when it cannot be read): left by a
-** run killed between writing a generation and committing it.  Returns how
-** many it removed. */
+/* Of the two generations STEM.pending names (the one a save was writing
+** and the one it replaces), removes the one the manifest does not commit,
+** then STEM.pending: what a run killed during a save left (the new
+** generation before the commit, the old one after it), and nothing else
+** (a file that merely looks like a generation is not touched).  Nothing
+** when the manifest cannot be read (kept for repair by hand).  Returns
+** how many files it removed. */
 int train_ckpt_clean(const char *stem);
-/* Removes the temporaries of killed writes in dir: files named
-** "*.tmp.XXXXXX" (rerror.h's raspR_atomic_open; X alphanumeric).  Returns
-** how many it removed. */
+/* Removes the temporaries of killed writes in dir, the run's own
+** temporary directory: regular files named "*.tmp.XXXXXX" (rerror.h's
+** raspR_atomic_open; X alphanumeric).  Returns how many it removed. */
 int train_clean_tmp(const char *dir);
 
 /* Compares two configurations, each "--name value" lines.  Returns the
