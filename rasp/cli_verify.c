@@ -1102,7 +1102,10 @@ static void write_dot(const dgraph *g, const char *name, FILE *f) {
   rasp_ir *ir = g->ir;
   unsigned char *live = raspM_alloc((size_t)ir->nnodes);
   raspI_live(ir, g->roots, g->nroots, live);
-  fprintf(f, "digraph \"%s\" {\n  rankdir=TB;\n  node [fontname=\"Helvetica\", fontsize=10];\n", name);
+  /* the name is the program's file name: any text, so escaped like a label */
+  fputs("digraph \"", f);
+  dot_escape(f, name);
+  fputs("\" {\n  rankdir=TB;\n  node [fontname=\"Helvetica\", fontsize=10];\n", f);
   int maxs = 0;
   for (int i = 0; i < ir->nnodes; i++)
     if (live[i] && g->sublayer[i] > maxs) maxs = g->sublayer[i];

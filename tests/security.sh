@@ -112,6 +112,24 @@ else
   failed include_repl "status $st"
 fi
 
+# ---- rasp draw: a file name with DOT syntax stays the graph's name
+if command -v dot >/dev/null 2>&1; then
+  w=$tmp/dotname
+  mkdir -p "$w"
+  hostile="$w/x\" {a [label=pwned]} digraph \"y.rasp"
+  cp examples/reverse.rasp "$hostile"
+  "$RASP" draw "$hostile" --input "a b c" >"$w/g.dot" 2>"$tmp/err"
+  st=$?
+  dot -Tcanon "$w/g.dot" >"$w/canon" 2>>"$tmp/err"
+  if [ "$st" = 0 ] && [ "$(grep -c 'pwned' "$w/canon")" = 1 ] &&
+     head -1 "$w/canon" | grep -q 'label=pwned.*digraph' &&
+     ! grep -q '^[[:space:]]*a[[:space:]]*\[' "$w/canon"; then
+    ok "draw_dot_name_escaped"
+  else
+    failed "draw_dot_name_escaped" "status $st: $(head -3 "$w/canon" | tr '\n' ' ')"
+  fi
+fi
+
 # ---- rasp draw: a file name full of shell syntax; links at the old names
 prog=$(pwd)/programs/listing1_back_target.rasp
 if command -v dot >/dev/null 2>&1; then

@@ -104,6 +104,12 @@ rc=$?
 [ $rc != 0 ] && grep -q "the model must have the teacher's architecture" "$tmp/teach2.out" &&
   ok "a standard arm taught: refused (exit $rc)" || bad "standard taught: exit $rc" "$tmp/teach2.out"
 
+# a value with a line break would replay as another option: refused
+"$train" --init "$(printf 'x\n--lr 10')" >"$tmp/nl.out" 2>&1
+rc=$?
+[ $rc = 2 ] && grep -q "a line break in the value" "$tmp/nl.out" &&
+  ok "a line break in a value: refused (exit 2)" || bad "a line break in a value: exit $rc" "$tmp/nl.out"
+
 # a bad --config line is named with its file and line
 printf -- '--D 2\nbogus line\n' >"$tmp/bad.txt"
 "$train" --config "$tmp/bad.txt" >"$tmp/bad.out" 2>&1

@@ -297,6 +297,9 @@ static const raspU_option *find_opt(const char *name) {
 static int take(const raspU_arg *a, train_opts *o) {
   const char *name = a->opt->name, *v = a->val;
   if (!strcmp(name, "--out") && !*v) return bad_opt(name, v, "empty directory name");
+  /* config.txt holds one option a line: a value with a line break could
+  ** not be replayed, or would replay as other options */
+  if (v && strpbrk(v, "\n\r")) return bad_opt(name, v, "a line break in the value");
   if (!strcmp(name, "--reinit-layers")) {
     int ok = *v != 0;
     for (const char *c = v; *c; c++) ok &= strchr("0123456789,", *c) != NULL;
