@@ -112,7 +112,8 @@ static const raspU_option options[] = {
      "of inputs)"),
     OPT(RASPC_O_RESUME, "--resume", NULL, NULL, RASPC_VERIFY,
      "continue the run that --checkpoint FILE records (a missing FILE\n"
-     "starts it); the counts are those of an unbroken run"),
+     "starts it); the counts are those of an unbroken run, and the\n"
+     "checkpoint's are trusted (the verdict says how many)"),
     OPT(RASPC_O_PROGRESS, "--progress", NULL, NULL, RASPC_VERIFY,
      "progress with rate and ETA on stderr from the start"),
     OPT(RASPC_O_PLAN, "--plan", NULL, NULL, RASPC_VERIFY,

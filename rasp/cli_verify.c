@@ -663,6 +663,7 @@ static int verify_main(int argc, char **argv) {
             else printf("not analysed");
             printf("\",\"watched_aggregates\":%d,\"inputs_averaging_ids\":%llu",
                    tr.order.invariant ? tr.order.nmixing : 0, (unsigned long long)res.mixed);
+            if (resumed) printf(",\"resumed_inputs\":%llu", (unsigned long long)resumed);
           }
           if (shuffled)
             printf(",\"vocab_order\":\"shuffled\",\"shuffled_passed\":%llu,\"verdicts_changed\":%llu",
@@ -695,6 +696,10 @@ static int verify_main(int argc, char **argv) {
               } else
                 printf("an aggregate averaged different ids on %llu inputs)\n", (unsigned long long)res.mixed);
             }
+            /* counts a checkpoint brought were not checked again: say so */
+            if (resumed)
+              printf("  resumed: %llu of these inputs were counted by checkpoint '%s', "
+                     "which is trusted input\n", (unsigned long long)resumed, o.checkpoint);
           }
         }
         fflush(stdout);

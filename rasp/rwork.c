@@ -24,6 +24,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "rasp.h" /* RASP_VERSION */
 #include "rmem.h"
 #include "rmodel.h"
 
@@ -61,6 +62,20 @@ static int bad_line(rasp_error *err, const char *path, int line, const char *wha
   return 0;
 }
 
+/* The checksum that binds a "done" line to its cell (the program's name,
+** the FNV-1a of its text, the sizes and options: cell_key) and to this
+** build.  It catches a line edited by hand or copied from another program's
+** or another build's checkpoint; it does not stop a forger who recomputes
+** it, so a checkpoint stays trusted input (the verdict says when counts
+** came from one). */
+static uint64_t line_sum(const char *key, const char *line) {
+  static const char build[] = RASP_VERSION " " __DATE__ " " __TIME__;
+  uint64_t h = raspN_fnv1a(RASPN_FNV0, CKPT_MAGIC "\n", sizeof CKPT_MAGIC);
+  h = raspN_fnv1a(h, key, strlen(key) + 1);
+  h = raspN_fnv1a(h, line, strlen(line) + 1);
+  return raspN_fnv1a(h, build, sizeof build);
+}
+
 /* One "done ..." line into p; 1, or 0 when it is not one. */
 static int parse_done(const char *s, raspW_part *p) {
   unsigned long long f, c, pa, mi, pr, le;
@@ -96,7 +111,19 @@ static int read_checkpoint(raspW_checkpoint *c, FILE *f, rasp_error *err) {
       cell->key = raspM_strdup(buf + 5);
     } else if (strncmp(buf, "done ", 5) == 0 && cell) {
       raspW_part p;
+      char *sum = strstr(buf, " sum=");
+      uint64_t want = 0;
+      int used = 0;
+      if (!sum || sscanf(sum, " sum=%16" SCNx64 "%n", &want, &used) != 1 || sum[used] != '\0')
+        return bad_line(err, c->path, line, "a 'done' line without its checksum");
+      *sum = '\0';
       if (!parse_done(buf, &p)) return bad_line(err, c->path, line, "a malformed 'done' line");
+      if (line_sum(cell->key, buf) != want) {
+        raspR_setnopos(err, "%s:%d: a 'done' line whose checksum does not match its counts "
+                            "(edited by hand, or written for another program, options or "
+                            "build of rasp)", c->path, line);
+        return 0;
+      }
       /* sorted, disjoint: the order the writer keeps */
       if (cell->ndone && cell->done[cell->ndone - 1].first + cell->done[cell->ndone - 1].count > p.first)
         return bad_line(err, c->path, line, "ranges out of order or overlapping");
@@ -151,11 +178,14 @@ raspW_checkpoint *raspW_checkpoint_open(const char *path, int resume, double eve
   return c;
 }
 
-static void write_part(FILE *f, const raspW_part *p) {
-  fprintf(f, "done %" PRIu64 " %" PRIu64 " passed=%" PRIu64 " mixed=%" PRIu64 " probes=%" PRIu64
-             " leaks=%" PRIu64 " first_fail=%" PRId64 " first_leak=%" PRId64 " leak_q=%d\n",
-          p->first, p->count, p->passed, p->mixed, p->probes, p->leaks, p->first_fail,
-          p->first_leak, (int)p->leak_q);
+static void write_part(FILE *f, const raspW_part *p, const char *key) {
+  char line[512];
+  snprintf(line, sizeof line,
+           "done %" PRIu64 " %" PRIu64 " passed=%" PRIu64 " mixed=%" PRIu64 " probes=%" PRIu64
+           " leaks=%" PRIu64 " first_fail=%" PRId64 " first_leak=%" PRId64 " leak_q=%d",
+           p->first, p->count, p->passed, p->mixed, p->probes, p->leaks, p->first_fail,
+           p->first_leak, (int)p->leak_q);
+  fprintf(f, "%s sum=%016" PRIx64 "\n", line, line_sum(key, line));
 }
 
 /* Writes every cell, the ledger's as it stands.  0, or -1 with err. */
@@ -168,7 +198,7 @@ static int save(raspW_ledger *L, rasp_error *err) {
     fprintf(af.f, "cell %s\n", c->cells[i].key);
     const raspW_part *d = i == L->cell ? L->done : c->cells[i].done;
     int nd = i == L->cell ? L->ndone : c->cells[i].ndone;
-    for (int k = 0; k < nd; k++) write_part(af.f, &d[k]);
+    for (int k = 0; k < nd; k++) write_part(af.f, &d[k], c->cells[i].key);
   }
   if (!raspR_atomic_commit(&af, err)) return 0;
   c->last_save = wall();

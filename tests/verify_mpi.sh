@@ -27,18 +27,21 @@ expect checkpoint_every_bad 2 "" "--checkpoint-every" -- verify $p1 --exhaustive
 printf 'not a checkpoint\n' >"$tmp/bad.ckpt"
 expect checkpoint_exists 2 "" "checkpoint '$tmp/bad.ckpt' exists; --resume continues" -- verify $p1 --D 2 --M 3 --exhaustive --checkpoint "$tmp/bad.ckpt"
 expect checkpoint_not_one 2 "" "bad.ckpt:1: expected 'rasp-verify-checkpoint 1'" -- verify $p1 --D 2 --M 3 --exhaustive --checkpoint "$tmp/bad.ckpt" --resume
-printf 'rasp-verify-checkpoint 1\ncell x\ndone 5 3 passed=9 mixed=0 probes=0 leaks=0 first_fail=-1 first_leak=-1 leak_q=0\n' >"$tmp/bad.ckpt"
+printf 'rasp-verify-checkpoint 1\ncell x\ndone 5 3 passed=9 mixed=0 probes=0 leaks=0 first_fail=-1 first_leak=-1 leak_q=0 sum=0000000000000000\n' >"$tmp/bad.ckpt"
 expect checkpoint_bad_counts 2 "" "bad.ckpt:3: a malformed 'done' line" -- verify $p1 --D 2 --M 3 --exhaustive --checkpoint "$tmp/bad.ckpt" --resume
+printf 'rasp-verify-checkpoint 1\ncell x\ndone 0 3 passed=3 mixed=0 probes=0 leaks=0 first_fail=-1 first_leak=-1 leak_q=0\n' >"$tmp/bad.ckpt"
+expect checkpoint_no_sum 2 "" "bad.ckpt:3: a 'done' line without its checksum" -- verify $p1 --D 2 --M 3 --exhaustive --checkpoint "$tmp/bad.ckpt" --resume
 # a missing file with --resume starts the run, and the finished checkpoint
 # holds the cell as one range with its counts
 rm -f "$tmp/c"
 expect resume_missing_starts 0 "48/48  ok" "" -- verify $p1 --D 2 --M 3 --exhaustive --checkpoint "$tmp/c" --resume
-if grep -q "^done 0 48 passed=48 mixed=0 probes=0 leaks=0 first_fail=-1 first_leak=-1 leak_q=0$" "$tmp/c"; then
+if grep -q "^done 0 48 passed=48 mixed=0 probes=0 leaks=0 first_fail=-1 first_leak=-1 leak_q=0 sum=[0-9a-f]*$" "$tmp/c"; then
   ok checkpoint_contents
 else
   bad checkpoint_contents "$tmp/c"
 fi
 expect resume_finished 0 "48/48  ok" "48 of the inputs were done in" -- verify $p1 --D 2 --M 3 --exhaustive --checkpoint "$tmp/c" --resume
+expect resume_said 0 "resumed: 48 of these inputs were counted by checkpoint '$tmp/c', which is trusted input" "" -- verify $p1 --D 2 --M 3 --exhaustive --checkpoint "$tmp/c" --resume
 
 # The known-wrong Listing 6 fails a quarter of the exhaustive inputs: a count
 # that a lost or doubled range would change.  Its unbroken run:
@@ -48,6 +51,17 @@ if grep -q "^listing6_causal  *2  *5  *60480/80640  fail\*" "$tmp/ref"; then
   ok exhaustive_reference
 else
   bad exhaustive_reference "$tmp/ref" "$err"
+fi
+
+# a forged count (the failing run's line edited to all passed, the way a
+# hand edit would make it a proof) is refused
+"$rasp" verify $a --checkpoint "$tmp/f6" >/dev/null 2>&1
+sed -i 's/^done 0 80640 passed=[0-9]* \(.*\)first_fail=[0-9-]*/done 0 80640 passed=80640 \1first_fail=-1/' "$tmp/f6"
+if grep -q "^done 0 80640 passed=80640 .*first_fail=-1 " "$tmp/f6"; then
+  expect checkpoint_forged 2 "" "f6:3: a 'done' line whose checksum does not match its counts" -- \
+    verify $a --checkpoint "$tmp/f6" --resume
+else
+  bad "checkpoint_forged: the checkpoint was not as expected" "$tmp/f6"
 fi
 
 # killresume NAME SIGNAL HOW COMMAND...: runs COMMAND --checkpoint F
@@ -74,7 +88,9 @@ killresume() {
   else
     "$@" --checkpoint "$f" --resume >"$out" 2>"$err"
   fi
-  if ! cmp -s "$out" "$tmp/ref" || grep -q -e "AddressSanitizer" -e "runtime error" "$err"; then
+  grep -v '^  resumed: ' "$out" >"$out.rows" # the resumed run says it was
+  if ! cmp -s "$out.rows" "$tmp/ref" || ! grep -q '^  resumed: ' "$out" ||
+     grep -q -e "AddressSanitizer" -e "runtime error" "$err"; then
     bad "$name: the resumed run is not the unbroken one" "$out" "$err" "$tmp/killed"
   elif [ "$partial" -ge 80640 ] || [ "$partial" -eq 0 ]; then
     # the run ended (or had recorded nothing) before the kill landed
