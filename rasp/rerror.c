@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <spawn.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -48,6 +49,54 @@ rasp_source *raspR_source_file(const char *path, rasp_error *err) {
   if (bad) {
     raspM_free(buf);
     raspR_setnoposc(err, RASP_E_READ, "cannot read '%s': %s", path, strerror(saved));
+    return NULL;
+  }
+  rasp_source *src = raspR_source_new(path, buf, len);
+  raspM_free(buf);
+  return src;
+}
+
+rasp_source *raspR_source_open(const char *path, size_t max_bytes, char *real, size_t real_size,
+                               rasp_error *err) {
+  /* O_NONBLOCK: a FIFO or a device opens at once, and is refused below */
+  int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) {
+    raspR_setnoposc(err, RASP_E_READ, "cannot read '%s': %s", path, strerror(errno));
+    return NULL;
+  }
+  struct stat st;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    close(fd);
+    raspR_setnoposc(err, RASP_E_ACCESS, "'%s' is not a regular file", path);
+    return NULL;
+  }
+  if (max_bytes && (uint64_t)st.st_size > max_bytes) {
+    close(fd);
+    raspR_setnoposc(err, RASP_E_LIMIT, "'%s' is %lld bytes, more than the %zu a program may be",
+                    path, (long long)st.st_size, max_bytes);
+    return NULL;
+  }
+  /* what was opened, by the descriptor: no second lookup by name */
+  char link[64];
+  snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+  ssize_t n = readlink(link, real, real_size - 1);
+  if (n <= 0 || (size_t)n >= real_size - 1) {
+    close(fd);
+    raspR_setnoposc(err, RASP_E_READ, "cannot read '%s': cannot tell which file was opened", path);
+    return NULL;
+  }
+  real[n] = '\0';
+  size_t cap = (size_t)st.st_size + 1, len = 0;
+  char *buf = raspM_alloc(cap + 1);
+  ssize_t got = 0;
+  while (len < cap && (got = read(fd, buf + len, cap - len)) > 0) len += (size_t)got;
+  int bad = got < 0 || len > (size_t)st.st_size; /* grew while read: refused */
+  int saved = errno;
+  close(fd);
+  if (bad) {
+    raspM_free(buf);
+    raspR_setnoposc(err, RASP_E_READ, "cannot read '%s': %s", path,
+                    got < 0 ? strerror(saved) : "it changed while it was read");
     return NULL;
   }
   rasp_source *src = raspR_source_new(path, buf, len);

@@ -93,6 +93,14 @@ rasp_source *raspR_source_new(const char *name, const char *text, size_t len);
 /* Reads a whole file; on failure NULL with err (RASP_E_READ: "cannot read
 ** 'x': reason"). */
 rasp_source *raspR_source_file(const char *path, rasp_error *err);
+/* Opens path once and reads what was opened: a regular file (else
+** RASP_E_ACCESS "'x' is not a regular file": a FIFO or a device is refused
+** without blocking) of at most max_bytes (0: any; else RASP_E_LIMIT), its
+** real path, as the kernel names the open file, into real (real_size
+** bytes), so a caller checks the file it read and not a name that may
+** since point elsewhere.  NULL with err (RASP_E_READ) on failure. */
+rasp_source *raspR_source_open(const char *path, size_t max_bytes, char *real, size_t real_size,
+                               rasp_error *err);
 void raspR_source_free(rasp_source *src);
 
 /* Sets err (code RASP_E_RUNTIME, no subject); err may be NULL. */

@@ -2362,9 +2362,18 @@ value *raspV_include(rasp_ctx *ctx, value *path, rasp_pos pos) {
   if (!ends_with(full, ".rasp"))
     raspV_raise(ctx, RASP_E_ACCESS, pos, "include(): '%s' is not a program; only .rasp files can be included",
                 name);
+  /* opened once; the checks below are of the file opened (its real path
+  ** as the kernel names the descriptor), so swapping a directory for a link
+  ** between a check and the read cannot bring another file in */
   char real[PATH_MAX], dir[PATH_MAX];
-  if (!realpath(full, real))
-    raspV_error(ctx, pos, "include(): cannot read '%s': %s", full, strerror(errno));
+  rasp_error inner = {0};
+  rasp_source *src = raspR_source_open(full, 64u << 20, real, sizeof real, &inner);
+  if (!src) {
+    if (inner.code == RASP_E_ACCESS || inner.code == RASP_E_LIMIT)
+      raspV_raise(ctx, inner.code, pos, "include(): %s", inner.msg);
+    raspV_error(ctx, pos, "include(): %s", inner.msg);
+  }
+  keep_source(ctx, src); /* freed with the context, whatever is raised below */
   const char *root = ctx->include_root;
   if (!root && !(root = realpath(".", dir)))
     raspV_error(ctx, pos, "include(): cannot resolve the current directory: %s", strerror(errno));
@@ -2378,16 +2387,8 @@ value *raspV_include(rasp_ctx *ctx, value *path, rasp_pos pos) {
   if (!ends_with(real, ".rasp"))
     raspV_raise(ctx, RASP_E_ACCESS, pos, "include(): '%s' is not a program (it is '%s'); only .rasp files can "
                 "be included", full, real);
-  rasp_error inner = {0};
-  rasp_source *src = raspR_source_file(real, &inner);
-  if (!src) raspV_error(ctx, pos, "include(): %s", inner.msg);
-  raspM_free(src->name); /* errors name the file as the program wrote it */
-  src->name = raspM_strdup(full);
-  if (memchr(src->text, '\0', src->len)) {
-    raspR_source_free(src);
+  if (memchr(src->text, '\0', src->len))
     raspV_raise(ctx, RASP_E_ACCESS, pos, "include(): '%s' is not a program (it is not text)", full);
-  }
-  keep_source(ctx, src);
   rasp_ast *mod = raspP_parse(src, &ctx->ast_arena, &inner);
   if (!mod) {
     *ctx->err = inner;

@@ -5,7 +5,9 @@
 #     command that runs a program (run, trace, script mode, verify, layers,
 #     draw, compile, repl); with --allow-ffi (RASP_ALLOW_FFI=1 for the REPL)
 #     tests/security/ffi_exit.rasp's top level calls _exit(7);
-#   - include() of '../x.rasp', of /etc/passwd and through links is refused
+#   - include() of '../x.rasp', of /etc/passwd and through links is refused;
+#     a FIFO named x.rasp is refused at once; the file read is the file
+#     checked (a directory swapped for a link mid-run brings nothing in)
 #     without quoting the file; --allow-include DIR lets a tree in;
 #   - file names holding shell and gnuplot syntax (rasp draw -o, rasp-train
 #     compare --out) are written literally and run nothing;
@@ -97,6 +99,39 @@ inc link_out passwd.rasp "is outside the program's directory tree"
 inc link_in notes.rasp "is not a program (it is '"
 inc text notes.txt "is not a program"
 inc anywhere_passwd /etc/passwd "is not a program" "--allow-include /"
+# a FIFO named like a program: refused at once, never waited on
+mkfifo "$d/prog/fifo.rasp" 2>/dev/null &&
+  { printf "include('fifo.rasp')\ndef main(seq):\n    return seq\n" >"$d/prog/fifo_inc.rasp"
+    timeout 20 "$RASP" run "$d/prog/fifo_inc.rasp" --input "a" >"$tmp/out" 2>"$tmp/err"
+    st=$?
+    [ "$st" = 1 ] && has "is not a regular file" && ok include_fifo ||
+      failed include_fifo "status $st (124: it blocked)"; }
+# a directory swapped for a link to another tree while include() runs: the
+# file read is the file checked, so nothing outside the tree ever runs (a
+# stress check: the race it closes is rare, a few runs in a hundred at best)
+mkdir -p "$d/race/prog/sub" "$d/race/out"
+printf 'print("INSIDE")\n' >"$d/race/prog/sub/m.rasp"
+printf 'print("OUTSIDE_RAN")\n' >"$d/race/out/m.rasp"
+printf "include('sub/m.rasp')\ndef main(seq):\n    return seq\n" >"$d/race/prog/r.rasp"
+python3 -c '
+import os, sys, time
+d = sys.argv[1]
+sub, real, out, stop = d + "/prog/sub", d + "/prog/sub.real", d + "/out", d + "/stop"
+t0 = time.time()
+while not os.path.exists(stop) and time.time() - t0 < 300:
+    os.rename(sub, real); os.symlink(out, sub); os.unlink(sub); os.rename(real, sub)
+' "$d/race" &
+swapper=$!
+escaped=0 n=0
+while [ $n -lt 100 ]; do
+  "$RASP" run "$d/race/prog/r.rasp" --input "a" >"$tmp/out" 2>&1
+  grep -q OUTSIDE_RAN "$tmp/out" && escaped=$((escaped + 1))
+  n=$((n + 1))
+done
+touch "$d/race/stop"
+wait $swapper
+[ $escaped = 0 ] && ok "include_swap_race (100 runs, none read the other tree)" ||
+  failed include_swap_race "$escaped of 100 runs ran the file outside the tree"
 # --allow-include lets the parent in: x.rasp is read (its syntax error shows)
 run "$RASP" run "$d/prog/parent.rasp" --input "a" --allow-include "$d"
 [ "$st" = 1 ] && has "x.rasp:1:" && ok include_allowed_dir || failed include_allowed_dir "status $st"
