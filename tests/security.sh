@@ -5,10 +5,10 @@
 #     command that runs a program (run, trace, script mode, verify, layers,
 #     draw, compile, repl); with --allow-ffi (RASP_ALLOW_FFI=1 for the REPL)
 #     tests/security/ffi_exit.rasp's top level calls _exit(7);
-#   - include() of '../x.rasp', of /etc/passwd and through links is refused;
-#     a FIFO named x.rasp is refused at once; the file read is the file
-#     checked (a directory swapped for a link mid-run brings nothing in)
-#     without quoting the file; --allow-include DIR lets a tree in;
+#   - include() of '../x.rasp', of /etc/passwd and through links is refused
+#     without quoting the file; --allow-include DIR lets a tree in; a FIFO
+#     named x.rasp is refused at once; the file read is the file checked (a
+#     directory swapped for a link mid-run brings nothing in);
 #   - file names holding shell and gnuplot syntax (rasp draw -o, rasp-train
 #     compare --out) are written literally and run nothing;
 #   - links planted at the temporary names the tools used to use (OUT.part,
