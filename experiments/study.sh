@@ -27,8 +27,9 @@
 #   frozen     the compiled model frozen, widened by 64 trainable dims
 #   structured the standard arm on --structured 1 (the paper's remedy)
 #   taught     a random start of the compiled architecture taught by the
-#              compiled program (--teacher, weight 10, annealed to 0 at
-#              half the budget, so what is left at the end is learned)
+#              compiled program (--teacher, weight 100: its loss starts
+#              near the task's; annealed to 0 at half the budget, so what
+#              is left at the end is learned)
 # Each finished cell leaves doc/study/grid/ARM-sSEED.csv (compare.csv),
 # ARM-sSEED.config.txt, ARM-sSEED.split.json and a line in
 # doc/study/grid/timing.csv (wall and CPU seconds, load average); --resume
@@ -91,7 +92,7 @@ for arm in $arms; do
       compiled) spec="compiled compiled" ;;
       lowgain) spec="lowgain compiled" init=$WORK/d2g ;;
       frozen) spec="frozen compiled --freeze compiled --widen 64" ;;
-      taught) spec="taught random --teacher $WORK/d2 --teacher-weight 10 --teacher-until $((STEPS / 2))" ;;
+      taught) spec="taught random --teacher $WORK/d2 --teacher-weight 100 --teacher-until $((STEPS / 2))" ;;
       *) echo "$0: unknown arm $arm" >&2; exit 2 ;;
     esac
     dir=$WORK/$cell

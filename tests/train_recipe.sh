@@ -82,7 +82,7 @@ a=$(grep params_fnv "$tmp/a/arm_c.ckpt") c=$(grep params_fnv "$tmp/c/arm_c.ckpt"
 # shellcheck disable=SC2086
 "$train" compare $task --init "$tmp/m" --train 400 --test 50 --batch 16 --micro 8 --dropout 0 \
   --lr 1e-3 --max-steps 40 --eval-every 40 --progress 1 --arm "r random" \
-  --arm "t random --teacher $tmp/m --teacher-weight 10" --out "$tmp/teach" \
+  --arm "t random --teacher $tmp/m --teacher-weight 100" --out "$tmp/teach" \
   >"$tmp/teach.out" 2>&1 || bad "the taught run failed" "$tmp/teach.out"
 first=$(sed -n 's/^step 1\/40 .*teacher loss \([0-9.e+-]*\)$/\1/p' "$tmp/teach.out")
 last=$(sed -n 's/^step 40\/40 .*teacher loss \([0-9.e+-]*\)$/\1/p' "$tmp/teach.out")
@@ -94,8 +94,8 @@ pt=$(sed -n 's/^arm t: .*program heads \([0-9.]*\)$/\1/p' "$tmp/teach.out")
 awk -v r="$pr" -v t="$pt" 'BEGIN { exit !(t > r + 0.2) }' &&
   ok "taught, the random arm agrees with the program's heads on $pt (untaught $pr)" ||
   bad "program heads: taught $pt, untaught $pr" "$tmp/teach.out"
-grep -q "^--teacher-weight 10$" "$tmp/teach/config.txt" 2>/dev/null ||
-  grep -q "^# arm t ran: .*--teacher .* --teacher-weight 10" "$tmp/teach/config.txt" &&
+grep -q "^--teacher-weight 100$" "$tmp/teach/config.txt" 2>/dev/null ||
+  grep -q "^# arm t ran: .*--teacher .* --teacher-weight 100" "$tmp/teach/config.txt" &&
   ok "config.txt records the teacher" || bad "config.txt lacks the teacher" "$tmp/teach/config.txt"
 # shellcheck disable=SC2086
 "$train" compare $task --init "$tmp/m" $small --max-steps 1 \

@@ -201,8 +201,24 @@ static int teacher_init(train_arm *a, int trial, const train_dataset *d, rasp_er
     return 0;
   }
   const rasp_model_config *s = &a->m.cfg, *t = &a->teacher->m.cfg;
-  if (s->d_model != t->d_model || s->n_layers != t->n_layers || a->prefix != a->teacher->prefix ||
-      a->T != a->teacher->T) {
+  int same = s->d_model == t->d_model && s->n_layers == t->n_layers &&
+             a->prefix == a->teacher->prefix && a->T == a->teacher->T;
+  if (same) {
+    /* the loss's weights, from the teacher on training samples 0..B-1 as
+    ** evaluation encodes them: the same in every run and every resume */
+    train_arm *ta = a->teacher;
+    int B = ta->net.B < d->n ? ta->net.B : d->n;
+    train_batch eb;
+    train_batch_init(&eb, B, ta->T, d->len);
+    for (int j = 0; j < B; j++) train_batch_put(&eb, j, to, d, j, -1, 1, ta->prefix);
+    ta->net.training = 0;
+    train_forward(&ta->net, eb.in, B, ta->T);
+    a->teach_w = raspM_alloc((size_t)2 * (t->n_layers ? t->n_layers : 1) * t->d_model *
+                             sizeof(float));
+    train_teach_weights(&ta->net, a->teach_w);
+    train_batch_free(&eb);
+  }
+  if (!same) {
     raspR_setnoposc(err, RASP_E_USAGE, "--teacher '%s': the model must have the teacher's "
                     "architecture (d_model %d, %d layers%s), not d_model %d, %d layers%s: "
                     "teach a random arm of the compiled architecture",
@@ -292,6 +308,8 @@ void train_arm_free(train_arm *a) {
   }
   raspM_free(a->teacher_o);
   a->teacher_o = NULL;
+  raspM_free(a->teach_w);
+  a->teach_w = NULL;
   train_teach_free(&a->net);
   raspM_free(a->probe.u);
   raspM_free(a->probe.ref);
@@ -446,7 +464,7 @@ double train_arm_step(train_arm *a, int b) {
     a->net.aux_on = 0;
     if (lambda > 0) { /* the teacher's states on the same rows */
       train_forward(&a->teacher->net, bt->in + off, mb, T);
-      a->teach_loss += train_teach_loss(&a->net, &a->teacher->net, tscale, 1);
+      a->teach_loss += train_teach_loss(&a->net, &a->teacher->net, a->teach_w, tscale, 1);
     }
     train_backward(&a->net);
     if (r > 0) { /* kept until the sum of micro-batches 0..lo-1 comes */

@@ -68,6 +68,7 @@ typedef struct train_arm {
   struct train_arm *teacher; /* --teacher: the compiled model, or NULL */
   train_opts *teacher_o;     /* its options (owned) */
   double teach_loss;   /* the last step's teacher loss (tteach.h) */
+  float *teach_w;      /* its per-dimension weights (2L x D) */
   train_batch batch;   /* one batch (--batch samples), encoded */
   int prefix;          /* BOS id prepended (compiled architectures), or -1 */
   int T;               /* model positions */

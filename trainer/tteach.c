@@ -27,25 +27,32 @@ static void ensure_aux(train_net *s) {
   }
 }
 
-/* sum of (a - b)^2 over n entries; g (may be NULL) gets f * 2 (a - b) */
-static double sq_dist(const float *a, const float *b, size_t n, float *g, double f) {
+/* sum of w_d (a - b)^2 over R rows of D entries; g (may be NULL) gets
+** f * 2 w_d (a - b) */
+static double sq_dist(const float *a, const float *b, size_t R, int D, const float *w, float *g,
+                      double f) {
   double sum = 0;
-  for (size_t i = 0; i < n; i++) {
-    double d = (double)a[i] - (double)b[i];
-    sum += d * d;
-    if (g) g[i] = (float)(2.0 * f * d);
-  }
+  for (size_t r = 0; r < R; r++)
+    for (int d = 0; d < D; d++) {
+      size_t i = r * (size_t)D + (size_t)d;
+      double e = (double)a[i] - (double)b[i];
+      sum += w[d] * e * e;
+      if (g) g[i] = (float)(2.0 * f * w[d] * e);
+    }
   return sum;
 }
 
-double train_teach_loss(train_net *s, const train_net *t, double scale, int want_grad) {
-  int L = s->m->cfg.n_layers;
-  size_t RD = (size_t)s->b * s->t * s->m->cfg.d_model;
+double train_teach_loss(train_net *s, const train_net *t, const float *w, double scale,
+                        int want_grad) {
+  int L = s->m->cfg.n_layers, D = s->m->cfg.d_model;
+  size_t R = (size_t)s->b * s->t;
   if (want_grad) ensure_aux(s);
   double sum = 0;
   for (int l = 0; l < L; l++) {
-    sum += sq_dist(s->L[l].mid, t->L[l].mid, RD, want_grad ? s->aux_mid[l] : NULL, scale);
-    sum += sq_dist(s->L[l].out, t->L[l].out, RD, want_grad ? s->aux_out[l] : NULL, scale);
+    sum += sq_dist(s->L[l].mid, t->L[l].mid, R, D, w + (size_t)(2 * l) * D,
+                   want_grad ? s->aux_mid[l] : NULL, scale);
+    sum += sq_dist(s->L[l].out, t->L[l].out, R, D, w + (size_t)(2 * l + 1) * D,
+                   want_grad ? s->aux_out[l] : NULL, scale);
   }
   s->aux_on = want_grad;
   return scale * sum;
@@ -60,4 +67,17 @@ void train_teach_free(train_net *s) {
   raspM_free(s->aux_mid);
   raspM_free(s->aux_out);
   s->aux_mid = s->aux_out = NULL;
+}
+
+void train_teach_weights(const train_net *t, float *w) {
+  int L = t->m->cfg.n_layers, D = t->m->cfg.d_model;
+  size_t R = (size_t)t->b * t->t;
+  for (int k = 0; k < 2 * L; k++) {
+    const float *h = k % 2 ? t->L[k / 2].out : t->L[k / 2].mid;
+    for (int d = 0; d < D; d++) {
+      double ms = 0;
+      for (size_t r = 0; r < R; r++) ms += (double)h[r * D + d] * h[r * D + d];
+      w[(size_t)k * D + d] = (float)(1.0 / (1.0 + ms / (double)(R ? R : 1)));
+    }
+  }
 }
