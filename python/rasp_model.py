@@ -33,6 +33,14 @@ output value of each logit), `n` (the input length it was compiled for),
 `rasp apply STEM --input "..." --logits` prints the same logits from the C
 forward pass; tests/apply_parity.sh checks that they agree (argmax equal,
 logits within 1e-5) for both backends.
+
+The files are held to what `rasp apply` holds them to, before anything they
+claim is allocated: regular files only (never a FIFO or a device), the
+config's ranges, every tensor's shape and span inside the data section, no
+two tensors overlapping, finite weights, and STEM.json's params_fnv checksum.
+The tensors are memory-mapped, not read whole.  Any such problem raises
+FormatError (a ValueError) naming the file; tests/loader_hostile.sh runs
+both on the same damaged files.
 """
 
 import json
@@ -47,7 +55,7 @@ try:
 except ImportError:  # the numpy forward pass serves
     torch = None
 
-__all__ = ["load", "read_safetensors", "NumpyModel"]
+__all__ = ["load", "read_safetensors", "NumpyModel", "FormatError"]
 
 _CFG_FIELDS = ("vocab_size", "max_len", "d_model", "n_layers", "n_heads", "d_head",
                "d_mlp", "n_out", "causal", "layer_norm", "pos_embedding", "gelu",
@@ -61,33 +69,137 @@ def _stem(stem):
     return stem
 
 
-def read_safetensors(path):
-    """The tensors of a safetensors file (float32 only) as numpy arrays, by name."""
-    with open(path, "rb") as f:
-        raw = f.read()
-    if len(raw) < 8:
-        raise ValueError("%s: not a safetensors file (shorter than 8 bytes)" % path)
-    (hlen,) = struct.unpack("<Q", raw[:8])
-    if hlen > len(raw) - 8:
-        raise ValueError("%s: header length %d is past the end of the file" % (path, hlen))
+class FormatError(ValueError):
+    """A model file that is not what it should be: the message names the file
+    and the problem.  Raised before anything the file claims is allocated."""
+
+
+# the limits rasp/rmodel.c holds a model to
+_MAXDIM = 1 << 20          # vocab_size, max_len, d_model, n_heads, d_head, d_mlp, n_out
+_MAXLAYERS = 4096
+_MAXPARAMS = 1 << 32       # floats, all tensors together
+_MAXHEADER = 16 << 20      # the safetensors JSON header
+_MAXJSON = 64 << 20        # STEM.json
+
+
+def _no_duplicates(pairs):
+    keys = [k for k, _ in pairs]
+    for k in keys:
+        if keys.count(k) > 1:
+            raise FormatError("the key %r appears twice" % (k,))
+    return dict(pairs)
+
+
+def _regular(path, limit=None):
+    """Opens path, a regular file (never a FIFO or a device), of at most limit
+    bytes; returns (file, size)."""
+    import os
+    import stat
     try:
-        header = json.loads(raw[8:8 + hlen].decode("utf-8"))
-    except ValueError as e:
-        raise ValueError("%s: the header is not JSON: %s" % (path, e))
-    data = memoryview(raw)[8 + hlen:]
-    out = {}
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except OSError as e:
+        raise FormatError("%s: cannot read: %s" % (path, e.strerror))
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):
+        os.close(fd)
+        raise FormatError("%s: not a regular file" % path)
+    if limit is not None and st.st_size > limit:
+        os.close(fd)
+        raise FormatError("%s: %d bytes, more than the %d such a file may have"
+                          % (path, st.st_size, limit))
+    return os.fdopen(fd, "rb"), st.st_size
+
+
+def _json(text, path):
+    try:
+        return json.loads(text, object_pairs_hook=_no_duplicates,
+                          parse_constant=lambda c: _bad_constant(c, path))
+    except FormatError as e:
+        raise FormatError("%s: %s" % (path, e))
+    except (ValueError, RecursionError) as e:
+        raise FormatError("%s: not JSON: %s" % (path, e))
+
+
+def _bad_constant(c, path):
+    raise FormatError("%s: %s is not a JSON number" % (path, c))
+
+
+def read_safetensors(path, expected=None):
+    """The tensors of a safetensors file (float32 only) as read-only numpy
+    arrays mapped from the file, by name.  With expected (name -> shape),
+    exactly those tensors in those shapes; every tensor's span must lie in
+    the data section and no two may overlap; every weight must be finite."""
+    f, size = _regular(path)
+    with f:
+        head = f.read(8)
+        if len(head) < 8:
+            raise FormatError("%s: not a safetensors file (only %d bytes)" % (path, len(head)))
+        (hlen,) = struct.unpack("<Q", head)
+        if not 2 <= hlen <= _MAXHEADER:
+            raise FormatError("%s: not a safetensors file (header length %d is not in 2..%d)"
+                              % (path, hlen, _MAXHEADER))
+        if hlen > size - 8:
+            raise FormatError("%s: truncated (header of %d bytes, file of %d)" % (path, hlen, size))
+        header = _json(f.read(hlen).decode("utf-8", "replace"), path)
+    if not isinstance(header, dict):
+        raise FormatError("%s: the header is not a JSON object" % path)
+    dlen = size - 8 - hlen
+    spans, meta = [], {}
     for name, info in header.items():
         if name == "__metadata__":
             continue
-        if info.get("dtype") != "F32":
-            raise ValueError("%s: tensor %s has dtype %s, not F32" % (path, name, info.get("dtype")))
-        shape = [int(s) for s in info["shape"]]
-        a, b = (int(x) for x in info["data_offsets"])
-        if not 0 <= a <= b <= len(data) or b - a != 4 * int(np.prod(shape, dtype=np.int64)):
-            raise ValueError("%s: tensor %s: data_offsets [%d, %d] do not fit shape %s in %d "
-                             "bytes of data" % (path, name, a, b, shape, len(data)))
-        out[name] = np.frombuffer(data[a:b], dtype="<f4").reshape(shape)
+        if expected is not None and name not in expected:
+            raise FormatError("%s: unexpected tensor %s for this config" % (path, name))
+        if not isinstance(info, dict) or info.get("dtype") != "F32":
+            raise FormatError("%s: tensor %s is not F32" % (path, name))
+        shape, offs = info.get("shape"), info.get("data_offsets")
+        if (not isinstance(shape, list) or not all(type(x) is int and x >= 0 for x in shape) or
+                not isinstance(offs, list) or len(offs) != 2 or
+                not all(type(x) is int for x in offs)):
+            raise FormatError("%s: tensor %s: bad shape or data_offsets" % (path, name))
+        if expected is not None and tuple(shape) != tuple(expected[name]):
+            raise FormatError("%s: tensor %s has shape %s, the config says %s"
+                              % (path, name, shape, list(expected[name])))
+        a, b = offs
+        n = 1
+        for x in shape:
+            n *= x
+        if not 0 <= a <= b or b - a != 4 * n:
+            raise FormatError("%s: tensor %s: data_offsets [%d, %d] do not fit shape %s"
+                              % (path, name, a, b, shape))
+        if b > dlen:
+            raise FormatError("%s: truncated: tensor %s ends at byte %d of a %d-byte data section"
+                              % (path, name, b, dlen))
+        spans.append((a, b, name))
+        meta[name] = (shape, a)
+    if expected is not None:
+        for name in expected:
+            if name not in meta:
+                raise FormatError("%s: tensor %s is missing" % (path, name))
+    spans.sort()
+    for (a0, b0, n0), (a1, b1, n1) in zip(spans, spans[1:]):
+        if a1 < b0:
+            raise FormatError("%s: tensors %s and %s overlap in the data section" % (path, n0, n1))
+    out = {}
+    if not spans:
+        return out
+    data = np.memmap(path, dtype=np.uint8, mode="r", offset=8 + hlen, shape=(dlen,)) \
+        if dlen else np.zeros(0, np.uint8)
+    for name, (shape, a) in meta.items():
+        arr = data[a:a + 4 * int(np.prod(shape, dtype=np.int64))].view("<f4").reshape(shape)
+        if not np.isfinite(arr).all():
+            raise FormatError("%s: tensor %s holds a weight that is not finite" % (path, name))
+        out[name] = arr
     return out
+
+
+def _fnv1a(arrays):
+    """FNV-1a (64-bit) of the arrays' bytes in order: rasp/rmodel.c's params_fnv."""
+    h, prime, mask = 1469598103934665603, 1099511628211, (1 << 64) - 1
+    for arr in arrays:
+        for b in np.ascontiguousarray(arr, dtype="<f4").tobytes():
+            h = ((h ^ b) * prime) & mask
+    return h
 
 
 def _expected(c):
@@ -121,21 +233,44 @@ def _expected(c):
 
 def _read(stem):
     stem = _stem(stem)
-    with open(stem + ".json") as f:
-        meta = json.load(f)
+    f, _ = _regular(stem + ".json", _MAXJSON)
+    with f:
+        meta = _json(f.read().decode("utf-8", "replace"), stem + ".json")
     cfg = meta.get("config") if isinstance(meta, dict) else None
     if not isinstance(cfg, dict):
-        raise ValueError("%s.json: not a model config: no \"config\" object" % stem)
+        raise FormatError("%s.json: not a model config: no \"config\" object" % stem)
     for k in _CFG_FIELDS:
-        if not isinstance(cfg.get(k), int):
-            raise ValueError("%s.json: config field \"%s\" is missing or not an integer" % (stem, k))
-    tensors = read_safetensors(stem + ".safetensors")
-    for name, shape in _expected(cfg).items():
-        if name not in tensors:
-            raise ValueError("%s.safetensors: tensor %s is missing" % (stem, name))
-        if tuple(tensors[name].shape) != shape:
-            raise ValueError("%s.safetensors: tensor %s has shape %s, the config says %s"
-                             % (stem, name, list(tensors[name].shape), list(shape)))
+        if type(cfg.get(k)) is not int:
+            raise FormatError("%s.json: config field \"%s\" is missing or not an integer"
+                              % (stem, k))
+    # the ranges rasp/rmodel.c holds a config to, before any size is used
+    for k, lo in (("vocab_size", 1), ("max_len", 1), ("d_model", 1), ("n_layers", 0),
+                  ("n_heads", 1), ("d_head", 1), ("d_mlp", 1), ("n_out", 1)):
+        if not lo <= cfg[k] <= _MAXDIM:
+            raise FormatError("%s.json: model config: %s = %d is out of range [%d, %d]"
+                              % (stem, k, cfg[k], lo, _MAXDIM))
+    if cfg["n_layers"] > _MAXLAYERS:
+        raise FormatError("%s.json: model config: n_layers = %d is too large (at most %d)"
+                          % (stem, cfg["n_layers"], _MAXLAYERS))
+    for k in ("causal", "layer_norm", "pos_embedding", "gelu"):
+        if cfg[k] not in (0, 1):
+            raise FormatError("%s.json: model config: %s = %d must be 0 or 1" % (stem, k, cfg[k]))
+    if not -1 <= cfg["bos_token"] < cfg["vocab_size"]:
+        raise FormatError("%s.json: model config: bos_token = %d is not -1 or a token id below "
+                          "vocab_size %d" % (stem, cfg["bos_token"], cfg["vocab_size"]))
+    expected = _expected(cfg)
+    total = sum(int(np.prod(s, dtype=np.int64)) for s in expected.values())
+    if total > _MAXPARAMS:
+        raise FormatError("%s.json: a model of %d parameters is more than %d"
+                          % (stem, total, _MAXPARAMS))
+    fnv = meta.get("params_fnv")
+    if fnv is not None and (not isinstance(fnv, str) or len(fnv) != 16 or
+                            any(c not in "0123456789abcdefABCDEF" for c in fnv)):
+        raise FormatError("%s.json: \"params_fnv\" is not 16 hex digits" % stem)
+    tensors = read_safetensors(stem + ".safetensors", expected)
+    if fnv is not None and _fnv1a(tensors[n] for n in expected) != int(fnv, 16):
+        raise FormatError("%s.json and %s.safetensors are not one model: the parameters' "
+                          "checksum differs from the one the config records" % (stem, stem))
     return cfg, meta.get("layout") or {}, tensors
 
 

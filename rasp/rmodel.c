@@ -591,7 +591,11 @@ out:
 /* Opens path for reading and checks it is a regular file; *size gets its
 ** size.  NULL with err set otherwise. */
 static FILE *open_regular(const char *path, uint64_t *size, rasp_error *err) {
-  FILE *f = fopen(path, "rb");
+  /* O_NONBLOCK: a FIFO opens at once (to be refused below), never waits
+  ** for a writer */
+  int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  FILE *f = fd >= 0 ? fdopen(fd, "rb") : NULL;
+  if (!f && fd >= 0) close(fd);
   if (!f) {
     raspR_setnoposc(err, RASP_E_READ, "cannot read '%s': %s", path, strerror(errno));
     return NULL;
