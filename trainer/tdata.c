@@ -146,28 +146,37 @@ void train_data_free(train_dataset *d) {
   memset(d, 0, sizeof *d);
 }
 
-/* The task's question space into sp->space (exact) and sp->space_d. */
-static void count_space(const rasp_task_opts *t, train_split *sp) {
-  mpz_t gq, tok;
-  mpz_inits(gq, tok, NULL);
+/* The task's question space: distinct (G, Q) pairs as the model reads
+** them (rtask.h's exact counts; s's and t's ids vanish under --st-names). */
+static void space_count(const rasp_task_opts *t, mpz_t gq) {
+  mpz_t tok;
+  mpz_init(tok);
   if (t->st_names) raspT_count_st_names(t, gq);
   else raspT_count(t, gq, tok);
+  mpz_clear(tok);
+}
+
+/* The space into sp->space (exact decimal) and sp->space_d. */
+static void count_space(const rasp_task_opts *t, train_split *sp) {
+  mpz_t gq;
+  mpz_init(gq);
+  space_count(t, gq);
   sp->space_d = mpz_get_d(gq);
   if (mpz_sizeinbase(gq, 10) + 2 > sizeof sp->space) gmp_snprintf(sp->space, sizeof sp->space, "%.6e", sp->space_d);
   else gmp_snprintf(sp->space, sizeof sp->space, "%Zd", gq);
-  mpz_clears(gq, tok, NULL);
+  mpz_clear(gq);
 }
 
 /* Unseen questions left once the training set's distinct ones are taken
-** out of the space: exact below 2^62, else a large number. */
+** out of the space (as a double: exact below 2^53, which is all a test
+** size is compared with). */
 static double unseen(const rasp_task_opts *t, long distinct) {
-  mpz_t gq, tok;
-  mpz_inits(gq, tok, NULL);
-  if (t->st_names) raspT_count_st_names(t, gq);
-  else raspT_count(t, gq, tok);
+  mpz_t gq;
+  mpz_init(gq);
+  space_count(t, gq);
   mpz_sub_ui(gq, gq, (unsigned long)distinct);
   double r = mpz_get_d(gq);
-  mpz_clears(gq, tok, NULL);
+  mpz_clear(gq);
   return r;
 }
 
