@@ -328,6 +328,22 @@ static int jstring(jparser *p, char **out) {
   return 0;
 }
 
+static int key_cmp(const void *a, const void *b) {
+  return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Whether object v has a key twice (sorted copy: n log n however many). */
+static int has_duplicate_key(const jval *v) {
+  if (v->n < 2) return 0;
+  char **k = raspM_alloc((size_t)v->n * sizeof *k);
+  memcpy(k, v->keys, (size_t)v->n * sizeof *k);
+  qsort(k, (size_t)v->n, sizeof *k, key_cmp);
+  int dup = 0;
+  for (int i = 1; i < v->n && !dup; i++) dup = !strcmp(k[i - 1], k[i]);
+  raspM_free(k);
+  return dup;
+}
+
 static int jvalue(jparser *p, jval *v, int depth) {
   memset(v, 0, sizeof *v);
   if (depth > JSON_MAXDEPTH) return jfail(p, "nesting too deep");
@@ -384,7 +400,9 @@ static int jvalue(jparser *p, jval *v, int depth) {
       if (p->s[p->pos] == close) {
         p->pos++;
         v->end = p->pos;
-        return 0;
+        /* a key twice would be read as its first value here and its last
+        ** by Python's json: refused, so every reader sees one object */
+        return obj && has_duplicate_key(v) ? jfail(p, "a key appears twice in an object") : 0;
       }
       return jfail(p, obj ? "expected ',' or '}'" : "expected ',' or ']'");
     }

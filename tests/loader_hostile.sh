@@ -4,8 +4,8 @@
 # hostile copy of a small compiled model, `rasp apply` exits non-zero and
 # rasp_model.load raises FormatError, each within seconds and without a
 # large allocation (the Python side runs under a 2 GB address-space
-# limit): configs out of range (n_layers 10^8, 10^6, -1; causal 2), a
-# non-finite weight, overlapping tensors, a checksum that does not match,
+# limit): configs out of range (n_layers 10^8, 10^6, -1; causal 2), a key
+# given twice, a non-finite weight, overlapping tensors, a checksum that does not match,
 # /dev/zero and a 30 GB sparse file as the tensor file, a FIFO.
 # Prints "N passed, M failed".
 NAME=loader_hostile
@@ -52,6 +52,8 @@ variant neg; json_edit neg 's/"n_layers": [0-9]*/"n_layers": -1/'
 both_refuse neg "n_layers -1"
 variant causal; json_edit causal 's/"causal": [0-9]*/"causal": 2/'
 both_refuse causal "causal 2"
+variant dup; json_edit dup 's/"n_layers": \([0-9]*\)/"n_layers": \1, "n_layers": 4000/'
+both_refuse dup "a key twice in STEM.json (C read the first, Python the last)"
 variant sum; json_edit sum 's/"params_fnv": "[0-9a-f]*"/"params_fnv": "0000000000000000"/'
 both_refuse sum "a checksum that does not match"
 # a NaN weight and overlapping tensors: the tensor file edited (Python)
