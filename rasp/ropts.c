@@ -180,6 +180,14 @@ int raspU_parse(const raspU_table *t, unsigned cmd, const char *who, int argc, c
   return n;
 }
 
+const char *raspU_float_text(float f, char *buf, size_t size) {
+  for (int d = 6; d <= 9; d++) {
+    snprintf(buf, size, "%.*g", d, (double)f);
+    if (strtof(buf, NULL) == f) break;
+  }
+  return buf;
+}
+
 int raspU_value_text(const raspU_option *o, const void *base, char *buf, size_t size) {
   const char *p = (const char *)base + o->off;
   buf[0] = '\0';
@@ -187,12 +195,7 @@ int raspU_value_text(const raspU_option *o, const void *base, char *buf, size_t 
   case RASPU_INT: snprintf(buf, size, "%d", *(const int *)p); return 1;
   case RASPU_LONG: snprintf(buf, size, "%ld", *(const long *)p); return 1;
   case RASPU_U64: snprintf(buf, size, "%llu", (unsigned long long)*(const uint64_t *)p); return 1;
-  case RASPU_FLOAT: /* the shortest text that reads back as the value */
-    for (int d = 6; d <= 9; d++) {
-      snprintf(buf, size, "%.*g", d, (double)*(const float *)p);
-      if (strtof(buf, NULL) == *(const float *)p) break;
-    }
-    return 1;
+  case RASPU_FLOAT: raspU_float_text(*(const float *)p, buf, size); return 1;
   case RASPU_DOUBLE:
     for (int d = 15; d <= 17; d++) {
       snprintf(buf, size, "%.*g", d, *(const double *)p);

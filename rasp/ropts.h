@@ -108,5 +108,7 @@ void raspU_help(const raspU_table *t, unsigned cmd, const void *defaults, FILE *
 ** the text in buf; 0 for a flag that is set (no text); -1 when there is
 ** nothing to write (a flag that is not set, a NULL string, a TEXT row). */
 int raspU_value_text(const raspU_option *o, const void *base, char *buf, size_t size);
+/* f in the shortest "%g" text (6 to 9 digits) that reads back as f; buf. */
+const char *raspU_float_text(float f, char *buf, size_t size);
 
 #endif

@@ -291,13 +291,17 @@ int train_arm_init(train_arm *a, const train_opts *o, int trial, int random_init
   return 1;
 }
 
+long train_steps_per_epoch(const train_opts *o) {
+  long n = (long)o->ntrain * (o->task.structured + 1);
+  return (n + o->batch - 1) / o->batch;
+}
+
 train_sched train_sched_of(const train_opts *o) {
   /* the schedule's length: --decay-steps, else the run's */
-  long n = (long)o->ntrain * (o->task.structured + 1), per_epoch = (n + o->batch - 1) / o->batch;
   return (train_sched){.warmup = o->warmup, .decay = o->decay, .floor = o->lr_floor,
                        .total = o->decay_steps ? o->decay_steps
                                 : o->max_steps ? o->max_steps
-                                               : per_epoch * o->epochs};
+                                               : train_steps_per_epoch(o) * o->epochs};
 }
 
 void train_arm_free(train_arm *a) {

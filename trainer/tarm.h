@@ -114,6 +114,9 @@ void train_arm_free(train_arm *a);
 /* The learning-rate schedule o asks for; its length is --decay-steps, else
 ** --max-steps, else --epochs passes over the training set. */
 train_sched train_sched_of(const train_opts *o);
+/* Optimiser steps in one pass over the training set (structured variants
+** included): ceil(sequences / --batch). */
+long train_steps_per_epoch(const train_opts *o);
 /* Sets up a's probe of the n head units u (copied) against the model at
 ** a->ref, over samples 0..cnt-1 of d as evaluation encodes them; without
 ** units or ref there is nothing to probe (a->probe stays off).  1, or 0

@@ -41,14 +41,6 @@ typedef struct hooks {
   void *ctx;
 } hooks;
 
-/* Trains the n arms from epoch epoch0, whose first `skip` batches were
-** taken already (*step steps taken in all), until o->epochs epochs, o->max_steps steps, a hook's stop or every arm stopped.  o gives
-** the schedule (--batch, --epochs, --max-steps) and the seed of the order.
-** An arm whose step found a non-finite loss, gradient or weight
-** (train_arm_step) is stopped: its ->stopped is that step, it takes no
-** more steps and its loss is NAN from then on; when every arm has
-** stopped, the epoch's hook runs and the loop ends.  1, or 0 with err (a
-** hook's). */
 /* ---- progress ----------------------------------------------------------- */
 
 typedef struct progress {
@@ -64,13 +56,12 @@ static double now_s(void) {
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-static void progress_start(progress *p, const train_opts *o, const train_dataset *tr,
-                           long step) {
+static void progress_start(progress *p, const train_opts *o, long step) {
   memset(p, 0, sizeof *p);
   const train_transport *t = train_get_transport();
   p->on = !o->quiet && (!t || t->rank == 0);
   p->tty = isatty(2);
-  long per_epoch = (tr->n + o->batch - 1) / o->batch, total = per_epoch * o->epochs;
+  long total = train_steps_per_epoch(o) * o->epochs;
   p->total = o->max_steps && o->max_steps < total ? o->max_steps : total;
   p->step0 = step;
   p->t0 = p->last = now_s();
@@ -123,11 +114,20 @@ static void status_clear(void) {
   if (isatty(2)) fputs("\r\033[K", stderr);
 }
 
+/* Trains the n arms from epoch epoch0, whose first `skip` batches were
+** taken already (*step steps taken in all), until o->epochs epochs,
+** o->max_steps steps, a hook's stop or every arm stopped.  o gives
+** the schedule (--batch, --epochs, --max-steps) and the seed of the order.
+** An arm whose step found a non-finite loss, gradient or weight
+** (train_arm_step) is stopped: its ->stopped is that step, it takes no
+** more steps and its loss is NAN from then on; when every arm has
+** stopped, the epoch's hook runs and the loop ends.  1, or 0 with err (a
+** hook's). */
 static int loop(train_arm *arms, int n, const train_opts *o, const train_dataset *tr,
                 int epoch0, int skip, long *step, const hooks *h, rasp_error *err) {
   long max = o->max_steps ? o->max_steps : 1L << 40;
   progress pg;
-  progress_start(&pg, o, tr, *step);
+  progress_start(&pg, o, *step);
   int *ord = raspM_alloc((size_t)tr->n * sizeof *ord);
   double *loss = raspM_alloc((size_t)n * sizeof *loss);
   int ok = 1, stop = 0, live = 1;
@@ -601,10 +601,7 @@ int train_compare(const train_opts *o, const train_dataset *tr, const train_data
   if (ok && step) {
     train_log_resume(&c.csv, c.csv_path, 0, step);
     fprintf(stderr, "rasp-train: compare resumed at step %ld\n", step);
-    for (int k = 0; k < c.n; k++) { /* the summary's rows, were nothing left to run */
-      train_arm_eval(&c.arms[k], c.te, c.nev, -1, &c.last[k]);
-      c.last_step[k] = step;
-    }
+    for (int k = 0; k < c.n; k++) c.last_step[k] = -1; /* no row yet (summary below) */
   } else if (ok) {
     int A = train_answer_len(o);
     train_log_printf(&c.csv, "step,init,train_loss,val_loss,val_lead_acc,val_seq_acc,"
@@ -617,10 +614,15 @@ int train_compare(const train_opts *o, const train_dataset *tr, const train_data
     ok = train_log_commit(&c.csv, c.csv_path, err) && write_compare_gp(gp, c.n, c.names, err);
   if (ok) {
     hooks h = {compare_step, NULL, &c};
-    long per_epoch = (tr->n + o->batch - 1) / o->batch;
+    long per_epoch = train_steps_per_epoch(o);
     ok = loop(c.arms, c.n, o, tr, (int)(step / per_epoch), (int)(step % per_epoch), &step, &h,
               err);
   }
+  for (int k = 0; ok && k < c.n; k++)
+    if (c.last_step[k] < 0) { /* resumed with nothing left to run: the summary's row */
+      train_arm_eval(&c.arms[k], c.te, c.nev, -1, &c.last[k]);
+      c.last_step[k] = step;
+    }
   /* each arm's final weights and optimiser state, as a trial's checkpoint
   ** (DIR/arm_NAME.ckpt: its manifest's params_fnv and opt_fnv tell two
   ** runs apart bit for bit) */

@@ -23,16 +23,11 @@
 #include <unistd.h>
 
 #include "rmem.h"
+#include "ropts.h"
 #include "tarm.h"
 
-/* The shortest "%g" text that reads back as f. */
-static const char *ftext(char *buf, size_t size, float f) {
-  for (int p = 6; p <= 9; p++) {
-    snprintf(buf, size, "%.*g", p, (double)f);
-    if (strtof(buf, NULL) == f) break;
-  }
-  return buf;
-}
+/* The shortest text that reads back as f (ropts.h). */
+#define ftext(buf, size, f) raspU_float_text((f), (buf), (size))
 
 void train_config_text(train_log *b, const train_opts *o, uint64_t init_fnv) {
   char f1[32], f2[32], f3[32];
