@@ -17,6 +17,9 @@
 ** interpreter to stop it (rasp_interrupt).  From a pipe, no prompt is
 ** shown; lines are read the same way (pselect, then read), SIGINT ends the
 ** session there, and an unindented line after a block ends the block.
+** A piped session that had a failed entry exits with the status the first
+** failure would give in `rasp run` (a script's caller must see it); at a
+** terminal the session exits 0, the errors having been seen as they came.
 **
 ** What programs may reach is as in every command (rasp_access in rasp.h),
 ** with the current directory as the program's tree.  Because a bare `rasp`
@@ -30,6 +33,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,11 +59,32 @@ typedef struct repl {
   int symbols;        /* show token-valued sequences as symbols */
   char *buf;          /* the entry being typed (a block spans lines) */
   size_t blen;
+  int failed;         /* exit status of the first entry that failed: a piped
+                      ** session ends with it, so a script's caller sees it */
 } repl;
 
 static repl *completion_repl;
 static volatile sig_atomic_t got_signal; /* the last SIGINT/SIGTERM/SIGHUP */
 static rasp_ctx *volatile running;       /* the context running an entry */
+
+/* Prints an entry's error and remembers the session failed. */
+static void report(repl *r, const rasp_error *err) {
+  raspR_print(err, stderr);
+  int status = raspR_exit_status(err);
+  if (!r->failed) r->failed = status ? status : 1;
+}
+
+/* A colon command's complaint (status 2 for a usage error, 1 otherwise),
+** remembered as report's are. */
+static void complain(repl *r, int status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void complain(repl *r, int status, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vfprintf(stderr, fmt, ap);
+  va_end(ap);
+  if (!r->failed) r->failed = status;
+}
 
 /* rasp_repl_entry, which Ctrl-C can stop (see on_signal). */
 static int repl_entry(repl *r, const char *text, int *node, int *is_sel, char **shown,
@@ -84,7 +109,7 @@ static int repl_reset(repl *r, char **example, int n) {
   rasp_error err = {0};
   rasp_ctx *ctx = rasp_ctx_new(n, NULL, &err);
   if (!ctx || !rasp_set_access(ctx, &r->access, &err)) {
-    raspR_print(&err, stderr);
+    report(r, &err);
     rasp_ctx_free(ctx);
     return 0;
   }
@@ -93,7 +118,7 @@ static int repl_reset(repl *r, char **example, int n) {
   int ok = rasp_set_vocab(ctx, (const char *const *)vocab, nvocab, &err) &&
            rasp_load_stdlib(ctx, r->stdlib, &err);
   if (!ok) {
-    raspR_print(&err, stderr);
+    report(r, &err);
     raspC_free_strings(vocab, nvocab);
     rasp_ctx_free(ctx);
     return 0;
@@ -107,7 +132,7 @@ static int repl_reset(repl *r, char **example, int n) {
     err.set = 0;
     if (!repl_entry_quiet(r, r->entries[i], &err)) {
       fprintf(stderr, "(replaying an earlier entry for the new example failed)\n");
-      raspR_print(&err, stderr);
+      report(r, &err);
     }
   }
   rasp_ctx_free(old);
@@ -123,7 +148,7 @@ static void show_selector(repl *r, rasp_eval *ev, int node) {
   rasp_error err = {0};
   const unsigned char *m = raspE_selector(ev, node, 0, &err);
   if (!m) {
-    raspR_print(&err, stderr);
+    report(r, &err);
     return;
   }
   int n = r->n;
@@ -153,7 +178,7 @@ static void show_node(repl *r, int node, int is_sel) {
   rasp_eval *ev = raspE_new(ir);
   rasp_error err = {0};
   if (!raspE_run(ev, 1, r->tokens, &err)) {
-    raspR_print(&err, stderr);
+    report(r, &err);
   } else if (is_sel) {
     show_selector(r, ev, node);
   } else {
@@ -171,12 +196,12 @@ static void show_layers(repl *r, const char *expr) {
   int node, is_sel;
   char *shown;
   if (!repl_entry(r, expr, &node, &is_sel, &shown, &err)) {
-    raspR_print(&err, stderr);
+    report(r, &err);
     return;
   }
   free(shown);
   if (node < 0 || is_sel) {
-    fprintf(stderr, ":layers: '%s' is not a sequence expression\n", expr);
+    complain(r, 1, ":layers: '%s' is not a sequence expression\n", expr);
     return;
   }
   /* the compiled model's schedule with the expression as its output, as
@@ -205,12 +230,12 @@ static void show_ir(repl *r, const char *expr) {
     char *shown;
     int ok = repl_entry(r, expr, &node, &is_sel, &shown, &err);
     if (!ok) {
-      raspR_print(&err, stderr);
+      report(r, &err);
       return;
     }
     free(shown);
     if (node < 0) {
-      fprintf(stderr, ":ir: '%s' is not a sequence or a selector\n", expr);
+      complain(r, 1, ":ir: '%s' is not a sequence or a selector\n", expr);
       return;
     }
   }
@@ -263,7 +288,7 @@ static void load_file(repl *r, const char *path) {
   int ok = rasp_exec_file(r->ctx, path, &err);
   running = NULL;
   if (!ok) {
-    raspR_print(&err, stderr);
+    report(r, &err);
     return;
   }
   rasp_source *src = raspR_source_file(path, &err);
@@ -299,18 +324,18 @@ static int run_command(repl *r, const char *text) {
     }
   } else if (strcmp(cmd, "layers") == 0) {
     if (*p) show_layers(r, p);
-    else fprintf(stderr, "usage: :layers EXPR\n");
+    else complain(r, 2, "usage: :layers EXPR\n");
   } else if (strcmp(cmd, "load") == 0) {
     if (*p) load_file(r, p);
-    else fprintf(stderr, "usage: :load FILE\n");
+    else complain(r, 2, "usage: :load FILE\n");
   } else if (strcmp(cmd, "doc") == 0) {
     if (*p) {
       char *d = rasp_describe(r->ctx, p);
-      if (!d) fprintf(stderr, ":doc: unknown name '%s'\n", p);
+      if (!d) complain(r, 1, ":doc: unknown name '%s'\n", p);
       else printf("%s\n", d);
       raspM_free(d);
     } else {
-      fprintf(stderr, "usage: :doc NAME\n");
+      complain(r, 2, "usage: :doc NAME\n");
     }
   } else if (strcmp(cmd, "ir") == 0) {
     show_ir(r, p);
@@ -318,12 +343,12 @@ static int run_command(repl *r, const char *text) {
     if (strcmp(p, "on") == 0) r->symbols = 1;
     else if (strcmp(p, "off") == 0) r->symbols = 0;
     else if (*p) {
-      fprintf(stderr, "usage: :symbols [on|off], not '%s'\n", p);
+      complain(r, 2, "usage: :symbols [on|off], not '%s'\n", p);
       return 0;
     }
     printf("symbols %s\n", r->symbols ? "on" : "off");
   } else {
-    fprintf(stderr, "unknown command ':%s' (try :help)\n", cmd);
+    complain(r, 2, "unknown command ':%s' (try :help)\n", cmd);
   }
   return 0;
 }
@@ -335,7 +360,7 @@ static void run_code(repl *r, const char *text) {
   char *shown;
   int ok = repl_entry(r, text, &node, &is_sel, &shown, &err);
   if (!ok) {
-    raspR_print(&err, stderr);
+    report(r, &err);
     return;
   }
   /* A sequence or selector expression only traces nodes: replaying it for
@@ -683,6 +708,9 @@ static int repl_main(repl *rp) {
   }
   restore_signals(old);
   fflush(stdout);
+  /* a script piped in fails as `rasp run` would; at a terminal the errors
+  ** were seen as they came */
+  if (!interactive && status == 0) status = r.failed;
   if (interactive) free(line);
   raspM_free(piped.buf);
   save_history(histfile);

@@ -5,6 +5,7 @@
 # stdout and stderr must equal tests/repl/pipe.out and pipe.err exactly (no
 # prompts on a pipe; every colon command, blocks, symbols, errors), the
 # line after :quit must not run, and the history file must hold the lines.
+# A piped session with a failed entry exits with that entry's status.
 # Then: the end of piped input in the middle of a block runs the block,
 # SIGTERM while waiting for piped input saves the history (status 143), a
 # SIGHUP ignored at the start stays ignored, and `rasp repl --help` / a bad
@@ -25,7 +26,8 @@ sanitizer_clean() {
 mkdir "$tmp/home"
 HOME=$tmp/home $TIMEOUT "$RASP" repl <tests/repl/pipe.in >"$tmp/out" 2>"$tmp/err"
 status=$?
-[ "$status" -eq 0 ] && ok "piped session: status 0" || bad "piped session: status $status"
+# pipe.in has failing entries: the first is a type error (status 1, as `rasp run`)
+[ "$status" -eq 1 ] && ok "piped session with failed entries: status 1" || bad "piped session: status $status"
 sanitizer_clean "$tmp/err" "piped session"
 if diff -u tests/repl/pipe.out "$tmp/out" >"$tmp/diff"; then
   ok "piped session: stdout"
@@ -47,6 +49,19 @@ else
   bad "piped session: history file"
   cat "$hist" 2>/dev/null
 fi
+
+# a piped session's status: 0 when every entry ran, else the first failure's
+# (a usage error in a colon command is 2, an unknown name 1)
+for case in "x = 1|0" "x = 1
+:frob|2" "y = nosuch
+:frob|1" ":doc nosuch
+x = 1|1" ":load|2"; do
+  want=${case##*|}
+  printf '%s\n' "${case%|*}" | HOME=$tmp/home $TIMEOUT "$RASP" repl >/dev/null 2>"$tmp/err"
+  got=$?
+  [ "$got" = "$want" ] && ok "piped status $want for: $(echo "${case%|*}" | tr '\n' ';')" ||
+    bad "piped status $got, not $want, for: ${case%|*}" "$tmp/err"
+done
 
 # the input ends inside a block: the block still runs
 printf 'def f(s):\n    return s + 1\n' >"$tmp/block.in"
