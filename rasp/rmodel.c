@@ -433,9 +433,13 @@ static int jvalue(jparser *p, jval *v, int depth) {
     ** buffer, which need not be NUL-terminated. */
     char buf[64];
     size_t n = 0;
-    while (p->pos < p->len && n < sizeof buf - 1 &&
-           strchr("+-0123456789.eE", p->s[p->pos]) && p->s[p->pos])
-      buf[n++] = p->s[p->pos++];
+    while (p->pos + n < p->len && p->s[p->pos + n] && strchr("+-0123456789.eE", p->s[p->pos + n]))
+      n++;
+    /* no number a model file holds needs more than a double's 17 digits and
+    ** an exponent; a longer one is named as such, not as a missing ',' */
+    if (n >= sizeof buf) return jfail(p, "a number longer than 63 characters");
+    memcpy(buf, p->s + p->pos, n);
+    p->pos += n;
     buf[n] = 0;
     char *end;
     errno = 0;

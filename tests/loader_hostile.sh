@@ -5,7 +5,7 @@
 # rasp_model.load raises FormatError, each within seconds and without a
 # large allocation (the Python side runs under a 2 GB address-space
 # limit): configs out of range (n_layers 10^8, 10^6, -1; causal 2), a key
-# given twice, a non-finite weight, overlapping tensors, a checksum that does not match,
+# given twice, a 100,000-digit number, a non-finite weight, overlapping tensors, a checksum that does not match,
 # /dev/zero and a 30 GB sparse file as the tensor file, a FIFO.
 # Prints "N passed, M failed".
 NAME=loader_hostile
@@ -56,6 +56,11 @@ variant dup; json_edit dup 's/"n_layers": \([0-9]*\)/"n_layers": \1, "n_layers":
 both_refuse dup "a key twice in STEM.json (C read the first, Python the last)"
 variant sum; json_edit sum 's/"params_fnv": "[0-9a-f]*"/"params_fnv": "0000000000000000"/'
 both_refuse sum "a checksum that does not match"
+# a 100,000-digit number: named as a number too long (C), refused (Python)
+variant long; json_edit long "s/\"n_layers\": [0-9]*/\"n_layers\": $(head -c 100000 /dev/zero | tr '\0' 7)/"
+both_refuse long "a 100,000-digit number in STEM.json"
+if grep -q "number longer than" "$tmp/c.out"; then ok "rasp apply names the long number"
+else bad "rasp apply's message for a long number" "$tmp/c.out"; fi
 # a NaN weight and overlapping tensors: the tensor file edited (Python)
 variant nan
 "$PY" - "$tmp/nan.safetensors" <<'PYEOF'
