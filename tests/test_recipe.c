@@ -165,6 +165,82 @@ static void teach_gradcheck(int ln) {
   raspN_free(&mt);
 }
 
+/* The teacher loss through a fitted linear map (tteach.h): a student of 2
+** layers and width 4 (no BOS) taught by a teacher of 3 layers and width 6
+** that reads a BOS position first; the gradient against central
+** differences of the loss, whose map is refitted at every evaluation (so
+** the check covers the envelope argument and the ridge's share). */
+static void teach_map_gradcheck(int ln) {
+  rasp_model_config c = {.vocab_size = 6, .max_len = 5, .d_model = 4, .n_layers = 2,
+                         .n_heads = 2, .d_head = 2, .d_mlp = 5, .n_out = 6, .causal = 1,
+                         .layer_norm = ln, .pos_embedding = 1, .gelu = 1, .bos_token = -1};
+  rasp_model_config ct = c;
+  ct.d_model = 6, ct.n_layers = 3, ct.n_heads = 3, ct.max_len = 6, ct.layer_norm = 0;
+  rasp_model ms, mt;
+  rasp_error err = {0};
+  ck_assert_int_eq(raspN_init(&ms, &c, &err), 1);
+  ck_assert_int_eq(raspN_init(&mt, &ct, &err), 1);
+  train_init_params(&ms, 21);
+  train_init_params(&mt, 22);
+  for (size_t i = 0; i < ms.nparams; i++) ms.params[i] *= 5;
+  for (size_t i = 0; i < mt.nparams; i++) mt.params[i] *= 5;
+  enum { B = 3, T = 5 };
+  int tok[B * T] = {0, 3, 1, 5, 2, 4, 4, 1, 0, 3, 2, 2, 5, 1, 0}, tgt[B * T] = {0};
+  int ttok[B * (T + 1)];
+  for (int b = 0; b < B; b++) { /* the teacher's input: BOS (5), then the student's */
+    ttok[b * (T + 1)] = 5;
+    memcpy(ttok + b * (T + 1) + 1, tok + b * T, T * sizeof(int));
+  }
+  float w[B * T] = {0};
+  train_net s, t;
+  ck_assert_int_eq(train_net_init(&s, &ms, B, T, 0.0f, &err), 1);
+  ck_assert_int_eq(train_net_init(&t, &mt, B, T + 1, 0.0f, &err), 1);
+  train_forward(&t, ttok, B, T + 1);
+  float *wt = raspM_alloc((size_t)2 * ct.n_layers * ct.d_model * sizeof *wt);
+  train_teach_weights(&t, wt);
+  train_teach_map mp;
+  train_teach_map_init(&mp, c.n_layers, ct.n_layers, c.d_model, ct.d_model, 1);
+  ck_assert_int_eq(mp.pair[0], 1); /* round(1 * 6/4) - 1 = 2 - 1 */
+  ck_assert_int_eq(mp.pair[1], 2); /* round(2 * 6/4) - 1 */
+  ck_assert_int_eq(mp.pair[3], 5); /* the last meets the last */
+  double scale = 3.0 / (B * T * ct.d_model * 2.0 * c.n_layers);
+  train_zero_grad(&s);
+  train_forward(&s, tok, B, T);
+  train_loss(&s, tgt, w, 1.0f, 1, NULL);
+  double l0 = train_teach_map_loss(&s, &t, &mp, wt, scale, 1);
+  ck_assert(l0 > 1e-3);
+  train_backward(&s);
+  int checked = 0;
+  for (size_t i = 0; i < ms.nparams; i++) {
+    float save = ms.params[i], h = 1e-3f;
+    ms.params[i] = save + h;
+    train_forward(&s, tok, B, T);
+    double lp = train_teach_map_loss(&s, &t, &mp, wt, scale, 0);
+    ms.params[i] = save - h;
+    train_forward(&s, tok, B, T);
+    double lm = train_teach_map_loss(&s, &t, &mp, wt, scale, 0);
+    ms.params[i] = save;
+    double num = (lp - lm) / (2.0 * h), an = s.grad[i];
+    double rel = fabs(num - an) / fmax(fabs(num) + fabs(an), 1e-4);
+    ck_assert_msg(rel < 3e-2, "parameter %zu: analytic %g, numeric %g (rel %g)", i, an, num, rel);
+    checked += fabs(an) > 1e-5;
+  }
+  ck_assert_int_gt(checked, (int)ms.nparams / 3); /* not vacuous: a third reach the states */
+  train_teach_map_free(&mp);
+  raspM_free(wt);
+  train_teach_free(&s);
+  train_net_free(&s);
+  train_net_free(&t);
+  raspN_free(&ms);
+  raspN_free(&mt);
+}
+
+START_TEST(test_teach_map_grad) { teach_map_gradcheck(0); }
+END_TEST
+
+START_TEST(test_teach_map_grad_ln) { teach_map_gradcheck(1); }
+END_TEST
+
 START_TEST(test_teach_grad) { teach_gradcheck(0); }
 END_TEST
 
@@ -190,6 +266,8 @@ static Suite *make_suite(void) {
   tcase_add_test(tc, test_clip);
   tcase_add_test(tc, test_clipped_step);
   tcase_add_test(tc, test_teach_grad);
+  tcase_add_test(tc, test_teach_map_grad);
+  tcase_add_test(tc, test_teach_map_grad_ln);
   tcase_add_test(tc, test_teach_grad_ln);
   tcase_add_test(tc, test_teach_weight);
   suite_add_tcase(s, tc);

@@ -153,8 +153,9 @@ static const raspU_option optdefs[] = {
     OPT("--teacher", "STEM", K_STR, F(teacher), 0, 0, 0, NULL, 1,
      "a compiled model whose residual stream, after every sublayer, the model is "
      "pulled toward on every batch (a mean squared distance per entry, each "
-     "dimension in units of its size in the teacher, added to the loss); the "
-     "model must have its architecture (a random arm)", "none"),
+     "dimension in units of its size in the teacher, added to the loss); a model "
+     "of another architecture through the linear map that fits best on each "
+     "batch", "none"),
     OPT("--teacher-weight", "X", K_FLOAT, F(teacher_weight), 0, 1e6, 0, NULL, 1,
      "the teacher loss's weight lambda", NULL),
     OPT("--teacher-until", "STEPS", K_LONG, F(teacher_until), 0, 1099511627776.0, 0, NULL, 1,

@@ -178,7 +178,9 @@ fail:
 }
 
 /* --teacher: the compiled model as an arm of its own (no dropout, never
-** stepped), which must have a's architecture.  1, or 0 with err. */
+** stepped).  A student of its architecture is compared entry by entry,
+** any other through a fitted linear map (tteach.h), whose positions are
+** the teacher's less a BOS position the student lacks.  1, or 0 with err. */
 static int teacher_init(train_arm *a, int trial, const train_dataset *d, rasp_error *err) {
   const train_opts *o = a->o;
   train_opts *to = raspM_alloc(sizeof *to);
@@ -201,31 +203,44 @@ static int teacher_init(train_arm *a, int trial, const train_dataset *d, rasp_er
     return 0;
   }
   const rasp_model_config *s = &a->m.cfg, *t = &a->teacher->m.cfg;
+  train_arm *ta = a->teacher;
   int same = s->d_model == t->d_model && s->n_layers == t->n_layers &&
-             a->prefix == a->teacher->prefix && a->T == a->teacher->T;
-  if (same) {
-    /* the loss's weights, from the teacher on training samples 0..B-1 as
-    ** evaluation encodes them: the same in every run and every resume */
-    train_arm *ta = a->teacher;
-    int B = ta->net.B < d->n ? ta->net.B : d->n;
-    train_batch eb;
-    train_batch_init(&eb, B, ta->T, d->len);
-    for (int j = 0; j < B; j++) train_batch_put(&eb, j, to, d, j, -1, 1, ta->prefix);
-    ta->net.training = 0;
-    train_forward(&ta->net, eb.in, B, ta->T);
-    a->teach_w = raspM_alloc((size_t)2 * (t->n_layers ? t->n_layers : 1) * t->d_model *
-                             sizeof(float));
-    train_teach_weights(&ta->net, a->teach_w);
-    train_batch_free(&eb);
-  }
-  if (!same) {
-    raspR_setnoposc(err, RASP_E_USAGE, "--teacher '%s': the model must have the teacher's "
-                    "architecture (d_model %d, %d layers%s), not d_model %d, %d layers%s: "
-                    "teach a random arm of the compiled architecture",
-                    o->teacher, t->d_model, t->n_layers,
-                    a->teacher->prefix >= 0 ? ", a BOS position first" : "", s->d_model,
-                    s->n_layers, a->prefix >= 0 ? ", a BOS position first" : "");
+             a->prefix == ta->prefix && a->T == ta->T;
+  int shift = ta->prefix >= 0 && a->prefix < 0;
+  if (!same && (a->prefix >= 0 && ta->prefix < 0)) {
+    raspR_setnoposc(err, RASP_E_USAGE, "--teacher '%s': the model reads a BOS position first and "
+                    "the teacher does not; a teacher's positions must be the student's or one "
+                    "more (its BOS)", o->teacher);
     return 0;
+  }
+  if (!same && ta->T != a->T + shift) {
+    raspR_setnoposc(err, RASP_E_USAGE, "--teacher '%s': the teacher reads %d positions and the "
+                    "model %d%s: not the same task layout", o->teacher, ta->T, a->T,
+                    shift ? " and a BOS" : "");
+    return 0;
+  }
+  if (!same && s->n_layers < 1) {
+    raspR_setnoposc(err, RASP_E_USAGE, "--teacher '%s': the model has no layer to teach",
+                    o->teacher);
+    return 0;
+  }
+  /* the loss's weights, from the teacher on training samples 0..B-1 as
+  ** evaluation encodes them: the same in every run and every resume */
+  int B = ta->net.B < d->n ? ta->net.B : d->n;
+  train_batch eb;
+  train_batch_init(&eb, B, ta->T, d->len);
+  for (int j = 0; j < B; j++) train_batch_put(&eb, j, to, d, j, -1, 1, ta->prefix);
+  ta->net.training = 0;
+  train_forward(&ta->net, eb.in, B, ta->T);
+  a->teach_w = raspM_alloc((size_t)2 * (t->n_layers ? t->n_layers : 1) * t->d_model *
+                           sizeof(float));
+  train_teach_weights(&ta->net, a->teach_w);
+  train_batch_free(&eb);
+  if (!same) {
+    a->teach_map = raspM_alloc(sizeof *a->teach_map);
+    train_teach_map_init(a->teach_map, s->n_layers, t->n_layers, s->d_model, t->d_model, shift);
+    if (shift)
+      a->teach_in = raspM_alloc((size_t)(a->net.B ? a->net.B : 1) * ta->T * sizeof(int));
   }
   return 1;
 }
@@ -314,6 +329,11 @@ void train_arm_free(train_arm *a) {
   a->teacher_o = NULL;
   raspM_free(a->teach_w);
   a->teach_w = NULL;
+  if (a->teach_map) train_teach_map_free(a->teach_map);
+  raspM_free(a->teach_map);
+  a->teach_map = NULL;
+  raspM_free(a->teach_in);
+  a->teach_in = NULL;
   train_teach_free(&a->net);
   raspM_free(a->probe.u);
   raspM_free(a->probe.ref);
@@ -453,8 +473,8 @@ double train_arm_step(train_arm *a, int b) {
   double lambda = a->teacher ? train_teach_weight(a->o->teacher_weight, a->o->teacher_until,
                                                   a->opt.step + 1)
                              : 0;
-  double tscale = lambda / ((double)b * T * a->m.cfg.d_model * 2.0 *
-                            (a->m.cfg.n_layers ? a->m.cfg.n_layers : 1));
+  int tD = a->teach_map ? a->teacher->m.cfg.d_model : a->m.cfg.d_model; /* the targets' width */
+  double tscale = lambda / ((double)b * T * tD * 2.0 * (a->m.cfg.n_layers ? a->m.cfg.n_layers : 1));
   a->teach_loss = 0;
   a->net.training = 1;
   double loss = 0;
@@ -466,9 +486,22 @@ double train_arm_step(train_arm *a, int b) {
     train_forward(&a->net, bt->in + off, mb, T);
     double l = train_loss(&a->net, bt->tgt + off, bt->w + off, (float)(1.0 / wsum), 1, NULL);
     a->net.aux_on = 0;
-    if (lambda > 0) { /* the teacher's states on the same rows */
+    if (lambda > 0 && !a->teach_map) { /* the teacher's states on the same rows */
       train_forward(&a->teacher->net, bt->in + off, mb, T);
       a->teach_loss += train_teach_loss(&a->net, &a->teacher->net, a->teach_w, tscale, 1);
+    } else if (lambda > 0) { /* the same sequences, after the teacher's BOS if it has one */
+      const int *tin = bt->in + off;
+      int tT = a->teacher->T;
+      if (a->teach_in) {
+        for (int q = 0; q < mb; q++) {
+          a->teach_in[(size_t)q * tT] = a->teacher->prefix;
+          memcpy(a->teach_in + (size_t)q * tT + 1, tin + (size_t)q * T, (size_t)T * sizeof(int));
+        }
+        tin = a->teach_in;
+      }
+      train_forward(&a->teacher->net, tin, mb, tT);
+      a->teach_loss += train_teach_map_loss(&a->net, &a->teacher->net, a->teach_map, a->teach_w,
+                                            tscale, 1);
     }
     train_backward(&a->net);
     if (r > 0) { /* kept until the sum of micro-batches 0..lo-1 comes */

@@ -41,6 +41,7 @@
 #include "tdata.h"
 #include "tnet.h"
 #include "topts.h"
+#include "tteach.h"
 
 typedef struct train_metrics {
   double loss, seq_acc, tok_acc, lead_acc;
@@ -69,6 +70,8 @@ typedef struct train_arm {
   train_opts *teacher_o;     /* its options (owned) */
   double teach_loss;   /* the last step's teacher loss (tteach.h) */
   float *teach_w;      /* its per-dimension weights (2L x D) */
+  train_teach_map *teach_map; /* another architecture's map, or NULL */
+  int *teach_in;       /* the teacher's input (a BOS the student lacks) */
   train_batch batch;   /* one batch (--batch samples), encoded */
   int prefix;          /* BOS id prepended (compiled architectures), or -1 */
   int T;               /* model positions */

@@ -18,10 +18,31 @@
 ** 0..B-1 (train_teach_weights), so a resumed run uses the same.  lambda
 ** is --teacher-weight, annealed linearly to 0 at step --teacher-until
 ** (0: constant), so what is left at the end is learned, not imposed.  The
-** student must have the teacher's architecture (a random arm of the
-** compiled architecture: the same layers, width and BOS position); the
 ** teacher runs without dropout and never trains.  The gradient goes into
 ** the student's backward pass through train_net's aux_mid and aux_out.
+**
+** A student of the teacher's architecture (a random arm of the compiled
+** one: the same layers, width and BOS position) is compared entry by
+** entry.  A student of any other architecture (the standard pre-LN
+** transformer, say) is compared through a linear map: its state k (of
+** 2Ls: after each of its sublayers) against the teacher's state j(k) at
+** the same depth, j = round((k + 1) 2Lt / 2Ls) - 1, so its last state
+** meets the teacher's last, and the map is the best one on the
+** micro-batch's rows -- ridge least squares, refitted at every step:
+**
+**     A_k = argmin_A  sum_d w_jd ( |S_k a_d - H_jd|^2 + mu_k |a_d|^2 )
+**     mu_k = rho (tr(S_k' S_k) / Ds + 1e-8),  rho = 1e-3
+**
+** with S_k the student's rows (R x Ds) and H_j the teacher's on the same
+** positions (R x Dt; a teacher with a BOS position the student lacks is
+** read one position on).  The loss is that minimum, times
+** lambda / (b T Dt 2Ls).  Fitting the map in closed form rather than
+** learning it keeps nothing between steps (a resumed run and K ranks see
+** what one run sees), and its gradient is the fixed-map one (the envelope
+** theorem: the loss is stationary in A at its minimum), plus the ridge's
+** dependence on S_k through mu_k.  A student can lower the loss only by
+** holding the teacher's values linearly in its own state: a map of a
+** constant state fits nothing but the teacher's mean.
 */
 #ifndef RASP_TTEACH_H
 #define RASP_TTEACH_H
@@ -44,6 +65,28 @@ void train_teach_weights(const train_net *t, float *w);
 /* lambda at step `step` (from 1): weight, falling linearly to 0 at until
 ** (until 0: weight throughout). */
 double train_teach_weight(double weight, long until, long step);
+/* The linear-map comparison (above): the pairing, the row shift and the
+** scratch of its fit, sized at the first use. */
+typedef struct train_teach_map {
+  int Ls, Lt;  /* student and teacher layers */
+  int *pair;   /* 2 Ls: the teacher state student state k is held to */
+  int shift;   /* teacher position of student position p: p + shift */
+  double rho;  /* the relative ridge */
+  int Ds, Dt;
+  size_t cap;  /* rows the scratch holds */
+  float *H, *P, *G, *C, *X; /* R x Dt, R x Dt, Ds x Ds, Ds x Dt, Ds x Dt */
+  double *Gd, *Xd;          /* Ds x Ds, Ds x Dt */
+} train_teach_map;
+/* Pairs the 2 Ls student states with the teacher's 2 Lt (j(k) above). */
+void train_teach_map_init(train_teach_map *mp, int Ls, int Lt, int Ds, int Dt, int shift);
+void train_teach_map_free(train_teach_map *mp);
+/* The loss above for one micro-batch, s and t after their forwards over
+** the same sequences (t's positions shifted by mp->shift), w the teacher's
+** weights (train_teach_weights), scale = lambda / (B T Dt 2Ls); with
+** want_grad, s->aux_mid and s->aux_out get its gradient, as
+** train_teach_loss's. */
+double train_teach_map_loss(train_net *s, const train_net *t, train_teach_map *mp,
+                            const float *w, double scale, int want_grad);
 /* Frees what train_teach_loss allocated in s. */
 void train_teach_free(train_net *s);
 
