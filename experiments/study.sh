@@ -30,6 +30,11 @@
 #              compiled program (--teacher, weight 100: its loss starts
 #              near the task's; annealed to 0 at half the budget, so what
 #              is left at the end is learned)
+#   stdtaught  the standard arm taught by the compiled program through the
+#              linear map fitted on each batch (its state at each depth
+#              against the program's at the same depth), weight 100,
+#              annealed to 0 at half the budget (not in the default list:
+#              --arms stdtaught)
 # Each finished cell leaves doc/study/grid/ARM-sSEED.csv (compare.csv),
 # ARM-sSEED.config.txt, ARM-sSEED.split.json and a line in
 # doc/study/grid/timing.csv (wall and CPU seconds, load average); --resume
@@ -93,6 +98,7 @@ for arm in $arms; do
       lowgain) spec="lowgain compiled" init=$WORK/d2g ;;
       frozen) spec="frozen compiled --freeze compiled --widen 64" ;;
       taught) spec="taught random --teacher $WORK/d2 --teacher-weight 100 --teacher-until $((STEPS / 2))" ;;
+      stdtaught) spec="stdtaught standard --teacher $WORK/d2 --teacher-weight 100 --teacher-until $((STEPS / 2))" ;;
       *) echo "$0: unknown arm $arm" >&2; exit 2 ;;
     esac
     dir=$WORK/$cell
