@@ -235,6 +235,68 @@ static void teach_map_gradcheck(int ln) {
   raspN_free(&mt);
 }
 
+/* --teacher-attn: the KL of every head's attention rows to the teacher's
+** (one architecture, causal and not), its gradient against central
+** differences; and the loss is 0 against the student's own patterns. */
+static void teach_attn_gradcheck(int causal) {
+  rasp_model_config c = {.vocab_size = 6, .max_len = 5, .d_model = 4, .n_layers = 2,
+                         .n_heads = 2, .d_head = 2, .d_mlp = 5, .n_out = 6, .causal = causal,
+                         .layer_norm = 1, .pos_embedding = 1, .gelu = 1, .bos_token = -1};
+  rasp_model ms, mt;
+  rasp_error err = {0};
+  ck_assert_int_eq(raspN_init(&ms, &c, &err), 1);
+  ck_assert_int_eq(raspN_init(&mt, &c, &err), 1);
+  train_init_params(&ms, 31);
+  train_init_params(&mt, 32);
+  for (size_t i = 0; i < ms.nparams; i++) ms.params[i] *= 5, mt.params[i] *= 5;
+  enum { B = 2, T = 5 };
+  int tok[B * T] = {0, 3, 1, 5, 2, 4, 4, 1, 0, 3}, tgt[B * T] = {0};
+  float w[B * T] = {0};
+  train_net s, t;
+  ck_assert_int_eq(train_net_init(&s, &ms, B, T, 0.0f, &err), 1);
+  ck_assert_int_eq(train_net_init(&t, &mt, B, T, 0.0f, &err), 1);
+  double coef = 2.0 / (B * T * c.n_heads * c.n_layers);
+  train_forward(&t, tok, B, T);
+  train_zero_grad(&s);
+  train_forward(&s, tok, B, T);
+  train_loss(&s, tgt, w, 1.0f, 1, NULL);
+  double l0 = train_teach_attn_loss(&s, &t, coef, 1);
+  ck_assert(l0 > 1e-3);
+  ck_assert_double_eq_tol(train_teach_attn_loss(&s, &s, coef, 0), 0, 1e-9);
+  train_teach_attn_loss(&s, &t, coef, 1);
+  train_backward(&s);
+  double gmax = 0; /* float32 central differences are good to a share of the largest */
+  for (size_t i = 0; i < ms.nparams; i++) gmax = fmax(gmax, fabs(s.grad[i]));
+  ck_assert(gmax > 1e-3);
+  int checked = 0;
+  for (size_t i = 0; i < ms.nparams; i++) {
+    float save = ms.params[i], h = 1e-3f;
+    ms.params[i] = save + h;
+    train_forward(&s, tok, B, T);
+    double lp = train_teach_attn_loss(&s, &t, coef, 0);
+    ms.params[i] = save - h;
+    train_forward(&s, tok, B, T);
+    double lm = train_teach_attn_loss(&s, &t, coef, 0);
+    ms.params[i] = save;
+    double num = (lp - lm) / (2.0 * h), an = s.grad[i];
+    double rel = fabs(num - an) / fmax(fabs(num) + fabs(an), 1e-2 * gmax);
+    ck_assert_msg(rel < 3e-2, "parameter %zu: analytic %g, numeric %g (rel %g)", i, an, num, rel);
+    checked += fabs(an) > 1e-2 * gmax;
+  }
+  ck_assert_int_gt(checked, (int)ms.nparams / 4); /* q, k and what feeds them */
+  train_teach_free(&s);
+  train_net_free(&s);
+  train_net_free(&t);
+  raspN_free(&ms);
+  raspN_free(&mt);
+}
+
+START_TEST(test_teach_attn_grad) { teach_attn_gradcheck(1); }
+END_TEST
+
+START_TEST(test_teach_attn_grad_bidir) { teach_attn_gradcheck(0); }
+END_TEST
+
 START_TEST(test_teach_map_grad) { teach_map_gradcheck(0); }
 END_TEST
 
@@ -267,6 +329,8 @@ static Suite *make_suite(void) {
   tcase_add_test(tc, test_clipped_step);
   tcase_add_test(tc, test_teach_grad);
   tcase_add_test(tc, test_teach_map_grad);
+  tcase_add_test(tc, test_teach_attn_grad);
+  tcase_add_test(tc, test_teach_attn_grad_bidir);
   tcase_add_test(tc, test_teach_map_grad_ln);
   tcase_add_test(tc, test_teach_grad_ln);
   tcase_add_test(tc, test_teach_weight);

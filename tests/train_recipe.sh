@@ -12,7 +12,8 @@
 #     is logged;
 #   - progress: a line every --progress steps in a log, none with --quiet;
 #   - --teacher: a random arm taught by the compiled model moves toward it;
-#     a standard arm, through the fitted map, too, and resumes bit for bit.
+#     a standard arm, through the fitted map, too, and resumes bit for bit;
+#     --teacher-attn: the heads' KL to the teacher's falls.
 # Prints "N passed, M failed".
 NAME=train_recipe
 . "${top_srcdir:-.}/tests/lib.sh"
@@ -98,6 +99,28 @@ awk -v r="$pr" -v t="$pt" 'BEGIN { exit !(t > r + 0.2) }' &&
 grep -q "^--teacher-weight 100$" "$tmp/teach/config.txt" 2>/dev/null ||
   grep -q "^# arm t ran: .*--teacher .* --teacher-weight 100" "$tmp/teach/config.txt" &&
   ok "config.txt records the teacher" || bad "config.txt lacks the teacher" "$tmp/teach/config.txt"
+# attention patterns as targets (--teacher-attn, the states' weight 0):
+# the heads' KL to the teacher's falls; a standard arm is refused
+# shellcheck disable=SC2086
+"$train" compare $task --init "$tmp/m" --train 400 --test 50 --batch 16 --micro 8 --dropout 0 \
+  --lr 1e-3 --max-steps 20 --eval-every 20 --progress 1 \
+  --arm "a random --teacher $tmp/m --teacher-weight 0 --teacher-attn 10" --out "$tmp/teacha" \
+  >"$tmp/teacha.out" 2>&1 || bad "the run taught by attention failed" "$tmp/teacha.out"
+first=$(sed -n 's/^step 1\/20 .*teacher loss \([0-9.e+-]*\)$/\1/p' "$tmp/teacha.out")
+last=$(sed -n 's/^step 20\/20 .*teacher loss \([0-9.e+-]*\)$/\1/p' "$tmp/teacha.out")
+awk -v a="$first" -v b="$last" 'BEGIN { exit !(a > 0 && b < 0.6 * a) }' &&
+  ok "taught by attention patterns: the heads' KL falls ($first at step 1, $last at step 20)" ||
+  bad "the attention teacher loss did not fall ($first, $last)" "$tmp/teacha.out"
+grep -q "^# arm a ran: .*--teacher-attn 10" "$tmp/teacha/config.txt" &&
+  ok "config.txt records --teacher-attn" || bad "config.txt lacks --teacher-attn" "$tmp/teacha/config.txt"
+# shellcheck disable=SC2086
+"$train" compare $task --init "$tmp/m" $small --max-steps 1 \
+  --arm "s standard --teacher $tmp/m --teacher-attn 1" >"$tmp/teacha2.out" 2>&1
+rc=$?
+[ $rc = 2 ] && grep -q "teacher-attn: attention patterns are compared head by head" "$tmp/teacha2.out" &&
+  ok "--teacher-attn on another architecture: refused (exit 2)" ||
+  bad "--teacher-attn on a standard arm: exit $rc" "$tmp/teacha2.out"
+
 # a standard arm (pre-LN, another width and depth, no BOS) is taught
 # through the map fitted on each batch: its teacher loss falls as well,
 # and a resumed run of it is the same run (the map keeps nothing)

@@ -158,6 +158,9 @@ static const raspU_option optdefs[] = {
      "batch", "none"),
     OPT("--teacher-weight", "X", K_FLOAT, F(teacher_weight), 0, 1e6, 0, NULL, 1,
      "the teacher loss's weight lambda", NULL),
+    OPT("--teacher-attn", "X", K_FLOAT, F(teacher_attn), 0, 1e6, 0, NULL, 1,
+     "also pull every head's attention pattern toward the teacher's head's (KL per "
+     "query row, weight X; the teacher's architecture only)", "0: off"),
     OPT("--teacher-until", "STEPS", K_LONG, F(teacher_until), 0, 1099511627776.0, 0, NULL, 1,
      "lambda falls linearly to 0 at step STEPS, so what is left is learned", "0: constant"),
     HEAD("training"),
@@ -602,8 +605,8 @@ static void opts_free(train_opts *o) {
 
 /* ---- wiring ------------------------------------------------------------- */
 
-/* The run (trials or compare) o describes; the exit status: 0, or 1 after
-** the error's message. */
+/* The run (trials or compare) o describes; the exit status: 0, or 1 (2
+** for bad usage) after the error's message. */
 static int run(const train_opts *o) {
   if (o->threads) omp_set_num_threads(o->threads);
   rasp_error err = {0};
@@ -637,7 +640,9 @@ static int run(const train_opts *o) {
   if (!ok) fprintf(stderr, "rasp-train: %s\n", err.msg);
   train_data_free(&tr);
   train_data_free(&te);
-  return ok ? 0 : 1;
+  /* an arm's options that cannot go together are bad usage (2), as the
+  ** manual says; a run that fails is 1 */
+  return ok ? 0 : err.code == RASP_E_USAGE ? 2 : 1;
 }
 
 int main(int argc, char **argv) {

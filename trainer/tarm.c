@@ -219,6 +219,13 @@ static int teacher_init(train_arm *a, int trial, const train_dataset *d, rasp_er
                     shift ? " and a BOS" : "");
     return 0;
   }
+  if (o->teacher_attn > 0 && (!same || s->n_heads != t->n_heads)) {
+    raspR_setnoposc(err, RASP_E_USAGE, "--teacher-attn: attention patterns are compared head by "
+                    "head, so the model needs the teacher's architecture (d_model %d, %d layers, "
+                    "%d heads), not d_model %d, %d layers, %d heads", t->d_model, t->n_layers,
+                    t->n_heads, s->d_model, s->n_layers, s->n_heads);
+    return 0;
+  }
   if (!same && s->n_layers < 1) {
     raspR_setnoposc(err, RASP_E_USAGE, "--teacher '%s': the model has no layer to teach",
                     o->teacher);
@@ -474,7 +481,13 @@ double train_arm_step(train_arm *a, int b) {
                                                   a->opt.step + 1)
                              : 0;
   int tD = a->teach_map ? a->teacher->m.cfg.d_model : a->m.cfg.d_model; /* the targets' width */
-  double tscale = lambda / ((double)b * T * tD * 2.0 * (a->m.cfg.n_layers ? a->m.cfg.n_layers : 1));
+  int nL = a->m.cfg.n_layers ? a->m.cfg.n_layers : 1;
+  double tscale = lambda / ((double)b * T * tD * 2.0 * nL);
+  /* --teacher-attn: its lambda, over the batch's b T H L query rows */
+  double lambda_a = a->teacher && a->o->teacher_attn > 0
+                        ? train_teach_weight(a->o->teacher_attn, a->o->teacher_until, a->opt.step + 1)
+                        : 0;
+  double acoef = lambda_a / ((double)b * T * (a->m.cfg.n_heads ? a->m.cfg.n_heads : 1) * nL);
   a->teach_loss = 0;
   a->net.training = 1;
   double loss = 0;
@@ -486,9 +499,13 @@ double train_arm_step(train_arm *a, int b) {
     train_forward(&a->net, bt->in + off, mb, T);
     double l = train_loss(&a->net, bt->tgt + off, bt->w + off, (float)(1.0 / wsum), 1, NULL);
     a->net.aux_on = 0;
-    if (lambda > 0 && !a->teach_map) { /* the teacher's states on the same rows */
+    a->net.att_coef = 0;
+    if ((lambda > 0 || lambda_a > 0) && !a->teach_map) { /* the teacher on the same rows */
       train_forward(&a->teacher->net, bt->in + off, mb, T);
-      a->teach_loss += train_teach_loss(&a->net, &a->teacher->net, a->teach_w, tscale, 1);
+      if (lambda > 0)
+        a->teach_loss += train_teach_loss(&a->net, &a->teacher->net, a->teach_w, tscale, 1);
+      if (lambda_a > 0)
+        a->teach_loss += train_teach_attn_loss(&a->net, &a->teacher->net, acoef, 1);
     } else if (lambda > 0) { /* the same sequences, after the teacher's BOS if it has one */
       const int *tin = bt->in + off;
       int tT = a->teacher->T;

@@ -570,6 +570,19 @@ VEC static void softmax_bwd_tile(float *restrict dS, const float *restrict P,
                     t, scale);
 }
 
+/* dS += coef (P - Pt) on a tile's attended entries: the gradient of coef /
+** scale times KL(Pt || P) per row with respect to the raw scores. */
+static void attn_target_bwd(float *restrict dS, const float *restrict P,
+                            const float *restrict Pt, int t, int causal, float coef) {
+  for (int i = 0; i < t; i++) {
+    int nk = causal ? i + 1 : t;
+    for (int j = 0; j < nk; j++) {
+      size_t k = (size_t)i * t + j;
+      dS[k] += coef * (P[k] - Pt[k]);
+    }
+  }
+}
+
 /* out (R x D) = attention(h) (without dropout). */
 static void attention_fwd(train_net *n, train_layer_acts *a, const lparams *p,
                           const float *h, float *out) {
@@ -635,6 +648,7 @@ static void attention_bwd(train_net *n, train_layer_acts *a, const lparams *p,
   int causal = c->causal, lowc = causal ? TKERN_C_LOWER : TKERN_FULL,
       lowa = causal ? TKERN_A_LOWER : TKERN_FULL,
       upa = causal ? TKERN_A_UPPER : TKERN_FULL;
+  const float *Pt = n->att_target && n->att_coef != 0 ? n->att_target[a - n->L] : NULL;
 #pragma omp parallel if ((long)b * t * t * Dh * H > 200000)
   {
     float *dS = raspM_alloc((size_t)t * t * sizeof(float));
@@ -650,6 +664,9 @@ static void attention_bwd(train_net *n, train_layer_acts *a, const lparams *p,
         tkern_sgemm_tri(lowc, 0, 1, t, t, Dh, dy, HD, V + o, QS, 0.0f, dS, t);
         tkern_sgemm_tri(upa, 1, 0, t, Dh, t, P, t, dy, HD, 0.0f, dV + o, QS);
         softmax_bwd_tile(dS, P, t, causal, scale);
+        if (Pt) /* + coef d KL(target || P) / d score = coef scale (P - target) */
+          attn_target_bwd(dS, P, Pt + ((size_t)bi * H + hd) * t * t, t, causal,
+                          (float)(n->att_coef * scale));
         tkern_sgemm_tri(lowa, 0, 0, t, Dh, t, dS, t, K + o, QS, 0.0f, dQ + o, QS);
         tkern_sgemm_tri(upa, 1, 0, t, Dh, t, dS, t, Q + o, QS, 0.0f, dK + o, QS);
       }

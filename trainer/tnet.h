@@ -59,6 +59,12 @@ typedef struct train_net {
   ** attention) and d(after the MLP) of that layer by train_backward */
   float **aux_mid, **aux_out;
   int aux_on; /* they apply to the next backward */
+  /* attention targets (tteach.h, --teacher-attn): NULL, or per layer a
+  ** (b, H, t, t) buffer of target probabilities, pulled toward with
+  ** att_coef * (KL per query row); applies to the next backward while
+  ** att_coef != 0 */
+  const float **att_target;
+  double att_coef;
 } train_net;
 
 /* Buffers for batches of B sequences of length T: 1, or 0 with err when

@@ -67,6 +67,7 @@ struct train_opts {
   const char *teacher;
   float teacher_weight;
   long teacher_until;
+  float teacher_attn; /* the attention patterns' weight (0: not compared) */
   /* every option of the run as the parser reads it back, one "--name
   ** value" line each ("compare" first for compare): config.txt's body and
   ** what --config replays (main.c; raspM_alloc'd) */

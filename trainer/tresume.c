@@ -76,6 +76,8 @@ void train_config_text(train_log *b, const train_opts *o, uint64_t init_fnv) {
   if (o->teacher)
     train_log_printf(b, "--teacher %s\n--teacher-weight %s\n--teacher-until %ld\n", o->teacher,
                      ftext(f1, sizeof f1, o->teacher_weight), o->teacher_until);
+  if (o->teacher && o->teacher_attn > 0)
+    train_log_printf(b, "--teacher-attn %s\n", ftext(f1, sizeof f1, o->teacher_attn));
   train_log_printf(b, "--lr %s\n--wd %s\n--dropout %s\n--batch %d\n--micro %d\n"
                       "--train %d\n--test %d\n--seed %llu\n--train-seed %llu\n"
                       "--test-seed %llu\n",

@@ -64,7 +64,30 @@ double train_teach_loss(train_net *s, const train_net *t, const float *w, double
   return scale * sum;
 }
 
+double train_teach_attn_loss(train_net *s, const train_net *t, double coef, int want_grad) {
+  const rasp_model_config *c = &s->m->cfg;
+  int L = c->n_layers, H = c->n_heads, T = s->t, causal = c->causal;
+  if (want_grad && !s->att_target)
+    s->att_target = raspM_alloc((size_t)(L ? L : 1) * sizeof *s->att_target);
+  double sum = 0;
+  for (int l = 0; l < L; l++) {
+    const float *P = s->L[l].att, *Pt = t->L[l].att;
+    for (size_t row = 0; row < (size_t)s->b * H * T; row++) {
+      int i = (int)(row % (size_t)T), nk = causal ? i + 1 : T;
+      const float *p = P + row * T, *q = Pt + row * T;
+      for (int j = 0; j < nk; j++)
+        if (q[j] > 0) sum += (double)q[j] * (log((double)q[j]) - log(fmax((double)p[j], 1e-30)));
+    }
+    if (want_grad) s->att_target[l] = Pt;
+  }
+  s->att_coef = want_grad ? coef : 0;
+  return coef * sum;
+}
+
 void train_teach_free(train_net *s) {
+  raspM_free(s->att_target);
+  s->att_target = NULL;
+  s->att_coef = 0;
   if (!s->aux_mid) return;
   for (int l = 0; l < s->m->cfg.n_layers; l++) {
     raspM_free(s->aux_mid[l]);

@@ -87,6 +87,19 @@ void train_teach_map_free(train_teach_map *mp);
 ** train_teach_loss's. */
 double train_teach_map_loss(train_net *s, const train_net *t, train_teach_map *mp,
                             const float *w, double scale, int want_grad);
+/* --teacher-attn: every head's attention pattern against the teacher's
+** head of the same layer and number (the teacher's architecture only): the
+** loss is
+**
+**     lambda_a / (b T H L) * sum over sequences, heads, query rows of
+**     KL(teacher's row || student's row)
+**
+** (coef = lambda_a / (B T H L) for the whole batch); with want_grad, s's
+** next backward adds its gradient (train_net's att_target, att_coef),
+** else s->att_coef is cleared.  A row's KL counts the teacher's zeros as
+** 0 and the student's probabilities no lower than 1e-30.  Returns the
+** micro-batch's part. */
+double train_teach_attn_loss(train_net *s, const train_net *t, double coef, int want_grad);
 /* Frees what train_teach_loss allocated in s. */
 void train_teach_free(train_net *s);
 
