@@ -12,7 +12,9 @@
 ** use (its own and, once a budget is set, GMP's), and the long-running loops
 ** (every interpreter step, every evaluator node, every batch of the
 ** verifier) poll raspM_over_budget and stop with an ordinary error, so the
-** usual error path prints a located message and frees everything.  Polling
+** usual error path prints a located message and frees everything.  What
+** the allocator itself holds (headers, freed memory kept for reuse) is read
+** from it every 1/32 of the budget allocated and counts as well.  Polling
 ** cannot stop a single long operation, so there is a backstop: 25% over the
 ** memory budget, or 2 s past the deadline, the process prints the same
 ** message and exits with status 1 at once.
