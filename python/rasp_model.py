@@ -29,6 +29,16 @@ output value of each logit), `n` (the input length it was compiled for),
     m.decode(ids)           # readout indices [batch, n+1] -> values at positions 1..n
     m.decode(ids, symbols=True)  # integer values that are token ids -> their symbols,
                                  # as `rasp apply --symbols` prints them
+    t = m.trace(tokens)     # the forward pass's intermediates (class Trace):
+    t.sites                 # "embed", "layers.0.attn", "layers.0.mlp", ..., in order
+    t.residual["layers.2.mlp"]   # the residual stream after that sublayer [batch, n+1, d_model]
+    t.attention[2]          # layer 2's attention weights [batch, heads, n+1, n+1]
+    t.logits                # as m(tokens)
+    t.value("reverse", "layers.2.mlp")  # the value of the program's `reverse` at each input
+                                        # position, read off its residual dimensions there
+
+The torch backend's trace holds tensors that keep their graph, so a loss on
+any intermediate (a compiled model as a teacher, say) can be backpropagated.
 
 `rasp apply STEM --input "..." --logits` prints the same logits from the C
 forward pass; tests/apply_parity.sh checks that they agree (argmax equal,
@@ -55,7 +65,7 @@ try:
 except ImportError:  # the numpy forward pass serves
     torch = None
 
-__all__ = ["load", "read_safetensors", "NumpyModel", "FormatError"]
+__all__ = ["load", "read_safetensors", "NumpyModel", "Trace", "FormatError"]
 
 _CFG_FIELDS = ("vocab_size", "max_len", "d_model", "n_layers", "n_heads", "d_head",
                "d_mlp", "n_out", "causal", "layer_norm", "pos_embedding", "gelu",
@@ -350,6 +360,59 @@ class _Layout:
         return out
 
 
+class Trace:
+    """A forward pass's intermediates (m.trace(tokens)): `sites` (the names
+    of the residual stream's states in order: "embed", then "layers.L.attn"
+    and "layers.L.mlp" for every layer L), `residual` (site -> [batch, n+1,
+    d_model]), `attention` (per layer, [batch, heads, n+1, n+1]: row q is
+    query position q's weights over the keys), `logits`, and `dims` (the
+    model's dimension names).  Arrays are numpy's for the numpy backend and
+    tensors (with their graph) for torch's."""
+
+    def __init__(self, dims):
+        self.dims = dims
+        self.sites = []
+        self.residual = {}
+        self.attention = []
+        self.logits = None
+
+    def _keep(self, site, x):
+        self.sites.append(site)
+        self.residual[site] = x
+
+    def value(self, name, site=None, batch=0):
+        """The value of the program's sequence `name` at each input position
+        (BOS dropped) of sequence `batch`, read off the residual stream after
+        `site` (default: the last): a categorical value (dimensions
+        "name=v") is the v of its largest dimension, a numerical one
+        (dimension "name") the number.  A dimension reused by several units
+        (named "a | b") is read for whichever is asked; it holds that unit's
+        value where the unit is live (between its writer and its last
+        reader), which the site must be."""
+        site = self.sites[-1] if site is None else site
+        if site not in self.residual:
+            raise KeyError("no site %r; the sites are %s" % (site, ", ".join(self.sites)))
+        x = self.residual[site]
+        if torch is not None and isinstance(x, torch.Tensor):
+            x = x.detach().cpu().numpy()
+        x = np.asarray(x)[batch, 1:]
+        cats, num = [], None
+        for i, label in enumerate(self.dims):
+            for part in label.split(" | "):
+                if part == name:
+                    num = i
+                elif part.startswith(name + "="):
+                    cats.append((i, part[len(name) + 1:]))
+        if cats:
+            idx = [i for i, _ in cats]
+            best = x[:, idx].argmax(-1)
+            return [cats[int(j)][1] for j in best]
+        if num is not None:
+            return [float(v) for v in x[:, num]]
+        near = sorted(set(p.split("=")[0] for d in self.dims for p in d.split(" | ")))
+        raise KeyError("no dimension holds %r; the model's values are %s" % (name, ", ".join(near)))
+
+
 def _batch(tokens):
     a = np.asarray(tokens, dtype=np.int64)
     return a[None] if a.ndim == 1 else a
@@ -370,6 +433,15 @@ class NumpyModel(_Layout):
 
     def forward(self, tokens):
         """Logits [batch, n, n_out] (float32) of token ids [batch, n] or [n]."""
+        return self._run(tokens, None)
+
+    def trace(self, tokens):
+        """The intermediates of forward(tokens) (a Trace)."""
+        tr = Trace(self.dims)
+        tr.logits = self._run(tokens, tr)
+        return tr
+
+    def _run(self, tokens, tr):
         c, P = self.config, self.params
         t = _batch(tokens)
         if t.min() < 0 or t.max() >= c["vocab_size"] or not 1 <= t.shape[1] <= c["max_len"]:
@@ -379,6 +451,8 @@ class NumpyModel(_Layout):
         x = P["tok_emb"][t]
         if c["pos_embedding"]:
             x = x + P["pos_emb"][:n]
+        if tr:
+            tr._keep("embed", x)
         keep = np.tril(np.ones((n, n), bool)) if c["causal"] else np.ones((n, n), bool)
         scale = np.float32(1 / math.sqrt(c["d_head"]))
         for L in range(c["n_layers"]):
@@ -391,6 +465,9 @@ class NumpyModel(_Layout):
             w = np.exp(s - s.max(-1, keepdims=True))
             w = w / w.sum(-1, keepdims=True)
             x = x + np.einsum("bhne,hed->bnd", w @ v, P[p + "attn.w_o"]) + P[p + "attn.b_o"]
+            if tr:
+                tr.attention.append(w)
+                tr._keep(p + "attn", x)
             h = self._ln(x, p + "ln2") if c["layer_norm"] else x
             z = h @ P[p + "mlp.w_in"] + P[p + "mlp.b_in"]
             if c["gelu"]:
@@ -398,6 +475,8 @@ class NumpyModel(_Layout):
             else:
                 z = np.maximum(z, 0)
             x = x + z @ P[p + "mlp.w_out"] + P[p + "mlp.b_out"]
+            if tr:
+                tr._keep(p + "mlp", x)
         h = self._ln(x, "ln_f") if c["layer_norm"] else x
         return (h @ P["unembed"] + P["unembed_b"]).astype(np.float32)
 
@@ -454,6 +533,15 @@ if torch is not None:
 
         def forward(self, tokens):
             """Logits [batch, n, n_out] of token ids [batch, n] or [n]."""
+            return self._run(tokens, None)
+
+        def trace(self, tokens):
+            """The intermediates of forward(tokens) (a Trace of tensors)."""
+            tr = Trace(self.dims)
+            tr.logits = self._run(tokens, tr)
+            return tr
+
+        def _run(self, tokens, tr):
             c = self.config
             t = torch.as_tensor(tokens, dtype=torch.long, device=self.tok_emb.device)
             if t.dim() == 1:
@@ -462,12 +550,14 @@ if torch is not None:
             x = self.tok_emb[t]
             if c["pos_embedding"]:
                 x = x + self.pos_emb[:n]
+            if tr:
+                tr._keep("embed", x)
             mask = None
             if c["causal"]:
                 mask = torch.ones(n, n, dtype=torch.bool, device=x.device).tril()
             scale = 1 / math.sqrt(c["d_head"])
             act = (lambda z: nn.functional.gelu(z, approximate="tanh")) if c["gelu"] else torch.relu
-            for blk in self.layers:
+            for L, blk in enumerate(self.layers):
                 a = blk.attn
                 h = blk.ln1(x) if c["layer_norm"] else x
                 q = torch.einsum("bnd,hde->bhne", h, a.w_q) + a.b_q[:, None]
@@ -478,8 +568,13 @@ if torch is not None:
                     s = s.masked_fill(~mask, float("-inf"))
                 w = torch.softmax(s, -1)
                 x = x + torch.einsum("bhne,hed->bnd", w @ v, a.w_o) + a.b_o
+                if tr:
+                    tr.attention.append(w)
+                    tr._keep("layers.%d.attn" % L, x)
                 h = blk.ln2(x) if c["layer_norm"] else x
                 x = x + act(h @ blk.mlp.w_in + blk.mlp.b_in) @ blk.mlp.w_out + blk.mlp.b_out
+                if tr:
+                    tr._keep("layers.%d.mlp" % L, x)
             h = self.ln_f(x) if c["layer_norm"] else x
             return h @ self.unembed + self.unembed_b
 

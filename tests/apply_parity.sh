@@ -7,6 +7,7 @@
 # installed by .ci/setup) the torch backend: tests/apply_parity.py requires
 # identical argmax and logits within 1e-5.  Then load() with torch made
 # unimportable must fall back to numpy and decode as `rasp apply` does.
+# tests/python_trace.py checks m.trace's intermediates on the same models.
 # Skipped (77) when /usr/bin/python3 has no numpy; under RASP_NO_SKIP=1 (lib.sh)
 # that, and a torch that does not import, fail instead.
 NAME=apply_parity.sh
@@ -62,6 +63,9 @@ for causal in 0 1; do
   parity "$tmp/random$causal" "$tmp/random$causal.in"
 done
 $PY tests/apply_parity.py "$RASP" "$tmp/pairs" || fail=1
+# the same models' intermediates (m.trace): residual after every sublayer,
+# attention weights, values read by name, against the forward pass
+$PY tests/python_trace.py "$tmp/pairs" || fail=1
 
 # without torch, load() falls back to the numpy forward pass by itself
 want=$("$RASP" apply "$tmp/reverse" --input "a b c a b b" --symbols)
