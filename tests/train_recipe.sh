@@ -36,6 +36,10 @@ fnvs() { # DIR: the final checkpoints' checksums (compare's arms, or trial 0)
   --arm "c compiled --lr 1e-4" --arm "r random" --arm "s standard --dropout 0" \
   --progress 2 --out "$tmp/a" >"$tmp/a.out" 2>&1 ||
   bad "the compare run failed" "$tmp/a.out"
+# compare.gp: the run's settings in the title, the legend below the panels
+grep -q "^set multiplot layout 1,3 title 'D 2, M 3, |V| 10, decoder; 200 training draws, 50 test questions (held out); batch 16, lr 0.0005, warm-up 2, cosine decay, clip 0.5, weight decay 0.01, seed 1'$" "$tmp/a/compare.gp" &&
+  grep -q "^set key below$" "$tmp/a/compare.gp" && ok "compare.gp: the settings in its title, the legend below" ||
+  bad "compare.gp's title or legend" "$tmp/a/compare.gp"
 "$train" --config "$tmp/a/config.txt" --out "$tmp/b" --quiet >"$tmp/b.out" 2>&1 ||
   bad "the replay from config.txt failed" "$tmp/b.out"
 fnvs "$tmp/a" >"$tmp/a.fnv"

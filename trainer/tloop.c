@@ -413,17 +413,34 @@ int train_trials(const train_opts *o, const train_dataset *tr, const train_datas
 ** through the n arms after the header: arm k is every n::(k+1).  Arm names
 ** are letters, digits, '_' and '-' (main.c), safe in gnuplot strings.
 ** 1, or 0 with err. */
-static int write_compare_gp(const char *gp, int n, char names[][33], rasp_error *err) {
+/* compare.gp: the three panels of compare.csv, under a title with the run's
+** settings (a plot passed around without its directory still says what
+** ran), the legend below the panels so that it covers no line. */
+static int write_compare_gp(const char *gp, const train_opts *o, int n, char names[][33],
+                            rasp_error *err) {
   train_log g = {0};
+  char recipe[160] = "";
+  if (o->warmup) snprintf(recipe, sizeof recipe, ", warm-up %ld", o->warmup);
+  if (o->decay)
+    snprintf(recipe + strlen(recipe), sizeof recipe - strlen(recipe), ", %s decay",
+             o->decay == TRAIN_DECAY_COSINE ? "cosine" : "linear");
+  if (o->clip > 0)
+    snprintf(recipe + strlen(recipe), sizeof recipe - strlen(recipe), ", clip %g", (double)o->clip);
   train_log_printf(&g,
                    "# gnuplot -c compare.gp [CSV [PNG]]\n"
                    "csv = ARGC >= 1 ? ARG1 : 'compare.csv'\n"
                    "png = ARGC >= 2 ? ARG2 : 'compare.png'\n"
-                   "set terminal pngcairo size 1200,360 font ',10'\n"
+                   "set terminal pngcairo size 1200,400 font ',10'\n"
                    "if (png eq '-') { set output } else { set output png }\n"
                    "set datafile separator ','\n"
-                   "set multiplot layout 1,3\n"
-                   "set xlabel 'step'\n");
+                   "set multiplot layout 1,3 title 'D %d, M %d, |V| %d, %s; %d training "
+                   "draws, %d test questions (held out); batch %d, lr %g%s, weight decay %g, "
+                   "seed %llu'\n"
+                   "set key below\n"
+                   "set xlabel 'step'\n",
+                   o->task.D, o->task.M, o->task.V, o->encoder ? "encoder" : "decoder", o->ntrain,
+                   o->ntest, o->batch, (double)o->lr, recipe, (double)o->wd,
+                   (unsigned long long)o->seed);
   static const char *titles[] = {"validation loss (answer tokens)", "leading-node accuracy",
                                  "other answer tokens (mean accuracy)"};
   static const int cols[] = {4, 5, 8};
@@ -611,7 +628,7 @@ int train_compare(const train_opts *o, const train_dataset *tr, const train_data
     for (int k = 0; k < c.n; k++) compare_row(&c, k, 0, NULL);
   }
   if (ok && c.writes)
-    ok = train_log_commit(&c.csv, c.csv_path, err) && write_compare_gp(gp, c.n, c.names, err);
+    ok = train_log_commit(&c.csv, c.csv_path, err) && write_compare_gp(gp, o, c.n, c.names, err);
   if (ok) {
     hooks h = {compare_step, NULL, &c};
     long per_epoch = train_steps_per_epoch(o);
