@@ -2391,6 +2391,171 @@ static int layer_width(gc *g, int l, int d, int dh, int heads) {
   return w.h;
 }
 
+/* Heads per layer (out->heads, sized with out->mlp_width) and the shape
+** they give cfg: n_layers, n_heads (the most in a layer) and d_head (the
+** widest head's query/key or value columns); each used head's cols. */
+static void size_heads(gc *g, raspG_model *out, rasp_model_config *cfg) {
+  int nl = 0;
+  for (int i = 0; i < g->nu; i++)
+    if (g->u[i].used && g->u[i].kind >= U_HEAD && g->u[i].layer + 1 > nl)
+      nl = g->u[i].layer + 1;
+  out->heads = raspM_alloc(sizeof(int) * (size_t)(nl + 1));
+  out->mlp_width = raspM_alloc(sizeof(int) * (size_t)(nl + 1));
+  int maxh = 1, dh = 1;
+  for (int i = 0; i < g->nu; i++) {
+    unit *u = &g->u[i];
+    if (!u->used || u->kind != U_HEAD) continue;
+    out->heads[u->layer]++;
+    u->cols = head_cols(g, u);
+    if (u->cols > dh) dh = u->cols;
+    if (vcols(u) > dh) dh = vcols(u);
+  }
+  for (int l = 0; l < nl; l++)
+    if (out->heads[l] > maxh) maxh = out->heads[l];
+  cfg->n_layers = nl;
+  cfg->n_heads = maxh;
+  cfg->d_head = dh;
+}
+
+/* The token and position embeddings: is-BOS, ONE, and the TOK and IDX
+** units where used (a squared TOK as (t, t^2)). */
+static void write_embeddings(gc *g, rasp_model *m) {
+  int d = m->cfg.d_model;
+  float *te = raspN_data(m, "tok_emb"), *pe = raspN_data(m, "pos_emb");
+  te[(size_t)m->cfg.bos_token * d + 0] = 1;
+  for (int t = 1; t <= g->o->nvocab; t++) {
+    te[(size_t)t * d + 1] = 1;
+    int k = find(g->u[0].vals, g->u[0].nvals, (rasp_elem){t, 1});
+    if (g->u[0].used && k >= 0 && g->u[0].sq) {
+      te[(size_t)t * d + g->u[0].dim] = (float)t;
+      te[(size_t)t * d + g->u[0].dim + 1] = (float)((double)t * t);
+    } else if (g->u[0].used && k >= 0)
+      te[(size_t)t * d + g->u[0].dim + k] = 1;
+  }
+  if (g->u[1].used)
+    for (int p = 1; p <= g->n; p++) pe[(size_t)p * d + g->u[1].dim + p - 1] = 1;
+}
+
+/* Tensor s of layer l ("attn.w_q", ...). */
+static float *layer_data(rasp_model *m, int l, const char *s) {
+  char name[64];
+  snprintf(name, sizeof name, "layers.%d.%s", l, s);
+  return raspN_data(m, name);
+}
+
+/* Hidden unit 0 of a layer with heads: ReLU(is_bos), which takes back what
+** the layer's heads wrote at BOS (their defaults). */
+static void undo_bos(wctx *w, int l) {
+  gc *g = w->g;
+  int h = w->h++;
+  w->w_in[h] = 1;
+  for (int i = 0; i < g->nu; i++) {
+    unit *u = &g->u[i];
+    if (!u->used || u->kind != U_HEAD || u->layer != l) continue;
+    if (u->hmode == H_CAT) wout(w, h, u->dim + find(u->vals, u->nvals, u->dflt), -1);
+    else if (u->hmode == H_MOVE) {
+      wout(w, h, u->dim, -dval(u->dflt));
+      wout(w, h, u->dim + 1, -dval(u->dflt) * dval(u->dflt));
+    }
+    else wout(w, h, u->dim, u->hmode == H_WIDTH ? -qwidth_bos(u) : -dval(u->dflt));
+  }
+}
+
+/* At BOS layer l's heads have written their BOS values (the undo comes in
+** this MLP): every other hidden unit is kept off there by a large enough
+** -L * is_bos, whatever it reads. */
+static void off_at_bos(wctx *w, int l) {
+  gc *g = w->g;
+  int d = w->d, dmlp = w->dmlp;
+  double *bv = raspM_alloc(sizeof(double) * (size_t)d);
+  for (int i = 0; i < g->nu; i++) {
+    unit *u = &g->u[i];
+    if (!u->used || u->kind != U_HEAD || u->layer != l) continue;
+    double dv = dval(u->dflt);
+    if (u->hmode == H_CAT) bv[u->dim + find(u->vals, u->nvals, u->dflt)] = 1;
+    else if (u->hmode == H_WIDTH) bv[u->dim] = qwidth_bos(u);
+    else if (u->hmode == H_MOVE) bv[u->dim] = dv, bv[u->dim + 1] = dv * dv;
+    else bv[u->dim] = dv;
+  }
+  for (int h = 1; h < w->h; h++) {
+    double pre = (double)w->b_in[h] + w->w_in[h];
+    for (int r = 2; r < d; r++)
+      if (bv[r] != 0) pre += bv[r] * w->w_in[(size_t)r * dmlp + h];
+    if (pre > -1) w->w_in[h] -= (float)(pre + 10);
+  }
+  raspM_free(bv);
+}
+
+/* Layer l: its heads (each unit's hslot), then its MLP: the BOS undo, its
+** MLP units and the erasers due there (their hidden units [h0, h1) and
+** [e0, e1)), every hidden unit off at BOS. */
+static void write_layer(gc *g, raspG_model *out, int l) {
+  rasp_model *m = &out->model;
+  int d = m->cfg.d_model, dh = m->cfg.d_head, hh = 0;
+  float *wq = layer_data(m, l, "attn.w_q"), *wk = layer_data(m, l, "attn.w_k"),
+        *wv = layer_data(m, l, "attn.w_v"), *wo = layer_data(m, l, "attn.w_o"),
+        *bo = layer_data(m, l, "attn.b_o");
+  for (int i = 0; i < g->nu; i++) {
+    unit *u = &g->u[i];
+    if (!u->used || u->kind != U_HEAD || u->layer != l) continue;
+    size_t off = (size_t)hh * d * dh;
+    write_head(g, u, wq + off, wk + off, wv + off, wo + (size_t)hh * dh * d, d, dh,
+               out->score_scale * head_gain(g, u));
+    if (u->qw) bo[u->dim] = (float)QW_B;
+    u->hslot = hh++;
+  }
+  wctx w = {g, d, m->cfg.d_mlp, dh, layer_data(m, l, "mlp.w_in"), layer_data(m, l, "mlp.b_in"),
+            layer_data(m, l, "mlp.w_out"), 0};
+  if (hh) undo_bos(&w, l);
+  for (int i = 0; i < g->nu; i++) {
+    unit *u = &g->u[i];
+    if (!u->used) continue;
+    if (u->kind == U_MLP && u->layer == l) {
+      u->h0 = w.h;
+      mlp_unit(&w, u);
+      u->h1 = w.h;
+    }
+    if (u->erase && u->erase / 2 - 1 == l) {
+      u->e0 = w.h;
+      mlp_erase(&w, u);
+      u->e1 = w.h;
+    }
+  }
+  if (hh) off_at_bos(&w, l);
+}
+
+/* The readout: the output unit's one-hot times the logit scale, or for a
+** number (quad) logits quadratic in it. */
+static void write_readout(gc *g, raspG_model *out, const view *ov, int quad) {
+  float *un = raspN_data(&out->model, "unembed");
+  int no = out->model.cfg.n_out;
+  if (!quad) {
+    for (int a = 0; a < ov->nv; a++)
+      if (ov->ok[a])
+        un[(size_t)(udim(g, ov->unit) + a) * no + find(out->out_vals, out->n_out, ov->val[a])] =
+            (float)out->logit_scale;
+    return;
+  }
+  /* -X ((x - sh) - (v - sh))^2 = X (2 (v-sh)(x-sh) - (x-sh)^2 - (v-sh)^2):
+  ** 0 for the right value, at most -X for every other */
+  double sh = floor((dval(out->out_vals[0]) + dval(out->out_vals[out->n_out - 1])) / 2);
+  double X = out->logit_scale, lo, hi;
+  lform f0, f1;
+  lf_build(g, ov, 0, sh, &f0, &lo, &hi);
+  lf_build(g, ov, 1, sh, &f1, &lo, &hi);
+  /* proof-driven: without the -X (x - sh)^2 that every logit shares
+  ** (no logit difference moves), so the readout reads no x^2, whose
+  ** error a move over ties makes large at |V| = 1000 (its sums stay
+  ** exact on the grain X, a power of two: below) */
+  int no_sq = proof_driven(g);
+  for (int j = 0; j < out->n_out; j++) {
+    double v = dval(out->out_vals[j]) - sh;
+    lf_write(g, &f0, un, no, j, 2 * v * X);
+    if (!no_sq) lf_write(g, &f1, un, no, j, -X);
+    un[(size_t)1 * no + j] += (float)(-v * v * X);
+  }
+}
+
 /* ---- margins and precision ----------------------------------------------
 ** What the weights are proven to do on the value sets (doc/compiler.md,
 ** "Margins and precision").  Every unit's possible values are known, so
@@ -4991,39 +5156,26 @@ int raspG_compile(const rasp_ir *ir, const raspG_opts *o, raspG_model *out, rasp
   return compile_impl(ir, o, out, NULL, err);
 }
 
-/* One compile with the nodes in force[] categorical: 1 done, 2 force grew
-** (compile again), 0 failed with err set. */
-static int compile_once(const rasp_ir *ir, const raspG_opts *o, unsigned char *force,
-                        raspG_model *out, raspG_sched *sched, rasp_error *err) {
-  memset(out, 0, sizeof *out);
-  gc G, *g = &G;
-  view ov;
-  int quad;
-  if (!plan(g, ir, o, force, &ov, &quad, err)) return 0;
-  int root = ir->outputs[0];
-  g->u[2].used = 1; /* ONE */
-  accept_aliases(g, ov.unit);
-  /* residual dimensions: liveness over the schedule; a dead unit is erased
-  ** by the MLP and its dimensions reused when that makes fewer parameters */
-  int nl = 0;
-  for (int i = 0; i < g->nu; i++)
-    if (g->u[i].used && g->u[i].kind >= U_HEAD && g->u[i].layer + 1 > nl)
-      nl = g->u[i].layer + 1;
-  out->heads = raspM_alloc(sizeof(int) * (size_t)(nl + 1));
-  out->mlp_width = raspM_alloc(sizeof(int) * (size_t)(nl + 1));
-  int maxh = 1, dh = 1, dmlp = 1;
-  for (int i = 0; i < g->nu; i++) {
-    unit *u = &g->u[i];
-    if (!u->used || u->kind != U_HEAD) continue;
-    out->heads[u->layer]++;
-    u->cols = head_cols(g, u);
-    if (u->cols > dh) dh = u->cols;
-    if (vcols(u) > dh) dh = vcols(u);
-  }
-  for (int l = 0; l < nl; l++)
-    if (out->heads[l] > maxh) maxh = out->heads[l];
-  liveness(g, ov.unit);
-  int d = 0, best = -1, bestd = 0;
+/* The readout's values and logit scale (out->out_vals, n_out, logit_scale)
+** for readout view ov, read as a number where quad. */
+static void choose_readout(gc *g, const raspG_opts *o, raspG_model *out, const view *ov,
+                           int quad) {
+  out->out_vals = view_image(ov, &out->n_out);
+  out->logit_scale = o->logit_scale > 0 ? o->logit_scale : raspG_default_logit_scale(out->n_out);
+  /* proof-driven, a numerical readout's scale is rounded up to a power of
+  ** two: its logits X (2 v x - x^2 - v^2) are then sums of integer
+  ** multiples of X, exact in float32 while they stay within 2^24 X
+  ** (readout_margin), where another X rounds every term at |V| = 1000 */
+  if (quad && proof_driven(g)) out->logit_scale = exp2(ceil(log2(out->logit_scale)));
+}
+
+/* Residual dimensions: liveness over the schedule (already run); a dead
+** unit is erased by the MLP and its dimensions reused when that makes
+** fewer parameters.  Sets cfg's d_model and d_mlp (its n_layers, n_heads
+** and d_head from size_heads) and out->mlp_width. */
+static void choose_dims(gc *g, const raspG_opts *o, raspG_model *out, rasp_model_config *cfg) {
+  int nl = cfg->n_layers, maxh = cfg->n_heads, dh = cfg->d_head, dmlp = 1;
+  int best = -1, bestd = 0;
   double bestp = 0;
   for (int pol = 0; pol < 3; pol++) {
     int dd = alloc_dims(g, pol), wmax = 1;
@@ -5041,165 +5193,20 @@ static int compile_once(const rasp_ir *ir, const raspG_opts *o, unsigned char *f
     double p = (double)nl * (4.0 * maxh * dd * dh + 2.0 * dd * wmax) + (double)dd * (o->nvocab + g->n + 3);
     if (best < 0 || dd < bestd || (dd == bestd && p < bestp)) best = pol, bestp = p, bestd = dd;
   }
-  d = alloc_dims(g, best);
+  int d = alloc_dims(g, best);
   for (int l = 0; l < nl; l++) {
     out->mlp_width[l] = layer_width(g, l, d, dh, out->heads[l] > 0);
     if (out->mlp_width[l] > dmlp) dmlp = out->mlp_width[l];
   }
-  /* the readout's values */
-  out->out_vals = view_image(&ov, &out->n_out);
-  out->logit_scale = o->logit_scale > 0 ? o->logit_scale : raspG_default_logit_scale(out->n_out);
-  /* proof-driven, a numerical readout's scale is rounded up to a power of
-  ** two: its logits X (2 v x - x^2 - v^2) are then sums of integer
-  ** multiples of X, exact in float32 while they stay within 2^24 X
-  ** (readout_margin), where another X rounds every term at |V| = 1000 */
-  if (quad && proof_driven(g)) out->logit_scale = exp2(ceil(log2(out->logit_scale)));
-  out->n = g->n;
-  out->n_dims = d;
-  rasp_model_config cfg = {0};
-  cfg.vocab_size = o->nvocab + 2;
-  cfg.max_len = g->n + 1;
-  cfg.d_model = d;
-  cfg.n_layers = nl;
-  cfg.n_heads = maxh;
-  cfg.d_head = dh;
-  cfg.d_mlp = dmlp;
-  cfg.n_out = out->n_out > 0 ? out->n_out : 1;
-  cfg.causal = g->causal_model;
-  cfg.layer_norm = 0;
-  cfg.pos_embedding = 1;
-  cfg.gelu = 0;
-  cfg.bos_token = o->nvocab + 1;
-  if (!raspN_init(&out->model, &cfg, err)) {
-    view_free(&ov);
-    gc_free(g);
-    raspG_free(out);
-    return 0;
-  }
-  rasp_model *m = &out->model;
-  /* embeddings */
-  float *te = raspN_data(m, "tok_emb"), *pe = raspN_data(m, "pos_emb");
-  te[(size_t)cfg.bos_token * d + 0] = 1;
-  for (int t = 1; t <= o->nvocab; t++) {
-    te[(size_t)t * d + 1] = 1;
-    int k = find(g->u[0].vals, g->u[0].nvals, (rasp_elem){t, 1});
-    if (g->u[0].used && k >= 0 && g->u[0].sq) {
-      te[(size_t)t * d + g->u[0].dim] = (float)t;
-      te[(size_t)t * d + g->u[0].dim + 1] = (float)((double)t * t);
-    } else if (g->u[0].used && k >= 0)
-      te[(size_t)t * d + g->u[0].dim + k] = 1;
-  }
-  if (g->u[1].used)
-    for (int p = 1; p <= g->n; p++) pe[(size_t)p * d + g->u[1].dim + p - 1] = 1;
-  /* attention sharpness: at gain 1 the weight leaking past a score gap of
-  ** 1/2 stays below 1e-9 of the total; --attn-gain F scales beta by F
-  ** (prove() measures the leak the weights give, whatever F is) */
-  out->attn_gain = o->attn_gain > 0 ? o->attn_gain : 1;
-  double beta = 2 * (log((double)g->n + 1) + 21) * out->attn_gain;
-  out->score_scale = score_scale(beta, dh);
-  char name[64];
-  for (int l = 0; l < nl; l++) {
-    int hh = 0;
-#define T_(s) (snprintf(name, sizeof name, "layers.%d.%s", l, s), raspN_data(m, name))
-    float *wq = T_("attn.w_q"), *wk = T_("attn.w_k"), *wv = T_("attn.w_v"), *wo = T_("attn.w_o"),
-          *bo = T_("attn.b_o");
-    for (int i = 0; i < g->nu; i++) {
-      unit *u = &g->u[i];
-      if (!u->used || u->kind != U_HEAD || u->layer != l) continue;
-      size_t off = (size_t)hh * d * dh;
-      write_head(g, u, wq + off, wk + off, wv + off, wo + (size_t)hh * dh * d, d, dh,
-                 out->score_scale * head_gain(g, u));
-      if (u->qw) bo[u->dim] = (float)QW_B;
-      u->hslot = hh++;
-    }
-    wctx w = {g, d, dmlp, dh, T_("mlp.w_in"), T_("mlp.b_in"), T_("mlp.w_out"), 0};
-#undef T_
-    if (hh) { /* undo what the heads wrote at BOS */
-      int h = w.h++;
-      w.w_in[h] = 1;
-      for (int i = 0; i < g->nu; i++) {
-        unit *u = &g->u[i];
-        if (!u->used || u->kind != U_HEAD || u->layer != l) continue;
-        if (u->hmode == H_CAT) wout(&w, h, u->dim + find(u->vals, u->nvals, u->dflt), -1);
-        else if (u->hmode == H_MOVE) {
-          wout(&w, h, u->dim, -dval(u->dflt));
-          wout(&w, h, u->dim + 1, -dval(u->dflt) * dval(u->dflt));
-        }
-        else wout(&w, h, u->dim, u->hmode == H_WIDTH ? -qwidth_bos(u) : -dval(u->dflt));
-      }
-    }
-    for (int i = 0; i < g->nu; i++) {
-      unit *u = &g->u[i];
-      if (!u->used) continue;
-      if (u->kind == U_MLP && u->layer == l) {
-        u->h0 = w.h;
-        mlp_unit(&w, u);
-        u->h1 = w.h;
-      }
-      if (u->erase && u->erase / 2 - 1 == l) {
-        u->e0 = w.h;
-        mlp_erase(&w, u);
-        u->e1 = w.h;
-      }
-    }
-    /* at BOS this layer's heads have written their BOS values (the undo
-    ** comes in this MLP): every other hidden unit is kept off there by a
-    ** large enough -L * is_bos, whatever it reads */
-    if (hh) {
-      double *bv = raspM_alloc(sizeof(double) * (size_t)d);
-      for (int i = 0; i < g->nu; i++) {
-        unit *u = &g->u[i];
-        if (!u->used || u->kind != U_HEAD || u->layer != l) continue;
-        double dv = dval(u->dflt);
-        if (u->hmode == H_CAT) bv[u->dim + find(u->vals, u->nvals, u->dflt)] = 1;
-        else if (u->hmode == H_WIDTH) bv[u->dim] = qwidth_bos(u);
-        else if (u->hmode == H_MOVE) bv[u->dim] = dv, bv[u->dim + 1] = dv * dv;
-        else bv[u->dim] = dv;
-      }
-      for (int h = 1; h < w.h; h++) {
-        double pre = (double)w.b_in[h] + w.w_in[h];
-        for (int r = 2; r < d; r++)
-          if (bv[r] != 0) pre += bv[r] * w.w_in[(size_t)r * dmlp + h];
-        if (pre > -1) w.w_in[h] -= (float)(pre + 10);
-      }
-      raspM_free(bv);
-    }
-  }
-  /* the readout */
-  float *un = raspN_data(m, "unembed");
-  if (quad) {
-    /* -X ((x - sh) - (v - sh))^2 = X (2 (v-sh)(x-sh) - (x-sh)^2 - (v-sh)^2):
-    ** 0 for the right value, at most -X for every other */
-    double sh = floor((dval(out->out_vals[0]) + dval(out->out_vals[out->n_out - 1])) / 2);
-    double X = out->logit_scale, lo, hi;
-    lform f0, f1;
-    lf_build(g, &ov, 0, sh, &f0, &lo, &hi);
-    lf_build(g, &ov, 1, sh, &f1, &lo, &hi);
-    /* proof-driven: without the -X (x - sh)^2 that every logit shares
-    ** (no logit difference moves), so the readout reads no x^2, whose
-    ** error a move over ties makes large at |V| = 1000 (its sums stay
-    ** exact on the grain X, a power of two: below) */
-    int no_sq = proof_driven(g);
-    for (int j = 0; j < out->n_out; j++) {
-      double v = dval(out->out_vals[j]) - sh;
-      lf_write(g, &f0, un, cfg.n_out, j, 2 * v * X);
-      if (!no_sq) lf_write(g, &f1, un, cfg.n_out, j, -X);
-      un[(size_t)1 * cfg.n_out + j] += (float)(-v * v * X);
-    }
-  } else
-  for (int a = 0; a < ov.nv; a++)
-    if (ov.ok[a])
-      un[(size_t)(udim(g, ov.unit) + a) * cfg.n_out + find(out->out_vals, out->n_out, ov.val[a])] =
-          (float)out->logit_scale;
-  out->precision = o->precision;
-  int pr = prove(g, out, &ov, o->precision, force);
-  if (pr != 0) {
-    view_free(&ov);
-    gc_free(g);
-    raspG_free(out);
-    return pr > 0 ? 2 : 0;
-  }
-  for (int i = 0; i <= ir->nnodes; i++) out->fallbacks += force[i] & FORCE_CAT;
+  cfg->d_model = d;
+  cfg->d_mlp = dmlp;
+}
+
+/* What a finished compile reports beyond its weights: the nodes the proof
+** made categorical, the sharpened heads and the moves (assumed ones named
+** by the first). */
+static void note_heads(gc *g, const raspG_opts *o, raspG_model *out, const unsigned char *force) {
+  for (int i = 0; i <= g->ir->nnodes; i++) out->fallbacks += force[i] & FORCE_CAT;
   out->gain_max = 1;
   for (int i = 0; i < g->nu; i++) {
     const unit *u = &g->u[i];
@@ -5215,10 +5222,62 @@ static int compile_once(const rasp_ir *ir, const raspG_opts *o, unsigned char *f
       node_where(g->ir, u->node, out->moves_at, sizeof out->moves_at, 1);
   }
   out->moves_one = o->moves == RASPG_MOVES_ONE;
+}
+
+/* One compile with the nodes in force[] categorical: 1 done, 2 force grew
+** (compile again), 0 failed with err set.  The plan, the model's shape
+** (heads, then residual dimensions, then the readout), the weights
+** (embeddings, each layer, the readout), the proof, and what the model
+** reports. */
+static int compile_once(const rasp_ir *ir, const raspG_opts *o, unsigned char *force,
+                        raspG_model *out, raspG_sched *sched, rasp_error *err) {
+  memset(out, 0, sizeof *out);
+  gc G, *g = &G;
+  view ov;
+  int quad;
+  if (!plan(g, ir, o, force, &ov, &quad, err)) return 0;
+  g->u[2].used = 1; /* ONE */
+  accept_aliases(g, ov.unit);
+  rasp_model_config cfg = {0};
+  size_heads(g, out, &cfg);
+  liveness(g, ov.unit);
+  choose_dims(g, o, out, &cfg);
+  choose_readout(g, o, out, &ov, quad);
+  out->n = g->n;
+  out->n_dims = cfg.d_model;
+  cfg.vocab_size = o->nvocab + 2;
+  cfg.max_len = g->n + 1;
+  cfg.n_out = out->n_out > 0 ? out->n_out : 1;
+  cfg.causal = g->causal_model;
+  cfg.layer_norm = 0;
+  cfg.pos_embedding = 1;
+  cfg.gelu = 0;
+  cfg.bos_token = o->nvocab + 1;
+  int pr = -1;
+  if (raspN_init(&out->model, &cfg, err)) {
+    write_embeddings(g, &out->model);
+    /* attention sharpness: at gain 1 the weight leaking past a score gap of
+    ** 1/2 stays below 1e-9 of the total; --attn-gain F scales beta by F
+    ** (prove() measures the leak the weights give, whatever F is) */
+    out->attn_gain = o->attn_gain > 0 ? o->attn_gain : 1;
+    double beta = 2 * (log((double)g->n + 1) + 21) * out->attn_gain;
+    out->score_scale = score_scale(beta, cfg.d_head);
+    for (int l = 0; l < cfg.n_layers; l++) write_layer(g, out, l);
+    write_readout(g, out, &ov, quad);
+    out->precision = o->precision;
+    pr = prove(g, out, &ov, o->precision, force);
+  }
+  if (pr != 0) {
+    view_free(&ov);
+    gc_free(g);
+    raspG_free(out);
+    return pr > 0 ? 2 : 0;
+  }
+  note_heads(g, o, out, force);
   if (!sched) cb_bound(g, out, &ov); /* (the schedule alone needs no bound) */
-  m->json_extra = layout_json(g, out, root, &ov);
+  out->model.json_extra = layout_json(g, out, ir->outputs[0], &ov);
   if (sched) fill_sched(g, &ov, sched);
-  out->fast = fast_build(m);
+  out->fast = fast_build(&out->model);
   view_free(&ov);
   gc_free(g);
   return 1;
