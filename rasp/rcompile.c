@@ -1252,6 +1252,283 @@ static int plan_ncmp(gc *g, int id, const rasp_ir_node *nd) {
   return 1;
 }
 
+/* Select id: through a numerical query (numq), as -(k - q)^2 (numeq), or
+** over categorical key and query views.  Its columns are the head's
+** (sel_comps); here only how its operands are read. */
+static int plan_select(gc *g, int id, const rasp_ir_node *nd) {
+  if (numq_ok(g, id)) {
+    g->numq[id] = 1;
+    need_cat(g, &g->nv[nd->in[0]], nd->in[0]);
+    return 1;
+  }
+  if (numeq_ok(g, id)) {
+    g->numeq[id] = 1;
+    return 1;
+  }
+  for (int i = 0; i < 2; i++) need_cat(g, &g->nv[nd->in[i]], nd->in[i]);
+  return 1;
+}
+
+/* An element-wise node of two or three units as a categorical MLP unit
+** (M_WHERE, M_PAIR): its operands decoded, its image every combination of
+** their values, and a where that may update its else-operand in place. */
+static int plan_mlp(gc *g, int id, const rasp_ir_node *nd) {
+  view *v = &g->nv[id];
+  /* operands first, so that their decode units come before this one */
+  view tmp[3];
+  for (int i = 0; i < nd->nin; i++) {
+    view_copy(g, &tmp[i], &g->nv[nd->in[i]]);
+    if (nd->op == RASP_OP_WHERE && i == 0) /* only the truth of the condition matters */
+      for (int a = 0; a < tmp[i].nv; a++)
+        tmp[i].val[a] = (rasp_elem){raspI_elem_truth(tmp[i].val[a]), RASP_DEN_BOOL};
+    need_cat(g, &tmp[i], nd->in[i]);
+  }
+  int uid = new_unit(g, U_MLP, 1, NULL, 0, id);
+  unit *u = &g->u[uid];
+  u->mkind = nd->op == RASP_OP_WHERE ? M_WHERE : M_PAIR;
+  u->mnode = id;
+  u->nmv = nd->nin;
+  for (int i = 0; i < nd->nin; i++) u->mv[i] = tmp[i];
+  /* the image: evaluate over every combination of the operand values */
+  int cap = 64, m = 0;
+  rasp_elem *img = raspM_alloc(sizeof(rasp_elem) * (size_t)cap);
+  if (u->mkind == M_WHERE) {
+    for (int br = 1; br <= 2; br++)
+      for (int a = 0; a < u->mv[br].nv; a++)
+        if (u->mv[br].ok[a]) {
+          RASP_GROW(img, cap, m + 1);
+          img[m++] = u->mv[br].val[a];
+        }
+  } else {
+    const view *x = &u->mv[0], *y = &u->mv[1];
+    if ((long long)x->nv * y->nv > 4000000) {
+      raspR_set(g->err, nd->pos, "compile: %d x %d value pairs is too many", x->nv, y->nv);
+      raspM_free(img);
+      return 0;
+    }
+    for (int a = 0; a < x->nv; a++)
+      for (int b = 0; b < y->nv; b++) {
+        rasp_elem args[2] = {x->val[a], y->val[b]}, r;
+        if (x->ok[a] && y->ok[b] && eval_elem(g, nd, args, &r)) {
+          RASP_GROW(img, cap, m + 1);
+          img[m++] = r;
+          if (m > 4 * MAXVALS) m = uniq(img, m);
+        }
+      }
+  }
+  m = uniq(img, m);
+  u->vals = img;
+  u->nvals = m;
+  if (u->mkind == M_WHERE) {
+    /* where(c, x, y) over a y that nobody reads afterwards can update y's
+    ** dimensions in place (decided after scheduling): it takes y's value
+    ** list when its own values are among y's */
+    const view *y = &u->mv[2];
+    unit *Y = &g->u[y->unit];
+    int ident = Y->cat && (Y->kind == U_MLP || Y->kind == U_HEAD);
+    for (int a = 0; a < y->nv && ident; a++) ident = y->ok[a] && !ecmp(y->val[a], Y->vals[a]);
+    for (int k = 0; k < m && ident; k++) ident = find(Y->vals, Y->nvals, img[k]) >= 0;
+    if (ident) {
+      u->vals = raspM_alloc(sizeof(rasp_elem) * (size_t)Y->nvals);
+      memcpy(u->vals, Y->vals, sizeof(rasp_elem) * (size_t)Y->nvals);
+      u->nvals = Y->nvals;
+      u->alias = y->unit;
+      raspM_free(img);
+    }
+  }
+  view_identity(g, v, uid);
+  return 1;
+}
+
+/* An element-wise node (unary, binary, where, map, seqmap): a view when it
+** reads one unit, else a numerical sum, a numerical where, a numerical
+** comparison or an MLP unit (plan_mlp). */
+static int plan_map(gc *g, int id, const rasp_ir_node *nd) {
+  view *v = &g->nv[id];
+  int src = -1, one = one_unit(g);
+  for (int i = 0; i < nd->nin; i++) {
+    int uu = unit_of(g, nd->in[i]);
+    if (uu == one) continue;
+    if (src == -1) src = uu;
+    else if (src != uu) src = -2;
+  }
+  if (src != -2) { /* one source: a view */
+    if (src < 0) src = one;
+    view_alloc(g, v, src);
+    for (int a = 0; a < v->nv; a++) {
+      rasp_elem args[3];
+      int ok = 1;
+      for (int i = 0; i < nd->nin; i++) {
+        const view *o = &g->nv[nd->in[i]];
+        int k = o->unit == src ? a : 0;
+        ok &= o->ok[k];
+        args[i] = o->val[k];
+      }
+      v->ok[a] = (unsigned char)(ok && eval_elem(g, nd, args, &v->val[a]));
+    }
+    return 1;
+  }
+  if (plan_sum(g, id, nd)) return 1;
+  if (plan_nwhere(g, id, nd)) return 1;
+  if (plan_ncmp(g, id, nd)) return 1;
+  return plan_mlp(g, id, nd);
+}
+
+/* sel_width: the constant n for a non-causal `always` (no head), else a
+** width head, its raw values 1/(w + 1) or quantized (qwidth_scale). */
+static int plan_width(gc *g, int id, const rasp_ir_node *nd) {
+  view *v = &g->nv[id];
+  const rasp_ir_node *sn = &g->ir->nodes[nd->in[0]];
+  int wlo = 0;
+  if (sn->op == RASP_OP_SELECT && sn->aux == RASP_PRED_TRUE) {
+    if (!(sn->flags & RASP_CAUSAL)) { /* `length`: the constant n, no head */
+      view_alloc(g, v, one_unit(g));
+      v->val[0] = (rasp_elem){g->n, 1};
+      v->ok[0] = 1;
+      return 1;
+    }
+    wlo = 1; /* causal: i + 1 */
+  }
+  double qv = qwidth_scale(g, id, wlo);
+  rasp_elem *vals = raspM_alloc(sizeof(rasp_elem) * (size_t)(g->n + 1));
+  /* raw values: 1/(w + 1), or (quantized) the integer the residual holds,
+  ** which falls as w grows: listed from w = n down, ascending */
+  for (int w = wlo; w <= g->n; w++)
+    vals[w - wlo] = qv > 0 ? (rasp_elem){qwidth_value(qv, g->n + wlo - w), 1} : (rasp_elem){1, w + 1};
+  int cnt = uniq(vals, g->n + 1 - wlo);
+  int uid = new_head(g, 0, vals, cnt, id, H_WIDTH, nd->in[0], NULL, (rasp_elem){0, 1});
+  g->u[uid].qw = qv > 0;
+  g->u[uid].qv = qv;
+  view_alloc(g, v, uid);
+  for (int a = 0; a < cnt; a++) {
+    v->val[a] = (rasp_elem){qv > 0 ? g->n - a : vals[a].den - 1, 1};
+    v->ok[a] = 1;
+  }
+  return 1;
+}
+
+/* An aggregate that moves an integer as a number (x, x^2) (H_MOVE): where
+** its values sv are squared already or many; 1 planned (sv given to the
+** head), 0 not (sv still the caller's). */
+static int plan_num_move(gc *g, int id, const rasp_ir_node *nd, const view *sv, rasp_elem d0,
+                         int mv) {
+  /* numerical move of an integer (x, x^2): the selected keys hold one
+  ** value (as for the categorical move below), so the mean is it; a
+  ** width or mean read here is decoded to (x, x^2) first (need_num) */
+  int cnt;
+  rasp_elem *img = view_image(sv, &cnt);
+  if (!g->u[sv->unit].sq && cnt <= NUMMIN) {
+    raspM_free(img);
+    return 0;
+  }
+  img = raspM_realloc(img, sizeof(rasp_elem) * (size_t)(cnt + 1));
+  img[cnt++] = d0;
+  cnt = uniq(img, cnt);
+  int uid = new_head(g, 0, img, cnt, id, H_MOVE, nd->in[0], sv, d0);
+  g->u[uid].sq = 1;
+  g->u[uid].move = mv;
+  view_identity(g, &g->nv[id], uid);
+  return 1;
+}
+
+/* An aggregate of numbers that averages (H_NUM): the head's values are
+** every mean its values img (cnt of them, the view hv's image) can take
+** (mean_set), read back as the node's elements. */
+static int plan_mean(gc *g, int id, const rasp_ir_node *nd, view hv, raspF_value hf,
+                     rasp_elem *img, int cnt) {
+  view *v = &g->nv[id];
+  int trunc = nd->op == RASP_OP_AGGR_MEAN, allbool = !(hf.kind & ~RASPF_K_BOOL);
+  /* numerical: the exact mean.  The interpreter's mean of booleans that
+  ** are all True (all False) is True (False), of a mix of booleans and
+  ** numbers a number: one number cannot say which, so that is refused */
+  if (!trunc && (hf.kind & RASPF_K_BOOL) && (hf.kind & (RASPF_K_INT | RASPF_K_RAT))) {
+    raspM_free(img);
+    view_free(&hv);
+    raspR_setc(g->err, RASP_E_INEXACT, nd->pos, "compile: a mean of values that mix booleans "
+               "and numbers (True or 1 depends on which keys are selected) is not supported");
+    return 0;
+  }
+  int mc;
+  rasp_elem dnum = nd->c;
+  if (dnum.den == RASP_DEN_BOOL) dnum.den = 1;
+  /* the head writes dnum where nothing is selected; where a mean of the
+  ** same number is another element (default 0 against a mean of False,
+  ** False against 0, a symbol against 0) it writes a number no mean
+  ** takes instead, one above them all */
+  if (!trunc && (nd->c.den == RASP_DEN_SYM || (nd->c.den == RASP_DEN_BOOL) != allbool)) {
+    double top = 0;
+    for (int a = 0; a < cnt; a++)
+      if (is_num(img[a]) && dval(img[a]) > top) top = dval(img[a]);
+    dnum = (rasp_elem){(int64_t)floor(top) + 1, 1};
+  }
+  rasp_elem *means = mean_set(g, img, cnt, dnum, &mc);
+  raspM_free(img);
+  if (!means) {
+    view_free(&hv);
+    raspR_set(g->err, nd->pos, "compile: too many possible means for this aggregate");
+    return 0;
+  }
+  int uid = new_head(g, 0, means, mc, id, H_NUM, nd->in[0], &hv, dnum);
+  view_alloc(g, v, uid);
+  for (int a = 0; a < mc; a++) {
+    rasp_elem r = means[a];
+    if (ecmp(r, dnum) == 0) r = trunc ? raspI_elem_trunc(nd->c) : nd->c;
+    else if (trunc) r = raspI_elem_trunc(r);
+    else if (allbool && r.den == 1 && (r.num == 0 || r.num == 1))
+      r.den = RASP_DEN_BOOL;
+    v->val[a] = r;
+    v->ok[a] = 1;
+  }
+  return 1;
+}
+
+/* An aggregate: a numerical move (plan_num_move), a categorical head
+** (symbols, booleans, moves) or the exact mean (plan_mean). */
+static int plan_aggregate(gc *g, int id, const rasp_ir_node *nd) {
+  view *v = &g->nv[id];
+  rasp_elem d0 = nd->op == RASP_OP_AGGR_MEAN ? raspI_elem_trunc(nd->c) : nd->c;
+  /* an aggregate over an equality select moves one value (its selected
+  ** keys are taken to hold one value, so the mean is it), where that is
+  ** proven or, by default, assumed (raspF_moves, raspG_opts.moves) */
+  int mv = move_fact(g, id);
+  int moves = mv == RASPF_MOVE_PROVEN || (mv == RASPF_MOVE_ASSUMED && g->o->moves != RASPG_MOVES_PROVE);
+  view sv;
+  view_copy(g, &sv, &g->nv[nd->in[1]]);
+  if (moves && int_elem(d0) && !forced(g, id) && need_num(g, &sv, nd->in[1]) &&
+      plan_num_move(g, id, nd, &sv, d0, mv))
+    return 1;
+  view_free(&sv);
+  view hv;
+  view_copy(g, &hv, &g->nv[nd->in[1]]);
+  need_cat(g, &hv, nd->in[1]);
+  int trunc = nd->op == RASP_OP_AGGR_MEAN;
+  rasp_elem dflt = trunc ? raspI_elem_trunc(nd->c) : nd->c;
+  /* the values' kinds: numbers are averaged, booleans' means of 0 and 1
+     stay booleans, symbols are moved */
+  raspF_value hf = view_fact(g, &hv, nd->in[1]);
+  int allnum = !(hf.kind & RASPF_K_SYM);
+  int cnt;
+  rasp_elem *img = view_image(&hv, &cnt);
+  if (!allnum || moves) {
+    /* categorical: the selected value itself (symbols always: their mean
+    ** is an error unless they are one symbol) */
+    if (trunc)
+      for (int a = 0; a < hv.nv; a++) hv.val[a] = raspI_elem_trunc(hv.val[a]);
+    raspM_free(img);
+    img = view_image(&hv, &cnt);
+    img = raspM_realloc(img, sizeof(rasp_elem) * (size_t)(cnt + 1));
+    img[cnt++] = dflt;
+    cnt = uniq(img, cnt);
+    int uid = new_head(g, 1, img, cnt, id, H_CAT, nd->in[0], &hv, dflt);
+    if (allnum) g->u[uid].move = mv;
+    view_identity(g, v, uid);
+    return 1;
+  }
+  return plan_mean(g, id, nd, hv, hf, img, cnt);
+}
+
+/* Plans node id: a view or a unit for it (g->nv[id]); 0 with err set when
+** the compiler cannot. */
 static int plan_node(gc *g, int id) {
   const rasp_ir_node *nd = &g->ir->nodes[id];
   view *v = &g->nv[id];
@@ -1266,18 +1543,7 @@ static int plan_node(gc *g, int id) {
     v->val[0] = nd->c;
     v->ok[0] = 1;
     return 1;
-  case RASP_OP_SELECT:
-    if (numq_ok(g, id)) {
-      g->numq[id] = 1;
-      need_cat(g, &g->nv[nd->in[0]], nd->in[0]);
-      return 1;
-    }
-    if (numeq_ok(g, id)) {
-      g->numeq[id] = 1;
-      return 1;
-    }
-    for (int i = 0; i < 2; i++) need_cat(g, &g->nv[nd->in[i]], nd->in[i]);
-    return 1;
+  case RASP_OP_SELECT: return plan_select(g, id, nd);
   case RASP_OP_SEL_AND:
   case RASP_OP_SEL_OR:
   case RASP_OP_SEL_NOT: return 1;
@@ -1285,227 +1551,10 @@ static int plan_node(gc *g, int id) {
   case RASP_OP_BINARY:
   case RASP_OP_WHERE:
   case RASP_OP_MAP:
-  case RASP_OP_SEQMAP: {
-    int src = -1, one = one_unit(g);
-    for (int i = 0; i < nd->nin; i++) {
-      int uu = unit_of(g, nd->in[i]);
-      if (uu == one) continue;
-      if (src == -1) src = uu;
-      else if (src != uu) src = -2;
-    }
-    if (src != -2) { /* one source: a view */
-      if (src < 0) src = one;
-      view_alloc(g, v, src);
-      for (int a = 0; a < v->nv; a++) {
-        rasp_elem args[3];
-        int ok = 1;
-        for (int i = 0; i < nd->nin; i++) {
-          const view *o = &g->nv[nd->in[i]];
-          int k = o->unit == src ? a : 0;
-          ok &= o->ok[k];
-          args[i] = o->val[k];
-        }
-        v->ok[a] = (unsigned char)(ok && eval_elem(g, nd, args, &v->val[a]));
-      }
-      return 1;
-    }
-    if (plan_sum(g, id, nd)) return 1;
-    if (plan_nwhere(g, id, nd)) return 1;
-    if (plan_ncmp(g, id, nd)) return 1;
-    /* two or three sources: an MLP unit */
-    /* operands first, so that their decode units come before this one */
-    view tmp[3];
-    for (int i = 0; i < nd->nin; i++) {
-      view_copy(g, &tmp[i], &g->nv[nd->in[i]]);
-      if (nd->op == RASP_OP_WHERE && i == 0) /* only the truth of the condition matters */
-        for (int a = 0; a < tmp[i].nv; a++)
-          tmp[i].val[a] = (rasp_elem){raspI_elem_truth(tmp[i].val[a]), RASP_DEN_BOOL};
-      need_cat(g, &tmp[i], nd->in[i]);
-    }
-    int uid = new_unit(g, U_MLP, 1, NULL, 0, id);
-    unit *u = &g->u[uid];
-    u->mkind = nd->op == RASP_OP_WHERE ? M_WHERE : M_PAIR;
-    u->mnode = id;
-    u->nmv = nd->nin;
-    for (int i = 0; i < nd->nin; i++) u->mv[i] = tmp[i];
-    /* the image: evaluate over every combination of the operand values */
-    int cap = 64, m = 0;
-    rasp_elem *img = raspM_alloc(sizeof(rasp_elem) * (size_t)cap);
-    if (u->mkind == M_WHERE) {
-      for (int br = 1; br <= 2; br++)
-        for (int a = 0; a < u->mv[br].nv; a++)
-          if (u->mv[br].ok[a]) {
-            RASP_GROW(img, cap, m + 1);
-            img[m++] = u->mv[br].val[a];
-          }
-    } else {
-      const view *x = &u->mv[0], *y = &u->mv[1];
-      if ((long long)x->nv * y->nv > 4000000) {
-        raspR_set(g->err, nd->pos, "compile: %d x %d value pairs is too many", x->nv, y->nv);
-        raspM_free(img);
-        return 0;
-      }
-      for (int a = 0; a < x->nv; a++)
-        for (int b = 0; b < y->nv; b++) {
-          rasp_elem args[2] = {x->val[a], y->val[b]}, r;
-          if (x->ok[a] && y->ok[b] && eval_elem(g, nd, args, &r)) {
-            RASP_GROW(img, cap, m + 1);
-            img[m++] = r;
-            if (m > 4 * MAXVALS) m = uniq(img, m);
-          }
-        }
-    }
-    m = uniq(img, m);
-    u->vals = img;
-    u->nvals = m;
-    if (u->mkind == M_WHERE) {
-      /* where(c, x, y) over a y that nobody reads afterwards can update y's
-      ** dimensions in place (decided after scheduling): it takes y's value
-      ** list when its own values are among y's */
-      const view *y = &u->mv[2];
-      unit *Y = &g->u[y->unit];
-      int ident = Y->cat && (Y->kind == U_MLP || Y->kind == U_HEAD);
-      for (int a = 0; a < y->nv && ident; a++) ident = y->ok[a] && !ecmp(y->val[a], Y->vals[a]);
-      for (int k = 0; k < m && ident; k++) ident = find(Y->vals, Y->nvals, img[k]) >= 0;
-      if (ident) {
-        u->vals = raspM_alloc(sizeof(rasp_elem) * (size_t)Y->nvals);
-        memcpy(u->vals, Y->vals, sizeof(rasp_elem) * (size_t)Y->nvals);
-        u->nvals = Y->nvals;
-        u->alias = y->unit;
-        raspM_free(img);
-      }
-    }
-    view_identity(g, v, uid);
-    return 1;
-  }
-  case RASP_OP_SEL_WIDTH: {
-    const rasp_ir_node *sn = &g->ir->nodes[nd->in[0]];
-    int wlo = 0;
-    if (sn->op == RASP_OP_SELECT && sn->aux == RASP_PRED_TRUE) {
-      if (!(sn->flags & RASP_CAUSAL)) { /* `length`: the constant n, no head */
-        view_alloc(g, v, one_unit(g));
-        v->val[0] = (rasp_elem){g->n, 1};
-        v->ok[0] = 1;
-        return 1;
-      }
-      wlo = 1; /* causal: i + 1 */
-    }
-    double qv = qwidth_scale(g, id, wlo);
-    rasp_elem *vals = raspM_alloc(sizeof(rasp_elem) * (size_t)(g->n + 1));
-    /* raw values: 1/(w + 1), or (quantized) the integer the residual holds,
-    ** which falls as w grows: listed from w = n down, ascending */
-    for (int w = wlo; w <= g->n; w++)
-      vals[w - wlo] = qv > 0 ? (rasp_elem){qwidth_value(qv, g->n + wlo - w), 1} : (rasp_elem){1, w + 1};
-    int cnt = uniq(vals, g->n + 1 - wlo);
-    int uid = new_head(g, 0, vals, cnt, id, H_WIDTH, nd->in[0], NULL, (rasp_elem){0, 1});
-    g->u[uid].qw = qv > 0;
-    g->u[uid].qv = qv;
-    view_alloc(g, v, uid);
-    for (int a = 0; a < cnt; a++) {
-      v->val[a] = (rasp_elem){qv > 0 ? g->n - a : vals[a].den - 1, 1};
-      v->ok[a] = 1;
-    }
-    return 1;
-  }
+  case RASP_OP_SEQMAP: return plan_map(g, id, nd);
+  case RASP_OP_SEL_WIDTH: return plan_width(g, id, nd);
   case RASP_OP_AGGREGATE:
-  case RASP_OP_AGGR_MEAN: {
-    rasp_elem d0 = nd->op == RASP_OP_AGGR_MEAN ? raspI_elem_trunc(nd->c) : nd->c;
-    /* an aggregate over an equality select moves one value (its selected
-    ** keys are taken to hold one value, so the mean is it), where that is
-    ** proven or, by default, assumed (raspF_moves, raspG_opts.moves) */
-    int mv = move_fact(g, id);
-    int moves = mv == RASPF_MOVE_PROVEN || (mv == RASPF_MOVE_ASSUMED && g->o->moves != RASPG_MOVES_PROVE);
-    view sv;
-    view_copy(g, &sv, &g->nv[nd->in[1]]);
-    if (moves && int_elem(d0) && !forced(g, id) &&
-        need_num(g, &sv, nd->in[1])) {
-      /* numerical move of an integer (x, x^2): the selected keys hold one
-      ** value (as for the categorical move below), so the mean is it; a
-      ** width or mean read here is decoded to (x, x^2) first (need_num) */
-      int cnt;
-      rasp_elem *img = view_image(&sv, &cnt);
-      if (g->u[sv.unit].sq || cnt > NUMMIN) {
-        img = raspM_realloc(img, sizeof(rasp_elem) * (size_t)(cnt + 1));
-        img[cnt++] = d0;
-        cnt = uniq(img, cnt);
-        int uid = new_head(g, 0, img, cnt, id, H_MOVE, nd->in[0], &sv, d0);
-        g->u[uid].sq = 1;
-        g->u[uid].move = mv;
-        view_identity(g, v, uid);
-        return 1;
-      }
-      raspM_free(img);
-    }
-    view_free(&sv);
-    view hv;
-    view_copy(g, &hv, &g->nv[nd->in[1]]);
-    need_cat(g, &hv, nd->in[1]);
-    int trunc = nd->op == RASP_OP_AGGR_MEAN;
-    rasp_elem dflt = trunc ? raspI_elem_trunc(nd->c) : nd->c;
-    /* the values' kinds: numbers are averaged, booleans' means of 0 and 1
-       stay booleans, symbols are moved */
-    raspF_value hf = view_fact(g, &hv, nd->in[1]);
-    int allnum = !(hf.kind & RASPF_K_SYM), allbool = !(hf.kind & ~RASPF_K_BOOL);
-    int cnt;
-    rasp_elem *img = view_image(&hv, &cnt);
-    if (!allnum || moves) {
-      /* categorical: the selected value itself (symbols always: their mean
-      ** is an error unless they are one symbol) */
-      if (trunc)
-        for (int a = 0; a < hv.nv; a++) hv.val[a] = raspI_elem_trunc(hv.val[a]);
-      raspM_free(img);
-      img = view_image(&hv, &cnt);
-      img = raspM_realloc(img, sizeof(rasp_elem) * (size_t)(cnt + 1));
-      img[cnt++] = dflt;
-      cnt = uniq(img, cnt);
-      int uid = new_head(g, 1, img, cnt, id, H_CAT, nd->in[0], &hv, dflt);
-      if (allnum) g->u[uid].move = mv;
-      view_identity(g, v, uid);
-      return 1;
-    }
-    /* numerical: the exact mean.  The interpreter's mean of booleans that
-    ** are all True (all False) is True (False), of a mix of booleans and
-    ** numbers a number: one number cannot say which, so that is refused */
-    if (!trunc && (hf.kind & RASPF_K_BOOL) && (hf.kind & (RASPF_K_INT | RASPF_K_RAT))) {
-      raspM_free(img);
-      view_free(&hv);
-      raspR_setc(g->err, RASP_E_INEXACT, nd->pos, "compile: a mean of values that mix booleans "
-                 "and numbers (True or 1 depends on which keys are selected) is not supported");
-      return 0;
-    }
-    int mc;
-    rasp_elem dnum = nd->c;
-    if (dnum.den == RASP_DEN_BOOL) dnum.den = 1;
-    /* the head writes dnum where nothing is selected; where a mean of the
-    ** same number is another element (default 0 against a mean of False,
-    ** False against 0, a symbol against 0) it writes a number no mean
-    ** takes instead, one above them all */
-    if (!trunc && (nd->c.den == RASP_DEN_SYM || (nd->c.den == RASP_DEN_BOOL) != allbool)) {
-      double top = 0;
-      for (int a = 0; a < cnt; a++)
-        if (is_num(img[a]) && dval(img[a]) > top) top = dval(img[a]);
-      dnum = (rasp_elem){(int64_t)floor(top) + 1, 1};
-    }
-    rasp_elem *means = mean_set(g, img, cnt, dnum, &mc);
-    raspM_free(img);
-    if (!means) {
-      view_free(&hv);
-      raspR_set(g->err, nd->pos, "compile: too many possible means for this aggregate");
-      return 0;
-    }
-    int uid = new_head(g, 0, means, mc, id, H_NUM, nd->in[0], &hv, dnum);
-    view_alloc(g, v, uid);
-    for (int a = 0; a < mc; a++) {
-      rasp_elem r = means[a];
-      if (ecmp(r, dnum) == 0) r = trunc ? raspI_elem_trunc(nd->c) : nd->c;
-      else if (trunc) r = raspI_elem_trunc(r);
-      else if (allbool && r.den == 1 && (r.num == 0 || r.num == 1))
-        r.den = RASP_DEN_BOOL;
-      v->val[a] = r;
-      v->ok[a] = 1;
-    }
-    return 1;
-  }
+  case RASP_OP_AGGR_MEAN: return plan_aggregate(g, id, nd);
   case RASP_OP_AGGR_MAX:
   case RASP_OP_AGGR_MIN:
   default:
