@@ -4076,10 +4076,215 @@ static void unproven_note(const gc *g, raspG_model *out, int node, const char *w
            why ? why : "its margin is not proven");
 }
 
-/* Proves every used unit and the readout at the target precision.  0: all
-** proven; 1: force updated (compile again); -1: refused, err set. */
 static const char *unit_name(gc *g, const unit *u, char *buf, size_t size);
 
+/* The order prove goes in: fp32 in order of writing (ready), so that what
+** a unit's dimensions held before it (residue) is proven before it; the
+** smallest margins are named as in order of units (the lower one on a
+** tie).  Marks every unit not done. */
+static int *prove_order(gc *g, int p) {
+  int *ord = raspM_alloc(sizeof(int) * (size_t)(g->nu + 1));
+  for (int i = 0; i < g->nu; i++) ord[i] = i, g->u[i].done = 0;
+  for (int i = 1; i < g->nu && p == RASPG_FP32; i++) /* insertion: stable */
+    for (int k = i; k > 0 && g->u[ord[k - 1]].ready > g->u[ord[k]].ready; k--) {
+      int t = ord[k];
+      ord[k] = ord[k - 1], ord[k - 1] = t;
+    }
+  return ord;
+}
+
+/* Unit i reached: its verdict cleared and its values' relative error
+** (kappa) set by its kind. */
+static void prove_start(gc *g, int i, int p, const rasp_model *m) {
+  unit *u = &g->u[i];
+  u->done = 1;
+  u->margin = u->need = -1;
+  u->leak = u->leak0 = 0;
+  u->ae[0] = u->ae[1] = 0;
+  u->nzx = 0;
+  u->ainplace = 0;
+  /* sources come before their readers: kappa is known when read */
+  u->kappa = u->kind < U_HEAD         ? embed_kappa(g, i, p)
+             : u->kind == U_MLP       ? 1
+             : u->hmode == H_WIDTH    ? 4
+                                      : m->cfg.max_len / 2.0 + 4; /* a sum of up to n terms */
+}
+
+/* Head i's margin (head_margin), the model's largest leak and its smallest
+** attention margin (*at_a: whose). */
+static int prove_head(gc *g, raspG_model *out, int i, int p, int *at_a) {
+  unit *u = &g->u[i];
+  rasp_model *m = &out->model;
+  int ok = head_margin(g, u, m, p);
+  /* (a bound on a weight: at most 1) */
+  out->attn_leak = fmin(1, fmax(out->attn_leak, fmax(u->leak, u->leak0)));
+  if (u->margin < INFINITY && (out->attn_margin < 0 || u->margin < out->attn_margin ||
+                               (u->margin == out->attn_margin && i < *at_a))) {
+    out->attn_margin = u->margin, *at_a = i;
+    node_where(g->ir, u->node, out->attn_at, sizeof out->attn_at, 1);
+  }
+  return ok;
+}
+
+/* MLP unit i's margin (mlp_margin over its distinct sources) and, in
+** fp32, its absolute errors; the model's smallest MLP margin (*at_m:
+** whose). */
+static int prove_mlp(gc *g, raspG_model *out, int i, int p, int *at_m) {
+  unit *u = &g->u[i];
+  rasp_model *m = &out->model;
+  int src[2 * MAXCOMPS + 4], ns, ok;
+  unit_sources(u, src, &ns);
+  int k = 0; /* distinct sources */
+  for (int a = 0; a < ns; a++) {
+    int dup = 0;
+    for (int b = 0; b < k; b++) dup |= src[b] == src[a];
+    if (!dup) src[k++] = src[a];
+  }
+  double mg = INFINITY, nd = 0, oe[2] = {0, 0}, ot = 0;
+  int ex = 1;
+  g->inplace = u->alias >= 0;
+  ok = mlp_margin(g, m, u->layer, u->h0, u->h1, src, k, p, &mg, &nd, &ex, &ot);
+  u->ainplace = p == RASPG_FP32 && g->inplace && g->od_combo == 2;
+  /* its dimensions' share of its hidden units' errors */
+  /* and per dimension, the sizes and number of the terms its output
+  ** sum adds (mlp_margin) */
+  double ots[2] = {0, 0}, ons[2] = {0, 0}, oin[2] = {0, 0}, og[2] = {0, 0};
+  const double *otd = g->od + m->cfg.d_model, *ond = otd + m->cfg.d_model,
+               *oint = ond + m->cfg.d_model, *ogen = oint + m->cfg.d_model;
+  for (int r = u->dim; r < u->dim + usize(u); r++) {
+    int c = u->sq && r > u->dim;
+    oe[c] = fmax(oe[c], g->od[r]);
+    ots[c] = fmax(ots[c], otd[r]);
+    ons[c] = fmax(ons[c], ond[r]);
+    oin[c] = fmax(oin[c], oint[r]);
+    og[c] = fmax(og[c], ogen[r]);
+  }
+  int vint = 1; /* its values integers the format holds */
+  for (int a = 0; a < u->nvals && vint; a++) {
+    double x = dval(u->vals[a]);
+    vint = u->cat || (x == floor(x) && fabs(u->sq ? x * x : x) <= ldexp(1, prec_bits[p]));
+  }
+  ex = ex && vint;
+  /* (exact sums: everywhere, or at every combination, active_od) */
+  if (ex || (vint && g->od_combo && g->od_int)) u->kappa = 0;
+  if (g->trace > 1) fprintf(stderr, "  h [%d,%d) oe %g %g ot %g ex %d od-dims:", u->h0, u->h1, oe[0], oe[1], ot, ex);
+  for (int r = 0; r < m->cfg.d_model && g->trace > 1; r++) if (g->od[r] > 0) fprintf(stderr, " %d:%g", r, g->od[r]);
+  if (g->trace > 1) fprintf(stderr, "\n");
+  /* fp32: what its hidden units' errors move its value by (w_out
+  ** integers: dev_grow over its hidden units' additions).  Where its
+  ** hidden units' exact values are not integers (a decode of a width
+  ** or mean, steps of a non-integer input) the partial sums of w_out's
+  ** products are not either, and each of the additions rounds by up
+  ** to u times a partial sum (at most ot + o), which can be far above
+  ** the final value (a step's two hidden units cancel): charged. */
+  if (p == RASPG_FP32)
+    for (int c = 0; c < 2; c++) {
+      int cc = c && u->sq;
+      double o = oe[cc], T = ots[cc];
+      int nt = (int)ons[cc];
+      u->ae[c] = ex ? (o > 0 ? dev_grow(o, nt, T + o) : 0)
+                    : o + (nt + 1) * ldexp(1, -24) * (1 + ldexp(1, -20)) * (T + o);
+      /* per combination of source values (active_od), the same over
+      ** the units that are not 0 there */
+      if (g->od_combo) u->ae[c] = fmin(u->ae[c], ex ? oin[cc] : og[cc]);
+    }
+  u->margin = mg < INFINITY ? mg : -1;
+  u->need = nd;
+  if (mg < INFINITY && (out->mlp_margin < 0 || mg < out->mlp_margin ||
+                        (mg == out->mlp_margin && i < *at_m))) {
+    out->mlp_margin = mg, *at_m = i;
+    node_where(g->ir, u->node, out->mlp_at, sizeof out->mlp_at, 1);
+  }
+  return ok;
+}
+
+/* fp32: unit i's errors grown by what its dimensions held before it
+** (residue), and whether it is exact at its nonzero values (nz_exact);
+** returns ok, cleared for a quantized width that lands on a residue. */
+static int prove_residue(gc *g, int i, int ok) {
+  unit *u = &g->u[i];
+  /* (its eraser, ReLU(x - lo) + lo, is exact or off by at most the error
+  ** x carries: no margin to prove; but what it leaves in the dimensions
+  ** (and what an in-place where adds to) is where the next unit lands:
+  ** fp32 counts it, a sum on integers off by a little (dev_grow)) */
+  fold_kappa(g, i);
+  for (int k = 0; k < 2; k++) { /* r + its value, rounded once */
+    double r = residue(g, i, k);
+    if (g->trace > 1) fprintf(stderr, "  ae[%d] before residue %g, residue %g\n", k, u->ae[k], r);
+    if (r > 0 || u->ainplace)
+      u->ae[k] += r + fmin(u->ae[k] + r, ldexp(1, -24) * (col_max(g, i, k) + u->ae[k] + r));
+    /* a quantized width is rounded to its integer by the same sums
+    ** that add what its dimension held: anything there could carry
+    ** the head's qv fl(1/(w + 1)) across a half, so none is allowed */
+    if (u->qw && r > 0 && ok)
+      ok = 0, u->why = "its dimension holds what an earlier unit left (a quantized width "
+                       "needs it empty)";
+  }
+  u->nzx = ok && nz_exact(g, i);
+  return ok;
+}
+
+/* Proof-driven fp32 after a failure: raises the gain in saved (the force
+** entries before this proof) of every head whose leak is not negligible
+** or that is not proven.  Returns how many. */
+static int prove_sharpen(gc *g, unsigned char *saved) {
+  int raised = 0;
+  for (int i = 0; i < g->nu; i++) {
+    const unit *u = &g->u[i];
+    if (!u->used || u->kind != U_HEAD || u->node < 0 || force_gain(saved[u->node]) >= FORCE_GAIN_MAX)
+      continue;
+    /* the leak's share of its error (head_margin) more than rounding's
+    ** smallest grain, or not bounded (a head reading what was not
+    ** proven): every such head at once, so that one gain serves all */
+    if (!u->proven || !(u->leak * unit_max(g, i) <= ldexp(1, -60))) saved[u->node] += 2, raised++;
+  }
+  return raised;
+}
+
+/* Nothing left to make categorical: refuses the compile (RASP_E_INEXACT)
+** at unit fail (failsrc its sources, -1 the readout, margin rmg and
+** rounding rnd), naming the numerical unit read (a mean or a width), else
+** the unit itself.  Returns -1. */
+static int prove_refuse(gc *g, int p, int fail, int failsrc, double rmg, double rnd) {
+  int src[2 * MAXCOMPS + 4], ns;
+  const unit *u = &g->u[fail];
+  int culprit = fail;
+  if (failsrc > 0) {
+    unit_sources(u, src, &ns);
+    for (int k = 0; k < ns; k++)
+      if (!g->u[src[k]].cat && g->u[src[k]].kind == U_HEAD) culprit = src[k];
+  }
+  const unit *c = &g->u[culprit];
+  char where[192];
+  node_where(g->ir, c->node, where, sizeof where, 0);
+  char reader[192] = "";
+  if (culprit != fail) {
+    if (u->kind == U_MLP && u->mkind == M_DECODE && u->node == c->node)
+      snprintf(reader, sizeof reader, "the MLP decoding them");
+    else
+      node_where(g->ir, u->node, reader, sizeof reader, 1);
+    if (c->node >= 0)
+      raspR_setc(g->err, RASP_E_INEXACT, g->ir->nodes[c->node].pos,
+                 "compile: %s cannot be compiled exactly in %s: its values are too close "
+                 "together (%s reads them with margin %.3g, and rounding can move that by up to "
+                 "%.3g), and it has no categorical encoding",
+                 where, raspG_precision_name(p), reader, u->margin, u->need);
+  } else if (c->node >= 0)
+    raspR_setc(g->err, RASP_E_INEXACT, g->ir->nodes[c->node].pos,
+               "compile: %s cannot be compiled exactly in %s: %s (margin %.3g, rounding up to "
+               "%.3g), and it has no categorical encoding",
+               where, raspG_precision_name(p),
+               failsrc < 0 ? "rounding can move the logits by more than their margin"
+                           : u->why ? u->why : "its margin is not proven",
+               failsrc < 0 ? rmg : u->margin, failsrc < 0 ? rnd : u->need);
+  else
+    raspR_setnoposc(g->err, RASP_E_INEXACT, "compile: %s cannot be compiled exactly in %s",
+                    where, raspG_precision_name(p));
+  return -1;
+}
+
+/* Proves every used unit and the readout at the target precision.  0: all
+** proven; 1: force updated (compile again); -1: refused, err set. */
 static int prove(gc *g, raspG_model *out, const view *ov, int p, unsigned char *force) {
   rasp_model *m = &out->model;
   int src[2 * MAXCOMPS + 4], ns, fail = -1, failsrc = 0, added = 0;
@@ -4095,125 +4300,14 @@ static int prove(gc *g, raspG_model *out, const view *ov, int p, unsigned char *
     saved = raspM_alloc((size_t)g->ir->nnodes + 1);
     memcpy(saved, force, (size_t)g->ir->nnodes + 1);
   }
-  /* fp32 goes in order of writing (ready), so that what a unit's
-  ** dimensions held before it (residue) is proven before it; the smallest
-  ** margins are named as in order of units (the lower one on a tie) */
-  int *ord = raspM_alloc(sizeof(int) * (size_t)(g->nu + 1)), at_a = -1, at_m = -1;
-  for (int i = 0; i < g->nu; i++) ord[i] = i, g->u[i].done = 0;
-  for (int i = 1; i < g->nu && p == RASPG_FP32; i++) /* insertion: stable */
-    for (int k = i; k > 0 && g->u[ord[k - 1]].ready > g->u[ord[k]].ready; k--) {
-      int t = ord[k];
-      ord[k] = ord[k - 1], ord[k - 1] = t;
-    }
+  int *ord = prove_order(g, p), at_a = -1, at_m = -1;
   for (int oi = 0; oi < g->nu; oi++) {
     int i = ord[oi];
     unit *u = &g->u[i];
-    u->done = 1;
-    u->margin = u->need = -1;
-    u->leak = u->leak0 = 0;
-    u->ae[0] = u->ae[1] = 0;
-    u->nzx = 0;
-    u->ainplace = 0;
-    /* sources come before their readers: kappa is known when read */
-    u->kappa = u->kind < U_HEAD         ? embed_kappa(g, i, p)
-               : u->kind == U_MLP       ? 1
-               : u->hmode == H_WIDTH    ? 4
-                                        : m->cfg.max_len / 2.0 + 4; /* a sum of up to n terms */
+    prove_start(g, i, p, m);
     if (!u->used || u->kind < U_HEAD) continue;
-    int ok = 1;
-    if (u->kind == U_HEAD) {
-      ok = head_margin(g, u, m, p);
-      /* (a bound on a weight: at most 1) */
-      out->attn_leak = fmin(1, fmax(out->attn_leak, fmax(u->leak, u->leak0)));
-      if (u->margin < INFINITY && (out->attn_margin < 0 || u->margin < out->attn_margin ||
-                                   (u->margin == out->attn_margin && i < at_a))) {
-        out->attn_margin = u->margin, at_a = i;
-        node_where(g->ir, u->node, out->attn_at, sizeof out->attn_at, 1);
-      }
-    } else {
-      unit_sources(u, src, &ns);
-      int k = 0; /* distinct sources */
-      for (int a = 0; a < ns; a++) {
-        int dup = 0;
-        for (int b = 0; b < k; b++) dup |= src[b] == src[a];
-        if (!dup) src[k++] = src[a];
-      }
-      double mg = INFINITY, nd = 0, oe[2] = {0, 0}, ot = 0;
-      int ex = 1;
-      g->inplace = u->alias >= 0;
-      ok = mlp_margin(g, m, u->layer, u->h0, u->h1, src, k, p, &mg, &nd, &ex, &ot);
-      u->ainplace = p == RASPG_FP32 && g->inplace && g->od_combo == 2;
-      /* its dimensions' share of its hidden units' errors */
-      /* and per dimension, the sizes and number of the terms its output
-      ** sum adds (mlp_margin) */
-      double ots[2] = {0, 0}, ons[2] = {0, 0}, oin[2] = {0, 0}, og[2] = {0, 0};
-      const double *otd = g->od + m->cfg.d_model, *ond = otd + m->cfg.d_model,
-                   *oint = ond + m->cfg.d_model, *ogen = oint + m->cfg.d_model;
-      for (int r = u->dim; r < u->dim + usize(u); r++) {
-        int c = u->sq && r > u->dim;
-        oe[c] = fmax(oe[c], g->od[r]);
-        ots[c] = fmax(ots[c], otd[r]);
-        ons[c] = fmax(ons[c], ond[r]);
-        oin[c] = fmax(oin[c], oint[r]);
-        og[c] = fmax(og[c], ogen[r]);
-      }
-      int vint = 1; /* its values integers the format holds */
-      for (int a = 0; a < u->nvals && vint; a++) {
-        double x = dval(u->vals[a]);
-        vint = u->cat || (x == floor(x) && fabs(u->sq ? x * x : x) <= ldexp(1, prec_bits[p]));
-      }
-      ex = ex && vint;
-      /* (exact sums: everywhere, or at every combination, active_od) */
-      if (ex || (vint && g->od_combo && g->od_int)) u->kappa = 0;
-      if (g->trace > 1) fprintf(stderr, "  h [%d,%d) oe %g %g ot %g ex %d od-dims:", u->h0, u->h1, oe[0], oe[1], ot, ex);
-      for (int r = 0; r < m->cfg.d_model && g->trace > 1; r++) if (g->od[r] > 0) fprintf(stderr, " %d:%g", r, g->od[r]);
-      if (g->trace > 1) fprintf(stderr, "\n");
-      /* fp32: what its hidden units' errors move its value by (w_out
-      ** integers: dev_grow over its hidden units' additions).  Where its
-      ** hidden units' exact values are not integers (a decode of a width
-      ** or mean, steps of a non-integer input) the partial sums of w_out's
-      ** products are not either, and each of the additions rounds by up
-      ** to u times a partial sum (at most ot + o), which can be far above
-      ** the final value (a step's two hidden units cancel): charged. */
-      if (p == RASPG_FP32)
-        for (int c = 0; c < 2; c++) {
-          int cc = c && u->sq;
-          double o = oe[cc], T = ots[cc];
-          int nt = (int)ons[cc];
-          u->ae[c] = ex ? (o > 0 ? dev_grow(o, nt, T + o) : 0)
-                        : o + (nt + 1) * ldexp(1, -24) * (1 + ldexp(1, -20)) * (T + o);
-          /* per combination of source values (active_od), the same over
-          ** the units that are not 0 there */
-          if (g->od_combo) u->ae[c] = fmin(u->ae[c], ex ? oin[cc] : og[cc]);
-        }
-      u->margin = mg < INFINITY ? mg : -1;
-      u->need = nd;
-      if (mg < INFINITY && (out->mlp_margin < 0 || mg < out->mlp_margin ||
-                            (mg == out->mlp_margin && i < at_m))) {
-        out->mlp_margin = mg, at_m = i;
-        node_where(g->ir, u->node, out->mlp_at, sizeof out->mlp_at, 1);
-      }
-    }
-    /* (its eraser, ReLU(x - lo) + lo, is exact or off by at most the error
-    ** x carries: no margin to prove; but what it leaves in the dimensions
-    ** (and what an in-place where adds to) is where the next unit lands:
-    ** fp32 counts it, a sum on integers off by a little (dev_grow)) */
-    if (p == RASPG_FP32) {
-      fold_kappa(g, i);
-      for (int k = 0; k < 2; k++) { /* r + its value, rounded once */
-        double r = residue(g, i, k);
-        if (g->trace > 1) fprintf(stderr, "  ae[%d] before residue %g, residue %g\n", k, u->ae[k], r);
-        if (r > 0 || u->ainplace)
-          u->ae[k] += r + fmin(u->ae[k] + r, ldexp(1, -24) * (col_max(g, i, k) + u->ae[k] + r));
-        /* a quantized width is rounded to its integer by the same sums
-        ** that add what its dimension held: anything there could carry
-        ** the head's qv fl(1/(w + 1)) across a half, so none is allowed */
-        if (u->qw && r > 0 && ok)
-          ok = 0, u->why = "its dimension holds what an earlier unit left (a quantized width "
-                           "needs it empty)";
-      }
-      u->nzx = ok && nz_exact(g, i);
-    }
+    int ok = u->kind == U_HEAD ? prove_head(g, out, i, p, &at_a) : prove_mlp(g, out, i, p, &at_m);
+    if (p == RASPG_FP32) ok = prove_residue(g, i, ok);
     if (!ok && u->kind == U_MLP) u->why = "rounding can push a hidden unit across its hinge";
     if (ok && p == RASPG_FP16 && unit_max(g, i) > 65504)
       ok = 0, u->why = "its values exceed fp16's largest number, 65504";
@@ -4252,57 +4346,13 @@ static int prove(gc *g, raspG_model *out, const view *ov, int p, unsigned char *
   }
   if (g->u[0].sq && p == RASPG_FP16 && unit_max(g, 0) > 65504) added += force_unit(g, 0, force);
   if (rescale && (fail >= 0 || added)) {
-    int raised = 0;
-    for (int i = 0; i < g->nu; i++) {
-      const unit *u = &g->u[i];
-      if (!u->used || u->kind != U_HEAD || u->node < 0 || force_gain(saved[u->node]) >= FORCE_GAIN_MAX)
-        continue;
-      /* the leak's share of its error (head_margin) more than rounding's
-      ** smallest grain, or not bounded (a head reading what was not
-      ** proven): every such head at once, so that one gain serves all */
-      if (!u->proven || !(u->leak * unit_max(g, i) <= ldexp(1, -60))) saved[u->node] += 2, raised++;
-    }
+    int raised = prove_sharpen(g, saved);
     if (raised) memcpy(force, saved, (size_t)g->ir->nnodes + 1), added = raised;
   }
   raspM_free(saved);
   if (fail < 0 && !added) return 0;
   if (added) return 1;
-  /* nothing left to make categorical: name the numerical unit that is
-  ** read (a mean or a width), else the unit itself */
-  const unit *u = &g->u[fail];
-  int culprit = fail;
-  if (failsrc > 0) {
-    unit_sources(u, src, &ns);
-    for (int k = 0; k < ns; k++)
-      if (!g->u[src[k]].cat && g->u[src[k]].kind == U_HEAD) culprit = src[k];
-  }
-  const unit *c = &g->u[culprit];
-  char where[192];
-  node_where(g->ir, c->node, where, sizeof where, 0);
-  char reader[192] = "";
-  if (culprit != fail) {
-    if (u->kind == U_MLP && u->mkind == M_DECODE && u->node == c->node)
-      snprintf(reader, sizeof reader, "the MLP decoding them");
-    else
-      node_where(g->ir, u->node, reader, sizeof reader, 1);
-    if (c->node >= 0)
-      raspR_setc(g->err, RASP_E_INEXACT, g->ir->nodes[c->node].pos,
-                 "compile: %s cannot be compiled exactly in %s: its values are too close "
-                 "together (%s reads them with margin %.3g, and rounding can move that by up to "
-                 "%.3g), and it has no categorical encoding",
-                 where, raspG_precision_name(p), reader, u->margin, u->need);
-  } else if (c->node >= 0)
-    raspR_setc(g->err, RASP_E_INEXACT, g->ir->nodes[c->node].pos,
-               "compile: %s cannot be compiled exactly in %s: %s (margin %.3g, rounding up to "
-               "%.3g), and it has no categorical encoding",
-               where, raspG_precision_name(p),
-               failsrc < 0 ? "rounding can move the logits by more than their margin"
-                           : u->why ? u->why : "its margin is not proven",
-               failsrc < 0 ? rmg : u->margin, failsrc < 0 ? rnd : u->need);
-  else
-    raspR_setnoposc(g->err, RASP_E_INEXACT, "compile: %s cannot be compiled exactly in %s",
-                    where, raspG_precision_name(p));
-  return -1;
+  return prove_refuse(g, p, fail, failsrc, rmg, rnd);
 }
 
 /* ---- a noise bound composed over the units ---------------------------------
