@@ -104,6 +104,93 @@ static int head_unique(gc *g, unit *u, rasp_model *m, double leak, double ae[2])
   return okv;
 }
 
+/* The error of one key's score s = sum of q_j k_j over its nonzero columns
+** kn[t0..t1) (key row kr, query row qb): e, what its inputs' errors bring
+** (qe the query's share), grown by the products' and the sum's rounding
+** at p.  T is the sum of the terms' sizes, gr their common power-of-two
+** grain, sint whether every term is an integer. */
+static double key_err(const gc *g, int p, double e, double qe, double s, double T, double gr,
+                      int sint, const double *qb, const double *kr, const int *kn, int t0,
+                      int t1, const double *QE, const double *KE, int ncol) {
+  double up = prec_u(p), lim = ldexp(1, prec_bits[p]);
+  /* integer features off by a little: dev_grow's argument (fp32).
+  ** A product Q_j K_j whose exact value P is an integer the format
+  ** holds, off by err_j from its inputs' errors, rounds to a float
+  ** no further from P + err_j than P is (err_j), nor than half an
+  ** ulp (u |P + err_j|); a key column that is 0 only by its error
+  ** rounds relatively (u of its share of qe) */
+  if (e > 0 && sint && T + e <= lim * gr) {
+    double ep = up * qe;
+    for (int t = t0; t < t1; t++) {
+      int j = kn[t];
+      double kv = kr[j];
+      double ej = QE[j] * fabs(kv) + (fabs(qb[j]) + QE[j]) * KE[j];
+      ep += fmin(ej, up * (fabs(qb[j] * kv) + ej));
+    }
+    e = raspG_dev_grow_on(e + ep, ncol, T + e + ep, gr);
+  }
+  else {
+    /* its rounding.  In fp32: k products and k - 1 additions in any
+    ** order, each off by at most u times a partial sum (at most T),
+    ** so k u T, not u |s| (the terms of a centred -(k - q)^2
+    ** cancel: |s| is far below T); none where every term is a
+    ** multiple of one power of two gr (an integer: gr >= 1) and
+    ** every partial sum within the format on that grain
+    ** (T <= 2^24 gr), whatever s: the score's factor (a power of
+    ** two) costs no bits, so node ids centred within +-510 score
+    ** exactly at any scale (T / scale <= 4 * 510^2).  In fp16 and
+    ** bf16 the products are exact in the float32 accumulator (11 + 11 or 8 + 8 significand bits), its
+    ** k - 1 additions off by 2^-24 T each, and the sum is rounded
+    ** to p once: to the integer s itself (off by at most twice the
+    ** accumulator's error) where s is one the format holds */
+    int k = t1 - t0;
+    if (p == RASPG_FP32) {
+      if (!(e == 0 && !g->cb && T <= lim * gr))
+        e += up * (k > 1 ? k : 1) * (T > fabs(s) ? T : fabs(s)) * (1 + ldexp(1, -20));
+    } else {
+      double acc = (k > 1 ? k - 1 : 0) * ldexp(1, -24) * (1 + ldexp(1, -20)) * T;
+      if (e == 0 && s == floor(s) && fabs(s) <= lim && acc < 0.25) e += 2 * acc;
+      else e += acc + up * (fabs(s) + acc);
+    }
+  }
+  return e;
+}
+
+/* fp32 (not under the composed bound): head u's absolute errors, from its
+** leak and its values' own (vsrc_dev), or its lookup's (head_unique), and
+** a quantized width's exactness.  Returns ok, cleared where a quantized
+** width is not proven exact. */
+static int head_fp32(gc *g, unit *u, rasp_model *m, int p, int ok, double leak, int avg,
+                     int wexact) {
+  int n = m->cfg.max_len, self = (int)(u - g->u), width = u->hmode == H_WIDTH;
+  double up = prec_u(p);
+  /* the leak, as a deviation, and the moved values' own.  Where e^-gap
+  ** is below float32's subnormals (a large --attn-gain), expf still
+  ** returns up to one subnormal ulp, 2^-149, per key: the leak carries
+  ** n 2^-148 more, so the tiny deviations stay bounds */
+  double lk = leak + (double)n * ldexp(1, -148);
+  for (int k = 0; k < 2; k++)
+    u->ae[k] = (raspG_col_max(g, self, k) > 0 ? 2 * (1 + 2 * up) * lk * raspG_col_max(g, self, k) : 0) +
+               raspG_vsrc_dev(g, u, m, k);
+  double ae[2];
+  if (ok && !avg && head_unique(g, u, m, lk, ae)) u->kappa = 0, u->ae[0] = ae[0], u->ae[1] = ae[1];
+  /* a quantized width: the selected keys and BOS score alike, exactly,
+  ** so each gets exp(0) = 1; the others weigh less than 2^-25 in all,
+  ** so the softmax's sum is w + 1 exactly (in any order) and BOS's
+  ** weight fl(1/(w + 1)); every other key's value is an exact 0, so the
+  ** head's output is qv fl(1/(w + 1)) exactly (qv a power of two), and
+  ** b_o's 2^23 plus it rounds to the integer qwidth_value gives: exact.
+  ** (The softmax divides by its sum, or multiplies by its reciprocal:
+  ** fl(1 / (w + 1)) either way.) */
+  if (width && u->qw) {
+    if (ok && wexact && lk < ldexp(1, -25)) u->kappa = 0, u->ae[0] = u->ae[1] = 0;
+    else if (ok)
+      ok = 0, u->why = "its selected keys' scores are not proven exactly equal to BOS's (a "
+                       "quantized width needs them so)";
+  }
+  return ok;
+}
+
 /* A head's margin and need (the most rounding can take from it), in
 ** logits; 0 when not proven at p: a selected key must still beat every
 ** other (BOS as the design wants), the weight leaking to the others times
@@ -194,46 +281,8 @@ int raspG_head_margin(gc *g, unit *u, rasp_model *m, int p) {
           e += QE[kn[t]] * fabs(kv);
           sint = sint && kv == floor(kv);
         }
-        /* integer features off by a little: dev_grow's argument (fp32).
-        ** A product Q_j K_j whose exact value P is an integer the format
-        ** holds, off by err_j from its inputs' errors, rounds to a float
-        ** no further from P + err_j than P is (err_j), nor than half an
-        ** ulp (u |P + err_j|); a key column that is 0 only by its error
-        ** rounds relatively (u of its share of qe) */
-        if (e > 0 && sint && T + e <= lim * gr) {
-          double ep = up * qe;
-          for (int t = ks[a]; t < ks[a + 1]; t++) {
-            int j = kn[t];
-            double kv = K[(size_t)a * ncol + j];
-            double ej = QE[j] * fabs(kv) + (fabs(qb[j]) + QE[j]) * KE[j];
-            ep += fmin(ej, up * (fabs(qb[j] * kv) + ej));
-          }
-          e = raspG_dev_grow_on(e + ep, ncol, T + e + ep, gr);
-        }
-        else {
-          /* its rounding.  In fp32: k products and k - 1 additions in any
-          ** order, each off by at most u times a partial sum (at most T),
-          ** so k u T, not u |s| (the terms of a centred -(k - q)^2
-          ** cancel: |s| is far below T); none where every term is a
-          ** multiple of one power of two gr (an integer: gr >= 1) and
-          ** every partial sum within the format on that grain
-          ** (T <= 2^24 gr), whatever s: the score's factor (a power of
-          ** two) costs no bits, so node ids centred within +-510 score
-          ** exactly at any scale (T / scale <= 4 * 510^2).  In fp16 and
-          ** bf16 the products are exact in the float32 accumulator (11 + 11 or 8 + 8 significand bits), its
-          ** k - 1 additions off by 2^-24 T each, and the sum is rounded
-          ** to p once: to the integer s itself (off by at most twice the
-          ** accumulator's error) where s is one the format holds */
-          int k = ks[a + 1] - ks[a];
-          if (p == RASPG_FP32) {
-            if (!(e == 0 && !g->cb && T <= lim * gr))
-              e += up * (k > 1 ? k : 1) * (T > fabs(s) ? T : fabs(s)) * (1 + ldexp(1, -20));
-          } else {
-            double acc = (k > 1 ? k - 1 : 0) * ldexp(1, -24) * (1 + ldexp(1, -20)) * T;
-            if (e == 0 && s == floor(s) && fabs(s) <= lim && acc < 0.25) e += 2 * acc;
-            else e += acc + up * (fabs(s) + acc);
-          }
-        }
+        e = key_err(g, p, e, qe, s, T, gr, sint, qb, K + (size_t)a * ncol, kn, ks[a], ks[a + 1],
+                    QE, KE, ncol);
         double ens = e;
         e += up * fabs(s); /* the scaling's */
         sc[a] = s;
@@ -336,32 +385,7 @@ int raspG_head_margin(gc *g, unit *u, rasp_model *m, int p) {
                      "than an eighth of the gap between its values";
   if (p == RASPG_FP16 && (vmax > 65504 || smax > 65504))
     ok = 0, u->why = "a score or a feature exceeds fp16's largest number, 65504";
-  if (p == RASPG_FP32 && !g->cb) {
-    /* the leak, as a deviation, and the moved values' own.  Where e^-gap
-    ** is below float32's subnormals (a large --attn-gain), expf still
-    ** returns up to one subnormal ulp, 2^-149, per key: the leak carries
-    ** n 2^-148 more, so the tiny deviations stay bounds */
-    double lk = leak + (double)n * ldexp(1, -148);
-    for (int k = 0; k < 2; k++)
-      u->ae[k] = (raspG_col_max(g, self, k) > 0 ? 2 * (1 + 2 * up) * lk * raspG_col_max(g, self, k) : 0) +
-                 raspG_vsrc_dev(g, u, m, k);
-    double ae[2];
-    if (ok && !avg && head_unique(g, u, m, lk, ae)) u->kappa = 0, u->ae[0] = ae[0], u->ae[1] = ae[1];
-    /* a quantized width: the selected keys and BOS score alike, exactly,
-    ** so each gets exp(0) = 1; the others weigh less than 2^-25 in all,
-    ** so the softmax's sum is w + 1 exactly (in any order) and BOS's
-    ** weight fl(1/(w + 1)); every other key's value is an exact 0, so the
-    ** head's output is qv fl(1/(w + 1)) exactly (qv a power of two), and
-    ** b_o's 2^23 plus it rounds to the integer qwidth_value gives: exact.
-    ** (The softmax divides by its sum, or multiplies by its reciprocal:
-    ** fl(1 / (w + 1)) either way.) */
-    if (width && u->qw) {
-      if (ok && wexact && lk < ldexp(1, -25)) u->kappa = 0, u->ae[0] = u->ae[1] = 0;
-      else if (ok)
-        ok = 0, u->why = "its selected keys' scores are not proven exactly equal to BOS's (a "
-                         "quantized width needs them so)";
-    }
-  }
+  if (p == RASPG_FP32 && !g->cb) ok = head_fp32(g, u, m, p, ok, leak, avg, wexact);
   return ok;
 }
 

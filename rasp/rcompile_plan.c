@@ -941,42 +941,24 @@ static int check_facts(gc *g, const unsigned char *live) {
   return 1;
 }
 
-/* The planner: units for every live node of the first output's cone (CSE
-** and static heads applied), the readout view *ov and whether it is read as
-** a number (*quad), every unit scheduled (schedule) and the ones the output
-** needs marked used.  raspG_compile writes weights for this plan and
-** raspG_schedule reports it, so `rasp layers` and the compiled model agree
-** by construction.  Returns 1, or 0 with err set and g freed. */
-int raspG_plan(gc *g, const rasp_ir *ir, const raspG_opts *o, const unsigned char *force,
-               view *ov, int *quadp, rasp_error *err) {
-  if (!ir->noutputs) {
-    raspR_setnopos(err, "compile: the program has no output");
-    return 0;
-  }
-  memset(g, 0, sizeof *g);
-  g->ir = ir;
-  g->o = o;
-  g->n = ir->n;
-  g->err = err;
-  g->force = force;
-  g->allcat = o->encoding == RASPG_ENC_CATEGORICAL;
-  const char *tr = getenv("RASP_COMPILE_TRACE");
-  g->trace = tr ? atoi(tr) : 0;
-  int root = ir->outputs[0];
-  unsigned char *live = raspM_alloc((size_t)ir->nnodes);
-  raspI_live(ir, &root, 1, live);
-  /* a causal model when no head selects a later key: its selector is causal
-     or provably reads only keys k <= q (rcausal.h), so the mask changes
-     nothing */
+/* Whether the model can be causal: no live head selects a later key, its
+** selector being causal or provably reading only keys k <= q (rcausal.h),
+** so the mask changes nothing. */
+static int causal_model(const rasp_ir *ir, const unsigned char *live) {
   rasp_causal ca;
   raspA_analyse(ir, &ca);
-  g->causal_model = 1;
+  int causal = 1;
   for (int i = 0; i < ir->nnodes; i++)
     if (live[i] && raspI_op_component(ir->nodes[i].op) == RASP_COMP_ATTN &&
         !raspA_sel_prefix(&ca, ir->nodes[i].in[0]))
-      g->causal_model = 0;
+      causal = 0;
   raspA_free(&ca);
-  /* the embedded units */
+  return causal;
+}
+
+/* The embedded units TOK, IDX and ONE (units 0, 1, 2), and between them
+** the graph's value facts for tokens among the vocabulary's ids. */
+static void plan_embedded(gc *g, const rasp_ir *ir, const raspG_opts *o) {
   rasp_elem *tv = raspM_alloc(sizeof(rasp_elem) * (size_t)(o->ninput + 1));
   for (int i = 0; i < o->ninput; i++) tv[i] = (rasp_elem){o->input_ids[i], 1};
   int ntv = raspG_uniq(tv, o->ninput);
@@ -1001,6 +983,34 @@ int raspG_plan(gc *g, const rasp_ir *ir, const raspG_opts *o, const unsigned cha
   rasp_elem *ov1 = raspM_alloc(sizeof(rasp_elem));
   ov1[0] = (rasp_elem){1, 1};
   raspG_new_unit(g, U_ONE, 1, ov1, 1, -1);
+}
+
+/* The planner: units for every live node of the first output's cone (CSE
+** and static heads applied), the readout view *ov and whether it is read as
+** a number (*quad), every unit scheduled (schedule) and the ones the output
+** needs marked used.  raspG_compile writes weights for this plan and
+** raspG_schedule reports it, so `rasp layers` and the compiled model agree
+** by construction.  Returns 1, or 0 with err set and g freed. */
+int raspG_plan(gc *g, const rasp_ir *ir, const raspG_opts *o, const unsigned char *force,
+               view *ov, int *quadp, rasp_error *err) {
+  if (!ir->noutputs) {
+    raspR_setnopos(err, "compile: the program has no output");
+    return 0;
+  }
+  memset(g, 0, sizeof *g);
+  g->ir = ir;
+  g->o = o;
+  g->n = ir->n;
+  g->err = err;
+  g->force = force;
+  g->allcat = o->encoding == RASPG_ENC_CATEGORICAL;
+  const char *tr = getenv("RASP_COMPILE_TRACE");
+  g->trace = tr ? atoi(tr) : 0;
+  int root = ir->outputs[0];
+  unsigned char *live = raspM_alloc((size_t)ir->nnodes);
+  raspI_live(ir, &root, 1, live);
+  g->causal_model = causal_model(ir, live);
+  plan_embedded(g, ir, o);
   g->nv = raspM_alloc(sizeof(view) * (size_t)ir->nnodes);
   g->numq = raspM_alloc((size_t)ir->nnodes);
   g->numeq = raspM_alloc((size_t)ir->nnodes);
