@@ -211,10 +211,14 @@ static inline double dval(rasp_elem e) {
 
 /* What a width head writes at BOS (BOS alone selected: weight 1). */
 static inline double qwidth_bos(const unit *u) { return u->qw ? QW_B + u->qv : 1; }
+/* The unit node's view reads. */
 static inline int unit_of(gc *g, int node) { return g->nv[node].unit; }
 
 #define NUMMIN 32 /* a unit with more integer values than this is numerical (smaller
                      ** ones stay one-hot: cheap, and gentle for training) */
+
+/* A view read as a number: a linear form over residual dimensions
+** (rcompile_unit.c, "numbers"). */
 typedef struct lform {
   int n;
   int u[8], off[8]; /* numerical units: a few terms */
@@ -223,6 +227,7 @@ typedef struct lform {
   int sq;
   double sh;
 } lform;
+
 /* Integers read as numbers (lf_build, numerical moves, tested conditions)
 ** stay inside this window, so that their squares and big-M gates are exact
 ** in float32 sums. */
@@ -239,6 +244,7 @@ typedef struct wctx {
   float *w_in, *b_in, *w_out; /* this layer's MLP, NULL when counting */
   int h;                      /* next hidden unit */
 } wctx;
+/* The first residual dimension of unit uid. */
 static inline int udim(gc *g, int uid) { return g->u[uid].dim; }
 
 /* A unit's residual dimensions. */
