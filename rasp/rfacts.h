@@ -37,7 +37,7 @@
 ** every run against raspF_values for the run's token range.  The layer
 ** analysis and the verifier have no use for bounds yet (their verdicts
 ** come from values); they can call raspF_values like the compiler.  The
-** compiler (rcompile.c) calls raspF_values once in plan(), with tokens
+** compiler (rcompile_plan.c) calls raspF_values once in plan(), with tokens
 ** {RASPF_K_INT, min, max} of o->input_ids, and enumerates exact value sets
 ** per view, a refinement of these facts (a set is needed for one-hot
 ** units; an interval is not one).  It decides by the fact met with the set

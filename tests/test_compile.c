@@ -626,7 +626,7 @@ START_TEST(test_noise_bound) {
 }
 END_TEST
 
-/* Proven by the bound composed over the units (rcompile.c, "a noise bound
+/* Proven by the bound composed over the units (rcompile_cbound.c, "a noise bound
 ** composed over the units"), not by the per-dimension one. */
 START_TEST(test_noise_bound_composed) {
   static const char *reverse = "def main(seq):\n"

@@ -1,0 +1,843 @@
+/*
+** rcompile_margin.c -- the margins of heads and MLP units.
+**
+** head_margin and mlp_margin evaluate one head or one MLP unit on every
+** value its inputs can take (rcompile_round.c's essay) and leave in the
+** unit its margin, the rounding it must absorb and the error it passes on;
+** active_od carries an MLP unit's hidden errors to its outputs.
+*/
+#include "rcompile_int.h"
+
+/* Whether selector sel picks at most one key per query on every input: it
+** reaches, through `and`s alone (raspF_and_eq_selects), an equality select
+** whose keys hold distinct values (raspF_distincts) but for exceptions that
+** no value of its query's set can equal. */
+static int sel_picks_one(const gc *g, int sel) {
+  int eqs[16], n = raspF_and_eq_selects(g->ir, sel, eqs, 16);
+  for (int k = 0; k < n; k++) {
+    const rasp_ir_node *s = &g->ir->nodes[eqs[k]];
+    raspF_distinct d = g->dist[s->in[0]];
+    const view *q = &g->nv[s->in[1]];
+    int one = d.holds && q->val;
+    for (int a = 0; a < (one ? q->nv : 0) && one; a++) {
+      rasp_elem e = q->val[a];
+      /* integer keys equal an integer or a boolean (True == 1) only */
+      one = !(q->ok[a] && (e.den == 1 || e.den == RASP_DEN_BOOL) && raspF_distinct_may_repeat(d, e.num));
+    }
+    if (one) return 1;
+  }
+  return 0;
+}
+
+/* fp32: a head that selects at most one key per query -- its keys are the
+** positions (a component reading the index unit holds for at most one
+** index value at every query value), or values that differ between
+** positions wherever a query can match them (sel_picks_one), or it moves a
+** value of the positions
+** that no two share (the compiler's premise for a move, that the selected
+** keys hold one value, then leaves one key) -- whose scores (Gp > 0: the
+** selected key beats every other, BOS included, after rounding) leave the
+** other keys a
+** total weight leak < 2^-25 against the winner's exp(0) = 1, and whose
+** value columns are integers computed exactly or off by a little: the
+** softmax's sum is 1 exactly (1 plus less than half its ulp, in any
+** order), so the winner's weight is 1 and its product exact; the others'
+** products add at most leak * max|v| and absorbing them into the sum at
+** most as much again (dev_grow's argument, each absorbed at most once),
+** and w_o copies the value (1s).  So its output is integers off by at most
+** *ae: no n/2 roundings, which only ties among several selected keys of
+** equal values cost.  0 when the argument does not apply. */
+static int head_unique(gc *g, unit *u, rasp_model *m, double leak, double ae[2]) {
+  if (u->hmode != H_CAT && u->hmode != H_MOVE) return 0;
+  if (!(leak < ldexp(1, -25))) return 0;
+  const rasp_ir_node *an = u->node >= 0 ? &g->ir->nodes[u->node] : NULL;
+  int one = an && (an->op == RASP_OP_AGGREGATE || an->op == RASP_OP_AGGR_MEAN) &&
+            sel_picks_one(g, an->in[0]);
+  /* --moves one: an assumed move's premise is that it selects one key */
+  one = one || (u->move == RASPF_MOVE_ASSUMED && g->o->moves == RASPG_MOVES_ONE);
+  for (int ci = 0; ci < u->nc && !one; ci++) {
+    const comp *c = &u->c[ci];
+    if (g->u[c->ku].kind != U_IDX) continue;
+    int nk = g->u[c->ku].nvals, nq = g->u[c->qu].nvals, most = 0;
+    for (int b = 0; b < nq; b++) {
+      int k = 0;
+      for (int a = 0; a < nk; a++) k += raspG_comp_rel(g, c, a, b);
+      if (k > most) most = k;
+    }
+    one = most <= 1;
+  }
+  if (!one && g->u[u->hv.unit].kind == U_IDX) {
+    /* the compiler's premise for a move (plan_node): the selected keys
+    ** hold one value; the positions' values, each at one position, are
+    ** then held by one key */
+    const view *v = &u->hv;
+    one = 1;
+    for (int a = 0; a < v->nv && one; a++)
+      for (int b = a + 1; b < v->nv && one; b++)
+        one = !(v->ok[a] && v->ok[b] && v->val[a].num == v->val[b].num && v->val[a].den == v->val[b].den);
+  }
+  if (!one) return 0;
+  const rasp_model_config *cf = &m->cfg;
+  int d = cf->d_model, dh = cf->d_head, vu = u->hv.unit;
+  if (g->u[vu].kappa != 0) return 0;
+  char nm[64];
+  snprintf(nm, sizeof nm, "layers.%d.attn.w_v", u->layer);
+  const float *wv = raspN_data(m, nm) + (size_t)u->hslot * d * dh;
+  snprintf(nm, sizeof nm, "layers.%d.attn.w_o", u->layer);
+  const float *wo = raspN_data(m, nm) + (size_t)u->hslot * dh * d;
+  int ncol = u->hmode == H_MOVE ? 2 : u->nvals, okv = 1;
+  double *VA = raspM_alloc(sizeof(double) * (size_t)ncol * 2), *VE = VA + ncol;
+  double *V = raspG_col_vectors(g, vu, wv, d, dh, 0, ncol, RASPG_FP32, VA, VE);
+  ae[0] = ae[1] = 0;
+  for (int j = 0; j < ncol; j++) {
+    okv &= raspG_int_weights(g, vu, wv, dh, j, 1) && VA[j] <= ldexp(1, 24);
+    okv &= wv[j] == floorf(wv[j]); /* BOS's row: the default */
+    int k = u->hmode == H_MOVE ? j : 0;
+    double vmax = fmax(fmax(raspG_col_max(g, (int)(u - g->u), k), VA[j]), fabs((double)wv[j]));
+    ae[k] = fmax(ae[k], VE[j] + 2 * (1 + ldexp(1, -20)) * leak * (vmax + VE[j]));
+    for (int o = 0; o < d; o++) /* w_o: a copy */
+      okv &= wo[(size_t)j * d + o] == 0 || (wo[(size_t)j * d + o] == 1 && o == u->dim + j);
+  }
+  for (int a = 0; a < g->u[vu].nvals * ncol && okv; a++) okv = V[a] == floor(V[a]);
+  raspM_free(V);
+  raspM_free(VA);
+  return okv;
+}
+
+/* The error of one key's score s = sum of q_j k_j over its nonzero columns
+** kn[t0..t1) (key row kr, query row qb): e, what its inputs' errors bring
+** (qe the query's share), grown by the products' and the sum's rounding
+** at p.  T is the sum of the terms' sizes, gr their common power-of-two
+** grain, sint whether every term is an integer. */
+static double key_err(const gc *g, int p, double e, double qe, double s, double T, double gr,
+                      int sint, const double *qb, const double *kr, const int *kn, int t0,
+                      int t1, const double *QE, const double *KE, int ncol) {
+  double up = prec_u(p), lim = ldexp(1, prec_bits[p]);
+  /* integer features off by a little: dev_grow's argument (fp32).
+  ** A product Q_j K_j whose exact value P is an integer the format
+  ** holds, off by err_j from its inputs' errors, rounds to a float
+  ** no further from P + err_j than P is (err_j), nor than half an
+  ** ulp (u |P + err_j|); a key column that is 0 only by its error
+  ** rounds relatively (u of its share of qe) */
+  if (e > 0 && sint && T + e <= lim * gr) {
+    double ep = up * qe;
+    for (int t = t0; t < t1; t++) {
+      int j = kn[t];
+      double kv = kr[j];
+      double ej = QE[j] * fabs(kv) + (fabs(qb[j]) + QE[j]) * KE[j];
+      ep += fmin(ej, up * (fabs(qb[j] * kv) + ej));
+    }
+    e = raspG_dev_grow_on(e + ep, ncol, T + e + ep, gr);
+  }
+  else {
+    /* its rounding.  In fp32: k products and k - 1 additions in any
+    ** order, each off by at most u times a partial sum (at most T),
+    ** so k u T, not u |s| (the terms of a centred -(k - q)^2
+    ** cancel: |s| is far below T); none where every term is a
+    ** multiple of one power of two gr (an integer: gr >= 1) and
+    ** every partial sum within the format on that grain
+    ** (T <= 2^24 gr), whatever s: the score's factor (a power of
+    ** two) costs no bits, so node ids centred within +-510 score
+    ** exactly at any scale (T / scale <= 4 * 510^2).  In fp16 and
+    ** bf16 the products are exact in the float32 accumulator (11 + 11 or 8 + 8 significand bits), its
+    ** k - 1 additions off by 2^-24 T each, and the sum is rounded
+    ** to p once: to the integer s itself (off by at most twice the
+    ** accumulator's error) where s is one the format holds */
+    int k = t1 - t0;
+    if (p == RASPG_FP32) {
+      if (!(e == 0 && !g->cb && T <= lim * gr))
+        e += up * (k > 1 ? k : 1) * (T > fabs(s) ? T : fabs(s)) * (1 + ldexp(1, -20));
+    } else {
+      double acc = (k > 1 ? k - 1 : 0) * ldexp(1, -24) * (1 + ldexp(1, -20)) * T;
+      if (e == 0 && s == floor(s) && fabs(s) <= lim && acc < 0.25) e += 2 * acc;
+      else e += acc + up * (fabs(s) + acc);
+    }
+  }
+  return e;
+}
+
+/* fp32 (not under the composed bound): head u's absolute errors, from its
+** leak and its values' own (vsrc_dev), or its lookup's (head_unique), and
+** a quantized width's exactness.  Returns ok, cleared where a quantized
+** width is not proven exact. */
+static int head_fp32(gc *g, unit *u, rasp_model *m, int p, int ok, double leak, int avg,
+                     int wexact) {
+  int n = m->cfg.max_len, self = (int)(u - g->u), width = u->hmode == H_WIDTH;
+  double up = prec_u(p);
+  /* the leak, as a deviation, and the moved values' own.  Where e^-gap
+  ** is below float32's subnormals (a large --attn-gain), expf still
+  ** returns up to one subnormal ulp, 2^-149, per key: the leak carries
+  ** n 2^-148 more, so the tiny deviations stay bounds */
+  double lk = leak + (double)n * ldexp(1, -148);
+  for (int k = 0; k < 2; k++)
+    u->ae[k] = (raspG_col_max(g, self, k) > 0 ? 2 * (1 + 2 * up) * lk * raspG_col_max(g, self, k) : 0) +
+               raspG_vsrc_dev(g, u, m, k);
+  double ae[2];
+  if (ok && !avg && head_unique(g, u, m, lk, ae)) u->kappa = 0, u->ae[0] = ae[0], u->ae[1] = ae[1];
+  /* a quantized width: the selected keys and BOS score alike, exactly,
+  ** so each gets exp(0) = 1; the others weigh less than 2^-25 in all,
+  ** so the softmax's sum is w + 1 exactly (in any order) and BOS's
+  ** weight fl(1/(w + 1)); every other key's value is an exact 0, so the
+  ** head's output is qv fl(1/(w + 1)) exactly (qv a power of two), and
+  ** b_o's 2^23 plus it rounds to the integer qwidth_value gives: exact.
+  ** (The softmax divides by its sum, or multiplies by its reciprocal:
+  ** fl(1 / (w + 1)) either way.) */
+  if (width && u->qw) {
+    if (ok && wexact && lk < ldexp(1, -25)) u->kappa = 0, u->ae[0] = u->ae[1] = 0;
+    else if (ok)
+      ok = 0, u->why = "its selected keys' scores are not proven exactly equal to BOS's (a "
+                       "quantized width needs them so)";
+  }
+  return ok;
+}
+
+/* A head's margin and need (the most rounding can take from it), in
+** logits; 0 when not proven at p: a selected key must still beat every
+** other (BOS as the design wants), the weight leaking to the others times
+** the range of the values moved must stay below tol, and so must an
+** averaging head's error from unequal selected scores (tol: an eighth of
+** the gap between the head's values, 1 for one-hot and integers). */
+int raspG_head_margin(gc *g, unit *u, rasp_model *m, int p) {
+  const rasp_model_config *cf = &m->cfg;
+  int d = cf->d_model, dh = cf->d_head, n = cf->max_len;
+  char nm[64];
+  snprintf(nm, sizeof nm, "layers.%d.attn.w_q", u->layer);
+  const float *wq = raspN_data(m, nm) + (size_t)u->hslot * d * dh;
+  snprintf(nm, sizeof nm, "layers.%d.attn.w_k", u->layer);
+  const float *wk = raspN_data(m, nm) + (size_t)u->hslot * d * dh;
+  double up = prec_u(p), lim = ldexp(1, prec_bits[p]);
+  double lsc = (double)(1.0f / sqrtf((float)dh));
+  int width = u->hmode == H_WIDTH, avg = width || u->hmode == H_NUM;
+  float qbf = wq[(size_t)1 * dh + u->bcol], kbf = wk[(size_t)0 * dh + u->bcol];
+  double sbos = (double)qbf * kbf, vmax = fmax(fabs(qbf), fabs(kbf)), smax = fabs(sbos);
+  /* errors without the final scaling (equal scores scale alike) and with */
+  double ebns = fabs((double)raspG_round(p, qbf) * raspG_round(p, kbf) - sbos);
+  if (g->cb) { /* the BOS key's errors meet the query's columns */
+    double Tq, Tk, eq, ek0;
+    for (int j = 0; j < dh; j++) {
+      eq = raspG_cb_colerr(g, wq, dh, j, 0, &Tq);
+      ek0 = raspG_cb_colerr(g, wk, dh, j, 1, &Tk);
+      ebns += (j == u->bcol ? eq * (fabs(kbf) + ek0) + fabs(qbf) * ek0 : (Tq + eq) * ek0);
+    }
+  }
+  double ebos = up * fabs(sbos) + ebns;
+  double blo = sbos - ebos, bhi = sbos + ebos;
+  int self = (int)(u - g->u);
+  double vrange = 2 * raspG_unit_max(g, self), tol = avg ? raspG_unit_gap(g, self) / 8 : 0.125;
+  double G = INFINITY, Gp = INFINITY, leak = 0, spread = 0;
+  /* a quantized width: every selected key scores exactly BOS's score,
+  ** each computed exactly */
+  int wexact = width && u->qw && ebns == 0;
+  int unbounded = !(ebns < INFINITY);
+  double selmin = 0, selmax = 0, pselmin = 0, pselmax = 0;
+  int nc = u->nc;
+  double *mh = raspM_alloc(sizeof(double) * (size_t)(nc + 1) * 9);
+  double *Mh = mh + nc + 1, *Mf = Mh + nc + 1, *pmh = Mf + nc + 1, *pMh = pmh + nc + 1, *pMf = pMh + nc + 1;
+  /* per component, for a quantized width of several: the selected keys'
+  ** scores less and plus their own rounding (ens), and their terms' sizes */
+  double *emh = pMf + nc + 1, *eMh = emh + nc + 1, *Tsel = eMh + nc + 1;
+  for (int ci = 0; ci < nc; ci++) {
+    const comp *c = &u->c[ci];
+    int ncol = c->col1 - c->col0, nk = g->u[c->ku].nvals, nq = g->u[c->qu].nvals;
+    double *KA = raspM_alloc(sizeof(double) * (size_t)(ncol + 1) * 4), *KE = KA + ncol + 1,
+           *QA = KE + ncol + 1, *QE = QA + ncol + 1;
+    double *K = raspG_col_vectors(g, c->ku, wk, d, dh, c->col0, c->col1, p, KA, KE);
+    double *Q = raspG_col_vectors(g, c->qu, wq, d, dh, c->col0, c->col1, p, QA, QE);
+    for (int j = 0; j < ncol; j++) unbounded |= !(QE[j] < INFINITY) || !(KE[j] < INFINITY);
+    /* each key's nonzero columns (a one-hot key has one) */
+    int *kn = raspM_alloc(sizeof(int) * ((size_t)nk * (size_t)(ncol ? ncol : 1) + (size_t)nk + 1)),
+        *ks = kn + (size_t)nk * (size_t)(ncol ? ncol : 1), nz = 0;
+    for (int a = 0; a < nk; a++) {
+      ks[a] = nz;
+      for (int j = 0; j < ncol; j++)
+        if (K[(size_t)a * ncol + j] != 0) kn[nz++] = j;
+    }
+    ks[nk] = nz;
+    double *sc = raspM_alloc(sizeof(double) * (size_t)(nk ? nk : 1) * 2), *er = sc + nk;
+    mh[ci] = pmh[ci] = emh[ci] = INFINITY;
+    eMh[ci] = -INFINITY, Tsel[ci] = 0;
+    Mh[ci] = pMh[ci] = Mf[ci] = pMf[ci] = -INFINITY;
+    for (int j = 0; j < ncol; j++) {
+      if (QA[j] > vmax) vmax = QA[j];
+      if (KA[j] > vmax) vmax = KA[j];
+    }
+    double cmax = 0;
+    for (int b = 0; b < nq; b++) {
+      const double *qb = Q + (size_t)b * ncol;
+      double qe = 0;
+      for (int j = 0; j < ncol; j++) qe += (fabs(qb[j]) + QE[j]) * KE[j];
+      double hmin = INFINITY, hmax = -INFINITY, fx = -INFINITY, lo = INFINITY, hi = -INFINITY,
+             fhi = -INFINITY, lo2 = INFINITY, hi2 = -INFINITY;
+      int qint = p == RASPG_FP32 && !g->cb;
+      for (int j = 0; j < ncol && qint; j++) qint = qb[j] == floor(qb[j]);
+      for (int a = 0; a < nk; a++) {
+        double s = 0, e = qe, T = 0, gr = INFINITY;
+        int sint = qint;
+        for (int t = ks[a]; t < ks[a + 1]; t++) {
+          double kv = K[(size_t)a * ncol + kn[t]];
+          s += qb[kn[t]] * kv;
+          T += fabs(qb[kn[t]] * kv);
+          gr = fmin(gr, raspG_pow2_grain(qb[kn[t]] * kv));
+          e += QE[kn[t]] * fabs(kv);
+          sint = sint && kv == floor(kv);
+        }
+        e = key_err(g, p, e, qe, s, T, gr, sint, qb, K + (size_t)a * ncol, kn, ks[a], ks[a + 1],
+                    QE, KE, ncol);
+        double ens = e;
+        e += up * fabs(s); /* the scaling's */
+        sc[a] = s;
+        er[a] = e;
+        if (fabs(s) > cmax) cmax = fabs(s);
+        if (raspG_comp_rel(g, c, a, b)) {
+          Tsel[ci] = fmax(Tsel[ci], T);
+          hmin = fmin(hmin, s), hmax = fmax(hmax, s), lo = fmin(lo, s - e), hi = fmax(hi, s + e);
+          lo2 = fmin(lo2, s - ens), hi2 = fmax(hi2, s + ens);
+        } else
+          fx = fmax(fx, s), fhi = fmax(fhi, s + e);
+      }
+      mh[ci] = fmin(mh[ci], hmin), Mh[ci] = fmax(Mh[ci], hmax), Mf[ci] = fmax(Mf[ci], fx);
+      if (hmin < INFINITY) emh[ci] = fmin(emh[ci], lo2), eMh[ci] = fmax(eMh[ci], hi2);
+      pmh[ci] = fmin(pmh[ci], lo), pMh[ci] = fmax(pMh[ci], hi), pMf[ci] = fmax(pMf[ci], fhi);
+      if (nc != 1) continue;
+      /* one component: the exact gaps and leak at this query value */
+      double gap = INFINITY, pgap = INFINITY, ref;
+      if (hmin < INFINITY) {
+        gap = width ? fmin(hmin, sbos) - fx : hmin - fmax(fx, sbos);
+        pgap = width ? fmin(lo, blo) - fhi : lo - fmax(fhi, bhi);
+        spread = fmax(spread, width ? fmax(hi2, sbos + ebns) - fmin(lo2, sbos - ebns) : hi2 - lo2);
+      }
+      if (!width) {
+        gap = fmin(gap, sbos - fx);
+        pgap = fmin(pgap, blo - fhi);
+      }
+      if (hmin < INFINITY)
+        wexact = wexact && hmin == hmax && lo2 == hmin && hi2 == hmax && hmin == sbos;
+      G = fmin(G, gap);
+      Gp = fmin(Gp, pgap);
+      ref = hmin < INFINITY ? (width ? fmin(lo, blo) : lo) : blo;
+      /* BOS is one key; the others are at most n, each weighing at most
+      ** what the highest-scoring unselected key value gets */
+      double lkb = hmin < INFINITY && !width ? exp(-(ref - bhi) * lsc) : 0;
+      double lk = 0, lkd = 0;
+      for (int a = 0; a < nk; a++)
+        if (!raspG_comp_rel(g, c, a, b)) {
+          lk = fmax(lk, exp(-(ref - sc[a] - er[a]) * lsc));
+          lkd = fmax(lkd, exp(-(blo - sc[a] - er[a]) * lsc));
+        }
+      leak = fmax(leak, fmax(lkb + (double)n * lk, width ? 0 : (double)n * lkd));
+    }
+    smax += cmax;
+    raspM_free(sc);
+    raspM_free(kn);
+    raspM_free(K);
+    raspM_free(Q);
+    raspM_free(KA);
+  }
+  if (nc > 1) {
+    /* a quantized width of several components: in each, every selected
+    ** key's share of the score is one constant at every query, computed
+    ** exactly, so a key selected by all (the selector is their product)
+    ** scores their sum, which must be BOS's score; its terms are integers
+    ** (ens 0), summing within 2^24 over all components together */
+    double csum = 0, tsum = 0;
+    for (int ci = 0; ci < nc && wexact; ci++) {
+      if (!(mh[ci] < INFINITY)) continue;
+      wexact = mh[ci] == Mh[ci] && emh[ci] == mh[ci] && eMh[ci] == Mh[ci];
+      csum += mh[ci], tsum += Tsel[ci];
+    }
+    wexact = wexact && csum == sbos && tsum <= lim;
+    /* (the spread below adds the scaling's rounding, the same for equal
+    ** scores: an exact quantized width is not held to it) */
+    double unsel = -INFINITY, punsel = -INFINITY;
+    for (int ci = 0; ci < nc; ci++) {
+      if (mh[ci] < INFINITY) selmin += mh[ci], pselmin += pmh[ci];
+      if (Mh[ci] > -INFINITY) selmax += Mh[ci], pselmax += pMh[ci];
+    }
+    for (int ci = 0; ci < nc; ci++)
+      if (Mf[ci] > -INFINITY) {
+        unsel = fmax(unsel, Mf[ci] + selmax - (Mh[ci] > -INFINITY ? Mh[ci] : 0));
+        punsel = fmax(punsel, pMf[ci] + pselmax - (pMh[ci] > -INFINITY ? pMh[ci] : 0));
+      }
+    G = width ? fmin(selmin, sbos) - unsel : fmin(selmin - fmax(unsel, sbos), sbos - unsel);
+    Gp = width ? fmin(pselmin, blo) - punsel : fmin(pselmin - fmax(punsel, bhi), blo - punsel);
+    spread = width ? fmax(pselmax, bhi) - fmin(pselmin, blo) : pselmax - pselmin;
+    /* BOS is one key, the others up to n */
+    leak = width ? (double)n * exp(-Gp * lsc)
+                 : fmax(exp(-(pselmin - bhi) * lsc) + (double)n * exp(-(pselmin - punsel) * lsc),
+                        (double)n * exp(-(blo - punsel) * lsc));
+  }
+  raspM_free(mh);
+  u->margin = G * lsc;
+  u->need = (G - Gp) * lsc;
+  u->leak = leak;
+  /* at the BOS query only BOS's gate column reads anything (row is_bos of
+  ** w_q), and only BOS's key has it: every other key scores 0, so the
+  ** weight past BOS is at most n e^-(its score), rounding allowed for */
+  u->leak0 = (double)n * exp(-(1 - 4 * up) * (double)wq[u->bcol] * kbf * lsc);
+  u->spread = spread * lsc;
+  int ok = 1;
+  if (unbounded) ok = 0, u->why = "the error of what it reads is not bounded";
+  else if (!(Gp > 0)) ok = 0, u->why = "rounding can let a key that is not selected win";
+  else if (!(leak * vrange <= tol))
+    ok = 0, u->why = "the weight leaking past its selected keys can move its value too far";
+  else if (avg && !(width && u->qw && wexact) && !((exp(spread * lsc) - 1) * vrange <= tol))
+    ok = 0, u->why = "rounding can weigh its selected keys unequally, moving its mean by more "
+                     "than an eighth of the gap between its values";
+  if (p == RASPG_FP16 && (vmax > 65504 || smax > 65504))
+    ok = 0, u->why = "a score or a feature exceeds fp16's largest number, 65504";
+  if (p == RASPG_FP32 && !g->cb) ok = head_fp32(g, u, m, p, ok, leak, avg, wexact);
+  return ok;
+}
+
+typedef struct zsrc {
+  double *z; /* distinct contributions, sorted */
+  int n;
+} zsrc;
+
+/* The smallest nonzero |base + sum of one entry per source| (and the
+** largest |.|), sources[k..ns) still to choose; the last by search. */
+static void zscan(const zsrc *s, int k, int ns, double base, double tiny, double *mn, double *mx) {
+  if (k == ns - 1) {
+    const zsrc *l = &s[k];
+    double lo = base + l->z[0], hi = base + l->z[l->n - 1];
+    if (fabs(lo) > *mx) *mx = fabs(lo);
+    if (fabs(hi) > *mx) *mx = fabs(hi);
+    int a = 0, b = l->n; /* first index with base + z >= 0 */
+    while (a < b) {
+      int mid = (a + b) / 2;
+      if (base + l->z[mid] < 0) a = mid + 1;
+      else b = mid;
+    }
+    for (int i = a - 2; i <= a + 1; i++)
+      if (i >= 0 && i < l->n) {
+        double z = fabs(base + l->z[i]);
+        if (z > tiny && z < *mn) *mn = z;
+      }
+    return;
+  }
+  for (int i = 0; i < s[k].n; i++) zscan(s, k + 1, ns, base + s[k].z[i], tiny, mn, mx);
+}
+
+/* fp32: the error of unit uid's dimension k (as uid's stored dimensions
+** count) at its value a: its absolute error (none at a nonzero value of a
+** unit exact there, nz_exact) and its relative one. */
+double raspG_dim_err(const gc *g, int uid, int a, int k) {
+  const unit *s = &g->u[uid];
+  double x = s->cat ? 0 : dval(s->vals[a]), v = s->cat ? (k == a) : k ? x * x : x;
+  double e = s->nzx && v != 0 ? 0 : s->ae[s->sq && k == 1];
+  return e + s->kappa * ldexp(1, -24) * fabs(v);
+}
+
+/* fp32: g->od (what the hidden units [h0, h1), errors eh, move each output
+** by), the largest over the combinations of source values, two bounds
+** each and the smaller kept:
+**   the sum over the hidden units at or above their hinge of |w_out|
+**   times their error (one below it by more than its error outputs an
+**   exact 0: mlp_margin proves every unit's error below its distance from
+**   the hinge), twice for a w_out that is not a power of two;
+**   where the units on each side of their hinges are known, the MLP is an
+**   affine map there, so the sources' errors reach output o through W_eff
+**   = sum over the units above their hinge of w_in[r][h] w_out[h][o],
+**   whose terms cancel where two units read one input alike (a step's
+**   pair, a where's branch and its eraser): sum_r |W_eff[r][o]| times the
+**   error of dimension r, plus each unit's own rounding rh (its error
+**   less what its inputs' errors bring) times |w_out|, w_out's product
+**   rounding (u |w_out| hm, none for a power of two), and a unit exactly
+**   on its hinge, |w_out| eh (it passes some of its error on).
+** The sum over all of them where the combinations are too many. */
+static void active_od(gc *g, const float *wi, const float *bi, const float *wo, int F, int D,
+                     int h0, int h1, const int *src, int ns, int has_one, const double *eh,
+                     const double *rh, const double *hm, const double *hx) {
+  int nh = h1 - h0;
+  double combos = 1;
+  for (int k = 0; k < ns; k++) combos *= g->u[src[k]].nvals ? g->u[src[k]].nvals : 1;
+  if (nh <= 0 || combos * nh * (ns + 1) > 3e7) return;
+  int *off = raspM_alloc(sizeof(int) * (size_t)(ns + 1) * 2), *ix = off + ns + 1, tot = 0, ni = 0;
+  for (int k = 0; k < ns; k++) off[k] = tot, tot += g->u[src[k]].nvals, ni += usize(&g->u[src[k]]);
+  /* the output dimensions (slots), and per hidden unit its nonzero w_out
+  ** (slot, weight) and w_in over the sources' dimensions (input, weight) */
+  int *oslot = raspM_alloc(sizeof(int) * (size_t)D), no = 0;
+  for (int o = 0; o < D; o++) oslot[o] = -1;
+  int *ost = raspM_alloc(sizeof(int) * (size_t)(nh + 1) * 2), *ist = ost + nh + 1;
+  size_t nout = 0, nin = 0;
+  for (int h = 0; h < nh; h++)
+    for (int o = 0; o < D; o++) nout += wo[(size_t)(h0 + h) * D + o] != 0;
+  int *rdim = raspM_alloc(sizeof(int) * (size_t)(ni + 1) * 3), *rsrc = rdim + ni + 1,
+      *rcol = rsrc + ni + 1;
+  for (int k = 0, r = 0; k < ns; k++)
+    for (int c = 0; c < usize(&g->u[src[k]]); c++, r++)
+      rdim[r] = g->u[src[k]].dim + c, rsrc[r] = k, rcol[r] = c;
+  for (int h = 0; h < nh; h++)
+    for (int r = 0; r < ni; r++) nin += wi[(size_t)rdim[r] * F + h0 + h] != 0;
+  int *oi = raspM_alloc(sizeof(int) * (nout + nin + 1)), *ii = oi + nout;
+  double *ow = raspM_alloc(sizeof(double) * (nout + nin + 1)), *iw = ow + nout;
+  size_t q = 0, q2 = 0;
+  double work = 0;
+  for (int h = 0; h < nh; h++) {
+    ost[h] = (int)q, ist[h] = (int)q2;
+    for (int o = 0; o < D; o++) {
+      float w = wo[(size_t)(h0 + h) * D + o];
+      if (w == 0) continue;
+      if (oslot[o] < 0) oslot[o] = no++;
+      oi[q] = oslot[o], ow[q++] = w;
+    }
+    for (int r = 0; r < ni; r++) {
+      float w = wi[(size_t)rdim[r] * F + h0 + h];
+      if (w != 0) ii[q2] = r, iw[q2++] = w;
+    }
+    work += (double)(q - (size_t)ost[h]) * (double)(q2 - (size_t)ist[h]);
+  }
+  ost[nh] = (int)q, ist[nh] = (int)q2;
+  int *slot_o = raspM_alloc(sizeof(int) * (size_t)(no + 1) * 2), *inr = slot_o + no + 1;
+  for (int o = 0; o < D; o++)
+    if (oslot[o] >= 0) slot_o[oslot[o]] = o;
+  /* in place: the output slot that is also a source dimension (the
+  ** operand y the residual still holds) */
+  for (int s2 = 0; s2 < no; s2++) {
+    inr[s2] = -1;
+    for (int r = 0; r < ni && g->inplace; r++)
+      if (rdim[r] == slot_o[s2]) inr[s2] = r;
+  }
+  /* the affine bound where its accumulator fits and the work is bounded */
+  int affine = (double)ni * no <= 4e6 && combos * (work + no + ni) <= 1e8;
+  double *C = raspM_alloc(sizeof(double) * ((size_t)tot * nh + (size_t)nh * 2 + (size_t)no * 8 +
+                                             (size_t)ni + 1));
+  double *base = C + (size_t)tot * nh, *z = base + nh, *cur = z + nh, *cur2 = cur + no,
+         *Tc = cur2 + no, *prop = Tc + no, *kc = prop + no, *tch = kc + no, *Tz = tch + no,
+         *aint = Tz + no, *ein = aint + no, t, wre;
+  double *acc = affine ? raspM_alloc(sizeof(double) * (size_t)ni * (size_t)no + 1) : NULL;
+  int *al = affine ? raspM_alloc(sizeof(int) * ((size_t)ni * (size_t)no + 1)) : NULL, nal;
+  if (acc) memset(acc, 0, sizeof(double) * (size_t)ni * (size_t)no);
+  /* per output: its hinge units and their w_out entries (HINGES at most),
+  ** the buckets of acc's rows, and per input a mark and a value */
+  enum { HINGES = 4 };
+  size_t nacc = affine ? (size_t)ni * (size_t)no : 0;
+  int *nhg = raspM_alloc(sizeof(int) * ((size_t)no * (2 * HINGES + 4) + (size_t)ni * 2 + nacc + 2));
+  int *hg = nhg + no, *hge = hg + (size_t)no * HINGES, *bst = hge + (size_t)no * HINGES,
+      *bfill = bst + no + 1, *rmark = bfill + no + 1, *rows = rmark + ni, *brow = rows + ni;
+  double *rv = raspM_alloc(sizeof(double) * ((size_t)ni + 1));
+  memset(rmark, 0, sizeof(int) * (size_t)ni);
+  for (int h = h0; h < h1; h++) {
+    base[h - h0] = (double)bi[h] + (has_one ? 0.0f : wi[(size_t)1 * F + h]);
+    for (int k = 0; k < ns; k++)
+      for (int a = 0; a < g->u[src[k]].nvals; a++)
+        C[(size_t)(off[k] + a) * nh + h - h0] = raspG_uv_dot(g, src[k], a, wi, F, h, RASPG_FP32, &t, &wre);
+  }
+  double *od = g->od, *oint = od + 3 * D, *ogen = oint + D;
+  memset(od, 0, sizeof(double) * (size_t)D);
+  g->od_combo = affine ? 2 : 1;
+  g->od_int = 1;
+  for (int k = 0; k < ns; k++) ix[k] = 0;
+  for (;;) {
+    for (int s2 = 0; s2 < no; s2++)
+      cur[s2] = cur2[s2] = Tc[s2] = prop[s2] = kc[s2] = tch[s2] = Tz[s2] = 0, aint[s2] = 1;
+    if (affine) memset(nhg, 0, sizeof(int) * (size_t)no);
+    nal = 0;
+    for (int h = 0; h < nh; h++) {
+      z[h] = base[h];
+      for (int k = 0; k < ns; k++) z[h] += C[(size_t)(off[k] + ix[k]) * nh + h];
+      double tiny = 1e-9 * (1 + fabs(base[h]));
+      if (z[h] < -tiny) continue; /* off, exactly */
+      int hinge = z[h] <= tiny;
+      for (int e = ost[h]; e < ost[h + 1]; e++) {
+        int s2 = oi[e], e2;
+        double w = fabs(ow[e]);
+        int p2 = frexp(w, &e2) == 0.5;
+        double full = w * eh[h] * (p2 ? 1 : 2 + ldexp(1, -22));
+        cur[s2] += full;
+        kc[s2]++, Tc[s2] += w * (hm[h] + eh[h]), tch[s2] = 1;
+        /* its term here, at this combination's value of the unit */
+        Tz[s2] += w * (fabs(z[h]) + eh[h]);
+        aint[s2] = aint[s2] && hx[h] != 0 && ow[e] == floor(ow[e]);
+        /* a unit on its hinge outputs ReLU(its error): a share s in [0, 1]
+        ** of what its inputs' errors bring, plus its rounding; up to
+        ** HINGES of them per output go through the affine bound with s at
+        ** 0 or 1 (the bound is convex in each s), more are charged whole */
+        if (hinge && (!affine || nhg[s2] >= HINGES)) {
+          cur2[s2] += full;
+          continue;
+        }
+        cur2[s2] += w * rh[h] + (p2 ? 0 : ldexp(1, -24) * w * (hm[h] + eh[h]));
+        if (!affine) continue;
+        if (hinge) {
+          hg[s2 * HINGES + nhg[s2]] = h, hge[s2 * HINGES + nhg[s2]++] = e;
+          continue;
+        }
+        for (int f = ist[h]; f < ist[h + 1]; f++) {
+          size_t a = (size_t)ii[f] * no + s2;
+          if (acc[a] == 0) al[nal++] = (int)a;
+          acc[a] += iw[f] * ow[e];
+          if (acc[a] == 0) acc[a] = 1e-300; /* (kept in the list once) */
+        }
+      }
+    }
+    if (affine) {
+      for (int r = 0; r < ni; r++) ein[r] = raspG_dim_err(g, src[rsrc[r]], ix[rsrc[r]], rcol[r]);
+      for (int s2 = 0; s2 < no; s2++)
+        if (inr[s2] >= 0) { /* the residual's own y, weight 1 */
+          size_t a = (size_t)inr[s2] * no + s2;
+          if (acc[a] == 0) al[nal++] = (int)a;
+          acc[a] += 1;
+          if (acc[a] == 0) acc[a] = 1e-300;
+          tch[s2] = 1;
+        }
+      /* per output, its rows of acc, and its hinge units' rows */
+      for (int s2 = 0; s2 < no; s2++) bst[s2 + 1] = 0;
+      for (int e = 0; e < nal; e++) bst[al[e] % no + 1]++;
+      bst[0] = 0;
+      for (int s2 = 0; s2 < no; s2++) bst[s2 + 1] += bst[s2];
+      for (int s2 = 0; s2 < no; s2++) bfill[s2] = bst[s2];
+      for (int e = 0; e < nal; e++) brow[bfill[al[e] % no]++] = al[e] / no;
+      for (int s2 = 0; s2 < no; s2++) {
+        if (!tch[s2]) continue;
+        int nr = 0;
+        for (int b = bst[s2]; b < bst[s2 + 1]; b++) rows[nr++] = brow[b], rmark[brow[b]] = 1;
+        for (int j = 0; j < nhg[s2]; j++) {
+          int h = hg[s2 * HINGES + j];
+          for (int f = ist[h]; f < ist[h + 1]; f++)
+            if (!rmark[ii[f]]) rmark[ii[f]] = 1, rows[nr++] = ii[f];
+        }
+        double best = 0;
+        for (int mask = 0; mask < 1 << nhg[s2]; mask++) {
+          for (int b = 0; b < nr; b++) rv[rows[b]] = acc[(size_t)rows[b] * no + s2];
+          for (int j = 0; j < nhg[s2]; j++) {
+            if (!(mask >> j & 1)) continue;
+            int h = hg[s2 * HINGES + j], e = hge[s2 * HINGES + j];
+            for (int f = ist[h]; f < ist[h + 1]; f++) rv[ii[f]] += iw[f] * ow[e];
+          }
+          double sum = 0;
+          for (int b = 0; b < nr; b++) sum += fabs(rv[rows[b]]) * ein[rows[b]];
+          best = fmax(best, sum);
+        }
+        prop[s2] = best;
+        for (int b = 0; b < nr; b++) rmark[rows[b]] = 0;
+      }
+      for (int e = 0; e < nal; e++) acc[al[e]] = 0;
+    }
+    for (int s2 = 0; s2 < no; s2++) {
+      if (!tch[s2]) continue;
+      int o = slot_o[s2];
+      double v = cur[s2];
+      if (affine) {
+        /* (in place the affine bound alone: it holds the operand's
+        ** error, which the other leaves to residue) */
+        double aff = cur2[s2] + prop[s2] * (1 + ldexp(1, -20));
+        v = g->inplace ? aff : fmin(v, aff);
+      }
+      od[o] = fmax(od[o], v);
+      /* the output sum's own rounding, over the units that are not 0
+      ** here (kc terms of sizes Tc): integers off by a little
+      ** (dev_grow), or up to u times a partial sum per addition and
+      ** product */
+      oint[o] = fmax(oint[o], v > 0 ? raspG_dev_grow(v, (int)kc[s2], Tc[s2] + v) : 0);
+      /* where every unit that is not 0 here is an exact integer through an
+      ** integer w_out and their terms' sizes sum within 2^24, every
+      ** partial sum is an integer the format holds, in any order: off
+      ** only by what its inputs' errors grow to (dev_grow), whatever the
+      ** units' sizes at other combinations (a big-M gate's large term is
+      ** large only where its partner cancels it) */
+      double gen = v + (kc[s2] + 1) * ldexp(1, -24) * (1 + ldexp(1, -20)) * (Tc[s2] + v);
+      if (aint[s2] && Tz[s2] + v <= ldexp(1, 24))
+        gen = fmin(gen, v > 0 ? raspG_dev_grow(v, (int)kc[s2], Tz[s2] + v) : 0);
+      else
+        g->od_int = 0;
+      ogen[o] = fmax(ogen[o], gen);
+    }
+    int k = 0;
+    while (k < ns && ++ix[k] >= g->u[src[k]].nvals) ix[k++] = 0;
+    if (k == ns) break;
+  }
+  raspM_free(acc);
+  raspM_free(al);
+  raspM_free(nhg);
+  raspM_free(rv);
+  raspM_free(C);
+  raspM_free(slot_o);
+  raspM_free(oi);
+  raspM_free(ow);
+  raspM_free(rdim);
+  raspM_free(ost);
+  raspM_free(oslot);
+  raspM_free(off);
+}
+
+/* Hidden units [h0, h1) of layer l reading units src[0..ns): their
+** smallest margin and largest need into *mg, *nd, and *exact 1 when every
+** one is computed exactly at p (exact inputs, integer weights in and out,
+** sums within the format).  0 when one is not proven. */
+int raspG_mlp_margin(gc *g, rasp_model *m, int l, int h0, int h1, const int *src, int ns, int p,
+                     double *mg, double *nd, int *exact, double *otot) {
+  const rasp_model_config *cf = &m->cfg;
+  int F = cf->d_mlp, D = cf->d_model;
+  char nm[64];
+  snprintf(nm, sizeof nm, "layers.%d.mlp.w_in", l);
+  const float *wi = raspN_data(m, nm);
+  snprintf(nm, sizeof nm, "layers.%d.mlp.b_in", l);
+  const float *bi = raspN_data(m, nm);
+  snprintf(nm, sizeof nm, "layers.%d.mlp.w_out", l);
+  const float *wo = raspN_data(m, nm);
+  double up = prec_u(p), lim = ldexp(1, prec_bits[p]);
+  int ok = 1, has_one = 0, allex = 1;
+  double outsum = 0;
+  for (int k = 0; k < ns; k++) {
+    has_one |= g->u[src[k]].kind == U_ONE;
+    allex &= g->u[src[k]].kappa == 0;
+  }
+  zsrc *zs = raspM_alloc(sizeof(zsrc) * (size_t)(ns + 1));
+  double *od = g->od; /* per output: sum |w_out| err */
+  double *otd = od + D, *ond = otd + D; /* per output: sum |w_out| max|h|, nonzero terms */
+  memset(od, 0, sizeof(double) * (size_t)D * 5);
+  g->od_combo = 0;
+  g->od_int = 0;
+  /* per hidden unit: its error where it can be on, the share of that
+  ** which is its own rounding (what its inputs' errors do not bring), and
+  ** its largest magnitude (active_od) */
+  double *eh = raspM_alloc(sizeof(double) * (size_t)(h1 - h0 + 1) * 4), *rh = eh + (h1 - h0 + 1),
+         *hm = rh + (h1 - h0 + 1), *hx = hm + (h1 - h0 + 1);
+  for (int h = h0; h < h1; h++) {
+    float w1 = has_one ? 0.0f : wi[(size_t)1 * F + h];
+    double base = (double)bi[h] + w1, T = fabs((double)bi[h]) + fabs((double)w1), err = 0,
+           lerr = 0;
+    /* the largest sums of its positive and of its negative terms: every
+    ** partial sum, in any order, lies between -Tn and Tp */
+    double Tp = fmax(0, (double)bi[h]) + fmax(0, (double)w1),
+           Tn = fmax(0, -(double)bi[h]) + fmax(0, -(double)w1);
+    err += fabs((double)bi[h] - raspG_round(p, bi[h])) + fabs((double)w1 - raspG_round(p, w1));
+    int nnz = 1, nsrc = 0, hex = allex && bi[h] == floorf(bi[h]) && w1 == floorf(w1);
+    double ain = 0; /* the sources' absolute errors through w_in (fp32) */
+    double aon = 0; /* the same at the source values where h can be on */
+    int nterm = 1;  /* its terms that can be nonzero (a one-hot's zeros are exact) */
+    /* ain and aon split as aerr_split does, for dev_grow_z: the terms
+    ** with exact value 0, the others, and how many of those (the bias and
+    ** ONE's weight among them) */
+    double inz = 0, innz = 0, aonz = 0, aonnz = 0, alin = 0;
+    int mterm = 2;
+    for (int r = 1; r < D; r++) nnz += wi[(size_t)r * F + h] != 0;
+    /* the largest pre-activation per source (zk) and in all (ztop): with
+    ** source k at value a, h is at most ztop - zk + z[a]; below 0 it is
+    ** below its hinge by at least its margin, off exactly (ok demands
+    ** 2 err < margin), and what k then carries does not reach its output */
+    double ztop = base, *zk = raspM_alloc(sizeof(double) * (size_t)(ns + 1)), tt = T;
+    for (int k = 0; k < ns; k++) {
+      double t, wre;
+      zk[k] = -INFINITY;
+      for (int a = 0; a < g->u[src[k]].nvals; a++) {
+        zk[k] = fmax(zk[k], raspG_uv_dot(g, src[k], a, wi, F, h, RASPG_FP32, &t, &wre));
+        tt += t;
+      }
+      if (zk[k] > -INFINITY) ztop += zk[k];
+    }
+    for (int k = 0; k < ns; k++) {
+      const unit *s = &g->u[src[k]];
+      double tmax = 0, t, wre, emax = 0, va = 0, von = 0, vz = 0, vnz = 0, onz = 0, onnz = 0, vlin = 0;
+      int vm = 0;
+      double *z = raspM_alloc(sizeof(double) * (size_t)(s->nvals ? s->nvals : 1));
+      double tpos = 0, tneg = 0;
+      for (int a = 0; a < s->nvals; a++) {
+        z[a] = raspG_uv_dot(g, src[k], a, wi, F, h, p, &t, &wre);
+        if (t > tmax) tmax = t;
+        /* (one term per value but for a squared unit's two, which may
+        ** have either sign: t on both sides) */
+        tpos = fmax(tpos, s->sq ? t : fmax(0, z[a]));
+        tneg = fmax(tneg, s->sq ? t : fmax(0, -z[a]));
+        if (t * s->kappa * up + wre > emax) emax = t * s->kappa * up + wre;
+        if (p != RASPG_FP32) continue;
+        double e = raspG_aerr_val(g, src[k], a, wi, F, h), ez, enz;
+        int em;
+        raspG_aerr_split(g, src[k], a, wi, F, h, &ez, &enz, &em);
+        va = fmax(va, e);
+        vz = fmax(vz, ez), vnz = fmax(vnz, enz), vm = em > vm ? em : vm;
+        if (!(ztop - zk[k] + z[a] < -1e-6 * (1 + tt))) {
+          double lin = 0;
+          for (int c = 0; c < usize(s); c++)
+            lin += fabs((double)wi[(size_t)(s->dim + c) * F + h]) * raspG_dim_err(g, src[k], a, c);
+          von = fmax(von, e), onz = fmax(onz, ez), onnz = fmax(onnz, enz), vlin = fmax(vlin, lin);
+        }
+      }
+      ain += va;
+      aon += von;
+      inz += vz, innz += vnz, mterm += vm, aonz += onz, aonnz += onnz, alin += vlin;
+      hex = hex && raspG_int_weights(g, src[k], wi, F, h, 0);
+      int n = s->nvals;
+      qsort(z, (size_t)n, sizeof *z, raspG_cmp_dbl);
+      int w = 0;
+      for (int a = 0; a < n; a++)
+        if (!w || z[a] != z[w - 1]) z[w++] = z[a];
+      if (w == 1) { /* a constant: part of the base */
+        base += z[0];
+        raspM_free(z);
+      } else
+        zs[nsrc++] = (zsrc){z, w};
+      T += tmax;
+      Tp += tpos, Tn += tneg;
+      err += emax;
+      lerr += raspG_leak_err(g, src[k], wi, F, h, p);
+      if (s->cat && !(s->ae[0] > 0)) nterm++;
+      else
+        for (int r = 0; r < usize(s); r++) nterm += wi[(size_t)(s->dim + r) * F + h] != 0;
+    }
+    double mn = INFINITY, mx = fabs(base), tiny = 1e-9 * (1 + T);
+    if (nsrc) zscan(zs, 0, nsrc, base, tiny, &mn, &mx);
+    else if (fabs(base) > tiny) mn = fabs(base);
+    for (int k = 0; k < nsrc; k++) raspM_free(zs[k].z);
+    raspM_free(zk);
+    hex = hex && fmax(Tp, Tn) + ain <= lim;
+    /* integers within the format: every sum exact, or off by what the
+    ** inputs' absolute errors grow to (dev_grow); eon: the error where h
+    ** is on, what its output carries (off, it outputs an exact 0) */
+    double eon;
+    if (hex) {
+      err = ain > 0 ? fmin(raspG_dev_grow(ain, nterm, T + ain), raspG_dev_grow_z(inz, innz, mterm, T)) : 0;
+      eon = aon > 0 ? fmin(raspG_dev_grow(aon, nterm, T + aon), raspG_dev_grow_z(aonz, aonnz, mterm, T)) : 0;
+    } else {
+      double r = up * mx + (nnz + 1) * ldexp(1, -24) * T;
+      eon = err + aon + r;
+      err += ain + r;
+    }
+    err += lerr; /* (exact arithmetic on inputs a leak moved) */
+    eon += lerr;
+    if (g->trace > 1) fprintf(stderr, "  h%d hex=%d ain=%g aon=%g nterm=%d T=%g err=%g eon=%g mn=%g\n", h, hex, ain, aon, nterm, T, err, eon, mn);
+    for (int o = 0; o < D; o++) {
+      float w = wo[(size_t)h * D + o];
+      if (w != 0) outsum += fabs((double)w) * mx, otd[o] += fabs((double)w) * mx, ond[o]++;
+      int e2;
+      od[o] += fabs((double)w) * eon * (frexp(fabs((double)w), &e2) == 0.5 || w == 0 ? 1 : 2 + ldexp(1, -22));
+      hex = hex && w == floorf(w);
+    }
+    *exact = *exact && hex;
+    if (mn < *mg) *mg = mn;
+    if (2 * err > *nd) *nd = 2 * err;
+    if (!(2 * err < mn) || (p == RASPG_FP16 && T > 65504)) ok = 0;
+    eh[h - h0] = eon;
+    hx[h - h0] = hex; /* integers in, weights in and out: its value an exact integer */
+    rh[h - h0] = fmax(0, eon - alin);
+    hm[h - h0] = mx;
+  }
+  if (outsum > lim) *exact = 0;
+  *otot = outsum;
+  if (p == RASPG_FP32 && ok) active_od(g, wi, bi, wo, F, D, h0, h1, src, ns, has_one, eh, rh, hm, hx);
+  raspM_free(eh);
+  raspM_free(zs);
+  return ok;
+}
+
+/* The input errors a readout column meets (fp32, the unit's ae, charged
+** where aerr_val charges them): with c1 < 0, sum |W_k,c0| ae_k; else as
+** they reach the difference of columns c0 and c1, sum |W_k,c0 - W_k,c1|
+** ae_k -- the readout reads one residual for every logit, so an error e_k
+** on dimension k moves logit c0 minus logit c1 by (W_k,c0 - W_k,c1) e_k,
+** and a dimension every column weighs alike (a squared readout's x^2, -X
+** in every column) moves none of the differences. */
+double raspG_aerr_cols(const gc *g, int uid, int a, const float *W, int ld, int c0, int c1) {
+  const unit *s = &g->u[uid];
+  if (!(s->ae[0] > 0) && !(s->ae[1] > 0)) return 0;
+  double D = 0, x = s->cat ? 0 : dval(s->vals[a]);
+  int sz = s->cat ? s->nvals : s->sq ? 2 : 1;
+  for (int k = 0; k < sz; k++) {
+    double v = s->cat ? (k == a) : k ? x * x : x;
+    if (s->nzx && v != 0) continue; /* exact there (aerr_val) */
+    size_t r = (size_t)(s->dim + k) * ld;
+    D += fabs((double)W[r + c0] - (c1 < 0 ? 0.0 : (double)W[r + c1])) * s->ae[s->sq && k == 1];
+  }
+  return D;
+}
