@@ -185,8 +185,8 @@ int raspG_run(const raspG_model *g, const int64_t *tokens, rasp_elem *out,
               float *logits, rasp_error *err);
 
 /* The proven noise level (doc/compiler.md, "Noise bound"; the proofs are
-** atop raspG_noise_bound and cb_run in rcompile.c): with unit roundoff u
-** (float32: RASPG_FP32_U), *dev0 gets a bound on how far rounding alone
+** atop raspG_noise_bound in rcompile_noise.c and cb_run in
+** rcompile_cbound.c): with unit roundoff u (float32: RASPG_FP32_U), *dev0 gets a bound on how far rounding alone
 ** moves any logit from the real-arithmetic model, and *eps the largest
 ** per-weight perturbation found (bisection) for which every weight moved
 ** by up to eps still leaves every logit within a quarter of the readout's
