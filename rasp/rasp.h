@@ -38,7 +38,7 @@
 **   programs link rasp/librasp-internal.la):
 **     raspM_  rmem.h: allocation, memory and time budgets
 **     raspX_  rlex.h: the lexer        raspP_  rparse.h: the parser
-**     raspV_, raspB_, raspF_  rvalue.h: interpreter values, builtins, cfunc()
+**     raspV_, raspB_, raspF_  rinterp_int.h, rvalue.h: the interpreter, builtins, cfunc()
 **     raspS_  rstage.h: staged checks
 **     raspC_, rasp_cli_  cli.h: the rasp command (not in the library)
 **     raspU_  ropts.h: options of rasp and rasp-train (librasp-internal only)

@@ -21,7 +21,7 @@
 #include <string.h>
 
 #include "rfacts.h"
-#include "rvalue.h"
+#include "rinterp_int.h"
 
 #define A(i) args[i]
 

@@ -19,7 +19,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "rvalue.h"
+#include "rinterp_int.h"
 
 enum { CT_INT, CT_LONG, CT_DOUBLE };
 #define CF_MAXARGS 8

@@ -36,7 +36,7 @@
 
 #include "rfacts.h"
 #include "rlex.h"
-#include "rvalue.h"
+#include "rinterp_int.h"
 
 /* ---- the residual predicate */
 
