@@ -484,7 +484,7 @@ static value *b_reversed(rasp_ctx *ctx, value **args, int nargs, rasp_pos pos) {
 }
 
 static value *b_cfunc(rasp_ctx *ctx, value **args, int nargs, rasp_pos pos) {
-  return raspF_bind(ctx, args, nargs, pos);
+  return raspD_bind(ctx, args, nargs, pos);
 }
 
 static value *b_include(rasp_ctx *ctx, value **args, int nargs, rasp_pos pos) {

@@ -19,6 +19,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "rffi.h"
 #include "rinterp_int.h"
 
 enum { CT_INT, CT_LONG, CT_DOUBLE };
@@ -46,7 +47,7 @@ static ffi_type *ffi_of(int t) {
   return t == CT_INT ? &ffi_type_sint : t == CT_LONG ? &ffi_type_sint64 : &ffi_type_double;
 }
 
-value *raspF_bind(rasp_ctx *ctx, value **args, int nargs, rasp_pos pos) {
+value *raspD_bind(rasp_ctx *ctx, value **args, int nargs, rasp_pos pos) {
   if (!ctx->allow_ffi)
     raspV_raise(ctx, RASP_E_FFI_REFUSED, pos, "cfunc() is off: a C function can do anything this process can "
                           "(run a shell, write files); run with --allow-ffi to allow it "
@@ -97,7 +98,7 @@ value *raspF_bind(rasp_ctx *ctx, value **args, int nargs, rasp_pos pos) {
   return v;
 }
 
-value *raspF_call(rasp_ctx *ctx, rasp_cfunc *cf, value **args, int nargs, rasp_pos pos) {
+value *raspD_call(rasp_ctx *ctx, rasp_cfunc *cf, value **args, int nargs, rasp_pos pos) {
   if (nargs != cf->nargs)
     raspV_error(ctx, pos, "%s() takes %d argument(s), %d given", cf->name, cf->nargs, nargs);
   union { int i; int64_t l; double d; } in[CF_MAXARGS];
@@ -133,4 +134,4 @@ value *raspF_call(rasp_ctx *ctx, rasp_cfunc *cf, value **args, int nargs, rasp_p
   return r;
 }
 
-void raspF_free(rasp_cfunc *cf) { raspM_free(cf); }
+void raspD_free(rasp_cfunc *cf) { raspM_free(cf); }

@@ -73,7 +73,7 @@ static int free_parts(value *v, int keep_num) {
     raspM_free(v->u.dict.index);
     break;
   case V_FUNC: raspM_free(v->u.func.defaults); break;
-  case V_CFUNC: raspF_free(v->u.cf); break;
+  case V_CFUNC: raspD_free(v->u.cf); break;
   default: break;
   }
   return 0;

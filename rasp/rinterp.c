@@ -806,7 +806,7 @@ value *raspV_call(rasp_ctx *ctx, value *fn, value **args, int nargs, const char 
   case V_CFUNC:
     if (nkw) raspV_error(ctx, pos, "C functions take no keyword arguments");
     for (int i = 0; i < nargs; i++) raspV_ids_in(ctx, args[i], pos, "an id passed to a C function");
-    return raspF_call(ctx, fn->u.cf, args, nargs, pos);
+    return raspD_call(ctx, fn->u.cf, args, nargs, pos);
   default: raspV_raise(ctx, RASP_E_TYPE, pos, "%s is not callable", raspV_kind_name(fn));
   }
 }

@@ -25,6 +25,7 @@
 #include <signal.h>
 #include <stdarg.h>
 
+#include "rffi.h"
 #include "rvalue.h"
 
 struct env {
@@ -220,11 +221,5 @@ value *raspV_include(rasp_ctx *ctx, value *path, rasp_pos pos);
 ** its values released) */
 int raspV_protected(rasp_ctx *ctx, rasp_error *err, void (*body)(rasp_ctx *, void *),
                     void *arg);
-
-/* ---- rffi.c: cfunc() */
-value *raspF_bind(rasp_ctx *ctx, value **args, int nargs, rasp_pos pos);
-value *raspF_call(rasp_ctx *ctx, rasp_cfunc *cf, value **args, int nargs,
-                  rasp_pos pos);
-void raspF_free(rasp_cfunc *cf);
 
 #endif
