@@ -41,6 +41,7 @@
 **     raspF_  rfacts.h: facts of the IR
 **     raspV_  rinterp_int.h: the interpreter (rheap, rvalue, rtrace,
 **             rinterp, rapi); rvalue.h: its values
+**     raspH_  raux.h: the builtins' interface to the interpreter (raux.c)
 **     raspB_  rvalue.h: the builtins' table (rbuiltin.c)
 **     raspD_  rffi.h: cfunc(), C functions through dlopen and libffi
 **     raspS_  rstage.h: staged checks
