@@ -17,6 +17,9 @@
 ** that is not a program is refused before it is read (its content can then
 ** never show up in an error).  cfunc() is checked in rffi.c.
 **
+** rasp_symbol and rasp_vocab_id, which read the symbol table, are with it
+** in rheap.c.
+**
 ** The stdlib's directory comes from rpaths.h, which make writes from the
 ** configured directories; this is the one file that includes it
 ** (Makefile.am's explicit rapi.lo dependency).
@@ -263,13 +266,6 @@ int rasp_vocab_size(const rasp_ctx *ctx) { return ctx->nvocab; }
 const char *rasp_vocab_symbol(const rasp_ctx *ctx, int64_t id) {
   if (id < 1 || id > ctx->nvocab) return NULL;
   return ctx->syms[ctx->vocab[id - 1]];
-}
-
-/* A hash lookup of the symbol, then its token id by symbol id: reading an
-** input of n distinct symbols was quadratic with a scan of the vocabulary. */
-int64_t rasp_vocab_id(const rasp_ctx *ctx, const char *symbol) {
-  int64_t sym = raspV_symbol_find(ctx, symbol);
-  return sym >= 0 && sym < ctx->ntoken_of ? ctx->token_of[sym] : 0;
 }
 
 void rasp_set_int(rasp_ctx *ctx, const char *name, int64_t v) {

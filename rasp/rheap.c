@@ -18,7 +18,8 @@
 ** stand for a small integer or a symbol wherever it occurs: those come from
 ** caches of constants, which are never released.  Interned names (pointer
 ** equality for scope lookups) and the symbol table (symbol id <-> text, the
-** ids that sequences of strings hold) live here too.
+** ids that sequences of strings hold; rasp_symbol and rasp_vocab_id of the
+** public API read it) live here too.
 */
 #include "rinterp_int.h"
 
@@ -322,9 +323,13 @@ int64_t raspV_symbol_of(rasp_ctx *ctx, value *str) {
   return str->u.str.sym;
 }
 
-int64_t raspV_symbol_find(const rasp_ctx *ctx, const char *text) {
-  if (!ctx->symhcap) return -1;
-  return ctx->symhash[symbol_slot(ctx, text)];
+/* A hash lookup of the symbol, then its token id by symbol id: reading an
+** input of n distinct symbols was quadratic with a scan of the vocabulary.
+** (token_of is filled by rasp_set_vocab.) */
+int64_t rasp_vocab_id(const rasp_ctx *ctx, const char *symbol) {
+  if (!ctx->symhcap) return 0;
+  int64_t sym = ctx->symhash[symbol_slot(ctx, symbol)];
+  return sym >= 0 && sym < ctx->ntoken_of ? ctx->token_of[sym] : 0;
 }
 
 const char *raspV_symbol_name(void *user, int64_t id) {

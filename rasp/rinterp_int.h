@@ -2,8 +2,9 @@
 ** rinterp_int.h -- the interpreter's insides, shared by its files (internal
 ** to librasp; not for the builtins, which have raux.h).
 **
-** The interpreter is five files, each calling only those above it in this
-** list (errors aside, which everything raises):
+** The interpreter is five files, in layers: each builds on those above it
+** in this list, except that errors (rapi.c) are raised and provenance
+** records (rtrace.c) made from all of them:
 **   rheap.c    the heap: values and scopes, early release and the write
 **              barrier, the constant caches, interned names and symbols
 **   rvalue.c   values: numbers and their size cap, conversions, equality,
@@ -137,7 +138,6 @@ env *raspV_env_new(rasp_ctx *ctx, env *parent);
 void raspV_heap_free(rasp_ctx *ctx); /* everything the heap owns, at rasp_ctx_free */
 const char *raspV_intern(rasp_ctx *ctx, const char *s);
 int64_t raspV_symbol_of(rasp_ctx *ctx, value *str);
-int64_t raspV_symbol_find(const rasp_ctx *ctx, const char *text); /* -1: none */
 const char *raspV_symbol_name(void *user, int64_t id); /* rasp_ir's symname */
 
 /* ---- rvalue.c: values */
