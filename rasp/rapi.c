@@ -90,18 +90,18 @@ static int ir_callback(void *user, void *fnp, int nargs, const rasp_elem *args,
   pthread_mutex_lock(&ctx->lock);
   jmp_buf jb, *saved = ctx->catcher;
   rasp_error *saved_err = ctx->err;
-  unsigned long long saved_mark = ctx->mark;
+  unsigned long long saved_mark = ctx->heap.mark;
   long long saved_steps = ctx->steps;
   int saved_depth = ctx->depth;
   rasp_pos saved_site = ctx->site;
   ctx->catcher = &jb;
   ctx->err = err;
-  ctx->mark = ctx->serial;
+  ctx->heap.mark = ctx->heap.serial;
   ctx->steps = ctx->cb_steps;
   int saved_in_callback = ctx->in_callback;
   ctx->in_callback = 1;
   unsigned long long saved_frozen = ctx->frozen;
-  ctx->frozen = ctx->serial;
+  ctx->frozen = ctx->heap.serial;
   int ok = 0;
   if (setjmp(jb) == 0) {
     value *argv[3];
@@ -113,8 +113,8 @@ static int ir_callback(void *user, void *fnp, int nargs, const rasp_elem *args,
     *out = raspV_to_elem(ctx, r, (rasp_pos){0});
     ok = 1;
   }
-  raspV_release(ctx, ctx->mark);
-  ctx->mark = saved_mark;
+  raspV_release(ctx, ctx->heap.mark);
+  ctx->heap.mark = saved_mark;
   ctx->catcher = saved;
   ctx->err = saved_err;
   ctx->cb_steps = ctx->steps;
@@ -153,7 +153,7 @@ rasp_ctx *rasp_ctx_new(int n, const rasp_limits *limits, rasp_error *err) {
   rasp_ctx *ctx = raspM_alloc(sizeof *ctx);
   ctx->limits = lim;
   ctx->n = n;
-  ctx->intcache = raspM_alloc(sizeof(value *) * (SMALL_INT_MAX - SMALL_INT_MIN + 1));
+  ctx->heap.intcache = raspM_alloc(sizeof(value *) * (SMALL_INT_MAX - SMALL_INT_MIN + 1));
   raspI_init(&ctx->ir, n);
   ctx->ir.call = ir_callback;
   ctx->ir.symname = raspV_symbol_name;
@@ -202,11 +202,11 @@ void rasp_ctx_free(rasp_ctx *ctx) {
   raspI_free(&ctx->ir);
   pthread_mutex_destroy(&ctx->lock);
   raspM_free(ctx->stdlib_dir);
-  raspM_free(ctx->include_root);
-  for (int i = 0; i < ctx->ninclude_dirs; i++) raspM_free(ctx->include_dirs[i]);
-  raspM_free(ctx->include_dirs);
-  for (int i = 0; i < ctx->ndl; i++) dlclose(ctx->dl_handles[i]);
-  raspM_free(ctx->dl_handles);
+  raspM_free(ctx->reach.include_root);
+  for (int i = 0; i < ctx->reach.ninclude_dirs; i++) raspM_free(ctx->reach.include_dirs[i]);
+  raspM_free(ctx->reach.include_dirs);
+  for (int i = 0; i < ctx->reach.ndl; i++) dlclose(ctx->reach.dl_handles[i]);
+  raspM_free(ctx->reach.dl_handles);
   raspM_free(ctx);
 }
 
@@ -252,8 +252,8 @@ int rasp_set_vocab(rasp_ctx *ctx, const char *const *symbols, int count, rasp_er
     raspV_dict_set(ctx, d, s, id);
     raspV_dict_set(ctx, rd, id, s);
   }
-  ctx->ntoken_of = ctx->nsyms;
-  ctx->token_of = raspM_alloc(sizeof(int64_t) * (size_t)(ctx->nsyms ? ctx->nsyms : 1));
+  ctx->ntoken_of = ctx->names.nsyms;
+  ctx->token_of = raspM_alloc(sizeof(int64_t) * (size_t)(ctx->names.nsyms ? ctx->names.nsyms : 1));
   for (int i = 0; i < count; i++) ctx->token_of[ctx->vocab[i]] = i + 1;
   raspV_env_set(ctx, ctx->globals, raspV_intern(ctx, "d"), d);
   raspV_env_set(ctx, ctx->globals, raspV_intern(ctx, "reverse_d"), rd);
@@ -265,7 +265,7 @@ int rasp_vocab_size(const rasp_ctx *ctx) { return ctx->nvocab; }
 
 const char *rasp_vocab_symbol(const rasp_ctx *ctx, int64_t id) {
   if (id < 1 || id > ctx->nvocab) return NULL;
-  return ctx->syms[ctx->vocab[id - 1]];
+  return ctx->names.syms[ctx->vocab[id - 1]];
 }
 
 void rasp_set_int(rasp_ctx *ctx, const char *name, int64_t v) {
@@ -321,15 +321,15 @@ int rasp_set_access(rasp_ctx *ctx, const rasp_access *access, rasp_error *err) {
   if (access->root && !(root = real_dir(access->root, err))) goto fail;
   for (; n < access->ninclude_dirs; n++)
     if (!(dirs[n] = real_dir(access->include_dirs[n], err))) goto fail;
-  ctx->allow_ffi = access->allow_ffi != 0;
+  ctx->reach.allow_ffi = access->allow_ffi != 0;
   if (root) {
-    raspM_free(ctx->include_root);
-    ctx->include_root = root;
+    raspM_free(ctx->reach.include_root);
+    ctx->reach.include_root = root;
   }
-  for (int i = 0; i < ctx->ninclude_dirs; i++) raspM_free(ctx->include_dirs[i]);
-  raspM_free(ctx->include_dirs);
-  ctx->include_dirs = dirs;
-  ctx->ninclude_dirs = n;
+  for (int i = 0; i < ctx->reach.ninclude_dirs; i++) raspM_free(ctx->reach.include_dirs[i]);
+  raspM_free(ctx->reach.include_dirs);
+  ctx->reach.include_dirs = dirs;
+  ctx->reach.ninclude_dirs = n;
   return 1;
 fail:
   raspM_free(root);
@@ -380,11 +380,12 @@ value *raspV_include(rasp_ctx *ctx, value *path, rasp_pos pos) {
     raspV_error(ctx, pos, "include(): %s", inner.msg);
   }
   keep_source(ctx, src); /* freed with the context, whatever is raised below */
-  const char *root = ctx->include_root;
+  const char *root = ctx->reach.include_root;
   if (!root && !(root = realpath(".", dir)))
     raspV_error(ctx, pos, "include(): cannot resolve the current directory: %s", strerror(errno));
   int ok = inside(root, real);
-  for (int i = 0; !ok && i < ctx->ninclude_dirs; i++) ok = inside(ctx->include_dirs[i], real);
+  for (int i = 0; !ok && i < ctx->reach.ninclude_dirs; i++)
+    ok = inside(ctx->reach.include_dirs[i], real);
   if (!ok && ctx->stdlib_dir && realpath(ctx->stdlib_dir, dir)) ok = inside(dir, real);
   if (!ok)
     raspV_raise(ctx, RASP_E_ACCESS, pos, "include(): '%s' is outside the program's directory tree '%s'; "
@@ -413,12 +414,12 @@ int rasp_exec_string(rasp_ctx *ctx, const char *name, const char *text, rasp_err
 int rasp_exec_file(rasp_ctx *ctx, const char *path, rasp_error *err) {
   rasp_source *src = raspR_source_file(path, err);
   if (!src) return 0;
-  if (!ctx->include_root) { /* the top-level program's tree */
+  if (!ctx->reach.include_root) { /* the top-level program's tree */
     const char *slash = strrchr(path, '/');
     char *dir = slash ? raspM_strndup(path, slash == path ? 1 : (size_t)(slash - path))
                       : raspM_strdup(".");
     char buf[PATH_MAX];
-    if (realpath(dir, buf)) ctx->include_root = raspM_strdup(buf);
+    if (realpath(dir, buf)) ctx->reach.include_root = raspM_strdup(buf);
     raspM_free(dir);
   }
   return run_source(ctx, src, err);
@@ -502,8 +503,8 @@ int rasp_get_int(rasp_ctx *ctx, const char *name, int64_t *out, rasp_error *err)
 static int run_protected(rasp_ctx *ctx, rasp_error *err, void (*body)(rasp_ctx *, void *),
                          void *arg) {
   ctx->steps = 0;
-  unsigned long long saved_mark = ctx->mark;
-  ctx->mark = ctx->serial;
+  unsigned long long saved_mark = ctx->heap.mark;
+  ctx->heap.mark = ctx->heap.serial;
   volatile int result;
   {
     PROTECT_BEGIN(ctx, err)
@@ -515,8 +516,8 @@ static int run_protected(rasp_ctx *ctx, rasp_error *err, void (*body)(rasp_ctx *
     ctx->depth = 0;
     result = ok_;
   }
-  raspV_release(ctx, ctx->mark);
-  ctx->mark = saved_mark;
+  raspV_release(ctx, ctx->heap.mark);
+  ctx->heap.mark = saved_mark;
   return result;
 }
 
@@ -558,7 +559,7 @@ int rasp_call_check(rasp_ctx *ctx, const char *name, const rasp_arg *args, int n
   check_call cc = {name, args, nargs, truth};
   pthread_mutex_lock(&ctx->lock);
   unsigned long long saved_frozen = ctx->frozen;
-  ctx->frozen = ctx->serial; /* check() too: the verifier checks graphs in any order */
+  ctx->frozen = ctx->heap.serial; /* check() too: the verifier checks graphs in any order */
   int ok = run_protected(ctx, err, check_body, &cc);
   ctx->frozen = saved_frozen;
   pthread_mutex_unlock(&ctx->lock);

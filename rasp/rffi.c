@@ -48,7 +48,7 @@ static ffi_type *ffi_of(int t) {
 }
 
 value *raspD_bind(rasp_ctx *ctx, value **args, int nargs, rasp_pos pos) {
-  if (!ctx->allow_ffi)
+  if (!ctx->reach.allow_ffi)
     raspV_raise(ctx, RASP_E_FFI_REFUSED, pos, "cfunc() is off: a C function can do anything this process can "
                           "(run a shell, write files); run with --allow-ffi to allow it "
                           "(RASP_ALLOW_FFI=1 for the REPL)");
@@ -81,8 +81,8 @@ value *raspD_bind(rasp_ctx *ctx, value **args, int nargs, rasp_pos pos) {
   }
   void *h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
   if (!h) raspV_error(ctx, pos, "cannot load library '%s': %s", lib, dlerror());
-  RASP_GROW(ctx->dl_handles, ctx->dlcap, ctx->ndl + 1);
-  ctx->dl_handles[ctx->ndl++] = h;
+  RASP_GROW(ctx->reach.dl_handles, ctx->reach.dlcap, ctx->reach.ndl + 1);
+  ctx->reach.dl_handles[ctx->reach.ndl++] = h;
   dlerror();
   void *addr = dlsym(h, sym);
   if (!addr) raspV_error(ctx, pos, "library '%s' has no symbol '%s'", lib, sym);

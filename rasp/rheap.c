@@ -35,15 +35,15 @@
 
 value *raspV_new(rasp_ctx *ctx, vkind kind) {
   value *v;
-  if (kind == V_NUM && ctx->spare_num) {
-    v = ctx->spare_num;
-    ctx->spare_num = v->next_obj;
-    ctx->nspare--;
+  if (kind == V_NUM && ctx->heap.spare_num) {
+    v = ctx->heap.spare_num;
+    ctx->heap.spare_num = v->next_obj;
+    ctx->heap.nspare--;
     mpq_set_ui(v->u.q, 0, 1);
-  } else if (kind != V_NUM && ctx->spare) {
-    v = ctx->spare;
-    ctx->spare = v->next_obj;
-    ctx->nspare--;
+  } else if (kind != V_NUM && ctx->heap.spare) {
+    v = ctx->heap.spare;
+    ctx->heap.spare = v->next_obj;
+    ctx->heap.nspare--;
     memset(v, 0, sizeof *v);
   } else {
     v = raspM_alloc(sizeof *v);
@@ -51,9 +51,9 @@ value *raspV_new(rasp_ctx *ctx, vkind kind) {
   }
   v->kind = kind;
   v->tag = 0;
-  v->serial = ++ctx->serial;
-  v->next_obj = ctx->objects;
-  ctx->objects = v;
+  v->serial = ++ctx->heap.serial;
+  v->next_obj = ctx->heap.objects;
+  ctx->heap.objects = v;
   if (kind == V_STR) v->u.str.sym = -1;
   return v;
 }
@@ -86,32 +86,32 @@ static void free_value(value *v) {
 }
 
 static void spare_value(rasp_ctx *ctx, value *v) {
-  if (ctx->nspare >= MAX_SPARE) {
+  if (ctx->heap.nspare >= MAX_SPARE) {
     free_value(v);
     return;
   }
   if (free_parts(v, 1)) {
-    v->next_obj = ctx->spare_num;
-    ctx->spare_num = v;
+    v->next_obj = ctx->heap.spare_num;
+    ctx->heap.spare_num = v;
   } else {
     v->kind = V_NONE; /* owns nothing now */
-    v->next_obj = ctx->spare;
-    ctx->spare = v;
+    v->next_obj = ctx->heap.spare;
+    ctx->heap.spare = v;
   }
-  ctx->nspare++;
+  ctx->heap.nspare++;
 }
 
 env *raspV_env_new(rasp_ctx *ctx, env *parent) {
-  env *const e = ctx->spare_env ? ctx->spare_env : raspM_alloc(sizeof *e);
-  if (e == ctx->spare_env) { /* names and vals keep their capacity */
-    ctx->spare_env = e->next_env;
-    ctx->nspare_env--;
+  env *const e = ctx->heap.spare_env ? ctx->heap.spare_env : raspM_alloc(sizeof *e);
+  if (e == ctx->heap.spare_env) { /* names and vals keep their capacity */
+    ctx->heap.spare_env = e->next_env;
+    ctx->heap.nspare_env--;
     e->n = 0;
   }
   e->parent = parent;
-  e->serial = ++ctx->serial;
-  e->next_env = ctx->envs;
-  ctx->envs = e;
+  e->serial = ++ctx->heap.serial;
+  e->next_env = ctx->heap.envs;
+  ctx->heap.envs = e;
   return e;
 }
 
@@ -125,28 +125,28 @@ static void free_env(env *e) {
 /* Releases everything allocated after the mark, unless a barrier saw one of
 ** those objects escape into an older one. */
 void raspV_release(rasp_ctx *ctx, unsigned long long mark) {
-  if (ctx->pinned) return;
-  while (ctx->objects && ctx->objects->serial > mark) {
-    value *v = ctx->objects;
-    ctx->objects = v->next_obj;
+  if (ctx->heap.pinned) return;
+  while (ctx->heap.objects && ctx->heap.objects->serial > mark) {
+    value *v = ctx->heap.objects;
+    ctx->heap.objects = v->next_obj;
     spare_value(ctx, v);
   }
-  while (ctx->envs && ctx->envs->serial > mark) {
-    env *e = ctx->envs;
-    ctx->envs = e->next_env;
-    if (ctx->nspare_env >= MAX_SPARE || e->hash) {
+  while (ctx->heap.envs && ctx->heap.envs->serial > mark) {
+    env *e = ctx->heap.envs;
+    ctx->heap.envs = e->next_env;
+    if (ctx->heap.nspare_env >= MAX_SPARE || e->hash) {
       free_env(e);
     } else {
-      e->next_env = ctx->spare_env;
-      ctx->spare_env = e;
-      ctx->nspare_env++;
+      e->next_env = ctx->heap.spare_env;
+      ctx->heap.spare_env = e;
+      ctx->heap.nspare_env++;
     }
   }
 }
 
 void raspV_barrier(rasp_ctx *ctx, unsigned long long holder_serial, value *v) {
-  if (ctx->mark && holder_serial <= ctx->mark && v->serial > ctx->mark)
-    ctx->pinned = 1;
+  if (ctx->heap.mark && holder_serial <= ctx->heap.mark && v->serial > ctx->heap.mark)
+    ctx->heap.pinned = 1;
 }
 
 /* ----------------------------------------------------- constants, caches */
@@ -155,10 +155,10 @@ void raspV_barrier(rasp_ctx *ctx, unsigned long long holder_serial, value *v) {
 ** early: values are immutable, so one object can stand for a number or a
 ** symbol wherever it occurs. */
 value *raspV_make_const(rasp_ctx *ctx, value *v) {
-  if (ctx->objects == v) {
-    ctx->objects = v->next_obj;
-    v->next_obj = ctx->consts;
-    ctx->consts = v;
+  if (ctx->heap.objects == v) {
+    ctx->heap.objects = v->next_obj;
+    v->next_obj = ctx->heap.consts;
+    ctx->heap.consts = v;
     v->serial = 0;
   }
   return v;
@@ -167,7 +167,7 @@ value *raspV_make_const(rasp_ctx *ctx, value *v) {
 /* The shared value of a small integer, or NULL outside the cached range. */
 value *raspV_small_int(rasp_ctx *ctx, long n) {
   if (n < SMALL_INT_MIN || n > SMALL_INT_MAX) return NULL;
-  value **slot = &ctx->intcache[n - SMALL_INT_MIN];
+  value **slot = &ctx->heap.intcache[n - SMALL_INT_MIN];
   if (!*slot) {
     value *v = raspV_new(ctx, V_NUM);
     mpq_set_si(v->u.q, n, 1);
@@ -181,25 +181,28 @@ value *raspV_small_int(rasp_ctx *ctx, long n) {
 value *raspV_from_elem(rasp_ctx *ctx, rasp_elem e) {
   /* the two common cases first, straight from the caches */
   if (e.den == 1 && e.num >= SMALL_INT_MIN && e.num <= SMALL_INT_MAX &&
-      ctx->intcache[e.num - SMALL_INT_MIN])
-    return ctx->intcache[e.num - SMALL_INT_MIN];
-  if (e.den == RASP_DEN_SYM && e.num >= 0 && e.num < ctx->symcache_n && ctx->symcache[e.num])
-    return ctx->symcache[e.num];
+      ctx->heap.intcache[e.num - SMALL_INT_MIN])
+    return ctx->heap.intcache[e.num - SMALL_INT_MIN];
+  if (e.den == RASP_DEN_SYM && e.num >= 0 && e.num < ctx->heap.symcache_n &&
+      ctx->heap.symcache[e.num])
+    return ctx->heap.symcache[e.num];
   if (e.den == RASP_DEN_BOOL) return raspV_bool(ctx, e.num != 0);
   if (e.den == RASP_DEN_SYM) {
-    if (e.num >= 0 && e.num < ctx->nsyms) {
-      if (ctx->symcache_n < ctx->nsyms) {
-        ctx->symcache = raspM_realloc(ctx->symcache, sizeof(value *) * (size_t)ctx->nsyms);
-        for (int64_t i = ctx->symcache_n; i < ctx->nsyms; i++) ctx->symcache[i] = NULL;
-        ctx->symcache_n = ctx->nsyms;
+    if (e.num >= 0 && e.num < ctx->names.nsyms) {
+      if (ctx->heap.symcache_n < ctx->names.nsyms) {
+        ctx->heap.symcache =
+            raspM_realloc(ctx->heap.symcache, sizeof(value *) * (size_t)ctx->names.nsyms);
+        for (int64_t i = ctx->heap.symcache_n; i < ctx->names.nsyms; i++)
+          ctx->heap.symcache[i] = NULL;
+        ctx->heap.symcache_n = ctx->names.nsyms;
       }
-      if (!ctx->symcache[e.num]) {
-        const char *s = ctx->syms[e.num];
+      if (!ctx->heap.symcache[e.num]) {
+        const char *s = ctx->names.syms[e.num];
         value *v = raspV_make_const(ctx, raspV_str(ctx, s, strlen(s)));
         v->u.str.sym = e.num;
-        ctx->symcache[e.num] = v;
+        ctx->heap.symcache[e.num] = v;
       }
-      return ctx->symcache[e.num];
+      return ctx->heap.symcache[e.num];
     }
     value *v = raspV_str(ctx, "?", 1);
     v->u.str.sym = e.num;
@@ -261,61 +264,61 @@ static size_t hash_str(const char *s) {
 }
 
 const char *raspV_intern(rasp_ctx *ctx, const char *s) {
-  if (ctx->ninterned * 2 >= ctx->icap) {
-    size_t ncap = ctx->icap ? ctx->icap * 2 : 256;
+  if (ctx->names.ninterned * 2 >= ctx->names.icap) {
+    size_t ncap = ctx->names.icap ? ctx->names.icap * 2 : 256;
     char **tab = raspM_alloc(ncap * sizeof *tab);
-    for (size_t i = 0; i < ctx->icap; i++)
-      if (ctx->interned[i]) {
-        size_t j = hash_str(ctx->interned[i]) & (ncap - 1);
+    for (size_t i = 0; i < ctx->names.icap; i++)
+      if (ctx->names.interned[i]) {
+        size_t j = hash_str(ctx->names.interned[i]) & (ncap - 1);
         while (tab[j]) j = (j + 1) & (ncap - 1);
-        tab[j] = ctx->interned[i];
+        tab[j] = ctx->names.interned[i];
       }
-    raspM_free(ctx->interned);
-    ctx->interned = tab;
-    ctx->icap = ncap;
+    raspM_free(ctx->names.interned);
+    ctx->names.interned = tab;
+    ctx->names.icap = ncap;
   }
-  size_t j = hash_str(s) & (ctx->icap - 1);
-  while (ctx->interned[j]) {
-    if (strcmp(ctx->interned[j], s) == 0) return ctx->interned[j];
-    j = (j + 1) & (ctx->icap - 1);
+  size_t j = hash_str(s) & (ctx->names.icap - 1);
+  while (ctx->names.interned[j]) {
+    if (strcmp(ctx->names.interned[j], s) == 0) return ctx->names.interned[j];
+    j = (j + 1) & (ctx->names.icap - 1);
   }
-  ctx->interned[j] = raspM_strdup(s);
-  ctx->ninterned++;
-  return ctx->interned[j];
+  ctx->names.interned[j] = raspM_strdup(s);
+  ctx->names.ninterned++;
+  return ctx->names.interned[j];
 }
 
 /* ------------------------------------------------------------- symbols */
 
 /* The slot of text in the symbol hash: its id, or -1 (a free slot). */
 static size_t symbol_slot(const rasp_ctx *ctx, const char *text) {
-  size_t j = hash_str(text) & (ctx->symhcap - 1);
-  while (ctx->symhash[j] >= 0) {
-    if (strcmp(ctx->syms[ctx->symhash[j]], text) == 0) return j;
-    j = (j + 1) & (ctx->symhcap - 1);
+  size_t j = hash_str(text) & (ctx->names.symhcap - 1);
+  while (ctx->names.symhash[j] >= 0) {
+    if (strcmp(ctx->names.syms[ctx->names.symhash[j]], text) == 0) return j;
+    j = (j + 1) & (ctx->names.symhcap - 1);
   }
   return j;
 }
 
 int64_t rasp_symbol(rasp_ctx *ctx, const char *text) {
-  if ((size_t)ctx->nsyms * 2 >= ctx->symhcap) {
-    size_t ncap = ctx->symhcap ? ctx->symhcap * 2 : 256;
+  if ((size_t)ctx->names.nsyms * 2 >= ctx->names.symhcap) {
+    size_t ncap = ctx->names.symhcap ? ctx->names.symhcap * 2 : 256;
     int *tab = raspM_alloc(ncap * sizeof *tab);
     for (size_t i = 0; i < ncap; i++) tab[i] = -1;
-    for (int64_t i = 0; i < ctx->nsyms; i++) {
-      size_t j = hash_str(ctx->syms[i]) & (ncap - 1);
+    for (int64_t i = 0; i < ctx->names.nsyms; i++) {
+      size_t j = hash_str(ctx->names.syms[i]) & (ncap - 1);
       while (tab[j] >= 0) j = (j + 1) & (ncap - 1);
       tab[j] = (int)i;
     }
-    raspM_free(ctx->symhash);
-    ctx->symhash = tab;
-    ctx->symhcap = ncap;
+    raspM_free(ctx->names.symhash);
+    ctx->names.symhash = tab;
+    ctx->names.symhcap = ncap;
   }
   size_t j = symbol_slot(ctx, text);
-  if (ctx->symhash[j] >= 0) return ctx->symhash[j];
-  RASP_GROW(ctx->syms, ctx->symcap, ctx->nsyms + 1);
-  ctx->syms[ctx->nsyms] = raspM_strdup(text);
-  ctx->symhash[j] = (int)ctx->nsyms;
-  return ctx->nsyms++;
+  if (ctx->names.symhash[j] >= 0) return ctx->names.symhash[j];
+  RASP_GROW(ctx->names.syms, ctx->names.symcap, ctx->names.nsyms + 1);
+  ctx->names.syms[ctx->names.nsyms] = raspM_strdup(text);
+  ctx->names.symhash[j] = (int)ctx->names.nsyms;
+  return ctx->names.nsyms++;
 }
 
 int64_t raspV_symbol_of(rasp_ctx *ctx, value *str) {
@@ -327,22 +330,22 @@ int64_t raspV_symbol_of(rasp_ctx *ctx, value *str) {
 ** input of n distinct symbols was quadratic with a scan of the vocabulary.
 ** (token_of is filled by rasp_set_vocab.) */
 int64_t rasp_vocab_id(const rasp_ctx *ctx, const char *symbol) {
-  if (!ctx->symhcap) return 0;
-  int64_t sym = ctx->symhash[symbol_slot(ctx, symbol)];
+  if (!ctx->names.symhcap) return 0;
+  int64_t sym = ctx->names.symhash[symbol_slot(ctx, symbol)];
   return sym >= 0 && sym < ctx->ntoken_of ? ctx->token_of[sym] : 0;
 }
 
 const char *raspV_symbol_name(void *user, int64_t id) {
   const rasp_ctx *ctx = user;
-  return id >= 0 && id < ctx->nsyms ? ctx->syms[id] : NULL;
+  return id >= 0 && id < ctx->names.nsyms ? ctx->names.syms[id] : NULL;
 }
 
 /* ------------------------------------------------------------ freeing all */
 
 void raspV_heap_free(rasp_ctx *ctx) {
   for (int pass = 0; pass < 4; pass++) {
-    value *v = pass == 0 ? ctx->objects : pass == 1 ? ctx->consts
-               : pass == 2 ? ctx->spare : ctx->spare_num;
+    value *v = pass == 0 ? ctx->heap.objects : pass == 1 ? ctx->heap.consts
+               : pass == 2 ? ctx->heap.spare : ctx->heap.spare_num;
     while (v) {
       value *next = v->next_obj;
       free_value(v);
@@ -350,17 +353,17 @@ void raspV_heap_free(rasp_ctx *ctx) {
     }
   }
   for (int pass = 0; pass < 2; pass++)
-    while (pass ? ctx->spare_env : ctx->envs) {
-      env **list = pass ? &ctx->spare_env : &ctx->envs;
+    while (pass ? ctx->heap.spare_env : ctx->heap.envs) {
+      env **list = pass ? &ctx->heap.spare_env : &ctx->heap.envs;
       env *e = *list;
       *list = e->next_env;
       free_env(e);
     }
-  for (size_t i = 0; i < ctx->icap; i++) raspM_free(ctx->interned[i]);
-  raspM_free(ctx->interned);
-  for (int64_t i = 0; i < ctx->nsyms; i++) raspM_free(ctx->syms[i]);
-  raspM_free(ctx->syms);
-  raspM_free(ctx->symhash);
-  raspM_free(ctx->intcache);
-  raspM_free(ctx->symcache);
+  for (size_t i = 0; i < ctx->names.icap; i++) raspM_free(ctx->names.interned[i]);
+  raspM_free(ctx->names.interned);
+  for (int64_t i = 0; i < ctx->names.nsyms; i++) raspM_free(ctx->names.syms[i]);
+  raspM_free(ctx->names.syms);
+  raspM_free(ctx->names.symhash);
+  raspM_free(ctx->heap.intcache);
+  raspM_free(ctx->heap.symcache);
 }

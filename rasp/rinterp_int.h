@@ -40,37 +40,57 @@ struct env {
   env *next_env;
 };
 
-struct rasp_ctx {
-  rasp_limits limits;
-  int n;                 /* traced length */
-  rasp_ir ir;
-  /* heap */
+/* The heap (rheap.c): every object in allocation order, the spare lists
+** that early release fills, and the caches of constants. */
+typedef struct rasp_heap {
   value *objects;
   value *consts;         /* literals cached in the syntax tree: never released early */
   value *spare;          /* released value structs for reuse (next_obj chain) */
   value *spare_num;      /* the same with their mpq_t still initialised */
   int nspare;
+  env *envs;
   env *spare_env;        /* released scopes, arrays kept (next_env chain) */
   int nspare_env;
+  unsigned long long serial, mark; /* the last serial given; early release's mark */
+  int pinned;            /* the barrier saw an escape: release nothing */
   value **intcache;      /* small integers, shared (values are immutable) */
-  const char *check_name, *check_interned; /* rasp_call_check's last name */
-  struct bi_sig *bisigs;  /* per builtin (raspB_table order): parsed params */
-  int nbisigs;
   value **symcache;      /* one string value per symbol id */
   int64_t symcache_n;
-  env *envs;
-  unsigned long long serial, mark;
-  int pinned;
+} rasp_heap;
+
+/* Interned names and the symbol table (rheap.c). */
+typedef struct rasp_names {
+  char **interned;       /* open hash of interned strings */
+  size_t ninterned, icap;
+  char **syms;           /* symbol id -> text */
+  int64_t nsyms, symcap;
+  int *symhash;          /* text -> symbol id, open hash */
+  size_t symhcap;
+} rasp_names;
+
+/* rasp_access, resolved (rapi.c), and what cfunc() opened (rffi.c). */
+typedef struct rasp_reach {
+  int allow_ffi;
+  char *include_root;    /* NULL until the first rasp_exec_file */
+  char **include_dirs;   /* include() trees are real paths */
+  int ninclude_dirs;
+  void **dl_handles;
+  int ndl, dlcap;
+} rasp_reach;
+
+struct rasp_ctx {
+  rasp_limits limits;
+  int n;                 /* traced length */
+  rasp_ir ir;
+  int input_node, indices_node;
+  rasp_heap heap;
   value none_v, true_v, false_v;
   /* globals and names */
   env *globals;
-  char **interned;       /* open hash of interned strings */
-  size_t ninterned, icap;
-  /* symbols: id -> text */
-  char **syms;
-  int64_t nsyms, symcap;
-  int *symhash;
-  size_t symhcap;
+  rasp_names names;
+  const char *check_name, *check_interned; /* rasp_call_check's last name */
+  struct bi_sig *bisigs;  /* per builtin (raspB_table order): parsed params */
+  int nbisigs;
   /* vocabulary: token id i+1 -> symbol id vocab[i] */
   int64_t *vocab;
   int nvocab;
@@ -80,7 +100,9 @@ struct rasp_ctx {
   rasp_source **sources;
   int nsources, srccap;
   rasp_arena ast_arena;
-  /* errors */
+  char *stdlib_dir;
+  rasp_reach reach;
+  /* errors and the run in progress */
   jmp_buf *catcher;
   rasp_error *err;
   int depth;
@@ -99,16 +121,7 @@ struct rasp_ctx {
   unsigned long long frozen;
   value *retval;
   char ids_text[128];    /* ir.ids_what when it names a use (raspV_int) */
-  int input_node, indices_node;
   pthread_mutex_t lock;  /* callbacks from evaluator threads */
-  char *stdlib_dir;
-  /* rasp_access, resolved: include() trees are real paths */
-  int allow_ffi;
-  char *include_root;    /* NULL until the first rasp_exec_file */
-  char **include_dirs;
-  int ninclude_dirs;
-  void **dl_handles;
-  int ndl, dlcap;
 };
 
 /* ---- rheap.c: the heap */
