@@ -687,7 +687,7 @@ int rasp_get_setting(rasp_ctx *ctx, const char *dict, const char *key, char *buf
   return ok;
 }
 
-
+/* ---------------------------------------------------------- for rstage.c */
 
 /* Runs body under an error catcher, with the context's lock held (so no
 ** evaluator callback runs meanwhile), and releases the values it made. */
