@@ -38,8 +38,15 @@
 **   programs link rasp/librasp-internal.la):
 **     raspM_  rmem.h: allocation, memory and time budgets
 **     raspX_  rlex.h: the lexer        raspP_  rparse.h: the parser
-**     raspV_, raspB_, raspF_  rvalue.h: interpreter values, builtins, cfunc()
+**     raspF_  rfacts.h: facts of the IR
+**     raspV_  rinterp_int.h: the interpreter (rheap, rvalue, rtrace,
+**             rinterp, rapi); rvalue.h: its values
+**     raspH_  raux.h: the builtins' interface to the interpreter (raux.c)
+**     raspB_  rvalue.h: the builtins' table (rbuiltin.c)
+**     raspD_  rffi.h: cfunc(), C functions through dlopen and libffi
 **     raspS_  rstage.h: staged checks
+**     raspW_  rwork.h: a verification run in ranges (the header is installed,
+**             its names are not exported)
 **     raspC_, rasp_cli_  cli.h: the rasp command (not in the library)
 **     raspU_  ropts.h: options of rasp and rasp-train (librasp-internal only)
 **     train_  trainer/: rasp-train (not in the library)

@@ -9,36 +9,48 @@
 ** ...) work on scalars at trace time; a few of them (abs, min, max) also
 ** accept sequences, where they are element-wise.  Those that could show a
 ** token id's number (str, print, a walk over d) tell the interpreter's
-** provenance tracking (rvalue.h, raspV_ids_*); int() of an id is the id.
+** provenance tracking (raspH_ids_*); int() of an id is the id.
 **
 ** Argument conventions: each builtin declares its parameters as a string
 ** ("k,q,pred,causal=True"); the interpreter binds positional and keyword
 ** arguments and fills defaults before calling, so every function below
 ** receives exactly its declared parameters in order.
+**
+** The interpreter is reached through raux.h and the public rasp.h only:
+** the context is opaque here, values are made and stored through raspH_
+** functions (which carry the heap's write barrier), and nodes are made by
+** raspH_node and annotated through rasp_ctx_ir.
 */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "rasp.h"
+#include "raux.h"
 #include "rfacts.h"
-#include "rvalue.h"
+#include "rffi.h"
 
 #define A(i) args[i]
+
+/* The IR's nodes, through the public API: a node is made by raspH_node and
+** then annotated here (its function, flags, constant). */
+static rasp_ir_node *node_at(rasp_ctx *ctx, int id) { return &rasp_ctx_ir(ctx)->nodes[id]; }
+static rasp_type node_type(rasp_ctx *ctx, int id) { return node_at(ctx, id)->type; }
 
 static int is_seq(const value *v) { return v->kind == V_SOP; }
 
 static value *need_sel(rasp_ctx *ctx, value *v, rasp_pos pos, const char *fname) {
   if (v->kind != V_SEL)
-    raspV_error(ctx, pos, "%s() needs a selector (from select) as its first argument, not %s",
-                fname, raspV_kind_name(v));
+    raspH_error(ctx, pos, "%s() needs a selector (from select) as its first argument, not %s",
+                fname, raspH_kind_name(v));
   return v;
 }
 
 /* A program function kept by an IR node must outlive early heap releases. */
 static void *keep_fn(rasp_ctx *ctx, value *fn, rasp_pos pos, const char *what) {
   if (fn->kind != V_FUNC && fn->kind != V_BUILTIN && fn->kind != V_CFUNC)
-    raspV_error(ctx, pos, "%s must be a function, not %s", what, raspV_kind_name(fn));
-  raspV_barrier(ctx, 0, fn);
+    raspH_error(ctx, pos, "%s must be a function, not %s", what, raspH_kind_name(fn));
+  raspH_keep(ctx, fn);
   return fn;
 }
 
@@ -48,66 +60,66 @@ static rasp_type join_type(rasp_type a, rasp_type b) { return a == b ? a : RASP_
 static value *b_full(rasp_ctx *ctx, value **args, int nargs, rasp_pos pos) {
   (void)nargs;
   if (A(0)->kind == V_LIST || A(0)->kind == V_TUPLE) {
-    value *r = raspV_list(ctx, A(0)->kind, A(0)->u.list.n);
+    value *r = raspH_list(ctx, A(0)->kind, A(0)->u.list.n);
     for (int i = 0; i < r->u.list.n; i++) r->u.list.items[i] = A(1);
     return r;
   }
   if (!is_seq(A(0)))
-    raspV_error(ctx, pos, "full() takes a sequence to copy the shape of, not %s",
-                raspV_kind_name(A(0)));
-  if (is_seq(A(1))) raspV_error(ctx, pos, "full() needs a constant, not a sequence");
-  return raspV_as_sop(ctx, A(1), pos);
+    raspH_error(ctx, pos, "full() takes a sequence to copy the shape of, not %s",
+                raspH_kind_name(A(0)));
+  if (is_seq(A(1))) raspH_error(ctx, pos, "full() needs a constant, not a sequence");
+  return raspH_as_sop(ctx, A(1), pos);
 }
 
 /* indices(x) */
 static value *b_indices(rasp_ctx *ctx, value **args, int nargs, rasp_pos pos) {
   (void)nargs;
   if (!is_seq(A(0)))
-    raspV_error(ctx, pos, "indices() takes a sequence, not %s", raspV_kind_name(A(0)));
-  return raspV_sop(ctx, ctx->indices_node, V_SOP);
+    raspH_error(ctx, pos, "indices() takes a sequence, not %s", raspH_kind_name(A(0)));
+  return raspH_indices(ctx);
 }
 
 /* select(k, q, pred, causal=True) */
 static value *b_select(rasp_ctx *ctx, value **args, int nargs, rasp_pos pos) {
   (void)nargs;
-  value *k = raspV_as_sop(ctx, A(0), pos), *q = raspV_as_sop(ctx, A(1), pos);
+  value *k = raspH_as_sop(ctx, A(0), pos), *q = raspH_as_sop(ctx, A(1), pos);
   int pred = RASP_PRED_CUSTOM;
   void *fn = NULL;
   if (A(2)->kind == V_BUILTIN && A(2)->u.bi->pred >= 0) pred = A(2)->u.bi->pred;
   else fn = keep_fn(ctx, A(2), pos, "the predicate");
-  int causal = raspV_truth(ctx, A(3), pos);
+  int causal = raspH_truth(ctx, A(3), pos);
   int in[2] = {k->u.node, q->u.node};
-  int id = raspV_add_node(ctx, RASP_OP_SELECT, RASP_T_SEL, pred, in, 2, pos);
-  ctx->ir.nodes[id].fn = fn;
-  ctx->ir.nodes[id].flags = causal ? RASP_CAUSAL : 0;
-  return raspV_sop(ctx, id, V_SEL);
+  int id = raspH_node(ctx, RASP_OP_SELECT, RASP_T_SEL, pred, in, 2, pos);
+  node_at(ctx, id)->fn = fn;
+  node_at(ctx, id)->flags = causal ? RASP_CAUSAL : 0;
+  return raspH_sop(ctx, id, V_SEL);
 }
 
 /* sel_width(A) */
 static value *b_sel_width(rasp_ctx *ctx, value **args, int nargs, rasp_pos pos) {
   (void)nargs;
   int in[1] = {need_sel(ctx, A(0), pos, "sel_width")->u.node};
-  return raspV_sop(ctx, raspV_add_node(ctx, RASP_OP_SEL_WIDTH, RASP_T_INT, 0, in, 1, pos), V_SOP);
+  return raspH_sop(ctx, raspH_node(ctx, RASP_OP_SEL_WIDTH, RASP_T_INT, 0, in, 1, pos), V_SOP);
 }
 
 static value *aggregate_like(rasp_ctx *ctx, rasp_op op, const char *name, value **args,
                              rasp_pos pos) {
   value *sel = need_sel(ctx, A(0), pos, name);
-  value *v = raspV_as_sop(ctx, A(1), pos);
+  value *v = raspH_as_sop(ctx, A(1), pos);
   if (is_seq(A(2)) || A(2)->kind == V_SEL)
-    raspV_error(ctx, pos, "the default of %s() must be a constant, not %s", name,
-                raspV_kind_name(A(2)));
-  rasp_elem dflt = raspV_to_elem(ctx, A(2), pos);
-  rasp_type tv = raspV_node_type(ctx, v->u.node);
+    raspH_error(ctx, pos, "the default of %s() must be a constant, not %s", name,
+                raspH_kind_name(A(2)));
+  rasp_elem dflt = raspH_to_elem(ctx, A(2), pos);
+  rasp_type tv = node_type(ctx, v->u.node);
   rasp_type td = dflt.den == RASP_DEN_BOOL ? RASP_T_BOOL : dflt.den == 1 ? RASP_T_INT : RASP_T_ANY;
   rasp_type t = op == RASP_OP_AGGR_MEAN ? RASP_T_INT
               : op == RASP_OP_AGGREGATE ? RASP_T_ANY : join_type(tv, td);
   int in[2] = {sel->u.node, v->u.node};
-  int id = raspV_add_node(ctx, op, t, 0, in, 2, pos);
-  rasp_ir_node *nd = &ctx->ir.nodes[id];
+  int id = raspH_node(ctx, op, t, 0, in, 2, pos);
+  rasp_ir_node *nd = node_at(ctx, id);
   nd->c = dflt; /* a default that could be an id makes the values not tokens */
-  if (!raspI_carries_tokens(&ctx->ir, nd)) nd->flags &= ~RASP_TOKEN_IDS;
-  return raspV_sop(ctx, id, V_SOP);
+  if (!raspI_carries_tokens(rasp_ctx_ir(ctx), nd)) nd->flags &= ~RASP_TOKEN_IDS;
+  return raspH_sop(ctx, id, V_SOP);
 }
 
 static value *b_aggr_mean(rasp_ctx *ctx, value **args, int nargs, rasp_pos pos) {
@@ -130,45 +142,45 @@ static value *b_aggr_min(rasp_ctx *ctx, value **args, int nargs, rasp_pos pos) {
 /* tok_map(x, f) */
 static value *b_tok_map(rasp_ctx *ctx, value **args, int nargs, rasp_pos pos) {
   (void)nargs;
-  if (!is_seq(A(0))) return raspV_call(ctx, A(1), &A(0), 1, NULL, NULL, 0, pos);
+  if (!is_seq(A(0))) return raspH_call(ctx, A(1), &A(0), 1, pos);
   void *fn = keep_fn(ctx, A(1), pos, "tok_map's function");
   int in[1] = {A(0)->u.node};
-  int id = raspV_add_node(ctx, RASP_OP_MAP, RASP_T_ANY, 0, in, 1, pos);
-  ctx->ir.nodes[id].fn = fn;
-  return raspV_sop(ctx, id, V_SOP);
+  int id = raspH_node(ctx, RASP_OP_MAP, RASP_T_ANY, 0, in, 1, pos);
+  node_at(ctx, id)->fn = fn;
+  return raspH_sop(ctx, id, V_SOP);
 }
 
 /* seq_map(x, y, f) */
 static value *b_seq_map(rasp_ctx *ctx, value **args, int nargs, rasp_pos pos) {
   (void)nargs;
   if (!is_seq(A(0)) && !is_seq(A(1))) {
-    value *r = raspV_call(ctx, A(2), &A(0), 2, NULL, NULL, 0, pos);
+    value *r = raspH_call(ctx, A(2), &A(0), 2, pos);
     if (r->tag & TAG_ID) return r; /* an integer already: keep its provenance */
-    return raspV_from_elem(ctx, raspI_elem_trunc(raspV_to_elem(ctx, r, pos)));
+    return raspH_from_elem(ctx, raspI_elem_trunc(raspH_to_elem(ctx, r, pos)));
   }
   void *fn = keep_fn(ctx, A(2), pos, "seq_map's function");
-  value *x = raspV_as_sop(ctx, A(0), pos), *y = raspV_as_sop(ctx, A(1), pos);
+  value *x = raspH_as_sop(ctx, A(0), pos), *y = raspH_as_sop(ctx, A(1), pos);
   int in[2] = {x->u.node, y->u.node};
-  int id = raspV_add_node(ctx, RASP_OP_SEQMAP, RASP_T_ANY, 0, in, 2, pos);
-  ctx->ir.nodes[id].fn = fn;
-  return raspV_sop(ctx, id, V_SOP);
+  int id = raspH_node(ctx, RASP_OP_SEQMAP, RASP_T_ANY, 0, in, 2, pos);
+  node_at(ctx, id)->fn = fn;
+  return raspH_sop(ctx, id, V_SOP);
 }
 
 /* where(cond, x, y) */
 static value *b_where(rasp_ctx *ctx, value **args, int nargs, rasp_pos pos) {
   (void)nargs;
-  if (!is_seq(A(0))) return raspV_truth(ctx, A(0), pos) ? A(1) : A(2);
-  value *x = raspV_as_sop(ctx, A(1), pos), *y = raspV_as_sop(ctx, A(2), pos);
+  if (!is_seq(A(0))) return raspH_truth(ctx, A(0), pos) ? A(1) : A(2);
+  value *x = raspH_as_sop(ctx, A(1), pos), *y = raspH_as_sop(ctx, A(2), pos);
   int in[3] = {A(0)->u.node, x->u.node, y->u.node};
-  rasp_type t = join_type(raspV_node_type(ctx, in[1]), raspV_node_type(ctx, in[2]));
-  return raspV_sop(ctx, raspV_add_node(ctx, RASP_OP_WHERE, t, 0, in, 3, pos), V_SOP);
+  rasp_type t = join_type(node_type(ctx, in[1]), node_type(ctx, in[2]));
+  return raspH_sop(ctx, raspH_node(ctx, RASP_OP_WHERE, t, 0, in, 3, pos), V_SOP);
 }
 
 /* The comparison predicates double as element-wise comparisons. */
 #define PRED_BUILTIN(fname, binop)                                             \
   static value *b_##fname(rasp_ctx *ctx, value **args, int nargs, rasp_pos pos) { \
     (void)nargs;                                                               \
-    return raspV_binop(ctx, binop, A(0), A(1), pos);                           \
+    return raspH_binop(ctx, binop, A(0), A(1), pos);                           \
   }
 PRED_BUILTIN(equals, RASP_BIN_EQ)
 PRED_BUILTIN(not_equals, RASP_BIN_NE)
@@ -179,11 +191,11 @@ PRED_BUILTIN(geq, RASP_BIN_GE)
 
 static value *b_always(rasp_ctx *ctx, value **args, int nargs, rasp_pos pos) {
   (void)args; (void)nargs; (void)pos;
-  return raspV_bool(ctx, 1);
+  return raspH_bool(ctx, 1);
 }
 static value *b_never(rasp_ctx *ctx, value **args, int nargs, rasp_pos pos) {
   (void)args; (void)nargs; (void)pos;
-  return raspV_bool(ctx, 0);
+  return raspH_bool(ctx, 0);
 }
 
 /* ---------------------------------------------------- Python builtins */
@@ -191,32 +203,32 @@ static value *b_never(rasp_ctx *ctx, value **args, int nargs, rasp_pos pos) {
 static value *b_len(rasp_ctx *ctx, value **args, int nargs, rasp_pos pos) {
   (void)nargs;
   switch (A(0)->kind) {
-  case V_SOP: return raspV_num_si(ctx, ctx->n);
+  case V_SOP: return raspH_int(ctx, rasp_ctx_length(ctx));
   case V_LIST:
-  case V_TUPLE: return raspV_num_si(ctx, A(0)->u.list.n);
-  case V_STR: return raspV_num_si(ctx, (long)A(0)->u.str.len);
-  case V_DICT: return raspV_num_si(ctx, A(0)->u.dict.n);
-  default: raspV_error(ctx, pos, "len() of %s", raspV_kind_name(A(0)));
+  case V_TUPLE: return raspH_int(ctx, A(0)->u.list.n);
+  case V_STR: return raspH_int(ctx, (long)A(0)->u.str.len);
+  case V_DICT: return raspH_int(ctx, A(0)->u.dict.n);
+  default: raspH_error(ctx, pos, "len() of %s", raspH_kind_name(A(0)));
   }
 }
 
 static value *b_range(rasp_ctx *ctx, value **args, int nargs, rasp_pos pos) {
-  if (nargs < 1 || nargs > 3) raspV_error(ctx, pos, "range() takes 1 to 3 arguments");
+  if (nargs < 1 || nargs > 3) raspH_error(ctx, pos, "range() takes 1 to 3 arguments");
   int64_t start = 0, stop, step = 1;
-  if (nargs == 1) stop = raspV_int(ctx, A(0), pos, "range()'s argument");
+  if (nargs == 1) stop = raspH_to_int(ctx, A(0), pos, "range()'s argument");
   else {
-    start = raspV_int(ctx, A(0), pos, "range()'s start");
-    stop = raspV_int(ctx, A(1), pos, "range()'s stop");
-    if (nargs == 3) step = raspV_int(ctx, A(2), pos, "range()'s step");
+    start = raspH_to_int(ctx, A(0), pos, "range()'s start");
+    stop = raspH_to_int(ctx, A(1), pos, "range()'s stop");
+    if (nargs == 3) step = raspH_to_int(ctx, A(2), pos, "range()'s step");
   }
-  if (step == 0) raspV_error(ctx, pos, "range() step must not be zero");
+  if (step == 0) raspH_error(ctx, pos, "range() step must not be zero");
   uint64_t count = step > 0 ? (stop > start ? ((uint64_t)stop - (uint64_t)start - 1) / (uint64_t)step + 1 : 0)
                              : (start > stop ? ((uint64_t)start - (uint64_t)stop - 1) / (0 - (uint64_t)step) + 1 : 0);
-  if (count > ctx->limits.max_list)
-    raspV_raise(ctx, RASP_E_LIMIT, pos, "list longer than the limit of %zu elements", ctx->limits.max_list);
-  value *r = raspV_list(ctx, V_LIST, (int)count);
+  if (count > raspH_limits(ctx)->max_list)
+    raspH_raise(ctx, RASP_E_LIMIT, pos, "list longer than the limit of %zu elements", raspH_limits(ctx)->max_list);
+  value *r = raspH_list(ctx, V_LIST, (int)count);
   for (uint64_t k = 0; k < count; k++) /* new values are younger than r: no barrier */
-    r->u.list.items[k] = raspV_num_si(ctx, (long)(start + (int64_t)k * step));
+    r->u.list.items[k] = raspH_int(ctx, (long)(start + (int64_t)k * step));
   return r;
 }
 
@@ -226,22 +238,22 @@ static value *b_int(rasp_ctx *ctx, value **args, int nargs, rasp_pos pos) {
   if (x->kind == V_STR) {
     char *end;
     long v = strtol(x->u.str.s, &end, 10);
-    if (end == x->u.str.s || *end) raspV_error(ctx, pos, "int(): not a number: '%s'", x->u.str.s);
-    return raspV_num_si(ctx, v);
+    if (end == x->u.str.s || *end) raspH_error(ctx, pos, "int(): not a number: '%s'", x->u.str.s);
+    return raspH_int(ctx, v);
   }
-  if (x->kind == V_BOOL) return raspV_num_si(ctx, x->u.b);
+  if (x->kind == V_BOOL) return raspH_int(ctx, x->u.b);
   if (x->tag & TAG_ID) return x; /* an id is an integer: the same id */
   if (x->kind != V_NUM)
-    raspV_error(ctx, pos, "int() of %s%s", raspV_kind_name(x),
+    raspH_error(ctx, pos, "int() of %s%s", raspH_kind_name(x),
                 x->kind == V_SOP ? " (use seq_map or tok_map for element-wise conversion)" : "");
-  value *r = raspV_new(ctx, V_NUM);
+  value *r = raspH_number(ctx);
   mpz_tdiv_q(mpq_numref(r->u.q), mpq_numref(x->u.q), mpq_denref(x->u.q));
   return r;
 }
 
 static value *b_abs(rasp_ctx *ctx, value **args, int nargs, rasp_pos pos) {
   (void)nargs;
-  return raspV_unop(ctx, RASP_UN_ABS, A(0), pos);
+  return raspH_unop(ctx, RASP_UN_ABS, A(0), pos);
 }
 
 static value *minmax(rasp_ctx *ctx, value **args, int nargs, rasp_pos pos, rasp_binop op) {
@@ -249,14 +261,14 @@ static value *minmax(rasp_ctx *ctx, value **args, int nargs, rasp_pos pos, rasp_
   int n = nargs;
   if (nargs == 1 && !is_seq(A(0))) {
     if (A(0)->kind != V_LIST && A(0)->kind != V_TUPLE)
-      raspV_error(ctx, pos, "%s() of %s", op == RASP_BIN_MIN ? "min" : "max",
-                  raspV_kind_name(A(0)));
+      raspH_error(ctx, pos, "%s() of %s", op == RASP_BIN_MIN ? "min" : "max",
+                  raspH_kind_name(A(0)));
     items = A(0)->u.list.items;
     n = A(0)->u.list.n;
   }
-  if (n == 0) raspV_error(ctx, pos, "%s() of an empty sequence", op == RASP_BIN_MIN ? "min" : "max");
+  if (n == 0) raspH_error(ctx, pos, "%s() of an empty sequence", op == RASP_BIN_MIN ? "min" : "max");
   value *acc = items[0];
-  for (int i = 1; i < n; i++) acc = raspV_binop(ctx, op, acc, items[i], pos);
+  for (int i = 1; i < n; i++) acc = raspH_binop(ctx, op, acc, items[i], pos);
   return acc;
 }
 
@@ -270,23 +282,23 @@ static value *b_max(rasp_ctx *ctx, value **args, int nargs, rasp_pos pos) {
 static value *as_items(rasp_ctx *ctx, value *v, rasp_pos pos, const char *fname) {
   if (v->kind == V_LIST || v->kind == V_TUPLE) return v;
   if (v->kind == V_DICT || v->kind == V_STR) {
-    raspV_ids_iter(ctx, v, pos);
-    value *r = raspV_list(ctx, V_LIST, 0);
+    raspH_ids_iter(ctx, v, pos);
+    value *r = raspH_list(ctx, V_LIST, 0);
     if (v->kind == V_DICT)
-      for (int i = 0; i < v->u.dict.n; i++) raspV_list_push(ctx, r, v->u.dict.keys[i]);
+      for (int i = 0; i < v->u.dict.n; i++) raspH_push(ctx, r, v->u.dict.keys[i]);
     else
-      for (size_t i = 0; i < v->u.str.len; i++) raspV_list_push(ctx, r, raspV_str(ctx, v->u.str.s + i, 1));
+      for (size_t i = 0; i < v->u.str.len; i++) raspH_push(ctx, r, raspH_str(ctx, v->u.str.s + i, 1));
     return r;
   }
-  raspV_error(ctx, pos, "%s() needs a list, tuple, dict or string, not %s", fname,
-              raspV_kind_name(v));
+  raspH_error(ctx, pos, "%s() needs a list, tuple, dict or string, not %s", fname,
+              raspH_kind_name(v));
 }
 
 static value *b_sum(rasp_ctx *ctx, value **args, int nargs, rasp_pos pos) {
   (void)nargs;
   value *items = as_items(ctx, A(0), pos, "sum");
   value *acc = A(1);
-  for (int i = 0; i < items->u.list.n; i++) acc = raspV_binop(ctx, RASP_BIN_ADD, acc, items->u.list.items[i], pos);
+  for (int i = 0; i < items->u.list.n; i++) acc = raspH_binop(ctx, RASP_BIN_ADD, acc, items->u.list.items[i], pos);
   return acc;
 }
 
@@ -294,8 +306,8 @@ static value *b_any(rasp_ctx *ctx, value **args, int nargs, rasp_pos pos) {
   (void)nargs;
   value *items = as_items(ctx, A(0), pos, "any");
   for (int i = 0; i < items->u.list.n; i++)
-    if (raspV_truth(ctx, items->u.list.items[i], pos)) return raspV_bool(ctx, 1);
-  return raspV_bool(ctx, 0);
+    if (raspH_truth(ctx, items->u.list.items[i], pos)) return raspH_bool(ctx, 1);
+  return raspH_bool(ctx, 0);
 }
 
 /* raspF_scan_pairs's element test on interpreter values. */
@@ -305,7 +317,7 @@ typedef struct value_scan {
 
 static int value_eq(void *u, int64_t j, int which) {
   const value_scan *vs = u;
-  return raspV_equal(vs->xs->u.list.items[j], vs->ab[which]);
+  return raspH_equal(vs->xs->u.list.items[j], vs->ab[which]);
 }
 
 /* has_pair(xs, a, b, gap, start, stop, step): some i in range(start, stop,
@@ -321,25 +333,25 @@ static value *scan_pairs(rasp_ctx *ctx, value **args, rasp_pos pos, int windows)
   const char *fname = windows ? "holds_both" : "has_pair";
   value *xs = A(0);
   if (xs->kind != V_LIST && xs->kind != V_TUPLE)
-    raspV_error(ctx, pos, "%s() needs a list or tuple, not %s", fname, raspV_kind_name(xs));
-  int64_t k = raspV_int(ctx, A(3), pos, what[windows][0]);
-  int64_t start = raspV_int(ctx, A(4), pos, what[windows][1]);
-  int64_t stop = raspV_int(ctx, A(5), pos, what[windows][2]);
-  int64_t step = raspV_int(ctx, A(6), pos, what[windows][3]);
-  if (step <= 0) raspV_error(ctx, pos, "%s() step must be positive", fname);
-  if (windows && k < 1) raspV_error(ctx, pos, "holds_both() width must be positive");
+    raspH_error(ctx, pos, "%s() needs a list or tuple, not %s", fname, raspH_kind_name(xs));
+  int64_t k = raspH_to_int(ctx, A(3), pos, what[windows][0]);
+  int64_t start = raspH_to_int(ctx, A(4), pos, what[windows][1]);
+  int64_t stop = raspH_to_int(ctx, A(5), pos, what[windows][2]);
+  int64_t step = raspH_to_int(ctx, A(6), pos, what[windows][3]);
+  if (step <= 0) raspH_error(ctx, pos, "%s() step must be positive", fname);
+  if (windows && k < 1) raspH_error(ctx, pos, "holds_both() width must be positive");
   /* its == could set an id against a number that is not one */
-  for (int i = 0; i < 3; i++) raspV_ids_in(ctx, A(i), pos, "an id compared with a number that is not an id");
+  for (int i = 0; i < 3; i++) raspH_ids_in(ctx, A(i), pos, "an id compared with a number that is not an id");
   value_scan vs = {xs, {A(1), A(2)}};
   int64_t bad = 0, n = xs->u.list.n;
   int r = raspF_scan_pairs(windows, n, k, start, stop, step, value_eq, &vs, &bad);
   if (r == -2 && windows)
-    raspV_error(ctx, pos, "holds_both(): window [%lld, %lld) out of range for length %lld",
+    raspH_error(ctx, pos, "holds_both(): window [%lld, %lld) out of range for length %lld",
                 (long long)bad, (long long)(bad + k), (long long)n);
   if (r == -2)
-    raspV_error(ctx, pos, "has_pair(): index %lld out of range for length %lld",
+    raspH_error(ctx, pos, "has_pair(): index %lld out of range for length %lld",
                 (long long)(bad < 0 || bad >= n ? bad : bad + k), (long long)n);
-  return raspV_bool(ctx, r == 1);
+  return raspH_bool(ctx, r == 1);
 }
 
 static value *b_has_pair(rasp_ctx *ctx, value **args, int nargs, rasp_pos pos) {
@@ -356,79 +368,79 @@ static value *b_all(rasp_ctx *ctx, value **args, int nargs, rasp_pos pos) {
   (void)nargs;
   value *items = as_items(ctx, A(0), pos, "all");
   for (int i = 0; i < items->u.list.n; i++)
-    if (!raspV_truth(ctx, items->u.list.items[i], pos)) return raspV_bool(ctx, 0);
-  return raspV_bool(ctx, 1);
+    if (!raspH_truth(ctx, items->u.list.items[i], pos)) return raspH_bool(ctx, 0);
+  return raspH_bool(ctx, 1);
 }
 
 static value *b_print(rasp_ctx *ctx, value **args, int nargs, rasp_pos pos) {
   for (int i = 0; i < nargs; i++) {
-    raspV_ids_in(ctx, A(i), pos, "an id printed");
+    raspH_ids_in(ctx, A(i), pos, "an id printed");
     if (i) fputc(' ', stdout);
     if (A(i)->kind == V_STR) fwrite(A(i)->u.str.s, 1, A(i)->u.str.len, stdout);
     else {
-      char *s = raspV_repr(ctx, A(i));
+      char *s = raspH_repr(ctx, A(i));
       fputs(s, stdout);
       raspM_free(s);
     }
   }
   fputc('\n', stdout);
-  return &ctx->none_v;
+  return raspH_none(ctx);
 }
 
 static value *b_str(rasp_ctx *ctx, value **args, int nargs, rasp_pos pos) {
   (void)nargs;
   if (A(0)->kind == V_STR) return A(0);
-  raspV_ids_in(ctx, A(0), pos, "an id turned into text (str)");
-  char *s = raspV_repr(ctx, A(0));
+  raspH_ids_in(ctx, A(0), pos, "an id turned into text (str)");
+  char *s = raspH_repr(ctx, A(0));
   size_t len = strlen(s);
-  if (len > ctx->limits.max_string) { /* cut short by raspV_repr */
+  if (len > raspH_limits(ctx)->max_string) { /* cut short by raspH_repr */
     raspM_free(s);
-    raspV_raise(ctx, RASP_E_LIMIT, pos, "string too long: more than %zu bytes (the size limit for strings)",
-                ctx->limits.max_string);
+    raspH_raise(ctx, RASP_E_LIMIT, pos, "string too long: more than %zu bytes (the size limit for strings)",
+                raspH_limits(ctx)->max_string);
   }
-  value *r = raspV_str(ctx, s, len);
+  value *r = raspH_str(ctx, s, len);
   raspM_free(s);
   return r;
 }
 
 static value *b_bool(rasp_ctx *ctx, value **args, int nargs, rasp_pos pos) {
   (void)nargs;
-  return raspV_bool(ctx, raspV_truth(ctx, A(0), pos));
+  return raspH_bool(ctx, raspH_truth(ctx, A(0), pos));
 }
 
 static value *copy_items(rasp_ctx *ctx, value *src, vkind kind) {
-  value *r = raspV_list(ctx, kind, src->u.list.n); /* newer than its items: no barrier */
+  value *r = raspH_list(ctx, kind, src->u.list.n); /* newer than its items: no barrier */
   memcpy(r->u.list.items, src->u.list.items, sizeof(value *) * (size_t)src->u.list.n);
   return r;
 }
 
 static value *b_list(rasp_ctx *ctx, value **args, int nargs, rasp_pos pos) {
-  if (nargs == 0 || A(0)->kind == V_NONE) return raspV_list(ctx, V_LIST, 0);
+  if (nargs == 0 || A(0)->kind == V_NONE) return raspH_list(ctx, V_LIST, 0);
   return copy_items(ctx, as_items(ctx, A(0), pos, "list"), V_LIST);
 }
 
 static value *b_tuple(rasp_ctx *ctx, value **args, int nargs, rasp_pos pos) {
-  if (nargs == 0 || A(0)->kind == V_NONE) return raspV_list(ctx, V_TUPLE, 0);
+  if (nargs == 0 || A(0)->kind == V_NONE) return raspH_list(ctx, V_TUPLE, 0);
   return copy_items(ctx, as_items(ctx, A(0), pos, "tuple"), V_TUPLE);
 }
 
 static value *b_dict(rasp_ctx *ctx, value **args, int nargs, rasp_pos pos) {
-  value *r = raspV_new(ctx, V_DICT);
+  value *r = raspH_dict(ctx);
   if (nargs && A(0)->kind != V_NONE) {
     value *items = as_items(ctx, A(0), pos, "dict");
     for (int i = 0; i < items->u.list.n; i++) {
       value *kv = items->u.list.items[i];
       if ((kv->kind != V_TUPLE && kv->kind != V_LIST) || kv->u.list.n != 2)
-        raspV_error(ctx, pos, "dict() needs (key, value) pairs");
-      raspV_ids_key(ctx, r, kv->u.list.items[0], pos);
-      raspV_dict_set(ctx, r, kv->u.list.items[0], kv->u.list.items[1]);
+        raspH_error(ctx, pos, "dict() needs (key, value) pairs");
+      raspH_ids_key(ctx, r, kv->u.list.items[0], pos);
+      raspH_dict_set(ctx, r, kv->u.list.items[0], kv->u.list.items[1]);
     }
   }
   return r;
 }
 
 static value *pair(rasp_ctx *ctx, value *a, value *b) {
-  value *t = raspV_list(ctx, V_TUPLE, 2);
+  value *t = raspH_list(ctx, V_TUPLE, 2);
   t->u.list.items[0] = a;
   t->u.list.items[1] = b;
   return t;
@@ -437,14 +449,14 @@ static value *pair(rasp_ctx *ctx, value *a, value *b) {
 static value *b_enumerate(rasp_ctx *ctx, value **args, int nargs, rasp_pos pos) {
   (void)nargs;
   value *items = as_items(ctx, A(0), pos, "enumerate");
-  value *r = raspV_list(ctx, V_LIST, 0);
+  value *r = raspH_list(ctx, V_LIST, 0);
   for (int i = 0; i < items->u.list.n; i++)
-    raspV_list_push(ctx, r, pair(ctx, raspV_num_si(ctx, i), items->u.list.items[i]));
+    raspH_push(ctx, r, pair(ctx, raspH_int(ctx, i), items->u.list.items[i]));
   return r;
 }
 
 static value *b_zip(rasp_ctx *ctx, value **args, int nargs, rasp_pos pos) {
-  value *r = raspV_list(ctx, V_LIST, 0);
+  value *r = raspH_list(ctx, V_LIST, 0);
   if (nargs == 0) return r;
   int n = -1;
   for (int i = 0; i < nargs; i++) {
@@ -452,9 +464,9 @@ static value *b_zip(rasp_ctx *ctx, value **args, int nargs, rasp_pos pos) {
     if (n < 0 || A(i)->u.list.n < n) n = A(i)->u.list.n;
   }
   for (int k = 0; k < n; k++) {
-    value *t = raspV_list(ctx, V_TUPLE, nargs);
+    value *t = raspH_list(ctx, V_TUPLE, nargs);
     for (int i = 0; i < nargs; i++) t->u.list.items[i] = A(i)->u.list.items[k];
-    raspV_list_push(ctx, r, t);
+    raspH_push(ctx, r, t);
   }
   return r;
 }
@@ -466,7 +478,7 @@ static value *b_sorted(rasp_ctx *ctx, value **args, int nargs, rasp_pos pos) {
   for (int i = 1; i < r->u.list.n; i++) {
     value *x = r->u.list.items[i];
     int j = i - 1;
-    while (j >= 0 && raspV_truth(ctx, raspV_binop(ctx, RASP_BIN_GT, r->u.list.items[j], x, pos), pos)) {
+    while (j >= 0 && raspH_truth(ctx, raspH_binop(ctx, RASP_BIN_GT, r->u.list.items[j], x, pos), pos)) {
       r->u.list.items[j + 1] = r->u.list.items[j];
       j--;
     }
@@ -478,18 +490,18 @@ static value *b_sorted(rasp_ctx *ctx, value **args, int nargs, rasp_pos pos) {
 static value *b_reversed(rasp_ctx *ctx, value **args, int nargs, rasp_pos pos) {
   (void)nargs;
   value *items = as_items(ctx, A(0), pos, "reversed");
-  value *r = raspV_list(ctx, V_LIST, 0);
-  for (int i = items->u.list.n - 1; i >= 0; i--) raspV_list_push(ctx, r, items->u.list.items[i]);
+  value *r = raspH_list(ctx, V_LIST, 0);
+  for (int i = items->u.list.n - 1; i >= 0; i--) raspH_push(ctx, r, items->u.list.items[i]);
   return r;
 }
 
 static value *b_cfunc(rasp_ctx *ctx, value **args, int nargs, rasp_pos pos) {
-  return raspF_bind(ctx, args, nargs, pos);
+  return raspD_bind(ctx, args, nargs, pos);
 }
 
 static value *b_include(rasp_ctx *ctx, value **args, int nargs, rasp_pos pos) {
   (void)nargs;
-  return raspV_include(ctx, A(0), pos);
+  return raspH_include(ctx, A(0), pos);
 }
 
 static const builtin builtins[] = {

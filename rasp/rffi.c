@@ -19,7 +19,8 @@
 #include <math.h>
 #include <string.h>
 
-#include "rvalue.h"
+#include "rffi.h"
+#include "rinterp_int.h"
 
 enum { CT_INT, CT_LONG, CT_DOUBLE };
 #define CF_MAXARGS 8
@@ -46,8 +47,8 @@ static ffi_type *ffi_of(int t) {
   return t == CT_INT ? &ffi_type_sint : t == CT_LONG ? &ffi_type_sint64 : &ffi_type_double;
 }
 
-value *raspF_bind(rasp_ctx *ctx, value **args, int nargs, rasp_pos pos) {
-  if (!ctx->allow_ffi)
+value *raspD_bind(rasp_ctx *ctx, value **args, int nargs, rasp_pos pos) {
+  if (!ctx->reach.allow_ffi)
     raspV_raise(ctx, RASP_E_FFI_REFUSED, pos, "cfunc() is off: a C function can do anything this process can "
                           "(run a shell, write files); run with --allow-ffi to allow it "
                           "(RASP_ALLOW_FFI=1 for the REPL)");
@@ -80,8 +81,8 @@ value *raspF_bind(rasp_ctx *ctx, value **args, int nargs, rasp_pos pos) {
   }
   void *h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
   if (!h) raspV_error(ctx, pos, "cannot load library '%s': %s", lib, dlerror());
-  RASP_GROW(ctx->dl_handles, ctx->dlcap, ctx->ndl + 1);
-  ctx->dl_handles[ctx->ndl++] = h;
+  RASP_GROW(ctx->reach.dl_handles, ctx->reach.dlcap, ctx->reach.ndl + 1);
+  ctx->reach.dl_handles[ctx->reach.ndl++] = h;
   dlerror();
   void *addr = dlsym(h, sym);
   if (!addr) raspV_error(ctx, pos, "library '%s' has no symbol '%s'", lib, sym);
@@ -97,7 +98,7 @@ value *raspF_bind(rasp_ctx *ctx, value **args, int nargs, rasp_pos pos) {
   return v;
 }
 
-value *raspF_call(rasp_ctx *ctx, rasp_cfunc *cf, value **args, int nargs, rasp_pos pos) {
+value *raspD_call(rasp_ctx *ctx, rasp_cfunc *cf, value **args, int nargs, rasp_pos pos) {
   if (nargs != cf->nargs)
     raspV_error(ctx, pos, "%s() takes %d argument(s), %d given", cf->name, cf->nargs, nargs);
   union { int i; int64_t l; double d; } in[CF_MAXARGS];
@@ -133,4 +134,4 @@ value *raspF_call(rasp_ctx *ctx, rasp_cfunc *cf, value **args, int nargs, rasp_p
   return r;
 }
 
-void raspF_free(rasp_cfunc *cf) { raspM_free(cf); }
+void raspD_free(rasp_cfunc *cf) { raspM_free(cf); }

@@ -170,7 +170,7 @@ int raspO_analyse(const rasp_ir *ir, int output, int64_t K, const unsigned char 
                   const rasp_order_probe *probes, int nprobes, rasp_idorder *res) {
   memset(res, 0, sizeof *res);
   res->invariant = 1;
-  if (ir->ids_what) { /* the interpreter saw it (rinterp.c's provenance tags) */
+  if (ir->ids_what) { /* the interpreter saw it (rtrace.c's provenance tags) */
     res->invariant = 0;
     if (ir->ids_pos.src)
       raspR_set(&res->why, ir->ids_pos, "the program computes with token ids while tracing (%s)",

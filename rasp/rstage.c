@@ -36,7 +36,7 @@
 
 #include "rfacts.h"
 #include "rlex.h"
-#include "rvalue.h"
+#include "rinterp_int.h"
 
 /* ---- the residual predicate */
 
@@ -367,7 +367,7 @@ static void stage_body(rasp_ctx *ctx, void *arg) {
   args[2] = (sval){SV_TERM, NULL, {T_TARGET, 0, {0, 1}}, -1};
   sval r = stage_call(s, fn, args, 3, NULL, NULL, 0, (rasp_pos){0});
   s->st->root = cond_node(s, r, (rasp_pos){0});
-  s->st->nsyms = ctx->nsyms;
+  s->st->nsyms = ctx->names.nsyms;
   s->ok = 1;
 }
 

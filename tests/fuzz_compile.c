@@ -74,7 +74,8 @@
 **     -Irasp -Itests -DRASP_STDLIB_DIR='"stdlib"' rasp/rmem.c rasp/rerror.c \
 **     rasp/rlex.c rasp/rparse.c rasp/rir.c rasp/rfacts.c rasp/reval.c \
 **     rasp/reval_plan.c rasp/reval_kern.c rasp/reval_ref.c rasp/rlayers.c \
-**     rasp/rinterp.c rasp/rbuiltin.c rasp/rffi.c rasp/rstage.c rasp/rcausal.c \
+**     rasp/rheap.c rasp/rvalue.c rasp/rtrace.c rasp/rinterp.c rasp/rapi.c \
+**     rasp/raux.c rasp/rbuiltin.c rasp/rffi.c rasp/rstage.c rasp/rcausal.c \
 **     rasp/rorder.c rasp/rcompile*.c rasp/rmodel.c tests/fuzz_compile.c \
 **     -lffi -lgmp -lm -lpthread -o fuzz_compile
 **   mkdir -p /tmp/fuzz_compile_corpus

@@ -39,8 +39,9 @@
 **   clang -g -O1 -std=c11 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined \
 **     -Irasp -DRASP_STDLIB_DIR='"stdlib"' rasp/rmem.c rasp/rerror.c rasp/rlex.c \
 **     rasp/rparse.c rasp/rir.c rasp/rfacts.c rasp/reval.c rasp/reval_plan.c rasp/reval_kern.c \
-**     rasp/reval_ref.c rasp/rlayers.c rasp/rcausal.c rasp/rinterp.c \
-**     rasp/rbuiltin.c rasp/rffi.c rasp/rstage.c rasp/rorder.c tests/fuzz_trace.c \
+**     rasp/reval_ref.c rasp/rlayers.c rasp/rcausal.c rasp/rheap.c rasp/rvalue.c \
+**     rasp/rtrace.c rasp/rinterp.c rasp/rapi.c rasp/raux.c rasp/rbuiltin.c rasp/rffi.c \
+**     rasp/rstage.c rasp/rorder.c tests/fuzz_trace.c \
 **     -lffi -lgmp -lm \
 **     -lpthread -o fuzz_trace
 **   mkdir -p /tmp/fuzz_trace_corpus

@@ -52,7 +52,7 @@ if ! same "$bld" "$src"; then
   configure=$src/configure
   # Out of tree (make distcheck) the dependency files name the sources by
   # a path relative to the build directory, wrong in the copy; without
-  # them only the explicit rinterp.lo -> rpaths.h dependency remains, as in
+  # them only the explicit rapi.lo -> rpaths.h dependency remains, as in
   # a build with --disable-dependency-tracking.
   find "$tmp/build" -path '*/.deps/*' -type f -exec sh -c \
     'for f; do echo "# dummy" > "$f"; done' sh {} +

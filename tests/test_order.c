@@ -165,7 +165,7 @@ START_TEST(averaging_is_watched) {
 }
 END_TEST
 
-/* ---- what the program computes from ids while tracing (rinterp.c's
+/* ---- what the program computes from ids while tracing (rtrace.c's
 ** provenance tags).  `dihedral` agrees under both probes -- the ids of '|'
 ** and 'j' stay cyclically adjacent under a rotation and a reversal -- but
 ** not under most other numberings: the probes alone called it invariant. */
