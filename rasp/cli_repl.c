@@ -264,7 +264,7 @@ static const char *help_text =
     "\n"
     "  :example SYMBOLS   set the running example (default: h e l l o)\n"
     "  :layers EXPR       transformer layers and heads the expression needs\n"
-    "  :load FILE         run a file in this session\n"
+    "  :load FILE         run a .rasp file of this tree in this session\n"
     "  :doc NAME          describe a function or value\n"
     "  :ir [EXPR]         the traced IR so far, or the nodes EXPR needs\n"
     "  :symbols [on|off]  show token ids as their symbols (default on)\n"
@@ -281,21 +281,22 @@ static void remember(repl *r, const char *text) {
   r->entries[r->nentries++] = raspM_strdup(text);
 }
 
+/* :load FILE: a program file run as include() runs one (a .rasp file in
+** the session's tree or an --allow-include tree, opened once), its text
+** remembered for :example as it ran (the file may change before). */
 static void load_file(repl *r, const char *path) {
   rasp_error err = {0};
   rasp_interrupt(r->ctx, 0);
   running = r->ctx;
-  int ok = rasp_exec_file(r->ctx, path, &err);
+  char *text;
+  int ok = rasp_load_file(r->ctx, path, &text, &err);
   running = NULL;
   if (!ok) {
     report(r, &err);
     return;
   }
-  rasp_source *src = raspR_source_file(path, &err);
-  if (src) { /* replayed as text: the file may change before :example */
-    remember(r, src->text);
-    raspR_source_free(src);
-  }
+  if (text) remember(r, text);
+  free(text);
 }
 
 /* Runs a colon command (text starts after the ':', with no trailing white

@@ -350,6 +350,59 @@ static int inside(const char *dir, const char *p) {
   return strncmp(dir, p, n) == 0 && (p[n] == '/' || p[n] == '\0');
 }
 
+/* The program file `full` (named `name` by its caller, for messages) as
+** include() may read it: a regular .rasp text file inside the trees
+** rasp_access allows, opened once and checked as opened (its real path as
+** the kernel names the descriptor), so swapping a directory for a link
+** between a check and the read cannot bring another file in.  `who` names
+** the caller in messages ("include()", ":load").  The source is kept with
+** the context; errors are raised at pos. */
+static rasp_source *open_program(rasp_ctx *ctx, const char *who, const char *full,
+                                 const char *name, rasp_pos pos) {
+  if (!ends_with(full, ".rasp"))
+    raspV_raise(ctx, RASP_E_ACCESS, pos, "%s: '%s' is not a program; only .rasp files can be %s", who,
+                name, strcmp(who, "include()") ? "loaded" : "included");
+  char real[PATH_MAX], dir[PATH_MAX];
+  rasp_error inner = {0};
+  rasp_source *src = raspR_source_open(full, 64u << 20, real, sizeof real, &inner);
+  if (!src) {
+    if (inner.code == RASP_E_ACCESS || inner.code == RASP_E_LIMIT)
+      raspV_raise(ctx, inner.code, pos, "%s: %s", who, inner.msg);
+    raspV_error(ctx, pos, "%s: %s", who, inner.msg);
+  }
+  keep_source(ctx, src); /* freed with the context, whatever is raised below */
+  const char *root = ctx->reach.include_root;
+  if (!root && !(root = realpath(".", dir)))
+    raspV_error(ctx, pos, "%s: cannot resolve the current directory: %s", who, strerror(errno));
+  int ok = inside(root, real);
+  for (int i = 0; !ok && i < ctx->reach.ninclude_dirs; i++)
+    ok = inside(ctx->reach.include_dirs[i], real);
+  if (!ok && ctx->stdlib_dir && realpath(ctx->stdlib_dir, dir)) ok = inside(dir, real);
+  if (!ok)
+    raspV_raise(ctx, RASP_E_ACCESS, pos, "%s: '%s' is outside the program's directory tree '%s'; "
+                "--allow-include DIR allows another tree", who, full, root);
+  /* a link named x.rasp inside the tree may still point at another file */
+  if (!ends_with(real, ".rasp"))
+    raspV_raise(ctx, RASP_E_ACCESS, pos, "%s: '%s' is not a program (it is '%s'); only .rasp files can "
+                "be %s", who, full, real, strcmp(who, "include()") ? "loaded" : "included");
+  if (memchr(src->text, '\0', src->len))
+    raspV_raise(ctx, RASP_E_ACCESS, pos, "%s: '%s' is not a program (it is not text)", who, full);
+  return src;
+}
+
+/* Parses src and runs it in the global scope, one level deeper. */
+static void run_included(rasp_ctx *ctx, rasp_source *src) {
+  rasp_error inner = {0};
+  rasp_ast *mod = raspP_parse(src, &ctx->ast_arena, &inner);
+  if (!mod) {
+    *ctx->err = inner;
+    longjmp(*ctx->catcher, 1);
+  }
+  ctx->depth++;
+  raspV_exec_block(ctx, ctx->globals, mod->items, mod->nitems);
+  ctx->depth--;
+}
+
 /* include('file.rasp'): runs another file in the global scope, its path
 ** relative to the including file's directory.  Only programs inside the
 ** trees rasp_access allows are read (see the top of this file). */
@@ -365,46 +418,22 @@ value *raspV_include(rasp_ctx *ctx, value *path, rasp_pos pos) {
     snprintf(full, sizeof full, "%.*s/%s", (int)(slash - base), base, name);
   if (ctx->depth >= ctx->limits.max_depth)
     raspV_raise(ctx, RASP_E_LIMIT, pos, "include() nested too deeply");
-  if (!ends_with(full, ".rasp"))
-    raspV_raise(ctx, RASP_E_ACCESS, pos, "include(): '%s' is not a program; only .rasp files can be included",
-                name);
-  /* opened once; the checks below are of the file opened (its real path
-  ** as the kernel names the descriptor), so swapping a directory for a link
-  ** between a check and the read cannot bring another file in */
-  char real[PATH_MAX], dir[PATH_MAX];
-  rasp_error inner = {0};
-  rasp_source *src = raspR_source_open(full, 64u << 20, real, sizeof real, &inner);
-  if (!src) {
-    if (inner.code == RASP_E_ACCESS || inner.code == RASP_E_LIMIT)
-      raspV_raise(ctx, inner.code, pos, "include(): %s", inner.msg);
-    raspV_error(ctx, pos, "include(): %s", inner.msg);
-  }
-  keep_source(ctx, src); /* freed with the context, whatever is raised below */
-  const char *root = ctx->reach.include_root;
-  if (!root && !(root = realpath(".", dir)))
-    raspV_error(ctx, pos, "include(): cannot resolve the current directory: %s", strerror(errno));
-  int ok = inside(root, real);
-  for (int i = 0; !ok && i < ctx->reach.ninclude_dirs; i++)
-    ok = inside(ctx->reach.include_dirs[i], real);
-  if (!ok && ctx->stdlib_dir && realpath(ctx->stdlib_dir, dir)) ok = inside(dir, real);
-  if (!ok)
-    raspV_raise(ctx, RASP_E_ACCESS, pos, "include(): '%s' is outside the program's directory tree '%s'; "
-                "--allow-include DIR allows another tree", full, root);
-  /* a link named x.rasp inside the tree may still point at another file */
-  if (!ends_with(real, ".rasp"))
-    raspV_raise(ctx, RASP_E_ACCESS, pos, "include(): '%s' is not a program (it is '%s'); only .rasp files can "
-                "be included", full, real);
-  if (memchr(src->text, '\0', src->len))
-    raspV_raise(ctx, RASP_E_ACCESS, pos, "include(): '%s' is not a program (it is not text)", full);
-  rasp_ast *mod = raspP_parse(src, &ctx->ast_arena, &inner);
-  if (!mod) {
-    *ctx->err = inner;
-    longjmp(*ctx->catcher, 1);
-  }
-  ctx->depth++;
-  raspV_exec_block(ctx, ctx->globals, mod->items, mod->nitems);
-  ctx->depth--;
+  run_included(ctx, open_program(ctx, "include()", full, name, pos));
   return &ctx->none_v;
+}
+
+int rasp_load_file(rasp_ctx *ctx, const char *path, char **text, rasp_error *err) {
+  if (text) *text = NULL;
+  ctx->site = (rasp_pos){0};
+  ctx->steps = 0;
+  PROTECT_BEGIN(ctx, err)
+  rasp_source *src = open_program(ctx, ":load", path, path, (rasp_pos){0});
+  run_included(ctx, src);
+  if (text && (*text = malloc(src->len + 1))) { /* the caller's free() */
+    memcpy(*text, src->text, src->len);
+    (*text)[src->len] = '\0';
+  }
+  PROTECT_END(ctx)
 }
 
 int rasp_exec_string(rasp_ctx *ctx, const char *name, const char *text, rasp_error *err) {

@@ -144,6 +144,12 @@ int rasp_load_stdlib(rasp_ctx *ctx, const char *dir, rasp_error *err);
 int rasp_exec_file(rasp_ctx *ctx, const char *path, rasp_error *err);
 int rasp_exec_string(rasp_ctx *ctx, const char *name, const char *text,
                      rasp_error *err);
+/* Runs the program file at path (relative to the current directory) as
+** include(path) would from the top level: a regular .rasp text file inside
+** the trees rasp_access allows, opened once.  *text (when text is not
+** NULL) gets a copy of the program that ran (free() it), NULL on error.
+** For the REPL's :load. */
+int rasp_load_file(rasp_ctx *ctx, const char *path, char **text, rasp_error *err);
 
 /* Calls global function `entry` with the input sequence and records what it
 ** returns (a sequence, or a tuple of sequences) as the IR's outputs. */

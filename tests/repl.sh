@@ -5,7 +5,8 @@
 # stdout and stderr must equal tests/repl/pipe.out and pipe.err exactly (no
 # prompts on a pipe; every colon command, blocks, symbols, errors), the
 # line after :quit must not run, and the history file must hold the lines.
-# A piped session with a failed entry exits with that entry's status.
+# A piped session with a failed entry exits with that entry's status;
+# :load is confined as include() is.
 # Then: the end of piped input in the middle of a block runs the block,
 # SIGTERM while waiting for piped input saves the history (status 143), a
 # SIGHUP ignored at the start stays ignored, and `rasp repl --help` / a bad
@@ -62,6 +63,34 @@ x = 1|1" ":load|2"; do
   [ "$got" = "$want" ] && ok "piped status $want for: $(echo "${case%|*}" | tr '\n' ';')" ||
     bad "piped status $got, not $want, for: ${case%|*}" "$tmp/err"
 done
+
+# :load is confined as include() is: a .rasp file in the session's tree
+# (the current directory) or an --allow-include tree, opened once; any
+# other file is refused without being quoted
+mkdir -p "$tmp/tree/sub" "$tmp/other"
+printf 'x = 3\n' >"$tmp/tree/sub/a.rasp"
+printf 'x = 5\n' >"$tmp/other/b.rasp"
+printf 'secret first line\n' >"$tmp/other/secret.txt"
+load_case() { # WANT-STATUS WANT-OUT WANT-ERR REPL-ARGS...: ':load' line on stdin
+  w_st=$1 w_out=$2 w_err=$3
+  shift 3
+  (cd "$tmp/tree" && printf '%s\nx\n' "$load_line" | HOME=$tmp/home $TIMEOUT "$RASP" repl "$@") \
+    >"$tmp/out" 2>"$tmp/err"
+  st=$?
+  if [ "$st" = "$w_st" ] && { [ -z "$w_out" ] || grep -q -e "$w_out" "$tmp/out"; } &&
+     { [ -z "$w_err" ] || grep -q -e "$w_err" "$tmp/err"; } &&
+     ! grep -q "secret first line" "$tmp/out" "$tmp/err"; then
+    ok "$load_line $*: status $st"
+  else
+    bad "$load_line $*: status $st (wanted $w_st)" "$tmp/out" "$tmp/err"
+  fi
+}
+load_line=":load sub/a.rasp" load_case 0 "^3$" ""
+load_line=":load $tmp/other/b.rasp" load_case 1 "" "outside the program's directory tree"
+load_line=":load $tmp/other/b.rasp" load_case 0 "^5$" "" --allow-include "$tmp/other"
+load_line=":load $tmp/other/secret.txt" load_case 1 "" "is not a program; only .rasp files can be loaded"
+ln -s "$tmp/other/secret.txt" "$tmp/tree/link.rasp"
+load_line=":load link.rasp" load_case 1 "" "outside the program's directory tree"
 
 # the input ends inside a block: the block still runs
 printf 'def f(s):\n    return s + 1\n' >"$tmp/block.in"

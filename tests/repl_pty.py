@@ -34,7 +34,7 @@ class Session:
         pid, fd = os.forkpty()
         if pid == 0:
             env = dict(os.environ, HOME=home, TERM="dumb", INPUTRC="/dev/null")
-            os.execve(RASP, [RASP, "repl"], env)
+            os.execve(RASP, [RASP, "repl", "--allow-include", TMP], env)  # :load below reads TMP
         self.pid, self.fd = pid, fd
         # wide enough that no entry wraps
         fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", 50, 250, 0, 0))
