@@ -40,6 +40,7 @@
 
 _Noreturn void raspV_vraise(rasp_ctx *ctx, rasp_errcode code, rasp_pos pos, const char *fmt,
                             va_list ap) {
+  if (!pos.src) pos = ctx->stmt; /* no position of its own: the statement's */
   if (pos.src && pos.src->library && ctx->site.src) pos = ctx->site; /* blame the caller */
   if (ctx->err) {
     vsnprintf(ctx->err->msg, sizeof ctx->err->msg, fmt, ap);
@@ -228,6 +229,7 @@ rasp_ir *rasp_ctx_ir(rasp_ctx *ctx) { return &ctx->ir; }
   (ctx)->err = saved_err_;                                                     \
   (ctx)->depth = 0;                                                            \
   (ctx)->site = (rasp_pos){0};                                                 \
+  (ctx)->stmt = (rasp_pos){0};                                                 \
   return ok_;
 
 int rasp_set_vocab(rasp_ctx *ctx, const char *const *symbols, int count, rasp_error *err) {

@@ -567,7 +567,18 @@ static value *eval(rasp_ctx *ctx, env *e, const rasp_ast *x) {
   }
 }
 
+static flow exec_stmt_at(rasp_ctx *ctx, env *e, const rasp_ast *s);
+
+/* One statement, with ctx->stmt at it while it runs (see rinterp_int.h). */
 static flow exec_stmt(rasp_ctx *ctx, env *e, const rasp_ast *s) {
+  rasp_pos outer = ctx->stmt;
+  ctx->stmt = s->pos;
+  flow f = exec_stmt_at(ctx, e, s);
+  ctx->stmt = outer;
+  return f;
+}
+
+static flow exec_stmt_at(rasp_ctx *ctx, env *e, const rasp_ast *s) {
   check_steps(ctx, s->pos);
   switch (s->kind) {
   case AST_EXPR: eval(ctx, e, s->a); return FLOW_NORMAL;

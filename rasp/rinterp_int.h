@@ -107,6 +107,9 @@ struct rasp_ctx {
   rasp_error *err;
   int depth;
   rasp_pos site;         /* innermost call in user code (not the stdlib) */
+  rasp_pos stmt;         /* the statement running: where an error raised
+                         ** without a position of its own (a list grown
+                         ** past its limit deep inside `+`) is reported */
   long long steps;
   volatile sig_atomic_t interrupted; /* rasp_interrupt, from a signal handler */
   long long cb_steps;    /* steps of evaluator callbacks since the trace */
