@@ -1,22 +1,15 @@
 /*
-** cli_verify.c -- `rasp verify`, `rasp layers` and `rasp draw`.
+** cli_verify.c -- `rasp verify`: path-star programs checked on their task's
+** random graphs (or every input, --exhaustive; or one, --input) for each
+** (D, M), one table row per cell, --json one object per cell; --sweep one
+** compact row per program; --plan the cost of an exhaustive run.
 **
-** layers and draw take any program: a path-star program (one that declares
-** `task`) is traced for --D --M --V; a plain one, like `rasp compile` and
-** `rasp run`, for --length N over the vocabulary of --input-vocab "a b c",
-** --vocab FILE or the symbols of --input TEXT (whose length is then the
-** default).  Both write --json for scripts; draw picks its format from
-** -o's extension when --format is not given, and draws a path-star program
-** for the D and M of one input of its task (--input, as `rasp run` takes
-** it) as well as for --D --M.  Options are parsed from the one table of
-** cli_opts.c.
-**
-** verify's table fits 100 columns: the heads per layer are abbreviated
-** (runs as "2x3", then cut) unless -v; --json has them all.  A legend line
-** after the table explains fail* when one was shown.
+** The table fits 100 columns: the heads per layer are abbreviated (runs as
+** "2x3", then cut) unless -v; --json has them all.  A legend line after
+** the table explains fail* when one was shown.  Options are parsed from the
+** one table of cli_opts.c into the raspC_vopts that layers and draw share
+** (cli_common.c).
 */
-#include <errno.h>
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -31,161 +24,6 @@
 #ifdef RASP_MPI
 #include "rmpi.h"
 #endif
-
-/* "2..5", "3", or "2,3,5" */
-static int parse_range(const char *cmd, const char *opt, const char *text, long lo, long hi,
-                       int **out, int *count) {
-  int cap = 0;
-  *count = 0;
-  *out = NULL;
-  char buf[256];
-  snprintf(buf, sizeof buf, "%s", text);
-  char *save = NULL;
-  for (char *part = strtok_r(buf, ",", &save); part; part = strtok_r(NULL, ",", &save)) {
-    char *dots = strstr(part, "..");
-    long a, b;
-    if (dots) {
-      *dots = '\0';
-      if (!raspC_int_opt(cmd, opt, part, lo, hi, &a) || !raspC_int_opt(cmd, opt, dots + 2, lo, hi, &b))
-        goto bad;
-      if (b < a) {
-        fprintf(stderr, "rasp %s: %s: empty range '%s'\n", cmd, opt, text);
-        goto bad;
-      }
-    } else {
-      if (!raspC_int_opt(cmd, opt, part, lo, hi, &a)) goto bad;
-      b = a;
-    }
-    if (b - a > 10000) {
-      fprintf(stderr, "rasp %s: %s: range '%s' is too long\n", cmd, opt, text);
-      goto bad;
-    }
-    for (long v = a; v <= b; v++) {
-      RASP_GROW(*out, cap, *count + 1);
-      (*out)[(*count)++] = (int)v;
-    }
-  }
-  if (*count == 0) {
-    fprintf(stderr, "rasp %s: %s: expected a value or a range like 2..5, got '%s'\n", cmd, opt, text);
-    goto bad;
-  }
-  return 1;
-bad:
-  raspM_free(*out);
-  *out = NULL;
-  return 0;
-}
-
-typedef struct vopts {
-  int *Ds, nD, *Ms, nM;
-  long V, graphs, jobs, cap;
-  unsigned long long seed;
-  int json, exhaustive, quiet, no_shrink, strict, interpret_check, sweep, verbose;
-  const char *stdlib, *out_file, *format, *vocab_order, *input;
-  const char *input_vocab, *vocab_file; /* plain programs (layers, draw) */
-  int *Ls, nL;                          /*   their --length values */
-  const char *sized;                    /* --D, --M or --V, when given */
-  const char *checkpoint;               /* --checkpoint FILE, */
-  int resume, progress, plan;           /*   --resume, --progress, --plan */
-  long ckpt_every;                      /* --checkpoint-every SECONDS */
-  int ckpt_every_given;                 /*   (given: it needs --checkpoint) */
-  const char **programs;
-  int nprograms;
-  rasp_access access;
-} vopts;
-
-/* Options into o for command cmd (name its name): 1 parsed, 0 after --help
-** or --version, -1 bad usage (message printed). */
-static int common_opts(unsigned cmd, const char *name, int argc, char **argv, vopts *o) {
-  raspC_arg *args;
-  int n = raspC_parse_program(cmd, name, argc, argv, &o->access, &args), ok = 1;
-  if (n == RASPC_DONE) return 0;
-  if (n == RASPC_BAD) return -1;
-  for (int k = 0; k < n && ok; k++) {
-    const raspC_arg *a = &args[k];
-    const char *opt = a->name, *val = a->val;
-    switch (a->id) {
-    case RASPC_OPERAND: o->programs[o->nprograms++] = val; break;
-    case RASPC_O_JSON: o->json = 1; break;
-    case RASPC_O_EXHAUSTIVE: o->exhaustive = 1; break;
-    case RASPC_O_QUIET: o->quiet = 1; break;
-    case RASPC_O_NO_SHRINK: o->no_shrink = 1; break;
-    case RASPC_O_STRICT: o->strict = 1; break;
-    case RASPC_O_INTERPRET_CHECK: o->interpret_check = 1; break;
-    case RASPC_O_SWEEP: o->sweep = 1; break;
-    case RASPC_O_VERBOSE: o->verbose = 1; break;
-    case RASPC_O_D:
-      raspM_free(o->Ds);
-      ok = parse_range(name, opt, val, 1, 1000000, &o->Ds, &o->nD);
-      o->sized = opt;
-      break;
-    case RASPC_O_M:
-      raspM_free(o->Ms);
-      ok = parse_range(name, opt, val, 2, 1000000, &o->Ms, &o->nM);
-      o->sized = opt;
-      break;
-    case RASPC_O_V:
-      ok = raspC_int_opt(name, opt, val, 2, 1 << 30, &o->V);
-      o->sized = opt;
-      break;
-    case RASPC_O_GRAPHS: ok = raspC_int_opt(name, opt, val, 1, 1L << 40, &o->graphs); break;
-    case RASPC_O_JOBS: ok = raspC_int_opt(name, opt, val, 1, 1024, &o->jobs); break;
-    case RASPC_O_CAP: ok = raspC_int_opt(name, opt, val, 1, 1L << 40, &o->cap); break;
-    case RASPC_O_SEED: {
-      long sd;
-      ok = raspC_int_opt(name, opt, val, 0, 0x7fffffffffffffffL, &sd);
-      o->seed = (unsigned long long)sd;
-      break;
-    }
-    case RASPC_O_STDLIB: o->stdlib = val; break;
-    case RASPC_O_OUT: o->out_file = val; break;
-    case RASPC_O_FORMAT: o->format = val; break;
-    case RASPC_O_VOCAB_ORDER: o->vocab_order = val; break;
-    case RASPC_O_INPUT: o->input = val; break;
-    case RASPC_O_INPUT_VOCAB: o->input_vocab = val; break;
-    case RASPC_O_VOCAB: o->vocab_file = val; break;
-    case RASPC_O_LENGTH:
-      raspM_free(o->Ls);
-      ok = parse_range(name, opt, val, 1, 100000, &o->Ls, &o->nL);
-      break;
-    case RASPC_O_CHECKPOINT: o->checkpoint = val; break;
-    case RASPC_O_CHECKPOINT_EVERY:
-      ok = raspC_int_opt(name, opt, val, 0, 86400, &o->ckpt_every);
-      o->ckpt_every_given = 1;
-      break;
-    case RASPC_O_RESUME: o->resume = 1; break;
-    case RASPC_O_PROGRESS: o->progress = 1; break;
-    case RASPC_O_PLAN: o->plan = 1; break;
-    default: break; /* --max-memory, --timeout: rasp.c's */
-    }
-  }
-  raspM_free(args);
-  if (ok && o->nprograms == 0) {
-    fprintf(stderr, "rasp %s: no program given\n", name);
-    ok = 0;
-  }
-  return ok ? 1 : -1;
-}
-
-static void free_vopts(vopts *o) {
-  raspM_free(o->Ls);
-  raspM_free(o->Ds);
-  raspM_free(o->Ms);
-  raspM_free(o->programs);
-  raspC_access_free(&o->access);
-}
-
-static void init_vopts(vopts *o, int argc) {
-  memset(o, 0, sizeof *o);
-  o->V = 100;
-  o->graphs = 1000;
-  o->seed = 1;
-  o->cap = 2000000;
-  o->ckpt_every = 10;
-  long cores = sysconf(_SC_NPROCESSORS_ONLN);
-  o->jobs = cores > 0 ? cores : 1;
-  o->programs = raspM_alloc(sizeof(char *) * (size_t)(argc + 1));
-}
 
 static double now(void) {
   struct timespec ts;
@@ -239,18 +77,11 @@ static void json_text(const char *msg, int line) {
   raspC_json_fputs(msg, stdout);
 }
 
-static void heads_text(const rasp_layers *L, char *buf, size_t size) {
-  size_t used = 0;
-  buf[0] = '\0';
-  for (int l = 0; l < L->nlayers && used + 8 < size; l++)
-    used += (size_t)snprintf(buf + used, size - used, "%s%d", l ? " " : "", L->heads[l]);
-}
-
 /* The heads per layer in at most width columns: in full when they fit,
 ** else with runs written as "2x9", else cut at a space and ended " ...".
 ** The full list is under -v and in --json. */
 static void heads_fit(const rasp_layers *L, int width, char *buf, size_t size) {
-  heads_text(L, buf, size);
+  raspC_heads_text(L, buf, size);
   if ((int)strlen(buf) <= width) return;
   size_t used = 0;
   buf[0] = '\0';
@@ -326,56 +157,8 @@ static void failing_text(const vcell *c, int nc, int nD, int shuffled, char *buf
   raspM_free(ms);
 }
 
-/* The "tokens" array of a `rasp gen` JSON line as space-separated text
-** (malloc'd), or NULL with a message.  Token strings never need escapes,
-** so a backslash is refused rather than decoded. */
-static char *json_tokens(const char *cmd, const char *line) {
-  const char *p = strstr(line, "\"tokens\"");
-  if (p) p += strlen("\"tokens\"");
-  while (p && (*p == ' ' || *p == '\t')) p++;
-  if (p && *p == ':') p++;
-  while (p && (*p == ' ' || *p == '\t')) p++;
-  if (!p || *p != '[') {
-    fprintf(stderr, "rasp %s: --input: a JSON input needs a \"tokens\" array, as `rasp gen` "
-                    "writes it\n", cmd);
-    return NULL;
-  }
-  size_t cap = strlen(p) + 1, len = 0;
-  char *text = raspM_alloc(cap);
-  for (p++;;) {
-    while (*p == ' ' || *p == '\t' || *p == ',' || *p == '\n' || *p == '\r') p++;
-    if (*p == ']') break;
-    const char *q = *p == '"' ? strpbrk(p + 1, "\"\\") : NULL;
-    if (!q || *q != '"') {
-      fprintf(stderr, "rasp %s: --input: the \"tokens\" array must hold plain strings, "
-                      "near '%.20s'\n", cmd, p);
-      raspM_free(text);
-      return NULL;
-    }
-    len += (size_t)snprintf(text + len, cap - len, "%s%.*s", len ? " " : "", (int)(q - p - 1), p + 1);
-    p = q + 1;
-  }
-  text[len] = '\0';
-  return text;
-}
-
-int raspC_task_input(const char *cmd, const rasp_program *prog, int V, const char *text,
-                     rasp_input *in) {
-  char *own = NULL;
-  rasp_error err = {0};
-  while (*text == ' ' || *text == '\t' || *text == '\n') text++;
-  if (*text == '{' && !(text = own = json_tokens(cmd, text))) return 2;
-  int status = 0;
-  if (!raspK_parse_input(prog, V, text, in, &err)) {
-    fprintf(stderr, "rasp %s: --input: %s (for %s's task)\n", cmd, err.msg, prog->name);
-    status = 2;
-  }
-  raspM_free(own);
-  return status;
-}
-
 /* `rasp verify PROGRAM --input TEXT`: one input, judged and explained. */
-static int verify_one(vopts *o) {
+static int verify_one(raspC_vopts *o) {
   if (o->nprograms != 1 || o->exhaustive || o->sweep || o->vocab_order || o->nD || o->nM ||
       o->json) {
     fprintf(stderr, "rasp verify: --input runs one program on one input; it does not combine "
@@ -407,7 +190,7 @@ static int verify_one(vopts *o) {
 /* `rasp verify --exhaustive --plan`: each cell's inputs and the time one
 ** core takes for them, from checking the first ones for a second (CPU
 ** time, so other load does not skew it).  Nothing is verified. */
-static int verify_plan(vopts *o) {
+static int verify_plan(raspC_vopts *o) {
   int status = 0;
   double core_s = 0;
   uint64_t inputs = 0;
@@ -485,53 +268,53 @@ int rasp_cli_verify(int argc, char **argv) {
 }
 
 static int verify_main(int argc, char **argv) {
-  vopts o;
-  init_vopts(&o, argc);
-  int parsed = common_opts(RASPC_VERIFY, "verify", argc, argv, &o);
+  raspC_vopts o;
+  raspC_vopts_init(&o, argc);
+  int parsed = raspC_vopts_parse(RASPC_VERIFY, "verify", argc, argv, &o);
   if (parsed <= 0) {
-    free_vopts(&o);
+    raspC_vopts_free(&o);
     return parsed == 0 ? 0 : 2;
   }
   if (o.vocab_order && strcmp(o.vocab_order, "fixed") != 0 && strcmp(o.vocab_order, "shuffled") != 0) {
     fprintf(stderr, "rasp verify: --vocab-order: expected fixed or shuffled, got '%s'\n", o.vocab_order);
-    free_vopts(&o);
+    raspC_vopts_free(&o);
     return 2;
   }
   if (o.input) {
     int st = verify_one(&o);
-    free_vopts(&o);
+    raspC_vopts_free(&o);
     return st;
   }
   if ((o.checkpoint || o.resume || o.plan) && !o.exhaustive) {
     fprintf(stderr, "rasp verify: --%s is for --exhaustive runs\n",
             o.plan ? "plan" : o.checkpoint ? "checkpoint" : "resume");
-    free_vopts(&o);
+    raspC_vopts_free(&o);
     return 2;
   }
   if ((o.resume || o.ckpt_every_given) && !o.checkpoint) {
     fprintf(stderr, "rasp verify: --%s needs --checkpoint FILE\n",
             o.resume ? "resume" : "checkpoint-every");
-    free_vopts(&o);
+    raspC_vopts_free(&o);
     return 2;
   }
   int shuffled = o.vocab_order && strcmp(o.vocab_order, "shuffled") == 0;
   if (shuffled && o.exhaustive) {
     fprintf(stderr, "rasp verify: --vocab-order shuffled draws random graphs; it does not combine "
                     "with --exhaustive\n");
-    free_vopts(&o);
+    raspC_vopts_free(&o);
     return 2;
   }
   if (o.sweep && o.exhaustive) {
     fprintf(stderr, "rasp verify: --sweep does not combine with --exhaustive\n");
-    free_vopts(&o);
+    raspC_vopts_free(&o);
     return 2;
   }
   int given_M = o.nM > 0;
-  if (!o.nD) parse_range("verify", "--D", "2..5", 1, 100, &o.Ds, &o.nD);
-  if (!o.nM) parse_range("verify", "--M", "5", 2, 100, &o.Ms, &o.nM);
+  if (!o.nD) raspC_range("verify", "--D", "2..5", 1, 100, &o.Ds, &o.nD);
+  if (!o.nM) raspC_range("verify", "--M", "5", 2, 100, &o.Ms, &o.nM);
   if (o.plan) {
     int st = verify_plan(&o);
-    free_vopts(&o);
+    raspC_vopts_free(&o);
     return st;
   }
   raspW_checkpoint *ckpt = NULL;
@@ -539,7 +322,7 @@ static int verify_main(int argc, char **argv) {
     rasp_error cerr = {0};
     if (!(ckpt = raspW_checkpoint_open(o.checkpoint, o.resume, (double)o.ckpt_every, &cerr))) {
       fprintf(stderr, "rasp verify: %s\n", cerr.msg);
-      free_vopts(&o);
+      raspC_vopts_free(&o);
       return 2;
     }
   }
@@ -636,7 +419,7 @@ static int verify_main(int argc, char **argv) {
         if (tr.layers.nlayers < lay_lo) lay_lo = tr.layers.nlayers;
         if (tr.layers.nlayers > lay_hi) lay_hi = tr.layers.nlayers;
         char heads[512];
-        heads_text(&tr.layers, heads, sizeof heads);
+        raspC_heads_text(&tr.layers, heads, sizeof heads);
         if (o.json) {
           printf("{\"program\":\"%s\",\"D\":%d,\"M\":%d,\"n\":%d,\"mode\":\"%s\",\"passed\":%llu,"
                  "\"total\":%llu,\"ok\":%s,\"expect_fail\":%s,\"layers\":%d,\"attention_layers\":%d,"
@@ -776,618 +559,6 @@ static int verify_main(int argc, char **argv) {
     printf("fail*: failed as its task['expect'] = 'fail' declares (a known-wrong listing); "
            "--strict: FAIL\n");
   raspW_checkpoint_free(ckpt);
-  free_vopts(&o);
-  return status;
-}
-
-/* ------------------------------------------- plain programs (layers, draw) */
-
-/* Whether a load failed only because the file declares no task (a plain
-** program). */
-static int is_plain(const rasp_error *err) {
-  return err->code == RASP_E_NO_TASK;
-}
-
-/* 0 after a message when a path-star program's option (--D, --M, --V) was
-** given for a plain program, which would not use it. */
-static int plain_opts_only(const char *cmd, const vopts *o, const char *file) {
-  if (!o->sized) return 1;
-  fprintf(stderr, "rasp %s: %s is for programs that declare `task`; %s does not (its inputs "
-                  "come from --input, --input-vocab or --vocab and --length)\n", cmd, o->sized,
-          file);
-  return 0;
-}
-
-/* 0 after a message when a plain program's option was given for a
-** path-star program, which would not use it (draw takes one --input of
-** the task: with_input). */
-static int task_opts_only(const char *cmd, const vopts *o, const char *name, int with_input) {
-  const char *opt = o->nL ? "--length" : o->input && !with_input ? "--input"
-                  : o->input_vocab ? "--input-vocab" : o->vocab_file ? "--vocab" : NULL;
-  if (!opt) return 1;
-  fprintf(stderr, "rasp %s: %s is for plain programs; %s declares a task (its inputs come from "
-                  "--D, --M and --V)\n", cmd, opt, name);
-  return 0;
-}
-
-/* The vocabulary of plain programs: --vocab FILE, --input-vocab TEXT or the
-** distinct symbols of --input TEXT; *input_len gets --input's length (0
-** without it).  The count, or -1 after a message (bad usage). */
-static int plain_vocab(const char *cmd, const vopts *o, char ***vocab, int *input_len) {
-  rasp_error err = {0};
-  int n = 0;
-  *input_len = 0;
-  *vocab = NULL;
-  if (o->input) {
-    char **syms;
-    int k = raspC_split(o->input, &syms);
-    *input_len = k;
-    if (!o->vocab_file && !o->input_vocab) n = raspC_default_vocab(syms, k, vocab);
-    raspC_free_strings(syms, k);
-    if (k == 0) {
-      fprintf(stderr, "rasp %s: --input: the input is empty\n", cmd);
-      raspC_free_strings(*vocab, n);
-      return -1;
-    }
-  }
-  if (o->vocab_file) {
-    n = raspC_read_vocab(o->vocab_file, vocab, &err);
-    if (n < 0) {
-      raspR_print(&err, stderr);
-      return -1;
-    }
-  } else if (o->input_vocab) {
-    n = raspC_split(o->input_vocab, vocab);
-  } else if (!o->input) {
-    fprintf(stderr, "rasp %s: a plain program (no `task`) needs --input TEXT, --input-vocab "
-                    "TEXT or --vocab FILE\n", cmd);
-    return -1;
-  }
-  if (n <= 0) {
-    fprintf(stderr, "rasp %s: the vocabulary is empty\n", cmd);
-    raspC_free_strings(*vocab, n);
-    *vocab = NULL;
-    return -1;
-  }
-  return n;
-}
-
-/* A plain program traced (entry main) for inputs of length n, or NULL with
-** err set. */
-static rasp_ctx *plain_trace(const vopts *o, const char *file, char **vocab, int nvocab, int n,
-                             rasp_error *err) {
-  rasp_ctx *ctx = rasp_ctx_new(n, NULL, err);
-  if (!ctx) return NULL;
-  if (!rasp_set_access(ctx, &o->access, err) ||
-      !rasp_set_vocab(ctx, (const char *const *)vocab, nvocab, err) ||
-      !rasp_load_stdlib(ctx, o->stdlib, err) || !rasp_exec_file(ctx, file, err) ||
-      !rasp_trace(ctx, "main", err)) {
-    rasp_ctx_free(ctx);
-    return NULL;
-  }
-  return ctx;
-}
-
-/* The file name without its directory and .rasp, as rasp_program's name. */
-static char *plain_name(const char *file) {
-  const char *b = strrchr(file, '/');
-  b = b ? b + 1 : file;
-  size_t len = strlen(b);
-  if (len > 5 && strcmp(b + len - 5, ".rasp") == 0) len -= 5;
-  char *name = raspM_alloc(len + 1);
-  memcpy(name, b, len);
-  name[len] = '\0';
-  return name;
-}
-
-/* ----------------------------------------------------------- rasp layers */
-
-/* Least-squares fit of y on x; returns the residual sum of squares. */
-static double fit_sse(const double *x, const double *y, int n, double *slope) {
-  double mx = 0, my = 0, sxx = 0, sxy = 0, sse = 0;
-  for (int i = 0; i < n; i++) mx += x[i], my += y[i];
-  mx /= n;
-  my /= n;
-  for (int i = 0; i < n; i++) sxx += (x[i] - mx) * (x[i] - mx), sxy += (x[i] - mx) * (y[i] - my);
-  double b = sxx > 0 ? sxy / sxx : 0;
-  for (int i = 0; i < n; i++) {
-    double r = y[i] - (my + b * (x[i] - mx));
-    sse += r * r;
-  }
-  *slope = b;
-  return sse;
-}
-
-void raspC_compiled_layers(rasp_ctx *ctx, int root, rasp_layers *L) {
-  rasp_ir *ir = rasp_ctx_ir(ctx);
-  if (root < 0 && !ir->noutputs) {
-    raspL_analyse(ir, NULL, 0, L);
-    snprintf(L->why, sizeof L->why, "the program has no output");
-    return;
-  }
-  int nids = rasp_vocab_size(ctx);
-  int64_t *ids = raspM_alloc(sizeof(int64_t) * (size_t)(nids + 1));
-  for (int i = 0; i < nids; i++) ids[i] = i + 1;
-  raspL_analyse_compiled(ir, root < 0 ? ir->outputs[0] : root, ids, nids, nids, L);
-  raspM_free(ids);
-}
-
-/* One row of `rasp layers`: x is M (path-star) or the length (plain).  The
-** layers and heads are the compiled model's (heads after CSE), "ir" the IR
-** rule's layer count, "written" the heads as written, "chained" the MLP
-** units that read another MLP unit (one MLP sublayer each, where the IR rule
-** fuses element-wise chains), "decodes" those that decode a number for a
-** select, a condition or the readout. */
-static void layers_row(const vopts *o, const char *name, int plain, int D, int x, int n,
-                       const rasp_layers *L) {
-  if (o->json) {
-    printf("{\"program\":\"");
-    raspC_json_fputs(name, stdout);
-    if (plain) printf("\",\"length\":%d", x);
-    else printf("\",\"D\":%d,\"M\":%d", D, x);
-    printf(",\"n\":%d,\"layers\":%d,\"attention_layers\":%d,\"mlp_layers\":%d,\"heads\":[", n,
-           L->nlayers, L->attn_layers, L->mlp_layers);
-    for (int l = 0; l < L->nlayers; l++) printf("%s%d", l ? "," : "", L->heads[l]);
-    printf("],\"schedule\":\"%s\",\"ir_layers\":%d,\"heads_total\":%d,"
-           "\"heads_written\":%d,\"chained\":%d,\"decodes\":%d",
-           L->compiled ? "compiled" : "ir", L->ir_layers, L->total_heads, L->written_heads,
-           L->chained, L->decodes);
-    if (!L->compiled) {
-      printf(",\"why\":\"");
-      raspC_json_fputs(L->why, stdout);
-      printf("\"");
-    }
-    printf("}\n");
-    return;
-  }
-  char heads[1024];
-  heads_text(L, heads, sizeof heads);
-  if (plain) printf("%6d", x);
-  else printf("%5d %5d", x, n);
-  printf(" %7d %4d %5d %5d %5d %7d %7d %7d  %s\n", L->nlayers, L->ir_layers, L->attn_layers,
-         L->mlp_layers, L->total_heads, L->written_heads, L->chained, L->decodes, heads);
-  if (!L->compiled) printf("  (IR rule: %s)\n", L->why);
-}
-
-/* The growth of the layer count ys over xs (M or n): constant, linear or
-** logarithmic, whichever least-squares line fits better. */
-static void layers_growth(const vopts *o, const char *name, const char *var, const double *xs,
-                          const double *ys, int k) {
-  double *ls = raspM_alloc(sizeof(double) * (size_t)k);
-  for (int i = 0; i < k; i++) ls[i] = log2(xs[i]);
-  double lo = ys[0], hi = ys[0];
-  for (int i = 0; i < k; i++) lo = ys[i] < lo ? ys[i] : lo, hi = ys[i] > hi ? ys[i] : hi;
-  double slin, slog;
-  double elin = fit_sse(xs, ys, k, &slin), elog = fit_sse(ls, ys, k, &slog);
-  const char *kind = hi == lo ? "constant" : elin <= elog ? "linear" : "logarithmic";
-  if (o->json) {
-    printf("{\"program\":\"");
-    raspC_json_fputs(name, stdout);
-    printf("\",\"growth\":\"%s\",\"in\":\"%s\",\"min_layers\":%g,\"max_layers\":%g", kind, var,
-           lo, hi);
-    if (hi != lo)
-      printf(",\"layers_per_unit\":%.4f,\"layers_per_doubling\":%.4f,\"residual_linear\":%.4f,"
-             "\"residual_log\":%.4f", slin, slog, elin, elog);
-    printf("}\n");
-  } else if (hi == lo) {
-    printf("growth: constant (%g layers for every %s)\n", lo, var);
-  } else if (elin <= elog) {
-    printf("growth: linear in %s (about %.2f layers per unit of %s; residual %.2f vs %.2f for "
-           "log %s)\n", var, slin, var, elin, elog, var);
-  } else {
-    printf("growth: logarithmic in %s (about %.2f layers per doubling of %s; residual %.2f vs "
-           "%.2f for %s)\n", var, slog, var, elog, elin, var);
-  }
-  raspM_free(ls);
-}
-
-int rasp_cli_layers(int argc, char **argv) {
-  vopts o;
-  init_vopts(&o, argc);
-  int parsed = common_opts(RASPC_LAYERS, "layers", argc, argv, &o);
-  if (parsed <= 0) {
-    free_vopts(&o);
-    return parsed == 0 ? 0 : 2;
-  }
-  if (!o.nM) parse_range("layers", "--M", "3..33", 2, 100, &o.Ms, &o.nM);
-  int D = o.nD ? o.Ds[0] : 2;
-  int status = 0;
-  char **vocab = NULL;
-  int nvocab = 0, input_len = 0;
-  for (int p = 0; p < o.nprograms; p++) {
-    rasp_program prog;
-    rasp_error err = {0};
-    int plain = 0;
-    char *name = NULL;
-    if (!raspK_load_with(o.programs[p], o.stdlib, &o.access, D, o.Ms[0], (int)o.V, &prog, &err)) {
-      raspK_program_free(&prog);
-      if (!is_plain(&err)) {
-        raspR_print(&err, stderr);
-        if (status != 2) status = raspR_exit_status(&err); /* an error in the program, or usage */
-        continue;
-      }
-      if (!plain_opts_only("layers", &o, o.programs[p])) {
-        status = 2;
-        break;
-      }
-      if (!vocab && (nvocab = plain_vocab("layers", &o, &vocab, &input_len)) < 0) {
-        status = 2;
-        break;
-      }
-      if (!o.nL) {
-        if (input_len) parse_range("layers", "--length", "1", 1, 1, &o.Ls, &o.nL), o.Ls[0] = input_len;
-        else parse_range("layers", "--length", "1..16", 1, 16, &o.Ls, &o.nL);
-      }
-      plain = 1;
-      name = plain_name(o.programs[p]);
-    }
-    if (!plain && !task_opts_only("layers", &o, prog.name, 0)) {
-      raspK_program_free(&prog);
-      status = 2;
-      break;
-    }
-    const char *pname = plain ? name : prog.name;
-    const int *xs_in = plain ? o.Ls : o.Ms;
-    int nx = plain ? o.nL : o.nM;
-    if (o.json) {
-      /* rows only */
-    } else if (plain) {
-      printf("%s\n%6s %7s %4s %5s %5s %5s %7s %7s %7s  %s\n", pname, "n", "layers", "ir", "attn",
-             "mlp", "heads", "written", "chained", "decodes", "heads per layer");
-    } else {
-      printf("%s (D=%d)\n%5s %5s %7s %4s %5s %5s %5s %7s %7s %7s  %s\n", pname, D, "M", "n",
-             "layers", "ir", "attn", "mlp", "heads", "written", "chained", "decodes",
-             "heads per layer");
-    }
-    double *xs = raspM_alloc(sizeof(double) * (size_t)nx), *ys = raspM_alloc(sizeof(double) * (size_t)nx);
-    int k = 0;
-    for (int xi = 0; xi < nx; xi++) {
-      int x = xs_in[xi];
-      err.set = 0;
-      if (plain) {
-        rasp_ctx *ctx = plain_trace(&o, o.programs[p], vocab, nvocab, x, &err);
-        if (!ctx) {
-          raspR_print(&err, stderr);
-          status = raspR_exit_status(&err);
-          break; /* the same error at every length */
-        }
-        rasp_layers L;
-        raspC_compiled_layers(ctx, -1, &L);
-        layers_row(&o, pname, 1, D, x, x, &L);
-        ys[k] = L.nlayers;
-        raspL_free(&L);
-        rasp_ctx_free(ctx);
-      } else {
-        if (x < prog.min_M) continue;
-        rasp_ptrace tr;
-        if (!raspK_trace(&prog, D, x, (int)o.V, &tr, &err)) {
-          raspR_print(&err, stderr);
-          status = 1; /* as verify: the program fails at this size */
-          continue;
-        }
-        layers_row(&o, pname, 0, D, x, tr.n, &tr.layers); /* compiled (raspK_trace) */
-        ys[k] = tr.layers.nlayers;
-        raspK_trace_free(&tr);
-      }
-      xs[k++] = x;
-    }
-    if (k >= 2) layers_growth(&o, pname, plain ? "n" : "M", xs, ys, k);
-    fflush(stdout);
-    raspM_free(xs);
-    raspM_free(ys);
-    raspM_free(name);
-    if (!plain) raspK_program_free(&prog);
-  }
-  if (vocab) raspC_free_strings(vocab, nvocab);
-  free_vopts(&o);
-  return status;
-}
-
-/* ------------------------------------------------------------- rasp draw */
-
-static void dot_escape(FILE *f, const char *s) {
-  for (; *s; s++) {
-    if (*s == '"' || *s == '\\') fputc('\\', f);
-    fputc(*s, f);
-  }
-}
-
-/* A traced program as draw sees it: its IR, the nodes it returns and the
-** sublayer of every node: the compiled model's (raspL_analyse_compiled, the
-** schedule `rasp layers` counts), the IR rule's where the compiler
-** refuses. */
-typedef struct dgraph {
-  rasp_ir *ir;
-  const int *roots;
-  int nroots;
-  const int *sublayer;
-} dgraph;
-
-static void write_dot(const dgraph *g, const char *name, FILE *f) {
-  rasp_ir *ir = g->ir;
-  unsigned char *live = raspM_alloc((size_t)ir->nnodes);
-  raspI_live(ir, g->roots, g->nroots, live);
-  /* the name is the program's file name: any text, so escaped like a label */
-  fputs("digraph \"", f);
-  dot_escape(f, name);
-  fputs("\" {\n  rankdir=TB;\n  node [fontname=\"Helvetica\", fontsize=10];\n", f);
-  int maxs = 0;
-  for (int i = 0; i < ir->nnodes; i++)
-    if (live[i] && g->sublayer[i] > maxs) maxs = g->sublayer[i];
-  for (int s = 0; s <= maxs; s++) {
-    if (s == 0) fprintf(f, "  subgraph cluster_embed {\n    label=\"embeddings and constants\";\n");
-    else fprintf(f, "  subgraph cluster_%d {\n    label=\"layer %d %s\";\n", s, (s + 1) / 2,
-                 s % 2 ? "attention" : "MLP");
-    for (int i = 0; i < ir->nnodes; i++) {
-      const rasp_ir_node *nd = &ir->nodes[i];
-      if (!live[i] || g->sublayer[i] != s || nd->op == RASP_OP_FULL) continue;
-      rasp_component c = raspI_op_component(nd->op);
-      if (c == RASP_COMP_SELECTOR && s != 0) continue;
-      const char *shape = c == RASP_COMP_ATTN ? "box" : c == RASP_COMP_SELECTOR ? "diamond" : "ellipse";
-      fprintf(f, "    n%d [shape=%s, label=\"", i, shape);
-      if (nd->label) {
-        dot_escape(f, nd->label);
-        fputs("\\n", f);
-      }
-      fputs(raspI_op_name(nd->op), f);
-      if (nd->op == RASP_OP_BINARY) fprintf(f, " %s", raspI_binop_name((rasp_binop)nd->aux));
-      if (nd->op == RASP_OP_SELECT) fprintf(f, " %s", raspI_pred_name((rasp_pred)nd->aux));
-      /* constants are folded into their users' labels to keep the graph legible */
-      for (int k = 0; k < nd->nin; k++)
-        if (ir->nodes[nd->in[k]].op == RASP_OP_FULL) {
-          char cbuf[64];
-          raspI_elem_format(ir, ir->nodes[nd->in[k]].c, cbuf, sizeof cbuf);
-          fprintf(f, " [%d]=", k);
-          dot_escape(f, cbuf);
-        }
-      if (nd->pos.src) fprintf(f, "\\nline %d", nd->pos.line);
-      fputs("\"];\n", f);
-    }
-    fputs("  }\n", f);
-  }
-  /* selectors outside the embedding cluster float next to their heads */
-  for (int i = 0; i < ir->nnodes; i++) {
-    const rasp_ir_node *nd = &ir->nodes[i];
-    if (live[i] && raspI_op_component(nd->op) == RASP_COMP_SELECTOR && g->sublayer[i] != 0)
-      fprintf(f, "  n%d [shape=diamond, label=\"%s %s\"];\n", i, raspI_op_name(nd->op),
-              nd->op == RASP_OP_SELECT ? raspI_pred_name((rasp_pred)nd->aux) : "");
-  }
-  for (int i = 0; i < ir->nnodes; i++) {
-    if (!live[i]) continue;
-    for (int k = 0; k < ir->nodes[i].nin; k++)
-      if (ir->nodes[ir->nodes[i].in[k]].op != RASP_OP_FULL)
-        fprintf(f, "  n%d -> n%d;\n", ir->nodes[i].in[k], i);
-  }
-  fputs("}\n", f);
-  raspM_free(live);
-}
-
-/* The graph as one JSON object: every live node (constants too, with their
-** value) with its op, label, sublayer, transformer layer (0: embeddings and
-** constants) and source line, and every edge between live nodes. */
-static void write_json(const dgraph *g, const char *name, FILE *f) {
-  rasp_ir *ir = g->ir;
-  unsigned char *live = raspM_alloc((size_t)ir->nnodes);
-  raspI_live(ir, g->roots, g->nroots, live);
-  fputs("{\"program\":\"", f);
-  raspC_json_fputs(name, f);
-  fputs("\",\"outputs\":[", f);
-  for (int r = 0; r < g->nroots; r++) fprintf(f, "%s%d", r ? "," : "", g->roots[r]);
-  fputs("],\"nodes\":[", f);
-  int first = 1;
-  for (int i = 0; i < ir->nnodes; i++) {
-    if (!live[i]) continue;
-    const rasp_ir_node *nd = &ir->nodes[i];
-    int s = g->sublayer[i] < 0 ? 0 : g->sublayer[i];
-    fprintf(f, "%s{\"id\":%d,\"op\":\"%s\"", first ? "" : ",", i, raspI_op_name(nd->op));
-    first = 0;
-    if (nd->op == RASP_OP_BINARY) fprintf(f, ",\"binop\":\"%s\"", raspI_binop_name((rasp_binop)nd->aux));
-    if (nd->op == RASP_OP_SELECT) fprintf(f, ",\"predicate\":\"%s\"", raspI_pred_name((rasp_pred)nd->aux));
-    if (nd->op == RASP_OP_FULL) {
-      char cbuf[64];
-      raspI_elem_format(ir, nd->c, cbuf, sizeof cbuf);
-      fputs(",\"value\":\"", f);
-      raspC_json_fputs(cbuf, f);
-      fputc('"', f);
-    }
-    if (nd->label) {
-      fputs(",\"label\":\"", f);
-      raspC_json_fputs(nd->label, f);
-      fputc('"', f);
-    }
-    fprintf(f, ",\"sublayer\":%d,\"layer\":%d", s, (s + 1) / 2);
-    if (nd->pos.src) fprintf(f, ",\"line\":%d", nd->pos.line);
-    fputc('}', f);
-  }
-  fputs("],\"edges\":[", f);
-  first = 1;
-  for (int i = 0; i < ir->nnodes; i++) {
-    if (!live[i]) continue;
-    for (int k = 0; k < ir->nodes[i].nin; k++) {
-      fprintf(f, "%s[%d,%d]", first ? "" : ",", ir->nodes[i].in[k], i);
-      first = 0;
-    }
-  }
-  fputs("]}\n", f);
-  raspM_free(live);
-}
-
-/* svg and png through Graphviz, with no shell and no predictable file name:
-** dot reads the DOT text from an unnamed temporary file and writes to a
-** fresh mkstemp file beside out (raspR_atomic_open), renamed over out only
-** when dot succeeded.  The exit status for rasp_cli_draw. */
-static int render(const char *format, const char *out, const char *text, size_t len) {
-  rasp_error err = {0};
-  FILE *in = tmpfile();
-  if (!in || fwrite(text, 1, len, in) != len || fflush(in) != 0 ||
-      lseek(fileno(in), 0, SEEK_SET) != 0) {
-    fprintf(stderr, "rasp draw: cannot write a temporary file: %s\n", strerror(errno));
-    if (in) fclose(in);
-    return 2;
-  }
-  rasp_afile af;
-  if (!raspR_atomic_open(&af, out, &err)) {
-    raspR_print(&err, stderr);
-    fclose(in);
-    return raspR_exit_status(&err);
-  }
-  char type[16];
-  snprintf(type, sizeof type, "-T%s", format);
-  const char *argv[] = {"dot", type, NULL};
-  int status = 0;
-  if (!raspR_spawn(argv, fileno(in), fileno(af.f), &err)) {
-    int missing = errno == ENOENT;
-    fprintf(stderr, "rasp draw: %s%s\n", err.msg,
-            missing ? " (Debian: apt-get install graphviz); use --format dot" : "");
-    raspR_atomic_abort(&af);
-    status = missing ? 2 : 1;
-  } else if (!raspR_atomic_commit(&af, &err)) {
-    raspR_print(&err, stderr);
-    status = raspR_exit_status(&err);
-  }
-  fclose(in);
-  return status;
-}
-
-/* The format draw writes: --json, --format, else -o's extension, else dot.
-** NULL after a message. */
-static const char *draw_format(const vopts *o) {
-  static const char *const known[] = {"dot", "svg", "png", "json", NULL};
-  if (o->json) {
-    if (o->format && strcmp(o->format, "json")) {
-      fprintf(stderr, "rasp draw: --json does not combine with --format %s\n", o->format);
-      return NULL;
-    }
-    return "json";
-  }
-  if (o->format) {
-    for (int i = 0; known[i]; i++)
-      if (strcmp(o->format, known[i]) == 0) return known[i];
-    fprintf(stderr, "rasp draw: --format: expected dot, svg, png or json, got '%s'\n", o->format);
-    return NULL;
-  }
-  const char *dot = o->out_file ? strrchr(o->out_file, '.') : NULL;
-  if (dot && !strchr(dot, '/')) {
-    if (strcmp(dot, ".gv") == 0) return "dot";
-    for (int i = 0; known[i]; i++)
-      if (strcmp(dot + 1, known[i]) == 0) return known[i];
-  }
-  return "dot";
-}
-
-int rasp_cli_draw(int argc, char **argv) {
-  vopts o;
-  init_vopts(&o, argc);
-  int parsed = common_opts(RASPC_DRAW, "draw", argc, argv, &o);
-  if (parsed <= 0) {
-    free_vopts(&o);
-    return parsed == 0 ? 0 : 2;
-  }
-  const char *format = draw_format(&o);
-  if (!format) {
-    free_vopts(&o);
-    return 2;
-  }
-  if (o.nprograms > 1) {
-    fprintf(stderr, "rasp draw: one program at a time, got '%s' too\n", o.programs[1]);
-    free_vopts(&o);
-    return 2;
-  }
-  int D = o.nD ? o.Ds[0] : 2, M = o.nM ? o.Ms[0] : 5;
-  rasp_program prog;
-  rasp_error err = {0};
-  rasp_ptrace tr;
-  memset(&tr, 0, sizeof tr);
-  rasp_ctx *ctx = NULL; /* a plain program's */
-  rasp_layers L;
-  memset(&L, 0, sizeof L);
-  char **vocab = NULL, *name = NULL;
-  int nvocab = 0, status = 0;
-  dgraph g;
-  if (raspK_load_with(o.programs[0], o.stdlib, &o.access, D, M, (int)o.V, &prog, &err)) {
-    if (!task_opts_only("draw", &o, prog.name, 1)) {
-      status = 2;
-      goto out;
-    }
-    if (o.input) { /* one input of the task (as rasp run takes it): its D and M */
-      rasp_input in;
-      if (o.nD || o.nM) {
-        fprintf(stderr, "rasp draw: --input gives D and M (from its graph); it does not combine "
-                        "with %s\n", o.nD ? "--D" : "--M");
-        status = 2;
-        goto out;
-      }
-      if ((status = raspC_task_input("draw", &prog, (int)o.V, o.input, &in))) goto out;
-      D = in.D;
-      M = in.M;
-      raspK_input_free(&in);
-    }
-    if (!raspK_trace(&prog, D, M, (int)o.V, &tr, &err)) {
-      raspR_print(&err, stderr);
-      status = 1; /* as verify: the program fails at this size */
-      goto out;
-    }
-    g = (dgraph){rasp_ctx_ir(tr.ctx), &tr.output, 1, tr.layers.sublayer};
-  } else {
-    if (!is_plain(&err)) {
-      raspR_print(&err, stderr);
-      status = raspR_exit_status(&err); /* an error in the program, or usage */
-      goto out;
-    }
-    if (!plain_opts_only("draw", &o, o.programs[0])) {
-      status = 2;
-      goto out;
-    }
-    int input_len;
-    if ((nvocab = plain_vocab("draw", &o, &vocab, &input_len)) < 0) {
-      status = 2;
-      goto out;
-    }
-    int n = o.nL ? o.Ls[0] : input_len ? input_len : 8;
-    if (!(ctx = plain_trace(&o, o.programs[0], vocab, nvocab, n, &err))) {
-      raspR_print(&err, stderr);
-      status = raspR_exit_status(&err);
-      goto out;
-    }
-    rasp_ir *ir = rasp_ctx_ir(ctx);
-    raspC_compiled_layers(ctx, -1, &L);
-    g = (dgraph){ir, ir->outputs, ir->noutputs, L.sublayer};
-    name = plain_name(o.programs[0]);
-  }
-  char *text = NULL;
-  size_t len = 0;
-  FILE *mem = open_memstream(&text, &len);
-  if (strcmp(format, "json") == 0) write_json(&g, name ? name : prog.name, mem);
-  else write_dot(&g, name ? name : prog.name, mem);
-  fclose(mem);
-  if (strcmp(format, "dot") == 0 || strcmp(format, "json") == 0) {
-    if (o.out_file) {
-      if (!raspR_write_file(o.out_file, text, len, &err)) {
-        raspR_print(&err, stderr);
-        status = raspR_exit_status(&err);
-      }
-    } else {
-      fwrite(text, 1, len, stdout);
-    }
-  } else {
-    if (!o.out_file) {
-      fprintf(stderr, "rasp draw: --format %s needs -o FILE\n", format);
-      status = 2;
-    } else {
-      status = render(format, o.out_file, text, len);
-    }
-  }
-  free(text);
-out:
-  if (ctx) {
-    raspL_free(&L);
-    rasp_ctx_free(ctx);
-  } else if (tr.ctx) {
-    raspK_trace_free(&tr);
-  }
-  raspK_program_free(&prog);
-  if (vocab) raspC_free_strings(vocab, nvocab);
-  raspM_free(name);
-  free_vopts(&o);
+  raspC_vopts_free(&o);
   return status;
 }
