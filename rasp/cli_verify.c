@@ -267,298 +267,378 @@ int rasp_cli_verify(int argc, char **argv) {
   return verify_main(argc, argv);
 }
 
-static int verify_main(int argc, char **argv) {
-  raspC_vopts o;
-  raspC_vopts_init(&o, argc);
-  int parsed = raspC_vopts_parse(RASPC_VERIFY, "verify", argc, argv, &o);
-  if (parsed <= 0) {
-    raspC_vopts_free(&o);
-    return parsed == 0 ? 0 : 2;
-  }
-  if (o.vocab_order && strcmp(o.vocab_order, "fixed") != 0 && strcmp(o.vocab_order, "shuffled") != 0) {
-    fprintf(stderr, "rasp verify: --vocab-order: expected fixed or shuffled, got '%s'\n", o.vocab_order);
-    raspC_vopts_free(&o);
-    return 2;
-  }
-  if (o.input) {
-    int st = verify_one(&o);
-    raspC_vopts_free(&o);
-    return st;
-  }
-  if ((o.checkpoint || o.resume || o.plan) && !o.exhaustive) {
+/* One run of `rasp verify` over its programs: the options and what the
+** rows of every program share. */
+typedef struct vrun {
+  raspC_vopts *o;
+  raspW_checkpoint *ckpt; /* --checkpoint, or NULL */
+  int shuffled;           /* --vocab-order shuffled */
+  int compact;            /* --sweep's one row per program (not -v, --json) */
+  int given_M;            /* --M was given (else a sweep takes the program's) */
+  int legend;             /* a fail* was shown */
+} vrun;
+
+/* One program's run: its cells so far, its counterexample and the error
+** of its last cell. */
+typedef struct vprog {
+  rasp_program prog;
+  rasp_error err;
+  int *Ms, nM, own_Ms;
+  vcell *cells;
+  int ncells, any_fail, any_error, any_leak, lay_lo, lay_hi;
+  uint64_t graphs_done;
+  int shown_counterexample, cx_D, cx_M; /* compact: the cell whose */
+  int64_t cx_index;                     /*   counterexample follows the row */
+} vprog;
+
+/* What one (D, M) cell's run gave. */
+typedef struct vout {
+  int D, M, ok, pass, proof, leak;
+  rasp_vresult res, sres; /* sres: the shuffled-ids run's */
+  uint64_t resumed;       /* inputs a checkpoint brought */
+  double secs;
+} vout;
+
+/* verify's own usage rules, past the option table's: 0, or 2 after a
+** message.  (--vocab-order's value and --input are judged before.) */
+static int verify_usage(const raspC_vopts *o) {
+  if ((o->checkpoint || o->resume || o->plan) && !o->exhaustive) {
     fprintf(stderr, "rasp verify: --%s is for --exhaustive runs\n",
-            o.plan ? "plan" : o.checkpoint ? "checkpoint" : "resume");
-    raspC_vopts_free(&o);
+            o->plan ? "plan" : o->checkpoint ? "checkpoint" : "resume");
     return 2;
   }
-  if ((o.resume || o.ckpt_every_given) && !o.checkpoint) {
+  if ((o->resume || o->ckpt_every_given) && !o->checkpoint) {
     fprintf(stderr, "rasp verify: --%s needs --checkpoint FILE\n",
-            o.resume ? "resume" : "checkpoint-every");
-    raspC_vopts_free(&o);
+            o->resume ? "resume" : "checkpoint-every");
     return 2;
   }
-  int shuffled = o.vocab_order && strcmp(o.vocab_order, "shuffled") == 0;
-  if (shuffled && o.exhaustive) {
+  if (o->vocab_order && strcmp(o->vocab_order, "shuffled") == 0 && o->exhaustive) {
     fprintf(stderr, "rasp verify: --vocab-order shuffled draws random graphs; it does not combine "
                     "with --exhaustive\n");
-    raspC_vopts_free(&o);
     return 2;
   }
-  if (o.sweep && o.exhaustive) {
+  if (o->sweep && o->exhaustive) {
     fprintf(stderr, "rasp verify: --sweep does not combine with --exhaustive\n");
-    raspC_vopts_free(&o);
     return 2;
   }
-  int given_M = o.nM > 0;
-  if (!o.nD) raspC_range("verify", "--D", "2..5", 1, 100, &o.Ds, &o.nD);
-  if (!o.nM) raspC_range("verify", "--M", "5", 2, 100, &o.Ms, &o.nM);
-  if (o.plan) {
-    int st = verify_plan(&o);
-    raspC_vopts_free(&o);
-    return st;
+  return 0;
+}
+
+/* A cell as one JSON object. */
+static void cell_json(const vrun *r, const vprog *vp, const rasp_ptrace *tr, const vout *c) {
+  const raspC_vopts *o = r->o;
+  const rasp_program *prog = &vp->prog;
+  printf("{\"program\":\"%s\",\"D\":%d,\"M\":%d,\"n\":%d,\"mode\":\"%s\",\"passed\":%llu,"
+         "\"total\":%llu,\"ok\":%s,\"expect_fail\":%s,\"layers\":%d,\"attention_layers\":%d,"
+         "\"mlp_layers\":%d,\"heads\":[",
+         prog->name, c->D, c->M, tr->n, o->exhaustive ? "exhaustive" : "random",
+         (unsigned long long)c->res.passed, (unsigned long long)c->res.total,
+         c->pass ? "true" : "false", prog->expect_fail ? "true" : "false",
+         tr->layers.nlayers, tr->layers.attn_layers,
+         tr->layers.mlp_layers);
+  for (int l = 0; l < tr->layers.nlayers; l++) printf("%s%d", l ? "," : "", tr->layers.heads[l]);
+  char how[512];
+  if (tr->staged) raspS_describe(tr->staged, how, sizeof how);
+  printf("],\"check\":\"%s: %s\"",
+         tr->staged ? "staged" : "interpreted",
+         tr->staged ? how : tr->unstaged ? tr->unstaged : "no check function");
+  if (tr->probe_causal)
+    printf(",\"causal_probes\":%llu,\"causal_leaks\":%llu", (unsigned long long)c->res.probes,
+           (unsigned long long)c->res.leaks);
+  if (o->exhaustive) {
+    printf(",\"proof\":%s,\"order\":\"", c->proof ? "true" : "false");
+    if (c->proof) printf("invariant");
+    else if (!tr->order.invariant) json_text(tr->order.why.msg, tr->order.why.pos.src ? tr->order.why.pos.line : 0);
+    else if (c->res.mixed) printf("an aggregate averaged different ids on %llu inputs", (unsigned long long)c->res.mixed);
+    else printf("not analysed");
+    printf("\",\"watched_aggregates\":%d,\"inputs_averaging_ids\":%llu",
+           tr->order.invariant ? tr->order.nmixing : 0, (unsigned long long)c->res.mixed);
+    if (c->resumed) printf(",\"resumed_inputs\":%llu", (unsigned long long)c->resumed);
   }
-  raspW_checkpoint *ckpt = NULL;
-  if (o.checkpoint) {
+  if (r->shuffled)
+    printf(",\"vocab_order\":\"shuffled\",\"shuffled_passed\":%llu,\"verdicts_changed\":%llu",
+           (unsigned long long)c->sres.passed, (unsigned long long)c->sres.changed);
+  printf(",\"seconds\":%.3f}\n", c->secs);
+}
+
+/* A cell as a row of the table, and what an exhaustive run proved. */
+static void cell_row(vrun *r, const vprog *vp, const rasp_ptrace *tr, const vout *c) {
+  const raspC_vopts *o = r->o;
+  const rasp_program *prog = &vp->prog;
+  char frac[64], sh[64] = "", row[256], heads[512];
+  raspC_heads_text(&tr->layers, heads, sizeof heads);
+  snprintf(frac, sizeof frac, "%llu/%llu", (unsigned long long)c->res.passed,
+           (unsigned long long)c->res.total);
+  if (r->shuffled)
+    snprintf(sh, sizeof sh, "%llu/%llu %s  ", (unsigned long long)c->sres.passed,
+             (unsigned long long)c->res.total, c->sres.changed ? "CHANGED" : "same");
+  const char *verdict = !c->ok ? "ERROR" : c->leak ? "LEAK" : c->pass ? "ok"
+                        : prog->expect_fail ? "fail*" : "FAIL";
+  if (!strcmp(verdict, "fail*")) r->legend = 1;
+  int w = snprintf(row, sizeof row, "%-26s %3d %3d %13s  %-6s %3d %4d %3d  %s", prog->name,
+                   c->D, c->M, frac, verdict, tr->layers.nlayers, tr->layers.attn_layers,
+                   tr->layers.mlp_layers, sh);
+  if (!o->verbose) heads_fit(&tr->layers, TABLE_WIDTH - w, heads, sizeof heads);
+  printf("%s%s\n", row, heads);
+  if (!o->exhaustive || !c->ok) return;
+  printf("  exhaustive: all %llu inputs (every %s order x every target): ",
+         (unsigned long long)c->res.total, tr->opts.order == RASP_ORDER_ARM ? "arm" : "edge");
+  if (c->proof) printf("proof (the program is order-invariant)\n");
+  else {
+    printf("sample (the id order was fixed: ");
+    if (!tr->order.invariant) {
+      if (tr->order.why.pos.src) printf("line %d: ", tr->order.why.pos.line);
+      printf("%s)\n", tr->order.why.msg);
+    } else
+      printf("an aggregate averaged different ids on %llu inputs)\n", (unsigned long long)c->res.mixed);
+  }
+  /* counts a checkpoint brought were not checked again: say so */
+  if (c->resumed)
+    printf("  resumed: %llu of these inputs were counted by checkpoint '%s', "
+           "which is trusted input\n", (unsigned long long)c->resumed, o->checkpoint);
+}
+
+/* A failing cell's first failure: one shrunk counterexample per program is
+** enough to read (in the compact table it follows the program's row), the
+** failure's index after it or under --no-shrink. */
+static void cell_counterexample(const vrun *r, vprog *vp, rasp_ptrace *tr, const vout *c) {
+  const raspC_vopts *o = r->o;
+  if (o->no_shrink || vp->shown_counterexample) {
+    if (o->exhaustive)
+      printf("  first failing input: exhaustive input %lld\n", (long long)c->res.first_fail);
+    else if (!r->compact)
+      printf("  first failing graph: index %lld of seed %llu\n", (long long)c->res.first_fail,
+             o->seed);
+  } else if (o->exhaustive) {
+    raspK_counterexample_exhaustive(&vp->prog, tr, (uint64_t)c->res.first_fail, stdout);
+    vp->shown_counterexample = 1;
+  } else if (r->compact) {
+    vp->cx_D = c->D;
+    vp->cx_M = c->M;
+    vp->cx_index = c->res.first_fail;
+    vp->shown_counterexample = 1;
+  } else {
+    raspK_counterexample(&vp->prog, c->D, c->M, (int)o->V, o->seed, (uint64_t)c->res.first_fail,
+                         stdout);
+    vp->shown_counterexample = 1;
+  }
+}
+
+/* The cell's result in the program's list (for --sweep's row). */
+static void record_cell(const vrun *r, vprog *vp, const rasp_ptrace *tr, const vout *c) {
+  vcell *v = &vp->cells[vp->ncells++];
+  v->D = c->D;
+  v->M = c->M;
+  v->ok = c->ok;
+  v->pass = c->pass;
+  v->passed = c->res.passed;
+  v->total = c->res.total;
+  v->layers = tr->layers.nlayers;
+  v->shuffled = r->shuffled && c->ok;
+  v->spassed = c->sres.passed;
+  v->changed = c->sres.changed;
+  vp->graphs_done += c->res.total;
+  if (tr->layers.nlayers < vp->lay_lo) vp->lay_lo = tr->layers.nlayers;
+  if (tr->layers.nlayers > vp->lay_hi) vp->lay_hi = tr->layers.nlayers;
+}
+
+/* The verification of cell (D, M) of a program, with its output: 1 when it
+** makes the exit status 1 (an error, a leak, an unexpected failure), else 0. */
+static int verify_cell(vrun *r, vprog *vp, int D, int M) {
+  const raspC_vopts *o = r->o;
+  rasp_program *prog = &vp->prog;
+  rasp_ptrace tr;
+  vp->err.set = 0;
+  double t0 = now();
+  if (!raspK_trace(prog, D, M, (int)o->V, &tr, &vp->err)) {
+    fprintf(stderr, "rasp verify: %s at D=%d, M=%d:\n", prog->name, D, M);
+    raspR_print(&vp->err, stderr);
+    vp->any_error = 1;
+    return 1; /* whatever the code: the program fails at this size */
+  }
+  vout c;
+  memset(&c, 0, sizeof c);
+  c.D = D;
+  c.M = M;
+  progress_state ps = {prog->name, o->exhaustive ? "inputs" : "graphs", D, M, t0, 0, 0,
+                       o->progress, 0, 0};
+  if (o->exhaustive) raspK_order(prog, &tr);
+  /* in ranges (rwork.h): shared among MPI ranks, recorded in --checkpoint */
+  raspW_opts wo = {r->ckpt, show_progress, &ps};
+  c.ok = o->exhaustive ? raspW_exhaustive(prog, &tr, (uint64_t)o->cap, &wo, &c.res, &c.resumed,
+                                          &vp->err)
+                       : raspW_random(prog, &tr, (uint64_t)o->graphs, o->seed, (int)o->jobs, &wo,
+                                      &c.res);
+  if (ps.shown && isatty(2)) fputc('\n', stderr);
+  if (c.resumed)
+    fprintf(stderr, "  (%s D=%d M=%d: %llu of the inputs were done in '%s')\n", prog->name, D,
+            M, (unsigned long long)c.resumed, o->checkpoint);
+  if (!c.ok && !o->exhaustive) vp->err = c.res.error;
+  if (c.ok && r->shuffled) {
+    c.ok = raspK_verify_shuffled(prog, &tr, (uint64_t)o->graphs, o->seed, (int)o->jobs, &c.sres);
+    if (!c.ok) vp->err = c.sres.error;
+  }
+  c.secs = now() - t0;
+  c.pass = c.ok && c.res.passed == c.res.total;
+  c.proof = o->exhaustive && c.ok && tr.order.invariant && c.res.mixed == 0;
+  c.leak = c.ok && c.res.leaks > 0; /* declared causal, yet reads ahead */
+  if (!c.ok) vp->any_error = 1;
+  if (c.leak) vp->any_leak = 1;
+  if (c.ok && !c.pass) vp->any_fail = 1;
+  /* a listing known to be wrong is expected to fail somewhere in the run
+  ** (judged after its last cell); anything else must pass */
+  int fails = !c.ok || c.leak || (!c.pass && (!prog->expect_fail || o->strict));
+  record_cell(r, vp, &tr, &c);
+  if (o->json) cell_json(r, vp, &tr, &c);
+  else if (!r->compact) cell_row(r, vp, &tr, &c);
+  fflush(stdout);
+  if (!c.ok) raspR_print(&vp->err, stderr);
+  if (c.leak && !o->json) raspK_print_leak(&tr, o->seed, &c.res, stdout);
+  if (!c.pass && c.ok && !o->quiet && !o->json && c.res.first_fail >= 0)
+    cell_counterexample(r, vp, &tr, &c);
+  if (c.secs > 2 && !o->json)
+    fprintf(stderr, "  (%s D=%d M=%d took %.1f s)\n", prog->name, D, M, c.secs);
+  raspK_trace_free(&tr);
+  return fails;
+}
+
+/* --sweep's one row for a program: its D and M ranges, cells, graphs,
+** verdict, layer range and failing cells (cut to the table's width), then
+** its counterexample. */
+static void sweep_row(vrun *r, const vprog *vp, int unexpected_pass) {
+  const raspC_vopts *o = r->o;
+  char dtext[64], mtext[64], lay[32], fails[1024], chg[1024] = "";
+  int ds[64], nd = 0;
+  for (int i = 0; i < o->nD && nd < 64; i++) ds[nd++] = o->Ds[i];
+  list_text(ds, nd, dtext, sizeof dtext);
+  list_text(vp->Ms, vp->nM, mtext, sizeof mtext);
+  if (vp->lay_lo == vp->lay_hi) snprintf(lay, sizeof lay, "%d", vp->lay_lo);
+  else snprintf(lay, sizeof lay, "%d-%d", vp->lay_lo, vp->lay_hi);
+  failing_text(vp->cells, vp->ncells, o->nD, 0, fails, sizeof fails);
+  if (r->shuffled) {
+    failing_text(vp->cells, vp->ncells, o->nD, 1, chg, sizeof chg);
+    size_t l = strlen(fails);
+    snprintf(fails + l, sizeof fails - l, "%sids: %s", l ? "; " : "", chg[0] ? chg : "same");
+  }
+  const char *verdict = vp->any_error ? "ERROR" : vp->any_leak ? "LEAK"
+                        : unexpected_pass ? "PASS!" : !vp->any_fail ? "ok"
+                        : vp->prog.expect_fail ? "fail*" : "FAIL";
+  if (!strcmp(verdict, "fail*")) r->legend = 1;
+  char row[256];
+  int w = snprintf(row, sizeof row, "%-26s %5s %6s %5d %9llu  %-6s %5s  ", vp->prog.name, dtext,
+                   mtext, vp->ncells, (unsigned long long)vp->graphs_done, verdict, lay);
+  /* the failing cells cut to the table's width (-v: one row per cell) */
+  int room = TABLE_WIDTH - w;
+  if ((int)strlen(fails) > room && room > 4) {
+    int cut = room - 4;
+    while (cut > 0 && fails[cut] != ' ') cut--;
+    snprintf(fails + cut, sizeof fails - (size_t)cut, "%s...", cut ? " " : "");
+  }
+  printf("%s%s\n", row, fails[0] ? fails : "-");
+  fflush(stdout);
+  if (vp->cx_index >= 0)
+    raspK_counterexample(&vp->prog, vp->cx_D, vp->cx_M, (int)o->V, o->seed,
+                         (uint64_t)vp->cx_index, stdout);
+}
+
+/* The M values of a program's cells: --M's, or a sweep's M = 3 (or the
+** program's min_M) .. its task['sweep_M'] (default 10) unless --M says
+** otherwise. */
+static void program_Ms(const vrun *r, vprog *vp) {
+  vp->Ms = r->o->Ms;
+  vp->nM = r->o->nM;
+  if (!r->o->sweep || r->given_M) return;
+  int lo = vp->prog.min_M > 3 ? vp->prog.min_M : 3, hi = vp->prog.sweep_M ? vp->prog.sweep_M : 10;
+  if (hi < lo) hi = lo;
+  vp->Ms = raspM_alloc(sizeof(int) * (size_t)(hi - lo + 1));
+  vp->nM = 0;
+  for (int m = lo; m <= hi; m++) vp->Ms[vp->nM++] = m;
+  vp->own_Ms = 1;
+}
+
+/* One program verified in every cell; the exit status so far (status)
+** updated. */
+static int verify_program(vrun *r, const char *file, int status) {
+  const raspC_vopts *o = r->o;
+  vprog vp;
+  memset(&vp, 0, sizeof vp);
+  if (!raspK_load_with(file, o->stdlib, &o->access, o->Ds[0], o->Ms[0], (int)o->V, &vp.prog,
+                       &vp.err)) {
+    raspR_print(&vp.err, stderr);
+    status = status ? status : raspR_exit_status(&vp.err);
+    if (raspR_exit_status(&vp.err) == 2) status = 2;
+    return status;
+  }
+  vp.cx_index = -1;
+  vp.lay_lo = 1 << 30;
+  vp.prog.interpret_check = o->interpret_check;
+  program_Ms(r, &vp);
+  vp.cells = raspM_alloc(sizeof(vcell) * (size_t)(vp.nM * o->nD));
+  for (int mi = 0; mi < vp.nM; mi++)
+    for (int di = 0; di < o->nD; di++)
+      if (verify_cell(r, &vp, o->Ds[di], vp.Ms[mi])) status = 1;
+  int unexpected_pass = vp.prog.expect_fail && !o->strict && !vp.any_fail && !vp.any_error &&
+                        vp.ncells > 0;
+  if (unexpected_pass) status = 1;
+  if (r->compact && vp.ncells) {
+    sweep_row(r, &vp, unexpected_pass);
+  } else if (unexpected_pass && !o->json) {
+    printf("%-26s PASS! (declared task['expect'] = 'fail', but passed every cell)\n",
+           vp.prog.name);
+  }
+  raspM_free(vp.cells);
+  if (vp.own_Ms) raspM_free(vp.Ms);
+  raspK_program_free(&vp.prog);
+  return status;
+}
+
+/* The programs verified, random or exhaustive, into the table (or --json
+** rows): the exit status. */
+static int verify_programs(raspC_vopts *o, int given_M) {
+  vrun r = {o, NULL, 0, 0, given_M, 0};
+  r.shuffled = o->vocab_order && strcmp(o->vocab_order, "shuffled") == 0;
+  r.compact = o->sweep && !o->verbose && !o->json;
+  if (o->checkpoint) {
     rasp_error cerr = {0};
-    if (!(ckpt = raspW_checkpoint_open(o.checkpoint, o.resume, (double)o.ckpt_every, &cerr))) {
+    if (!(r.ckpt = raspW_checkpoint_open(o->checkpoint, o->resume, (double)o->ckpt_every, &cerr))) {
       fprintf(stderr, "rasp verify: %s\n", cerr.msg);
-      raspC_vopts_free(&o);
       return 2;
     }
   }
-  int compact = o.sweep && !o.verbose && !o.json;
-  int status = 0, legend = 0; /* legend: a fail* was shown */
-  if (compact)
+  int status = 0;
+  if (r.compact)
     printf("%-26s %5s %6s %5s %9s  %-6s %5s  %s\n", "program", "D", "M", "cells", "graphs", "result",
-           "lay", shuffled ? "failing cells; ids: changed" : "failing (D, M) cells");
-  else if (!o.json)
+           "lay", r.shuffled ? "failing cells; ids: changed" : "failing (D, M) cells");
+  else if (!o->json)
     printf("%-26s %3s %3s %13s  %-6s %3s %4s %3s  %s\n", "program", "D", "M", "passed/total",
-           "result", "lay", "attn", "mlp", shuffled ? "shuffled ids  heads per layer" : "heads per layer");
-  for (int p = 0; p < o.nprograms; p++) {
-    rasp_program prog;
-    rasp_error err = {0};
-    if (!raspK_load_with(o.programs[p], o.stdlib, &o.access, o.Ds[0], o.Ms[0], (int)o.V, &prog,
-                         &err)) {
-      raspR_print(&err, stderr);
-      status = status ? status : raspR_exit_status(&err);
-      if (raspR_exit_status(&err) == 2) status = 2;
-      continue;
-    }
-    int shown_counterexample = 0, cx_D = 0, cx_M = 0;
-    int64_t cx_index = -1;
-    prog.interpret_check = o.interpret_check;
-    /* a sweep checks M = 3 (or the program's min_M) .. its task['sweep_M']
-       (default 10) unless --M says otherwise */
-    int *Ms = o.Ms, nM = o.nM, own_Ms = 0;
-    if (o.sweep && !given_M) {
-      int lo = prog.min_M > 3 ? prog.min_M : 3, hi = prog.sweep_M ? prog.sweep_M : 10;
-      if (hi < lo) hi = lo;
-      Ms = raspM_alloc(sizeof(int) * (size_t)(hi - lo + 1));
-      nM = 0;
-      for (int m = lo; m <= hi; m++) Ms[nM++] = m;
-      own_Ms = 1;
-    }
-    vcell *cells = raspM_alloc(sizeof(vcell) * (size_t)(nM * o.nD));
-    int ncells = 0, any_fail = 0, any_error = 0, any_leak = 0, lay_lo = 1 << 30, lay_hi = 0;
-    uint64_t graphs_done = 0;
-    for (int mi = 0; mi < nM; mi++)
-      for (int di = 0; di < o.nD; di++) {
-        int D = o.Ds[di], M = Ms[mi];
-        rasp_ptrace tr;
-        err.set = 0;
-        double t0 = now();
-        if (!raspK_trace(&prog, D, M, (int)o.V, &tr, &err)) {
-          fprintf(stderr, "rasp verify: %s at D=%d, M=%d:\n", prog.name, D, M);
-          raspR_print(&err, stderr);
-          status = 1; /* whatever the code: the program fails at this size */
-          any_error = 1;
-          continue;
-        }
-        rasp_vresult res, sres;
-        memset(&sres, 0, sizeof sres);
-        progress_state ps = {prog.name, o.exhaustive ? "inputs" : "graphs", D, M, t0, 0, 0,
-                             o.progress, 0, 0};
-        if (o.exhaustive) raspK_order(&prog, &tr);
-        /* in ranges (rwork.h): shared among MPI ranks, recorded in --checkpoint */
-        raspW_opts wo = {ckpt, show_progress, &ps};
-        uint64_t resumed = 0;
-        int ok = o.exhaustive ? raspW_exhaustive(&prog, &tr, (uint64_t)o.cap, &wo, &res, &resumed, &err)
-                              : raspW_random(&prog, &tr, (uint64_t)o.graphs, o.seed, (int)o.jobs,
-                                             &wo, &res);
-        if (ps.shown && isatty(2)) fputc('\n', stderr);
-        if (resumed)
-          fprintf(stderr, "  (%s D=%d M=%d: %llu of the inputs were done in '%s')\n", prog.name, D,
-                  M, (unsigned long long)resumed, o.checkpoint);
-        if (!ok && !o.exhaustive) err = res.error;
-        if (ok && shuffled) {
-          ok = raspK_verify_shuffled(&prog, &tr, (uint64_t)o.graphs, o.seed, (int)o.jobs, &sres);
-          if (!ok) err = sres.error;
-        }
-        double secs = now() - t0;
-        int pass = ok && res.passed == res.total;
-        int proof = o.exhaustive && ok && tr.order.invariant && res.mixed == 0;
-        if (!ok) any_error = 1;
-        int leak = ok && res.leaks > 0; /* declared causal, yet reads ahead */
-        if (leak) any_leak = 1;
-        if (ok && !pass) any_fail = 1;
-        /* a listing known to be wrong is expected to fail somewhere in the
-        ** run (judged after its last cell); anything else must pass */
-        if (!ok || leak || (!pass && (!prog.expect_fail || o.strict))) status = 1;
-        vcell *c = &cells[ncells++];
-        c->D = D;
-        c->M = M;
-        c->ok = ok;
-        c->pass = pass;
-        c->passed = res.passed;
-        c->total = res.total;
-        c->layers = tr.layers.nlayers;
-        c->shuffled = shuffled && ok;
-        c->spassed = sres.passed;
-        c->changed = sres.changed;
-        graphs_done += res.total;
-        if (tr.layers.nlayers < lay_lo) lay_lo = tr.layers.nlayers;
-        if (tr.layers.nlayers > lay_hi) lay_hi = tr.layers.nlayers;
-        char heads[512];
-        raspC_heads_text(&tr.layers, heads, sizeof heads);
-        if (o.json) {
-          printf("{\"program\":\"%s\",\"D\":%d,\"M\":%d,\"n\":%d,\"mode\":\"%s\",\"passed\":%llu,"
-                 "\"total\":%llu,\"ok\":%s,\"expect_fail\":%s,\"layers\":%d,\"attention_layers\":%d,"
-                 "\"mlp_layers\":%d,\"heads\":[",
-                 prog.name, D, M, tr.n, o.exhaustive ? "exhaustive" : "random",
-                 (unsigned long long)res.passed, (unsigned long long)res.total,
-                 pass ? "true" : "false", prog.expect_fail ? "true" : "false",
-                 tr.layers.nlayers, tr.layers.attn_layers,
-                 tr.layers.mlp_layers);
-          for (int l = 0; l < tr.layers.nlayers; l++) printf("%s%d", l ? "," : "", tr.layers.heads[l]);
-          char how[512];
-          if (tr.staged) raspS_describe(tr.staged, how, sizeof how);
-          printf("],\"check\":\"%s: %s\"",
-                 tr.staged ? "staged" : "interpreted",
-                 tr.staged ? how : tr.unstaged ? tr.unstaged : "no check function");
-          if (tr.probe_causal)
-            printf(",\"causal_probes\":%llu,\"causal_leaks\":%llu", (unsigned long long)res.probes,
-                   (unsigned long long)res.leaks);
-          if (o.exhaustive) {
-            printf(",\"proof\":%s,\"order\":\"", proof ? "true" : "false");
-            if (proof) printf("invariant");
-            else if (!tr.order.invariant) json_text(tr.order.why.msg, tr.order.why.pos.src ? tr.order.why.pos.line : 0);
-            else if (res.mixed) printf("an aggregate averaged different ids on %llu inputs", (unsigned long long)res.mixed);
-            else printf("not analysed");
-            printf("\",\"watched_aggregates\":%d,\"inputs_averaging_ids\":%llu",
-                   tr.order.invariant ? tr.order.nmixing : 0, (unsigned long long)res.mixed);
-            if (resumed) printf(",\"resumed_inputs\":%llu", (unsigned long long)resumed);
-          }
-          if (shuffled)
-            printf(",\"vocab_order\":\"shuffled\",\"shuffled_passed\":%llu,\"verdicts_changed\":%llu",
-                   (unsigned long long)sres.passed, (unsigned long long)sres.changed);
-          printf(",\"seconds\":%.3f}\n", secs);
-        } else if (!compact) {
-          char frac[64], sh[64] = "", row[256];
-          snprintf(frac, sizeof frac, "%llu/%llu", (unsigned long long)res.passed,
-                   (unsigned long long)res.total);
-          if (shuffled)
-            snprintf(sh, sizeof sh, "%llu/%llu %s  ", (unsigned long long)sres.passed,
-                     (unsigned long long)res.total, sres.changed ? "CHANGED" : "same");
-          const char *verdict = !ok ? "ERROR" : leak ? "LEAK" : pass ? "ok"
-                                : prog.expect_fail ? "fail*" : "FAIL";
-          if (!strcmp(verdict, "fail*")) legend = 1;
-          int w = snprintf(row, sizeof row, "%-26s %3d %3d %13s  %-6s %3d %4d %3d  %s", prog.name,
-                           D, M, frac, verdict, tr.layers.nlayers, tr.layers.attn_layers,
-                           tr.layers.mlp_layers, sh);
-          if (!o.verbose) heads_fit(&tr.layers, TABLE_WIDTH - w, heads, sizeof heads);
-          printf("%s%s\n", row, heads);
-          if (o.exhaustive && ok) {
-            printf("  exhaustive: all %llu inputs (every %s order x every target): ",
-                   (unsigned long long)res.total, tr.opts.order == RASP_ORDER_ARM ? "arm" : "edge");
-            if (proof) printf("proof (the program is order-invariant)\n");
-            else {
-              printf("sample (the id order was fixed: ");
-              if (!tr.order.invariant) {
-                if (tr.order.why.pos.src) printf("line %d: ", tr.order.why.pos.line);
-                printf("%s)\n", tr.order.why.msg);
-              } else
-                printf("an aggregate averaged different ids on %llu inputs)\n", (unsigned long long)res.mixed);
-            }
-            /* counts a checkpoint brought were not checked again: say so */
-            if (resumed)
-              printf("  resumed: %llu of these inputs were counted by checkpoint '%s', "
-                     "which is trusted input\n", (unsigned long long)resumed, o.checkpoint);
-          }
-        }
-        fflush(stdout);
-        if (!ok) {
-          raspR_print(&err, stderr);
-        }
-        if (leak && !o.json) raspK_print_leak(&tr, o.seed, &res, stdout);
-        if (!pass && ok && !o.quiet && !o.json && res.first_fail >= 0) {
-          /* one shrunk counterexample per program is enough to read; in
-             the compact table it follows the program's row */
-          if (o.no_shrink || shown_counterexample) {
-            if (o.exhaustive)
-              printf("  first failing input: exhaustive input %lld\n", (long long)res.first_fail);
-            else if (!compact)
-              printf("  first failing graph: index %lld of seed %llu\n", (long long)res.first_fail,
-                     o.seed);
-          } else if (o.exhaustive) {
-            raspK_counterexample_exhaustive(&prog, &tr, (uint64_t)res.first_fail, stdout);
-            shown_counterexample = 1;
-          } else if (compact) {
-            cx_D = D;
-            cx_M = M;
-            cx_index = res.first_fail;
-            shown_counterexample = 1;
-          } else {
-            raspK_counterexample(&prog, D, M, (int)o.V, o.seed, (uint64_t)res.first_fail, stdout);
-            shown_counterexample = 1;
-          }
-        }
-        if (secs > 2 && !o.json) fprintf(stderr, "  (%s D=%d M=%d took %.1f s)\n", prog.name, D, M, secs);
-        raspK_trace_free(&tr);
-      }
-    int unexpected_pass = prog.expect_fail && !o.strict && !any_fail && !any_error && ncells > 0;
-    if (unexpected_pass) status = 1;
-    if (compact && ncells) {
-      char dtext[64], mtext[64], lay[32], fails[1024], chg[1024] = "";
-      int ds[64], nd = 0;
-      for (int i = 0; i < o.nD && nd < 64; i++) ds[nd++] = o.Ds[i];
-      list_text(ds, nd, dtext, sizeof dtext);
-      list_text(Ms, nM, mtext, sizeof mtext);
-      if (lay_lo == lay_hi) snprintf(lay, sizeof lay, "%d", lay_lo);
-      else snprintf(lay, sizeof lay, "%d-%d", lay_lo, lay_hi);
-      failing_text(cells, ncells, o.nD, 0, fails, sizeof fails);
-      if (shuffled) {
-        failing_text(cells, ncells, o.nD, 1, chg, sizeof chg);
-        size_t l = strlen(fails);
-        snprintf(fails + l, sizeof fails - l, "%sids: %s", l ? "; " : "", chg[0] ? chg : "same");
-      }
-      const char *verdict = any_error ? "ERROR" : any_leak ? "LEAK" : unexpected_pass ? "PASS!"
-                            : !any_fail ? "ok" : prog.expect_fail ? "fail*" : "FAIL";
-      if (!strcmp(verdict, "fail*")) legend = 1;
-      char row[256];
-      int w = snprintf(row, sizeof row, "%-26s %5s %6s %5d %9llu  %-6s %5s  ", prog.name, dtext,
-                       mtext, ncells, (unsigned long long)graphs_done, verdict, lay);
-      /* the failing cells cut to the table's width (-v: one row per cell) */
-      int room = TABLE_WIDTH - w;
-      if ((int)strlen(fails) > room && room > 4) {
-        int cut = room - 4;
-        while (cut > 0 && fails[cut] != ' ') cut--;
-        snprintf(fails + cut, sizeof fails - (size_t)cut, "%s...", cut ? " " : "");
-      }
-      printf("%s%s\n", row, fails[0] ? fails : "-");
-      fflush(stdout);
-      if (cx_index >= 0)
-        raspK_counterexample(&prog, cx_D, cx_M, (int)o.V, o.seed, (uint64_t)cx_index, stdout);
-    } else if (unexpected_pass && !o.json) {
-      printf("%-26s PASS! (declared task['expect'] = 'fail', but passed every cell)\n", prog.name);
-    }
-    raspM_free(cells);
-    if (own_Ms) raspM_free(Ms);
-    raspK_program_free(&prog);
-  }
-  if (legend)
+           "result", "lay", "attn", "mlp", r.shuffled ? "shuffled ids  heads per layer" : "heads per layer");
+  for (int p = 0; p < o->nprograms; p++) status = verify_program(&r, o->programs[p], status);
+  if (r.legend)
     printf("fail*: failed as its task['expect'] = 'fail' declares (a known-wrong listing); "
            "--strict: FAIL\n");
-  raspW_checkpoint_free(ckpt);
+  raspW_checkpoint_free(r.ckpt);
+  return status;
+}
+
+static int verify_main(int argc, char **argv) {
+  raspC_vopts o;
+  raspC_vopts_init(&o, argc);
+  int status = raspC_vopts_parse(RASPC_VERIFY, "verify", argc, argv, &o);
+  if (status <= 0) {
+    status = status == 0 ? 0 : 2;
+  } else if (o.vocab_order && strcmp(o.vocab_order, "fixed") != 0 &&
+             strcmp(o.vocab_order, "shuffled") != 0) {
+    fprintf(stderr, "rasp verify: --vocab-order: expected fixed or shuffled, got '%s'\n",
+            o.vocab_order);
+    status = 2;
+  } else if (o.input) {
+    status = verify_one(&o);
+  } else if (!(status = verify_usage(&o))) {
+    int given_M = o.nM > 0;
+    if (!o.nD) raspC_range("verify", "--D", "2..5", 1, 100, &o.Ds, &o.nD);
+    if (!o.nM) raspC_range("verify", "--M", "5", 2, 100, &o.Ms, &o.nM);
+    status = o.plan ? verify_plan(&o) : verify_programs(&o, given_M);
+  }
   raspC_vopts_free(&o);
   return status;
 }
