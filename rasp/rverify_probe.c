@@ -26,9 +26,7 @@
 #include "rmem.h"
 #include "rverify_int.h"
 
-/* ---- the dynamic causality check: input `index` keeps its tokens 0..q and takes the rest from a donor, an
-** independent graph of the same layout (so the changed input is still a
-** well-formed one); q and the donor depend only on seed and index. */
+/* ---------------------------------------------------- causal prefixes */
 
 #define PROBE_SALT 0xd1b54a32d192ed03ULL
 
@@ -87,6 +85,8 @@ void raspK_probe_batch(rasp_ptrace *tr, uint64_t seed, rasp_eval *ev, uint64_t f
   raspM_free(orig);
   raspM_free(changed);
 }
+
+/* ------------------------------------------------------- a leak's report */
 
 void raspK_print_leak(rasp_ptrace *tr, uint64_t seed, const rasp_vresult *res, FILE *out) {
   if (res->first_leak < 0) return;
