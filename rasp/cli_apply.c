@@ -34,6 +34,7 @@
 #include "cli.h"
 #include "rmem.h"
 #include "rmodel.h"
+#include "rmodel_task.h"
 #include "rverify.h"
 
 /* The symbol an output value stands for, as `rasp run --symbols` prints

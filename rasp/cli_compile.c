@@ -69,6 +69,7 @@
 #include "rcompile.h"
 #include "rfacts.h"
 #include "rmem.h"
+#include "rmodel_task.h"
 #include "rverify.h"
 
 /* --encoder: the mask token's id (V+8, which the program must name 'MASK')

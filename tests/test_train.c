@@ -23,6 +23,7 @@
 #include "rcompile.h"
 #include "rmem.h"
 #include "rmodel.h"
+#include "rmodel_task.h"
 #include "rverify.h"
 #include "tkern.h"
 #include "tnet.h"

@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "rmem.h"
+#include "rmodel_task.h"
 #include "tteach.h"
 #include "tinit.h"
 
