@@ -32,7 +32,7 @@ int rasp_cli_apply(int argc, char **argv);
 ** node root (-1: the first output) of a traced plain program whose inputs
 ** are the token ids 1..|vocabulary|, as `rasp compile` builds it; the IR
 ** rule, with the reason, for a program the compiler refuses.  What `rasp
-** layers`, `trace`, `draw` and the verifier print (cli_verify.c; raspK_trace
+** layers`, `trace`, `draw` and the verifier print (cli_common.c; raspK_trace
 ** does the same for path-star programs; the REPL's :layers compiles its
 ** expression as the output). */
 void raspC_compiled_layers(rasp_ctx *ctx, int root, rasp_layers *L);
@@ -91,6 +91,9 @@ int raspC_option_at(int k, const char **name, unsigned *cmds);
 int raspC_task_input(const char *cmd, const rasp_program *prog, int V, const char *text,
                      rasp_input *in);
 
+/* Whether s is a decimal integer (to *v): a vocabulary sorts those
+** numerically first, `rasp run --set` gives them as integers. */
+int raspC_as_integer(const char *s, long long *v);
 /* Splits text on whitespace into malloc'd symbols; returns the count. */
 int raspC_split(const char *text, char ***out);
 void raspC_free_strings(char **strs, int n);
@@ -114,5 +117,56 @@ void raspC_access_free(rasp_access *acc);
 void raspC_json_fputs(const char *s, FILE *f);
 /* Prints a node's values for input b (one line), symbolically or not. */
 void raspC_print_values(rasp_ctx *ctx, rasp_eval *ev, int node, int b, int symbolic, FILE *out);
+
+/* ---- verify, layers and draw (cli_common.c): their options, plain programs */
+
+/* The options of `rasp verify`, `layers` and `draw`, from the one table. */
+typedef struct raspC_vopts {
+  int *Ds, nD, *Ms, nM;
+  long V, graphs, jobs, cap;
+  unsigned long long seed;
+  int json, exhaustive, quiet, no_shrink, strict, interpret_check, sweep, verbose;
+  const char *stdlib, *out_file, *format, *vocab_order, *input;
+  const char *input_vocab, *vocab_file; /* plain programs (layers, draw) */
+  int *Ls, nL;                          /*   their --length values */
+  const char *sized;                    /* --D, --M or --V, when given */
+  const char *checkpoint;               /* --checkpoint FILE, */
+  int resume, progress, plan;           /*   --resume, --progress, --plan */
+  long ckpt_every;                      /* --checkpoint-every SECONDS */
+  int ckpt_every_given;                 /*   (given: it needs --checkpoint) */
+  const char **programs;
+  int nprograms;
+  rasp_access access;
+} raspC_vopts;
+/* Sets o's defaults, with room for argc programs; free with raspC_vopts_free. */
+void raspC_vopts_init(raspC_vopts *o, int argc);
+/* Options into o for command cmd (name its name): 1 parsed, 0 after --help
+** or --version, -1 bad usage (message printed). */
+int raspC_vopts_parse(unsigned cmd, const char *name, int argc, char **argv, raspC_vopts *o);
+void raspC_vopts_free(raspC_vopts *o);
+/* A value "3", a range "2..5" or a list "2,3,5" of integers in lo..hi into
+** *out (malloc'd) and *count: 1, or 0 after a message. */
+int raspC_range(const char *cmd, const char *opt, const char *text, long lo, long hi, int **out,
+                int *count);
+/* The heads per layer of L, space-separated, into buf. */
+void raspC_heads_text(const rasp_layers *L, char *buf, size_t size);
+/* Whether a load failed only because the file declares no task. */
+int raspC_is_plain(const rasp_error *err);
+/* 0 after a message when --D, --M or --V was given for a plain program
+** (file), or a plain program's option for a path-star one (name; draw takes
+** one --input of the task: with_input). */
+int raspC_plain_opts_only(const char *cmd, const raspC_vopts *o, const char *file);
+int raspC_task_opts_only(const char *cmd, const raspC_vopts *o, const char *name,
+                         int with_input);
+/* A plain program's vocabulary (--vocab, --input-vocab or --input's
+** symbols) and --input's length (0 without it): the count, or -1 after a
+** message. */
+int raspC_plain_vocab(const char *cmd, const raspC_vopts *o, char ***vocab, int *input_len);
+/* A plain program traced (entry main) for inputs of length n, or NULL with
+** err set. */
+rasp_ctx *raspC_plain_trace(const raspC_vopts *o, const char *file, char **vocab, int nvocab,
+                            int n, rasp_error *err);
+/* The file name without its directory and .rasp (malloc'd). */
+char *raspC_plain_name(const char *file);
 
 #endif

@@ -34,6 +34,7 @@
 #include "cli.h"
 #include "rmem.h"
 #include "rmodel.h"
+#include "rmodel_task.h"
 #include "rverify.h"
 
 /* The symbol an output value stands for, as `rasp run --symbols` prints
@@ -121,108 +122,119 @@ static int task_agrees(const rasp_model *m, const char *stem, const char *file,
   return n <= 0;
 }
 
-/* Runs the model on input (symbols separated by spaces) and prints what
-** the options ask for; show_input: first a line "input: ..." (a drawn
-** sample); task, if not NULL: the task of --program FILE, which must be the
-** model's.  The exit status. */
-static int apply_model(const char *stem, const char *input, int symbols, int want_logits,
-                       int json, int show_input, const char *file,
-                       const rasp_task_opts *task) {
-  rasp_error err = {0};
+/* A compiled model and the lists of its layout that apply reads. */
+typedef struct amodel {
   rasp_model m;
-  if (!raspN_load(&m, stem, &err)) {
-    fprintf(stderr, "rasp apply: %s\n", err.msg);
-    return raspR_exit_status(&err);
-  }
-  int status = 2, nvocab = 0, nvals = 0, ndims = 0, n = 0;
-  char **vocab = NULL, **vals = NULL, **dims = NULL, **syms = NULL;
-  int *tokens = NULL;
-  float *logits = NULL;
-  if (!m.json_extra) {
+  char **vocab, **vals, **dims; /* layout.vocab, .readout.values, .dims */
+  int nvocab, nvals, ndims;
+  int token_out; /* the output is token ids (layout.readout.tokens) */
+} amodel;
+
+/* Checks that a's model is a compiled one whose layout has what apply
+** reads (and, task not NULL, that it was compiled for the task of
+** --program FILE), and reads its lists.  0, or 2 after a message. */
+static int read_layout(amodel *a, const char *stem, const char *file,
+                       const rasp_task_opts *task) {
+  rasp_model *m = &a->m;
+  if (!m->json_extra) {
     fprintf(stderr, "rasp apply: '%s': not a compiled model (STEM.json has no layout)\n", stem);
-    goto out;
+    return 2;
   }
-  if (raspN_layout_has(&m, "trained_by") == 1 && raspN_layout_has(&m, "vocab") != 1) {
+  if (raspN_layout_has(m, "trained_by") == 1 && raspN_layout_has(m, "vocab") != 1) {
     /* rasp-train's checkpoints record the task, not a compiled layout */
     fprintf(stderr, "rasp apply: '%s': a model trained by rasp-train, not a compiled one (its "
             "layout records only the task; rasp apply runs the STEM.json + "
             "STEM.safetensors of rasp compile)\n", stem);
-    goto out;
+    return 2;
   }
-  if (task && !task_agrees(&m, stem, file, task)) goto out;
+  if (task && !task_agrees(m, stem, file, task)) return 2;
   static const char *const lists[] = {"vocab", "readout.values", "dims"};
-  char ***into[] = {&vocab, &vals, &dims};
-  int *len[] = {&nvocab, &nvals, &ndims};
+  char ***into[] = {&a->vocab, &a->vals, &a->dims};
+  int *len[] = {&a->nvocab, &a->nvals, &a->ndims};
   for (int i = 0; i < 3; i++)
-    if (!(*into[i] = raspN_layout_strings(&m, lists[i], len[i]))) {
+    if (!(*into[i] = raspN_layout_strings(m, lists[i], len[i]))) {
       fprintf(stderr, "rasp apply: '%s': the layout has no list of strings \"%s\"%s\n", stem,
               lists[i], i ? "" : " (a model compiled by an older rasp: compile it again)");
-      goto out;
+      return 2;
     }
   /* as `rasp run --symbols`: only an output of token ids stands for symbols
   ** (files from before readout.tokens: every id, as then) */
-  int token_out = raspN_layout_bool(&m, "readout.tokens") != 0;
-  const rasp_model_config *c = &m.cfg;
-  if (nvals != c->n_out || nvocab != c->vocab_size || c->bos_token < 0) {
+  a->token_out = raspN_layout_bool(m, "readout.tokens") != 0;
+  const rasp_model_config *c = &m->cfg;
+  if (a->nvals != c->n_out || a->nvocab != c->vocab_size || c->bos_token < 0) {
     fprintf(stderr,
             "rasp apply: '%s': the layout has %d readout values and %d vocabulary "
             "entries for %d logits and %d token ids\n",
-            stem, nvals, nvocab, c->n_out, c->vocab_size);
-    goto out;
+            stem, a->nvals, a->nvocab, c->n_out, c->vocab_size);
+    return 2;
   }
+  return 0;
+}
+
+/* The input's symbols (*syms, *n of them) as the model's token ids after
+** BOS (*tokens, malloc'd): every symbol in the vocabulary and compiled as
+** an input.  0, or 2 after a message. */
+static int input_tokens(amodel *a, const char *input, char ***syms, int *n,
+                        int **tokens) {
+  const rasp_model_config *c = &a->m.cfg;
+  char **vocab = a->vocab, **dims = a->dims;
+  int nvocab = a->nvocab, ndims = a->ndims;
   /* the symbols the model has input dimensions for (none listed: the
   ** program does not read its tokens, and any symbol will do) */
   int any_tok = 0;
   for (int k = 0; k < ndims; k++)
     if (!strncmp(dims[k], "tokens=", 7)) any_tok = 1;
-  n = raspC_split(input, &syms);
-  if (n != c->max_len - 1) {
+  *n = raspC_split(input, syms);
+  if (*n != c->max_len - 1) {
     fprintf(stderr,
             "rasp apply: the model was compiled for inputs of %d symbols; the input "
             "has %d\n",
-            c->max_len - 1, n);
-    goto out;
+            c->max_len - 1, *n);
+    return 2;
   }
-  tokens = raspM_alloc(sizeof *tokens * (size_t)(n + 1));
-  tokens[0] = c->bos_token;
-  for (int i = 0; i < n; i++) {
+  int *tok = *tokens = raspM_alloc(sizeof *tok * (size_t)(*n + 1));
+  tok[0] = c->bos_token;
+  for (int i = 0; i < *n; i++) {
+    const char *sym = (*syms)[i];
     int id = 0;
     for (int t = 1; t < nvocab && !id; t++)
-      if (t != c->bos_token && *vocab[t] && !strcmp(vocab[t], syms[i])) id = t;
+      if (t != c->bos_token && *vocab[t] && !strcmp(vocab[t], sym)) id = t;
     if (!id) {
       fprintf(stderr,
               "rasp apply: input symbol '%s' (position %d) is not in the model's "
               "vocabulary:",
-              syms[i], i);
+              sym, i);
       for (int t = 1; t < nvocab; t++)
         if (*vocab[t] && t != c->bos_token) fprintf(stderr, " %s", vocab[t]);
       fputc('\n', stderr);
-      goto out;
+      return 2;
     }
     int known = !any_tok;
     for (int k = 0; k < ndims && !known; k++) {
-      known = !strncmp(dims[k], "tokens=", 7) && !strcmp(dims[k] + 7, syms[i]);
+      known = !strncmp(dims[k], "tokens=", 7) && !strcmp(dims[k] + 7, sym);
       /* numerical token ids ("tokens=x"): every compiled input has its id
          (nonzero) there */
       if (!known && !strcmp(dims[k], "tokens=x") && k < c->d_model)
-        known = raspN_data(&m, "tok_emb")[(size_t)id * c->d_model + k] != 0.0f;
+        known = raspN_data(&a->m, "tok_emb")[(size_t)id * c->d_model + k] != 0.0f;
     }
     if (!known) {
       fprintf(stderr,
               "rasp apply: input symbol '%s' (position %d) is in the vocabulary but "
               "the model was not compiled with it as an input\n",
-              syms[i], i);
-      goto out;
+              sym, i);
+      return 2;
     }
-    tokens[i + 1] = id;
+    tok[i + 1] = id;
   }
-  int O = c->n_out;
-  logits = raspM_alloc(sizeof *logits * (size_t)(n + 1) * (size_t)O);
-  if (!raspN_forward(&m, tokens, n + 1, logits, NULL, &err)) {
-    raspR_print(&err, stderr);
-    status = 1;
-    goto out;
-  }
+  return 0;
+}
+
+/* The output (each position's first maximum's value) and, want_logits,
+** the logits, as text or one JSON object.  The exit status. */
+static int print_output(const amodel *a, const char *input, char **syms, int n,
+                        const int *tokens, const float *logits, int symbols, int want_logits,
+                        int json, int show_input) {
+  int O = a->m.cfg.n_out;
   if (json) {
     printf("{\"input\": [");
     for (int i = 0; i < n; i++) {
@@ -241,7 +253,8 @@ static int apply_model(const char *stem, const char *input, int symbols, int wan
     int best = 0; /* the first maximum, as raspG_run and numpy pick it */
     for (int j = 1; j < O; j++)
       if (row[j] > row[best]) best = j;
-    const char *v = symbols && token_out ? as_symbol(vals[best], vocab, nvocab) : vals[best];
+    const char *v = symbols && a->token_out ? as_symbol(a->vals[best], a->vocab, a->nvocab)
+                                            : a->vals[best];
     if (json) {
       if (i) printf(", ");
       json_str(v, stdout);
@@ -264,12 +277,42 @@ static int apply_model(const char *stem, const char *input, int symbols, int wan
     if (json) printf("]");
   }
   if (json) printf("}\n");
-  status = fflush(stdout) ? 1 : 0;
-out:
-  raspN_free(&m);
-  raspN_free_strings(vocab, nvocab);
-  raspN_free_strings(vals, nvals);
-  raspN_free_strings(dims, ndims);
+  return fflush(stdout) ? 1 : 0;
+}
+
+/* Runs the model on input (symbols separated by spaces) and prints what
+** the options ask for; show_input: first a line "input: ..." (a drawn
+** sample); task, if not NULL: the task of --program FILE, which must be the
+** model's.  The exit status. */
+static int apply_model(const char *stem, const char *input, int symbols, int want_logits,
+                       int json, int show_input, const char *file,
+                       const rasp_task_opts *task) {
+  rasp_error err = {0};
+  amodel a;
+  memset(&a, 0, sizeof a);
+  if (!raspN_load(&a.m, stem, &err)) {
+    fprintf(stderr, "rasp apply: %s\n", err.msg);
+    return raspR_exit_status(&err);
+  }
+  int n = 0, *tokens = NULL;
+  char **syms = NULL;
+  float *logits = NULL;
+  int status = read_layout(&a, stem, file, task);
+  if (!status) status = input_tokens(&a, input, &syms, &n, &tokens);
+  if (!status) {
+    logits = raspM_alloc(sizeof *logits * (size_t)(n + 1) * (size_t)a.m.cfg.n_out);
+    if (!raspN_forward(&a.m, tokens, n + 1, logits, NULL, &err)) {
+      raspR_print(&err, stderr);
+      status = 1;
+    } else {
+      status = print_output(&a, input, syms, n, tokens, logits, symbols, want_logits, json,
+                            show_input);
+    }
+  }
+  raspN_free(&a.m);
+  raspN_free_strings(a.vocab, a.nvocab);
+  raspN_free_strings(a.vals, a.nvals);
+  raspN_free_strings(a.dims, a.ndims);
   if (syms) raspC_free_strings(syms, n);
   raspM_free(tokens);
   raspM_free(logits);

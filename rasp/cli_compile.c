@@ -69,6 +69,7 @@
 #include "rcompile.h"
 #include "rfacts.h"
 #include "rmem.h"
+#include "rmodel_task.h"
 #include "rverify.h"
 
 /* --encoder: the mask token's id (V+8, which the program must name 'MASK')
@@ -224,304 +225,389 @@ static int word_opt(const char *opt, const char *text, const char *const *names,
   return -1;
 }
 
-/* The command; *access (options --allow-*) is the caller's to free. */
-static int compile_cmd(int argc, char **argv, rasp_access *access) {
-  const char *file = NULL, *stem = NULL, *ivocab = NULL, *vfile = NULL, *stdlib = NULL,
-             *dump = NULL;
-  long D = 2, M = 5, V = 100, len = 8, check = 0, seed = 1;
-  int stats = 0, task_given = 0, encoder = 0, dry_run = 0, prec = RASPG_FP32, require = 0,
-      encoding = RASPG_ENC_AUTO, moves = RASPG_MOVES_ASSUME;
-  static const char *const precs[] = {"fp32", "fp16", "bf16"}, *const encs[] = {"auto", "categorical"},
-                           *const mvs[] = {"assume", "prove", "one"};
-  double scale = 0, gain = 1; /* scale 0: the compiler's default */
+static const char *const precs[] = {"fp32", "fp16", "bf16"}, *const encs[] = {"auto", "categorical"},
+                         *const mvs[] = {"assume", "prove", "one"};
+
+/* The options of a compile. */
+typedef struct copts {
+  const char *file, *stem, *ivocab, *vfile, *stdlib, *dump;
+  long D, M, V, len, check, seed;
+  int stats, task_given, encoder, dry_run, prec, require, encoding, moves;
+  double scale, gain; /* scale 0: the compiler's default */
+} copts;
+
+/* One option or operand into o: 1, or 0 after a message. */
+static int compile_opt(const raspC_arg *a, copts *o) {
+  const char *v = a->val;
+  switch (a->id) {
+  case RASPC_OPERAND:
+    if (o->file) {
+      fprintf(stderr, "rasp compile: unexpected argument '%s'\n", v);
+      o->file = v;
+      return 0;
+    }
+    o->file = v;
+    return 1;
+  case RASPC_O_OUT: o->stem = v; return 1;
+  case RASPC_O_STATS: o->stats = 1; return 1;
+  case RASPC_O_DRY_RUN: o->dry_run = 1; return 1;
+  case RASPC_O_REQUIRE_PROOF: o->require = 1; return 1;
+  case RASPC_O_ENCODER: o->encoder = 1; return 1;
+  case RASPC_O_INPUT_VOCAB: o->ivocab = v; return 1;
+  case RASPC_O_VOCAB: o->vfile = v; return 1;
+  case RASPC_O_STDLIB: o->stdlib = v; return 1;
+  case RASPC_O_DUMP_FORWARD: o->dump = v; return 1;
+  case RASPC_O_LOGIT_SCALE: return bounded_opt("--logit-scale", v, 10000, &o->scale);
+  case RASPC_O_ATTN_GAIN: return bounded_opt("--attn-gain", v, 1000, &o->gain);
+  case RASPC_O_PRECISION: return (o->prec = word_opt(a->name, v, precs, 3)) >= 0;
+  case RASPC_O_ENCODING: return (o->encoding = word_opt(a->name, v, encs, 2)) >= 0;
+  case RASPC_O_MOVES: return (o->moves = word_opt(a->name, v, mvs, 3)) >= 0;
+  case RASPC_O_D: case RASPC_O_M: case RASPC_O_V:
+    o->task_given = 1;
+    return raspC_int_opt("compile", a->name, v, 1, 100000L,
+                         a->id == RASPC_O_D ? &o->D : a->id == RASPC_O_M ? &o->M : &o->V);
+  case RASPC_O_LENGTH: return raspC_int_opt("compile", a->name, v, 1, 100000L, &o->len);
+  case RASPC_O_CHECK: return raspC_int_opt("compile", a->name, v, 0, 1000000000L, &o->check);
+  case RASPC_O_SEED: return raspC_int_opt("compile", a->name, v, 0, 1000000000L, &o->seed);
+  default: return 1; /* --max-memory, --timeout: rasp.c's */
+  }
+}
+
+/* The options into o (*access gets --allow-*): 1 to compile, 0 after --help
+** or --version, -1 after a message (bad usage). */
+static int compile_opts(int argc, char **argv, rasp_access *access, copts *o) {
+  memset(o, 0, sizeof *o);
+  o->D = 2, o->M = 5, o->V = 100, o->len = 8, o->seed = 1, o->gain = 1;
+  o->prec = RASPG_FP32, o->encoding = RASPG_ENC_AUTO, o->moves = RASPG_MOVES_ASSUME;
   raspC_arg *args;
   int nargs = raspC_parse_program(RASPC_COMPILE, "compile", argc, argv, access, &args), good = 1;
   if (nargs == RASPC_DONE) return 0;
-  if (nargs == RASPC_BAD) return 2;
-  for (int k = 0; k < nargs && good; k++) {
-    const raspC_arg *a = &args[k];
-    const char *v = a->val;
-    switch (a->id) {
-    case RASPC_OPERAND:
-      if (file) {
-        fprintf(stderr, "rasp compile: unexpected argument '%s'\n", v);
-        good = 0;
-      }
-      file = v;
-      break;
-    case RASPC_O_OUT: stem = v; break;
-    case RASPC_O_STATS: stats = 1; break;
-    case RASPC_O_DRY_RUN: dry_run = 1; break;
-    case RASPC_O_REQUIRE_PROOF: require = 1; break;
-    case RASPC_O_ENCODER: encoder = 1; break;
-    case RASPC_O_INPUT_VOCAB: ivocab = v; break;
-    case RASPC_O_VOCAB: vfile = v; break;
-    case RASPC_O_STDLIB: stdlib = v; break;
-    case RASPC_O_DUMP_FORWARD: dump = v; break;
-    case RASPC_O_LOGIT_SCALE: good = bounded_opt("--logit-scale", v, 10000, &scale); break;
-    case RASPC_O_ATTN_GAIN: good = bounded_opt("--attn-gain", v, 1000, &gain); break;
-    case RASPC_O_PRECISION: good = (prec = word_opt(a->name, v, precs, 3)) >= 0; break;
-    case RASPC_O_ENCODING: good = (encoding = word_opt(a->name, v, encs, 2)) >= 0; break;
-    case RASPC_O_MOVES: good = (moves = word_opt(a->name, v, mvs, 3)) >= 0; break;
-    case RASPC_O_D: case RASPC_O_M: case RASPC_O_V:
-      task_given = 1;
-      good = raspC_int_opt("compile", a->name, v, 1, 100000L,
-                         a->id == RASPC_O_D ? &D : a->id == RASPC_O_M ? &M : &V);
-      break;
-    case RASPC_O_LENGTH: good = raspC_int_opt("compile", a->name, v, 1, 100000L, &len); break;
-    case RASPC_O_CHECK: good = raspC_int_opt("compile", a->name, v, 0, 1000000000L, &check); break;
-    case RASPC_O_SEED: good = raspC_int_opt("compile", a->name, v, 0, 1000000000L, &seed); break;
-    default: break; /* --max-memory, --timeout: rasp.c's */
-    }
-  }
+  if (nargs == RASPC_BAD) return -1;
+  for (int k = 0; k < nargs && good; k++) good = compile_opt(&args[k], o);
   raspM_free(args);
-  if (!good) return 2;
-  if (!file) {
+  if (!good) return -1;
+  if (!o->file) {
     fprintf(stderr, "rasp compile: no program file given (rasp compile --help)\n");
-    return 2;
+    return -1;
   }
   /* a compile that keeps nothing is almost always a forgotten -o */
-  if (!stem && !dry_run) {
+  if (!o->stem && !o->dry_run) {
     fprintf(stderr, "rasp compile: no -o STEM given (where to write the model); --dry-run "
                     "compiles and checks without writing one\n");
-    return 2;
+    return -1;
   }
-  if (stem && dry_run) {
-    fprintf(stderr, "rasp compile: -o %s and --dry-run contradict each other\n", stem);
-    return 2;
+  if (o->stem && o->dry_run) {
+    fprintf(stderr, "rasp compile: -o %s and --dry-run contradict each other\n", o->stem);
+    return -1;
   }
-  rasp_error err = {0};
+  return 1;
+}
+
+/* What a compile builds: the traced program, the model's input ids and the
+** model.  The steps below return 0, an exit status after a message, or
+** FAILED: err holds the error, for the driver to print. */
+typedef struct cjob {
+  const copts *o;
   rasp_program prog;
-  memset(&prog, 0, sizeof prog);
-  rasp_ptrace tr;
-  memset(&tr, 0, sizeof tr);
-  rasp_ctx *ctx = NULL;
-  int pathstar = 0, status = 1;
-  char **vocab = NULL;
-  int nvocab = 0;
+  rasp_ptrace tr;   /* a path-star program's trace, */
+  rasp_ctx *ctx;    /*   or a plain one's context (tr.ctx for path-star) */
+  int pathstar;
+  char **vocab;     /* a plain program's vocabulary */
+  int nvocab;
+  int64_t *ids;     /* the model's input ids */
+  int nids;
+  int mask, ans, alen; /* --encoder: MASK's id, answer positions */
   raspG_model gm;
-  memset(&gm, 0, sizeof gm);
-  int64_t *ids = NULL, *tok = NULL;
-  int nids = 0;
-  int mask = 0, ans = 0, alen = 0; /* --encoder: MASK's id, answer positions */
-  rasp_eval *ev = NULL;
-  rasp_elem *got = NULL;
-  unsigned char *premise = NULL; /* per node: an assumed move (NULL: none) */
-  if (raspK_load_with(file, stdlib, access, (int)D, (int)M, (int)V, &prog, &err)) {
-    pathstar = 1;
-  } else if (task_given || err.code != RASP_E_NO_TASK) {
-    raspR_print(&err, stderr);
-    raspK_program_free(&prog);
-    return raspR_exit_status(&err);
+  rasp_error err;
+} cjob;
+#define FAILED (-1)
+
+/* A path-star program traced for --D --M --V and its ids 1..V+7 (and
+** MASK). */
+static int trace_pathstar(cjob *j) {
+  const copts *o = j->o;
+  if (!raspK_trace(&j->prog, (int)o->D, (int)o->M, (int)o->V, &j->tr, &j->err)) return FAILED;
+  if (j->tr.tok_map) { /* the model would read the generator's ids as its own */
+    fprintf(stderr, "rasp compile: %s declares task['symbols_first'], which renumbers the "
+                    "task's tokens; compiling needs them at ids 1..|V|+7\n", o->file);
+    return 1;
   }
-  if (encoder && !pathstar) {
-    fprintf(stderr, "rasp compile: --encoder is for path-star programs (files that "
-                    "declare `task`)\n");
-    status = 2;
-    goto out;
+  j->ctx = j->tr.ctx;
+  j->nids = raspT_vocab_size(&j->tr.opts) - 1; /* 1 .. V+7 */
+  if (o->encoder && encoder_layout(&j->tr, (uint64_t)o->seed, &j->mask, &j->ans, &j->alen) != 0)
+    return 2;
+  j->ids = raspM_alloc(sizeof(int64_t) * (size_t)(j->nids + 1));
+  for (int i = 0; i < j->nids; i++) j->ids[i] = i + 1;
+  if (o->encoder) j->ids[j->nids++] = j->mask;
+  return 0;
+}
+
+/* A plain program traced for --length over its vocabulary, whose symbols
+** are its ids 1..|vocabulary|. */
+static int trace_plain(cjob *j, const rasp_access *access) {
+  const copts *o = j->o;
+  memset(&j->err, 0, sizeof j->err);
+  if (o->vfile) j->nvocab = raspC_read_vocab(o->vfile, &j->vocab, &j->err);
+  else if (o->ivocab) j->nvocab = raspC_split(o->ivocab, &j->vocab);
+  else {
+    fprintf(stderr, "rasp compile: a plain program needs --input-vocab or --vocab\n");
+    return 2;
   }
-  if (pathstar) {
-    if (!raspK_trace(&prog, (int)D, (int)M, (int)V, &tr, &err)) goto fail;
-    if (tr.tok_map) { /* the model would read the generator's ids as its own */
-      fprintf(stderr, "rasp compile: %s declares task['symbols_first'], which renumbers the "
-                      "task's tokens; compiling needs them at ids 1..|V|+7\n", file);
-      status = 1;
-      goto out;
-    }
-    ctx = tr.ctx;
-    nids = raspT_vocab_size(&tr.opts) - 1; /* 1 .. V+7 */
-    if (encoder && encoder_layout(&tr, (uint64_t)seed, &mask, &ans, &alen) != 0) {
-      status = 2;
-      goto out;
-    }
-    ids = raspM_alloc(sizeof(int64_t) * (size_t)(nids + 1));
-    for (int i = 0; i < nids; i++) ids[i] = i + 1;
-    if (encoder) ids[nids++] = mask;
-  } else {
-    memset(&err, 0, sizeof err);
-    if (vfile) nvocab = raspC_read_vocab(vfile, &vocab, &err);
-    else if (ivocab) nvocab = raspC_split(ivocab, &vocab);
-    else {
-      fprintf(stderr, "rasp compile: a plain program needs --input-vocab or --vocab\n");
-      status = 2;
-      goto out;
-    }
-    if (nvocab <= 0) {
-      if (nvocab < 0) raspR_print(&err, stderr);
-      else fprintf(stderr, "rasp compile: the vocabulary is empty\n");
-      status = 2;
-      goto out;
-    }
-    ctx = rasp_ctx_new((int)len, NULL, &err);
-    if (!ctx || !rasp_set_access(ctx, access, &err) ||
-        !rasp_set_vocab(ctx, (const char *const *)vocab, nvocab, &err) ||
-        !rasp_load_stdlib(ctx, stdlib, &err) || !rasp_exec_file(ctx, file, &err) ||
-        !rasp_trace(ctx, "main", &err))
-      goto fail;
-    nids = nvocab;
-    ids = raspM_alloc(sizeof(int64_t) * (size_t)nids);
-    for (int i = 0; i < nids; i++) ids[i] = i + 1;
+  if (j->nvocab <= 0) {
+    if (j->nvocab < 0) raspR_print(&j->err, stderr);
+    else fprintf(stderr, "rasp compile: the vocabulary is empty\n");
+    return 2;
   }
-  rasp_ir *ir = rasp_ctx_ir(ctx);
-  int nv = rasp_vocab_size(ctx);
+  j->ctx = rasp_ctx_new((int)o->len, NULL, &j->err);
+  if (!j->ctx || !rasp_set_access(j->ctx, access, &j->err) ||
+      !rasp_set_vocab(j->ctx, (const char *const *)j->vocab, j->nvocab, &j->err) ||
+      !rasp_load_stdlib(j->ctx, o->stdlib, &j->err) || !rasp_exec_file(j->ctx, o->file, &j->err) ||
+      !rasp_trace(j->ctx, "main", &j->err))
+    return FAILED;
+  j->nids = j->nvocab;
+  j->ids = raspM_alloc(sizeof(int64_t) * (size_t)j->nids);
+  for (int i = 0; i < j->nids; i++) j->ids[i] = i + 1;
+  return 0;
+}
+
+/* The model compiled from the trace, its --stats printed, written to -o. */
+static int compile_model(cjob *j) {
+  const copts *o = j->o;
+  rasp_ir *ir = rasp_ctx_ir(j->ctx);
+  int nv = rasp_vocab_size(j->ctx);
   const char **names = raspM_alloc(sizeof(char *) * (size_t)(nv + 1));
-  for (int i = 1; i <= nv; i++) names[i] = rasp_vocab_symbol(ctx, i);
-  raspG_opts go = {ids, nids, nv, names, scale, prec, encoding, gain, moves, require};
-  int ok = raspG_compile(ir, &go, &gm, &err);
+  for (int i = 1; i <= nv; i++) names[i] = rasp_vocab_symbol(j->ctx, i);
+  raspG_opts go = {j->ids, j->nids, nv, names, o->scale, o->prec, o->encoding, o->gain, o->moves,
+                   o->require};
+  int ok = raspG_compile(ir, &go, &j->gm, &j->err);
   raspM_free(names);
-  if (!ok) goto fail;
+  if (!ok) return FAILED;
   /* the task's layout travels with the model (rasp-train --init and
   ** `rasp apply --program` refuse another); the compiler always writes a
   ** layout object, so this cannot fail */
-  if (pathstar) raspN_layout_set_task(&gm.model, &tr.opts, encoder);
-  if (stats) raspG_print_stats(&gm, stdout);
-  if (stem && (!raspR_mkdirs_for(stem, &err) || !raspN_save(&gm.model, stem, &err))) {
-    raspR_print(&err, stderr);
-    status = raspR_exit_status(&err);
-    goto out;
+  if (j->pathstar) raspN_layout_set_task(&j->gm.model, &j->tr.opts, o->encoder);
+  if (o->stats) raspG_print_stats(&j->gm, stdout);
+  if (o->stem && (!raspR_mkdirs_for(o->stem, &j->err) || !raspN_save(&j->gm.model, o->stem, &j->err)))
+    return FAILED;
+  return 0;
+}
+
+/* What --check counted: inputs and disagreements, per class too
+** (IN_NCLASS >= PS_NCLASS), the inputs whose check() passed (--encoder),
+** and the assumed moves' premise. */
+typedef struct ccount {
+  long bad, done, passed, held, held_bad, untested;
+  long cls_done[IN_NCLASS], cls_bad[IN_NCLASS];
+} ccount;
+
+/* --dump-forward: the model's logits on input tok, written atomically
+** (like every file the tools write). */
+static int dump_forward(cjob *j, const int64_t *tok, rasp_elem *got) {
+  const rasp_model_config *cfg = &j->gm.model.cfg;
+  int n = rasp_ctx_ir(j->ctx)->n;
+  float *lg = raspM_alloc(sizeof(float) * (size_t)(n + 1) * cfg->n_out);
+  rasp_afile af;
+  if (!raspG_run(&j->gm, tok, got, lg, &j->err) || !raspR_mkdirs_for(j->o->dump, &j->err) ||
+      !raspR_atomic_open(&af, j->o->dump, &j->err)) {
+    raspM_free(lg);
+    return FAILED;
   }
+  FILE *f = af.f;
+  fprintf(f, "%d %d\n", n + 1, cfg->n_out);
+  fprintf(f, "%d", cfg->bos_token);
+  for (int i = 0; i < n; i++) fprintf(f, " %lld", (long long)tok[i]);
+  fprintf(f, "\n");
+  for (int i = 0; i < (n + 1) * cfg->n_out; i++)
+    fprintf(f, "%.9g%c", lg[i], (i + 1) % cfg->n_out ? ' ' : '\n');
+  raspM_free(lg);
+  return raspR_atomic_commit(&af, &j->err) ? 0 : FAILED;
+}
+
+/* The first disagreements, on stderr: input k (of class cls) at position
+** i, and the assumed move whose premise failed there (broken >= 0). */
+static void report_mismatch(const cjob *j, long k, int cls, int i, const int64_t *tok,
+                            const rasp_elem *got, const rasp_elem *want, int broken, int bq) {
+  rasp_ir *ir = rasp_ctx_ir(j->ctx);
   int n = ir->n;
-  tok = raspM_alloc(sizeof(int64_t) * (size_t)n);
-  got = raspM_alloc(sizeof(rasp_elem) * (size_t)n);
-  ev = raspE_new(ir);
-  long bad = 0, done = 0, passed = 0, held = 0, held_bad = 0, untested = 0;
+  if (broken >= 0) {
+    const rasp_ir_node *bn = &ir->nodes[broken];
+    fprintf(stderr, "rasp compile: input %ld: the assumed move %%%d%s%s at %s:%d:%d sees "
+            "two %s at query %d (its premise fails here)\n", k, broken,
+            bn->label ? " " : "", bn->label ? bn->label : "",
+            bn->pos.src ? bn->pos.src->name : "?", bn->pos.line, bn->pos.col,
+            j->o->moves == RASPG_MOVES_ONE ? "selected keys" : "values", bq);
+  }
+  char a[128], b[128];
+  raspI_elem_format(ir, got[i], a, sizeof a);
+  raspI_elem_format(ir, want[i], b, sizeof b);
+  fprintf(stderr, "rasp compile: input %ld (%s), position %d: model %s, interpreter %s\n  input:",
+          k, j->pathstar ? ps_class_name[cls] : in_class_name[cls], i, a, b);
+  for (int jj = 0; jj < n; jj++) {
+    char s[128];
+    rasp_format_symbolic(j->ctx, (rasp_elem){tok[jj], 1}, s, sizeof s);
+    fprintf(stderr, " %s", s);
+  }
+  fprintf(stderr, "\n");
+}
+
+/* One --check input (tok, class cls) through the model (got) and the
+** interpreter (ev), compared position by position; premise: the assumed
+** moves to test (NULL: none). */
+static int check_one(cjob *j, rasp_eval *ev, const unsigned char *premise, long k, int cls,
+                     const int64_t *tok, rasp_elem *got, int64_t lead, int64_t target,
+                     ccount *cc) {
+  rasp_ir *ir = rasp_ctx_ir(j->ctx);
+  if (!raspG_run(&j->gm, tok, got, NULL, &j->err)) return FAILED;
+  if (j->o->encoder) {
+    /* the interpreter's output and the program's verdict in one run */
+    unsigned char pass = 0;
+    if (!raspK_check_batch(&j->tr, ev, 1, tok, &lead, &target, &pass, &j->err)) return FAILED;
+    cc->passed += pass;
+  } else if (!raspE_run(ev, 1, tok, &j->err)) {
+    return FAILED;
+  }
+  const rasp_elem *want = raspE_value(ev, ir->outputs[0], 0);
+  cc->done++;
+  cc->cls_done[cls]++;
+  int npremise = premise != NULL;
+  int broken = -1, bq = 0, known = 1; /* an assumed move whose premise fails here */
+  if (premise) {
+    rasp_error perr = {0}; /* (a selector too big to materialise: not tested) */
+    int r = raspE_moves_hold(ev, premise, 0, &broken, &bq, &perr);
+    known = r >= 0;
+    if (r != 0) broken = -1;
+  }
+  cc->untested += npremise && !known;
+  cc->held += npremise && known && broken < 0;
+  for (int i = 0; i < ir->n; i++)
+    if (got[i].num != want[i].num || got[i].den != want[i].den) {
+      cc->held_bad += npremise && known && broken < 0;
+      if (cc->bad < 5) report_mismatch(j, k, cls, i, tok, got, want, broken, bq);
+      cc->bad++;
+      cc->cls_bad[cls]++;
+      break;
+    }
+  return 0;
+}
+
+/* --check N: the model against the interpreter on N inputs (and
+** --dump-forward's after them). */
+static int check_model(cjob *j, ccount *cc) {
+  const copts *o = j->o;
+  rasp_ir *ir = rasp_ctx_ir(j->ctx);
+  int n = ir->n, status = 0;
+  int64_t *tok = raspM_alloc(sizeof(int64_t) * (size_t)n);
+  rasp_elem *got = raspM_alloc(sizeof(rasp_elem) * (size_t)n);
+  rasp_eval *ev = raspE_new(ir);
+  unsigned char *premise = NULL; /* per node: an assumed move (NULL: none) */
   /* --check tests the assumed moves' premise on every input (raspF_move
   ** with the kinds of raspF_values: a superset of the compiler's assumed
   ** moves, whose value sets can prove more, and where it proved one the
   ** premise holds on every input anyway) */
-  if (check && gm.moves_assumed) {
+  if (o->check && j->gm.moves_assumed) {
     premise = raspM_alloc((size_t)ir->nnodes + 1);
     raspF_moves(ir, premise);
     for (int i = 0; i < ir->nnodes; i++)
-      premise[i] = premise[i] != RASPF_MOVE_ASSUMED ? 0 : moves == RASPG_MOVES_ONE ? RASPE_ONE_KEY : 1;
+      premise[i] = premise[i] != RASPF_MOVE_ASSUMED ? 0 : o->moves == RASPG_MOVES_ONE ? RASPE_ONE_KEY : 1;
   }
-  int npremise = premise != NULL;
-  /* inputs and disagreements per class (IN_NCLASS >= PS_NCLASS) */
-  long cls_done[IN_NCLASS] = {0}, cls_bad[IN_NCLASS] = {0};
-  long total = check + (dump ? 1 : 0);
-  for (long k = 0; k < total; k++) {
+  long total = o->check + (o->dump ? 1 : 0);
+  for (long k = 0; k < total && !status; k++) {
     int64_t lead = 0, target = 0;
     int cls = IN_UNIFORM;
-    if (pathstar) {
-      if ((cls = pathstar_input(&tr, (uint64_t)seed, k, tok, &lead, &target, &err)) < 0)
-        goto fail;
-      for (int i = 0; encoder && i < alen; i++) tok[ans + i] = mask;
-    } else {
-      cls = plain_input((uint64_t)seed, k, ids, nids, tok, n);
-    }
-    float *lg = NULL;
-    if (dump && k == check) lg = raspM_alloc(sizeof(float) * (size_t)(n + 1) * gm.model.cfg.n_out);
-    if (!raspG_run(&gm, tok, got, lg, &err)) {
-      raspM_free(lg);
-      goto fail;
-    }
-    if (lg) {
-      rasp_afile af; /* atomically, like every file the tools write */
-      if (!raspR_mkdirs_for(dump, &err) || !raspR_atomic_open(&af, dump, &err)) {
-        raspR_print(&err, stderr);
-        raspM_free(lg);
-        status = raspR_exit_status(&err);
-        goto out;
-      }
-      FILE *f = af.f;
-      fprintf(f, "%d %d\n", n + 1, gm.model.cfg.n_out);
-      fprintf(f, "%d", gm.model.cfg.bos_token);
-      for (int i = 0; i < n; i++) fprintf(f, " %lld", (long long)tok[i]);
-      fprintf(f, "\n");
-      for (int i = 0; i < (n + 1) * gm.model.cfg.n_out; i++)
-        fprintf(f, "%.9g%c", lg[i], (i + 1) % gm.model.cfg.n_out ? ' ' : '\n');
-      raspM_free(lg);
-      if (!raspR_atomic_commit(&af, &err)) {
-        raspR_print(&err, stderr);
-        status = raspR_exit_status(&err);
-        goto out;
-      }
-      continue;
-    }
-    if (encoder) {
-      /* the interpreter's output and the program's verdict in one run */
-      unsigned char pass = 0;
-      if (!raspK_check_batch(&tr, ev, 1, tok, &lead, &target, &pass, &err)) goto fail;
-      passed += pass;
-    } else if (!raspE_run(ev, 1, tok, &err)) {
-      goto fail;
-    }
-    const rasp_elem *want = raspE_value(ev, ir->outputs[0], 0);
-    done++;
-    cls_done[cls]++;
-    int broken = -1, bq = 0, known = 1; /* an assumed move whose premise fails here */
-    if (premise) {
-      rasp_error perr = {0}; /* (a selector too big to materialise: not tested) */
-      int r = raspE_moves_hold(ev, premise, 0, &broken, &bq, &perr);
-      known = r >= 0;
-      if (r != 0) broken = -1;
-    }
-    untested += npremise && !known;
-    held += npremise && known && broken < 0;
-    for (int i = 0; i < n; i++)
-      if (got[i].num != want[i].num || got[i].den != want[i].den) {
-        held_bad += npremise && known && broken < 0;
-        if (bad < 5 && broken >= 0) {
-          const rasp_ir_node *bn = &ir->nodes[broken];
-          fprintf(stderr, "rasp compile: input %ld: the assumed move %%%d%s%s at %s:%d:%d sees "
-                  "two %s at query %d (its premise fails here)\n", k, broken,
-                  bn->label ? " " : "", bn->label ? bn->label : "",
-                  bn->pos.src ? bn->pos.src->name : "?", bn->pos.line, bn->pos.col,
-                  moves == RASPG_MOVES_ONE ? "selected keys" : "values", bq);
-        }
-        if (bad < 5) {
-          char a[128], b[128];
-          raspI_elem_format(ir, got[i], a, sizeof a);
-          raspI_elem_format(ir, want[i], b, sizeof b);
-          fprintf(stderr, "rasp compile: input %ld (%s), position %d: model %s, interpreter %s\n  input:",
-                  k, pathstar ? ps_class_name[cls] : in_class_name[cls], i, a, b);
-          for (int j = 0; j < n; j++) {
-            char s[128];
-            rasp_format_symbolic(ctx, (rasp_elem){tok[j], 1}, s, sizeof s);
-            fprintf(stderr, " %s", s);
-          }
-          fprintf(stderr, "\n");
-        }
-        bad++;
-        cls_bad[cls]++;
+    if (j->pathstar) {
+      if ((cls = pathstar_input(&j->tr, (uint64_t)o->seed, k, tok, &lead, &target, &j->err)) < 0) {
+        status = FAILED;
         break;
       }
+      for (int i = 0; o->encoder && i < j->alen; i++) tok[j->ans + i] = j->mask;
+    } else {
+      cls = plain_input((uint64_t)o->seed, k, j->ids, j->nids, tok, n);
+    }
+    if (o->dump && k == o->check) status = dump_forward(j, tok, got);
+    else status = check_one(j, ev, premise, k, cls, tok, got, lead, target, cc);
   }
-  if (check) {
-    printf("check: %ld/%ld inputs agree with the interpreter", done - bad, done);
-    if (prec != RASPG_FP32) printf(" in %s", precs[prec]);
-    int ncls = pathstar ? PS_NCLASS : IN_NCLASS, any = 0;
-    for (int c = 0; c < ncls; c++)
-      if (cls_done[c] && (c || cls_done[c] < done))
-        printf("%s%s %ld/%ld", any++ ? ", " : " (",
-               pathstar ? ps_class_name[c] : in_class_name[c], cls_done[c] - cls_bad[c],
-               cls_done[c]);
-    printf("%s\n", any ? ")" : "");
-    if (npremise)
-      printf("check: the assumed moves' premise%s held on %ld/%ld inputs; the model agrees on "
-             "%ld/%ld of those%s\n", moves == RASPG_MOVES_ONE ? " (one key each)" : "",
-             held, done - untested, held - held_bad, held,
-             untested ? " (inputs whose selectors are too big to test left out)" : "");
-  }
-  if (check && encoder)
-    printf("check: the program's check() passes on %ld/%ld inputs with the answer "
-           "masked\n", passed, done);
-  status = bad || passed < (encoder ? done : 0) ? 1 : 0;
-  goto out;
-fail:
-  raspR_print(&err, stderr);
-  status = raspR_exit_status(&err);
-out:
   raspE_free(ev);
   raspM_free(premise);
   raspM_free(tok);
   raspM_free(got);
-  raspM_free(ids);
-  raspG_free(&gm);
-  if (pathstar) raspK_trace_free(&tr);
-  else rasp_ctx_free(ctx);
-  raspK_program_free(&prog);
-  if (vocab) raspC_free_strings(vocab, nvocab);
+  return status;
+}
+
+/* --check's summary lines. */
+static void check_summary(const cjob *j, const ccount *cc, int npremise) {
+  const copts *o = j->o;
+  long done = cc->done;
+  if (o->check) {
+    printf("check: %ld/%ld inputs agree with the interpreter", done - cc->bad, done);
+    if (o->prec != RASPG_FP32) printf(" in %s", precs[o->prec]);
+    int ncls = j->pathstar ? PS_NCLASS : IN_NCLASS, any = 0;
+    for (int c = 0; c < ncls; c++)
+      if (cc->cls_done[c] && (c || cc->cls_done[c] < done))
+        printf("%s%s %ld/%ld", any++ ? ", " : " (",
+               j->pathstar ? ps_class_name[c] : in_class_name[c], cc->cls_done[c] - cc->cls_bad[c],
+               cc->cls_done[c]);
+    printf("%s\n", any ? ")" : "");
+    if (npremise)
+      printf("check: the assumed moves' premise%s held on %ld/%ld inputs; the model agrees on "
+             "%ld/%ld of those%s\n", o->moves == RASPG_MOVES_ONE ? " (one key each)" : "",
+             cc->held, done - cc->untested, cc->held - cc->held_bad, cc->held,
+             cc->untested ? " (inputs whose selectors are too big to test left out)" : "");
+  }
+  if (o->check && o->encoder)
+    printf("check: the program's check() passes on %ld/%ld inputs with the answer "
+           "masked\n", cc->passed, done);
+}
+
+/* The command's work, after its options: 0, or an exit status after a
+** message, or FAILED with j->err set. */
+static int compile_job(cjob *j, rasp_access *access) {
+  const copts *o = j->o;
+  if (j->pathstar) {
+    int st = trace_pathstar(j);
+    if (st) return st;
+  } else {
+    int st = trace_plain(j, access);
+    if (st) return st;
+  }
+  int st = compile_model(j);
+  if (st) return st;
+  ccount cc;
+  memset(&cc, 0, sizeof cc);
+  if ((st = check_model(j, &cc))) return st;
+  check_summary(j, &cc, o->check && j->gm.moves_assumed);
+  return cc.bad || cc.passed < (o->encoder ? cc.done : 0) ? 1 : 0;
+}
+
+/* The command; *access (options --allow-*) is the caller's to free. */
+static int compile_cmd(int argc, char **argv, rasp_access *access) {
+  copts o;
+  int parsed = compile_opts(argc, argv, access, &o);
+  if (parsed <= 0) return parsed == 0 ? 0 : 2;
+  cjob j;
+  memset(&j, 0, sizeof j);
+  j.o = &o;
+  int status;
+  if (raspK_load_with(o.file, o.stdlib, access, (int)o.D, (int)o.M, (int)o.V, &j.prog, &j.err)) {
+    j.pathstar = 1;
+  } else if (o.task_given || j.err.code != RASP_E_NO_TASK) {
+    raspR_print(&j.err, stderr);
+    raspK_program_free(&j.prog);
+    return raspR_exit_status(&j.err);
+  }
+  if (o.encoder && !j.pathstar) {
+    fprintf(stderr, "rasp compile: --encoder is for path-star programs (files that "
+                    "declare `task`)\n");
+    status = 2;
+  } else if ((status = compile_job(&j, access)) == FAILED) {
+    raspR_print(&j.err, stderr);
+    status = raspR_exit_status(&j.err);
+  }
+  raspM_free(j.ids);
+  raspG_free(&j.gm);
+  if (j.pathstar) raspK_trace_free(&j.tr);
+  else rasp_ctx_free(j.ctx);
+  raspK_program_free(&j.prog);
+  if (j.vocab) raspC_free_strings(j.vocab, j.nvocab);
   return status;
 }
 

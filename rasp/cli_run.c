@@ -1,8 +1,6 @@
 /*
-** cli_run.c -- `rasp run`, `rasp trace` and `rasp FILE`, plus the helpers
-** the other subcommands share (input splitting, vocabularies, atomic files,
-** and --allow-ffi / --allow-include, which every command that runs a
-** program takes: programs are untrusted unless the user says otherwise).
+** cli_run.c -- `rasp run`, `rasp trace` and `rasp FILE` (the helpers every
+** command shares are cli_common.c's).
 **
 ** A program that declares `task` (a top-level assignment to `task`, found
 ** by parsing the file, not by running it) is run the way `rasp verify
@@ -14,217 +12,14 @@
 ** --M --V.  Options that only plain programs use (--vocab, --set, --entry,
 ** --symbols) are refused for it, and --D --M --V --seed for a plain one.
 */
-#include <ctype.h>
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "cli.h"
 #include "rmem.h"
-#include "rmodel.h"
 #include "rparse.h"
 #include "rverify.h"
 #include "rtask.h"
-
-int raspC_split(const char *text, char ***out) {
-  int n = 0, cap = 0;
-  char **v = NULL;
-  const char *p = text;
-  for (;;) {
-    while (*p && isspace((unsigned char)*p)) p++;
-    if (!*p) break;
-    const char *s = p;
-    while (*p && !isspace((unsigned char)*p)) p++;
-    RASP_GROW(v, cap, n + 1);
-    v[n++] = raspM_strndup(s, (size_t)(p - s));
-  }
-  *out = v;
-  return n;
-}
-
-void raspC_free_strings(char **strs, int n) {
-  for (int i = 0; i < n; i++) raspM_free(strs[i]);
-  raspM_free(strs);
-}
-
-/* A symbol that is a decimal integer sorts numerically before the others. */
-static int as_integer(const char *s, long long *v) {
-  char *end;
-  errno = 0;
-  *v = strtoll(s, &end, 10);
-  return *s && !*end && errno == 0;
-}
-
-static int symbol_order(const void *a, const void *b) {
-  const char *x = *(char *const *)a, *y = *(char *const *)b;
-  long long vx, vy;
-  int nx = as_integer(x, &vx), ny = as_integer(y, &vy);
-  if (nx && ny) return vx < vy ? -1 : vx > vy;
-  if (nx != ny) return nx ? -1 : 1;
-  return strcmp(x, y);
-}
-
-int raspC_default_vocab(char **symbols, int n, char ***out) {
-  char **v = raspM_alloc(sizeof(char *) * (size_t)(n ? n : 1));
-  for (int i = 0; i < n; i++) v[i] = symbols[i];
-  qsort(v, (size_t)n, sizeof *v, symbol_order);
-  int m = 0;
-  for (int i = 0; i < n; i++)
-    if (m == 0 || strcmp(v[m - 1], v[i]) != 0) v[m++] = v[i];
-  for (int i = 0; i < m; i++) v[i] = raspM_strdup(v[i]);
-  *out = v;
-  return m;
-}
-
-static size_t hash_bytes(const char *s, size_t len) {
-  return (size_t)raspN_fnv1a(RASPN_FNV0, s, len);
-}
-
-/* Text inside a JSON string: quotes, backslashes and controls escaped. */
-void raspC_json_fputs(const char *s, FILE *f) {
-  for (const char *p = s; *p; p++) {
-    if (*p == '"' || *p == '\\') fprintf(f, "\\%c", *p);
-    else if ((unsigned char)*p < 0x20) fprintf(f, "\\u%04x", (unsigned char)*p);
-    else fputc(*p, f);
-  }
-}
-
-/* Duplicates are found with an open hash set of the lines read so far (the
-** indices into v, -1 free), so a vocabulary of n lines takes O(n), not the
-** O(n^2) of comparing each line with all earlier ones. */
-int raspC_read_vocab(const char *path, char ***out, rasp_error *err) {
-  rasp_source *src = raspR_source_file(path, err);
-  if (!src) return -1;
-  int n = 0, cap = 0;
-  char **v = NULL;
-  size_t hcap = 0;
-  int *hash = NULL;
-  const char *p = src->text, *end = src->text + src->len;
-  while (p < end) {
-    const char *eol = memchr(p, '\n', (size_t)(end - p));
-    if (!eol) eol = end;
-    const char *q = eol;
-    if (q > p && q[-1] == '\r') q--;
-    size_t len = (size_t)(q - p);
-    if (len) {
-      if ((size_t)n * 2 >= hcap) {
-        raspM_free(hash);
-        hcap = hcap ? hcap * 2 : 256;
-        hash = raspM_alloc(hcap * sizeof *hash);
-        for (size_t j = 0; j < hcap; j++) hash[j] = -1;
-        for (int i = 0; i < n; i++) {
-          size_t j = hash_bytes(v[i], strlen(v[i])) & (hcap - 1);
-          while (hash[j] >= 0) j = (j + 1) & (hcap - 1);
-          hash[j] = i;
-        }
-      }
-      size_t j = hash_bytes(p, len) & (hcap - 1);
-      for (; hash[j] >= 0; j = (j + 1) & (hcap - 1))
-        if (strlen(v[hash[j]]) == len && memcmp(v[hash[j]], p, len) == 0) {
-          raspR_setnoposc(err, RASP_E_USAGE, "vocabulary file '%s': symbol '%.*s' appears twice", path,
-                         (int)len, p);
-          raspC_free_strings(v, n);
-          raspM_free(hash);
-          raspR_source_free(src);
-          return -1;
-        }
-      RASP_GROW(v, cap, n + 1);
-      hash[j] = n;
-      v[n++] = raspM_strndup(p, len);
-    }
-    p = eol + 1;
-  }
-  raspM_free(hash);
-  raspR_source_free(src);
-  *out = v;
-  return n;
-}
-
-int raspC_int_opt(const char *cmd, const char *opt, const char *text, long lo, long hi,
-                  long *out) {
-  char *end;
-  errno = 0;
-  long v = text ? strtol(text, &end, 10) : 0;
-  if (!text || !*text || *end || errno || v < lo || v > hi) {
-    fprintf(stderr, "rasp %s: %s: expected an integer in %ld..%ld, got '%s'\n", cmd, opt, lo,
-            hi, text ? text : "");
-    return 0;
-  }
-  *out = v;
-  return 1;
-}
-
-/* DIR for --allow-include: an existing directory, added to acc's list. */
-static int add_include(const char *cmd, const char *dir, rasp_access *acc) {
-  struct stat st;
-  if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
-    fprintf(stderr, "rasp %s: --allow-include: '%s' is not a directory\n", cmd, dir);
-    return -1;
-  }
-  const char **dirs = raspM_realloc((void *)acc->include_dirs,
-                                    sizeof(char *) * (size_t)(acc->ninclude_dirs + 1));
-  dirs[acc->ninclude_dirs++] = dir;
-  acc->include_dirs = dirs;
-  return 1;
-}
-
-/* --allow-ffi and --allow-include DIR as raspC_parse gives them: 1 handled,
-** 0 not one of them, -1 a bad value (message printed). */
-static int access_arg(const char *cmd, const raspC_arg *a, rasp_access *acc) {
-  if (a->id == RASPC_O_ALLOW_FFI) {
-    acc->allow_ffi = 1;
-    return 1;
-  }
-  return a->id == RASPC_O_ALLOW_INCLUDE ? add_include(cmd, a->val, acc) : 0;
-}
-
-int raspC_parse_program(unsigned cmd, const char *name, int argc, char **argv, rasp_access *acc,
-                        raspC_arg **args) {
-  int n = raspC_parse(cmd, argc, argv, args), kept = 0;
-  for (int k = 0; k < n; k++) {
-    int r = access_arg(name, &(*args)[k], acc);
-    if (r < 0) {
-      raspM_free(*args);
-      return RASPC_BAD;
-    }
-    if (!r) (*args)[kept++] = (*args)[k];
-  }
-  return n < 0 ? n : kept;
-}
-
-int raspC_access_opt(const char *cmd, int argc, char **argv, int *i, rasp_access *acc) {
-  const char *a = argv[*i];
-  if (strcmp(a, "--allow-ffi") == 0) {
-    acc->allow_ffi = 1;
-    return 1;
-  }
-  if (strcmp(a, "--allow-include") != 0) return 0;
-  if (*i + 1 >= argc) {
-    fprintf(stderr, "rasp %s: %s needs a value\n", cmd, a);
-    return -1;
-  }
-  return add_include(cmd, argv[++*i], acc);
-}
-
-void raspC_access_free(rasp_access *acc) {
-  raspM_free((void *)acc->include_dirs);
-  acc->include_dirs = NULL;
-  acc->ninclude_dirs = 0;
-}
-
-void raspC_print_values(rasp_ctx *ctx, rasp_eval *ev, int node, int b, int symbolic, FILE *out) {
-  const rasp_elem *vals = raspE_value(ev, node, b);
-  int n = rasp_ctx_length(ctx);
-  char buf[256];
-  for (int i = 0; i < n; i++) {
-    if (symbolic) rasp_format_symbolic(ctx, vals[i], buf, sizeof buf);
-    else raspI_elem_format(rasp_ctx_ir(ctx), vals[i], buf, sizeof buf);
-    fprintf(out, "%s%s", i ? " " : "", buf);
-  }
-  fputc('\n', out);
-}
 
 /* ------------------------------------------------------------ rasp run */
 
@@ -325,7 +120,7 @@ static void apply_set(rasp_ctx *ctx, const char *assignment) {
   snprintf(name, sizeof name, "%.*s", (int)(eq - assignment), assignment);
   const char *val = eq + 1;
   long long v;
-  if (as_integer(val, &v)) rasp_set_int(ctx, name, v);
+  if (raspC_as_integer(val, &v)) rasp_set_int(ctx, name, v);
   else if (strcmp(val, "True") == 0) rasp_set_bool(ctx, name, 1);
   else if (strcmp(val, "False") == 0) rasp_set_bool(ctx, name, 0);
   else rasp_set_string(ctx, name, val);

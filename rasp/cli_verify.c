@@ -1,22 +1,15 @@
 /*
-** cli_verify.c -- `rasp verify`, `rasp layers` and `rasp draw`.
+** cli_verify.c -- `rasp verify`: path-star programs checked on their task's
+** random graphs (or every input, --exhaustive; or one, --input) for each
+** (D, M), one table row per cell, --json one object per cell; --sweep one
+** compact row per program; --plan the cost of an exhaustive run.
 **
-** layers and draw take any program: a path-star program (one that declares
-** `task`) is traced for --D --M --V; a plain one, like `rasp compile` and
-** `rasp run`, for --length N over the vocabulary of --input-vocab "a b c",
-** --vocab FILE or the symbols of --input TEXT (whose length is then the
-** default).  Both write --json for scripts; draw picks its format from
-** -o's extension when --format is not given, and draws a path-star program
-** for the D and M of one input of its task (--input, as `rasp run` takes
-** it) as well as for --D --M.  Options are parsed from the one table of
-** cli_opts.c.
-**
-** verify's table fits 100 columns: the heads per layer are abbreviated
-** (runs as "2x3", then cut) unless -v; --json has them all.  A legend line
-** after the table explains fail* when one was shown.
+** The table fits 100 columns: the heads per layer are abbreviated (runs as
+** "2x3", then cut) unless -v; --json has them all.  A legend line after
+** the table explains fail* when one was shown.  Options are parsed from the
+** one table of cli_opts.c into the raspC_vopts that layers and draw share
+** (cli_common.c).
 */
-#include <errno.h>
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -31,161 +24,6 @@
 #ifdef RASP_MPI
 #include "rmpi.h"
 #endif
-
-/* "2..5", "3", or "2,3,5" */
-static int parse_range(const char *cmd, const char *opt, const char *text, long lo, long hi,
-                       int **out, int *count) {
-  int cap = 0;
-  *count = 0;
-  *out = NULL;
-  char buf[256];
-  snprintf(buf, sizeof buf, "%s", text);
-  char *save = NULL;
-  for (char *part = strtok_r(buf, ",", &save); part; part = strtok_r(NULL, ",", &save)) {
-    char *dots = strstr(part, "..");
-    long a, b;
-    if (dots) {
-      *dots = '\0';
-      if (!raspC_int_opt(cmd, opt, part, lo, hi, &a) || !raspC_int_opt(cmd, opt, dots + 2, lo, hi, &b))
-        goto bad;
-      if (b < a) {
-        fprintf(stderr, "rasp %s: %s: empty range '%s'\n", cmd, opt, text);
-        goto bad;
-      }
-    } else {
-      if (!raspC_int_opt(cmd, opt, part, lo, hi, &a)) goto bad;
-      b = a;
-    }
-    if (b - a > 10000) {
-      fprintf(stderr, "rasp %s: %s: range '%s' is too long\n", cmd, opt, text);
-      goto bad;
-    }
-    for (long v = a; v <= b; v++) {
-      RASP_GROW(*out, cap, *count + 1);
-      (*out)[(*count)++] = (int)v;
-    }
-  }
-  if (*count == 0) {
-    fprintf(stderr, "rasp %s: %s: expected a value or a range like 2..5, got '%s'\n", cmd, opt, text);
-    goto bad;
-  }
-  return 1;
-bad:
-  raspM_free(*out);
-  *out = NULL;
-  return 0;
-}
-
-typedef struct vopts {
-  int *Ds, nD, *Ms, nM;
-  long V, graphs, jobs, cap;
-  unsigned long long seed;
-  int json, exhaustive, quiet, no_shrink, strict, interpret_check, sweep, verbose;
-  const char *stdlib, *out_file, *format, *vocab_order, *input;
-  const char *input_vocab, *vocab_file; /* plain programs (layers, draw) */
-  int *Ls, nL;                          /*   their --length values */
-  const char *sized;                    /* --D, --M or --V, when given */
-  const char *checkpoint;               /* --checkpoint FILE, */
-  int resume, progress, plan;           /*   --resume, --progress, --plan */
-  long ckpt_every;                      /* --checkpoint-every SECONDS */
-  int ckpt_every_given;                 /*   (given: it needs --checkpoint) */
-  const char **programs;
-  int nprograms;
-  rasp_access access;
-} vopts;
-
-/* Options into o for command cmd (name its name): 1 parsed, 0 after --help
-** or --version, -1 bad usage (message printed). */
-static int common_opts(unsigned cmd, const char *name, int argc, char **argv, vopts *o) {
-  raspC_arg *args;
-  int n = raspC_parse_program(cmd, name, argc, argv, &o->access, &args), ok = 1;
-  if (n == RASPC_DONE) return 0;
-  if (n == RASPC_BAD) return -1;
-  for (int k = 0; k < n && ok; k++) {
-    const raspC_arg *a = &args[k];
-    const char *opt = a->name, *val = a->val;
-    switch (a->id) {
-    case RASPC_OPERAND: o->programs[o->nprograms++] = val; break;
-    case RASPC_O_JSON: o->json = 1; break;
-    case RASPC_O_EXHAUSTIVE: o->exhaustive = 1; break;
-    case RASPC_O_QUIET: o->quiet = 1; break;
-    case RASPC_O_NO_SHRINK: o->no_shrink = 1; break;
-    case RASPC_O_STRICT: o->strict = 1; break;
-    case RASPC_O_INTERPRET_CHECK: o->interpret_check = 1; break;
-    case RASPC_O_SWEEP: o->sweep = 1; break;
-    case RASPC_O_VERBOSE: o->verbose = 1; break;
-    case RASPC_O_D:
-      raspM_free(o->Ds);
-      ok = parse_range(name, opt, val, 1, 1000000, &o->Ds, &o->nD);
-      o->sized = opt;
-      break;
-    case RASPC_O_M:
-      raspM_free(o->Ms);
-      ok = parse_range(name, opt, val, 2, 1000000, &o->Ms, &o->nM);
-      o->sized = opt;
-      break;
-    case RASPC_O_V:
-      ok = raspC_int_opt(name, opt, val, 2, 1 << 30, &o->V);
-      o->sized = opt;
-      break;
-    case RASPC_O_GRAPHS: ok = raspC_int_opt(name, opt, val, 1, 1L << 40, &o->graphs); break;
-    case RASPC_O_JOBS: ok = raspC_int_opt(name, opt, val, 1, 1024, &o->jobs); break;
-    case RASPC_O_CAP: ok = raspC_int_opt(name, opt, val, 1, 1L << 40, &o->cap); break;
-    case RASPC_O_SEED: {
-      long sd;
-      ok = raspC_int_opt(name, opt, val, 0, 0x7fffffffffffffffL, &sd);
-      o->seed = (unsigned long long)sd;
-      break;
-    }
-    case RASPC_O_STDLIB: o->stdlib = val; break;
-    case RASPC_O_OUT: o->out_file = val; break;
-    case RASPC_O_FORMAT: o->format = val; break;
-    case RASPC_O_VOCAB_ORDER: o->vocab_order = val; break;
-    case RASPC_O_INPUT: o->input = val; break;
-    case RASPC_O_INPUT_VOCAB: o->input_vocab = val; break;
-    case RASPC_O_VOCAB: o->vocab_file = val; break;
-    case RASPC_O_LENGTH:
-      raspM_free(o->Ls);
-      ok = parse_range(name, opt, val, 1, 100000, &o->Ls, &o->nL);
-      break;
-    case RASPC_O_CHECKPOINT: o->checkpoint = val; break;
-    case RASPC_O_CHECKPOINT_EVERY:
-      ok = raspC_int_opt(name, opt, val, 0, 86400, &o->ckpt_every);
-      o->ckpt_every_given = 1;
-      break;
-    case RASPC_O_RESUME: o->resume = 1; break;
-    case RASPC_O_PROGRESS: o->progress = 1; break;
-    case RASPC_O_PLAN: o->plan = 1; break;
-    default: break; /* --max-memory, --timeout: rasp.c's */
-    }
-  }
-  raspM_free(args);
-  if (ok && o->nprograms == 0) {
-    fprintf(stderr, "rasp %s: no program given\n", name);
-    ok = 0;
-  }
-  return ok ? 1 : -1;
-}
-
-static void free_vopts(vopts *o) {
-  raspM_free(o->Ls);
-  raspM_free(o->Ds);
-  raspM_free(o->Ms);
-  raspM_free(o->programs);
-  raspC_access_free(&o->access);
-}
-
-static void init_vopts(vopts *o, int argc) {
-  memset(o, 0, sizeof *o);
-  o->V = 100;
-  o->graphs = 1000;
-  o->seed = 1;
-  o->cap = 2000000;
-  o->ckpt_every = 10;
-  long cores = sysconf(_SC_NPROCESSORS_ONLN);
-  o->jobs = cores > 0 ? cores : 1;
-  o->programs = raspM_alloc(sizeof(char *) * (size_t)(argc + 1));
-}
 
 static double now(void) {
   struct timespec ts;
@@ -239,18 +77,11 @@ static void json_text(const char *msg, int line) {
   raspC_json_fputs(msg, stdout);
 }
 
-static void heads_text(const rasp_layers *L, char *buf, size_t size) {
-  size_t used = 0;
-  buf[0] = '\0';
-  for (int l = 0; l < L->nlayers && used + 8 < size; l++)
-    used += (size_t)snprintf(buf + used, size - used, "%s%d", l ? " " : "", L->heads[l]);
-}
-
 /* The heads per layer in at most width columns: in full when they fit,
 ** else with runs written as "2x9", else cut at a space and ended " ...".
 ** The full list is under -v and in --json. */
 static void heads_fit(const rasp_layers *L, int width, char *buf, size_t size) {
-  heads_text(L, buf, size);
+  raspC_heads_text(L, buf, size);
   if ((int)strlen(buf) <= width) return;
   size_t used = 0;
   buf[0] = '\0';
@@ -326,56 +157,8 @@ static void failing_text(const vcell *c, int nc, int nD, int shuffled, char *buf
   raspM_free(ms);
 }
 
-/* The "tokens" array of a `rasp gen` JSON line as space-separated text
-** (malloc'd), or NULL with a message.  Token strings never need escapes,
-** so a backslash is refused rather than decoded. */
-static char *json_tokens(const char *cmd, const char *line) {
-  const char *p = strstr(line, "\"tokens\"");
-  if (p) p += strlen("\"tokens\"");
-  while (p && (*p == ' ' || *p == '\t')) p++;
-  if (p && *p == ':') p++;
-  while (p && (*p == ' ' || *p == '\t')) p++;
-  if (!p || *p != '[') {
-    fprintf(stderr, "rasp %s: --input: a JSON input needs a \"tokens\" array, as `rasp gen` "
-                    "writes it\n", cmd);
-    return NULL;
-  }
-  size_t cap = strlen(p) + 1, len = 0;
-  char *text = raspM_alloc(cap);
-  for (p++;;) {
-    while (*p == ' ' || *p == '\t' || *p == ',' || *p == '\n' || *p == '\r') p++;
-    if (*p == ']') break;
-    const char *q = *p == '"' ? strpbrk(p + 1, "\"\\") : NULL;
-    if (!q || *q != '"') {
-      fprintf(stderr, "rasp %s: --input: the \"tokens\" array must hold plain strings, "
-                      "near '%.20s'\n", cmd, p);
-      raspM_free(text);
-      return NULL;
-    }
-    len += (size_t)snprintf(text + len, cap - len, "%s%.*s", len ? " " : "", (int)(q - p - 1), p + 1);
-    p = q + 1;
-  }
-  text[len] = '\0';
-  return text;
-}
-
-int raspC_task_input(const char *cmd, const rasp_program *prog, int V, const char *text,
-                     rasp_input *in) {
-  char *own = NULL;
-  rasp_error err = {0};
-  while (*text == ' ' || *text == '\t' || *text == '\n') text++;
-  if (*text == '{' && !(text = own = json_tokens(cmd, text))) return 2;
-  int status = 0;
-  if (!raspK_parse_input(prog, V, text, in, &err)) {
-    fprintf(stderr, "rasp %s: --input: %s (for %s's task)\n", cmd, err.msg, prog->name);
-    status = 2;
-  }
-  raspM_free(own);
-  return status;
-}
-
 /* `rasp verify PROGRAM --input TEXT`: one input, judged and explained. */
-static int verify_one(vopts *o) {
+static int verify_one(raspC_vopts *o) {
   if (o->nprograms != 1 || o->exhaustive || o->sweep || o->vocab_order || o->nD || o->nM ||
       o->json) {
     fprintf(stderr, "rasp verify: --input runs one program on one input; it does not combine "
@@ -407,7 +190,7 @@ static int verify_one(vopts *o) {
 /* `rasp verify --exhaustive --plan`: each cell's inputs and the time one
 ** core takes for them, from checking the first ones for a second (CPU
 ** time, so other load does not skew it).  Nothing is verified. */
-static int verify_plan(vopts *o) {
+static int verify_plan(raspC_vopts *o) {
   int status = 0;
   double core_s = 0;
   uint64_t inputs = 0;
@@ -484,910 +267,378 @@ int rasp_cli_verify(int argc, char **argv) {
   return verify_main(argc, argv);
 }
 
-static int verify_main(int argc, char **argv) {
-  vopts o;
-  init_vopts(&o, argc);
-  int parsed = common_opts(RASPC_VERIFY, "verify", argc, argv, &o);
-  if (parsed <= 0) {
-    free_vopts(&o);
-    return parsed == 0 ? 0 : 2;
-  }
-  if (o.vocab_order && strcmp(o.vocab_order, "fixed") != 0 && strcmp(o.vocab_order, "shuffled") != 0) {
-    fprintf(stderr, "rasp verify: --vocab-order: expected fixed or shuffled, got '%s'\n", o.vocab_order);
-    free_vopts(&o);
-    return 2;
-  }
-  if (o.input) {
-    int st = verify_one(&o);
-    free_vopts(&o);
-    return st;
-  }
-  if ((o.checkpoint || o.resume || o.plan) && !o.exhaustive) {
+/* One run of `rasp verify` over its programs: the options and what the
+** rows of every program share. */
+typedef struct vrun {
+  raspC_vopts *o;
+  raspW_checkpoint *ckpt; /* --checkpoint, or NULL */
+  int shuffled;           /* --vocab-order shuffled */
+  int compact;            /* --sweep's one row per program (not -v, --json) */
+  int given_M;            /* --M was given (else a sweep takes the program's) */
+  int legend;             /* a fail* was shown */
+} vrun;
+
+/* One program's run: its cells so far, its counterexample and the error
+** of its last cell. */
+typedef struct vprog {
+  rasp_program prog;
+  rasp_error err;
+  int *Ms, nM, own_Ms;
+  vcell *cells;
+  int ncells, any_fail, any_error, any_leak, lay_lo, lay_hi;
+  uint64_t graphs_done;
+  int shown_counterexample, cx_D, cx_M; /* compact: the cell whose */
+  int64_t cx_index;                     /*   counterexample follows the row */
+} vprog;
+
+/* What one (D, M) cell's run gave. */
+typedef struct vout {
+  int D, M, ok, pass, proof, leak;
+  rasp_vresult res, sres; /* sres: the shuffled-ids run's */
+  uint64_t resumed;       /* inputs a checkpoint brought */
+  double secs;
+} vout;
+
+/* verify's own usage rules, past the option table's: 0, or 2 after a
+** message.  (--vocab-order's value and --input are judged before.) */
+static int verify_usage(const raspC_vopts *o) {
+  if ((o->checkpoint || o->resume || o->plan) && !o->exhaustive) {
     fprintf(stderr, "rasp verify: --%s is for --exhaustive runs\n",
-            o.plan ? "plan" : o.checkpoint ? "checkpoint" : "resume");
-    free_vopts(&o);
+            o->plan ? "plan" : o->checkpoint ? "checkpoint" : "resume");
     return 2;
   }
-  if ((o.resume || o.ckpt_every_given) && !o.checkpoint) {
+  if ((o->resume || o->ckpt_every_given) && !o->checkpoint) {
     fprintf(stderr, "rasp verify: --%s needs --checkpoint FILE\n",
-            o.resume ? "resume" : "checkpoint-every");
-    free_vopts(&o);
+            o->resume ? "resume" : "checkpoint-every");
     return 2;
   }
-  int shuffled = o.vocab_order && strcmp(o.vocab_order, "shuffled") == 0;
-  if (shuffled && o.exhaustive) {
+  if (o->vocab_order && strcmp(o->vocab_order, "shuffled") == 0 && o->exhaustive) {
     fprintf(stderr, "rasp verify: --vocab-order shuffled draws random graphs; it does not combine "
                     "with --exhaustive\n");
-    free_vopts(&o);
     return 2;
   }
-  if (o.sweep && o.exhaustive) {
+  if (o->sweep && o->exhaustive) {
     fprintf(stderr, "rasp verify: --sweep does not combine with --exhaustive\n");
-    free_vopts(&o);
     return 2;
   }
-  int given_M = o.nM > 0;
-  if (!o.nD) parse_range("verify", "--D", "2..5", 1, 100, &o.Ds, &o.nD);
-  if (!o.nM) parse_range("verify", "--M", "5", 2, 100, &o.Ms, &o.nM);
-  if (o.plan) {
-    int st = verify_plan(&o);
-    free_vopts(&o);
-    return st;
+  return 0;
+}
+
+/* A cell as one JSON object. */
+static void cell_json(const vrun *r, const vprog *vp, const rasp_ptrace *tr, const vout *c) {
+  const raspC_vopts *o = r->o;
+  const rasp_program *prog = &vp->prog;
+  printf("{\"program\":\"%s\",\"D\":%d,\"M\":%d,\"n\":%d,\"mode\":\"%s\",\"passed\":%llu,"
+         "\"total\":%llu,\"ok\":%s,\"expect_fail\":%s,\"layers\":%d,\"attention_layers\":%d,"
+         "\"mlp_layers\":%d,\"heads\":[",
+         prog->name, c->D, c->M, tr->n, o->exhaustive ? "exhaustive" : "random",
+         (unsigned long long)c->res.passed, (unsigned long long)c->res.total,
+         c->pass ? "true" : "false", prog->expect_fail ? "true" : "false",
+         tr->layers.nlayers, tr->layers.attn_layers,
+         tr->layers.mlp_layers);
+  for (int l = 0; l < tr->layers.nlayers; l++) printf("%s%d", l ? "," : "", tr->layers.heads[l]);
+  char how[512];
+  if (tr->staged) raspS_describe(tr->staged, how, sizeof how);
+  printf("],\"check\":\"%s: %s\"",
+         tr->staged ? "staged" : "interpreted",
+         tr->staged ? how : tr->unstaged ? tr->unstaged : "no check function");
+  if (tr->probe_causal)
+    printf(",\"causal_probes\":%llu,\"causal_leaks\":%llu", (unsigned long long)c->res.probes,
+           (unsigned long long)c->res.leaks);
+  if (o->exhaustive) {
+    printf(",\"proof\":%s,\"order\":\"", c->proof ? "true" : "false");
+    if (c->proof) printf("invariant");
+    else if (!tr->order.invariant) json_text(tr->order.why.msg, tr->order.why.pos.src ? tr->order.why.pos.line : 0);
+    else if (c->res.mixed) printf("an aggregate averaged different ids on %llu inputs", (unsigned long long)c->res.mixed);
+    else printf("not analysed");
+    printf("\",\"watched_aggregates\":%d,\"inputs_averaging_ids\":%llu",
+           tr->order.invariant ? tr->order.nmixing : 0, (unsigned long long)c->res.mixed);
+    if (c->resumed) printf(",\"resumed_inputs\":%llu", (unsigned long long)c->resumed);
   }
-  raspW_checkpoint *ckpt = NULL;
-  if (o.checkpoint) {
+  if (r->shuffled)
+    printf(",\"vocab_order\":\"shuffled\",\"shuffled_passed\":%llu,\"verdicts_changed\":%llu",
+           (unsigned long long)c->sres.passed, (unsigned long long)c->sres.changed);
+  printf(",\"seconds\":%.3f}\n", c->secs);
+}
+
+/* A cell as a row of the table, and what an exhaustive run proved. */
+static void cell_row(vrun *r, const vprog *vp, const rasp_ptrace *tr, const vout *c) {
+  const raspC_vopts *o = r->o;
+  const rasp_program *prog = &vp->prog;
+  char frac[64], sh[64] = "", row[256], heads[512];
+  raspC_heads_text(&tr->layers, heads, sizeof heads);
+  snprintf(frac, sizeof frac, "%llu/%llu", (unsigned long long)c->res.passed,
+           (unsigned long long)c->res.total);
+  if (r->shuffled)
+    snprintf(sh, sizeof sh, "%llu/%llu %s  ", (unsigned long long)c->sres.passed,
+             (unsigned long long)c->res.total, c->sres.changed ? "CHANGED" : "same");
+  const char *verdict = !c->ok ? "ERROR" : c->leak ? "LEAK" : c->pass ? "ok"
+                        : prog->expect_fail ? "fail*" : "FAIL";
+  if (!strcmp(verdict, "fail*")) r->legend = 1;
+  int w = snprintf(row, sizeof row, "%-26s %3d %3d %13s  %-6s %3d %4d %3d  %s", prog->name,
+                   c->D, c->M, frac, verdict, tr->layers.nlayers, tr->layers.attn_layers,
+                   tr->layers.mlp_layers, sh);
+  if (!o->verbose) heads_fit(&tr->layers, TABLE_WIDTH - w, heads, sizeof heads);
+  printf("%s%s\n", row, heads);
+  if (!o->exhaustive || !c->ok) return;
+  printf("  exhaustive: all %llu inputs (every %s order x every target): ",
+         (unsigned long long)c->res.total, tr->opts.order == RASP_ORDER_ARM ? "arm" : "edge");
+  if (c->proof) printf("proof (the program is order-invariant)\n");
+  else {
+    printf("sample (the id order was fixed: ");
+    if (!tr->order.invariant) {
+      if (tr->order.why.pos.src) printf("line %d: ", tr->order.why.pos.line);
+      printf("%s)\n", tr->order.why.msg);
+    } else
+      printf("an aggregate averaged different ids on %llu inputs)\n", (unsigned long long)c->res.mixed);
+  }
+  /* counts a checkpoint brought were not checked again: say so */
+  if (c->resumed)
+    printf("  resumed: %llu of these inputs were counted by checkpoint '%s', "
+           "which is trusted input\n", (unsigned long long)c->resumed, o->checkpoint);
+}
+
+/* A failing cell's first failure: one shrunk counterexample per program is
+** enough to read (in the compact table it follows the program's row), the
+** failure's index after it or under --no-shrink. */
+static void cell_counterexample(const vrun *r, vprog *vp, rasp_ptrace *tr, const vout *c) {
+  const raspC_vopts *o = r->o;
+  if (o->no_shrink || vp->shown_counterexample) {
+    if (o->exhaustive)
+      printf("  first failing input: exhaustive input %lld\n", (long long)c->res.first_fail);
+    else if (!r->compact)
+      printf("  first failing graph: index %lld of seed %llu\n", (long long)c->res.first_fail,
+             o->seed);
+  } else if (o->exhaustive) {
+    raspK_counterexample_exhaustive(&vp->prog, tr, (uint64_t)c->res.first_fail, stdout);
+    vp->shown_counterexample = 1;
+  } else if (r->compact) {
+    vp->cx_D = c->D;
+    vp->cx_M = c->M;
+    vp->cx_index = c->res.first_fail;
+    vp->shown_counterexample = 1;
+  } else {
+    raspK_counterexample(&vp->prog, c->D, c->M, (int)o->V, o->seed, (uint64_t)c->res.first_fail,
+                         stdout);
+    vp->shown_counterexample = 1;
+  }
+}
+
+/* The cell's result in the program's list (for --sweep's row). */
+static void record_cell(const vrun *r, vprog *vp, const rasp_ptrace *tr, const vout *c) {
+  vcell *v = &vp->cells[vp->ncells++];
+  v->D = c->D;
+  v->M = c->M;
+  v->ok = c->ok;
+  v->pass = c->pass;
+  v->passed = c->res.passed;
+  v->total = c->res.total;
+  v->layers = tr->layers.nlayers;
+  v->shuffled = r->shuffled && c->ok;
+  v->spassed = c->sres.passed;
+  v->changed = c->sres.changed;
+  vp->graphs_done += c->res.total;
+  if (tr->layers.nlayers < vp->lay_lo) vp->lay_lo = tr->layers.nlayers;
+  if (tr->layers.nlayers > vp->lay_hi) vp->lay_hi = tr->layers.nlayers;
+}
+
+/* The verification of cell (D, M) of a program, with its output: 1 when it
+** makes the exit status 1 (an error, a leak, an unexpected failure), else 0. */
+static int verify_cell(vrun *r, vprog *vp, int D, int M) {
+  const raspC_vopts *o = r->o;
+  rasp_program *prog = &vp->prog;
+  rasp_ptrace tr;
+  vp->err.set = 0;
+  double t0 = now();
+  if (!raspK_trace(prog, D, M, (int)o->V, &tr, &vp->err)) {
+    fprintf(stderr, "rasp verify: %s at D=%d, M=%d:\n", prog->name, D, M);
+    raspR_print(&vp->err, stderr);
+    vp->any_error = 1;
+    return 1; /* whatever the code: the program fails at this size */
+  }
+  vout c;
+  memset(&c, 0, sizeof c);
+  c.D = D;
+  c.M = M;
+  progress_state ps = {prog->name, o->exhaustive ? "inputs" : "graphs", D, M, t0, 0, 0,
+                       o->progress, 0, 0};
+  if (o->exhaustive) raspK_order(prog, &tr);
+  /* in ranges (rwork.h): shared among MPI ranks, recorded in --checkpoint */
+  raspW_opts wo = {r->ckpt, show_progress, &ps};
+  c.ok = o->exhaustive ? raspW_exhaustive(prog, &tr, (uint64_t)o->cap, &wo, &c.res, &c.resumed,
+                                          &vp->err)
+                       : raspW_random(prog, &tr, (uint64_t)o->graphs, o->seed, (int)o->jobs, &wo,
+                                      &c.res);
+  if (ps.shown && isatty(2)) fputc('\n', stderr);
+  if (c.resumed)
+    fprintf(stderr, "  (%s D=%d M=%d: %llu of the inputs were done in '%s')\n", prog->name, D,
+            M, (unsigned long long)c.resumed, o->checkpoint);
+  if (!c.ok && !o->exhaustive) vp->err = c.res.error;
+  if (c.ok && r->shuffled) {
+    c.ok = raspK_verify_shuffled(prog, &tr, (uint64_t)o->graphs, o->seed, (int)o->jobs, &c.sres);
+    if (!c.ok) vp->err = c.sres.error;
+  }
+  c.secs = now() - t0;
+  c.pass = c.ok && c.res.passed == c.res.total;
+  c.proof = o->exhaustive && c.ok && tr.order.invariant && c.res.mixed == 0;
+  c.leak = c.ok && c.res.leaks > 0; /* declared causal, yet reads ahead */
+  if (!c.ok) vp->any_error = 1;
+  if (c.leak) vp->any_leak = 1;
+  if (c.ok && !c.pass) vp->any_fail = 1;
+  /* a listing known to be wrong is expected to fail somewhere in the run
+  ** (judged after its last cell); anything else must pass */
+  int fails = !c.ok || c.leak || (!c.pass && (!prog->expect_fail || o->strict));
+  record_cell(r, vp, &tr, &c);
+  if (o->json) cell_json(r, vp, &tr, &c);
+  else if (!r->compact) cell_row(r, vp, &tr, &c);
+  fflush(stdout);
+  if (!c.ok) raspR_print(&vp->err, stderr);
+  if (c.leak && !o->json) raspK_print_leak(&tr, o->seed, &c.res, stdout);
+  if (!c.pass && c.ok && !o->quiet && !o->json && c.res.first_fail >= 0)
+    cell_counterexample(r, vp, &tr, &c);
+  if (c.secs > 2 && !o->json)
+    fprintf(stderr, "  (%s D=%d M=%d took %.1f s)\n", prog->name, D, M, c.secs);
+  raspK_trace_free(&tr);
+  return fails;
+}
+
+/* --sweep's one row for a program: its D and M ranges, cells, graphs,
+** verdict, layer range and failing cells (cut to the table's width), then
+** its counterexample. */
+static void sweep_row(vrun *r, const vprog *vp, int unexpected_pass) {
+  const raspC_vopts *o = r->o;
+  char dtext[64], mtext[64], lay[32], fails[1024], chg[1024] = "";
+  int ds[64], nd = 0;
+  for (int i = 0; i < o->nD && nd < 64; i++) ds[nd++] = o->Ds[i];
+  list_text(ds, nd, dtext, sizeof dtext);
+  list_text(vp->Ms, vp->nM, mtext, sizeof mtext);
+  if (vp->lay_lo == vp->lay_hi) snprintf(lay, sizeof lay, "%d", vp->lay_lo);
+  else snprintf(lay, sizeof lay, "%d-%d", vp->lay_lo, vp->lay_hi);
+  failing_text(vp->cells, vp->ncells, o->nD, 0, fails, sizeof fails);
+  if (r->shuffled) {
+    failing_text(vp->cells, vp->ncells, o->nD, 1, chg, sizeof chg);
+    size_t l = strlen(fails);
+    snprintf(fails + l, sizeof fails - l, "%sids: %s", l ? "; " : "", chg[0] ? chg : "same");
+  }
+  const char *verdict = vp->any_error ? "ERROR" : vp->any_leak ? "LEAK"
+                        : unexpected_pass ? "PASS!" : !vp->any_fail ? "ok"
+                        : vp->prog.expect_fail ? "fail*" : "FAIL";
+  if (!strcmp(verdict, "fail*")) r->legend = 1;
+  char row[256];
+  int w = snprintf(row, sizeof row, "%-26s %5s %6s %5d %9llu  %-6s %5s  ", vp->prog.name, dtext,
+                   mtext, vp->ncells, (unsigned long long)vp->graphs_done, verdict, lay);
+  /* the failing cells cut to the table's width (-v: one row per cell) */
+  int room = TABLE_WIDTH - w;
+  if ((int)strlen(fails) > room && room > 4) {
+    int cut = room - 4;
+    while (cut > 0 && fails[cut] != ' ') cut--;
+    snprintf(fails + cut, sizeof fails - (size_t)cut, "%s...", cut ? " " : "");
+  }
+  printf("%s%s\n", row, fails[0] ? fails : "-");
+  fflush(stdout);
+  if (vp->cx_index >= 0)
+    raspK_counterexample(&vp->prog, vp->cx_D, vp->cx_M, (int)o->V, o->seed,
+                         (uint64_t)vp->cx_index, stdout);
+}
+
+/* The M values of a program's cells: --M's, or a sweep's M = 3 (or the
+** program's min_M) .. its task['sweep_M'] (default 10) unless --M says
+** otherwise. */
+static void program_Ms(const vrun *r, vprog *vp) {
+  vp->Ms = r->o->Ms;
+  vp->nM = r->o->nM;
+  if (!r->o->sweep || r->given_M) return;
+  int lo = vp->prog.min_M > 3 ? vp->prog.min_M : 3, hi = vp->prog.sweep_M ? vp->prog.sweep_M : 10;
+  if (hi < lo) hi = lo;
+  vp->Ms = raspM_alloc(sizeof(int) * (size_t)(hi - lo + 1));
+  vp->nM = 0;
+  for (int m = lo; m <= hi; m++) vp->Ms[vp->nM++] = m;
+  vp->own_Ms = 1;
+}
+
+/* One program verified in every cell; the exit status so far (status)
+** updated. */
+static int verify_program(vrun *r, const char *file, int status) {
+  const raspC_vopts *o = r->o;
+  vprog vp;
+  memset(&vp, 0, sizeof vp);
+  if (!raspK_load_with(file, o->stdlib, &o->access, o->Ds[0], o->Ms[0], (int)o->V, &vp.prog,
+                       &vp.err)) {
+    raspR_print(&vp.err, stderr);
+    status = status ? status : raspR_exit_status(&vp.err);
+    if (raspR_exit_status(&vp.err) == 2) status = 2;
+    return status;
+  }
+  vp.cx_index = -1;
+  vp.lay_lo = 1 << 30;
+  vp.prog.interpret_check = o->interpret_check;
+  program_Ms(r, &vp);
+  vp.cells = raspM_alloc(sizeof(vcell) * (size_t)(vp.nM * o->nD));
+  for (int mi = 0; mi < vp.nM; mi++)
+    for (int di = 0; di < o->nD; di++)
+      if (verify_cell(r, &vp, o->Ds[di], vp.Ms[mi])) status = 1;
+  int unexpected_pass = vp.prog.expect_fail && !o->strict && !vp.any_fail && !vp.any_error &&
+                        vp.ncells > 0;
+  if (unexpected_pass) status = 1;
+  if (r->compact && vp.ncells) {
+    sweep_row(r, &vp, unexpected_pass);
+  } else if (unexpected_pass && !o->json) {
+    printf("%-26s PASS! (declared task['expect'] = 'fail', but passed every cell)\n",
+           vp.prog.name);
+  }
+  raspM_free(vp.cells);
+  if (vp.own_Ms) raspM_free(vp.Ms);
+  raspK_program_free(&vp.prog);
+  return status;
+}
+
+/* The programs verified, random or exhaustive, into the table (or --json
+** rows): the exit status. */
+static int verify_programs(raspC_vopts *o, int given_M) {
+  vrun r = {o, NULL, 0, 0, given_M, 0};
+  r.shuffled = o->vocab_order && strcmp(o->vocab_order, "shuffled") == 0;
+  r.compact = o->sweep && !o->verbose && !o->json;
+  if (o->checkpoint) {
     rasp_error cerr = {0};
-    if (!(ckpt = raspW_checkpoint_open(o.checkpoint, o.resume, (double)o.ckpt_every, &cerr))) {
+    if (!(r.ckpt = raspW_checkpoint_open(o->checkpoint, o->resume, (double)o->ckpt_every, &cerr))) {
       fprintf(stderr, "rasp verify: %s\n", cerr.msg);
-      free_vopts(&o);
       return 2;
     }
   }
-  int compact = o.sweep && !o.verbose && !o.json;
-  int status = 0, legend = 0; /* legend: a fail* was shown */
-  if (compact)
+  int status = 0;
+  if (r.compact)
     printf("%-26s %5s %6s %5s %9s  %-6s %5s  %s\n", "program", "D", "M", "cells", "graphs", "result",
-           "lay", shuffled ? "failing cells; ids: changed" : "failing (D, M) cells");
-  else if (!o.json)
+           "lay", r.shuffled ? "failing cells; ids: changed" : "failing (D, M) cells");
+  else if (!o->json)
     printf("%-26s %3s %3s %13s  %-6s %3s %4s %3s  %s\n", "program", "D", "M", "passed/total",
-           "result", "lay", "attn", "mlp", shuffled ? "shuffled ids  heads per layer" : "heads per layer");
-  for (int p = 0; p < o.nprograms; p++) {
-    rasp_program prog;
-    rasp_error err = {0};
-    if (!raspK_load_with(o.programs[p], o.stdlib, &o.access, o.Ds[0], o.Ms[0], (int)o.V, &prog,
-                         &err)) {
-      raspR_print(&err, stderr);
-      status = status ? status : raspR_exit_status(&err);
-      if (raspR_exit_status(&err) == 2) status = 2;
-      continue;
-    }
-    int shown_counterexample = 0, cx_D = 0, cx_M = 0;
-    int64_t cx_index = -1;
-    prog.interpret_check = o.interpret_check;
-    /* a sweep checks M = 3 (or the program's min_M) .. its task['sweep_M']
-       (default 10) unless --M says otherwise */
-    int *Ms = o.Ms, nM = o.nM, own_Ms = 0;
-    if (o.sweep && !given_M) {
-      int lo = prog.min_M > 3 ? prog.min_M : 3, hi = prog.sweep_M ? prog.sweep_M : 10;
-      if (hi < lo) hi = lo;
-      Ms = raspM_alloc(sizeof(int) * (size_t)(hi - lo + 1));
-      nM = 0;
-      for (int m = lo; m <= hi; m++) Ms[nM++] = m;
-      own_Ms = 1;
-    }
-    vcell *cells = raspM_alloc(sizeof(vcell) * (size_t)(nM * o.nD));
-    int ncells = 0, any_fail = 0, any_error = 0, any_leak = 0, lay_lo = 1 << 30, lay_hi = 0;
-    uint64_t graphs_done = 0;
-    for (int mi = 0; mi < nM; mi++)
-      for (int di = 0; di < o.nD; di++) {
-        int D = o.Ds[di], M = Ms[mi];
-        rasp_ptrace tr;
-        err.set = 0;
-        double t0 = now();
-        if (!raspK_trace(&prog, D, M, (int)o.V, &tr, &err)) {
-          fprintf(stderr, "rasp verify: %s at D=%d, M=%d:\n", prog.name, D, M);
-          raspR_print(&err, stderr);
-          status = 1; /* whatever the code: the program fails at this size */
-          any_error = 1;
-          continue;
-        }
-        rasp_vresult res, sres;
-        memset(&sres, 0, sizeof sres);
-        progress_state ps = {prog.name, o.exhaustive ? "inputs" : "graphs", D, M, t0, 0, 0,
-                             o.progress, 0, 0};
-        if (o.exhaustive) raspK_order(&prog, &tr);
-        /* in ranges (rwork.h): shared among MPI ranks, recorded in --checkpoint */
-        raspW_opts wo = {ckpt, show_progress, &ps};
-        uint64_t resumed = 0;
-        int ok = o.exhaustive ? raspW_exhaustive(&prog, &tr, (uint64_t)o.cap, &wo, &res, &resumed, &err)
-                              : raspW_random(&prog, &tr, (uint64_t)o.graphs, o.seed, (int)o.jobs,
-                                             &wo, &res);
-        if (ps.shown && isatty(2)) fputc('\n', stderr);
-        if (resumed)
-          fprintf(stderr, "  (%s D=%d M=%d: %llu of the inputs were done in '%s')\n", prog.name, D,
-                  M, (unsigned long long)resumed, o.checkpoint);
-        if (!ok && !o.exhaustive) err = res.error;
-        if (ok && shuffled) {
-          ok = raspK_verify_shuffled(&prog, &tr, (uint64_t)o.graphs, o.seed, (int)o.jobs, &sres);
-          if (!ok) err = sres.error;
-        }
-        double secs = now() - t0;
-        int pass = ok && res.passed == res.total;
-        int proof = o.exhaustive && ok && tr.order.invariant && res.mixed == 0;
-        if (!ok) any_error = 1;
-        int leak = ok && res.leaks > 0; /* declared causal, yet reads ahead */
-        if (leak) any_leak = 1;
-        if (ok && !pass) any_fail = 1;
-        /* a listing known to be wrong is expected to fail somewhere in the
-        ** run (judged after its last cell); anything else must pass */
-        if (!ok || leak || (!pass && (!prog.expect_fail || o.strict))) status = 1;
-        vcell *c = &cells[ncells++];
-        c->D = D;
-        c->M = M;
-        c->ok = ok;
-        c->pass = pass;
-        c->passed = res.passed;
-        c->total = res.total;
-        c->layers = tr.layers.nlayers;
-        c->shuffled = shuffled && ok;
-        c->spassed = sres.passed;
-        c->changed = sres.changed;
-        graphs_done += res.total;
-        if (tr.layers.nlayers < lay_lo) lay_lo = tr.layers.nlayers;
-        if (tr.layers.nlayers > lay_hi) lay_hi = tr.layers.nlayers;
-        char heads[512];
-        heads_text(&tr.layers, heads, sizeof heads);
-        if (o.json) {
-          printf("{\"program\":\"%s\",\"D\":%d,\"M\":%d,\"n\":%d,\"mode\":\"%s\",\"passed\":%llu,"
-                 "\"total\":%llu,\"ok\":%s,\"expect_fail\":%s,\"layers\":%d,\"attention_layers\":%d,"
-                 "\"mlp_layers\":%d,\"heads\":[",
-                 prog.name, D, M, tr.n, o.exhaustive ? "exhaustive" : "random",
-                 (unsigned long long)res.passed, (unsigned long long)res.total,
-                 pass ? "true" : "false", prog.expect_fail ? "true" : "false",
-                 tr.layers.nlayers, tr.layers.attn_layers,
-                 tr.layers.mlp_layers);
-          for (int l = 0; l < tr.layers.nlayers; l++) printf("%s%d", l ? "," : "", tr.layers.heads[l]);
-          char how[512];
-          if (tr.staged) raspS_describe(tr.staged, how, sizeof how);
-          printf("],\"check\":\"%s: %s\"",
-                 tr.staged ? "staged" : "interpreted",
-                 tr.staged ? how : tr.unstaged ? tr.unstaged : "no check function");
-          if (tr.probe_causal)
-            printf(",\"causal_probes\":%llu,\"causal_leaks\":%llu", (unsigned long long)res.probes,
-                   (unsigned long long)res.leaks);
-          if (o.exhaustive) {
-            printf(",\"proof\":%s,\"order\":\"", proof ? "true" : "false");
-            if (proof) printf("invariant");
-            else if (!tr.order.invariant) json_text(tr.order.why.msg, tr.order.why.pos.src ? tr.order.why.pos.line : 0);
-            else if (res.mixed) printf("an aggregate averaged different ids on %llu inputs", (unsigned long long)res.mixed);
-            else printf("not analysed");
-            printf("\",\"watched_aggregates\":%d,\"inputs_averaging_ids\":%llu",
-                   tr.order.invariant ? tr.order.nmixing : 0, (unsigned long long)res.mixed);
-            if (resumed) printf(",\"resumed_inputs\":%llu", (unsigned long long)resumed);
-          }
-          if (shuffled)
-            printf(",\"vocab_order\":\"shuffled\",\"shuffled_passed\":%llu,\"verdicts_changed\":%llu",
-                   (unsigned long long)sres.passed, (unsigned long long)sres.changed);
-          printf(",\"seconds\":%.3f}\n", secs);
-        } else if (!compact) {
-          char frac[64], sh[64] = "", row[256];
-          snprintf(frac, sizeof frac, "%llu/%llu", (unsigned long long)res.passed,
-                   (unsigned long long)res.total);
-          if (shuffled)
-            snprintf(sh, sizeof sh, "%llu/%llu %s  ", (unsigned long long)sres.passed,
-                     (unsigned long long)res.total, sres.changed ? "CHANGED" : "same");
-          const char *verdict = !ok ? "ERROR" : leak ? "LEAK" : pass ? "ok"
-                                : prog.expect_fail ? "fail*" : "FAIL";
-          if (!strcmp(verdict, "fail*")) legend = 1;
-          int w = snprintf(row, sizeof row, "%-26s %3d %3d %13s  %-6s %3d %4d %3d  %s", prog.name,
-                           D, M, frac, verdict, tr.layers.nlayers, tr.layers.attn_layers,
-                           tr.layers.mlp_layers, sh);
-          if (!o.verbose) heads_fit(&tr.layers, TABLE_WIDTH - w, heads, sizeof heads);
-          printf("%s%s\n", row, heads);
-          if (o.exhaustive && ok) {
-            printf("  exhaustive: all %llu inputs (every %s order x every target): ",
-                   (unsigned long long)res.total, tr.opts.order == RASP_ORDER_ARM ? "arm" : "edge");
-            if (proof) printf("proof (the program is order-invariant)\n");
-            else {
-              printf("sample (the id order was fixed: ");
-              if (!tr.order.invariant) {
-                if (tr.order.why.pos.src) printf("line %d: ", tr.order.why.pos.line);
-                printf("%s)\n", tr.order.why.msg);
-              } else
-                printf("an aggregate averaged different ids on %llu inputs)\n", (unsigned long long)res.mixed);
-            }
-            /* counts a checkpoint brought were not checked again: say so */
-            if (resumed)
-              printf("  resumed: %llu of these inputs were counted by checkpoint '%s', "
-                     "which is trusted input\n", (unsigned long long)resumed, o.checkpoint);
-          }
-        }
-        fflush(stdout);
-        if (!ok) {
-          raspR_print(&err, stderr);
-        }
-        if (leak && !o.json) raspK_print_leak(&tr, o.seed, &res, stdout);
-        if (!pass && ok && !o.quiet && !o.json && res.first_fail >= 0) {
-          /* one shrunk counterexample per program is enough to read; in
-             the compact table it follows the program's row */
-          if (o.no_shrink || shown_counterexample) {
-            if (o.exhaustive)
-              printf("  first failing input: exhaustive input %lld\n", (long long)res.first_fail);
-            else if (!compact)
-              printf("  first failing graph: index %lld of seed %llu\n", (long long)res.first_fail,
-                     o.seed);
-          } else if (o.exhaustive) {
-            raspK_counterexample_exhaustive(&prog, &tr, (uint64_t)res.first_fail, stdout);
-            shown_counterexample = 1;
-          } else if (compact) {
-            cx_D = D;
-            cx_M = M;
-            cx_index = res.first_fail;
-            shown_counterexample = 1;
-          } else {
-            raspK_counterexample(&prog, D, M, (int)o.V, o.seed, (uint64_t)res.first_fail, stdout);
-            shown_counterexample = 1;
-          }
-        }
-        if (secs > 2 && !o.json) fprintf(stderr, "  (%s D=%d M=%d took %.1f s)\n", prog.name, D, M, secs);
-        raspK_trace_free(&tr);
-      }
-    int unexpected_pass = prog.expect_fail && !o.strict && !any_fail && !any_error && ncells > 0;
-    if (unexpected_pass) status = 1;
-    if (compact && ncells) {
-      char dtext[64], mtext[64], lay[32], fails[1024], chg[1024] = "";
-      int ds[64], nd = 0;
-      for (int i = 0; i < o.nD && nd < 64; i++) ds[nd++] = o.Ds[i];
-      list_text(ds, nd, dtext, sizeof dtext);
-      list_text(Ms, nM, mtext, sizeof mtext);
-      if (lay_lo == lay_hi) snprintf(lay, sizeof lay, "%d", lay_lo);
-      else snprintf(lay, sizeof lay, "%d-%d", lay_lo, lay_hi);
-      failing_text(cells, ncells, o.nD, 0, fails, sizeof fails);
-      if (shuffled) {
-        failing_text(cells, ncells, o.nD, 1, chg, sizeof chg);
-        size_t l = strlen(fails);
-        snprintf(fails + l, sizeof fails - l, "%sids: %s", l ? "; " : "", chg[0] ? chg : "same");
-      }
-      const char *verdict = any_error ? "ERROR" : any_leak ? "LEAK" : unexpected_pass ? "PASS!"
-                            : !any_fail ? "ok" : prog.expect_fail ? "fail*" : "FAIL";
-      if (!strcmp(verdict, "fail*")) legend = 1;
-      char row[256];
-      int w = snprintf(row, sizeof row, "%-26s %5s %6s %5d %9llu  %-6s %5s  ", prog.name, dtext,
-                       mtext, ncells, (unsigned long long)graphs_done, verdict, lay);
-      /* the failing cells cut to the table's width (-v: one row per cell) */
-      int room = TABLE_WIDTH - w;
-      if ((int)strlen(fails) > room && room > 4) {
-        int cut = room - 4;
-        while (cut > 0 && fails[cut] != ' ') cut--;
-        snprintf(fails + cut, sizeof fails - (size_t)cut, "%s...", cut ? " " : "");
-      }
-      printf("%s%s\n", row, fails[0] ? fails : "-");
-      fflush(stdout);
-      if (cx_index >= 0)
-        raspK_counterexample(&prog, cx_D, cx_M, (int)o.V, o.seed, (uint64_t)cx_index, stdout);
-    } else if (unexpected_pass && !o.json) {
-      printf("%-26s PASS! (declared task['expect'] = 'fail', but passed every cell)\n", prog.name);
-    }
-    raspM_free(cells);
-    if (own_Ms) raspM_free(Ms);
-    raspK_program_free(&prog);
-  }
-  if (legend)
+           "result", "lay", "attn", "mlp", r.shuffled ? "shuffled ids  heads per layer" : "heads per layer");
+  for (int p = 0; p < o->nprograms; p++) status = verify_program(&r, o->programs[p], status);
+  if (r.legend)
     printf("fail*: failed as its task['expect'] = 'fail' declares (a known-wrong listing); "
            "--strict: FAIL\n");
-  raspW_checkpoint_free(ckpt);
-  free_vopts(&o);
+  raspW_checkpoint_free(r.ckpt);
   return status;
 }
 
-/* ------------------------------------------- plain programs (layers, draw) */
-
-/* Whether a load failed only because the file declares no task (a plain
-** program). */
-static int is_plain(const rasp_error *err) {
-  return err->code == RASP_E_NO_TASK;
-}
-
-/* 0 after a message when a path-star program's option (--D, --M, --V) was
-** given for a plain program, which would not use it. */
-static int plain_opts_only(const char *cmd, const vopts *o, const char *file) {
-  if (!o->sized) return 1;
-  fprintf(stderr, "rasp %s: %s is for programs that declare `task`; %s does not (its inputs "
-                  "come from --input, --input-vocab or --vocab and --length)\n", cmd, o->sized,
-          file);
-  return 0;
-}
-
-/* 0 after a message when a plain program's option was given for a
-** path-star program, which would not use it (draw takes one --input of
-** the task: with_input). */
-static int task_opts_only(const char *cmd, const vopts *o, const char *name, int with_input) {
-  const char *opt = o->nL ? "--length" : o->input && !with_input ? "--input"
-                  : o->input_vocab ? "--input-vocab" : o->vocab_file ? "--vocab" : NULL;
-  if (!opt) return 1;
-  fprintf(stderr, "rasp %s: %s is for plain programs; %s declares a task (its inputs come from "
-                  "--D, --M and --V)\n", cmd, opt, name);
-  return 0;
-}
-
-/* The vocabulary of plain programs: --vocab FILE, --input-vocab TEXT or the
-** distinct symbols of --input TEXT; *input_len gets --input's length (0
-** without it).  The count, or -1 after a message (bad usage). */
-static int plain_vocab(const char *cmd, const vopts *o, char ***vocab, int *input_len) {
-  rasp_error err = {0};
-  int n = 0;
-  *input_len = 0;
-  *vocab = NULL;
-  if (o->input) {
-    char **syms;
-    int k = raspC_split(o->input, &syms);
-    *input_len = k;
-    if (!o->vocab_file && !o->input_vocab) n = raspC_default_vocab(syms, k, vocab);
-    raspC_free_strings(syms, k);
-    if (k == 0) {
-      fprintf(stderr, "rasp %s: --input: the input is empty\n", cmd);
-      raspC_free_strings(*vocab, n);
-      return -1;
-    }
+static int verify_main(int argc, char **argv) {
+  raspC_vopts o;
+  raspC_vopts_init(&o, argc);
+  int status = raspC_vopts_parse(RASPC_VERIFY, "verify", argc, argv, &o);
+  if (status <= 0) {
+    status = status == 0 ? 0 : 2;
+  } else if (o.vocab_order && strcmp(o.vocab_order, "fixed") != 0 &&
+             strcmp(o.vocab_order, "shuffled") != 0) {
+    fprintf(stderr, "rasp verify: --vocab-order: expected fixed or shuffled, got '%s'\n",
+            o.vocab_order);
+    status = 2;
+  } else if (o.input) {
+    status = verify_one(&o);
+  } else if (!(status = verify_usage(&o))) {
+    int given_M = o.nM > 0;
+    if (!o.nD) raspC_range("verify", "--D", "2..5", 1, 100, &o.Ds, &o.nD);
+    if (!o.nM) raspC_range("verify", "--M", "5", 2, 100, &o.Ms, &o.nM);
+    status = o.plan ? verify_plan(&o) : verify_programs(&o, given_M);
   }
-  if (o->vocab_file) {
-    n = raspC_read_vocab(o->vocab_file, vocab, &err);
-    if (n < 0) {
-      raspR_print(&err, stderr);
-      return -1;
-    }
-  } else if (o->input_vocab) {
-    n = raspC_split(o->input_vocab, vocab);
-  } else if (!o->input) {
-    fprintf(stderr, "rasp %s: a plain program (no `task`) needs --input TEXT, --input-vocab "
-                    "TEXT or --vocab FILE\n", cmd);
-    return -1;
-  }
-  if (n <= 0) {
-    fprintf(stderr, "rasp %s: the vocabulary is empty\n", cmd);
-    raspC_free_strings(*vocab, n);
-    *vocab = NULL;
-    return -1;
-  }
-  return n;
-}
-
-/* A plain program traced (entry main) for inputs of length n, or NULL with
-** err set. */
-static rasp_ctx *plain_trace(const vopts *o, const char *file, char **vocab, int nvocab, int n,
-                             rasp_error *err) {
-  rasp_ctx *ctx = rasp_ctx_new(n, NULL, err);
-  if (!ctx) return NULL;
-  if (!rasp_set_access(ctx, &o->access, err) ||
-      !rasp_set_vocab(ctx, (const char *const *)vocab, nvocab, err) ||
-      !rasp_load_stdlib(ctx, o->stdlib, err) || !rasp_exec_file(ctx, file, err) ||
-      !rasp_trace(ctx, "main", err)) {
-    rasp_ctx_free(ctx);
-    return NULL;
-  }
-  return ctx;
-}
-
-/* The file name without its directory and .rasp, as rasp_program's name. */
-static char *plain_name(const char *file) {
-  const char *b = strrchr(file, '/');
-  b = b ? b + 1 : file;
-  size_t len = strlen(b);
-  if (len > 5 && strcmp(b + len - 5, ".rasp") == 0) len -= 5;
-  char *name = raspM_alloc(len + 1);
-  memcpy(name, b, len);
-  name[len] = '\0';
-  return name;
-}
-
-/* ----------------------------------------------------------- rasp layers */
-
-/* Least-squares fit of y on x; returns the residual sum of squares. */
-static double fit_sse(const double *x, const double *y, int n, double *slope) {
-  double mx = 0, my = 0, sxx = 0, sxy = 0, sse = 0;
-  for (int i = 0; i < n; i++) mx += x[i], my += y[i];
-  mx /= n;
-  my /= n;
-  for (int i = 0; i < n; i++) sxx += (x[i] - mx) * (x[i] - mx), sxy += (x[i] - mx) * (y[i] - my);
-  double b = sxx > 0 ? sxy / sxx : 0;
-  for (int i = 0; i < n; i++) {
-    double r = y[i] - (my + b * (x[i] - mx));
-    sse += r * r;
-  }
-  *slope = b;
-  return sse;
-}
-
-void raspC_compiled_layers(rasp_ctx *ctx, int root, rasp_layers *L) {
-  rasp_ir *ir = rasp_ctx_ir(ctx);
-  if (root < 0 && !ir->noutputs) {
-    raspL_analyse(ir, NULL, 0, L);
-    snprintf(L->why, sizeof L->why, "the program has no output");
-    return;
-  }
-  int nids = rasp_vocab_size(ctx);
-  int64_t *ids = raspM_alloc(sizeof(int64_t) * (size_t)(nids + 1));
-  for (int i = 0; i < nids; i++) ids[i] = i + 1;
-  raspL_analyse_compiled(ir, root < 0 ? ir->outputs[0] : root, ids, nids, nids, L);
-  raspM_free(ids);
-}
-
-/* One row of `rasp layers`: x is M (path-star) or the length (plain).  The
-** layers and heads are the compiled model's (heads after CSE), "ir" the IR
-** rule's layer count, "written" the heads as written, "chained" the MLP
-** units that read another MLP unit (one MLP sublayer each, where the IR rule
-** fuses element-wise chains), "decodes" those that decode a number for a
-** select, a condition or the readout. */
-static void layers_row(const vopts *o, const char *name, int plain, int D, int x, int n,
-                       const rasp_layers *L) {
-  if (o->json) {
-    printf("{\"program\":\"");
-    raspC_json_fputs(name, stdout);
-    if (plain) printf("\",\"length\":%d", x);
-    else printf("\",\"D\":%d,\"M\":%d", D, x);
-    printf(",\"n\":%d,\"layers\":%d,\"attention_layers\":%d,\"mlp_layers\":%d,\"heads\":[", n,
-           L->nlayers, L->attn_layers, L->mlp_layers);
-    for (int l = 0; l < L->nlayers; l++) printf("%s%d", l ? "," : "", L->heads[l]);
-    printf("],\"schedule\":\"%s\",\"ir_layers\":%d,\"heads_total\":%d,"
-           "\"heads_written\":%d,\"chained\":%d,\"decodes\":%d",
-           L->compiled ? "compiled" : "ir", L->ir_layers, L->total_heads, L->written_heads,
-           L->chained, L->decodes);
-    if (!L->compiled) {
-      printf(",\"why\":\"");
-      raspC_json_fputs(L->why, stdout);
-      printf("\"");
-    }
-    printf("}\n");
-    return;
-  }
-  char heads[1024];
-  heads_text(L, heads, sizeof heads);
-  if (plain) printf("%6d", x);
-  else printf("%5d %5d", x, n);
-  printf(" %7d %4d %5d %5d %5d %7d %7d %7d  %s\n", L->nlayers, L->ir_layers, L->attn_layers,
-         L->mlp_layers, L->total_heads, L->written_heads, L->chained, L->decodes, heads);
-  if (!L->compiled) printf("  (IR rule: %s)\n", L->why);
-}
-
-/* The growth of the layer count ys over xs (M or n): constant, linear or
-** logarithmic, whichever least-squares line fits better. */
-static void layers_growth(const vopts *o, const char *name, const char *var, const double *xs,
-                          const double *ys, int k) {
-  double *ls = raspM_alloc(sizeof(double) * (size_t)k);
-  for (int i = 0; i < k; i++) ls[i] = log2(xs[i]);
-  double lo = ys[0], hi = ys[0];
-  for (int i = 0; i < k; i++) lo = ys[i] < lo ? ys[i] : lo, hi = ys[i] > hi ? ys[i] : hi;
-  double slin, slog;
-  double elin = fit_sse(xs, ys, k, &slin), elog = fit_sse(ls, ys, k, &slog);
-  const char *kind = hi == lo ? "constant" : elin <= elog ? "linear" : "logarithmic";
-  if (o->json) {
-    printf("{\"program\":\"");
-    raspC_json_fputs(name, stdout);
-    printf("\",\"growth\":\"%s\",\"in\":\"%s\",\"min_layers\":%g,\"max_layers\":%g", kind, var,
-           lo, hi);
-    if (hi != lo)
-      printf(",\"layers_per_unit\":%.4f,\"layers_per_doubling\":%.4f,\"residual_linear\":%.4f,"
-             "\"residual_log\":%.4f", slin, slog, elin, elog);
-    printf("}\n");
-  } else if (hi == lo) {
-    printf("growth: constant (%g layers for every %s)\n", lo, var);
-  } else if (elin <= elog) {
-    printf("growth: linear in %s (about %.2f layers per unit of %s; residual %.2f vs %.2f for "
-           "log %s)\n", var, slin, var, elin, elog, var);
-  } else {
-    printf("growth: logarithmic in %s (about %.2f layers per doubling of %s; residual %.2f vs "
-           "%.2f for %s)\n", var, slog, var, elog, elin, var);
-  }
-  raspM_free(ls);
-}
-
-int rasp_cli_layers(int argc, char **argv) {
-  vopts o;
-  init_vopts(&o, argc);
-  int parsed = common_opts(RASPC_LAYERS, "layers", argc, argv, &o);
-  if (parsed <= 0) {
-    free_vopts(&o);
-    return parsed == 0 ? 0 : 2;
-  }
-  if (!o.nM) parse_range("layers", "--M", "3..33", 2, 100, &o.Ms, &o.nM);
-  int D = o.nD ? o.Ds[0] : 2;
-  int status = 0;
-  char **vocab = NULL;
-  int nvocab = 0, input_len = 0;
-  for (int p = 0; p < o.nprograms; p++) {
-    rasp_program prog;
-    rasp_error err = {0};
-    int plain = 0;
-    char *name = NULL;
-    if (!raspK_load_with(o.programs[p], o.stdlib, &o.access, D, o.Ms[0], (int)o.V, &prog, &err)) {
-      raspK_program_free(&prog);
-      if (!is_plain(&err)) {
-        raspR_print(&err, stderr);
-        if (status != 2) status = raspR_exit_status(&err); /* an error in the program, or usage */
-        continue;
-      }
-      if (!plain_opts_only("layers", &o, o.programs[p])) {
-        status = 2;
-        break;
-      }
-      if (!vocab && (nvocab = plain_vocab("layers", &o, &vocab, &input_len)) < 0) {
-        status = 2;
-        break;
-      }
-      if (!o.nL) {
-        if (input_len) parse_range("layers", "--length", "1", 1, 1, &o.Ls, &o.nL), o.Ls[0] = input_len;
-        else parse_range("layers", "--length", "1..16", 1, 16, &o.Ls, &o.nL);
-      }
-      plain = 1;
-      name = plain_name(o.programs[p]);
-    }
-    if (!plain && !task_opts_only("layers", &o, prog.name, 0)) {
-      raspK_program_free(&prog);
-      status = 2;
-      break;
-    }
-    const char *pname = plain ? name : prog.name;
-    const int *xs_in = plain ? o.Ls : o.Ms;
-    int nx = plain ? o.nL : o.nM;
-    if (o.json) {
-      /* rows only */
-    } else if (plain) {
-      printf("%s\n%6s %7s %4s %5s %5s %5s %7s %7s %7s  %s\n", pname, "n", "layers", "ir", "attn",
-             "mlp", "heads", "written", "chained", "decodes", "heads per layer");
-    } else {
-      printf("%s (D=%d)\n%5s %5s %7s %4s %5s %5s %5s %7s %7s %7s  %s\n", pname, D, "M", "n",
-             "layers", "ir", "attn", "mlp", "heads", "written", "chained", "decodes",
-             "heads per layer");
-    }
-    double *xs = raspM_alloc(sizeof(double) * (size_t)nx), *ys = raspM_alloc(sizeof(double) * (size_t)nx);
-    int k = 0;
-    for (int xi = 0; xi < nx; xi++) {
-      int x = xs_in[xi];
-      err.set = 0;
-      if (plain) {
-        rasp_ctx *ctx = plain_trace(&o, o.programs[p], vocab, nvocab, x, &err);
-        if (!ctx) {
-          raspR_print(&err, stderr);
-          status = raspR_exit_status(&err);
-          break; /* the same error at every length */
-        }
-        rasp_layers L;
-        raspC_compiled_layers(ctx, -1, &L);
-        layers_row(&o, pname, 1, D, x, x, &L);
-        ys[k] = L.nlayers;
-        raspL_free(&L);
-        rasp_ctx_free(ctx);
-      } else {
-        if (x < prog.min_M) continue;
-        rasp_ptrace tr;
-        if (!raspK_trace(&prog, D, x, (int)o.V, &tr, &err)) {
-          raspR_print(&err, stderr);
-          status = 1; /* as verify: the program fails at this size */
-          continue;
-        }
-        layers_row(&o, pname, 0, D, x, tr.n, &tr.layers); /* compiled (raspK_trace) */
-        ys[k] = tr.layers.nlayers;
-        raspK_trace_free(&tr);
-      }
-      xs[k++] = x;
-    }
-    if (k >= 2) layers_growth(&o, pname, plain ? "n" : "M", xs, ys, k);
-    fflush(stdout);
-    raspM_free(xs);
-    raspM_free(ys);
-    raspM_free(name);
-    if (!plain) raspK_program_free(&prog);
-  }
-  if (vocab) raspC_free_strings(vocab, nvocab);
-  free_vopts(&o);
-  return status;
-}
-
-/* ------------------------------------------------------------- rasp draw */
-
-static void dot_escape(FILE *f, const char *s) {
-  for (; *s; s++) {
-    if (*s == '"' || *s == '\\') fputc('\\', f);
-    fputc(*s, f);
-  }
-}
-
-/* A traced program as draw sees it: its IR, the nodes it returns and the
-** sublayer of every node: the compiled model's (raspL_analyse_compiled, the
-** schedule `rasp layers` counts), the IR rule's where the compiler
-** refuses. */
-typedef struct dgraph {
-  rasp_ir *ir;
-  const int *roots;
-  int nroots;
-  const int *sublayer;
-} dgraph;
-
-static void write_dot(const dgraph *g, const char *name, FILE *f) {
-  rasp_ir *ir = g->ir;
-  unsigned char *live = raspM_alloc((size_t)ir->nnodes);
-  raspI_live(ir, g->roots, g->nroots, live);
-  /* the name is the program's file name: any text, so escaped like a label */
-  fputs("digraph \"", f);
-  dot_escape(f, name);
-  fputs("\" {\n  rankdir=TB;\n  node [fontname=\"Helvetica\", fontsize=10];\n", f);
-  int maxs = 0;
-  for (int i = 0; i < ir->nnodes; i++)
-    if (live[i] && g->sublayer[i] > maxs) maxs = g->sublayer[i];
-  for (int s = 0; s <= maxs; s++) {
-    if (s == 0) fprintf(f, "  subgraph cluster_embed {\n    label=\"embeddings and constants\";\n");
-    else fprintf(f, "  subgraph cluster_%d {\n    label=\"layer %d %s\";\n", s, (s + 1) / 2,
-                 s % 2 ? "attention" : "MLP");
-    for (int i = 0; i < ir->nnodes; i++) {
-      const rasp_ir_node *nd = &ir->nodes[i];
-      if (!live[i] || g->sublayer[i] != s || nd->op == RASP_OP_FULL) continue;
-      rasp_component c = raspI_op_component(nd->op);
-      if (c == RASP_COMP_SELECTOR && s != 0) continue;
-      const char *shape = c == RASP_COMP_ATTN ? "box" : c == RASP_COMP_SELECTOR ? "diamond" : "ellipse";
-      fprintf(f, "    n%d [shape=%s, label=\"", i, shape);
-      if (nd->label) {
-        dot_escape(f, nd->label);
-        fputs("\\n", f);
-      }
-      fputs(raspI_op_name(nd->op), f);
-      if (nd->op == RASP_OP_BINARY) fprintf(f, " %s", raspI_binop_name((rasp_binop)nd->aux));
-      if (nd->op == RASP_OP_SELECT) fprintf(f, " %s", raspI_pred_name((rasp_pred)nd->aux));
-      /* constants are folded into their users' labels to keep the graph legible */
-      for (int k = 0; k < nd->nin; k++)
-        if (ir->nodes[nd->in[k]].op == RASP_OP_FULL) {
-          char cbuf[64];
-          raspI_elem_format(ir, ir->nodes[nd->in[k]].c, cbuf, sizeof cbuf);
-          fprintf(f, " [%d]=", k);
-          dot_escape(f, cbuf);
-        }
-      if (nd->pos.src) fprintf(f, "\\nline %d", nd->pos.line);
-      fputs("\"];\n", f);
-    }
-    fputs("  }\n", f);
-  }
-  /* selectors outside the embedding cluster float next to their heads */
-  for (int i = 0; i < ir->nnodes; i++) {
-    const rasp_ir_node *nd = &ir->nodes[i];
-    if (live[i] && raspI_op_component(nd->op) == RASP_COMP_SELECTOR && g->sublayer[i] != 0)
-      fprintf(f, "  n%d [shape=diamond, label=\"%s %s\"];\n", i, raspI_op_name(nd->op),
-              nd->op == RASP_OP_SELECT ? raspI_pred_name((rasp_pred)nd->aux) : "");
-  }
-  for (int i = 0; i < ir->nnodes; i++) {
-    if (!live[i]) continue;
-    for (int k = 0; k < ir->nodes[i].nin; k++)
-      if (ir->nodes[ir->nodes[i].in[k]].op != RASP_OP_FULL)
-        fprintf(f, "  n%d -> n%d;\n", ir->nodes[i].in[k], i);
-  }
-  fputs("}\n", f);
-  raspM_free(live);
-}
-
-/* The graph as one JSON object: every live node (constants too, with their
-** value) with its op, label, sublayer, transformer layer (0: embeddings and
-** constants) and source line, and every edge between live nodes. */
-static void write_json(const dgraph *g, const char *name, FILE *f) {
-  rasp_ir *ir = g->ir;
-  unsigned char *live = raspM_alloc((size_t)ir->nnodes);
-  raspI_live(ir, g->roots, g->nroots, live);
-  fputs("{\"program\":\"", f);
-  raspC_json_fputs(name, f);
-  fputs("\",\"outputs\":[", f);
-  for (int r = 0; r < g->nroots; r++) fprintf(f, "%s%d", r ? "," : "", g->roots[r]);
-  fputs("],\"nodes\":[", f);
-  int first = 1;
-  for (int i = 0; i < ir->nnodes; i++) {
-    if (!live[i]) continue;
-    const rasp_ir_node *nd = &ir->nodes[i];
-    int s = g->sublayer[i] < 0 ? 0 : g->sublayer[i];
-    fprintf(f, "%s{\"id\":%d,\"op\":\"%s\"", first ? "" : ",", i, raspI_op_name(nd->op));
-    first = 0;
-    if (nd->op == RASP_OP_BINARY) fprintf(f, ",\"binop\":\"%s\"", raspI_binop_name((rasp_binop)nd->aux));
-    if (nd->op == RASP_OP_SELECT) fprintf(f, ",\"predicate\":\"%s\"", raspI_pred_name((rasp_pred)nd->aux));
-    if (nd->op == RASP_OP_FULL) {
-      char cbuf[64];
-      raspI_elem_format(ir, nd->c, cbuf, sizeof cbuf);
-      fputs(",\"value\":\"", f);
-      raspC_json_fputs(cbuf, f);
-      fputc('"', f);
-    }
-    if (nd->label) {
-      fputs(",\"label\":\"", f);
-      raspC_json_fputs(nd->label, f);
-      fputc('"', f);
-    }
-    fprintf(f, ",\"sublayer\":%d,\"layer\":%d", s, (s + 1) / 2);
-    if (nd->pos.src) fprintf(f, ",\"line\":%d", nd->pos.line);
-    fputc('}', f);
-  }
-  fputs("],\"edges\":[", f);
-  first = 1;
-  for (int i = 0; i < ir->nnodes; i++) {
-    if (!live[i]) continue;
-    for (int k = 0; k < ir->nodes[i].nin; k++) {
-      fprintf(f, "%s[%d,%d]", first ? "" : ",", ir->nodes[i].in[k], i);
-      first = 0;
-    }
-  }
-  fputs("]}\n", f);
-  raspM_free(live);
-}
-
-/* svg and png through Graphviz, with no shell and no predictable file name:
-** dot reads the DOT text from an unnamed temporary file and writes to a
-** fresh mkstemp file beside out (raspR_atomic_open), renamed over out only
-** when dot succeeded.  The exit status for rasp_cli_draw. */
-static int render(const char *format, const char *out, const char *text, size_t len) {
-  rasp_error err = {0};
-  FILE *in = tmpfile();
-  if (!in || fwrite(text, 1, len, in) != len || fflush(in) != 0 ||
-      lseek(fileno(in), 0, SEEK_SET) != 0) {
-    fprintf(stderr, "rasp draw: cannot write a temporary file: %s\n", strerror(errno));
-    if (in) fclose(in);
-    return 2;
-  }
-  rasp_afile af;
-  if (!raspR_atomic_open(&af, out, &err)) {
-    raspR_print(&err, stderr);
-    fclose(in);
-    return raspR_exit_status(&err);
-  }
-  char type[16];
-  snprintf(type, sizeof type, "-T%s", format);
-  const char *argv[] = {"dot", type, NULL};
-  int status = 0;
-  if (!raspR_spawn(argv, fileno(in), fileno(af.f), &err)) {
-    int missing = errno == ENOENT;
-    fprintf(stderr, "rasp draw: %s%s\n", err.msg,
-            missing ? " (Debian: apt-get install graphviz); use --format dot" : "");
-    raspR_atomic_abort(&af);
-    status = missing ? 2 : 1;
-  } else if (!raspR_atomic_commit(&af, &err)) {
-    raspR_print(&err, stderr);
-    status = raspR_exit_status(&err);
-  }
-  fclose(in);
-  return status;
-}
-
-/* The format draw writes: --json, --format, else -o's extension, else dot.
-** NULL after a message. */
-static const char *draw_format(const vopts *o) {
-  static const char *const known[] = {"dot", "svg", "png", "json", NULL};
-  if (o->json) {
-    if (o->format && strcmp(o->format, "json")) {
-      fprintf(stderr, "rasp draw: --json does not combine with --format %s\n", o->format);
-      return NULL;
-    }
-    return "json";
-  }
-  if (o->format) {
-    for (int i = 0; known[i]; i++)
-      if (strcmp(o->format, known[i]) == 0) return known[i];
-    fprintf(stderr, "rasp draw: --format: expected dot, svg, png or json, got '%s'\n", o->format);
-    return NULL;
-  }
-  const char *dot = o->out_file ? strrchr(o->out_file, '.') : NULL;
-  if (dot && !strchr(dot, '/')) {
-    if (strcmp(dot, ".gv") == 0) return "dot";
-    for (int i = 0; known[i]; i++)
-      if (strcmp(dot + 1, known[i]) == 0) return known[i];
-  }
-  return "dot";
-}
-
-int rasp_cli_draw(int argc, char **argv) {
-  vopts o;
-  init_vopts(&o, argc);
-  int parsed = common_opts(RASPC_DRAW, "draw", argc, argv, &o);
-  if (parsed <= 0) {
-    free_vopts(&o);
-    return parsed == 0 ? 0 : 2;
-  }
-  const char *format = draw_format(&o);
-  if (!format) {
-    free_vopts(&o);
-    return 2;
-  }
-  if (o.nprograms > 1) {
-    fprintf(stderr, "rasp draw: one program at a time, got '%s' too\n", o.programs[1]);
-    free_vopts(&o);
-    return 2;
-  }
-  int D = o.nD ? o.Ds[0] : 2, M = o.nM ? o.Ms[0] : 5;
-  rasp_program prog;
-  rasp_error err = {0};
-  rasp_ptrace tr;
-  memset(&tr, 0, sizeof tr);
-  rasp_ctx *ctx = NULL; /* a plain program's */
-  rasp_layers L;
-  memset(&L, 0, sizeof L);
-  char **vocab = NULL, *name = NULL;
-  int nvocab = 0, status = 0;
-  dgraph g;
-  if (raspK_load_with(o.programs[0], o.stdlib, &o.access, D, M, (int)o.V, &prog, &err)) {
-    if (!task_opts_only("draw", &o, prog.name, 1)) {
-      status = 2;
-      goto out;
-    }
-    if (o.input) { /* one input of the task (as rasp run takes it): its D and M */
-      rasp_input in;
-      if (o.nD || o.nM) {
-        fprintf(stderr, "rasp draw: --input gives D and M (from its graph); it does not combine "
-                        "with %s\n", o.nD ? "--D" : "--M");
-        status = 2;
-        goto out;
-      }
-      if ((status = raspC_task_input("draw", &prog, (int)o.V, o.input, &in))) goto out;
-      D = in.D;
-      M = in.M;
-      raspK_input_free(&in);
-    }
-    if (!raspK_trace(&prog, D, M, (int)o.V, &tr, &err)) {
-      raspR_print(&err, stderr);
-      status = 1; /* as verify: the program fails at this size */
-      goto out;
-    }
-    g = (dgraph){rasp_ctx_ir(tr.ctx), &tr.output, 1, tr.layers.sublayer};
-  } else {
-    if (!is_plain(&err)) {
-      raspR_print(&err, stderr);
-      status = raspR_exit_status(&err); /* an error in the program, or usage */
-      goto out;
-    }
-    if (!plain_opts_only("draw", &o, o.programs[0])) {
-      status = 2;
-      goto out;
-    }
-    int input_len;
-    if ((nvocab = plain_vocab("draw", &o, &vocab, &input_len)) < 0) {
-      status = 2;
-      goto out;
-    }
-    int n = o.nL ? o.Ls[0] : input_len ? input_len : 8;
-    if (!(ctx = plain_trace(&o, o.programs[0], vocab, nvocab, n, &err))) {
-      raspR_print(&err, stderr);
-      status = raspR_exit_status(&err);
-      goto out;
-    }
-    rasp_ir *ir = rasp_ctx_ir(ctx);
-    raspC_compiled_layers(ctx, -1, &L);
-    g = (dgraph){ir, ir->outputs, ir->noutputs, L.sublayer};
-    name = plain_name(o.programs[0]);
-  }
-  char *text = NULL;
-  size_t len = 0;
-  FILE *mem = open_memstream(&text, &len);
-  if (strcmp(format, "json") == 0) write_json(&g, name ? name : prog.name, mem);
-  else write_dot(&g, name ? name : prog.name, mem);
-  fclose(mem);
-  if (strcmp(format, "dot") == 0 || strcmp(format, "json") == 0) {
-    if (o.out_file) {
-      if (!raspR_write_file(o.out_file, text, len, &err)) {
-        raspR_print(&err, stderr);
-        status = raspR_exit_status(&err);
-      }
-    } else {
-      fwrite(text, 1, len, stdout);
-    }
-  } else {
-    if (!o.out_file) {
-      fprintf(stderr, "rasp draw: --format %s needs -o FILE\n", format);
-      status = 2;
-    } else {
-      status = render(format, o.out_file, text, len);
-    }
-  }
-  free(text);
-out:
-  if (ctx) {
-    raspL_free(&L);
-    rasp_ctx_free(ctx);
-  } else if (tr.ctx) {
-    raspK_trace_free(&tr);
-  }
-  raspK_program_free(&prog);
-  if (vocab) raspC_free_strings(vocab, nvocab);
-  raspM_free(name);
-  free_vopts(&o);
+  raspC_vopts_free(&o);
   return status;
 }

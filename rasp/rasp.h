@@ -33,7 +33,8 @@
 **     raspT_  rtask.h: the path-star task
 **     raspK_  rverify.h: the verifier
 **     raspG_  rcompile.h: the compiler
-**     raspN_  rmodel.h: transformer models and their files
+**     raspN_  rmodel.h: transformer models and their files (rmodel_task.h:
+**             the path-star task a compiled model records)
 **   internal (not installed, hidden in librasp.so; the package's own
 **   programs link rasp/librasp-internal.la):
 **     raspM_  rmem.h: allocation, memory and time budgets

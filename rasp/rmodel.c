@@ -1214,89 +1214,52 @@ int raspN_forward(const rasp_model *m, const int *tokens, int n, float *logits,
 }
 
 
-/* ---- the task of a compiled path-star model ----------------------------- */
+/* ---- settings objects in the layout ------------------------------------ */
 
-/* layout.task's keys, in the order written; kind 0: integer, 1: string,
-** 2: boolean. */
-static const struct {
-  const char *key;
-  int kind;
-} task_keys[RASPN_TASK_NKEYS] = {
-    {"D", 0},   {"M", 0},   {"V", 0},       {"order", 1},    {"q", 1},     {"answer", 1},
-    {"bos", 2}, {"eos", 2}, {"markers", 0}, {"st_names", 2}, {"model", 1},
-};
-
-/* Setting k of o (encoder for "model") as text, as layout.task's value
-** reads back through task_jtext (strings unquoted). */
-static void task_text(const rasp_task_opts *o, int encoder, int k, char *buf, size_t n) {
-  static const char *const ans[] = {"none", "forward", "reverse", "lead"};
-  int v = 0;
-  const char *s = NULL;
-  switch (k) {
-  case 0: v = o->D; break;
-  case 1: v = o->M; break;
-  case 2: v = o->V; break;
-  case 3: s = o->order == RASP_ORDER_ARM ? "arm" : "edge"; break;
-  case 4: s = o->q == RASP_Q_END ? "end" : "start"; break;
-  case 5: s = (unsigned)o->answer < 4 ? ans[o->answer] : "?"; break;
-  case 6: v = o->bos != 0; break;
-  case 7: v = o->eos != 0; break;
-  case 8: v = o->markers; break;
-  case 9: v = o->st_names != 0; break;
-  default: s = encoder ? "encoder" : "decoder"; break;
-  }
-  if (s) snprintf(buf, n, "%s", s);
-  else if (task_keys[k].kind == 2) snprintf(buf, n, "%s", v ? "true" : "false");
-  else snprintf(buf, n, "%d", v);
-}
-
-/* A JSON value as task_text writes its kind; "(missing)" for anything
-** else (a layout.task edited by hand). */
-static void task_jtext(const jval *v, int kind, char *buf, size_t n) {
+/* A JSON value as a setting of kind `kind` writes it; "(missing)" for
+** anything else (an object edited by hand). */
+static void setting_jtext(const jval *v, int kind, char *buf, size_t n) {
   int64_t i;
-  if (kind == 0 && !jint(v, INT_MIN, INT_MAX, &i)) snprintf(buf, n, "%lld", (long long)i);
-  else if (kind == 1 && v && v->type == J_STR) snprintf(buf, n, "%s", v->str);
-  else if (kind == 2 && v && v->type == J_BOOL) snprintf(buf, n, "%s", v->boolean ? "true" : "false");
+  if (kind == RASPN_SET_INT && !jint(v, INT_MIN, INT_MAX, &i)) snprintf(buf, n, "%lld", (long long)i);
+  else if (kind == RASPN_SET_STR && v && v->type == J_STR) snprintf(buf, n, "%s", v->str);
+  else if (kind == RASPN_SET_BOOL && v && v->type == J_BOOL) snprintf(buf, n, "%s", v->boolean ? "true" : "false");
   else snprintf(buf, n, "(missing)");
 }
 
-int raspN_layout_set_task(rasp_model *m, const rasp_task_opts *o, int encoder) {
+int raspN_layout_set_object(rasp_model *m, const char *name, const raspN_setting *s, int n) {
   size_t len = m->json_extra ? strlen(m->json_extra) : 0;
   while (len && strchr(" \t\r\n", m->json_extra[len - 1])) len--;
   if (!len || m->json_extra[len - 1] != '}') return 0;
   sbuf b = {0};
-  sb_printf(&b, "%.*s, \"task\": {", (int)(len - 1), m->json_extra);
-  for (int k = 0; k < RASPN_TASK_NKEYS; k++) {
-    char v[48];
-    task_text(o, encoder, k, v, sizeof v);
-    sb_printf(&b, "%s\"%s\": %s%s%s", k ? ", " : "", task_keys[k].key,
-              task_keys[k].kind == 1 ? "\"" : "", v, task_keys[k].kind == 1 ? "\"" : "");
-  }
+  sb_printf(&b, "%.*s, \"%s\": {", (int)(len - 1), m->json_extra, name);
+  for (int k = 0; k < n; k++)
+    sb_printf(&b, "%s\"%s\": %s%s%s", k ? ", " : "", s[k].key,
+              s[k].kind == RASPN_SET_STR ? "\"" : "", s[k].text,
+              s[k].kind == RASPN_SET_STR ? "\"" : "");
   sb_printf(&b, "}}");
   raspM_free(m->json_extra);
   m->json_extra = b.s;
   return 1;
 }
 
-int raspN_layout_task_diff(const rasp_model *m, const rasp_task_opts *o, int encoder,
-                           raspN_task_diff *d) {
+int raspN_layout_object_diff(const rasp_model *m, const char *name, const raspN_setting *s,
+                             int n, raspN_task_diff *d) {
   jval root;
   if (layout_parse(m, &root)) return -1;
-  jval *t = jget(&root, "task");
-  int n = -1;
+  jval *t = jget(&root, name);
+  int nd = -1;
   if (t && t->type == J_OBJ) {
-    n = 0;
-    for (int k = 0; k < RASPN_TASK_NKEYS; k++) {
-      if (k == RASPN_TASK_NKEYS - 1 && encoder < 0) continue;
-      raspN_task_diff *e = &d[n];
-      task_jtext(jget(t, task_keys[k].key), task_keys[k].kind, e->model, sizeof e->model);
-      task_text(o, encoder, k, e->ours, sizeof e->ours);
-      e->key = task_keys[k].key;
-      n += strcmp(e->model, e->ours) != 0;
+    nd = 0;
+    for (int k = 0; k < n; k++) {
+      raspN_task_diff *e = &d[nd];
+      setting_jtext(jget(t, s[k].key), s[k].kind, e->model, sizeof e->model);
+      snprintf(e->ours, sizeof e->ours, "%s", s[k].text);
+      e->key = s[k].key;
+      nd += strcmp(e->model, e->ours) != 0;
     }
   }
   jfree(&root);
-  return n;
+  return nd;
 }
 
 int raspN_load_config(rasp_model *m, const char *stem_in, rasp_error *err) {

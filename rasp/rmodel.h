@@ -53,7 +53,6 @@
 #include <stdint.h>
 
 #include "rerror.h"
-#include "rtask.h"
 
 typedef struct rasp_model_config {
   int vocab_size;    /* token ids 0 .. vocab_size-1 */
@@ -160,28 +159,32 @@ typedef struct rasp_layout_unit {
 ** (raspM_free it), *n its length; NULL (*n = 0) when there are none. */
 rasp_layout_unit *raspN_layout_units(const rasp_model *m, int *n);
 
-/* ---- the task of a compiled path-star model ------------------------------
-** `rasp compile` records in the layout, as layout.task, the settings of the
-** task that define where every token of a sequence sits: D, M, V, order, q,
-** answer, bos, eos, markers, st_names and model ("encoder" for --encoder,
-** else "decoder").  A model only computes its program on sequences of that
-** layout, so rasp-train --init and `rasp apply --program` compare their own
-** settings with these and refuse a difference.  Files written before
-** layout.task existed have none, and nothing is compared. */
-#define RASPN_TASK_NKEYS 11
+/* ---- settings objects in the layout -----------------------------------
+** An object of the layout (layout.NAME) whose members are settings: each
+** an integer, a string or a boolean, written in the order given and
+** compared as text, so that a file can say what its model was made for
+** and a reader can refuse a difference (layout.task: rmodel_task.h). */
+enum { RASPN_SET_INT, RASPN_SET_STR, RASPN_SET_BOOL };
+typedef struct raspN_setting {
+  const char *key;
+  int kind;      /* RASPN_SET_* */
+  char text[48]; /* the value as text: "12", "arm", "true" */
+} raspN_setting;
+/* One setting that differs (the name is layout.task's, the first object of
+** settings). */
 typedef struct raspN_task_diff {
   const char *key;       /* "D", "markers", "model", ... */
   char model[48], ours[48]; /* the model's value ("(missing)" when the
                             ** layout lacks it) and the caller's, as text */
 } raspN_task_diff;
-/* Adds layout.task for o (encoder: 1 for --encoder) to m's layout; 1, or 0
-** when m has no layout object to add it to. */
-int raspN_layout_set_task(rasp_model *m, const rasp_task_opts *o, int encoder);
-/* Compares layout.task with o (and encoder, unless it is -1): -1 when the
-** layout records no task, else the number of settings that differ, each
-** described in d[0..] (room for RASPN_TASK_NKEYS). */
-int raspN_layout_task_diff(const rasp_model *m, const rasp_task_opts *o, int encoder,
-                           raspN_task_diff *d);
+/* Adds layout.name with the settings s[0..n) to m's layout; 1, or 0 when m
+** has no layout object to add it to. */
+int raspN_layout_set_object(rasp_model *m, const char *name, const raspN_setting *s, int n);
+/* Compares layout.name with s[0..n): -1 when the layout has no such object,
+** else the number of settings that differ, each described in d[0..] (room
+** for n). */
+int raspN_layout_object_diff(const rasp_model *m, const char *name, const raspN_setting *s,
+                             int n, raspN_task_diff *d);
 /* Reads STEM.json alone: m->cfg and m->json_extra, no parameters (the
 ** checks above, before the tensors are worth reading).  1, or 0 with err;
 ** raspN_free frees it. */

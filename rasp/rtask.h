@@ -250,6 +250,24 @@ void raspT_layout_globals(const rasp_task_opts *o, int n, rasp_layout_global *ou
 /* Whether name is one of them. */
 int raspT_is_layout_global(const char *name);
 
+/* ---- one input read back ---------------------------------------------- */
+
+/* One path-star input written out as tokens ("/ 4 9 = 3 10 | 4 2 | ...", the
+** text `rasp gen` and the counterexamples print), for `rasp verify --input`
+** (read by raspT_parse_input, rtask_input.c). */
+typedef struct rasp_input {
+  int D, M, n;           /* read off the graph: D = the degree of s */
+  int64_t *tokens;       /* n task token ids (rtask.h) */
+  int64_t lead, target;  /* l_t and t as raspK_sample_tokens gives them */
+} rasp_input;
+
+/* Reads text as one input of the task base with node symbols 1..V (D and
+** M read off the graph; see raspK_parse_input, rverify.h).  1, or 0 with
+** err (RASP_E_USAGE) naming the first thing wrong. */
+int raspT_parse_input(const rasp_task_opts *base, int V, const char *text, rasp_input *in,
+                      rasp_error *err);
+void raspT_input_free(rasp_input *in);
+
 /* ---- command line ------------------------------------------------------- */
 
 /* `rasp gen ...`: argv[0] is the command name, options follow.  Returns the

@@ -179,15 +179,8 @@ void raspK_counterexample(const rasp_program *prog, int D, int M, int V, uint64_
 void raspK_counterexample_exhaustive(const rasp_program *prog, rasp_ptrace *tr, uint64_t index,
                                      FILE *out);
 
-/* One path-star input written out as tokens ("/ 4 9 = 3 10 | 4 2 | ...", the
-** text `rasp gen` and the counterexamples print), for `rasp verify --input`. */
-typedef struct rasp_input {
-  int D, M, n;           /* read off the graph: D = the degree of s */
-  int64_t *tokens;       /* n task token ids (rtask.h) */
-  int64_t lead, target;  /* l_t and t as raspK_sample_tokens gives them */
-} rasp_input;
-
-/* Reads text as one input of prog's task with node symbols 1..V: every
+/* Reads text as one input (rtask.h: rasp_input) of prog's task with node
+** symbols 1..V (raspT_parse_input on its settings): every
 ** token must be the task's, in the layout the task settings give (BOS, Q,
 ** G, answer, EOS; markers; edge or arm order; st_names), G must be a
 ** path-star graph (D arms of M nodes from the s of Q, every node on one

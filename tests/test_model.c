@@ -17,6 +17,7 @@
 
 #include "rmem.h"
 #include "rmodel.h"
+#include "rmodel_task.h"
 
 #include "check_main.h"
 

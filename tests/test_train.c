@@ -23,10 +23,12 @@
 #include "rcompile.h"
 #include "rmem.h"
 #include "rmodel.h"
+#include "rmodel_task.h"
 #include "rverify.h"
 #include "tkern.h"
 #include "tnet.h"
-#include "ttrain.h"
+#include "tckpt.h"
+#include "tinit.h"
 
 #include "check_main.h"
 
@@ -581,7 +583,7 @@ static void write_text(const char *dir, const char *name, const char *text) {
   fclose(f);
 }
 
-/* Checkpoints (ttrain.h): a generation's files committed by the manifest.
+/* Checkpoints (tckpt.h): a generation's files committed by the manifest.
 ** Round trip with the configuration; the previous generation removed only
 ** after the next commits; a generation written but not committed (a kill
 ** before the manifest's rename) ignored by load and removed by clean, as
@@ -1314,7 +1316,7 @@ static void trainer_bin_setup(char *train, size_t size, char *dir) {
 **   - the program's heads agree with the compiled point's at step 0 (the
 **     compiled run, widened, frozen), much less for random weights;
 **   - --widen 3 --freeze compiled: after 1 epoch and after resuming to 3,
-**     every compiled entry and every wire (ttrain.h) is bit-identical (to
+**     every compiled entry and every wire (tinit.h) is bit-identical (to
 **     the first checkpoint, and to the compiled model adapted and widened
 **     in process), while added weights moved, and the program's heads
 **     still agree everywhere; the distance from the compiled point is logged; the

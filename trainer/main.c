@@ -23,7 +23,8 @@
 **     tresume.c  the run directory (--out) and checkpoint policy
 **     tlog.c     logs rewritten whole and atomically
 **     ttask.c    an --init model's task (STEM.json) against the options
-**     ttrain.c   checkpoint files, compiled initialisation, widening
+**     tckpt.c    checkpoint files, the run directory's temporaries
+**     tinit.c    compiled models as initialisation, widening
 **     tnet.c     forward and backward passes, optimisers
 **     tmpi.c     (--with-mpi builds) the ranks of a data-parallel run
 ** Protocols and their measurements: doc/training.md.

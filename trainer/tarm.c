@@ -24,8 +24,9 @@
 #include <string.h>
 
 #include "rmem.h"
+#include "rmodel_task.h"
 #include "tteach.h"
-#include "ttrain.h"
+#include "tinit.h"
 
 /* The lowest and highest logit of a compiled model over a few of the
 ** training sequences, as the model sees them at evaluation (BOS prepended;
@@ -56,7 +57,7 @@ static void compiled_logit_range(const rasp_model *m, const train_opts *o,
 ** starting point before --init-mix, --reinit-layers and --init-noise: the
 ** compiled point, widened by --widen: what distances are measured from),
 ** a->mask (its entries that came from the --init model: all but
-** --widen's; and --widen's wires, ttrain.h) and a->units (a compiled layout's heads, for the probe).  The
+** --widen's; and --widen's wires, tinit.h) and a->units (a compiled layout's heads, for the probe).  The
 ** order is tarm.h's.  1, or 0 with err. */
 static int make_model(train_arm *a, const train_opts *o, int trial, int random_init,
                       const rasp_model_config *like, const train_dataset *d,
@@ -299,7 +300,7 @@ int train_arm_init(train_arm *a, const train_opts *o, int trial, int random_init
     } else {
       for (size_t i = 0; i < n; i++) a->opt.scale[i] = 1.0f;
     }
-    /* the compiled entries and --widen's wires (ttrain.h): the compiled
+    /* the compiled entries and --widen's wires (tinit.h): the compiled
     ** dimensions then stay exactly the compiled model's */
     if (o->freeze && a->mask)
       for (size_t i = 0; i < n; i++)

@@ -9,7 +9,7 @@
 ** (rcompile.h: bos_token >= 0 and a layout in STEM.json).  A compiled model
 ** gets the model's BOS in front of every sequence, the task's ids must be
 ** its input ids and its readout is rebuilt over token ids
-** (train_adapt_compiled, ttrain.h); ids it never outputs get weight 0 and a
+** (train_adapt_compiled, tinit.h); ids it never outputs get weight 0 and a
 ** bias below the compiled logits seen on a few training sequences (as
 ** evaluation encodes them).  Then, in this order: --widen (train_widen),
 ** --init-mix with the random init of the same architecture and seed as

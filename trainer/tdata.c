@@ -21,7 +21,7 @@
 
 #include "rmem.h"
 #include "tlog.h"
-#include "ttrain.h"
+#include "tinit.h"
 
 /* ---- what the model reads ------------------------------------------- */
 

@@ -1,6 +1,6 @@
 /*
 ** tresume.c -- the run directory and the checkpoint policy (see
-** tresume.h); the checkpoint files themselves are ttrain.c's.
+** tresume.h); the checkpoint files themselves are tckpt.c's.
 **
 ** The configuration a checkpoint stores leaves out what only says where to
 ** stop (--epochs, --max-steps, --stop-loss: a finished run resumes when

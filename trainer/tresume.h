@@ -7,10 +7,10 @@
 ** and records every option in DIR/config.txt.  It removes only files it
 ** can prove it made: its writes' temporaries live in DIR/.rasp-train.tmp
 ** (raspR_atomic_tmpdir), and a checkpoint names the generation it is about
-** to write in STEM.pending before writing it (ttrain.h); a file of the
+** to write in STEM.pending before writing it (tckpt.h); a file of the
 ** user's in DIR is never removed, whatever its name.  After every epoch,
 ** DIR/trialK.ckpt commits a generation of model and optimiser files
-** (ttrain.h) with the trial's configuration (train_config_text: every
+** (tckpt.h) with the trial's configuration (train_config_text: every
 ** option that shapes its trajectory); --resume loads the committed
 ** generation and refuses one made with other options, naming each.  A
 ** fresh run numbers its generations after any committed one, so that the
@@ -22,7 +22,7 @@
 #include "tlog.h"
 #include "tnet.h"
 #include "topts.h"
-#include "ttrain.h"
+#include "tckpt.h"
 
 /* Creates o->out (and its parents), locks it for the rest of the process,
 ** sends its temporaries to o->out/.rasp-train.tmp and removes those a

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "rmem.h"
+#include "rmodel_task.h"
 
 /* The option that makes rasp-train's setting `key` the model's `val`, into
 ** buf; "" when no option can (an answer of 'none', markers not 1 or 2). */
