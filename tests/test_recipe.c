@@ -104,6 +104,52 @@ START_TEST(test_clipped_step) {
 }
 END_TEST
 
+/* Central differences (h 1e-3) of a teacher loss against the gradient the
+** backward left in s->grad, for every parameter of ms: loss(s, arg) after a
+** forward of s over tok (B x T).  Each must agree within tol relative to
+** max(|numeric| + |analytic|, floor); returns how many analytic gradients
+** are above reach (so a check cannot pass vacuously). */
+typedef double (*teach_loss_fn)(train_net *s, void *arg);
+static int fd_check(rasp_model *ms, train_net *s, const int *tok, int B, int T,
+                    teach_loss_fn loss, void *arg, double tol, double floor, double reach) {
+  int reached = 0;
+  for (size_t i = 0; i < ms->nparams; i++) {
+    float save = ms->params[i], h = 1e-3f;
+    ms->params[i] = save + h;
+    train_forward(s, tok, B, T);
+    double lp = loss(s, arg);
+    ms->params[i] = save - h;
+    train_forward(s, tok, B, T);
+    double lm = loss(s, arg);
+    ms->params[i] = save;
+    double num = (lp - lm) / (2.0 * h), an = s->grad[i];
+    double rel = fabs(num - an) / fmax(fabs(num) + fabs(an), floor);
+    ck_assert_msg(rel < tol, "parameter %zu: analytic %g, numeric %g (rel %g)", i, an, num, rel);
+    reached += fabs(an) > reach;
+  }
+  return reached;
+}
+
+/* the three losses' arguments for fd_check */
+typedef struct teach_arg {
+  train_net *t;
+  float *w;
+  train_teach_map *mp;
+  double scale;
+} teach_arg;
+static double states_loss(train_net *s, void *arg) {
+  teach_arg *a = arg;
+  return train_teach_loss(s, a->t, a->w, a->scale, 0);
+}
+static double map_loss(train_net *s, void *arg) {
+  teach_arg *a = arg;
+  return train_teach_map_loss(s, a->t, a->mp, a->w, a->scale, 0);
+}
+static double attn_loss(train_net *s, void *arg) {
+  teach_arg *a = arg;
+  return train_teach_attn_loss(s, a->t, a->scale, 0);
+}
+
 /* The teacher loss of a student and a teacher of one architecture (2
 ** layers, GELU, with and without layer norm) on the same tokens: the
 ** gradient train_backward gives (the task loss's weights all 0, so the
@@ -141,21 +187,8 @@ static void teach_gradcheck(int ln) {
   double l0 = train_teach_loss(&s, &t, wt, scale, 1);
   ck_assert(l0 > 0.01);
   train_backward(&s);
-  int checked = 0;
-  for (size_t i = 0; i < ms.nparams; i++) {
-    float save = ms.params[i], h = 1e-3f;
-    ms.params[i] = save + h;
-    train_forward(&s, tok, B, T);
-    double lp = train_teach_loss(&s, &t, wt, scale, 0);
-    ms.params[i] = save - h;
-    train_forward(&s, tok, B, T);
-    double lm = train_teach_loss(&s, &t, wt, scale, 0);
-    ms.params[i] = save;
-    double num = (lp - lm) / (2.0 * h), an = s.grad[i];
-    double rel = fabs(num - an) / fmax(fabs(num) + fabs(an), 1e-3);
-    ck_assert_msg(rel < 2e-2, "parameter %zu: analytic %g, numeric %g (rel %g)", i, an, num, rel);
-    checked += fabs(an) > 1e-4;
-  }
+  teach_arg ta = {&t, wt, NULL, scale};
+  int checked = fd_check(&ms, &s, tok, B, T, states_loss, &ta, 2e-2, 1e-3, 1e-4);
   ck_assert_int_gt(checked, (int)ms.nparams / 2); /* most parameters reach the states */
   raspM_free(wt);
   train_teach_free(&s);
@@ -210,21 +243,8 @@ static void teach_map_gradcheck(int ln) {
   double l0 = train_teach_map_loss(&s, &t, &mp, wt, scale, 1);
   ck_assert(l0 > 1e-3);
   train_backward(&s);
-  int checked = 0;
-  for (size_t i = 0; i < ms.nparams; i++) {
-    float save = ms.params[i], h = 1e-3f;
-    ms.params[i] = save + h;
-    train_forward(&s, tok, B, T);
-    double lp = train_teach_map_loss(&s, &t, &mp, wt, scale, 0);
-    ms.params[i] = save - h;
-    train_forward(&s, tok, B, T);
-    double lm = train_teach_map_loss(&s, &t, &mp, wt, scale, 0);
-    ms.params[i] = save;
-    double num = (lp - lm) / (2.0 * h), an = s.grad[i];
-    double rel = fabs(num - an) / fmax(fabs(num) + fabs(an), 1e-4);
-    ck_assert_msg(rel < 3e-2, "parameter %zu: analytic %g, numeric %g (rel %g)", i, an, num, rel);
-    checked += fabs(an) > 1e-5;
-  }
+  teach_arg ta = {&t, wt, &mp, scale};
+  int checked = fd_check(&ms, &s, tok, B, T, map_loss, &ta, 3e-2, 1e-4, 1e-5);
   ck_assert_int_gt(checked, (int)ms.nparams / 3); /* not vacuous: a third reach the states */
   train_teach_map_free(&mp);
   raspM_free(wt);
@@ -268,21 +288,8 @@ static void teach_attn_gradcheck(int causal) {
   double gmax = 0; /* float32 central differences are good to a share of the largest */
   for (size_t i = 0; i < ms.nparams; i++) gmax = fmax(gmax, fabs(s.grad[i]));
   ck_assert(gmax > 1e-3);
-  int checked = 0;
-  for (size_t i = 0; i < ms.nparams; i++) {
-    float save = ms.params[i], h = 1e-3f;
-    ms.params[i] = save + h;
-    train_forward(&s, tok, B, T);
-    double lp = train_teach_attn_loss(&s, &t, coef, 0);
-    ms.params[i] = save - h;
-    train_forward(&s, tok, B, T);
-    double lm = train_teach_attn_loss(&s, &t, coef, 0);
-    ms.params[i] = save;
-    double num = (lp - lm) / (2.0 * h), an = s.grad[i];
-    double rel = fabs(num - an) / fmax(fabs(num) + fabs(an), 1e-2 * gmax);
-    ck_assert_msg(rel < 3e-2, "parameter %zu: analytic %g, numeric %g (rel %g)", i, an, num, rel);
-    checked += fabs(an) > 1e-2 * gmax;
-  }
+  teach_arg ta = {&t, NULL, NULL, coef};
+  int checked = fd_check(&ms, &s, tok, B, T, attn_loss, &ta, 3e-2, 1e-2 * gmax, 1e-2 * gmax);
   ck_assert_int_gt(checked, (int)ms.nparams / 4); /* q, k and what feeds them */
   train_teach_free(&s);
   train_net_free(&s);

@@ -81,6 +81,18 @@ a=$(grep params_fnv "$tmp/a/arm_c.ckpt") c=$(grep params_fnv "$tmp/c/arm_c.ckpt"
   [ "$(grep _fnv "$tmp/t/trial0.ckpt")" = "$(grep _fnv "$tmp/u/trial0.ckpt")" ] &&
   ok "a trials run replays bit for bit from config.txt" ||
   bad "the trials replay differs" "$tmp/t/trial0.ckpt" "$tmp/u/trial0.ckpt"
+# loss_falls NAME STEPS RATIO WHAT: the teacher loss $tmp/NAME.out's progress
+# lines show at step STEPS is below RATIO times step 1's
+loss_falls() {
+  first=$(sed -n "s/^step 1\/$2 .*teacher loss \([0-9.e+-]*\)$/\1/p" "$tmp/$1.out")
+  last=$(sed -n "s/^step $2\/$2 .*teacher loss \([0-9.e+-]*\)$/\1/p" "$tmp/$1.out")
+  if awk -v a="$first" -v b="$last" -v r="$3" 'BEGIN { exit !(a > 0 && b < r * a) }'; then
+    ok "$4 falls ($first at step 1, $last at step $2)"
+  else
+    bad "$4 did not fall ($first at step 1, $last at step $2)" "$tmp/$1.out"
+  fi
+}
+
 # the compiled program as a teacher: a random arm of its architecture
 # taught by it moves its states toward the teacher's (the teacher loss
 # falls) and agrees with more of the program's heads than the same arm
@@ -90,11 +102,7 @@ a=$(grep params_fnv "$tmp/a/arm_c.ckpt") c=$(grep params_fnv "$tmp/c/arm_c.ckpt"
   --lr 1e-3 --max-steps 40 --eval-every 40 --progress 1 --arm "r random" \
   --arm "t random --teacher $tmp/m --teacher-weight 100" --out "$tmp/teach" \
   >"$tmp/teach.out" 2>&1 || bad "the taught run failed" "$tmp/teach.out"
-first=$(sed -n 's/^step 1\/40 .*teacher loss \([0-9.e+-]*\)$/\1/p' "$tmp/teach.out")
-last=$(sed -n 's/^step 40\/40 .*teacher loss \([0-9.e+-]*\)$/\1/p' "$tmp/teach.out")
-awk -v a="$first" -v b="$last" 'BEGIN { exit !(a > 0 && b < 0.7 * a) }' &&
-  ok "the taught arm's teacher loss falls ($first at step 1, $last at step 40)" ||
-  bad "the teacher loss did not fall ($first, $last)" "$tmp/teach.out"
+loss_falls teach 40 0.7 "the taught arm's teacher loss"
 pr=$(sed -n 's/^arm r: .*program heads \([0-9.]*\)$/\1/p' "$tmp/teach.out")
 pt=$(sed -n 's/^arm t: .*program heads \([0-9.]*\)$/\1/p' "$tmp/teach.out")
 awk -v r="$pr" -v t="$pt" 'BEGIN { exit !(t > r + 0.2) }' &&
@@ -110,11 +118,7 @@ grep -q "^--teacher-weight 100$" "$tmp/teach/config.txt" 2>/dev/null ||
   --lr 1e-3 --max-steps 20 --eval-every 20 --progress 1 \
   --arm "a random --teacher $tmp/m --teacher-weight 0 --teacher-attn 10" --out "$tmp/teacha" \
   >"$tmp/teacha.out" 2>&1 || bad "the run taught by attention failed" "$tmp/teacha.out"
-first=$(sed -n 's/^step 1\/20 .*teacher loss \([0-9.e+-]*\)$/\1/p' "$tmp/teacha.out")
-last=$(sed -n 's/^step 20\/20 .*teacher loss \([0-9.e+-]*\)$/\1/p' "$tmp/teacha.out")
-awk -v a="$first" -v b="$last" 'BEGIN { exit !(a > 0 && b < 0.6 * a) }' &&
-  ok "taught by attention patterns: the heads' KL falls ($first at step 1, $last at step 20)" ||
-  bad "the attention teacher loss did not fall ($first, $last)" "$tmp/teacha.out"
+loss_falls teacha 20 0.6 "taught by attention patterns: the heads' KL"
 grep -q "^# arm a ran: .*--teacher-attn 10" "$tmp/teacha/config.txt" &&
   ok "config.txt records --teacher-attn" || bad "config.txt lacks --teacher-attn" "$tmp/teacha/config.txt"
 # shellcheck disable=SC2086
@@ -133,11 +137,7 @@ rc=$?
   --layers 2 --d-model 48 --heads 2 --d-mlp 48 --ln pre --lr 3e-3 --max-steps 30 \
   --eval-every 15 --progress 1 --arm "s standard --teacher $tmp/m --teacher-weight 100" \
   --out "$tmp/teachs" >"$tmp/teachs.out" 2>&1 || bad "the taught standard run failed" "$tmp/teachs.out"
-first=$(sed -n 's/^step 1\/30 .*teacher loss \([0-9.e+-]*\)$/\1/p' "$tmp/teachs.out")
-last=$(sed -n 's/^step 30\/30 .*teacher loss \([0-9.e+-]*\)$/\1/p' "$tmp/teachs.out")
-awk -v a="$first" -v b="$last" 'BEGIN { exit !(a > 0 && b < 0.7 * a) }' &&
-  ok "a standard arm taught through the fitted map: teacher loss $first at step 1, $last at step 30" ||
-  bad "the standard arm's teacher loss did not fall ($first, $last)" "$tmp/teachs.out"
+loss_falls teachs 30 0.7 "a standard arm taught through the fitted map: its teacher loss"
 # shellcheck disable=SC2086
 "$train" compare $task --init "$tmp/m" --train 400 --test 50 --batch 16 --micro 8 --dropout 0 \
   --layers 2 --d-model 48 --heads 2 --d-mlp 48 --ln pre --lr 3e-3 --max-steps 15 \
