@@ -74,7 +74,7 @@ refused "--D 2" --D 3 --st-names --no-bos --no-eos
 refused "--st-names" --D 2 --no-bos --no-eos
 out=$("$train" --init "$tmp/d6" --model encoder --D 2 --M 3 --V 10 --st-names --no-bos --no-eos $small 2>&1)
 st=$?
-if [ $st -eq 1 ] && printf '%s\n' "$out" | grep -q 'rasp compile --encoder'; then ok
+if [ $st -eq 2 ] && printf '%s\n' "$out" | grep -q 'rasp compile --encoder'; then ok
 else bad "--model encoder of a decoder (status $st)"; printf '%s\n' "$out"; fi
 refused "--q start" --q end --D 2 --st-names --no-bos --no-eos
 refused "--no-eos" --D 2 --st-names --no-bos
