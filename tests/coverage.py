@@ -5,7 +5,7 @@ Build with `./configure --enable-coverage` (gcc's -O0 --coverage), run the
 tests (`make check`, or any subset), then `make coverage` (this script on
 the build tree).  The library's sources are compiled twice, for librasp.so
 and for the convenience library the programs and tests link
-(rasp/.libs/rasp_librasp_la-*.o, rasp/rasp_librasp_internal_la-*.o, ...);
+(rasp/.libs/rapi.o and rasp/rapi.o, ...);
 a line counts as run when any of its objects ran it, so the figure is the
 union over every object of a source, per file and in all.  The command-line
 front end (rasp/cli_*.c) and the trainer are not the library and are left
@@ -16,7 +16,6 @@ Usage: coverage.py [BUILD_DIR] [--min PERCENT]
 Prints one line per library source (lines run / executable lines) and the
 total; with --min, exits 1 when the total is below PERCENT.
 """
-import glob
 import json
 import os
 import subprocess
@@ -24,17 +23,19 @@ import sys
 
 
 def gcda_files(build):
-    """Every .gcda of a library object under build/rasp."""
+    """Every .gcda of a library object under build/rasp: libtool names them
+    after their source (rasp/.libs/rapi.o for the shared library, rasp/rapi.o
+    for the convenience one); a program's own objects carry its name and a
+    '-' (rasp-cli_run.o, tests_test_task-cli_gen.o) and are left out."""
     out = []
-    for path in glob.glob(os.path.join(build, "rasp", "**", "*.gcda"), recursive=True):
-        base = os.path.basename(path)
-        if "librasp" in base:  # rasp_librasp_la-*, rasp_librasp_internal_la-*
-            out.append(path)
+    for root, _, files in os.walk(os.path.join(build, "rasp")):  # .libs too (glob skips it)
+        out += [os.path.join(root, f) for f in files if f.endswith(".gcda") and "-" not in f]
     return sorted(out)
 
 
 def lines_of(gcda):
     """{source: {line: count}} for one object, read by gcov."""
+    gcda = os.path.abspath(gcda)
     objdir = os.path.dirname(gcda)
     run = subprocess.run(["gcov", "--json-format", "--stdout", "-o", objdir, gcda],
                          capture_output=True, text=True, cwd=objdir, check=False)
