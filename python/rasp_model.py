@@ -332,6 +332,13 @@ class _Layout:
             ids.append(self._ids[s])
         return ids
 
+    def trace(self, tokens):
+        """The intermediates of forward(tokens) (a Trace; tensors that keep
+        their graph for the torch backend)."""
+        tr = Trace(self.dims)
+        tr.logits = self._run(tokens, tr)
+        return tr
+
     def _symbol(self, v):
         try:
             i = int(v)
@@ -435,12 +442,6 @@ class NumpyModel(_Layout):
         """Logits [batch, n, n_out] (float32) of token ids [batch, n] or [n]."""
         return self._run(tokens, None)
 
-    def trace(self, tokens):
-        """The intermediates of forward(tokens) (a Trace)."""
-        tr = Trace(self.dims)
-        tr.logits = self._run(tokens, tr)
-        return tr
-
     def _run(self, tokens, tr):
         c, P = self.config, self.params
         t = _batch(tokens)
@@ -534,12 +535,6 @@ if torch is not None:
         def forward(self, tokens):
             """Logits [batch, n, n_out] of token ids [batch, n] or [n]."""
             return self._run(tokens, None)
-
-        def trace(self, tokens):
-            """The intermediates of forward(tokens) (a Trace of tensors)."""
-            tr = Trace(self.dims)
-            tr.logits = self._run(tokens, tr)
-            return tr
 
         def _run(self, tokens, tr):
             c = self.config
