@@ -93,7 +93,7 @@ static int ir_callback(void *user, void *fnp, int nargs, const rasp_elem *args,
   rasp_error *saved_err = ctx->err;
   unsigned long long saved_mark = ctx->heap.mark;
   long long saved_steps = ctx->steps;
-  int saved_depth = ctx->depth;
+  int saved_depth = ctx->depth, saved_nroots = ctx->heap.nroots;
   rasp_pos saved_site = ctx->site;
   ctx->catcher = &jb;
   ctx->err = err;
@@ -114,6 +114,7 @@ static int ir_callback(void *user, void *fnp, int nargs, const rasp_elem *args,
     *out = raspV_to_elem(ctx, r, (rasp_pos){0});
     ok = 1;
   }
+  ctx->heap.nroots = saved_nroots; /* an error left the loops it ran */
   raspV_release(ctx, ctx->heap.mark);
   ctx->heap.mark = saved_mark;
   ctx->catcher = saved;
@@ -155,6 +156,9 @@ rasp_ctx *rasp_ctx_new(int n, const rasp_limits *limits, rasp_error *err) {
   ctx->limits = lim;
   ctx->n = n;
   ctx->heap.intcache = raspM_alloc(sizeof(value *) * (SMALL_INT_MAX - SMALL_INT_MIN + 1));
+  /* the collector's first run (rheap.c); 0: before every top-level statement */
+  const char *stress = getenv("RASP_GC_STRESS");
+  ctx->heap.threshold = stress && !strcmp(stress, "1") ? 0 : (size_t)8 << 20;
   raspI_init(&ctx->ir, n);
   ctx->ir.call = ir_callback;
   ctx->ir.symname = raspV_symbol_name;
@@ -218,6 +222,7 @@ rasp_ir *rasp_ctx_ir(rasp_ctx *ctx) { return &ctx->ir; }
 #define PROTECT_BEGIN(ctx, errp)                                               \
   jmp_buf jb_, *saved_catcher_ = (ctx)->catcher;                               \
   rasp_error *saved_err_ = (ctx)->err;                                         \
+  int saved_nroots_ = (ctx)->heap.nroots;                                      \
   (ctx)->catcher = &jb_;                                                       \
   (ctx)->err = (errp);                                                         \
   volatile int ok_ = 0;                                                        \
@@ -227,6 +232,7 @@ rasp_ir *rasp_ctx_ir(rasp_ctx *ctx) { return &ctx->ir; }
   }                                                                            \
   (ctx)->catcher = saved_catcher_;                                             \
   (ctx)->err = saved_err_;                                                     \
+  (ctx)->heap.nroots = saved_nroots_; /* an error left the loops it ran */     \
   (ctx)->depth = 0;                                                            \
   (ctx)->site = (rasp_pos){0};                                                 \
   (ctx)->stmt = (rasp_pos){0};                                                 \
@@ -357,13 +363,14 @@ static int inside(const char *dir, const char *p) {
 ** rasp_access allows, opened once and checked as opened (its real path as
 ** the kernel names the descriptor), so swapping a directory for a link
 ** between a check and the read cannot bring another file in.  `who` names
-** the caller in messages ("include()", ":load").  The source is kept with
-** the context; errors are raised at pos. */
-static rasp_source *open_program(rasp_ctx *ctx, const char *who, const char *full,
-                                 const char *name, rasp_pos pos) {
+** the caller in messages ("include()", ":load") and `verb` what it does
+** ("included", "loaded").  The source is kept with the context; errors are
+** raised at pos. */
+static rasp_source *open_program(rasp_ctx *ctx, const char *who, const char *verb,
+                                 const char *full, const char *name, rasp_pos pos) {
   if (!ends_with(full, ".rasp"))
     raspV_raise(ctx, RASP_E_ACCESS, pos, "%s: '%s' is not a program; only .rasp files can be %s", who,
-                name, strcmp(who, "include()") ? "loaded" : "included");
+                name, verb);
   char real[PATH_MAX], dir[PATH_MAX];
   rasp_error inner = {0};
   rasp_source *src = raspR_source_open(full, 64u << 20, real, sizeof real, &inner);
@@ -386,7 +393,7 @@ static rasp_source *open_program(rasp_ctx *ctx, const char *who, const char *ful
   /* a link named x.rasp inside the tree may still point at another file */
   if (!ends_with(real, ".rasp"))
     raspV_raise(ctx, RASP_E_ACCESS, pos, "%s: '%s' is not a program (it is '%s'); only .rasp files can "
-                "be %s", who, full, real, strcmp(who, "include()") ? "loaded" : "included");
+                "be %s", who, full, real, verb);
   if (memchr(src->text, '\0', src->len))
     raspV_raise(ctx, RASP_E_ACCESS, pos, "%s: '%s' is not a program (it is not text)", who, full);
   return src;
@@ -420,7 +427,7 @@ value *raspV_include(rasp_ctx *ctx, value *path, rasp_pos pos) {
     snprintf(full, sizeof full, "%.*s/%s", (int)(slash - base), base, name);
   if (ctx->depth >= ctx->limits.max_depth)
     raspV_raise(ctx, RASP_E_LIMIT, pos, "include() nested too deeply");
-  run_included(ctx, open_program(ctx, "include()", full, name, pos));
+  run_included(ctx, open_program(ctx, "include()", "included", full, name, pos));
   return &ctx->none_v;
 }
 
@@ -429,7 +436,7 @@ int rasp_load_file(rasp_ctx *ctx, const char *path, char **text, rasp_error *err
   ctx->site = (rasp_pos){0};
   ctx->steps = 0;
   PROTECT_BEGIN(ctx, err)
-  rasp_source *src = open_program(ctx, ":load", path, path, (rasp_pos){0});
+  rasp_source *src = open_program(ctx, ":load", "loaded", path, path, (rasp_pos){0});
   run_included(ctx, src);
   if (text && (*text = malloc(src->len + 1))) { /* the caller's free() */
     memcpy(*text, src->text, src->len);
@@ -544,6 +551,7 @@ static int run_protected(rasp_ctx *ctx, rasp_error *err, void (*body)(rasp_ctx *
     }
     ctx->catcher = saved_catcher_;
     ctx->err = saved_err_;
+    ctx->heap.nroots = saved_nroots_;
     ctx->depth = 0;
     result = ok_;
   }

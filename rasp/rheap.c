@@ -20,6 +20,20 @@
 ** equality for scope lookups) and the symbol table (symbol id <-> text, the
 ** ids that sequences of strings hold; rasp_symbol and rasp_vocab_id of the
 ** public API read it) live here too.
+**
+** Collection.  A program's top level can make garbage without end (a loop
+** that rebinds a name to a new big number every turn), so between top-level
+** statements, once the bytes made since the last collection (an estimate:
+** each object, a number's digits, a string's text, a list's slots) reach
+** the larger of 8 MB and what survived the last one, raspV_collect marks
+** what the globals (and their builtins), the IR's functions, ctx->retval
+** and the roots reach and frees the rest.  It runs only there because
+** deeper down the C stack holds values the mark cannot see (a call's
+** arguments, half a list display); at the top level only a for loop holds
+** one (its items), which it pushes as a root.  Constants (serial 0) hold no
+** other values and are never freed.  RASP_GC_STRESS=1 in the environment
+** collects before every top-level statement (the tests run the suite so,
+** to catch a value held where the mark cannot see it).
 */
 #include "rinterp_int.h"
 
@@ -51,6 +65,8 @@ value *raspV_new(rasp_ctx *ctx, vkind kind) {
   }
   v->kind = kind;
   v->tag = 0;
+  v->gcmark = 0;
+  ctx->heap.debt += sizeof *v;
   v->serial = ++ctx->heap.serial;
   v->next_obj = ctx->heap.objects;
   ctx->heap.objects = v;
@@ -108,6 +124,7 @@ env *raspV_env_new(rasp_ctx *ctx, env *parent) {
     ctx->heap.nspare_env--;
     e->n = 0;
   }
+  e->gcmark = 0;
   e->parent = parent;
   e->serial = ++ctx->heap.serial;
   e->next_env = ctx->heap.envs;
@@ -147,6 +164,114 @@ void raspV_release(rasp_ctx *ctx, unsigned long long mark) {
 void raspV_barrier(rasp_ctx *ctx, unsigned long long holder_serial, value *v) {
   if (ctx->heap.mark && holder_serial <= ctx->heap.mark && v->serial > ctx->heap.mark)
     ctx->heap.pinned = 1;
+}
+
+/* ------------------------------------------------------------ collection */
+
+#define COLLECT_MIN ((size_t)8 << 20)
+
+void raspV_root_push(rasp_ctx *ctx, value *v) {
+  RASP_GROW(ctx->heap.roots, ctx->heap.rootcap, ctx->heap.nroots + 1);
+  ctx->heap.roots[ctx->heap.nroots++] = v;
+}
+
+/* The mark's work list: values and scopes reached but not yet scanned. */
+typedef struct gray {
+  value **v;
+  env **e;
+  size_t nv, vcap, ne, ecap;
+  size_t live; /* bytes reached (the estimate raspV_debt counts) */
+} gray;
+
+static void gray_value(gray *g, value *v) {
+  if (!v || !v->serial || v->gcmark) return; /* constants hold nothing */
+  v->gcmark = 1;
+  RASP_GROW(g->v, g->vcap, g->nv + 1);
+  g->v[g->nv++] = v;
+}
+
+static void gray_env(gray *g, env *e) {
+  if (!e || e->gcmark) return;
+  e->gcmark = 1;
+  RASP_GROW(g->e, g->ecap, g->ne + 1);
+  g->e[g->ne++] = e;
+}
+
+/* What v refers to, grayed; its size counted. */
+static void scan_value(gray *g, value *v) {
+  g->live += sizeof *v;
+  switch (v->kind) {
+  case V_NUM:
+    g->live += (mpz_sizeinbase(mpq_numref(v->u.q), 2) + mpz_sizeinbase(mpq_denref(v->u.q), 2)) / 8;
+    break;
+  case V_STR: g->live += v->u.str.len; break;
+  case V_TUPLE:
+  case V_LIST:
+    g->live += sizeof(value *) * (size_t)v->u.list.n;
+    for (int i = 0; i < v->u.list.n; i++) gray_value(g, v->u.list.items[i]);
+    break;
+  case V_DICT:
+    g->live += 2 * sizeof(value *) * (size_t)v->u.dict.n;
+    for (int i = 0; i < v->u.dict.n; i++) {
+      gray_value(g, v->u.dict.keys[i]);
+      gray_value(g, v->u.dict.vals[i]);
+    }
+    break;
+  case V_FUNC:
+    gray_env(g, v->u.func.closure);
+    for (int i = 0; i < v->u.func.ndefaults; i++) gray_value(g, v->u.func.defaults[i]);
+    break;
+  default: break; /* builtins, cfuncs, sequences and selectors: no values */
+  }
+}
+
+static void scan_env(gray *g, env *e) {
+  gray_env(g, e->parent);
+  for (int i = 0; i < e->n; i++) gray_value(g, e->vals[i]);
+}
+
+/* Marks everything the roots reach; returns the bytes reached. */
+static size_t mark_all(rasp_ctx *ctx) {
+  gray g;
+  memset(&g, 0, sizeof g);
+  gray_env(&g, ctx->globals);
+  gray_value(&g, ctx->retval);
+  for (int i = 0; i < ctx->heap.nroots; i++) gray_value(&g, ctx->heap.roots[i]);
+  for (int i = 0; i < ctx->ir.nnodes; i++) gray_value(&g, ctx->ir.nodes[i].fn);
+  while (g.nv || g.ne) {
+    if (g.nv) scan_value(&g, g.v[--g.nv]);
+    else scan_env(&g, g.e[--g.ne]);
+  }
+  raspM_free(g.v);
+  raspM_free(g.e);
+  return g.live;
+}
+
+void raspV_collect(rasp_ctx *ctx) {
+  size_t live = mark_all(ctx);
+  for (value **p = &ctx->heap.objects; *p;) {
+    value *v = *p;
+    if (v->gcmark) {
+      v->gcmark = 0;
+      p = &v->next_obj;
+    } else {
+      *p = v->next_obj;
+      if (ctx->heap.threshold) spare_value(ctx, v);
+      else free_value(v); /* stress: a sanitizer sees any use after this */
+    }
+  }
+  for (env **p = &ctx->heap.envs; *p;) {
+    env *e = *p;
+    if (e->gcmark) {
+      e->gcmark = 0;
+      p = &e->next_env;
+    } else {
+      *p = e->next_env;
+      free_env(e);
+    }
+  }
+  ctx->heap.debt = 0;
+  if (ctx->heap.threshold) ctx->heap.threshold = live > COLLECT_MIN ? live : COLLECT_MIN;
 }
 
 /* ----------------------------------------------------- constants, caches */
@@ -228,6 +353,7 @@ value *raspV_num_si(rasp_ctx *ctx, long n) {
 value *raspV_str(rasp_ctx *ctx, const char *s, size_t len) {
   value *v = raspV_new(ctx, V_STR);
   v->u.str.s = raspM_strndup(s, len);
+  ctx->heap.debt += len;
   v->u.str.len = len;
   return v;
 }
@@ -235,6 +361,7 @@ value *raspV_str(rasp_ctx *ctx, const char *s, size_t len) {
 value *raspV_list(rasp_ctx *ctx, vkind kind, int n) {
   value *v = raspV_new(ctx, kind);
   v->u.list.items = raspM_alloc(sizeof(value *) * (size_t)(n ? n : 1));
+  ctx->heap.debt += sizeof(value *) * (size_t)n;
   v->u.list.n = n;
   v->u.list.cap = n ? n : 1;
   return v;
@@ -366,4 +493,5 @@ void raspV_heap_free(rasp_ctx *ctx) {
   raspM_free(ctx->names.symhash);
   raspM_free(ctx->heap.intcache);
   raspM_free(ctx->heap.symcache);
+  raspM_free(ctx->heap.roots);
 }

@@ -580,6 +580,7 @@ static flow exec_stmt(rasp_ctx *ctx, env *e, const rasp_ast *s) {
 
 static flow exec_stmt_at(rasp_ctx *ctx, env *e, const rasp_ast *s) {
   check_steps(ctx, s->pos);
+  if (raspV_collect_due(ctx)) raspV_collect(ctx);
   switch (s->kind) {
   case AST_EXPR: eval(ctx, e, s->a); return FLOW_NORMAL;
   case AST_ASSIGN: {
@@ -622,13 +623,15 @@ static flow exec_stmt_at(rasp_ctx *ctx, env *e, const rasp_ast *s) {
   case AST_FOR: {
     value *it = eval(ctx, e, s->b);
     value *items = iterate(ctx, it, s->b->pos);
+    raspV_root_push(ctx, items); /* the collector cannot see this C variable */
+    flow f = FLOW_NORMAL;
     for (int i = 0; i < items->u.list.n; i++) {
       assign(ctx, e, s->a, items->u.list.items[i]);
-      flow f = exec_block(ctx, e, s->items, s->nitems);
-      if (f == FLOW_RETURN) return f;
-      if (f == FLOW_BREAK) break;
+      f = exec_block(ctx, e, s->items, s->nitems);
+      if (f == FLOW_RETURN || f == FLOW_BREAK) break;
     }
-    return FLOW_NORMAL;
+    raspV_root_pop(ctx);
+    return f == FLOW_RETURN ? f : FLOW_NORMAL;
   }
   case AST_WHILE:
     for (;;) {

@@ -38,6 +38,7 @@ struct env {
   int hcap;
   unsigned long long serial;
   env *next_env;
+  unsigned char gcmark; /* the heap's: reached by the collector's mark */
 };
 
 /* The heap (rheap.c): every object in allocation order, the spare lists
@@ -56,6 +57,13 @@ typedef struct rasp_heap {
   value **intcache;      /* small integers, shared (values are immutable) */
   value **symcache;      /* one string value per symbol id */
   int64_t symcache_n;
+  /* the collector (raspV_collect): bytes made since the last collection
+  ** (an estimate), the debt at which the next one runs, and the values the
+  ** running top-level statements hold only on the C stack (a for loop's
+  ** items) */
+  size_t debt, threshold;
+  value **roots;
+  int nroots, rootcap;
 } rasp_heap;
 
 /* Interned names and the symbol table (rheap.c). */
@@ -151,10 +159,27 @@ value *raspV_make_const(rasp_ctx *ctx, value *v);
 value *raspV_small_int(rasp_ctx *ctx, long n); /* NULL outside the cached range */
 value *raspV_from_elem(rasp_ctx *ctx, rasp_elem e);
 env *raspV_env_new(rasp_ctx *ctx, env *parent);
+/* The collector: frees every object that the globals, the IR's functions,
+** ctx->retval and the roots do not reach.  Only between top-level
+** statements (raspV_collect_due says when): deeper, the C stack holds
+** values the collector cannot see. */
+void raspV_collect(rasp_ctx *ctx);
+static inline int raspV_collect_due(const rasp_ctx *ctx);
+static inline void raspV_debt(rasp_ctx *ctx, size_t bytes) { ctx->heap.debt += bytes; }
+void raspV_root_push(rasp_ctx *ctx, value *v); /* until raspV_root_pop */
+static inline void raspV_root_pop(rasp_ctx *ctx) { ctx->heap.nroots--; }
 void raspV_heap_free(rasp_ctx *ctx); /* everything the heap owns, at rasp_ctx_free */
 const char *raspV_intern(rasp_ctx *ctx, const char *s);
 int64_t raspV_symbol_of(rasp_ctx *ctx, value *str);
 const char *raspV_symbol_name(void *user, int64_t id); /* rasp_ir's symname */
+
+/* At a statement boundary: whether this is a top-level statement (no call
+** running: its arguments and partial results live on the C stack; no early
+** release region or evaluator callback) and the debt is due. */
+static inline int raspV_collect_due(const rasp_ctx *ctx) {
+  return ctx->heap.debt >= ctx->heap.threshold && ctx->depth == 0 && !ctx->in_callback &&
+         !ctx->heap.mark && !ctx->frozen;
+}
 
 /* ---- rvalue.c: values */
 

@@ -53,7 +53,10 @@ static _Noreturn void num_too_large(rasp_ctx *ctx, rasp_pos pos) {
 }
 
 static value *num_checked(rasp_ctx *ctx, value *v, rasp_pos pos) {
-  if (v->kind == V_NUM && num_bits(v->u.q) > ctx->limits.max_num_bits) num_too_large(ctx, pos);
+  if (v->kind != V_NUM) return v;
+  size_t bits = num_bits(v->u.q);
+  if (bits > ctx->limits.max_num_bits) num_too_large(ctx, pos);
+  raspV_debt(ctx, bits / 8); /* the collector's estimate of what was made */
   return v;
 }
 

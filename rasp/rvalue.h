@@ -48,6 +48,7 @@ enum { TAG_ID = 1, TAG_D_BY_ID = 2, TAG_REVERSE_D = 4 };
 struct value {
   vkind kind;
   unsigned char tag;         /* TAG_*; 0 for every value the program makes */
+  unsigned char gcmark;      /* the heap's: reached by the collector's mark */
   unsigned long long serial; /* the heap's: allocation order, for early release */
   value *next_obj;           /* the heap's: its list of objects */
   union {

@@ -27,7 +27,8 @@
 ** it is called invariant (and no watched aggregate averages ids on the
 ** input), its output under a third, pseudo-random numbering must be the
 ** same as symbols.  A failure must set an error with a code.  Everything
-** is freed.
+** is freed.  The interpreter's collector runs before every top-level
+** statement (RASP_GC_STRESS=1), so a value it frees too early is a finding.
 ** Errors are expected; crashes, sanitizer reports, leaks and hangs are not.
 **
 ** Programs that mention `cfunc` or `include` are skipped: cfunc calls any C
@@ -246,6 +247,10 @@ static void fuzz_order(rasp_ctx *ctx, const char *text, const rasp_limits *lim,
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   char *text = fuzz_program_text(data, size);
   if (!text) return 0;
+  /* the collector before every top-level statement, swept values freed at
+  ** once: a value it frees while the program can still reach it is a use
+  ** after free the sanitizer reports (rheap.c) */
+  setenv("RASP_GC_STRESS", "1", 1);
   rasp_ctx *ctx = fuzz_ctx_new("fuzz_trace");
   rasp_limits lim; /* the context's, for the renumbered traces */
   fuzz_limits(&lim);
