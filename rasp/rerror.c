@@ -8,6 +8,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <spawn.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -15,6 +16,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "rmem.h"
@@ -27,33 +29,116 @@ rasp_source *raspR_source_new(const char *name, const char *text, size_t len) {
   return src;
 }
 
-rasp_source *raspR_source_file(const char *path, rasp_error *err) {
-  FILE *f = fopen(path, "rb");
-  if (!f) {
-    raspR_setnoposc(err, RASP_E_READ, "cannot read '%s': %s", path, strerror(errno));
-    return NULL;
-  }
-  size_t cap = 4096, len = 0;
-  char *buf = raspM_alloc(cap);
-  size_t got;
-  while ((got = fread(buf + len, 1, cap - len, f)) > 0) {
-    len += got;
-    if (len == cap) {
-      cap *= 2;
-      buf = raspM_realloc(buf, cap);
+/* The bounds on reading a file that is not a regular one (a FIFO, a
+** device, a socket): it may send at most RASP_SOURCE_MAX bytes and must
+** reach its end within the wait (RASP_READ_WAIT seconds in the
+** environment, default 60), so a FIFO whose writer never writes or closes,
+** or /dev/zero, ends in an error rather than a hang or an unbounded
+** allocation.  Regular files are read whole. */
+#define RASP_SOURCE_MAX ((size_t)64 << 20)
+
+static int read_wait_ms(void) {
+  const char *w = getenv("RASP_READ_WAIT");
+  long s = w && *w ? strtol(w, NULL, 10) : 60;
+  return s > 0 && s < 86400 ? (int)(s * 1000) : 60000;
+}
+
+/* All of fd (a non-regular file, non-blocking) into *buf within the
+** bounds above: its length, or -1 with why set. */
+static long read_stream(int fd, char **buf, size_t *cap, const char **why) {
+  struct timespec t0;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  int wait_ms = read_wait_ms();
+  size_t len = 0;
+  for (;;) {
+    if (len == *cap) {
+      if (*cap >= RASP_SOURCE_MAX) {
+        *why = "it sent more than 64 MiB (a device or a stream without end?)";
+        return -1;
+      }
+      *cap *= 2;
+      *buf = raspM_realloc(*buf, *cap);
+    }
+    ssize_t got = read(fd, *buf + len, *cap - len);
+    if (got > 0) {
+      len += (size_t)got;
+      continue;
+    }
+    if (got == 0) return (long)len;
+    if (errno == EINTR) continue;
+    if (errno != EAGAIN && errno != EWOULDBLOCK) {
+      *why = strerror(errno);
+      return -1;
+    }
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    long spent = (t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000;
+    struct pollfd p = {fd, POLLIN, 0};
+    if (spent >= wait_ms || poll(&p, 1, (int)(wait_ms - spent)) == 0) {
+      *why = "it sent no end within the wait (RASP_READ_WAIT seconds, default 60): a FIFO "
+             "whose writer never closes it?";
+      return -1;
     }
   }
-  int bad = ferror(f);
-  int saved = errno;
-  fclose(f);
-  if (bad) {
-    raspM_free(buf);
+}
+
+rasp_source *raspR_source_file(const char *path, rasp_error *err) {
+  /* O_NONBLOCK: opening a FIFO does not wait for a writer */
+  int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  struct stat st;
+  if (fd < 0 || fstat(fd, &st) != 0) {
+    int saved = errno;
+    if (fd >= 0) close(fd);
     raspR_setnoposc(err, RASP_E_READ, "cannot read '%s': %s", path, strerror(saved));
     return NULL;
   }
-  rasp_source *src = raspR_source_new(path, buf, len);
+  size_t cap = 4096;
+  char *buf = raspM_alloc(cap);
+  const char *why = NULL;
+  long len;
+  if (S_ISREG(st.st_mode)) {
+    size_t n = 0;
+    ssize_t got;
+    while ((got = read(fd, buf + n, cap - n)) > 0 || (got < 0 && errno == EINTR)) {
+      if (got > 0) n += (size_t)got;
+      if (n == cap) buf = raspM_realloc(buf, cap *= 2);
+    }
+    len = got < 0 ? -1 : (long)n;
+    if (got < 0) why = strerror(errno);
+  } else {
+    len = read_stream(fd, &buf, &cap, &why);
+  }
+  close(fd);
+  if (len < 0) {
+    raspM_free(buf);
+    raspR_setnoposc(err, RASP_E_READ, "cannot read '%s': %s", path, why);
+    return NULL;
+  }
+  rasp_source *src = raspR_source_new(path, buf, (size_t)len);
   raspM_free(buf);
   return src;
+}
+
+FILE *raspR_fopen_regular(const char *path, rasp_error *err) {
+  /* O_NONBLOCK: opening a FIFO does not wait for a writer */
+  int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  struct stat st;
+  if (fd < 0 || fstat(fd, &st) != 0) {
+    int saved = errno;
+    if (fd >= 0) close(fd);
+    raspR_setnoposc(err, RASP_E_READ, "cannot read '%s': %s", path, strerror(saved));
+    errno = saved;
+    return NULL;
+  }
+  FILE *f = NULL;
+  if (!S_ISREG(st.st_mode) || fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) != 0 ||
+      !(f = fdopen(fd, "rb"))) {
+    close(fd);
+    raspR_setnoposc(err, RASP_E_ACCESS, "'%s' is not a regular file", path);
+    errno = EINVAL;
+    return NULL;
+  }
+  return f;
 }
 
 rasp_source *raspR_source_open(const char *path, size_t max_bytes, char *real, size_t real_size,

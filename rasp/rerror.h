@@ -91,8 +91,13 @@ typedef struct rasp_error {
 
 rasp_source *raspR_source_new(const char *name, const char *text, size_t len);
 /* Reads a whole file; on failure NULL with err (RASP_E_READ: "cannot read
-** 'x': reason"). */
+** 'x': reason").  A file that is not a regular one (a FIFO, a device) must
+** reach its end within RASP_READ_WAIT seconds (default 60) and 64 MiB. */
 rasp_source *raspR_source_file(const char *path, rasp_error *err);
+/* fopen(path, "rb") of a regular file only, opened without blocking (a
+** FIFO or a device is refused, RASP_E_ACCESS); NULL with err and errno
+** (ENOENT when there is no such file). */
+FILE *raspR_fopen_regular(const char *path, rasp_error *err);
 /* Opens path once and reads what was opened: a regular file (else
 ** RASP_E_ACCESS "'x' is not a regular file": a FIFO or a device is refused
 ** without blocking) of at most max_bytes (0: any; else RASP_E_LIMIT), its

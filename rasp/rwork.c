@@ -154,9 +154,10 @@ raspW_checkpoint *raspW_checkpoint_open(const char *path, int resume, double eve
   memset(c, 0, sizeof *c);
   c->path = raspM_strdup(path);
   c->every = every;
-  FILE *f = fopen(path, "rb");
+  rasp_error oerr = {0};
+  FILE *f = raspR_fopen_regular(path, &oerr);
   if (!f && errno != ENOENT) {
-    raspR_setnopos(err, "cannot read checkpoint '%s': %s", path, strerror(errno));
+    raspR_setnopos(err, "checkpoint: %s", oerr.msg);
     raspW_checkpoint_free(c);
     return NULL;
   }

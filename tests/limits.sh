@@ -121,6 +121,18 @@ print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024)' \
     bad "max_memory_rss: peak resident ${peak:-?} bytes, more than 1.25 x 100M"
   fi
 fi
+# a program file that is not a regular file: a FIFO whose writer never
+# writes or closes it ends in an error after RASP_READ_WAIT seconds (default
+# 60), not a hang; a device without end (/dev/zero) after 64 MiB
+rm -f "$tmp/fifo.rasp"
+mkfifo "$tmp/fifo.rasp"
+sleep 20 >"$tmp/fifo.rasp" &
+writer=$!
+RASP_READ_WAIT=1 run read_wait_fifo 15 run "$tmp/fifo.rasp" --input a &&
+  expect read_wait_fifo 2 "it sent no end within the wait"
+kill "$writer" 2>/dev/null
+run read_wait_zero 30 run /dev/zero --input a &&
+  expect read_wait_zero 2 "it sent more than 64 MiB"
 run max_memory_bad 10 run --max-memory 12Q "$tmp/id.rasp" --input a &&
   expect max_memory_bad 2 "--max-memory: expected a number of bytes"
 # after a script's FILE the arguments are the script's, not rasp's budgets
