@@ -79,5 +79,11 @@ st=$?
 st=$?
 [ $st = 2 ] && grep -q "bad value '1' for --M: expected an integer in 2\.\.1000" "$tmp/out" && ok ||
   bad "--M=1: status $st, $(cat "$tmp/out")"
+# a FIFO as --config is refused at once (fopen waited for a writer)
+mkfifo "$tmp/fifo"
+timeout 10 "$train" --config "$tmp/fifo" >"$tmp/out" 2>&1
+st=$?
+[ $st = 2 ] && grep -q "is not a regular file" "$tmp/out" && ok ||
+  bad "--config FIFO: status $st, $(cat "$tmp/out")"
 
 finish

@@ -361,11 +361,12 @@ static char *options_text(const train_opts *o) {
 ** *compare set by a "compare" line.  0, or 2 after a message. */
 static int config_args(const char *path, char ***v, int *n, int *compare) {
   /* a regular file of at most 1 MiB, read through the one descriptor */
-  FILE *f = fopen(path, "r");
+  rasp_error oerr = {0};
+  FILE *f = raspR_fopen_regular(path, &oerr); /* a FIFO would block fopen */
   struct stat stt;
-  if (!f || fstat(fileno(f), &stt) || !S_ISREG(stt.st_mode) || stt.st_size > (1 << 20)) {
+  if (!f || fstat(fileno(f), &stt) || stt.st_size > (1 << 20)) {
     fprintf(stderr, "rasp-train: --config: cannot read '%s': %s\n", path,
-            !f ? strerror(errno) : "not a regular file of at most 1 MiB");
+            !f ? oerr.msg : "not a regular file of at most 1 MiB");
     if (f) fclose(f);
     return 2;
   }
@@ -606,14 +607,28 @@ static void opts_free(train_opts *o) {
 
 /* ---- wiring ------------------------------------------------------------- */
 
-/* The run (trials or compare) o describes; the exit status: 0, or 1 (2
-** for bad usage) after the error's message. */
+/* The manual's exit status for an error: 2 for bad usage (an option or a
+** value, settings that cannot go together, a task the options do not make,
+** a model whose task is not the options'), 1 for a run that fails (a file
+** that cannot be read or written, a malformed model or checkpoint, a
+** training step that breaks). */
+static int exit_status(const rasp_error *err) {
+  switch (err->code) {
+  case RASP_E_USAGE:
+  case RASP_E_NO_TASK:
+  case RASP_E_TASK: return 2;
+  default: return 1;
+  }
+}
+
+/* The run (trials or compare) o describes; the exit status: 0, or
+** exit_status's after the error's message. */
 static int run(const train_opts *o) {
   if (o->threads) omp_set_num_threads(o->threads);
   rasp_error err = {0};
   if (o->out && !train_dir_open(o, &err)) {
     fprintf(stderr, "rasp-train: %s\n", err.msg);
-    return 1;
+    return exit_status(&err);
   }
   train_dataset tr = {0}, te = {0};
   train_split sp;
@@ -621,7 +636,7 @@ static int run(const train_opts *o) {
     fprintf(stderr, "rasp-train: %s\n", err.msg);
     train_data_free(&tr);
     train_data_free(&te);
-    return raspR_exit_status(&err);
+    return exit_status(&err);
   }
   char line[1024];
   train_split_text(&sp, o, line, sizeof line);
@@ -635,15 +650,13 @@ static int run(const train_opts *o) {
     fprintf(stderr, "rasp-train: %s\n", err.msg);
     train_data_free(&tr);
     train_data_free(&te);
-    return 1;
+    return exit_status(&err);
   }
   int ok = o->compare ? train_compare(o, &tr, &te, &err) : train_trials(o, &tr, &te, &err);
   if (!ok) fprintf(stderr, "rasp-train: %s\n", err.msg);
   train_data_free(&tr);
   train_data_free(&te);
-  /* an arm's options that cannot go together are bad usage (2), as the
-  ** manual says; a run that fails is 1 */
-  return ok ? 0 : err.code == RASP_E_USAGE ? 2 : 1;
+  return ok ? 0 : exit_status(&err);
 }
 
 int main(int argc, char **argv) {

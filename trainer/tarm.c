@@ -448,6 +448,22 @@ static int first_micro(int n, int r, int K) {
   return (int)(((long)n * r + K - 1) / K);
 }
 
+
+/* The teacher's forward pass on the micro-batch in (mb sequences of T
+** tokens): the same rows, or, when it reads a BOS position the model does
+** not (a->teach_in), each row after the teacher's BOS. */
+static void teacher_forward(train_arm *a, const int *in, int mb, int T) {
+  int tT = a->teacher->T;
+  if (a->teach_in) {
+    for (int q = 0; q < mb; q++) {
+      a->teach_in[(size_t)q * tT] = a->teacher->prefix;
+      memcpy(a->teach_in + (size_t)q * tT + 1, in + (size_t)q * T, (size_t)T * sizeof(int));
+    }
+    in = a->teach_in;
+  }
+  train_forward(&a->teacher->net, in, mb, tT);
+}
+
 /* 1 if x[0..n) are all finite. */
 static int all_finite(const float *x, size_t n) {
   int ok = 1;
@@ -501,25 +517,15 @@ double train_arm_step(train_arm *a, int b) {
     double l = train_loss(&a->net, bt->tgt + off, bt->w + off, (float)(1.0 / wsum), 1, NULL);
     a->net.aux_on = 0;
     a->net.att_coef = 0;
-    if ((lambda > 0 || lambda_a > 0) && !a->teach_map) { /* the teacher on the same rows */
-      train_forward(&a->teacher->net, bt->in + off, mb, T);
-      if (lambda > 0)
+    if (lambda > 0 || lambda_a > 0) {
+      teacher_forward(a, bt->in + off, mb, T);
+      if (a->teach_map) /* another architecture: through the fitted map (no attention term) */
+        a->teach_loss += train_teach_map_loss(&a->net, &a->teacher->net, a->teach_map, a->teach_w,
+                                              tscale, 1);
+      if (!a->teach_map && lambda > 0)
         a->teach_loss += train_teach_loss(&a->net, &a->teacher->net, a->teach_w, tscale, 1);
-      if (lambda_a > 0)
+      if (!a->teach_map && lambda_a > 0)
         a->teach_loss += train_teach_attn_loss(&a->net, &a->teacher->net, acoef, 1);
-    } else if (lambda > 0) { /* the same sequences, after the teacher's BOS if it has one */
-      const int *tin = bt->in + off;
-      int tT = a->teacher->T;
-      if (a->teach_in) {
-        for (int q = 0; q < mb; q++) {
-          a->teach_in[(size_t)q * tT] = a->teacher->prefix;
-          memcpy(a->teach_in + (size_t)q * tT + 1, tin + (size_t)q * T, (size_t)T * sizeof(int));
-        }
-        tin = a->teach_in;
-      }
-      train_forward(&a->teacher->net, tin, mb, tT);
-      a->teach_loss += train_teach_map_loss(&a->net, &a->teacher->net, a->teach_map, a->teach_w,
-                                            tscale, 1);
     }
     train_backward(&a->net);
     if (r > 0) { /* kept until the sum of micro-batches 0..lo-1 comes */
