@@ -21,6 +21,13 @@
 ** failure would give in `rasp run` (a script's caller must see it); at a
 ** terminal the session exits 0, the errors having been seen as they came.
 **
+** `:load` of a program that declares `task` (programs/) puts the session
+** in path-star mode: the context is the verifier's for that program (its
+** layout globals, the task's vocabulary, the program run), traced for a
+** task sample (D = 2, M = 5, |V| = 100, seed 1, as `rasp run` draws one),
+** and `:example` takes D=, M=, V= and seed= words for another sample, or a
+** path-star input as `rasp run --input` reads it (a `rasp gen` line too).
+**
 ** What programs may reach is as in every command (rasp_access in rasp.h),
 ** with the current directory as the program's tree.  Because a bare `rasp`
 ** takes no options, RASP_ALLOW_FFI=1 in the environment also turns C
@@ -61,6 +68,15 @@ typedef struct repl {
   size_t blen;
   int failed;         /* exit status of the first entry that failed: a piped
                       ** session ends with it, so a script's caller sees it */
+  /* path-star mode, after :load of a program that declares `task`: the
+  ** program (its text as read, run in every context), the trace whose
+  ** context the session uses (tr.ctx is r->ctx), and the example's task */
+  int pathstar;
+  rasp_program prog;
+  char *prog_text;
+  rasp_ptrace tr;
+  long D, M, V, seed;
+  int out_node;       /* the node of `output`, the program's output */
 } repl;
 
 static repl *completion_repl;
@@ -104,6 +120,25 @@ static int repl_entry_quiet(repl *r, const char *text, rasp_error *err) {
   return ok;
 }
 
+/* Frees the session's context (a path-star trace's, or its own). */
+static void free_context(repl *r) {
+  if (r->pathstar) raspK_trace_free(&r->tr);
+  else rasp_ctx_free(r->ctx);
+  r->ctx = NULL;
+}
+
+/* Replays the entries in r->ctx, just made for a new example. */
+static void replay(repl *r) {
+  rasp_error err = {0};
+  for (int i = 0; i < r->nentries; i++) {
+    err.set = 0;
+    if (!repl_entry_quiet(r, r->entries[i], &err)) {
+      fprintf(stderr, "(replaying an earlier entry for the new example failed)\n");
+      report(r, &err);
+    }
+  }
+}
+
 /* Makes a context for the example and replays the entries. */
 static int repl_reset(repl *r, char **example, int n) {
   rasp_error err = {0};
@@ -126,16 +161,10 @@ static int repl_reset(repl *r, char **example, int n) {
   int64_t *tokens = raspM_alloc(sizeof(int64_t) * (size_t)n);
   for (int i = 0; i < n; i++) tokens[i] = rasp_vocab_id(ctx, example[i]);
   raspC_free_strings(vocab, nvocab);
-  rasp_ctx *old = r->ctx;
+  free_context(r);
+  r->pathstar = 0;
   r->ctx = ctx;
-  for (int i = 0; i < r->nentries; i++) {
-    err.set = 0;
-    if (!repl_entry_quiet(r, r->entries[i], &err)) {
-      fprintf(stderr, "(replaying an earlier entry for the new example failed)\n");
-      report(r, &err);
-    }
-  }
-  rasp_ctx_free(old);
+  replay(r);
   raspM_free(r->tokens);
   if (r->example != example) raspC_free_strings(r->example, r->n);
   r->example = example;
@@ -183,7 +212,8 @@ static void show_node(repl *r, int node, int is_sel) {
     show_selector(r, ev, node);
   } else {
     /* only values the IR knows to be token ids stand for symbols */
-    int symbolic = r->symbols && raspI_is_tokens(ir, node);
+    int symbolic = r->symbols && (raspI_is_tokens(ir, node) ||
+                                  (r->pathstar && node == r->out_node)); /* next tokens */
     raspC_print_values(r->ctx, ev, node, 0, symbolic, stdout);
   }
   raspE_free(ev);
@@ -262,9 +292,12 @@ static const char *help_text =
     "grid (rows: queries, columns: keys).  Blocks continue with '...' until an\n"
     "empty line.  Ctrl-C cancels the line or block (or stops a running entry).\n"
     "\n"
-    "  :example SYMBOLS   set the running example (default: h e l l o)\n"
+    "  :example SYMBOLS   set the running example (default: h e l l o); after\n"
+    "                     :load of a path-star program, D=2 M=5 V=100 seed=1\n"
+    "                     words draw a task sample, or give a path-star input\n"
     "  :layers EXPR       transformer layers and heads the expression needs\n"
-    "  :load FILE         run a .rasp file of this tree in this session\n"
+    "  :load FILE         run a .rasp file of this tree in this session (one\n"
+    "                     that declares `task` runs on a task sample)\n"
     "  :doc NAME          describe a function or value\n"
     "  :ir [EXPR]         the traced IR so far, or the nodes EXPR needs\n"
     "  :symbols [on|off]  show token ids as their symbols (default on)\n"
@@ -276,6 +309,179 @@ static const char *help_text =
     "  reverse = aggregate(select(indices(tokens), len(tokens) - indices(tokens) - 1, equals, "
     "causal=False), tokens)\n";
 
+/* Path-star mode's example: the program traced for in's D and M (its
+** context becomes the session's), the entries replayed, the example the
+** input's tokens.  Takes in's tokens.  0 after a message (nothing changed). */
+static int pathstar_reset(repl *r, rasp_input *in) {
+  rasp_ptrace tr;
+  rasp_error err = {0};
+  if (!raspK_trace(&r->prog, in->D, in->M, (int)r->V, &tr, &err)) {
+    report(r, &err);
+    raspK_input_free(in);
+    return 0;
+  }
+  int n = tr.n;
+  if (tr.tok_map) /* task['symbols_first'] renumbers the generator's ids */
+    for (int i = 0; i < n; i++) in->tokens[i] = tr.tok_map[in->tokens[i]];
+  char **example = raspM_alloc(sizeof(char *) * (size_t)n);
+  for (int i = 0; i < n; i++) {
+    const char *sym = rasp_vocab_symbol(tr.ctx, (int)in->tokens[i]);
+    example[i] = raspM_strdup(sym ? sym : "?");
+  }
+  free_context(r);
+  r->pathstar = 1;
+  r->tr = tr;
+  r->ctx = tr.ctx;
+  r->D = in->D, r->M = in->M;
+  /* `output`, the program's output on the example: shown as symbols (the
+  ** task's next tokens) */
+  char def[96];
+  snprintf(def, sizeof def, "output = %s(tokens)", r->prog.entry);
+  int is_sel;
+  char *shown = NULL;
+  r->out_node = -1;
+  if (!repl_entry(r, def, &r->out_node, &is_sel, &shown, &err) ||
+      !repl_entry(r, "output", &r->out_node, &is_sel, &shown, &err))
+    report(r, &err);
+  free(shown);
+  replay(r);
+  raspM_free(r->tokens);
+  raspC_free_strings(r->example, r->n);
+  r->example = example;
+  r->n = n;
+  r->tokens = in->tokens;
+  in->tokens = NULL;
+  raspK_input_free(in);
+  return 1;
+}
+
+static void show_example(const repl *r) {
+  printf("example:");
+  for (int i = 0; i < r->n; i++) printf(" %s", r->example[i]);
+  printf("\n");
+  if (r->pathstar && r->seed >= 0)
+    printf("(a sample of %s's task: D=%ld M=%ld V=%ld seed=%ld, n=%d; the program's output "
+           "is `output`, %s(tokens))\n", r->prog.name, r->D, r->M, r->V, r->seed, r->n,
+           r->prog.entry);
+  else if (r->pathstar)
+    printf("(an input of %s's task: D=%ld M=%ld V=%ld, n=%d; the program's output is "
+           "`output`, %s(tokens))\n", r->prog.name, r->D, r->M, r->V, r->n, r->prog.entry);
+}
+
+/* Path-star :example: words D=, M=, V=, seed= draw a task sample (the
+** others keep their values); anything else is a path-star input as `rasp
+** run --input` reads it. */
+static void pathstar_example(repl *r, const char *text) {
+  long v[4] = {r->D, r->M, r->V, r->seed < 0 ? 1 : r->seed};
+  static const char *const keys[4] = {"D=", "M=", "V=", "seed="};
+  static const long lo[4] = {1, 2, 1, 0}, hi[4] = {100, 1000, 100000, 1000000000L};
+  char **w;
+  int nw = raspC_split(text, &w), sized = 1;
+  for (int i = 0; i < nw && sized; i++) {
+    int k = 0;
+    while (k < 4 && strncmp(w[i], keys[k], strlen(keys[k]))) k++;
+    if (k == 4) {
+      sized = 0;
+      break;
+    }
+    char *end;
+    errno = 0;
+    long x = strtol(w[i] + strlen(keys[k]), &end, 10);
+    if (!w[i][strlen(keys[k])] || *end || errno || x < lo[k] || x > hi[k]) {
+      complain(r, 2, ":example: %s expects a number in %ld..%ld, not '%s'\n", keys[k], lo[k],
+               hi[k], w[i] + strlen(keys[k]));
+      raspC_free_strings(w, nw);
+      return;
+    } else v[k] = x;
+  }
+  raspC_free_strings(w, nw);
+  rasp_input in;
+  rasp_error err = {0};
+  if (sized) {
+    if (!raspK_sample_input(&r->prog, (int)v[0], (int)v[1], (int)v[2], (uint64_t)v[3], 0, &in,
+                            &err)) {
+      complain(r, 2, ":example: %s\n", err.msg);
+      return;
+    }
+  } else if (*text == '{') { /* a `rasp gen` line */
+    if (raspC_task_input("repl", &r->prog, (int)v[2], text, &in) != 0) {
+      if (!r->failed) r->failed = 2;
+      return;
+    }
+  } else if (!raspK_parse_input(&r->prog, (int)v[2], text, &in, &err)) {
+    complain(r, 2, ":example: %s (for %s's task)\n", err.msg, r->prog.name);
+    return;
+  }
+  long old_V = r->V, old_seed = r->seed;
+  r->V = v[2], r->seed = sized ? v[3] : -1; /* -1: an input given */
+  if (pathstar_reset(r, &in)) show_example(r);
+  else r->V = old_V, r->seed = old_seed;
+}
+
+/* Whether text assigns `task` at its top level (a path-star program), read
+** from its syntax tree: nothing runs. */
+static int declares_task(const char *path, const char *text) {
+  rasp_source *src = raspR_source_new(path, text, strlen(text));
+  rasp_arena arena;
+  raspM_arena_init(&arena);
+  rasp_error err = {0};
+  rasp_ast *mod = raspP_parse(src, &arena, &err);
+  int found = 0;
+  for (int i = 0; mod && i < mod->nitems && !found; i++) {
+    const rasp_ast *st = mod->items[i];
+    for (int t = 0; st->kind == AST_ASSIGN && t < st->nitems; t++)
+      found |= st->items[t]->kind == AST_NAME && strcmp(st->items[t]->str, "task") == 0;
+  }
+  raspM_arena_free(&arena);
+  raspR_source_free(src);
+  return found;
+}
+
+/* :load of a path-star program: its sample for D = 2, M = 5, |V| = 100,
+** seed 1 (as `rasp run`), the entries so far dropped (they were typed for
+** another vocabulary). */
+static void pathstar_load(repl *r, const char *path, char *text) {
+  rasp_program prog;
+  rasp_error err = {0};
+  if (!raspK_load_text(path, text, r->stdlib, &r->access, 2, 5, 100, &prog, &err)) {
+    report(r, &err);
+    free(text);
+    return;
+  }
+  rasp_program old = r->prog;
+  char *old_text = r->prog_text;
+  int was = r->pathstar;
+  r->prog = prog;
+  r->prog_text = text;
+  long saved[4] = {r->D, r->M, r->V, r->seed};
+  r->V = 100, r->seed = 1;
+  rasp_input in;
+  if (!raspK_sample_input(&r->prog, 2, 5, 100, 1, 0, &in, &err)) {
+    complain(r, 2, ":load: %s\n", err.msg);
+  } else {
+    int nkept = r->nentries;
+    r->nentries = 0; /* not replayed in the program's context */
+    int pathstar_ok = pathstar_reset(r, &in);
+    r->nentries = nkept;
+    if (pathstar_ok) {
+      for (int i = 0; i < r->nentries; i++) raspM_free(r->entries[i]);
+      r->nentries = 0;
+      if (was) {
+        raspK_program_free(&old);
+        free(old_text);
+      }
+      show_example(r);
+      return;
+    }
+  }
+  /* the session stays as it was */
+  raspK_program_free(&r->prog);
+  free(r->prog_text);
+  r->prog = old;
+  r->prog_text = old_text;
+  r->D = saved[0], r->M = saved[1], r->V = saved[2], r->seed = saved[3];
+}
+
 static void remember(repl *r, const char *text) {
   RASP_GROW(r->entries, r->cap, r->nentries + 1);
   r->entries[r->nentries++] = raspM_strdup(text);
@@ -286,9 +492,18 @@ static void remember(repl *r, const char *text) {
 ** remembered for :example as it ran (the file may change before). */
 static void load_file(repl *r, const char *path) {
   rasp_error err = {0};
+  char *text;
+  if (!rasp_read_program(r->ctx, path, &text, &err)) {
+    report(r, &err);
+    return;
+  }
+  if (declares_task(path, text)) {
+    pathstar_load(r, path, text);
+    return;
+  }
+  free(text);
   rasp_interrupt(r->ctx, 0);
   running = r->ctx;
-  char *text;
   int ok = rasp_load_file(r->ctx, path, &text, &err);
   running = NULL;
   if (!ok) {
@@ -316,10 +531,11 @@ static int run_command(repl *r, const char *text) {
     char **syms;
     int n = raspC_split(p, &syms);
     if (n == 0) {
-      printf("example:");
-      for (int i = 0; i < r->n; i++) printf(" %s", r->example[i]);
-      printf("\n");
+      show_example(r);
       raspC_free_strings(syms, n);
+    } else if (r->pathstar) {
+      raspC_free_strings(syms, n);
+      pathstar_example(r, p);
     } else if (!repl_reset(r, syms, n)) {
       raspC_free_strings(syms, n);
     }
@@ -720,7 +936,9 @@ static int repl_main(repl *rp) {
   raspM_free(r.entries);
   raspC_free_strings(r.example, r.n);
   raspM_free(r.tokens);
-  rasp_ctx_free(r.ctx);
+  free_context(&r);
+  if (r.prog.path) raspK_program_free(&r.prog);
+  free(r.prog_text);
   return status;
 }
 

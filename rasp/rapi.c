@@ -431,6 +431,17 @@ value *raspV_include(rasp_ctx *ctx, value *path, rasp_pos pos) {
   return &ctx->none_v;
 }
 
+int rasp_read_program(rasp_ctx *ctx, const char *path, char **text, rasp_error *err) {
+  *text = NULL;
+  PROTECT_BEGIN(ctx, err)
+  rasp_source *src = open_program(ctx, ":load", "loaded", path, path, (rasp_pos){0});
+  if ((*text = malloc(src->len + 1))) { /* the caller's free() */
+    memcpy(*text, src->text, src->len);
+    (*text)[src->len] = '\0';
+  }
+  PROTECT_END(ctx)
+}
+
 int rasp_load_file(rasp_ctx *ctx, const char *path, char **text, rasp_error *err) {
   if (text) *text = NULL;
   ctx->site = (rasp_pos){0};

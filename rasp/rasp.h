@@ -151,6 +151,10 @@ int rasp_exec_string(rasp_ctx *ctx, const char *name, const char *text,
 ** NULL) gets a copy of the program that ran (free() it), NULL on error.
 ** For the REPL's :load. */
 int rasp_load_file(rasp_ctx *ctx, const char *path, char **text, rasp_error *err);
+/* The checks of rasp_load_file (a .rasp text file in the context's trees,
+** opened once), without running it: its text into *text (malloc'd, the
+** caller's free()).  1, or 0 with err. */
+int rasp_read_program(rasp_ctx *ctx, const char *path, char **text, rasp_error *err);
 
 /* Calls global function `entry` with the input sequence and records what it
 ** returns (a sequence, or a tuple of sequences) as the IR's outputs. */

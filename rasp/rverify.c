@@ -238,7 +238,9 @@ static rasp_ctx *program_context(const rasp_program *prog, const rasp_task_opts 
   raspM_free(ids);
   if (ok) {
     set_layout_globals(ctx, o, n);
-    ok = rasp_load_stdlib(ctx, prog->stdlib, err) && rasp_exec_file(ctx, prog->path, err);
+    ok = rasp_load_stdlib(ctx, prog->stdlib, err) &&
+         (prog->text ? rasp_exec_string(ctx, prog->path, prog->text, err)
+                     : rasp_exec_file(ctx, prog->path, err));
   }
   if (!ok) {
     if (tok_map) {
@@ -258,7 +260,14 @@ int raspK_load(const char *path, const char *stdlib, int D, int M, int V, rasp_p
 
 int raspK_load_with(const char *path, const char *stdlib, const rasp_access *access, int D,
                     int M, int V, rasp_program *prog, rasp_error *err) {
+  return raspK_load_text(path, NULL, stdlib, access, D, M, V, prog, err);
+}
+
+int raspK_load_text(const char *path, const char *text, const char *stdlib,
+                    const rasp_access *access, int D, int M, int V, rasp_program *prog,
+                    rasp_error *err) {
   memset(prog, 0, sizeof *prog);
+  prog->text = text;
   if (access) prog->access = *access;
   prog->path = raspM_strdup(path);
   char buf[256];

@@ -54,6 +54,8 @@ typedef struct rasp_program {
   const char *stdlib;    /* NULL: the default */
   int interpret_check;   /* 1: never stage check() (rstage.h), always interpret it */
   rasp_access access;    /* what the program may reach; its strings are borrowed */
+  const char *text;      /* the program as read once (borrowed), run under path's
+                            name; NULL: each context reads path */
 } rasp_program;
 
 /* One trace of a program for one (D, M): the context, its IR and layers. */
@@ -97,6 +99,12 @@ int raspK_load(const char *path, const char *stdlib, int D, int M, int V, rasp_p
 ** as raspK_load).  access's strings must outlive prog. */
 int raspK_load_with(const char *path, const char *stdlib, const rasp_access *access, int D,
                     int M, int V, rasp_program *prog, rasp_error *err);
+/* raspK_load_with for a program already read (text, borrowed until
+** raspK_program_free): every context runs that text, named path, so what
+** was checked when it was read is what runs (the REPL's :load). */
+int raspK_load_text(const char *path, const char *text, const char *stdlib,
+                    const rasp_access *access, int D, int M, int V, rasp_program *prog,
+                    rasp_error *err);
 void raspK_program_free(rasp_program *prog);
 
 /* Traces the program for D, M, V (task settings from the file). */

@@ -6,7 +6,8 @@
 # prompts on a pipe; every colon command, blocks, symbols, errors), the
 # line after :quit must not run, and the history file must hold the lines.
 # A piped session with a failed entry exits with that entry's status;
-# :load is confined as include() is.
+# :load is confined as include() is; a path-star program loads on a task
+# sample (tests/repl/pathstar.in).
 # Then: the end of piped input in the middle of a block runs the block,
 # SIGTERM while waiting for piped input saves the history (status 143), a
 # SIGHUP ignored at the start stays ignored, and `rasp repl --help` / a bad
@@ -50,6 +51,24 @@ else
   bad "piped session: history file"
   cat "$hist" 2>/dev/null
 fi
+
+# path-star mode: :load of a program that declares `task` runs it on a task
+# sample, `output` shows as the task's symbols, :example draws another
+# sample (D= M= V= seed=) or takes an input or a `rasp gen` line, and bad
+# ones are refused with the reason (tests/repl/pathstar.*)
+HOME=$tmp/home $TIMEOUT "$RASP" repl <tests/repl/pathstar.in >"$tmp/out" 2>"$tmp/err"
+status=$?
+[ "$status" -eq 2 ] && ok "path-star session: status 2 (its first failure, a bad input)" ||
+  bad "path-star session: status $status"
+sanitizer_clean "$tmp/err" "path-star session"
+for f in out err; do
+  if diff -u "tests/repl/pathstar.$f" "$tmp/$f" >"$tmp/diff"; then
+    ok "path-star session: std$f"
+  else
+    bad "path-star session: std$f differs"
+    cat "$tmp/diff"
+  fi
+done
 
 # a piped session's status: 0 when every entry ran, else the first failure's
 # (a usage error in a colon command is 2, an unknown name 1)
