@@ -7,12 +7,17 @@ Reads every ARM-sSEED.csv that experiments/study.sh left (rasp-train
 compare's rows: step, arm, losses, accuracies per answer position) and
 writes into GRID_DIR:
   summary.csv   per arm and evaluated step: seeds, mean and 95% interval
-                (Student t over the seeds) of l_t accuracy, whole-answer
-                accuracy and validation loss;
-  final.csv     per arm: seeds, the last step, mean and 95% interval of the
-                three at the last step, the share of seeds that reached 95%
-                whole-answer accuracy at an evaluation after step 0, the
-                median step they reached it, and the share at 95% at the end;
+                (Student t over the seeds, cut to [0, 1]) of l_t accuracy
+                and whole-answer accuracy, and the median and range of the
+                validation loss (one diverged seed's loss, 1e10, would make
+                a mean and a t interval say nothing);
+  final.csv     per arm: seeds, the budget (the last evaluated step), the
+                seeds whose run stopped early (a non-finite gradient: the
+                arm takes no more steps, so its last evaluation holds to the
+                budget), the same three at the budget, the share of seeds
+                that reached 95% whole-answer accuracy at an evaluation
+                after step 0, the median step they reached it, and the share
+                at 95% at the end;
   final.md      final.csv as a Markdown table (for doc/training.md);
   lead.gp, lead.png
                 l_t accuracy by step, per arm: the mean and the interval
@@ -41,13 +46,38 @@ def t95(df):
 
 
 def mean_ci(xs):
+    """mean and 95% Student t interval, cut to [0, 1] (accuracies)"""
     n = len(xs)
     m = sum(xs) / n
     if n < 2:
         return m, float("nan"), float("nan")
     sd = math.sqrt(sum((x - m) ** 2 for x in xs) / (n - 1))
     h = t95(n - 1) * sd / math.sqrt(n)
-    return m, m - h, m + h
+    return m, max(0.0, m - h), min(1.0, m + h)
+
+
+def median_range(xs):
+    """median, min and max (losses: robust to a diverged seed)"""
+    ys = sorted(xs)
+    n = len(ys)
+    med = ys[n // 2] if n % 2 else (ys[n // 2 - 1] + ys[n // 2]) / 2
+    if n < 2:
+        return med, float("nan"), float("nan")
+    return med, ys[0], ys[-1]
+
+
+def held(rows, steps):
+    """a seed's rows at every step of steps: a run that stopped early
+    keeps its last evaluation (it takes no more steps)"""
+    by = {int(r["step"]): r for r in rows}
+    out, last = {}, None
+    for st in steps:
+        if st in by:
+            last = by[st]
+        elif last is None or not last.get("stopped"):
+            continue
+        out[st] = last
+    return out
 
 
 def read_cells(grid):
@@ -62,10 +92,10 @@ def read_cells(grid):
     return cells
 
 
-def fmt(m, lo, hi):
+def fmt(m, lo, hi, spec=".3f"):
     if math.isnan(lo):
-        return f"{m:.3f}"
-    return f"{m:.3f} [{lo:.3f}, {hi:.3f}]"
+        return f"{m:{spec}}"
+    return f"{m:{spec}} [{lo:{spec}}, {hi:{spec}}]"
 
 
 def main():
@@ -79,16 +109,17 @@ def main():
     for arm in sorted(cells):
         seeds = cells[arm]
         steps = sorted({int(r["step"]) for rows in seeds.values() for r in rows})
+        at = {s: held(rows, steps) for s, rows in seeds.items()}
         for st in steps:
-            vals = {k: [float(r[c]) for rows in seeds.values() for r in rows
-                        if int(r["step"]) == st] for k, c in measures}
+            vals = {k: [float(h[st][c]) for h in at.values() if st in h] for k, c in measures}
             n = len(vals["lead"])
             row = {"arm": arm, "step": st, "seeds": n}
             for k, _ in measures:
-                m, lo, hi = mean_ci(vals[k])
+                m, lo, hi = (median_range if k == "loss" else mean_ci)(vals[k])
                 row.update({k: m, k + "_lo": lo, k + "_hi": hi})
             summary.append(row)
         last = {s: rows[-1] for s, rows in seeds.items()}
+        stopped = sorted(int(r["stopped"]) for r in last.values() if r.get("stopped"))
         reach = []
         for s, rows in seeds.items():
             hit = [int(r["step"]) for r in rows
@@ -96,13 +127,16 @@ def main():
             reach.append(hit[0] if hit else None)
         got = sorted(x for x in reach if x is not None)
         fr = {"arm": arm, "seeds": len(seeds),
-              "last_step": min(int(r["step"]) for r in last.values()),
+              "last_step": steps[-1],
+              "stopped": f"{len(stopped)} (at {', '.join(map(str, stopped))})" if stopped
+                         else "0",
               "reached95": f"{len(got)}/{len(seeds)}",
               "ends95": f"{sum(float(r['val_seq_acc']) >= 0.95 for r in last.values())}"
                         f"/{len(seeds)}",
               "median_step95": got[len(got) // 2] if got else ""}
         for k, c in measures:
-            m, lo, hi = mean_ci([float(r[c]) for r in last.values()])
+            m, lo, hi = (median_range if k == "loss" else mean_ci)(
+                [float(r[c]) for r in last.values()])
             fr.update({k: m, k + "_lo": lo, k + "_hi": hi})
         final.append(fr)
     keys = ["arm", "step", "seeds"] + [k + s for k, _ in measures for s in ("", "_lo", "_hi")]
@@ -110,22 +144,22 @@ def main():
         w = csv.DictWriter(f, fieldnames=keys)
         w.writeheader()
         w.writerows(summary)
-    fkeys = ["arm", "seeds", "last_step", "reached95", "median_step95", "ends95"] + \
+    fkeys = ["arm", "seeds", "last_step", "stopped", "reached95", "median_step95", "ends95"] + \
         [k + s for k, _ in measures for s in ("", "_lo", "_hi")]
     with open(os.path.join(grid, "final.csv"), "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=fkeys)
         w.writeheader()
         w.writerows(final)
     with open(os.path.join(grid, "final.md"), "w") as f:
-        f.write("| arm | seeds | last step | l_t accuracy (95% interval) | whole answer | "
-                "validation loss | seeds at 95% (after step 0) | median step there | "
-                "seeds at 95% at the end |\n")
-        f.write("|---|---:|---:|---|---|---|---:|---:|---:|\n")
+        f.write("| arm | seeds | budget | stopped early | l_t accuracy (mean, 95% interval) | "
+                "whole answer | validation loss (median, range) | seeds at 95% (after step "
+                "0) | median step there | seeds at 95% at the end |\n")
+        f.write("|---|---:|---:|---|---|---|---|---:|---:|---:|\n")
         for r in final:
-            f.write(f"| {r['arm']} | {r['seeds']} | {r['last_step']} | "
+            f.write(f"| {r['arm']} | {r['seeds']} | {r['last_step']} | {r['stopped']} | "
                     f"{fmt(r['lead'], r['lead_lo'], r['lead_hi'])} | "
                     f"{fmt(r['seq'], r['seq_lo'], r['seq_hi'])} | "
-                    f"{fmt(r['loss'], r['loss_lo'], r['loss_hi'])} | {r['reached95']} | "
+                    f"{fmt(r['loss'], r['loss_lo'], r['loss_hi'], '.4g')} | {r['reached95']} | "
                     f"{r['median_step95']} | {r['ends95']} |\n")
     # the plot: one data block per arm (gnuplot index), mean and interval
     dat = os.path.join(grid, "lead.dat")
