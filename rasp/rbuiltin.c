@@ -242,13 +242,16 @@ static value *b_int(rasp_ctx *ctx, value **args, int nargs, rasp_pos pos) {
     return raspH_int(ctx, v);
   }
   if (x->kind == V_BOOL) return raspH_int(ctx, x->u.b);
-  if (x->tag & TAG_ID) return x; /* an id is an integer: the same id */
-  if (x->kind != V_NUM)
-    raspH_error(ctx, pos, "int() of %s%s", raspH_kind_name(x),
-                x->kind == V_SOP ? " (use seq_map or tok_map for element-wise conversion)" : "");
-  value *r = raspH_number(ctx);
-  mpz_tdiv_q(mpq_numref(r->u.q), mpq_numref(x->u.q), mpq_denref(x->u.q));
-  return r;
+  /* numbers, and sequences element-wise (toward zero, as Python's int) */
+  return raspH_unop(ctx, RASP_UN_TRUNC, x, pos);
+}
+
+/* round(x): the nearest integer, ties to the even one (Python's);
+** element-wise on sequences. */
+static value *b_round(rasp_ctx *ctx, value **args, int nargs, rasp_pos pos) {
+  (void)nargs;
+  if (A(0)->kind == V_BOOL) return raspH_int(ctx, A(0)->u.b);
+  return raspH_unop(ctx, RASP_UN_ROUND, A(0), pos);
 }
 
 static value *b_abs(rasp_ctx *ctx, value **args, int nargs, rasp_pos pos) {
@@ -533,7 +536,8 @@ static const builtin builtins[] = {
      "whether some i in range(start, stop, step) has xs[i] == a and xs[i + gap] == b"},
     {"holds_both", "xs,a,b,width,start,stop,step", b_holds_both, -1,
      "whether some i in range(start, stop, step) has a and b in xs[i:i + width]"},
-    {"int", "x", b_int, -1, "integer part (truncates toward zero)"},
+    {"int", "x", b_int, -1, "integer part, toward zero (element-wise on sequences)"},
+    {"round", "x", b_round, -1, "nearest integer, ties to even (element-wise on sequences)"},
     {"abs", "x", b_abs, -1, "absolute value (element-wise on sequences)"},
     {"min", "*", b_min, -1, "smallest argument (element-wise on sequences)"},
     {"max", "*", b_max, -1, "largest argument (element-wise on sequences)"},

@@ -188,6 +188,9 @@ static raspF_value unary(rasp_unop op, raspF_value x) {
   }
   case RASP_UN_NEG: return mk(num, -b, -a);
   case RASP_UN_POS: return mk(num, a, b);
+  case RASP_UN_TRUNC: /* integers within the operand's (integer) bounds */
+  case RASP_UN_ROUND:
+    return x.kind & K_NUM ? mk(RASPF_K_INT, a, b) : NONE;
   case RASP_UN_ABS:
     if (a >= 0) return mk(num, a, b);
     if (b <= 0) return mk(num, -b, -a);

@@ -263,6 +263,15 @@ static i128 floordiv128(i128 n, i128 d) {
   return q;
 }
 
+/* round(a), Python's: the nearest integer, ties to the even one. */
+static rasp_elem elem_round(rasp_elem a) {
+  if (a.den == RASP_DEN_BOOL) return (rasp_elem){a.num, 1};
+  if (a.den == 1) return a;
+  i128 q = floordiv128(a.num, a.den), r2 = 2 * ((i128)a.num - q * a.den);
+  if (r2 > a.den || (r2 == a.den && (q & 1))) q++;
+  return (rasp_elem){(int64_t)q, 1}; /* |round(a)| <= |a| + 1/2: no overflow */
+}
+
 /* x**k for a normalised rational; the result stays normalised since
 ** gcd(p^k, q^k) = 1. */
 static int rpow(rasp_elem base, int64_t k, rasp_elem *out, rasp_error *err) {
@@ -402,6 +411,11 @@ int raspI_elem_unop(rasp_unop op, rasp_elem a, rasp_elem *out,
     }
     out->num = ~a.num;
     out->den = 1;
+    return 1;
+  case RASP_UN_TRUNC:
+  case RASP_UN_ROUND:
+    if (!is_number(a)) return symbol_arith(err);
+    *out = op == RASP_UN_TRUNC ? raspI_elem_trunc(a) : elem_round(a);
     return 1;
   case RASP_UN_NEG:
   case RASP_UN_POS:

@@ -78,9 +78,12 @@ typedef enum rasp_component {
   RASP_COMP_ATTN
 } rasp_component;
 
-/* Element-wise unary operators (UNARY's aux). */
+/* Element-wise unary operators (UNARY's aux).  TRUNC is int() (toward
+** zero), ROUND is round() (to the nearest integer, ties to even, as
+** Python's); both give integers and refuse symbols. */
 #define RASP_UNOPS(X)                                                          \
-  X(NEG, "-") X(POS, "+") X(NOT, "not") X(INVERT, "~") X(ABS, "abs")
+  X(NEG, "-") X(POS, "+") X(NOT, "not") X(INVERT, "~") X(ABS, "abs")          \
+  X(TRUNC, "int") X(ROUND, "round")
 
 typedef enum rasp_unop {
 #define RASP_UN_ENUM(name, text) RASP_UN_##name,

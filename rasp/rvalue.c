@@ -422,6 +422,30 @@ value *raspV_scalar_unop(rasp_ctx *ctx, rasp_unop op, value *a, rasp_pos pos) {
     }
     return num_checked(ctx, r, pos);
   }
+  case RASP_UN_TRUNC:
+  case RASP_UN_ROUND: {
+    if (!raspV_is_num(a))
+      raspV_error(ctx, pos, "%s() of %s", raspI_unop_name(op), raspV_kind_name(a));
+    if (a->tag & TAG_ID) return a; /* an id is an integer: the same id */
+    mpq_t x;
+    mpq_init(x);
+    num_get(x, a);
+    value *r = raspV_new(ctx, V_NUM);
+    mpz_ptr q = mpq_numref(r->u.q);
+    if (op == RASP_UN_TRUNC) {
+      mpz_tdiv_q(q, mpq_numref(x), mpq_denref(x));
+    } else { /* Python's round: the nearest integer, ties to the even one */
+      mpz_t rem;
+      mpz_init(rem);
+      mpz_fdiv_qr(q, rem, mpq_numref(x), mpq_denref(x));
+      mpz_mul_2exp(rem, rem, 1);
+      int c = mpz_cmp(rem, mpq_denref(x));
+      if (c > 0 || (c == 0 && mpz_odd_p(q))) mpz_add_ui(q, q, 1);
+      mpz_clear(rem);
+    }
+    mpq_clear(x);
+    return r;
+  }
   default: break;
   }
   raspV_error(ctx, pos, "bad unary operator");
