@@ -1,8 +1,10 @@
 /*
 ** cli_draw.c -- `rasp draw`: a traced program's live dataflow graph, its
 ** nodes grouped by the sublayer the compiled model computes them in, as
-** DOT, JSON, or svg and png through Graphviz.  The format comes from
-** --json, --format, else -o's extension, else DOT.  A path-star program is
+** DOT, JSON, or svg, png and pdf through Graphviz.  The format comes from
+** --json, --format, else -o's extension (.dot or .gv, .json, .svg, .png,
+** .pdf; another extension is refused rather than written as DOT), else
+** DOT.  A path-star program is
 ** drawn for --D --M or for the D and M of one input of its task (--input,
 ** as `rasp run` takes it); a plain one for --length (default: --input's
 ** length, else 8) over its vocabulary.
@@ -143,7 +145,7 @@ static void write_json(const dgraph *g, const char *name, FILE *f) {
   raspM_free(live);
 }
 
-/* svg and png through Graphviz, with no shell and no predictable file name:
+/* svg, png and pdf through Graphviz, with no shell and no predictable file name:
 ** dot reads the DOT text from an unnamed temporary file and writes to a
 ** fresh mkstemp file beside out (raspR_atomic_open), renamed over out only
 ** when dot succeeded.  The exit status for rasp_cli_draw. */
@@ -183,7 +185,7 @@ static int render(const char *format, const char *out, const char *text, size_t 
 /* The format draw writes: --json, --format, else -o's extension, else dot.
 ** NULL after a message. */
 static const char *draw_format(const raspC_vopts *o) {
-  static const char *const known[] = {"dot", "svg", "png", "json", NULL};
+  static const char *const known[] = {"dot", "svg", "png", "pdf", "json", NULL};
   if (o->json) {
     if (o->format && strcmp(o->format, "json")) {
       fprintf(stderr, "rasp draw: --json does not combine with --format %s\n", o->format);
@@ -194,7 +196,8 @@ static const char *draw_format(const raspC_vopts *o) {
   if (o->format) {
     for (int i = 0; known[i]; i++)
       if (strcmp(o->format, known[i]) == 0) return known[i];
-    fprintf(stderr, "rasp draw: --format: expected dot, svg, png or json, got '%s'\n", o->format);
+    fprintf(stderr, "rasp draw: --format: expected dot, svg, png, pdf or json, got '%s'\n",
+            o->format);
     return NULL;
   }
   const char *dot = o->out_file ? strrchr(o->out_file, '.') : NULL;
@@ -202,6 +205,10 @@ static const char *draw_format(const raspC_vopts *o) {
     if (strcmp(dot, ".gv") == 0) return "dot";
     for (int i = 0; known[i]; i++)
       if (strcmp(dot + 1, known[i]) == 0) return known[i];
+    /* a file named .jpg holding DOT text would mislead */
+    fprintf(stderr, "rasp draw: -o %s: an extension draw does not write (.dot, .gv, .json, "
+                    ".svg, .png, .pdf); --format dot writes DOT under any name\n", o->out_file);
+    return NULL;
   }
   return "dot";
 }

@@ -158,7 +158,7 @@ static const raspU_option options[] = {
     OPT(RASPC_O_OUT, "-o", NULL, "FILE", RASPC_DRAW,
      "write FILE; its extension (.dot .gv .svg .png .json) gives the\n"
      "format unless --format or --json does"),
-    OPT(RASPC_O_FORMAT, "--format", NULL, "F", RASPC_DRAW, "dot, svg, png or json"),
+    OPT(RASPC_O_FORMAT, "--format", NULL, "F", RASPC_DRAW, "dot, svg, png, pdf or json"),
     OPT(RASPC_O_JSON, "--json", NULL, NULL, RASPC_LAYERS,
      "one JSON object per row, then one with the growth"),
     OPT(RASPC_O_JSON, "--json", NULL, NULL, RASPC_DRAW,

@@ -148,6 +148,41 @@ static const struct {
 };
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
 
+/* The edit distance of a and b (both short), for "did you mean". */
+static int edit_distance(const char *a, const char *b) {
+  int n = (int)strlen(b), row[32];
+  if (n > 30 || strlen(a) > 30) return 99;
+  for (int j = 0; j <= n; j++) row[j] = j;
+  for (int i = 1; a[i - 1]; i++) {
+    int diag = row[0];
+    row[0] = i;
+    for (int j = 1; j <= n; j++) {
+      int up = row[j], best = diag + (a[i - 1] != b[j - 1]);
+      if (up + 1 < best) best = up + 1;
+      if (row[j - 1] + 1 < best) best = row[j - 1] + 1;
+      diag = up;
+      row[j] = best;
+    }
+  }
+  return row[n];
+}
+
+/* `rasp WORD` where WORD is neither a command nor a file: a mistyped
+** command (rasp FILE runs a program file). */
+static int unknown_command(const char *word) {
+  const char *near = NULL;
+  int best = 3; /* at most two edits away */
+  for (size_t i = 0; i < NCOMMANDS; i++) {
+    int d = edit_distance(word, commands[i].name);
+    if (d < best) best = d, near = commands[i].name;
+  }
+  fprintf(stderr, "rasp: unknown command '%s'", word);
+  if (near) fprintf(stderr, " (did you mean '%s'?)", near);
+  fprintf(stderr, "; the commands: run trace verify layers draw gen compile apply repl, "
+                  "and `rasp FILE.rasp` runs a program\n");
+  return 2;
+}
+
 int main(int argc, char **argv) {
   int script = argc > 1;
   for (size_t i = 0; i < NCOMMANDS && script; i++)
@@ -192,5 +227,8 @@ int main(int argc, char **argv) {
     usage(stderr);
     return 2;
   }
+  /* not a file and no path: a command mistyped, not a program */
+  if (!strchr(cmd, '/') && !strchr(cmd, '.') && access(cmd, F_OK) != 0)
+    return unknown_command(cmd);
   return rasp_cli_script(argc - 1, argv + 1);
 }

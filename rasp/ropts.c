@@ -232,7 +232,10 @@ static const char *default_text(const raspU_option *o, const void *d, char *buf,
   case RASPU_CHOICE:
     snprintf(buf, size, "?");
     for (const raspU_choice *c = o->choices; c->name; c++)
-      if (c->value == *(const int *)p) snprintf(buf, size, "%s", c->name);
+      if (c->value == *(const int *)p) { /* the first name: later ones are aliases */
+        snprintf(buf, size, "%s", c->name);
+        break;
+      }
     break;
   case RASPU_STRING:
     snprintf(buf, size, "%s", *(const char *const *)p ? *(const char *const *)p : "none");

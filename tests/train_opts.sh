@@ -66,6 +66,17 @@ done <"$tmp/run/config.txt"
 echo "defaults compared: $checked"; [ $checked -ge 25 ] && ok || bad "only $checked defaults compared"
 grep -qx -e "--train 4" "$tmp/run/config.txt" && ok || bad "--train=4 not recorded as --train 4"
 
+# --answer takes rasp gen's words (forward, reverse, lead); the older fwd
+# and rev read as forward and reverse, and config.txt records gen's word
+for w in forward reverse lead; do
+  "$RASP" gen --answer "$w" -n 1 >/dev/null 2>&1 || bad "rasp gen --answer $w refused"
+done
+"$train" --answer rev --train=4 --test 4 --layers 1 --d-model 8 --heads 1 --d-mlp 8 --batch 4 \
+  --micro 4 --epochs 1 --threads 1 --out "$tmp/run_rev" >"$tmp/out" 2>&1 ||
+  bad "--answer rev: $(tail -3 "$tmp/out")"
+grep -qx -e "--answer reverse" "$tmp/run_rev/config.txt" && ok ||
+  bad "--answer rev not recorded as --answer reverse: $(grep answer "$tmp/run_rev/config.txt")"
+
 # unknown options and --opt=VALUE
 "$train" --D 3 --frobnicate 1 >"$tmp/out" 2>&1
 st=$?

@@ -125,7 +125,7 @@ expect layers_linear 0 "growth: linear in M" "" -- layers programs/listing2_back
 expect layers_log 0 "growth: logarithmic in M" "" -- layers programs/listing4_log_fixed.rasp --M 3..33
 expect layers_constant 0 "growth: constant (5 layers" "" -- layers programs/listing5_arms_constant.rasp --M 3..12
 expect draw_dot 0 "digraph \"listing5_arms_constant\"" "" -- draw programs/listing5_arms_constant.rasp
-expect draw_bad_format 2 "" "--format: expected dot, svg, png or json, got 'gif'" -- draw programs/listing5_arms_constant.rasp --format gif
+expect draw_bad_format 2 "" "--format: expected dot, svg, png, pdf or json, got 'gif'" -- draw programs/listing5_arms_constant.rasp --format gif
 # the table fits 100 columns: heads per layer abbreviated ("2x2" for a run),
 # in full under -v; a one-line legend explains fail*
 "$rasp" verify programs/readout6_causal.rasp --D 2 --graphs 20 --jobs 2 >"$out" 2>"$err"
@@ -226,12 +226,25 @@ if command -v dot >/dev/null 2>&1; then
   else
     fail=$((fail + 1)); echo "FAIL: draw_png_from_extension"; cat "$err"
   fi
+  "$rasp" draw examples/sort.rasp --input "1 2" -o "$d/g.pdf" >"$out" 2>"$err"
+  if [ $? = 0 ] && [ "$(head -c 5 "$d/g.pdf")" = %PDF- ]; then
+    pass=$((pass + 1)); echo "PASS: draw_pdf_from_extension"
+  else
+    fail=$((fail + 1)); echo "FAIL: draw_pdf_from_extension"; cat "$err"
+  fi
 else
   if [ "${RASP_NO_SKIP:-}" = 1 ]; then # a skip is a failure then (tests/lib.sh)
     fail=$((fail + 1)); echo "FAIL: draw_png_from_extension (no dot; RASP_NO_SKIP=1)"
   else
     echo "SKIP: draw_png_from_extension (no dot)"
   fi
+fi
+# an extension draw does not write is refused, not filled with DOT text
+"$rasp" draw examples/sort.rasp --input "1 2" -o "$d/g.jpg" >"$out" 2>"$err"
+if [ $? = 2 ] && [ ! -e "$d/g.jpg" ] && grep -q "an extension draw does not write" "$err"; then
+  pass=$((pass + 1)); echo "PASS: draw_unknown_extension"
+else
+  fail=$((fail + 1)); echo "FAIL: draw_unknown_extension"; cat "$err"
 fi
 rm -rf "$d"
 # an option the command would not use is refused, naming it

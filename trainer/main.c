@@ -79,8 +79,10 @@ typedef raspU_choice choice;
 #define F(f) offsetof(train_opts, f)
 static const choice c_order[] = {{"edge", RASP_ORDER_EDGE}, {"arm", RASP_ORDER_ARM}, {0, 0}};
 static const choice c_q[] = {{"start", RASP_Q_START}, {"end", RASP_Q_END}, {0, 0}};
-static const choice c_answer[] = {
-    {"fwd", RASP_ANS_FORWARD}, {"rev", RASP_ANS_REVERSE}, {"lead", RASP_ANS_LEAD}, {0, 0}};
+/* rasp gen's and the model layout's words; fwd and rev (older configs) too */
+static const choice c_answer[] = {{"forward", RASP_ANS_FORWARD}, {"reverse", RASP_ANS_REVERSE},
+                                  {"lead", RASP_ANS_LEAD},       {"fwd", RASP_ANS_FORWARD},
+                                  {"rev", RASP_ANS_REVERSE},     {0, 0}};
 static const choice c_model[] = {{"decoder", 0}, {"encoder", 1}, {0, 0}};
 static const choice c_obj[] = {
     {"tf", TRAIN_OBJ_TF}, {"iar", TRAIN_OBJ_IAR}, {"nar", TRAIN_OBJ_NAR}, {0, 0}};
@@ -103,7 +105,7 @@ static const raspU_option optdefs[] = {
      "edges shuffled, or written arm by arm from the start node", NULL),
     OPT("--q", "start|end", K_CHOICE, F(task.q), 0, 0, 0, c_q, 0,
      "the query '/ s t =' before the graph or after it", NULL),
-    OPT("--answer", "fwd|rev|lead", K_CHOICE, F(task.answer), 0, 0, 0, c_answer, 0,
+    OPT("--answer", "forward|reverse|lead", K_CHOICE, F(task.answer), 0, 0, 0, c_answer, 0,
      "the arm from s to t, reversed, or the leading node alone", NULL),
     OPT("--structured", "K", K_INT, F(task.structured), 0, 999, 0, NULL, 0,
      "K more training samples per graph: same edges, other targets (K < D)", NULL),

@@ -32,8 +32,8 @@
 void train_config_text(train_log *b, const train_opts *o, uint64_t init_fnv) {
   char f1[32], f2[32], f3[32];
   static const char *orders[] = {"edge", "arm"}, *qs[] = {"start", "end"};
-  const char *ans = o->task.answer == RASP_ANS_FORWARD   ? "fwd"
-                    : o->task.answer == RASP_ANS_REVERSE ? "rev"
+  const char *ans = o->task.answer == RASP_ANS_FORWARD   ? "forward"
+                    : o->task.answer == RASP_ANS_REVERSE ? "reverse"
                                                          : "lead";
   const char *obj = o->obj == TRAIN_OBJ_TF ? "tf" : o->obj == TRAIN_OBJ_IAR ? "iar" : "nar";
   train_log_printf(b, "--D %d\n--M %d\n--V %d\n--order %s\n--q %s\n--answer %s\n"

@@ -17,10 +17,9 @@
 static void fix_for(const char *key, const char *val, char *buf, size_t n) {
   int on = !strcmp(val, "true");
   if (!strcmp(key, "answer")) {
-    const char *a = !strcmp(val, "forward")   ? "fwd"
-                    : !strcmp(val, "reverse") ? "rev"
-                    : !strcmp(val, "lead")    ? "lead"
-                                              : NULL;
+    const char *a = !strcmp(val, "forward") || !strcmp(val, "reverse") || !strcmp(val, "lead")
+                        ? val
+                        : NULL; /* the layout's words are the option's */
     if (a) snprintf(buf, n, "--answer %s", a);
     else snprintf(buf, n, "%s", "");
   } else if (!strcmp(key, "bos") || !strcmp(key, "eos")) {
