@@ -324,14 +324,37 @@ static int verify_usage(const raspC_vopts *o) {
   return 0;
 }
 
+/* A failing cell's first failing input, as `rasp verify --input` reads it
+** (its index: the sample of --seed, or the exhaustive enumeration's). */
+static void cell_json_counterexample(const vrun *r, const rasp_ptrace *tr, const vout *c) {
+  int64_t *tokens = raspM_alloc(sizeof(int64_t) * (size_t)tr->n), lead = 0, target = 0;
+  rasp_error err = {0};
+  printf(",\"counterexample\":{\"index\":%lld", (long long)c->res.first_fail);
+  if (raspK_failing_input(tr, r->o->exhaustive, (uint64_t)r->o->seed,
+                          (uint64_t)c->res.first_fail, tokens, &lead, &target, &err)) {
+    printf(",\"input\":\"");
+    char buf[64];
+    for (int i = 0; i < tr->n; i++) {
+      raspT_token_text(&tr->opts, (int)tokens[i], buf, sizeof buf);
+      if (i) putchar(' ');
+      raspC_json_fputs(buf, stdout);
+    }
+    printf("\"");
+  }
+  printf("}");
+  raspM_free(tokens);
+}
+
 /* A cell as one JSON object. */
 static void cell_json(const vrun *r, const vprog *vp, const rasp_ptrace *tr, const vout *c) {
   const raspC_vopts *o = r->o;
   const rasp_program *prog = &vp->prog;
-  printf("{\"program\":\"%s\",\"D\":%d,\"M\":%d,\"n\":%d,\"mode\":\"%s\",\"passed\":%llu,"
+  printf("{\"program\":\"%s\",\"D\":%d,\"M\":%d,\"V\":%d,\"n\":%d,\"mode\":\"%s\","
+         "\"seed\":%llu,\"passed\":%llu,"
          "\"total\":%llu,\"ok\":%s,\"expect_fail\":%s,\"layers\":%d,\"attention_layers\":%d,"
          "\"mlp_layers\":%d,\"heads\":[",
-         prog->name, c->D, c->M, tr->n, o->exhaustive ? "exhaustive" : "random",
+         prog->name, c->D, c->M, tr->opts.V, tr->n, o->exhaustive ? "exhaustive" : "random",
+         (unsigned long long)o->seed,
          (unsigned long long)c->res.passed, (unsigned long long)c->res.total,
          c->pass ? "true" : "false", prog->expect_fail ? "true" : "false",
          tr->layers.nlayers, tr->layers.attn_layers,
@@ -358,6 +381,7 @@ static void cell_json(const vrun *r, const vprog *vp, const rasp_ptrace *tr, con
   if (r->shuffled)
     printf(",\"vocab_order\":\"shuffled\",\"shuffled_passed\":%llu,\"verdicts_changed\":%llu",
            (unsigned long long)c->sres.passed, (unsigned long long)c->sres.changed);
+  if (c->ok && !c->pass && c->res.first_fail >= 0) cell_json_counterexample(r, tr, c);
   printf(",\"seconds\":%.3f}\n", c->secs);
 }
 
@@ -465,8 +489,8 @@ static int verify_cell(vrun *r, vprog *vp, int D, int M) {
   if (o->exhaustive) raspK_order(prog, &tr);
   /* in ranges (rwork.h): shared among MPI ranks, recorded in --checkpoint */
   raspW_opts wo = {r->ckpt, show_progress, &ps};
-  c.ok = o->exhaustive ? raspW_exhaustive(prog, &tr, (uint64_t)o->cap, &wo, &c.res, &c.resumed,
-                                          &vp->err)
+  c.ok = o->exhaustive ? raspW_exhaustive(prog, &tr, (uint64_t)o->cap, (int)o->jobs, &wo, &c.res,
+                                          &c.resumed, &vp->err)
                        : raspW_random(prog, &tr, (uint64_t)o->graphs, o->seed, (int)o->jobs, &wo,
                                       &c.res);
   if (ps.shown && isatty(2)) fputc('\n', stderr);

@@ -593,6 +593,34 @@ int *raspK_start_workers(void *(*fn)(void *), void *jobs, size_t size, int n, pt
   return ran_here;
 }
 
+/* Waits for `jobs` workers to signal all->finished, calling progress(user,
+** done, total) every 20 ms from this thread with the sum of the workers'
+** counters (done[j * stride], read atomically). */
+static void await_workers(vdone *all, int jobs, const uint64_t *done, size_t stride,
+                          raspK_progress progress, void *user, uint64_t total) {
+  pthread_mutex_lock(&all->lock);
+  while (all->finished < jobs) {
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_nsec += 20 * 1000 * 1000;
+    if (until.tv_nsec >= 1000000000L) {
+      until.tv_sec++;
+      until.tv_nsec -= 1000000000L;
+    }
+    pthread_cond_timedwait(&all->cond, &all->lock, &until);
+    if (all->finished < jobs && progress) {
+      uint64_t sum = 0;
+      for (int j = 0; j < jobs; j++)
+        sum += __atomic_load_n((const uint64_t *)((const char *)done + (size_t)j * stride),
+                               __ATOMIC_RELAXED);
+      pthread_mutex_unlock(&all->lock);
+      progress(user, sum, total);
+      pthread_mutex_lock(&all->lock);
+    }
+  }
+  pthread_mutex_unlock(&all->lock);
+}
+
 static void *verify_worker(void *arg) {
   vjob *job = arg;
   rasp_ptrace *tr = job->tr;
@@ -688,25 +716,7 @@ int raspK_verify_random_range(rasp_ptrace *tr, uint64_t first, uint64_t graphs, 
      20 ms until the last one signals that it has finished (under MPI, rank
      0 answers the other ranks' requests from the callback: they wait no
      longer than that) */
-  pthread_mutex_lock(&all.lock);
-  while (all.finished < jobs) {
-    struct timespec until;
-    clock_gettime(CLOCK_REALTIME, &until);
-    until.tv_nsec += 20 * 1000 * 1000;
-    if (until.tv_nsec >= 1000000000L) {
-      until.tv_sec++;
-      until.tv_nsec -= 1000000000L;
-    }
-    pthread_cond_timedwait(&all.cond, &all.lock, &until);
-    if (all.finished < jobs && progress) {
-      uint64_t done = 0;
-      for (int j = 0; j < jobs; j++) done += __atomic_load_n(&job[j].done, __ATOMIC_RELAXED);
-      pthread_mutex_unlock(&all.lock);
-      progress(user, done, graphs);
-      pthread_mutex_lock(&all.lock);
-    }
-  }
-  pthread_mutex_unlock(&all.lock);
+  await_workers(&all, jobs, &job[0].done, sizeof job[0], progress, user, graphs);
   int ok = 1;
   for (int j = 0; j < jobs; j++) {
     if (!inline_job[j]) pthread_join(th[j], NULL);
@@ -832,6 +842,86 @@ int raspK_verify_exhaustive_range(rasp_ptrace *tr, uint64_t first, uint64_t coun
     return 0;
   }
   return 1;
+}
+
+/* raspK_verify_exhaustive_range on `jobs` threads: the range cut into
+** contiguous parts, one evaluator each, merged as one run gives them
+** (first_fail the smallest index).  As in random runs, only this thread
+** calls progress (under MPI it also serves the other ranks), every 20 ms
+** from the parts' counts. */
+typedef struct xjob {
+  rasp_ptrace *tr;
+  uint64_t first, count;
+  rasp_vresult res;
+  rasp_error err;
+  int ok;
+  uint64_t done; /* atomic: inputs checked so far */
+  vdone *all;
+} xjob;
+
+static void xjob_progress(void *user, uint64_t done, uint64_t total) {
+  (void)total;
+  __atomic_store_n(&((xjob *)user)->done, done, __ATOMIC_RELAXED);
+}
+
+static void *exhaustive_worker(void *arg) {
+  xjob *job = arg;
+  job->ok = raspK_verify_exhaustive_range(job->tr, job->first, job->count, &job->res, &job->err,
+                                          xjob_progress, job);
+  pthread_mutex_lock(&job->all->lock);
+  job->all->finished++;
+  pthread_cond_signal(&job->all->cond);
+  pthread_mutex_unlock(&job->all->lock);
+  return NULL;
+}
+
+int raspK_verify_exhaustive_jobs(rasp_ptrace *tr, uint64_t first, uint64_t count, int jobs,
+                                 rasp_vresult *res, rasp_error *err, raspK_progress progress,
+                                 void *user) {
+  /* a part smaller than a few batches is not worth a thread */
+  if ((uint64_t)jobs > count / (4 * VERIFY_BATCH)) jobs = (int)(count / (4 * VERIFY_BATCH));
+  if (jobs <= 1) return raspK_verify_exhaustive_range(tr, first, count, res, err, progress, user);
+  xjob *job = raspM_alloc(sizeof(xjob) * (size_t)jobs);
+  memset(job, 0, sizeof(xjob) * (size_t)jobs);
+  pthread_t *th = raspM_alloc(sizeof(pthread_t) * (size_t)jobs);
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setstacksize(&attr, 64u << 20); /* callbacks recurse in the interpreter */
+  vdone all;
+  pthread_mutex_init(&all.lock, NULL);
+  pthread_cond_init(&all.cond, NULL);
+  all.finished = 0;
+  for (int j = 0; j < jobs; j++) {
+    uint64_t b = count * (uint64_t)j / (uint64_t)jobs, e = count * (uint64_t)(j + 1) / (uint64_t)jobs;
+    job[j] = (xjob){.tr = tr, .first = first + b, .count = e - b, .all = &all};
+  }
+  int *inline_job = raspK_start_workers(exhaustive_worker, job, sizeof job[0], jobs, th, &attr);
+  await_workers(&all, jobs, &job[0].done, sizeof job[0], progress, user, count);
+  memset(res, 0, sizeof *res);
+  res->first_fail = res->first_leak = -1;
+  int ok = 1;
+  for (int j = 0; j < jobs; j++) {
+    if (!inline_job[j]) pthread_join(th[j], NULL);
+    const rasp_vresult *r = &job[j].res;
+    res->passed += r->passed;
+    res->total += r->total;
+    res->mixed += r->mixed;
+    if (r->first_fail >= 0 && (res->first_fail < 0 || r->first_fail < res->first_fail))
+      res->first_fail = r->first_fail;
+    if (!job[j].ok && ok) {
+      *err = job[j].err;
+      res->error = job[j].err;
+      ok = 0;
+    }
+  }
+  if (ok && progress) progress(user, res->total, count);
+  pthread_attr_destroy(&attr);
+  pthread_cond_destroy(&all.cond);
+  pthread_mutex_destroy(&all.lock);
+  raspM_free(inline_job);
+  raspM_free(job);
+  raspM_free(th);
+  return ok;
 }
 
 /* -------------------------------------------------------------- one input */

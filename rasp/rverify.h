@@ -165,6 +165,11 @@ int raspK_verify_exhaustive_progress(rasp_ptrace *tr, uint64_t cap, rasp_vresult
 int raspK_verify_exhaustive_range(rasp_ptrace *tr, uint64_t first, uint64_t count,
                                   rasp_vresult *res, rasp_error *err, raspK_progress progress,
                                   void *user);
+/* The same on `jobs` threads (fewer when the range is small), with the
+** same result (first_fail the smallest failing index). */
+int raspK_verify_exhaustive_jobs(rasp_ptrace *tr, uint64_t first, uint64_t count, int jobs,
+                                 rasp_vresult *res, rasp_error *err, raspK_progress progress,
+                                 void *user);
 
 /* The token ids of sample `index` and its l_t and t (as token ids). */
 int raspK_sample_tokens(const rasp_ptrace *tr, uint64_t seed, uint64_t index, int64_t *tokens,
@@ -186,6 +191,11 @@ void raspK_counterexample(const rasp_program *prog, int D, int M, int V, uint64_
 ** printed like raspK_counterexample's. */
 void raspK_counterexample_exhaustive(const rasp_program *prog, rasp_ptrace *tr, uint64_t index,
                                      FILE *out);
+/* The failing input `index` itself (res->first_fail of a random run of
+** seed, or of the exhaustive enumeration), unshrunk: its tokens (tr->n)
+** and l_t, t.  1, or 0 with err. */
+int raspK_failing_input(const rasp_ptrace *tr, int exhaustive, uint64_t seed, uint64_t index,
+                        int64_t *tokens, int64_t *lead, int64_t *target, rasp_error *err);
 
 /* Reads text as one input (rtask.h: rasp_input) of prog's task with node
 ** symbols 1..V (raspT_parse_input on its settings): every

@@ -190,6 +190,19 @@ static int find_visit(const rasp_sample *s, void *user) {
   return 1;
 }
 
+int raspK_failing_input(const rasp_ptrace *tr, int exhaustive, uint64_t seed, uint64_t index,
+                        int64_t *tokens, int64_t *lead, int64_t *target, rasp_error *err) {
+  if (!exhaustive) return raspK_sample_tokens(tr, seed, index, tokens, lead, target, err);
+  xfind f = {tr, index, 0, tokens, 0, 0};
+  if (raspT_enumerate(&tr->opts, NULL, UINT64_MAX, find_visit, &f, NULL, err) != 1) {
+    if (!err->set) raspR_setnopos(err, "exhaustive input %llu not found", (unsigned long long)index);
+    return 0;
+  }
+  *lead = f.lead;
+  *target = f.target;
+  return 1;
+}
+
 void raspK_counterexample_exhaustive(const rasp_program *prog, rasp_ptrace *tr, uint64_t index,
                                      FILE *out) {
   rasp_error err = {0};

@@ -440,6 +440,7 @@ static void cell_key(const rasp_program *prog, const rasp_ptrace *tr, const char
 
 typedef struct xctx {
   rasp_ptrace *tr;
+  int jobs;
 } xctx;
 
 static int exhaustive_range(void *ctx, uint64_t first, uint64_t count, raspW_part *out,
@@ -447,7 +448,7 @@ static int exhaustive_range(void *ctx, uint64_t first, uint64_t count, raspW_par
   xctx *x = ctx;
   rasp_vresult r;
   rasp_error e = {0};
-  int ok = raspK_verify_exhaustive_range(x->tr, first, count, &r, &e, progress, user);
+  int ok = raspK_verify_exhaustive_jobs(x->tr, first, count, x->jobs, &r, &e, progress, user);
   from_vresult(&r, first, count, out);
   if (!ok) {
     out->failed = 1;
@@ -465,7 +466,7 @@ static uint64_t exhaustive_chunk(uint64_t total) {
   return c < 4096 ? 4096 : c > (1u << 20) ? (1u << 20) : c;
 }
 
-int raspW_exhaustive(const rasp_program *prog, rasp_ptrace *tr, uint64_t cap,
+int raspW_exhaustive(const rasp_program *prog, rasp_ptrace *tr, uint64_t cap, int jobs,
                      const raspW_opts *o, rasp_vresult *res, uint64_t *resumed, rasp_error *err) {
   uint64_t total;
   memset(res, 0, sizeof *res);
@@ -479,7 +480,7 @@ int raspW_exhaustive(const rasp_program *prog, rasp_ptrace *tr, uint64_t cap,
   cell_key(prog, tr, rest, key, sizeof key);
   /* one process without a checkpoint: one range, as raspK_verify_exhaustive */
   uint64_t chunk = transport || o->ckpt ? exhaustive_chunk(total) : total;
-  xctx x = {tr};
+  xctx x = {tr, jobs};
   raspW_part all;
   int ok = drive(key, total, chunk, o, exhaustive_range, &x, &all, resumed, err);
   to_vresult(&all, res);

@@ -104,10 +104,10 @@ typedef struct raspW_opts {
   void *user;
 } raspW_opts;
 
-/* raspK_verify_exhaustive split into ranges (see above).  *resumed gets
-** the inputs the checkpoint already had.  1, or 0 with err (an evaluation
-** error, the cap, an unwritable checkpoint). */
-int raspW_exhaustive(const rasp_program *prog, rasp_ptrace *tr, uint64_t cap,
+/* raspK_verify_exhaustive split into ranges (see above), each on `jobs`
+** threads.  *resumed gets the inputs the checkpoint already had.  1, or 0
+** with err (an evaluation error, the cap, an unwritable checkpoint). */
+int raspW_exhaustive(const rasp_program *prog, rasp_ptrace *tr, uint64_t cap, int jobs,
                      const raspW_opts *o, rasp_vresult *res, uint64_t *resumed, rasp_error *err);
 /* raspK_verify_random split into ranges of sample indices (a checkpoint is
 ** not kept for random runs). */

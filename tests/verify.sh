@@ -70,7 +70,35 @@ expect shuffled_sweep 0 "ids: M=4-10" "" -- verify --sweep programs/listing4_log
 expect bad_vocab_order 2 "" "--vocab-order: expected fixed or shuffled, got 'sorted'" -- verify programs/listing2_backward_targets.rasp --vocab-order sorted
 expect shuffled_not_exhaustive 2 "" "does not combine" -- verify programs/listing2_backward_targets.rasp --vocab-order shuffled --exhaustive
 expect bad_symbols_first 2 "" "task\['symbols_first'\] must be True or False, not 'first'" -- verify tests/verify/bad_symbols_first.rasp --allow-include programs
-expect json_output 0 '"program":"listing3_forward_start","D":2,"M":5' "" -- verify programs/listing3_forward_start.rasp --D 2 --json $g
+expect json_output 0 '"program":"listing3_forward_start","D":2,"M":5,"V":100,"n":28,"mode":"random","seed":1' "" -- verify programs/listing3_forward_start.rasp --D 2 --json $g
+# --exhaustive --jobs 2 splits the enumeration between two threads and
+# gives what one gives (seconds aside): a proof, a run with a watched
+# aggregate, a failing one
+same=1
+for case in "programs/listing2_backward_targets.rasp --D 2 --M 5" \
+            "tests/verify/averages_ids.rasp --D 2 --M 5" "tests/verify/broken_short_walk.rasp --D 2 --M 5"; do
+  # shellcheck disable=SC2086
+  for j in 1 2; do
+    "$rasp" verify $case --allow-include programs --exhaustive --json --jobs $j 2>/dev/null |
+      sed 's/"seconds":[0-9.]*//' >"$out.$j"
+  done
+  cmp -s "$out.1" "$out.2" && grep -q '"total":80640' "$out.1" || { same=0; echo "  differs: $case"; diff "$out.1" "$out.2"; }
+done
+if [ $same = 1 ]; then
+  pass=$((pass + 1)); echo "PASS: exhaustive_jobs_same"
+else
+  fail=$((fail + 1)); echo "FAIL: exhaustive_jobs_same"
+fi
+rm -f "$out.1" "$out.2"
+# a failing cell's JSON carries its first failing input, which `verify
+# --input` reads and fails on again
+"$rasp" verify programs/listing6_causal.rasp --D 2 --M 5 --graphs 50 --json >"$out" 2>"$err"
+ce=$(python3 -c 'import json, sys; print(json.loads(open(sys.argv[1]).readline())["counterexample"]["input"])' "$out" 2>/dev/null)
+if [ -n "$ce" ] && "$rasp" verify programs/listing6_causal.rasp --input "$ce" 2>&1 | grep -q "verdict:  FAIL"; then
+  pass=$((pass + 1)); echo "PASS: json_counterexample_replays"
+else
+  fail=$((fail + 1)); echo "FAIL: json_counterexample_replays ('$ce')"; head -c 600 "$out"
+fi
 expect causal_declared_checked 1 "" "not_causal.rasp:5:12: the program declares task\['causal'\] = True, but this select (equals, not causal) reads later positions" -- verify tests/verify/not_causal.rasp --D 2 $g --allow-include programs
 # causality: the static check names the node that reads ahead (in verify and
 # compile); the dynamic one counts its probes; ~ of a causal select stays
