@@ -580,6 +580,36 @@ static void program_Ms(const vrun *r, vprog *vp) {
   vp->own_Ms = 1;
 }
 
+/* Every cell's size checked before any runs: one usage error naming the
+** cells the task cannot have (--V too small for a graph, M or D below the
+** program's minimum), not one error per cell.  1 when all are valid. */
+static int sizes_valid(const vrun *r, const vprog *vp) {
+  const raspC_vopts *o = r->o;
+  char bad[512] = "";
+  size_t at = 0;
+  int nbad = 0;
+  rasp_error first = {0};
+  for (int mi = 0; mi < vp->nM; mi++)
+    for (int di = 0; di < o->nD; di++) {
+      rasp_task_opts t = vp->prog.base;
+      t.D = o->Ds[di], t.M = vp->Ms[mi], t.V = (int)o->V;
+      rasp_error e = {0};
+      if (t.M < vp->prog.min_M || t.D < vp->prog.min_D)
+        raspR_setnopos(&e, "%s needs M >= %d and D >= %d", vp->prog.name, vp->prog.min_M,
+                       vp->prog.min_D);
+      else if (raspT_opts_check(&t, &e))
+        continue;
+      if (!nbad++) first = e;
+      if (at < sizeof bad - 16)
+        at += (size_t)snprintf(bad + at, sizeof bad - at, "%s(D=%d, M=%d)", at ? " " : "", t.D,
+                               t.M);
+    }
+  if (!nbad) return 1;
+  fprintf(stderr, "rasp verify: %s: %d of the %d cells asked for are outside the task: %s; %s; "
+                  "no cell was run\n", vp->prog.name, nbad, vp->nM * o->nD, bad, first.msg);
+  return 0;
+}
+
 /* One program verified in every cell; the exit status so far (status)
 ** updated. */
 static int verify_program(vrun *r, const char *file, int status) {
@@ -597,6 +627,11 @@ static int verify_program(vrun *r, const char *file, int status) {
   vp.lay_lo = 1 << 30;
   vp.prog.interpret_check = o->interpret_check;
   program_Ms(r, &vp);
+  if (!sizes_valid(r, &vp)) {
+    if (vp.own_Ms) raspM_free(vp.Ms);
+    raspK_program_free(&vp.prog);
+    return 2;
+  }
   vp.cells = raspM_alloc(sizeof(vcell) * (size_t)(vp.nM * o->nD));
   for (int mi = 0; mi < vp.nM; mi++)
     for (int di = 0; di < o->nD; di++)

@@ -71,6 +71,8 @@ expect bad_vocab_order 2 "" "--vocab-order: expected fixed or shuffled, got 'sor
 expect shuffled_not_exhaustive 2 "" "does not combine" -- verify programs/listing2_backward_targets.rasp --vocab-order shuffled --exhaustive
 expect bad_symbols_first 2 "" "task\['symbols_first'\] must be True or False, not 'first'" -- verify tests/verify/bad_symbols_first.rasp --allow-include programs
 expect json_output 0 '"program":"listing3_forward_start","D":2,"M":5,"V":100,"n":28,"mode":"random","seed":1' "" -- verify programs/listing3_forward_start.rasp --D 2 --json $g
+# sizes outside the task are one usage error before any cell runs
+expect sizes_outside_task 2 "" "2 of the 3 cells asked for are outside the task: (D=2, M=4) (D=2, M=5); V = 5 node symbols" -- verify programs/listing1_back_target.rasp --D 2 --M 3..5 --V 5 --graphs 10
 # --exhaustive --jobs 2 splits the enumeration between two threads and
 # gives what one gives (seconds aside): a proof, a run with a watched
 # aggregate, a failing one
@@ -147,8 +149,8 @@ expect bad_range 2 "" "empty range '5..2'" -- verify programs/listing1_back_targ
 expect bad_graphs 2 "" "--graphs: expected an integer" -- verify programs/listing1_back_target.rasp --graphs 0
 expect unknown_option 2 "" "unknown option '--frobnicate'" -- verify programs/listing1_back_target.rasp --frobnicate
 expect no_program 2 "" "no program given" -- verify
-expect V_too_small 1 "" "fewer than" -- verify programs/listing1_back_target.rasp --D 5 --V 10
-expect M_below_min 1 "" "needs M >= 3" -- verify programs/listing1_back_target.rasp --M 2 --D 2
+expect V_too_small 2 "" "fewer than" -- verify programs/listing1_back_target.rasp --D 5 --V 10
+expect M_below_min 2 "" "needs M >= 3" -- verify programs/listing1_back_target.rasp --M 2 --D 2
 expect layers_linear 0 "growth: linear in M" "" -- layers programs/listing2_backward_targets.rasp --M 3..12
 expect layers_log 0 "growth: logarithmic in M" "" -- layers programs/listing4_log_fixed.rasp --M 3..33
 expect layers_constant 0 "growth: constant (5 layers" "" -- layers programs/listing5_arms_constant.rasp --M 3..12
