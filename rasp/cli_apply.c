@@ -60,13 +60,21 @@ static void print_float(float x, int json, FILE *out) {
     fprintf(out, "%.9g", (double)x);
 }
 
+/* --program FILE's task: the program (kept to judge the model's output),
+** the settings with the input's D, M and V, and the input's l_t and t. */
+typedef struct ptask {
+  rasp_program prog;
+  rasp_task_opts opts;
+  int64_t lead, target;
+} ptask;
+
 /* The task input of --program FILE (a path-star program) as its tokens'
 ** text (malloc'd): --input TEXT checked as one input of the task, or
-** sample 0 of seed for D, M, V; *task gets the task's settings (with the
-** input's D and M).  NULL after a message. */
+** sample 0 of seed for D, M, V; *task gets the program and the input's
+** task (raspK_program_free(&task->prog) after a text).  NULL after a
+** message. */
 static char *task_text(const char *file, const char *stdlib, const rasp_access *access,
-                       const char *input, long D, long M, long V, long seed,
-                       rasp_task_opts *task) {
+                       const char *input, long D, long M, long V, long seed, ptask *task) {
   rasp_program prog;
   rasp_error err = {0};
   if (!raspK_load_with(file, stdlib, access, (int)D, (int)M, (int)V, &prog, &err)) {
@@ -85,7 +93,9 @@ static char *task_text(const char *file, const char *stdlib, const rasp_access *
   o.D = in.D;
   o.M = in.M;
   o.V = (int)V;
-  *task = o;
+  task->opts = o;
+  task->lead = in.lead;
+  task->target = in.target;
   size_t cap = (size_t)in.n * 24 + 1, len = 0;
   text = raspM_alloc(cap);
   text[0] = '\0';
@@ -95,8 +105,38 @@ static char *task_text(const char *file, const char *stdlib, const rasp_access *
     len += (size_t)snprintf(text + len, cap - len, "%s%s", i ? " " : "", buf);
   }
   raspK_input_free(&in);
-  raspK_program_free(&prog);
+  task->prog = prog;
   return text;
+}
+
+/* The model's output judged by the program's check() (as `rasp run`
+** judges the interpreter's): "ok (check() passed)", "FAIL (check()
+** failed)", or why it was not judged, into buf. */
+static const char *task_verdict(ptask *t, char **vals, const int *best, int n, char *buf,
+                                size_t size) {
+  rasp_ptrace tr;
+  rasp_error err = {0};
+  if (!raspK_trace(&t->prog, t->opts.D, t->opts.M, t->opts.V, &tr, &err)) {
+    snprintf(buf, size, "not judged (%s)", err.msg);
+    return buf;
+  }
+  rasp_elem *out = raspM_alloc(sizeof(rasp_elem) * (size_t)(n ? n : 1));
+  int ok = tr.n == n, pass = 0;
+  for (int i = 0; i < n && ok; i++) { /* the readout's values are the ids it predicts */
+    char *end;
+    long long v = strtoll(vals[best[i]], &end, 10);
+    ok = *vals[best[i]] && !*end;
+    out[i] = (rasp_elem){v, 1};
+  }
+  if (!ok)
+    snprintf(buf, size, "not judged (the output is not %d token ids)", tr.n);
+  else if (!raspK_check_output(&tr, out, t->lead, t->target, &pass, &err))
+    snprintf(buf, size, "not judged (%s)", err.msg);
+  else
+    snprintf(buf, size, "%s", pass ? "ok (check() passed)" : "FAIL (check() failed)");
+  raspM_free(out);
+  raspK_trace_free(&tr);
+  return buf;
 }
 
 /* Whether the model's layout.task (none: a plain program's model, or one
@@ -232,8 +272,8 @@ static int input_tokens(amodel *a, const char *input, char ***syms, int *n,
 /* The output (each position's first maximum's value) and, want_logits,
 ** the logits, as text or one JSON object.  The exit status. */
 static int print_output(const amodel *a, const char *input, char **syms, int n,
-                        const int *tokens, const float *logits, int symbols, int want_logits,
-                        int json, int show_input) {
+                        const int *tokens, const float *logits, const int *best, int symbols,
+                        int want_logits, int json, int show_input, const char *verdict) {
   int O = a->m.cfg.n_out;
   if (json) {
     printf("{\"input\": [");
@@ -249,12 +289,10 @@ static int print_output(const amodel *a, const char *input, char **syms, int n,
     printf("input:  %s\noutput: ", input);
   }
   for (int i = 0; i < n; i++) {
-    const float *row = logits + (size_t)(i + 1) * O;
-    int best = 0; /* the first maximum, as raspG_run and numpy pick it */
-    for (int j = 1; j < O; j++)
-      if (row[j] > row[best]) best = j;
-    const char *v = symbols && a->token_out ? as_symbol(a->vals[best], a->vocab, a->nvocab)
-                                            : a->vals[best];
+    /* a path-star program's output is token ids by its task's contract */
+    const char *v = symbols && (a->token_out || verdict)
+                        ? as_symbol(a->vals[best[i]], a->vocab, a->nvocab)
+                        : a->vals[best[i]];
     if (json) {
       if (i) printf(", ");
       json_str(v, stdout);
@@ -263,6 +301,12 @@ static int print_output(const amodel *a, const char *input, char **syms, int n,
     }
   }
   printf(json ? "]" : "\n");
+  if (verdict && json) {
+    printf(", \"verdict\": ");
+    json_str(verdict, stdout);
+  } else if (verdict) {
+    printf("%s%s\n", show_input ? "verdict: " : "verdict: ", verdict);
+  }
   if (want_logits) {
     if (json) printf(", \"logits\": [");
     for (int i = 0; i < n; i++) {
@@ -285,8 +329,7 @@ static int print_output(const amodel *a, const char *input, char **syms, int n,
 ** sample); task, if not NULL: the task of --program FILE, which must be the
 ** model's.  The exit status. */
 static int apply_model(const char *stem, const char *input, int symbols, int want_logits,
-                       int json, int show_input, const char *file,
-                       const rasp_task_opts *task) {
+                       int json, int show_input, const char *file, ptask *task) {
   rasp_error err = {0};
   amodel a;
   memset(&a, 0, sizeof a);
@@ -297,18 +340,30 @@ static int apply_model(const char *stem, const char *input, int symbols, int wan
   int n = 0, *tokens = NULL;
   char **syms = NULL;
   float *logits = NULL;
-  int status = read_layout(&a, stem, file, task);
+  int status = read_layout(&a, stem, file, task ? &task->opts : NULL);
   if (!status) status = input_tokens(&a, input, &syms, &n, &tokens);
+  int *best = NULL;
   if (!status) {
-    logits = raspM_alloc(sizeof *logits * (size_t)(n + 1) * (size_t)a.m.cfg.n_out);
+    int O = a.m.cfg.n_out;
+    logits = raspM_alloc(sizeof *logits * (size_t)(n + 1) * (size_t)O);
     if (!raspN_forward(&a.m, tokens, n + 1, logits, NULL, &err)) {
       raspR_print(&err, stderr);
       status = 1;
     } else {
-      status = print_output(&a, input, syms, n, tokens, logits, symbols, want_logits, json,
-                            show_input);
+      best = raspM_alloc(sizeof(int) * (size_t)(n ? n : 1));
+      for (int i = 0; i < n; i++) { /* the first maximum, as raspG_run and numpy pick it */
+        const float *row = logits + (size_t)(i + 1) * O;
+        best[i] = 0;
+        for (int j = 1; j < O; j++)
+          if (row[j] > row[best[i]]) best[i] = j;
+      }
+      char vbuf[1200];
+      const char *verdict = task ? task_verdict(task, a.vals, best, n, vbuf, sizeof vbuf) : NULL;
+      status = print_output(&a, input, syms, n, tokens, logits, best, symbols, want_logits, json,
+                            show_input, verdict);
     }
   }
+  raspM_free(best);
   raspN_free(&a.m);
   raspN_free_strings(a.vocab, a.nvocab);
   raspN_free_strings(a.vals, a.nvals);
@@ -327,7 +382,7 @@ int rasp_cli_apply(int argc, char **argv) {
   int symbols = 0, want_logits = 0, json = 0;
   rasp_access access = {0};
   char *own_input = NULL;
-  rasp_task_opts task;
+  ptask task;
   raspC_arg *args;
   int nargs = raspC_parse_program(RASPC_APPLY, "apply", argc, argv, &access, &args), bad = 0,
       status = 2;
@@ -381,6 +436,7 @@ int rasp_cli_apply(int argc, char **argv) {
   else if (!bad)
     status = apply_model(stem, own_input ? own_input : input, symbols, want_logits, json,
                          program && !input, program, own_input ? &task : NULL);
+  if (own_input) raspK_program_free(&task.prog);
   raspC_access_free(&access);
   raspM_free(own_input);
   return status;

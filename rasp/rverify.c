@@ -446,36 +446,62 @@ int raspK_check_batch(rasp_ptrace *tr, rasp_eval *ev, int B, const int64_t *toke
   return ok;
 }
 
+/* check(output, lead, target) on one output v (tr->n elements, token ids
+** as the interpreter numbers them): staged when it can be, else through
+** the interpreter (*scratch: a buffer kept between calls).  1 with *pass
+** set, or 0 with err. */
+static int check_output(rasp_ptrace *tr, const rasp_elem *v, int64_t lead, int64_t target,
+                        unsigned char *pass, rasp_elem **scratch, rasp_error *err) {
+  if (tr->staged) { /* no interpreter, no lock; -1: let the interpreter decide */
+    int r = raspS_eval(tr->staged, v, tr->vocab_sym, tr->nvocab,
+                       symbolic(tr, (rasp_elem){lead, 1}), symbolic(tr, (rasp_elem){target, 1}));
+    if (r >= 0) {
+      *pass = (unsigned char)r;
+      return 1;
+    }
+  }
+  if (!*scratch) *scratch = raspM_alloc(sizeof(rasp_elem) * (size_t)tr->n);
+  rasp_elem *out = *scratch;
+  for (int i = 0; i < tr->n; i++) out[i] = symbolic(tr, v[i]);
+  rasp_arg args[3];
+  memset(args, 0, sizeof args);
+  args[0].elems = out;
+  args[0].count = tr->n;
+  args[1].elem = symbolic(tr, (rasp_elem){lead, 1});
+  args[2].elem = symbolic(tr, (rasp_elem){target, 1});
+  int truth = 0;
+  int ok = rasp_call_check(tr->ctx, tr->check, args, 3, &truth, err);
+  *pass = (unsigned char)(ok && truth);
+  return ok;
+}
+
 static int check_mapped(rasp_ptrace *tr, rasp_eval *ev, int B, const int64_t *tokens,
                         const int64_t *lead, const int64_t *target, unsigned char *pass,
                         rasp_error *err) {
   if (!raspE_run(ev, B, tokens, err)) return 0;
   rasp_elem *out = NULL;
   int ok = 1;
-  for (int b = 0; b < B && ok; b++) {
-    const rasp_elem *v = raspE_value(ev, tr->output, b);
-    if (tr->staged) { /* no interpreter, no lock; -1: let the interpreter decide */
-      int r = raspS_eval(tr->staged, v, tr->vocab_sym, tr->nvocab,
-                         symbolic(tr, (rasp_elem){lead[b], 1}),
-                         symbolic(tr, (rasp_elem){target[b], 1}));
-      if (r >= 0) {
-        pass[b] = (unsigned char)r;
-        continue;
-      }
-    }
-    if (!out) out = raspM_alloc(sizeof(rasp_elem) * (size_t)tr->n);
-    for (int i = 0; i < tr->n; i++) out[i] = symbolic(tr, v[i]);
-    rasp_arg args[3];
-    memset(args, 0, sizeof args);
-    args[0].elems = out;
-    args[0].count = tr->n;
-    args[1].elem = symbolic(tr, (rasp_elem){lead[b], 1});
-    args[2].elem = symbolic(tr, (rasp_elem){target[b], 1});
-    int truth = 0;
-    ok = rasp_call_check(tr->ctx, tr->check, args, 3, &truth, err);
-    pass[b] = (unsigned char)(ok && truth);
-  }
+  for (int b = 0; b < B && ok; b++)
+    ok = check_output(tr, raspE_value(ev, tr->output, b), lead[b], target[b], &pass[b], &out, err);
   raspM_free(out);
+  return ok;
+}
+
+int raspK_check_output(rasp_ptrace *tr, const rasp_elem *output, int64_t lead, int64_t target,
+                       int *pass, rasp_error *err) {
+  int64_t ids[2] = {lead, target}, *m = raspK_map_ids(tr, ids, 2);
+  rasp_elem *v = raspM_alloc(sizeof(rasp_elem) * (size_t)tr->n), *scratch = NULL;
+  for (int i = 0; i < tr->n; i++) {
+    v[i] = output[i];
+    if (tr->tok_map && v[i].den == 1 && v[i].num >= 1 && v[i].num <= tr->ntask_ids)
+      v[i].num = tr->tok_map[v[i].num];
+  }
+  unsigned char p = 0;
+  int ok = check_output(tr, v, m ? m[0] : lead, m ? m[1] : target, &p, &scratch, err);
+  *pass = p;
+  raspM_free(m);
+  raspM_free(v);
+  raspM_free(scratch);
   return ok;
 }
 

@@ -191,6 +191,11 @@ void raspK_counterexample(const rasp_program *prog, int D, int M, int V, uint64_
 ** printed like raspK_counterexample's. */
 void raspK_counterexample_exhaustive(const rasp_program *prog, rasp_ptrace *tr, uint64_t index,
                                      FILE *out);
+/* The program's check(output, lead, target) on an output computed
+** elsewhere (a compiled model's: tr->n elements, token ids as the task
+** numbers them, l_t and t as ids).  1 with *pass set, or 0 with err. */
+int raspK_check_output(rasp_ptrace *tr, const rasp_elem *output, int64_t lead, int64_t target,
+                       int *pass, rasp_error *err);
 /* The failing input `index` itself (res->first_fail of a random run of
 ** seed, or of the exhaustive enumeration), unshrunk: its tokens (tr->n)
 ** and l_t, t.  1, or 0 with err. */

@@ -102,8 +102,23 @@ want=$(sed -n 's/^ *output: *//p' "$tmp/run")
   bad "apply --program --seed: output $(sed -n 2p "$tmp/out"), interpreter $want"
 "$RASP" apply "$tmp/ps" --program $ps --V 10 --input "$drawn" >"$tmp/out2" 2>"$tmp/err" ||
   bad "apply --program --input: $(cat "$tmp/err")"
-[ "$(cat "$tmp/out2")" = "$want" ] || bad "apply --program --input: $(cat "$tmp/out2"), want $want"
-echo "ok: path-star model on the drawn sample = rasp run (--seed and --input)"
+[ "$(sed -n 1p "$tmp/out2")" = "$want" ] || bad "apply --program --input: $(cat "$tmp/out2"), want $want"
+# the verdict: the program's check() on the model's output, as rasp run's on
+# the interpreter's
+verdict=$(sed -n 's/^ *verdict: *//p' "$tmp/run")
+[ -n "$verdict" ] && [ "$(sed -n 's/^verdict: //p' "$tmp/out2")" = "$verdict" ] ||
+  bad "apply --program verdict: '$(sed -n 2p "$tmp/out2")', rasp run's '$verdict'"
+echo "ok: path-star model on the drawn sample = rasp run (--seed and --input), its verdict too"
+# a known-wrong listing compiled exactly: its model fails where the listing
+# fails, and --symbols shows the output as the task's symbols
+l6=programs/listing6_causal.rasp
+bad_in='/ s t = 96 4 | 10 57 | 50 7 | s 74 | s 96 | 57 t | 74 10 | 4 50 |'
+"$RASP" compile $l6 --D 2 --M 5 --V 100 -o "$tmp/l6" >/dev/null 2>&1 || bad "compile $l6"
+"$RASP" apply "$tmp/l6" --program $l6 --input "$bad_in" --symbols >"$tmp/out3" 2>"$tmp/err" ||
+  bad "apply listing6: $(cat "$tmp/err")"
+[ "$(sed -n 1p "$tmp/out3")" = "/ s t = 96 4 | 10 57 | 50 7 | s 74 74 s 4 96 57 t | 74 57 74 4 7 96" ] &&
+  [ "$(sed -n 2p "$tmp/out3")" = "verdict: FAIL (check() failed)" ] ||
+  bad "apply listing6 --symbols: $(cat "$tmp/out3")"
 fails "rasp apply: --input: the input has" "$tmp/ps" --program $ps --V 10 --input "/ s t = s 2 |"
 fails "rasp apply: --D is for a path-star model: give --program FILE" "$tmp/ps" --D 2
 fails "rasp apply: --seed draws a sample; with --input, D and M come from the input's graph" \
