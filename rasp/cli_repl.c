@@ -304,6 +304,8 @@ static const char *help_text =
     "  :help              this text\n"
     "  :quit, :q          leave (also Ctrl-D)\n"
     "\n"
+    "select() is causal by default: a query sees only keys at or before it (the\n"
+    "paper's library); causal=False sees every key (Weiss's RASP).\n"
     "Input tokens are `tokens` (vocabulary ids, shown as symbols); d maps\n"
     "symbols to ids, and tokens == \"l\" compares with d[\"l\"].  Try\n"
     "  reverse = aggregate(select(indices(tokens), len(tokens) - indices(tokens) - 1, equals, "
@@ -880,7 +882,10 @@ static int repl_main(repl *rp) {
   int interactive = isatty(0);
   if (interactive)
     printf("rasp %s -- RASP REPL.  :help for help, Ctrl-D to quit.\n"
-           "running example: h e l l o\n", RASP_VERSION);
+           "running example: h e l l o\n"
+           "select() is causal by default (keys at or before the query), as in the paper's\n"
+           "library; causal=False selects every key, as Weiss's RASP does.\n",
+           RASP_VERSION);
   fflush(stdout);
   struct sigaction old[NHANDLED];
   got_signal = 0;

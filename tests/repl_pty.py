@@ -144,6 +144,7 @@ except OSError as e:  # no /dev/ptmx (a bare container): nothing to test with
     print("SKIP: no pseudo-terminal: %s" % e)
     sys.exit(77)
 s.expect("running example: h e l l o", "banner")
+s.expect("select() is causal by default", "banner: the causal default of select")
 s.prompt("first prompt")
 
 out = s.line("tokens")
