@@ -6,7 +6,7 @@
 ** grid.  Because a trace is tied to an input length, changing the example
 ** replays the session's successful entries in a fresh context of the new
 ** length; so variables keep their meaning for the new example.  Values the
-** IR marks as token ids (RASP_TOKEN_IDS) show as the example's symbols.
+** IR's facts call token ids (raspF_symbolic) show as the example's symbols.
 **
 ** On a terminal, lines come through Readline's callback interface rather
 ** than readline(): a signal handler cannot safely leave readline(), but the
@@ -51,6 +51,7 @@
 #include <readline/readline.h>
 
 #include "cli.h"
+#include "rfacts.h"
 #include "rmem.h"
 #include "rparse.h"
 
@@ -212,7 +213,7 @@ static void show_node(repl *r, int node, int is_sel) {
     show_selector(r, ev, node);
   } else {
     /* only values the IR knows to be token ids stand for symbols */
-    int symbolic = r->symbols && (raspI_is_tokens(ir, node) ||
+    int symbolic = r->symbols && (raspE_symbolic(ev, node, 0) ||
                                   (r->pathstar && node == r->out_node)); /* next tokens */
     raspC_print_values(r->ctx, ev, node, 0, symbolic, stdout);
   }

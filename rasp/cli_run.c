@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "rfacts.h"
 #include "rmem.h"
 #include "rparse.h"
 #include "rverify.h"
@@ -341,7 +342,7 @@ static int run_plain(unsigned cmd, const char *name, run_opts *o) {
     } else {
       for (int k = 0; k < ir->noutputs; k++) /* only token ids stand for symbols */
         raspC_print_values(ctx, ev, ir->outputs[k], 0,
-                           o->symbols && raspI_is_tokens(ir, ir->outputs[k]), stdout);
+                           o->symbols && raspE_symbolic(ev, ir->outputs[k], 0), stdout);
     }
     raspE_free(ev);
   } else {

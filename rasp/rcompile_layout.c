@@ -142,7 +142,7 @@ char *raspG_layout_json(gc *g, const raspG_model *m, int root, const view *ov) {
                 "but BOS; is_bos (dim 0) at BOS\", \"position_embedding\": \"indices one-hot "
                 "of position p-1 at model position p >= 1\", \"readout\": {\"node\": %d, "
                 "\"tokens\": %s, \"logit_scale\": %.17g, \"values\": [",
-            root, g->ir->nodes[root].flags & RASP_TOKEN_IDS ? "true" : "false", m->logit_scale);
+            root, raspF_is_symbolic(g->ir, root) ? "true" : "false", m->logit_scale);
   for (int j = 0; j < m->n_out; j++) {
     if (j) sb_printf(&b, ", ");
     sb_elem(&b, g->ir, m->out_vals[j]);

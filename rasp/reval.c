@@ -1123,6 +1123,36 @@ static int check_values(rasp_eval *ev, const int64_t *tokens, size_t total, rasp
         }
     }
   }
+  /* and the symbols rule (raspF_symbolic): where a node it calls token ids
+  ** holds a positive integer (a value that would print as a symbol), that
+  ** is one of its input's tokens or a positive integer constant of the
+  ** program (where() may choose one, d['j']); an aggregate's default that
+  ** is no id (-99, 0) prints as a number anyway */
+  unsigned char *sym = raspM_alloc((size_t)ir->nnodes + 1);
+  raspF_symbolic(ir, sym);
+  for (int id = 0; id < ir->nnodes && ok; id++) {
+    const rasp_elem *v = ev->val[ev->plan.canon[id]];
+    if (!ev->plan.live[id] || ev->issel[id] || !v || !sym[id]) continue;
+    for (size_t b = 0; b < nb && ok; b++)
+      for (int i = 0; i < ir->n && ok; i++) {
+        rasp_elem e = v[b * (size_t)ir->n + (size_t)i];
+        int found = e.den != 1 || e.num <= 0;
+        for (int j = 0; j < ir->n && !found; j++)
+          found = e.den == 1 && e.num == tokens[b * (size_t)ir->n + (size_t)j];
+        for (int j = 0; j < ir->nnodes && !found; j++)
+          found = ir->nodes[j].op == RASP_OP_FULL && e.den == 1 && ir->nodes[j].c.den == 1 &&
+                  e.num > 0 && ir->nodes[j].c.num == e.num;
+        if (found) continue;
+        char buf[64];
+        raspI_elem_format(ir, e, buf, sizeof buf);
+        raspR_set(err, ir->nodes[id].pos,
+                  "internal error: %s of node %d ('%s') is not a token of its input, though "
+                  "the symbols rule says it prints as one", buf, id,
+                  raspI_op_name(ir->nodes[id].op));
+        ok = 0;
+      }
+  }
+  raspM_free(sym);
   raspM_free(seen);
   raspM_free(dist);
   raspM_free(vf);
@@ -1324,6 +1354,30 @@ static int selects_one(rasp_eval *ev, int agg, int b, int one_key, int *query, r
       }
     }
   return 1;
+}
+
+/* raspE_symbolic: an assumed move counts where this run's selected values
+** were equal. */
+typedef struct sym_run {
+  rasp_eval *ev;
+  int b;
+} sym_run;
+
+static int run_holds(void *user, int agg) {
+  sym_run *s = user;
+  rasp_error err = {0};
+  return raspE_selects_one_value(s->ev, agg, s->b, NULL, &err) == 1;
+}
+
+int raspE_symbolic(rasp_eval *ev, int node, int b) {
+  const rasp_ir *ir = ev->ir;
+  if (node < 0 || node >= ir->nnodes) return 0;
+  unsigned char *sym = raspM_alloc((size_t)ir->nnodes);
+  sym_run s = {ev, b};
+  raspF_symbolic_run(ir, run_holds, &s, sym);
+  int r = sym[node];
+  raspM_free(sym);
+  return r;
 }
 
 int raspE_selects_one_value(rasp_eval *ev, int agg, int b, int *query, rasp_error *err) {

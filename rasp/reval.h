@@ -93,6 +93,10 @@ const unsigned char *raspE_selector(rasp_eval *ev, int node, int b,
 ** err set when it cannot tell (not an aggregate, not evaluated, too many
 ** selector cells). */
 int raspE_selects_one_value(rasp_eval *ev, int agg, int b, int *query, rasp_error *err);
+/* Whether node's values on input b of the last run are all token ids, so
+** print as symbols: raspF_symbolic_run, an assumed move counting where its
+** selected values were equal on this input. */
+int raspE_symbolic(rasp_eval *ev, int node, int b);
 /* raspE_selects_one_value for every evaluated aggregate agg with
 ** flag[agg] nonzero (the moves raspF_move calls assumed); where flag[agg]
 ** is RASPE_ONE_KEY, the stronger premise of `rasp compile --moves one`:

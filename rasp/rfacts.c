@@ -451,6 +451,62 @@ void raspF_moves(const rasp_ir *ir, unsigned char *out) {
   raspF_moves_free(m);
 }
 
+/* ---- symbols */
+
+void raspF_symbolic(const rasp_ir *ir, unsigned char *out) {
+  raspF_symbolic_run(ir, NULL, NULL, out);
+}
+
+void raspF_symbolic_run(const rasp_ir *ir, int (*holds)(void *user, int agg), void *user,
+                        unsigned char *out) {
+  raspF_movescan *m = NULL;
+  for (int i = 0; i < ir->nnodes; i++) {
+    const rasp_ir_node *nd = &ir->nodes[i];
+    int ok = 1;
+    for (int j = 0; j < nd->nin; j++) ok &= nd->in[j] >= 0 && nd->in[j] < i;
+    /* an operand's verdict, and whether it is a constant that can be an id */
+#define SYM(k) (out[nd->in[k]])
+#define ID_CONST(k) (ir->nodes[nd->in[k]].op == RASP_OP_FULL && ir->nodes[nd->in[k]].c.den == 1 && \
+                     ir->nodes[nd->in[k]].c.num > 0)
+    int dflt_id = nd->c.den == 1 && nd->c.num > 0; /* a default that can be an id */
+    switch (ok ? nd->op : RASP_OP__COUNT) {
+    case RASP_OP_INPUT: out[i] = 1; break;
+    case RASP_OP_AGGREGATE:
+    case RASP_OP_AGGR_MEAN:
+      out[i] = 0;
+      if (nd->nin == 2 && SYM(1) && !dflt_id) {
+        if (!m) m = raspF_moves_new(ir);
+        int mv = raspF_move(m, i, NULL);
+        out[i] = mv == RASPF_MOVE_PROVEN || (mv == RASPF_MOVE_ASSUMED && holds && holds(user, i));
+      }
+      break;
+    case RASP_OP_AGGR_MAX:
+    case RASP_OP_AGGR_MIN: out[i] = nd->nin == 2 && SYM(1) && !dflt_id; break;
+    case RASP_OP_WHERE:
+      out[i] = nd->nin == 3 && (SYM(1) || SYM(2)) && (SYM(1) || ID_CONST(1)) &&
+               (SYM(2) || ID_CONST(2));
+      break;
+    case RASP_OP_BINARY:
+      out[i] = nd->nin == 2 && (nd->aux == RASP_BIN_MIN || nd->aux == RASP_BIN_MAX) && SYM(0) &&
+               SYM(1);
+      break;
+    default: out[i] = 0; break;
+    }
+#undef SYM
+#undef ID_CONST
+  }
+  raspF_moves_free(m);
+}
+
+int raspF_is_symbolic(const rasp_ir *ir, int node) {
+  if (node < 0 || node >= ir->nnodes) return 0;
+  unsigned char *sym = raspM_alloc((size_t)ir->nnodes);
+  raspF_symbolic(ir, sym);
+  int r = sym[node];
+  raspM_free(sym);
+  return r;
+}
+
 /* ---- distinct values */
 
 static const raspF_distinct NO_CLAIM = {0, INT64_MAX, INT64_MIN};

@@ -174,6 +174,26 @@ int raspF_move(raspF_movescan *m, int agg, const unsigned *kinds);
 /* out[i] = raspF_move(i, NULL) for every node. */
 void raspF_moves(const rasp_ir *ir, unsigned char *out);
 
+/* ---- symbols: nodes whose every value is a token id */
+
+/* Whether a node's values print as symbols (`rasp run --symbols`, the REPL,
+** `rasp apply --symbols` through the compiled layout): out[i] = 1 when
+** every value node i takes is a token id, or an aggregate's default where
+** no key is selected.  Stricter than the IR's RASP_TOKEN_IDS, which says
+** how a string compares with the values: an exact mean of token ids is an
+** id only when the selected values are equal, so an aggregate (or
+** aggr_mean) counts only when raspF_move proves that; a mean of 1 and 3
+** that is 2 prints as 2, not as the symbol whose id is 2. */
+void raspF_symbolic(const rasp_ir *ir, unsigned char *out);
+/* The same for one run: an aggregate whose move raspF_move only assumes
+** counts where holds(user, agg) says its selected values were equal on
+** that run (raspE_selects_one_value), so a sort's copied tokens print as
+** symbols on an input where each query found one key. */
+void raspF_symbolic_run(const rasp_ir *ir, int (*holds)(void *user, int agg), void *user,
+                        unsigned char *out);
+/* raspF_symbolic's verdict for one node (0 for a node outside ir). */
+int raspF_is_symbolic(const rasp_ir *ir, int node);
+
 /* ---- distinct values: nodes that tell positions apart */
 
 /* A head that selects at most one key per query sums no ties: its

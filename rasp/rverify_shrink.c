@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "rfacts.h"
 #include "rmem.h"
 #include "rverify_int.h"
 
@@ -37,14 +38,14 @@ void raspK_print_tokens(const rasp_ptrace *tr, const int64_t *tokens, FILE *out)
   fputc('\n', out);
 }
 
-/* A node's values: token ids (raspI_is_tokens, the rule `rasp run --symbols`
+/* A node's values: token ids (raspF_symbolic, the rule `rasp run --symbols`
 ** follows) as their symbols, other numbers as numbers (a position is not a
 ** symbol, whatever id it happens to equal).  The program's output is shown
 ** as check() receives it (every id as its symbol, rverify.c's symbolic()): that
 ** is what is judged, and the task's contract makes it a token sequence. */
 void raspK_print_row(rasp_ptrace *tr, rasp_eval *ev, int node, int b, FILE *out) {
   const rasp_elem *v = raspE_value(ev, node, b);
-  int symbolic_ids = node == tr->output || raspI_is_tokens(rasp_ctx_ir(tr->ctx), node);
+  int symbolic_ids = node == tr->output || raspE_symbolic(ev, node, b);
   char buf[128];
   for (int i = 0; i < tr->n; i++) {
     if (symbolic_ids) rasp_format_symbolic(tr->ctx, v[i], buf, sizeof buf);
