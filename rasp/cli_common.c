@@ -405,6 +405,33 @@ static char *json_tokens(const char *cmd, const char *line) {
   return text;
 }
 
+/* Where an input is not in a program's task layout, what differs that the
+** input shows outright (a BOS or EOS the task has not, or lacks), and the
+** `rasp gen` flags that write the task's inputs, into buf. */
+static void layout_hint(const rasp_program *prog, int V, const char *text, char *buf,
+                        size_t size) {
+  const rasp_task_opts *o = &prog->base;
+  size_t len = strlen(text), at = 0;
+  while (len && (text[len - 1] == ' ' || text[len - 1] == '\n')) len--;
+  int has_bos = !strncmp(text, "BOS", 3) && (text[3] == ' ' || !text[3]);
+  int has_eos = len >= 3 && !strncmp(text + len - 3, "EOS", 3) && (len == 3 || text[len - 4] == ' ');
+  buf[0] = '\0';
+  if (has_bos != (o->bos != 0))
+    at += (size_t)snprintf(buf + at, size - at, "the input %s BOS and the task %s; ",
+                           has_bos ? "starts with" : "has no", o->bos ? "does" : "has none");
+  if (has_eos != (o->eos != 0) && at < size)
+    at += (size_t)snprintf(buf + at, size - at, "the input %s EOS and the task %s; ",
+                           has_eos ? "ends in" : "has no", o->eos ? "does" : "has none");
+  static const char *const ans[] = {"none", "forward", "reverse", "lead"};
+  if (at < size)
+    snprintf(buf + at, size - at,
+             "`rasp gen --V %d%s%s%s%s%s%s --answer %s` writes its inputs", V,
+             o->bos ? "" : " --no-bos", o->eos ? "" : " --no-eos",
+             o->st_names ? " --st-names" : "", o->q == RASP_Q_END ? " --q end" : "",
+             o->order == RASP_ORDER_ARM ? " --order arm" : "", o->markers == 2 ? " --markers 2" : "",
+             (unsigned)o->answer < 4 ? ans[o->answer] : "?");
+}
+
 int raspC_task_input(const char *cmd, const rasp_program *prog, int V, const char *text,
                      rasp_input *in) {
   char *own = NULL;
@@ -413,7 +440,9 @@ int raspC_task_input(const char *cmd, const rasp_program *prog, int V, const cha
   if (*text == '{' && !(text = own = json_tokens(cmd, text))) return 2;
   int status = 0;
   if (!raspK_parse_input(prog, V, text, in, &err)) {
-    fprintf(stderr, "rasp %s: --input: %s (for %s's task)\n", cmd, err.msg, prog->name);
+    char hint[512];
+    layout_hint(prog, V, text, hint, sizeof hint);
+    fprintf(stderr, "rasp %s: --input: %s (for %s's task; %s)\n", cmd, err.msg, prog->name, hint);
     status = 2;
   }
   raspM_free(own);

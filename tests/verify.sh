@@ -71,6 +71,12 @@ expect bad_vocab_order 2 "" "--vocab-order: expected fixed or shuffled, got 'sor
 expect shuffled_not_exhaustive 2 "" "does not combine" -- verify programs/listing2_backward_targets.rasp --vocab-order shuffled --exhaustive
 expect bad_symbols_first 2 "" "task\['symbols_first'\] must be True or False, not 'first'" -- verify tests/verify/bad_symbols_first.rasp --allow-include programs
 expect json_output 0 '"program":"listing3_forward_start","D":2,"M":5,"V":100,"n":28,"mode":"random","seed":1' "" -- verify programs/listing3_forward_start.rasp --D 2 --json $g
+# a rasp gen line in another layout: the error names what differs and the
+# rasp gen flags that write the task's inputs, and those flags' line runs
+gl=$("$rasp" gen --D 2 --M 3 --V 10 -n 1)
+expect gen_layout_hint 2 "" "the input starts with BOS and the task has none; the input ends in EOS and the task has none; \`rasp gen --V 10 --no-bos --no-eos --st-names --answer none\` writes its inputs" -- verify programs/listing1_back_target.rasp --V 10 --input "$gl"
+gl=$("$rasp" gen --D 2 --M 3 --V 10 -n 1 --no-bos --no-eos --st-names --answer none)
+expect gen_layout_fixed 0 "verdict:  ok" "" -- verify programs/listing1_back_target.rasp --V 10 --input "$gl"
 # sizes outside the task are one usage error before any cell runs
 expect sizes_outside_task 2 "" "2 of the 3 cells asked for are outside the task: (D=2, M=4) (D=2, M=5); V = 5 node symbols" -- verify programs/listing1_back_target.rasp --D 2 --M 3..5 --V 5 --graphs 10
 # --exhaustive --jobs 2 splits the enumeration between two threads and
