@@ -241,6 +241,7 @@ int rasp_cli_gen(int argc, char **argv) {
   raspT_opts_default(&g.t);
   g.n = 10;
   g.jsonl = 1;
+  g.seed = 1; /* the default of every command that draws samples */
 
   int pr = parse_args(&g, argc, argv);
   if (pr == 1) return 0;

@@ -172,8 +172,8 @@ static const raspU_option options[] = {
      "number of samples (default 10); with --structured K each is\n"
      "followed by K variants"),
     OPT(RASPC_O_SEED, "--seed", NULL, "S", RASPC_GEN,
-     "64-bit seed, decimal or 0x hex (default 0); sample i depends only\n"
-     "on (options, S, i)"),
+     "64-bit seed, decimal or 0x hex (default 1, as run, verify and\n"
+     "apply draw); sample i depends only on (options, S, i)"),
     OPT(RASPC_O_ORDER, "--order", NULL, "edge|arm", RASPC_GEN,
      "edge-wise shuffle or arm-wise order (default edge)"),
     OPT(RASPC_O_Q, "--q", NULL, "start|end", RASPC_GEN,
