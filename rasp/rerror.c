@@ -82,16 +82,25 @@ static long read_stream(int fd, char **buf, size_t *cap, const char **why) {
   }
 }
 
-rasp_source *raspR_source_file(const char *path, rasp_error *err) {
-  /* O_NONBLOCK: opening a FIFO does not wait for a writer */
+/* path opened for reading without waiting (O_NONBLOCK: a FIFO does not
+** wait for a writer) and *st its fstat: the descriptor, or -1 with err and
+** errno (ENOENT when there is no such file). */
+static int open_nonblocking(const char *path, struct stat *st, rasp_error *err) {
   int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-  struct stat st;
-  if (fd < 0 || fstat(fd, &st) != 0) {
+  if (fd < 0 || fstat(fd, st) != 0) {
     int saved = errno;
     if (fd >= 0) close(fd);
     raspR_setnoposc(err, RASP_E_READ, "cannot read '%s': %s", path, strerror(saved));
-    return NULL;
+    errno = saved;
+    return -1;
   }
+  return fd;
+}
+
+rasp_source *raspR_source_file(const char *path, rasp_error *err) {
+  struct stat st;
+  int fd = open_nonblocking(path, &st, err);
+  if (fd < 0) return NULL;
   size_t cap = 4096;
   char *buf = raspM_alloc(cap);
   const char *why = NULL;
@@ -120,16 +129,9 @@ rasp_source *raspR_source_file(const char *path, rasp_error *err) {
 }
 
 FILE *raspR_fopen_regular(const char *path, rasp_error *err) {
-  /* O_NONBLOCK: opening a FIFO does not wait for a writer */
-  int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   struct stat st;
-  if (fd < 0 || fstat(fd, &st) != 0) {
-    int saved = errno;
-    if (fd >= 0) close(fd);
-    raspR_setnoposc(err, RASP_E_READ, "cannot read '%s': %s", path, strerror(saved));
-    errno = saved;
-    return NULL;
-  }
+  int fd = open_nonblocking(path, &st, err);
+  if (fd < 0) return NULL;
   FILE *f = NULL;
   if (!S_ISREG(st.st_mode) || fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) != 0 ||
       !(f = fdopen(fd, "rb"))) {
@@ -143,14 +145,11 @@ FILE *raspR_fopen_regular(const char *path, rasp_error *err) {
 
 rasp_source *raspR_source_open(const char *path, size_t max_bytes, char *real, size_t real_size,
                                rasp_error *err) {
-  /* O_NONBLOCK: a FIFO or a device opens at once, and is refused below */
-  int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-  if (fd < 0) {
-    raspR_setnoposc(err, RASP_E_READ, "cannot read '%s': %s", path, strerror(errno));
-    return NULL;
-  }
+  /* a FIFO or a device opens at once, and is refused below */
   struct stat st;
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+  int fd = open_nonblocking(path, &st, err);
+  if (fd < 0) return NULL;
+  if (!S_ISREG(st.st_mode)) {
     close(fd);
     raspR_setnoposc(err, RASP_E_ACCESS, "'%s' is not a regular file", path);
     return NULL;

@@ -619,6 +619,52 @@ int *raspK_start_workers(void *(*fn)(void *), void *jobs, size_t size, int n, pt
   return ran_here;
 }
 
+/* Worker threads for one run: their handles, the attributes they start
+** with (a stack for the interpreter's recursion in callbacks), which ran
+** inline (raspK_start_workers), and what they signal when finished. */
+typedef struct wpool {
+  pthread_t *th;
+  pthread_attr_t attr;
+  int *inline_job;
+  int jobs;
+  vdone all;
+} wpool;
+
+static void pool_init(wpool *p, int jobs) {
+  memset(p, 0, sizeof *p);
+  p->jobs = jobs;
+  p->th = raspM_alloc(sizeof(pthread_t) * (size_t)jobs);
+  pthread_attr_init(&p->attr);
+  pthread_attr_setstacksize(&p->attr, 64u << 20); /* callbacks recurse in the interpreter */
+  pthread_mutex_init(&p->all.lock, NULL);
+  pthread_cond_init(&p->all.cond, NULL);
+  p->all.finished = 0;
+}
+
+static void pool_start(wpool *p, void *(*fn)(void *), void *jobs, size_t size) {
+  p->inline_job = raspK_start_workers(fn, jobs, size, p->jobs, p->th, &p->attr);
+}
+
+static void pool_join(wpool *p, int j) {
+  if (!p->inline_job[j]) pthread_join(p->th[j], NULL);
+}
+
+static void pool_free(wpool *p) {
+  pthread_attr_destroy(&p->attr);
+  pthread_cond_destroy(&p->all.cond);
+  pthread_mutex_destroy(&p->all.lock);
+  raspM_free(p->inline_job);
+  raspM_free(p->th);
+}
+
+/* A worker's last act: count itself finished and wake the waiting thread. */
+static void worker_done(vdone *all) {
+  pthread_mutex_lock(&all->lock);
+  all->finished++;
+  pthread_cond_signal(&all->cond);
+  pthread_mutex_unlock(&all->lock);
+}
+
 /* Waits for `jobs` workers to signal all->finished, calling progress(user,
 ** done, total) every 20 ms from this thread with the sum of the workers'
 ** counters (done[j * stride], read atomically). */
@@ -696,10 +742,7 @@ done:
   raspM_free(tokens);
   raspE_free(ev);
   __atomic_store_n(&job->finished, 1, __ATOMIC_RELEASE);
-  pthread_mutex_lock(&job->all->lock);
-  job->all->finished++;
-  pthread_cond_signal(&job->all->cond);
-  pthread_mutex_unlock(&job->all->lock);
+  worker_done(job->all);
   return NULL;
 }
 
@@ -722,30 +765,24 @@ int raspK_verify_random_range(rasp_ptrace *tr, uint64_t first, uint64_t graphs, 
   if ((uint64_t)jobs > graphs) jobs = graphs ? (int)graphs : 1;
   vjob *job = raspM_alloc(sizeof(vjob) * (size_t)jobs);
   memset(job, 0, sizeof(vjob) * (size_t)jobs);
-  pthread_t *th = raspM_alloc(sizeof(pthread_t) * (size_t)jobs);
-  pthread_attr_t attr;
-  pthread_attr_init(&attr);
-  pthread_attr_setstacksize(&attr, 64u << 20); /* callbacks recurse in the interpreter */
-  vdone all;
-  pthread_mutex_init(&all.lock, NULL);
-  pthread_cond_init(&all.cond, NULL);
-  all.finished = 0;
+  wpool pool;
+  pool_init(&pool, jobs);
   for (int j = 0; j < jobs; j++) {
-    job[j].all = &all;
+    job[j].all = &pool.all;
     job[j].tr = tr;
     job[j].seed = seed;
     job[j].begin = first + graphs * (uint64_t)j / (uint64_t)jobs;
     job[j].end = first + graphs * (uint64_t)(j + 1) / (uint64_t)jobs;
   }
-  int *inline_job = raspK_start_workers(verify_worker, job, sizeof job[0], jobs, th, &attr);
+  pool_start(&pool, verify_worker, job, sizeof job[0]);
   /* the workers count what they have done; this thread reports it every
      20 ms until the last one signals that it has finished (under MPI, rank
      0 answers the other ranks' requests from the callback: they wait no
      longer than that) */
-  await_workers(&all, jobs, &job[0].done, sizeof job[0], progress, user, graphs);
+  await_workers(&pool.all, jobs, &job[0].done, sizeof job[0], progress, user, graphs);
   int ok = 1;
   for (int j = 0; j < jobs; j++) {
-    if (!inline_job[j]) pthread_join(th[j], NULL);
+    pool_join(&pool, j);
     res->passed += job[j].passed;
     res->total += job[j].end - job[j].begin;
     if (job[j].first_fail >= 0 && (res->first_fail < 0 || job[j].first_fail < res->first_fail))
@@ -762,12 +799,8 @@ int raspK_verify_random_range(rasp_ptrace *tr, uint64_t first, uint64_t graphs, 
       ok = 0;
     }
   }
-  pthread_attr_destroy(&attr);
-  pthread_cond_destroy(&all.cond);
-  pthread_mutex_destroy(&all.lock);
-  raspM_free(inline_job);
+  pool_free(&pool);
   raspM_free(job);
-  raspM_free(th);
   return ok;
 }
 
@@ -894,10 +927,7 @@ static void *exhaustive_worker(void *arg) {
   xjob *job = arg;
   job->ok = raspK_verify_exhaustive_range(job->tr, job->first, job->count, &job->res, &job->err,
                                           xjob_progress, job);
-  pthread_mutex_lock(&job->all->lock);
-  job->all->finished++;
-  pthread_cond_signal(&job->all->cond);
-  pthread_mutex_unlock(&job->all->lock);
+  worker_done(job->all);
   return NULL;
 }
 
@@ -909,25 +939,19 @@ int raspK_verify_exhaustive_jobs(rasp_ptrace *tr, uint64_t first, uint64_t count
   if (jobs <= 1) return raspK_verify_exhaustive_range(tr, first, count, res, err, progress, user);
   xjob *job = raspM_alloc(sizeof(xjob) * (size_t)jobs);
   memset(job, 0, sizeof(xjob) * (size_t)jobs);
-  pthread_t *th = raspM_alloc(sizeof(pthread_t) * (size_t)jobs);
-  pthread_attr_t attr;
-  pthread_attr_init(&attr);
-  pthread_attr_setstacksize(&attr, 64u << 20); /* callbacks recurse in the interpreter */
-  vdone all;
-  pthread_mutex_init(&all.lock, NULL);
-  pthread_cond_init(&all.cond, NULL);
-  all.finished = 0;
+  wpool pool;
+  pool_init(&pool, jobs);
   for (int j = 0; j < jobs; j++) {
     uint64_t b = count * (uint64_t)j / (uint64_t)jobs, e = count * (uint64_t)(j + 1) / (uint64_t)jobs;
-    job[j] = (xjob){.tr = tr, .first = first + b, .count = e - b, .all = &all};
+    job[j] = (xjob){.tr = tr, .first = first + b, .count = e - b, .all = &pool.all};
   }
-  int *inline_job = raspK_start_workers(exhaustive_worker, job, sizeof job[0], jobs, th, &attr);
-  await_workers(&all, jobs, &job[0].done, sizeof job[0], progress, user, count);
+  pool_start(&pool, exhaustive_worker, job, sizeof job[0]);
+  await_workers(&pool.all, jobs, &job[0].done, sizeof job[0], progress, user, count);
   memset(res, 0, sizeof *res);
   res->first_fail = res->first_leak = -1;
   int ok = 1;
   for (int j = 0; j < jobs; j++) {
-    if (!inline_job[j]) pthread_join(th[j], NULL);
+    pool_join(&pool, j);
     const rasp_vresult *r = &job[j].res;
     res->passed += r->passed;
     res->total += r->total;
@@ -941,12 +965,8 @@ int raspK_verify_exhaustive_jobs(rasp_ptrace *tr, uint64_t first, uint64_t count
     }
   }
   if (ok && progress) progress(user, res->total, count);
-  pthread_attr_destroy(&attr);
-  pthread_cond_destroy(&all.cond);
-  pthread_mutex_destroy(&all.lock);
-  raspM_free(inline_job);
+  pool_free(&pool);
   raspM_free(job);
-  raspM_free(th);
   return ok;
 }
 
