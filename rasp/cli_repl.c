@@ -307,7 +307,8 @@ static const char *help_text =
     "\n"
     "select() is causal by default: a query sees only keys at or before it (the\n"
     "paper's library); causal=False sees every key (Weiss's RASP).\n"
-    "Input tokens are `tokens` (vocabulary ids, shown as symbols); d maps\n"
+    "Input tokens are `tokens` (vocabulary ids, shown as symbols; token_ints()\n"
+    "reads them as the integers they spell); d maps\n"
     "symbols to ids, and tokens == \"l\" compares with d[\"l\"].  Try\n"
     "  reverse = aggregate(select(indices(tokens), len(tokens) - indices(tokens) - 1, equals, "
     "causal=False), tokens)\n";
