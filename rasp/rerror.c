@@ -21,6 +21,11 @@
 
 #include "rmem.h"
 
+_Noreturn void raspR_assert_failed(const char *what, const char *file, int line) {
+  fprintf(stderr, "rasp: internal error: %s:%d: invariant broken: %s\n", file, line, what);
+  abort();
+}
+
 rasp_source *raspR_source_new(const char *name, const char *text, size_t len) {
   rasp_source *src = raspM_alloc(sizeof *src);
   src->name = raspM_strdup(name);

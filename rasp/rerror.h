@@ -187,4 +187,17 @@ int raspR_spawn(const char *const *argv, int in_fd, int out_fd, rasp_error *err)
 /* "file:line:col: message", then the source line and a caret. */
 void raspR_print(const rasp_error *err, FILE *out);
 
+/* Assertions at the invariants the file essays state (the IR's topological
+** order, the heap's allocation order, the verifier's disjoint ranges):
+** checked in test builds (configure --enable-sanitizers, --enable-coverage
+** or --enable-assertions define RASP_CHECKED), compiled out of release
+** builds.  A failure is a bug, not bad input: it names the invariant and
+** its place and aborts. */
+#ifdef RASP_CHECKED
+#define RASP_ASSERT(cond, what) ((cond) ? (void)0 : raspR_assert_failed((what), __FILE__, __LINE__))
+#else
+#define RASP_ASSERT(cond, what) ((void)sizeof(cond))
+#endif
+_Noreturn void raspR_assert_failed(const char *what, const char *file, int line);
+
 #endif

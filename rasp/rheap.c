@@ -142,6 +142,7 @@ static void free_env(env *e) {
 /* Releases everything allocated after the mark, unless a barrier saw one of
 ** those objects escape into an older one. */
 void raspV_release(rasp_ctx *ctx, unsigned long long mark) {
+  RASP_ASSERT(mark <= ctx->heap.serial, "a release mark is a serial already given");
   if (ctx->heap.pinned) return;
   while (ctx->heap.objects && ctx->heap.objects->serial > mark) {
     value *v = ctx->heap.objects;
@@ -249,8 +250,11 @@ static size_t mark_all(rasp_ctx *ctx) {
 
 void raspV_collect(rasp_ctx *ctx) {
   size_t live = mark_all(ctx);
+  RASP_ASSERT(ctx->heap.nroots >= 0, "the roots are pushed and popped in pairs");
   for (value **p = &ctx->heap.objects; *p;) {
     value *v = *p;
+    /* the essay: objects are chained newest first, which early release reads */
+    RASP_ASSERT(!v->next_obj || v->next_obj->serial < v->serial, "the heap in allocation order");
     if (v->gcmark) {
       v->gcmark = 0;
       p = &v->next_obj;

@@ -120,6 +120,8 @@ int raspI_carries_tokens(const rasp_ir *ir, const rasp_ir_node *nd) {
 }
 
 int raspI_add(rasp_ir *ir, const rasp_ir_node *node) {
+  for (int k = 0; k < node->nin; k++) /* rir.h: creation order is a topological order */
+    RASP_ASSERT(node->in[k] >= 0 && node->in[k] < ir->nnodes, "an operand precedes its user");
   RASP_GROW(ir->nodes, ir->cap, ir->nnodes + 1);
   rasp_ir_node *nd = &ir->nodes[ir->nnodes];
   *nd = *node;

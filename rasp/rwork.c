@@ -264,6 +264,12 @@ int raspW_record(raspW_ledger *L, const raspW_part *p, rasp_error *err) {
   }
   int at = 0;
   while (at < L->ndone && L->done[at].first < p->first) at++;
+  /* the essay: ranges are disjoint, inside the cell, sorted by first */
+  RASP_ASSERT(p->first + p->count <= L->total, "a range inside its cell");
+  RASP_ASSERT(at == L->ndone || p->first + p->count <= L->done[at].first,
+              "a range ends before the next one recorded");
+  RASP_ASSERT(at == 0 || L->done[at - 1].first + L->done[at - 1].count <= p->first,
+              "a range starts after the previous one recorded");
   RASP_GROW(L->done, L->cap, L->ndone + 1);
   memmove(&L->done[at + 1], &L->done[at], sizeof *L->done * (size_t)(L->ndone - at));
   L->done[at] = *p;

@@ -32,7 +32,7 @@ if ! "$CC_FUZZ" -fsanitize=fuzzer,address,undefined "$tmp/probe.c" -o "$tmp/prob
   skip_test "$CC_FUZZ cannot link libFuzzer (Debian: libclang-rt-14-dev)"
 fi
 
-flags="-g -O1 -std=c11 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined -Irasp"
+flags="-g -O1 -std=c11 -D_GNU_SOURCE -DRASP_CHECKED=1 -fsanitize=fuzzer,address,undefined -Irasp"
 echo "building fuzz_parse, fuzz_trace and fuzz_compile with $CC_FUZZ"
 # shellcheck disable=SC2086
 $CC_FUZZ $flags rasp/rmem.c rasp/rerror.c rasp/rlex.c rasp/rparse.c tests/fuzz_parse.c \

@@ -3,6 +3,7 @@
 ** IRs built by hand.
 */
 #include <check.h>
+#include <signal.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1440,11 +1441,30 @@ START_TEST(test_kernel_counters) {
 }
 END_TEST
 
+#ifdef RASP_CHECKED
+/* A checked build (RASP_ASSERT on) stops at a broken invariant: a node
+** whose operand comes after it breaks the IR's topological order. */
+START_TEST(test_assert_operand_order) {
+  rasp_ir ir;
+  raspI_init(&ir, 4);
+  rasp_ir_node nd;
+  memset(&nd, 0, sizeof nd);
+  nd.op = RASP_OP_UNARY;
+  nd.nin = 1;
+  nd.in[0] = 7; /* no node 7 yet */
+  raspI_add(&ir, &nd);
+}
+END_TEST
+#endif
+
 static Suite *suite(void) {
   Suite *s = suite_create("eval");
   TCase *tc = tcase_create("core");
   tcase_set_timeout(tc, 120);
   tcase_add_test(tc, test_arith);
+#ifdef RASP_CHECKED
+  tcase_add_test_raise_signal(tc, test_assert_operand_order, SIGABRT);
+#endif
   tcase_add_test(tc, test_where_and_binary);
   tcase_add_test(tc, test_error_position);
   tcase_add_test(tc, test_int_rat_arith);
