@@ -16,7 +16,8 @@
 ** layer norm then holds for the model with it.
 **
 ** The construction (ln_plan chooses it before the proof; ln_apply builds
-** it from the proven model, whose dimensions keep their places):
+** it from the proven model, whose dimensions keep their places, and checks
+** it on the worst rows the bounds allow, ln_selftest):
 **
 **   * a balance dimension after the model's own (index d0): every writer
 **     (token and position embeddings, each head's w_o and b_o, each MLP's
@@ -24,9 +25,12 @@
 **     the others, so in real arithmetic the residual sums to zero at every
 **     position and every layer (its mean is the residue of rounding);
 **   * padding (zeros) and then, as the last dimensions, the constants +K,
-**     -K, +J, -J (K = a 2^q, J = b 2^q; J absent when b = 0), written by
-**     the token embedding, with d_model = 2 (a^2 + b^2): their squares sum
-**     to d_model 4^q exactly;
+**     -K, +J, -J (K = a 2^s, J = b 2^s; J absent when b = 0), written by
+**     the token embedding, with 2 (K^2 + J^2) = d_model 4^q (1 + delta):
+**     exactly (delta = 0, s = q) where d_model = 2 (a^2 + b^2) costs at most
+**     4 dimensions more than the model's own (1 + 2 or 4), else d_model =
+**     d0 + 5 and a near sqrt(d_model / 2) 2^18, b the most of the rest,
+**     s = q - m, m from 18 up to the first with -2^-27 < delta <= 0;
 **   * every layer norm's weight is 2^q on the model's own dimensions and 0
 **     on the balance, the padding and the constants; every bias 0.
 **
@@ -40,14 +44,18 @@
 **     +K.  K's neighbours in double are at least 2^(e-53) away (e =
 **     floor(log2 K)), so with |s| < 2^(e-54) the sum rounds to K exactly,
 **     -K makes it 0, and +J, -J leave it 0: the mean is exactly 0, and
-**     x_i - mean = x_i.  q is chosen so that T is 2^5 below that.
-**   * Variance.  (x_i - 0)^2 is exact in double; the sum is S' + d 4^q with
-**     S' <= S (1 + d 2^-53), each addition rounded by at most 2^-53 of it,
-**     so var + eps = 4^q (1 + z) (1 + t), z = (S' + d eps) / (d 4^q),
-**     |t| <= 6 2^-53, and 1 / sqrt of it is 2^-q (1 - z/2 + ...) within
-**     10 2^-53.  Any value in [2^-q (1 - 2^-25), 2^-q (1 + 2^-24)] rounds
-**     to 2^-q in float (ties go to its even significand); q is chosen with
-**     z <= 2^-26, so rs = 2^-q exactly.  eps = 1e-5 is inside z.
+**     x_i - mean = x_i.  s is chosen so that T is 2^5 below that.
+**   * Variance.  (x_i - 0)^2 is exact in double; the sum is S' + d 4^q
+**     (1 + delta) with S' <= S (1 + d 2^-53), each addition rounded by at
+**     most 2^-53 of it, so var + eps = 4^q (1 + z) (1 + t), z = delta +
+**     (S' + d eps) / (d 4^q), |t| <= 6 2^-53, and 1 / sqrt of it is
+**     2^-q (1 - z/2 + ...) within 10 2^-53.  Any value in [2^-q (1 -
+**     2^-25), 2^-q (1 + 2^-24)] rounds to 2^-q in float (ties go to its
+**     even significand); q is chosen with -2^-27 < z <= 2^-26, so rs =
+**     2^-q exactly: in real arithmetic the layer norm scales what it
+**     reads by (1 + z)^-1/2, within 2^-27 of 1 (eta, the input-dependent
+**     part, from S'; eps = 1e-5 is inside z), and float32 rounds that
+**     scale to exactly 1.
 **   * Output.  (float)(x_i 2^-q) is x_i 2^-q exactly when |x_i| >=
 **     2^(q-126) (a normal float: the same significand) or x_i = 0; times
 **     w_i = 2^q it is x_i again, plus b_i = 0.  A stored value below
@@ -139,12 +147,15 @@ void raspG_ln_plan(gc *g, raspG_model *out) {
   /* exact constants where that costs no more than the near ones: d0 + 5,
   ** a 2^18 near sqrt(d/2) 2^18 and b 2^18 the most of the rest */
   int d1 = ln_width(d0, &a, &b);
-  if (d1 > d0 + 4) {
-    d1 = d0 + 5, m = 18;
-    double N = ldexp(d1 / 2.0, 2 * m);
-    a = (int)floor(sqrt(N));
-    b = (int)floor(sqrt(N - (double)a * a));
-  }
+  if (d1 > d0 + 4) /* (a < 2^24 while d < 2^12; delta > -2^-27 by m = 22) */
+    for (d1 = d0 + 5, m = 18; m <= 22; m++) {
+      double N = ldexp(d1 / 2.0, 2 * m); /* (an integer: d1 / 2 has one bit after the point) */
+      a = (int)floor(sqrt(N));
+      while ((double)a * a > N) a--;
+      b = (int)floor(sqrt(N - (double)a * a));
+      while ((double)b * b > N - (double)a * a) b--;
+      if (((double)a * a + (double)b * b) / N - 1 > -ldexp(1, -27)) break;
+    }
   int la = (int)floor(log2((double)a));
   /* mean: T (1 + d 2^-53) below 2^(e - 54), e = s + la, with 2^5 to spare */
   int sc = (int)ceil(log2(T * (1 + ldexp(1, -40)))) + 54 + 5 - la;
