@@ -249,10 +249,11 @@ void raspG_print_stats(const raspG_model *g, FILE *out) {
     if (g->ln_b) snprintf(cs, sizeof cs, "+-%d*2^%d, +-%d*2^%d", g->ln_a, g->ln_s, g->ln_b, g->ln_s);
     else snprintf(cs, sizeof cs, "+-%d*2^%d", g->ln_a, g->ln_s);
     fprintf(out, "layer norm: pre-LN (--ln pre), d_model %d = %d + balance + %d padding + %d "
-            "constants (%s), weight 2^%d; every layer norm %s\n", c->d_model, g->ln_d0,
+            "constants (%s), weight 2^%d; %s\n", c->d_model, g->ln_d0,
             c->d_model - g->ln_d0 - 1 - (g->ln_b ? 4 : 2), g->ln_b ? 4 : 2, cs, g->ln_q,
-            g->ln_proven ? "proven exactly the identity on every dimension the model reads "
-            "(the rounding proof above holds as without it)" : "NOT proven exact:");
+            g->ln_proven ? "every layer norm proven exactly the identity on every dimension the "
+            "model reads (the rounding proof above holds as without it)"
+            : "the layer norms are NOT proven exact:");
     if (!g->ln_proven) fprintf(out, "  %s\n", g->ln_why);
     fprintf(out, "not proven: the noise bounds do not model layer norm\n");
     return;

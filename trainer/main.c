@@ -486,7 +486,6 @@ static int parse_opts(int argc, char **argv, train_opts *o) {
 static int check_opts(train_opts *o, const char *const *given) {
 #define GIVEN(name) given[find_opt(name) - optdefs]
   o->mix_given = GIVEN("--init-mix") != NULL;
-  o->ln_given = GIVEN("--ln") != NULL;
   /* the objective follows the model unless given */
   if (o->encoder && !GIVEN("--objective")) o->obj = TRAIN_OBJ_NAR;
   if (o->encoder && o->obj == TRAIN_OBJ_TF)

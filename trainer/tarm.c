@@ -87,13 +87,6 @@ static int make_model(train_arm *a, const train_opts *o, int trial, int random_i
         u[a->nunits++] = u[k];
     if (a->nunits) a->units = u;
     else raspM_free(u);
-    if (o->ln_given && o->arch.layer_norm != m->cfg.layer_norm) {
-      raspR_setnoposc(err, RASP_E_USAGE, "--ln %s: '%s' is compiled %s layer norm%s", 
-                      o->arch.layer_norm ? "pre" : "none", o->init,
-                      m->cfg.layer_norm ? "with" : "without",
-                      m->cfg.layer_norm ? "" : " (rasp compile --ln pre makes a pre-LN one)");
-      goto fail;
-    }
     if (!train_adapt_compiled(m, o->init, &o->task, o->encoder, vocab,
                              train_model_len(o, len), floor, err))
       goto fail;

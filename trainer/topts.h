@@ -45,7 +45,6 @@ struct train_opts {
   /* protocols (doc/training.md): optimiser, per-tensor learning rates,
   ** frozen compiled weights, widening, mixing with a random init */
   int sgd, lr_rms, freeze, widen, mix_given;
-  int ln_given; /* --ln given: a compiled --init model must have that layer norm */
   float momentum, init_mix, widen_scale;
   /* the recipe: warm-up, decay to a floor, gradient-norm clipping
   ** (tnet.h's train_sched and train_clip_grad); decay_steps 0: the run's
