@@ -15,7 +15,9 @@ The model is the transformer of rasp/rmodel.h (tok_emb + pos_emb; blocks of
 multi-head attention, softmax(Q K^T / sqrt(d_head)), causal mask when
 config.causal, then an MLP with ReLU or tanh-GELU, each added to the
 residual; pre-layer-norm when config.layer_norm; logits = x unembed +
-unembed_b).  Its parameters have the file's tensor names
+unembed_b).  A model of `rasp compile --ln pre` (layout.layer_norm) runs its
+layer norms as `ExactLayerNorm`, an nn.LayerNorm computed in rmodel.c's
+arithmetic, which its exactness needs (doc/compiler.md, "Pre-LN models").  Its parameters have the file's tensor names
 (`state_dict()` keys are "tok_emb", "layers.0.attn.w_q", ...).
 
 Attributes: `config` (STEM.json's config), `dims` (the name of every
@@ -306,6 +308,9 @@ class _Layout:
             # numerical token ids (dims "tokens=x", "tokens=x^2"): the
             # compiled inputs are listed by symbol
             self._inputs = set(layout["input_symbols"])
+        # a compiled pre-LN model (rasp compile --ln pre) is exact only in
+        # rmodel.c's layer norm arithmetic (doc/compiler.md, "Pre-LN models")
+        self._exact_ln = (layout.get("layer_norm") or {}).get("construction") == "exact identity"
         self._ids = {}
         for i, s in enumerate(self.vocab or []):
             if s and i != self.bos_token and s not in self._ids:
@@ -425,6 +430,18 @@ def _batch(tokens):
     return a[None] if a.ndim == 1 else a
 
 
+def _exact_ln_np(x, w, b):
+    """rmodel.c's layer norm (raspN_layer_norm): mean and variance summed in
+    float64 in index order (np.cumsum adds in order; np.sum pairs), eps 1e-5,
+    the reciprocal square root rounded to float32 once."""
+    xd = x.astype(np.float64)
+    mu = np.cumsum(xd, -1)[..., -1:] / x.shape[-1]
+    dv = xd - mu
+    var = np.cumsum(dv * dv, -1)[..., -1:] / x.shape[-1]
+    rs = (1.0 / np.sqrt(var + 1e-5)).astype(np.float32).astype(np.float64)
+    return (dv * rs).astype(np.float32) * w + b
+
+
 class NumpyModel(_Layout):
     """The forward pass of rasp/rmodel.h in numpy, float32."""
 
@@ -433,6 +450,8 @@ class NumpyModel(_Layout):
         self.params = {k: np.array(v, dtype=np.float32) for k, v in tensors.items()}
 
     def _ln(self, x, name):
+        if self._exact_ln:
+            return _exact_ln_np(x, self.params[name + ".weight"], self.params[name + ".bias"])
         mu = x.mean(-1, keepdims=True, dtype=np.float64)
         var = ((x - mu) ** 2).mean(-1, keepdims=True)
         y = ((x - mu) / np.sqrt(var + 1e-5)).astype(np.float32)
@@ -506,12 +525,34 @@ if torch is not None:
             self.w_out = nn.Parameter(torch.zeros(F, D))
             self.b_out = nn.Parameter(torch.zeros(D))
 
+    class ExactLayerNorm(nn.LayerNorm):
+        """torch.nn.LayerNorm (its weight and bias, eps 1e-5) computed in
+        rmodel.c's arithmetic: mean and variance summed in float64 in index
+        order, the reciprocal square root rounded to float32 once.  A compiled
+        pre-LN model's layer norms are exact in that arithmetic; the stock
+        forward (float32 moments, in another order) is not: the model's
+        constant dimensions are near 2^80, their squares past float32's
+        range (doc/compiler.md, "Pre-LN models")."""
+
+        def forward(self, x):
+            D = x.shape[-1]
+            xd = x.double()
+            s = torch.zeros(x.shape[:-1], dtype=torch.float64, device=x.device)
+            for i in range(D):
+                s = s + xd[..., i]
+            dv = xd - (s / D)[..., None]
+            v = torch.zeros_like(s)
+            for i in range(D):
+                v = v + dv[..., i] * dv[..., i]
+            rs = (1.0 / torch.sqrt(v / D + 1e-5)).float().double()
+            return (dv * rs[..., None]).float() * self.weight + self.bias
+
     class _Block(nn.Module):
-        def __init__(self, c):
+        def __init__(self, c, LN):
             super().__init__()
             if c["layer_norm"]:
-                self.ln1 = nn.LayerNorm(c["d_model"], eps=1e-5)
-                self.ln2 = nn.LayerNorm(c["d_model"], eps=1e-5)
+                self.ln1 = LN(c["d_model"], eps=1e-5)
+                self.ln2 = LN(c["d_model"], eps=1e-5)
             self.attn = _Attn(c)
             self.mlp = _MLP(c)
 
@@ -525,9 +566,10 @@ if torch is not None:
             self.tok_emb = nn.Parameter(torch.zeros(c["vocab_size"], c["d_model"]))
             if c["pos_embedding"]:
                 self.pos_emb = nn.Parameter(torch.zeros(c["max_len"], c["d_model"]))
-            self.layers = nn.ModuleList(_Block(c) for _ in range(c["n_layers"]))
+            LN = ExactLayerNorm if self._exact_ln else nn.LayerNorm
+            self.layers = nn.ModuleList(_Block(c, LN) for _ in range(c["n_layers"]))
             if c["layer_norm"]:
-                self.ln_f = nn.LayerNorm(c["d_model"], eps=1e-5)
+                self.ln_f = LN(c["d_model"], eps=1e-5)
             self.unembed = nn.Parameter(torch.zeros(c["d_model"], c["n_out"]))
             self.unembed_b = nn.Parameter(torch.zeros(c["n_out"]))
             self.load_state_dict({k: torch.from_numpy(np.array(v)) for k, v in tensors.items()})

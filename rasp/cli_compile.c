@@ -226,13 +226,13 @@ static int word_opt(const char *opt, const char *text, const char *const *names,
 }
 
 static const char *const precs[] = {"fp32", "fp16", "bf16"}, *const encs[] = {"auto", "categorical"},
-                         *const mvs[] = {"assume", "prove", "one"};
+                         *const mvs[] = {"assume", "prove", "one"}, *const lns[] = {"none", "pre"};
 
 /* The options of a compile. */
 typedef struct copts {
   const char *file, *stem, *ivocab, *vfile, *stdlib, *dump;
   long D, M, V, len, check, seed;
-  int stats, task_given, encoder, dry_run, prec, require, encoding, moves;
+  int stats, task_given, encoder, dry_run, prec, require, encoding, moves, ln;
   double scale, gain; /* scale 0: the compiler's default */
 } copts;
 
@@ -262,6 +262,7 @@ static int compile_opt(const raspC_arg *a, copts *o) {
   case RASPC_O_PRECISION: return (o->prec = word_opt(a->name, v, precs, 3)) >= 0;
   case RASPC_O_ENCODING: return (o->encoding = word_opt(a->name, v, encs, 2)) >= 0;
   case RASPC_O_MOVES: return (o->moves = word_opt(a->name, v, mvs, 3)) >= 0;
+  case RASPC_O_LN: return (o->ln = word_opt(a->name, v, lns, 2)) >= 0;
   case RASPC_O_D: case RASPC_O_M: case RASPC_O_V:
     o->task_given = 1;
     return raspC_int_opt("compile", a->name, v, 1, 100000L,
@@ -378,7 +379,7 @@ static int compile_model(cjob *j) {
   const char **names = raspM_alloc(sizeof(char *) * (size_t)(nv + 1));
   for (int i = 1; i <= nv; i++) names[i] = rasp_vocab_symbol(j->ctx, i);
   raspG_opts go = {j->ids, j->nids, nv, names, o->scale, o->prec, o->encoding, o->gain, o->moves,
-                   o->require};
+                   o->require, o->ln};
   int ok = raspG_compile(ir, &go, &j->gm, &j->err);
   raspM_free(names);
   if (!ok) return FAILED;

@@ -255,6 +255,10 @@ static const raspU_option options[] = {
      "assume moves anyway (--stats names it; --check tests it), one also\n"
      "assumes each such move selects one key (the fp32 proof uses it;\n"
      "--check tests it), prove averages exactly"),
+    OPT(RASPC_O_LN, "--ln", NULL, "L", RASPC_COMPILE,
+     "none (default) or pre: layer norms before every attention, every MLP\n"
+     "and the readout (the standard pre-LN transformer), with weights that\n"
+     "make each exactly the identity on what the model reads (fp32 only)"),
     OPT(RASPC_O_SEED, "--seed", NULL, "S", RASPC_COMPILE, "seed of the random inputs (default 1)"),
     OPT(RASPC_O_DUMP_FORWARD, "--dump-forward", NULL, "F", RASPC_COMPILE,
      "write the logits of one random input to F (text)"),

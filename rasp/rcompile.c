@@ -348,6 +348,8 @@ static int compile_once(const rasp_ir *ir, const raspG_opts *o, unsigned char *f
     for (int l = 0; l < cfg.n_layers; l++) raspG_write_layer(g, out, l);
     raspG_write_readout(g, out, &ov, quad);
     out->precision = o->precision;
+    if (o->ln == RASPG_LN_PRE) raspG_ln_plan(g, out); /* (before the proof: it charges
+                                                      ** what the layer norms can move) */
     pr = raspG_prove(g, out, &ov, o->precision, force);
   }
   if (pr != 0) {
@@ -357,7 +359,18 @@ static int compile_once(const rasp_ir *ir, const raspG_opts *o, unsigned char *f
     return pr > 0 ? 2 : 0;
   }
   note_heads(g, o, out, force);
-  if (!sched) raspG_cb_bound(g, out, &ov); /* (the schedule alone needs no bound) */
+  /* (the schedule alone needs no bound; the noise bounds do not model
+  ** layer norm, so a pre-LN model has none) */
+  if (!sched && o->ln != RASPG_LN_PRE) raspG_cb_bound(g, out, &ov);
+  if (o->ln == RASPG_LN_PRE) {
+    out->cb_dev0 = -1;
+    if (!raspG_ln_apply(g, out, err)) {
+      raspG_view_free(&ov);
+      raspG_gc_free(g);
+      raspG_free(out);
+      return 0;
+    }
+  }
   out->model.json_extra = raspG_layout_json(g, out, ir->outputs[0], &ov);
   if (sched) raspG_fill_sched(g, &ov, sched);
   out->fast = raspG_fast_build(&out->model);
@@ -371,6 +384,12 @@ static int compile_impl(const rasp_ir *ir, const raspG_opts *o, raspG_model *out
   if (o->precision < RASPG_FP32 || o->precision > RASPG_BF16) {
     memset(out, 0, sizeof *out);
     raspR_setnoposc(err, RASP_E_USAGE, "compile: unknown precision %d", o->precision);
+    return 0;
+  }
+  if (o->ln == RASPG_LN_PRE && o->precision != RASPG_FP32) {
+    memset(out, 0, sizeof *out);
+    raspR_setnoposc(err, RASP_E_USAGE, "compile: --ln pre is for fp32 only (its layer norms are "
+                                       "exact in float32's arithmetic)");
     return 0;
   }
   /* proof-driven fp32: a model the bound proves whole with the default

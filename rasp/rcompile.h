@@ -65,11 +65,19 @@ typedef struct raspG_opts {
   ** way is refused (RASP_E_INEXACT, at the node).  0 (the default): fp32
   ** chooses by size and the proof only counts (raspG_model.unproven). */
   int require_proof;
+  /* RASPG_LN_NONE (0, the default): no layer norm; RASPG_LN_PRE (`rasp
+  ** compile --ln pre`): the pre-LN architecture, layer norms before every
+  ** attention, every MLP and the readout, with real weights, which the
+  ** construction of rcompile_ln.c makes exact identities on every
+  ** dimension the model reads (doc/compiler.md, "Pre-LN models").  fp32
+  ** only. */
+  int ln;
 } raspG_opts;
 
 enum { RASPG_FP32, RASPG_FP16, RASPG_BF16 };
 enum { RASPG_MOVES_ASSUME, RASPG_MOVES_PROVE, RASPG_MOVES_ONE };
 enum { RASPG_ENC_AUTO, RASPG_ENC_CATEGORICAL };
+enum { RASPG_LN_NONE, RASPG_LN_PRE };
 /* "fp32", "fp16", "bf16" */
 const char *raspG_precision_name(int precision);
 /* x rounded to nearest-even in that format (fp16: 11 significand bits,
@@ -125,6 +133,14 @@ typedef struct raspG_model {
                               a unit from being proven), and the largest */
   double gain_max;         /* such factor (a power of two; 1 when none) */
   struct raspG_fast *fast; /* private: the sparse weights raspG_run uses */
+  /* --ln pre (rcompile_ln.c): the residual dimensions of the model without
+  ** layer norm (its dimensions keep their places; the balance, padding and
+  ** constant dimensions follow) and with them, the constants a 2^s and
+  ** b 2^s, the layer norms' weight 2^q, and whether the construction is proven exact at
+  ** every layer norm (ln_why: what failed, when not) */
+  int ln_d0, ln_d1, ln_a, ln_b, ln_s, ln_q, ln_proven;
+  double ln_T, ln_S; /* the bounds it was chosen from: sum of |x| and of x^2 */
+  char ln_why[160];
 } raspG_model;
 
 /* The default logit margin for n_out output values: ln(1000 (n_out - 1)),

@@ -11,8 +11,9 @@
 ** the same index order, and the skipped terms are exact zeros, so the
 ** logits are bit-identical to the dense pass (tests/test_compile checks
 ** this).  Compiled models are more than 99% zeros, which makes --check on
-** the path-star programs feasible.  Only for models without layer norm and
-** with ReLU (what the compiler writes). */
+** the path-star programs feasible.  Only for ReLU models (what the compiler
+** writes); a pre-LN model's layer norms are raspN_layer_norm itself, run
+** on every row before the sums that read it. */
 
 typedef struct spm { /* compressed columns of a rows x cols row-major matrix */
   int ncol;
@@ -78,7 +79,7 @@ void raspG_fast_free(struct raspG_fast *f) {
 
 struct raspG_fast *raspG_fast_build(rasp_model *m) {
   const rasp_model_config *c = &m->cfg;
-  if (c->layer_norm || c->gelu) return NULL;
+  if (c->gelu || (c->layer_norm && !raspN_data(m, "ln_f.weight"))) return NULL;
   int D = c->d_model, H = c->n_heads, Dh = c->d_head, F = c->d_mlp, nl = c->n_layers;
   struct raspG_fast *f = raspM_alloc(sizeof *f);
   f->nl = nl;
@@ -158,6 +159,9 @@ sparse_pass(const raspG_model *g, int pr, const int *tokens, int n, float *logit
   float *v = raspM_alloc((size_t)n * Dh * sizeof *v), *att = raspM_alloc((size_t)n * sizeof *att);
   float *z = raspM_alloc((size_t)(F > D ? F : D) * sizeof *z), *hv = raspM_alloc((size_t)Dh * sizeof *hv);
   int *act = raspM_alloc(sizeof(int) * (size_t)Dh), *vact = raspM_alloc(sizeof(int) * (size_t)Dh);
+  /* what the sums read: the residual, or its layer norm (fp32 only: the
+  ** compiler writes no pre-LN model in another precision) */
+  float *h = c->layer_norm ? raspM_alloc(nD * sizeof *h) : x;
   const float *te = raspN_data(mm, "tok_emb"), *pe = raspN_data(mm, "pos_emb");
   for (int i = 0; i < n; i++)
     for (int j = 0; j < D; j++)
@@ -169,6 +173,10 @@ sparse_pass(const raspG_model *g, int pr, const int *tokens, int n, float *logit
 #define P_(s) (snprintf(nm, sizeof nm, "layers.%d.%s", L, s), raspN_data(mm, nm))
     const float *bq = P_("attn.b_q"), *bk = P_("attn.b_k"), *bv = P_("attn.b_v"),
                 *bo = P_("attn.b_o");
+    if (c->layer_norm) {
+      const float *lw = P_("ln1.weight"), *lb = P_("ln1.bias");
+      for (int i = 0; i < n; i++) raspN_layer_norm(x + (size_t)i * D, lw, lb, D, h + (size_t)i * D);
+    }
     for (size_t i = 0; i < nD; i++) o[i] = rnd(pr, bo[i % D]);
     for (int hd = 0; hd < H; hd++) {
       const spm *Sq = &f->q[L * H + hd], *Sk = &f->k[L * H + hd], *Sv = &f->v[L * H + hd],
@@ -187,9 +195,9 @@ sparse_pass(const raspG_model *g, int pr, const int *tokens, int n, float *logit
       if (!nva) continue; /* writes nothing: o += 0 */
       for (int i = 0; i < n; i++)
         for (int e = 0; e < Dh; e++) {
-          q[(size_t)i * Dh + e] = sp_dot(pr, Sq, e, x + (size_t)i * D, hbq);
-          k[(size_t)i * Dh + e] = sp_dot(pr, Sk, e, x + (size_t)i * D, hbk);
-          v[(size_t)i * Dh + e] = sp_dot(pr, Sv, e, x + (size_t)i * D, hbv);
+          q[(size_t)i * Dh + e] = sp_dot(pr, Sq, e, h + (size_t)i * D, hbq);
+          k[(size_t)i * Dh + e] = sp_dot(pr, Sk, e, h + (size_t)i * D, hbk);
+          v[(size_t)i * Dh + e] = sp_dot(pr, Sv, e, h + (size_t)i * D, hbv);
         }
       for (int i = 0; i < n; i++) {
         int nk = c->causal ? i + 1 : n;
@@ -218,19 +226,28 @@ sparse_pass(const raspG_model *g, int pr, const int *tokens, int n, float *logit
     }
     for (size_t i = 0; i < nD; i++) x[i] = rnd(pr, x[i] + o[i]);
     const float *bi = P_("mlp.b_in"), *bt = P_("mlp.b_out");
+    if (c->layer_norm) {
+      const float *lw = P_("ln2.weight"), *lb = P_("ln2.bias");
+      for (int i = 0; i < n; i++) raspN_layer_norm(x + (size_t)i * D, lw, lb, D, h + (size_t)i * D);
+    }
 #undef P_
     for (int i = 0; i < n; i++) {
       float *xi = x + (size_t)i * D;
       for (int t = 0; t < F; t++) {
-        float zt = sp_dot(pr, &f->wi[L], t, xi, bi);
+        float zt = sp_dot(pr, &f->wi[L], t, h + (size_t)i * D, bi);
         z[t] = zt > 0 ? zt : 0;
       }
       for (int j = 0; j < D; j++) xi[j] = rnd(pr, xi[j] + sp_dot(pr, &f->wo[L], j, z, bt));
     }
   }
   const float *ub = raspN_data(mm, "unembed_b");
+  if (c->layer_norm) {
+    const float *lw = raspN_data(mm, "ln_f.weight"), *lb = raspN_data(mm, "ln_f.bias");
+    for (int i = 0; i < n; i++) raspN_layer_norm(x + (size_t)i * D, lw, lb, D, h + (size_t)i * D);
+  }
   for (int i = 0; i < n; i++)
-    for (int j = 0; j < O; j++) logits[(size_t)i * O + j] = sp_dot(pr, &f->un, j, x + (size_t)i * D, ub);
+    for (int j = 0; j < O; j++) logits[(size_t)i * O + j] = sp_dot(pr, &f->un, j, h + (size_t)i * D, ub);
+  if (h != x) raspM_free(h);
   raspM_free(x);
   raspM_free(o);
   raspM_free(q);

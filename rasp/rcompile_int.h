@@ -174,6 +174,9 @@ typedef struct gc {
   int inplace;     /* the unit mlp_margin proves updates its operand in place */
   double *od;      /* prove, fp32: per residual dimension, what an MLP unit's
                       hidden units' errors move it by */
+  double ln_tiny;  /* --ln pre: what a layer norm can move a stored value it
+                      does not return exactly by (rcompile_ln.c); prove()
+                      adds it to every error that is not 0 */
 } gc;
 
 /* A compile's force entry per IR node (the tokens last): FORCE_CAT, the
@@ -363,6 +366,11 @@ RASPG_INTERNAL void raspG_cb_bound(gc *g, raspG_model *out, const view *ov);
 
 RASPG_INTERNAL const char *raspG_unit_name(gc *g, const unit *u, char *buf, size_t size);
 RASPG_INTERNAL char *raspG_layout_json(gc *g, const raspG_model *m, int root, const view *ov);
+
+/* ---- rcompile_ln.c: pre-LN models (--ln pre) */
+
+RASPG_INTERNAL void raspG_ln_plan(gc *g, raspG_model *out);
+RASPG_INTERNAL int raspG_ln_apply(gc *g, raspG_model *out, rasp_error *err);
 
 /* ---- rcompile_fast.c: the sparse forward pass */
 

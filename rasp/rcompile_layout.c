@@ -93,6 +93,13 @@ char *raspG_layout_json(gc *g, const raspG_model *m, int root, const view *ov) {
     sb_str(&b, nm.s ? nm.s : "");
     raspM_free(nm.s);
   }
+  /* --ln pre: the balance, the padding and the constants (rcompile_ln.c) */
+  for (int dim = m->n_dims; dim < m->model.cfg.d_model; dim++) {
+    int kc = m->model.cfg.d_model - dim; /* 1..: from the last */
+    int nc = m->ln_b ? 4 : 2;
+    sb_printf(&b, ", \"%s\"", dim == m->n_dims ? "ln_balance" : kc > nc ? "" :
+              (const char *[]){"ln_-b", "ln_+b", "ln_-a", "ln_+a"}[kc - 1 + (nc == 2 ? 2 : 0)]);
+  }
   sb_printf(&b, "], \"units\": [");
   int first = 1;
   for (int i = 0; i < g->nu; i++) {
@@ -169,6 +176,11 @@ char *raspG_layout_json(gc *g, const raspG_model *m, int root, const view *ov) {
     }
     sb_printf(&b, "]");
   }
+  if (m->model.cfg.layer_norm)
+    sb_printf(&b, ", \"layer_norm\": {\"kind\": \"pre\", \"construction\": \"exact identity\", "
+                  "\"value_dims\": %d, \"balance_dim\": %d, \"a\": %d, \"b\": %d, \"const_log2\": %d, "
+                  "\"weight_log2\": %d, \"proven\": %s}", m->n_dims, m->n_dims, m->ln_a, m->ln_b, m->ln_s, m->ln_q,
+              m->ln_proven ? "true" : "false");
   sb_printf(&b, "}");
   (void)ov;
   return b.s;

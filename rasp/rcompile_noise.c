@@ -144,6 +144,11 @@ static double nb_logit_dev(const nb *s) {
 }
 
 int raspG_noise_bound(const raspG_model *g, double u, double *eps, double *dev0) {
+  if (g->model.cfg.layer_norm) { /* (neither bound models a layer norm) */
+    *eps = 0;
+    *dev0 = 1e300;
+    return 0;
+  }
   /* the bound composed over the units (cb_bound, at compile time) where it
   ** proves more than the per-dimension one */
   if (u == RASPG_FP32_U && g->cb_dev0 >= 0) {
@@ -239,6 +244,20 @@ void raspG_print_stats(const raspG_model *g, FILE *out) {
     fprintf(out, "%s: every head, MLP unit and the readout proven against rounding; %d node%s "
             "compiled categorically (numerical not proven)\n",
             raspG_precision_name(g->precision), g->fallbacks, g->fallbacks == 1 ? "" : "s");
+  if (c->layer_norm) {
+    char cs[64];
+    if (g->ln_b) snprintf(cs, sizeof cs, "+-%d*2^%d, +-%d*2^%d", g->ln_a, g->ln_s, g->ln_b, g->ln_s);
+    else snprintf(cs, sizeof cs, "+-%d*2^%d", g->ln_a, g->ln_s);
+    fprintf(out, "layer norm: pre-LN (--ln pre), d_model %d = %d + balance + %d padding + %d "
+            "constants (%s), weight 2^%d; %s\n", c->d_model, g->ln_d0,
+            c->d_model - g->ln_d0 - 1 - (g->ln_b ? 4 : 2), g->ln_b ? 4 : 2, cs, g->ln_q,
+            g->ln_proven ? "every layer norm proven exactly the identity on every dimension the "
+            "model reads (the rounding proof above holds as without it)"
+            : "the layer norms are NOT proven exact:");
+    if (!g->ln_proven) fprintf(out, "  %s\n", g->ln_why);
+    fprintf(out, "not proven: the noise bounds do not model layer norm\n");
+    return;
+  }
   double eps, dev0;
   if (raspG_noise_bound(g, RASPG_FP32_U, &eps, &dev0))
     fprintf(out, "proven: float32 rounding moves a logit by <= %.3g (< margin/4); every weight "

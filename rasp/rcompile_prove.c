@@ -341,6 +341,12 @@ static int prove_residue(gc *g, int i, int ok) {
       ok = 0, u->why = "its dimension holds what an earlier unit left (a quantized width "
                        "needs it empty)";
   }
+  /* --ln pre: a layer norm returns a stored value exactly unless it is
+  ** below 2^(q-126) and not 0, and then moves it by at most ln_tiny
+  ** (rcompile_ln.c); only a unit that can hold such a value (an error
+  ** that is not 0, or a relative one) is charged */
+  for (int k = 0; k < 2 && g->ln_tiny > 0; k++)
+    if (u->ae[k] > 0 || u->kappa > 0) u->ae[k] += g->ln_tiny;
   u->nzx = ok && raspG_nz_exact(g, i);
   return ok;
 }

@@ -101,7 +101,7 @@ void raspL_analyse(const rasp_ir *ir, const int *roots, int nroots,
 void raspL_analyse_compiled(const rasp_ir *ir, int root, const int64_t *ids, int nids,
                             int nvocab, rasp_layers *out) {
   raspL_analyse(ir, &root, 1, out);
-  raspG_opts o = {ids, nids, nvocab, NULL, 0, RASPG_FP32, RASPG_ENC_AUTO, 1, RASPG_MOVES_ASSUME, 0};
+  raspG_opts o = {ids, nids, nvocab, NULL, 0, RASPG_FP32, RASPG_ENC_AUTO, 1, RASPG_MOVES_ASSUME, 0, 0};
   raspG_sched s;
   rasp_error err = {0};
   if (!raspG_schedule(ir, &o, &s, &err)) {

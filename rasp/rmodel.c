@@ -1050,8 +1050,7 @@ rasp_layout_unit *raspN_layout_units(const rasp_model *m, int *n) {
 
 /* ---- reference forward pass --------------------------------------------- */
 
-static void layer_norm(const float *x, const float *w, const float *b, int d,
-                       float *out) {
+void raspN_layer_norm(const float *x, const float *w, const float *b, int d, float *out) {
   double mean = 0, var = 0;
   for (int i = 0; i < d; i++) mean += x[i];
   mean /= d;
@@ -1119,7 +1118,7 @@ int raspN_forward(const rasp_model *m, const int *tokens, int n, float *logits,
     /* attention */
     if (c->layer_norm) {
       const float *w = P("ln1.weight"), *b = P("ln1.bias");
-      for (int i = 0; i < n; i++) layer_norm(x + (size_t)i * D, w, b, D, h + (size_t)i * D);
+      for (int i = 0; i < n; i++) raspN_layer_norm(x + (size_t)i * D, w, b, D, h + (size_t)i * D);
     } else {
       memcpy(h, x, nD * sizeof *h);
     }
@@ -1166,7 +1165,7 @@ int raspN_forward(const rasp_model *m, const int *tokens, int n, float *logits,
     /* MLP */
     if (c->layer_norm) {
       const float *w = P("ln2.weight"), *b = P("ln2.bias");
-      for (int i = 0; i < n; i++) layer_norm(x + (size_t)i * D, w, b, D, h + (size_t)i * D);
+      for (int i = 0; i < n; i++) raspN_layer_norm(x + (size_t)i * D, w, b, D, h + (size_t)i * D);
     } else {
       memcpy(h, x, nD * sizeof *h);
     }
@@ -1190,7 +1189,7 @@ int raspN_forward(const rasp_model *m, const int *tokens, int n, float *logits,
   }
   if (c->layer_norm) {
     const float *w = raspN_data(mm, "ln_f.weight"), *b = raspN_data(mm, "ln_f.bias");
-    for (int i = 0; i < n; i++) layer_norm(x + (size_t)i * D, w, b, D, h + (size_t)i * D);
+    for (int i = 0; i < n; i++) raspN_layer_norm(x + (size_t)i * D, w, b, D, h + (size_t)i * D);
   } else {
     memcpy(h, x, nD * sizeof *h);
   }

@@ -122,6 +122,14 @@ int raspN_load_fnv(rasp_model *m, const char *stem, uint64_t *fnv,
 ** forward passes share it, so their logits stay bit-identical. */
 float raspN_softmax_exp(float *att, int nk);
 
+/* The forward passes' layer norm of one row of d values: the mean and the
+** variance summed in double, in index order, eps 1e-5, the reciprocal
+** square root rounded to float once, out[i] = (float)((x[i] - mean) rs)
+** w[i] + b[i].  Shared by raspN_forward and the compiler's sparse pass, so
+** that they stay bit-identical (compiled pre-LN models are exact only in
+** this arithmetic: doc/compiler.md, "Pre-LN models"). */
+void raspN_layer_norm(const float *x, const float *w, const float *b, int d, float *out);
+
 /* Reference forward pass (float32, one sequence): logits is n * n_out.
 ** residual, if not NULL, receives the residual stream after the embedding
 ** and after every sublayer: (1 + 2*n_layers) * n * d_model floats. */

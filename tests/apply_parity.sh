@@ -1,8 +1,9 @@
 #!/bin/sh
 # apply_parity.sh -- python/rasp_model.py against `rasp apply --logits`:
 # the examples that `rasp compile` takes, two path-star readout models (one
-# non-causal, one causal) on `rasp gen` samples of their task and two random
-# models (layer norm, GELU), each on a few inputs, with the numpy backend
+# non-causal, one causal) on `rasp gen` samples of their task, a pre-LN
+# compiled decoder (`--ln pre`) on task samples and adversarial inputs, and
+# two random models (layer norm, GELU), each on a few inputs, with the numpy backend
 # and (when /usr/bin/python3 imports torch; Debian's python3-torch,
 # installed by .ci/setup) the torch backend: tests/apply_parity.py requires
 # identical argmax and logits within 1e-5.  Then load() with torch made
@@ -56,6 +57,29 @@ pathstar() { # PROGRAM ORDER
 pathstar programs/readout5_arms_constant.rasp arm
 pathstar programs/readout6_causal.rasp edge
 
+# a pre-LN model (rasp compile --ln pre: its layer norms run as
+# rasp_model.ExactLayerNorm), node ids numerical (V = 40), on task samples
+# under both orders and on adversarial inputs: each sample's symbols in a
+# scrambled order, and one symbol repeated
+stem=$tmp/decoder4_ln
+if "$RASP" compile programs/decoder4_log_meet.rasp --D 2 --M 3 --V 40 --require-proof \
+     --moves one --ln pre -o "$stem" >"$tmp/log" 2>&1 &&
+   "$RASP" gen --D 2 --M 3 --V 40 -n 4 --seed 11 --format text --order edge --no-bos \
+     --no-eos --st-names >"$stem.task" 2>"$tmp/log" &&
+   "$RASP" gen --D 2 --M 3 --V 40 -n 4 --seed 12 --format text --order arm --no-bos \
+     --no-eos --st-names >>"$stem.task" 2>"$tmp/log"; then
+  cp "$stem.task" "$stem.in"
+  awk '{ s = 5 + NR; for (i = NF; i > 1; i--) { s = (s * 1103515245 + 12345) % 2147483648;
+      j = 1 + int(s / 65536) % i; t = $i; $i = $j; $j = t } print }' "$stem.task" >>"$stem.in"
+  awk 'NR == 1 { line = ""; for (i = 1; i <= NF; i++) line = line (i > 1 ? " " : "") $5; print line }' \
+    "$stem.task" >>"$stem.in"
+  # (apart: python_trace.py's value() reads numerical tokens as one-hot)
+  printf '%s\n%s\n' "$stem" "$stem.in" >"$tmp/pairs_ln"
+else
+  cat "$tmp/log"
+  fail=1
+fi
+
 # random models (pre-layer-norm, GELU, biases; non-causal and causal)
 for causal in 0 1; do
   $PY tests/apply_parity.py --random "$tmp/random$causal" $causal || fail=1
@@ -63,6 +87,7 @@ for causal in 0 1; do
   parity "$tmp/random$causal" "$tmp/random$causal.in"
 done
 $PY tests/apply_parity.py "$RASP" "$tmp/pairs" || fail=1
+[ -s "$tmp/pairs_ln" ] && { $PY tests/apply_parity.py "$RASP" "$tmp/pairs_ln" || fail=1; }
 # the same models' intermediates (m.trace): residual after every sublayer,
 # attention weights, values read by name, against the forward pass
 $PY tests/python_trace.py "$tmp/pairs" || fail=1

@@ -10,7 +10,10 @@
 ** a gain drawn from the program's bytes (1/4, 1 or 4), every other program
 ** the categorical encoding and, independently, every other program with
 ** require_proof (`--require-proof`: fp32 encodings chosen by the proof, so
-** the model claims exactness wherever it compiles).  Each model runs (raspG_run) on a few
+** the model claims exactness wherever it compiles), and in the pre-LN
+** architecture (`--ln pre`, with require_proof every other program; it
+** claims exactness where its layer norms are proven the identity too,
+** which require_proof demands).  Each model runs (raspG_run) on a few
 ** inputs: one pseudo-random input determined by the program's bytes, each
 ** symbol repeated, that input sorted ascending and descending, and two
 ** runs of two symbols -- inputs that uniform draws rarely produce and
@@ -141,10 +144,10 @@ static int moves_hold(rasp_eval *ev, const unsigned char *assumed) {
   return raspE_moves_hold(ev, assumed, 0, NULL, NULL, &err) == 1; /* (unknown: claim nothing) */
 }
 
-/* Compiles ir for (prec, enc, gain, moves) and checks the model on the
-** inputs the evaluator accepted (want[k] the first output on in[k], NULL
-** where it failed; holds[k]: the assumed moves' premise holds on in[k]).
-** Returns 0 when the model is too big to run (no check made). */
+/* Compiles ir for (prec, enc, gain, moves, base->ln) and checks the model
+** on the inputs the evaluator accepted (want[k] the first output on in[k],
+** NULL where it failed; holds[k]: the assumed moves' premise holds on
+** in[k]).  Returns 0 when the model is too big to run (no check made). */
 static int fuzz_model(const rasp_ir *ir, const raspG_opts *base, int prec, int enc, double gain,
                       int moves, int req, int64_t in[][FUZZ_N], const rasp_elem *const *want,
                       const int *holds_in, int nin) {
@@ -174,7 +177,10 @@ static int fuzz_model(const rasp_ir *ir, const raspG_opts *base, int prec, int e
      would report every unit proven */
   if ((prec != RASPG_FP32 || req) && g.unproven != 0)
     finding("a unit left unproven", &g, -1, g.unproven_at);
-  int exact = g.unproven == 0;
+  /* --ln pre: claimed where its layer norms are proven the identity
+     (with require_proof they must be, or the compile is refused) */
+  if (o.ln == RASPG_LN_PRE && req && !g.ln_proven) finding("layer norms left unproven", &g, -1, g.ln_why);
+  int exact = g.unproven == 0 && (o.ln != RASPG_LN_PRE || g.ln_proven);
   int n = FUZZ_N, no = g.model.cfg.n_out, d = g.model.cfg.d_model, nl = g.model.cfg.n_layers;
   devunit u[256];
   int nu = prec == RASPG_FP32 ? devunit_read(&g, u, 256) : 0;
@@ -214,9 +220,9 @@ static int fuzz_model(const rasp_ir *ir, const raspG_opts *base, int prec, int e
   if (getenv("FUZZ_COMPILE_VERBOSE")) {
     int ran = 0, held = 0;
     for (int k = 0; k < nin; k++) ran += want[k] != NULL, held += want[k] && holds[k];
-    fprintf(stderr, "fuzz_compile: %s%s %s gain %g moves %s: %zu parameters, %s, %d units with a "
+    fprintf(stderr, "fuzz_compile: %s%s%s %s gain %g moves %s: %zu parameters, %s, %d units with a "
             "deviation, %d moves (%d assumed), %d inputs (%d claimed)\n",
-            raspG_precision_name(prec), req ? " require-proof" : "", enc ? "categorical" : "auto",
+            raspG_precision_name(prec), req ? " require-proof" : "", o.ln ? " ln-pre" : "", enc ? "categorical" : "auto",
             gain, moves == RASPG_MOVES_PROVE ? "prove" : moves == RASPG_MOVES_ONE ? "one" : "assume", g.model.nparams, exact ? "exact" : "unproven", nu,
             g.moves, g.moves_assumed, ran, held);
   }
@@ -237,7 +243,7 @@ static void fuzz_compile(rasp_ctx *ctx, uint64_t h) {
     ids[i] = i + 1;
     names[i + 1] = rasp_vocab_symbol(ctx, i + 1);
   }
-  raspG_opts base = {ids, FUZZ_NVOCAB, FUZZ_NVOCAB, names, 0, RASPG_FP32, RASPG_ENC_AUTO, 1, RASPG_MOVES_ASSUME, 0};
+  raspG_opts base = {ids, FUZZ_NVOCAB, FUZZ_NVOCAB, names, 0, RASPG_FP32, RASPG_ENC_AUTO, 1, RASPG_MOVES_ASSUME, 0, 0};
   rasp_error err;
   memset(&err, 0, sizeof err);
   raspG_sched s;
@@ -305,6 +311,11 @@ static void fuzz_compile(rasp_ctx *ctx, uint64_t h) {
       fuzz_model(ir, &base, RASPG_BF16, RASPG_ENC_AUTO, 1, A, 0, in, want, holds, nin);
       fuzz_model(ir, &base, RASPG_FP32, (h >> 7) & 1 ? RASPG_ENC_CATEGORICAL : RASPG_ENC_AUTO,
                  gains[(h >> 11) % 3], A, (int)((h >> 13) & 1), in, want, holds, nin);
+      /* the pre-LN architecture (--ln pre), default or proof-driven */
+      raspG_opts lnb = base;
+      lnb.ln = RASPG_LN_PRE;
+      fuzz_model(ir, &lnb, RASPG_FP32, RASPG_ENC_AUTO, 1, A, (int)((h >> 15) & 1), in, want, holds,
+                 nin);
       if (assumed) { /* (fp16 claims exactness wherever it compiles; fp32 may not) */
         fuzz_model(ir, &base, RASPG_FP32, RASPG_ENC_AUTO, 1, RASPG_MOVES_PROVE, 0, in, want, holds,
                    nin);

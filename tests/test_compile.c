@@ -40,7 +40,7 @@ static int compile_and_compare_moves(const char *src, const char *const *vocab, 
   rasp_ir *ir = rasp_ctx_ir(ctx);
   int64_t *ids = malloc(sizeof(int64_t) * (size_t)nvocab);
   for (int i = 0; i < nvocab; i++) ids[i] = i + 1;
-  raspG_opts o = {ids, nvocab, nvocab, NULL, 0, RASPG_FP32, RASPG_ENC_AUTO, 1, moves, 0};
+  raspG_opts o = {ids, nvocab, nvocab, NULL, 0, RASPG_FP32, RASPG_ENC_AUTO, 1, moves, 0, 0};
   raspG_model g;
   ck_assert_msg(raspG_compile(ir, &o, &g, &err), "%s", err.msg);
   rasp_eval *ev = raspE_new(ir);
@@ -224,7 +224,7 @@ static void two_token_runs(const char *src, int n, int enc, raspG_model *g) {
   rasp_ir *ir = rasp_ctx_ir(ctx);
   int64_t ids[3] = {1, 2, 3};
   raspG_opts o = {ids, 3, 3, NULL, 0, RASPG_FP32, enc ? RASPG_ENC_CATEGORICAL : RASPG_ENC_AUTO,
-                  1, RASPG_MOVES_ASSUME, 0};
+                  1, RASPG_MOVES_ASSUME, 0, 0};
   ck_assert_msg(raspG_compile(ir, &o, g, &err), "%s", err.msg);
   rasp_eval *ev = raspE_new(ir);
   int64_t *tok = malloc(sizeof(int64_t) * (size_t)n);
@@ -400,7 +400,7 @@ START_TEST(test_layout) {
                 "%s", err.msg);
   ck_assert_msg(rasp_trace(ctx, "main", &err), "%s", err.msg);
   int64_t ids[] = {1, 2, 3};
-  raspG_opts o = {ids, 3, 3, names, 0, RASPG_FP32, RASPG_ENC_AUTO, 1, RASPG_MOVES_ASSUME, 0};
+  raspG_opts o = {ids, 3, 3, names, 0, RASPG_FP32, RASPG_ENC_AUTO, 1, RASPG_MOVES_ASSUME, 0, 0};
   raspG_model g;
   ck_assert_msg(raspG_compile(rasp_ctx_ir(ctx), &o, &g, &err), "%s", err.msg);
   int n;
@@ -508,7 +508,7 @@ static void noise_check_gain(const char *src, const char *const *vocab, int nvoc
   rasp_ir *ir = rasp_ctx_ir(ctx);
   int64_t ids[16];
   for (int i = 0; i < nvocab; i++) ids[i] = i + 1;
-  raspG_opts o = {ids, nvocab, nvocab, NULL, 0, RASPG_FP32, RASPG_ENC_AUTO, F, RASPG_MOVES_ASSUME, 0};
+  raspG_opts o = {ids, nvocab, nvocab, NULL, 0, RASPG_FP32, RASPG_ENC_AUTO, F, RASPG_MOVES_ASSUME, 0, 0};
   raspG_model g;
   ck_assert_msg(raspG_compile(ir, &o, &g, &err), "%s", err.msg);
   double eps, dev0;
@@ -549,6 +549,8 @@ static void noise_check(const char *src, const char *const *vocab, int nvocab, i
 ** the task; returns those ids, to be freed after g. */
 /* raspG_opts.moves for task_compile (test_deviation_task sets --moves one) */
 static int task_moves = RASPG_MOVES_ASSUME;
+/* raspG_opts.ln for task_compile (test_ln_pre sets --ln pre) */
+static int task_ln = RASPG_LN_NONE;
 
 static int64_t *task_compile(const char *rel, int D, int M, int V, double gain, int proof,
                              rasp_program *prog, rasp_ptrace *tr, raspG_model *g) {
@@ -564,7 +566,7 @@ static int64_t *task_compile(const char *rel, int D, int M, int V, double gain, 
   int nids = raspT_vocab_size(&tr->opts) - 1;
   int64_t *ids = malloc(sizeof(int64_t) * (size_t)nids);
   for (int i = 0; i < nids; i++) ids[i] = i + 1;
-  raspG_opts o = {ids, nids, rasp_vocab_size(tr->ctx), NULL, 0, RASPG_FP32, RASPG_ENC_AUTO, gain, task_moves, proof};
+  raspG_opts o = {ids, nids, rasp_vocab_size(tr->ctx), NULL, 0, RASPG_FP32, RASPG_ENC_AUTO, gain, task_moves, proof, task_ln};
   ck_assert_msg(raspG_compile(rasp_ctx_ir(tr->ctx), &o, g, &err), "%s", err.msg);
   return ids;
 }
@@ -610,6 +612,72 @@ static void noise_check_task(const char *rel, int D, int M, int V, int trials) {
   raspK_trace_free(&tr);
   raspK_program_free(&prog);
 }
+
+/* --ln pre (rcompile_ln.c): decoder1 at D = 2, M = 3, V = 10 and decoder2
+** at D = 3, M = 4, V = 40 (node ids numerical), proof-driven with one-key
+** moves, compiled with and without layer norm.  The pre-LN model is proven,
+** keeps the other's dimensions in place, its sparse pass is bit-identical
+** to raspN_forward, and on the task's samples its outputs are the no-LN
+** model's and its logits within 1e-12 of them (every layer norm returns
+** what the model reads, but for values below 2^(q-126) that should be 0,
+** which it moves by at most 2^(q-150): one such was 3.4e-26 where the no-LN
+** model had 0); with the final layer norm's weights one ulp off they are
+** not within 1e-12. */
+static void ln_pair(const char *rel, int D, int M, int V, int trials) {
+  rasp_error err = {0};
+  rasp_program p0, p1;
+  rasp_ptrace t0, t1;
+  raspG_model g0, g1;
+  task_moves = RASPG_MOVES_ONE;
+  int64_t *i0 = task_compile(rel, D, M, V, 1, 1, &p0, &t0, &g0);
+  task_ln = RASPG_LN_PRE;
+  int64_t *i1 = task_compile(rel, D, M, V, 1, 1, &p1, &t1, &g1);
+  task_ln = RASPG_LN_NONE;
+  task_moves = RASPG_MOVES_ASSUME;
+  ck_assert_int_eq(g0.model.cfg.layer_norm, 0);
+  ck_assert_int_eq(g1.model.cfg.layer_norm, 1);
+  ck_assert_msg(g1.ln_proven, "%s", g1.ln_why);
+  ck_assert_int_eq(g1.ln_d0, g0.model.cfg.d_model);
+  ck_assert_int_le(g1.model.cfg.d_model, g0.model.cfg.d_model + 5);
+  ck_assert_int_eq(g1.unproven, 0);
+  int n = rasp_ctx_ir(t1.ctx)->n, no = g1.model.cfg.n_out;
+  size_t nl = (size_t)(n + 1) * no;
+  int *t = malloc(sizeof(int) * (size_t)(n + 1));
+  int64_t *tok = malloc(sizeof(int64_t) * (size_t)n), lead, target;
+  rasp_elem *got = malloc(sizeof(rasp_elem) * (size_t)n), *got0 = malloc(sizeof(rasp_elem) * (size_t)n);
+  float *l0 = malloc(sizeof(float) * nl), *l1 = malloc(sizeof(float) * nl),
+        *ld = malloc(sizeof(float) * nl);
+  for (int k = 0; k < trials; k++) {
+    ck_assert_msg(raspK_sample_tokens(&t1, 3, (uint64_t)k, tok, &lead, &target, &err), "%s", err.msg);
+    t[0] = g1.model.cfg.bos_token;
+    for (int i = 0; i < n; i++) t[i + 1] = (int)tok[i];
+    ck_assert_msg(raspG_run(&g0, tok, got0, l0, &err), "%s", err.msg);
+    ck_assert_msg(raspG_run(&g1, tok, got, l1, &err), "%s", err.msg);
+    ck_assert_msg(raspN_forward(&g1.model, t, n + 1, ld, NULL, &err) == 1, "%s", err.msg);
+    ck_assert(memcmp(l1, ld, sizeof(float) * nl) == 0);
+    for (int i = 0; i < n; i++) ck_assert(got0[i].num == got[i].num && got0[i].den == got[i].den);
+    for (size_t j = 0; j < nl; j++) ck_assert_msg(fabsf(l0[j] - l1[j]) <= 1e-12f, "%s: input %d", rel, k);
+  }
+  float *w = raspN_data(&g1.model, "ln_f.weight");
+  for (int j = 0; j < g1.model.cfg.d_model; j++) w[j] = nextafterf(w[j], INFINITY);
+  ck_assert_msg(raspN_forward(&g1.model, t, n + 1, ld, NULL, &err) == 1, "%s", err.msg);
+  float dmax = 0;
+  for (size_t j = 0; j < nl; j++) dmax = fmaxf(dmax, fabsf(l0[j] - ld[j]));
+  ck_assert_msg(dmax > 1e-12f, "%g", dmax);
+  free(t), free(tok), free(got), free(got0), free(l0), free(l1), free(ld), free(i0), free(i1);
+  raspG_free(&g0);
+  raspG_free(&g1);
+  raspK_trace_free(&t0);
+  raspK_trace_free(&t1);
+  raspK_program_free(&p0);
+  raspK_program_free(&p1);
+}
+
+START_TEST(test_ln_pre) {
+  ln_pair("programs/decoder1_back_target.rasp", 2, 3, 10, 40);
+  ln_pair("programs/decoder2_backward_targets.rasp", 3, 4, 40, 20);
+}
+END_TEST
 
 START_TEST(test_noise_bound) {
   static const char *reverse = "def main(seq):\n"
@@ -657,7 +725,7 @@ static int gain_compare(const char *src, const char *const *vocab, int nvocab, i
   rasp_ir *ir = rasp_ctx_ir(ctx);
   int64_t *ids = malloc(sizeof(int64_t) * (size_t)nvocab);
   for (int i = 0; i < nvocab; i++) ids[i] = i + 1;
-  raspG_opts o = {ids, nvocab, nvocab, NULL, 0, prec, enc, F, RASPG_MOVES_ASSUME, 0};
+  raspG_opts o = {ids, nvocab, nvocab, NULL, 0, prec, enc, F, RASPG_MOVES_ASSUME, 0, 0};
   raspG_model g;
   if (!raspG_compile(ir, &o, &g, err)) {
     free(ids);
@@ -1145,6 +1213,7 @@ static Suite *compile_suite(void) {
   tcase_add_test(tc, test_attn_gain);
   tcase_add_test(tc, test_moves);
   tcase_add_test(tc, test_deviation);
+  tcase_add_test(tc, test_ln_pre);
   suite_add_tcase(s, tc);
   /* 1000 perturbed dense passes of a path-star model: slow under the
      sanitizers on a shared machine */

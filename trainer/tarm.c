@@ -68,6 +68,10 @@ static int make_model(train_arm *a, const train_opts *o, int trial, int random_i
   if (!random_init) {
     /* the checksum rmodel computes to check the files is the fingerprint */
     if (!raspN_load_fnv(m, o->init, &a->init_fnv, err)) return 0;
+    /* a pre-LN compiled model, or a checkpoint trained from one, runs its
+    ** layer norms in rmodel.c's arithmetic (tnet.h, exact_ln): kept in
+    ** the layout the arm writes, which replaces the file's */
+    a->exact_ln = m->cfg.layer_norm && raspN_layout_has(m, "layer_norm");
   }
   if (!random_init && train_is_compiled(m)) {
     float lo, hi;
@@ -91,9 +95,10 @@ static int make_model(train_arm *a, const train_opts *o, int trial, int random_i
       fprintf(stderr, "rasp-train: '%s' is compiled: BOS %d prepended, readout "
                       "mapped to %d token ids (compiled logits in [%.3g, %.3g], "
                       "floor %.3g); d_model %d, %d layers, %d heads, d_mlp %d, "
-                      "no layer norm, %s\n",
+                      "%s, %s\n",
               o->init, bos, vocab, lo, hi, floor, m->cfg.d_model,
               m->cfg.n_layers, m->cfg.n_heads, m->cfg.d_mlp,
+              m->cfg.layer_norm ? "pre-LN (compiled exact)" : "no layer norm",
               m->cfg.causal ? "causal" : "non-causal");
   } else if (!random_init) {
     const rasp_model_config *c = &m->cfg;
@@ -266,6 +271,10 @@ int train_arm_init(train_arm *a, const train_opts *o, int trial, int random_init
   raspM_free(a->m.json_extra);
   a->m.json_extra = raspM_strdup("{\"trained_by\": \"rasp-train\"}");
   raspN_layout_set_task(&a->m, &o->task, o->encoder);
+  if (a->exact_ln) {
+    raspN_setting ln = {"construction", RASPN_SET_STR, "exact identity"};
+    raspN_layout_set_object(&a->m, "layer_norm", &ln, 1);
+  }
   int len = raspT_length(&o->task), T = train_model_len(o, len) + (a->prefix >= 0);
   a->T = T;
   if (!train_net_init(&a->net, &a->m, o->micro, T, o->dropout, err)) {
@@ -400,6 +409,7 @@ int train_arm_probe(train_arm *a, const rasp_layout_unit *u, int n,
     raspN_free(&cm);
     return 0;
   }
+  cn.exact_ln = a->net.exact_ln; /* (cm has no layout) */
   p->u = raspM_alloc((size_t)n * sizeof *p->u);
   memcpy(p->u, u, (size_t)n * sizeof *p->u);
   p->n = n;

@@ -62,6 +62,7 @@ typedef struct train_probe {
 typedef struct train_arm {
   const train_opts *o;
   rasp_model m;
+  int exact_ln;        /* a pre-LN compiled --init model (tnet.h, exact_ln) */
   train_net net;
   train_adamw opt;
   train_sched sched;   /* --warmup, --decay: opt.lr at each step */

@@ -98,6 +98,7 @@ int train_net_init(train_net *n, rasp_model *m, int B, int T, float dropout,
   }
   openblas_set_num_threads(1); /* see sg() */
   n->m = m;
+  n->exact_ln = c->layer_norm && raspN_layout_has(m, "layer_norm");
   n->B = B;
   n->T = T;
   n->dropout = dropout;
@@ -266,8 +267,32 @@ VEC static void layernorm_fwd_rows(float *restrict out, float *restrict mean,
   }
 }
 
+/* rmodel.c's layer norm (raspN_layer_norm: double sums in index order),
+** with the mean and rstd the backward reads: a compiled pre-LN model's layer
+** norms return the residual only in this arithmetic (its constants are near
+** 2^80, their squares past float32's range; doc/compiler.md, "Pre-LN
+** models"), so its step 0 is the compiled model's. */
+static void layernorm_fwd_exact(float *out, float *mean, float *rstd, const float *x,
+                                const float *w, const float *bias, size_t R, int D) {
+#pragma omp parallel for schedule(static) if (R * D > 100000)
+  for (size_t r = 0; r < R; r++) {
+    const float *xr = x + r * D;
+    raspN_layer_norm(xr, w, bias, D, out + r * D);
+    double m = 0, v = 0;
+    for (int d = 0; d < D; d++) m += xr[d];
+    m /= D;
+    for (int d = 0; d < D; d++) v += (xr[d] - m) * (xr[d] - m);
+    mean[r] = (float)m;
+    rstd[r] = (float)(1.0 / sqrt(v / D + 1e-5));
+  }
+}
+
 static void layernorm_fwd(float *out, float *mean, float *rstd, const float *x,
-                          const float *w, const float *bias, size_t R, int D) {
+                          const float *w, const float *bias, size_t R, int D, int exact) {
+  if (exact) {
+    layernorm_fwd_exact(out, mean, rstd, x, w, bias, R, D);
+    return;
+  }
 #pragma omp parallel for schedule(static) if (R * D > 100000)
   for (size_t r = 0; r < R; r += 32)
     layernorm_fwd_rows(out, mean, rstd, x, w, bias, r, r + 32 < R ? r + 32 : R, D);
@@ -855,7 +880,7 @@ void train_forward(train_net *n, const int *tokens, int b, int t) {
     lparams p = layer_ptrs(m, m->params, l);
     const float *h = x;
     if (c->layer_norm) {
-      layernorm_fwd(a->ln1, a->ln1_mean, a->ln1_rstd, x, p.ln1w, p.ln1b, R, D);
+      layernorm_fwd(a->ln1, a->ln1_mean, a->ln1_rstd, x, p.ln1w, p.ln1b, R, D, n->exact_ln);
       h = a->ln1;
     }
     attention_fwd(n, a, &p, h, a->mid);
@@ -865,7 +890,7 @@ void train_forward(train_net *n, const int *tokens, int b, int t) {
       vec_add(a->mid, x, RD);
     h = a->mid;
     if (c->layer_norm) {
-      layernorm_fwd(a->ln2, a->ln2_mean, a->ln2_rstd, a->mid, p.ln2w, p.ln2b, R, D);
+      layernorm_fwd(a->ln2, a->ln2_mean, a->ln2_rstd, a->mid, p.ln2w, p.ln2b, R, D, n->exact_ln);
       h = a->ln2;
     }
     mlp_fwd(n, a, &p, h, a->out);
@@ -879,7 +904,7 @@ void train_forward(train_net *n, const int *tokens, int b, int t) {
   if (c->layer_norm) {
     layernorm_fwd(n->lnf, n->lnf_mean, n->lnf_rstd, x,
                   tensor_in(m, m->params, "ln_f.weight"),
-                  tensor_in(m, m->params, "ln_f.bias"), R, D);
+                  tensor_in(m, m->params, "ln_f.bias"), R, D, n->exact_ln);
     h = n->lnf;
   }
   int O = c->n_out;

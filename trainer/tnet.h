@@ -65,6 +65,10 @@ typedef struct train_net {
   ** att_coef != 0 */
   const float **att_target;
   double att_coef;
+  /* 1: the model is a compiled pre-LN one (`rasp compile --ln pre`, its
+  ** layout's layer_norm), whose layer norms are the identity only in
+  ** rmodel.c's arithmetic: the forward pass uses raspN_layer_norm */
+  int exact_ln;
 } train_net;
 
 /* Buffers for batches of B sequences of length T: 1, or 0 with err when
