@@ -30,7 +30,10 @@
 **
 ** -o STEM is required (a compile that keeps nothing is a forgotten -o);
 ** --dry-run says so on purpose, for --check and --stats alone.  STEM's
-** missing directories are created, as --dump-forward's are.
+** missing directories are created, as --dump-forward's are.  The model is
+** written after --check, and only when it passed: a compile whose check
+** fails (exit status 1) leaves no model files, and leaves a model already
+** at STEM untouched (the user's last good one).
 **
 ** --logit-scale X sets the margin of the readout's logits (rcompile.h;
 ** default ln(1000 (n_out - 1))), recorded in STEM.json.
@@ -370,7 +373,8 @@ static int trace_plain(cjob *j, const rasp_access *access) {
   return 0;
 }
 
-/* The model compiled from the trace, its --stats printed, written to -o. */
+/* The model compiled from the trace, its --stats printed (save_model
+** writes it, once --check has passed). */
 static int compile_model(cjob *j) {
   const copts *o = j->o;
   rasp_ir *ir = rasp_ctx_ir(j->ctx);
@@ -387,6 +391,14 @@ static int compile_model(cjob *j) {
   ** layout object, so this cannot fail */
   if (j->pathstar) raspN_layout_set_task(&j->gm.model, &j->tr.opts, o->encoder);
   if (o->stats) raspG_print_stats(&j->gm, stdout);
+  return 0;
+}
+
+/* The model written to -o STEM: only after --check has passed, so a model
+** that failed its check never reaches the disk, and a previous model at
+** STEM (a good one, perhaps) is left as it was. */
+static int save_model(cjob *j) {
+  const copts *o = j->o;
   if (o->stem && (!raspR_mkdirs_for(o->stem, &j->err) || !raspN_save(&j->gm.model, o->stem, &j->err)))
     return FAILED;
   return 0;
@@ -575,7 +587,13 @@ static int compile_job(cjob *j, rasp_access *access) {
   memset(&cc, 0, sizeof cc);
   if ((st = check_model(j, &cc))) return st;
   check_summary(j, &cc, o->check && j->gm.moves_assumed);
-  return cc.bad || cc.passed < (o->encoder ? cc.done : 0) ? 1 : 0;
+  if (cc.bad || cc.passed < (o->encoder ? cc.done : 0)) {
+    if (o->stem)
+      fprintf(stderr, "rasp compile: the check failed: no model written to %s (a model "
+                      "already there is left as it was)\n", o->stem);
+    return 1;
+  }
+  return save_model(j);
 }
 
 /* The command; *access (options --allow-*) is the caller's to free. */

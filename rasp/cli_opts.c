@@ -220,7 +220,8 @@ static const raspU_option options[] = {
      "compare the model with the interpreter on N random inputs (half\n"
      "adversarial: plain programs one token, two tokens, sorted runs, the\n"
      "extremes; path-star programs edges arm by arm outward, inward,\n"
-     "interleaved inward)"),
+     "interleaved inward); the model is written only if every input\n"
+     "agrees (a model already at STEM is otherwise left as it was)"),
     OPT(RASPC_O_ENCODER, "--encoder", NULL, NULL, RASPC_COMPILE,
      "path-star programs: compile for rasp-train's encoder (answer\n"
      "positions hold MASK, id V+8; the program's first extra symbol must\n"

@@ -8,6 +8,8 @@
 #     and says on how many inputs the premise held and that the model is
 #     right on all of those; --moves prove averages, and --check agrees on
 #     every input;
+#   - a compile whose --check fails (ties) writes no model files, and
+#     leaves the model an earlier compile wrote at that stem byte for byte;
 #   - halfties.rasp: --moves one assumes one key per query, which --check
 #     tests instead: it holds on fewer inputs than one value (a token at two
 #     positions often holds one value there), the model right on those;
@@ -41,6 +43,22 @@ if [ $# -eq 3 ] && [ "$1" -lt 200 ] && [ "$1" = "$2" ] && [ "$1" = "$3" ]; then
 else
   bad "ties: premise line '$held'" "$tmp/out"
 fi
+# a compile whose --check fails writes nothing: not at a new stem, and not
+# over the model an earlier compile left at the same stem (--moves prove's,
+# which passes its check)
+"$RASP" compile $C/ties.rasp --input-vocab 'a b c ( )' --length 5 --moves prove --check 50 \
+  -o "$tmp/keep" >/dev/null || bad "ties --moves prove -o: compile"
+cp "$tmp/keep.json" "$tmp/keep0.json" && cp "$tmp/keep.safetensors" "$tmp/keep0.safetensors"
+expect "ties: a failed check names the stem it leaves alone" 1 '' \
+  "the check failed: no model written to $tmp/keep" \
+  -- compile $C/ties.rasp --input-vocab 'a b c ( )' --length 5 --check 200 -o "$tmp/keep"
+cmp -s "$tmp/keep.json" "$tmp/keep0.json" && cmp -s "$tmp/keep.safetensors" "$tmp/keep0.safetensors" &&
+  ok "ties: the earlier model at the stem kept byte for byte" ||
+  bad "ties: a failed check changed the model at its stem"
+expect "ties: a failed check to a new stem" 1 '' 'the check failed' \
+  -- compile $C/ties.rasp --input-vocab 'a b c ( )' --length 5 --check 200 -o "$tmp/gone/m"
+[ ! -e "$tmp/gone/m.json" ] && [ ! -e "$tmp/gone/m.safetensors" ] &&
+  ok "ties: a failed check leaves no model files" || bad "ties: model files left by a failed check"
 # --moves one: the stronger premise, tested as such (halfties: one token at
 # two positions often holds one value there)
 premise_line() { # the counts of --check's premise line, with its qualifier $1
@@ -53,11 +71,14 @@ n_value=${1:-0}
 expect "halfties --moves one: --stats names the premise" 1 \
   '^moves: 1 head moves one selected number where the program averages; 1 assumes one selected key per query (--moves one)' \
   'the assumed move %[0-9]* at tests/fuzz_compile_corpus/halfties\.rasp:6:12 sees two selected keys' \
-  -- compile $C/halfties.rasp --input-vocab 'a b c ( )' --length 5 -o "$tmp/half" --stats --check 200 --moves one
+  -- compile $C/halfties.rasp --input-vocab 'a b c ( )' --length 5 --dry-run --stats --check 200 --moves one
+held=$(premise_line ' (one key each)')
+# (the check fails, so the model is written by a compile without one)
+"$RASP" compile $C/halfties.rasp --input-vocab 'a b c ( )' --length 5 -o "$tmp/half" --moves one ||
+  bad "halfties --moves one -o: compile"
 grep -q '"move": "assumed", "premise": "one key"' "$tmp/half.json" &&
   ok "halfties --moves one: STEM.json names the premise" ||
   bad "halfties --moves one: no premise in STEM.json" "$tmp/half.json"
-held=$(premise_line ' (one key each)')
 set -- $held
 if [ $# -eq 3 ] && [ "$1" -lt "$n_value" ] && [ "$1" = "$2" ] && [ "$1" = "$3" ]; then
   ok "halfties --moves one: holds on $1 < $n_value inputs, the model right on those"
