@@ -12,9 +12,12 @@
 #     quantized width (histogram at n = 128), ["float32", "float64"] for
 #     reverse; the Python loader runs the latter in float64 and refuses the
 #     former there (TypeError naming layout.arithmetic), for both backends;
-#   (that the orders can disagree is test_compile's test_orders_differ;
-#   here double_histogram's f64 line counts disagreements of a
-#   float32-only model without failing the check).
+#   - the orders can fail: sort at n = 128 by size (--unproven) agrees in
+#     the C order and on no input under perm (status 1, the order named),
+#     and its proven default model agrees under perm; double_histogram's
+#     f64 line counts disagreements of a float32-only model without
+#     failing the check (test_compile's test_orders_differ holds the
+#     orders to different sums of one logit).
 # Prints "N passed, M failed".
 NAME=orders
 . "${top_srcdir:-.}/tests/lib.sh"
@@ -71,6 +74,19 @@ for p in examples/*.rasp; do
     fi
   done
 done
+
+# the orders can fail: sort at n = 128 by size (--unproven; two units not
+# proven) is right in the C order and wrong on every input under perm,
+# which fails the check and names the order; the default model agrees
+expect "sort n = 128 --unproven: wrong under perm" 1 '^check order perm: [0-4]/5 inputs agree' \
+  'rasp compile: order perm: input 0, position' \
+  -- compile examples/sort.rasp --input-vocab '1 2 3' --length 128 --dry-run --check 5 \
+  --check-orders perm --unproven
+grep -q '^check: 5/5 inputs agree' "$tmp/out" && ok "sort n = 128 --unproven: right in the C order" ||
+  bad "sort n = 128 --unproven: C order" "$tmp/out"
+expect "sort n = 128: the proven model agrees under perm" 0 '^check order perm: 5/5 inputs agree' '' \
+  -- compile examples/sort.rasp --input-vocab '1 2 3' --length 128 --dry-run --check 5 \
+  --check-orders perm
 
 # layout.arithmetic, and the Python loader holding a run to it
 "$RASP" compile examples/histogram.rasp --input-vocab 'a b c' --length 128 -o "$tmp/h" ||
