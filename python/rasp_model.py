@@ -24,7 +24,18 @@ Attributes: `config` (STEM.json's config), `dims` (the name of every
 residual dimension, e.g. "tokens=a", "indices=3", "%8=1"), `vocab`
 (vocab[id] is the symbol of token id; "" for 0 and BOS), `values` (the
 output value of each logit), `n` (the input length it was compiled for),
-`bos_token`.
+`bos_token`, `proven` (STEM.json's layout.proof.proven: True when the
+rounding proof covers every unit, False for a model compiled with
+`rasp compile --unproven` that it does not, which load() warns about with
+an UnprovenModelWarning; None for files from before it was recorded) and
+`premise` (what the proof assumes of the inputs, "one key per query" or
+"equal selected values", which `rasp compile --check` tests; None when
+nothing is assumed), and `arithmetic` (layout.arithmetic: the element
+types the model is exact in, ("float32", "float64") or, for a model that
+holds a quantized width, ("float32",); a forward pass with parameters of
+another dtype, `model.double()` say, raises TypeError; None for files from
+before it was recorded).  Scores are (q k^T) times 1/sqrt(d_head) (rounded
+to float32), the product formed first, as `rasp apply` computes them.
 
     m.encode("a b c a")     # [BOS id, ids...]: one sequence, BOS first
     m(tokens)               # logits [batch, n+1, n_out] (a sequence or a batch)
@@ -58,6 +69,7 @@ both on the same damaged files.
 import json
 import math
 import struct
+import warnings
 
 import numpy as np
 
@@ -67,7 +79,8 @@ try:
 except ImportError:  # the numpy forward pass serves
     torch = None
 
-__all__ = ["load", "read_safetensors", "NumpyModel", "Trace", "FormatError"]
+__all__ = ["load", "read_safetensors", "NumpyModel", "Trace", "FormatError",
+           "UnprovenModelWarning"]
 
 _CFG_FIELDS = ("vocab_size", "max_len", "d_model", "n_layers", "n_heads", "d_head",
                "d_mlp", "n_out", "causal", "layer_norm", "pos_embedding", "gelu",
@@ -286,6 +299,10 @@ def _read(stem):
     return cfg, meta.get("layout") or {}, tensors
 
 
+class UnprovenModelWarning(UserWarning):
+    """Warned by load() for a model its compile did not prove exact."""
+
+
 class _Layout:
     """What STEM.json says about the model: vocabulary, dimensions, readout."""
 
@@ -315,6 +332,28 @@ class _Layout:
         for i, s in enumerate(self.vocab or []):
             if s and i != self.bos_token and s not in self._ids:
                 self._ids[s] = i
+        # layout.proof: whether the rounding proof covers the whole model
+        # (None: a file from before it was recorded) and the premise it
+        # rests on; a model compiled by size (`rasp compile --unproven`)
+        # with a unit not proven is loaded with a warning
+        proof = layout.get("proof")
+        proof = proof if isinstance(proof, dict) else {}
+        proven = proof.get("proven")
+        self.proven = proven if isinstance(proven, bool) else None
+        premise = proof.get("premise")
+        self.premise = premise if isinstance(premise, str) else None
+        # layout.arithmetic: the element types the model is exact in (a
+        # quantized width needs float32's own rounding: ["float32"]); a
+        # forward pass in another is refused (_check_dtype)
+        arith = layout.get("arithmetic")
+        self.arithmetic = (tuple(a for a in arith if isinstance(a, str))
+                           if isinstance(arith, list) else None)
+        if self.proven is False:
+            first = proof.get("first_not_proven")
+            warnings.warn("%s: the model is not proven exact (compiled with --unproven; the first "
+                          "unit not proven: %s): its outputs may be wrong"
+                          % (stem, first if isinstance(first, str) else "?"),
+                          UnprovenModelWarning, stacklevel=4)
 
     def encode(self, symbols):
         """Token ids of one input (a string of space-separated symbols or a
@@ -336,6 +375,16 @@ class _Layout:
                                  "model was not compiled with it as an input" % (s, i))
             ids.append(self._ids[s])
         return ids
+
+    def _check_dtype(self, dtype):
+        """Refuses a forward pass in an element type ("float64", ...) that
+        STEM.json's layout.arithmetic does not list."""
+        if self.arithmetic is not None and dtype not in self.arithmetic:
+            raise TypeError("%s: the model is exact only in %s arithmetic (STEM.json "
+                            "layout.arithmetic), not %s: run it in float32%s"
+                            % (self._stem, " or ".join(self.arithmetic), dtype,
+                               "" if len(self.arithmetic) > 1 else
+                               " (its quantized widths need float32's own rounding)"))
 
     def trace(self, tokens):
         """The intermediates of forward(tokens) (a Trace; tensors that keep
@@ -467,6 +516,7 @@ class NumpyModel(_Layout):
         if t.min() < 0 or t.max() >= c["vocab_size"] or not 1 <= t.shape[1] <= c["max_len"]:
             raise ValueError("forward: token ids must be in 0..%d and at most %d positions"
                              % (c["vocab_size"] - 1, c["max_len"]))
+        self._check_dtype(str(P["tok_emb"].dtype))
         n = t.shape[1]
         x = P["tok_emb"][t]
         if c["pos_embedding"]:
@@ -583,6 +633,10 @@ if torch is not None:
             t = torch.as_tensor(tokens, dtype=torch.long, device=self.tok_emb.device)
             if t.dim() == 1:
                 t = t[None]
+            dtype = str(self.tok_emb.dtype).replace("torch.", "")
+            if self.tok_emb.is_cuda and torch.is_autocast_enabled():
+                dtype = "autocast to " + str(torch.get_autocast_gpu_dtype()).replace("torch.", "")
+            self._check_dtype(dtype)
             n = t.shape[1]
             x = self.tok_emb[t]
             if c["pos_embedding"]:

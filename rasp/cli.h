@@ -58,6 +58,7 @@ enum {
   RASPC_O_STRUCTURED, RASPC_O_ST_NAMES, RASPC_O_MARKERS, RASPC_O_COUNT, RASPC_O_DRY_RUN,
   RASPC_O_STATS, RASPC_O_CHECK, RASPC_O_ENCODER, RASPC_O_LOGIT_SCALE, RASPC_O_DUMP_FORWARD,
   RASPC_O_PRECISION, RASPC_O_ENCODING, RASPC_O_ATTN_GAIN, RASPC_O_MOVES, RASPC_O_REQUIRE_PROOF, RASPC_O_LN,
+  RASPC_O_UNPROVEN, RASPC_O_CHECK_ORDERS,
   RASPC_O_LOGITS, RASPC_O_PROGRAM, RASPC_O_STDLIB, RASPC_O_ALLOW_FFI, RASPC_O_ALLOW_INCLUDE,
   RASPC_O_MAX_MEMORY, RASPC_O_TIMEOUT, RASPC_O_HELP, RASPC_O_VERSION
 };
@@ -168,5 +169,26 @@ rasp_ctx *raspC_plain_trace(const raspC_vopts *o, const char *file, char **vocab
                             int n, rasp_error *err);
 /* The file name without its directory and .rasp (malloc'd). */
 char *raspC_plain_name(const char *file);
+
+/* `rasp compile --check-orders LIST` (cli_orders.c): LIST is words of
+** rmodel_orders.h ("c rev asc desc pair perm f64", commas or spaces
+** between them) or "all".  raspC_check_orders parses it: the number of
+** orders (each flagged in on[RASPN_NORDERS] when on is not NULL), or -1
+** after a message. */
+struct raspG_model;
+typedef struct raspC_orders raspC_orders;
+int raspC_check_orders(const char *text, unsigned char *on);
+/* The orders of text (already parsed) for model g (of the program ir). */
+raspC_orders *raspC_orders_new(const struct raspG_model *g, const rasp_ir *ir, const char *text,
+                               uint64_t seed);
+/* --check input k (tok, the program's input) through every order, each
+** decoded output compared with want (the interpreter's); the first
+** disagreements go to stderr.  1, or 0 with err set. */
+int raspC_orders_run(raspC_orders *o, long k, const int64_t *tok, const rasp_elem *want,
+                     rasp_error *err);
+/* One line per order to out: its agreement.  1 when an order the model
+** should be exact in disagreed, else 0. */
+int raspC_orders_summary(const raspC_orders *o, FILE *out);
+void raspC_orders_free(raspC_orders *o);
 
 #endif

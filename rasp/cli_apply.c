@@ -22,6 +22,9 @@
 ** tokens could be read in a layout the model does not compute on.  Models
 ** compiled before layout.task was recorded are not checked.
 **
+** A model whose layout.proof says it is not proven (`rasp compile
+** --unproven`) runs with a warning on stderr.
+**
 ** A symbol outside the vocabulary is refused by name; so is one the model
 ** has no input dimension for (a symbol of the program's vocabulary that
 ** was not an input id when it was compiled, such as the path-star
@@ -200,6 +203,13 @@ static int read_layout(amodel *a, const char *stem, const char *file,
   /* as `rasp run --symbols`: only an output of token ids stands for symbols
   ** (files from before readout.tokens: every id, as then) */
   a->token_out = raspN_layout_bool(m, "readout.tokens") != 0;
+  /* a model compiled by size (`rasp compile --unproven`) with a unit the
+  ** rounding proof does not cover runs, with a warning (files from before
+  ** layout.proof: none) */
+  if (raspN_layout_bool(m, "proof.proven") == 0)
+    fprintf(stderr, "rasp apply: warning: '%s' is not proven exact (compiled with --unproven; "
+            "STEM.json's layout.proof names the first unit not proven): its outputs may be "
+            "wrong\n", stem);
   const rasp_model_config *c = &m->cfg;
   if (a->nvals != c->n_out || a->nvocab != c->vocab_size || c->bos_token < 0) {
     fprintf(stderr,

@@ -30,7 +30,10 @@
 **
 ** -o STEM is required (a compile that keeps nothing is a forgotten -o);
 ** --dry-run says so on purpose, for --check and --stats alone.  STEM's
-** missing directories are created, as --dump-forward's are.
+** missing directories are created, as --dump-forward's are.  The model is
+** written after --check, and only when it passed: a compile whose check
+** fails (exit status 1) leaves no model files, and leaves a model already
+** at STEM untouched (the user's last good one).
 **
 ** --logit-scale X sets the margin of the readout's logits (rcompile.h;
 ** default ln(1000 (n_out - 1))), recorded in STEM.json.
@@ -44,11 +47,28 @@
 ** for (a numerical encoding not proven there is compiled categorically; a
 ** node with neither is refused, exit status 1) and the one --check runs
 ** (raspG_run emulates fp16 and bf16).  --encoding categorical compiles
-** every integer one-hot.  --moves assume|prove: what an aggregate of
+** every integer one-hot.  --moves one|assume|prove: what an aggregate of
 ** numbers over an equality select whose premise (one value at the selected
 ** keys) the program does not prove compiles to (rcompile.h, raspG_opts).
-** --require-proof makes fp32 choose its encodings by the rounding proof,
-** as fp16 and bf16 always do (raspG_opts.require_proof).
+**
+** Sound by default: fp32 chooses its encodings by the rounding proof, as
+** fp16 and bf16 always do (raspG_opts.require_proof = 1; --require-proof
+** is accepted and changes nothing), on the premise --moves one states
+** (each assumed move selects one key per query: the path-star tasks' one
+** edge per node), which --stats and STEM.json (layout.proof) state and
+** --check tests.  The library's default (require_proof 0, moves assume)
+** is the old one; this command sets both (`rasp layers` and the verifier
+** count the planner's schedule by size, rlayers.c).  --unproven asks for the
+** size-driven fp32 model instead; where a unit is then not proven the
+** model says so: --stats, layout.proof.proven false (and the first unit
+** not proven), a warning from `rasp apply` and the Python loader.
+**
+** --check-orders LIST runs every --check input through the model once
+** more in each order of LIST (cli_orders.c, rmodel_orders.h: other
+** float32 summation orders, a seeded permutation, float64) and reports
+** each order's agreement; a disagreement fails the check, except float64
+** on a model whose layout says it needs float32 (layout.arithmetic), which
+** is reported as such.
 **
 ** --encoder compiles a path-star program for rasp-train's encoder-only
 ** models, which read the sequence with every answer position replaced by
@@ -230,9 +250,9 @@ static const char *const precs[] = {"fp32", "fp16", "bf16"}, *const encs[] = {"a
 
 /* The options of a compile. */
 typedef struct copts {
-  const char *file, *stem, *ivocab, *vfile, *stdlib, *dump;
+  const char *file, *stem, *ivocab, *vfile, *stdlib, *dump, *orders_text;
   long D, M, V, len, check, seed;
-  int stats, task_given, encoder, dry_run, prec, require, encoding, moves, ln;
+  int stats, task_given, encoder, dry_run, prec, require, require_given, encoding, moves, ln;
   double scale, gain; /* scale 0: the compiler's default */
 } copts;
 
@@ -251,12 +271,14 @@ static int compile_opt(const raspC_arg *a, copts *o) {
   case RASPC_O_OUT: o->stem = v; return 1;
   case RASPC_O_STATS: o->stats = 1; return 1;
   case RASPC_O_DRY_RUN: o->dry_run = 1; return 1;
-  case RASPC_O_REQUIRE_PROOF: o->require = 1; return 1;
+  case RASPC_O_REQUIRE_PROOF: o->require_given = 1; return 1;
+  case RASPC_O_UNPROVEN: o->require = 0; return 1;
   case RASPC_O_ENCODER: o->encoder = 1; return 1;
   case RASPC_O_INPUT_VOCAB: o->ivocab = v; return 1;
   case RASPC_O_VOCAB: o->vfile = v; return 1;
   case RASPC_O_STDLIB: o->stdlib = v; return 1;
   case RASPC_O_DUMP_FORWARD: o->dump = v; return 1;
+  case RASPC_O_CHECK_ORDERS: o->orders_text = v; return raspC_check_orders(v, NULL) >= 0;
   case RASPC_O_LOGIT_SCALE: return bounded_opt("--logit-scale", v, 10000, &o->scale);
   case RASPC_O_ATTN_GAIN: return bounded_opt("--attn-gain", v, 1000, &o->gain);
   case RASPC_O_PRECISION: return (o->prec = word_opt(a->name, v, precs, 3)) >= 0;
@@ -279,7 +301,7 @@ static int compile_opt(const raspC_arg *a, copts *o) {
 static int compile_opts(int argc, char **argv, rasp_access *access, copts *o) {
   memset(o, 0, sizeof *o);
   o->D = 2, o->M = 5, o->V = 100, o->len = 8, o->seed = 1, o->gain = 1;
-  o->prec = RASPG_FP32, o->encoding = RASPG_ENC_AUTO, o->moves = RASPG_MOVES_ASSUME;
+  o->prec = RASPG_FP32, o->encoding = RASPG_ENC_AUTO, o->moves = RASPG_MOVES_ONE, o->require = 1;
   raspC_arg *args;
   int nargs = raspC_parse_program(RASPC_COMPILE, "compile", argc, argv, access, &args), good = 1;
   if (nargs == RASPC_DONE) return 0;
@@ -295,6 +317,19 @@ static int compile_opts(int argc, char **argv, rasp_access *access, copts *o) {
   if (!o->stem && !o->dry_run) {
     fprintf(stderr, "rasp compile: no -o STEM given (where to write the model); --dry-run "
                     "compiles and checks without writing one\n");
+    return -1;
+  }
+  if (!o->require && o->require_given) {
+    fprintf(stderr, "rasp compile: --unproven and --require-proof contradict each other\n");
+    return -1;
+  }
+  if (o->orders_text && !o->check) {
+    fprintf(stderr, "rasp compile: --check-orders runs --check's inputs: give --check N too\n");
+    return -1;
+  }
+  if (!o->require && o->prec != RASPG_FP32) {
+    fprintf(stderr, "rasp compile: --unproven is for fp32: %s models are always proven\n",
+            precs[o->prec]);
     return -1;
   }
   if (o->stem && o->dry_run) {
@@ -371,7 +406,8 @@ static int trace_plain(cjob *j, const rasp_access *access) {
   return 0;
 }
 
-/* The model compiled from the trace, its --stats printed, written to -o. */
+/* The model compiled from the trace, its --stats printed (save_model
+** writes it, once --check has passed). */
 static int compile_model(cjob *j) {
   const copts *o = j->o;
   rasp_ir *ir = rasp_ctx_ir(j->ctx);
@@ -388,6 +424,14 @@ static int compile_model(cjob *j) {
   ** layout object, so this cannot fail */
   if (j->pathstar) raspN_layout_set_task(&j->gm.model, &j->tr.opts, o->encoder);
   if (o->stats) raspG_print_stats(&j->gm, stdout);
+  return 0;
+}
+
+/* The model written to -o STEM: only after --check has passed, so a model
+** that failed its check never reaches the disk, and a previous model at
+** STEM (a good one, perhaps) is left as it was. */
+static int save_model(cjob *j) {
+  const copts *o = j->o;
   if (o->stem && (!raspR_mkdirs_for(o->stem, &j->err) || !raspN_save(&j->gm.model, o->stem, &j->err)))
     return FAILED;
   return 0;
@@ -399,6 +443,7 @@ static int compile_model(cjob *j) {
 typedef struct ccount {
   long bad, done, passed, held, held_bad, untested;
   long cls_done[IN_NCLASS], cls_bad[IN_NCLASS];
+  int ord_failed; /* --check-orders: an order disagreed */
 } ccount;
 
 /* --dump-forward: the model's logits on input tok, written atomically
@@ -511,6 +556,10 @@ static int check_model(cjob *j, ccount *cc) {
     for (int i = 0; i < ir->nnodes; i++)
       premise[i] = premise[i] != RASPF_MOVE_ASSUMED ? 0 : o->moves == RASPG_MOVES_ONE ? RASPE_ONE_KEY : 1;
   }
+  /* --check-orders: the same inputs through the model in other orders */
+  raspC_orders *ords = o->orders_text && o->check
+                           ? raspC_orders_new(&j->gm, ir, o->orders_text, (uint64_t)o->seed)
+                           : NULL;
   long total = o->check + (o->dump ? 1 : 0);
   for (long k = 0; k < total && !status; k++) {
     int64_t lead = 0, target = 0;
@@ -526,11 +575,16 @@ static int check_model(cjob *j, ccount *cc) {
     }
     if (o->dump && k == o->check) status = dump_forward(j, tok, got);
     else status = check_one(j, ev, premise, k, cls, tok, got, lead, target, cc);
+    if (!status && ords && k < o->check &&
+        !raspC_orders_run(ords, k, tok, raspE_value(ev, ir->outputs[0], 0), &j->err))
+      status = FAILED;
   }
   raspE_free(ev);
   raspM_free(premise);
   raspM_free(tok);
   raspM_free(got);
+  if (ords && !status) cc->ord_failed = raspC_orders_summary(ords, stdout);
+  raspC_orders_free(ords);
   return status;
 }
 
@@ -576,7 +630,13 @@ static int compile_job(cjob *j, rasp_access *access) {
   memset(&cc, 0, sizeof cc);
   if ((st = check_model(j, &cc))) return st;
   check_summary(j, &cc, o->check && j->gm.moves_assumed);
-  return cc.bad || cc.passed < (o->encoder ? cc.done : 0) ? 1 : 0;
+  if (cc.bad || cc.ord_failed || cc.passed < (o->encoder ? cc.done : 0)) {
+    if (o->stem)
+      fprintf(stderr, "rasp compile: the check failed: no model written to %s (a model "
+                      "already there is left as it was)\n", o->stem);
+    return 1;
+  }
+  return save_model(j);
 }
 
 /* The command; *access (options --allow-*) is the caller's to free. */

@@ -220,7 +220,14 @@ static const raspU_option options[] = {
      "compare the model with the interpreter on N random inputs (half\n"
      "adversarial: plain programs one token, two tokens, sorted runs, the\n"
      "extremes; path-star programs edges arm by arm outward, inward,\n"
-     "interleaved inward)"),
+     "interleaved inward); the model is written only if every input\n"
+     "agrees (a model already at STEM is otherwise left as it was)"),
+    OPT(RASPC_O_CHECK_ORDERS, "--check-orders", NULL, "LIST", RASPC_COMPILE,
+     "with --check: run every input also in these orders of the forward\n"
+     "pass (commas between): c (the C order), rev, asc, desc (by\n"
+     "magnitude), pair (pairwise), perm (a seeded permutation of\n"
+     "dimensions, hidden units, heads and keys), f64 (float64), or all;\n"
+     "one line per order, a disagreement fails the check"),
     OPT(RASPC_O_ENCODER, "--encoder", NULL, NULL, RASPC_COMPILE,
      "path-star programs: compile for rasp-train's encoder (answer\n"
      "positions hold MASK, id V+8; the program's first extra symbol must\n"
@@ -242,19 +249,24 @@ static const raspU_option options[] = {
     OPT(RASPC_O_ENCODING, "--encoding", NULL, "E", RASPC_COMPILE,
      "auto (default: the proven choice) or categorical (integers one-hot)"),
     OPT(RASPC_O_REQUIRE_PROOF, "--require-proof", NULL, NULL, RASPC_COMPILE,
-     "fp32 too chooses encodings by the rounding proof, as fp16 and bf16\n"
-     "do: a model not proven whole gets exact erasers, steep tests and\n"
-     "quantized widths, leaky heads sharper scores, and a numerical\n"
-     "encoding not proven is\n"
-     "compiled one-hot, a unit proven neither way refused at its node\n"
-     "(default: fp32 by size)"),
+     "the default, kept for scripts: fp32 chooses its encodings by the\n"
+     "rounding proof, as fp16 and bf16 do (a model not proven whole as it\n"
+     "is gets exact erasers, steep tests and quantized widths, leaky heads\n"
+     "sharper scores, a numerical encoding still not proven is compiled\n"
+     "one-hot, a unit proven neither way is refused at its node)"),
+    OPT(RASPC_O_UNPROVEN, "--unproven", NULL, NULL, RASPC_COMPILE,
+     "fp32 only: choose encodings by size, not by the proof; a model the\n"
+     "proof does not cover is written labelled unproven (--stats,\n"
+     "STEM.json layout.proof, a warning from apply and the Python loader)"),
     OPT(RASPC_O_MOVES, "--moves", NULL, "M", RASPC_COMPILE,
-     "assume (default), one or prove: an aggregate of numbers over an\n"
+     "one (default), assume or prove: an aggregate of numbers over an\n"
      "equality select moves one selected value, the mean only where the\n"
      "selected values are equal; where the program does not prove that,\n"
-     "assume moves anyway (--stats names it; --check tests it), one also\n"
-     "assumes each such move selects one key (the fp32 proof uses it;\n"
-     "--check tests it), prove averages exactly"),
+     "one moves on the premise that each such move selects one key per\n"
+     "query (the proof uses it), assume on the premise that the selected\n"
+     "values are equal (the proof charges ties: larger models); --stats\n"
+     "and STEM.json state the premise, --check tests it; prove averages\n"
+     "exactly"),
     OPT(RASPC_O_LN, "--ln", NULL, "L", RASPC_COMPILE,
      "none (default) or pre: layer norms before every attention, every MLP\n"
      "and the readout (the standard pre-LN transformer), with weights that\n"

@@ -162,9 +162,12 @@
 ** nodes forced), and a node with no categorical alternative (a mean, a
 ** width) is refused at its source position (RASP_E_INEXACT).  In fp32 the
 ** bound also carries absolute errors (below) and is only counted, unless
-** require_proof.  An assumed move (raspG_opts.moves) is proven on its
-** premise: one value at the selected keys, or with RASPG_MOVES_ONE at most
-** one selected key, so a lookup sums no ties (head_unique).
+** require_proof (`rasp compile`'s default; --unproven turns it off).  An
+** assumed move (raspG_opts.moves) is proven on its premise: one value at
+** the selected keys, or with RASPG_MOVES_ONE at most one selected key, so
+** a lookup sums no ties (head_unique).  A quantized width refused for what
+** its dimension held before it gets fresh dimensions next time
+** (FORCE_FRESH, raspG_alloc_dims) before it falls back to 1/(w+1).
 **
 ** Running.  raspG_run uses a sparse copy of the weights (sparse_forward):
 ** raspN_forward's sums in the same order without the zero terms, so the
@@ -183,8 +186,9 @@
 static int compile_impl(const rasp_ir *ir, const raspG_opts *o, raspG_model *out,
                         raspG_sched *sched, rasp_error *err);
 
-/* The schedule is the compiled model's.  In fp32 the encodings are chosen
-** by size (prove only reports there), so the planner alone gives it; in
+/* The schedule is the compiled model's.  In fp32 by size (require_proof
+** 0) the encodings are chosen by size (prove only reports there), so the
+** planner alone gives it; in
 ** fp16 and bf16, and in fp32 with require_proof, which encodings are
 ** proven (and so which decodes and sublayers exist) is known only once the
 ** weights are written, so this compiles and keeps the plan's counts. */
@@ -398,11 +402,13 @@ static int compile_impl(const rasp_ir *ir, const raspG_opts *o, raspG_model *out
   unsigned char *force = raspM_alloc((size_t)ir->nnodes + 1);
   int r;
   /* (o0: the same options with the default weights) */
-  int pd = o->require_proof && o->precision == RASPG_FP32 && !sched;
+  /* (the schedule alone, sched, takes the same path, so that `rasp layers`
+  ** counts the model this builds) */
+  int pd = o->require_proof && o->precision == RASPG_FP32;
   raspG_opts o0 = *o;
   o0.require_proof = 0;
   if (pd) {
-    r = compile_once(ir, &o0, force, out, NULL, err);
+    r = compile_once(ir, &o0, force, out, sched, err);
     if (r == 1 && out->unproven == 0) {
       raspM_free(force);
       return 1;
@@ -411,6 +417,7 @@ static int compile_impl(const rasp_ir *ir, const raspG_opts *o, raspG_model *out
       raspM_free(force);
       return 0;
     }
+    if (sched) raspG_sched_free(sched);
     raspG_free(out);
     memset(force, 0, (size_t)ir->nnodes + 1);
   }
@@ -423,20 +430,23 @@ static int compile_impl(const rasp_ir *ir, const raspG_opts *o, raspG_model *out
   ** then the default scale with the proof-driven forms) may be proven too,
   ** with fewer large weights and no more dimensions */
   if (r == 1 && pd && out->fallbacks) {
-    for (int i = 0; i <= ir->nnodes; i++) force[i] &= FORCE_CAT | FORCE_CLASSIC;
+    for (int i = 0; i <= ir->nnodes; i++) force[i] &= FORCE_CAT | FORCE_CLASSIC | FORCE_FRESH;
     for (int k = 0; k < 2; k++) {
       if (k == 1 && !out->sharpened) break;
       raspG_model plain;
+      raspG_sched ps = {0};
       rasp_error e2 = {0};
-      int r2 = compile_once(ir, k ? o : &o0, force, &plain, NULL, &e2);
+      int r2 = compile_once(ir, k ? o : &o0, force, &plain, sched ? &ps : NULL, &e2);
       if (r2 != 1) continue;
       if (plain.unproven || plain.model.cfg.d_model > out->model.cfg.d_model) {
+        raspG_sched_free(&ps);
         raspG_free(&plain);
         continue;
       }
       plain.fallbacks = out->fallbacks; /* (counted from force: the same nodes) */
       raspG_free(out);
       *out = plain;
+      if (sched) raspG_sched_free(sched), *sched = ps;
       break;
     }
   }

@@ -60,10 +60,12 @@ typedef struct raspG_opts {
   ** charged n/2 + 4 roundings) and --check tests instead. */
   int moves;
   /* 1: fp32 chooses its encodings by the rounding proof, as fp16 and bf16
-  ** always do (`rasp compile --require-proof`): a numerical encoding the
+  ** always do (`rasp compile`'s default): a numerical encoding the
   ** bound does not prove is compiled categorically, a unit proven neither
-  ** way is refused (RASP_E_INEXACT, at the node).  0 (the default): fp32
-  ** chooses by size and the proof only counts (raspG_model.unproven). */
+  ** way is refused (RASP_E_INEXACT, at the node).  0 (the zero default of
+  ** this struct; `rasp compile --unproven`): fp32 chooses by size and the
+  ** proof only counts (raspG_model.unproven; STEM.json's layout.proof
+  ** then says "proven": false where a unit is not proven). */
   int require_proof;
   /* RASPG_LN_NONE (0, the default): no layer norm; RASPG_LN_PRE (`rasp
   ** compile --ln pre`): the pre-LN architecture, layer norms before every

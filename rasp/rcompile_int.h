@@ -129,6 +129,8 @@ typedef struct unit {
                       premise, raspF_moves), else 0 */
   int qw;          /* a quantized width (proof-driven fp32): its value
                       QW_B + round(qv fl(1/(w+1))), an integer (qwidth_value) */
+  int qw_residue;  /* prove: a quantized width refused for what its
+                      dimension held before it (FORCE_FRESH next time) */
   double qv;       /* its BOS value weight, a power of two */
 } unit;
 
@@ -185,6 +187,8 @@ typedef struct gc {
 #define FORCE_CAT 1
 #define FORCE_GAIN_MAX 4 /* at most 2^4 times the model's score scale */
 #define FORCE_CLASSIC 0x40 /* a width not quantized (qwidth_value) */
+#define FORCE_FRESH 0x80 /* a quantized width in dimensions no unit held
+                            before it (raspG_alloc_dims) */
 /* The gain bits of a force entry (log2 of a head's extra gain). */
 static inline int force_gain(unsigned char f) { return (f & (FORCE_CLASSIC - 1)) >> 1; }
 

@@ -2,7 +2,9 @@
 ** rcompile_layout.c -- STEM.json's layout of a compiled model.
 **
 ** Which unit lives in which dimensions, which head in which slot, and the
-** proof's verdicts, as JSON for the model file (doc/compiler.md).
+** proof's verdicts (per unit, and layout.proof for the whole model: proven
+** or not, and the premise it rests on), as JSON for the model file
+** (doc/compiler.md).
 */
 #include "rcompile_int.h"
 
@@ -53,6 +55,43 @@ const char *raspG_unit_name(gc *g, const unit *u, char *buf, size_t size) {
   return buf;
 }
 
+/* layout.proof: whether the rounding proof covers every head, MLP unit and
+** the readout (false only for an fp32 model compiled by size, `rasp
+** compile --unproven`, with a unit the bound does not prove: the loaders
+** warn), the first unit it does not, and the premise the proof rests on
+** where the model moves a selected number the program averages without
+** proving the selected values equal ("one key per query" with --moves
+** one, "equal selected values" with assume; null where nothing is
+** assumed), which --check tests. */
+static void proof_json(sbuf *b, const raspG_model *m) {
+  sb_printf(b, "\"proof\": {\"proven\": %s, \"units\": %d, \"not_proven\": %d, "
+               "\"first_not_proven\": ", m->unproven ? "false" : "true", m->checked, m->unproven);
+  if (m->unproven) sb_str(b, m->unproven_at);
+  else sb_printf(b, "null");
+  sb_printf(b, ", \"assumed_moves\": %d, \"premise\": ", m->moves_assumed);
+  if (m->moves_assumed) {
+    sb_str(b, m->moves_one ? "one key per query" : "equal selected values");
+    sb_printf(b, ", \"first_assumed_move\": ");
+    sb_str(b, m->moves_at);
+  } else {
+    sb_printf(b, "null, \"first_assumed_move\": null");
+  }
+  sb_printf(b, "}, ");
+}
+
+/* layout.arithmetic (fp32 models): the arithmetic the model is exact in.
+** A quantized width (the residual holds 2^23 + qv fl(1/(w+1)), which only
+** float32's grid of 1 there rounds to the integer its decode reads) needs
+** float32 itself: ["float32"], and the loaders refuse to run it in another
+** type.  Every other proven form is exact, or bounded by a rounding error
+** that a wider type only shrinks: ["float32", "float64"]. */
+static void arithmetic_json(const gc *g, sbuf *b, const raspG_model *m) {
+  if (m->precision != RASPG_FP32) return;
+  int qw = 0;
+  for (int i = 0; i < g->nu; i++) qw |= g->u[i].used && g->u[i].qw;
+  sb_printf(b, "\"arithmetic\": [%s], ", qw ? "\"float32\"" : "\"float32\", \"float64\"");
+}
+
 char *raspG_layout_json(gc *g, const raspG_model *m, int root, const view *ov) {
   sbuf b = {0};
   char nb[256];
@@ -61,6 +100,8 @@ char *raspG_layout_json(gc *g, const raspG_model *m, int root, const view *ov) {
   ** unit's dimensions are reused; in-place units share their operand's) */
   sb_printf(&b, "{\"bos_token\": %d, \"input_offset\": 1, \"n\": %d, \"precision\": \"%s\", ",
             m->model.cfg.bos_token, g->n, raspG_precision_name(m->precision));
+  proof_json(&b, m);
+  arithmetic_json(g, &b, m);
   /* the gain (--attn-gain), the score scale it gave and the leak it
   ** allows: per key at the smallest margin, and the proven total */
   sb_printf(&b, "\"attention\": {\"gain\": %.17g, \"score_scale\": %.17g, ", m->attn_gain,

@@ -230,15 +230,18 @@ void raspG_print_stats(const raspG_model *g, FILE *out) {
             g->sharpened, g->sharpened == 1 ? "" : "s", g->gain_max);
   if (g->precision == RASPG_FP32 && !g->fallbacks)
   {
-    /* a count, not a verdict: fp32 keeps the size rule, so a unit the bound
-    ** does not prove is still compiled as it is (--check measures it);
-    ** with require_proof every unit is proven and this reads "N of N" */
+    /* with require_proof (`rasp compile`'s default) every unit is proven
+    ** and this reads "N of N"; by size (--unproven) a unit the bound does
+    ** not prove is still compiled as it is, and the model is labelled */
     fprintf(out, "fp32: proven exact against rounding: %d of %d heads, MLP units and readout",
             g->checked - g->unproven, g->checked);
     if (g->unproven)
-      fprintf(out, "; not proven: %d, the first %s (in fp32 the encodings are chosen by size, not "
+      fprintf(out, "; not proven: %d, the first %s (the encodings were chosen by size, not "
               "by this bound: --check measures)", g->unproven, g->unproven_at);
     fprintf(out, "\n");
+    if (g->unproven)
+      fprintf(out, "UNPROVEN MODEL: not proven exact in float32 (compiled by size, --unproven); "
+              "STEM.json says so (layout.proof), and rasp apply and the Python loader warn\n");
   }
   else
     fprintf(out, "%s: every head, MLP unit and the readout proven against rounding; %d node%s "

@@ -124,8 +124,12 @@ static int force_unit(gc *g, int c, unsigned char *force) {
 #define MARK(i) do { if (!(force[i] & FORCE_CAT)) force[i] |= FORCE_CAT, added++; } while (0)
   if (u->kind == U_TOK && u->sq) MARK(nn);
   if (u->kind == U_HEAD && u->hmode == H_MOVE) MARK(u->node);
-  /* a quantized width not proven: the classic 1/(w + 1) next time */
-  if (u->kind == U_HEAD && u->hmode == H_WIDTH && u->qw && !(force[u->node] & FORCE_CLASSIC))
+  /* a quantized width refused for the residue under it: fresh dimensions
+  ** next time; else not proven: the classic 1/(w + 1) next time */
+  if (u->kind == U_HEAD && u->hmode == H_WIDTH && u->qw && u->qw_residue &&
+      !(force[u->node] & (FORCE_FRESH | FORCE_CLASSIC)))
+    force[u->node] |= FORCE_FRESH, added++;
+  else if (u->kind == U_HEAD && u->hmode == H_WIDTH && u->qw && !(force[u->node] & FORCE_CLASSIC))
     force[u->node] |= FORCE_CLASSIC, added++;
   if (u->kind == U_MLP && (u->mkind == M_NWHERE || u->mkind == M_NCMP || u->mkind == M_SUM))
     MARK(u->node);
@@ -338,8 +342,8 @@ static int prove_residue(gc *g, int i, int ok) {
     ** that add what its dimension held: anything there could carry
     ** the head's qv fl(1/(w + 1)) across a half, so none is allowed */
     if (u->qw && r > 0 && ok)
-      ok = 0, u->why = "its dimension holds what an earlier unit left (a quantized width "
-                       "needs it empty)";
+      ok = 0, u->qw_residue = 1,
+      u->why = "its dimension holds what an earlier unit left (a quantized width needs it empty)";
   }
   /* --ln pre: a layer norm returns a stored value exactly unless it is
   ** below 2^(q-126) and not 0, and then moves it by at most ln_tiny

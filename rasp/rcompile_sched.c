@@ -126,7 +126,11 @@ int raspG_alloc_dims(gc *g, int policy) {
       u->erase = u->last % 2 ? u->last + 1 : u->last;
       end = u->erase;
     }
-    int p = 2;
+    /* a quantized width the proof refused for a residue (FORCE_FRESH):
+    ** dimensions nothing held before (its rounding to an integer adds what
+    ** is there) */
+    int fresh = u->kind == U_HEAD && u->qw && g->force && (g->force[u->node] & FORCE_FRESH);
+    int p = fresh ? top : 2;
     for (;; p++) {
       int fits = 1;
       for (int j = p; j < p + sz && fits; j++)

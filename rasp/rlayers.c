@@ -101,6 +101,12 @@ void raspL_analyse(const rasp_ir *ir, const int *roots, int nroots,
 void raspL_analyse_compiled(const rasp_ir *ir, int root, const int64_t *ids, int nids,
                             int nvocab, rasp_layers *out) {
   raspL_analyse(ir, &root, 1, out);
+  /* the planner alone (by size: cheap), not `rasp compile`'s proof-driven
+  ** compile, which would write and prove every model the verifier's cells
+  ** count: the proof's forms (steep tests, exact erasers, quantized
+  ** widths, sharper heads) change widths and dimensions, not layers or
+  ** heads; only a node the proof makes one-hot can (layers_compiled.sh
+  ** holds the two to the same counts on programs/ and examples/) */
   raspG_opts o = {ids, nids, nvocab, NULL, 0, RASPG_FP32, RASPG_ENC_AUTO, 1, RASPG_MOVES_ASSUME, 0, 0};
   raspG_sched s;
   rasp_error err = {0};

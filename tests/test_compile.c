@@ -1,7 +1,9 @@
 /*
 ** test_compile.c -- the compiler (rcompile.h): compile small programs, run
 ** the compiled model in float32 and compare it with the interpreter on
-** random inputs, position by position.  Also one save/load round trip.
+** random inputs, position by position (and rmodel_orders.c's reference
+** pass in the C order against raspN_forward, to the bit).  Also one
+** save/load round trip.
 */
 #include <check.h>
 #include <math.h>
@@ -12,6 +14,7 @@
 
 #include "rasp.h"
 #include "rcompile.h"
+#include "rmodel_orders.h"
 #include "rtask.h"
 #include "rverify.h"
 
@@ -47,6 +50,10 @@ static int compile_and_compare_moves(const char *src, const char *const *vocab, 
   int64_t *tok = malloc(sizeof(int64_t) * (size_t)n);
   rasp_elem *got = malloc(sizeof(rasp_elem) * (size_t)n);
   int bad = 0;
+  /* rmodel_orders.c's reference in the C order: its own code, the same
+  ** float32 sums, so the same logits to the bit */
+  raspN_ofwd *ref = raspN_ofwd_new(&g.model, RASPN_ORD_C, 1);
+  double *lr = malloc(sizeof(double) * (size_t)(n + 1) * g.model.cfg.n_out);
   for (int k = 0; k < trials; k++) {
     rasp_rng rng;
     raspT_rng_seed(&rng, 7, (uint64_t)k);
@@ -61,6 +68,10 @@ static int compile_and_compare_moves(const char *src, const char *const *vocab, 
     ck_assert_msg(raspG_run(&g, tok, got, lf, &err), "%s", err.msg);
     ck_assert_msg(raspN_forward(&g.model, t, n + 1, ld, NULL, &err) == 1, "%s", err.msg);
     ck_assert(memcmp(lf, ld, sizeof(float) * (size_t)(n + 1) * no) == 0);
+    ck_assert_msg(raspN_ofwd_run(ref, t, n + 1, lr, &err), "%s", err.msg);
+    for (int i = 0; i < (n + 1) * no; i++)
+      ck_assert_msg((float)lr[i] == lf[i], "order c: logit %d is %.9g, raspN_forward's %.9g", i,
+                    lr[i], (double)lf[i]);
     free(lf);
     free(ld);
     free(t);
@@ -72,6 +83,8 @@ static int compile_and_compare_moves(const char *src, const char *const *vocab, 
         break;
       }
   }
+  raspN_ofwd_free(ref);
+  free(lr);
   raspE_free(ev);
   free(tok);
   free(got);
@@ -83,6 +96,40 @@ static int compile_and_compare_moves(const char *src, const char *const *vocab, 
 }
 
 static const char *const abc[] = {"a", "b", "c"};
+
+/* rmodel_orders.c's orders are different orders: one logit whose terms
+** 2^24, 1 and -2^24 (residual dimensions 0, 1, 2 at 1, through the
+** unembedding) sum to 0 in the C order (2^24 + 1 rounds to 2^24) and to 1
+** backwards, by magnitude, pairwise and in float64 */
+START_TEST(test_orders_differ) {
+  rasp_model_config cfg = {3, 2, 3, 1, 1, 1, 1, 2, 0, 0, 1, 0, 2};
+  rasp_model m;
+  rasp_error err = {0};
+  ck_assert_msg(raspN_init(&m, &cfg, &err), "%s", err.msg);
+  float *te = raspN_data(&m, "tok_emb"), *un = raspN_data(&m, "unembed");
+  for (int t = 0; t < 3; t++)
+    for (int j = 0; j < 3; j++) te[t * 3 + j] = 1;
+  un[0 * 2] = 16777216.0f, un[1 * 2] = 1, un[2 * 2] = -16777216.0f;
+  int tok[2] = {2, 1};
+  double lg[4];
+  static const int want[] = {RASPN_ORD_C, 0, RASPN_ORD_REV, 1, RASPN_ORD_ASC, 1, RASPN_ORD_DESC, 1,
+                             RASPN_ORD_PAIR, 1, RASPN_ORD_F64, 1};
+  for (int k = 0; k < 6; k++) {
+    raspN_ofwd *f = raspN_ofwd_new(&m, want[2 * k], 1);
+    ck_assert_msg(raspN_ofwd_run(f, tok, 2, lg, &err), "%s", err.msg);
+    ck_assert_msg(lg[2] == want[2 * k + 1], "order %s: %g, want %d", raspN_order_name(want[2 * k]),
+                  lg[2], want[2 * k + 1]);
+    raspN_ofwd_free(f);
+  }
+  float lf[4];
+  ck_assert(raspN_forward(&m, tok, 2, lf, NULL, &err));
+  ck_assert(lf[2] == 0); /* (the C order is raspN_forward's) */
+  ck_assert_int_eq(raspN_order_parse("perm"), RASPN_ORD_PERM);
+  ck_assert_int_eq(raspN_order_parse("bogus"), -1);
+  raspN_free(&m);
+}
+END_TEST
+
 static const char *const nums[] = {"1", "2", "3", "4"};
 static const char *const parens[] = {"(", ")", "x"};
 
@@ -1212,6 +1259,7 @@ static Suite *compile_suite(void) {
   tcase_add_test(tc, test_precision);
   tcase_add_test(tc, test_attn_gain);
   tcase_add_test(tc, test_moves);
+  tcase_add_test(tc, test_orders_differ);
   tcase_add_test(tc, test_deviation);
   tcase_add_test(tc, test_ln_pre);
   suite_add_tcase(s, tc);
