@@ -1123,6 +1123,39 @@ static int check_values(rasp_eval *ev, const int64_t *tokens, size_t total, rasp
         }
     }
   }
+  /* and the symbols rule (raspF_symbolic): where a node it calls token ids
+  ** holds a positive integer (a value that would print as a symbol), that
+  ** is one of its input's tokens or a positive integer constant of the
+  ** program (where() may choose one, d['j']); an aggregate's default that
+  ** is no id (-99, 0) prints as a number anyway */
+  unsigned char *sym = raspM_alloc((size_t)ir->nnodes + 1);
+  raspF_symbolic(ir, sym);
+  for (int id = 0; id < ir->nnodes && ok; id++) {
+    const rasp_elem *v = ev->val[ev->plan.canon[id]];
+    if (!ev->plan.live[id] || ev->issel[id] || !v || !sym[id]) continue;
+    for (size_t b = 0; b < nb && ok; b++)
+      for (int i = 0; i < ir->n && ok; i++) {
+        rasp_elem e = v[b * (size_t)ir->n + (size_t)i];
+        int found = e.den != 1 || e.num <= 0;
+        for (int j = 0; j < ir->n && !found; j++)
+          found = e.num == tokens[b * (size_t)ir->n + (size_t)j];
+        for (int j = 0; j < ir->nnodes && !found; j++)
+          found = ir->nodes[j].op == RASP_OP_FULL && ir->nodes[j].c.den == 1 &&
+                  ir->nodes[j].c.num == e.num;
+        for (int j = 0; j < ir->nnodes && !found; j++)
+          found = ir->nodes[j].op == RASP_OP_FULL && e.den == 1 && ir->nodes[j].c.den == 1 &&
+                  e.num > 0 && ir->nodes[j].c.num == e.num;
+        if (found) continue;
+        char buf[64];
+        raspI_elem_format(ir, e, buf, sizeof buf);
+        raspR_set(err, ir->nodes[id].pos,
+                  "internal error: %s of node %d ('%s') is not a token of its input, though "
+                  "the symbols rule says it prints as one", buf, id,
+                  raspI_op_name(ir->nodes[id].op));
+        ok = 0;
+      }
+  }
+  raspM_free(sym);
   raspM_free(seen);
   raspM_free(dist);
   raspM_free(vf);

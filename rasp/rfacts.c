@@ -468,7 +468,10 @@ void raspF_symbolic_run(const rasp_ir *ir, int (*holds)(void *user, int agg), vo
 #define SYM(k) (out[nd->in[k]])
 #define ID_CONST(k) (ir->nodes[nd->in[k]].op == RASP_OP_FULL && ir->nodes[nd->in[k]].c.den == 1 && \
                      ir->nodes[nd->in[k]].c.num > 0)
-    int dflt_id = nd->c.den == 1 && nd->c.num > 0; /* a default that can be an id */
+    /* a default that can be an id (aggr_mean truncates its default too:
+    ** 9223372036854775806/5 becomes the integer 1844674407370955161) */
+    rasp_elem dflt = nd->op == RASP_OP_AGGR_MEAN ? raspI_elem_trunc(nd->c) : nd->c;
+    int dflt_id = dflt.den == 1 && dflt.num > 0;
     switch (ok ? nd->op : RASP_OP__COUNT) {
     case RASP_OP_INPUT: out[i] = 1; break;
     case RASP_OP_AGGREGATE:
