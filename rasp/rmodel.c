@@ -1078,9 +1078,7 @@ float raspN_softmax_exp(float *att, int nk) {
   return sum;
 }
 
-int raspN_forward(const rasp_model *m, const int *tokens, int n, float *logits,
-                  float *residual, rasp_error *err) {
-  const rasp_model_config *c = &m->cfg;
+int raspN_check_input(const rasp_model_config *c, const int *tokens, int n, rasp_error *err) {
   if (n < 1 || n > c->max_len) {
     raspR_setnoposc(err, RASP_E_USAGE, "forward: sequence length %d is not in 1..%d", n,
                    c->max_len);
@@ -1092,6 +1090,13 @@ int raspN_forward(const rasp_model *m, const int *tokens, int n, float *logits,
                           "vocab_size %d", tokens[i], i, c->vocab_size);
       return 0;
     }
+  return 1;
+}
+
+int raspN_forward(const rasp_model *m, const int *tokens, int n, float *logits,
+                  float *residual, rasp_error *err) {
+  const rasp_model_config *c = &m->cfg;
+  if (!raspN_check_input(c, tokens, n, err)) return 0;
   rasp_model *mm = (rasp_model *)m; /* raspN_data does not modify */
   int D = c->d_model, H = c->n_heads, Dh = c->d_head, F = c->d_mlp,
       O = c->n_out;

@@ -130,6 +130,10 @@ float raspN_softmax_exp(float *att, int nk);
 ** this arithmetic: doc/compiler.md, "Pre-LN models"). */
 void raspN_layer_norm(const float *x, const float *w, const float *b, int d, float *out);
 
+/* The checks every forward pass makes of its input: n in 1..max_len and
+** every token below vocab_size.  1, or 0 with err (RASP_E_USAGE). */
+int raspN_check_input(const rasp_model_config *c, const int *tokens, int n, rasp_error *err);
+
 /* Reference forward pass (float32, one sequence): logits is n * n_out.
 ** residual, if not NULL, receives the residual stream after the embedding
 ** and after every sublayer: (1 + 2*n_layers) * n * d_model floats. */

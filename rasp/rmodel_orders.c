@@ -357,17 +357,7 @@ static void normed(const raspN_ofwd *f, const char *w, const char *b, int L, con
 int raspN_ofwd_run(raspN_ofwd *f, const int *tokens, int n, double *logits, rasp_error *err) {
   const rasp_model *m = f->m;
   const rasp_model_config *c = &m->cfg;
-  if (n < 1 || n > c->max_len) {
-    raspR_setnoposc(err, RASP_E_USAGE, "forward: sequence length %d is not in 1..%d", n,
-                    c->max_len);
-    return 0;
-  }
-  for (int i = 0; i < n; i++)
-    if (tokens[i] < 0 || tokens[i] >= c->vocab_size) {
-      raspR_setnoposc(err, RASP_E_USAGE, "forward: token %d at position %d is not below "
-                      "vocab_size %d", tokens[i], i, c->vocab_size);
-      return 0;
-    }
+  if (!raspN_check_input(c, tokens, n, err)) return 0;
   int D = c->d_model, H = c->n_heads, E = c->d_head;
   size_t nD = (size_t)n * D;
   double *x = raspM_alloc(sizeof(double) * nD), *h = raspM_alloc(sizeof(double) * nD);
