@@ -104,20 +104,28 @@ static void complain(repl *r, int status, const char *fmt, ...) {
 }
 
 /* rasp_repl_entry, which Ctrl-C can stop (see on_signal). */
-static int repl_entry(repl *r, const char *text, int *node, int *is_sel, char **shown,
-                      rasp_error *err) {
+static int repl_entry(repl *r, const char *text, rasp_repl_value *v, rasp_error *err) {
   rasp_interrupt(r->ctx, 0);
   running = r->ctx;
-  int ok = rasp_repl_entry(r->ctx, text, node, is_sel, shown, err);
+  int ok = rasp_repl_entry(r->ctx, text, v, err);
   running = NULL;
   return ok;
 }
 
+/* An entry's sequence or selector node (-1: another value). */
+static int repl_node(repl *r, const char *text, int *node, int *is_sel, rasp_error *err) {
+  rasp_repl_value v;
+  int ok = repl_entry(r, text, &v, err);
+  free(v.shown);
+  *node = ok ? v.node : -1;
+  *is_sel = ok && v.is_sel;
+  return ok;
+}
+
 static int repl_entry_quiet(repl *r, const char *text, rasp_error *err) {
-  int node, is_sel;
-  char *shown;
-  int ok = repl_entry(r, text, &node, &is_sel, &shown, err);
-  free(shown);
+  rasp_repl_value v;
+  int ok = repl_entry(r, text, &v, err);
+  free(v.shown);
   return ok;
 }
 
@@ -225,12 +233,10 @@ static void show_node(repl *r, int node, int is_sel) {
 static void show_layers(repl *r, const char *expr) {
   rasp_error err = {0};
   int node, is_sel;
-  char *shown;
-  if (!repl_entry(r, expr, &node, &is_sel, &shown, &err)) {
+  if (!repl_node(r, expr, &node, &is_sel, &err)) {
     report(r, &err);
     return;
   }
-  free(shown);
   if (node < 0 || is_sel) {
     complain(r, 1, ":layers: '%s' is not a sequence expression\n", expr);
     return;
@@ -258,13 +264,10 @@ static void show_ir(repl *r, const char *expr) {
   if (*expr) {
     rasp_error err = {0};
     int is_sel;
-    char *shown;
-    int ok = repl_entry(r, expr, &node, &is_sel, &shown, &err);
-    if (!ok) {
+    if (!repl_node(r, expr, &node, &is_sel, &err)) {
       report(r, &err);
       return;
     }
-    free(shown);
     if (node < 0) {
       complain(r, 1, ":ir: '%s' is not a sequence or a selector\n", expr);
       return;
@@ -342,12 +345,10 @@ static int pathstar_reset(repl *r, rasp_input *in) {
   char def[96];
   snprintf(def, sizeof def, "output = %s(tokens)", r->prog.entry);
   int is_sel;
-  char *shown = NULL;
   r->out_node = -1;
-  if (!repl_entry(r, def, &r->out_node, &is_sel, &shown, &err) ||
-      !repl_entry(r, "output", &r->out_node, &is_sel, &shown, &err))
+  if (!repl_node(r, def, &r->out_node, &is_sel, &err) ||
+      !repl_node(r, "output", &r->out_node, &is_sel, &err))
     report(r, &err);
-  free(shown);
   replay(r);
   raspM_free(r->tokens);
   raspC_free_strings(r->example, r->n);
@@ -577,22 +578,22 @@ static int run_command(repl *r, const char *text) {
 /* Runs a complete entry of code. */
 static void run_code(repl *r, const char *text) {
   rasp_error err = {0};
-  int node, is_sel;
-  char *shown;
-  int ok = repl_entry(r, text, &node, &is_sel, &shown, &err);
+  rasp_repl_value v;
+  int ok = repl_entry(r, text, &v, &err);
   if (!ok) {
     report(r, &err);
     return;
   }
   /* A sequence or selector expression only traces nodes: replaying it for
   ** a new example would change nothing but could fail there (a symbol the
-  ** new example lacks), so only other entries are kept. */
-  if (node < 0) remember(r, text);
-  if (shown) {
-    printf("%s\n", shown);
-    free(shown);
-  } else if (node >= 0) {
-    show_node(r, node, is_sel);
+  ** new example lacks), so only other entries (assignments among them,
+  ** which also show what they bound) are kept. */
+  if (v.node < 0 || v.assigned) remember(r, text);
+  if (v.shown) {
+    printf("%s\n", v.shown);
+    free(v.shown);
+  } else if (v.node >= 0) {
+    show_node(r, v.node, v.is_sel);
   }
 }
 

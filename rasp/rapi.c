@@ -41,10 +41,12 @@
 _Noreturn void raspV_vraise(rasp_ctx *ctx, rasp_errcode code, rasp_pos pos, const char *fmt,
                             va_list ap) {
   if (!pos.src) pos = ctx->stmt; /* no position of its own: the statement's */
-  if (pos.src && pos.src->library && ctx->site.src) pos = ctx->site; /* blame the caller */
+  rasp_pos inner = {0};
+  if (pos.src && pos.src->library && ctx->site.src) inner = pos, pos = ctx->site; /* blame the caller */
   if (ctx->err) {
     vsnprintf(ctx->err->msg, sizeof ctx->err->msg, fmt, ap);
     raspR_locate(ctx->err, pos);
+    raspR_locate_inner(ctx->err, inner, ctx->site_fn); /* and say where */
     ctx->err->code = code;
     ctx->err->subject[0] = '\0';
     ctx->err->set = 1;
@@ -71,8 +73,9 @@ _Noreturn void raspV_unknown_name(rasp_ctx *ctx, rasp_pos pos, const char *fmt, 
     raspR_setc(ctx->err, RASP_E_NAME, (rasp_pos){0}, fmt, name);
     raspR_subject(ctx->err, name);
   }
-  if (pos.src && pos.src->library && ctx->site.src) pos = ctx->site;
-  if (ctx->err) raspR_locate(ctx->err, pos);
+  rasp_pos inner = {0};
+  if (pos.src && pos.src->library && ctx->site.src) inner = pos, pos = ctx->site;
+  if (ctx->err) raspR_locate(ctx->err, pos), raspR_locate_inner(ctx->err, inner, ctx->site_fn);
   longjmp(*ctx->catcher, 1);
 }
 
@@ -95,6 +98,7 @@ static int ir_callback(void *user, void *fnp, int nargs, const rasp_elem *args,
   long long saved_steps = ctx->steps;
   int saved_depth = ctx->depth, saved_nroots = ctx->heap.nroots;
   rasp_pos saved_site = ctx->site;
+  const char *saved_site_fn = ctx->site_fn;
   ctx->catcher = &jb;
   ctx->err = err;
   ctx->heap.mark = ctx->heap.serial;
@@ -125,6 +129,7 @@ static int ir_callback(void *user, void *fnp, int nargs, const rasp_elem *args,
   ctx->frozen = saved_frozen;
   ctx->depth = saved_depth;
   ctx->site = saved_site;
+  ctx->site_fn = saved_site_fn;
   pthread_mutex_unlock(&ctx->lock);
   return ok;
 }
@@ -618,27 +623,44 @@ int rasp_call_check(rasp_ctx *ctx, const char *name, const rasp_arg *args, int n
 
 void rasp_interrupt(rasp_ctx *ctx, int on) { ctx->interrupted = on != 0; }
 
-int rasp_repl_entry(rasp_ctx *ctx, const char *text, int *node, int *is_sel, char **shown,
-                    rasp_error *err) {
-  *node = -1;
-  *is_sel = 0;
-  *shown = NULL;
+/* The name an entry binds when it is one assignment to names only
+** (x = e, x = y = e: the first), else NULL. */
+static const char *assigned_name(const rasp_ast *mod) {
+  if (mod->nitems != 1 || mod->items[0]->kind != AST_ASSIGN) return NULL;
+  const rasp_ast *s = mod->items[0];
+  for (int i = 0; i < s->nitems; i++)
+    if (s->items[i]->kind != AST_NAME) return NULL;
+  return s->nitems ? s->items[0]->str : NULL;
+}
+
+/* Fills out with v, as the REPL shows it. */
+static void repl_show(rasp_ctx *ctx, value *v, rasp_repl_value *out) {
+  if (v->kind == V_SOP || v->kind == V_SEL) {
+    out->node = v->u.node;
+    out->is_sel = v->kind == V_SEL;
+  } else if (v->kind != V_NONE && v->kind != V_FUNC && v->kind != V_BUILTIN) {
+    out->shown = raspV_repr(ctx, v);
+  }
+}
+
+int rasp_repl_entry(rasp_ctx *ctx, const char *text, rasp_repl_value *out, rasp_error *err) {
+  memset(out, 0, sizeof *out);
+  out->node = -1;
   rasp_source *src = keep_source(ctx, raspR_source_new("<repl>", text, strlen(text)));
   rasp_ast *mod = raspP_parse(src, &ctx->ast_arena, err);
   if (!mod) return 0;
   ctx->steps = 0;
   ctx->cb_steps = 0; /* each entry is evaluated anew, like a trace */
   PROTECT_BEGIN(ctx, err)
+  const char *name = assigned_name(mod);
   if (mod->nitems == 1 && mod->items[0]->kind == AST_EXPR) {
-    value *v = raspV_eval(ctx, ctx->globals, mod->items[0]->a);
-    if (v->kind == V_SOP || v->kind == V_SEL) {
-      *node = v->u.node;
-      *is_sel = v->kind == V_SEL;
-    } else if (v->kind != V_NONE) {
-      *shown = raspV_repr(ctx, v);
-    }
+    repl_show(ctx, raspV_eval(ctx, ctx->globals, mod->items[0]->a), out);
   } else {
     raspV_exec_block(ctx, ctx->globals, mod->items, mod->nitems);
+    if (name) { /* echo what was bound, as Weiss's REPL does */
+      repl_show(ctx, raspV_env_get(ctx->globals, raspV_intern(ctx, name)), out);
+      out->assigned = 1;
+    }
   }
   PROTECT_END(ctx)
 }

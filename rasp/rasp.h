@@ -72,10 +72,11 @@
 ** raspG_sched's sublayer, and raspR_split_options removed; 3: raspG_opts'
 ** moves and require_proof, raspG_model's moves, moves_assumed and
 ** moves_at; the error code RASP_E_IMPURE, added after the others; 4:
-** raspG_model's sharpened and gain_max).
+** raspG_model's sharpened and gain_max; 5: rasp_error's inner frame,
+** rasp_ir_node's lib_pos and lib_fn, rasp_repl_entry's rasp_repl_value).
 ** rasp_abi_version() is the number the library was built with: a program
 ** can compare it with the RASP_ABI_VERSION it saw. */
-#define RASP_ABI_VERSION 4
+#define RASP_ABI_VERSION 5
 int rasp_abi_version(void);
 
 typedef struct rasp_ctx rasp_ctx;
@@ -194,12 +195,19 @@ int rasp_call_check(rasp_ctx *ctx, const char *name, const rasp_arg *args,
 int64_t rasp_symbol(rasp_ctx *ctx, const char *text);
 
 /* REPL support. */
+/* What one REPL entry produced, for the front end to show. */
+typedef struct rasp_repl_value {
+  int node;     /* a sequence or selector: its IR node id; else -1 */
+  int is_sel;   /* node is a selector */
+  char *shown;  /* another value's text (malloc'd, caller frees); NULL for
+                ** None, for a sequence or selector, and for statements */
+  int assigned; /* the entry bound one name (x = e): the value above is
+                ** x's, echoed; the entry is a statement to replay */
+} rasp_repl_value;
 /* Runs one REPL entry: statements, or an expression whose value is then
-** shown.  When the value is a sequence or selector, *node is its IR node id
-** and *is_sel says which; otherwise *node = -1 and the value's text is
-** written to `shown` (malloc'd, caller frees; NULL for None). */
-int rasp_repl_entry(rasp_ctx *ctx, const char *text, int *node, int *is_sel,
-                    char **shown, rasp_error *err);
+** shown.  An entry that is one assignment to a name (x = e, x = y = e)
+** reports x's value the same way, with `assigned` set. */
+int rasp_repl_entry(rasp_ctx *ctx, const char *text, rasp_repl_value *out, rasp_error *err);
 /* Asks the code running in ctx to stop at its next step with the located
 ** error "interrupted" (on != 0), or withdraws the request (on == 0: a front
 ** end does so before an entry, so that a stale request cannot stop it).

@@ -201,18 +201,39 @@ void raspR_source_free(rasp_source *src) {
 }
 
 /* Copies the file name and the line at pos into err. */
-static void copy_location(rasp_error *err, rasp_pos pos) {
-  err->pos = pos;
-  err->file[0] = err->line[0] = '\0';
+static void copy_line(char *out, size_t size, rasp_pos pos) {
   const rasp_source *src = pos.src;
-  if (!src) return;
-  snprintf(err->file, sizeof err->file, "%s", src->name);
   const char *p = src->text, *end = src->text + src->len;
   for (int line = 1; line < pos.line && p < end; p++)
     if (*p == '\n') line++;
   const char *eol = p;
   while (eol < end && *eol != '\n' && *eol != '\r') eol++;
-  snprintf(err->line, sizeof err->line, "%.*s", (int)(eol - p), p);
+  snprintf(out, size, "%.*s", (int)(eol - p), p);
+}
+
+static void copy_location(rasp_error *err, rasp_pos pos) {
+  err->pos = pos;
+  err->file[0] = err->line[0] = '\0';
+  memset(&err->inner, 0, sizeof err->inner);
+  const rasp_source *src = pos.src;
+  if (!src) return;
+  snprintf(err->file, sizeof err->file, "%s", src->name);
+  copy_line(err->line, sizeof err->line, pos);
+}
+
+void raspR_locate_inner(rasp_error *err, rasp_pos inner, const char *fn) {
+  if (!err || !inner.src) return;
+  rasp_frame *f = &err->inner;
+  /* the stdlib's files are named by the folder they come from, wherever
+     it is installed, so the same error reads the same everywhere */
+  const char *base = strrchr(inner.src->name, '/');
+  base = base ? base + 1 : inner.src->name;
+  snprintf(f->file, sizeof f->file, "%s%s", inner.src->library ? "stdlib/" : "",
+           inner.src->library ? base : inner.src->name);
+  snprintf(f->fn, sizeof f->fn, "%s", fn && *fn ? fn : "a library function");
+  f->line = inner.line;
+  f->col = inner.col;
+  copy_line(f->text, sizeof f->text, inner);
 }
 
 static void vset(rasp_error *err, rasp_errcode code, rasp_pos pos, const char *fmt, va_list ap) {
@@ -221,6 +242,10 @@ static void vset(rasp_error *err, rasp_errcode code, rasp_pos pos, const char *f
   err->code = code;
   err->subject[0] = '\0';
   err->set = 1;
+}
+
+void raspR_vsetc(rasp_error *err, rasp_errcode code, rasp_pos pos, const char *fmt, va_list ap) {
+  if (err) vset(err, code, pos, fmt, ap);
 }
 
 void raspR_set(rasp_error *err, rasp_pos pos, const char *fmt, ...) {
@@ -285,17 +310,25 @@ int raspR_exit_status(const rasp_error *err) {
   }
 }
 
+/* The line, indented, and a caret under column col (tabs kept so that
+** the caret lines up). */
+static void print_caret(FILE *out, const char *line, int col) {
+  fprintf(out, "    %s\n    ", line);
+  for (int i = 1; i < col && line[i - 1]; i++) fputc(line[i - 1] == '\t' ? '\t' : ' ', out);
+  fputs("^\n", out);
+}
+
 void raspR_print(const rasp_error *err, FILE *out) {
   if (!err->pos.src) {
     fprintf(out, "rasp: %s\n", err->msg);
     return;
   }
   fprintf(out, "%s:%d:%d: %s\n", err->file, err->pos.line, err->pos.col, err->msg);
-  /* quote the line, tabs kept so that the caret lines up */
-  fprintf(out, "    %s\n    ", err->line);
-  for (int i = 1; i < err->pos.col && err->line[i - 1]; i++)
-    fputc(err->line[i - 1] == '\t' ? '\t' : ' ', out);
-  fputs("^\n", out);
+  print_caret(out, err->line, err->pos.col);
+  const rasp_frame *f = &err->inner;
+  if (!f->file[0]) return;
+  fprintf(out, "%s:%d:%d: in %s, called above\n", f->file, f->line, f->col, f->fn);
+  print_caret(out, f->text, f->col);
 }
 
 /* ---- files written atomically ------------------------------------------ */

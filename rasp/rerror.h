@@ -29,6 +29,7 @@
 #ifndef RASP_RERROR_H
 #define RASP_RERROR_H
 
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 
@@ -78,6 +79,16 @@ typedef enum rasp_errcode {
 /* An error carries copies of the file name and of the source line, so it
 ** can be printed after the context that owned the source is gone (pos.src
 ** is then only a flag saying that the error has a location). */
+/* Where inside the stdlib an error reported at the caller's line arose:
+** the library line and the library function the caller called (fn ""
+** when none is set: file[0] is then '\0' too). */
+typedef struct rasp_frame {
+  char fn[64];
+  char file[128];
+  int line, col;
+  char text[512];
+} rasp_frame;
+
 typedef struct rasp_error {
   int set;
   rasp_errcode code; /* RASP_E_NONE until set */
@@ -87,6 +98,7 @@ typedef struct rasp_error {
   char msg[1024];
   char file[256];
   char line[512];
+  rasp_frame inner; /* set by raspR_locate_inner; cleared by every setter */
 } rasp_error;
 
 rasp_source *raspR_source_new(const char *name, const char *text, size_t len);
@@ -119,6 +131,8 @@ void raspR_setc(rasp_error *err, rasp_errcode code, rasp_pos pos, const char *fm
     __attribute__((format(printf, 4, 5)));
 void raspR_setnoposc(rasp_error *err, rasp_errcode code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* raspR_setc with a va_list. */
+void raspR_vsetc(rasp_error *err, rasp_errcode code, rasp_pos pos, const char *fmt, va_list ap);
 /* Sets err's subject (copied, cut to fit). */
 void raspR_subject(rasp_error *err, const char *subject);
 
@@ -134,8 +148,13 @@ const char *raspR_code_name(rasp_errcode code);
 ** RASP_E_RUNTIME or more specific, so they end with 1. */
 int raspR_exit_status(const rasp_error *err);
 
-/* Sets err's position (and its copies of the file name and line). */
+/* Sets err's position (and its copies of the file name and line); clears
+** its inner frame. */
 void raspR_locate(rasp_error *err, rasp_pos pos);
+/* Records, under an error located at the caller's line, the stdlib line
+** where it arose (inner, in a library source) and the library function the
+** caller called (fn): raspR_print shows it as a short traceback. */
+void raspR_locate_inner(rasp_error *err, rasp_pos inner, const char *fn);
 
 /* ---- files written atomically ------------------------------------------
 ** Every file the tools write (samples, models, checkpoints, logs, plots) is
@@ -184,7 +203,9 @@ int raspR_mkdirs_for(const char *path, rasp_error *err);
 ** 11"); errno is then ENOENT exactly when the program was not found. */
 int raspR_spawn(const char *const *argv, int in_fd, int out_fd, rasp_error *err);
 
-/* "file:line:col: message", then the source line and a caret. */
+/* "file:line:col: message", then the source line and a caret; an inner
+** frame follows as "stdlib/core.rasp:L:C: in FN, called above" with its
+** line and caret. */
 void raspR_print(const rasp_error *err, FILE *out);
 
 /* Assertions at the invariants the file essays state (the IR's topological

@@ -104,7 +104,7 @@ static void memo_grow(memo *m) {
 /* Errors raised inside a callback may carry their own position (inside the
 ** called function); otherwise blame the node. */
 static void blame(rasp_error *err, const rasp_ir_node *nd) {
-  if (err && !err->pos.src) raspR_locate(err, nd->pos);
+  if (err && !err->pos.src) raspI_blame(err, nd);
 }
 
 int raspE_call_memo(rasp_eval *ev, int id, int nargs, const rasp_elem *args,
@@ -126,14 +126,14 @@ int raspE_call_memo(rasp_eval *ev, int id, int nargs, const rasp_elem *args,
     }
   }
   if (!ev->ir->call) {
-    raspR_set(err, nd->pos, "no callback to run the function of '%s'",
+    raspI_seterr(err, nd, "no callback to run the function of '%s'",
               raspI_op_name(nd->op));
     return 0;
   }
   rasp_elem r;
   if (!ev->ir->call(ev->ir->user, nd->fn, nargs, args, &r, err)) {
     if (err && !err->set)
-      raspR_set(err, nd->pos, "call of a function failed");
+      raspI_seterr(err, nd, "call of a function failed");
     blame(err, nd);
     return 0;
   }
@@ -985,11 +985,11 @@ static int op_is_sel(rasp_op op) {
 static int valid_node(const rasp_ir *ir, int id, rasp_error *err) {
   const rasp_ir_node *nd = &ir->nodes[id];
   if ((unsigned)nd->op >= RASP_OP__COUNT) {
-    raspR_set(err, nd->pos, "internal error: bad operation %d", (int)nd->op);
+    raspI_seterr(err, nd, "internal error: bad operation %d", (int)nd->op);
     return 0;
   }
   if (nd->nin != op_arity[nd->op]) {
-    raspR_set(err, nd->pos, "internal error: '%s' with %d operands",
+    raspI_seterr(err, nd, "internal error: '%s' with %d operands",
               raspI_op_name(nd->op), nd->nin);
     return 0;
   }
@@ -997,7 +997,7 @@ static int valid_node(const rasp_ir *ir, int id, rasp_error *err) {
   for (int j = 0; j < nd->nin; j++) {
     int in = nd->in[j];
     if (in < 0 || in >= id) {
-      raspR_set(err, nd->pos, "internal error: bad operand %d", in);
+      raspI_seterr(err, nd, "internal error: bad operand %d", in);
       return 0;
     }
     int insel = op_is_sel(ir->nodes[in].op);
@@ -1006,7 +1006,7 @@ static int valid_node(const rasp_ir *ir, int id, rasp_error *err) {
     int wantsel = (comp == RASP_COMP_SELECTOR && nd->op != RASP_OP_SELECT) ||
                   (comp == RASP_COMP_ATTN && j == 0);
     if (insel != wantsel) {
-      raspR_set(err, nd->pos, "internal error: operand %d of '%s' is %sa "
+      raspI_seterr(err, nd, "internal error: operand %d of '%s' is %sa "
                 "selector", j + 1, raspI_op_name(nd->op), insel ? "" : "not ");
       return 0;
     }
@@ -1088,7 +1088,7 @@ static int check_values(rasp_eval *ev, const int64_t *tokens, size_t total, rasp
       char buf[64];
       rasp_elem e = v[i].den > 1 ? rat_reduce(v[i]) : v[i];
       raspI_elem_format(ir, e, buf, sizeof buf);
-      raspR_set(err, ir->nodes[id].pos,
+      raspI_seterr(err, &ir->nodes[id],
                 "internal error: %s of node %d ('%s') outside its value fact "
                 "(kinds %u, [%lld, %lld]; run kinds %u)",
                 buf, id, raspI_op_name(ir->nodes[id].op), vf[id].kind, (long long)vf[id].lo,
@@ -1114,7 +1114,7 @@ static int check_values(rasp_eval *ev, const int64_t *tokens, size_t total, rasp
       qsort(seen, m, sizeof *seen, cmp_i64);
       for (size_t i = 1; i < m && ok; i++)
         if (seen[i] == seen[i - 1]) {
-          raspR_set(err, ir->nodes[id].pos,
+          raspI_seterr(err, &ir->nodes[id],
                     "internal error: %lld held twice by node %d ('%s'), whose values its "
                     "distinct-values fact says differ outside [%lld, %lld]",
                     (long long)seen[i], id, raspI_op_name(ir->nodes[id].op),
@@ -1148,7 +1148,7 @@ static int check_values(rasp_eval *ev, const int64_t *tokens, size_t total, rasp
         if (found) continue;
         char buf[64];
         raspI_elem_format(ir, e, buf, sizeof buf);
-        raspR_set(err, ir->nodes[id].pos,
+        raspI_seterr(err, &ir->nodes[id],
                   "internal error: %s of node %d ('%s') is not a token of its input, though "
                   "the symbols rule says it prints as one", buf, id,
                   raspI_op_name(ir->nodes[id].op));
@@ -1266,7 +1266,7 @@ int raspE_run(rasp_eval *ev, int B, const int64_t *tokens, rasp_error *err) {
     } else {
       const rasp_ir_node *nd = &ir->nodes[id];
       if (raspM_exhausted) { /* --max-memory, --timeout */
-        raspR_set(err, nd->pos, "%s", raspM_over_budget());
+        raspI_seterr(err, nd, "%s", raspM_over_budget());
         return 0;
       }
       c.id = id;
@@ -1343,7 +1343,7 @@ static int selects_one(rasp_eval *ev, int agg, int b, int one_key, int *query, r
   if (!sel) return -1;
   const rasp_elem *v = raspE_value(ev, nd->in[1], b);
   if (!v) {
-    raspR_set(err, nd->pos, "no value for the aggregate's values (not kept)");
+    raspI_seterr(err, nd, "no value for the aggregate's values (not kept)");
     return -1;
   }
   int n = ev->n;
@@ -1418,11 +1418,11 @@ const unsigned char *raspE_selector(rasp_eval *ev, int node, int b,
   }
   const rasp_ir_node *nd = &ev->ir->nodes[node];
   if (raspI_op_component(nd->op) != RASP_COMP_SELECTOR) {
-    raspR_set(err, nd->pos, "'%s' is not a selector", raspI_op_name(nd->op));
+    raspI_seterr(err, nd, "'%s' is not a selector", raspI_op_name(nd->op));
     return NULL;
   }
   if (!ev->plan.live[node]) {
-    raspR_set(err, nd->pos, "selector was not part of the evaluated program");
+    raspI_seterr(err, nd, "selector was not part of the evaluated program");
     return NULL;
   }
   if (ev->selm[node] && ev->selb[node] == b) return ev->selm[node];

@@ -188,7 +188,7 @@ static unsigned head_needs(rasp_op op) {
 }
 
 static int overflow_at(const rasp_ir_node *nd, rasp_error *err) {
-  raspR_set(err, nd->pos, "integer overflow (value does not fit in 64 bits)");
+  raspI_seterr(err, nd, "integer overflow (value does not fit in 64 bits)");
   return 0;
 }
 
@@ -224,7 +224,7 @@ static int finish(const rasp_ir_node *nd, const rstat *s, rasp_elem *out,
         *out = s->max;
         return 1;
       }
-      raspR_set(err, nd->pos, "mean of symbols (the selected values differ)");
+      raspI_seterr(err, nd, "mean of symbols (the selected values differ)");
       return 0;
     }
     if (s->nbool == s->count) {
@@ -258,7 +258,7 @@ static int finish(const rasp_ir_node *nd, const rstat *s, rasp_elem *out,
     return 1;
   default: break;
   }
-  raspR_set(err, nd->pos, "internal error: '%s' is not a head",
+  raspI_seterr(err, nd, "internal error: '%s' is not a head",
             raspI_op_name(nd->op));
   return 0;
 }
@@ -269,7 +269,7 @@ static int finish(const rasp_ir_node *nd, const rstat *s, rasp_elem *out,
 int raspE_cells_ok(rasp_eval *ev, const rasp_ir_node *sel, rasp_error *err) {
   size_t n = (size_t)ev->n;
   if (n && n > ev->max_cells / n) {
-    raspR_set(err, sel->pos,
+    raspI_seterr(err, sel,
               "selector of %d x %d exceeds the limit of %zu cells", ev->n,
               ev->n, ev->max_cells);
     return 0;
@@ -287,7 +287,7 @@ static int pred_holds(rasp_eval *ev, int id, rasp_pred p, rasp_elem key,
     return 1;
   }
   if (p != RASP_PRED_CUSTOM) {
-    raspR_set(err, ev->ir->nodes[id].pos, "unknown predicate %d", (int)p);
+    raspI_seterr(err, &ev->ir->nodes[id], "unknown predicate %d", (int)p);
     return 0;
   }
   rasp_elem args[2] = {key, query}, v;
@@ -342,7 +342,7 @@ int raspE_build_matrix(rasp_eval *ev, int id, int b, unsigned char *m,
   case RASP_OP_SELECT: {
     const rasp_elem *keys = ev->val[nd->in[0]], *qs = ev->val[nd->in[1]];
     if (!keys || !qs) {
-      raspR_set(err, nd->pos, "the operands of this selector were not kept");
+      raspI_seterr(err, nd, "the operands of this selector were not kept");
       return 0;
     }
     keys += (size_t)b * n;
@@ -387,7 +387,7 @@ int raspE_build_matrix(rasp_eval *ev, int id, int b, unsigned char *m,
   }
   default: break;
   }
-  raspR_set(err, nd->pos, "'%s' is not a selector", raspI_op_name(nd->op));
+  raspI_seterr(err, nd, "'%s' is not a selector", raspI_op_name(nd->op));
   return 0;
 }
 
@@ -527,7 +527,7 @@ static int ffinish(const head *h, int64_t cnt, i128 sum, int64_t nb,
     return 1;
   default: break;
   }
-  raspR_set(h->err, nd->pos, "internal error: '%s' is not a head",
+  raspI_seterr(h->err, nd, "internal error: '%s' is not a head",
             raspI_op_name(nd->op));
   return 0;
 }
@@ -1954,7 +1954,7 @@ int raspE_eval_head(ctx *c) {
     for (size_t i = 0; i < c->total && !r.has_sym; i++)
       r.has_sym = r.allvals[i].den == RASP_DEN_SYM;
   if (r.has_sym && nd->op == RASP_OP_AGGR_MEAN) {
-    raspR_set(c->err, nd->pos, "aggr_mean needs numbers or booleans, not symbols");
+    raspI_seterr(c->err, nd, "aggr_mean needs numbers or booleans, not symbols");
     return 0;
   }
   if (!r.allvals) h->vm = VM_NONE;
@@ -1981,7 +1981,7 @@ int raspE_eval_head(ctx *c) {
   int k0 = first_applying(&r, 0);
   if (k0 < 0) return 0;
   if (k0 >= RASPE_NKERNELS) {
-    raspR_set(c->err, nd->pos, "internal error: no kernel for this head");
+    raspI_seterr(c->err, nd, "internal error: no kernel for this head");
     return 0;
   }
   int next = -2; /* the kernel after a decline, found when first needed */
@@ -1997,7 +1997,7 @@ int raspE_eval_head(ctx *c) {
       if (next == -2) next = first_applying(&r, k0 + 1);
       if (next < 0) return 0;
       if (next >= RASPE_NKERNELS) {
-        raspR_set(c->err, nd->pos, "internal error: no kernel to take a declined input");
+        raspI_seterr(c->err, nd, "internal error: no kernel to take a declined input");
         return 0;
       }
       k = next;

@@ -36,7 +36,7 @@ static int ref_matrix(rasp_eval *ev, int id, int b, unsigned char *m, rasp_error
   case RASP_OP_SELECT: {
     const rasp_elem *keys = ev->val[nd->in[0]], *qs = ev->val[nd->in[1]];
     if (!keys || !qs) {
-      raspR_set(err, nd->pos, "the operands of this selector were not kept");
+      raspI_seterr(err, nd, "the operands of this selector were not kept");
       return 0;
     }
     keys += (size_t)b * n;
@@ -51,7 +51,7 @@ static int ref_matrix(rasp_eval *ev, int id, int b, unsigned char *m, rasp_error
             if (!raspE_call_memo(ev, id, 2, args, &v, err)) return 0;
             r = raspI_elem_truth(v);
           } else if (r < 0) {
-            raspR_set(err, nd->pos, "unknown predicate %d", nd->aux);
+            raspI_seterr(err, nd, "unknown predicate %d", nd->aux);
             return 0;
           }
         }
@@ -74,7 +74,7 @@ static int ref_matrix(rasp_eval *ev, int id, int b, unsigned char *m, rasp_error
     break;
   }
   default:
-    raspR_set(err, nd->pos, "'%s' is not a selector", raspI_op_name(nd->op));
+    raspI_seterr(err, nd, "'%s' is not a selector", raspI_op_name(nd->op));
     return 0;
   }
   if (causal)
@@ -91,7 +91,7 @@ static void to_mpq(mpq_t r, rasp_elem e) {
 }
 
 static int overflow(const rasp_ir_node *nd, rasp_error *err) {
-  raspR_set(err, nd->pos, "integer overflow (value does not fit in 64 bits)");
+  raspI_seterr(err, nd, "integer overflow (value does not fit in 64 bits)");
   return 0;
 }
 
@@ -109,7 +109,7 @@ static int ref_mean(const rasp_ir_node *nd, const rasp_elem *vals, const int *se
   if (nsym) { /* aggr_mean never gets here: its symbols are refused up front */
     for (int i = 0; i < cnt; i++)
       if (vals[sel[i]].den != RASP_DEN_SYM || vals[sel[i]].num != vals[sel[0]].num) {
-        raspR_set(err, nd->pos, "mean of symbols (the selected values differ)");
+        raspI_seterr(err, nd, "mean of symbols (the selected values differ)");
         return 0;
       }
     *out = vals[sel[0]];
@@ -178,7 +178,7 @@ int raspE_ref_head(rasp_eval *ev, int id, int b, const rasp_elem *vals, rasp_ele
       else ok = ref_mean(nd, vals, sel, cnt, o, err);
       break;
     default:
-      raspR_set(err, nd->pos, "internal error: '%s' is not a head", raspI_op_name(nd->op));
+      raspI_seterr(err, nd, "internal error: '%s' is not a head", raspI_op_name(nd->op));
       ok = 0;
     }
   }

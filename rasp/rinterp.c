@@ -445,6 +445,13 @@ static value *method_call(rasp_ctx *ctx, value *obj, const char *name, value **a
               name, nargs);
 }
 
+/* A callee's name, for the traceback of an error inside the stdlib. */
+static const char *callee_name(const value *fn) {
+  if (fn->kind == V_FUNC) return fn->u.func.def->kind == AST_DEF ? fn->u.func.def->str : "<lambda>";
+  if (fn->kind == V_BUILTIN) return fn->u.bi->name;
+  return "";
+}
+
 static value *call_expr(rasp_ctx *ctx, env *e, const rasp_ast *x) {
   value *argv_small[8], *kwv_small[8];
   int nargs = x->nitems, nkw = x->nitems2;
@@ -478,9 +485,12 @@ static value *call_expr(rasp_ctx *ctx, env *e, const rasp_ast *x) {
   for (int i = 0; i < nkw; i++) kwnames[i] = raspV_intern(ctx, x->names[i]);
   if (!x->pos.src || x->pos.src->library) return raspV_call(ctx, fn, args, nargs, kwnames, kwvals, nkw, x->pos);
   rasp_pos saved = ctx->site;
+  const char *saved_fn = ctx->site_fn;
   ctx->site = x->pos;
+  ctx->site_fn = callee_name(fn);
   value *r = raspV_call(ctx, fn, args, nargs, kwnames, kwvals, nkw, x->pos);
   ctx->site = saved;
+  ctx->site_fn = saved_fn;
   return r;
 }
 

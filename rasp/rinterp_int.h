@@ -115,6 +115,7 @@ struct rasp_ctx {
   rasp_error *err;
   int depth;
   rasp_pos site;         /* innermost call in user code (not the stdlib) */
+  const char *site_fn;   /* the function that call called (for tracebacks) */
   rasp_pos stmt;         /* the statement running: where an error raised
                          ** without a position of its own (a list grown
                          ** past its limit deep inside `+`) is reported */

@@ -10,6 +10,8 @@
 */
 #include "rir.h"
 
+#include <stdarg.h>
+
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
@@ -117,6 +119,20 @@ int raspI_carries_tokens(const rasp_ir *ir, const rasp_ir_node *nd) {
   }
 #undef ID_CONST
 #undef TOK
+}
+
+void raspI_seterr(rasp_error *err, const rasp_ir_node *nd, const char *fmt, ...) {
+  if (!err) return;
+  va_list ap;
+  va_start(ap, fmt);
+  raspR_vsetc(err, RASP_E_RUNTIME, nd->pos, fmt, ap);
+  va_end(ap);
+  raspR_locate_inner(err, nd->lib_pos, nd->lib_fn);
+}
+
+void raspI_blame(rasp_error *err, const rasp_ir_node *nd) {
+  raspR_locate(err, nd->pos);
+  raspR_locate_inner(err, nd->lib_pos, nd->lib_fn);
 }
 
 int raspI_add(rasp_ir *ir, const rasp_ir_node *node) {

@@ -62,7 +62,10 @@ typedef struct rasp_ir_node {
   rasp_elem c;    /* FULL: the value; AGGR_*: the default */
   void *fn;       /* MAP, SEQMAP, SELECT with RASP_PRED_CUSTOM: a callable
                      owned by the interpreter, passed back to the callback */
-  rasp_pos pos;   /* the expression that made it */
+  rasp_pos pos;   /* the expression that made it (the user's call, for a
+                     node made inside the stdlib) */
+  rasp_pos lib_pos;   /* inside the stdlib: the library line that made it */
+  const char *lib_fn; /* ... and the library function the user called */
   const char *label; /* first variable name it was bound to, or NULL */
 } rasp_ir_node;
 
@@ -93,6 +96,13 @@ typedef struct rasp_ir {
   const char *ids_what;
   rasp_pos ids_pos;
 } rasp_ir;
+
+/* Sets err at node nd (raspR_set at its position), with the stdlib line
+** that made it as the error's inner frame where it has one. */
+void raspI_seterr(rasp_error *err, const rasp_ir_node *nd, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Locates an error raised without a position at node nd, the same way. */
+void raspI_blame(rasp_error *err, const rasp_ir_node *nd);
 
 void raspI_init(rasp_ir *ir, int n);
 void raspI_free(rasp_ir *ir);

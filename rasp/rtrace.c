@@ -52,7 +52,12 @@ int raspV_add_node(rasp_ctx *ctx, rasp_op op, rasp_type type, int aux,
   node.nin = nin;
   for (int i = 0; i < nin; i++) node.in[i] = in[i];
   /* a node made inside the stdlib is attributed to the user's call */
-  node.pos = pos.src && pos.src->library && ctx->site.src ? ctx->site : pos;
+  node.pos = pos;
+  if (pos.src && pos.src->library && ctx->site.src) {
+    node.pos = ctx->site;
+    node.lib_pos = pos; /* kept for the traceback */
+    node.lib_fn = ctx->site_fn;
+  }
   node.c.den = 1;
   return raspI_add(&ctx->ir, &node);
 }

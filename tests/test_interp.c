@@ -48,13 +48,12 @@ static const char *exec_err(const char *text) {
 /* The text of an expression's value, as the REPL shows it. */
 static const char *show(const char *expr) {
   static char buf[4096];
-  int node, is_sel;
-  char *shown = NULL;
+  rasp_repl_value v;
   memset(&err, 0, sizeof err);
-  if (!rasp_repl_entry(ctx, expr, &node, &is_sel, &shown, &err))
+  if (!rasp_repl_entry(ctx, expr, &v, &err))
     ck_abort_msg("error in '%s': %s", expr, err.msg);
-  snprintf(buf, sizeof buf, "%s", shown ? shown : "None");
-  free(shown);
+  snprintf(buf, sizeof buf, "%s", v.shown ? v.shown : "None");
+  free(v.shown);
   return buf;
 }
 
@@ -296,14 +295,13 @@ END_TEST
 
 /* The node of a sequence expression. */
 static int node_of(const char *expr) {
-  int node, is_sel;
-  char *shown = NULL;
+  rasp_repl_value v;
   memset(&err, 0, sizeof err);
-  if (!rasp_repl_entry(ctx, expr, &node, &is_sel, &shown, &err))
+  if (!rasp_repl_entry(ctx, expr, &v, &err))
     ck_abort_msg("error in '%s': %s", expr, err.msg);
-  free(shown);
-  ck_assert_int_ge(node, 0);
-  return node;
+  free(v.shown);
+  ck_assert_int_ge(v.node, 0);
+  return v.node;
 }
 
 static int is_tokens(const char *expr) {
