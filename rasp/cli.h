@@ -119,6 +119,27 @@ void raspC_json_fputs(const char *s, FILE *f);
 /* Prints a node's values for input b (one line), symbolically or not. */
 void raspC_print_values(rasp_ctx *ctx, rasp_eval *ev, int node, int b, int symbolic, FILE *out);
 
+/* ---- draw (cli_draw.c), for `rasp draw` and the REPL's :draw */
+
+/* A traced program as draw sees it: its IR, the nodes it returns and the
+** sublayer of every node: the compiled model's (raspL_analyse_compiled, the
+** schedule `rasp layers` counts), the IR rule's where the compiler
+** refuses. */
+typedef struct raspC_dgraph {
+  rasp_ir *ir;
+  const int *roots;
+  int nroots;
+  const int *sublayer;
+} raspC_dgraph;
+/* The format draw writes: json (--json), format (--format), else
+** out_file's extension, else dot.  NULL after a message. */
+const char *raspC_draw_format(int json, const char *format, const char *out_file);
+/* g as format (dot, json, or svg, png, pdf through Graphviz's dot) into
+** out_file, atomically, or DOT and JSON on stdout when out_file is NULL.
+** The exit status: 0, or 1/2 after a message. */
+int raspC_draw_write(const raspC_dgraph *g, const char *name, const char *format,
+                     const char *out_file);
+
 /* ---- verify, layers and draw (cli_common.c): their options, plain programs */
 
 /* The options of `rasp verify`, `layers` and `draw`, from the one table. */

@@ -25,16 +25,7 @@ static void dot_escape(FILE *f, const char *s) {
   }
 }
 
-/* A traced program as draw sees it: its IR, the nodes it returns and the
-** sublayer of every node: the compiled model's (raspL_analyse_compiled, the
-** schedule `rasp layers` counts), the IR rule's where the compiler
-** refuses. */
-typedef struct dgraph {
-  rasp_ir *ir;
-  const int *roots;
-  int nroots;
-  const int *sublayer;
-} dgraph;
+typedef raspC_dgraph dgraph;
 
 static void write_dot(const dgraph *g, const char *name, FILE *f) {
   rasp_ir *ir = g->ir;
@@ -182,35 +173,62 @@ static int render(const char *format, const char *out, const char *text, size_t 
   return status;
 }
 
-/* The format draw writes: --json, --format, else -o's extension, else dot.
-** NULL after a message. */
-static const char *draw_format(const raspC_vopts *o) {
+const char *raspC_draw_format(int json, const char *format, const char *out_file) {
   static const char *const known[] = {"dot", "svg", "png", "pdf", "json", NULL};
-  if (o->json) {
-    if (o->format && strcmp(o->format, "json")) {
-      fprintf(stderr, "rasp draw: --json does not combine with --format %s\n", o->format);
+  if (json) {
+    if (format && strcmp(format, "json")) {
+      fprintf(stderr, "rasp draw: --json does not combine with --format %s\n", format);
       return NULL;
     }
     return "json";
   }
-  if (o->format) {
+  if (format) {
     for (int i = 0; known[i]; i++)
-      if (strcmp(o->format, known[i]) == 0) return known[i];
+      if (strcmp(format, known[i]) == 0) return known[i];
     fprintf(stderr, "rasp draw: --format: expected dot, svg, png, pdf or json, got '%s'\n",
-            o->format);
+            format);
     return NULL;
   }
-  const char *dot = o->out_file ? strrchr(o->out_file, '.') : NULL;
+  const char *dot = out_file ? strrchr(out_file, '.') : NULL;
   if (dot && !strchr(dot, '/')) {
     if (strcmp(dot, ".gv") == 0) return "dot";
     for (int i = 0; known[i]; i++)
       if (strcmp(dot + 1, known[i]) == 0) return known[i];
     /* a file named .jpg holding DOT text would mislead */
     fprintf(stderr, "rasp draw: -o %s: an extension draw does not write (.dot, .gv, .json, "
-                    ".svg, .png, .pdf); --format dot writes DOT under any name\n", o->out_file);
+                    ".svg, .png, .pdf); --format dot writes DOT under any name\n", out_file);
     return NULL;
   }
   return "dot";
+}
+
+int raspC_draw_write(const raspC_dgraph *g, const char *name, const char *format,
+                     const char *out_file) {
+  rasp_error err = {0};
+  int status = 0;
+  char *text = NULL;
+  size_t len = 0;
+  FILE *mem = open_memstream(&text, &len);
+  if (strcmp(format, "json") == 0) write_json(g, name, mem);
+  else write_dot(g, name, mem);
+  fclose(mem);
+  if (strcmp(format, "dot") == 0 || strcmp(format, "json") == 0) {
+    if (out_file) {
+      if (!raspR_write_file(out_file, text, len, &err)) {
+        raspR_print(&err, stderr);
+        status = raspR_exit_status(&err);
+      }
+    } else {
+      fwrite(text, 1, len, stdout);
+    }
+  } else if (!out_file) {
+    fprintf(stderr, "rasp draw: --format %s needs -o FILE\n", format);
+    status = 2;
+  } else {
+    status = render(format, out_file, text, len);
+  }
+  free(text);
+  return status;
 }
 
 int rasp_cli_draw(int argc, char **argv) {
@@ -221,7 +239,7 @@ int rasp_cli_draw(int argc, char **argv) {
     raspC_vopts_free(&o);
     return parsed == 0 ? 0 : 2;
   }
-  const char *format = draw_format(&o);
+  const char *format = raspC_draw_format(o.json, o.format, o.out_file);
   if (!format) {
     raspC_vopts_free(&o);
     return 2;
@@ -292,30 +310,7 @@ int rasp_cli_draw(int argc, char **argv) {
     g = (dgraph){ir, ir->outputs, ir->noutputs, L.sublayer};
     name = raspC_plain_name(o.programs[0]);
   }
-  char *text = NULL;
-  size_t len = 0;
-  FILE *mem = open_memstream(&text, &len);
-  if (strcmp(format, "json") == 0) write_json(&g, name ? name : prog.name, mem);
-  else write_dot(&g, name ? name : prog.name, mem);
-  fclose(mem);
-  if (strcmp(format, "dot") == 0 || strcmp(format, "json") == 0) {
-    if (o.out_file) {
-      if (!raspR_write_file(o.out_file, text, len, &err)) {
-        raspR_print(&err, stderr);
-        status = raspR_exit_status(&err);
-      }
-    } else {
-      fwrite(text, 1, len, stdout);
-    }
-  } else {
-    if (!o.out_file) {
-      fprintf(stderr, "rasp draw: --format %s needs -o FILE\n", format);
-      status = 2;
-    } else {
-      status = render(format, o.out_file, text, len);
-    }
-  }
-  free(text);
+  status = raspC_draw_write(&g, name ? name : prog.name, format, o.out_file);
 out:
   if (ctx) {
     raspL_free(&L);

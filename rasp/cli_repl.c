@@ -230,30 +230,71 @@ static void show_node(repl *r, int node, int is_sel) {
   ir->noutputs = nsaved;
 }
 
-static void show_layers(repl *r, const char *expr) {
+/* The compiled model's schedule with expr as its output (as `rasp layers`
+** gives for a program whose output it is) into L, and expr's node: 1, or
+** 0 after a message (cmd names the colon command). */
+static int expr_layers(repl *r, const char *cmd, const char *expr, int *node, rasp_layers *L) {
   rasp_error err = {0};
-  int node, is_sel;
-  if (!repl_node(r, expr, &node, &is_sel, &err)) {
+  int is_sel;
+  if (!repl_node(r, expr, node, &is_sel, &err)) {
     report(r, &err);
-    return;
+    return 0;
   }
-  if (node < 0 || is_sel) {
-    complain(r, 1, ":layers: '%s' is not a sequence expression\n", expr);
-    return;
+  if (*node < 0 || is_sel) {
+    complain(r, 1, ":%s: '%s' is not a sequence expression\n", cmd, expr);
+    return 0;
   }
-  /* the compiled model's schedule with the expression as its output, as
-  ** `rasp layers` gives for a program whose output it is */
   rasp_ir *ir = rasp_ctx_ir(r->ctx);
   int *saved = ir->outputs, nsaved = ir->noutputs;
-  int out[1] = {node};
-  ir->outputs = out;
+  ir->outputs = node;
   ir->noutputs = 1;
-  rasp_layers layers;
-  raspC_compiled_layers(r->ctx, node, &layers);
+  raspC_compiled_layers(r->ctx, *node, L);
   ir->outputs = saved;
   ir->noutputs = nsaved;
+  return 1;
+}
+
+static void show_layers(repl *r, const char *expr) {
+  int node;
+  rasp_layers layers;
+  if (!expr_layers(r, "layers", expr, &node, &layers)) return;
   raspL_print(&layers, stdout);
   raspL_free(&layers);
+}
+
+/* :draw [-o FILE] EXPR: the dataflow graph of EXPR as `rasp draw` draws a
+** program's (DOT on stdout; -o FILE by its extension: .dot, .json, .svg,
+** .png, .pdf). */
+static void draw_expr(repl *r, const char *args) {
+  char *file = NULL;
+  const char *expr = args;
+  if (strncmp(args, "-o", 2) == 0 && (args[2] == ' ' || args[2] == '\t')) {
+    const char *f = args + 2;
+    while (*f == ' ' || *f == '\t') f++;
+    const char *end = f;
+    while (*end && *end != ' ' && *end != '\t') end++;
+    file = raspM_strndup(f, (size_t)(end - f));
+    expr = end;
+    while (*expr == ' ' || *expr == '\t') expr++;
+  }
+  if (!*expr || (file && !*file)) {
+    complain(r, 2, "usage: :draw [-o FILE] EXPR\n");
+    raspM_free(file);
+    return;
+  }
+  const char *format = raspC_draw_format(0, NULL, file);
+  int node;
+  rasp_layers layers;
+  if (!format) {
+    if (!r->failed) r->failed = 2;
+  } else if (expr_layers(r, "draw", expr, &node, &layers)) {
+    raspC_dgraph g = {rasp_ctx_ir(r->ctx), &node, 1, layers.sublayer};
+    int status = raspC_draw_write(&g, expr, format, file);
+    if (status && !r->failed) r->failed = status;
+    else if (!status && file) printf("wrote %s\n", file);
+    raspL_free(&layers);
+  }
+  raspM_free(file);
 }
 
 /* The IR so far (no expression: every node traced in the session), or the
@@ -300,6 +341,8 @@ static const char *help_text =
     "                     :load of a path-star program, D=2 M=5 V=100 seed=1\n"
     "                     words draw a task sample, or give a path-star input\n"
     "  :layers EXPR       transformer layers and heads the expression needs\n"
+    "  :draw [-o F] EXPR  its dataflow graph by layer, as rasp draw: DOT, or\n"
+    "                     F by its extension (.dot .json .svg .png .pdf)\n"
     "  :load FILE         run a .rasp file of this tree in this session (one\n"
     "                     that declares `task` runs on a task sample)\n"
     "  :doc NAME          describe a function or value\n"
@@ -547,6 +590,9 @@ static int run_command(repl *r, const char *text) {
   } else if (strcmp(cmd, "layers") == 0) {
     if (*p) show_layers(r, p);
     else complain(r, 2, "usage: :layers EXPR\n");
+  } else if (strcmp(cmd, "draw") == 0) {
+    if (*p) draw_expr(r, p);
+    else complain(r, 2, "usage: :draw [-o FILE] EXPR\n");
   } else if (strcmp(cmd, "load") == 0) {
     if (*p) load_file(r, p);
     else complain(r, 2, "usage: :load FILE\n");
@@ -683,7 +729,7 @@ static char *complete_name(const char *text, int state) {
 }
 
 static char *complete_command(const char *text, int state) {
-  static const char *const cmds[] = {":example", ":layers", ":load", ":doc", ":ir",
+  static const char *const cmds[] = {":example", ":layers", ":draw", ":load", ":doc", ":ir",
                                      ":symbols", ":help", ":quit", NULL};
   static int next;
   if (state == 0) next = 0;

@@ -52,6 +52,22 @@ else
   cat "$hist" 2>/dev/null
 fi
 
+# :draw -o FILE writes the graph as `rasp draw -o` does (a PDF through
+# Graphviz; the DOT text itself is in pipe.out)
+if command -v dot >/dev/null 2>&1; then
+  printf 'r = aggregate(select(indices(tokens), indices(tokens), equals), tokens)\n:draw -o %s r\n' \
+    "$tmp/r.pdf" | HOME=$tmp/home $TIMEOUT "$RASP" repl >"$tmp/out" 2>"$tmp/err"
+  if [ $? -eq 0 ] && head -c 5 "$tmp/r.pdf" 2>/dev/null | grep -q '^%PDF' &&
+     grep -q "wrote $tmp/r.pdf" "$tmp/out"; then
+    ok ":draw -o r.pdf writes a PDF"
+  else
+    bad ":draw -o r.pdf"
+    cat "$tmp/err"
+  fi
+else
+  skip_part ":draw -o r.pdf (no Graphviz dot)" || fail=$((fail + 1))
+fi
+
 # path-star mode: :load of a program that declares `task` runs it on a task
 # sample, `output` shows as the task's symbols, :example draws another
 # sample (D= M= V= seed=) or takes an input or a `rasp gen` line, and bad
