@@ -525,6 +525,12 @@ static int eval_BINARY(ctx *c) {
   if (INTLIKE(kx) && INTLIKE(ky) && binary_fast(c, x, y)) return 1;
   c->kind = KIND_SCAN;
   rasp_elem *o = c->out;
+  if ((op == RASP_BIN_LT || op == RASP_BIN_LE || op == RASP_BIN_GT || op == RASP_BIN_GE) &&
+      ((kx | ky) & K_SYM))
+    for (size_t i = 0; i < c->total; i++)
+      if ((x[i].den == RASP_DEN_SYM && x[i].num == RASP_SYM_NONE) ||
+          (y[i].den == RASP_DEN_SYM && y[i].num == RASP_SYM_NONE))
+        return raspI_none_order(c->err, op), elem_fail(c);
   switch (op) {
   case RASP_BIN_EQ: CMP_ANY(r_ == 0)
   case RASP_BIN_NE: CMP_ANY(r_ != 0)

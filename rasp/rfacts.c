@@ -466,8 +466,7 @@ void raspF_symbolic_run(const rasp_ir *ir, int (*holds)(void *user, int agg), vo
     for (int j = 0; j < nd->nin; j++) ok &= nd->in[j] >= 0 && nd->in[j] < i;
     /* an operand's verdict, and whether it is a constant that can be an id */
 #define SYM(k) (out[nd->in[k]])
-#define ID_CONST(k) (ir->nodes[nd->in[k]].op == RASP_OP_FULL && ir->nodes[nd->in[k]].c.den == 1 && \
-                     ir->nodes[nd->in[k]].c.num > 0)
+#define ID_CONST(k) raspI_id_const(&ir->nodes[nd->in[k]])
     /* a default that can be an id (aggr_mean truncates its default too:
     ** 9223372036854775806/5 becomes the integer 1844674407370955161) */
     rasp_elem dflt = nd->op == RASP_OP_AGGR_MEAN ? raspI_elem_trunc(nd->c) : nd->c;

@@ -316,6 +316,7 @@ value *raspV_from_elem(rasp_ctx *ctx, rasp_elem e) {
       ctx->heap.symcache[e.num])
     return ctx->heap.symcache[e.num];
   if (e.den == RASP_DEN_BOOL) return raspV_bool(ctx, e.num != 0);
+  if (e.den == RASP_DEN_SYM && e.num == RASP_SYM_NONE) return &ctx->none_v;
   if (e.den == RASP_DEN_SYM) {
     if (e.num >= 0 && e.num < ctx->names.nsyms) {
       if (ctx->heap.symcache_n < ctx->names.nsyms) {

@@ -97,12 +97,15 @@ void raspI_free(rasp_ir *ir) {
 ** choosing between token ids and a constant that can be an id (a positive
 ** integer, such as the path-star programs' full(seq, d['j'])) yields ids:
 ** the constant is then a token too. */
+int raspI_id_const(const rasp_ir_node *nd) {
+  return nd->op == RASP_OP_FULL && ((nd->c.den == 1 && nd->c.num > 0) ||
+                                    (nd->c.den == RASP_DEN_SYM && nd->c.num == RASP_SYM_NONE));
+}
+
 int raspI_carries_tokens(const rasp_ir *ir, const rasp_ir_node *nd) {
 #define TOK(k)                                                                             \
   (nd->in[k] >= 0 && nd->in[k] < ir->nnodes && (ir->nodes[nd->in[k]].flags & RASP_TOKEN_IDS))
-#define ID_CONST(k)                                                                        \
-  (nd->in[k] >= 0 && nd->in[k] < ir->nnodes && ir->nodes[nd->in[k]].op == RASP_OP_FULL &&     \
-   ir->nodes[nd->in[k]].c.den == 1 && ir->nodes[nd->in[k]].c.num > 0)
+#define ID_CONST(k) (nd->in[k] >= 0 && nd->in[k] < ir->nnodes && raspI_id_const(&ir->nodes[nd->in[k]]))
   switch (nd->op) {
   case RASP_OP_INPUT: return 1;
   case RASP_OP_AGGREGATE:
@@ -244,8 +247,17 @@ static int is_number(rasp_elem a) { return a.den != RASP_DEN_SYM; }
 static int64_t den_of(rasp_elem a) { return a.den < 0 ? 1 : a.den; }
 static int is_integer(rasp_elem a) { return a.den == 1 || a.den == -1; }
 
-static int symbol_arith(rasp_error *err) {
-  raspR_setnopos(err, "arithmetic on a symbol");
+static int is_none(rasp_elem a) { return a.den == RASP_DEN_SYM && a.num == RASP_SYM_NONE; }
+
+int raspI_none_order(rasp_error *err, rasp_binop op) {
+  raspR_setnopos(err, "'%s' with None: None has no order", raspI_binop_name(op));
+  return 0;
+}
+#define none_order raspI_none_order
+
+static int symbol_arith(rasp_error *err, rasp_elem a, rasp_elem b) {
+  int none = is_none(a) || is_none(b);
+  raspR_setnopos(err, none ? "arithmetic on None" : "arithmetic on a symbol");
   return 0;
 }
 
@@ -321,10 +333,15 @@ int raspI_elem_binop(rasp_binop op, rasp_elem a, rasp_elem b, rasp_elem *out,
   switch (op) {
   case RASP_BIN_EQ: *out = mkbool(raspI_elem_eq(a, b)); return 1;
   case RASP_BIN_NE: *out = mkbool(!raspI_elem_eq(a, b)); return 1;
-  case RASP_BIN_LT: *out = mkbool(raspI_elem_cmp(a, b) < 0); return 1;
-  case RASP_BIN_LE: *out = mkbool(raspI_elem_cmp(a, b) <= 0); return 1;
-  case RASP_BIN_GT: *out = mkbool(raspI_elem_cmp(a, b) > 0); return 1;
-  case RASP_BIN_GE: *out = mkbool(raspI_elem_cmp(a, b) >= 0); return 1;
+  case RASP_BIN_LT:
+  case RASP_BIN_LE:
+  case RASP_BIN_GT:
+  case RASP_BIN_GE: {
+    if (is_none(a) || is_none(b)) return none_order(err, op);
+    int r = raspI_elem_cmp(a, b);
+    *out = mkbool(op == RASP_BIN_LT ? r < 0 : op == RASP_BIN_LE ? r <= 0 : op == RASP_BIN_GT ? r > 0 : r >= 0);
+    return 1;
+  }
   case RASP_BIN_AND:
     *out = mkbool(raspI_elem_truth(a) && raspI_elem_truth(b));
     return 1;
@@ -354,7 +371,7 @@ int raspI_elem_binop(rasp_binop op, rasp_elem a, rasp_elem b, rasp_elem *out,
   }
   default: break;
   }
-  if (!is_number(a) || !is_number(b)) return symbol_arith(err);
+  if (!is_number(a) || !is_number(b)) return symbol_arith(err, a, b);
   i128 an = a.num, ad = den_of(a), bn = b.num, bd = den_of(b);
   switch (op) {
   case RASP_BIN_ADD:
@@ -432,13 +449,13 @@ int raspI_elem_unop(rasp_unop op, rasp_elem a, rasp_elem *out,
     return 1;
   case RASP_UN_TRUNC:
   case RASP_UN_ROUND:
-    if (!is_number(a)) return symbol_arith(err);
+    if (!is_number(a)) return symbol_arith(err, a, a);
     *out = op == RASP_UN_TRUNC ? raspI_elem_trunc(a) : elem_round(a);
     return 1;
   case RASP_UN_NEG:
   case RASP_UN_POS:
   case RASP_UN_ABS: {
-    if (!is_number(a)) return symbol_arith(err);
+    if (!is_number(a)) return symbol_arith(err, a, a);
     int64_t d = den_of(a);
     int negate = op == RASP_UN_NEG || (op == RASP_UN_ABS && a.num < 0);
     if (negate) {
@@ -460,6 +477,7 @@ int raspI_elem_format(const rasp_ir *ir, rasp_elem a, char *buf, size_t size) {
   if (a.den == RASP_DEN_BOOL) return snprintf(buf, size, a.num ? "True" : "False");
   if (a.den == 1) return snprintf(buf, size, "%" PRId64, a.num);
   if (a.den > 1) return snprintf(buf, size, "%" PRId64 "/%" PRId64, a.num, a.den);
+  if (a.num == RASP_SYM_NONE) return snprintf(buf, size, "None");
   const char *s = (ir && ir->symname) ? ir->symname(ir->user, a.num) : NULL;
   if (s) return snprintf(buf, size, "%s", s);
   return snprintf(buf, size, "<sym %" PRId64 ">", a.num);

@@ -36,6 +36,10 @@ typedef struct rasp_elem {
 
 #define RASP_DEN_SYM 0
 #define RASP_DEN_BOOL (-1)
+/* None as a sequence element (a default, a map's result, where()'s branch,
+** as in Weiss's and tracr's libraries): a symbol that no string names, so
+** it equals only itself and prints as None. */
+#define RASP_SYM_NONE (-1)
 
 typedef enum rasp_type { RASP_T_BOOL, RASP_T_INT, RASP_T_ANY, RASP_T_SEL } rasp_type;
 
@@ -112,6 +116,9 @@ int raspI_add(rasp_ir *ir, const rasp_ir_node *node);
 /* Whether RASP_TOKEN_IDS holds for nd (its operands already in ir): a caller
 ** that sets `c` after raspI_add re-derives the flag with it. */
 int raspI_carries_tokens(const rasp_ir *ir, const rasp_ir_node *nd);
+/* Whether nd is a constant that where() may mix with token ids and still
+** print as symbols: a positive id (such as d['j']) or None. */
+int raspI_id_const(const rasp_ir_node *nd);
 /* Whether node's values print as symbols: its RASP_TOKEN_IDS.  The one rule
 ** for every front end that shows values (rasp run --symbols, the REPL,
 ** counterexamples and `rasp verify --input`), so a value is a symbol in one
@@ -129,6 +136,9 @@ void raspI_dump(const rasp_ir *ir, FILE *out);
 int raspI_elem_binop(rasp_binop op, rasp_elem a, rasp_elem b, rasp_elem *out,
                      rasp_error *err);
 int raspI_elem_unop(rasp_unop op, rasp_elem a, rasp_elem *out, rasp_error *err);
+/* The error of an order comparison (op: < <= > >=) with None, which has no
+** order (as in Python): 0 with err set. */
+int raspI_none_order(rasp_error *err, rasp_binop op);
 /* Total order used by lt/leq/min/max: numbers (bools as 0/1) by value;
 ** symbols after numbers, by id.  Returns -1, 0, 1.  Inline, as
 ** raspI_elem_eq below: the evaluator's sorts and scans call it per element. */

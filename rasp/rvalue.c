@@ -156,9 +156,13 @@ rasp_elem raspV_to_elem(rasp_ctx *ctx, value *v, rasp_pos pos) {
     e.num = raspV_symbol_of(ctx, v);
     e.den = RASP_DEN_SYM;
     return e;
+  case V_NONE:
+    e.num = RASP_SYM_NONE;
+    e.den = RASP_DEN_SYM;
+    return e;
   default:
-    raspV_error(ctx, pos, "a sequence element must be a number, a boolean or a "
-                          "string, not %s", raspV_kind_name(v));
+    raspV_error(ctx, pos, "a sequence element must be a number, a boolean, a "
+                          "string or None, not %s", raspV_kind_name(v));
   }
 }
 
