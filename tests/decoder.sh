@@ -150,7 +150,7 @@ else bad "decoder4 at D=5 M=5: d_model $dm (V=1000: $dm1), $pm parameters (statu
 
 # every readout and decoder by size (--unproven): the same d_model at
 # V = 100 and 1000 (the proof-driven default adds a few dimensions at
-# V = 1000 to four decoders, doc/compiler.md "Session 13"; the
+# V = 1000 to four decoders, doc/compiler.md "The one-key premise"; the
 # erase policy is chosen by d_model first; by parameters alone the token
 # embedding's |V| rows made readout3, readout5 and decoder2 narrower at
 # V = 1000; doc/compiler.md "One d_model at every |V|")
