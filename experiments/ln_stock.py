@@ -31,6 +31,12 @@ scales with), and whether 1/rstd was 2^p everywhere.
 
     /usr/bin/python3 experiments/ln_stock.py STEM task.in adversarial.in
 
+`ln_stock.py --rms STEM INPUTS...` runs the same variant with RMS norms
+in place of the layer norms (x rsqrt(mean(x^2) + eps) weight, no mean
+subtracted: torch.nn.RMSNorm where this torch has one, else that formula
+written out), eps 4^p and weight 2^p as above: a norm with nothing to get
+wrong but its scale.
+
 `ln_stock.py --orders` reads arm-ordered samples (`rasp gen --order arm`)
 on stdin and writes each with its edges in the three adversarial orders
 `rasp compile --check` cycles through: every arm from s outward, every arm
@@ -69,8 +75,32 @@ import torch.nn as nn  # noqa: E402
 import rasp_model  # noqa: E402
 
 
-def variant(stem, toks):
-    """The compiled model, the eps variant (stock nn.LayerNorm) and p."""
+class _RMS(nn.Module):
+    """torch.nn.RMSNorm's formula, for a torch without it."""
+
+    def __init__(self, d, eps):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(d))
+        self.bias = nn.Parameter(torch.zeros(d))  # (the file has one; unused)
+        self.eps = eps
+
+    def forward(self, x):
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
+
+
+def _norm(d, eps, rms):
+    if not rms:
+        return nn.LayerNorm(d, eps=eps)
+    if hasattr(nn, "RMSNorm"):
+        n = nn.RMSNorm(d, eps=eps)
+        n.bias = nn.Parameter(torch.zeros(d))  # (loaded, unused)
+        return n
+    return _RMS(d, eps)
+
+
+def variant(stem, toks, rms=False):
+    """The compiled model, the eps variant (stock nn.LayerNorm, or RMS
+    norms) and p."""
     m0 = rasp_model.load(stem, backend="torch")
     const = [i for i, d in enumerate(m0.dims) if d.startswith(("ln_+", "ln_-"))]
     if not const:
@@ -91,29 +121,42 @@ def variant(stem, toks):
     m1 = rasp_model.load(stem, backend="torch")
     D = len(m1.dims)
     for blk in m1.layers:
-        blk.ln1 = nn.LayerNorm(D, eps=4.0 ** p)
-        blk.ln2 = nn.LayerNorm(D, eps=4.0 ** p)
-    m1.ln_f = nn.LayerNorm(D, eps=4.0 ** p)
+        blk.ln1 = _norm(D, 4.0 ** p, rms)
+        blk.ln2 = _norm(D, 4.0 ** p, rms)
+    m1.ln_f = _norm(D, 4.0 ** p, rms)
     m1.load_state_dict(sd)
     m1.arithmetic = None  # (float64 too: the question is the layer norm's)
     return m0, m1, p
 
 
 def main():
-    if len(sys.argv) < 3:
-        sys.exit("usage: ln_stock.py STEM INPUTS...")
+    args = sys.argv[1:]
+    rms = args[:1] == ["--rms"]
+    if rms:
+        args = args[1:]
+    if len(args) < 2:
+        sys.exit("usage: ln_stock.py [--rms] STEM INPUTS...")
     warnings.simplefilter("ignore")
     torch.set_num_threads(1)
-    stem = sys.argv[1]
-    for path in sys.argv[2:]:
+    stem = args[0]
+    for path in args[1:]:
         with open(path) as f:
             lines = [ln.strip() for ln in f if ln.strip()]
         m0 = rasp_model.load(stem, backend="torch")
         toks = torch.tensor([m0.encode(ln) for ln in lines])
-        m0, m1, p = variant(stem, toks)
+        m0, m1, p = variant(stem, toks, rms)
         with torch.no_grad():
             ref = m0(toks).argmax(-1)
         st = {}
+        if rms:
+            for dt in (torch.float32, torch.float64):
+                m1.to(dt)
+                with torch.no_grad():
+                    ag = (m1(toks).argmax(-1) == ref)[:, 1:]
+                print("%s %s %s, RMS norms (eps 2^%d): %d/%d inputs, %d/%d positions agree"
+                      % (os.path.basename(stem), os.path.basename(path), str(dt)[6:], 2 * p,
+                         int(ag.all(-1).sum()), len(lines), int(ag.sum()), ag.numel()))
+            continue
 
         def hook(mod, inp, out):
             x = inp[0]
