@@ -1,0 +1,187 @@
+#!/usr/bin/env python3
+"""ln_stock.py STEM INPUTS... -- would stock torch.nn.LayerNorm run a
+compiled pre-LN model exactly if its layer norms were made the identity by
+their epsilon instead of by constant dimensions?  An experiment, not a
+construction rasp writes.
+
+STEM is a `rasp compile --ln pre` model (rcompile_ln.c: a balance
+dimension, constants +-K, +-J near 2^80, every layer norm's weight 2^q on
+the model's dimensions).  The variant built here drops the constants (their
+token embedding entries set to 0), sets every layer norm's epsilon to 4^p
+and its weight to 2^p on the dimensions that had weight 2^q, with p the
+smallest integer such that the largest variance the forward pass meets on
+INPUTS is below 2^(2p - 58): then var + eps rounds to exactly 4^p in float32
+and float64, in any summation order, so the reciprocal square root is
+exactly 2^-p and the layer norm's scale is exactly 1.  What is left is the
+mean: PyTorch's CPU layer norm computes it (Welford updates, float32 for a
+float32 tensor) with an error, so the layer norm returns fl(x - mean), not
+x, on every dimension.
+
+Each INPUTS file (one input a line, symbols separated by spaces, as `rasp
+gen --no-bos --no-eos --st-names` writes them) is run through the model as
+compiled (rasp_model.load: its layer norms are rmodel.c's arithmetic, whose
+argmax tests/apply_parity.sh holds to `rasp apply`) and through the variant
+with torch.nn.LayerNorm, in float32 and in float64; printed per file and
+type: inputs whose every position agrees, positions that agree, the largest
+|mean| the stock layer norm computed (torch.native_layer_norm's own), the
+largest mean of the residual as stored (summed in float64: the balance
+dimension cancels the others only up to their rounding), the largest sum
+of |x| over a position's dimensions (what the computed mean's error
+scales with), and whether 1/rstd was 2^p everywhere.
+
+    /usr/bin/python3 experiments/ln_stock.py STEM task.in adversarial.in
+
+`ln_stock.py --rms STEM INPUTS...` runs the same variant with RMS norms
+in place of the layer norms (x rsqrt(mean(x^2) + eps) weight, no mean
+subtracted: torch.nn.RMSNorm where this torch has one, else that formula
+written out), eps 4^p and weight 2^p as above: a norm with nothing to get
+wrong but its scale.
+
+`ln_stock.py --orders` reads arm-ordered samples (`rasp gen --order arm`)
+on stdin and writes each with its edges in the three adversarial orders
+`rasp compile --check` cycles through: every arm from s outward, every arm
+from its end inward, all arms interleaved from their ends inward.
+
+Needs torch (not for --orders); run from the repository root."""
+import math
+import os
+import sys
+import warnings
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+
+
+def orders():
+    """--orders: stdin's arm-ordered samples in the adversarial orders."""
+    for line in sys.stdin:
+        t = line.split()
+        if len(t) < 5:
+            continue
+        parts = " ".join(t[4:]).split(" | ")
+        edges, answer = parts[:-1], parts[-1]
+        nd = sum(1 for e in edges if e.split()[0] == "s")
+        per = len(edges) // nd
+        arms = [edges[i * per:(i + 1) * per] for i in range(nd)]
+        for es in ([e for a in arms for e in a], [e for a in arms for e in reversed(a)],
+                   [a[k] for k in reversed(range(per)) for a in arms]):
+            print(" ".join(t[:4]) + " " + " | ".join(es + [answer]))
+
+
+if sys.argv[1:] == ["--orders"]:
+    orders()
+    sys.exit(0)
+import torch  # noqa: E402
+import torch.nn as nn  # noqa: E402
+import rasp_model  # noqa: E402
+
+
+class _RMS(nn.Module):
+    """torch.nn.RMSNorm's formula, for a torch without it."""
+
+    def __init__(self, d, eps):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(d))
+        self.bias = nn.Parameter(torch.zeros(d))  # (the file has one; unused)
+        self.eps = eps
+
+    def forward(self, x):
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
+
+
+def _norm(d, eps, rms):
+    if not rms:
+        return nn.LayerNorm(d, eps=eps)
+    if hasattr(nn, "RMSNorm"):
+        n = nn.RMSNorm(d, eps=eps)
+        n.bias = nn.Parameter(torch.zeros(d))  # (loaded, unused)
+        return n
+    return _RMS(d, eps)
+
+
+def variant(stem, toks, rms=False):
+    """The compiled model, the eps variant (stock nn.LayerNorm, or RMS
+    norms) and p."""
+    m0 = rasp_model.load(stem, backend="torch")
+    const = [i for i, d in enumerate(m0.dims) if d.startswith(("ln_+", "ln_-"))]
+    if not const:
+        sys.exit("%s: not a `rasp compile --ln pre` model (no ln_+a dimension)" % stem)
+    top = 0.0
+    with torch.no_grad():
+        tr = m0.trace(toks)
+        for s in tr.sites:
+            x = tr.residual[s].double()
+            x[..., const] = 0
+            top = max(top, float(x.var(-1, unbiased=False).max()))
+    p = math.ceil((math.log2(top) + 58) / 2) if top > 0 else 29
+    sd = {k: v.detach().clone() for k, v in m0.state_dict().items()}
+    sd["tok_emb"][:, const] = 0
+    for k, w in sd.items():
+        if k.endswith(".weight") and "ln" in k.split(".")[-2]:
+            w[w != 0] = 2.0 ** p
+    m1 = rasp_model.load(stem, backend="torch")
+    D = len(m1.dims)
+    for blk in m1.layers:
+        blk.ln1 = _norm(D, 4.0 ** p, rms)
+        blk.ln2 = _norm(D, 4.0 ** p, rms)
+    m1.ln_f = _norm(D, 4.0 ** p, rms)
+    m1.load_state_dict(sd)
+    m1.arithmetic = None  # (float64 too: the question is the layer norm's)
+    return m0, m1, p
+
+
+def main():
+    args = sys.argv[1:]
+    rms = args[:1] == ["--rms"]
+    if rms:
+        args = args[1:]
+    if len(args) < 2:
+        sys.exit("usage: ln_stock.py [--rms] STEM INPUTS...")
+    warnings.simplefilter("ignore")
+    torch.set_num_threads(1)
+    stem = args[0]
+    for path in args[1:]:
+        with open(path) as f:
+            lines = [ln.strip() for ln in f if ln.strip()]
+        m0 = rasp_model.load(stem, backend="torch")
+        toks = torch.tensor([m0.encode(ln) for ln in lines])
+        m0, m1, p = variant(stem, toks, rms)
+        with torch.no_grad():
+            ref = m0(toks).argmax(-1)
+        st = {}
+        if rms:
+            for dt in (torch.float32, torch.float64):
+                m1.to(dt)
+                with torch.no_grad():
+                    ag = (m1(toks).argmax(-1) == ref)[:, 1:]
+                print("%s %s %s, RMS norms (eps 2^%d): %d/%d inputs, %d/%d positions agree"
+                      % (os.path.basename(stem), os.path.basename(path), str(dt)[6:], 2 * p,
+                         int(ag.all(-1).sum()), len(lines), int(ag.sum()), ag.numel()))
+            continue
+
+        def hook(mod, inp, out):
+            x = inp[0]
+            _, mu, rs = torch.native_layer_norm(x, (x.shape[-1],), mod.weight, mod.bias, mod.eps)
+            s = st.setdefault(x.dtype, [0.0, 0.0, True, 0.0])
+            own = x.double().mean(-1, keepdim=True)
+            s[0] = max(s[0], float(mu.abs().max()))
+            s[1] = max(s[1], float(x.double().abs().sum(-1).max()))
+            s[2] = s[2] and bool((rs.double() == 2.0 ** -p).all())
+            s[3] = max(s[3], float(own.abs().max()))
+
+        hooks = [m.register_forward_hook(hook) for m in m1.modules() if isinstance(m, nn.LayerNorm)]
+        for dt in (torch.float32, torch.float64):
+            m1.to(dt)
+            with torch.no_grad():
+                out = m1(toks).argmax(-1)
+            ag = (out == ref)[:, 1:]
+            s = st[dt]
+            print("%s %s %s (eps 2^%d): %d/%d inputs, %d/%d positions agree; max |mean| %.3g "
+                  "(of the residual as stored %.3g), max sum |x| %.4g, rstd 2^-%d everywhere: %s"
+                  % (os.path.basename(stem), os.path.basename(path), str(dt)[6:], 2 * p,
+                     int(ag.all(-1).sum()), len(lines), int(ag.sum()), ag.numel(), s[0], s[3],
+                     s[1], p, "yes" if s[2] else "no"))
+        for h in hooks:
+            h.remove()
+
+
+main()
