@@ -30,6 +30,10 @@
 #              compiled program (--teacher, weight 100: its loss starts
 #              near the task's; annealed to 0 at half the budget, so what
 #              is left at the end is learned)
+#   compiledln the same program compiled --ln pre: the compiled start in
+#              the pre-LN architecture (a layer norm before every attention,
+#              MLP and the readout, each proven exactly the identity at step
+#              0; not in the default list: --arms compiledln)
 #   stdtaught  the standard arm taught by the compiled program through the
 #              linear map fitted on each batch (its state at each depth
 #              against the program's at the same depth), weight 100,
@@ -83,6 +87,7 @@ compile() {
 }
 compile "$WORK/d2"
 compile "$WORK/d2g" --attn-gain 0.25
+case " $arms " in *" compiledln "*) compile "$WORK/d2ln" --ln pre ;; esac
 
 [ -f "$OUT/timing.csv" ] || echo "arm,seed,steps,wall_s,cpu_s,load_start,load_end" >"$OUT/timing.csv"
 for arm in $arms; do
@@ -96,6 +101,7 @@ for arm in $arms; do
       random) spec="random random" ;;
       compiled) spec="compiled compiled" ;;
       lowgain) spec="lowgain compiled" init=$WORK/d2g ;;
+      compiledln) spec="compiledln compiled" init=$WORK/d2ln ;;
       frozen) spec="frozen compiled --freeze compiled --widen 64" ;;
       taught) spec="taught random --teacher $WORK/d2 --teacher-weight 100 --teacher-until $((STEPS / 2))" ;;
       stdtaught) spec="stdtaught standard --teacher $WORK/d2 --teacher-weight 100 --teacher-until $((STEPS / 2))" ;;
