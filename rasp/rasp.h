@@ -72,10 +72,10 @@
 ** raspG_sched's sublayer, and raspR_split_options removed; 3: raspG_opts'
 ** moves and require_proof, raspG_model's moves, moves_assumed and
 ** moves_at; the error code RASP_E_IMPURE, added after the others; 4:
-** raspG_model's sharpened and gain_max).
+** raspG_model's sharpened and gain_max; 5: raspG_opts' no_sdpa).
 ** rasp_abi_version() is the number the library was built with: a program
 ** can compare it with the RASP_ABI_VERSION it saw. */
-#define RASP_ABI_VERSION 4
+#define RASP_ABI_VERSION 5
 int rasp_abi_version(void);
 
 typedef struct rasp_ctx rasp_ctx;
