@@ -37,6 +37,18 @@ another dtype, `model.double()` say, raises TypeError; None for files from
 before it was recorded).  Scores are (q k^T) times 1/sqrt(d_head) (rounded
 to float32), the product formed first, as `rasp apply` computes them.
 
+`load(stem, attention="sdpa")` (or setting `m.attention = "sdpa"`) runs
+every head as PyTorch 2's `torch.nn.functional.scaled_dot_product_attention`
+does, q and k each multiplied by d_head^(-1/4) before the product: through
+that function itself when torch has it (the causal mask as attn_mask), else
+(an older torch, the numpy backend, or a trace, which needs the weights)
+through the same arithmetic written out (its math path).  `formulas`
+(layout.attention.formulas) lists the score formulas the model is exact
+under: ("product_first", "sdpa") for a model compiled with d_head 1, 16 or
+256 (rasp compile's default), ("product_first",) for `rasp compile
+--no-sdpa`; attention="sdpa" on a model that does not list "sdpa" raises
+ValueError naming the field.
+
     m.encode("a b c a")     # [BOS id, ids...]: one sequence, BOS first
     m(tokens)               # logits [batch, n+1, n_out] (a sequence or a batch)
     m.decode(ids)           # readout indices [batch, n+1] -> values at positions 1..n
@@ -78,6 +90,8 @@ try:
     from torch import nn
 except ImportError:  # the numpy forward pass serves
     torch = None
+
+ATTENTIONS = ("product", "sdpa")  # load()'s attention: the formula run
 
 __all__ = ["load", "read_safetensors", "NumpyModel", "Trace", "FormatError",
            "UnprovenModelWarning"]
@@ -348,6 +362,14 @@ class _Layout:
         arith = layout.get("arithmetic")
         self.arithmetic = (tuple(a for a in arith if isinstance(a, str))
                            if isinstance(arith, list) else None)
+        # layout.attention.formulas: the score formulas the model is exact
+        # under ("product_first"; "sdpa" where d_head^(-1/4) is a power of
+        # two); None for files from before it was recorded
+        att = layout.get("attention")
+        forms = att.get("formulas") if isinstance(att, dict) else None
+        self.formulas = (tuple(f for f in forms if isinstance(f, str))
+                         if isinstance(forms, list) else None)
+        self._attention = "product"
         if self.proven is False:
             first = proof.get("first_not_proven")
             warnings.warn("%s: the model is not proven exact (compiled with --unproven; the first "
@@ -375,6 +397,31 @@ class _Layout:
                                  "model was not compiled with it as an input" % (s, i))
             ids.append(self._ids[s])
         return ids
+
+    @property
+    def attention(self):
+        """The score formula the forward pass runs: "product" (q k^T, then
+        1/sqrt(d_head), as rasp apply) or "sdpa" (PyTorch's
+        scaled_dot_product_attention)."""
+        return self._attention
+
+    @attention.setter
+    def attention(self, a):
+        if a not in ATTENTIONS:
+            raise ValueError("attention must be one of %s, not %r" % (", ".join(ATTENTIONS), a))
+        if a == "sdpa" and "sdpa" not in (self.formulas or ()):
+            raise ValueError("%s: the model is not exact under scaled_dot_product_attention: "
+                             "STEM.json's layout.attention.formulas is %s, without \"sdpa\" "
+                             "(d_head %d; compile it without --no-sdpa for d_head 1, 16 or 256)"
+                             % (self._stem, list(self.formulas) if self.formulas is not None
+                                else "missing", self.config["d_head"]))
+        self._attention = a
+
+    def _sdpa_scale(self):
+        """PyTorch's q and k factor: sqrt(1/sqrt(d_head)) in double (as
+        its calculate_scale(...).sqrt()), rounded to the tensors' type by
+        the multiplication."""
+        return math.sqrt(1 / math.sqrt(self.config["d_head"]))
 
     def _check_dtype(self, dtype):
         """Refuses a forward pass in an element type ("float64", ...) that
@@ -531,7 +578,11 @@ class NumpyModel(_Layout):
             q = np.einsum("bnd,hde->bhne", h, P[p + "attn.w_q"]) + P[p + "attn.b_q"][:, None]
             k = np.einsum("bnd,hde->bhne", h, P[p + "attn.w_k"]) + P[p + "attn.b_k"][:, None]
             v = np.einsum("bnd,hde->bhne", h, P[p + "attn.w_v"]) + P[p + "attn.b_v"][:, None]
-            s = np.where(keep, (q @ k.transpose(0, 1, 3, 2)) * scale, -np.inf)
+            if self._attention == "sdpa":  # PyTorch's math path: q, k scaled first
+                f = q.dtype.type(self._sdpa_scale())
+                s = np.where(keep, (q * f) @ (k.transpose(0, 1, 3, 2) * f), -np.inf)
+            else:
+                s = np.where(keep, (q @ k.transpose(0, 1, 3, 2)) * scale, -np.inf)
             w = np.exp(s - s.max(-1, keepdims=True))
             w = w / w.sum(-1, keepdims=True)
             x = x + np.einsum("bhne,hed->bnd", w @ v, P[p + "attn.w_o"]) + P[p + "attn.b_o"]
@@ -554,6 +605,8 @@ class NumpyModel(_Layout):
 
 
 if torch is not None:
+    # PyTorch 2's attention function (None in torch 1.x)
+    _SDPA = getattr(nn.functional, "scaled_dot_product_attention", None)
 
     class _Attn(nn.Module):
         def __init__(self, c):
@@ -654,11 +707,19 @@ if torch is not None:
                 q = torch.einsum("bnd,hde->bhne", h, a.w_q) + a.b_q[:, None]
                 k = torch.einsum("bnd,hde->bhne", h, a.w_k) + a.b_k[:, None]
                 v = torch.einsum("bnd,hde->bhne", h, a.w_v) + a.b_v[:, None]
-                s = (q @ k.transpose(-1, -2)) * scale
-                if mask is not None:
-                    s = s.masked_fill(~mask, float("-inf"))
-                w = torch.softmax(s, -1)
-                x = x + torch.einsum("bhne,hed->bnd", w @ v, a.w_o) + a.b_o
+                if self._attention == "sdpa" and not tr and _SDPA is not None:
+                    w, hv = None, _SDPA(q, k, v, attn_mask=mask)
+                else:
+                    if self._attention == "sdpa":  # its math path, written out
+                        f = self._sdpa_scale()
+                        s = (q * f) @ (k.transpose(-1, -2) * f)
+                    else:
+                        s = (q @ k.transpose(-1, -2)) * scale
+                    if mask is not None:
+                        s = s.masked_fill(~mask, float("-inf"))
+                    w = torch.softmax(s, -1)
+                    hv = w @ v
+                x = x + torch.einsum("bhne,hed->bnd", hv, a.w_o) + a.b_o
                 if tr:
                     tr.attention.append(w)
                     tr._keep("layers.%d.attn" % L, x)
@@ -670,15 +731,22 @@ if torch is not None:
             return h @ self.unembed + self.unembed_b
 
 
-def load(stem, backend="auto"):
+def load(stem, backend="auto", attention="product"):
     """The model STEM.json + STEM.safetensors: a torch nn.Module when torch
     imports (backend "auto" or "torch"), else (or with backend "numpy") a
-    NumpyModel with the same attributes and a numpy forward pass."""
+    NumpyModel with the same attributes and a numpy forward pass.
+    attention "sdpa" runs the heads as scaled_dot_product_attention (refused
+    for a model whose layout.attention.formulas does not list "sdpa")."""
     if backend not in ("auto", "torch", "numpy"):
         raise ValueError("backend must be auto, torch or numpy, not %r" % (backend,))
+    if attention not in ATTENTIONS:
+        raise ValueError("attention must be one of %s, not %r" % (", ".join(ATTENTIONS), attention))
     if backend == "torch" and torch is None:
         raise ImportError("backend torch: torch cannot be imported")
     cfg, layout, tensors = _read(stem)
     if torch is not None and backend != "numpy":
-        return TorchModel(cfg, layout, tensors, _stem(stem))
-    return NumpyModel(cfg, layout, tensors, _stem(stem))
+        m = TorchModel(cfg, layout, tensors, _stem(stem))
+    else:
+        m = NumpyModel(cfg, layout, tensors, _stem(stem))
+    m.attention = attention
+    return m

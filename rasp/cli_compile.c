@@ -70,6 +70,11 @@
 ** on a model whose layout says it needs float32 (layout.arithmetic), which
 ** is reported as such.
 **
+** --no-sdpa keeps each head's d_head as the heads need it; by default the
+** compiler rounds it up to 1, 16, 256, ..., where PyTorch's
+** scaled_dot_product_attention computes the model's own scores
+** (rcompile.h, raspG_opts.no_sdpa; STEM.json's layout.attention.formulas).
+**
 ** --encoder compiles a path-star program for rasp-train's encoder-only
 ** models, which read the sequence with every answer position replaced by
 ** the mask token (id V+8; the trainer's MASK) and predict each answer token
@@ -253,6 +258,7 @@ typedef struct copts {
   const char *file, *stem, *ivocab, *vfile, *stdlib, *dump, *orders_text;
   long D, M, V, len, check, seed;
   int stats, task_given, encoder, dry_run, prec, require, require_given, encoding, moves, ln;
+  int no_sdpa;
   double scale, gain; /* scale 0: the compiler's default */
 } copts;
 
@@ -273,6 +279,7 @@ static int compile_opt(const raspC_arg *a, copts *o) {
   case RASPC_O_DRY_RUN: o->dry_run = 1; return 1;
   case RASPC_O_REQUIRE_PROOF: o->require_given = 1; return 1;
   case RASPC_O_UNPROVEN: o->require = 0; return 1;
+  case RASPC_O_NO_SDPA: o->no_sdpa = 1; return 1;
   case RASPC_O_ENCODER: o->encoder = 1; return 1;
   case RASPC_O_INPUT_VOCAB: o->ivocab = v; return 1;
   case RASPC_O_VOCAB: o->vfile = v; return 1;
@@ -415,7 +422,7 @@ static int compile_model(cjob *j) {
   const char **names = raspM_alloc(sizeof(char *) * (size_t)(nv + 1));
   for (int i = 1; i <= nv; i++) names[i] = rasp_vocab_symbol(j->ctx, i);
   raspG_opts go = {j->ids, j->nids, nv, names, o->scale, o->prec, o->encoding, o->gain, o->moves,
-                   o->require, o->ln};
+                   o->require, o->ln, o->no_sdpa};
   int ok = raspG_compile(ir, &go, &j->gm, &j->err);
   raspM_free(names);
   if (!ok) return FAILED;

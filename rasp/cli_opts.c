@@ -226,8 +226,9 @@ static const raspU_option options[] = {
      "with --check: run every input also in these orders of the forward\n"
      "pass (commas between): c (the C order), rev, asc, desc (by\n"
      "magnitude), pair (pairwise), perm (a seeded permutation of\n"
-     "dimensions, hidden units, heads and keys), f64 (float64), or all;\n"
-     "one line per order, a disagreement fails the check"),
+     "dimensions, hidden units, heads and keys), f64 (float64), sdpa\n"
+     "(PyTorch's scaled_dot_product_attention scores), or all; one line\n"
+     "per order, a disagreement fails the check"),
     OPT(RASPC_O_ENCODER, "--encoder", NULL, NULL, RASPC_COMPILE,
      "path-star programs: compile for rasp-train's encoder (answer\n"
      "positions hold MASK, id V+8; the program's first extra symbol must\n"
@@ -271,6 +272,11 @@ static const raspU_option options[] = {
      "none (default) or pre: layer norms before every attention, every MLP\n"
      "and the readout (the standard pre-LN transformer), with weights that\n"
      "make each exactly the identity on what the model reads (fp32 only)"),
+    OPT(RASPC_O_NO_SDPA, "--no-sdpa", NULL, NULL, RASPC_COMPILE,
+     "d_head as the heads need it, not rounded up to 16 or 256 with zero\n"
+     "columns: fewer parameters, but exact only under the score formula of\n"
+     "rasp apply (q k^T, then 1/sqrt(d_head)), not under PyTorch's\n"
+     "scaled_dot_product_attention (STEM.json layout.attention.formulas)"),
     OPT(RASPC_O_SEED, "--seed", NULL, "S", RASPC_COMPILE, "seed of the random inputs (default 1)"),
     OPT(RASPC_O_DUMP_FORWARD, "--dump-forward", NULL, "F", RASPC_COMPILE,
      "write the logits of one random input to F (text)"),

@@ -14,7 +14,10 @@
 ** input.  A model whose layout.arithmetic is ["float32"] (a quantized
 ** width: rcompile_layout.c) is not claimed exact in float64, and the
 ** loaders refuse to run it there: its f64 line says so, and its f64
-** disagreements do not fail the check.
+** disagreements do not fail the check.  Likewise a model whose
+** layout.attention.formulas does not list "sdpa" (`rasp compile
+** --no-sdpa`) is not claimed exact under PyTorch's attention formula: its
+** sdpa line says so and does not fail the check.
 */
 #include <stdlib.h>
 #include <string.h>
@@ -27,7 +30,7 @@
 struct raspC_orders {
   const raspG_model *g;
   const rasp_ir *ir;
-  int norders, f32_only;
+  int norders, f32_only, no_sdpa;
   int order[RASPN_NORDERS];
   raspN_ofwd *fwd[RASPN_NORDERS];
   long done, bad[RASPN_NORDERS];
@@ -47,7 +50,7 @@ int raspC_check_orders(const char *text, unsigned char *on) {
     int k = raspN_order_parse(w);
     if (k < 0) {
       fprintf(stderr, "rasp compile: --check-orders: unknown order '%s' (the orders: c, rev, "
-                      "asc, desc, pair, perm, f64, or all)\n", w);
+                      "asc, desc, pair, perm, f64, sdpa, or all)\n", w);
       bad = 1;
     } else {
       seen[k] = 1;
@@ -79,6 +82,10 @@ raspC_orders *raspC_orders_new(const raspG_model *g, const rasp_ir *ir, const ch
   char **ar = raspN_layout_strings(&g->model, "arithmetic", &na);
   o->f32_only = ar && na == 1 && !strcmp(ar[0], "float32");
   raspN_free_strings(ar, na);
+  char **fo = raspN_layout_strings(&g->model, "attention.formulas", &na);
+  o->no_sdpa = 1;
+  for (int i = 0; i < na; i++) o->no_sdpa &= strcmp(fo[i], "sdpa") != 0;
+  raspN_free_strings(fo, na);
   o->tokens = raspM_alloc(sizeof(int) * (size_t)(g->n + 1));
   o->logits = raspM_alloc(sizeof(double) * (size_t)(g->n + 1) * (size_t)g->model.cfg.n_out);
   return o;
@@ -132,14 +139,17 @@ int raspC_orders_run(raspC_orders *o, long k, const int64_t *tok, const rasp_ele
 int raspC_orders_summary(const raspC_orders *o, FILE *out) {
   int failed = 0;
   for (int oi = 0; oi < o->norders; oi++) {
-    int f64 = o->order[oi] == RASPN_ORD_F64;
+    int f64 = o->order[oi] == RASPN_ORD_F64, sdpa = o->order[oi] == RASPN_ORD_SDPA;
     fprintf(out, "check order %s: %ld/%ld inputs agree with the interpreter", raspN_order_name(o->order[oi]),
             o->done - o->bad[oi], o->done);
     if (f64 && o->f32_only)
       fprintf(out, " (a float32-only model: STEM.json's layout.arithmetic is [\"float32\"], and "
                    "the loaders refuse float64)");
+    if (sdpa && o->no_sdpa)
+      fprintf(out, " (not an sdpa model: STEM.json's layout.attention.formulas does not list "
+                   "\"sdpa\"; compiled with --no-sdpa)");
     fprintf(out, "\n");
-    if (o->bad[oi] && !(f64 && o->f32_only)) failed = 1;
+    if (o->bad[oi] && !(f64 && o->f32_only) && !(sdpa && o->no_sdpa)) failed = 1;
   }
   return failed;
 }

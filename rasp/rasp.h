@@ -73,7 +73,8 @@
 ** moves and require_proof, raspG_model's moves, moves_assumed and
 ** moves_at; the error code RASP_E_IMPURE, added after the others; 4:
 ** raspG_model's sharpened and gain_max; 5: rasp_error's inner frame,
-** rasp_ir_node's lib_pos and lib_fn, rasp_repl_entry's rasp_repl_value).
+** rasp_ir_node's lib_pos and lib_fn, rasp_repl_entry's rasp_repl_value,
+** raspG_opts' no_sdpa).
 ** rasp_abi_version() is the number the library was built with: a program
 ** can compare it with the RASP_ABI_VERSION it saw. */
 #define RASP_ABI_VERSION 5

@@ -74,6 +74,14 @@ typedef struct raspG_opts {
   ** dimension the model reads (doc/compiler.md, "Pre-LN models").  fp32
   ** only. */
   int ln;
+  /* 0 (the default): every head's d_head is rounded up (zero columns) to
+  ** the next of 1, 16, 256, ... (raspN_sdpa_exact), where PyTorch's
+  ** scaled_dot_product_attention, which scales q and k each by
+  ** d_head^(-1/4), computes the same scores as the model's own formula
+  ** (doc/compiler.md, "Score formulas"); 1 (`rasp compile --no-sdpa`):
+  ** d_head as the heads need it, exact under the product-first formula
+  ** alone.  STEM.json's layout.attention.formulas says which hold. */
+  int no_sdpa;
 } raspG_opts;
 
 enum { RASPG_FP32, RASPG_FP16, RASPG_BF16 };

@@ -107,9 +107,14 @@ char *raspG_layout_json(gc *g, const raspG_model *m, int root, const view *ov) {
   sb_printf(&b, "\"attention\": {\"gain\": %.17g, \"score_scale\": %.17g, ", m->attn_gain,
             m->score_scale);
   if (m->attn_margin >= 0)
-    sb_printf(&b, "\"leak_per_key\": %.6g, \"leak\": %.6g}, ", exp(-m->attn_margin), m->attn_leak);
+    sb_printf(&b, "\"leak_per_key\": %.6g, \"leak\": %.6g, ", exp(-m->attn_margin), m->attn_leak);
   else
-    sb_printf(&b, "\"leak_per_key\": null, \"leak\": null}, ");
+    sb_printf(&b, "\"leak_per_key\": null, \"leak\": null, ");
+  /* the score formulas the model is exact under: its own (the product,
+  ** then 1/sqrt(d_head)), and PyTorch's scaled_dot_product_attention where
+  ** d_head makes that one the same (doc/compiler.md, "Score formulas") */
+  sb_printf(&b, "\"formulas\": [\"product_first\"%s]}, ",
+            raspN_sdpa_exact(m->model.cfg.d_head) ? ", \"sdpa\"" : "");
   sb_printf(&b, "\"dims\": [\"is_bos\", \"one\"");
   for (int dim = 2; dim < m->n_dims; dim++) {
     sbuf nm = {0};

@@ -191,202 +191,290 @@ static int head_fp32(gc *g, unit *u, rasp_model *m, int p, int ok, double leak, 
   return ok;
 }
 
-/* A head's margin and need (the most rounding can take from it), in
-** logits; 0 when not proven at p: a selected key must still beat every
-** other (BOS as the design wants), the weight leaking to the others times
-** the range of the values moved must stay below tol, and so must an
-** averaging head's error from unequal selected scores (tol: an eighth of
-** the gap between the head's values, 1 for one-hot and integers). */
-int raspG_head_margin(gc *g, unit *u, rasp_model *m, int p) {
-  const rasp_model_config *cf = &m->cfg;
-  int d = cf->d_model, dh = cf->d_head, n = cf->max_len;
-  char nm[64];
-  snprintf(nm, sizeof nm, "layers.%d.attn.w_q", u->layer);
-  const float *wq = raspN_data(m, nm) + (size_t)u->hslot * d * dh;
-  snprintf(nm, sizeof nm, "layers.%d.attn.w_k", u->layer);
-  const float *wk = raspN_data(m, nm) + (size_t)u->hslot * d * dh;
-  double up = prec_u(p), lim = ldexp(1, prec_bits[p]);
-  double lsc = (double)(1.0f / sqrtf((float)dh));
-  int width = u->hmode == H_WIDTH, avg = width || u->hmode == H_NUM;
-  float qbf = wq[(size_t)1 * dh + u->bcol], kbf = wk[(size_t)0 * dh + u->bcol];
-  double sbos = (double)qbf * kbf, vmax = fmax(fabs(qbf), fabs(kbf)), smax = fabs(sbos);
-  /* errors without the final scaling (equal scores scale alike) and with */
-  double ebns = fabs((double)raspG_round(p, qbf) * raspG_round(p, kbf) - sbos);
+/* raspG_head_margin's state: the head's BOS score and its error, and what
+** the components' scores give (the gaps G and Gp, the leak, the spread,
+** the largest feature and score), shared by its steps: hm_bos, then
+** hm_comp for each component (hm_query for each of its query values),
+** hm_several where there are several, and hm_verdict. */
+typedef struct hmst {
+  gc *g;
+  unit *u;
+  const float *wq, *wk;
+  int d, dh, n, p, width, avg, nc;
+  double up, lim, lsc;
+  float qbf, kbf;
+  double sbos, ebns, blo, bhi, vmax, smax;
+  double G, Gp, leak, spread;
+  int wexact, unbounded;
+  /* per component: the selected keys' lowest and highest score, the
+  ** highest unselected one, the same with rounding (p...), and for a
+  ** quantized width of several the selected keys' scores less and plus
+  ** their own rounding (ens) and their terms' sizes */
+  double *mh, *Mh, *Mf, *pmh, *pMh, *pMf, *emh, *eMh, *Tsel;
+} hmst;
+
+/* The BOS key's score at the BOS gate column and its error without the
+** final scaling (equal scores scale alike), and with it. */
+static void hm_bos(hmst *st) {
+  gc *g = st->g;
+  const unit *u = st->u;
+  int dh = st->dh;
+  st->qbf = st->wq[(size_t)1 * dh + u->bcol], st->kbf = st->wk[(size_t)0 * dh + u->bcol];
+  float qbf = st->qbf, kbf = st->kbf;
+  st->sbos = (double)qbf * kbf, st->vmax = fmax(fabs(qbf), fabs(kbf)), st->smax = fabs(st->sbos);
+  double ebns = fabs((double)raspG_round(st->p, qbf) * raspG_round(st->p, kbf) - st->sbos);
   if (g->cb) { /* the BOS key's errors meet the query's columns */
     double Tq, Tk, eq, ek0;
     for (int j = 0; j < dh; j++) {
-      eq = raspG_cb_colerr(g, wq, dh, j, 0, &Tq);
-      ek0 = raspG_cb_colerr(g, wk, dh, j, 1, &Tk);
+      eq = raspG_cb_colerr(g, st->wq, dh, j, 0, &Tq);
+      ek0 = raspG_cb_colerr(g, st->wk, dh, j, 1, &Tk);
       ebns += (j == u->bcol ? eq * (fabs(kbf) + ek0) + fabs(qbf) * ek0 : (Tq + eq) * ek0);
     }
   }
-  double ebos = up * fabs(sbos) + ebns;
-  double blo = sbos - ebos, bhi = sbos + ebos;
+  st->ebns = ebns;
+  double ebos = st->up * fabs(st->sbos) + ebns;
+  st->blo = st->sbos - ebos, st->bhi = st->sbos + ebos;
+}
+
+/* One component's column vectors and each key's nonzero columns. */
+typedef struct hmcomp {
+  const comp *c;
+  int ci, ncol, nk;
+  double *K, *Q, *KA, *KE, *QA, *QE;
+  int *kn, *ks;     /* key a's nonzero columns: kn[ks[a] .. ks[a+1]) */
+  double *sc, *er;  /* per key value at the current query: score, error */
+  double cmax;      /* the largest |score| */
+} hmcomp;
+
+/* Query value b of component k: every key's score and error, the
+** component's extremes (st's per-component arrays), and for a single
+** component the exact gaps and leak at this query value. */
+static void hm_query(hmst *st, hmcomp *k, int b) {
+  gc *g = st->g;
+  const comp *c = k->c;
+  int ci = k->ci, ncol = k->ncol, nk = k->nk, p = st->p, width = st->width;
+  double up = st->up, lsc = st->lsc, sbos = st->sbos, ebns = st->ebns, blo = st->blo,
+         bhi = st->bhi;
+  const double *K = k->K, *QE = k->QE, *KE = k->KE;
+  const double *qb = k->Q + (size_t)b * ncol;
+  double qe = 0;
+  for (int j = 0; j < ncol; j++) qe += (fabs(qb[j]) + QE[j]) * KE[j];
+  double hmin = INFINITY, hmax = -INFINITY, fx = -INFINITY, lo = INFINITY, hi = -INFINITY,
+         fhi = -INFINITY, lo2 = INFINITY, hi2 = -INFINITY;
+  int qint = p == RASPG_FP32 && !g->cb;
+  for (int j = 0; j < ncol && qint; j++) qint = qb[j] == floor(qb[j]);
+  for (int a = 0; a < nk; a++) {
+    double s = 0, e = qe, T = 0, gr = INFINITY;
+    int sint = qint;
+    for (int t = k->ks[a]; t < k->ks[a + 1]; t++) {
+      double kv = K[(size_t)a * ncol + k->kn[t]];
+      s += qb[k->kn[t]] * kv;
+      T += fabs(qb[k->kn[t]] * kv);
+      gr = fmin(gr, raspG_pow2_grain(qb[k->kn[t]] * kv));
+      e += QE[k->kn[t]] * fabs(kv);
+      sint = sint && kv == floor(kv);
+    }
+    e = key_err(g, p, e, qe, s, T, gr, sint, qb, K + (size_t)a * ncol, k->kn, k->ks[a],
+                k->ks[a + 1], QE, KE, ncol);
+    double ens = e;
+    e += up * fabs(s); /* the scaling's */
+    k->sc[a] = s;
+    k->er[a] = e;
+    if (fabs(s) > k->cmax) k->cmax = fabs(s);
+    if (raspG_comp_rel(g, c, a, b)) {
+      st->Tsel[ci] = fmax(st->Tsel[ci], T);
+      hmin = fmin(hmin, s), hmax = fmax(hmax, s), lo = fmin(lo, s - e), hi = fmax(hi, s + e);
+      lo2 = fmin(lo2, s - ens), hi2 = fmax(hi2, s + ens);
+    } else
+      fx = fmax(fx, s), fhi = fmax(fhi, s + e);
+  }
+  st->mh[ci] = fmin(st->mh[ci], hmin), st->Mh[ci] = fmax(st->Mh[ci], hmax),
+  st->Mf[ci] = fmax(st->Mf[ci], fx);
+  if (hmin < INFINITY) st->emh[ci] = fmin(st->emh[ci], lo2), st->eMh[ci] = fmax(st->eMh[ci], hi2);
+  st->pmh[ci] = fmin(st->pmh[ci], lo), st->pMh[ci] = fmax(st->pMh[ci], hi),
+  st->pMf[ci] = fmax(st->pMf[ci], fhi);
+  if (st->nc != 1) return;
+  /* one component: the exact gaps and leak at this query value */
+  double gap = INFINITY, pgap = INFINITY, ref;
+  if (hmin < INFINITY) {
+    gap = width ? fmin(hmin, sbos) - fx : hmin - fmax(fx, sbos);
+    pgap = width ? fmin(lo, blo) - fhi : lo - fmax(fhi, bhi);
+    st->spread = fmax(st->spread, width ? fmax(hi2, sbos + ebns) - fmin(lo2, sbos - ebns) : hi2 - lo2);
+  }
+  if (!width) {
+    gap = fmin(gap, sbos - fx);
+    pgap = fmin(pgap, blo - fhi);
+  }
+  if (hmin < INFINITY)
+    st->wexact = st->wexact && hmin == hmax && lo2 == hmin && hi2 == hmax && hmin == sbos;
+  st->G = fmin(st->G, gap);
+  st->Gp = fmin(st->Gp, pgap);
+  ref = hmin < INFINITY ? (width ? fmin(lo, blo) : lo) : blo;
+  /* BOS is one key; the others are at most n, each weighing at most
+  ** what the highest-scoring unselected key value gets */
+  double lkb = hmin < INFINITY && !width ? exp(-(ref - bhi) * lsc) : 0;
+  double lk = 0, lkd = 0;
+  for (int a = 0; a < nk; a++)
+    if (!raspG_comp_rel(g, c, a, b)) {
+      lk = fmax(lk, exp(-(ref - k->sc[a] - k->er[a]) * lsc));
+      lkd = fmax(lkd, exp(-(blo - k->sc[a] - k->er[a]) * lsc));
+    }
+  st->leak = fmax(st->leak, fmax(lkb + (double)st->n * lk, width ? 0 : (double)st->n * lkd));
+}
+
+/* Component ci: its key and query column vectors (their sizes and errors
+** at p), each key's nonzero columns, then every query value (hm_query). */
+static void hm_comp(hmst *st, int ci) {
+  gc *g = st->g;
+  hmcomp k;
+  k.c = &st->u->c[ci];
+  k.ci = ci;
+  const comp *c = k.c;
+  int ncol = c->col1 - c->col0, nk = g->u[c->ku].nvals, nq = g->u[c->qu].nvals;
+  k.ncol = ncol, k.nk = nk;
+  k.KA = raspM_alloc(sizeof(double) * (size_t)(ncol + 1) * 4), k.KE = k.KA + ncol + 1,
+  k.QA = k.KE + ncol + 1, k.QE = k.QA + ncol + 1;
+  k.K = raspG_col_vectors(g, c->ku, st->wk, st->d, st->dh, c->col0, c->col1, st->p, k.KA, k.KE);
+  k.Q = raspG_col_vectors(g, c->qu, st->wq, st->d, st->dh, c->col0, c->col1, st->p, k.QA, k.QE);
+  for (int j = 0; j < ncol; j++) st->unbounded |= !(k.QE[j] < INFINITY) || !(k.KE[j] < INFINITY);
+  /* each key's nonzero columns (a one-hot key has one) */
+  k.kn = raspM_alloc(sizeof(int) * ((size_t)nk * (size_t)(ncol ? ncol : 1) + (size_t)nk + 1));
+  k.ks = k.kn + (size_t)nk * (size_t)(ncol ? ncol : 1);
+  int nz = 0;
+  for (int a = 0; a < nk; a++) {
+    k.ks[a] = nz;
+    for (int j = 0; j < ncol; j++)
+      if (k.K[(size_t)a * ncol + j] != 0) k.kn[nz++] = j;
+  }
+  k.ks[nk] = nz;
+  k.sc = raspM_alloc(sizeof(double) * (size_t)(nk ? nk : 1) * 2), k.er = k.sc + nk;
+  st->mh[ci] = st->pmh[ci] = st->emh[ci] = INFINITY;
+  st->eMh[ci] = -INFINITY, st->Tsel[ci] = 0;
+  st->Mh[ci] = st->pMh[ci] = st->Mf[ci] = st->pMf[ci] = -INFINITY;
+  for (int j = 0; j < ncol; j++) {
+    if (k.QA[j] > st->vmax) st->vmax = k.QA[j];
+    if (k.KA[j] > st->vmax) st->vmax = k.KA[j];
+  }
+  k.cmax = 0;
+  for (int b = 0; b < nq; b++) hm_query(st, &k, b);
+  st->smax += k.cmax;
+  raspM_free(k.sc);
+  raspM_free(k.kn);
+  raspM_free(k.K);
+  raspM_free(k.Q);
+  raspM_free(k.KA);
+}
+
+/* Several components: a key selected by all scores the sum of their
+** selected shares, so the gaps, the spread and the leak come from the
+** sums of the components' extremes. */
+static void hm_several(hmst *st) {
+  int nc = st->nc, width = st->width;
+  double sbos = st->sbos, blo = st->blo, bhi = st->bhi, lsc = st->lsc, n = (double)st->n;
+  const double *mh = st->mh, *Mh = st->Mh, *Mf = st->Mf, *pmh = st->pmh, *pMh = st->pMh,
+               *pMf = st->pMf;
+  /* a quantized width of several components: in each, every selected
+  ** key's share of the score is one constant at every query, computed
+  ** exactly, so a key selected by all (the selector is their product)
+  ** scores their sum, which must be BOS's score; its terms are integers
+  ** (ens 0), summing within 2^24 over all components together */
+  double csum = 0, tsum = 0;
+  for (int ci = 0; ci < nc && st->wexact; ci++) {
+    if (!(mh[ci] < INFINITY)) continue;
+    st->wexact = mh[ci] == Mh[ci] && st->emh[ci] == mh[ci] && st->eMh[ci] == Mh[ci];
+    csum += mh[ci], tsum += st->Tsel[ci];
+  }
+  st->wexact = st->wexact && csum == sbos && tsum <= st->lim;
+  /* (the spread below adds the scaling's rounding, the same for equal
+  ** scores: an exact quantized width is not held to it) */
+  double unsel = -INFINITY, punsel = -INFINITY;
+  double selmin = 0, selmax = 0, pselmin = 0, pselmax = 0;
+  for (int ci = 0; ci < nc; ci++) {
+    if (mh[ci] < INFINITY) selmin += mh[ci], pselmin += pmh[ci];
+    if (Mh[ci] > -INFINITY) selmax += Mh[ci], pselmax += pMh[ci];
+  }
+  for (int ci = 0; ci < nc; ci++)
+    if (Mf[ci] > -INFINITY) {
+      unsel = fmax(unsel, Mf[ci] + selmax - (Mh[ci] > -INFINITY ? Mh[ci] : 0));
+      punsel = fmax(punsel, pMf[ci] + pselmax - (pMh[ci] > -INFINITY ? pMh[ci] : 0));
+    }
+  st->G = width ? fmin(selmin, sbos) - unsel : fmin(selmin - fmax(unsel, sbos), sbos - unsel);
+  st->Gp = width ? fmin(pselmin, blo) - punsel : fmin(pselmin - fmax(punsel, bhi), blo - punsel);
+  st->spread = width ? fmax(pselmax, bhi) - fmin(pselmin, blo) : pselmax - pselmin;
+  /* BOS is one key, the others up to n */
+  st->leak = width ? n * exp(-st->Gp * lsc)
+                   : fmax(exp(-(pselmin - bhi) * lsc) + n * exp(-(pselmin - punsel) * lsc),
+                          n * exp(-(blo - punsel) * lsc));
+}
+
+/* The head's margin, need, leaks and spread into u, and whether they
+** prove it at p (u->why says what does not). */
+static int hm_verdict(hmst *st, rasp_model *m) {
+  gc *g = st->g;
+  unit *u = st->u;
+  int p = st->p, avg = st->avg, width = st->width;
+  double lsc = st->lsc, up = st->up, G = st->G, Gp = st->Gp, leak = st->leak,
+         spread = st->spread;
   int self = (int)(u - g->u);
   double vrange = 2 * raspG_unit_max(g, self), tol = avg ? raspG_unit_gap(g, self) / 8 : 0.125;
-  double G = INFINITY, Gp = INFINITY, leak = 0, spread = 0;
-  /* a quantized width: every selected key scores exactly BOS's score,
-  ** each computed exactly */
-  int wexact = width && u->qw && ebns == 0;
-  int unbounded = !(ebns < INFINITY);
-  double selmin = 0, selmax = 0, pselmin = 0, pselmax = 0;
-  int nc = u->nc;
-  double *mh = raspM_alloc(sizeof(double) * (size_t)(nc + 1) * 9);
-  double *Mh = mh + nc + 1, *Mf = Mh + nc + 1, *pmh = Mf + nc + 1, *pMh = pmh + nc + 1, *pMf = pMh + nc + 1;
-  /* per component, for a quantized width of several: the selected keys'
-  ** scores less and plus their own rounding (ens), and their terms' sizes */
-  double *emh = pMf + nc + 1, *eMh = emh + nc + 1, *Tsel = eMh + nc + 1;
-  for (int ci = 0; ci < nc; ci++) {
-    const comp *c = &u->c[ci];
-    int ncol = c->col1 - c->col0, nk = g->u[c->ku].nvals, nq = g->u[c->qu].nvals;
-    double *KA = raspM_alloc(sizeof(double) * (size_t)(ncol + 1) * 4), *KE = KA + ncol + 1,
-           *QA = KE + ncol + 1, *QE = QA + ncol + 1;
-    double *K = raspG_col_vectors(g, c->ku, wk, d, dh, c->col0, c->col1, p, KA, KE);
-    double *Q = raspG_col_vectors(g, c->qu, wq, d, dh, c->col0, c->col1, p, QA, QE);
-    for (int j = 0; j < ncol; j++) unbounded |= !(QE[j] < INFINITY) || !(KE[j] < INFINITY);
-    /* each key's nonzero columns (a one-hot key has one) */
-    int *kn = raspM_alloc(sizeof(int) * ((size_t)nk * (size_t)(ncol ? ncol : 1) + (size_t)nk + 1)),
-        *ks = kn + (size_t)nk * (size_t)(ncol ? ncol : 1), nz = 0;
-    for (int a = 0; a < nk; a++) {
-      ks[a] = nz;
-      for (int j = 0; j < ncol; j++)
-        if (K[(size_t)a * ncol + j] != 0) kn[nz++] = j;
-    }
-    ks[nk] = nz;
-    double *sc = raspM_alloc(sizeof(double) * (size_t)(nk ? nk : 1) * 2), *er = sc + nk;
-    mh[ci] = pmh[ci] = emh[ci] = INFINITY;
-    eMh[ci] = -INFINITY, Tsel[ci] = 0;
-    Mh[ci] = pMh[ci] = Mf[ci] = pMf[ci] = -INFINITY;
-    for (int j = 0; j < ncol; j++) {
-      if (QA[j] > vmax) vmax = QA[j];
-      if (KA[j] > vmax) vmax = KA[j];
-    }
-    double cmax = 0;
-    for (int b = 0; b < nq; b++) {
-      const double *qb = Q + (size_t)b * ncol;
-      double qe = 0;
-      for (int j = 0; j < ncol; j++) qe += (fabs(qb[j]) + QE[j]) * KE[j];
-      double hmin = INFINITY, hmax = -INFINITY, fx = -INFINITY, lo = INFINITY, hi = -INFINITY,
-             fhi = -INFINITY, lo2 = INFINITY, hi2 = -INFINITY;
-      int qint = p == RASPG_FP32 && !g->cb;
-      for (int j = 0; j < ncol && qint; j++) qint = qb[j] == floor(qb[j]);
-      for (int a = 0; a < nk; a++) {
-        double s = 0, e = qe, T = 0, gr = INFINITY;
-        int sint = qint;
-        for (int t = ks[a]; t < ks[a + 1]; t++) {
-          double kv = K[(size_t)a * ncol + kn[t]];
-          s += qb[kn[t]] * kv;
-          T += fabs(qb[kn[t]] * kv);
-          gr = fmin(gr, raspG_pow2_grain(qb[kn[t]] * kv));
-          e += QE[kn[t]] * fabs(kv);
-          sint = sint && kv == floor(kv);
-        }
-        e = key_err(g, p, e, qe, s, T, gr, sint, qb, K + (size_t)a * ncol, kn, ks[a], ks[a + 1],
-                    QE, KE, ncol);
-        double ens = e;
-        e += up * fabs(s); /* the scaling's */
-        sc[a] = s;
-        er[a] = e;
-        if (fabs(s) > cmax) cmax = fabs(s);
-        if (raspG_comp_rel(g, c, a, b)) {
-          Tsel[ci] = fmax(Tsel[ci], T);
-          hmin = fmin(hmin, s), hmax = fmax(hmax, s), lo = fmin(lo, s - e), hi = fmax(hi, s + e);
-          lo2 = fmin(lo2, s - ens), hi2 = fmax(hi2, s + ens);
-        } else
-          fx = fmax(fx, s), fhi = fmax(fhi, s + e);
-      }
-      mh[ci] = fmin(mh[ci], hmin), Mh[ci] = fmax(Mh[ci], hmax), Mf[ci] = fmax(Mf[ci], fx);
-      if (hmin < INFINITY) emh[ci] = fmin(emh[ci], lo2), eMh[ci] = fmax(eMh[ci], hi2);
-      pmh[ci] = fmin(pmh[ci], lo), pMh[ci] = fmax(pMh[ci], hi), pMf[ci] = fmax(pMf[ci], fhi);
-      if (nc != 1) continue;
-      /* one component: the exact gaps and leak at this query value */
-      double gap = INFINITY, pgap = INFINITY, ref;
-      if (hmin < INFINITY) {
-        gap = width ? fmin(hmin, sbos) - fx : hmin - fmax(fx, sbos);
-        pgap = width ? fmin(lo, blo) - fhi : lo - fmax(fhi, bhi);
-        spread = fmax(spread, width ? fmax(hi2, sbos + ebns) - fmin(lo2, sbos - ebns) : hi2 - lo2);
-      }
-      if (!width) {
-        gap = fmin(gap, sbos - fx);
-        pgap = fmin(pgap, blo - fhi);
-      }
-      if (hmin < INFINITY)
-        wexact = wexact && hmin == hmax && lo2 == hmin && hi2 == hmax && hmin == sbos;
-      G = fmin(G, gap);
-      Gp = fmin(Gp, pgap);
-      ref = hmin < INFINITY ? (width ? fmin(lo, blo) : lo) : blo;
-      /* BOS is one key; the others are at most n, each weighing at most
-      ** what the highest-scoring unselected key value gets */
-      double lkb = hmin < INFINITY && !width ? exp(-(ref - bhi) * lsc) : 0;
-      double lk = 0, lkd = 0;
-      for (int a = 0; a < nk; a++)
-        if (!raspG_comp_rel(g, c, a, b)) {
-          lk = fmax(lk, exp(-(ref - sc[a] - er[a]) * lsc));
-          lkd = fmax(lkd, exp(-(blo - sc[a] - er[a]) * lsc));
-        }
-      leak = fmax(leak, fmax(lkb + (double)n * lk, width ? 0 : (double)n * lkd));
-    }
-    smax += cmax;
-    raspM_free(sc);
-    raspM_free(kn);
-    raspM_free(K);
-    raspM_free(Q);
-    raspM_free(KA);
-  }
-  if (nc > 1) {
-    /* a quantized width of several components: in each, every selected
-    ** key's share of the score is one constant at every query, computed
-    ** exactly, so a key selected by all (the selector is their product)
-    ** scores their sum, which must be BOS's score; its terms are integers
-    ** (ens 0), summing within 2^24 over all components together */
-    double csum = 0, tsum = 0;
-    for (int ci = 0; ci < nc && wexact; ci++) {
-      if (!(mh[ci] < INFINITY)) continue;
-      wexact = mh[ci] == Mh[ci] && emh[ci] == mh[ci] && eMh[ci] == Mh[ci];
-      csum += mh[ci], tsum += Tsel[ci];
-    }
-    wexact = wexact && csum == sbos && tsum <= lim;
-    /* (the spread below adds the scaling's rounding, the same for equal
-    ** scores: an exact quantized width is not held to it) */
-    double unsel = -INFINITY, punsel = -INFINITY;
-    for (int ci = 0; ci < nc; ci++) {
-      if (mh[ci] < INFINITY) selmin += mh[ci], pselmin += pmh[ci];
-      if (Mh[ci] > -INFINITY) selmax += Mh[ci], pselmax += pMh[ci];
-    }
-    for (int ci = 0; ci < nc; ci++)
-      if (Mf[ci] > -INFINITY) {
-        unsel = fmax(unsel, Mf[ci] + selmax - (Mh[ci] > -INFINITY ? Mh[ci] : 0));
-        punsel = fmax(punsel, pMf[ci] + pselmax - (pMh[ci] > -INFINITY ? pMh[ci] : 0));
-      }
-    G = width ? fmin(selmin, sbos) - unsel : fmin(selmin - fmax(unsel, sbos), sbos - unsel);
-    Gp = width ? fmin(pselmin, blo) - punsel : fmin(pselmin - fmax(punsel, bhi), blo - punsel);
-    spread = width ? fmax(pselmax, bhi) - fmin(pselmin, blo) : pselmax - pselmin;
-    /* BOS is one key, the others up to n */
-    leak = width ? (double)n * exp(-Gp * lsc)
-                 : fmax(exp(-(pselmin - bhi) * lsc) + (double)n * exp(-(pselmin - punsel) * lsc),
-                        (double)n * exp(-(blo - punsel) * lsc));
-  }
-  raspM_free(mh);
   u->margin = G * lsc;
   u->need = (G - Gp) * lsc;
   u->leak = leak;
   /* at the BOS query only BOS's gate column reads anything (row is_bos of
   ** w_q), and only BOS's key has it: every other key scores 0, so the
   ** weight past BOS is at most n e^-(its score), rounding allowed for */
-  u->leak0 = (double)n * exp(-(1 - 4 * up) * (double)wq[u->bcol] * kbf * lsc);
+  u->leak0 = (double)st->n * exp(-(1 - 4 * up) * (double)st->wq[u->bcol] * st->kbf * lsc);
   u->spread = spread * lsc;
   int ok = 1;
-  if (unbounded) ok = 0, u->why = "the error of what it reads is not bounded";
+  if (st->unbounded) ok = 0, u->why = "the error of what it reads is not bounded";
   else if (!(Gp > 0)) ok = 0, u->why = "rounding can let a key that is not selected win";
   else if (!(leak * vrange <= tol))
     ok = 0, u->why = "the weight leaking past its selected keys can move its value too far";
-  else if (avg && !(width && u->qw && wexact) && !((exp(spread * lsc) - 1) * vrange <= tol))
+  else if (avg && !(width && u->qw && st->wexact) && !((exp(spread * lsc) - 1) * vrange <= tol))
     ok = 0, u->why = "rounding can weigh its selected keys unequally, moving its mean by more "
                      "than an eighth of the gap between its values";
-  if (p == RASPG_FP16 && (vmax > 65504 || smax > 65504))
+  if (p == RASPG_FP16 && (st->vmax > 65504 || st->smax > 65504))
     ok = 0, u->why = "a score or a feature exceeds fp16's largest number, 65504";
-  if (p == RASPG_FP32 && !g->cb) ok = head_fp32(g, u, m, p, ok, leak, avg, wexact);
+  if (p == RASPG_FP32 && !g->cb) ok = head_fp32(g, u, m, p, ok, leak, avg, st->wexact);
   return ok;
+}
+
+/* A head's margin and need (the most rounding can take from it), in
+** logits; 0 when not proven at p: a selected key must still beat every
+** other (BOS as the design wants), the weight leaking to the others times
+** the range of the values moved must stay below tol, and so must an
+** averaging head's error from unequal selected scores (tol: an eighth of
+** the gap between the head's values, 1 for one-hot and integers).  The
+** steps: hm_bos, hm_comp per component, hm_several, hm_verdict. */
+int raspG_head_margin(gc *g, unit *u, rasp_model *m, int p) {
+  const rasp_model_config *cf = &m->cfg;
+  hmst st;
+  memset(&st, 0, sizeof st);
+  st.g = g, st.u = u, st.p = p;
+  st.d = cf->d_model, st.dh = cf->d_head, st.n = cf->max_len;
+  char nm[64];
+  snprintf(nm, sizeof nm, "layers.%d.attn.w_q", u->layer);
+  st.wq = raspN_data(m, nm) + (size_t)u->hslot * st.d * st.dh;
+  snprintf(nm, sizeof nm, "layers.%d.attn.w_k", u->layer);
+  st.wk = raspN_data(m, nm) + (size_t)u->hslot * st.d * st.dh;
+  st.up = prec_u(p), st.lim = ldexp(1, prec_bits[p]);
+  st.lsc = (double)(1.0f / sqrtf((float)st.dh));
+  st.width = u->hmode == H_WIDTH, st.avg = st.width || u->hmode == H_NUM;
+  hm_bos(&st);
+  st.G = INFINITY, st.Gp = INFINITY, st.leak = 0, st.spread = 0;
+  /* a quantized width: every selected key scores exactly BOS's score,
+  ** each computed exactly */
+  st.wexact = st.width && u->qw && st.ebns == 0;
+  st.unbounded = !(st.ebns < INFINITY);
+  int nc = st.nc = u->nc;
+  st.mh = raspM_alloc(sizeof(double) * (size_t)(nc + 1) * 9);
+  st.Mh = st.mh + nc + 1, st.Mf = st.Mh + nc + 1, st.pmh = st.Mf + nc + 1,
+  st.pMh = st.pmh + nc + 1, st.pMf = st.pMh + nc + 1;
+  st.emh = st.pMf + nc + 1, st.eMh = st.emh + nc + 1, st.Tsel = st.eMh + nc + 1;
+  for (int ci = 0; ci < nc; ci++) hm_comp(&st, ci);
+  if (nc > 1) hm_several(&st);
+  raspM_free(st.mh);
+  return hm_verdict(&st, m);
 }
 
 typedef struct zsrc {
@@ -445,6 +533,264 @@ double raspG_dim_err(const gc *g, int uid, int a, int k) {
 **   rounding (u |w_out| hm, none for a power of two), and a unit exactly
 **   on its hinge, |w_out| eh (it passes some of its error on).
 ** The sum over all of them where the combinations are too many. */
+/* active_od's state, in its steps: od_index (the sparse w_in and w_out
+** of the hidden units, the output slots), od_tables (the pre-activation
+** table and the scratch), then per combination of the sources' values
+** od_units (each unit on: its terms, hinges and affine rows), od_affine
+** (the affine bound per output) and od_outputs (what od, oint and ogen
+** keep). */
+enum { HINGES = 4 }; /* per output: hinge units taken through the affine bound */
+typedef struct odst {
+  gc *g;
+  const float *wi, *bi, *wo;
+  int F, D, h0, h1, nh, ns, has_one, tot, ni, no, affine, nal;
+  const int *src;
+  const double *eh, *rh, *hm, *hx;
+  int *off, *ix;            /* per source: its first row of C; its value now */
+  int *oslot, *slot_o, *inr; /* dimension <-> output slot; the slot's source row (in place) */
+  int *ost, *ist;           /* per hidden unit: its w_out and w_in entries' start */
+  int *oi, *ii;             /* w_out entries' slots, w_in entries' rows */
+  double *ow, *iw;          /* their weights */
+  int *rdim, *rsrc, *rcol;  /* per source row: residual dimension, source, column */
+  double work;
+  double *C, *base, *z, *cur, *cur2, *Tc, *prop, *kc, *tch, *Tz, *aint, *ein;
+  double *acc;              /* affine: rows x slots of w_in w_out sums */
+  int *al;                  /* acc's nonzero entries */
+  int *nhg, *hg, *hge, *bst, *bfill, *rmark, *rows, *brow;
+  double *rv;
+} odst;
+
+/* The output slots and per hidden unit its nonzero w_out (slot, weight)
+** and w_in over the sources' dimensions (input, weight). */
+static void od_index(odst *o) {
+  gc *g = o->g;
+  int nh = o->nh, D = o->D, F = o->F, h0 = o->h0, ns = o->ns;
+  const int *src = o->src;
+  o->off = raspM_alloc(sizeof(int) * (size_t)(ns + 1) * 2), o->ix = o->off + ns + 1;
+  o->tot = 0, o->ni = 0;
+  for (int k = 0; k < ns; k++)
+    o->off[k] = o->tot, o->tot += g->u[src[k]].nvals, o->ni += usize(&g->u[src[k]]);
+  int ni = o->ni;
+  o->oslot = raspM_alloc(sizeof(int) * (size_t)D), o->no = 0;
+  for (int d = 0; d < D; d++) o->oslot[d] = -1;
+  o->ost = raspM_alloc(sizeof(int) * (size_t)(nh + 1) * 2), o->ist = o->ost + nh + 1;
+  size_t nout = 0, nin = 0;
+  for (int h = 0; h < nh; h++)
+    for (int d = 0; d < D; d++) nout += o->wo[(size_t)(h0 + h) * D + d] != 0;
+  o->rdim = raspM_alloc(sizeof(int) * (size_t)(ni + 1) * 3), o->rsrc = o->rdim + ni + 1,
+  o->rcol = o->rsrc + ni + 1;
+  for (int k = 0, r = 0; k < ns; k++)
+    for (int c = 0; c < usize(&g->u[src[k]]); c++, r++)
+      o->rdim[r] = g->u[src[k]].dim + c, o->rsrc[r] = k, o->rcol[r] = c;
+  for (int h = 0; h < nh; h++)
+    for (int r = 0; r < ni; r++) nin += o->wi[(size_t)o->rdim[r] * F + h0 + h] != 0;
+  o->oi = raspM_alloc(sizeof(int) * (nout + nin + 1)), o->ii = o->oi + nout;
+  o->ow = raspM_alloc(sizeof(double) * (nout + nin + 1)), o->iw = o->ow + nout;
+  size_t q = 0, q2 = 0;
+  o->work = 0;
+  for (int h = 0; h < nh; h++) {
+    o->ost[h] = (int)q, o->ist[h] = (int)q2;
+    for (int d = 0; d < D; d++) {
+      float w = o->wo[(size_t)(h0 + h) * D + d];
+      if (w == 0) continue;
+      if (o->oslot[d] < 0) o->oslot[d] = o->no++;
+      o->oi[q] = o->oslot[d], o->ow[q++] = w;
+    }
+    for (int r = 0; r < ni; r++) {
+      float w = o->wi[(size_t)o->rdim[r] * F + h0 + h];
+      if (w != 0) o->ii[q2] = r, o->iw[q2++] = w;
+    }
+    o->work += (double)(q - (size_t)o->ost[h]) * (double)(q2 - (size_t)o->ist[h]);
+  }
+  o->ost[nh] = (int)q, o->ist[nh] = (int)q2;
+  int no = o->no;
+  o->slot_o = raspM_alloc(sizeof(int) * (size_t)(no + 1) * 2), o->inr = o->slot_o + no + 1;
+  for (int d = 0; d < D; d++)
+    if (o->oslot[d] >= 0) o->slot_o[o->oslot[d]] = d;
+  /* in place: the output slot that is also a source dimension (the
+  ** operand y the residual still holds) */
+  for (int s2 = 0; s2 < no; s2++) {
+    o->inr[s2] = -1;
+    for (int r = 0; r < ni && g->inplace; r++)
+      if (o->rdim[r] == o->slot_o[s2]) o->inr[s2] = r;
+  }
+}
+
+/* The affine bound's choice (its accumulator fits and the work is
+** bounded), the pre-activation table C (per source value and unit), and
+** the scratch of the combinations. */
+static void od_tables(odst *o, double combos) {
+  int nh = o->nh, no = o->no, ni = o->ni, tot = o->tot, F = o->F;
+  o->affine = (double)ni * no <= 4e6 && combos * (o->work + no + ni) <= 1e8;
+  o->C = raspM_alloc(sizeof(double) * ((size_t)tot * nh + (size_t)nh * 2 + (size_t)no * 8 +
+                                       (size_t)ni + 1));
+  o->base = o->C + (size_t)tot * nh, o->z = o->base + nh, o->cur = o->z + nh,
+  o->cur2 = o->cur + no, o->Tc = o->cur2 + no, o->prop = o->Tc + no, o->kc = o->prop + no,
+  o->tch = o->kc + no, o->Tz = o->tch + no, o->aint = o->Tz + no, o->ein = o->aint + no;
+  o->acc = o->affine ? raspM_alloc(sizeof(double) * (size_t)ni * (size_t)no + 1) : NULL;
+  o->al = o->affine ? raspM_alloc(sizeof(int) * ((size_t)ni * (size_t)no + 1)) : NULL;
+  if (o->acc) memset(o->acc, 0, sizeof(double) * (size_t)ni * (size_t)no);
+  /* per output: its hinge units and their w_out entries (HINGES at most),
+  ** the buckets of acc's rows, and per input a mark and a value */
+  size_t nacc = o->affine ? (size_t)ni * (size_t)no : 0;
+  o->nhg = raspM_alloc(sizeof(int) * ((size_t)no * (2 * HINGES + 4) + (size_t)ni * 2 + nacc + 2));
+  o->hg = o->nhg + no, o->hge = o->hg + (size_t)no * HINGES, o->bst = o->hge + (size_t)no * HINGES,
+  o->bfill = o->bst + no + 1, o->rmark = o->bfill + no + 1, o->rows = o->rmark + ni,
+  o->brow = o->rows + ni;
+  o->rv = raspM_alloc(sizeof(double) * ((size_t)ni + 1));
+  memset(o->rmark, 0, sizeof(int) * (size_t)ni);
+  double t, wre;
+  for (int h = o->h0; h < o->h1; h++) {
+    o->base[h - o->h0] = (double)o->bi[h] + (o->has_one ? 0.0f : o->wi[(size_t)1 * F + h]);
+    for (int k = 0; k < o->ns; k++)
+      for (int a = 0; a < o->g->u[o->src[k]].nvals; a++)
+        o->C[(size_t)(o->off[k] + a) * nh + h - o->h0] =
+            raspG_uv_dot(o->g, o->src[k], a, o->wi, F, h, RASPG_FP32, &t, &wre);
+  }
+}
+
+/* At the current combination (o->ix): every unit that is not off, its
+** terms into its outputs' sums (cur: charged whole; cur2: its own rounding,
+** the rest through the affine bound), and its rows of acc or, on its
+** hinge, its place among the output's hinge units. */
+static void od_units(odst *o) {
+  int nh = o->nh, no = o->no;
+  for (int s2 = 0; s2 < no; s2++)
+    o->cur[s2] = o->cur2[s2] = o->Tc[s2] = o->prop[s2] = o->kc[s2] = o->tch[s2] = o->Tz[s2] = 0,
+    o->aint[s2] = 1;
+  if (o->affine) memset(o->nhg, 0, sizeof(int) * (size_t)no);
+  o->nal = 0;
+  for (int h = 0; h < nh; h++) {
+    o->z[h] = o->base[h];
+    for (int k = 0; k < o->ns; k++) o->z[h] += o->C[(size_t)(o->off[k] + o->ix[k]) * nh + h];
+    double tiny = 1e-9 * (1 + fabs(o->base[h]));
+    if (o->z[h] < -tiny) continue; /* off, exactly */
+    int hinge = o->z[h] <= tiny;
+    const double *eh = o->eh, *rh = o->rh, *hm = o->hm;
+    for (int e = o->ost[h]; e < o->ost[h + 1]; e++) {
+      int s2 = o->oi[e], e2;
+      double w = fabs(o->ow[e]);
+      int p2 = frexp(w, &e2) == 0.5;
+      double full = w * eh[h] * (p2 ? 1 : 2 + ldexp(1, -22));
+      o->cur[s2] += full;
+      o->kc[s2]++, o->Tc[s2] += w * (hm[h] + eh[h]), o->tch[s2] = 1;
+      /* its term here, at this combination's value of the unit */
+      o->Tz[s2] += w * (fabs(o->z[h]) + eh[h]);
+      o->aint[s2] = o->aint[s2] && o->hx[h] != 0 && o->ow[e] == floor(o->ow[e]);
+      /* a unit on its hinge outputs ReLU(its error): a share s in [0, 1]
+      ** of what its inputs' errors bring, plus its rounding; up to
+      ** HINGES of them per output go through the affine bound with s at
+      ** 0 or 1 (the bound is convex in each s), more are charged whole */
+      if (hinge && (!o->affine || o->nhg[s2] >= HINGES)) {
+        o->cur2[s2] += full;
+        continue;
+      }
+      o->cur2[s2] += w * rh[h] + (p2 ? 0 : ldexp(1, -24) * w * (hm[h] + eh[h]));
+      if (!o->affine) continue;
+      if (hinge) {
+        o->hg[s2 * HINGES + o->nhg[s2]] = h, o->hge[s2 * HINGES + o->nhg[s2]++] = e;
+        continue;
+      }
+      for (int f = o->ist[h]; f < o->ist[h + 1]; f++) {
+        size_t a = (size_t)o->ii[f] * no + s2;
+        if (o->acc[a] == 0) o->al[o->nal++] = (int)a;
+        o->acc[a] += o->iw[f] * o->ow[e];
+        if (o->acc[a] == 0) o->acc[a] = 1e-300; /* (kept in the list once) */
+      }
+    }
+  }
+}
+
+/* The affine bound at the current combination: per output, the largest
+** over its hinge units' on/off choices of sum_r |W_eff[r][o]| times the
+** error of input row r, into o->prop; acc cleared after. */
+static void od_affine(odst *o) {
+  gc *g = o->g;
+  int no = o->no, ni = o->ni;
+  double *acc = o->acc;
+  for (int r = 0; r < ni; r++)
+    o->ein[r] = raspG_dim_err(g, o->src[o->rsrc[r]], o->ix[o->rsrc[r]], o->rcol[r]);
+  for (int s2 = 0; s2 < no; s2++)
+    if (o->inr[s2] >= 0) { /* the residual's own y, weight 1 */
+      size_t a = (size_t)o->inr[s2] * no + s2;
+      if (acc[a] == 0) o->al[o->nal++] = (int)a;
+      acc[a] += 1;
+      if (acc[a] == 0) acc[a] = 1e-300;
+      o->tch[s2] = 1;
+    }
+  /* per output, its rows of acc, and its hinge units' rows */
+  int *bst = o->bst, *bfill = o->bfill, *brow = o->brow, *rows = o->rows, *rmark = o->rmark;
+  for (int s2 = 0; s2 < no; s2++) bst[s2 + 1] = 0;
+  for (int e = 0; e < o->nal; e++) bst[o->al[e] % no + 1]++;
+  bst[0] = 0;
+  for (int s2 = 0; s2 < no; s2++) bst[s2 + 1] += bst[s2];
+  for (int s2 = 0; s2 < no; s2++) bfill[s2] = bst[s2];
+  for (int e = 0; e < o->nal; e++) brow[bfill[o->al[e] % no]++] = o->al[e] / no;
+  for (int s2 = 0; s2 < no; s2++) {
+    if (!o->tch[s2]) continue;
+    int nr = 0;
+    for (int b = bst[s2]; b < bst[s2 + 1]; b++) rows[nr++] = brow[b], rmark[brow[b]] = 1;
+    for (int j = 0; j < o->nhg[s2]; j++) {
+      int h = o->hg[s2 * HINGES + j];
+      for (int f = o->ist[h]; f < o->ist[h + 1]; f++)
+        if (!rmark[o->ii[f]]) rmark[o->ii[f]] = 1, rows[nr++] = o->ii[f];
+    }
+    double best = 0;
+    for (int mask = 0; mask < 1 << o->nhg[s2]; mask++) {
+      for (int b = 0; b < nr; b++) o->rv[rows[b]] = acc[(size_t)rows[b] * no + s2];
+      for (int j = 0; j < o->nhg[s2]; j++) {
+        if (!(mask >> j & 1)) continue;
+        int h = o->hg[s2 * HINGES + j], e = o->hge[s2 * HINGES + j];
+        for (int f = o->ist[h]; f < o->ist[h + 1]; f++) o->rv[o->ii[f]] += o->iw[f] * o->ow[e];
+      }
+      double sum = 0;
+      for (int b = 0; b < nr; b++) sum += fabs(o->rv[rows[b]]) * o->ein[rows[b]];
+      best = fmax(best, sum);
+    }
+    o->prop[s2] = best;
+    for (int b = 0; b < nr; b++) rmark[rows[b]] = 0;
+  }
+  for (int e = 0; e < o->nal; e++) acc[o->al[e]] = 0;
+}
+
+/* Per output touched at the current combination: its error (the whole
+** charge, or the affine bound where smaller; the affine one alone in
+** place) into od, and its sum's own rounding into oint and ogen. */
+static void od_outputs(odst *o) {
+  gc *g = o->g;
+  int D = o->D;
+  double *od = g->od, *oint = od + 3 * D, *ogen = oint + D;
+  for (int s2 = 0; s2 < o->no; s2++) {
+    if (!o->tch[s2]) continue;
+    int d = o->slot_o[s2];
+    double v = o->cur[s2], kc = o->kc[s2], Tc = o->Tc[s2];
+    if (o->affine) {
+      /* (in place the affine bound alone: it holds the operand's
+      ** error, which the other leaves to residue) */
+      double aff = o->cur2[s2] + o->prop[s2] * (1 + ldexp(1, -20));
+      v = g->inplace ? aff : fmin(v, aff);
+    }
+    od[d] = fmax(od[d], v);
+    /* the output sum's own rounding, over the units that are not 0
+    ** here (kc terms of sizes Tc): integers off by a little
+    ** (dev_grow), or up to u times a partial sum per addition and
+    ** product */
+    oint[d] = fmax(oint[d], v > 0 ? raspG_dev_grow(v, (int)kc, Tc + v) : 0);
+    /* where every unit that is not 0 here is an exact integer through an
+    ** integer w_out and their terms' sizes sum within 2^24, every
+    ** partial sum is an integer the format holds, in any order: off
+    ** only by what its inputs' errors grow to (dev_grow), whatever the
+    ** units' sizes at other combinations (a big-M gate's large term is
+    ** large only where its partner cancels it) */
+    double gen = v + (kc + 1) * ldexp(1, -24) * (1 + ldexp(1, -20)) * (Tc + v);
+    if (o->aint[s2] && o->Tz[s2] + v <= ldexp(1, 24))
+      gen = fmin(gen, v > 0 ? raspG_dev_grow(v, (int)kc, o->Tz[s2] + v) : 0);
+    else
+      g->od_int = 0;
+    ogen[d] = fmax(ogen[d], gen);
+  }
+}
+
 static void active_od(gc *g, const float *wi, const float *bi, const float *wo, int F, int D,
                      int h0, int h1, const int *src, int ns, int has_one, const double *eh,
                      const double *rh, const double *hm, const double *hx) {
@@ -452,219 +798,184 @@ static void active_od(gc *g, const float *wi, const float *bi, const float *wo, 
   double combos = 1;
   for (int k = 0; k < ns; k++) combos *= g->u[src[k]].nvals ? g->u[src[k]].nvals : 1;
   if (nh <= 0 || combos * nh * (ns + 1) > 3e7) return;
-  int *off = raspM_alloc(sizeof(int) * (size_t)(ns + 1) * 2), *ix = off + ns + 1, tot = 0, ni = 0;
-  for (int k = 0; k < ns; k++) off[k] = tot, tot += g->u[src[k]].nvals, ni += usize(&g->u[src[k]]);
-  /* the output dimensions (slots), and per hidden unit its nonzero w_out
-  ** (slot, weight) and w_in over the sources' dimensions (input, weight) */
-  int *oslot = raspM_alloc(sizeof(int) * (size_t)D), no = 0;
-  for (int o = 0; o < D; o++) oslot[o] = -1;
-  int *ost = raspM_alloc(sizeof(int) * (size_t)(nh + 1) * 2), *ist = ost + nh + 1;
-  size_t nout = 0, nin = 0;
-  for (int h = 0; h < nh; h++)
-    for (int o = 0; o < D; o++) nout += wo[(size_t)(h0 + h) * D + o] != 0;
-  int *rdim = raspM_alloc(sizeof(int) * (size_t)(ni + 1) * 3), *rsrc = rdim + ni + 1,
-      *rcol = rsrc + ni + 1;
-  for (int k = 0, r = 0; k < ns; k++)
-    for (int c = 0; c < usize(&g->u[src[k]]); c++, r++)
-      rdim[r] = g->u[src[k]].dim + c, rsrc[r] = k, rcol[r] = c;
-  for (int h = 0; h < nh; h++)
-    for (int r = 0; r < ni; r++) nin += wi[(size_t)rdim[r] * F + h0 + h] != 0;
-  int *oi = raspM_alloc(sizeof(int) * (nout + nin + 1)), *ii = oi + nout;
-  double *ow = raspM_alloc(sizeof(double) * (nout + nin + 1)), *iw = ow + nout;
-  size_t q = 0, q2 = 0;
-  double work = 0;
-  for (int h = 0; h < nh; h++) {
-    ost[h] = (int)q, ist[h] = (int)q2;
-    for (int o = 0; o < D; o++) {
-      float w = wo[(size_t)(h0 + h) * D + o];
-      if (w == 0) continue;
-      if (oslot[o] < 0) oslot[o] = no++;
-      oi[q] = oslot[o], ow[q++] = w;
-    }
-    for (int r = 0; r < ni; r++) {
-      float w = wi[(size_t)rdim[r] * F + h0 + h];
-      if (w != 0) ii[q2] = r, iw[q2++] = w;
-    }
-    work += (double)(q - (size_t)ost[h]) * (double)(q2 - (size_t)ist[h]);
-  }
-  ost[nh] = (int)q, ist[nh] = (int)q2;
-  int *slot_o = raspM_alloc(sizeof(int) * (size_t)(no + 1) * 2), *inr = slot_o + no + 1;
-  for (int o = 0; o < D; o++)
-    if (oslot[o] >= 0) slot_o[oslot[o]] = o;
-  /* in place: the output slot that is also a source dimension (the
-  ** operand y the residual still holds) */
-  for (int s2 = 0; s2 < no; s2++) {
-    inr[s2] = -1;
-    for (int r = 0; r < ni && g->inplace; r++)
-      if (rdim[r] == slot_o[s2]) inr[s2] = r;
-  }
-  /* the affine bound where its accumulator fits and the work is bounded */
-  int affine = (double)ni * no <= 4e6 && combos * (work + no + ni) <= 1e8;
-  double *C = raspM_alloc(sizeof(double) * ((size_t)tot * nh + (size_t)nh * 2 + (size_t)no * 8 +
-                                             (size_t)ni + 1));
-  double *base = C + (size_t)tot * nh, *z = base + nh, *cur = z + nh, *cur2 = cur + no,
-         *Tc = cur2 + no, *prop = Tc + no, *kc = prop + no, *tch = kc + no, *Tz = tch + no,
-         *aint = Tz + no, *ein = aint + no, t, wre;
-  double *acc = affine ? raspM_alloc(sizeof(double) * (size_t)ni * (size_t)no + 1) : NULL;
-  int *al = affine ? raspM_alloc(sizeof(int) * ((size_t)ni * (size_t)no + 1)) : NULL, nal;
-  if (acc) memset(acc, 0, sizeof(double) * (size_t)ni * (size_t)no);
-  /* per output: its hinge units and their w_out entries (HINGES at most),
-  ** the buckets of acc's rows, and per input a mark and a value */
-  enum { HINGES = 4 };
-  size_t nacc = affine ? (size_t)ni * (size_t)no : 0;
-  int *nhg = raspM_alloc(sizeof(int) * ((size_t)no * (2 * HINGES + 4) + (size_t)ni * 2 + nacc + 2));
-  int *hg = nhg + no, *hge = hg + (size_t)no * HINGES, *bst = hge + (size_t)no * HINGES,
-      *bfill = bst + no + 1, *rmark = bfill + no + 1, *rows = rmark + ni, *brow = rows + ni;
-  double *rv = raspM_alloc(sizeof(double) * ((size_t)ni + 1));
-  memset(rmark, 0, sizeof(int) * (size_t)ni);
-  for (int h = h0; h < h1; h++) {
-    base[h - h0] = (double)bi[h] + (has_one ? 0.0f : wi[(size_t)1 * F + h]);
-    for (int k = 0; k < ns; k++)
-      for (int a = 0; a < g->u[src[k]].nvals; a++)
-        C[(size_t)(off[k] + a) * nh + h - h0] = raspG_uv_dot(g, src[k], a, wi, F, h, RASPG_FP32, &t, &wre);
-  }
-  double *od = g->od, *oint = od + 3 * D, *ogen = oint + D;
-  memset(od, 0, sizeof(double) * (size_t)D);
-  g->od_combo = affine ? 2 : 1;
+  odst o;
+  memset(&o, 0, sizeof o);
+  o.g = g, o.wi = wi, o.bi = bi, o.wo = wo, o.F = F, o.D = D, o.h0 = h0, o.h1 = h1, o.nh = nh;
+  o.src = src, o.ns = ns, o.has_one = has_one, o.eh = eh, o.rh = rh, o.hm = hm, o.hx = hx;
+  od_index(&o);
+  od_tables(&o, combos);
+  memset(g->od, 0, sizeof(double) * (size_t)D);
+  g->od_combo = o.affine ? 2 : 1;
   g->od_int = 1;
-  for (int k = 0; k < ns; k++) ix[k] = 0;
+  for (int k = 0; k < ns; k++) o.ix[k] = 0;
   for (;;) {
-    for (int s2 = 0; s2 < no; s2++)
-      cur[s2] = cur2[s2] = Tc[s2] = prop[s2] = kc[s2] = tch[s2] = Tz[s2] = 0, aint[s2] = 1;
-    if (affine) memset(nhg, 0, sizeof(int) * (size_t)no);
-    nal = 0;
-    for (int h = 0; h < nh; h++) {
-      z[h] = base[h];
-      for (int k = 0; k < ns; k++) z[h] += C[(size_t)(off[k] + ix[k]) * nh + h];
-      double tiny = 1e-9 * (1 + fabs(base[h]));
-      if (z[h] < -tiny) continue; /* off, exactly */
-      int hinge = z[h] <= tiny;
-      for (int e = ost[h]; e < ost[h + 1]; e++) {
-        int s2 = oi[e], e2;
-        double w = fabs(ow[e]);
-        int p2 = frexp(w, &e2) == 0.5;
-        double full = w * eh[h] * (p2 ? 1 : 2 + ldexp(1, -22));
-        cur[s2] += full;
-        kc[s2]++, Tc[s2] += w * (hm[h] + eh[h]), tch[s2] = 1;
-        /* its term here, at this combination's value of the unit */
-        Tz[s2] += w * (fabs(z[h]) + eh[h]);
-        aint[s2] = aint[s2] && hx[h] != 0 && ow[e] == floor(ow[e]);
-        /* a unit on its hinge outputs ReLU(its error): a share s in [0, 1]
-        ** of what its inputs' errors bring, plus its rounding; up to
-        ** HINGES of them per output go through the affine bound with s at
-        ** 0 or 1 (the bound is convex in each s), more are charged whole */
-        if (hinge && (!affine || nhg[s2] >= HINGES)) {
-          cur2[s2] += full;
-          continue;
-        }
-        cur2[s2] += w * rh[h] + (p2 ? 0 : ldexp(1, -24) * w * (hm[h] + eh[h]));
-        if (!affine) continue;
-        if (hinge) {
-          hg[s2 * HINGES + nhg[s2]] = h, hge[s2 * HINGES + nhg[s2]++] = e;
-          continue;
-        }
-        for (int f = ist[h]; f < ist[h + 1]; f++) {
-          size_t a = (size_t)ii[f] * no + s2;
-          if (acc[a] == 0) al[nal++] = (int)a;
-          acc[a] += iw[f] * ow[e];
-          if (acc[a] == 0) acc[a] = 1e-300; /* (kept in the list once) */
-        }
-      }
-    }
-    if (affine) {
-      for (int r = 0; r < ni; r++) ein[r] = raspG_dim_err(g, src[rsrc[r]], ix[rsrc[r]], rcol[r]);
-      for (int s2 = 0; s2 < no; s2++)
-        if (inr[s2] >= 0) { /* the residual's own y, weight 1 */
-          size_t a = (size_t)inr[s2] * no + s2;
-          if (acc[a] == 0) al[nal++] = (int)a;
-          acc[a] += 1;
-          if (acc[a] == 0) acc[a] = 1e-300;
-          tch[s2] = 1;
-        }
-      /* per output, its rows of acc, and its hinge units' rows */
-      for (int s2 = 0; s2 < no; s2++) bst[s2 + 1] = 0;
-      for (int e = 0; e < nal; e++) bst[al[e] % no + 1]++;
-      bst[0] = 0;
-      for (int s2 = 0; s2 < no; s2++) bst[s2 + 1] += bst[s2];
-      for (int s2 = 0; s2 < no; s2++) bfill[s2] = bst[s2];
-      for (int e = 0; e < nal; e++) brow[bfill[al[e] % no]++] = al[e] / no;
-      for (int s2 = 0; s2 < no; s2++) {
-        if (!tch[s2]) continue;
-        int nr = 0;
-        for (int b = bst[s2]; b < bst[s2 + 1]; b++) rows[nr++] = brow[b], rmark[brow[b]] = 1;
-        for (int j = 0; j < nhg[s2]; j++) {
-          int h = hg[s2 * HINGES + j];
-          for (int f = ist[h]; f < ist[h + 1]; f++)
-            if (!rmark[ii[f]]) rmark[ii[f]] = 1, rows[nr++] = ii[f];
-        }
-        double best = 0;
-        for (int mask = 0; mask < 1 << nhg[s2]; mask++) {
-          for (int b = 0; b < nr; b++) rv[rows[b]] = acc[(size_t)rows[b] * no + s2];
-          for (int j = 0; j < nhg[s2]; j++) {
-            if (!(mask >> j & 1)) continue;
-            int h = hg[s2 * HINGES + j], e = hge[s2 * HINGES + j];
-            for (int f = ist[h]; f < ist[h + 1]; f++) rv[ii[f]] += iw[f] * ow[e];
-          }
-          double sum = 0;
-          for (int b = 0; b < nr; b++) sum += fabs(rv[rows[b]]) * ein[rows[b]];
-          best = fmax(best, sum);
-        }
-        prop[s2] = best;
-        for (int b = 0; b < nr; b++) rmark[rows[b]] = 0;
-      }
-      for (int e = 0; e < nal; e++) acc[al[e]] = 0;
-    }
-    for (int s2 = 0; s2 < no; s2++) {
-      if (!tch[s2]) continue;
-      int o = slot_o[s2];
-      double v = cur[s2];
-      if (affine) {
-        /* (in place the affine bound alone: it holds the operand's
-        ** error, which the other leaves to residue) */
-        double aff = cur2[s2] + prop[s2] * (1 + ldexp(1, -20));
-        v = g->inplace ? aff : fmin(v, aff);
-      }
-      od[o] = fmax(od[o], v);
-      /* the output sum's own rounding, over the units that are not 0
-      ** here (kc terms of sizes Tc): integers off by a little
-      ** (dev_grow), or up to u times a partial sum per addition and
-      ** product */
-      oint[o] = fmax(oint[o], v > 0 ? raspG_dev_grow(v, (int)kc[s2], Tc[s2] + v) : 0);
-      /* where every unit that is not 0 here is an exact integer through an
-      ** integer w_out and their terms' sizes sum within 2^24, every
-      ** partial sum is an integer the format holds, in any order: off
-      ** only by what its inputs' errors grow to (dev_grow), whatever the
-      ** units' sizes at other combinations (a big-M gate's large term is
-      ** large only where its partner cancels it) */
-      double gen = v + (kc[s2] + 1) * ldexp(1, -24) * (1 + ldexp(1, -20)) * (Tc[s2] + v);
-      if (aint[s2] && Tz[s2] + v <= ldexp(1, 24))
-        gen = fmin(gen, v > 0 ? raspG_dev_grow(v, (int)kc[s2], Tz[s2] + v) : 0);
-      else
-        g->od_int = 0;
-      ogen[o] = fmax(ogen[o], gen);
-    }
+    od_units(&o);
+    if (o.affine) od_affine(&o);
+    od_outputs(&o);
     int k = 0;
-    while (k < ns && ++ix[k] >= g->u[src[k]].nvals) ix[k++] = 0;
+    while (k < ns && ++o.ix[k] >= g->u[src[k]].nvals) o.ix[k++] = 0;
     if (k == ns) break;
   }
-  raspM_free(acc);
-  raspM_free(al);
-  raspM_free(nhg);
-  raspM_free(rv);
-  raspM_free(C);
-  raspM_free(slot_o);
-  raspM_free(oi);
-  raspM_free(ow);
-  raspM_free(rdim);
-  raspM_free(ost);
-  raspM_free(oslot);
-  raspM_free(off);
+  raspM_free(o.acc);
+  raspM_free(o.al);
+  raspM_free(o.nhg);
+  raspM_free(o.rv);
+  raspM_free(o.C);
+  raspM_free(o.slot_o);
+  raspM_free(o.oi);
+  raspM_free(o.ow);
+  raspM_free(o.rdim);
+  raspM_free(o.ost);
+  raspM_free(o.oslot);
+  raspM_free(o.off);
+}
+
+/* One hidden unit h of raspG_mlp_margin, in its steps: mu_start (its bias
+** and ONE's weight), mu_top (its largest pre-activation per source and in
+** all), mu_source per source (the source's terms, sizes and errors),
+** mu_finish (its margin, its error off and on). */
+typedef struct mu {
+  gc *g;
+  const float *wi;
+  int F, D, p, h;
+  double up, lim;
+  double base, T, err, lerr, Tp, Tn, ain, aon, inz, innz, aonz, aonnz, alin, ztop, tt;
+  int nnz, nsrc, hex, nterm, mterm;
+  double *zk; /* per source: its largest contribution */
+  zsrc *zs;   /* the sources that vary: their distinct contributions */
+  double mn, mx, eon;
+} mu;
+
+/* The bias and ONE's weight (none where ONE is a source): the base, its
+** size, its signed sums' start and its rounding. */
+static void mu_start(mu *q, const float *bi, int has_one, int allex) {
+  int h = q->h, p = q->p;
+  float w1 = has_one ? 0.0f : q->wi[(size_t)1 * q->F + h];
+  q->base = (double)bi[h] + w1, q->T = fabs((double)bi[h]) + fabs((double)w1), q->err = 0,
+  q->lerr = 0;
+  /* the largest sums of its positive and of its negative terms: every
+  ** partial sum, in any order, lies between -Tn and Tp */
+  q->Tp = fmax(0, (double)bi[h]) + fmax(0, (double)w1),
+  q->Tn = fmax(0, -(double)bi[h]) + fmax(0, -(double)w1);
+  q->err += fabs((double)bi[h] - raspG_round(p, bi[h])) + fabs((double)w1 - raspG_round(p, w1));
+  q->nnz = 1, q->nsrc = 0, q->hex = allex && bi[h] == floorf(bi[h]) && w1 == floorf(w1);
+  q->ain = 0; /* the sources' absolute errors through w_in (fp32) */
+  q->aon = 0; /* the same at the source values where h can be on */
+  q->nterm = 1; /* its terms that can be nonzero (a one-hot's zeros are exact) */
+  /* ain and aon split as aerr_split does, for dev_grow_z: the terms
+  ** with exact value 0, the others, and how many of those (the bias and
+  ** ONE's weight among them) */
+  q->inz = 0, q->innz = 0, q->aonz = 0, q->aonnz = 0, q->alin = 0;
+  q->mterm = 2;
+  for (int r = 1; r < q->D; r++) q->nnz += q->wi[(size_t)r * q->F + h] != 0;
+}
+
+/* The largest pre-activation per source (zk) and in all (ztop): with
+** source k at value a, h is at most ztop - zk + z[a]; below 0 it is
+** below its hinge by at least its margin, off exactly (ok demands
+** 2 err < margin), and what k then carries does not reach its output. */
+static void mu_top(mu *q, const int *src, int ns) {
+  gc *g = q->g;
+  q->ztop = q->base, q->tt = q->T;
+  for (int k = 0; k < ns; k++) {
+    double t, wre;
+    q->zk[k] = -INFINITY;
+    for (int a = 0; a < g->u[src[k]].nvals; a++) {
+      q->zk[k] = fmax(q->zk[k], raspG_uv_dot(g, src[k], a, q->wi, q->F, q->h, RASPG_FP32, &t, &wre));
+      q->tt += t;
+    }
+    if (q->zk[k] > -INFINITY) q->ztop += q->zk[k];
+  }
+}
+
+/* Source k (unit uid): its contribution at each of its values, the largest
+** term and its rounding, its absolute errors (where h can be on apart),
+** whether its weights are integers, and its distinct contributions (a
+** constant joins the base). */
+static void mu_source(mu *q, int k, int uid) {
+  gc *g = q->g;
+  const unit *s = &g->u[uid];
+  int p = q->p, F = q->F, h = q->h;
+  const float *wi = q->wi;
+  double tmax = 0, t, wre, emax = 0, va = 0, von = 0, vz = 0, vnz = 0, onz = 0, onnz = 0, vlin = 0;
+  int vm = 0;
+  double *z = raspM_alloc(sizeof(double) * (size_t)(s->nvals ? s->nvals : 1));
+  double tpos = 0, tneg = 0;
+  for (int a = 0; a < s->nvals; a++) {
+    z[a] = raspG_uv_dot(g, uid, a, wi, F, h, p, &t, &wre);
+    if (t > tmax) tmax = t;
+    /* (one term per value but for a squared unit's two, which may
+    ** have either sign: t on both sides) */
+    tpos = fmax(tpos, s->sq ? t : fmax(0, z[a]));
+    tneg = fmax(tneg, s->sq ? t : fmax(0, -z[a]));
+    if (t * s->kappa * q->up + wre > emax) emax = t * s->kappa * q->up + wre;
+    if (p != RASPG_FP32) continue;
+    double e = raspG_aerr_val(g, uid, a, wi, F, h), ez, enz;
+    int em;
+    raspG_aerr_split(g, uid, a, wi, F, h, &ez, &enz, &em);
+    va = fmax(va, e);
+    vz = fmax(vz, ez), vnz = fmax(vnz, enz), vm = em > vm ? em : vm;
+    if (!(q->ztop - q->zk[k] + z[a] < -1e-6 * (1 + q->tt))) {
+      double lin = 0;
+      for (int c = 0; c < usize(s); c++)
+        lin += fabs((double)wi[(size_t)(s->dim + c) * F + h]) * raspG_dim_err(g, uid, a, c);
+      von = fmax(von, e), onz = fmax(onz, ez), onnz = fmax(onnz, enz), vlin = fmax(vlin, lin);
+    }
+  }
+  q->ain += va;
+  q->aon += von;
+  q->inz += vz, q->innz += vnz, q->mterm += vm, q->aonz += onz, q->aonnz += onnz, q->alin += vlin;
+  q->hex = q->hex && raspG_int_weights(g, uid, wi, F, h, 0);
+  int n = s->nvals;
+  qsort(z, (size_t)n, sizeof *z, raspG_cmp_dbl);
+  int w = 0;
+  for (int a = 0; a < n; a++)
+    if (!w || z[a] != z[w - 1]) z[w++] = z[a];
+  if (w == 1) { /* a constant: part of the base */
+    q->base += z[0];
+    raspM_free(z);
+  } else
+    q->zs[q->nsrc++] = (zsrc){z, w};
+  q->T += tmax;
+  q->Tp += tpos, q->Tn += tneg;
+  q->err += emax;
+  q->lerr += raspG_leak_err(g, uid, wi, F, h, p);
+  if (s->cat && !(s->ae[0] > 0)) q->nterm++;
+  else
+    for (int r = 0; r < usize(s); r++) q->nterm += wi[(size_t)(s->dim + r) * F + h] != 0;
+}
+
+/* Its margin (mn: the nearest its pre-activation comes to its hinge) and
+** largest magnitude (mx) over every combination, whether it is an exact
+** integer, and its error: err anywhere, eon where it can be on (what its
+** output carries; off, it outputs an exact 0). */
+static void mu_finish(mu *q) {
+  double mn = INFINITY, mx = fabs(q->base), tiny = 1e-9 * (1 + q->T);
+  if (q->nsrc) zscan(q->zs, 0, q->nsrc, q->base, tiny, &mn, &mx);
+  else if (fabs(q->base) > tiny) mn = fabs(q->base);
+  for (int k = 0; k < q->nsrc; k++) raspM_free(q->zs[k].z);
+  q->hex = q->hex && fmax(q->Tp, q->Tn) + q->ain <= q->lim;
+  /* integers within the format: every sum exact, or off by what the
+  ** inputs' absolute errors grow to (dev_grow) */
+  double eon, err = q->err, T = q->T, ain = q->ain, aon = q->aon;
+  if (q->hex) {
+    err = ain > 0 ? fmin(raspG_dev_grow(ain, q->nterm, T + ain), raspG_dev_grow_z(q->inz, q->innz, q->mterm, T)) : 0;
+    eon = aon > 0 ? fmin(raspG_dev_grow(aon, q->nterm, T + aon), raspG_dev_grow_z(q->aonz, q->aonnz, q->mterm, T)) : 0;
+  } else {
+    double r = q->up * mx + (q->nnz + 1) * ldexp(1, -24) * T;
+    eon = err + aon + r;
+    err += ain + r;
+  }
+  err += q->lerr; /* (exact arithmetic on inputs a leak moved) */
+  eon += q->lerr;
+  q->err = err, q->eon = eon, q->mn = mn, q->mx = mx;
 }
 
 /* Hidden units [h0, h1) of layer l reading units src[0..ns): their
 ** smallest margin and largest need into *mg, *nd, and *exact 1 when every
 ** one is computed exactly at p (exact inputs, integer weights in and out,
-** sums within the format).  0 when one is not proven. */
+** sums within the format).  0 when one is not proven.  Each unit in the
+** steps of struct mu, then what its output dimensions receive. */
 int raspG_mlp_margin(gc *g, rasp_model *m, int l, int h0, int h1, const int *src, int ns, int p,
                      double *mg, double *nd, int *exact, double *otot) {
   const rasp_model_config *cf = &m->cfg;
@@ -676,14 +987,18 @@ int raspG_mlp_margin(gc *g, rasp_model *m, int l, int h0, int h1, const int *src
   const float *bi = raspN_data(m, nm);
   snprintf(nm, sizeof nm, "layers.%d.mlp.w_out", l);
   const float *wo = raspN_data(m, nm);
-  double up = prec_u(p), lim = ldexp(1, prec_bits[p]);
+  double lim = ldexp(1, prec_bits[p]);
   int ok = 1, has_one = 0, allex = 1;
   double outsum = 0;
   for (int k = 0; k < ns; k++) {
     has_one |= g->u[src[k]].kind == U_ONE;
     allex &= g->u[src[k]].kappa == 0;
   }
-  zsrc *zs = raspM_alloc(sizeof(zsrc) * (size_t)(ns + 1));
+  mu q;
+  memset(&q, 0, sizeof q);
+  q.g = g, q.wi = wi, q.F = F, q.D = D, q.p = p, q.up = prec_u(p), q.lim = lim;
+  q.zs = raspM_alloc(sizeof(zsrc) * (size_t)(ns + 1));
+  q.zk = raspM_alloc(sizeof(double) * (size_t)(ns + 1));
   double *od = g->od; /* per output: sum |w_out| err */
   double *otd = od + D, *ond = otd + D; /* per output: sum |w_out| max|h|, nonzero terms */
   memset(od, 0, sizeof(double) * (size_t)D * 5);
@@ -695,108 +1010,14 @@ int raspG_mlp_margin(gc *g, rasp_model *m, int l, int h0, int h1, const int *src
   double *eh = raspM_alloc(sizeof(double) * (size_t)(h1 - h0 + 1) * 4), *rh = eh + (h1 - h0 + 1),
          *hm = rh + (h1 - h0 + 1), *hx = hm + (h1 - h0 + 1);
   for (int h = h0; h < h1; h++) {
-    float w1 = has_one ? 0.0f : wi[(size_t)1 * F + h];
-    double base = (double)bi[h] + w1, T = fabs((double)bi[h]) + fabs((double)w1), err = 0,
-           lerr = 0;
-    /* the largest sums of its positive and of its negative terms: every
-    ** partial sum, in any order, lies between -Tn and Tp */
-    double Tp = fmax(0, (double)bi[h]) + fmax(0, (double)w1),
-           Tn = fmax(0, -(double)bi[h]) + fmax(0, -(double)w1);
-    err += fabs((double)bi[h] - raspG_round(p, bi[h])) + fabs((double)w1 - raspG_round(p, w1));
-    int nnz = 1, nsrc = 0, hex = allex && bi[h] == floorf(bi[h]) && w1 == floorf(w1);
-    double ain = 0; /* the sources' absolute errors through w_in (fp32) */
-    double aon = 0; /* the same at the source values where h can be on */
-    int nterm = 1;  /* its terms that can be nonzero (a one-hot's zeros are exact) */
-    /* ain and aon split as aerr_split does, for dev_grow_z: the terms
-    ** with exact value 0, the others, and how many of those (the bias and
-    ** ONE's weight among them) */
-    double inz = 0, innz = 0, aonz = 0, aonnz = 0, alin = 0;
-    int mterm = 2;
-    for (int r = 1; r < D; r++) nnz += wi[(size_t)r * F + h] != 0;
-    /* the largest pre-activation per source (zk) and in all (ztop): with
-    ** source k at value a, h is at most ztop - zk + z[a]; below 0 it is
-    ** below its hinge by at least its margin, off exactly (ok demands
-    ** 2 err < margin), and what k then carries does not reach its output */
-    double ztop = base, *zk = raspM_alloc(sizeof(double) * (size_t)(ns + 1)), tt = T;
-    for (int k = 0; k < ns; k++) {
-      double t, wre;
-      zk[k] = -INFINITY;
-      for (int a = 0; a < g->u[src[k]].nvals; a++) {
-        zk[k] = fmax(zk[k], raspG_uv_dot(g, src[k], a, wi, F, h, RASPG_FP32, &t, &wre));
-        tt += t;
-      }
-      if (zk[k] > -INFINITY) ztop += zk[k];
-    }
-    for (int k = 0; k < ns; k++) {
-      const unit *s = &g->u[src[k]];
-      double tmax = 0, t, wre, emax = 0, va = 0, von = 0, vz = 0, vnz = 0, onz = 0, onnz = 0, vlin = 0;
-      int vm = 0;
-      double *z = raspM_alloc(sizeof(double) * (size_t)(s->nvals ? s->nvals : 1));
-      double tpos = 0, tneg = 0;
-      for (int a = 0; a < s->nvals; a++) {
-        z[a] = raspG_uv_dot(g, src[k], a, wi, F, h, p, &t, &wre);
-        if (t > tmax) tmax = t;
-        /* (one term per value but for a squared unit's two, which may
-        ** have either sign: t on both sides) */
-        tpos = fmax(tpos, s->sq ? t : fmax(0, z[a]));
-        tneg = fmax(tneg, s->sq ? t : fmax(0, -z[a]));
-        if (t * s->kappa * up + wre > emax) emax = t * s->kappa * up + wre;
-        if (p != RASPG_FP32) continue;
-        double e = raspG_aerr_val(g, src[k], a, wi, F, h), ez, enz;
-        int em;
-        raspG_aerr_split(g, src[k], a, wi, F, h, &ez, &enz, &em);
-        va = fmax(va, e);
-        vz = fmax(vz, ez), vnz = fmax(vnz, enz), vm = em > vm ? em : vm;
-        if (!(ztop - zk[k] + z[a] < -1e-6 * (1 + tt))) {
-          double lin = 0;
-          for (int c = 0; c < usize(s); c++)
-            lin += fabs((double)wi[(size_t)(s->dim + c) * F + h]) * raspG_dim_err(g, src[k], a, c);
-          von = fmax(von, e), onz = fmax(onz, ez), onnz = fmax(onnz, enz), vlin = fmax(vlin, lin);
-        }
-      }
-      ain += va;
-      aon += von;
-      inz += vz, innz += vnz, mterm += vm, aonz += onz, aonnz += onnz, alin += vlin;
-      hex = hex && raspG_int_weights(g, src[k], wi, F, h, 0);
-      int n = s->nvals;
-      qsort(z, (size_t)n, sizeof *z, raspG_cmp_dbl);
-      int w = 0;
-      for (int a = 0; a < n; a++)
-        if (!w || z[a] != z[w - 1]) z[w++] = z[a];
-      if (w == 1) { /* a constant: part of the base */
-        base += z[0];
-        raspM_free(z);
-      } else
-        zs[nsrc++] = (zsrc){z, w};
-      T += tmax;
-      Tp += tpos, Tn += tneg;
-      err += emax;
-      lerr += raspG_leak_err(g, src[k], wi, F, h, p);
-      if (s->cat && !(s->ae[0] > 0)) nterm++;
-      else
-        for (int r = 0; r < usize(s); r++) nterm += wi[(size_t)(s->dim + r) * F + h] != 0;
-    }
-    double mn = INFINITY, mx = fabs(base), tiny = 1e-9 * (1 + T);
-    if (nsrc) zscan(zs, 0, nsrc, base, tiny, &mn, &mx);
-    else if (fabs(base) > tiny) mn = fabs(base);
-    for (int k = 0; k < nsrc; k++) raspM_free(zs[k].z);
-    raspM_free(zk);
-    hex = hex && fmax(Tp, Tn) + ain <= lim;
-    /* integers within the format: every sum exact, or off by what the
-    ** inputs' absolute errors grow to (dev_grow); eon: the error where h
-    ** is on, what its output carries (off, it outputs an exact 0) */
-    double eon;
-    if (hex) {
-      err = ain > 0 ? fmin(raspG_dev_grow(ain, nterm, T + ain), raspG_dev_grow_z(inz, innz, mterm, T)) : 0;
-      eon = aon > 0 ? fmin(raspG_dev_grow(aon, nterm, T + aon), raspG_dev_grow_z(aonz, aonnz, mterm, T)) : 0;
-    } else {
-      double r = up * mx + (nnz + 1) * ldexp(1, -24) * T;
-      eon = err + aon + r;
-      err += ain + r;
-    }
-    err += lerr; /* (exact arithmetic on inputs a leak moved) */
-    eon += lerr;
-    if (g->trace > 1) fprintf(stderr, "  h%d hex=%d ain=%g aon=%g nterm=%d T=%g err=%g eon=%g mn=%g\n", h, hex, ain, aon, nterm, T, err, eon, mn);
+    q.h = h;
+    mu_start(&q, bi, has_one, allex);
+    mu_top(&q, src, ns);
+    for (int k = 0; k < ns; k++) mu_source(&q, k, src[k]);
+    mu_finish(&q);
+    int hex = q.hex;
+    double err = q.err, eon = q.eon, mn = q.mn, mx = q.mx;
+    if (g->trace > 1) fprintf(stderr, "  h%d hex=%d ain=%g aon=%g nterm=%d T=%g err=%g eon=%g mn=%g\n", h, hex, q.ain, q.aon, q.nterm, q.T, err, eon, mn);
     for (int o = 0; o < D; o++) {
       float w = wo[(size_t)h * D + o];
       if (w != 0) outsum += fabs((double)w) * mx, otd[o] += fabs((double)w) * mx, ond[o]++;
@@ -807,17 +1028,18 @@ int raspG_mlp_margin(gc *g, rasp_model *m, int l, int h0, int h1, const int *src
     *exact = *exact && hex;
     if (mn < *mg) *mg = mn;
     if (2 * err > *nd) *nd = 2 * err;
-    if (!(2 * err < mn) || (p == RASPG_FP16 && T > 65504)) ok = 0;
+    if (!(2 * err < mn) || (p == RASPG_FP16 && q.T > 65504)) ok = 0;
     eh[h - h0] = eon;
     hx[h - h0] = hex; /* integers in, weights in and out: its value an exact integer */
-    rh[h - h0] = fmax(0, eon - alin);
+    rh[h - h0] = fmax(0, eon - q.alin);
     hm[h - h0] = mx;
   }
+  raspM_free(q.zk);
   if (outsum > lim) *exact = 0;
   *otot = outsum;
   if (p == RASPG_FP32 && ok) active_od(g, wi, bi, wo, F, D, h0, h1, src, ns, has_one, eh, rh, hm, hx);
   raspM_free(eh);
-  raspM_free(zs);
+  raspM_free(q.zs);
   return ok;
 }
 

@@ -700,7 +700,8 @@ int raspG_layer_width(gc *g, int l, int d, int dh, int heads) {
 
 /* Heads per layer (out->heads, sized with out->mlp_width) and the shape
 ** they give cfg: n_layers, n_heads (the most in a layer) and d_head (the
-** widest head's query/key or value columns); each used head's cols. */
+** widest head's query/key or value columns, rounded up for PyTorch's
+** attention unless no_sdpa); each used head's cols. */
 void raspG_size_heads(gc *g, raspG_model *out, rasp_model_config *cfg) {
   int nl = 0;
   for (int i = 0; i < g->nu; i++)
@@ -719,6 +720,10 @@ void raspG_size_heads(gc *g, raspG_model *out, rasp_model_config *cfg) {
   }
   for (int l = 0; l < nl; l++)
     if (out->heads[l] > maxh) maxh = out->heads[l];
+  /* zero columns up to 1, 16, 256, ...: PyTorch's scaled_dot_product_attention
+  ** scales q and k each by d_head^(-1/4), a power of two only there, where
+  ** its scores are then the model's own (rmodel.h, raspN_sdpa_exact) */
+  if (!g->o->no_sdpa) dh = raspN_sdpa_round(dh);
   cfg->n_layers = nl;
   cfg->n_heads = maxh;
   cfg->d_head = dh;

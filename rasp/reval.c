@@ -1168,7 +1168,14 @@ static int check_values(rasp_eval *ev, const int64_t *tokens, size_t total, rasp
   return ok;
 }
 
-int raspE_run(rasp_eval *ev, int B, const int64_t *tokens, rasp_error *err) {
+/* raspE_run in four steps: run_begin (the run's number and what a new
+** batch or length invalidates), run_plan (the plan, built again when the
+** graph, the length or the batch outgrew it), run_buffers (values handed
+** back to the pool, or dropped with nodes that left the graph), then
+** run_step for every step of the plan. */
+
+/* The start of a run of B inputs: 0 with err for a bad size. */
+static int run_begin(rasp_eval *ev, int B, rasp_error *err) {
   const rasp_ir *ir = ev->ir;
   fit_nodes(ev);
   ev->ran = 0;
@@ -1193,45 +1200,62 @@ int raspE_run(rasp_eval *ev, int B, const int64_t *tokens, rasp_error *err) {
     ev->fforce = 1; /* every rule again */
     ev->fany = 0;
   }
-  size_t total = (size_t)B * (size_t)ir->n;
-  int replan = !plan_current(ev, total);
-  if (replan) {
-    ev->plan.valid = 0;
-    ev->plan.dsteps_ok = 0;
-    raspI_live(ir, ir->outputs, ir->noutputs, ev->plan.live);
-    if (ev->vf_nnodes != ir->nnodes || ev->vf_n != ir->n) { /* a new graph or length */
-      raspF_value anytok = {K_INT, INT64_MIN, INT64_MAX};
-      raspF_values(ir, anytok, ev->plan.vf);
-      ev->vf_nnodes = ir->nnodes;
-      ev->vf_n = ir->n;
-      ev->fforce = ev->runno; /* every rule again */
-      ev->tok = (raspF_value){K_INT, INT64_MAX, INT64_MIN};
-    }
-    ev->plan.nsteps = 0;
-    for (int id = 0; id < ir->nnodes; id++) {
-      if (!ev->plan.live[id]) continue;
-      if (!ev->checked[id]) { /* nodes never change: validated once */
-        if (!valid_node(ir, id, err)) return 0;
-        ev->checked[id] = 1;
-      }
-      ev->plan.steps[ev->plan.nsteps++] = id;
-    }
-    raspE_plan_canon(ev);
-    raspE_plan_raw(ev);
-    raspE_plan_hold(ev, total);
-    raspE_plan_twins(ev);
-    raspE_plan_heads(ev);
+  return 1;
+}
+
+/* The plan for total = B n values per node, made again unless current
+** (*replan says which): the live nodes in order, each validated once, then
+** the planner's passes.  0 with err for an invalid node. */
+static int run_plan(rasp_eval *ev, size_t total, int *replan, rasp_error *err) {
+  const rasp_ir *ir = ev->ir;
+  *replan = !plan_current(ev, total);
+  if (!*replan) return 1;
+  ev->plan.valid = 0;
+  ev->plan.dsteps_ok = 0;
+  raspI_live(ir, ir->outputs, ir->noutputs, ev->plan.live);
+  if (ev->vf_nnodes != ir->nnodes || ev->vf_n != ir->n) { /* a new graph or length */
+    raspF_value anytok = {K_INT, INT64_MIN, INT64_MAX};
+    raspF_values(ir, anytok, ev->plan.vf);
+    ev->vf_nnodes = ir->nnodes;
+    ev->vf_n = ir->n;
+    ev->fforce = ev->runno; /* every rule again */
+    ev->tok = (raspF_value){K_INT, INT64_MAX, INT64_MIN};
   }
+  ev->plan.nsteps = 0;
+  for (int id = 0; id < ir->nnodes; id++) {
+    if (!ev->plan.live[id]) continue;
+    if (!ev->checked[id]) { /* nodes never change: validated once */
+      if (!valid_node(ir, id, err)) return 0;
+      ev->checked[id] = 1;
+    }
+    ev->plan.steps[ev->plan.nsteps++] = id;
+  }
+  raspE_plan_canon(ev);
+  raspE_plan_raw(ev);
+  raspE_plan_hold(ev, total);
+  raspE_plan_twins(ev);
+  raspE_plan_heads(ev);
+  return 1;
+}
+
+/* Node i's value buffer back to the pool (a shared one stays with its
+** canonical node). */
+static void drop_value(rasp_eval *ev, int i) {
+  if (ev->plan.canon[i] == i) raspE_pool_put(ev, ev->val[i], ev->valcap[i]);
+  ev->val[i] = NULL;
+  ev->valcap[i] = 0;
+  ev->cfill[i] = 0;
+}
+
+/* The buffers before the steps: without keep, every one back to the pool
+** but the static values this run holds (values are handed out again in
+** order); with keep, those of nodes that left the graph. */
+static void run_buffers(rasp_eval *ev, size_t total, int replan) {
   if (replan && ev->keep) plan_remember(ev, total);
   if (!ev->keep) {
-    /* every buffer back to the pool (but the static values this run keeps);
-       values are handed out again in order */
     for (int i = 0; i < ev->nnodes; i++) {
       if (ev->plan.live[i] && ev->plan.hold[i]) continue;
-      if (ev->plan.canon[i] == i) raspE_pool_put(ev, ev->val[i], ev->valcap[i]);
-      ev->val[i] = NULL;
-      ev->valcap[i] = 0;
-      ev->cfill[i] = 0;
+      drop_value(ev, i);
     }
     if (replan) {
       raspE_plan_release(ev);
@@ -1239,80 +1263,104 @@ int raspE_run(rasp_eval *ev, int B, const int64_t *tokens, rasp_error *err) {
     }
   } else if (replan) { /* values of nodes that left the graph */
     for (int i = 0; i < ev->nnodes; i++)
-      if (!ev->plan.live[i] && ev->val[i]) {
-        if (ev->plan.canon[i] == i) raspE_pool_put(ev, ev->val[i], ev->valcap[i]);
-        ev->val[i] = NULL;
-        ev->valcap[i] = 0;
-        ev->cfill[i] = 0;
-      }
+      if (!ev->plan.live[i] && ev->val[i]) drop_value(ev, i);
   }
+}
+
+/* A node with the same value as an earlier one (canon) shares it: the
+** buffer, the kind, the rule facts and the bounds where still current. */
+static void share_canon(rasp_eval *ev, int id, int canon) {
+  ev->val[id] = ev->val[canon];
+  ev->valcap[id] = 0;
+  ev->kind[id] = ev->kind[canon];
+  ev->rulef[id] = ev->rulef[canon];
+  ev->frun[id] = ev->frun[canon]; /* changed in this run only with it: fany is set */
+  ev->bndlo[id] = ev->bndlo[canon];
+  ev->bndhi[id] = ev->bndhi[canon];
+  ev->bndrun[id] = bnd_current(ev, canon) ? ev->runno : 0;
+  ev->bndheld[id] = ev->bndheld[canon] && bnd_current(ev, canon); /* copies still valid */
+}
+
+/* Node id computed by its handler (c: the run's context, reused across
+** steps), its twin aggregate first where it has one: 0 with err set. */
+static int run_compute(rasp_eval *ev, ctx *c, int id, int hold) {
+  const rasp_ir *ir = ev->ir;
+  const rasp_ir_node *nd = &ir->nodes[id];
+  size_t total = c->total;
+  if (raspM_exhausted) { /* --max-memory, --timeout */
+    raspI_seterr(c->err, nd, "%s", raspM_over_budget());
+    return 0;
+  }
+  c->id = id;
+  c->nd = nd;
+  c->kind = KIND_SCAN;
+  c->out = NULL;
+  if (!ev->issel[id]) c->out = node_buffer(ev, id, total);
+  int done = ev->early[id] == ev->runno; /* its twin evaluated it */
+  int tw = ev->plan.twin[id];
+  if (!done && tw >= 0) { /* the twin aggregate now, with this width */
+    ctx ca = {ev, tw, &ir->nodes[tw], c->tokens, total, node_buffer(ev, tw, total), c->err,
+              KIND_SCAN, c->out, 0};
+    if (!handlers[ir->nodes[tw].op](&ca)) return 0;
+    node_fact(ev, tw, ca.kind, ca.out, total);
+    ev->early[tw] = ev->runno;
+    if (ca.fused) { /* the direct sweep counted for this width too */
+      ev->hits[(size_t)id * RASPE_NKERNELS + RASPE_K_DIRECT] += (uint64_t)ev->B;
+      done = 1;
+      c->kind = KIND_RULE;
+    }
+  }
+  if (done) c->kind = ev->early[id] == ev->runno ? ev->kind[id] : c->kind;
+  else if (!handlers[nd->op](c)) return 0;
+  if (hold) ev->cfill[id] = total;
+  if (ev->issel[id]) {
+    ev->kind[id] = 0;
+  } else {
+    node_fact(ev, id, c->kind, c->out, total);
+    ev->bndheld[id] = 0; /* a scan of earlier values says nothing */
+  }
+  return 1;
+}
+
+/* One step of the plan: node id shared, kept from an earlier run or
+** computed; then, without keep, the values whose last reader it was go
+** back to the pool.  0 with err set. */
+static int run_step(rasp_eval *ev, ctx *c, int id) {
+  int hold = ev->plan.hold[id];
+  int canon = ev->plan.canon[id];
+  if (canon != id) {
+    share_canon(ev, id, canon);
+  } else if (hold && ev->val[id] && ev->cfill[id] >= c->total) {
+    /* computed by an earlier run (and not in dsteps any more): its kind
+       is still in ev->kind, its bounds (bndheld) still hold */
+  } else if (!run_compute(ev, c, id, hold)) {
+    return 0;
+  }
+  if (!ev->keep)
+    for (int r = ev->plan.relstart[id]; r < ev->plan.relstart[id + 1]; r++) {
+      int d = ev->plan.rel[r];
+      raspE_pool_put(ev, ev->val[d], ev->valcap[d]);
+      ev->val[d] = NULL;
+      ev->valcap[d] = 0;
+      ev->cfill[d] = 0;
+    }
+  return 1;
+}
+
+int raspE_run(rasp_eval *ev, int B, const int64_t *tokens, rasp_error *err) {
+  if (!run_begin(ev, B, err)) return 0;
+  size_t total = (size_t)B * (size_t)ev->ir->n;
+  int replan;
+  if (!run_plan(ev, total, &replan, err)) return 0;
+  run_buffers(ev, total, replan);
   ctx c = {ev, 0, NULL, tokens, total, NULL, err, KIND_SCAN, NULL, 0};
   /* dsteps: the steps that still do something once the static values are
      kept (see plan_dsteps) */
   if (ev->plan.dsteps_ok && total > ev->plan.dsteps_total) ev->plan.dsteps_ok = 0;
   const int *steps = ev->plan.dsteps_ok ? ev->plan.dsteps : ev->plan.steps;
   int nsteps = ev->plan.dsteps_ok ? ev->plan.ndsteps : ev->plan.nsteps;
-  for (int s = 0; s < nsteps; s++) {
-    int id = steps[s];
-    int hold = ev->plan.hold[id];
-    int canon = ev->plan.canon[id];
-    if (canon != id) { /* the same value as an earlier node: share it */
-      ev->val[id] = ev->val[canon];
-      ev->valcap[id] = 0;
-      ev->kind[id] = ev->kind[canon];
-      ev->rulef[id] = ev->rulef[canon];
-      ev->frun[id] = ev->frun[canon]; /* changed in this run only with it: fany is set */
-      ev->bndlo[id] = ev->bndlo[canon];
-      ev->bndhi[id] = ev->bndhi[canon];
-      ev->bndrun[id] = bnd_current(ev, canon) ? ev->runno : 0;
-      ev->bndheld[id] = ev->bndheld[canon] && bnd_current(ev, canon); /* copies still valid */
-    } else if (hold && ev->val[id] && ev->cfill[id] >= total) {
-      /* computed by an earlier run (and not in dsteps any more): its kind
-         is still in ev->kind, its bounds (bndheld) still hold */
-    } else {
-      const rasp_ir_node *nd = &ir->nodes[id];
-      if (raspM_exhausted) { /* --max-memory, --timeout */
-        raspI_seterr(err, nd, "%s", raspM_over_budget());
-        return 0;
-      }
-      c.id = id;
-      c.nd = nd;
-      c.kind = KIND_SCAN;
-      c.out = NULL;
-      if (!ev->issel[id]) c.out = node_buffer(ev, id, total);
-      int done = ev->early[id] == ev->runno; /* its twin evaluated it */
-      int tw = ev->plan.twin[id];
-      if (!done && tw >= 0) { /* the twin aggregate now, with this width */
-        ctx ca = {ev, tw, &ir->nodes[tw], tokens, total, node_buffer(ev, tw, total), err,
-                  KIND_SCAN, c.out, 0};
-        if (!handlers[ir->nodes[tw].op](&ca)) return 0;
-        node_fact(ev, tw, ca.kind, ca.out, total);
-        ev->early[tw] = ev->runno;
-        if (ca.fused) { /* the direct sweep counted for this width too */
-          ev->hits[(size_t)id * RASPE_NKERNELS + RASPE_K_DIRECT] += (uint64_t)B;
-          done = 1;
-          c.kind = KIND_RULE;
-        }
-      }
-      if (done) c.kind = ev->early[id] == ev->runno ? ev->kind[id] : c.kind;
-      else if (!handlers[nd->op](&c)) return 0;
-      if (hold) ev->cfill[id] = total;
-      if (ev->issel[id]) {
-        ev->kind[id] = 0;
-      } else {
-        node_fact(ev, id, c.kind, c.out, total);
-        ev->bndheld[id] = 0; /* a scan of earlier values says nothing */
-      }
-    }
-    if (!ev->keep)
-      for (int r = ev->plan.relstart[id]; r < ev->plan.relstart[id + 1]; r++) {
-        int d = ev->plan.rel[r];
-        raspE_pool_put(ev, ev->val[d], ev->valcap[d]);
-        ev->val[d] = NULL;
-        ev->valcap[d] = 0;
-        ev->cfill[d] = 0;
-      }
-  }
+  for (int s = 0; s < nsteps; s++)
+    if (!run_step(ev, &c, steps[s])) return 0;
   if (!ev->plan.dsteps_ok) raspE_plan_dsteps(ev, total);
   if (ev->check_values && !check_values(ev, tokens, total, err)) return 0;
   ev->ran = 1;

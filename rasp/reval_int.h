@@ -9,6 +9,8 @@
 **                  which heads fuse, and each head's selector shape
 **   reval_kern.c   the heads (sel_width and the aggregates): statistics,
 **                  finishing, and the kernel table they choose from
+**   reval_matrix.c a selector as a byte matrix for one input, the heads'
+**                  fallback and the reference kernel's definition
 **   reval_ref.c    the reference kernel: the matrix definition of select and
 **                  aggregate, sharing nothing with the kernels above
 **
@@ -288,10 +290,12 @@ RASPE_INTERNAL void raspE_plan_dsteps(rasp_eval *ev, size_t total);
 /* reval_kern.c */
 RASPE_INTERNAL void raspE_plan_head(const rasp_eval *ev, int id, hplan *p);
 RASPE_INTERNAL int raspE_eval_head(ctx *c);
-RASPE_INTERNAL int raspE_cells_ok(rasp_eval *ev, const rasp_ir_node *sel, rasp_error *err);
 /* reval_ref.c: head id for input b by the matrix definition. */
 RASPE_INTERNAL int raspE_ref_head(rasp_eval *ev, int id, int b, const rasp_elem *vals,
                                   rasp_elem *out, rasp_error *err);
+/* reval_matrix.c: 0 with err when an n x n selector exceeds the cell
+** limit; select id's matrix for input b into m (n x n bytes). */
+RASPE_INTERNAL int raspE_cells_ok(rasp_eval *ev, const rasp_ir_node *sel, rasp_error *err);
 RASPE_INTERNAL int raspE_build_matrix(rasp_eval *ev, int id, int b, unsigned char *m, int depth,
                                       rasp_error *err);
 

@@ -107,7 +107,7 @@ void raspL_analyse_compiled(const rasp_ir *ir, int root, const int64_t *ids, int
   ** widths, sharper heads) change widths and dimensions, not layers or
   ** heads; only a node the proof makes one-hot can (layers_compiled.sh
   ** holds the two to the same counts on programs/ and examples/) */
-  raspG_opts o = {ids, nids, nvocab, NULL, 0, RASPG_FP32, RASPG_ENC_AUTO, 1, RASPG_MOVES_ASSUME, 0, 0};
+  raspG_opts o = {ids, nids, nvocab, NULL, 0, RASPG_FP32, RASPG_ENC_AUTO, 1, RASPG_MOVES_ASSUME, 0, 0, 0};
   raspG_sched s;
   rasp_error err = {0};
   if (!raspG_schedule(ir, &o, &s, &err)) {

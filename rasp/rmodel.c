@@ -1078,6 +1078,19 @@ float raspN_softmax_exp(float *att, int nk) {
   return sum;
 }
 
+/* d_head^(-1/4) = 2^-k exactly when d_head = 2^(4k): 1, 16, 256, ... */
+int raspN_sdpa_exact(int d_head) {
+  for (int d = 1; d > 0 && d <= (1 << 28); d <<= 4)
+    if (d == d_head) return 1;
+  return 0;
+}
+
+int raspN_sdpa_round(int d_head) {
+  int d = 1;
+  while (d < d_head && d < (1 << 28)) d <<= 4;
+  return d;
+}
+
 int raspN_check_input(const rasp_model_config *c, const int *tokens, int n, rasp_error *err) {
   if (n < 1 || n > c->max_len) {
     raspR_setnoposc(err, RASP_E_USAGE, "forward: sequence length %d is not in 1..%d", n,

@@ -134,6 +134,16 @@ void raspN_layer_norm(const float *x, const float *w, const float *b, int d, flo
 ** every token below vocab_size.  1, or 0 with err (RASP_E_USAGE). */
 int raspN_check_input(const rasp_model_config *c, const int *tokens, int n, rasp_error *err);
 
+/* 1 when d_head^(-1/4) is a power of two (d_head 1, 16, 256, ...; at most
+** 2^28): then PyTorch's scaled_dot_product_attention, which multiplies q
+** and k each by float32(d_head^(-1/4)) before the product, forms the same
+** float32 scores as the formula below (the product, then times
+** float32(1/sqrt(d_head))), but where a product or sum is subnormal
+** (doc/compiler.md, "Score formulas").  0 otherwise. */
+int raspN_sdpa_exact(int d_head);
+/* The smallest d_head' >= d_head with raspN_sdpa_exact(d_head'). */
+int raspN_sdpa_round(int d_head);
+
 /* Reference forward pass (float32, one sequence): logits is n * n_out.
 ** residual, if not NULL, receives the residual stream after the embedding
 ** and after every sublayer: (1 + 2*n_layers) * n * d_model floats. */

@@ -35,6 +35,13 @@
 ** (splitmix64 of the seed): the order a copy of the model with its
 ** dimensions permuted consistently would sum in.  The argmax stays over the
 ** logits by index (a tie is a failure in any order).
+**
+** sdpa is the C order with the scores of PyTorch 2's
+** scaled_dot_product_attention (its math path and ONNX export): the scale
+** sqrt(1/sqrt(d_head)) computed in double, rounded to float32 as a tensor
+** times a scalar rounds it, q and k each multiplied by it, then the
+** product; no scale after.  Where d_head^(-1/4) is not a power of two this
+** rounds differently from raspN_forward's product-then-scale.
 */
 #include <math.h>
 #include <stdlib.h>
@@ -45,7 +52,7 @@
 #include "rmodel_orders.h"
 
 static const char *const order_names[RASPN_NORDERS] = {"c",    "rev",  "asc", "desc",
-                                                       "pair", "perm", "f64"};
+                                                       "pair", "perm", "f64", "sdpa"};
 
 const char *raspN_order_name(int order) {
   return order >= 0 && order < RASPN_NORDERS ? order_names[order] : NULL;
@@ -276,6 +283,9 @@ static void attention(raspN_ofwd *f, int L, const double *h, double *x, int n, d
   const float *bq = param(f->m, L, "attn.b_q"), *bk = param(f->m, L, "attn.b_k"),
               *bv = param(f->m, L, "attn.b_v"), *bo = param(f->m, L, "attn.b_o");
   double scale = f->f64 ? 1.0 / sqrt((double)E) : (double)(1.0f / sqrtf((float)E));
+  /* sdpa: q and k each times this, and no scale after the product */
+  double qks = (float)sqrt(1.0 / sqrt((double)E));
+  int sdpa = f->order == RASPN_ORD_SDPA;
   for (int hd = 0; hd < H; hd++) {
     const smat *Q = &f->q[L * H + hd], *K = &f->k[L * H + hd], *V = &f->v[L * H + hd];
     for (int i = 0; i < n; i++)
@@ -292,9 +302,10 @@ static void attention(raspN_ofwd *f, int L, const double *h, double *x, int n, d
         f->buf[0] = 0;
         for (int e = 0; e < E; e++) {
           int ee = f->inv_e[e];
-          f->buf[e + 1] = R(f, q[i * E + ee] * k[j * E + ee]);
+          f->buf[e + 1] = sdpa ? R(f, R(f, q[i * E + ee] * qks) * R(f, k[j * E + ee] * qks))
+                               : R(f, q[i * E + ee] * k[j * E + ee]);
         }
-        att[j] = R(f, osum(f, E) * scale);
+        att[j] = sdpa ? osum(f, E) : R(f, osum(f, E) * scale);
         if (att[j] > mx) mx = att[j];
       }
       for (int j = 0; j < nk; j++)

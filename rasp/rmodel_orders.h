@@ -21,10 +21,13 @@
 ** perm  float32, raspN_forward's order under one seeded random permutation
 **       of the residual dimensions, hidden units, heads, head dimensions
 **       and keys (the order a permuted copy of the model would sum in);
-** f64   the same weights in float64 arithmetic, raspN_forward's order. */
+** f64   the same weights in float64 arithmetic, raspN_forward's order;
+** sdpa  float32, raspN_forward's order, the scores as PyTorch's
+**       scaled_dot_product_attention forms them: q and k each multiplied
+**       by float32(d_head^(-1/4)) first, then their product, unscaled. */
 enum {
   RASPN_ORD_C, RASPN_ORD_REV, RASPN_ORD_ASC, RASPN_ORD_DESC, RASPN_ORD_PAIR,
-  RASPN_ORD_PERM, RASPN_ORD_F64, RASPN_NORDERS
+  RASPN_ORD_PERM, RASPN_ORD_F64, RASPN_ORD_SDPA, RASPN_NORDERS
 };
 /* "c", "rev", ...; NULL out of range. */
 const char *raspN_order_name(int order);

@@ -1123,24 +1123,31 @@ static void dump_params(const rasp_ast *n, FILE *out) {
   fputc(')', out);
 }
 
-static void dump(const rasp_ast *n, FILE *out) {
-  if (!n) {
-    fputc('_', out);
-    return;
-  }
+/* The dump of one node, in three steps by the node's kind: an atom (a
+** literal or a name: its text alone), an expression and a statement (each
+** "(head children...)", the closing parenthesis written here once). */
+static int dump_atom(const rasp_ast *n, FILE *out) {
   switch (n->kind) {
-  case AST_NUM: fprintf(out, "(num %s)", n->str); return;
+  case AST_NUM: fprintf(out, "(num %s)", n->str); return 1;
   case AST_STR:
     fputs("(str ", out);
     dump_string(n->str, n->len, out);
     fputc(')', out);
-    return;
-  case AST_NAME: fprintf(out, "(name %s)", n->str); return;
-  case AST_TRUE: fputs("True", out); return;
-  case AST_FALSE: fputs("False", out); return;
-  case AST_NONE: fputs("None", out); return;
-  case AST_TUPLE: fputs("(tuple", out); dump_list(n->items, n->nitems, out); break;
-  case AST_LIST: fputs("(list", out); dump_list(n->items, n->nitems, out); break;
+    return 1;
+  case AST_NAME: fprintf(out, "(name %s)", n->str); return 1;
+  case AST_TRUE: fputs("True", out); return 1;
+  case AST_FALSE: fputs("False", out); return 1;
+  case AST_NONE: fputs("None", out); return 1;
+  default: return 0;
+  }
+}
+
+/* Compound expressions: 1 when n is one (its dump written but for the
+** closing parenthesis), else 0. */
+static int dump_expr(const rasp_ast *n, FILE *out) {
+  switch (n->kind) {
+  case AST_TUPLE: fputs("(tuple", out); dump_list(n->items, n->nitems, out); return 1;
+  case AST_LIST: fputs("(list", out); dump_list(n->items, n->nitems, out); return 1;
   case AST_DICT:
     fputs("(dict", out);
     for (int i = 0; i < n->nitems && i < n->nitems2; i++) {
@@ -1150,7 +1157,7 @@ static void dump(const rasp_ast *n, FILE *out) {
       dump(n->items2[i], out);
       fputc(')', out);
     }
-    break;
+    return 1;
   case AST_BINOP:
   case AST_UNARY:
   case AST_AUGASSIGN:
@@ -1164,15 +1171,15 @@ static void dump(const rasp_ast *n, FILE *out) {
       fputc(' ', out);
       dump(n->b, out);
     }
-    break;
-  case AST_NOT: fputs("(not ", out); dump(n->a, out); break;
+    return 1;
+  case AST_NOT: fputs("(not ", out); dump(n->a, out); return 1;
   case AST_AND:
   case AST_OR:
     fputs(n->kind == AST_AND ? "(and " : "(or ", out);
     dump(n->a, out);
     fputc(' ', out);
     dump(n->b, out);
-    break;
+    return 1;
   case AST_COMPARE:
     fputs("(compare ", out);
     for (int i = 0; i < n->nitems; i++) {
@@ -1183,7 +1190,7 @@ static void dump(const rasp_ast *n, FILE *out) {
       }
       dump(n->items[i], out);
     }
-    break;
+    return 1;
   case AST_CALL:
     fputs("(call ", out);
     dump(n->a, out);
@@ -1193,13 +1200,13 @@ static void dump(const rasp_ast *n, FILE *out) {
       dump(n->items2[i], out);
       fputc(')', out);
     }
-    break;
+    return 1;
   case AST_SUBSCRIPT:
     fputs("(subscript ", out);
     dump(n->a, out);
     fputc(' ', out);
     dump(n->b, out);
-    break;
+    return 1;
   case AST_SLICE:
   case AST_IFEXP:
     fputs(n->kind == AST_SLICE ? "(slice " : "(ifexp ", out);
@@ -1208,18 +1215,18 @@ static void dump(const rasp_ast *n, FILE *out) {
     dump(n->b, out);
     fputc(' ', out);
     dump(n->c, out);
-    break;
+    return 1;
   case AST_ATTR:
     fputs("(attr ", out);
     dump(n->a, out);
     fprintf(out, " %s", n->str);
-    break;
+    return 1;
   case AST_LAMBDA:
     fputs("(lambda ", out);
     dump_params(n, out);
     fputc(' ', out);
     dump(n->a, out);
-    break;
+    return 1;
   case AST_LISTCOMP:
     fputs("(listcomp ", out);
     dump(n->a, out);
@@ -1228,26 +1235,33 @@ static void dump(const rasp_ast *n, FILE *out) {
     fputc(' ', out);
     dump(n->c, out);
     dump_list(n->items, n->nitems, out);
-    break;
-  case AST_EXPR: fputs("(expr ", out); dump(n->a, out); break;
+    return 1;
+  default: return 0;
+  }
+}
+
+/* Statements and the module, as dump_expr. */
+static int dump_stmt(const rasp_ast *n, FILE *out) {
+  switch (n->kind) {
+  case AST_EXPR: fputs("(expr ", out); dump(n->a, out); return 1;
   case AST_ASSIGN:
     fputs("(assign", out);
     dump_list(n->items, n->nitems, out);
     fputc(' ', out);
     dump(n->a, out);
-    break;
+    return 1;
   case AST_DEF:
     fprintf(out, "(def %s ", n->str);
     dump_params(n, out);
     dump_list(n->items, n->nitems, out);
-    break;
+    return 1;
   case AST_RETURN:
     fputs("(return", out);
     if (n->a) {
       fputc(' ', out);
       dump(n->a, out);
     }
-    break;
+    return 1;
   case AST_IF:
     fputs("(if ", out);
     dump(n->a, out);
@@ -1259,22 +1273,22 @@ static void dump(const rasp_ast *n, FILE *out) {
       dump_list(n->items2, n->nitems2, out);
       fputc(')', out);
     }
-    break;
+    return 1;
   case AST_FOR:
     fputs("(for ", out);
     dump(n->a, out);
     fputc(' ', out);
     dump(n->b, out);
     dump_list(n->items, n->nitems, out);
-    break;
+    return 1;
   case AST_WHILE:
     fputs("(while ", out);
     dump(n->a, out);
     dump_list(n->items, n->nitems, out);
-    break;
-  case AST_BREAK: fputs("(break", out); break;
-  case AST_CONTINUE: fputs("(continue", out); break;
-  case AST_PASS: fputs("(pass", out); break;
+    return 1;
+  case AST_BREAK: fputs("(break", out); return 1;
+  case AST_CONTINUE: fputs("(continue", out); return 1;
+  case AST_PASS: fputs("(pass", out); return 1;
   case AST_ASSERT:
     fputs("(assert ", out);
     dump(n->a, out);
@@ -1282,10 +1296,19 @@ static void dump(const rasp_ast *n, FILE *out) {
       fputc(' ', out);
       dump(n->b, out);
     }
-    break;
-  case AST_MODULE: fputs("(module", out); dump_list(n->items, n->nitems, out); break;
-  default: fprintf(out, "(?%d", (int)n->kind); break;
+    return 1;
+  case AST_MODULE: fputs("(module", out); dump_list(n->items, n->nitems, out); return 1;
+  default: return 0;
   }
+}
+
+static void dump(const rasp_ast *n, FILE *out) {
+  if (!n) {
+    fputc('_', out);
+    return;
+  }
+  if (dump_atom(n, out)) return;
+  if (!dump_expr(n, out) && !dump_stmt(n, out)) fprintf(out, "(?%d", (int)n->kind);
   fputc(')', out);
 }
 

@@ -38,7 +38,7 @@ echo "building fuzz_parse, fuzz_trace and fuzz_compile with $CC_FUZZ"
 $CC_FUZZ $flags rasp/rmem.c rasp/rerror.c rasp/rlex.c rasp/rparse.c tests/fuzz_parse.c \
   -lgmp -o "$tmp/fuzz_parse" || exit 1
 mkdir -p "$tmp/obj"
-for src in rmem rerror rlex rparse rir rfacts reval reval_plan reval_kern reval_ref rlayers \
+for src in rmem rerror rlex rparse rir rfacts reval reval_plan reval_kern reval_matrix reval_ref rlayers \
   rheap rvalue rtrace rinterp rapi raux rbuiltin rffi rstage rcausal rorder rmodel rcompile \
   rcompile_unit rcompile_plan rcompile_sched rcompile_write rcompile_round rcompile_margin \
   rcompile_prove rcompile_cbound rcompile_layout rcompile_fast rcompile_noise rcompile_ln; do

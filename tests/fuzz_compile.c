@@ -243,7 +243,7 @@ static void fuzz_compile(rasp_ctx *ctx, uint64_t h) {
     ids[i] = i + 1;
     names[i + 1] = rasp_vocab_symbol(ctx, i + 1);
   }
-  raspG_opts base = {ids, FUZZ_NVOCAB, FUZZ_NVOCAB, names, 0, RASPG_FP32, RASPG_ENC_AUTO, 1, RASPG_MOVES_ASSUME, 0, 0};
+  raspG_opts base = {ids, FUZZ_NVOCAB, FUZZ_NVOCAB, names, 0, RASPG_FP32, RASPG_ENC_AUTO, 1, RASPG_MOVES_ASSUME, 0, 0, 0};
   rasp_error err;
   memset(&err, 0, sizeof err);
   raspG_sched s;

@@ -5,8 +5,8 @@
 #     usage error (status 2);
 #   - every path-star program of programs/ (its default, proof-driven
 #     compile) at D = 2, M = 3, |V| = 10 agrees with the interpreter on
-#     every --check input in all seven orders (c, rev, asc, desc, pair,
-#     perm, f64), or, in f64 only, is labelled a float32-only model;
+#     every --check input in all eight orders (c, rev, asc, desc, pair,
+#     perm, f64, sdpa), or, in f64 only, is labelled a float32-only model;
 #   - every example at n = 8 and n = 16 likewise;
 #   - STEM.json's layout.arithmetic: ["float32"] for a model with a
 #     quantized width (histogram at n = 128), ["float32", "float64"] for
@@ -37,7 +37,7 @@ orders_ok() {
   lines=$(grep -c '^check order ' "$tmp/out")
   good=$(grep -E '^check order [a-z0-9]+: ([0-9]+)/\1 inputs agree' "$tmp/out" | wc -l)
   f32=$(grep -E '^check order f64: [0-9]+/[0-9]+ inputs agree .*a float32-only model' "$tmp/out" | wc -l)
-  if [ "$lines" -eq 7 ] && [ $((good + f32)) -ge 7 ]; then
+  if [ "$lines" -eq 8 ] && [ $((good + f32)) -ge 8 ]; then
     ok "$1: $(sed -n 's/^check order \([a-z0-9]*\): \([0-9]*\/[0-9]*\).*/\1 \2/p' "$tmp/out" | tr '\n' ' ')"
   else
     bad "$1: orders" "$tmp/out" "$tmp/err"

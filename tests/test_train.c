@@ -757,7 +757,7 @@ START_TEST(test_compiled_init) {
   int nids = 0;
   for (int id = 1; id <= nvocab; id++)
     if (id != V + RASP_SP_BOS && id != V + RASP_SP_EOS) ids[nids++] = id;
-  raspG_opts go = {ids, nids, nvocab, tnames, 0, RASPG_FP32, RASPG_ENC_AUTO, 1, RASPG_MOVES_ASSUME, 0, 0};
+  raspG_opts go = {ids, nids, nvocab, tnames, 0, RASPG_FP32, RASPG_ENC_AUTO, 1, RASPG_MOVES_ASSUME, 0, 0, 0};
   raspG_model g;
   ck_assert_msg(raspG_compile(rasp_ctx_ir(ctx), &go, &g, &err), "%s", err.msg);
   char dir[] = "/tmp/test_train.XXXXXX", stem[300], cmd[400];
@@ -864,7 +864,7 @@ static void enc_compile(const char *name, int with_mask, const char *stem) {
   const char **names = raspM_alloc(sizeof(char *) * (size_t)(nv + 1));
   names[0] = "PAD";
   for (int i = 1; i <= nv; i++) names[i] = rasp_vocab_symbol(tr.ctx, i);
-  raspG_opts go = {ids, nids, nv, names, 0, RASPG_FP32, RASPG_ENC_AUTO, 1, RASPG_MOVES_ASSUME, 0, 0};
+  raspG_opts go = {ids, nids, nv, names, 0, RASPG_FP32, RASPG_ENC_AUTO, 1, RASPG_MOVES_ASSUME, 0, 0, 0};
   raspG_model g;
   ck_assert_msg(raspG_compile(rasp_ctx_ir(tr.ctx), &go, &g, &err), "%s", err.msg);
   ck_assert_int_eq(g.model.cfg.causal, 0);
