@@ -1080,7 +1080,7 @@ float raspN_softmax_exp(float *att, int nk) {
 
 /* d_head^(-1/4) = 2^-k exactly when d_head = 2^(4k): 1, 16, 256, ... */
 int raspN_sdpa_exact(int d_head) {
-  for (int d = 1; d > 0 && d <= (1 << 28); d <<= 4)
+  for (long d = 1; d <= (1L << 28); d <<= 4) /* long: 2^28 << 4 still fits */
     if (d == d_head) return 1;
   return 0;
 }
