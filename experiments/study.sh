@@ -121,7 +121,9 @@ for arm in $arms; do
       { echo "$0: $cell failed; see $WORK/$cell.log" >&2; tail -5 "$WORK/$cell.log" >&2; exit 1; }
     t1=$(date +%s)
     cpu=$(awk '{ print $1 + $2 }' "$WORK/$cell.time")
-    cp "$dir/config.txt" "$OUT/$cell.config.txt"
+    # the record names the run directory from the repository root, not as
+    # this checkout's absolute path
+    sed "s|$top/||g" "$dir/config.txt" >"$OUT/$cell.config.txt"
     cp "$dir/split.json" "$OUT/$cell.split.json"
     cp "$dir/compare.csv" "$OUT/$cell.csv.tmp" && mv "$OUT/$cell.csv.tmp" "$OUT/$cell.csv"
     echo "$arm,$seed,$STEPS,$((t1 - t0)),$cpu,$l0,$(cut -d' ' -f1 /proc/loadavg)" >>"$OUT/timing.csv"
