@@ -10,11 +10,14 @@ writes into GRID_DIR:
                 (Student t over the seeds, cut to [0, 1]) of l_t accuracy
                 and whole-answer accuracy, and the median and range of the
                 validation loss (one diverged seed's loss, 1e10, would make
-                a mean and a t interval say nothing);
+                a mean and a t interval say nothing); where the arm has a
+                compiled model at hand, the share of the program's head
+                values the model still computes (mean and interval) and
+                its distance from the compiled point (median and range);
   final.csv     per arm: seeds, the budget (the last evaluated step), the
                 seeds whose run stopped early (a non-finite gradient: the
                 arm takes no more steps, so its last evaluation holds to the
-                budget), the same three at the budget, the share of seeds
+                budget), the same measures at the budget, the share of seeds
                 that reached 95% whole-answer accuracy at an evaluation
                 after step 0, the median step they reached it, and the share
                 at 95% at the end;
@@ -66,6 +69,18 @@ def median_range(xs):
     return med, ys[0], ys[-1]
 
 
+def stat(k, xs):
+    """the columns k, k_lo, k_hi: accuracies (l_t, whole answer, the
+    share of the program's head values still computed) as mean and t
+    interval; the loss and the distance from the compiled point as median
+    and range; all empty where the arm does not measure k (the distance
+    and "still the program" exist only where a compiled model is at hand)"""
+    if not xs:
+        return {k: "", k + "_lo": "", k + "_hi": ""}
+    m, lo, hi = (median_range if k in ("loss", "dist") else mean_ci)(xs)
+    return {k: m, k + "_lo": lo, k + "_hi": hi}
+
+
 def held(rows, steps):
     """a seed's rows at every step of steps: a run that stopped early
     keeps its last evaluation (it takes no more steps)"""
@@ -93,6 +108,8 @@ def read_cells(grid):
 
 
 def fmt(m, lo, hi, spec=".3f"):
+    if m == "":
+        return ""
     if math.isnan(lo):
         return f"{m:{spec}}"
     return f"{m:{spec}} [{lo:{spec}}, {hi:{spec}}]"
@@ -104,19 +121,20 @@ def main():
     if not cells:
         print(f"study_tables.py: no ARM-sSEED.csv in {grid}", file=sys.stderr)
         return 1
-    measures = [("lead", "val_lead_acc"), ("seq", "val_seq_acc"), ("loss", "val_loss")]
+    measures = [("lead", "val_lead_acc"), ("seq", "val_seq_acc"), ("loss", "val_loss"),
+                ("program", "program_acc"), ("dist", "dist_compiled")]
     summary, final = [], []
     for arm in sorted(cells):
         seeds = cells[arm]
         steps = sorted({int(r["step"]) for rows in seeds.values() for r in rows})
         at = {s: held(rows, steps) for s, rows in seeds.items()}
         for st in steps:
-            vals = {k: [float(h[st][c]) for h in at.values() if st in h] for k, c in measures}
+            vals = {k: [float(h[st][c]) for h in at.values() if st in h and h[st].get(c)]
+                    for k, c in measures}
             n = len(vals["lead"])
             row = {"arm": arm, "step": st, "seeds": n}
             for k, _ in measures:
-                m, lo, hi = (median_range if k == "loss" else mean_ci)(vals[k])
-                row.update({k: m, k + "_lo": lo, k + "_hi": hi})
+                row.update(stat(k, vals[k]))
             summary.append(row)
         last = {s: rows[-1] for s, rows in seeds.items()}
         stopped = sorted(int(r["stopped"]) for r in last.values() if r.get("stopped"))
@@ -135,9 +153,7 @@ def main():
                         f"/{len(seeds)}",
               "median_step95": got[len(got) // 2] if got else ""}
         for k, c in measures:
-            m, lo, hi = (median_range if k == "loss" else mean_ci)(
-                [float(r[c]) for r in last.values()])
-            fr.update({k: m, k + "_lo": lo, k + "_hi": hi})
+            fr.update(stat(k, [float(r[c]) for r in last.values() if r.get(c)]))
         final.append(fr)
     keys = ["arm", "step", "seeds"] + [k + s for k, _ in measures for s in ("", "_lo", "_hi")]
     with open(os.path.join(grid, "summary.csv"), "w", newline="") as f:
@@ -153,14 +169,17 @@ def main():
     with open(os.path.join(grid, "final.md"), "w") as f:
         f.write("| arm | seeds | budget | stopped early | l_t accuracy (mean, 95% interval) | "
                 "whole answer | validation loss (median, range) | seeds at 95% (after step "
-                "0) | median step there | seeds at 95% at the end |\n")
-        f.write("|---|---:|---:|---|---|---|---|---:|---:|---:|\n")
+                "0) | median step there | seeds at 95% at the end | still the program (mean, "
+                "95% interval) | distance from the compiled point (median, range) |\n")
+        f.write("|---|---:|---:|---|---|---|---|---:|---:|---:|---|---|\n")
         for r in final:
             f.write(f"| {r['arm']} | {r['seeds']} | {r['last_step']} | {r['stopped']} | "
                     f"{fmt(r['lead'], r['lead_lo'], r['lead_hi'])} | "
                     f"{fmt(r['seq'], r['seq_lo'], r['seq_hi'])} | "
                     f"{fmt(r['loss'], r['loss_lo'], r['loss_hi'], '.4g')} | {r['reached95']} | "
-                    f"{r['median_step95']} | {r['ends95']} |\n")
+                    f"{r['median_step95']} | {r['ends95']} | "
+                    f"{fmt(r['program'], r['program_lo'], r['program_hi'])} | "
+                    f"{fmt(r['dist'], r['dist_lo'], r['dist_hi'], '.4g')} |\n")
     # the plot: one data block per arm (gnuplot index), mean and interval
     dat = os.path.join(grid, "lead.dat")
     arms = sorted(cells)
