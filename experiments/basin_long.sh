@@ -1,7 +1,7 @@
 #!/bin/sh
 # basin_long.sh -- experiment 2 of the compiled-initialisation study (the
 # basin of attraction) at the length of the Clever Hans plateau, three
-# seeds (issue 14; doc/training.md section 4.2).  Every arm trains 640
+# seeds (issue 14; doc/training-small.md section 4.2).  Every arm trains 640
 # steps of batch 64 (STEPS=, BATCH=), evaluated every 40 steps on 100 test
 # sequences, from the quarter-gain compiled decoder6_causal (GAIN=0.25,
 # section 4.4), AdamW without weight decay or dropout:
@@ -22,7 +22,7 @@
 # part way starts over.  Writes PREFIX_summary.csv (per lr, arm and seed:
 # step 0 and the last step), PREFIX_means.csv (over the seeds done),
 # PREFIX_steps.csv (every evaluation), PREFIX_progress.csv (every arm's
-# latest evaluation, finished or not), PREFIX_table.md (doc/training.md
+# latest evaluation, finished or not), PREFIX_table.md (doc/training-small.md
 # 4.2's tables: means over the seeds), PREFIX.png (last-step lead and
 # sequence accuracy against A and S) and PREFIX_steps.png (lead and
 # position 2 by step); LONG=doc/study/long_steps.csv (below) adds section
@@ -134,7 +134,7 @@ awk -F, 'NR > 1 { k = $1 "," $2; if (!(k in n)) o[++m] = k; n[k]++
       printf "%s,%d,%.3f,%.3f,%.2f,%.2f,%.3f,%.3f\n", k, n[k], l0[k] / n[k], l[k] / n[k], lo[k], hi[k],
         q[k] / n[k], p2[k] / n[k] } }' "${prefix}_summary.csv" > "${prefix}_means.csv"
 cat "${prefix}_means.csv"
-# doc/training.md 4.2's tables (PREFIX_table.md): per lr and arm, over the
+# doc/training-small.md 4.2's tables (PREFIX_table.md): per lr and arm, over the
 # seeds that reached the last step, the mean at steps 0, STEPS/2 and STEPS
 # (lead, node after l_t, sequence accuracy), the last step's lead per seed
 # (and the step at which rasp-train stopped an arm whose loss diverged),

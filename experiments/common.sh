@@ -1,12 +1,12 @@
 # common.sh -- shared settings and helpers of the compiled-initialisation
-# experiments (issue 14; doc/training.md, "The compiled-initialisation
+# experiments (doc/training-small.md, "The compiled-initialisation
 # study").  Sourced by stability.sh, basin.sh and freeze_widen.sh, which
 # are run from the repository root after `make`:
 #     sh experiments/stability.sh [OUTDIR]
 # Each writes its runs, a summary CSV and a gnuplot PNG under OUTDIR
 # (default experiments/out/NAME, not committed); the PNGs and summaries
-# quoted in doc/training.md are copied from there into doc/.
-# The task is the one of doc/training.md section 1, where random
+# quoted in doc/training-small.md are copied from there into doc/.
+# The task is the one of doc/training-small.md section 1, where random
 # initialisation shows the Clever Hans plateau: D = 2, M = 4, |V| = 8,
 # decoder-only, Q at the start, edge-wise order, st-names, no BOS/EOS.
 # Override the size with D=, M=, V=, the steps with STEPS=, the batch with

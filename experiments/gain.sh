@@ -1,6 +1,6 @@
 #!/bin/sh
 # gain.sh -- what makes the compiled weights large, and would smaller ones
-# train?  (doc/training.md section 4.4.)  main's compiled decoder6_causal has
+# train?  (doc/training-small.md section 4.4.)  main's compiled decoder6_causal has
 # one large kind of weight, the attention gain in attn.w_q (scores scaled by
 # beta sqrt(d_head), rounded up to a power of two, so that the weight leaking
 # to unselected keys stays below 1e-9; up to 2.8e3, where every other kind

@@ -1,7 +1,7 @@
 #!/bin/sh
 # long.sh -- the study's basin and freeze-and-widen experiments run long
 # enough for the random arms to reach the Clever Hans plateau (issue 14;
-# doc/training.md section 4.5).  Section 1's standard arm (batch 64, AdamW
+# doc/training-small.md section 4.5).  Section 1's standard arm (batch 64, AdamW
 # 1e-3) has `s`, `t` and the node after l_t learned, and l_t at chance,
 # from about step 600; so every call here runs 640 steps of batch 64 on
 # seed 1's batches (the same in every call), evaluated every 40 steps on

@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """study_tables.py -- the study's tables and plots from its CSVs alone.
 
-usage: python3 experiments/study_tables.py [GRID_DIR]   (default doc/study/grid)
+usage: python3 experiments/study_tables.py [--no-plot] [--update-doc=FILE] [GRID_DIR]
+       (GRID_DIR: doc/study/grid by default; --update-doc=doc/training.md
+       puts questions.md's tables in place of that file's, in order)
 
 Reads every ARM-sSEED.csv that experiments/study.sh left (rasp-train
 compare's rows: step, arm, losses, accuracies per answer position) and
@@ -81,6 +83,18 @@ def stat(k, xs):
     return {k: m, k + "_lo": lo, k + "_hi": hi}
 
 
+def lost_text(lost):
+    """when the seeds exact at step 0 lost their whole answers: the median
+    first evaluation below 0.95 and how many kept it to the end"""
+    if not lost:
+        return ""
+    steps = sorted(x for x in lost if x is not None)
+    kept = len(lost) - len(steps)
+    med = f"median step {steps[len(steps) // 2]}" if steps else ""
+    keep = f"{kept} of {len(lost)} kept it" if kept else ""
+    return "; ".join(x for x in (med, keep) if x)
+
+
 def held(rows, steps):
     """a seed's rows at every step of steps: a run that stopped early
     keeps its last evaluation (it takes no more steps)"""
@@ -116,22 +130,37 @@ def fmt(m, lo, hi, spec=".3f"):
 
 
 def main():
-    grid = sys.argv[1] if len(sys.argv) > 1 else "doc/study/grid"
+    flags = [a for a in sys.argv[1:] if a.startswith("--")]
+    args = [a for a in sys.argv[1:] if not a.startswith("--")]
+    doc = [f.split("=", 1)[1] for f in flags if f.startswith("--update-doc=")]
+    if [f for f in flags if f != "--no-plot" and not f.startswith("--update-doc=")] \
+            or len(args) > 1:
+        print("usage: study_tables.py [--no-plot] [--update-doc=FILE] [GRID_DIR]",
+              file=sys.stderr)
+        return 2
+    grid = args[0] if args else "doc/study/grid"
     cells = read_cells(grid)
     if not cells:
         print(f"study_tables.py: no ARM-sSEED.csv in {grid}", file=sys.stderr)
         return 1
+    # the steps evaluated by a run that went the whole budget
+    grid_steps = {int(r["step"]) for arm in cells.values() for rows in arm.values()
+                  if not rows[-1].get("stopped") for r in rows}
     measures = [("lead", "val_lead_acc"), ("seq", "val_seq_acc"), ("loss", "val_loss"),
                 ("program", "program_acc"), ("dist", "dist_compiled")]
     summary, final = [], []
     for arm in sorted(cells):
         seeds = cells[arm]
-        steps = sorted({int(r["step"]) for rows in seeds.values() for r in rows})
+        # every step this arm evaluated, and the grid's evaluations past
+        # them: a seed that stopped early holds its last evaluation there
+        steps = sorted({int(r["step"]) for rows in seeds.values() for r in rows} | grid_steps)
         at = {s: held(rows, steps) for s, rows in seeds.items()}
         for st in steps:
             vals = {k: [float(h[st][c]) for h in at.values() if st in h and h[st].get(c)]
                     for k, c in measures}
             n = len(vals["lead"])
+            if n == 0:
+                continue
             row = {"arm": arm, "step": st, "seeds": n}
             for k, _ in measures:
                 row.update(stat(k, vals[k]))
@@ -144,14 +173,25 @@ def main():
                    if int(r["step"]) > 0 and float(r["val_seq_acc"]) >= 0.95]
             reach.append(hit[0] if hit else None)
         got = sorted(x for x in reach if x is not None)
+        # an arm exact at step 0: the first evaluation its whole answer is
+        # below 0.95 (the solution lost), per seed; None if it never is
+        lost = []
+        for s, rows in seeds.items():
+            if float(rows[0]["val_seq_acc"]) >= 0.95:
+                low = [int(r["step"]) for r in rows[1:] if float(r["val_seq_acc"]) < 0.95]
+                lost.append(low[0] if low else None)
         fr = {"arm": arm, "seeds": len(seeds),
-              "last_step": steps[-1],
+              "last_step": max(st for st in steps
+                               if any(st in h for h in at.values())),
               "stopped": f"{len(stopped)} (at {', '.join(map(str, stopped))})" if stopped
                          else "0",
               "reached95": f"{len(got)}/{len(seeds)}",
               "ends95": f"{sum(float(r['val_seq_acc']) >= 0.95 for r in last.values())}"
                         f"/{len(seeds)}",
-              "median_step95": got[len(got) // 2] if got else ""}
+              "median_step95": got[len(got) // 2] if got else "",
+              "lead0": mean_ci([float(rows[0]["val_lead_acc"]) for rows in seeds.values()])[0],
+              "exact0": f"{len(lost)}/{len(seeds)}",
+              "lost": lost_text(lost)}
         for k, c in measures:
             fr.update(stat(k, [float(r[c]) for r in last.values() if r.get(c)]))
         final.append(fr)
@@ -160,7 +200,8 @@ def main():
         w = csv.DictWriter(f, fieldnames=keys)
         w.writeheader()
         w.writerows(summary)
-    fkeys = ["arm", "seeds", "last_step", "stopped", "reached95", "median_step95", "ends95"] + \
+    fkeys = ["arm", "seeds", "last_step", "stopped", "reached95", "median_step95", "ends95",
+             "lead0", "exact0", "lost"] + \
         [k + s for k, _ in measures for s in ("", "_lo", "_hi")]
     with open(os.path.join(grid, "final.csv"), "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=fkeys)
@@ -180,9 +221,20 @@ def main():
                     f"{r['median_step95']} | {r['ends95']} | "
                     f"{fmt(r['program'], r['program_lo'], r['program_hi'])} | "
                     f"{fmt(r['dist'], r['dist_lo'], r['dist_hi'], '.4g')} |\n")
-    # the plot: one data block per arm (gnuplot index), mean and interval
-    dat = os.path.join(grid, "lead.dat")
-    arms = sorted(cells)
+    plot = shutil.which("gnuplot") and "--no-plot" not in flags
+    write_plot(grid, "lead", sorted(cells), summary, plot,
+               "leading-node accuracy on unseen questions (mean, 95% interval over seeds)")
+    write_questions(grid, cells, final, summary, plot)
+    for path in doc:
+        update_doc(path, os.path.join(grid, "questions.md"))
+    print(open(os.path.join(grid, "final.md")).read(), end="")
+    return 0
+
+
+def write_plot(grid, name, arms, summary, plot, title):
+    """NAME.dat (one block per arm: step, mean, interval), NAME.gp and,
+    where gnuplot runs, NAME.png"""
+    dat = os.path.join(grid, name + ".dat")
     with open(dat, "w") as f:
         for arm in arms:
             f.write(f"# {arm}\n")
@@ -192,12 +244,11 @@ def main():
                     hi = r["lead_hi"] if not math.isnan(r["lead_hi"]) else r["lead"]
                     f.write(f"{r['step']} {r['lead']:.6g} {lo:.6g} {hi:.6g}\n")
             f.write("\n\n")
-    gp = os.path.join(grid, "lead.gp")
+    gp = os.path.join(grid, name + ".gp")
     with open(gp, "w") as f:
-        f.write("# gnuplot -c lead.gp DAT PNG (written by experiments/study_tables.py)\n"
+        f.write(f"# gnuplot -c {name}.gp DAT PNG (written by experiments/study_tables.py)\n"
                 "set terminal pngcairo size 900,500 font ',10' noenhanced\nset output ARG2\n"
-                "set title 'leading-node accuracy on unseen questions (mean, 95% interval "
-                "over seeds)'\nset xlabel 'step'\nset ylabel 'l_t accuracy'\n"
+                f"set title '{title}'\nset xlabel 'step'\nset ylabel 'l_t accuracy'\n"
                 "set yrange [0:1.05]\nset key outside right\n")
         parts = []
         for i, arm in enumerate(arms):
@@ -206,10 +257,83 @@ def main():
             parts.append(f"ARG1 index {i} using 1:2 with lines lw 2 lc {i + 1} "
                          f"title '{arm}'")
         f.write("plot " + ", \\\n     ".join(parts) + "\n")
-    if shutil.which("gnuplot"):
-        subprocess.run(["gnuplot", "-c", gp, dat, os.path.join(grid, "lead.png")], check=True)
-    print(open(os.path.join(grid, "final.md")).read(), end="")
-    return 0
+    if plot:
+        subprocess.run(["gnuplot", "-c", gp, dat, os.path.join(grid, name + ".png")], check=True)
+
+
+# The questions doc/training.md answers, each with the arms that answer it
+# (the reference arm last); an arm with no cell yet shows as not run.
+QUESTIONS = [
+    ("q_plateau", "Does the standard decoder stay on the plateau, and do structured "
+     "samples lift it?", ["standard", "structured"]),
+    ("q_start", "Does a compiled start solve l_t, and does it survive training at the "
+     "standard rate?", ["compiled", "lowgain", "compiledln", "standard"]),
+    ("q_teacher", "Does a compiled teacher make l_t learnable?",
+     ["taught", "stdtaught", "random", "standard"]),
+    ("q_frozen", "Does freezing and widening learn the rest?", ["frozen", "compiled"]),
+]
+
+
+def write_questions(grid, cells, final, summary, plot):
+    """questions.md: per question, a table of its arms (the columns a
+    reader needs for it) and a plot of their l_t accuracy by step"""
+    by = {r["arm"]: r for r in final}
+    with open(os.path.join(grid, "questions.md"), "w") as f:
+        for name, title, arms in QUESTIONS:
+            f.write(f"### {title}\n\n")
+            f.write("| arm | seeds | l_t at step 0 | l_t at the budget (mean, 95% interval) | "
+                    "whole answer at the budget | seeds at 95% after step 0 | exact at "
+                    "step 0: lost its whole answer at | still the program at the budget | "
+                    "stopped early |\n")
+            f.write("|---|---:|---:|---|---|---:|---|---|---|\n")
+            for arm in arms:
+                r = by.get(arm)
+                if r is None:
+                    f.write(f"| {arm} | 0 | not run yet | | | | | | |\n")
+                    continue
+                f.write(f"| {arm} | {r['seeds']} | {r['lead0']:.3f} | "
+                        f"{fmt(r['lead'], r['lead_lo'], r['lead_hi'])} | "
+                        f"{fmt(r['seq'], r['seq_lo'], r['seq_hi'])} | {r['reached95']} | "
+                        f"{r['lost'] if r['exact0'] != '0/' + str(r['seeds']) else ''} | "
+                        f"{fmt(r['program'], r['program_lo'], r['program_hi'])} | "
+                        f"{r['stopped']} |\n")
+            f.write(f"\n![{title}](study/grid/{name}.png)\n\n")
+            write_plot(grid, name, [a for a in arms if a in cells], summary, plot, title)
+
+
+def update_doc(path, questions):
+    """replace the tables of FILE (doc/training.md) that have
+    questions.md's header with questions.md's tables, in order: the
+    prose around them is the writer's, the rows are the CSVs'"""
+    tables, cur = [], None
+    for line in open(questions).read().split("\n"):
+        if line.startswith("|"):
+            if cur is None:
+                cur = []
+                tables.append(cur)
+            cur.append(line)
+        else:
+            cur = None
+    header = tables[0][0]
+    lines = open(path).read().split("\n")
+    out, k, i = [], 0, 0
+    while i < len(lines):
+        if lines[i] == header:
+            if k >= len(tables):
+                raise SystemExit(f"study_tables.py: {path} has more tables than questions.md")
+            out.extend(tables[k])
+            k += 1
+            while i < len(lines) and lines[i].startswith("|"):
+                i += 1
+            continue
+        out.append(lines[i])
+        i += 1
+    if k != len(tables):
+        raise SystemExit(f"study_tables.py: {path} has {k} of questions.md's {len(tables)} tables")
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        f.write("\n".join(out))
+    os.replace(tmp, path)
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """weight_stats.py STEM -- the size of a compiled model's weights, per kind of
 tensor over all layers (max |w|, RMS, count) and the L2 norm of all of them:
-the table of doc/training.md section 4.  Reads STEM.safetensors (float32)
+the table of doc/training-small.md section 4.  Reads STEM.safetensors (float32)
 with the standard library only."""
 import array, collections, json, math, re, struct, sys
 

@@ -6,7 +6,7 @@
 #   - for a power-of-two F the model is bit-identical to the gain-1 model
 #     with every layer's attn.w_q times F, which is what
 #     experiments/scale_gain.py makes (so the study's measurements of
-#     scaled models, doc/training.md 4.4, are measurements of the option):
+#     scaled models, doc/training-small.md 4.4, are measurements of the option):
 #     reverse (F = 1/4) and decoder6_causal (F = 1/2, 1/4, compiled by
 #     size: --unproven);
 #   - reverse at n = 8 with F = 1/4 is still proven (--stats: "proven:"),

@@ -27,7 +27,7 @@
 **     tinit.c    compiled models as initialisation, widening
 **     tnet.c     forward and backward passes, optimisers
 **     tmpi.c     (--with-mpi builds) the ranks of a data-parallel run
-** Protocols and their measurements: doc/training.md.
+** Protocols and their measurements: doc/training-small.md.
 */
 #include <errno.h>
 #include <limits.h>

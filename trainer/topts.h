@@ -42,7 +42,7 @@ struct train_opts {
   int encoder;
   rasp_model_config arch;
   float dropout, lr, wd, stop_loss, init_noise;
-  /* protocols (doc/training.md): optimiser, per-tensor learning rates,
+  /* protocols (doc/training-small.md): optimiser, per-tensor learning rates,
   ** frozen compiled weights, widening, mixing with a random init */
   int sgd, lr_rms, freeze, widen, mix_given;
   float momentum, init_mix, widen_scale;

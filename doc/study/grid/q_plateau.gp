@@ -1,0 +1,10 @@
+# gnuplot -c q_plateau.gp DAT PNG (written by experiments/study_tables.py)
+set terminal pngcairo size 900,500 font ',10' noenhanced
+set output ARG2
+set title 'Does the standard decoder stay on the plateau, and do structured samples lift it?'
+set xlabel 'step'
+set ylabel 'l_t accuracy'
+set yrange [0:1.05]
+set key outside right
+plot ARG1 index 0 using 1:3:4 with filledcurves fs transparent solid 0.2 lc 1 notitle, \
+     ARG1 index 0 using 1:2 with lines lw 2 lc 1 title 'standard'
