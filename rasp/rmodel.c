@@ -726,6 +726,167 @@ static int span_cmp(const void *a, const void *b) {
   return x->b < y->b ? -1 : x->b > y->b;
 }
 
+/* The header: eight bytes of length, then that many bytes of JSON within
+** the file, parsed into root (its text in *hdr, for the caller to free);
+** *hn is its length and *dlen the data section's. */
+static int read_header(FILE *f, const char *path, uint64_t len, char **hdr, jval *root,
+                       uint64_t *hn_out, uint64_t *dlen, rasp_error *err) {
+  unsigned char lenb[8];
+  if (len < 8 || read_at(f, path, 0, lenb, 8, err)) {
+    raspR_setnoposc(err, RASP_E_FORMAT, "'%s': not a safetensors file (only %llu bytes)", path,
+                   (unsigned long long)len);
+    return -1;
+  }
+  uint64_t hn = 0;
+  for (int i = 0; i < 8; i++) hn |= (uint64_t)lenb[i] << (8 * i);
+  if (hn < 2 || hn > MAXHEADER) {
+    raspR_setnoposc(err, RASP_E_FORMAT, "'%s': not a safetensors file (header length %llu is "
+                        "not in 2..%llu)", path, (unsigned long long)hn,
+                   (unsigned long long)MAXHEADER);
+    return -1;
+  }
+  if (hn > len - 8) {
+    raspR_setnoposc(err, RASP_E_FORMAT, "'%s': truncated (header of %llu bytes, file of %llu)",
+                   path, (unsigned long long)hn, (unsigned long long)len);
+    return -1;
+  }
+  *hn_out = hn;
+  *dlen = len - 8 - hn;
+  *hdr = raspM_alloc((size_t)hn);
+  if (read_at(f, path, 8, *hdr, (size_t)hn, err)) return -1;
+  if ((*hdr)[0] != '{') {
+    raspR_setnoposc(err, RASP_E_FORMAT, "'%s': not a safetensors file (bad header)", path);
+    return -1;
+  }
+  const char *why;
+  size_t at;
+  if (jparse(*hdr, (size_t)hn, root, &why, &at)) {
+    raspR_setnoposc(err, RASP_E_FORMAT, "'%s': bad safetensors header: %s at byte %zu", path,
+                   why, at + 8);
+    return -1;
+  }
+  if (root->type != J_OBJ) {
+    raspR_setnoposc(err, RASP_E_FORMAT, "'%s': bad safetensors header: not an object", path);
+    return -1;
+  }
+  return 0;
+}
+
+/* Every key of the header names a tensor of m's layout, once. */
+static int check_names(rasp_model *m, const jval *root, const char *path, rasp_error *err) {
+  for (int i = 0; i < root->n; i++) {
+    const char *k = root->keys[i];
+    if (!strcmp(k, "__metadata__")) continue;
+    if (!raspN_tensor(m, k)) {
+      raspR_setnoposc(err, RASP_E_FORMAT, "'%s': unexpected tensor '%.64s' for this config",
+                     path, k);
+      return -1;
+    }
+    for (int j = 0; j < i; j++)
+      if (!strcmp(root->keys[j], k)) {
+        raspR_setnoposc(err, RASP_E_FORMAT, "'%s': tensor '%.64s' appears twice", path, k);
+        return -1;
+      }
+  }
+  return 0;
+}
+
+/* Tensor t's entry e: F32, t's shape, and offsets spanning its bytes
+** within the data section (dlen bytes), returned in *s. */
+static int check_entry(const rasp_tensor *t, jval *e, const char *path, uint64_t dlen, span *s,
+                       rasp_error *err) {
+  if (!e) {
+    raspR_setnoposc(err, RASP_E_FORMAT, "'%s': tensor '%s' is missing", path, t->name);
+    return -1;
+  }
+  jval *dt = jget(e, "dtype"), *sh = jget(e, "shape"),
+       *of = jget(e, "data_offsets");
+  if (!dt || dt->type != J_STR || strcmp(dt->str, "F32")) {
+    raspR_setnoposc(err, RASP_E_FORMAT, "'%s': tensor '%s' has dtype %s%.16s%s, not F32",
+                   path, t->name, dt && dt->type == J_STR ? "'" : "",
+                   dt && dt->type == J_STR ? dt->str : "(none)",
+                   dt && dt->type == J_STR ? "'" : "");
+    return -1;
+  }
+  int ok = sh && sh->type == J_ARR && sh->n == t->ndim;
+  for (int d = 0; ok && d < t->ndim; d++) {
+    int64_t x;
+    ok = !jint(&sh->items[d], 0, 1e15, &x) && x == t->shape[d];
+  }
+  if (!ok) {
+    char want[96] = "", *w = want;
+    for (int d = 0; d < t->ndim; d++)
+      w += snprintf(w, (size_t)(want + sizeof want - w), "%s%lld",
+                    d ? "," : "", (long long)t->shape[d]);
+    raspR_setnoposc(err, RASP_E_FORMAT, "'%s': tensor '%s' has the wrong shape (expected "
+                        "[%s])", path, t->name, want);
+    return -1;
+  }
+  int64_t b, en;
+  if (!of || of->type != J_ARR || of->n != 2 ||
+      jint(&of->items[0], 0, 9e15, &b) || jint(&of->items[1], 0, 9e15, &en) ||
+      en < b || (uint64_t)(en - b) != t->size * 4) {
+    raspR_setnoposc(err, RASP_E_FORMAT, "'%s': tensor '%s' has bad data_offsets (expected "
+                        "%zu bytes)", path, t->name, t->size * 4);
+    return -1;
+  }
+  if ((uint64_t)en > dlen) {
+    raspR_setnoposc(err, RASP_E_FORMAT, "'%s': truncated: tensor '%s' ends at byte %lld of "
+                        "a %llu-byte data section", path, t->name,
+                   (long long)en, (unsigned long long)dlen);
+    return -1;
+  }
+  s->b = (uint64_t)b;
+  s->e = (uint64_t)en;
+  return 0;
+}
+
+/* The spans are disjoint and the data section holds m's parameters. */
+static int check_spans(const rasp_model *m, const span *sp, const char *path,
+                       const char *cfgpath, uint64_t dlen, rasp_error *err) {
+  span *sorted = raspM_alloc(((size_t)m->ntensors + 1) * sizeof *sorted);
+  memcpy(sorted, sp, (size_t)m->ntensors * sizeof *sp);
+  qsort(sorted, (size_t)m->ntensors, sizeof *sorted, span_cmp);
+  int overlap = 0;
+  for (int i = 1; i < m->ntensors; i++)
+    if (sorted[i].b < sorted[i - 1].e) overlap = 1;
+  raspM_free(sorted);
+  if (overlap) {
+    raspR_setnoposc(err, RASP_E_FORMAT, "'%s': tensors overlap in the data section", path);
+    return -1;
+  }
+  if ((uint64_t)m->nparams * 4 > dlen) {
+    /* (implied by the spans above; kept as the last word before the
+    ** allocation) */
+    raspR_setnoposc(err, RASP_E_FORMAT, "'%s': truncated, or not the tensors of '%s': that "
+                        "config needs %zu parameters (%llu bytes), the file "
+                        "holds %llu bytes of tensor data",
+                   path, cfgpath, m->nparams,
+                   (unsigned long long)m->nparams * 4, (unsigned long long)dlen);
+    return -1;
+  }
+  return 0;
+}
+
+/* Allocates m->params and reads each tensor into place from the data
+** section at byte base of the file; every parameter must be finite. */
+static int read_params(rasp_model *m, FILE *f, const char *path, uint64_t base, const span *sp,
+                       rasp_error *err) {
+  m->params = raspM_alloc((m->nparams ? m->nparams : 1) * sizeof(float));
+  for (int i = 0; i < m->ntensors; i++) {
+    rasp_tensor *t = &m->tensors[i];
+    if (t->size && read_at(f, path, base + sp[i].b, m->params + t->offset,
+                           t->size * 4, err))
+      return -1;
+  }
+  for (size_t i = 0; i < m->nparams; i++)
+    if (!isfinite(m->params[i])) {
+      raspR_setnoposc(err, RASP_E_FORMAT, "'%s': parameter %zu is not finite", path, i);
+      return -1;
+    }
+  return 0;
+}
+
 /* Reads the tensors of m (laid out, m->params still NULL) from path.  Order
 ** matters: the file's size, then its header, then every tensor's entry are
 ** checked against m's layout before the parameters are allocated, so that
@@ -740,139 +901,16 @@ static int load_tensors(rasp_model *m, const char *path, const char *cfgpath,
   jval root = {0};
   span *sp = NULL;
   char *hdr = NULL;
-  unsigned char lenb[8];
-  if (len < 8 || read_at(f, path, 0, lenb, 8, err)) {
-    raspR_setnoposc(err, RASP_E_FORMAT, "'%s': not a safetensors file (only %llu bytes)", path,
-                   (unsigned long long)len);
-    goto out;
-  }
-  uint64_t hn = 0;
-  for (int i = 0; i < 8; i++) hn |= (uint64_t)lenb[i] << (8 * i);
-  if (hn < 2 || hn > MAXHEADER) {
-    raspR_setnoposc(err, RASP_E_FORMAT, "'%s': not a safetensors file (header length %llu is "
-                        "not in 2..%llu)", path, (unsigned long long)hn,
-                   (unsigned long long)MAXHEADER);
-    goto out;
-  }
-  if (hn > len - 8) {
-    raspR_setnoposc(err, RASP_E_FORMAT, "'%s': truncated (header of %llu bytes, file of %llu)",
-                   path, (unsigned long long)hn, (unsigned long long)len);
-    goto out;
-  }
-  uint64_t dlen = len - 8 - hn;
-  hdr = raspM_alloc((size_t)hn);
-  if (read_at(f, path, 8, hdr, (size_t)hn, err)) goto out;
-  if (hdr[0] != '{') {
-    raspR_setnoposc(err, RASP_E_FORMAT, "'%s': not a safetensors file (bad header)", path);
-    goto out;
-  }
-  const char *why;
-  size_t at;
-  if (jparse(hdr, (size_t)hn, &root, &why, &at)) {
-    raspR_setnoposc(err, RASP_E_FORMAT, "'%s': bad safetensors header: %s at byte %zu", path,
-                   why, at + 8);
-    goto out;
-  }
-  if (root.type != J_OBJ) {
-    raspR_setnoposc(err, RASP_E_FORMAT, "'%s': bad safetensors header: not an object", path);
-    goto out;
-  }
+  uint64_t hn = 0, dlen = 0;
+  if (read_header(f, path, len, &hdr, &root, &hn, &dlen, err)) goto out;
+  if (check_names(m, &root, path, err)) goto out;
   sp = raspM_alloc(((size_t)m->ntensors + 1) * sizeof *sp);
-  for (int i = 0; i < root.n; i++) {
-    const char *k = root.keys[i];
-    if (!strcmp(k, "__metadata__")) continue;
-    if (!raspN_tensor(m, k)) {
-      raspR_setnoposc(err, RASP_E_FORMAT, "'%s': unexpected tensor '%.64s' for this config",
-                     path, k);
+  for (int i = 0; i < m->ntensors; i++)
+    if (check_entry(&m->tensors[i], jget(&root, m->tensors[i].name), path, dlen, &sp[i], err))
       goto out;
-    }
-    for (int j = 0; j < i; j++)
-      if (!strcmp(root.keys[j], k)) {
-        raspR_setnoposc(err, RASP_E_FORMAT, "'%s': tensor '%.64s' appears twice", path, k);
-        goto out;
-      }
-  }
-  for (int i = 0; i < m->ntensors; i++) {
-    rasp_tensor *t = &m->tensors[i];
-    jval *e = jget(&root, t->name);
-    if (!e) {
-      raspR_setnoposc(err, RASP_E_FORMAT, "'%s': tensor '%s' is missing", path, t->name);
-      goto out;
-    }
-    jval *dt = jget(e, "dtype"), *sh = jget(e, "shape"),
-         *of = jget(e, "data_offsets");
-    if (!dt || dt->type != J_STR || strcmp(dt->str, "F32")) {
-      raspR_setnoposc(err, RASP_E_FORMAT, "'%s': tensor '%s' has dtype %s%.16s%s, not F32",
-                     path, t->name, dt && dt->type == J_STR ? "'" : "",
-                     dt && dt->type == J_STR ? dt->str : "(none)",
-                     dt && dt->type == J_STR ? "'" : "");
-      goto out;
-    }
-    int ok = sh && sh->type == J_ARR && sh->n == t->ndim;
-    for (int d = 0; ok && d < t->ndim; d++) {
-      int64_t x;
-      ok = !jint(&sh->items[d], 0, 1e15, &x) && x == t->shape[d];
-    }
-    if (!ok) {
-      char want[96] = "", *w = want;
-      for (int d = 0; d < t->ndim; d++)
-        w += snprintf(w, (size_t)(want + sizeof want - w), "%s%lld",
-                      d ? "," : "", (long long)t->shape[d]);
-      raspR_setnoposc(err, RASP_E_FORMAT, "'%s': tensor '%s' has the wrong shape (expected "
-                          "[%s])", path, t->name, want);
-      goto out;
-    }
-    int64_t b, en;
-    if (!of || of->type != J_ARR || of->n != 2 ||
-        jint(&of->items[0], 0, 9e15, &b) || jint(&of->items[1], 0, 9e15, &en) ||
-        en < b || (uint64_t)(en - b) != t->size * 4) {
-      raspR_setnoposc(err, RASP_E_FORMAT, "'%s': tensor '%s' has bad data_offsets (expected "
-                          "%zu bytes)", path, t->name, t->size * 4);
-      goto out;
-    }
-    if ((uint64_t)en > dlen) {
-      raspR_setnoposc(err, RASP_E_FORMAT, "'%s': truncated: tensor '%s' ends at byte %lld of "
-                          "a %llu-byte data section", path, t->name,
-                     (long long)en, (unsigned long long)dlen);
-      goto out;
-    }
-    sp[i].b = (uint64_t)b;
-    sp[i].e = (uint64_t)en;
-  }
-  span *sorted = raspM_alloc(((size_t)m->ntensors + 1) * sizeof *sorted);
-  memcpy(sorted, sp, (size_t)m->ntensors * sizeof *sp);
-  qsort(sorted, (size_t)m->ntensors, sizeof *sorted, span_cmp);
-  int overlap = 0;
-  for (int i = 1; i < m->ntensors; i++)
-    if (sorted[i].b < sorted[i - 1].e) overlap = 1;
-  raspM_free(sorted);
-  if (overlap) {
-    raspR_setnoposc(err, RASP_E_FORMAT, "'%s': tensors overlap in the data section", path);
-    goto out;
-  }
-  if ((uint64_t)m->nparams * 4 > dlen) {
-    /* (implied by the spans above; kept as the last word before the
-    ** allocation) */
-    raspR_setnoposc(err, RASP_E_FORMAT, "'%s': truncated, or not the tensors of '%s': that "
-                        "config needs %zu parameters (%llu bytes), the file "
-                        "holds %llu bytes of tensor data",
-                   path, cfgpath, m->nparams,
-                   (unsigned long long)m->nparams * 4, (unsigned long long)dlen);
-    goto out;
-  }
+  if (check_spans(m, sp, path, cfgpath, dlen, err)) goto out;
   /* every size is now known to fit in the file: allocate and read */
-  m->params = raspM_alloc((m->nparams ? m->nparams : 1) * sizeof(float));
-  for (int i = 0; i < m->ntensors; i++) {
-    rasp_tensor *t = &m->tensors[i];
-    if (t->size && read_at(f, path, 8 + hn + sp[i].b, m->params + t->offset,
-                           t->size * 4, err))
-      goto out;
-  }
-  for (size_t i = 0; i < m->nparams; i++)
-    if (!isfinite(m->params[i])) {
-      raspR_setnoposc(err, RASP_E_FORMAT, "'%s': parameter %zu is not finite", path, i);
-      goto out;
-    }
+  if (read_params(m, f, path, 8 + hn, sp, err)) goto out;
   rc = 0;
 out:
   fclose(f);
