@@ -1144,22 +1144,138 @@ int raspN_check_input(const rasp_model_config *c, const int *tokens, int n, rasp
   return 1;
 }
 
+/* raspN_forward's state: the model, n positions, the residual stream x,
+** its (layer-normed) copy h, and the scratch of one layer. */
+typedef struct {
+  const rasp_model_config *c;
+  rasp_model *m;
+  int n;
+  float *x, *h, *q, *k, *v, *att, *o, *z, *hv;
+} fwd;
+
+/* Tensor s of layer L ("layers.L.s"). */
+static const float *layer_data(rasp_model *m, int L, const char *s) {
+  char nm[64];
+  snprintf(nm, sizeof nm, "layers.%d.%s", L, s);
+  return raspN_data(m, nm);
+}
+
+/* h = the residual stream, layer-normed when the model has layer norms
+** (by tensors w and b of layer L, or the model's own when L < 0), else
+** copied. */
+static void norm_into(fwd *f, int L, const char *wname, const char *bname) {
+  int D = f->c->d_model;
+  size_t nD = (size_t)f->n * D;
+  if (f->c->layer_norm) {
+    const float *w = L < 0 ? raspN_data(f->m, wname) : layer_data(f->m, L, wname);
+    const float *b = L < 0 ? raspN_data(f->m, bname) : layer_data(f->m, L, bname);
+    for (int i = 0; i < f->n; i++)
+      raspN_layer_norm(f->x + (size_t)i * D, w, b, D, f->h + (size_t)i * D);
+  } else {
+    memcpy(f->h, f->x, nD * sizeof *f->h);
+  }
+}
+
+/* Head hd of layer L: q, k, v of every position, then each query's
+** softmax-weighted values through w_o, added to the layer's output o. */
+static void attn_head(fwd *f, int L, int hd, float scale) {
+  const rasp_model_config *c = f->c;
+  int n = f->n, D = c->d_model, Dh = c->d_head;
+  const float *h = f->h;
+  float *q = f->q, *k = f->k, *v = f->v, *att = f->att, *hv = f->hv, *o = f->o;
+  const float *wq = layer_data(f->m, L, "attn.w_q"), *wk = layer_data(f->m, L, "attn.w_k"),
+              *wv = layer_data(f->m, L, "attn.w_v");
+  const float *bq = layer_data(f->m, L, "attn.b_q"), *bk = layer_data(f->m, L, "attn.b_k"),
+              *bv = layer_data(f->m, L, "attn.b_v");
+  const float *wo = layer_data(f->m, L, "attn.w_o");
+  const float *Wq = wq + (size_t)hd * D * Dh, *Wk = wk + (size_t)hd * D * Dh,
+              *Wv = wv + (size_t)hd * D * Dh, *Wo = wo + (size_t)hd * Dh * D;
+  for (int i = 0; i < n; i++)
+    for (int e = 0; e < Dh; e++) {
+      float sq = bq[hd * Dh + e], sk = bk[hd * Dh + e], sv = bv[hd * Dh + e];
+      for (int j = 0; j < D; j++) {
+        float hj = h[(size_t)i * D + j];
+        sq += hj * Wq[(size_t)j * Dh + e];
+        sk += hj * Wk[(size_t)j * Dh + e];
+        sv += hj * Wv[(size_t)j * Dh + e];
+      }
+      q[(size_t)i * Dh + e] = sq;
+      k[(size_t)i * Dh + e] = sk;
+      v[(size_t)i * Dh + e] = sv;
+    }
+  for (int i = 0; i < n; i++) {
+    int nk = c->causal ? i + 1 : n;
+    for (int j = 0; j < nk; j++) {
+      float s = 0;
+      for (int e = 0; e < Dh; e++) s += q[(size_t)i * Dh + e] * k[(size_t)j * Dh + e];
+      att[j] = s * scale;
+    }
+    float sum = raspN_softmax_exp(att, nk);
+    for (int e = 0; e < Dh; e++) hv[e] = 0;
+    for (int j = 0; j < nk; j++) {
+      float a = att[j] / sum;
+      for (int e = 0; e < Dh; e++) hv[e] += a * v[(size_t)j * Dh + e];
+    }
+    for (int e = 0; e < Dh; e++)
+      for (int j = 0; j < D; j++)
+        o[(size_t)i * D + j] += hv[e] * Wo[(size_t)e * D + j];
+  }
+}
+
+/* Layer L's attention: o starts at the bias, every head adds to it, then
+** o is added to the residual stream. */
+static void attn_layer(fwd *f, int L, float scale) {
+  int D = f->c->d_model;
+  size_t nD = (size_t)f->n * D;
+  norm_into(f, L, "ln1.weight", "ln1.bias");
+  const float *bo = layer_data(f->m, L, "attn.b_o");
+  for (size_t i = 0; i < nD; i++) f->o[i] = bo[i % D];
+  for (int hd = 0; hd < f->c->n_heads; hd++) attn_head(f, L, hd, scale);
+  for (size_t i = 0; i < nD; i++) f->x[i] += f->o[i];
+}
+
+/* Layer L's MLP, position by position, added to the residual stream. */
+static void mlp_layer(fwd *f, int L) {
+  const rasp_model_config *c = f->c;
+  int D = c->d_model, F = c->d_mlp;
+  float *z = f->z, *h = f->h, *x = f->x;
+  norm_into(f, L, "ln2.weight", "ln2.bias");
+  const float *wi = layer_data(f->m, L, "mlp.w_in"), *bi = layer_data(f->m, L, "mlp.b_in"),
+              *wt = layer_data(f->m, L, "mlp.w_out"), *bt = layer_data(f->m, L, "mlp.b_out");
+  for (int i = 0; i < f->n; i++) {
+    for (int g = 0; g < F; g++) z[g] = bi[g];
+    for (int j = 0; j < D; j++) {
+      float hj = h[(size_t)i * D + j];
+      for (int g = 0; g < F; g++) z[g] += hj * wi[(size_t)j * F + g];
+    }
+    for (int g = 0; g < F; g++) z[g] = act(z[g], c->gelu);
+    for (int j = 0; j < D; j++) {
+      float s = bt[j];
+      for (int g = 0; g < F; g++) s += z[g] * wt[(size_t)g * D + j];
+      x[(size_t)i * D + j] += s;
+    }
+  }
+}
+
+/* The plan: embed, then per layer attention and MLP (each added to the
+** residual stream, which residual records after the embedding and after
+** each), then the final norm and the readout. */
 int raspN_forward(const rasp_model *m, const int *tokens, int n, float *logits,
                   float *residual, rasp_error *err) {
   const rasp_model_config *c = &m->cfg;
   if (!raspN_check_input(c, tokens, n, err)) return 0;
   rasp_model *mm = (rasp_model *)m; /* raspN_data does not modify */
-  int D = c->d_model, H = c->n_heads, Dh = c->d_head, F = c->d_mlp,
-      O = c->n_out;
+  int D = c->d_model, Dh = c->d_head, F = c->d_mlp, O = c->n_out;
   size_t nD = (size_t)n * D;
-  float *x = raspM_alloc(nD * sizeof *x), *h = raspM_alloc(nD * sizeof *h);
-  float *q = raspM_alloc((size_t)n * Dh * sizeof *q);
-  float *k = raspM_alloc((size_t)n * Dh * sizeof *k);
-  float *v = raspM_alloc((size_t)n * Dh * sizeof *v);
-  float *att = raspM_alloc((size_t)n * sizeof *att);
-  float *o = raspM_alloc(nD * sizeof *o);
-  float *z = raspM_alloc((size_t)F * sizeof *z);
-  float *hv = raspM_alloc((size_t)Dh * sizeof *hv);
+  fwd f = {c, mm, n, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
+  float *x = f.x = raspM_alloc(nD * sizeof *x), *h = f.h = raspM_alloc(nD * sizeof *h);
+  f.q = raspM_alloc((size_t)n * Dh * sizeof *f.q);
+  f.k = raspM_alloc((size_t)n * Dh * sizeof *f.k);
+  f.v = raspM_alloc((size_t)n * Dh * sizeof *f.v);
+  f.att = raspM_alloc((size_t)n * sizeof *f.att);
+  f.o = raspM_alloc(nD * sizeof *f.o);
+  f.z = raspM_alloc((size_t)F * sizeof *f.z);
+  f.hv = raspM_alloc((size_t)Dh * sizeof *f.hv);
   const float *te = raspN_data(mm, "tok_emb"), *pe = raspN_data(mm, "pos_emb");
   for (int i = 0; i < n; i++)
     for (int j = 0; j < D; j++)
@@ -1168,87 +1284,13 @@ int raspN_forward(const rasp_model *m, const int *tokens, int n, float *logits,
   int slot = 0;
   if (residual) memcpy(residual + (size_t)slot++ * nD, x, nD * sizeof *x);
   float scale = 1.0f / sqrtf((float)Dh);
-  char nm[64];
   for (int L = 0; L < c->n_layers; L++) {
-#define P(s) (snprintf(nm, sizeof nm, "layers.%d.%s", L, s), raspN_data(mm, nm))
-    /* attention */
-    if (c->layer_norm) {
-      const float *w = P("ln1.weight"), *b = P("ln1.bias");
-      for (int i = 0; i < n; i++) raspN_layer_norm(x + (size_t)i * D, w, b, D, h + (size_t)i * D);
-    } else {
-      memcpy(h, x, nD * sizeof *h);
-    }
-    const float *wq = P("attn.w_q"), *wk = P("attn.w_k"), *wv = P("attn.w_v");
-    const float *bq = P("attn.b_q"), *bk = P("attn.b_k"), *bv = P("attn.b_v");
-    const float *wo = P("attn.w_o"), *bo = P("attn.b_o");
-    for (size_t i = 0; i < nD; i++) o[i] = bo[i % D];
-    for (int hd = 0; hd < H; hd++) {
-      const float *Wq = wq + (size_t)hd * D * Dh, *Wk = wk + (size_t)hd * D * Dh,
-                  *Wv = wv + (size_t)hd * D * Dh, *Wo = wo + (size_t)hd * Dh * D;
-      for (int i = 0; i < n; i++)
-        for (int e = 0; e < Dh; e++) {
-          float sq = bq[hd * Dh + e], sk = bk[hd * Dh + e], sv = bv[hd * Dh + e];
-          for (int j = 0; j < D; j++) {
-            float hj = h[(size_t)i * D + j];
-            sq += hj * Wq[(size_t)j * Dh + e];
-            sk += hj * Wk[(size_t)j * Dh + e];
-            sv += hj * Wv[(size_t)j * Dh + e];
-          }
-          q[(size_t)i * Dh + e] = sq;
-          k[(size_t)i * Dh + e] = sk;
-          v[(size_t)i * Dh + e] = sv;
-        }
-      for (int i = 0; i < n; i++) {
-        int nk = c->causal ? i + 1 : n;
-        for (int j = 0; j < nk; j++) {
-          float s = 0;
-          for (int e = 0; e < Dh; e++) s += q[(size_t)i * Dh + e] * k[(size_t)j * Dh + e];
-          att[j] = s * scale;
-        }
-        float sum = raspN_softmax_exp(att, nk);
-        for (int e = 0; e < Dh; e++) hv[e] = 0;
-        for (int j = 0; j < nk; j++) {
-          float a = att[j] / sum;
-          for (int e = 0; e < Dh; e++) hv[e] += a * v[(size_t)j * Dh + e];
-        }
-        for (int e = 0; e < Dh; e++)
-          for (int j = 0; j < D; j++)
-            o[(size_t)i * D + j] += hv[e] * Wo[(size_t)e * D + j];
-      }
-    }
-    for (size_t i = 0; i < nD; i++) x[i] += o[i];
+    attn_layer(&f, L, scale);
     if (residual) memcpy(residual + (size_t)slot++ * nD, x, nD * sizeof *x);
-    /* MLP */
-    if (c->layer_norm) {
-      const float *w = P("ln2.weight"), *b = P("ln2.bias");
-      for (int i = 0; i < n; i++) raspN_layer_norm(x + (size_t)i * D, w, b, D, h + (size_t)i * D);
-    } else {
-      memcpy(h, x, nD * sizeof *h);
-    }
-    const float *wi = P("mlp.w_in"), *bi = P("mlp.b_in"), *wt = P("mlp.w_out"),
-                *bt = P("mlp.b_out");
-#undef P
-    for (int i = 0; i < n; i++) {
-      for (int f = 0; f < F; f++) z[f] = bi[f];
-      for (int j = 0; j < D; j++) {
-        float hj = h[(size_t)i * D + j];
-        for (int f = 0; f < F; f++) z[f] += hj * wi[(size_t)j * F + f];
-      }
-      for (int f = 0; f < F; f++) z[f] = act(z[f], c->gelu);
-      for (int j = 0; j < D; j++) {
-        float s = bt[j];
-        for (int f = 0; f < F; f++) s += z[f] * wt[(size_t)f * D + j];
-        x[(size_t)i * D + j] += s;
-      }
-    }
+    mlp_layer(&f, L);
     if (residual) memcpy(residual + (size_t)slot++ * nD, x, nD * sizeof *x);
   }
-  if (c->layer_norm) {
-    const float *w = raspN_data(mm, "ln_f.weight"), *b = raspN_data(mm, "ln_f.bias");
-    for (int i = 0; i < n; i++) raspN_layer_norm(x + (size_t)i * D, w, b, D, h + (size_t)i * D);
-  } else {
-    memcpy(h, x, nD * sizeof *h);
-  }
+  norm_into(&f, -1, "ln_f.weight", "ln_f.bias");
   const float *U = raspN_data(mm, "unembed"), *ub = raspN_data(mm, "unembed_b");
   for (int i = 0; i < n; i++)
     for (int r = 0; r < O; r++) {
@@ -1258,13 +1300,13 @@ int raspN_forward(const rasp_model *m, const int *tokens, int n, float *logits,
     }
   raspM_free(x);
   raspM_free(h);
-  raspM_free(q);
-  raspM_free(k);
-  raspM_free(v);
-  raspM_free(att);
-  raspM_free(o);
-  raspM_free(z);
-  raspM_free(hv);
+  raspM_free(f.q);
+  raspM_free(f.k);
+  raspM_free(f.v);
+  raspM_free(f.att);
+  raspM_free(f.o);
+  raspM_free(f.z);
+  raspM_free(f.hv);
   return 1;
 }
 
