@@ -703,121 +703,134 @@ static int head_groups(head *h, int G, const int *gid, const int *gq, int off,
 /* ---- order statistics: sorted keys, position windows */
 
 
-/* Statistics over keys in the order perm (NULL: positions), answering each
-** query q from its window (wt, qa[q], qb[q]).  VM_SLOW supports W_SUF and
-** W_BOTH only with a perm (the sorted path, built exactly as before). */
-static int head_order(head *h, const int *perm, int wt, const int *qa,
-                      const int *qb, const rasp_elem *vals, rasp_elem *out) {
+/* sel_width over windows: the counts alone. */
+static int order_count(head *h, int wt, const int *qa, const int *qb, rasp_elem *out) {
+  int n = h->n;
+  for (int q = 0; q < n; q++) out[q].den = 1;
+  switch (wt) {
+  case W_PREF: for (int q = 0; q < n; q++) out[q].num = qa[q]; break;
+  case W_SUF: for (int q = 0; q < n; q++) out[q].num = n - qa[q]; break;
+  case W_BOTH: for (int q = 0; q < n; q++) out[q].num = qa[q] + (n - qb[q]); break;
+  case W_ONE: for (int q = 0; q < n; q++) out[q].num = 1; break;
+  default: for (int q = 0; q < n; q++) out[q].num = 0; break;
+  }
+  return 1;
+}
+
+/* Prefix means of integers (a running balance) from the prefix sums ps:
+** the common case inline, with the result kinds tracked so nothing
+** rescans them. */
+static int prefix_means(head *h, const i128 *ps, const int *qa, rasp_elem *out) {
+  int n = h->n;
+  rasp_elem none;
+  if (!ffinish(h, 0, 0, 0, 0, &none)) return 0;
+  const int mean = h->nd->op == RASP_OP_AGGR_MEAN;
+  unsigned k = 0;
+  for (int q = 0; q < n; q++) {
+    int64_t c = qa[q];
+    i128 sum = ps[c];
+    if (!c) {
+      out[q] = none;
+      k |= elem_kind(none);
+    } else if (h->raw && fits64(sum)) { /* only compared: no division */
+      out[q].num = (int64_t)sum;
+      out[q].den = c;
+      k |= c == 1 ? K_INT : K_RAT;
+    } else if (fits64(sum) && (mean || (int64_t)sum % c == 0)) {
+      out[q].num = (int64_t)sum / c; /* truncates toward zero */
+      out[q].den = 1;
+      k |= K_INT;
+    } else {
+      if (!ffinish(h, c, sum, 0, 0, &out[q])) return 0;
+      k |= elem_kind(out[q]);
+    }
+  }
+  h->okind |= k;
+  h->tracked++;
+  return 1;
+}
+
+/* The fast flavour: prefix sums, boolean counts and max/min (pv: the
+** values in the order perm), suffix max/min where a window needs them;
+** a window's statistics are a prefix, a suffix, both, or one value. */
+static int order_fast(head *h, const int *perm, int wt, const int *qa, const int *qb,
+                      rasp_elem *out) {
   rasp_eval *ev = h->ev;
   int n = h->n;
-  if (h->vm == VM_NONE) {
-    for (int q = 0; q < n; q++) out[q].den = 1;
-    switch (wt) {
-    case W_PREF: for (int q = 0; q < n; q++) out[q].num = qa[q]; break;
-    case W_SUF: for (int q = 0; q < n; q++) out[q].num = n - qa[q]; break;
-    case W_BOTH: for (int q = 0; q < n; q++) out[q].num = qa[q] + (n - qb[q]); break;
-    case W_ONE: for (int q = 0; q < n; q++) out[q].num = 1; break;
-    default: for (int q = 0; q < n; q++) out[q].num = 0; break;
-    }
-    return 1;
-  }
   size_t n1 = (size_t)n + 1;
-  if (h->vm != VM_SLOW) {
-    int64_t *pv = (int64_t *)h->vv;
-    if (perm) {
-      pv = scratch(ev, SC_KK, n1 * sizeof *pv);
-      for (int i = 0; i < n; i++) pv[i] = h->vv[perm[i]];
-    }
-    i128 *ps = scratch(ev, SC_PSUM, n1 * sizeof *ps);
-    int64_t *pnb = scratch(ev, SC_PNB, n1 * sizeof *pnb);
-    int64_t *pe = scratch(ev, SC_PEXT, n1 * sizeof *pe);
-    int64_t *se = scratch(ev, SC_SEXT, n1 * sizeof *se);
-    ps[0] = 0;
-    pnb[0] = 0;
-    pe[0] = 0;
-    for (int i = 0; i < n; i++) {
-      ps[i + 1] = ps[i] + pv[i];
-      if (h->fnb) pnb[i + 1] = pnb[i] + h->vb[perm ? perm[i] : i];
-      if (h->fext) pe[i + 1] = i ? ext2(h, pe[i], pv[i]) : pv[i];
-    }
-    if (wt == W_PREF && h->fsum && !h->fnb && h->vm == VM_INT) {
-      /* prefix means of integers (a running balance): the common case
-         inline, with the result kinds tracked so nothing rescans them */
-      rasp_elem none;
-      if (!ffinish(h, 0, 0, 0, 0, &none)) return 0;
-      const int mean = h->nd->op == RASP_OP_AGGR_MEAN;
-      unsigned k = 0;
-      for (int q = 0; q < n; q++) {
-        int64_t c = qa[q];
-        i128 sum = ps[c];
-        if (!c) {
-          out[q] = none;
-          k |= elem_kind(none);
-        } else if (h->raw && fits64(sum)) { /* only compared: no division */
-          out[q].num = (int64_t)sum;
-          out[q].den = c;
-          k |= c == 1 ? K_INT : K_RAT;
-        } else if (fits64(sum) && (mean || (int64_t)sum % c == 0)) {
-          out[q].num = (int64_t)sum / c; /* truncates toward zero */
-          out[q].den = 1;
-          k |= K_INT;
-        } else {
-          if (!ffinish(h, c, sum, 0, 0, &out[q])) return 0;
-          k |= elem_kind(out[q]);
-        }
-      }
-      h->okind |= k;
-      h->tracked++;
-      return 1;
-    }
-    if (h->fext && (wt == W_SUF || wt == W_BOTH)) {
-      se[n] = 0;
-      for (int i = n - 1; i >= 0; i--)
-        se[i] = i == n - 1 ? pv[i] : ext2(h, se[i + 1], pv[i]);
-    }
-    for (int q = 0; q < n; q++) {
-      int64_t c = 0, nb = 0, e = 0;
-      i128 s = 0;
-      int a = wt == W_NONE ? 0 : qa[q];
-      switch (wt) {
-      case W_PREF:
-        c = a;
-        s = ps[a];
-        nb = pnb[a];
-        e = pe[a];
-        break;
-      case W_SUF:
-        c = n - a;
-        s = ps[n] - ps[a];
-        nb = pnb[n] - pnb[a];
-        e = se[a];
-        break;
-      case W_BOTH: {
-        int bb = qb[q];
-        c = a + (n - bb);
-        s = ps[a] + (ps[n] - ps[bb]);
-        nb = pnb[a] + (pnb[n] - pnb[bb]);
-        if (h->fext) {
-          if (a && bb < n) e = ext2(h, pe[a], se[bb]);
-          else e = a ? pe[a] : se[bb];
-        }
-        break;
-      }
-      case W_ONE:
-        c = 1;
-        s = pv[a];
-        nb = pnb[a + 1] - pnb[a];
-        e = pv[a];
-        break;
-      default: break;
-      }
-      if (!ffinish(h, c, s, nb, e, &out[q])) return 0;
-    }
-    return 1;
+  int64_t *pv = (int64_t *)h->vv;
+  if (perm) {
+    pv = scratch(ev, SC_KK, n1 * sizeof *pv);
+    for (int i = 0; i < n; i++) pv[i] = h->vv[perm[i]];
   }
+  i128 *ps = scratch(ev, SC_PSUM, n1 * sizeof *ps);
+  int64_t *pnb = scratch(ev, SC_PNB, n1 * sizeof *pnb);
+  int64_t *pe = scratch(ev, SC_PEXT, n1 * sizeof *pe);
+  int64_t *se = scratch(ev, SC_SEXT, n1 * sizeof *se);
+  ps[0] = 0;
+  pnb[0] = 0;
+  pe[0] = 0;
+  for (int i = 0; i < n; i++) {
+    ps[i + 1] = ps[i] + pv[i];
+    if (h->fnb) pnb[i + 1] = pnb[i] + h->vb[perm ? perm[i] : i];
+    if (h->fext) pe[i + 1] = i ? ext2(h, pe[i], pv[i]) : pv[i];
+  }
+  if (wt == W_PREF && h->fsum && !h->fnb && h->vm == VM_INT) return prefix_means(h, ps, qa, out);
+  if (h->fext && (wt == W_SUF || wt == W_BOTH)) {
+    se[n] = 0;
+    for (int i = n - 1; i >= 0; i--)
+      se[i] = i == n - 1 ? pv[i] : ext2(h, se[i + 1], pv[i]);
+  }
+  for (int q = 0; q < n; q++) {
+    int64_t c = 0, nb = 0, e = 0;
+    i128 s = 0;
+    int a = wt == W_NONE ? 0 : qa[q];
+    switch (wt) {
+    case W_PREF:
+      c = a;
+      s = ps[a];
+      nb = pnb[a];
+      e = pe[a];
+      break;
+    case W_SUF:
+      c = n - a;
+      s = ps[n] - ps[a];
+      nb = pnb[n] - pnb[a];
+      e = se[a];
+      break;
+    case W_BOTH: {
+      int bb = qb[q];
+      c = a + (n - bb);
+      s = ps[a] + (ps[n] - ps[bb]);
+      nb = pnb[a] + (pnb[n] - pnb[bb]);
+      if (h->fext) {
+        if (a && bb < n) e = ext2(h, pe[a], se[bb]);
+        else e = a ? pe[a] : se[bb];
+      }
+      break;
+    }
+    case W_ONE:
+      c = 1;
+      s = pv[a];
+      nb = pnb[a + 1] - pnb[a];
+      e = pv[a];
+      break;
+    default: break;
+    }
+    if (!ffinish(h, c, s, nb, e, &out[q])) return 0;
+  }
+  return 1;
+}
+
+/* The exact flavour: prefix and suffix records (rstat) in the order perm
+** (the values, or ones when there are none), merged per window. */
+static int order_exact(head *h, const int *perm, int wt, const int *qa, const int *qb,
+                       const rasp_elem *vals, rasp_elem *out) {
+  int n = h->n;
+  size_t n1 = (size_t)n + 1;
   rasp_elem one = {1, 1};
-  rstat *pre = scratch(ev, SC_PRE, n1 * sizeof *pre);
-  rstat *suf = scratch(ev, SC_SUF, n1 * sizeof *suf);
+  rstat *pre = scratch(h->ev, SC_PRE, n1 * sizeof *pre);
+  rstat *suf = scratch(h->ev, SC_SUF, n1 * sizeof *suf);
   pre[0] = empty_stat;
   for (int i = 0; i < n; i++) {
     pre[i + 1] = pre[i];
@@ -854,6 +867,16 @@ static int head_order(head *h, const int *perm, int wt, const int *qa,
     if (!finish(h->nd, &s, &out[q], h->err)) return 0;
   }
   return 1;
+}
+
+/* Statistics over keys in the order perm (NULL: positions), answering each
+** query q from its window (wt, qa[q], qb[q]).  VM_SLOW supports W_SUF and
+** W_BOTH only with a perm (the sorted path, built exactly as before). */
+static int head_order(head *h, const int *perm, int wt, const int *qa,
+                      const int *qb, const rasp_elem *vals, rasp_elem *out) {
+  if (h->vm == VM_NONE) return order_count(h, wt, qa, qb, out);
+  if (h->vm != VM_SLOW) return order_fast(h, perm, wt, qa, qb, out);
+  return order_exact(h, perm, wt, qa, qb, vals, out);
 }
 
 /* Sums and means of integers over a prefix window, query q reading the
@@ -1050,7 +1073,150 @@ static int count_ranks(head *h, const int64_t *kv, int64_t mn, int64_t mx, int *
   return 1;
 }
 
-/* Non-causal comparisons and not_equals on sorted keys. */
+/* Keys (and queries, unless same) as integers that compare as the values
+** do: int-like values as they are, other numbers scaled to a common
+** denominator (exact, so the sort and the searches run on integers).
+** *kv stays NULL when neither applies. */
+static void scaled_keys(head *h, const rasp_elem *keys, const rasp_elem *qs, int same,
+                        int intlike, const int64_t **kv, const int64_t **qv, int64_t *kmin,
+                        int64_t *kmax) {
+  rasp_eval *ev = h->ev;
+  int n = h->n;
+  size_t n1 = (size_t)n + 1;
+  if (intlike) {
+    int64_t *a = scratch(ev, SC_SCK, n1 * sizeof *a);
+    *kmin = *kmax = n ? keys[0].num : 0;
+    for (int k = 0; k < n; k++) {
+      a[k] = keys[k].num;
+      *kmin = a[k] < *kmin ? a[k] : *kmin;
+      *kmax = a[k] > *kmax ? a[k] : *kmax;
+    }
+    *kv = a;
+    if (!same) {
+      int64_t *b = scratch(ev, SC_SCQ, n1 * sizeof *b);
+      for (int q = 0; q < n; q++) b[q] = qs[q].num;
+      *qv = b;
+    }
+  } else {
+    int64_t *a = scratch(ev, SC_SCK, n1 * sizeof *a);
+    int64_t *b = same ? NULL : scratch(ev, SC_SCQ, n1 * sizeof *b);
+    if (scale_common(keys, n, same ? NULL : qs, same ? 0 : n, a, b, kmin, kmax)) {
+      *kv = a;
+      *qv = b;
+    }
+  }
+}
+
+/* sel_width of a comparison: the counts are the ranks. */
+static int width_from_ranks(int n, rasp_pred pred, const int *lo, const int *hi,
+                            rasp_elem *out) {
+  for (int q = 0; q < n; q++) {
+    int c = pred == RASP_PRED_LT   ? lo[q]
+            : pred == RASP_PRED_GE ? n - lo[q]
+            : pred == RASP_PRED_LE ? hi[q]
+            : pred == RASP_PRED_GT ? n - hi[q]
+                                   : n - (hi[q] - lo[q]); /* NE */
+    out[q].num = c;
+    out[q].den = 1;
+  }
+  return 1;
+}
+
+/* Integer keys sorted by (key, index) into perm; lo[q] and hi[q] bound
+** the keys below and up to query q's: its run of equal keys when the
+** queries are the keys, else by binary search. */
+static void rank_ints(head *h, const int64_t *kv, const int64_t *qv, int same, int *perm,
+                      int *lo, int *hi) {
+  rasp_eval *ev = h->ev;
+  int n = h->n;
+  size_t n1 = (size_t)n + 1;
+  ikey *ks = scratch(ev, SC_KS, n1 * sizeof *ks);
+  ikey *tmp = scratch(ev, SC_KS2, n1 * sizeof *tmp);
+  for (int k = 0; k < n; k++) {
+    ks[k].key = kv[k];
+    ks[k].idx = k;
+  }
+  sort_ikey(ks, tmp, n);
+  for (int i = 0; i < n; i++) perm[i] = ks[i].idx;
+  if (same) {
+    for (int s = 0, e; s < n; s = e) {
+      for (e = s + 1; e < n && ks[e].key == ks[s].key; e++) {}
+      for (int i = s; i < e; i++) {
+        lo[ks[i].idx] = s;
+        hi[ks[i].idx] = e;
+      }
+    }
+    return;
+  }
+  int64_t *sk = scratch(ev, SC_SK, n1 * sizeof *sk);
+  for (int i = 0; i < n; i++) sk[i] = ks[i].key;
+  for (int q = 0; q < n; q++) {
+    int64_t v = qv[q];
+    int a = 0, b = n;
+    while (a < b) {
+      int mid = (a + b) >> 1;
+      if (sk[mid] < v) a = mid + 1;
+      else b = mid;
+    }
+    lo[q] = a;
+    b = n;
+    while (a < b) {
+      int mid = (a + b) >> 1;
+      if (sk[mid] <= v) a = mid + 1;
+      else b = mid;
+    }
+    hi[q] = a;
+  }
+}
+
+/* rank_ints for keys that are not numbers on a common scale: the
+** elements themselves, compared by raspI_elem_cmp. */
+static void rank_elems(head *h, const rasp_elem *keys, const rasp_elem *qs, int same, int *perm,
+                       int *lo, int *hi) {
+  rasp_eval *ev = h->ev;
+  int n = h->n;
+  size_t n1 = (size_t)n + 1;
+  ekey *ks = scratch(ev, SC_KS, n1 * sizeof *ks);
+  ekey *tmp = scratch(ev, SC_KS2, n1 * sizeof *tmp);
+  for (int k = 0; k < n; k++) {
+    ks[k].key = keys[k];
+    ks[k].idx = k;
+  }
+  sort_ekey(ks, tmp, n);
+  for (int i = 0; i < n; i++) perm[i] = ks[i].idx;
+  if (same) {
+    for (int s = 0, e; s < n; s = e) {
+      for (e = s + 1; e < n && raspI_elem_cmp(ks[e].key, ks[s].key) == 0; e++) {}
+      for (int i = s; i < e; i++) {
+        lo[ks[i].idx] = s;
+        hi[ks[i].idx] = e;
+      }
+    }
+    return;
+  }
+  for (int q = 0; q < n; q++) {
+    rasp_elem v = qs[q];
+    int a = 0, b = n;
+    while (a < b) {
+      int mid = (a + b) >> 1;
+      if (raspI_elem_cmp(ks[mid].key, v) < 0) a = mid + 1;
+      else b = mid;
+    }
+    lo[q] = a;
+    b = n;
+    while (a < b) {
+      int mid = (a + b) >> 1;
+      if (raspI_elem_cmp(ks[mid].key, v) <= 0) a = mid + 1;
+      else b = mid;
+    }
+    hi[q] = a;
+  }
+}
+
+/* Non-causal comparisons and not_equals on sorted keys: rank the keys
+** (counting sort when the queries are the keys and their range allows,
+** else a sort), then each predicate selects a prefix, a suffix or both of
+** the sorted order. */
 static int head_sorted(head *h, const rasp_elem *keys, const rasp_elem *qs,
                        int same, int intlike, const rasp_elem *vals,
                        rasp_elem *out) {
@@ -1065,124 +1231,19 @@ static int head_sorted(head *h, const rasp_elem *keys, const rasp_elem *qs,
      deterministic. */
   const int64_t *kv = NULL, *qv = NULL;
   int64_t kmin = 0, kmax = 0; /* of kv */
-  if (intlike) {
-    int64_t *a = scratch(ev, SC_SCK, n1 * sizeof *a);
-    kmin = kmax = n ? keys[0].num : 0;
-    for (int k = 0; k < n; k++) {
-      a[k] = keys[k].num;
-      kmin = a[k] < kmin ? a[k] : kmin;
-      kmax = a[k] > kmax ? a[k] : kmax;
-    }
-    kv = a;
-    if (!same) {
-      int64_t *b = scratch(ev, SC_SCQ, n1 * sizeof *b);
-      for (int q = 0; q < n; q++) b[q] = qs[q].num;
-      qv = b;
-    }
-  } else {
-    /* Numbers (rationals among them) over a common denominator L compare
-       as their numerators scaled to L: exact, so the sort and the searches
-       below run on integers. */
-    int64_t *a = scratch(ev, SC_SCK, n1 * sizeof *a);
-    int64_t *b = same ? NULL : scratch(ev, SC_SCQ, n1 * sizeof *b);
-    if (scale_common(keys, n, same ? NULL : qs, same ? 0 : n, a, b, &kmin, &kmax)) {
-      kv = a;
-      qv = b;
-    }
-  }
+  scaled_keys(h, keys, qs, same, intlike, &kv, &qv, &kmin, &kmax);
   rasp_pred pred = (rasp_pred)h->sel->aux;
   int width = h->vm == VM_NONE;
   if (kv && same &&
       count_ranks(h, kv, kmin, kmax, width ? NULL : perm, lo,
                   width && (pred == RASP_PRED_LT || pred == RASP_PRED_GE) ? NULL : hi)) {
-    if (width) { /* sel_width: the counts are the ranks */
-      for (int q = 0; q < n; q++) {
-        int c = pred == RASP_PRED_LT   ? lo[q]
-                : pred == RASP_PRED_GE ? n - lo[q]
-                : pred == RASP_PRED_LE ? hi[q]
-                : pred == RASP_PRED_GT ? n - hi[q]
-                                       : n - (hi[q] - lo[q]); /* NE */
-        out[q].num = c;
-        out[q].den = 1;
-      }
-      return 1;
-    }
+    if (width) return width_from_ranks(n, pred, lo, hi, out);
   } else if (kv) {
-    ikey *ks = scratch(ev, SC_KS, n1 * sizeof *ks);
-    ikey *tmp = scratch(ev, SC_KS2, n1 * sizeof *tmp);
-    for (int k = 0; k < n; k++) {
-      ks[k].key = kv[k];
-      ks[k].idx = k;
-    }
-    sort_ikey(ks, tmp, n);
-    for (int i = 0; i < n; i++) perm[i] = ks[i].idx;
-    if (same) {
-      for (int s = 0, e; s < n; s = e) {
-        for (e = s + 1; e < n && ks[e].key == ks[s].key; e++) {}
-        for (int i = s; i < e; i++) {
-          lo[ks[i].idx] = s;
-          hi[ks[i].idx] = e;
-        }
-      }
-    } else {
-      int64_t *sk = scratch(ev, SC_SK, n1 * sizeof *sk);
-      for (int i = 0; i < n; i++) sk[i] = ks[i].key;
-      for (int q = 0; q < n; q++) {
-        int64_t v = qv[q];
-        int a = 0, b = n;
-        while (a < b) {
-          int mid = (a + b) >> 1;
-          if (sk[mid] < v) a = mid + 1;
-          else b = mid;
-        }
-        lo[q] = a;
-        b = n;
-        while (a < b) {
-          int mid = (a + b) >> 1;
-          if (sk[mid] <= v) a = mid + 1;
-          else b = mid;
-        }
-        hi[q] = a;
-      }
-    }
+    rank_ints(h, kv, qv, same, perm, lo, hi);
   } else {
-    ekey *ks = scratch(ev, SC_KS, n1 * sizeof *ks);
-    ekey *tmp = scratch(ev, SC_KS2, n1 * sizeof *tmp);
-    for (int k = 0; k < n; k++) {
-      ks[k].key = keys[k];
-      ks[k].idx = k;
-    }
-    sort_ekey(ks, tmp, n);
-    for (int i = 0; i < n; i++) perm[i] = ks[i].idx;
-    if (same) {
-      for (int s = 0, e; s < n; s = e) {
-        for (e = s + 1; e < n && raspI_elem_cmp(ks[e].key, ks[s].key) == 0; e++) {}
-        for (int i = s; i < e; i++) {
-          lo[ks[i].idx] = s;
-          hi[ks[i].idx] = e;
-        }
-      }
-    } else {
-      for (int q = 0; q < n; q++) {
-        rasp_elem v = qs[q];
-        int a = 0, b = n;
-        while (a < b) {
-          int mid = (a + b) >> 1;
-          if (raspI_elem_cmp(ks[mid].key, v) < 0) a = mid + 1;
-          else b = mid;
-        }
-        lo[q] = a;
-        b = n;
-        while (a < b) {
-          int mid = (a + b) >> 1;
-          if (raspI_elem_cmp(ks[mid].key, v) <= 0) a = mid + 1;
-          else b = mid;
-        }
-        hi[q] = a;
-      }
-    }
+    rank_elems(h, keys, qs, same, perm, lo, hi);
   }
-  switch ((rasp_pred)h->sel->aux) {
+  switch (pred) {
   case RASP_PRED_LT: return head_order(h, perm, W_PREF, lo, NULL, vals, out);
   case RASP_PRED_LE: return head_order(h, perm, W_PREF, hi, NULL, vals, out);
   case RASP_PRED_GT: return head_order(h, perm, W_SUF, hi, NULL, vals, out);

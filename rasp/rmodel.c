@@ -726,6 +726,167 @@ static int span_cmp(const void *a, const void *b) {
   return x->b < y->b ? -1 : x->b > y->b;
 }
 
+/* The header: eight bytes of length, then that many bytes of JSON within
+** the file, parsed into root (its text in *hdr, for the caller to free);
+** *hn is its length and *dlen the data section's. */
+static int read_header(FILE *f, const char *path, uint64_t len, char **hdr, jval *root,
+                       uint64_t *hn_out, uint64_t *dlen, rasp_error *err) {
+  unsigned char lenb[8];
+  if (len < 8 || read_at(f, path, 0, lenb, 8, err)) {
+    raspR_setnoposc(err, RASP_E_FORMAT, "'%s': not a safetensors file (only %llu bytes)", path,
+                   (unsigned long long)len);
+    return -1;
+  }
+  uint64_t hn = 0;
+  for (int i = 0; i < 8; i++) hn |= (uint64_t)lenb[i] << (8 * i);
+  if (hn < 2 || hn > MAXHEADER) {
+    raspR_setnoposc(err, RASP_E_FORMAT, "'%s': not a safetensors file (header length %llu is "
+                        "not in 2..%llu)", path, (unsigned long long)hn,
+                   (unsigned long long)MAXHEADER);
+    return -1;
+  }
+  if (hn > len - 8) {
+    raspR_setnoposc(err, RASP_E_FORMAT, "'%s': truncated (header of %llu bytes, file of %llu)",
+                   path, (unsigned long long)hn, (unsigned long long)len);
+    return -1;
+  }
+  *hn_out = hn;
+  *dlen = len - 8 - hn;
+  *hdr = raspM_alloc((size_t)hn);
+  if (read_at(f, path, 8, *hdr, (size_t)hn, err)) return -1;
+  if ((*hdr)[0] != '{') {
+    raspR_setnoposc(err, RASP_E_FORMAT, "'%s': not a safetensors file (bad header)", path);
+    return -1;
+  }
+  const char *why;
+  size_t at;
+  if (jparse(*hdr, (size_t)hn, root, &why, &at)) {
+    raspR_setnoposc(err, RASP_E_FORMAT, "'%s': bad safetensors header: %s at byte %zu", path,
+                   why, at + 8);
+    return -1;
+  }
+  if (root->type != J_OBJ) {
+    raspR_setnoposc(err, RASP_E_FORMAT, "'%s': bad safetensors header: not an object", path);
+    return -1;
+  }
+  return 0;
+}
+
+/* Every key of the header names a tensor of m's layout, once. */
+static int check_names(rasp_model *m, const jval *root, const char *path, rasp_error *err) {
+  for (int i = 0; i < root->n; i++) {
+    const char *k = root->keys[i];
+    if (!strcmp(k, "__metadata__")) continue;
+    if (!raspN_tensor(m, k)) {
+      raspR_setnoposc(err, RASP_E_FORMAT, "'%s': unexpected tensor '%.64s' for this config",
+                     path, k);
+      return -1;
+    }
+    for (int j = 0; j < i; j++)
+      if (!strcmp(root->keys[j], k)) {
+        raspR_setnoposc(err, RASP_E_FORMAT, "'%s': tensor '%.64s' appears twice", path, k);
+        return -1;
+      }
+  }
+  return 0;
+}
+
+/* Tensor t's entry e: F32, t's shape, and offsets spanning its bytes
+** within the data section (dlen bytes), returned in *s. */
+static int check_entry(const rasp_tensor *t, jval *e, const char *path, uint64_t dlen, span *s,
+                       rasp_error *err) {
+  if (!e) {
+    raspR_setnoposc(err, RASP_E_FORMAT, "'%s': tensor '%s' is missing", path, t->name);
+    return -1;
+  }
+  jval *dt = jget(e, "dtype"), *sh = jget(e, "shape"),
+       *of = jget(e, "data_offsets");
+  if (!dt || dt->type != J_STR || strcmp(dt->str, "F32")) {
+    raspR_setnoposc(err, RASP_E_FORMAT, "'%s': tensor '%s' has dtype %s%.16s%s, not F32",
+                   path, t->name, dt && dt->type == J_STR ? "'" : "",
+                   dt && dt->type == J_STR ? dt->str : "(none)",
+                   dt && dt->type == J_STR ? "'" : "");
+    return -1;
+  }
+  int ok = sh && sh->type == J_ARR && sh->n == t->ndim;
+  for (int d = 0; ok && d < t->ndim; d++) {
+    int64_t x;
+    ok = !jint(&sh->items[d], 0, 1e15, &x) && x == t->shape[d];
+  }
+  if (!ok) {
+    char want[96] = "", *w = want;
+    for (int d = 0; d < t->ndim; d++)
+      w += snprintf(w, (size_t)(want + sizeof want - w), "%s%lld",
+                    d ? "," : "", (long long)t->shape[d]);
+    raspR_setnoposc(err, RASP_E_FORMAT, "'%s': tensor '%s' has the wrong shape (expected "
+                        "[%s])", path, t->name, want);
+    return -1;
+  }
+  int64_t b, en;
+  if (!of || of->type != J_ARR || of->n != 2 ||
+      jint(&of->items[0], 0, 9e15, &b) || jint(&of->items[1], 0, 9e15, &en) ||
+      en < b || (uint64_t)(en - b) != t->size * 4) {
+    raspR_setnoposc(err, RASP_E_FORMAT, "'%s': tensor '%s' has bad data_offsets (expected "
+                        "%zu bytes)", path, t->name, t->size * 4);
+    return -1;
+  }
+  if ((uint64_t)en > dlen) {
+    raspR_setnoposc(err, RASP_E_FORMAT, "'%s': truncated: tensor '%s' ends at byte %lld of "
+                        "a %llu-byte data section", path, t->name,
+                   (long long)en, (unsigned long long)dlen);
+    return -1;
+  }
+  s->b = (uint64_t)b;
+  s->e = (uint64_t)en;
+  return 0;
+}
+
+/* The spans are disjoint and the data section holds m's parameters. */
+static int check_spans(const rasp_model *m, const span *sp, const char *path,
+                       const char *cfgpath, uint64_t dlen, rasp_error *err) {
+  span *sorted = raspM_alloc(((size_t)m->ntensors + 1) * sizeof *sorted);
+  memcpy(sorted, sp, (size_t)m->ntensors * sizeof *sp);
+  qsort(sorted, (size_t)m->ntensors, sizeof *sorted, span_cmp);
+  int overlap = 0;
+  for (int i = 1; i < m->ntensors; i++)
+    if (sorted[i].b < sorted[i - 1].e) overlap = 1;
+  raspM_free(sorted);
+  if (overlap) {
+    raspR_setnoposc(err, RASP_E_FORMAT, "'%s': tensors overlap in the data section", path);
+    return -1;
+  }
+  if ((uint64_t)m->nparams * 4 > dlen) {
+    /* (implied by the spans above; kept as the last word before the
+    ** allocation) */
+    raspR_setnoposc(err, RASP_E_FORMAT, "'%s': truncated, or not the tensors of '%s': that "
+                        "config needs %zu parameters (%llu bytes), the file "
+                        "holds %llu bytes of tensor data",
+                   path, cfgpath, m->nparams,
+                   (unsigned long long)m->nparams * 4, (unsigned long long)dlen);
+    return -1;
+  }
+  return 0;
+}
+
+/* Allocates m->params and reads each tensor into place from the data
+** section at byte base of the file; every parameter must be finite. */
+static int read_params(rasp_model *m, FILE *f, const char *path, uint64_t base, const span *sp,
+                       rasp_error *err) {
+  m->params = raspM_alloc((m->nparams ? m->nparams : 1) * sizeof(float));
+  for (int i = 0; i < m->ntensors; i++) {
+    rasp_tensor *t = &m->tensors[i];
+    if (t->size && read_at(f, path, base + sp[i].b, m->params + t->offset,
+                           t->size * 4, err))
+      return -1;
+  }
+  for (size_t i = 0; i < m->nparams; i++)
+    if (!isfinite(m->params[i])) {
+      raspR_setnoposc(err, RASP_E_FORMAT, "'%s': parameter %zu is not finite", path, i);
+      return -1;
+    }
+  return 0;
+}
+
 /* Reads the tensors of m (laid out, m->params still NULL) from path.  Order
 ** matters: the file's size, then its header, then every tensor's entry are
 ** checked against m's layout before the parameters are allocated, so that
@@ -740,139 +901,16 @@ static int load_tensors(rasp_model *m, const char *path, const char *cfgpath,
   jval root = {0};
   span *sp = NULL;
   char *hdr = NULL;
-  unsigned char lenb[8];
-  if (len < 8 || read_at(f, path, 0, lenb, 8, err)) {
-    raspR_setnoposc(err, RASP_E_FORMAT, "'%s': not a safetensors file (only %llu bytes)", path,
-                   (unsigned long long)len);
-    goto out;
-  }
-  uint64_t hn = 0;
-  for (int i = 0; i < 8; i++) hn |= (uint64_t)lenb[i] << (8 * i);
-  if (hn < 2 || hn > MAXHEADER) {
-    raspR_setnoposc(err, RASP_E_FORMAT, "'%s': not a safetensors file (header length %llu is "
-                        "not in 2..%llu)", path, (unsigned long long)hn,
-                   (unsigned long long)MAXHEADER);
-    goto out;
-  }
-  if (hn > len - 8) {
-    raspR_setnoposc(err, RASP_E_FORMAT, "'%s': truncated (header of %llu bytes, file of %llu)",
-                   path, (unsigned long long)hn, (unsigned long long)len);
-    goto out;
-  }
-  uint64_t dlen = len - 8 - hn;
-  hdr = raspM_alloc((size_t)hn);
-  if (read_at(f, path, 8, hdr, (size_t)hn, err)) goto out;
-  if (hdr[0] != '{') {
-    raspR_setnoposc(err, RASP_E_FORMAT, "'%s': not a safetensors file (bad header)", path);
-    goto out;
-  }
-  const char *why;
-  size_t at;
-  if (jparse(hdr, (size_t)hn, &root, &why, &at)) {
-    raspR_setnoposc(err, RASP_E_FORMAT, "'%s': bad safetensors header: %s at byte %zu", path,
-                   why, at + 8);
-    goto out;
-  }
-  if (root.type != J_OBJ) {
-    raspR_setnoposc(err, RASP_E_FORMAT, "'%s': bad safetensors header: not an object", path);
-    goto out;
-  }
+  uint64_t hn = 0, dlen = 0;
+  if (read_header(f, path, len, &hdr, &root, &hn, &dlen, err)) goto out;
+  if (check_names(m, &root, path, err)) goto out;
   sp = raspM_alloc(((size_t)m->ntensors + 1) * sizeof *sp);
-  for (int i = 0; i < root.n; i++) {
-    const char *k = root.keys[i];
-    if (!strcmp(k, "__metadata__")) continue;
-    if (!raspN_tensor(m, k)) {
-      raspR_setnoposc(err, RASP_E_FORMAT, "'%s': unexpected tensor '%.64s' for this config",
-                     path, k);
+  for (int i = 0; i < m->ntensors; i++)
+    if (check_entry(&m->tensors[i], jget(&root, m->tensors[i].name), path, dlen, &sp[i], err))
       goto out;
-    }
-    for (int j = 0; j < i; j++)
-      if (!strcmp(root.keys[j], k)) {
-        raspR_setnoposc(err, RASP_E_FORMAT, "'%s': tensor '%.64s' appears twice", path, k);
-        goto out;
-      }
-  }
-  for (int i = 0; i < m->ntensors; i++) {
-    rasp_tensor *t = &m->tensors[i];
-    jval *e = jget(&root, t->name);
-    if (!e) {
-      raspR_setnoposc(err, RASP_E_FORMAT, "'%s': tensor '%s' is missing", path, t->name);
-      goto out;
-    }
-    jval *dt = jget(e, "dtype"), *sh = jget(e, "shape"),
-         *of = jget(e, "data_offsets");
-    if (!dt || dt->type != J_STR || strcmp(dt->str, "F32")) {
-      raspR_setnoposc(err, RASP_E_FORMAT, "'%s': tensor '%s' has dtype %s%.16s%s, not F32",
-                     path, t->name, dt && dt->type == J_STR ? "'" : "",
-                     dt && dt->type == J_STR ? dt->str : "(none)",
-                     dt && dt->type == J_STR ? "'" : "");
-      goto out;
-    }
-    int ok = sh && sh->type == J_ARR && sh->n == t->ndim;
-    for (int d = 0; ok && d < t->ndim; d++) {
-      int64_t x;
-      ok = !jint(&sh->items[d], 0, 1e15, &x) && x == t->shape[d];
-    }
-    if (!ok) {
-      char want[96] = "", *w = want;
-      for (int d = 0; d < t->ndim; d++)
-        w += snprintf(w, (size_t)(want + sizeof want - w), "%s%lld",
-                      d ? "," : "", (long long)t->shape[d]);
-      raspR_setnoposc(err, RASP_E_FORMAT, "'%s': tensor '%s' has the wrong shape (expected "
-                          "[%s])", path, t->name, want);
-      goto out;
-    }
-    int64_t b, en;
-    if (!of || of->type != J_ARR || of->n != 2 ||
-        jint(&of->items[0], 0, 9e15, &b) || jint(&of->items[1], 0, 9e15, &en) ||
-        en < b || (uint64_t)(en - b) != t->size * 4) {
-      raspR_setnoposc(err, RASP_E_FORMAT, "'%s': tensor '%s' has bad data_offsets (expected "
-                          "%zu bytes)", path, t->name, t->size * 4);
-      goto out;
-    }
-    if ((uint64_t)en > dlen) {
-      raspR_setnoposc(err, RASP_E_FORMAT, "'%s': truncated: tensor '%s' ends at byte %lld of "
-                          "a %llu-byte data section", path, t->name,
-                     (long long)en, (unsigned long long)dlen);
-      goto out;
-    }
-    sp[i].b = (uint64_t)b;
-    sp[i].e = (uint64_t)en;
-  }
-  span *sorted = raspM_alloc(((size_t)m->ntensors + 1) * sizeof *sorted);
-  memcpy(sorted, sp, (size_t)m->ntensors * sizeof *sp);
-  qsort(sorted, (size_t)m->ntensors, sizeof *sorted, span_cmp);
-  int overlap = 0;
-  for (int i = 1; i < m->ntensors; i++)
-    if (sorted[i].b < sorted[i - 1].e) overlap = 1;
-  raspM_free(sorted);
-  if (overlap) {
-    raspR_setnoposc(err, RASP_E_FORMAT, "'%s': tensors overlap in the data section", path);
-    goto out;
-  }
-  if ((uint64_t)m->nparams * 4 > dlen) {
-    /* (implied by the spans above; kept as the last word before the
-    ** allocation) */
-    raspR_setnoposc(err, RASP_E_FORMAT, "'%s': truncated, or not the tensors of '%s': that "
-                        "config needs %zu parameters (%llu bytes), the file "
-                        "holds %llu bytes of tensor data",
-                   path, cfgpath, m->nparams,
-                   (unsigned long long)m->nparams * 4, (unsigned long long)dlen);
-    goto out;
-  }
+  if (check_spans(m, sp, path, cfgpath, dlen, err)) goto out;
   /* every size is now known to fit in the file: allocate and read */
-  m->params = raspM_alloc((m->nparams ? m->nparams : 1) * sizeof(float));
-  for (int i = 0; i < m->ntensors; i++) {
-    rasp_tensor *t = &m->tensors[i];
-    if (t->size && read_at(f, path, 8 + hn + sp[i].b, m->params + t->offset,
-                           t->size * 4, err))
-      goto out;
-  }
-  for (size_t i = 0; i < m->nparams; i++)
-    if (!isfinite(m->params[i])) {
-      raspR_setnoposc(err, RASP_E_FORMAT, "'%s': parameter %zu is not finite", path, i);
-      goto out;
-    }
+  if (read_params(m, f, path, 8 + hn, sp, err)) goto out;
   rc = 0;
 out:
   fclose(f);
@@ -1106,22 +1144,138 @@ int raspN_check_input(const rasp_model_config *c, const int *tokens, int n, rasp
   return 1;
 }
 
+/* raspN_forward's state: the model, n positions, the residual stream x,
+** its (layer-normed) copy h, and the scratch of one layer. */
+typedef struct {
+  const rasp_model_config *c;
+  rasp_model *m;
+  int n;
+  float *x, *h, *q, *k, *v, *att, *o, *z, *hv;
+} fwd;
+
+/* Tensor s of layer L ("layers.L.s"). */
+static const float *layer_data(rasp_model *m, int L, const char *s) {
+  char nm[64];
+  snprintf(nm, sizeof nm, "layers.%d.%s", L, s);
+  return raspN_data(m, nm);
+}
+
+/* h = the residual stream, layer-normed when the model has layer norms
+** (by tensors w and b of layer L, or the model's own when L < 0), else
+** copied. */
+static void norm_into(fwd *f, int L, const char *wname, const char *bname) {
+  int D = f->c->d_model;
+  size_t nD = (size_t)f->n * D;
+  if (f->c->layer_norm) {
+    const float *w = L < 0 ? raspN_data(f->m, wname) : layer_data(f->m, L, wname);
+    const float *b = L < 0 ? raspN_data(f->m, bname) : layer_data(f->m, L, bname);
+    for (int i = 0; i < f->n; i++)
+      raspN_layer_norm(f->x + (size_t)i * D, w, b, D, f->h + (size_t)i * D);
+  } else {
+    memcpy(f->h, f->x, nD * sizeof *f->h);
+  }
+}
+
+/* Head hd of layer L: q, k, v of every position, then each query's
+** softmax-weighted values through w_o, added to the layer's output o. */
+static void attn_head(fwd *f, int L, int hd, float scale) {
+  const rasp_model_config *c = f->c;
+  int n = f->n, D = c->d_model, Dh = c->d_head;
+  const float *h = f->h;
+  float *q = f->q, *k = f->k, *v = f->v, *att = f->att, *hv = f->hv, *o = f->o;
+  const float *wq = layer_data(f->m, L, "attn.w_q"), *wk = layer_data(f->m, L, "attn.w_k"),
+              *wv = layer_data(f->m, L, "attn.w_v");
+  const float *bq = layer_data(f->m, L, "attn.b_q"), *bk = layer_data(f->m, L, "attn.b_k"),
+              *bv = layer_data(f->m, L, "attn.b_v");
+  const float *wo = layer_data(f->m, L, "attn.w_o");
+  const float *Wq = wq + (size_t)hd * D * Dh, *Wk = wk + (size_t)hd * D * Dh,
+              *Wv = wv + (size_t)hd * D * Dh, *Wo = wo + (size_t)hd * Dh * D;
+  for (int i = 0; i < n; i++)
+    for (int e = 0; e < Dh; e++) {
+      float sq = bq[hd * Dh + e], sk = bk[hd * Dh + e], sv = bv[hd * Dh + e];
+      for (int j = 0; j < D; j++) {
+        float hj = h[(size_t)i * D + j];
+        sq += hj * Wq[(size_t)j * Dh + e];
+        sk += hj * Wk[(size_t)j * Dh + e];
+        sv += hj * Wv[(size_t)j * Dh + e];
+      }
+      q[(size_t)i * Dh + e] = sq;
+      k[(size_t)i * Dh + e] = sk;
+      v[(size_t)i * Dh + e] = sv;
+    }
+  for (int i = 0; i < n; i++) {
+    int nk = c->causal ? i + 1 : n;
+    for (int j = 0; j < nk; j++) {
+      float s = 0;
+      for (int e = 0; e < Dh; e++) s += q[(size_t)i * Dh + e] * k[(size_t)j * Dh + e];
+      att[j] = s * scale;
+    }
+    float sum = raspN_softmax_exp(att, nk);
+    for (int e = 0; e < Dh; e++) hv[e] = 0;
+    for (int j = 0; j < nk; j++) {
+      float a = att[j] / sum;
+      for (int e = 0; e < Dh; e++) hv[e] += a * v[(size_t)j * Dh + e];
+    }
+    for (int e = 0; e < Dh; e++)
+      for (int j = 0; j < D; j++)
+        o[(size_t)i * D + j] += hv[e] * Wo[(size_t)e * D + j];
+  }
+}
+
+/* Layer L's attention: o starts at the bias, every head adds to it, then
+** o is added to the residual stream. */
+static void attn_layer(fwd *f, int L, float scale) {
+  int D = f->c->d_model;
+  size_t nD = (size_t)f->n * D;
+  norm_into(f, L, "ln1.weight", "ln1.bias");
+  const float *bo = layer_data(f->m, L, "attn.b_o");
+  for (size_t i = 0; i < nD; i++) f->o[i] = bo[i % D];
+  for (int hd = 0; hd < f->c->n_heads; hd++) attn_head(f, L, hd, scale);
+  for (size_t i = 0; i < nD; i++) f->x[i] += f->o[i];
+}
+
+/* Layer L's MLP, position by position, added to the residual stream. */
+static void mlp_layer(fwd *f, int L) {
+  const rasp_model_config *c = f->c;
+  int D = c->d_model, F = c->d_mlp;
+  float *z = f->z, *h = f->h, *x = f->x;
+  norm_into(f, L, "ln2.weight", "ln2.bias");
+  const float *wi = layer_data(f->m, L, "mlp.w_in"), *bi = layer_data(f->m, L, "mlp.b_in"),
+              *wt = layer_data(f->m, L, "mlp.w_out"), *bt = layer_data(f->m, L, "mlp.b_out");
+  for (int i = 0; i < f->n; i++) {
+    for (int g = 0; g < F; g++) z[g] = bi[g];
+    for (int j = 0; j < D; j++) {
+      float hj = h[(size_t)i * D + j];
+      for (int g = 0; g < F; g++) z[g] += hj * wi[(size_t)j * F + g];
+    }
+    for (int g = 0; g < F; g++) z[g] = act(z[g], c->gelu);
+    for (int j = 0; j < D; j++) {
+      float s = bt[j];
+      for (int g = 0; g < F; g++) s += z[g] * wt[(size_t)g * D + j];
+      x[(size_t)i * D + j] += s;
+    }
+  }
+}
+
+/* The plan: embed, then per layer attention and MLP (each added to the
+** residual stream, which residual records after the embedding and after
+** each), then the final norm and the readout. */
 int raspN_forward(const rasp_model *m, const int *tokens, int n, float *logits,
                   float *residual, rasp_error *err) {
   const rasp_model_config *c = &m->cfg;
   if (!raspN_check_input(c, tokens, n, err)) return 0;
   rasp_model *mm = (rasp_model *)m; /* raspN_data does not modify */
-  int D = c->d_model, H = c->n_heads, Dh = c->d_head, F = c->d_mlp,
-      O = c->n_out;
+  int D = c->d_model, Dh = c->d_head, F = c->d_mlp, O = c->n_out;
   size_t nD = (size_t)n * D;
-  float *x = raspM_alloc(nD * sizeof *x), *h = raspM_alloc(nD * sizeof *h);
-  float *q = raspM_alloc((size_t)n * Dh * sizeof *q);
-  float *k = raspM_alloc((size_t)n * Dh * sizeof *k);
-  float *v = raspM_alloc((size_t)n * Dh * sizeof *v);
-  float *att = raspM_alloc((size_t)n * sizeof *att);
-  float *o = raspM_alloc(nD * sizeof *o);
-  float *z = raspM_alloc((size_t)F * sizeof *z);
-  float *hv = raspM_alloc((size_t)Dh * sizeof *hv);
+  fwd f = {c, mm, n, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
+  float *x = f.x = raspM_alloc(nD * sizeof *x), *h = f.h = raspM_alloc(nD * sizeof *h);
+  f.q = raspM_alloc((size_t)n * Dh * sizeof *f.q);
+  f.k = raspM_alloc((size_t)n * Dh * sizeof *f.k);
+  f.v = raspM_alloc((size_t)n * Dh * sizeof *f.v);
+  f.att = raspM_alloc((size_t)n * sizeof *f.att);
+  f.o = raspM_alloc(nD * sizeof *f.o);
+  f.z = raspM_alloc((size_t)F * sizeof *f.z);
+  f.hv = raspM_alloc((size_t)Dh * sizeof *f.hv);
   const float *te = raspN_data(mm, "tok_emb"), *pe = raspN_data(mm, "pos_emb");
   for (int i = 0; i < n; i++)
     for (int j = 0; j < D; j++)
@@ -1130,87 +1284,13 @@ int raspN_forward(const rasp_model *m, const int *tokens, int n, float *logits,
   int slot = 0;
   if (residual) memcpy(residual + (size_t)slot++ * nD, x, nD * sizeof *x);
   float scale = 1.0f / sqrtf((float)Dh);
-  char nm[64];
   for (int L = 0; L < c->n_layers; L++) {
-#define P(s) (snprintf(nm, sizeof nm, "layers.%d.%s", L, s), raspN_data(mm, nm))
-    /* attention */
-    if (c->layer_norm) {
-      const float *w = P("ln1.weight"), *b = P("ln1.bias");
-      for (int i = 0; i < n; i++) raspN_layer_norm(x + (size_t)i * D, w, b, D, h + (size_t)i * D);
-    } else {
-      memcpy(h, x, nD * sizeof *h);
-    }
-    const float *wq = P("attn.w_q"), *wk = P("attn.w_k"), *wv = P("attn.w_v");
-    const float *bq = P("attn.b_q"), *bk = P("attn.b_k"), *bv = P("attn.b_v");
-    const float *wo = P("attn.w_o"), *bo = P("attn.b_o");
-    for (size_t i = 0; i < nD; i++) o[i] = bo[i % D];
-    for (int hd = 0; hd < H; hd++) {
-      const float *Wq = wq + (size_t)hd * D * Dh, *Wk = wk + (size_t)hd * D * Dh,
-                  *Wv = wv + (size_t)hd * D * Dh, *Wo = wo + (size_t)hd * Dh * D;
-      for (int i = 0; i < n; i++)
-        for (int e = 0; e < Dh; e++) {
-          float sq = bq[hd * Dh + e], sk = bk[hd * Dh + e], sv = bv[hd * Dh + e];
-          for (int j = 0; j < D; j++) {
-            float hj = h[(size_t)i * D + j];
-            sq += hj * Wq[(size_t)j * Dh + e];
-            sk += hj * Wk[(size_t)j * Dh + e];
-            sv += hj * Wv[(size_t)j * Dh + e];
-          }
-          q[(size_t)i * Dh + e] = sq;
-          k[(size_t)i * Dh + e] = sk;
-          v[(size_t)i * Dh + e] = sv;
-        }
-      for (int i = 0; i < n; i++) {
-        int nk = c->causal ? i + 1 : n;
-        for (int j = 0; j < nk; j++) {
-          float s = 0;
-          for (int e = 0; e < Dh; e++) s += q[(size_t)i * Dh + e] * k[(size_t)j * Dh + e];
-          att[j] = s * scale;
-        }
-        float sum = raspN_softmax_exp(att, nk);
-        for (int e = 0; e < Dh; e++) hv[e] = 0;
-        for (int j = 0; j < nk; j++) {
-          float a = att[j] / sum;
-          for (int e = 0; e < Dh; e++) hv[e] += a * v[(size_t)j * Dh + e];
-        }
-        for (int e = 0; e < Dh; e++)
-          for (int j = 0; j < D; j++)
-            o[(size_t)i * D + j] += hv[e] * Wo[(size_t)e * D + j];
-      }
-    }
-    for (size_t i = 0; i < nD; i++) x[i] += o[i];
+    attn_layer(&f, L, scale);
     if (residual) memcpy(residual + (size_t)slot++ * nD, x, nD * sizeof *x);
-    /* MLP */
-    if (c->layer_norm) {
-      const float *w = P("ln2.weight"), *b = P("ln2.bias");
-      for (int i = 0; i < n; i++) raspN_layer_norm(x + (size_t)i * D, w, b, D, h + (size_t)i * D);
-    } else {
-      memcpy(h, x, nD * sizeof *h);
-    }
-    const float *wi = P("mlp.w_in"), *bi = P("mlp.b_in"), *wt = P("mlp.w_out"),
-                *bt = P("mlp.b_out");
-#undef P
-    for (int i = 0; i < n; i++) {
-      for (int f = 0; f < F; f++) z[f] = bi[f];
-      for (int j = 0; j < D; j++) {
-        float hj = h[(size_t)i * D + j];
-        for (int f = 0; f < F; f++) z[f] += hj * wi[(size_t)j * F + f];
-      }
-      for (int f = 0; f < F; f++) z[f] = act(z[f], c->gelu);
-      for (int j = 0; j < D; j++) {
-        float s = bt[j];
-        for (int f = 0; f < F; f++) s += z[f] * wt[(size_t)f * D + j];
-        x[(size_t)i * D + j] += s;
-      }
-    }
+    mlp_layer(&f, L);
     if (residual) memcpy(residual + (size_t)slot++ * nD, x, nD * sizeof *x);
   }
-  if (c->layer_norm) {
-    const float *w = raspN_data(mm, "ln_f.weight"), *b = raspN_data(mm, "ln_f.bias");
-    for (int i = 0; i < n; i++) raspN_layer_norm(x + (size_t)i * D, w, b, D, h + (size_t)i * D);
-  } else {
-    memcpy(h, x, nD * sizeof *h);
-  }
+  norm_into(&f, -1, "ln_f.weight", "ln_f.bias");
   const float *U = raspN_data(mm, "unembed"), *ub = raspN_data(mm, "unembed_b");
   for (int i = 0; i < n; i++)
     for (int r = 0; r < O; r++) {
@@ -1220,13 +1300,13 @@ int raspN_forward(const rasp_model *m, const int *tokens, int n, float *logits,
     }
   raspM_free(x);
   raspM_free(h);
-  raspM_free(q);
-  raspM_free(k);
-  raspM_free(v);
-  raspM_free(att);
-  raspM_free(o);
-  raspM_free(z);
-  raspM_free(hv);
+  raspM_free(f.q);
+  raspM_free(f.k);
+  raspM_free(f.v);
+  raspM_free(f.att);
+  raspM_free(f.o);
+  raspM_free(f.z);
+  raspM_free(f.hv);
   return 1;
 }
 

@@ -166,217 +166,308 @@ static unsigned char *static_nodes(const rasp_ir *ir, rasp_eval **ev) {
 
 #define MAX_CELLS (64u << 20) /* nodes x positions of per-position flags */
 
-int raspO_analyse(const rasp_ir *ir, int output, int64_t K, const unsigned char *node_id,
-                  const rasp_order_probe *probes, int nprobes, rasp_idorder *res) {
-  memset(res, 0, sizeof *res);
-  res->invariant = 1;
-  if (ir->ids_what) { /* the interpreter saw it (rtrace.c's provenance tags) */
-    res->invariant = 0;
-    if (ir->ids_pos.src)
-      raspR_set(&res->why, ir->ids_pos, "the program computes with token ids while tracing (%s)",
-                ir->ids_what);
-    else
-      raspR_setnopos(&res->why, "the program computes with token ids while tracing (%s)",
-                     ir->ids_what);
-    return 0;
-  }
+/* The pass's state.  pf: per-position flags of value nodes; nf: node-level
+** flags (selectors, UNIQ); cflags: a constant's flags; origin: the node
+** where a position's flags were first lost, and why_at the reason there. */
+typedef struct {
+  const rasp_ir *ir;
+  int64_t K;
+  int n;
+  const unsigned char *node_id;
+  const rasp_order_probe *probes;
+  int nprobes;
+  rasp_idorder *res;
+  unsigned char *pf;
+  int *nf, *cflags, *origin;
+  const char **why_at;
+  unsigned char *live; /* nodes the output reads */
+  rasp_eval *ev;       /* values of the static nodes (static_nodes) */
+  unsigned char *stat;
+  int cap; /* of res->mixing */
+} pass;
+
+/* Where one node lost its flags: here (why), or in operand inherit's
+** origin; neither when it kept them. */
+typedef struct {
+  const char *why;
+  int lost_here, inherit;
+} loss;
+
+static const unsigned char *row_of(const pass *a, int node) {
+  return a->pf + (size_t)node * (size_t)a->n;
+}
+
+/* The node to blame for an operand without flags: where it lost them. */
+static int blame(const pass *a, int op) { return a->origin[op] >= 0 ? a->origin[op] : op; }
+
+/* The tracer's provenance tags saw ids used as numbers: nothing to prove. */
+static int traced_with_ids(const rasp_ir *ir, rasp_idorder *res) {
+  if (!ir->ids_what) return 0;
+  res->invariant = 0;
+  if (ir->ids_pos.src)
+    raspR_set(&res->why, ir->ids_pos, "the program computes with token ids while tracing (%s)",
+              ir->ids_what);
+  else
+    raspR_setnopos(&res->why, "the program computes with token ids while tracing (%s)",
+                   ir->ids_what);
+  return 1;
+}
+
+/* The rules compare node i with node i of each probe, so the probes must
+** trace to the same graph. */
+static int probes_match(const rasp_ir *ir, int output, const rasp_order_probe *probes,
+                        int nprobes) {
   for (int p = 0; p < nprobes; p++) {
     const rasp_ir *q = probes[p].ir;
     int ok = q->nnodes == ir->nnodes && probes[p].output == output;
     for (int i = 0; ok && i < ir->nnodes; i++) ok = same_shape(&ir->nodes[i], &q->nodes[i]);
-    if (!ok)
-      return fail(res, NULL,
-                  "the program traces to a different graph when the symbols get other ids "
-                  "(it branches or loops on an id while tracing)");
+    if (!ok) return 0;
   }
+  return 1;
+}
+
+/* Node i's constant against the probes' (cflags[i]); a live one that
+** names a node or moves with the ids not as an id ends the proof. */
+static void classify_const(pass *a, int i) {
+  const rasp_ir_node *nd = &a->ir->nodes[i];
+  rasp_elem ci[8];
+  int np = a->nprobes < 8 ? a->nprobes : 8;
+  for (int p = 0; p < np; p++) ci[p] = a->probes[p].ir->nodes[i].c;
+  int names_node = 0;
+  a->cflags[i] = const_flags(a->ir, nd->c, ci, a->probes, np, a->K, a->node_id, &names_node);
+  if (names_node && a->live[i])
+    fail(a->res, nd, "a constant names a node symbol by its id, so relabelling the graph changes it");
+  if (!a->cflags[i] && a->live[i])
+    fail(a->res, nd, "a constant is computed from ids while tracing (it changes with the id order "
+                     "but not as an id)");
+}
+
+/* Element-wise nodes (unary, binary, where, maps): elem_rule per
+** position, where's condition read per position when it is static; the
+** first position without flags says where they were lost.  Negation and
+** adding a constant keep values distinct (UNIQ). */
+static void elem_node(pass *a, int i, unsigned char *row, loss *l) {
+  const rasp_ir *ir = a->ir;
+  const rasp_ir_node *nd = &ir->nodes[i];
+  int n = a->n;
+  const unsigned char *in0 = nd->nin > 0 ? row_of(a, nd->in[0]) : NULL;
+  const unsigned char *in1 = nd->nin > 1 ? row_of(a, nd->in[1]) : NULL;
+  const unsigned char *in2 = nd->nin > 2 ? row_of(a, nd->in[2]) : NULL;
+  const rasp_elem *cond = NULL;
+  if (nd->op == RASP_OP_WHERE && a->stat[nd->in[0]]) cond = raspE_value(a->ev, nd->in[0], 0);
+  for (int p = 0; p < n; p++) {
+    int x = in0 ? in0[p] : 0, y = in1 ? in1[p] : 0, z = in2 ? in2[p] : 0;
+    int f;
+    const char *w = NULL;
+    if (cond && (x & F_INV)) /* known per position: only the branch taken counts */
+      f = raspI_elem_truth(cond[p]) ? y : z;
+    else
+      f = elem_rule(ir, nd, a->cflags, x, y, z, a->K, &w);
+    row[p] = (unsigned char)f;
+    if (f || a->origin[i] >= 0 || l->inherit >= 0 || l->lost_here) continue;
+    /* where the flags were lost: here, or in an operand that had none */
+    int zero_op = -1;
+    if (cond && (x & F_INV)) zero_op = raspI_elem_truth(cond[p]) ? nd->in[1] : nd->in[2];
+    else if (nd->op == RASP_OP_WHERE && !(x & (F_INV | F_EQV))) zero_op = x ? -1 : nd->in[0];
+    else if (nd->op == RASP_OP_WHERE) zero_op = !y ? nd->in[1] : !z ? nd->in[2] : -1;
+    else if (nd->op != RASP_OP_MAP && nd->op != RASP_OP_SEQMAP)
+      zero_op = !x ? nd->in[0] : (nd->nin > 1 && !y) ? nd->in[1] : -1;
+    if (zero_op >= 0) l->inherit = blame(a, zero_op);
+    else {
+      l->lost_here = 1;
+      l->why = w;
+    }
+  }
+  int *nf = a->nf, *cflags = a->cflags;
+  if (nd->op == RASP_OP_UNARY && (nd->aux == RASP_UN_NEG || nd->aux == RASP_UN_POS))
+    nf[i] = nf[nd->in[0]] & F_UNIQ;
+  if (nd->op == RASP_OP_BINARY && (nd->aux == RASP_BIN_ADD || nd->aux == RASP_BIN_SUB)) {
+    int x = nd->in[0], y = nd->in[1];
+    if (((nf[x] & F_UNIQ) && ir->nodes[y].op == RASP_OP_FULL && (cflags[y] & F_INV)) ||
+        (nd->aux == RASP_BIN_ADD && (nf[y] & F_UNIQ) && ir->nodes[x].op == RASP_OP_FULL &&
+         (cflags[x] & F_INV)))
+      nf[i] = F_UNIQ;
+  }
+}
+
+/* A select: invariant when its predicate reads keys and queries that are
+** both invariant, or (for == and !=) both equivariant; one key per query
+** (ONE) when it matches distinct keys for equality, or none at all. */
+static void select_node(pass *a, int i, loss *l) {
+  const rasp_ir_node *nd = &a->ir->nodes[i];
+  const unsigned char *in0 = row_of(a, nd->in[0]), *in1 = row_of(a, nd->in[1]);
+  int *nf = a->nf;
+  int pred = nd->aux, ka = F_INV | F_EQV, qa = F_INV | F_EQV;
+  for (int p = 0; p < a->n; p++) {
+    ka &= in0[p];
+    qa &= in1[p];
+  }
+  if (pred == RASP_PRED_TRUE || pred == RASP_PRED_FALSE) nf[i] = F_INV;
+  else if (pred == RASP_PRED_CUSTOM) l->why = "a custom selection predicate";
+  else if (pred == RASP_PRED_EQ || pred == RASP_PRED_NE) {
+    if ((ka & qa & F_INV) || (ka & qa & F_EQV)) nf[i] = F_INV;
+    else l->why = "a select compares ids with numbers that are not ids";
+  } else if (ka & qa & F_INV) nf[i] = F_INV;
+  else l->why = "a select compares token ids by order";
+  if (nf[i] && pred == RASP_PRED_EQ && (nf[nd->in[0]] & F_UNIQ)) nf[i] |= F_ONE;
+  if (nf[i] && pred == RASP_PRED_FALSE) nf[i] |= F_ONE;
+  if (!nf[i]) { /* blame an operand that lost its flags, else this select */
+    int op = !ka ? nd->in[0] : !qa ? nd->in[1] : -1;
+    if (op >= 0) l->inherit = blame(a, op);
+    else l->lost_here = 1;
+  }
+}
+
+/* and, or, not of selectors, and selector_width: invariant from invariant
+** operands; an and keeps an operand's one key per query. */
+static void selector_node(pass *a, int i, unsigned char *row, loss *l) {
+  const rasp_ir_node *nd = &a->ir->nodes[i];
+  int x = a->nf[nd->in[0]], y = nd->nin > 1 ? a->nf[nd->in[1]] : F_INV;
+  int f = (x & y & F_INV) ? F_INV : 0;
+  if (f && nd->op == RASP_OP_SEL_AND) f |= (x | y) & F_ONE;
+  if (nd->op == RASP_OP_SEL_WIDTH) memset(row, (unsigned char)f, (size_t)a->n);
+  else a->nf[i] = f;
+  if (!f) {
+    int op = !(x & F_INV) ? nd->in[0] : nd->in[1];
+    l->inherit = blame(a, op);
+  }
+}
+
+/* An aggregate over an invariant selector: invariant values stay
+** invariant, equivariant ones equivariant (a mean only of integers, as
+** a truncated mean of rationals may land on an id).  Without one key per
+** query, an equivariant mean is decided per input (res->mixing). */
+static void aggregate_node(pass *a, int i, unsigned char *row, loss *l) {
+  const rasp_ir *ir = a->ir;
+  const rasp_ir_node *nd = &ir->nodes[i];
+  const unsigned char *in1 = row_of(a, nd->in[1]);
+  rasp_idorder *res = a->res;
+  int sel = a->nf[nd->in[0]], v = F_INV | F_EQV, c = a->cflags[i], f = 0;
+  for (int p = 0; p < a->n; p++) v &= in1[p];
+  if (!(sel & F_INV)) {
+    l->inherit = blame(a, nd->in[0]);
+  } else {
+    if (v & c & F_INV) f = F_INV;
+    /* a mean truncated to an integer may turn a rational into an id */
+    int passes = nd->op != RASP_OP_AGGR_MEAN || ir->nodes[nd->in[1]].type == RASP_T_INT;
+    if ((v & c & F_EQV) && passes) {
+      f |= F_EQV;
+      if (!(sel & F_ONE) && !(f & F_INV) && a->live[i]) { /* decided per input */
+        RASP_GROW(res->mixing, a->cap, res->nmixing + 1);
+        res->mixing[res->nmixing++] = i;
+      }
+    }
+    if (!f) {
+      if (!v) {
+        l->inherit = blame(a, nd->in[1]);
+      } else {
+        l->lost_here = 1;
+        l->why = "an aggregate mixes token ids with numbers that are not ids, or averages ids";
+      }
+    }
+  }
+  memset(row, (unsigned char)f, (size_t)a->n);
+}
+
+/* Node i's flags from its operands' (creation order: they are known). */
+static void flag_node(pass *a, int i) {
+  const rasp_ir_node *nd = &a->ir->nodes[i];
+  int n = a->n;
+  unsigned char *row = a->pf + (size_t)i * (size_t)n;
+  a->origin[i] = -1;
+  a->why_at[i] = NULL;
+  a->nf[i] = 0;
+  a->cflags[i] = 0;
+  if (has_const(nd)) classify_const(a, i);
+  loss l = {NULL, 0, -1};
+  switch (nd->op) {
+  case RASP_OP_INPUT: memset(row, F_EQV, (size_t)n); break;
+  case RASP_OP_INDICES:
+    memset(row, F_INV, (size_t)n);
+    a->nf[i] = F_UNIQ;
+    break;
+  case RASP_OP_FULL: memset(row, (unsigned char)a->cflags[i], (size_t)n); break;
+  case RASP_OP_UNARY:
+  case RASP_OP_BINARY:
+  case RASP_OP_WHERE:
+  case RASP_OP_MAP:
+  case RASP_OP_SEQMAP: elem_node(a, i, row, &l); break;
+  case RASP_OP_SELECT: select_node(a, i, &l); break;
+  case RASP_OP_SEL_AND:
+  case RASP_OP_SEL_OR:
+  case RASP_OP_SEL_NOT:
+  case RASP_OP_SEL_WIDTH: selector_node(a, i, row, &l); break;
+  case RASP_OP_AGGR_MEAN:
+  case RASP_OP_AGGREGATE:
+  case RASP_OP_AGGR_MAX:
+  case RASP_OP_AGGR_MIN: aggregate_node(a, i, row, &l); break;
+  default:
+    l.lost_here = 1;
+    l.why = "an operation the order analysis does not know";
+    memset(row, 0, (size_t)n);
+    break;
+  }
+  if (l.lost_here) {
+    a->origin[i] = i;
+    a->why_at[i] = l.why ? l.why : "the values depend on the id order";
+  } else if (l.inherit >= 0) {
+    a->origin[i] = l.inherit;
+  }
+}
+
+/* The output must be equivariant at every position (check() reads ids as
+** symbols); else blame the output, or the node where its flags were lost. */
+static void judge_output(pass *a, int output) {
+  rasp_idorder *res = a->res;
+  const rasp_ir *ir = a->ir;
+  const unsigned char *out = row_of(a, output);
+  for (int p = 0; p < a->n && res->invariant; p++) {
+    if (out[p] & F_EQV) continue;
+    if (out[p] || a->origin[output] < 0)
+      fail(res, &ir->nodes[output], "the output mixes token ids with numbers that are not ids "
+                                    "(check() would read such a number as a symbol)");
+    else
+      fail(res, &ir->nodes[a->origin[output]],
+           a->why_at[a->origin[output]] ? a->why_at[a->origin[output]]
+                                        : "the values depend on the id order");
+  }
+}
+
+/* The plan: refuse what cannot be analysed, flag every node in creation
+** order, judge the output. */
+int raspO_analyse(const rasp_ir *ir, int output, int64_t K, const unsigned char *node_id,
+                  const rasp_order_probe *probes, int nprobes, rasp_idorder *res) {
+  memset(res, 0, sizeof *res);
+  res->invariant = 1;
+  if (traced_with_ids(ir, res)) return 0;
+  if (!probes_match(ir, output, probes, nprobes))
+    return fail(res, NULL,
+                "the program traces to a different graph when the symbols get other ids "
+                "(it branches or loops on an id while tracing)");
   int N = ir->nnodes ? ir->nnodes : 1, n = ir->n;
   if ((size_t)N * (size_t)n > MAX_CELLS)
     return fail(res, NULL, "the program is too large for the order analysis");
-  /* pf: per-position flags of value nodes; nf: node-level flags (selectors,
-     UNIQ); origin: the node where a position's flags were first lost */
-  unsigned char *pf = raspM_alloc((size_t)N * (size_t)n);
-  int *nf = raspM_alloc(sizeof(int) * (size_t)N), *cflags = raspM_alloc(sizeof(int) * (size_t)N);
-  int *origin = raspM_alloc(sizeof(int) * (size_t)N);
-  const char **why_at = raspM_alloc(sizeof(char *) * (size_t)N);
-  unsigned char *live = raspM_alloc((size_t)N);
-  raspI_live(ir, &output, 1, live);
-  rasp_eval *ev = NULL;
-  unsigned char *stat = static_nodes(ir, &ev);
-  int cap = 0;
-  for (int i = 0; i < ir->nnodes; i++) {
-    const rasp_ir_node *nd = &ir->nodes[i];
-    unsigned char *row = pf + (size_t)i * (size_t)n;
-    const unsigned char *in0 = nd->nin > 0 ? pf + (size_t)nd->in[0] * (size_t)n : NULL;
-    const unsigned char *in1 = nd->nin > 1 ? pf + (size_t)nd->in[1] * (size_t)n : NULL;
-    const unsigned char *in2 = nd->nin > 2 ? pf + (size_t)nd->in[2] * (size_t)n : NULL;
-    origin[i] = -1;
-    why_at[i] = NULL;
-    nf[i] = 0;
-    cflags[i] = 0;
-    if (has_const(nd)) {
-      rasp_elem ci[8];
-      int np = nprobes < 8 ? nprobes : 8;
-      for (int p = 0; p < np; p++) ci[p] = probes[p].ir->nodes[i].c;
-      int names_node = 0;
-      cflags[i] = const_flags(ir, nd->c, ci, probes, np, K, node_id, &names_node);
-      if (names_node && live[i])
-        fail(res, nd, "a constant names a node symbol by its id, so relabelling the graph changes it");
-      if (!cflags[i] && live[i])
-        fail(res, nd, "a constant is computed from ids while tracing (it changes with the id order "
-                      "but not as an id)");
-    }
-    const char *why = NULL;
-    int lost_here = 0, inherit = -1;
-    switch (nd->op) {
-    case RASP_OP_INPUT: memset(row, F_EQV, (size_t)n); break;
-    case RASP_OP_INDICES:
-      memset(row, F_INV, (size_t)n);
-      nf[i] = F_UNIQ;
-      break;
-    case RASP_OP_FULL: memset(row, (unsigned char)cflags[i], (size_t)n); break;
-    case RASP_OP_UNARY:
-    case RASP_OP_BINARY:
-    case RASP_OP_WHERE:
-    case RASP_OP_MAP:
-    case RASP_OP_SEQMAP: {
-      const rasp_elem *cond = NULL;
-      if (nd->op == RASP_OP_WHERE && stat[nd->in[0]]) cond = raspE_value(ev, nd->in[0], 0);
-      for (int p = 0; p < n; p++) {
-        int a = in0 ? in0[p] : 0, b = in1 ? in1[p] : 0, c = in2 ? in2[p] : 0;
-        int f;
-        const char *w = NULL;
-        if (cond && (a & F_INV)) /* known per position: only the branch taken counts */
-          f = raspI_elem_truth(cond[p]) ? b : c;
-        else
-          f = elem_rule(ir, nd, cflags, a, b, c, K, &w);
-        row[p] = (unsigned char)f;
-        if (f || origin[i] >= 0 || inherit >= 0 || lost_here) continue;
-        /* where the flags were lost: here, or in an operand that had none */
-        int zero_op = -1;
-        if (cond && (a & F_INV)) zero_op = raspI_elem_truth(cond[p]) ? nd->in[1] : nd->in[2];
-        else if (nd->op == RASP_OP_WHERE && !(a & (F_INV | F_EQV))) zero_op = a ? -1 : nd->in[0];
-        else if (nd->op == RASP_OP_WHERE) zero_op = !b ? nd->in[1] : !c ? nd->in[2] : -1;
-        else if (nd->op != RASP_OP_MAP && nd->op != RASP_OP_SEQMAP)
-          zero_op = !a ? nd->in[0] : (nd->nin > 1 && !b) ? nd->in[1] : -1;
-        if (zero_op >= 0) inherit = origin[zero_op] >= 0 ? origin[zero_op] : zero_op;
-        else {
-          lost_here = 1;
-          why = w;
-        }
-      }
-      if (nd->op == RASP_OP_UNARY && (nd->aux == RASP_UN_NEG || nd->aux == RASP_UN_POS))
-        nf[i] = nf[nd->in[0]] & F_UNIQ;
-      if (nd->op == RASP_OP_BINARY && (nd->aux == RASP_BIN_ADD || nd->aux == RASP_BIN_SUB)) {
-        int x = nd->in[0], y = nd->in[1];
-        if (((nf[x] & F_UNIQ) && ir->nodes[y].op == RASP_OP_FULL && (cflags[y] & F_INV)) ||
-            (nd->aux == RASP_BIN_ADD && (nf[y] & F_UNIQ) && ir->nodes[x].op == RASP_OP_FULL &&
-             (cflags[x] & F_INV)))
-          nf[i] = F_UNIQ;
-      }
-      break;
-    }
-    case RASP_OP_SELECT: {
-      int pred = nd->aux, ka = F_INV | F_EQV, qa = F_INV | F_EQV;
-      for (int p = 0; p < n; p++) {
-        ka &= in0[p];
-        qa &= in1[p];
-      }
-      if (pred == RASP_PRED_TRUE || pred == RASP_PRED_FALSE) nf[i] = F_INV;
-      else if (pred == RASP_PRED_CUSTOM) why = "a custom selection predicate";
-      else if (pred == RASP_PRED_EQ || pred == RASP_PRED_NE) {
-        if ((ka & qa & F_INV) || (ka & qa & F_EQV)) nf[i] = F_INV;
-        else why = "a select compares ids with numbers that are not ids";
-      } else if (ka & qa & F_INV) nf[i] = F_INV;
-      else why = "a select compares token ids by order";
-      if (nf[i] && pred == RASP_PRED_EQ && (nf[nd->in[0]] & F_UNIQ)) nf[i] |= F_ONE;
-      if (nf[i] && pred == RASP_PRED_FALSE) nf[i] |= F_ONE;
-      if (!nf[i]) { /* blame an operand that lost its flags, else this select */
-        int op = !ka ? nd->in[0] : !qa ? nd->in[1] : -1;
-        if (op >= 0) inherit = origin[op] >= 0 ? origin[op] : op;
-        else lost_here = 1;
-      }
-      break;
-    }
-    case RASP_OP_SEL_AND:
-    case RASP_OP_SEL_OR:
-    case RASP_OP_SEL_NOT:
-    case RASP_OP_SEL_WIDTH: {
-      int a = nf[nd->in[0]], b = nd->nin > 1 ? nf[nd->in[1]] : F_INV;
-      int f = (a & b & F_INV) ? F_INV : 0;
-      if (f && nd->op == RASP_OP_SEL_AND) f |= (a | b) & F_ONE;
-      if (nd->op == RASP_OP_SEL_WIDTH) memset(row, (unsigned char)f, (size_t)n);
-      else nf[i] = f;
-      if (!f) {
-        int op = !(a & F_INV) ? nd->in[0] : nd->in[1];
-        inherit = origin[op] >= 0 ? origin[op] : op;
-      }
-      break;
-    }
-    case RASP_OP_AGGR_MEAN:
-    case RASP_OP_AGGREGATE:
-    case RASP_OP_AGGR_MAX:
-    case RASP_OP_AGGR_MIN: {
-      int sel = nf[nd->in[0]], v = F_INV | F_EQV, c = cflags[i], f = 0;
-      for (int p = 0; p < n; p++) v &= in1[p];
-      if (!(sel & F_INV)) {
-        inherit = origin[nd->in[0]] >= 0 ? origin[nd->in[0]] : nd->in[0];
-      } else {
-        if (v & c & F_INV) f = F_INV;
-        /* a mean truncated to an integer may turn a rational into an id */
-        int passes = nd->op != RASP_OP_AGGR_MEAN || ir->nodes[nd->in[1]].type == RASP_T_INT;
-        if ((v & c & F_EQV) && passes) {
-          f |= F_EQV;
-          if (!(sel & F_ONE) && !(f & F_INV) && live[i]) { /* decided per input */
-            RASP_GROW(res->mixing, cap, res->nmixing + 1);
-            res->mixing[res->nmixing++] = i;
-          }
-        }
-        if (!f) {
-          if (!v) {
-            inherit = origin[nd->in[1]] >= 0 ? origin[nd->in[1]] : nd->in[1];
-          } else {
-            lost_here = 1;
-            why = "an aggregate mixes token ids with numbers that are not ids, or averages ids";
-          }
-        }
-      }
-      memset(row, (unsigned char)f, (size_t)n);
-      break;
-    }
-    default:
-      lost_here = 1;
-      why = "an operation the order analysis does not know";
-      memset(row, 0, (size_t)n);
-      break;
-    }
-    if (lost_here) {
-      origin[i] = i;
-      why_at[i] = why ? why : "the values depend on the id order";
-    } else if (inherit >= 0) {
-      origin[i] = inherit;
-    }
-  }
-  if (res->invariant) {
-    const unsigned char *out = pf + (size_t)output * (size_t)n;
-    for (int p = 0; p < n && res->invariant; p++) {
-      if (out[p] & F_EQV) continue;
-      if (out[p] || origin[output] < 0)
-        fail(res, &ir->nodes[output], "the output mixes token ids with numbers that are not ids "
-                                      "(check() would read such a number as a symbol)");
-      else
-        fail(res, &ir->nodes[origin[output]], why_at[origin[output]] ? why_at[origin[output]]
-                                                                    : "the values depend on the id order");
-    }
-  }
+  pass a = {ir, K, n, node_id, probes, nprobes, res, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+            NULL, 0};
+  a.pf = raspM_alloc((size_t)N * (size_t)n);
+  a.nf = raspM_alloc(sizeof(int) * (size_t)N);
+  a.cflags = raspM_alloc(sizeof(int) * (size_t)N);
+  a.origin = raspM_alloc(sizeof(int) * (size_t)N);
+  a.why_at = raspM_alloc(sizeof(char *) * (size_t)N);
+  a.live = raspM_alloc((size_t)N);
+  raspI_live(ir, &output, 1, a.live);
+  a.stat = static_nodes(ir, &a.ev);
+  for (int i = 0; i < ir->nnodes; i++) flag_node(&a, i);
+  if (res->invariant) judge_output(&a, output);
   if (!res->invariant) res->nmixing = 0;
-  raspE_free(ev);
-  raspM_free(stat);
-  raspM_free(pf);
-  raspM_free(nf);
-  raspM_free(cflags);
-  raspM_free(origin);
-  raspM_free(why_at);
-  raspM_free(live);
+  raspE_free(a.ev);
+  raspM_free(a.stat);
+  raspM_free(a.pf);
+  raspM_free(a.nf);
+  raspM_free(a.cflags);
+  raspM_free(a.origin);
+  raspM_free(a.why_at);
+  raspM_free(a.live);
   return res->invariant;
 }
 

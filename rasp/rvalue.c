@@ -554,11 +554,10 @@ static const char *ids_binop_what(rasp_binop op) {
   }
 }
 
-/* A binary operator on two values that are not sequences or selectors
-** (raspV_binop in rtrace.c sends those to the IR): computed now, with
-** machine longs where the operands allow and GMP otherwise. */
-value *raspV_scalar_binop(rasp_ctx *ctx, rasp_binop op, value *a, value *b, rasp_pos pos) {
-  long lx, ly;
+/* The tracer's provenance: an id that reaches arithmetic or an order
+** comparison is recorded (raspV_ids_seen), and equality is checked to
+** compare ids with ids (raspV_ids_eq), also inside tuples and lists. */
+static void note_ids(rasp_ctx *ctx, rasp_binop op, value *a, value *b, rasp_pos pos) {
   if (__builtin_expect((a->tag | b->tag) & TAG_ID, 0) && !ctx->ir.ids_what) {
     if (op == RASP_BIN_EQ || op == RASP_BIN_NE) raspV_ids_eq(ctx, a, b, pos);
     else if (op != RASP_BIN_AND && op != RASP_BIN_OR) /* those read truth only */
@@ -567,24 +566,11 @@ value *raspV_scalar_binop(rasp_ctx *ctx, rasp_binop op, value *a, value *b, rasp
              (a->kind == V_TUPLE || a->kind == V_LIST) && !ctx->ir.ids_what) {
     raspV_ids_eq(ctx, a, b, pos);
   }
-  if (op != RASP_BIN_AND && op != RASP_BIN_OR && !(a->kind == V_BOOL && b->kind == V_BOOL) &&
-      as_long(a, &lx) && as_long(b, &ly)) {
-    value *r = long_binop(ctx, op, lx, ly);
-    if (r) return r;
-  }
-  switch (op) {
-  case RASP_BIN_EQ: return raspV_bool(ctx, raspV_equal_checked(ctx, a, b, pos));
-  case RASP_BIN_NE: return raspV_bool(ctx, !raspV_equal_checked(ctx, a, b, pos));
-  case RASP_BIN_LT: return raspV_bool(ctx, value_cmp(ctx, a, b, pos) < 0);
-  case RASP_BIN_LE: return raspV_bool(ctx, value_cmp(ctx, a, b, pos) <= 0);
-  case RASP_BIN_GT: return raspV_bool(ctx, value_cmp(ctx, a, b, pos) > 0);
-  case RASP_BIN_GE: return raspV_bool(ctx, value_cmp(ctx, a, b, pos) >= 0);
-  case RASP_BIN_MIN: return value_cmp(ctx, a, b, pos) <= 0 ? a : b;
-  case RASP_BIN_MAX: return value_cmp(ctx, a, b, pos) >= 0 ? a : b;
-  case RASP_BIN_AND: return raspV_truth(ctx, a, pos) ? b : a;
-  case RASP_BIN_OR: return raspV_truth(ctx, a, pos) ? a : b;
-  default: break;
-  }
+}
+
+/* + on strings and on lists or tuples, * of a list or tuple by a count;
+** NULL for any other operands. */
+static value *container_binop(rasp_ctx *ctx, rasp_binop op, value *a, value *b, rasp_pos pos) {
   if (op == RASP_BIN_ADD && a->kind == V_STR && b->kind == V_STR) {
     if (a->u.str.len + b->u.str.len > ctx->limits.max_string)
       raspV_raise(ctx, RASP_E_LIMIT, pos, "string too long: more than %zu bytes (the size limit for strings)",
@@ -608,6 +594,100 @@ value *raspV_scalar_binop(rasp_ctx *ctx, rasp_binop op, value *a, value *b, rasp
       for (int j = 0; j < a->u.list.n; j++) raspV_list_push(ctx, r, a->u.list.items[j]);
     return r;
   }
+  return NULL;
+}
+
+/* r = x ** y for an integer y; the reason when it cannot be computed, or
+** *too_big when the result would pass the size cap. */
+static const char *num_pow(rasp_ctx *ctx, mpq_t r, const mpq_t x, const mpq_t y, int *too_big) {
+  if (mpz_cmp_ui(mpq_denref(y), 1) != 0) return "'**' needs an integer exponent";
+  if (!mpz_fits_slong_p(mpq_numref(y)) || labs(mpz_get_si(mpq_numref(y))) > 100000)
+    return "exponent too large";
+  long e = mpz_get_si(mpq_numref(y));
+  if (e < 0 && mpq_sgn(x) == 0) return "division by zero";
+  unsigned long ue = (unsigned long)(e < 0 ? -e : e);
+  /* |a|**e has more than (bits(|a|) - 1) * e bits, and at most
+     bits(|a|) * e, which is then below twice the cap: safe to compute */
+  size_t bn = mpz_sizeinbase(mpq_numref(x), 2), bd = mpz_sizeinbase(mpq_denref(x), 2);
+  if ((double)(bn - 1 + bd - 1) * (double)ue > (double)ctx->limits.max_num_bits) {
+    *too_big = 1;
+    return NULL;
+  }
+  mpz_pow_ui(mpq_numref(r), mpq_numref(x), ue);
+  mpz_pow_ui(mpq_denref(r), mpq_denref(x), ue);
+  if (e < 0) mpq_inv(r, r);
+  return NULL;
+}
+
+/* r = x op y for an arithmetic or bitwise op on rationals; the reason
+** when it cannot be computed. */
+static const char *num_arith(rasp_ctx *ctx, rasp_binop op, mpq_t r, const mpq_t x,
+                             const mpq_t y, int *too_big) {
+  switch (op) {
+  case RASP_BIN_ADD: mpq_add(r, x, y); return NULL;
+  case RASP_BIN_SUB: mpq_sub(r, x, y); return NULL;
+  case RASP_BIN_MUL: mpq_mul(r, x, y); return NULL;
+  case RASP_BIN_DIV:
+    if (mpq_sgn(y) == 0) return "division by zero";
+    mpq_div(r, x, y);
+    return NULL;
+  case RASP_BIN_FLOORDIV:
+  case RASP_BIN_MOD: {
+    if (mpq_sgn(y) == 0) return "division by zero";
+    mpq_t qt;
+    mpq_init(qt);
+    mpq_div(qt, x, y);
+    mpz_fdiv_q(mpq_numref(r), mpq_numref(qt), mpq_denref(qt));
+    mpz_set_ui(mpq_denref(r), 1);
+    if (op == RASP_BIN_MOD) { /* x - y * floor(x / y) */
+      mpq_mul(qt, y, r);
+      mpq_sub(r, x, qt);
+    }
+    mpq_clear(qt);
+    return NULL;
+  }
+  case RASP_BIN_POW: return num_pow(ctx, r, x, y, too_big);
+  case RASP_BIN_BITAND:
+  case RASP_BIN_BITOR:
+  case RASP_BIN_BITXOR:
+    if (mpz_cmp_ui(mpq_denref(x), 1) || mpz_cmp_ui(mpq_denref(y), 1))
+      return "bitwise operators need integers";
+    if (op == RASP_BIN_BITAND) mpz_and(mpq_numref(r), mpq_numref(x), mpq_numref(y));
+    else if (op == RASP_BIN_BITOR) mpz_ior(mpq_numref(r), mpq_numref(x), mpq_numref(y));
+    else mpz_xor(mpq_numref(r), mpq_numref(x), mpq_numref(y));
+    return NULL;
+  default: return "unsupported operator";
+  }
+}
+
+/* A binary operator on two values that are not sequences or selectors
+** (raspV_binop in rtrace.c sends those to the IR): computed now, with
+** machine longs where the operands allow and GMP otherwise.  The plan:
+** record ids, try longs, then comparisons and logic on any values, then
+** strings and containers, then numbers (booleans bitwise stay booleans). */
+value *raspV_scalar_binop(rasp_ctx *ctx, rasp_binop op, value *a, value *b, rasp_pos pos) {
+  long lx, ly;
+  note_ids(ctx, op, a, b, pos);
+  if (op != RASP_BIN_AND && op != RASP_BIN_OR && !(a->kind == V_BOOL && b->kind == V_BOOL) &&
+      as_long(a, &lx) && as_long(b, &ly)) {
+    value *r = long_binop(ctx, op, lx, ly);
+    if (r) return r;
+  }
+  switch (op) {
+  case RASP_BIN_EQ: return raspV_bool(ctx, raspV_equal_checked(ctx, a, b, pos));
+  case RASP_BIN_NE: return raspV_bool(ctx, !raspV_equal_checked(ctx, a, b, pos));
+  case RASP_BIN_LT: return raspV_bool(ctx, value_cmp(ctx, a, b, pos) < 0);
+  case RASP_BIN_LE: return raspV_bool(ctx, value_cmp(ctx, a, b, pos) <= 0);
+  case RASP_BIN_GT: return raspV_bool(ctx, value_cmp(ctx, a, b, pos) > 0);
+  case RASP_BIN_GE: return raspV_bool(ctx, value_cmp(ctx, a, b, pos) >= 0);
+  case RASP_BIN_MIN: return value_cmp(ctx, a, b, pos) <= 0 ? a : b;
+  case RASP_BIN_MAX: return value_cmp(ctx, a, b, pos) >= 0 ? a : b;
+  case RASP_BIN_AND: return raspV_truth(ctx, a, pos) ? b : a;
+  case RASP_BIN_OR: return raspV_truth(ctx, a, pos) ? a : b;
+  default: break;
+  }
+  value *c = container_binop(ctx, op, a, b, pos);
+  if (c) return c;
   if (!raspV_is_num(a) || !raspV_is_num(b))
     raspV_raise(ctx, RASP_E_TYPE, pos, "unsupported operand types for '%s': %s and %s",
                 raspI_binop_name(op), raspV_kind_name(a), raspV_kind_name(b));
@@ -622,65 +702,8 @@ value *raspV_scalar_binop(rasp_ctx *ctx, rasp_binop op, value *a, value *b, rasp
   mpq_inits(x, y, NULL);
   num_get(x, a);
   num_get(y, b);
-  const char *fail = NULL;
   int too_big = 0;
-  switch (op) {
-  case RASP_BIN_ADD: mpq_add(r->u.q, x, y); break;
-  case RASP_BIN_SUB: mpq_sub(r->u.q, x, y); break;
-  case RASP_BIN_MUL: mpq_mul(r->u.q, x, y); break;
-  case RASP_BIN_DIV:
-    if (mpq_sgn(y) == 0) fail = "division by zero";
-    else mpq_div(r->u.q, x, y);
-    break;
-  case RASP_BIN_FLOORDIV:
-  case RASP_BIN_MOD: {
-    if (mpq_sgn(y) == 0) { fail = "division by zero"; break; }
-    mpq_t qt;
-    mpq_init(qt);
-    mpq_div(qt, x, y);
-    mpz_fdiv_q(mpq_numref(r->u.q), mpq_numref(qt), mpq_denref(qt));
-    mpz_set_ui(mpq_denref(r->u.q), 1);
-    if (op == RASP_BIN_MOD) { /* x - y * floor(x / y) */
-      mpq_mul(qt, y, r->u.q);
-      mpq_sub(r->u.q, x, qt);
-    }
-    mpq_clear(qt);
-    break;
-  }
-  case RASP_BIN_POW: {
-    if (mpz_cmp_ui(mpq_denref(y), 1) != 0) { fail = "'**' needs an integer exponent"; break; }
-    if (!mpz_fits_slong_p(mpq_numref(y)) || labs(mpz_get_si(mpq_numref(y))) > 100000) {
-      fail = "exponent too large";
-      break;
-    }
-    long e = mpz_get_si(mpq_numref(y));
-    if (e < 0 && mpq_sgn(x) == 0) { fail = "division by zero"; break; }
-    unsigned long ue = (unsigned long)(e < 0 ? -e : e);
-    /* |a|**e has more than (bits(|a|) - 1) * e bits, and at most
-       bits(|a|) * e, which is then below twice the cap: safe to compute */
-    size_t bn = mpz_sizeinbase(mpq_numref(x), 2), bd = mpz_sizeinbase(mpq_denref(x), 2);
-    if ((double)(bn - 1 + bd - 1) * (double)ue > (double)ctx->limits.max_num_bits) {
-      too_big = 1;
-      break;
-    }
-    mpz_pow_ui(mpq_numref(r->u.q), mpq_numref(x), ue);
-    mpz_pow_ui(mpq_denref(r->u.q), mpq_denref(x), ue);
-    if (e < 0) mpq_inv(r->u.q, r->u.q);
-    break;
-  }
-  case RASP_BIN_BITAND:
-  case RASP_BIN_BITOR:
-  case RASP_BIN_BITXOR:
-    if (mpz_cmp_ui(mpq_denref(x), 1) || mpz_cmp_ui(mpq_denref(y), 1)) {
-      fail = "bitwise operators need integers";
-      break;
-    }
-    if (op == RASP_BIN_BITAND) mpz_and(mpq_numref(r->u.q), mpq_numref(x), mpq_numref(y));
-    else if (op == RASP_BIN_BITOR) mpz_ior(mpq_numref(r->u.q), mpq_numref(x), mpq_numref(y));
-    else mpz_xor(mpq_numref(r->u.q), mpq_numref(x), mpq_numref(y));
-    break;
-  default: fail = "unsupported operator"; break;
-  }
+  const char *fail = num_arith(ctx, op, r->u.q, x, y, &too_big);
   mpq_clears(x, y, NULL);
   if (too_big) num_too_large(ctx, pos);
   if (fail) raspV_error(ctx, pos, "%s", fail);

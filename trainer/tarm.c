@@ -53,89 +53,93 @@ static void compiled_logit_range(const rasp_model *m, const train_opts *o,
   raspM_free(lg);
 }
 
-/* a->m, a->prefix, a->init_fnv, and for an --init model a->ref (the
-** starting point before --init-mix, --reinit-layers and --init-noise: the
-** compiled point, widened by --widen: what distances are measured from),
-** a->mask (its entries that came from the --init model: all but
-** --widen's; and --widen's wires, tinit.h) and a->units (a compiled layout's heads, for the probe).  The
-** order is tarm.h's.  1, or 0 with err. */
-static int make_model(train_arm *a, const train_opts *o, int trial, int random_init,
-                      const rasp_model_config *like, const train_dataset *d,
-                      rasp_error *err) {
-  int len = raspT_length(&o->task), vocab = o->task.V + 9;
+/* A compiled --init model: the layout's heads kept for the probe (before
+** adapting drops the layout), the readout adapted to the task's vocab ids
+** with a floor below anything it emits, BOS prepended (a->prefix). */
+static int from_compiled(train_arm *a, const train_opts *o, int trial, const train_dataset *d,
+                         int vocab, int len, rasp_error *err) {
   rasp_model *m = &a->m;
-  a->prefix = -1;
-  if (!random_init) {
-    /* the checksum rmodel computes to check the files is the fingerprint */
-    if (!raspN_load_fnv(m, o->init, &a->init_fnv, err)) return 0;
-    /* a pre-LN compiled model, or a checkpoint trained from one, runs its
-    ** layer norms in rmodel.c's arithmetic (tnet.h, exact_ln): kept in
-    ** the layout the arm writes, which replaces the file's */
-    a->exact_ln = m->cfg.layer_norm && raspN_layout_has(m, "layer_norm");
+  float lo, hi;
+  compiled_logit_range(m, o, d, &lo, &hi);
+  /* ids the compiled model never outputs: well below anything it emits */
+  float floor = lo - (hi - lo) - 1.0f;
+  int bos = m->cfg.bos_token;
+  int nu = 0;
+  rasp_layout_unit *u = raspN_layout_units(m, &nu);
+  for (int k = 0; k < nu; k++)
+    if (!strcmp(u[k].kind, "head") && u[k].categorical && u[k].layer >= 0)
+      u[a->nunits++] = u[k];
+  if (a->nunits) a->units = u;
+  else raspM_free(u);
+  if (!train_adapt_compiled(m, o->init, &o->task, o->encoder, vocab,
+                            train_model_len(o, len), floor, err))
+    return 0;
+  a->prefix = bos;
+  if (trial == 0)
+    fprintf(stderr, "rasp-train: '%s' is compiled: BOS %d prepended, readout "
+                    "mapped to %d token ids (compiled logits in [%.3g, %.3g], "
+                    "floor %.3g); d_model %d, %d layers, %d heads, d_mlp %d, "
+                    "%s, %s\n",
+            o->init, bos, vocab, lo, hi, floor, m->cfg.d_model,
+            m->cfg.n_layers, m->cfg.n_heads, m->cfg.d_mlp,
+            m->cfg.layer_norm ? "pre-LN (compiled exact)" : "no layer norm",
+            m->cfg.causal ? "causal" : "non-causal");
+  return 1;
+}
+
+/* A trained --init model (a checkpoint) must fit the task as it is. */
+static int fits_checkpoint(const rasp_model *m, const train_opts *o, int vocab, int len,
+                           rasp_error *err) {
+  const rasp_model_config *c = &m->cfg;
+  int need = o->encoder ? vocab : vocab - 1;
+  if (c->vocab_size < need || c->n_out < vocab - 1 ||
+      c->max_len < train_model_len(o, len) || c->causal != !o->encoder) {
+    raspR_setnopos(err, "'%s': does not fit the task (vocab_size %d, n_out "
+                        "%d, max_len %d, causal %d; the task needs vocab_size "
+                        ">= %d, n_out >= %d, max_len >= %d, causal %d)",
+                   o->init, c->vocab_size, c->n_out, c->max_len, c->causal,
+                   need, vocab - 1, train_model_len(o, len), !o->encoder);
+    return 0;
   }
-  if (!random_init && train_is_compiled(m)) {
-    float lo, hi;
-    compiled_logit_range(m, o, d, &lo, &hi);
-    /* ids the compiled model never outputs: well below anything it emits */
-    float floor = lo - (hi - lo) - 1.0f;
-    int bos = m->cfg.bos_token;
-    /* the layout's heads, for the probe, before adapting drops the layout */
-    int nu = 0;
-    rasp_layout_unit *u = raspN_layout_units(m, &nu);
-    for (int k = 0; k < nu; k++)
-      if (!strcmp(u[k].kind, "head") && u[k].categorical && u[k].layer >= 0)
-        u[a->nunits++] = u[k];
-    if (a->nunits) a->units = u;
-    else raspM_free(u);
-    if (!train_adapt_compiled(m, o->init, &o->task, o->encoder, vocab,
-                             train_model_len(o, len), floor, err))
-      goto fail;
-    a->prefix = bos;
-    if (trial == 0)
-      fprintf(stderr, "rasp-train: '%s' is compiled: BOS %d prepended, readout "
-                      "mapped to %d token ids (compiled logits in [%.3g, %.3g], "
-                      "floor %.3g); d_model %d, %d layers, %d heads, d_mlp %d, "
-                      "%s, %s\n",
-              o->init, bos, vocab, lo, hi, floor, m->cfg.d_model,
-              m->cfg.n_layers, m->cfg.n_heads, m->cfg.d_mlp,
-              m->cfg.layer_norm ? "pre-LN (compiled exact)" : "no layer norm",
-              m->cfg.causal ? "causal" : "non-causal");
-  } else if (!random_init) {
-    const rasp_model_config *c = &m->cfg;
-    int need = o->encoder ? vocab : vocab - 1;
-    if (c->vocab_size < need || c->n_out < vocab - 1 ||
-        c->max_len < train_model_len(o, len) || c->causal != !o->encoder) {
-      raspR_setnopos(err, "'%s': does not fit the task (vocab_size %d, n_out "
-                          "%d, max_len %d, causal %d; the task needs vocab_size "
-                          ">= %d, n_out >= %d, max_len >= %d, causal %d)",
-                     o->init, c->vocab_size, c->n_out, c->max_len, c->causal,
-                     need, vocab - 1, train_model_len(o, len), !o->encoder);
-      goto fail;
-    }
-  } else if (like) { /* compare: the compiled model's architecture */
+  return 1;
+}
+
+/* A random model: the compiled model's architecture (compare's like), or
+** --arch's sized for the task. */
+static int random_model(train_arm *a, const train_opts *o, int trial,
+                        const rasp_model_config *like, int vocab, int len, rasp_error *err) {
+  rasp_model *m = &a->m;
+  if (like) {
     if (!raspN_init(m, like, err)) return 0;
     a->prefix = like->bos_token;
     train_init_params(m, o->seed * 1000003 + (uint64_t)trial);
-  } else {
-    rasp_model_config c = o->arch;
-    c.vocab_size = vocab;
-    c.n_out = vocab;
-    c.max_len = len;
-    c.d_head = c.d_model / c.n_heads;
-    c.causal = !o->encoder;
-    c.bos_token = o->task.bos ? o->task.V + RASP_SP_BOS : -1;
-    if (!raspN_init(m, &c, err)) return 0;
-    train_init_params(m, o->seed * 1000003 + (uint64_t)trial);
+    return 1;
   }
-  if (random_init) return 1;
+  rasp_model_config c = o->arch;
+  c.vocab_size = vocab;
+  c.n_out = vocab;
+  c.max_len = len;
+  c.d_head = c.d_model / c.n_heads;
+  c.causal = !o->encoder;
+  c.bos_token = o->task.bos ? o->task.V + RASP_SP_BOS : -1;
+  if (!raspN_init(m, &c, err)) return 0;
+  train_init_params(m, o->seed * 1000003 + (uint64_t)trial);
+  return 1;
+}
+
+/* An --init model's starting point: widened (--widen, compiled models
+** only) or masked whole, recorded as a->ref, then moved by --init-mix,
+** --reinit-layers and --init-noise. */
+static int start_point(train_arm *a, const train_opts *o, int trial, rasp_error *err) {
+  rasp_model *m = &a->m;
   if (o->widen && a->prefix < 0) { /* only compiled models get a prefix */
     raspR_setnopos(err, "--widen: '%s' is not a compiled model", o->init);
-    goto fail;
+    return 0;
   }
   if (o->widen) {
     if (!train_widen(m, o->widen, o->widen_scale, o->seed * 1000003 + (uint64_t)trial,
                     &a->mask, err))
-      goto fail;
+      return 0;
     if (trial == 0)
       fprintf(stderr, "rasp-train: widened by %d: d_model %d, %d heads, "
                       "d_mlp %d\n", o->widen, m->cfg.d_model,
@@ -150,7 +154,7 @@ static int make_model(train_arm *a, const train_opts *o, int trial, int random_i
     /* (1 - A) x compiled + A x random: in float, so A = 1 gives the random
     ** weights exactly (0 * w + r = r) and A = 0 the compiled ones */
     rasp_model rm;
-    if (!raspN_init(&rm, &m->cfg, err)) goto fail;
+    if (!raspN_init(&rm, &m->cfg, err)) return 0;
     train_init_params(&rm, o->seed * 1000003 + (uint64_t)trial);
     float A = o->init_mix;
     for (size_t i = 0; i < m->nparams; i++)
@@ -162,7 +166,7 @@ static int make_model(train_arm *a, const train_opts *o, int trial, int random_i
     if (l >= m->cfg.n_layers) {
       raspR_setnopos(err, "--reinit-layers: layer %d, the model has %d", l,
                      m->cfg.n_layers);
-      goto fail;
+      return 0;
     }
     train_reinit_layer(m, l, o->seed + (uint64_t)trial);
     p = strchr(p, ',');
@@ -170,6 +174,32 @@ static int make_model(train_arm *a, const train_opts *o, int trial, int random_i
     p++;
   }
   if (o->init_noise > 0) train_add_noise(m, o->init_noise, o->seed + (uint64_t)trial);
+  return 1;
+}
+
+/* a->m, a->prefix, a->init_fnv, and for an --init model a->ref (the
+** starting point before --init-mix, --reinit-layers and --init-noise: the
+** compiled point, widened by --widen: what distances are measured from),
+** a->mask (its entries that came from the --init model: all but
+** --widen's; and --widen's wires, tinit.h) and a->units (a compiled layout's heads, for the probe).  The
+** order is tarm.h's.  1, or 0 with err. */
+static int make_model(train_arm *a, const train_opts *o, int trial, int random_init,
+                      const rasp_model_config *like, const train_dataset *d,
+                      rasp_error *err) {
+  int len = raspT_length(&o->task), vocab = o->task.V + 9;
+  rasp_model *m = &a->m;
+  a->prefix = -1;
+  if (random_init) return random_model(a, o, trial, like, vocab, len, err);
+  /* the checksum rmodel computes to check the files is the fingerprint */
+  if (!raspN_load_fnv(m, o->init, &a->init_fnv, err)) return 0;
+  /* a pre-LN compiled model, or a checkpoint trained from one, runs its
+  ** layer norms in rmodel.c's arithmetic (tnet.h, exact_ln): kept in
+  ** the layout the arm writes, which replaces the file's */
+  a->exact_ln = m->cfg.layer_norm && raspN_layout_has(m, "layer_norm");
+  if (train_is_compiled(m) ? !from_compiled(a, o, trial, d, vocab, len, err)
+                           : !fits_checkpoint(m, o, vocab, len, err))
+    goto fail;
+  if (!start_point(a, o, trial, err)) goto fail;
   return 1;
 fail:
   raspN_free(m);

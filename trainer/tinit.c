@@ -55,10 +55,13 @@ static int named_dim(char **dims, int nd, int shift, const char *want) {
   return -1;
 }
 
-int train_adapt_compiled(rasp_model *m, const char *name,
-                         const rasp_task_opts *task, int encoder, int n_out,
-                         int T, float floor, rasp_error *err) {
-  rasp_model_config *c = &m->cfg;
+/* A compiled model the task can run on: BOS and a layout, causal for the
+** decoder, and as many positions as the task writes (a causal model's
+** outputs do not depend on later positions, so a longer one serves a
+** shorter task; a non-causal one only its own length). */
+static int fits_task(const rasp_model *m, const char *name, int encoder, int T,
+                     rasp_error *err) {
+  const rasp_model_config *c = &m->cfg;
   if (!train_is_compiled(m)) {
     raspR_setnoposc(err, RASP_E_USAGE, "'%s': not a compiled model (no BOS token or layout)", name);
     return 0;
@@ -68,8 +71,6 @@ int train_adapt_compiled(rasp_model *m, const char *name,
                         "needs a causal program (e.g. readout6_causal)", name);
     return 0;
   }
-  /* a causal model's outputs do not depend on later positions, so a longer
-  ** one serves a shorter task; a non-causal one only its own length */
   if (c->causal ? c->max_len < T + 1 : c->max_len != T + 1) {
     raspR_setnoposc(err, RASP_E_USAGE, "'%s': compiled for %d positions (BOS included); the "
                         "task needs %s%d (BOS + %d tokens): train with the task "
@@ -78,17 +79,16 @@ int train_adapt_compiled(rasp_model *m, const char *name,
                    c->causal ? "at least " : "exactly ", T + 1, T);
     return 0;
   }
-  int nd = 0, rc = -1, nvoc = 0;
-  char **dims = raspN_layout_strings(m, "dims", &nd), **voc = NULL;
-  int nv = 0;
-  int *vals = train_compiled_out_vals(m, &nv, err);
-  if (!vals) goto out;
-  if (nd > c->d_model) {
-    raspR_setnoposc(err, RASP_E_USAGE, "'%s': the layout names %d dimensions, d_model is %d",
-                   name, nd, c->d_model);
-    goto out;
-  }
-  /* every id the task writes must be the compiled model's id for that text */
+  return 1;
+}
+
+/* Every id the task writes (and MASK, for the encoder) must be the
+** compiled model's id for that text: the residual dimension the layout
+** names for it (dims, nd of them) has its embedding nonzero.  A program
+** written for st_names reads 's' and 't' as symbols. */
+static int check_tokens(rasp_model *m, const char *name, const rasp_task_opts *task,
+                        int encoder, char **dims, int nd, rasp_error *err) {
+  const rasp_model_config *c = &m->cfg;
   const float *te = raspN_data(m, "tok_emb");
   /* dims[k] names residual dimension k; where the list leaves some out,
   ** the tokens unit's "dim" anchors its first "tokens=" entry */
@@ -98,6 +98,8 @@ int train_adapt_compiled(rasp_model *m, const char *name,
   int shift = (k0 >= 0 && udim >= 0) ? udim - k0 : 0;
   /* a numerical tokens unit (many symbols: "tokens=x", "tokens=x^2") holds
   ** the id itself; the layout's vocab then names the ids */
+  int nvoc = 0, ok = 0;
+  char **voc = NULL;
   int xdim = named_dim(dims, nd, shift, "tokens=x");
   if (xdim >= 0) voc = raspN_layout_strings(m, "vocab", &nvoc);
   if (!voc) nvoc = 0;
@@ -138,7 +140,6 @@ int train_adapt_compiled(rasp_model *m, const char *name,
     }
   }
   if (!task->st_names) {
-    /* a program written for st_names reads 's' and 't' as symbols */
     for (int k = 0; k < nd; k++)
       if (!strcmp(dims[k], "tokens=s") || !strcmp(dims[k], "tokens=t")) {
         raspR_setnoposc(err, RASP_E_USAGE, "'%s': the program reads the symbols 's' and 't'; "
@@ -146,7 +147,18 @@ int train_adapt_compiled(rasp_model *m, const char *name,
         goto out;
       }
   }
-  /* the new readout */
+  ok = 1;
+out:
+  if (voc) raspN_free_strings(voc, nvoc);
+  return ok;
+}
+
+/* m with the new readout: n_out outputs, output v the compiled readout's
+** column for value v (vals[j] is column j's value; the first column of a
+** value wins), or no weights and bias floor for a value it never writes. */
+static int swap_readout(rasp_model *m, const int *vals, int nv, int n_out, float floor,
+                        rasp_error *err) {
+  const rasp_model_config *c = &m->cfg;
   size_t D = (size_t)c->d_model;
   const float *U = raspN_data(m, "unembed"), *Ub = raspN_data(m, "unembed_b");
   float *nu = raspM_alloc(D * (size_t)n_out * sizeof *nu);
@@ -163,30 +175,47 @@ int train_adapt_compiled(rasp_model *m, const char *name,
   rasp_model nm;
   rasp_model_config nc = *c;
   nc.n_out = n_out;
-  if (!raspN_init(&nm, &nc, err)) {
-    raspM_free(nu);
-    raspM_free(nb);
-    raspM_free(src);
-    goto out;
-  }
-  for (int k = 0; k < nm.ntensors; k++) {
-    rasp_tensor *t = &nm.tensors[k];
-    float *dst = nm.params + t->offset;
-    if (!strcmp(t->name, "unembed")) memcpy(dst, nu, t->size * sizeof *dst);
-    else if (!strcmp(t->name, "unembed_b")) memcpy(dst, nb, t->size * sizeof *dst);
-    else memcpy(dst, raspN_data(m, t->name), t->size * sizeof *dst);
+  int ok = raspN_init(&nm, &nc, err);
+  if (ok) {
+    for (int k = 0; k < nm.ntensors; k++) {
+      rasp_tensor *t = &nm.tensors[k];
+      float *dst = nm.params + t->offset;
+      if (!strcmp(t->name, "unembed")) memcpy(dst, nu, t->size * sizeof *dst);
+      else if (!strcmp(t->name, "unembed_b")) memcpy(dst, nb, t->size * sizeof *dst);
+      else memcpy(dst, raspN_data(m, t->name), t->size * sizeof *dst);
+    }
   }
   raspM_free(nu);
   raspM_free(nb);
   raspM_free(src);
+  if (!ok) return 0;
   raspN_free(m);
   *m = nm;
-  rc = 0;
+  return 1;
+}
+
+/* The plan: the model fits the task, its layout names every token the
+** task writes, then the readout is rebuilt for the task's outputs. */
+int train_adapt_compiled(rasp_model *m, const char *name,
+                         const rasp_task_opts *task, int encoder, int n_out,
+                         int T, float floor, rasp_error *err) {
+  if (!fits_task(m, name, encoder, T, err)) return 0;
+  int nd = 0, ok = 0;
+  char **dims = raspN_layout_strings(m, "dims", &nd);
+  int nv = 0;
+  int *vals = train_compiled_out_vals(m, &nv, err);
+  if (!vals) goto out;
+  if (nd > m->cfg.d_model) {
+    raspR_setnoposc(err, RASP_E_USAGE, "'%s': the layout names %d dimensions, d_model is %d",
+                   name, nd, m->cfg.d_model);
+    goto out;
+  }
+  ok = check_tokens(m, name, task, encoder, dims, nd, err) &&
+       swap_readout(m, vals, nv, n_out, floor, err);
 out:
   raspN_free_strings(dims, nd);
-  if (voc) raspN_free_strings(voc, nvoc);
   raspM_free(vals);
-  return rc == 0;
+  return ok;
 }
 
 /* ---- widening ------------------------------------------------------------ */
