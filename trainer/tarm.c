@@ -71,7 +71,7 @@ static int make_model(train_arm *a, const train_opts *o, int trial, int random_i
     /* a pre-LN compiled model, or a checkpoint trained from one, runs its
     ** layer norms in rmodel.c's arithmetic (tnet.h, exact_ln): kept in
     ** the layout the arm writes, which replaces the file's */
-    a->exact_ln = m->cfg.layer_norm && raspN_layout_has(m, "layer_norm");
+    a->exact_ln = m->cfg.layer_norm == RASPN_LN_PRE && raspN_layout_has(m, "layer_norm");
   }
   if (!random_init && train_is_compiled(m)) {
     float lo, hi;
@@ -98,7 +98,8 @@ static int make_model(train_arm *a, const train_opts *o, int trial, int random_i
                       "%s, %s\n",
               o->init, bos, vocab, lo, hi, floor, m->cfg.d_model,
               m->cfg.n_layers, m->cfg.n_heads, m->cfg.d_mlp,
-              m->cfg.layer_norm ? "pre-LN (compiled exact)" : "no layer norm",
+              m->cfg.layer_norm == RASPN_LN_RMS ? "pre-RMSNorm (compiled exact)"
+              : m->cfg.layer_norm ? "pre-LN (compiled exact)" : "no layer norm",
               m->cfg.causal ? "causal" : "non-causal");
   } else if (!random_init) {
     const rasp_model_config *c = &m->cfg;
