@@ -14,10 +14,15 @@ here (an 8-byte little-endian header length, a JSON header, raw float32).
 The model is the transformer of rasp/rmodel.h (tok_emb + pos_emb; blocks of
 multi-head attention, softmax(Q K^T / sqrt(d_head)), causal mask when
 config.causal, then an MLP with ReLU or tanh-GELU, each added to the
-residual; pre-layer-norm when config.layer_norm; logits = x unembed +
+residual; a norm before every sublayer and the readout when
+config.layer_norm: 1 layer norms, 2 RMS norms; logits = x unembed +
 unembed_b).  A model of `rasp compile --ln pre` (layout.layer_norm) runs its
 layer norms as `ExactLayerNorm`, an nn.LayerNorm computed in rmodel.c's
-arithmetic, which its exactness needs (doc/compiler.md, "Pre-LN models").  Its parameters have the file's tensor names
+arithmetic, which its exactness needs (doc/compiler.md, "Pre-LN models").
+RMS norms (`rasp compile --ln rms`, `rasp-train --ln rms`) run as
+`RMSNorm`, the stock formula x * torch.rsqrt(x.pow(2).mean(-1) + eps) *
+weight, in which a compiled one is exact in any order ("Pre-RMSNorm
+models").  Its parameters have the file's tensor names
 (`state_dict()` keys are "tok_emb", "layers.0.attn.w_q", ...).
 
 Attributes: `config` (STEM.json's config), `dims` (the name of every
@@ -91,6 +96,7 @@ try:
 except ImportError:  # the numpy forward pass serves
     torch = None
 
+RMS_EPS = 1e-5  # an RMS norm's epsilon (config.layer_norm 2), rmodel.h's RASPN_RMS_EPS
 ATTENTIONS = ("product", "sdpa")  # load()'s attention: the formula run
 
 __all__ = ["load", "read_safetensors", "NumpyModel", "Trace", "FormatError",
@@ -249,8 +255,10 @@ def _expected(c):
         t["pos_emb"] = (c["max_len"], D)
     for L in range(c["n_layers"]):
         p = "layers.%d." % L
-        if c["layer_norm"]:
-            t[p + "ln1.weight"] = t[p + "ln1.bias"] = (D,)
+        if c["layer_norm"]:  # (1: layer norms, weight and bias; 2: RMS norms, weight)
+            t[p + "ln1.weight"] = (D,)
+            if c["layer_norm"] == 1:
+                t[p + "ln1.bias"] = (D,)
         for w in ("w_q", "w_k", "w_v"):
             t[p + "attn." + w] = (H, D, E)
         for b in ("b_q", "b_k", "b_v"):
@@ -258,13 +266,17 @@ def _expected(c):
         t[p + "attn.w_o"] = (H, E, D)
         t[p + "attn.b_o"] = (D,)
         if c["layer_norm"]:
-            t[p + "ln2.weight"] = t[p + "ln2.bias"] = (D,)
+            t[p + "ln2.weight"] = (D,)
+            if c["layer_norm"] == 1:
+                t[p + "ln2.bias"] = (D,)
         t[p + "mlp.w_in"] = (D, F)
         t[p + "mlp.b_in"] = (F,)
         t[p + "mlp.w_out"] = (F, D)
         t[p + "mlp.b_out"] = (D,)
     if c["layer_norm"]:
-        t["ln_f.weight"] = t["ln_f.bias"] = (D,)
+        t["ln_f.weight"] = (D,)
+        if c["layer_norm"] == 1:
+            t["ln_f.bias"] = (D,)
     t["unembed"] = (D, c["n_out"])
     t["unembed_b"] = (c["n_out"],)
     return t
@@ -291,7 +303,10 @@ def _read(stem):
     if cfg["n_layers"] > _MAXLAYERS:
         raise FormatError("%s.json: model config: n_layers = %d is too large (at most %d)"
                           % (stem, cfg["n_layers"], _MAXLAYERS))
-    for k in ("causal", "layer_norm", "pos_embedding", "gelu"):
+    if cfg["layer_norm"] not in (0, 1, 2):
+        raise FormatError("%s.json: model config: layer_norm = %d must be 0 (none), 1 (pre-LN) "
+                          "or 2 (pre-RMSNorm)" % (stem, cfg["layer_norm"]))
+    for k in ("causal", "pos_embedding", "gelu"):
         if cfg[k] not in (0, 1):
             raise FormatError("%s.json: model config: %s = %d must be 0 or 1" % (stem, k, cfg[k]))
     if not -1 <= cfg["bos_token"] < cfg["vocab_size"]:
@@ -341,7 +356,8 @@ class _Layout:
             self._inputs = set(layout["input_symbols"])
         # a compiled pre-LN model (rasp compile --ln pre) is exact only in
         # rmodel.c's layer norm arithmetic (doc/compiler.md, "Pre-LN models")
-        self._exact_ln = (layout.get("layer_norm") or {}).get("construction") == "exact identity"
+        self._exact_ln = (cfg["layer_norm"] == 1 and (layout.get("layer_norm") or {})
+                          .get("construction") == "exact identity")
         self._ids = {}
         for i, s in enumerate(self.vocab or []):
             if s and i != self.bos_token and s not in self._ids:
@@ -546,6 +562,9 @@ class NumpyModel(_Layout):
         self.params = {k: np.array(v, dtype=np.float32) for k, v in tensors.items()}
 
     def _ln(self, x, name):
+        if self.config["layer_norm"] == 2:  # RMS norm, in x's own type
+            ms = (x * x).mean(-1, keepdims=True)
+            return x * (1 / np.sqrt(ms + x.dtype.type(RMS_EPS))) * self.params[name + ".weight"]
         if self._exact_ln:
             return _exact_ln_np(x, self.params[name + ".weight"], self.params[name + ".bias"])
         mu = x.mean(-1, keepdims=True, dtype=np.float64)
@@ -650,6 +669,21 @@ if torch is not None:
             rs = (1.0 / torch.sqrt(v / D + 1e-5)).float().double()
             return (dv * rs[..., None]).float() * self.weight + self.bias
 
+    class RMSNorm(nn.Module):
+        """An RMS norm as LLaMA's and torch 2.4's nn.RMSNorm: x rsqrt(mean(x^2)
+        + eps) weight, no mean subtracted, no bias, eps 1e-5, in x's own
+        type and torch's own order.  A compiled pre-RMSNorm model (`rasp
+        compile --ln rms`) is exact in this stock arithmetic, in any
+        summation order (doc/compiler.md, "Pre-RMSNorm models")."""
+
+        def __init__(self, d, eps=RMS_EPS):
+            super().__init__()
+            self.weight = nn.Parameter(torch.ones(d))
+            self.eps = eps
+
+        def forward(self, x):
+            return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
+
     class _Block(nn.Module):
         def __init__(self, c, LN):
             super().__init__()
@@ -669,7 +703,8 @@ if torch is not None:
             self.tok_emb = nn.Parameter(torch.zeros(c["vocab_size"], c["d_model"]))
             if c["pos_embedding"]:
                 self.pos_emb = nn.Parameter(torch.zeros(c["max_len"], c["d_model"]))
-            LN = ExactLayerNorm if self._exact_ln else nn.LayerNorm
+            LN = (RMSNorm if c["layer_norm"] == 2 else ExactLayerNorm if self._exact_ln
+                  else nn.LayerNorm)
             self.layers = nn.ModuleList(_Block(c, LN) for _ in range(c["n_layers"]))
             if c["layer_norm"]:
                 self.ln_f = LN(c["d_model"], eps=1e-5)

@@ -354,6 +354,7 @@ static int compile_once(const rasp_ir *ir, const raspG_opts *o, unsigned char *f
     out->precision = o->precision;
     if (o->ln == RASPG_LN_PRE) raspG_ln_plan(g, out); /* (before the proof: it charges
                                                       ** what the layer norms can move) */
+    if (o->ln == RASPG_LN_RMS) raspG_rms_plan(g, out);
     pr = raspG_prove(g, out, &ov, o->precision, force);
   }
   if (pr != 0) {
@@ -365,10 +366,10 @@ static int compile_once(const rasp_ir *ir, const raspG_opts *o, unsigned char *f
   note_heads(g, o, out, force);
   /* (the schedule alone needs no bound; the noise bounds do not model
   ** layer norm, so a pre-LN model has none) */
-  if (!sched && o->ln != RASPG_LN_PRE) raspG_cb_bound(g, out, &ov);
-  if (o->ln == RASPG_LN_PRE) {
+  if (!sched && o->ln == RASPG_LN_NONE) raspG_cb_bound(g, out, &ov);
+  if (o->ln != RASPG_LN_NONE) {
     out->cb_dev0 = -1;
-    if (!raspG_ln_apply(g, out, err)) {
+    if (!(o->ln == RASPG_LN_PRE ? raspG_ln_apply(g, out, err) : raspG_rms_apply(g, out, err))) {
       raspG_view_free(&ov);
       raspG_gc_free(g);
       raspG_free(out);
@@ -390,10 +391,13 @@ static int compile_impl(const rasp_ir *ir, const raspG_opts *o, raspG_model *out
     raspR_setnoposc(err, RASP_E_USAGE, "compile: unknown precision %d", o->precision);
     return 0;
   }
-  if (o->ln == RASPG_LN_PRE && o->precision != RASPG_FP32) {
+  if (o->ln != RASPG_LN_NONE && o->precision != RASPG_FP32) {
     memset(out, 0, sizeof *out);
-    raspR_setnoposc(err, RASP_E_USAGE, "compile: --ln pre is for fp32 only (its layer norms are "
-                                       "exact in float32's arithmetic)");
+    raspR_setnoposc(err, RASP_E_USAGE, o->ln == RASPG_LN_PRE
+                    ? "compile: --ln pre is for fp32 only (its layer norms are exact in float32's "
+                      "arithmetic)"
+                    : "compile: --ln rms is for fp32 only (its construction and proof are "
+                      "float32's and float64's)");
     return 0;
   }
   /* proof-driven fp32: a model the bound proves whole with the default

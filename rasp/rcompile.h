@@ -71,8 +71,10 @@ typedef struct raspG_opts {
   ** compile --ln pre`): the pre-LN architecture, layer norms before every
   ** attention, every MLP and the readout, with real weights, which the
   ** construction of rcompile_ln.c makes exact identities on every
-  ** dimension the model reads (doc/compiler.md, "Pre-LN models").  fp32
-  ** only. */
+  ** dimension the model reads (doc/compiler.md, "Pre-LN models");
+  ** RASPG_LN_RMS (`--ln rms`): RMS norms there instead, made exact
+  ** identities in any summation order (rcompile_rms.c; "Pre-RMSNorm
+  ** models").  fp32 only. */
   int ln;
   /* 0 (the default): every head's d_head is rounded up (zero columns) to
   ** the next of 1, 16, 256, ... (raspN_sdpa_exact), where PyTorch's
@@ -87,7 +89,7 @@ typedef struct raspG_opts {
 enum { RASPG_FP32, RASPG_FP16, RASPG_BF16 };
 enum { RASPG_MOVES_ASSUME, RASPG_MOVES_PROVE, RASPG_MOVES_ONE };
 enum { RASPG_ENC_AUTO, RASPG_ENC_CATEGORICAL };
-enum { RASPG_LN_NONE, RASPG_LN_PRE };
+enum { RASPG_LN_NONE, RASPG_LN_PRE, RASPG_LN_RMS };
 /* "fp32", "fp16", "bf16" */
 const char *raspG_precision_name(int precision);
 /* x rounded to nearest-even in that format (fp16: 11 significand bits,
@@ -150,6 +152,10 @@ typedef struct raspG_model {
   ** every layer norm (ln_why: what failed, when not) */
   int ln_d0, ln_d1, ln_a, ln_b, ln_s, ln_q, ln_proven;
   double ln_T, ln_S; /* the bounds it was chosen from: sum of |x| and of x^2 */
+  /* --ln rms (rcompile_rms.c): ln_nc constants ln_c[k] 2^ln_q (the squares
+  ** of the ln_c summing to ln_d1), weight 2^ln_q; ln_f64: exact in float64
+  ** too, not float32 alone (ln_d0, ln_d1, ln_S, ln_proven, ln_why as above) */
+  int ln_nc, ln_c[4], ln_f64;
   char ln_why[160];
 } raspG_model;
 

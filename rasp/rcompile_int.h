@@ -115,6 +115,9 @@ typedef struct unit {
                       squared unit's x^2 (kappa 0 and ae > 0: integers off
                       by at most ae) */
   const char *why; /* why its margin is not proven, for the refusal */
+  double why_by, why_lim; /* where why is a bound that fails (a leak or an
+                             unequal weighing): how far it can move the
+                             value, and how far it may (0, 0: none) */
   int proven;      /* prove's verdict on it */
   int done;        /* prove has reached it */
   double leak, spread; /* head_margin's: weight past the selected keys, and
@@ -176,7 +179,7 @@ typedef struct gc {
   int inplace;     /* the unit mlp_margin proves updates its operand in place */
   double *od;      /* prove, fp32: per residual dimension, what an MLP unit's
                       hidden units' errors move it by */
-  double ln_tiny;  /* --ln pre: what a layer norm can move a stored value it
+  double ln_tiny;  /* --ln pre and rms: what a layer norm can move a stored value it
                       does not return exactly by (rcompile_ln.c); prove()
                       adds it to every error that is not 0 */
 } gc;
@@ -375,6 +378,18 @@ RASPG_INTERNAL char *raspG_layout_json(gc *g, const raspG_model *m, int root, co
 
 RASPG_INTERNAL void raspG_ln_plan(gc *g, raspG_model *out);
 RASPG_INTERNAL int raspG_ln_apply(gc *g, raspG_model *out, rasp_error *err);
+/* rcompile_ln.c's parts that --ln rms shares: per residual dimension a
+** bound on |x| at every norm (fresh array of the model's d_model); a tensor
+** copied into a model with a longer residual axis; whether every unit's
+** error and smallest value allow the norms (1, or 0 with out->ln_why). */
+RASPG_INTERNAL double *raspG_ln_dim_bounds(gc *g, raspG_model *out);
+RASPG_INTERNAL void raspG_ln_copy_tensor(const rasp_model *m0, const rasp_tensor *t0,
+                                         rasp_model *m1, const rasp_tensor *t1);
+RASPG_INTERNAL int raspG_ln_units_ok(gc *g, raspG_model *out);
+/* --ln rms (rcompile_rms.c): chooses the constants before the proof (and
+** gc.ln_tiny), and builds the pre-RMSNorm model from the proven one. */
+RASPG_INTERNAL void raspG_rms_plan(gc *g, raspG_model *out);
+RASPG_INTERNAL int raspG_rms_apply(gc *g, raspG_model *out, rasp_error *err);
 
 /* ---- rcompile_fast.c: the sparse forward pass */
 

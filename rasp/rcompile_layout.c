@@ -84,11 +84,14 @@ static void proof_json(sbuf *b, const raspG_model *m) {
 ** float32's grid of 1 there rounds to the integer its decode reads) needs
 ** float32 itself: ["float32"], and the loaders refuse to run it in another
 ** type.  Every other proven form is exact, or bounded by a rounding error
-** that a wider type only shrinks: ["float32", "float64"]. */
+** that a wider type only shrinks: ["float32", "float64"]; but a pre-RMSNorm
+** model whose norms are proven exact in float32 only (rcompile_rms.c). */
 static void arithmetic_json(const gc *g, sbuf *b, const raspG_model *m) {
   if (m->precision != RASPG_FP32) return;
   int qw = 0;
   for (int i = 0; i < g->nu; i++) qw |= g->u[i].used && g->u[i].qw;
+  /* (a pre-RMSNorm model whose constants are sized for float32 alone) */
+  qw |= m->model.cfg.layer_norm == RASPN_LN_RMS && !m->ln_f64;
   sb_printf(b, "\"arithmetic\": [%s], ", qw ? "\"float32\"" : "\"float32\", \"float64\"");
 }
 
@@ -137,12 +140,20 @@ static void dim_json(gc *g, sbuf *b, int dim) {
 }
 
 /* layout.dims: dims[k] names residual dimension k: is_bos, one, then the
-** units' (dim_json); past them --ln pre's balance, padding and constants
+** units' (dim_json); past them --ln rms's padding and constants
+** (rcompile_rms.c) or --ln pre's balance, padding and constants
 ** (rcompile_ln.c). */
 static void dims_json(gc *g, sbuf *b, const raspG_model *m) {
   sb_printf(b, "\"dims\": [\"is_bos\", \"one\"");
   for (int dim = 2; dim < m->n_dims; dim++) dim_json(g, b, dim);
-  for (int dim = m->n_dims; dim < m->model.cfg.d_model; dim++) {
+  for (int dim = m->n_dims; m->model.cfg.layer_norm == RASPN_LN_RMS && dim < m->model.cfg.d_model;
+       dim++) {
+    int kc = m->model.cfg.d_model - dim; /* 1..: from the last */
+    if (kc > m->ln_nc) sb_printf(b, ", \"\"");
+    else sb_printf(b, ", \"rms_const%d\"", m->ln_nc - kc);
+  }
+  for (int dim = m->n_dims; m->model.cfg.layer_norm == RASPN_LN_PRE && dim < m->model.cfg.d_model;
+       dim++) {
     int kc = m->model.cfg.d_model - dim; /* 1..: from the last */
     int nc = m->ln_b ? 4 : 2;
     sb_printf(b, ", \"%s\"", dim == m->n_dims ? "ln_balance" : kc > nc ? "" :
@@ -252,7 +263,14 @@ char *raspG_layout_json(gc *g, const raspG_model *m, int root, const view *ov) {
   sb_printf(&b, "], ");
   readout_json(g, &b, m, root);
   if (g->o->token_names) vocab_json(g, &b);
-  if (m->model.cfg.layer_norm)
+  if (m->model.cfg.layer_norm == RASPN_LN_RMS) {
+    sb_printf(&b, ", \"layer_norm\": {\"kind\": \"rms\", \"construction\": \"exact identity\", "
+                  "\"eps\": 1e-05, \"value_dims\": %d, \"constants\": [", m->n_dims);
+    for (int k = 0; k < m->ln_nc; k++) sb_printf(&b, "%s%d", k ? ", " : "", m->ln_c[k]);
+    sb_printf(&b, "], \"const_log2\": %d, \"weight_log2\": %d, \"exact_in\": [%s], "
+                  "\"proven\": %s}", m->ln_q, m->ln_q,
+              m->ln_f64 ? "\"float32\", \"float64\"" : "\"float32\"", m->ln_proven ? "true" : "false");
+  } else if (m->model.cfg.layer_norm)
     sb_printf(&b, ", \"layer_norm\": {\"kind\": \"pre\", \"construction\": \"exact identity\", "
                   "\"value_dims\": %d, \"balance_dim\": %d, \"a\": %d, \"b\": %d, \"const_log2\": %d, "
                   "\"weight_log2\": %d, \"proven\": %s}", m->n_dims, m->n_dims, m->ln_a, m->ln_b, m->ln_s, m->ln_q,

@@ -107,7 +107,7 @@ static int ln_width(int d0, int *a, int *b) {
 ** at every layer norm: the value sets of the units that hold it (an error
 ** below 1, checked by ln_apply) and the BOS position's residual, doubled
 ** plus 1.  Fresh array of d0. */
-static double *dim_bounds(gc *g, raspG_model *out) {
+double *raspG_ln_dim_bounds(gc *g, raspG_model *out) {
   rasp_model *m = &out->model;
   int D = m->cfg.d_model, n = g->n + 1, nl = m->cfg.n_layers;
   double *B = raspM_alloc(sizeof(double) * (size_t)D);
@@ -139,7 +139,7 @@ static double *dim_bounds(gc *g, raspG_model *out) {
 
 void raspG_ln_plan(gc *g, raspG_model *out) {
   int d0 = out->model.cfg.d_model, a = 1, b = 0, m = 0;
-  double *B = dim_bounds(g, out), T = 0, S = 0;
+  double *B = raspG_ln_dim_bounds(g, out), T = 0, S = 0;
   for (int d = 0; d < d0; d++) T += B[d], S += B[d] * B[d];
   raspM_free(B);
   S += T * T; /* the balance holds minus their sum */
@@ -169,8 +169,8 @@ void raspG_ln_plan(gc *g, raspG_model *out) {
 
 /* Copies tensor t0 of m0 into t1 of m1, whose one differing axis (the
 ** residual's) is longer: the first t0 entries along it. */
-static void copy_tensor(const rasp_model *m0, const rasp_tensor *t0, rasp_model *m1,
-                        const rasp_tensor *t1) {
+void raspG_ln_copy_tensor(const rasp_model *m0, const rasp_tensor *t0, rasp_model *m1,
+                          const rasp_tensor *t1) {
   int ax = -1;
   for (int k = 0; k < t0->ndim; k++)
     if (t0->shape[k] != t1->shape[k]) ax = k;
@@ -235,9 +235,9 @@ static void write_norms(const raspG_model *out, rasp_model *m) {
 }
 
 /* What the construction needs of the proof: every unit's error below 1
-** (the slack in dim_bounds) and no value it can hold, its error taken off,
+** (the slack in raspG_ln_dim_bounds) and no value it can hold, its error taken off,
 ** below 2^(q-125).  1, or 0 with why. */
-static int ln_units_ok(gc *g, raspG_model *out) {
+int raspG_ln_units_ok(gc *g, raspG_model *out) {
   double lo = ldexp(1, out->ln_q - 125);
   char nb[96];
   for (int i = 0; i < g->nu; i++) {
@@ -301,11 +301,11 @@ int raspG_ln_apply(gc *g, raspG_model *out, rasp_error *err) {
   if (!raspN_init(&m1, &cfg, err)) return 0;
   for (int t = 0; t < m1.ntensors; t++) {
     const rasp_tensor *t0 = raspN_tensor(m0, m1.tensors[t].name);
-    if (t0) copy_tensor(m0, t0, &m1, &m1.tensors[t]);
+    if (t0) raspG_ln_copy_tensor(m0, t0, &m1, &m1.tensors[t]);
   }
   write_balance(&m1, out->ln_d0);
   write_norms(out, &m1);
-  out->ln_proven = ln_units_ok(g, out);
+  out->ln_proven = raspG_ln_units_ok(g, out);
   if (out->ln_proven && out->ln_q > 100)
     out->ln_proven = 0, snprintf(out->ln_why, sizeof out->ln_why,
                                  "the residual's bounds need constants past 2^100");

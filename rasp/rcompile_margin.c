@@ -426,13 +426,16 @@ static int hm_verdict(hmst *st, rasp_model *m) {
   u->leak0 = (double)st->n * exp(-(1 - 4 * up) * (double)st->wq[u->bcol] * st->kbf * lsc);
   u->spread = spread * lsc;
   int ok = 1;
+  u->why_by = u->why_lim = 0;
   if (st->unbounded) ok = 0, u->why = "the error of what it reads is not bounded";
   else if (!(Gp > 0)) ok = 0, u->why = "rounding can let a key that is not selected win";
   else if (!(leak * vrange <= tol))
-    ok = 0, u->why = "the weight leaking past its selected keys can move its value too far";
+    ok = 0, u->why = "the weight leaking past its selected keys can move its value too far",
+    u->why_by = leak * vrange, u->why_lim = tol;
   else if (avg && !(width && u->qw && st->wexact) && !((exp(spread * lsc) - 1) * vrange <= tol))
     ok = 0, u->why = "rounding can weigh its selected keys unequally, moving its mean by more "
-                     "than an eighth of the gap between its values";
+                     "than an eighth of the gap between its values",
+    u->why_by = (exp(spread * lsc) - 1) * vrange, u->why_lim = tol;
   if (p == RASPG_FP16 && (st->vmax > 65504 || st->smax > 65504))
     ok = 0, u->why = "a score or a feature exceeds fp16's largest number, 65504";
   if (p == RASPG_FP32 && !g->cb) ok = head_fp32(g, u, m, p, ok, leak, avg, st->wexact);

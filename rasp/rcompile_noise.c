@@ -184,6 +184,31 @@ static int nb_bound_dims(const raspG_model *g, double u, double *eps, double *de
   return 1;
 }
 
+/* --stats' lines for a pre-RMSNorm model (rcompile_rms.c's proof). */
+static void rms_stats(const raspG_model *g, FILE *out) {
+  const rasp_model_config *c = &g->model.cfg;
+  char cs[96] = "";
+  size_t k = 0;
+  for (int j = 0; j < g->ln_nc && k < sizeof cs; j++)
+    k += (size_t)snprintf(cs + k, sizeof cs - k, "%s%d", j ? ", " : "", g->ln_c[j]);
+  fprintf(out, "layer norm: pre-RMSNorm (--ln rms), d_model %d = %d + %d padding + %d "
+          "constant%s (%s, times 2^%d; their squares sum to d_model 4^%d), eps 1e-5, weight 2^%d; ",
+          c->d_model, g->ln_d0, c->d_model - g->ln_d0 - g->ln_nc, g->ln_nc,
+          g->ln_nc == 1 ? "" : "s", cs, g->ln_q, g->ln_q, g->ln_q);
+  if (!g->ln_proven) {
+    fprintf(out, "the RMS norms are NOT proven exact:\n  %s\n", g->ln_why);
+  } else {
+    int a = g->ln_c[g->ln_nc - 1], e = (int)floor(log2((double)a * a)) + 2 * g->ln_q;
+    fprintf(out, "the model's dimensions' sum of squares is at most %.3g = 2^%.1f, 2^5 or more "
+            "below 2^%d (half an ulp of the smallest constant's square in %s): every RMS norm "
+            "proven exactly the identity on every dimension the model reads, in %s, in any "
+            "summation order (the rounding proof above holds as without it)\n",
+            g->ln_S, log2(g->ln_S), e - (g->ln_f64 ? 53 : 24),
+            g->ln_f64 ? "float64" : "float32", g->ln_f64 ? "float32 and float64" : "float32 only");
+  }
+  fprintf(out, "not proven: the noise bounds do not model layer norm\n");
+}
+
 void raspG_print_stats(const raspG_model *g, FILE *out) {
   const rasp_model_config *c = &g->model.cfg;
   fprintf(out, "d_model %d, layers %d, heads %d (d_head %d), d_mlp %d, n_out %d, %s\n",
@@ -247,6 +272,10 @@ void raspG_print_stats(const raspG_model *g, FILE *out) {
     fprintf(out, "%s: every head, MLP unit and the readout proven against rounding; %d node%s "
             "compiled categorically (numerical not proven)\n",
             raspG_precision_name(g->precision), g->fallbacks, g->fallbacks == 1 ? "" : "s");
+  if (c->layer_norm == RASPN_LN_RMS) {
+    rms_stats(g, out);
+    return;
+  }
   if (c->layer_norm) {
     char cs[64];
     if (g->ln_b) snprintf(cs, sizeof cs, "+-%d*2^%d, +-%d*2^%d", g->ln_a, g->ln_s, g->ln_b, g->ln_s);

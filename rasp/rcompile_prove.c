@@ -400,7 +400,15 @@ static int prove_refuse(gc *g, int p, int fail, int failsrc, double rmg, double 
                  "together (%s reads them with margin %.3g, and rounding can move that by up to "
                  "%.3g), and it has no categorical encoding",
                  where, raspG_precision_name(p), reader, u->margin, u->need);
-  } else if (c->node >= 0)
+  } else if (c->node >= 0 && failsrc >= 0 && u->why && u->why_lim > 0)
+    /* (a leak or an unequal weighing: its score margin may be ample and
+    ** the rounding it must absorb not even defined; what fails is how far
+    ** the value can move) */
+    raspR_setc(g->err, RASP_E_INEXACT, g->ir->nodes[c->node].pos,
+               "compile: %s cannot be compiled exactly in %s: %s (it can move by up to %.3g, "
+               "and at most %.3g is allowed), and it has no categorical encoding",
+               where, raspG_precision_name(p), u->why, u->why_by, u->why_lim);
+  else if (c->node >= 0)
     raspR_setc(g->err, RASP_E_INEXACT, g->ir->nodes[c->node].pos,
                "compile: %s cannot be compiled exactly in %s: %s (margin %.3g, rounding up to "
                "%.3g), and it has no categorical encoding",

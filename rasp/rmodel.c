@@ -60,8 +60,12 @@ static int cfg_check(const rasp_model_config *c, rasp_error *err) {
                    c->n_layers, MAXLAYERS);
     return -1;
   }
+  if (c->layer_norm < 0 || c->layer_norm > RASPN_LN_RMS) {
+    raspR_setnoposc(err, RASP_E_USAGE, "model config: layer_norm = %d must be 0 (none), 1 "
+                        "(pre-LN) or 2 (pre-RMSNorm)", c->layer_norm);
+    return -1;
+  }
   struct { const char *name; int v; } b[] = {{"causal", c->causal},
-                                             {"layer_norm", c->layer_norm},
                                              {"pos_embedding", c->pos_embedding},
                                              {"gelu", c->gelu}};
   for (size_t i = 0; i < sizeof b / sizeof b[0]; i++)
@@ -113,7 +117,7 @@ static void build_layout(layout *l, const rasp_model_config *c) {
 #define NM(s) (snprintf(nm, sizeof nm, "layers.%d.%s", L, s), nm)
     if (c->layer_norm) {
       lay_add(l, NM("ln1.weight"), 1, D, 0, 0);
-      lay_add(l, NM("ln1.bias"), 1, D, 0, 0);
+      if (c->layer_norm == RASPN_LN_PRE) lay_add(l, NM("ln1.bias"), 1, D, 0, 0);
     }
     lay_add(l, NM("attn.w_q"), 3, H, D, Dh);
     lay_add(l, NM("attn.w_k"), 3, H, D, Dh);
@@ -125,7 +129,7 @@ static void build_layout(layout *l, const rasp_model_config *c) {
     lay_add(l, NM("attn.b_o"), 1, D, 0, 0);
     if (c->layer_norm) {
       lay_add(l, NM("ln2.weight"), 1, D, 0, 0);
-      lay_add(l, NM("ln2.bias"), 1, D, 0, 0);
+      if (c->layer_norm == RASPN_LN_PRE) lay_add(l, NM("ln2.bias"), 1, D, 0, 0);
     }
     lay_add(l, NM("mlp.w_in"), 2, D, F, 0);
     lay_add(l, NM("mlp.b_in"), 1, F, 0, 0);
@@ -135,7 +139,7 @@ static void build_layout(layout *l, const rasp_model_config *c) {
   }
   if (c->layer_norm) {
     lay_add(l, "ln_f.weight", 1, D, 0, 0);
-    lay_add(l, "ln_f.bias", 1, D, 0, 0);
+    if (c->layer_norm == RASPN_LN_PRE) lay_add(l, "ln_f.bias", 1, D, 0, 0);
   }
   lay_add(l, "unembed", 2, D, O, 0);
   lay_add(l, "unembed_b", 1, O, 0, 0);
@@ -1098,6 +1102,23 @@ void raspN_layer_norm(const float *x, const float *w, const float *b, int d, flo
   for (int i = 0; i < d; i++) out[i] = (float)((x[i] - mean) * rs) * w[i] + b[i];
 }
 
+void raspN_rms_norm(const float *x, const float *w, int d, float *out) {
+  float ss = 0;
+  for (int i = 0; i < d; i++) ss += x[i] * x[i];
+  float rs = 1.0f / sqrtf(ss / (float)d + RASPN_RMS_EPS);
+  for (int i = 0; i < d; i++) out[i] = (x[i] * rs) * w[i];
+}
+
+void raspN_norm_rows(int kind, const float *x, const float *w, const float *b, int n, int d,
+                     float *out) {
+  for (int i = 0; i < n; i++) {
+    const float *xi = x + (size_t)i * d;
+    float *oi = out + (size_t)i * d;
+    if (kind == RASPN_LN_RMS) raspN_rms_norm(xi, w, d, oi);
+    else raspN_layer_norm(xi, w, b, d, oi);
+  }
+}
+
 static float act(float x, int gelu) {
   if (!gelu) return x > 0 ? x : 0;
   const float k = 0.7978845608028654f; /* sqrt(2/pi) */
@@ -1169,8 +1190,7 @@ static void norm_into(fwd *f, int L, const char *wname, const char *bname) {
   if (f->c->layer_norm) {
     const float *w = L < 0 ? raspN_data(f->m, wname) : layer_data(f->m, L, wname);
     const float *b = L < 0 ? raspN_data(f->m, bname) : layer_data(f->m, L, bname);
-    for (int i = 0; i < f->n; i++)
-      raspN_layer_norm(f->x + (size_t)i * D, w, b, D, f->h + (size_t)i * D);
+    raspN_norm_rows(f->c->layer_norm, f->x, w, b, f->n, D, f->h);
   } else {
     memcpy(f->h, f->x, nD * sizeof *f->h);
   }

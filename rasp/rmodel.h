@@ -15,6 +15,10 @@
 **         x = x + W_out act(W_in h + b_in) + b_out
 **     logits = (LN_f(x) if layer_norm else x) unembed + unembed_b
 **
+** where LN is a layer norm (layer_norm 1: weight and bias) or an RMS norm
+** (layer_norm 2: x rsqrt(mean(x^2) + eps) weight, no mean, no bias, as
+** LLaMA's and torch.nn.RMSNorm).
+**
 ** with Q = h w_q + b_q, K = h w_k + b_k, V = h w_v + b_v per head,
 ** attn_scale = 1/sqrt(d_head) (the standard one; compiled weights
 ** compensate for it), the mask keeping keys k <= q when causal, and act the
@@ -24,6 +28,7 @@
 **     tok_emb                    [vocab_size, d_model]
 **     pos_emb                    [max_len, d_model]       if pos_embedding
 **     layers.L.ln1.weight, .bias [d_model]                if layer_norm
+**                                                       (.bias: layer_norm 1)
 **     layers.L.attn.w_q, w_k, w_v [n_heads, d_model, d_head]
 **     layers.L.attn.b_q, b_k, b_v [n_heads, d_head]
 **     layers.L.attn.w_o          [n_heads, d_head, d_model]
@@ -60,11 +65,15 @@ typedef struct rasp_model_config {
   int d_model, n_layers, n_heads, d_head, d_mlp;
   int n_out;         /* logits per position */
   int causal;        /* 1: every head sees only keys k <= q */
-  int layer_norm;    /* 0: none (compiled models); 1: pre-LN */
+  int layer_norm;    /* RASPN_LN_*: 0 none; 1 pre-LN; 2 pre-RMSNorm */
   int pos_embedding; /* 0: none; 1: learned (or compiled) */
   int gelu;          /* 0: ReLU; 1: GELU */
   int bos_token;     /* id the model expects at position 0, or -1 */
 } rasp_model_config;
+
+enum { RASPN_LN_NONE, RASPN_LN_PRE, RASPN_LN_RMS };
+/* The RMS norm's epsilon (layer_norm 2), as LLaMA's 1e-5. */
+#define RASPN_RMS_EPS 1e-5f
 
 typedef struct rasp_tensor {
   char name[64];
@@ -129,6 +138,16 @@ float raspN_softmax_exp(float *att, int nk);
 ** that they stay bit-identical (compiled pre-LN models are exact only in
 ** this arithmetic: doc/compiler.md, "Pre-LN models"). */
 void raspN_layer_norm(const float *x, const float *w, const float *b, int d, float *out);
+/* The forward passes' RMS norm of one row: the sum of squares in float32
+** in index order, rs = 1 / sqrtf(sum / d + RASPN_RMS_EPS), out[i] =
+** (x[i] rs) w[i] (what torch computes for x * torch.rsqrt(x.pow(2).mean(-1)
+** + eps) * w, up to the order of the sum; compiled pre-RMSNorm models are
+** exact in any order: doc/compiler.md, "Pre-RMSNorm models"). */
+void raspN_rms_norm(const float *x, const float *w, int d, float *out);
+/* n rows of d, each normed by kind's norm (RASPN_LN_PRE: raspN_layer_norm
+** with w and b; RASPN_LN_RMS: raspN_rms_norm with w). */
+void raspN_norm_rows(int kind, const float *x, const float *w, const float *b, int n, int d,
+                     float *out);
 
 /* The checks every forward pass makes of its input: n in 1..max_len and
 ** every token below vocab_size.  1, or 0 with err (RASP_E_USAGE). */

@@ -18,7 +18,8 @@
 ** bits, so rounding the exact result to double and then to float is the
 ** same as rounding it to float once.  exp and tanh are float32's expf and
 ** tanhf, as raspN_forward calls them.  Layer norm follows raspN_forward
-** (its mean and variance summed in double, whatever the order).
+** (its mean and variance summed in double, whatever the order); an RMS
+** norm's sum of squares is summed in the order, as any other sum.
 **
 ** Every dot product or reduction is one call of osum: the bias (or 0) in
 ** buf[0], the nonzero terms (each product already rounded) in buf[1..m],
@@ -275,6 +276,20 @@ static void layer_norm(const raspN_ofwd *f, const double *x, const float *w, con
   for (int i = 0; i < d; i++) out[i] = R(f, R(f, R(f, (x[i] - mean) * rs) * w[i]) + b[i]);
 }
 
+/* x (d values) RMS-normed into out, as raspN_rms_norm, with its sum of
+** squares taken in the pass's order like every other sum (by rank under
+** perm), the mean, eps, square root and reciprocal each rounded. */
+static void rms_norm(raspN_ofwd *f, const double *x, const float *w, int d, double *out) {
+  f->buf[0] = 0;
+  for (int i = 0; i < d; i++) {
+    double xi = x[f->inv_d[i]];
+    f->buf[i + 1] = R(f, xi * xi);
+  }
+  double ms = R(f, osum(f, d) / d), eps = f->f64 ? 1e-5 : (double)RASPN_RMS_EPS;
+  double rs = R(f, 1.0 / R(f, sqrt(R(f, ms + eps))));
+  for (int i = 0; i < d; i++) out[i] = R(f, R(f, x[i] * rs) * w[i]);
+}
+
 /* h (n x D, already normed) through layer L's heads, added to x. */
 static void attention(raspN_ofwd *f, int L, const double *h, double *x, int n, double *q,
                       double *k, double *v, double *hv, double *att) {
@@ -351,8 +366,8 @@ static void mlp(raspN_ofwd *f, int L, const double *h, double *x, int n, double 
   }
 }
 
-/* h = x, or x layer-normed by the named weights. */
-static void normed(const raspN_ofwd *f, const char *w, const char *b, int L, const double *x,
+/* h = x, or x normed (layer norm or RMS norm) by the named weights. */
+static void normed(raspN_ofwd *f, const char *w, const char *b, int L, const double *x,
                    double *h, int n) {
   const rasp_model_config *c = &f->m->cfg;
   int D = c->d_model;
@@ -362,7 +377,9 @@ static void normed(const raspN_ofwd *f, const char *w, const char *b, int L, con
   }
   const float *W = L >= 0 ? param(f->m, L, w) : raspN_data((rasp_model *)f->m, w),
               *B = L >= 0 ? param(f->m, L, b) : raspN_data((rasp_model *)f->m, b);
-  for (int i = 0; i < n; i++) layer_norm(f, x + (size_t)i * D, W, B, D, h + (size_t)i * D);
+  for (int i = 0; i < n; i++)
+    if (c->layer_norm == RASPN_LN_RMS) rms_norm(f, x + (size_t)i * D, W, D, h + (size_t)i * D);
+    else layer_norm(f, x + (size_t)i * D, W, B, D, h + (size_t)i * D);
 }
 
 int raspN_ofwd_run(raspN_ofwd *f, const int *tokens, int n, double *logits, rasp_error *err) {

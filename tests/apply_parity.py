@@ -1,6 +1,7 @@
 #!/usr/bin/python3
 """apply_parity.py RASP PAIRS -- python/rasp_model.py against `rasp apply`.
-apply_parity.py --random STEM CAUSAL -- writes a random (not compiled) model.
+apply_parity.py --random STEM CAUSAL [LAYER_NORM] -- writes a random (not
+compiled) model (LAYER_NORM 1, the default: layer norms; 2: RMS norms).
 
 PAIRS lists models and their inputs, one path a line: STEM, INPUTS, STEM,
 INPUTS, ... (one process for all: torch is slow to import).  For every line
@@ -87,12 +88,13 @@ def check(rasp, stem, inputs):
     return bad
 
 
-def write_random(stem, causal):
-    """A model that is not compiled: random weights, pre-layer-norm, GELU,
-    nonzero biases, causal or not, and a layout with a vocabulary (a b c d)
-    and readout values: it covers what the compiled ones leave at zero."""
+def write_random(stem, causal, ln=1):
+    """A model that is not compiled: random weights, pre-layer-norm (ln 1)
+    or pre-RMSNorm (ln 2), GELU, nonzero biases, causal or not, and a layout
+    with a vocabulary (a b c d) and readout values: it covers what the
+    compiled ones leave at zero."""
     cfg = dict(vocab_size=6, max_len=7, d_model=12, n_layers=2, n_heads=3, d_head=4, d_mlp=16,
-               n_out=5, causal=causal, layer_norm=1, pos_embedding=1, gelu=1, bos_token=5)
+               n_out=5, causal=causal, layer_norm=ln, pos_embedding=1, gelu=1, bos_token=5)
     rng = np.random.default_rng(7 + causal)
     header, blobs, off = {}, [], 0
     for name, shape in rasp_model._expected(cfg).items():
@@ -114,11 +116,11 @@ def write_random(stem, causal):
         json.dump({"config": cfg, "layout": layout}, f)
 
 
-if len(sys.argv) == 4 and sys.argv[1] == "--random":
-    write_random(sys.argv[2], int(sys.argv[3]))
+if len(sys.argv) in (4, 5) and sys.argv[1] == "--random":
+    write_random(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]) if len(sys.argv) == 5 else 1)
     sys.exit(0)
 if len(sys.argv) != 3:
-    sys.exit("usage: apply_parity.py RASP PAIRS | --random STEM CAUSAL")
+    sys.exit("usage: apply_parity.py RASP PAIRS | --random STEM CAUSAL [LAYER_NORM]")
 paths = [l.rstrip("\n") for l in open(sys.argv[2]) if l.strip()]
 if not paths or len(paths) % 2:
     sys.exit("apply_parity: %s: not STEM and INPUTS lines" % sys.argv[2])

@@ -3,7 +3,7 @@
 # the examples that `rasp compile` takes, two path-star readout models (one
 # non-causal, one causal) on `rasp gen` samples of their task, a pre-LN
 # compiled decoder (`--ln pre`) on task samples and adversarial inputs, and
-# two random models (layer norm, GELU), each on a few inputs, with the numpy backend
+# three random models (layer norm or RMS norm, GELU), each on a few inputs, with the numpy backend
 # and (when /usr/bin/python3 imports torch; Debian's python3-torch,
 # installed by .ci/setup) the torch backend: tests/apply_parity.py requires
 # identical argmax and logits within 1e-5.  Then load() with torch made
@@ -86,6 +86,11 @@ for causal in 0 1; do
   printf '%s\n' "a b c d a b" "d d c a b a" "b a d c c c" >"$tmp/random$causal.in"
   parity "$tmp/random$causal" "$tmp/random$causal.in"
 done
+# and one with RMS norms (config.layer_norm 2: rasp_model.RMSNorm, torch's
+# own formula, against raspN_rms_norm)
+$PY tests/apply_parity.py --random "$tmp/random_rms" 1 2 || fail=1
+cp "$tmp/random1.in" "$tmp/random_rms.in"
+parity "$tmp/random_rms" "$tmp/random_rms.in"
 $PY tests/apply_parity.py "$RASP" "$tmp/pairs" || fail=1
 [ -s "$tmp/pairs_ln" ] && { $PY tests/apply_parity.py "$RASP" "$tmp/pairs_ln" || fail=1; }
 # the same models' intermediates (m.trace): residual after every sublayer,

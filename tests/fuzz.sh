@@ -41,7 +41,7 @@ mkdir -p "$tmp/obj"
 for src in rmem rerror rlex rparse rir rfacts reval reval_plan reval_kern reval_matrix reval_ref rlayers \
   rheap rvalue rtrace rinterp rapi raux rbuiltin rffi rstage rcausal rorder rmodel rcompile \
   rcompile_unit rcompile_plan rcompile_sched rcompile_write rcompile_round rcompile_margin \
-  rcompile_prove rcompile_cbound rcompile_layout rcompile_fast rcompile_noise rcompile_ln; do
+  rcompile_prove rcompile_cbound rcompile_layout rcompile_fast rcompile_noise rcompile_ln rcompile_rms; do
   # shellcheck disable=SC2086
   $CC_FUZZ $flags -DRASP_STDLIB_DIR='"stdlib"' \
     -c "rasp/$src.c" -o "$tmp/obj/$src.o" || exit 1

@@ -57,6 +57,6 @@ expect "readout3 (non-causal) --ln pre: exact" 0 \
   -- compile programs/readout3_forward_start.rasp --D 5 --M 5 --V 100 --ln pre --dry-run --check 100
 expect "--ln pre --precision bf16: refused" 2 '' 'compile: --ln pre is for fp32 only' \
   -- compile examples/histogram.rasp --input-vocab 'a b c' --length 8 --ln pre --precision bf16 --dry-run
-expect "--ln post: a usage error" 2 '' "rasp compile: --ln: expected none or pre, got 'post'" \
+expect "--ln post: a usage error" 2 '' "rasp compile: --ln: expected none, pre or rms, got 'post'" \
   -- compile examples/histogram.rasp --input-vocab 'a b c' --length 8 --ln post --dry-run
 finish

@@ -76,9 +76,12 @@ def check(stem, inputs):
             if c["layer_norm"]:
                 P = {k: as_np(v) for k, v in (m.params.items() if backend == "numpy"
                                              else m.state_dict().items())}
-                mu = x.mean(-1, keepdims=True)
-                var = ((x - mu) ** 2).mean(-1, keepdims=True)
-                x = (x - mu) / np.sqrt(var + 1e-5) * P["ln_f.weight"] + P["ln_f.bias"]
+                if c["layer_norm"] == 2:  # RMS norm
+                    x = x / np.sqrt((x * x).mean(-1, keepdims=True) + 1e-5) * P["ln_f.weight"]
+                else:
+                    mu = x.mean(-1, keepdims=True)
+                    var = ((x - mu) ** 2).mean(-1, keepdims=True)
+                    x = (x - mu) / np.sqrt(var + 1e-5) * P["ln_f.weight"] + P["ln_f.bias"]
                 U, b = P["unembed"], P["unembed_b"]
             else:
                 sd = m.params if backend == "numpy" else m.state_dict()

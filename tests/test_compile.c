@@ -676,22 +676,24 @@ static void noise_check_task(const char *rel, int D, int M, int V, int trials) {
 ** which it moves by at most 2^(q-150): one such was 3.4e-26 where the no-LN
 ** model had 0); with the final layer norm's weights one ulp off they are
 ** not within 1e-12. */
-static void ln_pair(const char *rel, int D, int M, int V, int trials) {
+/* (kind RASPG_LN_RMS: the same for --ln rms, rcompile_rms.c: at most 6
+** dimensions wider, no balance) */
+static void ln_pair(const char *rel, int D, int M, int V, int trials, int kind) {
   rasp_error err = {0};
   rasp_program p0, p1;
   rasp_ptrace t0, t1;
   raspG_model g0, g1;
   task_moves = RASPG_MOVES_ONE;
   int64_t *i0 = task_compile(rel, D, M, V, 1, 1, &p0, &t0, &g0);
-  task_ln = RASPG_LN_PRE;
+  task_ln = kind;
   int64_t *i1 = task_compile(rel, D, M, V, 1, 1, &p1, &t1, &g1);
   task_ln = RASPG_LN_NONE;
   task_moves = RASPG_MOVES_ASSUME;
   ck_assert_int_eq(g0.model.cfg.layer_norm, 0);
-  ck_assert_int_eq(g1.model.cfg.layer_norm, 1);
+  ck_assert_int_eq(g1.model.cfg.layer_norm, kind == RASPG_LN_RMS ? RASPN_LN_RMS : RASPN_LN_PRE);
   ck_assert_msg(g1.ln_proven, "%s", g1.ln_why);
   ck_assert_int_eq(g1.ln_d0, g0.model.cfg.d_model);
-  ck_assert_int_le(g1.model.cfg.d_model, g0.model.cfg.d_model + 5);
+  ck_assert_int_le(g1.model.cfg.d_model, g0.model.cfg.d_model + (kind == RASPG_LN_RMS ? 6 : 5));
   ck_assert_int_eq(g1.unproven, 0);
   int n = rasp_ctx_ir(t1.ctx)->n, no = g1.model.cfg.n_out;
   size_t nl = (size_t)(n + 1) * no;
@@ -727,8 +729,35 @@ static void ln_pair(const char *rel, int D, int M, int V, int trials) {
 }
 
 START_TEST(test_ln_pre) {
-  ln_pair("programs/decoder1_back_target.rasp", 2, 3, 10, 40);
-  ln_pair("programs/decoder2_backward_targets.rasp", 3, 4, 40, 20);
+  ln_pair("programs/decoder1_back_target.rasp", 2, 3, 10, 40, RASPG_LN_PRE);
+  ln_pair("programs/decoder2_backward_targets.rasp", 3, 4, 40, 20, RASPG_LN_PRE);
+}
+END_TEST
+
+START_TEST(test_ln_rms) {
+  ln_pair("programs/decoder1_back_target.rasp", 2, 3, 10, 40, RASPG_LN_RMS);
+  ln_pair("programs/decoder2_backward_targets.rasp", 3, 4, 40, 20, RASPG_LN_RMS);
+}
+END_TEST
+
+/* raspN_rms_norm on a row built as --ln rms builds it (constants whose
+** squares sum to exactly d 4^q and dominate the rest, weight 2^q) comes
+** back exactly; with one constant moved it does not. */
+START_TEST(test_rms_norm_exact) {
+  enum { D = 26 };
+  float x[D] = {0}, w[D], y[D];
+  /* 26 = 5^2 + 1^2: constants 5 2^40 and 2^40, weight 2^40 on the rest */
+  for (int i = 0; i < D; i++) w[i] = i < D - 2 ? ldexpf(1, 40) : 0;
+  for (int i = 0; i < D - 2; i++) x[i] = (float)(i * 37 % 11) - 5 + 0.25f * (float)i;
+  x[D - 2] = ldexpf(5, 40), x[D - 1] = ldexpf(1, 40);
+  raspN_rms_norm(x, w, D, y);
+  for (int i = 0; i < D - 2; i++) ck_assert_msg(y[i] == x[i], "%d: %a vs %a", i, y[i], x[i]);
+  ck_assert(y[D - 2] == 0 && y[D - 1] == 0);
+  x[D - 1] = ldexpf(1.5f, 40); /* squares no longer d 4^q */
+  raspN_rms_norm(x, w, D, y);
+  int same = 1;
+  for (int i = 0; i < D - 2; i++) same &= y[i] == x[i] || x[i] == 0;
+  ck_assert(!same);
 }
 END_TEST
 
@@ -1268,6 +1297,8 @@ static Suite *compile_suite(void) {
   tcase_add_test(tc, test_orders_differ);
   tcase_add_test(tc, test_deviation);
   tcase_add_test(tc, test_ln_pre);
+  tcase_add_test(tc, test_ln_rms);
+  tcase_add_test(tc, test_rms_norm_exact);
   suite_add_tcase(s, tc);
   /* 1000 perturbed dense passes of a path-star model: slow under the
      sanitizers on a shared machine */

@@ -45,6 +45,19 @@ static void ref_layer_norm(const double *x, int D, const double *w, const double
   for (int d = 0; d < D; d++) out[d] = (x[d] - mu) / sqrt(var + 1e-5) * w[d] + b[d];
 }
 
+/* The model's norm of one position: layer norm (layer_norm 1) or RMS norm
+** (2: x / sqrt(mean(x^2) + eps) w, no bias: b unused). */
+static void ref_norm(int kind, const double *x, int D, const double *w, const double *b,
+                     double *out) {
+  if (kind != 2) {
+    ref_layer_norm(x, D, w, b, out);
+    return;
+  }
+  double ss = 0;
+  for (int d = 0; d < D; d++) ss += x[d] * x[d];
+  for (int d = 0; d < D; d++) out[d] = x[d] / sqrt(ss / D + 1e-5) * w[d];
+}
+
 /* Everything as in rmodel.h, in double, over one sequence; returns the sum
 ** over positions of weight * cross entropy. */
 static double ref_loss(const rasp_model *m, const double *P, const int *tok,
@@ -67,8 +80,8 @@ static double ref_loss(const rasp_model *m, const double *P, const int *tok,
       for (int i = 0; i < t; i++) {
         if (c->layer_norm) {
           const double *lw = LT(sub ? "ln2.weight" : "ln1.weight"); /* one nm at a time */
-          const double *lb = LT(sub ? "ln2.bias" : "ln1.bias");
-          ref_layer_norm(x[i], D, lw, lb, h[i]);
+          const double *lb = c->layer_norm == 1 ? LT(sub ? "ln2.bias" : "ln1.bias") : NULL;
+          ref_norm(c->layer_norm, x[i], D, lw, lb, h[i]);
         } else
           for (int d = 0; d < D; d++) h[i][d] = x[i][d];
       }
@@ -137,7 +150,8 @@ static double ref_loss(const rasp_model *m, const double *P, const int *tok,
   for (int i = 0; i < t; i++) {
     double hf[16];
     if (c->layer_norm)
-      ref_layer_norm(x[i], D, T_("ln_f.weight"), T_("ln_f.bias"), hf);
+      ref_norm(c->layer_norm, x[i], D, T_("ln_f.weight"),
+               c->layer_norm == 1 ? T_("ln_f.bias") : NULL, hf);
     else
       for (int d = 0; d < D; d++) hf[d] = x[i][d];
     if (w[i] == 0) continue;
@@ -257,6 +271,14 @@ START_TEST(test_pred_nonfinite) {
 END_TEST
 
 START_TEST(test_grad_causal_ln_gelu) { gradcheck(tiny(1, 1, 1, 1)); }
+END_TEST
+
+/* RMS norms (layer_norm 2): rmsnorm_fwd and rmsnorm_bwd against central
+** differences of the double reference */
+START_TEST(test_grad_causal_rms_gelu) { gradcheck(tiny(1, 2, 1, 1)); }
+END_TEST
+
+START_TEST(test_grad_bidir_rms_relu) { gradcheck(tiny(0, 2, 0, 0)); }
 END_TEST
 /* GELU's vectorised tanh (tnet.c) against libm's double tanh: within
 ** 3e-7 everywhere (libm's tanhf: 1e-7), exact 0 at 0, saturated and odd. */
@@ -1791,6 +1813,8 @@ static Suite *train_suite(void) {
   tcase_add_test(tc, test_grad_bidir_noln_relu);
   tcase_add_test(tc, test_grad_causal_noln_pos);
   tcase_add_test(tc, test_grad_bidir_ln);
+  tcase_add_test(tc, test_grad_causal_rms_gelu);
+  tcase_add_test(tc, test_grad_bidir_rms_relu);
   tcase_add_test(tc, test_grad_one_head);
   tcase_add_test(tc, test_forward_matches_reference);
   tcase_add_test(tc, test_overfit);

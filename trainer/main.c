@@ -87,7 +87,7 @@ static const choice c_model[] = {{"decoder", 0}, {"encoder", 1}, {0, 0}};
 static const choice c_obj[] = {
     {"tf", TRAIN_OBJ_TF}, {"iar", TRAIN_OBJ_IAR}, {"nar", TRAIN_OBJ_NAR}, {0, 0}};
 static const choice c_pos[] = {{"learned", 1}, {"none", 0}, {0, 0}};
-static const choice c_ln[] = {{"pre", 1}, {"none", 0}, {0, 0}};
+static const choice c_ln[] = {{"pre", 1}, {"rms", 2}, {"none", 0}, {0, 0}};
 static const choice c_act[] = {{"relu", 0}, {"gelu", 1}, {0, 0}};
 static const choice c_optim[] = {{"adamw", 0}, {"sgd", 1}, {0, 0}};
 static const choice c_lrs[] = {{"none", 0}, {"rms", 1}, {0, 0}};
@@ -130,7 +130,8 @@ static const raspU_option optdefs[] = {
      NULL),
     OPT("--pos", "learned|none", K_CHOICE, F(arch.pos_embedding), 0, 0, 0, c_pos, 0,
      "position embeddings", NULL),
-    OPT("--ln", "pre|none", K_CHOICE, F(arch.layer_norm), 0, 0, 0, c_ln, 0, "layer norm", NULL),
+    OPT("--ln", "pre|rms|none", K_CHOICE, F(arch.layer_norm), 0, 0, 0, c_ln, 0,
+        "layer norm (pre), RMS norm (rms) or none", NULL),
     OPT("--act", "relu|gelu", K_CHOICE, F(arch.gelu), 0, 0, 0, c_act, 0, "the MLP's activation",
      NULL),
     OPT("--init", "random|STEM", K_STR, F(init), 0, 0, 0, NULL, 0,

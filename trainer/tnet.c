@@ -98,7 +98,7 @@ int train_net_init(train_net *n, rasp_model *m, int B, int T, float dropout,
   }
   openblas_set_num_threads(1); /* see sg() */
   n->m = m;
-  n->exact_ln = c->layer_norm && raspN_layout_has(m, "layer_norm");
+  n->exact_ln = c->layer_norm == RASPN_LN_PRE && raspN_layout_has(m, "layer_norm");
   n->B = B;
   n->T = T;
   n->dropout = dropout;
@@ -347,6 +347,80 @@ static void layernorm_bwd(float *dx, float *dw, float *db, const float *dout,
   for (size_t r = 0; r < R; r += 32)
     layernorm_bwd_rows(dx, dout, x, w, mean, rstd, r, r + 32 < R ? r + 32 : R, D);
   layernorm_wgrad(dw, db, dout, x, mean, rstd, R, D);
+}
+
+/* ---- RMS norm (layer_norm 2) -------------------------------------------- */
+
+/* y = x s w, s = 1 / sqrt(mean(x^2) + eps) per row (rmodel.h's raspN_rms_norm,
+** its sum of squares in the simd order: a compiled pre-RMSNorm model's norms
+** are exact in any order, doc/compiler.md, "Pre-RMSNorm models"); rstd[r] = s
+** for the backward. */
+VEC static void rmsnorm_fwd_rows(float *restrict out, float *restrict rstd,
+                                 const float *restrict x, const float *restrict w,
+                                 size_t r0, size_t r1, int D) {
+  for (size_t r = r0; r < r1; r++) {
+    const float *xr = x + r * D;
+    float ss = 0;
+#pragma omp simd reduction(+ : ss)
+    for (int d = 0; d < D; d++) ss += xr[d] * xr[d];
+    float s = 1.0f / sqrtf(ss / (float)D + RASPN_RMS_EPS);
+    float *o = out + r * D;
+#pragma omp simd
+    for (int d = 0; d < D; d++) o[d] = (xr[d] * s) * w[d];
+    rstd[r] = s;
+  }
+}
+
+static void rmsnorm_fwd(float *out, float *rstd, const float *x, const float *w, size_t R,
+                        int D) {
+#pragma omp parallel for schedule(static) if (R * D > 100000)
+  for (size_t r = 0; r < R; r += 32)
+    rmsnorm_fwd_rows(out, rstd, x, w, r, r + 32 < R ? r + 32 : R, D);
+}
+
+/* dx_i += s w_i g_i - x_i s^3 (1/D) sum_j g_j w_j x_j (s^2 = 1 / (mean(x^2)
+** + eps): d s / d x_i = -s^3 x_i / D). */
+VEC static void rmsnorm_bwd_rows(float *restrict dx, const float *restrict dout,
+                                 const float *restrict x, const float *restrict w,
+                                 const float *restrict rstd, size_t r0, size_t r1, int D) {
+  for (size_t r = r0; r < r1; r++) {
+    const float *g = dout + r * D, *xr = x + r * D;
+    float s = rstd[r], a = 0;
+#pragma omp simd reduction(+ : a)
+    for (int d = 0; d < D; d++) a += g[d] * w[d] * xr[d];
+    float c = a / (float)D * s * s * s;
+    float *o = dx + r * D;
+#pragma omp simd
+    for (int d = 0; d < D; d++) o[d] += s * g[d] * w[d] - xr[d] * c;
+  }
+}
+
+/* Adds to dx; dw accumulates (serially over rows). */
+static void rmsnorm_bwd(float *dx, float *dw, const float *dout, const float *x,
+                        const float *w, const float *rstd, size_t R, int D) {
+#pragma omp parallel for schedule(static) if (R * D > 100000)
+  for (size_t r = 0; r < R; r += 32)
+    rmsnorm_bwd_rows(dx, dout, x, w, rstd, r, r + 32 < R ? r + 32 : R, D);
+  for (size_t r = 0; r < R; r++) {
+    const float *g = dout + r * D, *xr = x + r * D;
+    float s = rstd[r];
+    for (int d = 0; d < D; d++) dw[d] += g[d] * xr[d] * s;
+  }
+}
+
+/* The model's norm (config.layer_norm: 1 layer norm, 2 RMS norm) forward
+** and backward; mean is unused by the RMS norm, b and db NULL for it. */
+static void norm_fwd(const train_net *n, float *out, float *mean, float *rstd, const float *x,
+                     const float *w, const float *b, size_t R, int D) {
+  if (n->m->cfg.layer_norm == RASPN_LN_RMS) rmsnorm_fwd(out, rstd, x, w, R, D);
+  else layernorm_fwd(out, mean, rstd, x, w, b, R, D, n->exact_ln);
+}
+
+static void norm_bwd(const train_net *n, float *dx, float *dw, float *db, const float *dout,
+                     const float *x, const float *w, const float *mean, const float *rstd,
+                     size_t R, int D) {
+  if (n->m->cfg.layer_norm == RASPN_LN_RMS) rmsnorm_bwd(dx, dw, dout, x, w, rstd, R, D);
+  else layernorm_bwd(dx, dw, db, dout, x, w, mean, rstd, R, D);
 }
 
 /* ---- matmul helpers ----------------------------------------------------- */
@@ -880,7 +954,7 @@ void train_forward(train_net *n, const int *tokens, int b, int t) {
     lparams p = layer_ptrs(m, m->params, l);
     const float *h = x;
     if (c->layer_norm) {
-      layernorm_fwd(a->ln1, a->ln1_mean, a->ln1_rstd, x, p.ln1w, p.ln1b, R, D, n->exact_ln);
+      norm_fwd(n, a->ln1, a->ln1_mean, a->ln1_rstd, x, p.ln1w, p.ln1b, R, D);
       h = a->ln1;
     }
     attention_fwd(n, a, &p, h, a->mid);
@@ -890,7 +964,7 @@ void train_forward(train_net *n, const int *tokens, int b, int t) {
       vec_add(a->mid, x, RD);
     h = a->mid;
     if (c->layer_norm) {
-      layernorm_fwd(a->ln2, a->ln2_mean, a->ln2_rstd, a->mid, p.ln2w, p.ln2b, R, D, n->exact_ln);
+      norm_fwd(n, a->ln2, a->ln2_mean, a->ln2_rstd, a->mid, p.ln2w, p.ln2b, R, D);
       h = a->ln2;
     }
     mlp_fwd(n, a, &p, h, a->out);
@@ -902,9 +976,8 @@ void train_forward(train_net *n, const int *tokens, int b, int t) {
   }
   const float *h = x;
   if (c->layer_norm) {
-    layernorm_fwd(n->lnf, n->lnf_mean, n->lnf_rstd, x,
-                  tensor_in(m, m->params, "ln_f.weight"),
-                  tensor_in(m, m->params, "ln_f.bias"), R, D, n->exact_ln);
+    norm_fwd(n, n->lnf, n->lnf_mean, n->lnf_rstd, x, tensor_in(m, m->params, "ln_f.weight"),
+             tensor_in(m, m->params, "ln_f.bias"), R, D);
     h = n->lnf;
   }
   int O = c->n_out;
@@ -967,9 +1040,8 @@ void train_backward(train_net *n) {
     mm_nt((int)R, D, O, n->dlogits, O, tensor_in(m, m->params, "unembed"), O,
           dh, D, 0);
     memset(dx, 0, RD * sizeof *dx);
-    layernorm_bwd(dx, tensor_in(m, G, "ln_f.weight"), tensor_in(m, G, "ln_f.bias"),
-                  dh, xL, tensor_in(m, m->params, "ln_f.weight"), n->lnf_mean,
-                  n->lnf_rstd, R, D);
+    norm_bwd(n, dx, tensor_in(m, G, "ln_f.weight"), tensor_in(m, G, "ln_f.bias"), dh, xL,
+             tensor_in(m, m->params, "ln_f.weight"), n->lnf_mean, n->lnf_rstd, R, D);
   } else {
     mm_nt((int)R, D, O, n->dlogits, O, tensor_in(m, m->params, "unembed"), O,
           dx, D, 0);
@@ -988,8 +1060,7 @@ void train_backward(train_net *n) {
     const float *h2 = c->layer_norm ? a->ln2 : a->mid;
     mlp_bwd(n, a, &p, &g, h2, dmo, dh);
     if (c->layer_norm)
-      layernorm_bwd(dx, g.ln2w, g.ln2b, dh, a->mid, p.ln2w, a->ln2_mean,
-                    a->ln2_rstd, R, D);
+      norm_bwd(n, dx, g.ln2w, g.ln2b, dh, a->mid, p.ln2w, a->ln2_mean, a->ln2_rstd, R, D);
     else
       vec_add(dx, dh, RD);
     if (n->aux_on && n->aux_mid[l]) vec_add(dx, n->aux_mid[l], RD);
@@ -1002,8 +1073,7 @@ void train_backward(train_net *n) {
     const float *h1 = c->layer_norm ? a->ln1 : xin;
     attention_bwd(n, a, &p, &g, h1, dao, dh);
     if (c->layer_norm)
-      layernorm_bwd(dx, g.ln1w, g.ln1b, dh, xin, p.ln1w, a->ln1_mean,
-                    a->ln1_rstd, R, D);
+      norm_bwd(n, dx, g.ln1w, g.ln1b, dh, xin, p.ln1w, a->ln1_mean, a->ln1_rstd, R, D);
     else
       vec_add(dx, dh, RD);
   }

@@ -6,8 +6,8 @@
 ** raspN_forward apply unchanged); gradients, Adam moments and activations
 ** are flat float buffers laid out like the parameters (gradients, moments)
 ** or per layer (activations).  One forward and one backward function per
-** layer type (embedding, layer norm, attention, MLP, readout with cross
-** entropy), llm.c style: matmuls through tkern_sgemm (tkern.h: the
+** layer type (embedding, layer norm, RMS norm, attention, MLP, readout with
+** cross entropy), llm.c style: matmuls through tkern_sgemm (tkern.h: the
 ** trainer's own AVX-512/AVX2 kernels, cblas elsewhere), attention one
 ** (batch, head) tile at a time, loops over batch and heads through OpenMP.
 */
@@ -20,7 +20,8 @@
 #include "rtask.h"
 
 typedef struct train_layer_acts {
-  float *ln1, *ln1_mean, *ln1_rstd; /* NULL without layer norm */
+  float *ln1, *ln1_mean, *ln1_rstd; /* NULL without layer norm (an RMS
+                                    ** norm leaves mean unused) */
   float *q, *k, *v;                 /* (B*T, H*Dh), row stride 3*H*Dh: one
                                     ** buffer (q), see tnet.c */
   float *att;                       /* (B, H, T, T) probabilities */

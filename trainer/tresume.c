@@ -49,7 +49,7 @@ void train_config_text(train_log *b, const train_opts *o, uint64_t init_fnv) {
                    o->encoder ? "encoder" : "decoder", obj, o->arch.n_layers,
                    o->arch.d_model, o->arch.n_heads, o->arch.d_mlp,
                    o->arch.pos_embedding ? "learned" : "none",
-                   o->arch.layer_norm ? "pre" : "none", o->arch.gelu ? "gelu" : "relu");
+                   o->arch.layer_norm == RASPN_LN_RMS ? "rms" : o->arch.layer_norm ? "pre" : "none", o->arch.gelu ? "gelu" : "relu");
   train_log_printf(b, "--init %s\n--init-noise %s\n--reinit-layers %s\n", o->init,
                    ftext(f1, sizeof f1, o->init_noise), o->reinit ? o->reinit : "none");
   /* init-weights fingerprints the --init model's contents, which may
@@ -116,7 +116,7 @@ int train_config_ran(const char *who, const rasp_model *m, int prefix, const cha
                    "# %s ran: --layers %d --d-model %d --heads %d --d-mlp %d --ln %s "
                    "--act %s --pos %s%s, %zu parameters%s%s\n",
                    who, c->n_layers, c->d_model, c->n_heads, c->d_mlp,
-                   c->layer_norm ? "pre" : "none", c->gelu ? "gelu" : "relu",
+                   c->layer_norm == RASPN_LN_RMS ? "rms" : c->layer_norm ? "pre" : "none", c->gelu ? "gelu" : "relu",
                    c->pos_embedding ? "learned" : "none",
                    prefix >= 0 ? " (a BOS position first)" : "", m->nparams,
                    extra && *extra ? "; " : "", extra ? extra : "");
