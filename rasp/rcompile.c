@@ -25,6 +25,9 @@
 **     output value other than the most common one (which is computed as
 **     ONE minus the rest), ReLU(x_a + sum_{b: f(a,b)=v} y_b - 1); the
 **     cheaper orientation wins, so an equality test costs |A| + 1 units.
+**     Where the proof refuses a unit such a table reaches, the table is
+**     written steep, two units ReLU(4z - 6) - ReLU(4z - 7) of the same z
+**     (FORCE_STEEP, mlp_pair).
 ** Numerical units are read by MLPs through step functions placed at the
 ** midpoints between consecutive possible values (exact for any input within
 ** a quarter gap of a true value); other readers get a categorical decode
@@ -167,7 +170,9 @@
 ** the selected keys, or with RASPG_MOVES_ONE at most one selected key, so
 ** a lookup sums no ties (head_unique).  A quantized width refused for what
 ** its dimension held before it gets fresh dimensions next time
-** (FORCE_FRESH, raspG_alloc_dims) before it falls back to 1/(w+1).
+** (FORCE_FRESH, raspG_alloc_dims) before it falls back to 1/(w+1); a unit
+** nothing else mends has the tables upstream of it written steep
+** (FORCE_STEEP) before it is refused.
 **
 ** Running.  raspG_run uses a sparse copy of the weights (sparse_forward):
 ** raspN_forward's sums in the same order without the zero terms, so the
@@ -430,11 +435,14 @@ static int compile_impl(const rasp_ir *ir, const raspG_opts *o, raspG_model *out
   while ((r = compile_once(ir, o, force, out, sched, err)) == 2) {}
   if (r == 0 && pd) fallback_note(ir, o, force, err);
   /* heads were sharpened, and the proof-driven forms chosen, before nodes
-  ** were made one-hot: with those nodes one-hot, the default weights (and
-  ** then the default scale with the proof-driven forms) may be proven too,
-  ** with fewer large weights and no more dimensions */
-  if (r == 1 && pd && out->fallbacks) {
-    for (int i = 0; i <= ir->nnodes; i++) force[i] &= FORCE_CAT | FORCE_CLASSIC | FORCE_FRESH;
+  ** were made one-hot or tables steep: with those nodes one-hot and those
+  ** tables steep, the default weights (and then the default scale with
+  ** the proof-driven forms) may be proven too, with fewer large weights
+  ** and no more dimensions */
+  int steeps = 0;
+  for (int i = 0; i <= ir->nnodes && r == 1; i++) steeps += (force[i] & FORCE_STEEP) != 0;
+  if (r == 1 && pd && (out->fallbacks || steeps)) {
+    for (int i = 0; i <= ir->nnodes; i++) force[i] &= FORCE_CAT | FORCE_STEEP | FORCE_CLASSIC | FORCE_FRESH;
     for (int k = 0; k < 2; k++) {
       if (k == 1 && !out->sharpened) break;
       raspG_model plain;

@@ -185,15 +185,16 @@ typedef struct gc {
 } gc;
 
 /* A compile's force entry per IR node (the tokens last): FORCE_CAT, the
-** node must be categorical; the bits above it, a head's extra gain (log2,
-** head_gain). */
+** node must be categorical; the four bits above it, a head's extra gain
+** (log2, head_gain); then the flags below. */
 #define FORCE_CAT 1
 #define FORCE_GAIN_MAX 4 /* at most 2^4 times the model's score scale */
+#define FORCE_STEEP 0x20 /* a table (M_PAIR) written steep (mlp_pair) */
 #define FORCE_CLASSIC 0x40 /* a width not quantized (qwidth_value) */
 #define FORCE_FRESH 0x80 /* a quantized width in dimensions no unit held
                             before it (raspG_alloc_dims) */
 /* The gain bits of a force entry (log2 of a head's extra gain). */
-static inline int force_gain(unsigned char f) { return (f & (FORCE_CLASSIC - 1)) >> 1; }
+static inline int force_gain(unsigned char f) { return (f & (FORCE_STEEP - 2)) >> 1; }
 
 /* Whether node id (-1: the tokens) must be categorical. */
 static inline int forced(const gc *g, int id) {

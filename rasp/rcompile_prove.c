@@ -2,8 +2,9 @@
 ** rcompile_prove.c -- the proof over the whole model.
 **
 ** The readout's margin, what a failed proof forces (categorical nodes, a
-** sharper head) and prove(), which walks every used unit in order of
-** writing and decides whether the model is proven at its precision.
+** sharper head, steep tables) and prove(), which walks every used unit in
+** order of writing and decides whether the model is proven at its
+** precision.
 */
 #include "rcompile_int.h"
 
@@ -372,6 +373,30 @@ static int prove_sharpen(gc *g, unsigned char *saved) {
   return raised;
 }
 
+/* Proof-driven fp32 after a failure that nothing else mends: marks
+** FORCE_STEEP every table (M_PAIR) whose output reaches unit fail, through
+** any chain of sources.  A table unit written with its hinge on an integer
+** passes the errors of its one-hot inputs on wherever it sits there, and
+** a table reading a table sums them per unit (a 59 by 59 table behind a
+** mean: 30 units, each 31 inputs' errors); steep, those errors stop at
+** it.  Returns how many were new. */
+static int prove_steepen(gc *g, int fail, unsigned char *force) {
+  int src[2 * MAXCOMPS + 4], ns, added = 0;
+  unsigned char *reach = raspM_alloc((size_t)g->nu + 1);
+  memset(reach, 0, (size_t)g->nu + 1);
+  reach[fail] = 1;
+  for (int i = fail; i >= 0; i--) { /* (a unit's sources come before it) */
+    if (!reach[i]) continue;
+    const unit *u = &g->u[i];
+    raspG_unit_sources(u, src, &ns);
+    for (int k = 0; k < ns; k++) reach[src[k]] = 1;
+    if (u->kind == U_MLP && u->mkind == M_PAIR && u->node >= 0 && !(force[u->node] & FORCE_STEEP))
+      force[u->node] |= FORCE_STEEP, added++;
+  }
+  raspM_free(reach);
+  return added;
+}
+
 /* Nothing left to make categorical: refuses the compile (RASP_E_INEXACT)
 ** at unit fail (failsrc its sources, -1 the readout, margin rmg and
 ** rounding rnd), naming the numerical unit read (a mean or a width), else
@@ -489,6 +514,8 @@ int raspG_prove(gc *g, raspG_model *out, const view *ov, int p, unsigned char *f
     if (raised) memcpy(force, saved, (size_t)g->ir->nnodes + 1), added = raised;
   }
   raspM_free(saved);
+  /* then, before refusing, the tables upstream written steep */
+  if (rescale && fail >= 0 && !added) added = prove_steepen(g, fail, force);
   if (fail < 0 && !added) return 0;
   if (added) return 1;
   return prove_refuse(g, p, fail, failsrc, rmg, rnd);

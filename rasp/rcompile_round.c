@@ -99,9 +99,12 @@
 ** prove whole is kept; else the compile uses exact erasers, steep tests
 ** and no dimension written in the sublayer that frees it (proof_driven),
 ** raises the score scale of every head not proven or whose leak moves its
-** value (head_gain, up to 2^4), and only then makes nodes categorical
-** (after which the default weights, then the default scale, are tried
-** once more with those nodes one-hot: compile_impl).
+** value (head_gain, up to 2^4), and only then makes nodes categorical;
+** where a unit is still not proven, the tables (M_PAIR) upstream of it are
+** written with no hinge on an integer (FORCE_STEEP) before it is refused
+** (after either, the default weights, then the default scale, are tried
+** once more with those nodes one-hot and those tables steep:
+** compile_impl).
 ** RASP_COMPILE_TRACE=1 prints every unit's verdict (=2: its hidden
 ** units and residue too).  */
 

@@ -198,21 +198,30 @@ static void mlp_pair(wctx *w, unit *u) {
   wout(w, h0, u->dim + v0, 1);
   const view *ov = outer ? y : x, *iv = outer ? x : y;
   int no = outer ? ny : nx, ni = outer ? nx : ny;
+  /* per outer value o and result v, the test z = x_o + (the inner
+  ** dimensions that give v) >= 2, z in {0, 1, 2}: ReLU(z - 1), on its
+  ** hinge at z = 1 (one of the two on), where ReLU passes its inputs'
+  ** errors on.  Steep (FORCE_STEEP: the proof found those errors, summed
+  ** over the units on their hinges, too large downstream), ReLU(4z - 6) -
+  ** ReLU(4z - 7), hinges at z = 3/2 and 7/4, which no integer z meets:
+  ** each unit is off by a margin of 1 or on, its inputs' errors cancel in
+  ** the pair (mlp_ncmp's steep step), for inputs off by less than 1/8 */
+  int st = g->force && u->node >= 0 && (g->force[u->node] & FORCE_STEEP), nst = st ? 2 : 1;
   for (int o = 0; o < no; o++) {
     if (!ov->ok[o]) continue;
     for (int v = 0; v < u->nvals; v++) {
       if (v == v0) continue;
-      int h = -1;
+      int h[2] = {-1, -1};
       for (int i = 0; i < ni; i++) {
         int r = outer ? tab[(size_t)i * ny + o] : tab[(size_t)o * ny + i];
         if (r != v) continue;
-        if (h < 0) {
-          h = hid(w, -1, 10);
-          win(w, udim(g, ov->unit) + o, h, 1);
-          wout(w, h, u->dim + v, 1);
-          wout(w, h, u->dim + v0, -1);
+        for (int k = 0; k < nst && h[k] < 0; k++) {
+          h[k] = hid(w, st ? -6 - k : -1, 10);
+          win(w, udim(g, ov->unit) + o, h[k], st ? 4 : 1);
+          wout(w, h[k], u->dim + v, k ? -1 : 1);
+          wout(w, h[k], u->dim + v0, k ? 1 : -1);
         }
-        win(w, udim(g, iv->unit) + i, h, 1);
+        for (int k = 0; k < nst; k++) win(w, udim(g, iv->unit) + i, h[k], st ? 4 : 1);
       }
     }
   }

@@ -55,7 +55,7 @@ for p in programs/*.rasp; do
 done
 for p in examples/*.rasp; do
   voc="a b c"
-  case $p in *balanced_parens*) voc="( ) x" ;; esac
+  case $p in *balanced_parens*) voc="( ) x" ;; *shuffle_dyck*) voc="( ) { }" ;; esac
   check "$p" "$p" --length 5 --input-vocab "$voc"
 done
 

@@ -29,6 +29,10 @@
 #     proven whole with them quantized;
 #   - balanced_parens at n = 128, whose mean cannot be proven in fp32 and has
 #     no categorical encoding, is refused at its line with a caret;
+#   - shuffle_dyck at n = 6, whose mean reads a table of tables: by size
+#     the mean's decode is not proven; by default the three tables are
+#     written steep (STEM.json marks them "steep") and the model is proven
+#     whole and exact;
 #   - decoder4 with --moves one (each assumed lookup selects one key) is
 #     proven whole with nothing one-hot, and --check says the premise held
 #     and every output is right; readout3 at |V| = 1000 is proven whole
@@ -151,6 +155,24 @@ expect "balanced_parens n = 128 --require-proof: refused at the mean" 1 '' \
   -- compile examples/balanced_parens.rasp --input-vocab '( ) x' --length 128 --dry-run \
   --require-proof
 grep -q '^ *\^' "$tmp/err" && ok "balanced_parens: a caret" || bad "balanced_parens: no caret" "$tmp/err"
+# shuffle_dyck at n = 6: by size its mean of "below zero" is not proven (the
+# tables before it written with a hinge on an integer); proof-driven the
+# three tables upstream are written steep, STEM.json marks them, and the
+# model is proven whole and exact
+expect "shuffle_dyck n = 6 --unproven: the mean's decode not proven" 0 \
+  'not proven: 3, the first %36 (unary) at examples/shuffle_dyck\.rasp:38:25' '' \
+  -- compile examples/shuffle_dyck.rasp --input-vocab '( ) { }' --length 6 --dry-run --stats \
+  --unproven
+expect "shuffle_dyck n = 6: proven whole" 0 \
+  '^fp32: proven exact against rounding: 17 of 17 heads, MLP units and readout$' '' \
+  -- compile examples/shuffle_dyck.rasp --input-vocab '( ) { }' --length 6 --stats --check 300 \
+  -o "$tmp/sd"
+grep -q '^check: 300/300 inputs agree with the interpreter' "$tmp/out" &&
+  ok "shuffle_dyck: exact" || bad "shuffle_dyck: check" "$tmp/out"
+steep=$(grep -o '"name": "%[0-9]*:[a-z_]*", "kind": "mlp"[^}]*"steep": true' "$tmp/sd.json" |
+  sed 's/"name": "%[0-9]*:\([a-z_]*\)".*/\1/' | tr '\n' ' ')
+[ "$steep" = "round_ curly below " ] && ok "shuffle_dyck: the three tables steep in STEM.json" ||
+  bad "shuffle_dyck: steep tables '$steep'" "$tmp/sd.json"
 expect "decoder4 --require-proof --moves one: proven whole" 0 \
   '^fp32: proven exact against rounding: 36 of 36 heads, MLP units and readout$' '' \
   -- compile programs/decoder4_log_meet.rasp --D 5 --M 5 --V 100 --dry-run --stats \

@@ -984,6 +984,69 @@ START_TEST(test_deviation) {
 }
 END_TEST
 
+/* examples/shuffle_dyck.rasp at n = 6 over "( ) { }", as `rasp compile`
+** compiles it (proof-driven, one-key moves): its "below zero" tests are
+** tables over two one-hot depths of 59 values each, read by a mean.  Written
+** with a hinge on an integer, each table unit passed its inputs' errors on
+** and 30 of them summed into the mean's value, so the mean's decode was
+** refused (an error bound of 264 against a margin of 1/2); written steep,
+** every unit is proven.  All 4096 inputs: the model's float32 pass agrees
+** with the interpreter, and every unit with a deviation stays within it
+** (the tables' 0/1 output below 1e-3, where the hinge form was charged
+** 5.5). */
+START_TEST(test_shuffle_dyck) {
+  static const char *const brackets[] = {"(", ")", "{", "}"};
+  const int n = 6, nv = 4;
+  const char *top = getenv("top_srcdir");
+  char path[1024];
+  snprintf(path, sizeof path, "%s/examples/shuffle_dyck.rasp", top ? top : ".");
+  rasp_error err = {0};
+  rasp_ctx *ctx = rasp_ctx_new(n, NULL, &err);
+  ck_assert_ptr_nonnull(ctx);
+  ck_assert(rasp_set_vocab(ctx, brackets, nv, &err));
+  ck_assert_msg(rasp_load_stdlib(ctx, NULL, &err), "%s", err.msg);
+  ck_assert_msg(rasp_exec_file(ctx, path, &err), "%s", err.msg);
+  ck_assert_msg(rasp_trace(ctx, "main", &err), "%s", err.msg);
+  rasp_ir *ir = rasp_ctx_ir(ctx);
+  int64_t ids[4] = {1, 2, 3, 4};
+  raspG_opts o = {ids, nv, nv, NULL, 0, RASPG_FP32, RASPG_ENC_AUTO, 1, RASPG_MOVES_ONE, 1, 0, 0};
+  raspG_model g;
+  ck_assert_msg(raspG_compile(ir, &o, &g, &err), "%s", err.msg);
+  ck_assert_msg(g.unproven == 0, "%d: %s", g.unproven, g.unproven_at);
+  ck_assert_int_eq(g.fallbacks, 0);
+  devunit u[64];
+  int nu = dev_units(&g, u, 64), below = -1;
+  for (int i = 0; i < nu; i++)
+    if (strstr(u[i].name, ":below")) below = i;
+  ck_assert_int_ge(below, 0);
+  ck_assert_msg(u[below].dev[0] < 1e-3, "%g", u[below].dev[0]);
+  int d = g.model.cfg.d_model, nl = g.model.cfg.n_layers;
+  float *res = malloc(sizeof(float) * (size_t)(1 + 2 * nl) * (size_t)(n + 1) * (size_t)d);
+  float *lg = malloc(sizeof(float) * (size_t)(n + 1) * (size_t)g.model.cfg.n_out);
+  int t[7], accepted = 0;
+  int64_t tok[6];
+  rasp_eval *ev = raspE_new(ir);
+  t[0] = g.model.cfg.bos_token;
+  for (int k = 0; k < 4096; k++) {
+    for (int i = 0; i < n; i++) tok[i] = 1 + (k >> (2 * i) & 3), t[i + 1] = (int)tok[i];
+    dev_run(&g, t, n, u, nu, res, lg);
+    ck_assert_msg(raspE_run(ev, 1, tok, &err), "%s", err.msg);
+    const rasp_elem *want = raspE_value(ev, ir->outputs[0], 0);
+    ck_assert_msg(argmax_is(&g, lg, n, want), "input %d", k);
+    accepted += raspI_elem_truth(want[0]);
+  }
+  /* accepted: three pairs of one kind (5 words each), or one pair of
+  ** one kind and two of the other (15 placements of the one pair, times
+  ** the other's 2 words, either way round) */
+  ck_assert_int_eq(accepted, 5 + 5 + 2 * 15 * 2);
+  raspE_free(ev);
+  free(res);
+  free(lg);
+  raspG_free(&g);
+  rasp_ctx_free(ctx);
+}
+END_TEST
+
 /* The same on path-star models (the task's samples, D = 5, M = 5 at
 ** |V| = 100): every unit prove gives a deviation stays within it in the
 ** float32 pass, through the long chains of moves, compares and big-M
@@ -1304,6 +1367,12 @@ static Suite *compile_suite(void) {
      sanitizers on a shared machine */
   /* six path-star compiles and their float32 passes with the residual
      stream kept: slow under the sanitizers on a shared machine */
+  /* every input of shuffle_dyck at n = 6 (4096 float32 passes with the
+     residual stream kept, a million parameters each) */
+  TCase *ts = tcase_create("dyck");
+  tcase_set_timeout(ts, 600);
+  tcase_add_test(ts, test_shuffle_dyck);
+  suite_add_tcase(s, ts);
   TCase *td = tcase_create("deviation");
   tcase_set_timeout(td, 900);
   tcase_add_test(td, test_deviation_task);
