@@ -54,7 +54,9 @@ kills=0 in_write=0 runs=0 last=0
 # delays in seconds, uniform over [lo, lo + span]
 for d in $(awk -v s="$SEED" -v lo="$lo" -v span="$span" 'BEGIN { srand(s);
              for (i = 0; i < 400; i++) printf "%.4f\n", lo + rand() * span }'); do
-  [ $kills -ge "$KILLS" ] && break
+  # (past KILLS while too few kills landed in a write: a loaded machine
+  # slows the start-up the delays were timed on, and the kills land there)
+  [ $kills -ge "$KILLS" ] && [ $in_write -ge "$MIN_IN_WRITE" ] && break
   "$train" $args --out "$tmp/run" --resume >"$tmp/log" 2>&1 &
   pid=$!
   sleep "$d"
