@@ -309,14 +309,24 @@ int raspG_ln_apply(gc *g, raspG_model *out, rasp_error *err) {
   if (out->ln_proven && out->ln_q > 100)
     out->ln_proven = 0, snprintf(out->ln_why, sizeof out->ln_why,
                                  "the residual's bounds need constants past 2^100");
-  if (out->ln_proven && !ln_selftest(out, &m1))
+  return raspG_ln_conclude(g, out, m0, &m1, out->ln_proven && ln_selftest(out, &m1),
+                           "--ln pre: the layer norms", "a layer norm", err);
+}
+
+/* The end of a norm construction (this file's and rcompile_rms.c's): a
+** proof whose self-test at the bounds' worst rows failed is no proof; the
+** model with norms replaces the one without; and a proof-driven compile
+** refuses an unproven one.  1, or 0 with err. */
+int raspG_ln_conclude(gc *g, raspG_model *out, rasp_model *m0, rasp_model *m1, int selftest_ok,
+                      const char *norms, const char *one, rasp_error *err) {
+  if (out->ln_proven && !selftest_ok)
     out->ln_proven = 0, snprintf(out->ln_why, sizeof out->ln_why,
-                                 "a layer norm at the bounds' worst rows is not the identity");
+                                 "%s at the bounds' worst rows is not the identity", one);
   raspN_free(m0);
-  *m0 = m1;
+  *m0 = *m1;
   if (!out->ln_proven && g->o->require_proof) {
-    raspR_setnoposc(err, RASP_E_INEXACT, "compile: --ln pre: the layer norms are not proven "
-                    "exact: %s", out->ln_why);
+    raspR_setnoposc(err, RASP_E_INEXACT, "compile: %s are not proven exact: %s", norms,
+                    out->ln_why);
     return 0;
   }
   return 1;

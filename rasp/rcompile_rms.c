@@ -195,16 +195,7 @@ int raspG_rms_apply(gc *g, raspG_model *out, rasp_error *err) {
   else {
     write_rms(out, &m1);
     out->ln_proven = raspG_ln_units_ok(g, out);
-    if (out->ln_proven && !rms_selftest(out, &m1))
-      out->ln_proven = 0, snprintf(out->ln_why, sizeof out->ln_why,
-                                   "an RMS norm at the bounds' worst rows is not the identity");
   }
-  raspN_free(m0);
-  *m0 = m1;
-  if (!out->ln_proven && g->o->require_proof) {
-    raspR_setnoposc(err, RASP_E_INEXACT, "compile: --ln rms: the RMS norms are not proven "
-                    "exact: %s", out->ln_why);
-    return 0;
-  }
-  return 1;
+  return raspG_ln_conclude(g, out, m0, &m1, !out->ln_proven || rms_selftest(out, &m1),
+                           "--ln rms: the RMS norms", "an RMS norm", err);
 }
