@@ -387,6 +387,7 @@ RASPG_INTERNAL double *raspG_ln_dim_bounds(gc *g, raspG_model *out);
 RASPG_INTERNAL void raspG_ln_copy_tensor(const rasp_model *m0, const rasp_tensor *t0,
                                          rasp_model *m1, const rasp_tensor *t1);
 RASPG_INTERNAL int raspG_ln_units_ok(gc *g, raspG_model *out);
+RASPG_INTERNAL void raspG_ln_set_weights(rasp_model *m, int d0, float w);
 RASPG_INTERNAL int raspG_ln_conclude(gc *g, raspG_model *out, rasp_model *m0, rasp_model *m1,
                                      int selftest_ok, const char *norms, const char *one,
                                      rasp_error *err);

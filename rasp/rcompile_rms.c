@@ -136,15 +136,7 @@ void raspG_rms_plan(gc *g, raspG_model *out) {
 static void write_rms(const raspG_model *out, rasp_model *m) {
   int D = m->cfg.d_model, d0 = out->ln_d0, nc = out->ln_nc;
   float w = ldexpf(1, out->ln_q);
-  char nm[64];
-  for (int L = 0; L <= m->cfg.n_layers; L++)
-    for (int s = 0; s < 2; s++) {
-      if (L == m->cfg.n_layers && s) break;
-      if (L == m->cfg.n_layers) snprintf(nm, sizeof nm, "ln_f.weight");
-      else snprintf(nm, sizeof nm, "layers.%d.ln%d.weight", L, s + 1);
-      float *lw = raspN_data(m, nm);
-      for (int j = 0; j < d0; j++) lw[j] = w;
-    }
+  raspG_ln_set_weights(m, d0, w);
   float *te = raspN_data(m, "tok_emb");
   for (int t = 0; t < m->cfg.vocab_size; t++)
     for (int k = 0; k < nc; k++) te[(size_t)t * D + (D - nc) + k] = ldexpf((float)out->ln_c[k], out->ln_q);
