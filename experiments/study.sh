@@ -92,7 +92,8 @@ compile "$WORK/d2"
 compile "$WORK/d2g" --attn-gain 0.25
 case " $arms " in *" compiledln "*) compile "$WORK/d2ln" --ln pre ;; esac
 
-[ -f "$OUT/timing.csv" ] || echo "arm,seed,steps,wall_s,cpu_s,load_start,load_end" >"$OUT/timing.csv"
+[ -f "$OUT/timing.csv" ] ||
+  echo "arm,seed,steps,wall_s,cpu_s,load_start,load_end,from_step" >"$OUT/timing.csv"
 for arm in $arms; do
   for seed in $seeds; do
     cell=$arm-s$seed
@@ -112,6 +113,9 @@ for arm in $arms; do
     esac
     dir=$WORK/$cell
     [ $resume = 1 ] || rm -rf "$dir"
+    # a resumed cell's times cover its steps from the saved one on
+    from=0
+    [ -f "$dir/compare.state" ] && from=$(awk '$1 == "step" { print $2 }' "$dir/compare.state")
     l0=$(cut -d' ' -f1 /proc/loadavg)
     t0=$(date +%s)
     # shellcheck disable=SC2086
@@ -126,7 +130,7 @@ for arm in $arms; do
     sed "s|$top/||g" "$dir/config.txt" >"$OUT/$cell.config.txt"
     cp "$dir/split.json" "$OUT/$cell.split.json"
     cp "$dir/compare.csv" "$OUT/$cell.csv.tmp" && mv "$OUT/$cell.csv.tmp" "$OUT/$cell.csv"
-    echo "$arm,$seed,$STEPS,$((t1 - t0)),$cpu,$l0,$(cut -d' ' -f1 /proc/loadavg)" >>"$OUT/timing.csv"
+    echo "$arm,$seed,$STEPS,$((t1 - t0)),$cpu,$l0,$(cut -d' ' -f1 /proc/loadavg),$from" >>"$OUT/timing.csv"
     echo "$cell: $((t1 - t0)) s; $(tail -1 "$dir/compare.csv" | cut -d, -f1-6)"
     # the two resume slots are not needed once the cell is done
     rm -f "$dir"/arm_*.slot[01].* "$dir/compare.state"
