@@ -737,6 +737,14 @@ START_TEST(test_config_diff) {
   /* a short buffer truncates the message, not the count */
   ck_assert_int_eq(train_config_diff(a, b, msg, 10), 4);
   ck_assert_uint_eq(strlen(msg), 9);
+  /* a value an older rasp-train spelled otherwise is the same value (a
+  ** checkpoint saved with --answer fwd resumes where it is now written
+  ** forward), in either direction; another value still differs */
+  ck_assert_int_eq(train_config_diff("--answer fwd\n", "--answer forward\n", msg, sizeof msg), 0);
+  ck_assert_int_eq(train_config_diff("--answer reverse\n", "--answer rev\n", msg, sizeof msg), 0);
+  ck_assert_int_eq(train_config_diff("--answer fwd\n", "--answer reverse\n", msg, sizeof msg), 1);
+  ck_assert_str_eq(msg, "--answer reverse (checkpoint: fwd)");
+  ck_assert_int_eq(train_config_diff("--order fwd\n", "--order forward\n", msg, sizeof msg), 1);
 }
 END_TEST
 

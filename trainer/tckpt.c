@@ -345,6 +345,21 @@ static char *config_get(const char *cfg, const char *name, size_t nl) {
   return NULL;
 }
 
+/* Values train_config_text (tresume.c) once wrote under another name: a
+** checkpoint saved by an older rasp-train resumes under a newer one that
+** spells the same option value differently.  Add a row whenever a
+** spelling there changes. */
+static const struct {
+  const char *name, *old, *now;
+} renamed[] = {{"--answer", "fwd", "forward"}, {"--answer", "rev", "reverse"}};
+
+/* value as train_config_text spells it today (v itself, or a row's now) */
+static const char *config_spelling(const char *name, const char *v) {
+  for (size_t i = 0; v && i < sizeof renamed / sizeof renamed[0]; i++)
+    if (!strcmp(name, renamed[i].name) && !strcmp(v, renamed[i].old)) return renamed[i].now;
+  return v;
+}
+
 /* For every option name in a (each line's first word) that b has not the
 ** same value for: appends to msg; swap: a is the checkpoint's. */
 static int diff_one_way(const char *a, const char *b, int a_is_saved,
@@ -358,7 +373,8 @@ static int diff_one_way(const char *a, const char *b, int a_is_saved,
     if (nl) {
       char *name = raspM_strndup(p, nl);
       char *va = config_get(a, name, nl), *vb = config_get(b, name, nl);
-      if (!vb || (!only_missing && strcmp(va, vb))) {
+      if (!vb || (!only_missing &&
+                  strcmp(config_spelling(name, va), config_spelling(name, vb)))) {
         const char *now = a_is_saved ? vb : va, *saved = a_is_saved ? va : vb;
         int w = snprintf(msg + *at, *at < size ? size - *at : 0,
                          "%s%s %s (checkpoint: %s)", *at ? ", " : "", name,
