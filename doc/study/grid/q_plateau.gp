@@ -1,7 +1,7 @@
 # gnuplot -c q_plateau.gp DAT PNG (written by experiments/study_tables.py)
 set terminal pngcairo size 900,500 font ',10' noenhanced
 set output ARG2
-set title 'Does the standard decoder stay on the plateau, and do structured samples lift it?'
+set title 'Does the standard decoder stay on the plateau, and does it leave it where the paper''s decoder does?'
 set xlabel 'step'
 set ylabel 'l_t accuracy'
 set yrange [0:1.05]
