@@ -95,6 +95,9 @@ const char *raspG_precision_name(int precision);
 /* x rounded to nearest-even in that format (fp16: 11 significand bits,
 ** overflow to inf past 65504; bf16: 8 bits, float32's range). */
 float raspG_round(int precision, float x);
+/* 1 where s is a float32 and no other float32 lies in [lo, hi] (a float32
+** result known to lie in [lo, hi] is then s exactly), else 0. */
+int raspG_f32_pinned(double s, double lo, double hi);
 
 typedef struct raspG_model {
   rasp_model model;        /* cfg.bos_token is the BOS id */

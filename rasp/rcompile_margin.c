@@ -213,6 +213,14 @@ typedef struct hmst {
   double *mh, *Mh, *Mf, *pmh, *pMh, *pMf, *emh, *eMh, *Tsel;
 } hmst;
 
+/* Whether the selected keys' scores, s exactly in real arithmetic and
+** within [lo, hi] as computed, are s exactly: in fp32 where no other
+** float32 lies in the bound (raspG_f32_pinned), elsewhere where the bound
+** has no width. */
+static int score_pinned(const hmst *st, double s, double lo, double hi) {
+  return st->p == RASPG_FP32 ? raspG_f32_pinned(s, lo, hi) : lo == s && hi == s;
+}
+
 /* The BOS key's score at the BOS gate column and its error without the
 ** final scaling (equal scores scale alike), and with it. */
 static void hm_bos(hmst *st) {
@@ -306,7 +314,7 @@ static void hm_query(hmst *st, hmcomp *k, int b) {
     pgap = fmin(pgap, blo - fhi);
   }
   if (hmin < INFINITY)
-    st->wexact = st->wexact && hmin == hmax && lo2 == hmin && hi2 == hmax && hmin == sbos;
+    st->wexact = st->wexact && hmin == hmax && hmin == sbos && score_pinned(st, hmin, lo2, hi2);
   st->G = fmin(st->G, gap);
   st->Gp = fmin(st->Gp, pgap);
   ref = hmin < INFINITY ? (width ? fmin(lo, blo) : lo) : blo;
@@ -381,7 +389,7 @@ static void hm_several(hmst *st) {
   double csum = 0, tsum = 0;
   for (int ci = 0; ci < nc && st->wexact; ci++) {
     if (!(mh[ci] < INFINITY)) continue;
-    st->wexact = mh[ci] == Mh[ci] && st->emh[ci] == mh[ci] && st->eMh[ci] == Mh[ci];
+    st->wexact = mh[ci] == Mh[ci] && score_pinned(st, mh[ci], st->emh[ci], st->eMh[ci]);
     csum += mh[ci], tsum += st->Tsel[ci];
   }
   st->wexact = st->wexact && csum == sbos && tsum <= st->lim;

@@ -152,6 +152,16 @@ double raspG_pow2_grain(double x) {
   return ldexp(1, ex - 53 + __builtin_ctzll(bits));
 }
 
+/* Whether s is a float32 and no other float32 lies in [lo, hi]: a float32
+** result the proof bounds within [lo, hi] is then exactly s.  (A bound
+** need not vanish in double to pin its result; it must stay below the
+** spacing of the float32 values next to s.) */
+int raspG_f32_pinned(double s, double lo, double hi) {
+  float f = (float)s;
+  if ((double)f != s || !(lo <= s && s <= hi)) return 0;
+  return lo > (double)nextafterf(f, -INFINITY) && hi < (double)nextafterf(f, INFINITY);
+}
+
 /* Unit uid's value a dotted with column col of W (rows = residual
 ** dimensions, row length ld); *t gets the sum of |terms| and *wre the most
 ** rounding W's entries to precision p moves it by. */

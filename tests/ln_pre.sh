@@ -11,6 +11,10 @@
 #     is proven and exact too; `rasp apply` gives the no-LN model's output
 #     and logits on an input;
 #   - readout3 (non-causal) is exact;
+#   - decoder6 at D = 2, M = 5, V = 20, whose quantized widths need their
+#     selected keys' scores exact: the layer norms' charge on tiny values
+#     leaves those scores within float32's spacing of the exact ones, which
+#     pins them (raspG_f32_pinned), so it is proven whole and exact;
 #   - --ln pre in bf16 and an unknown --ln are usage errors.
 # Prints "N passed, M failed".
 NAME=ln_pre
@@ -55,6 +59,13 @@ in=$(awk 'BEGIN { for (i = 0; i < 128; i++) printf "%s%s", i ? " " : "", substr(
 expect "readout3 (non-causal) --ln pre: exact" 0 \
   '^check: 100/100 inputs agree with the interpreter' '' \
   -- compile programs/readout3_forward_start.rasp --D 5 --M 5 --V 100 --ln pre --dry-run --check 100
+expect "decoder6 D = 2 --ln pre: proven, exact" 0 \
+  '^check: 100/100 inputs agree with the interpreter' '' \
+  -- compile programs/decoder6_causal.rasp --D 2 --M 5 --V 20 --require-proof --moves one \
+  --ln pre --dry-run --stats --check 100
+grep -q 'every layer norm proven exactly the identity' "$tmp/out" &&
+  ok "decoder6 D = 2 --ln pre: layer norms proven" ||
+  bad "decoder6 D = 2 --ln pre: layer norms proven" "$tmp/out"
 expect "--ln pre --precision bf16: refused" 2 '' 'compile: --ln pre is for fp32 only' \
   -- compile examples/histogram.rasp --input-vocab 'a b c' --length 8 --ln pre --precision bf16 --dry-run
 expect "--ln post: a usage error" 2 '' "rasp compile: --ln: expected none, pre or rms, got 'post'" \

@@ -870,6 +870,36 @@ START_TEST(test_round) {
 }
 END_TEST
 
+/* A score bound pins its float32 result where no other float32 fits in
+** it: 2048's neighbours are 2048 - 2^-13 below and 2048 + 2^-12 above. */
+START_TEST(test_f32_pinned) {
+  ck_assert(raspG_f32_pinned(2048, 2048, 2048));
+  ck_assert(raspG_f32_pinned(2048, 2048 - 0x1p-14, 2048 + 0x1p-13)); /* within both spacings */
+  ck_assert(!raspG_f32_pinned(2048, 2048 - 0x1p-13, 2048));          /* reaches the one below */
+  ck_assert(!raspG_f32_pinned(2048, 2048, 2048 + 0x1p-12));          /* and the one above */
+  ck_assert(raspG_f32_pinned(2048, 2048 - 0x1p-13 * 0.999, 2048 + 0x1p-12 * 0.999));
+  ck_assert(raspG_f32_pinned(0, -0x1p-150, 0x1p-150));                /* below the subnormals */
+  ck_assert(!raspG_f32_pinned(0, 0, 0x1p-149));                      /* the smallest one */
+  ck_assert(!raspG_f32_pinned(2048 + 0x1p-20, 2048, 2049));          /* s is not a float32 */
+  ck_assert(!raspG_f32_pinned(2048, 2048.5, 2049));                  /* s outside the bound */
+  /* against a count of the float32s in [lo, hi] by stepping, near
+  ** powers of two and integers of every size the scores take */
+  for (int e = -10; e <= 30; e++)
+    for (int k = 0; k < 3; k++) {
+      float f = ldexpf(1.0f + (float)k * 0x1p-3f, e);
+      for (int j = 0; j < 4; j++) {
+        double w = ldexp(1, e - 26 + j); /* widths from under to over the spacing */
+        double lo = (double)f - w, hi = (double)f + w / 2;
+        int n = 0;
+        for (float x = nextafterf((float)lo, -INFINITY); x <= (float)hi + 1; x = nextafterf(x, INFINITY))
+          if ((double)x >= lo && (double)x <= hi) n++;
+          else if ((double)x > hi) break;
+        ck_assert_int_eq(raspG_f32_pinned(f, lo, hi), n == 1);
+      }
+    }
+}
+END_TEST
+
 /* The margins are the design's: a head's selected key beats BOS and BOS
 ** every other key by scale / 2 >= beta / 2 = ln(n + 1) + 21 logits; the
 ** where's hidden units sit at least 1 from their hinges; STEM.json gives
@@ -1353,6 +1383,7 @@ static Suite *compile_suite(void) {
   tcase_add_test(tc, test_numeric_ids);
   tcase_add_test(tc, test_numeric_width);
   tcase_add_test(tc, test_round);
+  tcase_add_test(tc, test_f32_pinned);
   tcase_add_test(tc, test_margins);
   tcase_add_test(tc, test_precision);
   tcase_add_test(tc, test_attn_gain);
