@@ -75,6 +75,16 @@ while [ $# -gt 0 ]; do
   esac
   shift
 done
+# every arm and seed named before any cell runs (a grid takes hours)
+for arm in $arms; do
+  case " standard structured armwise random compiled lowgain compiledln frozen taught stdtaught " in
+    *" $arm "*) ;;
+    *) echo "$0: unknown arm $arm" >&2; exit 2 ;;
+  esac
+done
+for seed in $seeds; do
+  case $seed in '' | *[!0-9]*) echo "$0: a seed is a number, not '$seed'" >&2; exit 2 ;; esac
+done
 export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
 mkdir -p "$WORK" "$OUT"
 TASK="--D 2 --M 5 --V 20 --st-names --no-bos --no-eos --model decoder"

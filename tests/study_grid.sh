@@ -1,0 +1,65 @@
+#!/bin/sh
+# study_grid.sh -- experiments/study.sh, the study's grid, end to end on a
+# budget of 20 steps (STEPS=20) in a temporary work and output directory:
+#   - the standard arm and armwise (the positive control, on graphs written
+#     arm by arm) each leave ARM-s1.csv with the evaluations at steps 0 and
+#     20, ARM-s1.config.txt (armwise's with --order arm, its --init compiled
+#     for that order; the standard arm's with --order edge) and
+#     ARM-s1.split.json with no test question seen in training;
+#   - timing.csv has a row per cell, from_step 0 (each ran in one piece);
+#   - --resume skips finished cells: no new row, the CSVs unchanged;
+#   - an unknown arm is refused (status 2) before anything runs.
+# Prints "N passed, M failed".
+NAME=study_grid
+. "${top_srcdir:-.}/tests/lib.sh"
+TRAIN=$top_builddir/trainer/rasp-train
+[ -x "$TRAIN" ] || { echo "$NAME: no binary at $TRAIN" >&2; exit 2; }
+export RASP TRAIN
+run_grid() { # ARGS...: study.sh on the temporary directories
+  STEPS=20 STUDY_WORK=$tmp/w STUDY_OUT=$tmp/o sh experiments/study.sh "$@" >"$tmp/out" 2>&1
+}
+mkdir -p "$tmp/w" "$tmp/o"
+
+if run_grid --arms "standard armwise" --seeds 1; then
+  ok "study.sh --arms 'standard armwise' --seeds 1 at STEPS=20"
+else
+  bad "study.sh at STEPS=20" "$tmp/out"
+fi
+for arm in standard armwise; do
+  csv=$tmp/o/$arm-s1.csv
+  if [ -f "$csv" ] && sed -n 2p "$csv" | grep -q "^0,$arm," && tail -1 "$csv" | grep -q "^20,$arm,"; then
+    ok "$arm: evaluations at steps 0 and 20"
+  else
+    bad "$arm: the CSV" "$csv"
+  fi
+  grep -q '"test_seen_in_training":0' "$tmp/o/$arm-s1.split.json" &&
+    ok "$arm: no test question seen in training" || bad "$arm: split.json" "$tmp/o/$arm-s1.split.json"
+done
+cfg=$tmp/o/armwise-s1.config.txt
+grep -q '^--order arm$' "$cfg" && grep -q '^--init .*/d2arm$' "$cfg" &&
+  ok "armwise: --order arm, its --init compiled for that order" || bad "armwise: config" "$cfg"
+grep -q "order='arm'" "$tmp/w/d2arm.rasp" && grep -q '^check: 1000/1000' "$tmp/w/d2arm.compile.txt" &&
+  ok "armwise: the program compiled for order arm, 1000/1000 on --check" ||
+  bad "armwise: the compile" "$tmp/w/d2arm.compile.txt"
+grep -q '^--order edge$' "$tmp/o/standard-s1.config.txt" &&
+  ok "standard: --order edge" || bad "standard: config" "$tmp/o/standard-s1.config.txt"
+if head -1 "$tmp/o/timing.csv" | grep -q ',from_step$' &&
+   [ "$(grep -c '^standard,1,20,.*,0$' "$tmp/o/timing.csv")" = 1 ] &&
+   [ "$(grep -c '^armwise,1,20,.*,0$' "$tmp/o/timing.csv")" = 1 ]; then
+  ok "timing.csv: one row per cell, from step 0"
+else
+  bad "timing.csv" "$tmp/o/timing.csv"
+fi
+
+cp "$tmp/o/standard-s1.csv" "$tmp/before.csv"
+if run_grid --resume --arms "standard armwise" --seeds 1 &&
+   [ "$(wc -l <"$tmp/o/timing.csv")" = 3 ] && cmp -s "$tmp/before.csv" "$tmp/o/standard-s1.csv"; then
+  ok "--resume: finished cells are skipped"
+else
+  bad "--resume: finished cells" "$tmp/out" "$tmp/o/timing.csv"
+fi
+
+if run_grid --arms "standard bogus" --seeds 2; then st=0; else st=$?; fi
+[ "$st" = 2 ] && grep -q 'unknown arm bogus' "$tmp/out" && [ ! -f "$tmp/o/standard-s2.csv" ] &&
+  ok "an unknown arm: refused before any cell runs" || bad "an unknown arm: status $st" "$tmp/out"
+finish
