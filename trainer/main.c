@@ -198,7 +198,8 @@ static const raspU_option optdefs[] = {
     OPT("--max-steps", "N", K_LONG, F(max_steps), 1, 1099511627776.0, 0, NULL, 0,
      "optimiser steps at most", "no limit"),
     OPT("--stop-loss", "X", K_FLOAT, F(stop_loss), 0, 1e9, 0, NULL, 0,
-     "a trial stops once its validation loss is below X", NULL),
+     "a trial stops once its validation loss is below X (train; compare's arms run "
+     "the whole budget)", NULL),
     OPT("--seed", "N", K_U64, F(seed), 0, 4611686018427387904.0, 0, NULL, 0,
      "seed of weights, permutations, masks, dropout; trial k uses N + 7919k", NULL),
     OPT("--trials", "N", K_INT, F(trials), 1, 1000, 0, NULL, 0, "independent trials", NULL),
