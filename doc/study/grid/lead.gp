@@ -7,14 +7,16 @@ set ylabel 'l_t accuracy'
 set yrange [0:1.05]
 set key outside right
 plot ARG1 index 0 using 1:3:4 with filledcurves fs transparent solid 0.2 lc 1 notitle, \
-     ARG1 index 0 using 1:2 with lines lw 2 lc 1 title 'compiled', \
+     ARG1 index 0 using 1:2 with lines lw 2 lc 1 title 'armwise', \
      ARG1 index 1 using 1:3:4 with filledcurves fs transparent solid 0.2 lc 2 notitle, \
-     ARG1 index 1 using 1:2 with lines lw 2 lc 2 title 'compiledln', \
+     ARG1 index 1 using 1:2 with lines lw 2 lc 2 title 'compiled', \
      ARG1 index 2 using 1:3:4 with filledcurves fs transparent solid 0.2 lc 3 notitle, \
-     ARG1 index 2 using 1:2 with lines lw 2 lc 3 title 'lowgain', \
+     ARG1 index 2 using 1:2 with lines lw 2 lc 3 title 'compiledln', \
      ARG1 index 3 using 1:3:4 with filledcurves fs transparent solid 0.2 lc 4 notitle, \
-     ARG1 index 3 using 1:2 with lines lw 2 lc 4 title 'random', \
+     ARG1 index 3 using 1:2 with lines lw 2 lc 4 title 'lowgain', \
      ARG1 index 4 using 1:3:4 with filledcurves fs transparent solid 0.2 lc 5 notitle, \
-     ARG1 index 4 using 1:2 with lines lw 2 lc 5 title 'standard', \
+     ARG1 index 4 using 1:2 with lines lw 2 lc 5 title 'random', \
      ARG1 index 5 using 1:3:4 with filledcurves fs transparent solid 0.2 lc 6 notitle, \
-     ARG1 index 5 using 1:2 with lines lw 2 lc 6 title 'taught'
+     ARG1 index 5 using 1:2 with lines lw 2 lc 6 title 'standard', \
+     ARG1 index 6 using 1:3:4 with filledcurves fs transparent solid 0.2 lc 7 notitle, \
+     ARG1 index 6 using 1:2 with lines lw 2 lc 7 title 'taught'
