@@ -380,12 +380,13 @@ RASPG_INTERNAL char *raspG_layout_json(gc *g, const raspG_model *m, int root, co
 RASPG_INTERNAL void raspG_ln_plan(gc *g, raspG_model *out);
 RASPG_INTERNAL int raspG_ln_apply(gc *g, raspG_model *out, rasp_error *err);
 /* rcompile_ln.c's parts that --ln rms shares: per residual dimension a
-** bound on |x| at every norm (fresh array of the model's d_model); a tensor
-** copied into a model with a longer residual axis; whether every unit's
+** bound on |x| at every norm (fresh array of the model's d_model); the
+** model widened to the norms' d_model (raspG_ln_widen: 1, or 0 with err);
+** whether every unit's
 ** error and smallest value allow the norms (1, or 0 with out->ln_why). */
 RASPG_INTERNAL double *raspG_ln_dim_bounds(gc *g, raspG_model *out);
-RASPG_INTERNAL void raspG_ln_copy_tensor(const rasp_model *m0, const rasp_tensor *t0,
-                                         rasp_model *m1, const rasp_tensor *t1);
+RASPG_INTERNAL int raspG_ln_widen(const rasp_model *m0, int d1, int kind, rasp_model *m1,
+                                  rasp_error *err);
 RASPG_INTERNAL int raspG_ln_units_ok(gc *g, raspG_model *out);
 RASPG_INTERNAL void raspG_ln_set_weights(rasp_model *m, int d0, float w);
 RASPG_INTERNAL int raspG_ln_conclude(gc *g, raspG_model *out, rasp_model *m0, rasp_model *m1,

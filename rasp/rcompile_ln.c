@@ -169,8 +169,8 @@ void raspG_ln_plan(gc *g, raspG_model *out) {
 
 /* Copies tensor t0 of m0 into t1 of m1, whose one differing axis (the
 ** residual's) is longer: the first t0 entries along it. */
-void raspG_ln_copy_tensor(const rasp_model *m0, const rasp_tensor *t0, rasp_model *m1,
-                          const rasp_tensor *t1) {
+static void copy_tensor(const rasp_model *m0, const rasp_tensor *t0, rasp_model *m1,
+                        const rasp_tensor *t1) {
   int ax = -1;
   for (int k = 0; k < t0->ndim; k++)
     if (t0->shape[k] != t1->shape[k]) ax = k;
@@ -186,6 +186,21 @@ void raspG_ln_copy_tensor(const rasp_model *m0, const rasp_tensor *t0, rasp_mode
   size_t n0 = (size_t)t0->shape[ax], n1 = (size_t)t1->shape[ax];
   for (size_t o = 0; o < outer; o++)
     memcpy(dst + o * n1 * inner, src + o * n0 * inner, sizeof(float) * n0 * inner);
+}
+
+/* m0 with a residual of d1 dimensions and norms of kind (RASPN_LN_*):
+** every tensor of m0 in its place in *m1, the rest 0 (the norm
+** constructions fill it).  1, or 0 with err. */
+int raspG_ln_widen(const rasp_model *m0, int d1, int kind, rasp_model *m1, rasp_error *err) {
+  rasp_model_config cfg = m0->cfg;
+  cfg.d_model = d1;
+  cfg.layer_norm = kind;
+  if (!raspN_init(m1, &cfg, err)) return 0;
+  for (int t = 0; t < m1->ntensors; t++) {
+    const rasp_tensor *t0 = raspN_tensor((rasp_model *)m0, m1->tensors[t].name);
+    if (t0) copy_tensor(m0, t0, m1, &m1->tensors[t]);
+  }
+  return 1;
 }
 
 /* Every row of what a writer adds to the residual (the last axis of these
@@ -302,14 +317,7 @@ static int ln_selftest(const raspG_model *out, const rasp_model *m) {
 
 int raspG_ln_apply(gc *g, raspG_model *out, rasp_error *err) {
   rasp_model *m0 = &out->model, m1;
-  rasp_model_config cfg = m0->cfg;
-  cfg.d_model = out->ln_d1;
-  cfg.layer_norm = 1;
-  if (!raspN_init(&m1, &cfg, err)) return 0;
-  for (int t = 0; t < m1.ntensors; t++) {
-    const rasp_tensor *t0 = raspN_tensor(m0, m1.tensors[t].name);
-    if (t0) raspG_ln_copy_tensor(m0, t0, &m1, &m1.tensors[t]);
-  }
+  if (!raspG_ln_widen(m0, out->ln_d1, RASPN_LN_PRE, &m1, err)) return 0;
   write_balance(&m1, out->ln_d0);
   write_norms(out, &m1);
   out->ln_proven = raspG_ln_units_ok(g, out);

@@ -172,14 +172,7 @@ static int rms_selftest(const raspG_model *out, rasp_model *m) {
 
 int raspG_rms_apply(gc *g, raspG_model *out, rasp_error *err) {
   rasp_model *m0 = &out->model, m1;
-  rasp_model_config cfg = m0->cfg;
-  cfg.d_model = out->ln_d1;
-  cfg.layer_norm = RASPN_LN_RMS;
-  if (!raspN_init(&m1, &cfg, err)) return 0;
-  for (int t = 0; t < m1.ntensors; t++) {
-    const rasp_tensor *t0 = raspN_tensor(m0, m1.tensors[t].name);
-    if (t0) raspG_ln_copy_tensor(m0, t0, &m1, &m1.tensors[t]);
-  }
+  if (!raspG_ln_widen(m0, out->ln_d1, RASPN_LN_RMS, &m1, err)) return 0;
   out->ln_proven = 0;
   if (out->ln_q < 0)
     snprintf(out->ln_why, sizeof out->ln_why, "the residual's sum of squares (bound %.3g) needs "
