@@ -452,7 +452,7 @@ class _Layout:
     def trace(self, tokens):
         """The intermediates of forward(tokens) (a Trace; tensors that keep
         their graph for the torch backend)."""
-        tr = Trace(self.dims)
+        tr = Trace(self.dims, self.units, self.vocab)
         tr.logits = self._run(tokens, tr)
         return tr
 
@@ -493,8 +493,10 @@ class Trace:
     model's dimension names).  Arrays are numpy's for the numpy backend and
     tensors (with their graph) for torch's."""
 
-    def __init__(self, dims):
+    def __init__(self, dims, units=(), vocab=None):
         self.dims = dims
+        self._units = {u.get("name"): u for u in units if isinstance(u, dict)}
+        self._vocab = vocab
         self.sites = []
         self.residual = {}
         self.attention = []
@@ -507,9 +509,15 @@ class Trace:
     def value(self, name, site=None, batch=0):
         """The value of the program's sequence `name` at each input position
         (BOS dropped) of sequence `batch`, read off the residual stream after
-        `site` (default: the last): a categorical value (dimensions
-        "name=v") is the v of its largest dimension, a numerical one
-        (dimension "name") the number.  A dimension reused by several units
+        `site` (default: the last).  How is the unit's encoding in
+        layout.units: a categorical value (dimensions "name=v") is the v of
+        its largest dimension; a numerical one the number its first
+        dimension holds: x for a number written with its square (dimensions
+        "name=x", "name=x^2"), the mean for a mean, the encoded width for a
+        width (1/(w+1), or 2^23 + q v/(w+1) when quantized).  Numerical
+        tokens (ids written as x, x^2) read as their symbols, as
+        categorical ones do.  A name the layout has no unit for is read by
+        its dimensions' labels alone.  A dimension reused by several units
         (named "a | b") is read for whichever is asked; it holds that unit's
         value where the unit is live (between its writer and its last
         reader), which the site must be."""
@@ -520,6 +528,15 @@ class Trace:
         if torch is not None and isinstance(x, torch.Tensor):
             x = x.detach().cpu().numpy()
         x = np.asarray(x)[batch, 1:]
+        u = self._units.get(name)
+        if u is not None and u.get("encoding", "categorical") != "categorical":
+            col = [float(v) for v in x[:, int(u["dim"])]]
+            if name == "tokens" and self._vocab:
+                # a token's id, read to the nearest integer, names its symbol
+                return [self._vocab[int(round(v))]
+                        if 0 <= round(v) < len(self._vocab) and self._vocab[int(round(v))]
+                        else v for v in col]
+            return col
         cats, num = [], None
         for i, label in enumerate(self.dims):
             for part in label.split(" | "):

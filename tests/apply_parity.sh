@@ -73,7 +73,6 @@ if "$RASP" compile programs/decoder4_log_meet.rasp --D 2 --M 3 --V 40 --require-
       j = 1 + int(s / 65536) % i; t = $i; $i = $j; $j = t } print }' "$stem.task" >>"$stem.in"
   awk 'NR == 1 { line = ""; for (i = 1; i <= NF; i++) line = line (i > 1 ? " " : "") $5; print line }' \
     "$stem.task" >>"$stem.in"
-  # (apart: python_trace.py's value() reads numerical tokens as one-hot)
   printf '%s\n%s\n' "$stem" "$stem.in" >"$tmp/pairs_ln"
 else
   cat "$tmp/log"
@@ -96,6 +95,7 @@ $PY tests/apply_parity.py "$RASP" "$tmp/pairs" || fail=1
 # the same models' intermediates (m.trace): residual after every sublayer,
 # attention weights, values read by name, against the forward pass
 $PY tests/python_trace.py "$tmp/pairs" || fail=1
+[ -s "$tmp/pairs_ln" ] && { $PY tests/python_trace.py "$tmp/pairs_ln" || fail=1; }
 
 # without torch, load() falls back to the numpy forward pass by itself
 want=$("$RASP" apply "$tmp/reverse" --input "a b c a b b" --symbols)

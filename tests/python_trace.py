@@ -12,8 +12,13 @@ every model and backend (numpy; torch when it imports), on every input:
   - each layer's attention rows sum to 1, and a causal model's weights
     above the diagonal are 0;
   - a compiled model that reads its tokens gives the input's symbols for
-    value("tokens", "embed"), and its readout unit's value after the last
-    sublayer is what decode() of the logits says (categorical readouts);
+    value("tokens", "embed") (categorical tokens or numerical ids), and its
+    readout unit's value after the last sublayer is what decode() of the
+    logits says (categorical readouts);
+  - every unit written as a number with its square (layout.units encoding
+    "numerical+square") reads, after the sublayer that writes it, as an
+    integer x whose square is what its second dimension holds (so value()
+    reads x, not the label of the larger dimension);
   - numpy's and torch's residuals agree (relative 1e-5 of each site's scale).
 Prints one line per model; exit status 1 on any failure."""
 import os
@@ -49,7 +54,7 @@ def readout_unit(stem, m):
 def check(stem, inputs):
     lines = [l.strip() for l in open(inputs) if l.strip()]
     backends = ["numpy"] + (["torch"] if rasp_model.torch is not None else [])
-    name, bad, seen = os.path.basename(stem), [], {}
+    name, bad, seen, numerical = os.path.basename(stem), [], {}, 0
     for backend in backends:
         m = rasp_model.load(stem, backend=backend)
         c = m.config
@@ -106,6 +111,19 @@ def check(stem, inputs):
                     got = t.value(unit)
                     if got != dec:
                         bad.append("%s: value(%r) = %s, decode() %s" % (backend, unit, got, dec))
+                for u in m.units:
+                    if u.get("encoding") != "numerical+square" or u["name"] == "tokens":
+                        continue
+                    site = ("layers.%d.%s" % (u["layer"], "attn" if u["kind"] == "head" else "mlp")
+                            if u.get("layer", -1) >= 0 else "embed")
+                    got = t.value(u["name"], site)
+                    sq = as_np(t.residual[site]).astype(np.float64)[0, 1:, u["dim"] + 1]
+                    off = [(g, q) for g, q in zip(got, sq) if not isinstance(g, float)
+                           or abs(g - round(g)) > 1e-3 or abs(q - g * g) > 1e-3 * max(1, q)]
+                    if off:
+                        bad.append("%s: value(%r, %r) = %s, its square dimension %s"
+                                   % (backend, u["name"], site, off[0][0], off[0][1]))
+                    numerical += backend == "numpy"
             key = line
             res = np.stack([as_np(t.residual[s]) for s in t.sites]).astype(np.float64)
             if key in seen:
@@ -115,7 +133,8 @@ def check(stem, inputs):
                     bad.append("numpy and torch residuals differ by %.3g" % diff)
             else:
                 seen[key] = res
-    checked = "%d inputs, %s, readout %s" % (len(lines), "+".join(backends), unit or "-")
+    checked = "%d inputs, %s, readout %s, %d numerical values read" % (
+        len(lines), "+".join(backends), unit or "-", numerical)
     print("%s: %s%s" % (name, checked, "" if not bad else "  FAIL: " + "; ".join(sorted(set(bad)))))
     return 1 if bad else 0
 
