@@ -26,7 +26,12 @@ writes into GRID_DIR:
   final.md      final.csv as a Markdown table (for doc/training.md);
   lead.gp, lead.png
                 l_t accuracy by step, per arm: the mean and the interval
-                (the PNG when gnuplot is installed).
+                (the PNG when gnuplot is installed);
+  units.md      where GRID_DIR has units.csv (experiments/program_units.py:
+                per cell of the compiled architecture and per unit of the
+                compiled program, the share of its values the trained model
+                computes, at every position and at l_t's), per unit and
+                arm the mean and interval over seeds of both shares.
 An interval is printed only from 2 seeds up.  Nothing here reads anything
 but the CSVs, so the tables can be regenerated anywhere."""
 import csv
@@ -225,8 +230,11 @@ def main():
     write_plot(grid, "lead", sorted(cells), summary, plot,
                "leading-node accuracy on unseen questions (mean, 95% interval over seeds)")
     write_questions(grid, cells, final, summary, plot)
+    mds = [os.path.join(grid, "questions.md")]
+    if write_units(grid):
+        mds.append(os.path.join(grid, "units.md"))
     for path in doc:
-        update_doc(path, os.path.join(grid, "questions.md"))
+        update_doc(path, mds)
     print(open(os.path.join(grid, "final.md")).read(), end="")
     return 0
 
@@ -303,12 +311,48 @@ def write_questions(grid, cells, final, summary, plot):
             write_plot(grid, name, [a for a in arms if a in cells], summary, plot, title)
 
 
-def update_doc(path, questions):
-    """replace the tables of FILE (doc/training.md) that have
-    questions.md's header with questions.md's tables, in order: the
-    prose around them is the writer's, the rows are the CSVs'"""
+def write_units(grid):
+    """units.md from units.csv, if there is one: per unit of the program,
+    per arm, the mean and interval over seeds of the share of its values
+    the trained model computes at every position and at l_t's.  Returns
+    whether it wrote one."""
+    src = os.path.join(grid, "units.csv")
+    if not os.path.exists(src):
+        return False
+    rows = list(csv.DictReader(open(src)))
+    order = [a for _, _, arms in QUESTIONS for a in arms]
+    arms = sorted({r["arm"] for r in rows}, key=lambda a: (order.index(a) if a in order
+                                                          else len(order), a))
+    units = []
+    for r in rows:
+        if (r["unit"], r["kind"], r["layer"]) not in units:
+            units.append((r["unit"], r["kind"], r["layer"]))
+    seeds = {a: sorted({int(r["seed"]) for r in rows if r["arm"] == a}) for a in arms}
+    with open(os.path.join(grid, "units.md"), "w") as f:
+        f.write("| program value (unit) | layer | " + " | ".join(
+            f"{a} ({len(seeds[a])} seed{'s' if len(seeds[a]) > 1 else ''}): every position | "
+            f"{a}: at l_t's position"
+            for a in arms) + " |\n")
+        f.write("|---|---:|" + "---|---|" * len(arms) + "\n")
+        for name, kind, layer in units:
+            cols = []
+            for a in arms:
+                sel = [r for r in rows if r["arm"] == a and r["unit"] == name]
+                for k in ("agree_all", "agree_lead"):
+                    cols.append(fmt(*mean_ci([float(r[k]) for r in sel])))
+            f.write(f"| {kind} {name} | {layer} | " + " | ".join(cols) + " |\n")
+        cols = []
+        for a in arms:
+            accs = {int(r["seed"]): float(r["lead_acc"]) for r in rows if r["arm"] == a}
+            cols += ["", fmt(*mean_ci(list(accs.values())))]
+        f.write("| the model's own l_t accuracy | | " + " | ".join(cols) + " |\n")
+    return True
+
+
+def md_tables(path):
+    """the Markdown tables of a file, each a list of its lines"""
     tables, cur = [], None
-    for line in open(questions).read().split("\n"):
+    for line in open(path).read().split("\n"):
         if line.startswith("|"):
             if cur is None:
                 cur = []
@@ -316,22 +360,35 @@ def update_doc(path, questions):
             cur.append(line)
         else:
             cur = None
-    header = tables[0][0]
+    return tables
+
+
+def update_doc(path, sources):
+    """replace the tables of FILE (doc/training.md) that have the header of
+    a table in SOURCES (questions.md, units.md) with those tables, in
+    order: the prose around them is the writer's, the rows are the CSVs'"""
+    tables = [t for src in sources for t in md_tables(src)]
+    queue = {}
+    for t in tables:
+        queue.setdefault(t[0], []).append(t)
     lines = open(path).read().split("\n")
-    out, k, i = [], 0, 0
+    out, i = [], 0
     while i < len(lines):
-        if lines[i] == header:
-            if k >= len(tables):
-                raise SystemExit(f"study_tables.py: {path} has more tables than questions.md")
-            out.extend(tables[k])
-            k += 1
+        if lines[i] in queue:
+            if not queue[lines[i]]:
+                raise SystemExit(f"study_tables.py: {path} has more tables than "
+                                 f"{', '.join(map(os.path.basename, sources))}")
+            out.extend(queue[lines[i]].pop(0))
             while i < len(lines) and lines[i].startswith("|"):
                 i += 1
             continue
         out.append(lines[i])
         i += 1
-    if k != len(tables):
-        raise SystemExit(f"study_tables.py: {path} has {k} of questions.md's {len(tables)} tables")
+    left = sum(len(q) for q in queue.values())
+    if left:
+        raise SystemExit(f"study_tables.py: {path} has {len(tables) - left} of the "
+                         f"{len(tables)} tables of "
+                         f"{', '.join(map(os.path.basename, sources))}")
     tmp = path + ".tmp"
     with open(tmp, "w") as f:
         f.write("\n".join(out))

@@ -1,0 +1,159 @@
+#!/usr/bin/env python3
+"""program_units.py -- which of the compiled program's values a trained
+model of the compiled architecture computes, unit by unit.
+
+usage: python3 experiments/program_units.py --ref STEM [--out DIR] [--questions N] CELL...
+
+STEM is the compiled model (study-work/d2: rasp compile's STEM.json and
+.safetensors); each CELL is a finished study cell's directory
+(study-work/ARM-sSEED, as experiments/study.sh leaves it) whose arm has the
+compiled architecture: its final model is the arm_ARM.gNNNNNN stem there,
+its questions the first N (default 500: those rasp-train evaluates) of
+test_questions.jsonl, none of them seen in training.
+
+Every unit the compiled layout names (layout.units: the MLPs' and the
+attention heads' outputs held in the residual stream; not the inputs,
+nor the readout's, which is the logits) is read, in both models, off the
+residual stream after the sublayer that writes it (python/rasp_model.py's
+Trace.value: a categorical value by its largest dimension, a number
+written with its square as x, rounded to an integer).  A unit agrees at a
+position where the two models' values are equal.  Two shares per unit:
+
+  all   every position of every question (as rasp-train's program_acc,
+        which covers the categorical heads only);
+  lead  the position whose output is l_t (the answer's first token, s):
+        where the program's walk must hold l_t's value for the readout.
+
+It also gives each model's own l_t accuracy on the same questions (the
+argmax of its logits there).  Writes DIR/units.csv (one row per cell and
+unit: arm, seed, unit, kind, layer, encoding, agree_all, agree_lead,
+questions, lead_acc) and prints it as a Markdown table, one column per
+cell.  Reads the models with numpy only; nothing is trained or written
+elsewhere."""
+import argparse
+import csv
+import glob
+import json
+import os
+import re
+import sys
+
+sys.dont_write_bytecode = True
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+import numpy as np  # noqa: E402
+import rasp_model  # noqa: E402
+
+INPUT_UNITS = ("tokens", "indices", "one")
+
+
+def final_stem(cell):
+    """The finished arm's model in CELL: arm_ARM.gNNNNNN (the newest
+    generation when several are left)."""
+    stems = sorted(glob.glob(os.path.join(cell, "arm_*.g[0-9]*.json")))
+    stems = [s for s in stems if ".slot" not in s]
+    if not stems:
+        sys.exit("%s: no arm_ARM.gNNNNNN.json (is the cell finished?)" % cell)
+    return stems[-1][:-len(".json")]
+
+
+def cell_name(cell):
+    m = re.match(r"(.+)-s(\d+)$", os.path.basename(os.path.normpath(cell)))
+    if not m:
+        sys.exit("%s: not a study cell directory (ARM-sSEED)" % cell)
+    return m.group(1), int(m.group(2))
+
+
+def site_of(u):
+    if u.get("layer", -1) < 0:
+        return "embed"
+    return "layers.%d.%s" % (u["layer"], "attn" if u["kind"] == "head" else "mlp")
+
+
+def read_values(m, ids, units):
+    """unit name -> [questions, n] array of its values (str or rounded int)."""
+    out = {u["name"]: [] for u in units}
+    for b in range(0, len(ids), 100):
+        t = m.trace(ids[b:b + 100])
+        for k in range(len(ids[b:b + 100])):
+            for u in units:
+                v = t.value(u["name"], site_of(u), batch=k)
+                out[u["name"]].append([str(int(round(x))) if isinstance(x, float) else x
+                                       for x in v])
+    return {k: np.array(v, dtype=object) for k, v in out.items()}
+
+
+def lead_acc(m, ids, lead_pos, leads):
+    hits = 0
+    for b in range(0, len(ids), 100):
+        logits = m(ids[b:b + 100])
+        for k in range(logits.shape[0]):
+            q = b + k
+            got = m.values[int(logits[k, lead_pos[q] + 1].argmax())]
+            hits += got == leads[q]
+    return hits / len(ids)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--ref", required=True)
+    ap.add_argument("--out", default=None)
+    ap.add_argument("--questions", type=int, default=500)
+    ap.add_argument("cells", nargs="+")
+    a = ap.parse_args()
+    ref = rasp_model.load(a.ref, backend="numpy")
+    held = {p.split("=")[0] for d in ref.dims for p in d.split(" | ")}
+    # (the readout's own unit is the logits, held in no dimension)
+    units = [u for u in ref.units if u["name"] not in INPUT_UNITS and u["name"] in held]
+    rows, cache = [], {}
+    for cell in a.cells:
+        arm, seed = cell_name(cell)
+        qs = [json.loads(l) for l in open(os.path.join(cell, "test_questions.jsonl"))][:a.questions]
+        key = tuple(" ".join(q["tokens"]) for q in qs)
+        ids = np.array([ref.encode(q["tokens"]) for q in qs])
+        lead_pos = [len(q["tokens"]) - len(q["answer"]) for q in qs]
+        leads = [str(q["lead"]) for q in qs]
+        if key not in cache:
+            cache[key] = (read_values(ref, ids, units), lead_acc(ref, ids, lead_pos, leads))
+        want, ref_acc = cache[key]
+        if ref_acc != 1:
+            sys.exit("%s: the compiled model answers l_t on %.3f of %s's questions, not all"
+                     % (a.ref, ref_acc, cell))
+        stem = final_stem(cell)
+        m = rasp_model.load(stem, backend="numpy")
+        if m.config != ref.config:
+            sys.exit("%s: not the compiled architecture (%s)" % (stem, m.config))
+        # a trained model's STEM.json keeps no layout of its own: its
+        # dimensions are read where the compiled model keeps each value
+        m.dims, m.units, m.values = ref.dims, ref.units, ref.values
+        got = read_values(m, ids, units)
+        acc = lead_acc(m, ids, lead_pos, leads)
+        rows_at = np.arange(len(qs))
+        for u in units:
+            eq = got[u["name"]] == want[u["name"]]
+            rows.append({"arm": arm, "seed": seed, "unit": u["name"], "kind": u["kind"],
+                         "layer": u["layer"], "encoding": u.get("encoding", ""),
+                         "agree_all": "%.4f" % eq.mean(),
+                         "agree_lead": "%.4f" % eq[rows_at, lead_pos].mean(),
+                         "questions": len(qs), "lead_acc": "%.4f" % acc})
+    if a.out:
+        path = os.path.join(a.out, "units.csv")
+        tmp = path + ".tmp"
+        with open(tmp, "w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=list(rows[0]), lineterminator="\n")
+            w.writeheader()
+            w.writerows(rows)
+        os.replace(tmp, path)
+    cells = sorted({(r["arm"], r["seed"]) for r in rows})
+    print("| unit | layer | " + " | ".join("%s s%d (all / lead)" % c for c in cells) + " |")
+    print("|---|---:|" + "---|" * len(cells))
+    for u in units:
+        by = {(r["arm"], r["seed"]): r for r in rows if r["unit"] == u["name"]}
+        print("| %s %s | %d | " % (u["kind"], u["name"], u["layer"]) +
+              " | ".join("%s / %s" % (by[c]["agree_all"], by[c]["agree_lead"]) for c in cells)
+              + " |")
+    print("| l_t accuracy | | " + " | ".join(
+        next(r["lead_acc"] for r in rows if (r["arm"], r["seed"]) == c) for c in cells) + " |")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,86 @@
+#!/bin/sh
+# program_units.sh -- experiments/program_units.py reads which of a compiled
+# program's values a model of the compiled architecture computes:
+#   - a cell whose model is the compiled one itself (saved as a trained
+#     checkpoint is: a config with no layout) agrees on every unit, at
+#     every position and at l_t's, and answers every l_t;
+#   - the same model with layer 2's attention output zeroed agrees on
+#     every unit written before layer 2 (the MLPs of layers 0 and 1), not
+#     on every unit layer 2's heads write, and loses l_t on some question;
+#   - units.csv has one row per cell and unit, and study_tables.py makes
+#     units.md of it (the compiled cell's shares are 1.000);
+#   - a directory that is not a cell is refused.
+# decoder2_backward_targets at D = 2, M = 3, V = 10 on 40 `rasp gen`
+# questions.  Skipped (77) when /usr/bin/python3 has no numpy.
+NAME=program_units
+. "${top_srcdir:-.}/tests/lib.sh"
+PY=/usr/bin/python3
+$PY -c 'import numpy' 2>/dev/null || skip_test "no numpy"
+units="$PY experiments/program_units.py"
+
+"$RASP" compile programs/decoder2_backward_targets.rasp --D 2 --M 3 --V 10 --no-sdpa \
+  -o "$tmp/d2" >"$tmp/log" 2>&1 || { bad "compile" "$tmp/log"; finish; }
+"$RASP" gen --D 2 --M 3 --V 10 -n 40 --seed 5 --no-bos --no-eos --st-names \
+  >"$tmp/q.jsonl" 2>"$tmp/log" || { bad "gen" "$tmp/log"; finish; }
+
+# cell STEM DIR ZERO: DIR holds STEM's weights as arm_x.g000001, with the
+# tensor ZERO (if any) set to 0, and a config without layout or checksum
+cell() {
+  mkdir -p "$2"
+  cp "$tmp/q.jsonl" "$2/test_questions.jsonl"
+  $PY - "$1" "$2/arm_$(basename "$2" | sed 's/-s[0-9]*$//').g000001" "$3" <<'EOF'
+import json, struct, sys
+src, dst, zero = sys.argv[1], sys.argv[2], sys.argv[3]
+cfg = json.load(open(src + ".json"))["config"]
+json.dump({"config": cfg}, open(dst + ".json", "w"))
+raw = bytearray(open(src + ".safetensors", "rb").read())
+n = struct.unpack("<Q", raw[:8])[0]
+head = json.loads(raw[8:8 + n])
+if zero:
+    a, b = head[zero]["data_offsets"]
+    raw[8 + n + a:8 + n + b] = bytes(b - a)
+open(dst + ".safetensors", "wb").write(raw)
+EOF
+}
+cell "$tmp/d2" "$tmp/exact-s1" ""
+cell "$tmp/d2" "$tmp/cut-s1" layers.2.attn.w_o
+
+if $units --ref "$tmp/d2" --out "$tmp" "$tmp/exact-s1" "$tmp/cut-s1" >"$tmp/out" 2>"$tmp/err"; then
+  awk -F, 'NR > 1 && $1 == "exact" && ($7 != "1.0000" || $8 != "1.0000" || $10 != "1.0000") { b++ }
+           NR > 1 && $1 == "exact" { n++ } END { exit !(n > 5 && b == 0) }' "$tmp/units.csv" &&
+    ok "the compiled model against itself: every unit agrees everywhere, l_t right" ||
+    bad "the compiled model does not agree with itself" "$tmp/units.csv"
+  awk -F, 'NR > 1 && $1 == "cut" && $5 < 2 && $7 != "1.0000" { b++ }
+           NR > 1 && $1 == "cut" && $5 < 2 { n++ } END { exit !(n > 0 && b == 0) }' "$tmp/units.csv" &&
+    ok "layer 2's attention cut: the units before it still agree" ||
+    bad "layer 2's attention cut: a unit before it disagrees" "$tmp/units.csv"
+  awk -F, 'NR > 1 && $1 == "cut" && $4 == "head" && $5 == 2 && $7 == "1.0000" { b++ }
+           NR > 1 && $1 == "cut" && $4 == "head" && $5 == 2 { n++ }
+           NR > 1 && $1 == "cut" { acc = $10 } END { exit !(n > 0 && b == 0 && acc < 1) }' \
+    "$tmp/units.csv" &&
+    ok "layer 2's attention cut: its heads' values and some l_t lost" ||
+    bad "layer 2's attention cut: not seen" "$tmp/units.csv"
+  rows=$(($(wc -l <"$tmp/units.csv") - 1))
+  per=$(grep -c '^exact,' "$tmp/units.csv")
+  [ "$rows" = $((2 * per)) ] && ok "units.csv: one row per cell and unit ($rows)" ||
+    bad "units.csv has $rows rows for $per units and 2 cells" "$tmp/units.csv"
+  mkdir "$tmp/grid"
+  cp "$tmp/units.csv" "$tmp/grid/"
+  printf 'step,init,train_loss,val_loss,val_lead_acc,val_seq_acc,val_tok_acc,val_other_acc,val_pos0_acc,val_pos1_acc,val_pos2_acc,val_pos3_acc,val_pos4_acc,dist_compiled,program_acc,stopped\n0,exact,,0.1,1,1,1,1,1,1,1,1,1,0,1,\n' \
+    >"$tmp/grid/exact-s1.csv"
+  if python3 experiments/study_tables.py --no-plot "$tmp/grid" >/dev/null 2>"$tmp/err" &&
+    grep -q '^| mlp .* | 1.000 | 1.000 |' "$tmp/grid/units.md" &&
+    [ "$(grep -c '^| ' "$tmp/grid/units.md")" = $((per + 2)) ]; then
+    ok "study_tables.py makes units.md of units.csv"
+  else
+    bad "units.md" "$tmp/err" "$tmp/grid/units.md"
+  fi
+else
+  bad "program_units.py failed" "$tmp/err"
+fi
+
+mkdir "$tmp/notacell"
+if $units --ref "$tmp/d2" "$tmp/notacell" >"$tmp/out" 2>"$tmp/err"; then st=0; else st=$?; fi
+[ "$st" != 0 ] && grep -q "not a study cell" "$tmp/err" && ok "a directory that is not a cell: refused" ||
+  bad "not a cell: status $st" "$tmp/err"
+finish
