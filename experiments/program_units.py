@@ -21,13 +21,17 @@ position where the two models' values are equal.  Two shares per unit:
 
   all   every position of every question (as rasp-train's program_acc,
         which covers the categorical heads only);
+  found the positions where the compiled value is not the aggregates'
+        default (--default, -99: what the path-star programs' walks hold
+        before they have found an edge);
   lead  the position whose output is l_t (the answer's first token, s):
         where the program's walk must hold l_t's value for the readout.
 
 It also gives each model's own l_t accuracy on the same questions (the
 argmax of its logits there).  Writes DIR/units.csv (one row per cell and
-unit: arm, seed, unit, kind, layer, encoding, agree_all, agree_lead,
-questions, lead_acc) and prints it as a Markdown table, one column per
+unit: arm, seed, unit, kind, layer, encoding, agree_all, agree_found,
+agree_lead, questions, lead_acc; agree_found empty where the value is
+never other than the default) and prints it as a Markdown table, one column per
 cell.  Reads the models with numpy only; nothing is trained or written
 elsewhere."""
 import argparse
@@ -98,6 +102,7 @@ def main():
     ap.add_argument("--ref", required=True)
     ap.add_argument("--out", default=None)
     ap.add_argument("--questions", type=int, default=500)
+    ap.add_argument("--default", default="-99")
     ap.add_argument("cells", nargs="+")
     a = ap.parse_args()
     ref = rasp_model.load(a.ref, backend="numpy")
@@ -130,9 +135,11 @@ def main():
         rows_at = np.arange(len(qs))
         for u in units:
             eq = got[u["name"]] == want[u["name"]]
+            found = want[u["name"]] != a.default
             rows.append({"arm": arm, "seed": seed, "unit": u["name"], "kind": u["kind"],
                          "layer": u["layer"], "encoding": u.get("encoding", ""),
                          "agree_all": "%.4f" % eq.mean(),
+                         "agree_found": "%.4f" % eq[found].mean() if found.any() else "",
                          "agree_lead": "%.4f" % eq[rows_at, lead_pos].mean(),
                          "questions": len(qs), "lead_acc": "%.4f" % acc})
     if a.out:
@@ -144,12 +151,14 @@ def main():
             w.writerows(rows)
         os.replace(tmp, path)
     cells = sorted({(r["arm"], r["seed"]) for r in rows})
-    print("| unit | layer | " + " | ".join("%s s%d (all / lead)" % c for c in cells) + " |")
+    print("| unit | layer | " + " | ".join("%s s%d (all / found / lead)" % c for c in cells)
+          + " |")
     print("|---|---:|" + "---|" * len(cells))
     for u in units:
         by = {(r["arm"], r["seed"]): r for r in rows if r["unit"] == u["name"]}
         print("| %s %s | %d | " % (u["kind"], u["name"], u["layer"]) +
-              " | ".join("%s / %s" % (by[c]["agree_all"], by[c]["agree_lead"]) for c in cells)
+              " | ".join("%s / %s / %s" % (by[c]["agree_all"], by[c]["agree_found"] or "-",
+                                            by[c]["agree_lead"]) for c in cells)
               + " |")
     print("| l_t accuracy | | " + " | ".join(
         next(r["lead_acc"] for r in rows if (r["arm"], r["seed"]) == c) for c in cells) + " |")

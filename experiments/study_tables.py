@@ -30,8 +30,9 @@ writes into GRID_DIR:
   units.md      where GRID_DIR has units.csv (experiments/program_units.py:
                 per cell of the compiled architecture and per unit of the
                 compiled program, the share of its values the trained model
-                computes, at every position and at l_t's), per unit and
-                arm the mean and interval over seeds of both shares.
+                computes, at every position, where the value is found
+                and at l_t's), per unit and arm the mean and interval
+                over seeds of the three shares.
 An interval is printed only from 2 seeds up.  Nothing here reads anything
 but the CSVs, so the tables can be regenerated anywhere."""
 import csv
@@ -327,24 +328,26 @@ def write_units(grid):
     for r in rows:
         if (r["unit"], r["kind"], r["layer"]) not in units:
             units.append((r["unit"], r["kind"], r["layer"]))
+    units.sort(key=lambda u: int(u[2]))  # by layer, the layout's order within one
     seeds = {a: sorted({int(r["seed"]) for r in rows if r["arm"] == a}) for a in arms}
     with open(os.path.join(grid, "units.md"), "w") as f:
         f.write("| program value (unit) | layer | " + " | ".join(
             f"{a} ({len(seeds[a])} seed{'s' if len(seeds[a]) > 1 else ''}): every position | "
-            f"{a}: at l_t's position"
+            f"{a}: where the value is found | {a}: at l_t's position"
             for a in arms) + " |\n")
-        f.write("|---|---:|" + "---|---|" * len(arms) + "\n")
+        f.write("|---|---:|" + "---|---|---|" * len(arms) + "\n")
         for name, kind, layer in units:
             cols = []
             for a in arms:
                 sel = [r for r in rows if r["arm"] == a and r["unit"] == name]
-                for k in ("agree_all", "agree_lead"):
-                    cols.append(fmt(*mean_ci([float(r[k]) for r in sel])))
+                for k in ("agree_all", "agree_found", "agree_lead"):
+                    xs = [float(r[k]) for r in sel if r.get(k)]
+                    cols.append(fmt(*mean_ci(xs)) if xs else "")
             f.write(f"| {kind} {name} | {layer} | " + " | ".join(cols) + " |\n")
         cols = []
         for a in arms:
             accs = {int(r["seed"]): float(r["lead_acc"]) for r in rows if r["arm"] == a}
-            cols += ["", fmt(*mean_ci(list(accs.values())))]
+            cols += ["", "", fmt(*mean_ci(list(accs.values())))]
         f.write("| the model's own l_t accuracy | | " + " | ".join(cols) + " |\n")
     return True
 
