@@ -70,7 +70,7 @@ if $units --ref "$tmp/d2" --out "$tmp" "$tmp/exact-s1" "$tmp/cut-s1" >"$tmp/out"
     >"$tmp/grid/exact-s1.csv"
   if python3 experiments/study_tables.py --no-plot "$tmp/grid" >/dev/null 2>"$tmp/err" &&
     grep -q '^| mlp .* | 1.000 | 1.000 |' "$tmp/grid/units.md" &&
-    [ "$(grep -c '^| ' "$tmp/grid/units.md")" = $((per + 2)) ]; then
+    [ "$(grep -c '^| ' "$tmp/grid/units.md")" = $((per + 3)) ]; then
     ok "study_tables.py makes units.md of units.csv"
   else
     bad "units.md" "$tmp/err" "$tmp/grid/units.md"
