@@ -7,4 +7,6 @@ set ylabel 'l_t accuracy'
 set yrange [0:1.05]
 set key outside right
 plot ARG1 index 0 using 1:3:4 with filledcurves fs transparent solid 0.2 lc 1 notitle, \
-     ARG1 index 0 using 1:2 with lines lw 2 lc 1 title 'compiled'
+     ARG1 index 0 using 1:2 with lines lw 2 lc 1 title 'frozen', \
+     ARG1 index 1 using 1:3:4 with filledcurves fs transparent solid 0.2 lc 2 notitle, \
+     ARG1 index 1 using 1:2 with lines lw 2 lc 2 title 'compiled'
