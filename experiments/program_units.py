@@ -67,34 +67,21 @@ def cell_name(cell):
     return m.group(1), int(m.group(2))
 
 
-def site_of(u):
-    if u.get("layer", -1) < 0:
-        return "embed"
-    return "layers.%d.%s" % (u["layer"], "attn" if u["kind"] == "head" else "mlp")
-
-
-def read_values(m, ids, units):
-    """unit name -> [questions, n] array of its values (str or rounded int)."""
-    out = {u["name"]: [] for u in units}
+def read_model(m, ids, units, lead_pos, leads):
+    """One forward pass of m over the questions: unit name -> [questions, n]
+    array of its values (str, a number rounded to an integer's text), and
+    m's l_t accuracy (the argmax of its logits at l_t's position)."""
+    out, hits = {u["name"]: [] for u in units}, 0
     for b in range(0, len(ids), 100):
         t = m.trace(ids[b:b + 100])
         for k in range(len(ids[b:b + 100])):
             for u in units:
-                v = t.value(u["name"], site_of(u), batch=k)
+                v = t.value(u["name"], rasp_model.unit_site(u), batch=k)
                 out[u["name"]].append([str(int(round(x))) if isinstance(x, float) else x
                                        for x in v])
-    return {k: np.array(v, dtype=object) for k, v in out.items()}
-
-
-def lead_acc(m, ids, lead_pos, leads):
-    hits = 0
-    for b in range(0, len(ids), 100):
-        logits = m(ids[b:b + 100])
-        for k in range(logits.shape[0]):
             q = b + k
-            got = m.values[int(logits[k, lead_pos[q] + 1].argmax())]
-            hits += got == leads[q]
-    return hits / len(ids)
+            hits += m.values[int(t.logits[k, lead_pos[q] + 1].argmax())] == leads[q]
+    return {k: np.array(v, dtype=object) for k, v in out.items()}, hits / len(ids)
 
 
 def main():
@@ -118,7 +105,7 @@ def main():
         lead_pos = [len(q["tokens"]) - len(q["answer"]) for q in qs]
         leads = [str(q["lead"]) for q in qs]
         if key not in cache:
-            cache[key] = (read_values(ref, ids, units), lead_acc(ref, ids, lead_pos, leads))
+            cache[key] = read_model(ref, ids, units, lead_pos, leads)
         want, ref_acc = cache[key]
         if ref_acc != 1:
             sys.exit("%s: the compiled model answers l_t on %.3f of %s's questions, not all"
@@ -130,8 +117,7 @@ def main():
         # a trained model's STEM.json keeps no layout of its own: its
         # dimensions are read where the compiled model keeps each value
         m.dims, m.units, m.values = ref.dims, ref.units, ref.values
-        got = read_values(m, ids, units)
-        acc = lead_acc(m, ids, lead_pos, leads)
+        got, acc = read_model(m, ids, units, lead_pos, leads)
         rows_at = np.arange(len(qs))
         for u in units:
             eq = got[u["name"]] == want[u["name"]]

@@ -66,6 +66,8 @@ ValueError naming the field.
     t.logits                # as m(tokens)
     t.value("reverse", "layers.2.mlp")  # the value of the program's `reverse` at each input
                                         # position, read off its residual dimensions there
+    unit_site(u)            # the site just after the sublayer that writes layout unit u
+                            # (an entry of m.units), where t.value reads it
 
 The torch backend's trace holds tensors that keep their graph, so a loss on
 any intermediate (a compiled model as a teacher, say) can be backpropagated.
@@ -99,7 +101,7 @@ except ImportError:  # the numpy forward pass serves
 RMS_EPS = 1e-5  # an RMS norm's epsilon (config.layer_norm 2), rmodel.h's RASPN_RMS_EPS
 ATTENTIONS = ("product", "sdpa")  # load()'s attention: the formula run
 
-__all__ = ["load", "read_safetensors", "NumpyModel", "Trace", "FormatError",
+__all__ = ["load", "read_safetensors", "NumpyModel", "Trace", "unit_site", "FormatError",
            "UnprovenModelWarning"]
 
 _CFG_FIELDS = ("vocab_size", "max_len", "d_model", "n_layers", "n_heads", "d_head",
@@ -452,7 +454,7 @@ class _Layout:
     def trace(self, tokens):
         """The intermediates of forward(tokens) (a Trace; tensors that keep
         their graph for the torch backend)."""
-        tr = Trace(self.dims, self.units, self.vocab)
+        tr = Trace(self.dims, self.units, self._symbol)
         tr.logits = self._run(tokens, tr)
         return tr
 
@@ -493,10 +495,11 @@ class Trace:
     model's dimension names).  Arrays are numpy's for the numpy backend and
     tensors (with their graph) for torch's."""
 
-    def __init__(self, dims, units=(), vocab=None):
+    def __init__(self, dims, units=(), symbol=None):
         self.dims = dims
         self._units = {u.get("name"): u for u in units if isinstance(u, dict)}
-        self._vocab = vocab
+        self._symbol = symbol  # a token id's text -> its symbol (_Layout._symbol)
+        self._where = {}       # name -> its dimensions, from the labels (value())
         self.sites = []
         self.residual = {}
         self.attention = []
@@ -509,8 +512,8 @@ class Trace:
     def value(self, name, site=None, batch=0):
         """The value of the program's sequence `name` at each input position
         (BOS dropped) of sequence `batch`, read off the residual stream after
-        `site` (default: the last).  How is the unit's encoding in
-        layout.units: a categorical value (dimensions "name=v") is the v of
+        `site` (default: the last), as layout.units says the unit is
+        encoded: a categorical value (dimensions "name=v") is the v of
         its largest dimension; a numerical one the number its first
         dimension holds: x for a number written with its square (dimensions
         "name=x", "name=x^2"), the mean for a mean, the encoded width for a
@@ -531,19 +534,20 @@ class Trace:
         u = self._units.get(name)
         if u is not None and u.get("encoding", "categorical") != "categorical":
             col = [float(v) for v in x[:, int(u["dim"])]]
-            if name == "tokens" and self._vocab:
+            if name == "tokens" and self._symbol:
                 # a token's id, read to the nearest integer, names its symbol
-                return [self._vocab[int(round(v))]
-                        if 0 <= round(v) < len(self._vocab) and self._vocab[int(round(v))]
-                        else v for v in col]
+                return [self._symbol(str(int(round(v)))) for v in col]
             return col
-        cats, num = [], None
-        for i, label in enumerate(self.dims):
-            for part in label.split(" | "):
-                if part == name:
-                    num = i
-                elif part.startswith(name + "="):
-                    cats.append((i, part[len(name) + 1:]))
+        if name not in self._where:
+            cats, num = [], None
+            for i, label in enumerate(self.dims):
+                for part in label.split(" | "):
+                    if part == name:
+                        num = i
+                    elif part.startswith(name + "="):
+                        cats.append((i, part[len(name) + 1:]))
+            self._where[name] = cats, num
+        cats, num = self._where[name]
         if cats:
             idx = [i for i, _ in cats]
             best = x[:, idx].argmax(-1)
@@ -552,6 +556,15 @@ class Trace:
             return [float(v) for v in x[:, num]]
         near = sorted(set(p.split("=")[0] for d in self.dims for p in d.split(" | ")))
         raise KeyError("no dimension holds %r; the model's values are %s" % (name, ", ".join(near)))
+
+
+def unit_site(unit):
+    """The trace site just after the sublayer that writes a layout unit
+    (an entry of layout.units): "embed" for an input, else
+    "layers.L.attn" for a head and "layers.L.mlp" for an MLP."""
+    if unit.get("layer", -1) < 0:
+        return "embed"
+    return "layers.%d.%s" % (unit["layer"], "attn" if unit["kind"] == "head" else "mlp")
 
 
 def _batch(tokens):

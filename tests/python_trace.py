@@ -114,8 +114,7 @@ def check(stem, inputs):
                 for u in m.units:
                     if u.get("encoding") != "numerical+square" or u["name"] == "tokens":
                         continue
-                    site = ("layers.%d.%s" % (u["layer"], "attn" if u["kind"] == "head" else "mlp")
-                            if u.get("layer", -1) >= 0 else "embed")
+                    site = rasp_model.unit_site(u)
                     got = t.value(u["name"], site)
                     sq = as_np(t.residual[site]).astype(np.float64)[0, 1:, u["dim"] + 1]
                     off = [(g, q) for g, q in zip(got, sq) if not isinstance(g, float)
