@@ -1,0 +1,68 @@
+#!/bin/sh
+# walk_head.sh -- experiments/walk_head.py trains one attention sublayer of
+# a compiled model on the compiled model's own input and output:
+#   - started at the compiled weights (--start compiled), every head unit
+#     of the layer and every attention row's largest key agree at step 0,
+#     and the CSV has a row per evaluation;
+#   - from a random start they do not agree at step 0, and 200 steps lower
+#     the loss;
+#   - training questions that are all test questions are refused (the
+#     split is checked, not assumed).
+# decoder2_backward_targets at D = 2, M = 3, V = 10, layer 2.  Skipped (77)
+# when /usr/bin/python3 has no torch.
+NAME=walk_head
+. "${top_srcdir:-.}/tests/lib.sh"
+PY=/usr/bin/python3
+$PY -c 'import torch' 2>/dev/null || skip_test "no torch"
+wh="$PY experiments/walk_head.py --D 2 --M 3 --V 10 --rasp $RASP"
+
+"$RASP" compile programs/decoder2_backward_targets.rasp --D 2 --M 3 --V 10 --no-sdpa \
+  -o "$tmp/d2" >"$tmp/log" 2>&1 || { bad "compile" "$tmp/log"; finish; }
+"$RASP" gen --D 2 --M 3 --V 10 -n 40 --seed 5 --no-bos --no-eos --st-names \
+  >"$tmp/q.jsonl" 2>"$tmp/log" || { bad "gen" "$tmp/log"; finish; }
+
+# col CSV NAME ROW: the value of column NAME in data row ROW (1: the first)
+col() {
+  awk -F, -v n="$2" -v r="$3" 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == n) c = i }
+    NR == r + 1 && c { print $c }' "$1"
+}
+
+if $wh --ref "$tmp/d2" --test "$tmp/q.jsonl" --start compiled --steps 20 --eval-every 10 \
+  --train 200 --out "$tmp/exact.csv" >"$tmp/out" 2>"$tmp/err"; then
+  heads=$(head -1 "$tmp/exact.csv" | tr , '\n' | grep -c '^agree %')
+  ones=$(head -2 "$tmp/exact.csv" | tail -1 | tr , '\n' | grep -c '^1.0000$')
+  argm=$(head -1 "$tmp/exact.csv" | tr , '\n' | grep -c '^argmax head')
+  found=$(head -1 "$tmp/exact.csv" | tr , '\n' | grep -c '^agree found')
+  [ "$heads" -ge 2 ] && [ "$ones" = $((heads + found + argm)) ] &&
+    ok "compiled start: $heads head units and $argm heads' attention agree at step 0" ||
+    bad "compiled start: $ones of $heads units + $found + $argm columns at 1" "$tmp/exact.csv"
+  [ "$(wc -l <"$tmp/exact.csv")" = 4 ] && ok "a CSV row per evaluation (0, 10, 20)" ||
+    bad "CSV rows" "$tmp/exact.csv"
+else
+  bad "walk_head.py --start compiled failed" "$tmp/err"
+fi
+
+if $wh --ref "$tmp/d2" --test "$tmp/q.jsonl" --steps 200 --eval-every 100 --train 400 \
+  --out "$tmp/rand.csv" >"$tmp/out" 2>"$tmp/err"; then
+  a0=$(col "$tmp/rand.csv" "agree %29:connecting_idxs" 1)
+  l1=$(col "$tmp/rand.csv" loss 2)
+  l2=$(col "$tmp/rand.csv" loss 3)
+  awk -v a="$a0" 'BEGIN { exit !(a < 1) }' && ok "random start: the walk's step disagrees at step 0 ($a0)" ||
+    bad "random start agrees at step 0: $a0" "$tmp/rand.csv"
+  awk -v x="$l1" -v y="$l2" 'BEGIN { exit !(y < x) }' && ok "training lowers the loss ($l1 -> $l2)" ||
+    bad "loss $l1 -> $l2" "$tmp/rand.csv"
+else
+  bad "walk_head.py failed" "$tmp/err"
+fi
+
+# the training draw is rasp gen --seed 1000 + S: with S = 0 and a test file
+# of that very draw, every training question is a test question
+"$RASP" gen --D 2 --M 3 --V 10 -n 30 --seed 1000 --no-bos --no-eos --st-names >"$tmp/same.jsonl"
+if $wh --ref "$tmp/d2" --test "$tmp/same.jsonl" --seed 0 --train 30 --steps 1 >"$tmp/out" 2>"$tmp/err"; then
+  st=0
+else
+  st=$?
+fi
+[ "$st" != 0 ] && grep -q "training questions is a test question" "$tmp/err" &&
+  ok "training questions all in the test set: refused" || bad "not refused: status $st" "$tmp/err"
+finish
