@@ -4,7 +4,8 @@ learn the program's heads there, given the compiled model's exact input?
 
 usage: python3 experiments/walk_head.py --ref STEM --test QUESTIONS.jsonl
            [--D 2 --M 5 --V 20] [--layer L] [--steps N] [--train N] [--seed S] [--loss trainer|plain]
-           [--attn W] [--start random|compiled] [--eval-every K] [--out CSV]
+           [--attn W] [--start random|compiled]
+       python3 experiments/walk_head.py --summary CSV... [--eval-every K] [--out CSV]
 
 The taught arm of the study (doc/training.md, section 3) computes every
 value of the compiled program but its backward walk, whose first step is a
@@ -27,6 +28,11 @@ batch); `plain` drops w (every dimension in its own units, so a number's
 error counts as much as a one-hot's).  --attn W adds rasp-train's
 --teacher-attn term: W times the mean over query rows and heads of KL(the
 teacher's attention row || the student's).
+
+--summary prints a Markdown table of finished runs' CSVs (named for the
+run): for each head unit the first evaluation at which it agrees at every
+position, and its agreement at steps 1,000, 2,500, 5,000 and 10,000, at
+best, and its median error at the end.
 
 --start compiled starts the student at the compiled sublayer's own
 weights instead: every value then agrees at step 0 (a check of the
@@ -152,7 +158,33 @@ def read_units(ref, y, units):
     return out, {k: np.array(v) for k, v in raw.items()}
 
 
+def summary(paths, at=(1000, 2500, 5000, 10000)):
+    """A Markdown table of finished runs' CSVs: for every head unit, the
+    first evaluation at which it agrees everywhere, and a number's
+    agreement (every position / where found) at the steps `at`, its best,
+    and its median error at the last evaluation."""
+    print("| run | unit | first agrees everywhere at step | " +
+          " | ".join("step %d" % s for s in at) + " | best | median error at the end |")
+    print("|---|---|---:|" + "---|" * len(at) + "---:|---:|")
+    for path in paths:
+        rows = list(csv.DictReader(open(path)))
+        run = os.path.basename(path)[:-len(".csv")]
+        for col in [c for c in rows[0] if c.startswith("agree %")]:
+            name = col[len("agree "):]
+            first = next((r["step"] for r in rows if r[col] == "1.0000"), "never")
+            cells = []
+            for s in at:
+                r = next((r for r in rows if int(r["step"]) == s), None)
+                cells.append("" if r is None else "%s / %s" % (r[col], r["agree found " + name])
+                             if r.get("agree found " + name) else r[col])
+            med = rows[-1].get("median error " + name, "")
+            print("| %s | %s | %s | %s | %.4f | %s |" % (run, name, first, " | ".join(cells),
+                                                        max(float(r[col]) for r in rows), med))
+
+
 def main():
+    if len(sys.argv) > 1 and sys.argv[1] == "--summary":
+        return summary(sys.argv[2:])
     ap = argparse.ArgumentParser()
     ap.add_argument("--ref", required=True)
     ap.add_argument("--test", required=True)

@@ -6,6 +6,7 @@
 #     and the CSV has a row per evaluation;
 #   - from a random start they do not agree at step 0, and 200 steps lower
 #     the loss;
+#   - --summary tabulates the runs, a row per run and head unit;
 #   - training questions that are all test questions are refused (the
 #     split is checked, not assumed).
 # decoder2_backward_targets at D = 2, M = 3, V = 10, layer 2.  Skipped (77)
@@ -51,6 +52,13 @@ if $wh --ref "$tmp/d2" --test "$tmp/q.jsonl" --steps 200 --eval-every 100 --trai
     bad "random start agrees at step 0: $a0" "$tmp/rand.csv"
   awk -v x="$l1" -v y="$l2" 'BEGIN { exit !(y < x) }' && ok "training lowers the loss ($l1 -> $l2)" ||
     bad "loss $l1 -> $l2" "$tmp/rand.csv"
+  # --summary: a row per run and head unit, the compiled start's from step 0
+  $PY experiments/walk_head.py --summary "$tmp/exact.csv" "$tmp/rand.csv" >"$tmp/sum" 2>"$tmp/err"
+  [ "$(grep -c '^| exact | %' "$tmp/sum")" = "$heads" ] &&
+    [ "$(grep -c '^| rand | %' "$tmp/sum")" = "$heads" ] &&
+    [ "$(grep '^| exact | %' "$tmp/sum" | grep -vc '^| exact | [^|]* | 0 |')" = 0 ] &&
+    ok "--summary: a row per run and unit; the compiled start agrees from step 0" ||
+    bad "--summary" "$tmp/sum" "$tmp/err"
 else
   bad "walk_head.py failed" "$tmp/err"
 fi
