@@ -46,6 +46,11 @@
 #              against the program's at the same depth), weight 100,
 #              annealed to 0 at half the budget (not in the default list:
 #              --arms stdtaught)
+#   taughtcat  taught as taught is, by the same program compiled with every
+#              value one-hot (--encoding categorical: d_model 265), in that
+#              architecture: a random start of it, the teacher's weight
+#              100 annealed to 0 at half the budget (not in the default
+#              list: --arms taughtcat)
 # Each finished cell leaves doc/study/grid/ARM-sSEED.csv (compare.csv),
 # ARM-sSEED.config.txt, ARM-sSEED.split.json and a line in
 # doc/study/grid/timing.csv (wall and CPU seconds, load average); --resume
@@ -77,7 +82,7 @@ while [ $# -gt 0 ]; do
 done
 # every arm and seed named before any cell runs (a grid takes hours)
 for arm in $arms; do
-  case " standard structured armwise random compiled lowgain compiledln frozen taught stdtaught " in
+  case " standard structured armwise random compiled lowgain compiledln frozen taught stdtaught taughtcat " in
     *" $arm "*) ;;
     *) echo "$0: unknown arm $arm" >&2; exit 2 ;;
   esac
@@ -108,6 +113,7 @@ compile() {
 compile "$WORK/d2"
 compile "$WORK/d2g" --attn-gain 0.25
 case " $arms " in *" compiledln "*) compile "$WORK/d2ln" --ln pre ;; esac
+case " $arms " in *" taughtcat "*) compile "$WORK/d2c" --encoding categorical ;; esac
 # armwise's task is written arm by arm: rasp-train takes the layout from the
 # --init model, so the same program declared for that order (a program
 # right for every order of the edges is right for this one; --check says so)
@@ -134,6 +140,8 @@ for arm in $arms; do
       compiledln) spec="compiledln compiled" init=$WORK/d2ln ;;
       frozen) spec="frozen compiled --freeze compiled --widen 64" ;;
       taught) spec="taught random --teacher $WORK/d2 --teacher-weight 100 --teacher-until $((STEPS / 2))" ;;
+      taughtcat) spec="taughtcat random --teacher $WORK/d2c --teacher-weight 100 --teacher-until $((STEPS / 2))"
+        init=$WORK/d2c ;;
       stdtaught) spec="stdtaught standard --teacher $WORK/d2 --teacher-weight 100 --teacher-until $((STEPS / 2))" ;;
       *) echo "$0: unknown arm $arm" >&2; exit 2 ;;
     esac

@@ -5,7 +5,7 @@ learn the program's heads there, given the compiled model's exact input?
 usage: python3 experiments/walk_head.py --ref STEM --test QUESTIONS.jsonl
            [--D 2 --M 5 --V 20] [--layer L] [--steps N] [--train N] [--seed S] [--loss trainer|plain]
            [--attn W] [--start random|compiled]
-       python3 experiments/walk_head.py --summary CSV... [--eval-every K] [--out CSV]
+       python3 experiments/walk_head.py --summary [--unit NAME] CSV... [--eval-every K] [--out CSV]
 
 The taught arm of the study (doc/training.md, section 3) computes every
 value of the compiled program but its backward walk, whose first step is a
@@ -32,7 +32,8 @@ teacher's attention row || the student's).
 --summary prints a Markdown table of finished runs' CSVs (named for the
 run): for each head unit the first evaluation at which it agrees at every
 position, and its agreement at steps 1,000, 2,500, 5,000 and 10,000, at
-best, and its median error at the end.
+best, and its median error at the end (--unit: only the units whose
+name holds NAME).
 
 --start compiled starts the student at the compiled sublayer's own
 weights instead: every value then agrees at step 0 (a check of the
@@ -158,7 +159,7 @@ def read_units(ref, y, units):
     return out, {k: np.array(v) for k, v in raw.items()}
 
 
-def summary(paths, at=(1000, 2500, 5000, 10000)):
+def summary(paths, unit="", at=(1000, 2500, 5000, 10000)):
     """A Markdown table of finished runs' CSVs: for every head unit, the
     first evaluation at which it agrees everywhere, and a number's
     agreement (every position / where found) at the steps `at`, its best,
@@ -169,7 +170,7 @@ def summary(paths, at=(1000, 2500, 5000, 10000)):
     for path in paths:
         rows = list(csv.DictReader(open(path)))
         run = os.path.basename(path)[:-len(".csv")]
-        for col in [c for c in rows[0] if c.startswith("agree %")]:
+        for col in [c for c in rows[0] if c.startswith("agree %") and unit in c]:
             name = col[len("agree "):]
             first = next((r["step"] for r in rows if r[col] == "1.0000"), "never")
             cells = []
@@ -184,7 +185,11 @@ def summary(paths, at=(1000, 2500, 5000, 10000)):
 
 def main():
     if len(sys.argv) > 1 and sys.argv[1] == "--summary":
-        return summary(sys.argv[2:])
+        sp = argparse.ArgumentParser(prog="walk_head.py --summary")
+        sp.add_argument("--unit", default="", help="only the units whose name holds this")
+        sp.add_argument("csv", nargs="+")
+        b = sp.parse_args(sys.argv[2:])
+        return summary(b.csv, b.unit)
     ap = argparse.ArgumentParser()
     ap.add_argument("--ref", required=True)
     ap.add_argument("--test", required=True)
