@@ -4,7 +4,7 @@ learn the program's heads there, given the compiled model's exact input?
 
 usage: python3 experiments/walk_head.py --ref STEM --test QUESTIONS.jsonl
            [--D 2 --M 5 --V 20] [--layer L] [--steps N] [--train N] [--seed S] [--loss trainer|plain]
-           [--attn W] [--start random|compiled]
+           [--attn W] [--start random|compiled] [--input-model STEM]
        python3 experiments/walk_head.py --summary [--unit NAME] CSV... [--eval-every K] [--out CSV]
 
 The taught arm of the study (doc/training.md, section 3) computes every
@@ -28,6 +28,12 @@ batch); `plain` drops w (every dimension in its own units, so a number's
 error counts as much as a one-hot's).  --attn W adds rasp-train's
 --teacher-attn term: W times the mean over query rows and heads of KL(the
 teacher's attention row || the student's).
+
+--input-model STEM feeds the student the residual stream before layer L
+of another model of the same architecture (a taught cell's trained
+model, say) instead of the compiled one's; the target stays the compiled
+model's.  It asks whether the input a student built for itself holds what
+the layer needs.
 
 --summary prints a Markdown table of finished runs' CSVs (named for the
 run): for each head unit the first evaluation at which it agrees at every
@@ -203,6 +209,7 @@ def main():
     ap.add_argument("--loss", choices=("trainer", "plain"), default="trainer")
     ap.add_argument("--attn", type=float, default=0.0)
     ap.add_argument("--start", choices=("random", "compiled"), default="random")
+    ap.add_argument("--input-model", default=None)
     ap.add_argument("--eval-every", type=int, default=250)
     ap.add_argument("--rasp", default=os.path.join(HERE, "..", "rasp", "rasp"))
     ap.add_argument("--out", default=None)
@@ -225,6 +232,15 @@ def main():
     enc = lambda qs: np.array([ref.encode(q["tokens"]) for q in qs])  # noqa: E731
     x_tr, y_tr, w_tr = teacher_states(ref, enc(train), L)
     x_te, y_te, w_te = teacher_states(ref, enc(test), L)
+    if a.input_model:
+        # the input another model of the same architecture builds for itself
+        # (a trained student's lower layers); the targets stay the compiled
+        # model's
+        other = rasp_model.load(a.input_model, backend="torch")
+        if other.config != c:
+            sys.exit("%s: not %s's architecture" % (a.input_model, a.ref))
+        x_tr = teacher_states(other, enc(train), L)[0]
+        x_te = teacher_states(other, enc(test), L)[0]
     want, want_raw = read_units(ref, y_te, units)
     w_dim = 1 / (1 + (y_tr[:64] ** 2).mean(dim=(0, 1))) if a.loss == "trainer" \
         else torch.ones(c["d_model"])

@@ -7,6 +7,8 @@
 #   - from a random start they do not agree at step 0, and 200 steps lower
 #     the loss;
 #   - --summary tabulates the runs, a row per run and head unit;
+#   - --input-model of the compiled model itself changes nothing, of
+#     another architecture is refused;
 #   - training questions that are all test questions are refused (the
 #     split is checked, not assumed).
 # decoder2_backward_targets at D = 2, M = 3, V = 10, layer 2.  Skipped (77)
@@ -62,6 +64,23 @@ if $wh --ref "$tmp/d2" --test "$tmp/q.jsonl" --steps 200 --eval-every 100 --trai
 else
   bad "walk_head.py failed" "$tmp/err"
 fi
+
+# --input-model: the compiled model itself as the input's source changes
+# nothing (every unit agrees at step 0 from the compiled start); a model of
+# another architecture is refused
+if $wh --ref "$tmp/d2" --test "$tmp/q.jsonl" --start compiled --steps 1 --train 50 \
+  --input-model "$tmp/d2" --out "$tmp/self.csv" >"$tmp/out" 2>"$tmp/err" &&
+  [ "$(head -2 "$tmp/self.csv" | tail -1 | cut -d, -f3-)" = "$(head -2 "$tmp/exact.csv" | tail -1 | cut -d, -f3-)" ]; then
+  ok "--input-model: the compiled model's own input, the same step 0"
+else
+  bad "--input-model of the compiled model itself" "$tmp/err" "$tmp/self.csv"
+fi
+"$RASP" compile programs/decoder2_backward_targets.rasp --D 2 --M 3 --V 12 --no-sdpa \
+  -o "$tmp/d2v12" >"$tmp/log" 2>&1 || bad "compile V 12" "$tmp/log"
+if $wh --ref "$tmp/d2" --test "$tmp/q.jsonl" --steps 1 --train 50 --input-model "$tmp/d2v12" \
+  >"$tmp/out" 2>"$tmp/err"; then st=0; else st=$?; fi
+[ "$st" != 0 ] && grep -q "not .*architecture" "$tmp/err" &&
+  ok "--input-model of another architecture: refused" || bad "another architecture: status $st" "$tmp/err"
 
 # the training draw is rasp gen --seed 1000 + S: with S = 0 and a test file
 # of that very draw, every training question is a test question
