@@ -222,16 +222,18 @@ def main():
     units = [u for u in ref.units if u.get("layer") == L and u["kind"] == "head"]
     if not units:
         sys.exit("%s: layer %d has no head units" % (a.ref, L))
-    test = questions(a.test, 500)
-    held = {question_key(q) for q in questions(a.test, 10 ** 9)}
+    every_test = questions(a.test, 10 ** 9)  # all of them held out of training
+    test = every_test[:500]
+    held = {question_key(q) for q in every_test}
     task = {"D": a.D, "M": a.M, "V": a.V}
     train, dropped = generate(a.rasp, task, a.train, 1000 + a.seed, held)
     if not train:
         sys.exit("every one of the %d training questions is a test question (rasp gen --seed %d:"
                  " the test file's own draw?)" % (dropped, 1000 + a.seed))
     enc = lambda qs: np.array([ref.encode(q["tokens"]) for q in qs])  # noqa: E731
-    x_tr, y_tr, w_tr = teacher_states(ref, enc(train), L)
-    x_te, y_te, w_te = teacher_states(ref, enc(test), L)
+    ids_tr, ids_te = enc(train), enc(test)
+    x_tr, y_tr, w_tr = teacher_states(ref, ids_tr, L)
+    x_te, y_te, w_te = teacher_states(ref, ids_te, L)
     if a.input_model:
         # the input another model of the same architecture builds for itself
         # (a trained student's lower layers); the targets stay the compiled
@@ -239,8 +241,8 @@ def main():
         other = rasp_model.load(a.input_model, backend="torch")
         if other.config != c:
             sys.exit("%s: not %s's architecture" % (a.input_model, a.ref))
-        x_tr = teacher_states(other, enc(train), L)[0]
-        x_te = teacher_states(other, enc(test), L)[0]
+        x_tr = teacher_states(other, ids_tr, L)[0]
+        x_te = teacher_states(other, ids_te, L)[0]
     want, want_raw = read_units(ref, y_te, units)
     w_dim = 1 / (1 + (y_tr[:64] ** 2).mean(dim=(0, 1))) if a.loss == "trainer" \
         else torch.ones(c["d_model"])
