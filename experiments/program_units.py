@@ -2,12 +2,14 @@
 """program_units.py -- which of the compiled program's values a trained
 model of the compiled architecture computes, unit by unit.
 
-usage: python3 experiments/program_units.py --ref STEM [--out DIR] [--questions N] CELL...
+usage: python3 experiments/program_units.py --ref STEM [--out DIR] [--questions N] [--step N] CELL...
 
 STEM is the compiled model (study-work/d2: rasp compile's STEM.json and
 .safetensors); each CELL is a finished study cell's directory
 (study-work/ARM-sSEED, as experiments/study.sh leaves it) whose arm has the
-compiled architecture: its final model is the arm_ARM.gNNNNNN stem there,
+compiled architecture: its final model is the arm_ARM.gNNNNNN stem there
+(with --step N, the model rasp-train compare --keep-every kept at step N,
+arm_ARM.stepN.gNNNNNN),
 its questions the first N (default 500: those rasp-train evaluates) of
 test_questions.jsonl, none of them seen in training.
 
@@ -36,7 +38,6 @@ cell.  Reads the models with numpy only; nothing is trained or written
 elsewhere."""
 import argparse
 import csv
-import glob
 import json
 import os
 import re
@@ -50,13 +51,17 @@ import rasp_model  # noqa: E402
 INPUT_UNITS = ("tokens", "indices", "one")
 
 
-def final_stem(cell):
-    """The finished arm's model in CELL: arm_ARM.gNNNNNN (the newest
-    generation when several are left)."""
-    stems = sorted(glob.glob(os.path.join(cell, "arm_*.g[0-9]*.json")))
-    stems = [s for s in stems if ".slot" not in s]
+def model_stem(cell, step=None):
+    """The finished arm's model in CELL: arm_ARM.gNNNNNN, or with step the
+    one kept at that step, arm_ARM.stepSTEP.gNNNNNN (the newest generation
+    when several are left)."""
+    want = r"arm_[^.]+\.g\d+\.json$" if step is None else r"arm_[^.]+\.step%d\.g\d+\.json$" % step
+    stems = sorted(os.path.join(cell, f) for f in os.listdir(cell) if re.match(want, f))
     if not stems:
-        sys.exit("%s: no arm_ARM.gNNNNNN.json (is the cell finished?)" % cell)
+        sys.exit("%s: no %s (%s)" % (cell, "arm_ARM.gNNNNNN.json" if step is None
+                                     else "arm_ARM.step%d.gNNNNNN.json" % step,
+                                     "is the cell finished?" if step is None
+                                     else "was it run with --keep-every?"))
     return stems[-1][:-len(".json")]
 
 
@@ -90,6 +95,7 @@ def main():
     ap.add_argument("--out", default=None)
     ap.add_argument("--questions", type=int, default=500)
     ap.add_argument("--default", default="-99")
+    ap.add_argument("--step", type=int, default=None)
     ap.add_argument("cells", nargs="+")
     a = ap.parse_args()
     ref = rasp_model.load(a.ref, backend="numpy")
@@ -110,7 +116,7 @@ def main():
         if ref_acc != 1:
             sys.exit("%s: the compiled model answers l_t on %.3f of %s's questions, not all"
                      % (a.ref, ref_acc, cell))
-        stem = final_stem(cell)
+        stem = model_stem(cell, a.step)
         m = rasp_model.load(stem, backend="numpy")
         if m.config != ref.config:
             sys.exit("%s: not the compiled architecture (%s)" % (stem, m.config))

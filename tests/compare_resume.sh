@@ -8,7 +8,11 @@
 #     fixed by --decay-steps 30, dropout on, so the streams must line up);
 #   - killed (SIGKILL) at random moments and resumed until done: the same;
 #   - a resume with other options is refused, naming them; a damaged state
-#     file is refused.
+#     file is refused;
+#   - --keep-every 8 keeps every arm at steps 8, 16 and 24 (not 4), each
+#     equal bit for bit to a run stopped there, and changes nothing else;
+#     one that is not a multiple of --eval-every, or outside compare, is
+#     refused.
 # Prints "N passed, M failed".
 NAME=compare_resume
 . "${top_srcdir:-.}/tests/lib.sh"
@@ -84,6 +88,30 @@ run "$tmp/part" --max-steps 30 --resume --wd 0.02 >"$tmp/other.out" 2>&1
 rc=$?
 [ $rc != 0 ] && grep -q "arm c was saved with other options: --wd 0.02" "$tmp/other.out" &&
   ok "a resume with another --wd: refused, naming it" || bad "another --wd: exit $rc" "$tmp/other.out"
+# --keep-every: the models at steps 8, 16, 24, as runs stopped there
+run "$tmp/keep" --max-steps 30 --keep-every 8 >"$tmp/keep.out" 2>&1 || bad "--keep-every 8 failed" "$tmp/keep.out"
+run "$tmp/at8" --max-steps 8 >"$tmp/at8.out" 2>&1 || bad "the run to step 8 failed" "$tmp/at8.out"
+same "$tmp/full" "$tmp/keep" "--keep-every 8: the uninterrupted run's arms and rows"
+kept=$(cd "$tmp/keep" && ls arm_*.step*.ckpt 2>/dev/null | tr '\n' ' ')
+[ "$kept" = "arm_c.step16.ckpt arm_c.step24.ckpt arm_c.step8.ckpt arm_s.step16.ckpt arm_s.step24.ckpt arm_s.step8.ckpt " ] &&
+  ok "--keep-every 8 kept steps 8, 16 and 24 of both arms" || bad "kept: '$kept'"
+for k in c s; do grep params_fnv "$tmp/keep/arm_$k.step8.ckpt"; done >"$tmp/k8.fnv" 2>/dev/null
+for k in c s; do grep params_fnv "$tmp/at8/arm_$k.ckpt"; done >"$tmp/a8.fnv" 2>/dev/null
+[ "$(wc -l <"$tmp/k8.fnv")" = 2 ] && cmp -s "$tmp/k8.fnv" "$tmp/a8.fnv" &&
+  ok "the models kept at step 8: a run stopped at step 8's, bit for bit" ||
+  bad "kept at 8 differ from the run to 8" "$tmp/k8.fnv" "$tmp/a8.fnv"
+grep -q '"layers"\|n_layers' "$tmp/keep/arm_s.step16.g000001.json" 2>/dev/null &&
+  ok "a kept model is a model file (arm_s.step16.g000001.json)" ||
+  bad "no model file for a kept step" "$tmp/keep/arm_s.step16.g000001.json"
+run "$tmp/k6" --max-steps 8 --keep-every 6 >"$tmp/k6.out" 2>&1
+rc=$?
+[ $rc = 2 ] && grep -q "bad value '6' for --keep-every: .*multiple of --eval-every" "$tmp/k6.out" &&
+  ok "--keep-every 6 with --eval-every 4: refused" || bad "--keep-every 6: exit $rc" "$tmp/k6.out"
+"$train" --D 2 --M 3 --V 10 --keep-every 10 --max-steps 1 --out "$tmp/kt" >"$tmp/kt.out" 2>&1
+rc=$?
+[ $rc = 2 ] && grep -q "for --keep-every: keeps models of rasp-train compare" "$tmp/kt.out" &&
+  ok "--keep-every outside compare: refused" || bad "--keep-every in trials: exit $rc" "$tmp/kt.out"
+
 sed -i 's/^slot .*/slot 7/' "$tmp/part/compare.state"
 run "$tmp/part" --max-steps 30 --resume >"$tmp/dmg.out" 2>&1
 rc=$?

@@ -9,6 +9,9 @@
 #     on every unit layer 2's heads write, and loses l_t on some question;
 #   - units.csv has one row per cell and unit, and study_tables.py makes
 #     units.md of it (the compiled cell's shares are 1.000);
+#   - --step N reads the model kept at step N (arm_ARM.stepN.gNNNNNN, as
+#     rasp-train compare --keep-every keeps it), not the final one; a step
+#     not kept is refused;
 #   - a directory that is not a cell is refused.
 # decoder2_backward_targets at D = 2, M = 3, V = 10 on 40 `rasp gen`
 # questions.  Skipped (77) when /usr/bin/python3 has no numpy.
@@ -78,6 +81,20 @@ if $units --ref "$tmp/d2" --out "$tmp" "$tmp/exact-s1" "$tmp/cut-s1" >"$tmp/out"
 else
   bad "program_units.py failed" "$tmp/err"
 fi
+
+# --step: the cut model kept at step 250 beside the exact final one
+for f in json safetensors; do cp "$tmp/cut-s1/arm_cut.g000001.$f" "$tmp/exact-s1/arm_exact.step250.g000001.$f"; done
+mkdir "$tmp/st" "$tmp/st0"
+$units --ref "$tmp/d2" --out "$tmp/st" --step 250 "$tmp/exact-s1" >"$tmp/out" 2>"$tmp/err"
+$units --ref "$tmp/d2" --out "$tmp/st0" "$tmp/exact-s1" >"$tmp/out0" 2>>"$tmp/err"
+awk -F, 'NR > 1 && $4 == "head" && $5 == 2 && $7 == "1.0000" { b++ }
+         NR > 1 && $4 == "head" && $5 == 2 { n++ } END { exit !(n > 0 && b == 0) }' "$tmp/st/units.csv" 2>/dev/null &&
+  ! grep -q ',0\.[0-9]*,' "$tmp/st0/units.csv" &&
+  ok "--step 250: the model kept at step 250 (layer 2 cut), not the final one" ||
+  bad "--step 250 did not read the kept model" "$tmp/err" "$tmp/st/units.csv" "$tmp/st0/units.csv"
+if $units --ref "$tmp/d2" --step 500 "$tmp/exact-s1" >"$tmp/out" 2>"$tmp/err"; then st=0; else st=$?; fi
+[ "$st" != 0 ] && grep -q "no arm_ARM.step500.gNNNNNN.json (was it run with --keep-every?)" "$tmp/err" &&
+  ok "--step 500, not kept: refused" || bad "--step 500: status $st" "$tmp/err"
 
 mkdir "$tmp/notacell"
 if $units --ref "$tmp/d2" "$tmp/notacell" >"$tmp/out" 2>"$tmp/err"; then st=0; else st=$?; fi

@@ -212,6 +212,11 @@ static const raspU_option optdefs[] = {
      "seed of the test set", NULL),
     OPT("--eval-every", "STEPS", K_INT, F(eval_every), 0, INT_MAX, 0, NULL, 0,
      "compare evaluates every STEPS steps, 0 meaning 10 (trials: every epoch)", NULL),
+    OPT("--keep-every", "STEPS", K_LONG, F(keep_every), 0, 1099511627776.0, 0, NULL, 0,
+     "compare (with --out), a multiple of --eval-every: at every evaluation whose "
+     "step is a multiple of STEPS each arm's model is also kept, as "
+     "DIR/arm_NAME.stepSTEP (a checkpoint, as the final arm_NAME)",
+     "0: the final model only"),
     OPT("--arm", "'NAME BASE [OPTION VALUE]...'", K_ARM, 0, 0, 0, 0, NULL, 0,
      "compare, repeatable (at most 16): an arm called NAME (letters, digits, _, -) "
      "from BASE compiled (--init), random (its architecture) or standard (--layers, "
@@ -536,12 +541,19 @@ static int check_opts(train_opts *o, const char *const *given) {
                    "with --widen K");
   if (o->narms && !o->compare)
     return bad_opt("--arm", o->arm_spec[0], "arms are for rasp-train compare");
+  if (o->keep_every && !(o->compare && o->out))
+    return bad_opt("--keep-every", GIVEN("--keep-every"),
+                   "keeps models of rasp-train compare, in its --out DIR");
+  if (o->keep_every % (o->eval_every ? o->eval_every : 10))
+    return bad_opt("--keep-every", GIVEN("--keep-every"),
+                   "models are kept at evaluations: a multiple of --eval-every");
 #undef GIVEN
   return 0;
 }
 
 /* Arm k: its spec's name and base, then the command line as parsed (args,
-** less compare, --arm and --resume) followed by its options, through
+** less compare, --arm, --resume and --keep-every: the run's, not an
+** arm's) followed by its options, through
 ** parse_opts.  An arm
 ** sets only how it trains (the options marked arm), never what it trains
 ** on, so every arm sees the same batches in the same order.  0, or 2 after
@@ -586,7 +598,9 @@ static int parse_arm(const raspU_arg *args, int nargs, char *argv0, train_opts *
   a->argv[n++] = argv0;
   for (int i = 0; i < nargs; i++) {
     const raspU_option *d = args[i].opt;
-    if (!d || !strcmp(d->name, "--arm") || !strcmp(d->name, "--resume")) continue;
+    if (!d || !strcmp(d->name, "--arm") || !strcmp(d->name, "--resume") ||
+        !strcmp(d->name, "--keep-every"))
+      continue;
     a->argv[n++] = (char *)d->name;
     if (args[i].val) a->argv[n++] = (char *)args[i].val;
   }

@@ -513,6 +513,37 @@ static void compare_row(compare *c, int k, long step, const double *loss) {
   fprintf(stderr, "\n");
 }
 
+/* Arm k's weights and optimiser state as a trial's checkpoint,
+** DIR/arm_NAME followed by suffix (the final model: ""; --keep-every's:
+** ".stepN"), its manifest's params_fnv and opt_fnv telling two runs apart
+** bit for bit.  A checkpoint already there (a resumed run saving again)
+** gets the next generation.  1, or 0 with err. */
+static int save_arm(compare *c, int k, long step, const char *suffix, rasp_error *err) {
+  char stem[4300];
+  snprintf(stem, sizeof stem, "%s/arm_%s%s", c->o->out, c->names[k], suffix);
+  train_ckpt_state st = {.step = step, .best_val = c->last[k].loss, .done = !*suffix};
+  long gen = train_ckpt_generation(stem, err);
+  st.generation = gen > 0 ? gen : 0;
+  memset(err, 0, sizeof *err);
+  train_log cfg = {0};
+  train_config_text(&cfg, c->arms[k].o, c->arms[k].init_fnv);
+  int ok = train_ckpt_save(stem, &c->arms[k].m, &c->arms[k].opt, &st, cfg.s ? cfg.s : "", err);
+  train_log_free(&cfg);
+  return ok;
+}
+
+/* --keep-every: every arm's model at this step, before the save that
+** commits the step (a run killed between the two redoes the step and
+** keeps it again).  1, or 0 with err. */
+static int keep_arms(compare *c, long step, rasp_error *err) {
+  if (!c->o->keep_every || step % c->o->keep_every || !c->o->out) return 1;
+  char suffix[32];
+  snprintf(suffix, sizeof suffix, ".step%ld", step);
+  for (int k = 0; k < c->n; k++)
+    if (!save_arm(c, k, step, suffix, err)) return 0;
+  return 1;
+}
+
 /* A hook: every --eval-every steps, at the last and at the step an arm
 ** stopped at, every arm's row.  1, or 0 with err. */
 static int compare_step(void *ctx, long step, const double *loss, rasp_error *err) {
@@ -532,7 +563,7 @@ static int compare_step(void *ctx, long step, const double *loss, rasp_error *er
   if (!c->writes) return 1;
   /* the rows, then the arms at this step: a resume starts from the last
   ** committed save and keeps the rows up to its step */
-  return train_log_commit(&c->csv, c->csv_path, err) &&
+  return train_log_commit(&c->csv, c->csv_path, err) && keep_arms(c, step, err) &&
          train_compare_save(&c->ck, c->o, c->arms, c->names, c->n, step, err);
 }
 
@@ -640,21 +671,9 @@ int train_compare(const train_opts *o, const train_dataset *tr, const train_data
       train_arm_eval(&c.arms[k], c.te, c.nev, -1, &c.last[k]);
       c.last_step[k] = step;
     }
-  /* each arm's final weights and optimiser state, as a trial's checkpoint
-  ** (DIR/arm_NAME.ckpt: its manifest's params_fnv and opt_fnv tell two
-  ** runs apart bit for bit) */
-  for (int k = 0; ok && c.writes && o->out && k < c.n; k++) {
-    char stem[4200];
-    snprintf(stem, sizeof stem, "%s/arm_%s", o->out, c.names[k]);
-    train_ckpt_state st = {.step = step, .best_val = c.last[k].loss, .done = 1};
-    long gen = train_ckpt_generation(stem, err);
-    st.generation = gen > 0 ? gen : 0;
-    memset(err, 0, sizeof *err);
-    train_log cfg = {0};
-    train_config_text(&cfg, c.arms[k].o, c.arms[k].init_fnv);
-    ok = train_ckpt_save(stem, &c.arms[k].m, &c.arms[k].opt, &st, cfg.s ? cfg.s : "", err);
-    train_log_free(&cfg);
-  }
+  /* each arm's final weights and optimiser state (DIR/arm_NAME.ckpt) */
+  for (int k = 0; ok && c.writes && o->out && k < c.n; k++)
+    ok = save_arm(&c, k, step, "", err);
   if (ok)
     for (int k = 0; k < c.n; k++) { /* the summary: each arm's last row */
       const train_metrics *mv = &c.last[k];

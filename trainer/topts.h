@@ -59,6 +59,9 @@ struct train_opts {
   const char *arm_spec[TRAIN_MAX_ARMS];
   train_arm_spec arms[TRAIN_MAX_ARMS];
   long max_steps;
+  /* compare: every arm's model is also kept at each evaluation whose step
+  ** is a multiple of keep_every (0: only the final one; tloop.c) */
+  long keep_every;
   uint64_t seed, train_seed, test_seed;
   const char *out, *init, *reinit;
   const char *config;  /* --config FILE (read before the parse) */
