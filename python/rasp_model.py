@@ -68,6 +68,8 @@ ValueError naming the field.
                                         # position, read off its residual dimensions there
     unit_site(u)            # the site just after the sublayer that writes layout unit u
                             # (an entry of m.units), where t.value reads it
+    attend(a, h, mask, scale)   # (torch) one attention sublayer, its parameters a (names as
+                                # an _Attn's) on h: the heads' output before b_o, the pattern
 
 The torch backend's trace holds tensors that keep their graph, so a loss on
 any intermediate (a compiled model as a teacher, say) can be backpropagated.
@@ -668,6 +670,26 @@ if torch is not None:
             self.w_o = nn.Parameter(torch.zeros(H, E, D))
             self.b_o = nn.Parameter(torch.zeros(D))
 
+    def attend(a, h, mask=None, scale=1.0, split=None):
+        """One attention sublayer with the parameters of a (w_q, w_k, w_v
+        [H, D, E], b_q, b_k, b_v [H, E], w_o [H, E, D]; an _Attn or any
+        module with those names) on h [batch, n, D]: the heads' summed
+        output before the bias b_o [batch, n, D] (the caller adds x + out +
+        a.b_o, the order rasp apply sums in), and the pattern [batch, H, n,
+        n].  Scores are (q k') scale, or with split the SDPA math path's
+        (q split)(k' split); mask [n, n], True where attended, or None."""
+        q = torch.einsum("bnd,hde->bhne", h, a.w_q) + a.b_q[:, None]
+        k = torch.einsum("bnd,hde->bhne", h, a.w_k) + a.b_k[:, None]
+        v = torch.einsum("bnd,hde->bhne", h, a.w_v) + a.b_v[:, None]
+        if split is not None:
+            s = (q * split) @ (k.transpose(-1, -2) * split)
+        else:
+            s = (q @ k.transpose(-1, -2)) * scale
+        if mask is not None:
+            s = s.masked_fill(~mask, float("-inf"))
+        w = torch.softmax(s, -1)
+        return torch.einsum("bhne,hed->bnd", w @ v, a.w_o), w
+
     class _MLP(nn.Module):
         def __init__(self, c):
             super().__init__()
@@ -769,22 +791,15 @@ if torch is not None:
             for L, blk in enumerate(self.layers):
                 a = blk.attn
                 h = blk.ln1(x) if c["layer_norm"] else x
-                q = torch.einsum("bnd,hde->bhne", h, a.w_q) + a.b_q[:, None]
-                k = torch.einsum("bnd,hde->bhne", h, a.w_k) + a.b_k[:, None]
-                v = torch.einsum("bnd,hde->bhne", h, a.w_v) + a.b_v[:, None]
                 if self._attention == "sdpa" and not tr and _SDPA is not None:
-                    w, hv = None, _SDPA(q, k, v, attn_mask=mask)
-                else:
-                    if self._attention == "sdpa":  # its math path, written out
-                        f = self._sdpa_scale()
-                        s = (q * f) @ (k.transpose(-1, -2) * f)
-                    else:
-                        s = (q @ k.transpose(-1, -2)) * scale
-                    if mask is not None:
-                        s = s.masked_fill(~mask, float("-inf"))
-                    w = torch.softmax(s, -1)
-                    hv = w @ v
-                x = x + torch.einsum("bhne,hed->bnd", hv, a.w_o) + a.b_o
+                    q = torch.einsum("bnd,hde->bhne", h, a.w_q) + a.b_q[:, None]
+                    k = torch.einsum("bnd,hde->bhne", h, a.w_k) + a.b_k[:, None]
+                    v = torch.einsum("bnd,hde->bhne", h, a.w_v) + a.b_v[:, None]
+                    w, out = None, torch.einsum("bhne,hed->bnd", _SDPA(q, k, v, attn_mask=mask), a.w_o)
+                else:  # the SDPA's math path written out, or the product
+                    split = self._sdpa_scale() if self._attention == "sdpa" else None
+                    out, w = attend(a, h, mask, scale, split)
+                x = x + out + a.b_o
                 if tr:
                     tr.attention.append(w)
                     tr._keep("layers.%d.attn" % L, x)
