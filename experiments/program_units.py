@@ -81,9 +81,8 @@ def read_model(m, ids, units, lead_pos, leads):
         t = m.trace(ids[b:b + 100])
         for k in range(len(ids[b:b + 100])):
             for u in units:
-                v = t.value(u["name"], rasp_model.unit_site(u), batch=k)
-                out[u["name"]].append([str(int(round(x))) if isinstance(x, float) else x
-                                       for x in v])
+                out[u["name"]].append(rasp_model.value_text(
+                    t.value(u["name"], rasp_model.unit_site(u), batch=k)))
             q = b + k
             hits += m.values[int(t.logits[k, lead_pos[q] + 1].argmax())] == leads[q]
     return {k: np.array(v, dtype=object) for k, v in out.items()}, hits / len(ids)

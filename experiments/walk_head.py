@@ -155,7 +155,7 @@ def read_units(ref, y, units):
             v = tr.value(u["name"], "s", batch=k)
             if v and isinstance(v[0], float):
                 raw.setdefault(u["name"], []).append(v)
-            rows.append([str(int(round(x))) if isinstance(x, float) else x for x in v])
+            rows.append(rasp_model.value_text(v))
         out[u["name"]] = np.array(rows, dtype=object)
     return out, {k: np.array(v) for k, v in raw.items()}
 

@@ -66,6 +66,7 @@ ValueError naming the field.
     t.logits                # as m(tokens)
     t.value("reverse", "layers.2.mlp")  # the value of the program's `reverse` at each input
                                         # position, read off its residual dimensions there
+    value_text(t.value(...))   # the same as text, a number rounded to an integer
     unit_site(u)            # the site just after the sublayer that writes layout unit u
                             # (an entry of m.units), where t.value reads it
     attend(a, h, mask, scale)   # (torch) one attention sublayer, its parameters a (names as
@@ -103,8 +104,8 @@ except ImportError:  # the numpy forward pass serves
 RMS_EPS = 1e-5  # an RMS norm's epsilon (config.layer_norm 2), rmodel.h's RASPN_RMS_EPS
 ATTENTIONS = ("product", "sdpa")  # load()'s attention: the formula run
 
-__all__ = ["load", "read_safetensors", "NumpyModel", "Trace", "unit_site", "FormatError",
-           "UnprovenModelWarning"]
+__all__ = ["load", "read_safetensors", "NumpyModel", "Trace", "unit_site", "value_text",
+           "FormatError", "UnprovenModelWarning"]
 
 _CFG_FIELDS = ("vocab_size", "max_len", "d_model", "n_layers", "n_heads", "d_head",
                "d_mlp", "n_out", "causal", "layer_norm", "pos_embedding", "gelu",
@@ -558,6 +559,12 @@ class Trace:
             return [float(v) for v in x[:, num]]
         near = sorted(set(p.split("=")[0] for d in self.dims for p in d.split(" | ")))
         raise KeyError("no dimension holds %r; the model's values are %s" % (name, ", ".join(near)))
+
+
+def value_text(values):
+    """Trace.value's list as text, comparable across models: a number
+    rounded to an integer ("-99", "3"), a categorical value as it is."""
+    return [str(int(round(v))) if isinstance(v, float) else v for v in values]
 
 
 def unit_site(unit):
