@@ -57,7 +57,7 @@
 # skips finished cells, and a killed cell resumes from its last evaluation
 # (rasp-train compare --resume; its wall and CPU times then count only the
 # last part).  Cells run arm by arm,
-# each arm's seeds in turn.  STUDY_OUT, STEPS, TRAIN, RASP override.  Run directories with
+# each arm's seeds in turn.  STUDY_OUT, STEPS, KEEP, TRAIN, RASP override.  Run directories with
 # checkpoints go under $STUDY_WORK (default study-work/, not committed).
 # experiments/study_tables.py makes the tables and plots from the CSVs.
 set -eu
@@ -94,7 +94,12 @@ export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
 mkdir -p "$WORK" "$OUT"
 TASK="--D 2 --M 5 --V 20 --st-names --no-bos --no-eos --model decoder"
 RECIPE="--lr 5e-4 --warmup 500 --decay cosine --lr-floor 0.1 --clip 1 --wd 0.01 --dropout 0"
+# every arm's model is also kept at steps KEEP, 2 KEEP, ... in its run
+# directory (arm_ARM.stepN: what it computed on the way, for
+# program_units.py --step N); keeping changes nothing the arms compute
+KEEP=${KEEP:-2500}
 RUN="--train 100000 --test 2000 --batch 64 --micro 64 --max-steps $STEPS --eval-every 250 \
+  --keep-every $KEEP \
   --epochs 1000 --threads 1 --progress 500"
 STD="--layers 6 --d-model 200 --heads 8 --d-mlp 800 --ln pre --act relu"
 
