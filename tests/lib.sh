@@ -82,6 +82,24 @@ expect() {
     bad "$name (status $got, wanted $want)" "$tmp/out" "$tmp/err"
   fi
 }
+# small_decoder2: decoder2_backward_targets compiled at D = 2, M = 3,
+# V = 10 (--no-sdpa) as $tmp/d2, and 40 `rasp gen` questions of that task
+# (seed 5) in $tmp/q.jsonl, for the tests that read a compiled program's
+# values; counts a failure and exits with finish's status when either fails
+small_decoder2() {
+  if ! "$RASP" compile programs/decoder2_backward_targets.rasp --D 2 --M 3 --V 10 --no-sdpa \
+    -o "$tmp/d2" >"$tmp/log" 2>&1; then
+    bad "rasp compile decoder2_backward_targets" "$tmp/log"
+    finish
+    exit 1
+  fi
+  if ! "$RASP" gen --D 2 --M 3 --V 10 -n 40 --seed 5 --no-bos --no-eos --st-names \
+    >"$tmp/q.jsonl" 2>"$tmp/log"; then
+    bad "rasp gen" "$tmp/log"
+    finish
+    exit 1
+  fi
+}
 # use_trainer: $train is the built rasp-train (exit 2 when there is none),
 # on one thread of OpenMP and OpenBLAS (reproducible, and fair to the
 # other tests running beside it)

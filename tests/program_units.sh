@@ -21,10 +21,7 @@ PY=/usr/bin/python3
 $PY -c 'import numpy' 2>/dev/null || skip_test "no numpy"
 units="$PY experiments/program_units.py"
 
-"$RASP" compile programs/decoder2_backward_targets.rasp --D 2 --M 3 --V 10 --no-sdpa \
-  -o "$tmp/d2" >"$tmp/log" 2>&1 || { bad "compile" "$tmp/log"; finish; }
-"$RASP" gen --D 2 --M 3 --V 10 -n 40 --seed 5 --no-bos --no-eos --st-names \
-  >"$tmp/q.jsonl" 2>"$tmp/log" || { bad "gen" "$tmp/log"; finish; }
+small_decoder2
 
 # cell STEM DIR ZERO: DIR holds STEM's weights as arm_x.g000001, with the
 # tensor ZERO (if any) set to 0, and a config without layout or checksum

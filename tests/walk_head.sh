@@ -7,8 +7,10 @@
 #   - from a random start they do not agree at step 0, and 200 steps lower
 #     the loss;
 #   - --summary tabulates the runs, a row per run and head unit;
-#   - --input-model of the compiled model itself changes nothing, of
-#     another architecture is refused;
+#   - --input-model of the compiled model itself changes nothing; of the
+#     compiled model with layer 1's MLP cut (the walk's inputs), step 0
+#     from the compiled start no longer agrees everywhere; of another
+#     architecture it is refused;
 #   - training questions that are all test questions are refused (the
 #     split is checked, not assumed).
 # decoder2_backward_targets at D = 2, M = 3, V = 10, layer 2.  Skipped (77)
@@ -19,10 +21,7 @@ PY=/usr/bin/python3
 $PY -c 'import torch' 2>/dev/null || skip_test "no torch"
 wh="$PY experiments/walk_head.py --D 2 --M 3 --V 10 --rasp $RASP"
 
-"$RASP" compile programs/decoder2_backward_targets.rasp --D 2 --M 3 --V 10 --no-sdpa \
-  -o "$tmp/d2" >"$tmp/log" 2>&1 || { bad "compile" "$tmp/log"; finish; }
-"$RASP" gen --D 2 --M 3 --V 10 -n 40 --seed 5 --no-bos --no-eos --st-names \
-  >"$tmp/q.jsonl" 2>"$tmp/log" || { bad "gen" "$tmp/log"; finish; }
+small_decoder2
 
 # col CSV NAME ROW: the value of column NAME in data row ROW (1: the first)
 col() {
@@ -74,6 +73,26 @@ if $wh --ref "$tmp/d2" --test "$tmp/q.jsonl" --start compiled --steps 1 --train 
   ok "--input-model: the compiled model's own input, the same step 0"
 else
   bad "--input-model of the compiled model itself" "$tmp/err" "$tmp/self.csv"
+fi
+# the same weights with layer 1's MLP output zeroed (a config without
+# layout or checksum, as a trained model's): the layer's input changes
+$PY - "$tmp/d2" "$tmp/cut" <<'EOF2'
+import json, struct, sys
+src, dst = sys.argv[1], sys.argv[2]
+json.dump({"config": json.load(open(src + ".json"))["config"]}, open(dst + ".json", "w"))
+raw = bytearray(open(src + ".safetensors", "rb").read())
+n = struct.unpack("<Q", raw[:8])[0]
+a, b = json.loads(raw[8:8 + n])["layers.1.mlp.w_out"]["data_offsets"]
+raw[8 + n + a:8 + n + b] = bytes(b - a)
+open(dst + ".safetensors", "wb").write(raw)
+EOF2
+if $wh --ref "$tmp/d2" --test "$tmp/q.jsonl" --start compiled --steps 1 --train 50 \
+  --input-model "$tmp/cut" --out "$tmp/cut.csv" >"$tmp/out" 2>"$tmp/err" &&
+  [ "$(head -2 "$tmp/cut.csv" | tail -1 | cut -d, -f3- | tr , '\n' | grep -c '^1.0000$')" -lt \
+    "$(head -2 "$tmp/exact.csv" | tail -1 | cut -d, -f3- | tr , '\n' | grep -c '^1.0000$')" ]; then
+  ok "--input-model with layer 1's MLP cut: step 0 agrees on fewer units"
+else
+  bad "--input-model with layer 1's MLP cut" "$tmp/err" "$tmp/cut.csv"
 fi
 "$RASP" compile programs/decoder2_backward_targets.rasp --D 2 --M 3 --V 12 --no-sdpa \
   -o "$tmp/d2v12" >"$tmp/log" 2>&1 || bad "compile V 12" "$tmp/log"
