@@ -532,11 +532,11 @@ static int save_arm(compare *c, int k, long step, const char *suffix, rasp_error
   return ok;
 }
 
-/* --keep-every: every arm's model at this step, before the save that
-** commits the step (a run killed between the two redoes the step and
-** keeps it again).  1, or 0 with err. */
+/* --keep-every (main.c allows it only with --out): every arm's model at
+** this step, before the save that commits the step (a run killed between
+** the two redoes the step and keeps it again).  1, or 0 with err. */
 static int keep_arms(compare *c, long step, rasp_error *err) {
-  if (!c->o->keep_every || step % c->o->keep_every || !c->o->out) return 1;
+  if (!c->o->keep_every || step % c->o->keep_every) return 1;
   char suffix[32];
   snprintf(suffix, sizeof suffix, ".step%ld", step);
   for (int k = 0; k < c->n; k++)
