@@ -51,6 +51,12 @@
 #              architecture: a random start of it, the teacher's weight
 #              100 annealed to 0 at half the budget (not in the default
 #              list: --arms taughtcat)
+#   taughtattn taughtcat with every head's attention pattern pulled too
+#              (--teacher-attn 100) and the teacher's weight 1000, annealed
+#              to 0 at half the budget (not in the default list)
+#   randcat    a random start of that one-hot architecture, untaught: the
+#              control taughtcat and taughtattn are matched to (the random
+#              arm is the numerical architecture; not in the default list)
 # Each finished cell leaves doc/study/grid/ARM-sSEED.csv (compare.csv),
 # ARM-sSEED.config.txt, ARM-sSEED.split.json and a line in
 # doc/study/grid/timing.csv (wall and CPU seconds, load average); --resume
@@ -82,7 +88,7 @@ while [ $# -gt 0 ]; do
 done
 # every arm and seed named before any cell runs (a grid takes hours)
 for arm in $arms; do
-  case " standard structured armwise random compiled lowgain compiledln frozen taught stdtaught taughtcat " in
+  case " standard structured armwise random compiled lowgain compiledln frozen taught stdtaught taughtcat taughtattn randcat " in
     *" $arm "*) ;;
     *) echo "$0: unknown arm $arm" >&2; exit 2 ;;
   esac
@@ -118,7 +124,7 @@ compile() {
 compile "$WORK/d2"
 compile "$WORK/d2g" --attn-gain 0.25
 case " $arms " in *" compiledln "*) compile "$WORK/d2ln" --ln pre ;; esac
-case " $arms " in *" taughtcat "*) compile "$WORK/d2c" --encoding categorical ;; esac
+case " $arms " in *" taughtcat "* | *" taughtattn "* | *" randcat "*) compile "$WORK/d2c" --encoding categorical ;; esac
 # armwise's task is written arm by arm: rasp-train takes the layout from the
 # --init model, so the same program declared for that order (a program
 # right for every order of the edges is right for this one; --check says so)
@@ -147,6 +153,9 @@ for arm in $arms; do
       taught) spec="taught random --teacher $WORK/d2 --teacher-weight 100 --teacher-until $((STEPS / 2))" ;;
       taughtcat) spec="taughtcat random --teacher $WORK/d2c --teacher-weight 100 --teacher-until $((STEPS / 2))"
         init=$WORK/d2c ;;
+      taughtattn) spec="taughtattn random --teacher $WORK/d2c --teacher-weight 1000 --teacher-attn 100 --teacher-until $((STEPS / 2))"
+        init=$WORK/d2c ;;
+      randcat) spec="randcat random" init=$WORK/d2c ;;
       stdtaught) spec="stdtaught standard --teacher $WORK/d2 --teacher-weight 100 --teacher-until $((STEPS / 2))" ;;
       *) echo "$0: unknown arm $arm" >&2; exit 2 ;;
     esac

@@ -280,7 +280,7 @@ QUESTIONS = [
     ("q_start", "Does a compiled start solve l_t, and does it survive training at the "
      "standard rate?", ["compiled", "lowgain", "compiledln", "standard"]),
     ("q_teacher", "Does a compiled teacher make l_t learnable?",
-     ["taught", "taughtcat", "stdtaught", "random", "standard"]),
+     ["taught", "taughtcat", "taughtattn", "stdtaught", "randcat", "random", "standard"]),
     ("q_frozen", "Does freezing and widening learn the rest?", ["frozen", "compiled"]),
 ]
 

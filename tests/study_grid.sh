@@ -8,6 +8,11 @@
 #     ARM-s1.split.json with no test question seen in training;
 #   - timing.csv has a row per cell, from_step 0 (each ran in one piece);
 #   - --resume skips finished cells: no new row, the CSVs unchanged;
+#   - randcat (the untaught control of the one-hot teacher's arms) is a
+#     random start of the one-hot (--encoding categorical) architecture,
+#     d_model 265, with no teacher; taughtattn is a random start of the
+#     same, taught by the one-hot program at weight 1000 with its patterns
+#     pulled (--teacher-attn 100), annealed to 0 at half the budget;
 #   - an unknown arm is refused (status 2) before anything runs.
 # Prints "N passed, M failed".
 NAME=study_grid
@@ -58,6 +63,21 @@ if run_grid --resume --arms "standard armwise" --seeds 1 &&
 else
   bad "--resume: finished cells" "$tmp/out" "$tmp/o/timing.csv"
 fi
+
+cfg=$tmp/o/randcat-s1.config.txt
+if run_grid --arms "randcat taughtattn" --seeds 1 && grep -q '^--init .*/d2c$' "$cfg" &&
+   grep -q '^--arm randcat random$' "$cfg" && grep -q '^# arm randcat ran: .*--d-model 265 .*from random weights' "$cfg" &&
+   ! grep -q '^--teacher ' "$cfg" && grep -q '^d_model 265,' "$tmp/w/d2c.compile.txt"; then
+  ok "randcat: a random start of the one-hot architecture (d_model 265), untaught"
+else
+  bad "randcat: config" "$tmp/out" "$cfg"
+fi
+cfg=$tmp/o/taughtattn-s1.config.txt
+grep -q '^--init .*/d2c$' "$cfg" &&
+  grep -q '^--arm taughtattn random --teacher .*/d2c --teacher-weight 1000 --teacher-attn 100 --teacher-until 10$' "$cfg" &&
+  tail -1 "$tmp/o/taughtattn-s1.csv" | grep -q '^20,taughtattn,' &&
+  ok "taughtattn: the one-hot teacher at 1000, patterns pulled at 100, annealed by step 10 of 20" ||
+  bad "taughtattn: config" "$tmp/out" "$cfg"
 
 if run_grid --arms "standard bogus" --seeds 2; then st=0; else st=$?; fi
 [ "$st" = 2 ] && grep -q 'unknown arm bogus' "$tmp/out" && [ ! -f "$tmp/o/standard-s2.csv" ] &&
