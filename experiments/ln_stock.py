@@ -37,6 +37,17 @@ subtracted: torch.nn.RMSNorm where this torch has one, else that formula
 written out), eps 4^p and weight 2^p as above: a norm with nothing to get
 wrong but its scale.
 
+`ln_stock.py --sink STEM INPUTS...` adds to that variant one dimension,
+the sink: 0 in the residual at every position (no writer touches it),
+weight 2^p in every layer norm, and in every reader of a layer norm's
+output (queries, keys, values, the MLPs' input, the unembedding) a row
+equal to minus the sum of the rows of the dimensions that norm passes.
+The layer norm returns fl(x_i - mean) on every passed dimension and
+-mean on the sink, so a reader's pre-activation is sum_i W_i x_i plus
+only the rounding of each x_i - mean: the computed mean, a shift common to
+every dimension, cancels in real arithmetic whatever order it was summed
+in.
+
 `ln_stock.py --orders` reads arm-ordered samples (`rasp gen --order arm`)
 on stdin and writes each with its edges in the three adversarial orders
 `rasp compile --check` cycles through: every arm from s outward, every arm
@@ -129,13 +140,64 @@ def variant(stem, toks, rms=False):
     return m0, m1, p
 
 
+def add_sink(m1, p, rms):
+    """The variant with one more dimension, the sink: 0 in the residual
+    at every position (no writer touches it), weight 2^p in every layer
+    norm, and in every reader of a layer norm's output (the heads' queries,
+    keys and values, the MLPs' input, the unembedding) the row minus the
+    sum of the rows of the dimensions that norm passes.  Every reader's
+    rows then sum to 0 over the passed dimensions, so a shift common to
+    all of them (the computed mean) cancels in real arithmetic."""
+    D = m1.tok_emb.shape[1]
+
+    def grow(t, axis, row=None):
+        shape = list(t.shape)
+        shape[axis] = 1
+        extra = torch.zeros(shape, dtype=t.dtype) if row is None else row.unsqueeze(axis)
+        return nn.Parameter(torch.cat([t.detach(), extra], axis))
+
+    def minus_sum(w, passed, axis):
+        idx = passed.nonzero().flatten()
+        return -w.detach().double().index_select(axis, idx).sum(axis).to(w.dtype)
+
+    def norm_of(old):
+        n = _norm(D + 1, old.eps, rms)
+        with torch.no_grad():
+            n.weight.copy_(torch.cat([old.weight.detach(), torch.tensor([2.0 ** p])]))
+            n.bias.copy_(torch.cat([old.bias.detach(), torch.zeros(1)]))
+        return n
+
+    with torch.no_grad():
+        m1.tok_emb = grow(m1.tok_emb, 1)
+        if hasattr(m1, "pos_emb") and isinstance(m1.pos_emb, torch.Tensor):
+            m1.pos_emb = grow(m1.pos_emb, 1)
+        for blk in m1.layers:
+            a, f = blk.attn, blk.mlp
+            g1, g2 = blk.ln1.weight.detach() != 0, blk.ln2.weight.detach() != 0
+            for name in ("w_q", "w_k", "w_v"):
+                w = getattr(a, name)
+                setattr(a, name, grow(w, 1, minus_sum(w, g1, 1)))
+            a.w_o = grow(a.w_o, 2)
+            a.b_o = grow(a.b_o, 0)
+            f.w_in = grow(f.w_in, 0, minus_sum(f.w_in, g2, 0))
+            f.w_out = grow(f.w_out, 1)
+            f.b_out = grow(f.b_out, 0)
+            blk.ln1, blk.ln2 = norm_of(blk.ln1), norm_of(blk.ln2)
+        gf = m1.ln_f.weight.detach() != 0
+        m1.unembed = grow(m1.unembed, 0, minus_sum(m1.unembed, gf, 0))
+        m1.ln_f = norm_of(m1.ln_f)
+
+
 def main():
     args = sys.argv[1:]
     rms = args[:1] == ["--rms"]
     if rms:
         args = args[1:]
+    sink = args[:1] == ["--sink"]
+    if sink:
+        args = args[1:]
     if len(args) < 2:
-        sys.exit("usage: ln_stock.py [--rms] STEM INPUTS...")
+        sys.exit("usage: ln_stock.py [--rms] [--sink] STEM INPUTS...")
     warnings.simplefilter("ignore")
     torch.set_num_threads(1)
     stem = args[0]
@@ -145,6 +207,8 @@ def main():
         m0 = rasp_model.load(stem, backend="torch")
         toks = torch.tensor([m0.encode(ln) for ln in lines])
         m0, m1, p = variant(stem, toks, rms)
+        if sink:
+            add_sink(m1, p, rms)
         with torch.no_grad():
             ref = m0(toks).argmax(-1)
         st = {}
