@@ -4,6 +4,8 @@ model of the compiled architecture computes, unit by unit.
 
 usage: python3 experiments/program_units.py --ref STEM [--out DIR] [--questions N] [--step N] CELL...
 
+(--out DIR: made if missing; DIR/units.csv is written there.)
+
 STEM is the compiled model (study-work/d2: rasp compile's STEM.json and
 .safetensors); each CELL is a finished study cell's directory
 (study-work/ARM-sSEED, as experiments/study.sh leaves it) whose arm has the
@@ -97,6 +99,11 @@ def main():
     ap.add_argument("--step", type=int, default=None)
     ap.add_argument("cells", nargs="+")
     a = ap.parse_args()
+    if a.out:  # made if missing, before any model is read
+        try:
+            os.makedirs(a.out, exist_ok=True)
+        except OSError as e:
+            sys.exit("program_units.py: --out %s: %s" % (a.out, e.strerror))
     ref = rasp_model.load(a.ref, backend="numpy")
     held = {p.split("=")[0] for d in ref.dims for p in d.split(" | ")}
     # (the readout's own unit is the logits, held in no dimension)

@@ -209,6 +209,12 @@ def main():
     ap.add_argument("--rasp", default=os.path.join(HERE, "..", "rasp", "rasp"))
     ap.add_argument("--out", default=None)
     a = ap.parse_args()
+    if a.out:  # its directory made now, not found missing after the training
+        d = os.path.dirname(a.out) or "."
+        try:
+            os.makedirs(d, exist_ok=True)
+        except OSError as e:
+            sys.exit("walk_head.py: --out %s: cannot make its directory %s: %s" % (a.out, d, e.strerror))
     torch.set_num_threads(1)
     torch.manual_seed(a.seed)
     ref = rasp_model.load(a.ref, backend="torch")

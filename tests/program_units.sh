@@ -11,7 +11,8 @@
 #     units.md of it (the compiled cell's shares are 1.000);
 #   - --step N reads the model kept at step N (arm_ARM.stepN.gNNNNNN, as
 #     rasp-train compare --keep-every keeps it), not the final one; a step
-#     not kept is refused;
+#     not kept is refused; --out DIR is made if missing, and one that
+#     cannot be made is refused with its path;
 #   - a directory that is not a cell is refused.
 # decoder2_backward_targets at D = 2, M = 3, V = 10 on 40 `rasp gen`
 # questions.  Skipped (77) when /usr/bin/python3 has no numpy.
@@ -81,7 +82,7 @@ fi
 
 # --step: the cut model kept at step 250 beside the exact final one
 for f in json safetensors; do cp "$tmp/cut-s1/arm_cut.g000001.$f" "$tmp/exact-s1/arm_exact.step250.g000001.$f"; done
-mkdir "$tmp/st" "$tmp/st0"
+mkdir "$tmp/st0"   # (--out st is made by program_units.py)
 $units --ref "$tmp/d2" --out "$tmp/st" --step 250 "$tmp/exact-s1" >"$tmp/out" 2>"$tmp/err"
 $units --ref "$tmp/d2" --out "$tmp/st0" "$tmp/exact-s1" >"$tmp/out0" 2>>"$tmp/err"
 awk -F, 'NR > 1 && $4 == "head" && $5 == 2 && $7 == "1.0000" { b++ }
@@ -92,6 +93,12 @@ awk -F, 'NR > 1 && $4 == "head" && $5 == 2 && $7 == "1.0000" { b++ }
 if $units --ref "$tmp/d2" --step 500 "$tmp/exact-s1" >"$tmp/out" 2>"$tmp/err"; then st=0; else st=$?; fi
 [ "$st" != 0 ] && grep -q "no arm_ARM.step500.gNNNNNN.json (was it run with --keep-every?)" "$tmp/err" &&
   ok "--step 500, not kept: refused" || bad "--step 500: status $st" "$tmp/err"
+
+: >"$tmp/afile"
+if $units --ref "$tmp/d2" --out "$tmp/afile/x" "$tmp/exact-s1" >"$tmp/out" 2>"$tmp/err"; then st=0; else st=$?; fi
+[ "$st" != 0 ] && grep -q "^program_units.py: --out $tmp/afile/x: Not a directory" "$tmp/err" &&
+  ! grep -q Traceback "$tmp/err" && ok "--out that cannot be made: refused with the path" ||
+  bad "--out under a file: status $st" "$tmp/err"
 
 mkdir "$tmp/notacell"
 if $units --ref "$tmp/d2" "$tmp/notacell" >"$tmp/out" 2>"$tmp/err"; then st=0; else st=$?; fi

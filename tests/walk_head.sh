@@ -12,7 +12,9 @@
 #     from the compiled start no longer agrees everywhere; of another
 #     architecture it is refused;
 #   - training questions that are all test questions are refused (the
-#     split is checked, not assumed).
+#     split is checked, not assumed);
+#   - an --out whose directory cannot be made is refused before any
+#     training, with the path.
 # decoder2_backward_targets at D = 2, M = 3, V = 10, layer 2.  Skipped (77)
 # when /usr/bin/python3 has no torch.
 NAME=walk_head
@@ -111,4 +113,14 @@ else
 fi
 [ "$st" != 0 ] && grep -q "training questions is a test question" "$tmp/err" &&
   ok "training questions all in the test set: refused" || bad "not refused: status $st" "$tmp/err"
+
+: >"$tmp/afile"
+if $wh --ref "$tmp/d2" --test "$tmp/same.jsonl" --out "$tmp/afile/x.csv" >"$tmp/out" 2>"$tmp/err"; then
+  st=0
+else
+  st=$?
+fi
+[ "$st" != 0 ] && grep -q "^walk_head.py: --out $tmp/afile/x.csv: cannot make its directory" "$tmp/err" &&
+  ! grep -q Traceback "$tmp/err" && ok "--out under a file: refused before training, with the path" ||
+  bad "--out under a file: status $st" "$tmp/err"
 finish
