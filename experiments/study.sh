@@ -52,8 +52,8 @@
 #              100 annealed to 0 at half the budget (not in the default
 #              list: --arms taughtcat)
 #   taughtattn taughtcat with every head's attention pattern pulled too
-#              (--teacher-attn 100) and the teacher's weight 1000, annealed
-#              to 0 at half the budget (not in the default list)
+#              (--teacher-attn 100) and the teacher's weight 1000, both
+#              annealed to 0 at half the budget (not in the default list)
 #   randcat    a random start of that one-hot architecture, untaught: the
 #              control taughtcat and taughtattn are matched to (the random
 #              arm is the numerical architecture; not in the default list)
