@@ -23,4 +23,6 @@ plot ARG1 index 0 using 1:3:4 with filledcurves fs transparent solid 0.2 lc 1 no
      ARG1 index 7 using 1:3:4 with filledcurves fs transparent solid 0.2 lc 8 notitle, \
      ARG1 index 7 using 1:2 with lines lw 2 lc 8 title 'taught', \
      ARG1 index 8 using 1:3:4 with filledcurves fs transparent solid 0.2 lc 9 notitle, \
-     ARG1 index 8 using 1:2 with lines lw 2 lc 9 title 'taughtcat'
+     ARG1 index 8 using 1:2 with lines lw 2 lc 9 title 'taughtattn', \
+     ARG1 index 9 using 1:3:4 with filledcurves fs transparent solid 0.2 lc 10 notitle, \
+     ARG1 index 9 using 1:2 with lines lw 2 lc 10 title 'taughtcat'
