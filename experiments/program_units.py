@@ -2,9 +2,12 @@
 """program_units.py -- which of the compiled program's values a trained
 model of the compiled architecture computes, unit by unit.
 
-usage: python3 experiments/program_units.py --ref STEM [--out DIR] [--questions N] [--step N] CELL...
+usage: python3 experiments/program_units.py --ref STEM [--out DIR|FILE.csv] [--questions N] [--step N] CELL...
 
-(--out DIR: made if missing; DIR/units.csv is written there.)
+(--out DIR: made if missing; DIR/units.csv is written there.  --out
+FILE.csv: that file, its directory made if missing -- a second reading
+beside units.csv, such as the one-hot arms' against their own compiled
+model, which study_tables.py renders as FILE.md.)
 
 STEM is the compiled model (study-work/d2: rasp compile's STEM.json and
 .safetensors); each CELL is a finished study cell's directory
@@ -32,7 +35,7 @@ position where the two models' values are equal.  Two shares per unit:
         where the program's walk must hold l_t's value for the readout.
 
 It also gives each model's own l_t accuracy on the same questions (the
-argmax of its logits there).  Writes DIR/units.csv (one row per cell and
+argmax of its logits there).  Writes the --out CSV (one row per cell and
 unit: arm, seed, unit, kind, layer, encoding, agree_all, agree_found,
 agree_lead, questions, lead_acc; agree_found empty where the value is
 never other than the default) and prints it as a Markdown table, one column per
@@ -99,9 +102,13 @@ def main():
     ap.add_argument("--step", type=int, default=None)
     ap.add_argument("cells", nargs="+")
     a = ap.parse_args()
-    if a.out:  # made if missing, before any model is read
+    # --out: a directory (DIR/units.csv) or a FILE.csv; made if missing,
+    # before any model is read
+    out_csv = None
+    if a.out:
+        out_csv = a.out if a.out.endswith(".csv") else os.path.join(a.out, "units.csv")
         try:
-            os.makedirs(a.out, exist_ok=True)
+            os.makedirs(os.path.dirname(out_csv) or ".", exist_ok=True)
         except OSError as e:
             sys.exit("program_units.py: --out %s: %s" % (a.out, e.strerror))
     ref = rasp_model.load(a.ref, backend="numpy")
@@ -140,8 +147,8 @@ def main():
                          "agree_found": "%.4f" % eq[found].mean() if found.any() else "",
                          "agree_lead": "%.4f" % eq[rows_at, lead_pos].mean(),
                          "questions": len(qs), "lead_acc": "%.4f" % acc})
-    if a.out:
-        path = os.path.join(a.out, "units.csv")
+    if out_csv:
+        path = out_csv
         tmp = path + ".tmp"
         with open(tmp, "w", newline="") as f:
             w = csv.DictWriter(f, fieldnames=list(rows[0]), lineterminator="\n")

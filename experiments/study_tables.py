@@ -32,7 +32,10 @@ writes into GRID_DIR:
                 compiled program, the share of its values the trained model
                 computes, at every position, where the value is found
                 and at l_t's), per unit and arm the mean and interval
-                over seeds of the three shares.
+                over seeds of the three shares; and UNITS.md for every
+                other UNITS.csv whose name starts with "units" (a reading
+                against another compiled model: units_onehot.csv, the
+                one-hot arms against the program compiled one-hot).
 An interval is printed only from 2 seeds up.  Nothing here reads anything
 but the CSVs, so the tables can be regenerated anywhere."""
 import csv
@@ -232,8 +235,8 @@ def main():
                "leading-node accuracy on unseen questions (mean, 95% interval over seeds)")
     write_questions(grid, cells, final, summary, plot)
     mds = [os.path.join(grid, "questions.md")]
-    if write_units(grid):
-        mds.append(os.path.join(grid, "units.md"))
+    for src in sorted(glob.glob(os.path.join(grid, "units*.csv"))):
+        mds.append(write_units(src))
     for path in doc:
         update_doc(path, mds)
     print(open(os.path.join(grid, "final.md")).read(), end="")
@@ -312,14 +315,12 @@ def write_questions(grid, cells, final, summary, plot):
             write_plot(grid, name, [a for a in arms if a in cells], summary, plot, title)
 
 
-def write_units(grid):
-    """units.md from units.csv, if there is one: per unit of the program,
-    per arm, the mean and interval over seeds of the share of its values
-    the trained model computes at every position and at l_t's.  Returns
-    whether it wrote one."""
-    src = os.path.join(grid, "units.csv")
-    if not os.path.exists(src):
-        return False
+def write_units(src):
+    """UNITS.md beside UNITS.csv (program_units.py's): per unit of the
+    program, per arm, the mean and interval over seeds of the share of its
+    values the trained model computes at every position and at l_t's.
+    Returns the path it wrote."""
+    md = src[:-len(".csv")] + ".md"
     rows = list(csv.DictReader(open(src)))
     order = [a for _, _, arms in QUESTIONS for a in arms]
     arms = sorted({r["arm"] for r in rows}, key=lambda a: (order.index(a) if a in order
@@ -330,7 +331,7 @@ def write_units(grid):
             units.append((r["unit"], r["kind"], r["layer"]))
     units.sort(key=lambda u: int(u[2]))  # by layer, the layout's order within one
     seeds = {a: sorted({int(r["seed"]) for r in rows if r["arm"] == a}) for a in arms}
-    with open(os.path.join(grid, "units.md"), "w") as f:
+    with open(md, "w") as f:
         # (the header names no counts, so --update-doc finds it as seeds land)
         f.write("| program value (unit) | layer | " + " | ".join(
             f"{a}: every position | {a}: where the value is found | {a}: at l_t's position"
@@ -351,7 +352,7 @@ def write_units(grid):
             accs = {int(r["seed"]): float(r["lead_acc"]) for r in rows if r["arm"] == a}
             cols += ["", "", fmt(*mean_ci(list(accs.values())))]
         f.write("| the model's own l_t accuracy | | " + " | ".join(cols) + " |\n")
-    return True
+    return md
 
 
 def md_tables(path):

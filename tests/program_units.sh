@@ -12,7 +12,8 @@
 #   - --step N reads the model kept at step N (arm_ARM.stepN.gNNNNNN, as
 #     rasp-train compare --keep-every keeps it), not the final one; a step
 #     not kept is refused; --out DIR is made if missing, and one that
-#     cannot be made is refused with its path;
+#     cannot be made is refused with its path; --out FILE.csv writes that
+#     file, which study_tables.py renders as FILE.md;
 #   - a directory that is not a cell is refused.
 # decoder2_backward_targets at D = 2, M = 3, V = 10 on 40 `rasp gen`
 # questions.  Skipped (77) when /usr/bin/python3 has no numpy.
@@ -93,6 +94,18 @@ awk -F, 'NR > 1 && $4 == "head" && $5 == 2 && $7 == "1.0000" { b++ }
 if $units --ref "$tmp/d2" --step 500 "$tmp/exact-s1" >"$tmp/out" 2>"$tmp/err"; then st=0; else st=$?; fi
 [ "$st" != 0 ] && grep -q "no arm_ARM.step500.gNNNNNN.json (was it run with --keep-every?)" "$tmp/err" &&
   ok "--step 500, not kept: refused" || bad "--step 500: status $st" "$tmp/err"
+
+# --out FILE.csv: that file (its directory made), a second reading that
+# study_tables.py renders as FILE.md beside units.md
+$units --ref "$tmp/d2" --out "$tmp/g2/units_onehot.csv" "$tmp/exact-s1" >"$tmp/out" 2>"$tmp/err"
+cp "$tmp/grid/exact-s1.csv" "$tmp/grid/units.csv" "$tmp/g2/" 2>/dev/null
+if [ "$(grep -c '^exact,' "$tmp/g2/units_onehot.csv" 2>/dev/null)" = "$per" ] &&
+  python3 experiments/study_tables.py --no-plot "$tmp/g2" >/dev/null 2>>"$tmp/err" &&
+  [ "$(grep -c '^| ' "$tmp/g2/units_onehot.md")" = $((per + 3)) ] && [ -f "$tmp/g2/units.md" ]; then
+  ok "--out DIR/units_onehot.csv: that file, rendered as units_onehot.md beside units.md"
+else
+  bad "--out FILE.csv" "$tmp/err" "$tmp/g2/units_onehot.csv"
+fi
 
 : >"$tmp/afile"
 if $units --ref "$tmp/d2" --out "$tmp/afile/x" "$tmp/exact-s1" >"$tmp/out" 2>"$tmp/err"; then st=0; else st=$?; fi
