@@ -56,6 +56,15 @@ import rasp_model  # noqa: E402
 INPUT_UNITS = ("tokens", "indices", "one")
 
 
+def make_dir(d, what):
+    """d and its parents made if missing; exits with WHAT and the reason
+    when it cannot be (a file in the way included)"""
+    try:
+        os.makedirs(d or ".", exist_ok=True)
+    except OSError as e:
+        sys.exit("%s: %s" % (what, "Not a directory" if os.path.exists(d) else e.strerror))
+
+
 def model_stem(cell, step=None):
     """The finished arm's model in CELL: arm_ARM.gNNNNNN, or with step the
     one kept at that step, arm_ARM.stepSTEP.gNNNNNN (the newest generation
@@ -107,10 +116,7 @@ def main():
     out_csv = None
     if a.out:
         out_csv = a.out if a.out.endswith(".csv") else os.path.join(a.out, "units.csv")
-        try:
-            os.makedirs(os.path.dirname(out_csv) or ".", exist_ok=True)
-        except OSError as e:
-            sys.exit("program_units.py: --out %s: %s" % (a.out, e.strerror))
+        make_dir(os.path.dirname(out_csv), "program_units.py: --out %s" % a.out)
     ref = rasp_model.load(a.ref, backend="numpy")
     held = {p.split("=")[0] for d in ref.dims for p in d.split(" | ")}
     # (the readout's own unit is the logits, held in no dimension)

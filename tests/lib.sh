@@ -100,6 +100,27 @@ small_decoder2() {
     exit 1
   fi
 }
+# study_cell STEM DIR ZERO: DIR made a finished study cell (ARM-sSEED) whose
+# model is STEM's weights as arm_ARM.g000001, with the tensor ZERO (if any)
+# set to 0, and a config without layout or checksum (as a trained
+# checkpoint has); its questions $tmp/q.jsonl (small_decoder2's)
+study_cell() {
+  mkdir -p "$2"
+  cp "$tmp/q.jsonl" "$2/test_questions.jsonl"
+  /usr/bin/python3 - "$1" "$2/arm_$(basename "$2" | sed 's/-s[0-9]*$//').g000001" "$3" <<'EOF'
+import json, struct, sys
+src, dst, zero = sys.argv[1], sys.argv[2], sys.argv[3]
+cfg = json.load(open(src + ".json"))["config"]
+json.dump({"config": cfg}, open(dst + ".json", "w"))
+raw = bytearray(open(src + ".safetensors", "rb").read())
+n = struct.unpack("<Q", raw[:8])[0]
+head = json.loads(raw[8:8 + n])
+if zero:
+    a, b = head[zero]["data_offsets"]
+    raw[8 + n + a:8 + n + b] = bytes(b - a)
+open(dst + ".safetensors", "wb").write(raw)
+EOF
+}
 # use_trainer: $train is the built rasp-train (exit 2 when there is none),
 # on one thread of OpenMP and OpenBLAS (reproducible, and fair to the
 # other tests running beside it)

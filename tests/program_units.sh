@@ -25,27 +25,8 @@ units="$PY experiments/program_units.py"
 
 small_decoder2
 
-# cell STEM DIR ZERO: DIR holds STEM's weights as arm_x.g000001, with the
-# tensor ZERO (if any) set to 0, and a config without layout or checksum
-cell() {
-  mkdir -p "$2"
-  cp "$tmp/q.jsonl" "$2/test_questions.jsonl"
-  $PY - "$1" "$2/arm_$(basename "$2" | sed 's/-s[0-9]*$//').g000001" "$3" <<'EOF'
-import json, struct, sys
-src, dst, zero = sys.argv[1], sys.argv[2], sys.argv[3]
-cfg = json.load(open(src + ".json"))["config"]
-json.dump({"config": cfg}, open(dst + ".json", "w"))
-raw = bytearray(open(src + ".safetensors", "rb").read())
-n = struct.unpack("<Q", raw[:8])[0]
-head = json.loads(raw[8:8 + n])
-if zero:
-    a, b = head[zero]["data_offsets"]
-    raw[8 + n + a:8 + n + b] = bytes(b - a)
-open(dst + ".safetensors", "wb").write(raw)
-EOF
-}
-cell "$tmp/d2" "$tmp/exact-s1" ""
-cell "$tmp/d2" "$tmp/cut-s1" layers.2.attn.w_o
+study_cell "$tmp/d2" "$tmp/exact-s1" ""
+study_cell "$tmp/d2" "$tmp/cut-s1" layers.2.attn.w_o
 
 if $units --ref "$tmp/d2" --out "$tmp" "$tmp/exact-s1" "$tmp/cut-s1" >"$tmp/out" 2>"$tmp/err"; then
   awk -F, 'NR > 1 && $1 == "exact" && ($7 != "1.0000" || ($8 != "" && $8 != "1.0000") || $9 != "1.0000" || $11 != "1.0000") { b++ }
