@@ -2,7 +2,7 @@
 """head_ablation.py -- which attention heads and MLPs a trained model needs
 for l_t: each removed in turn, and l_t's accuracy measured without it.
 
-usage: python3 experiments/head_ablation.py --ref STEM [--out FILE.csv] [--questions N] [--step N] CELL...
+usage: python3 experiments/head_ablation.py --ref STEM [--out FILE.csv [--merge]] [--questions N] [--step N] CELL...
 
 STEM is a compiled model of the cells' architecture (study-work/d2c for
 the one-hot arms): it gives the output symbols' names, which a trained
@@ -22,14 +22,14 @@ whose removal takes l_t's accuracy far below the intact model's is one
 the model's way of finding l_t goes through; one whose removal changes
 nothing is not needed for it (it may still serve the other tokens).
 
-Writes FILE.csv (its directory made if missing; one row per cell and
+Writes FILE.csv (its directory made if missing; with --merge, the rows
+it holds for other cells are kept; one row per cell and
 site: arm, seed, layer, site, program -- the compiled program's values
 that site writes in STEM, by the dimensions its output weights reach --,
 lead_acc, intact_acc, questions) and prints
 a Markdown table, one column per cell.  Reads the models with numpy only;
 nothing is trained or written elsewhere."""
 import argparse
-import csv
 import json
 import os
 import sys
@@ -40,7 +40,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "python"))
 sys.path.insert(0, HERE)
 import numpy as np  # noqa: E402
 import rasp_model  # noqa: E402
-from program_units import cell_name, make_dir, model_stem  # noqa: E402
+from program_units import cell_name, make_dir, model_stem, write_rows  # noqa: E402
 
 
 def lead_accuracy(m, ids, lead_pos, leads):
@@ -80,6 +80,7 @@ def main():
     ap.add_argument("--out", default=None)
     ap.add_argument("--questions", type=int, default=500)
     ap.add_argument("--step", type=int, default=None)
+    ap.add_argument("--merge", action="store_true")
     ap.add_argument("cells", nargs="+")
     a = ap.parse_args()
     if a.out:  # made if missing, before any model is read
@@ -113,12 +114,7 @@ def main():
                          "lead_acc": "%.4f" % acc, "intact_acc": "%.4f" % intact,
                          "questions": len(qs)})
     if a.out:
-        tmp = a.out + ".tmp"
-        with open(tmp, "w", newline="") as f:
-            w = csv.DictWriter(f, fieldnames=list(rows[0]), lineterminator="\n")
-            w.writeheader()
-            w.writerows(rows)
-        os.replace(tmp, a.out)
+        write_rows(a.out, rows, a.merge)
     cells = sorted({(r["arm"], r["seed"]) for r in rows})
     print("| site | the program's values it writes | " + " | ".join("%s s%d" % c for c in cells)
           + " |")

@@ -2,12 +2,14 @@
 """program_units.py -- which of the compiled program's values a trained
 model of the compiled architecture computes, unit by unit.
 
-usage: python3 experiments/program_units.py --ref STEM [--out DIR|FILE.csv] [--questions N] [--step N] CELL...
+usage: python3 experiments/program_units.py --ref STEM [--out DIR|FILE.csv [--merge]] [--questions N] [--step N] CELL...
 
 (--out DIR: made if missing; DIR/units.csv is written there.  --out
 FILE.csv: that file, its directory made if missing -- a second reading
 beside units.csv, such as the one-hot arms' against their own compiled
-model, which study_tables.py renders as FILE.md.)
+model, which study_tables.py renders as FILE.md.  --merge: the rows the
+file already holds for other cells are kept, so cells can be added as
+they finish.)
 
 STEM is the compiled model (study-work/d2: rasp compile's STEM.json and
 .safetensors); each CELL is a finished study cell's directory
@@ -65,6 +67,26 @@ def make_dir(d, what):
         sys.exit("%s: %s" % (what, "Not a directory" if os.path.exists(d) else e.strerror))
 
 
+def write_rows(path, rows, merge):
+    """rows into the CSV at path, atomically; with merge, the rows already
+    there of cells (arm, seed) not among these are kept, before them"""
+    cells = {(str(r["arm"]), str(r["seed"])) for r in rows}
+    old = []
+    if merge and os.path.exists(path):
+        with open(path, newline="") as f:
+            rd = csv.DictReader(f)
+            if rd.fieldnames != list(rows[0]):
+                sys.exit("%s: its columns are not these (%s): not merged"
+                         % (path, ",".join(rows[0])))
+            old = [r for r in rd if (r["arm"], r["seed"]) not in cells]
+    tmp = path + ".tmp"
+    with open(tmp, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]), lineterminator="\n")
+        w.writeheader()
+        w.writerows(old + rows)
+    os.replace(tmp, path)
+
+
 def model_stem(cell, step=None):
     """The finished arm's model in CELL: arm_ARM.gNNNNNN, or with step the
     one kept at that step, arm_ARM.stepSTEP.gNNNNNN (the newest generation
@@ -109,6 +131,7 @@ def main():
     ap.add_argument("--questions", type=int, default=500)
     ap.add_argument("--default", default="-99")
     ap.add_argument("--step", type=int, default=None)
+    ap.add_argument("--merge", action="store_true")
     ap.add_argument("cells", nargs="+")
     a = ap.parse_args()
     # --out: a directory (DIR/units.csv) or a FILE.csv; made if missing,
@@ -154,13 +177,7 @@ def main():
                          "agree_lead": "%.4f" % eq[rows_at, lead_pos].mean(),
                          "questions": len(qs), "lead_acc": "%.4f" % acc})
     if out_csv:
-        path = out_csv
-        tmp = path + ".tmp"
-        with open(tmp, "w", newline="") as f:
-            w = csv.DictWriter(f, fieldnames=list(rows[0]), lineterminator="\n")
-            w.writeheader()
-            w.writerows(rows)
-        os.replace(tmp, path)
+        write_rows(out_csv, rows, a.merge)
     cells = sorted({(r["arm"], r["seed"]) for r in rows})
     print("| unit | layer | " + " | ".join("%s s%d (all / found / lead)" % c for c in cells)
           + " |")

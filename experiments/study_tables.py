@@ -35,7 +35,12 @@ writes into GRID_DIR:
                 over seeds of the three shares; and UNITS.md for every
                 other UNITS.csv whose name starts with "units" (a reading
                 against another compiled model: units_onehot.csv, the
-                one-hot arms against the program compiled one-hot).
+                one-hot arms against the program compiled one-hot);
+  ABL.md        for every ABL.csv whose name starts with "ablation"
+                (experiments/head_ablation.py: per cell and per head or
+                MLP, l_t's accuracy with that site removed), per site and
+                arm the mean and interval over seeds, the intact model's
+                first.
 An interval is printed only from 2 seeds up.  Nothing here reads anything
 but the CSVs, so the tables can be regenerated anywhere."""
 import csv
@@ -237,6 +242,8 @@ def main():
     mds = [os.path.join(grid, "questions.md")]
     for src in sorted(glob.glob(os.path.join(grid, "units*.csv"))):
         mds.append(write_units(src))
+    for src in sorted(glob.glob(os.path.join(grid, "ablation*.csv"))):
+        mds.append(write_ablation(src))
     for path in doc:
         update_doc(path, mds)
     print(open(os.path.join(grid, "final.md")).read(), end="")
@@ -352,6 +359,43 @@ def write_units(src):
             accs = {int(r["seed"]): float(r["lead_acc"]) for r in rows if r["arm"] == a}
             cols += ["", "", fmt(*mean_ci(list(accs.values())))]
         f.write("| the model's own l_t accuracy | | " + " | ".join(cols) + " |\n")
+    return md
+
+
+def write_ablation(src):
+    """ABL.md beside ABL.csv (head_ablation.py's): per site (a layer's head
+    or MLP), the program's values it writes, and per arm the mean and
+    interval over seeds of l_t's accuracy without it; the intact model's
+    row first.  Returns the path it wrote."""
+    md = src[:-len(".csv")] + ".md"
+    rows = list(csv.DictReader(open(src)))
+    order = [a for _, _, arms in QUESTIONS for a in arms]
+    arms = sorted({r["arm"] for r in rows}, key=lambda a: (order.index(a) if a in order
+                                                          else len(order), a))
+    sites = []
+    for r in rows:
+        if (r["layer"], r["site"], r["program"]) not in sites:
+            sites.append((r["layer"], r["site"], r["program"]))
+    seeds = {a: sorted({int(r["seed"]) for r in rows if r["arm"] == a}) for a in arms}
+    with open(md, "w") as f:
+        f.write("| removed | the program's values it writes | " + " | ".join(
+            f"{a}: l_t without it" for a in arms) + " |\n")
+        f.write("|---|---|" + "---|" * len(arms) + "\n")
+        f.write("| seeds (final models read) | | " + " | ".join(
+            str(len(seeds[a])) for a in arms) + " |\n")
+        cols = []
+        for a in arms:
+            intact = {int(r["seed"]): float(r["intact_acc"]) for r in rows if r["arm"] == a}
+            cols.append(fmt(*mean_ci(list(intact.values()))))
+        f.write("| nothing (the model as trained) | | " + " | ".join(cols) + " |\n")
+        for layer, site, prog in sites:
+            cols = []
+            for a in arms:
+                xs = [float(r["lead_acc"]) for r in rows if r["arm"] == a and
+                      r["layer"] == layer and r["site"] == site]
+                cols.append(fmt(*mean_ci(xs)) if xs else "")
+            f.write(f"| layer {layer} {site} | {prog.replace(' ', ', ')} | " + " | ".join(cols)
+                    + " |\n")
     return md
 
 

@@ -10,6 +10,8 @@
 #   - removing any head that writes none of the program's values changes
 #     nothing;
 #   - one row per site (3 per layer), the program's values named;
+#   - --merge adds a cell's rows to the CSV (each cell's once), and
+#     study_tables.py renders ablation*.csv as its .md;
 #   - --out not a FILE.csv, and one that cannot be made, are refused.
 # Skipped (77) when /usr/bin/python3 has no numpy.
 NAME=head_ablation
@@ -38,6 +40,29 @@ if $abl --ref "$tmp/d2" --out "$tmp/made/abl.csv" "$tmp/exact-s1" >"$tmp/out" 2>
     bad "rows: not 3 per layer" "$c"
 else
   bad "head_ablation.py failed" "$tmp/err"
+fi
+
+# --merge: cells added to the CSV as they finish, each cell's rows once;
+# study_tables.py renders ablation*.csv as its .md
+study_cell "$tmp/d2" "$tmp/cut-s2" layers.2.attn.w_o
+sites=$((3 * ${layers:-0}))
+$abl --ref "$tmp/d2" --out "$tmp/g/ablation_x.csv" "$tmp/exact-s1" >"$tmp/out" 2>"$tmp/err" &&
+  $abl --ref "$tmp/d2" --out "$tmp/g/ablation_x.csv" --merge "$tmp/cut-s2" >>"$tmp/out" 2>>"$tmp/err" &&
+  $abl --ref "$tmp/d2" --out "$tmp/g/ablation_x.csv" --merge "$tmp/exact-s1" >>"$tmp/out" 2>>"$tmp/err"
+c="$tmp/g/ablation_x.csv"
+[ "$(grep -c '^exact,1,' "$c" 2>/dev/null)" = "$sites" ] && [ "$(grep -c '^cut,2,' "$c")" = "$sites" ] &&
+  [ "$(($(wc -l <"$c") - 1))" = $((2 * sites)) ] &&
+  grep -q '^cut,2,0,mlp,.*,0.0000,0.0000,40$' "$c" &&
+  ok "--merge: both cells' rows, each once" || bad "--merge" "$tmp/err" "$c"
+printf 'step,init,train_loss,val_loss,val_lead_acc,val_seq_acc,val_tok_acc,val_other_acc,val_pos0_acc,val_pos1_acc,val_pos2_acc,val_pos3_acc,val_pos4_acc,dist_compiled,program_acc,stopped\n0,exact,,0.1,1,1,1,1,1,1,1,1,1,0,1,\n' \
+  >"$tmp/g/exact-s1.csv"
+if python3 experiments/study_tables.py --no-plot "$tmp/g" >/dev/null 2>"$tmp/err" &&
+  grep -q '^| nothing (the model as trained) | | 0.000 | 1.000 |$' "$tmp/g/ablation_x.md" &&
+  grep -q '^| layer 2 head0 | %29:connecting_idxs | 0.000 | 0.000 |$' "$tmp/g/ablation_x.md" &&
+  [ "$(grep -c '^| layer ' "$tmp/g/ablation_x.md")" = "$sites" ]; then
+  ok "study_tables.py makes ablation_x.md of it"
+else
+  bad "ablation_x.md" "$tmp/err" "$tmp/g/ablation_x.md"
 fi
 
 if $abl --ref "$tmp/d2" --out "$tmp/abl" "$tmp/exact-s1" >"$tmp/out" 2>"$tmp/err"; then st=0; else st=$?; fi

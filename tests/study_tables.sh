@@ -29,8 +29,9 @@ mkdir "$tmp/grid"
 for f in "$src"/doc/study/grid/*-s*.csv; do cp "$f" "$tmp/grid/"; done
 made="final.md final.csv summary.csv questions.md lead.dat lead.gp"
 made="$made q_plateau.dat q_start.dat q_teacher.dat q_frozen.dat"
-# the per-unit accounts (experiments/program_units.py's units*.csv), if any
-for f in "$src"/doc/study/grid/units*.csv; do
+# the per-unit accounts and the ablations (experiments/program_units.py's
+# units*.csv, experiments/head_ablation.py's ablation*.csv), if any
+for f in "$src"/doc/study/grid/units*.csv "$src"/doc/study/grid/ablation*.csv; do
   [ -f "$f" ] || continue
   cp "$f" "$tmp/grid/"
   made="$made $(basename "$f" .csv).md"
@@ -48,11 +49,11 @@ if $tables --no-plot "$tmp/grid" >"$tmp/out" 2>"$tmp/err"; then
         grep -qxF "$row" "$src/doc/training.md" || { missing=$((missing + 1)); echo "  not in doc/training.md: $row"; } ;;
     esac
   done <<EOF
-$(cat "$tmp/grid/questions.md" "$tmp/grid"/units*.md 2>/dev/null)
+$(cat "$tmp/grid/questions.md" "$tmp/grid"/units*.md "$tmp/grid"/ablation*.md 2>/dev/null)
 EOF
   [ "$n" -gt 0 ] && [ "$missing" = 0 ] &&
-    ok "doc/training.md shows all $n rows of questions.md (and units*.md)" ||
-    bad "doc/training.md lacks $missing of the $n rows of questions.md (and units*.md)"
+    ok "doc/training.md shows all $n rows of questions.md (and units*.md, ablation*.md)" ||
+    bad "doc/training.md lacks $missing of the $n rows of questions.md (and units*.md, ablation*.md)"
 else
   bad "study_tables.py failed" "$tmp/err"
 fi
