@@ -322,22 +322,29 @@ def write_questions(grid, cells, final, summary, plot):
             write_plot(grid, name, [a for a in arms if a in cells], summary, plot, title)
 
 
+def read_reading(src, key):
+    """a per-cell reading's CSV (units*.csv, ablation*.csv): the .md path
+    beside it, its rows, its arms in the questions' order, its items (the
+    distinct key(row) in order of appearance) and each arm's seeds"""
+    rows = list(csv.DictReader(open(src)))
+    order = [a for _, _, arms in QUESTIONS for a in arms]
+    arms = sorted({r["arm"] for r in rows}, key=lambda a: (order.index(a) if a in order
+                                                          else len(order), a))
+    items = []
+    for r in rows:
+        if key(r) not in items:
+            items.append(key(r))
+    seeds = {a: sorted({int(r["seed"]) for r in rows if r["arm"] == a}) for a in arms}
+    return src[:-len(".csv")] + ".md", rows, arms, items, seeds
+
+
 def write_units(src):
     """UNITS.md beside UNITS.csv (program_units.py's): per unit of the
     program, per arm, the mean and interval over seeds of the share of its
     values the trained model computes at every position and at l_t's.
     Returns the path it wrote."""
-    md = src[:-len(".csv")] + ".md"
-    rows = list(csv.DictReader(open(src)))
-    order = [a for _, _, arms in QUESTIONS for a in arms]
-    arms = sorted({r["arm"] for r in rows}, key=lambda a: (order.index(a) if a in order
-                                                          else len(order), a))
-    units = []
-    for r in rows:
-        if (r["unit"], r["kind"], r["layer"]) not in units:
-            units.append((r["unit"], r["kind"], r["layer"]))
+    md, rows, arms, units, seeds = read_reading(src, lambda r: (r["unit"], r["kind"], r["layer"]))
     units.sort(key=lambda u: int(u[2]))  # by layer, the layout's order within one
-    seeds = {a: sorted({int(r["seed"]) for r in rows if r["arm"] == a}) for a in arms}
     with open(md, "w") as f:
         # (the header names no counts, so --update-doc finds it as seeds land)
         f.write("| program value (unit) | layer | " + " | ".join(
@@ -367,16 +374,8 @@ def write_ablation(src):
     or MLP), the program's values it writes, and per arm the mean and
     interval over seeds of l_t's accuracy without it; the intact model's
     row first.  Returns the path it wrote."""
-    md = src[:-len(".csv")] + ".md"
-    rows = list(csv.DictReader(open(src)))
-    order = [a for _, _, arms in QUESTIONS for a in arms]
-    arms = sorted({r["arm"] for r in rows}, key=lambda a: (order.index(a) if a in order
-                                                          else len(order), a))
-    sites = []
-    for r in rows:
-        if (r["layer"], r["site"], r["program"]) not in sites:
-            sites.append((r["layer"], r["site"], r["program"]))
-    seeds = {a: sorted({int(r["seed"]) for r in rows if r["arm"] == a}) for a in arms}
+    md, rows, arms, sites, seeds = read_reading(
+        src, lambda r: (r["layer"], r["site"], r["program"]))
     with open(md, "w") as f:
         f.write("| removed | the program's values it writes | " + " | ".join(
             f"{a}: l_t without it" for a in arms) + " |\n")
