@@ -13,6 +13,8 @@ plot ARG1 index 0 using 1:3:4 with filledcurves fs transparent solid 0.2 lc 1 no
      ARG1 index 2 using 1:3:4 with filledcurves fs transparent solid 0.2 lc 3 notitle, \
      ARG1 index 2 using 1:2 with lines lw 2 lc 3 title 'taughtattn', \
      ARG1 index 3 using 1:3:4 with filledcurves fs transparent solid 0.2 lc 4 notitle, \
-     ARG1 index 3 using 1:2 with lines lw 2 lc 4 title 'random', \
+     ARG1 index 3 using 1:2 with lines lw 2 lc 4 title 'randcat', \
      ARG1 index 4 using 1:3:4 with filledcurves fs transparent solid 0.2 lc 5 notitle, \
-     ARG1 index 4 using 1:2 with lines lw 2 lc 5 title 'standard'
+     ARG1 index 4 using 1:2 with lines lw 2 lc 5 title 'random', \
+     ARG1 index 5 using 1:3:4 with filledcurves fs transparent solid 0.2 lc 6 notitle, \
+     ARG1 index 5 using 1:2 with lines lw 2 lc 6 title 'standard'
