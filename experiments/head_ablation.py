@@ -40,7 +40,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "python"))
 sys.path.insert(0, HERE)
 import numpy as np  # noqa: E402
 import rasp_model  # noqa: E402
-from program_units import cell_name, make_dir, model_stem, write_rows  # noqa: E402
+from program_units import cell_name, lead_right, make_dir, model_stem, write_rows  # noqa: E402
 
 
 def lead_accuracy(m, ids, lead_pos, leads):
@@ -50,7 +50,7 @@ def lead_accuracy(m, ids, lead_pos, leads):
         lg = m.forward(ids[b:b + 100])
         for k in range(lg.shape[0]):
             q = b + k
-            hits += m.values[int(lg[k, lead_pos[q] + 1].argmax())] == leads[q]
+            hits += lead_right(m, lg[k], q, lead_pos, leads)
     return hits / len(ids)
 
 
@@ -83,11 +83,16 @@ def main():
     ap.add_argument("--merge", action="store_true")
     ap.add_argument("cells", nargs="+")
     a = ap.parse_args()
+    if a.merge and not a.out:
+        sys.exit("head_ablation.py: --merge: nothing to merge into without --out")
     if a.out:  # made if missing, before any model is read
         if not a.out.endswith(".csv"):
             sys.exit("head_ablation.py: --out %s: not a FILE.csv" % a.out)
         make_dir(os.path.dirname(a.out), "head_ablation.py: --out %s" % a.out)
     ref = rasp_model.load(a.ref, backend="numpy")
+    # what each site writes in the compiled model: the same for every cell
+    writes = {(L, name): program_units_at(ref, tensor, idx)
+              for L, name, tensor, idx in sites(ref.config)}
     rows = []
     for cell in a.cells:
         arm, seed = cell_name(cell)
@@ -110,7 +115,7 @@ def main():
             acc = lead_accuracy(m, ids, lead_pos, leads)
             m.params[tensor] = keep
             rows.append({"arm": arm, "seed": seed, "layer": L, "site": name,
-                         "program": " ".join(program_units_at(ref, tensor, idx)),
+                         "program": " ".join(writes[L, name]),
                          "lead_acc": "%.4f" % acc, "intact_acc": "%.4f" % intact,
                          "questions": len(qs)})
     if a.out:
@@ -121,9 +126,9 @@ def main():
     print("|---|---|" + "---:|" * len(cells))
     print("| intact | | " + " | ".join(
         next(r["intact_acc"] for r in rows if (r["arm"], r["seed"]) == c) for c in cells) + " |")
-    for L, name, tensor, idx in sites(ref.config):
+    for L, name, _, _ in sites(ref.config):
         by = {(r["arm"], r["seed"]): r for r in rows if r["layer"] == L and r["site"] == name}
-        print("| layer %d %s | %s | " % (L, name, ", ".join(program_units_at(ref, tensor, idx)))
+        print("| layer %d %s | %s | " % (L, name, ", ".join(writes[L, name]))
               + " | ".join(by[c]["lead_acc"] for c in cells) + " |")
 
 

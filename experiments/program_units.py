@@ -108,6 +108,12 @@ def cell_name(cell):
     return m.group(1), int(m.group(2))
 
 
+def lead_right(m, logits, q, lead_pos, leads):
+    """whether m's output at question q's l_t position (logits: that
+    question's [n, n_out]) is l_t"""
+    return m.values[int(logits[lead_pos[q] + 1].argmax())] == leads[q]
+
+
 def read_model(m, ids, units, lead_pos, leads):
     """One forward pass of m over the questions: unit name -> [questions, n]
     array of its values (str, a number rounded to an integer's text), and
@@ -120,7 +126,7 @@ def read_model(m, ids, units, lead_pos, leads):
                 out[u["name"]].append(rasp_model.value_text(
                     t.value(u["name"], rasp_model.unit_site(u), batch=k)))
             q = b + k
-            hits += m.values[int(t.logits[k, lead_pos[q] + 1].argmax())] == leads[q]
+            hits += lead_right(m, t.logits[k], q, lead_pos, leads)
     return {k: np.array(v, dtype=object) for k, v in out.items()}, hits / len(ids)
 
 
@@ -134,6 +140,8 @@ def main():
     ap.add_argument("--merge", action="store_true")
     ap.add_argument("cells", nargs="+")
     a = ap.parse_args()
+    if a.merge and not a.out:
+        sys.exit("program_units.py: --merge: nothing to merge into without --out")
     # --out: a directory (DIR/units.csv) or a FILE.csv; made if missing,
     # before any model is read
     out_csv = None

@@ -12,7 +12,8 @@
 #   - one row per site (3 per layer), the program's values named;
 #   - --merge adds a cell's rows to the CSV (each cell's once), and
 #     study_tables.py renders ablation*.csv as its .md;
-#   - --out not a FILE.csv, and one that cannot be made, are refused.
+#   - --out not a FILE.csv, one that cannot be made, and --merge without
+#     --out are refused.
 # Skipped (77) when /usr/bin/python3 has no numpy.
 NAME=head_ablation
 . "${top_srcdir:-.}/tests/lib.sh"
@@ -68,6 +69,9 @@ fi
 if $abl --ref "$tmp/d2" --out "$tmp/abl" "$tmp/exact-s1" >"$tmp/out" 2>"$tmp/err"; then st=0; else st=$?; fi
 [ "$st" != 0 ] && grep -q "^head_ablation.py: --out $tmp/abl: not a FILE.csv" "$tmp/err" &&
   ok "--out not a FILE.csv: refused" || bad "--out DIR: status $st" "$tmp/err"
+if $abl --ref "$tmp/d2" --merge "$tmp/exact-s1" >"$tmp/out" 2>"$tmp/err"; then st=0; else st=$?; fi
+[ "$st" != 0 ] && grep -q "^head_ablation.py: --merge: nothing to merge into without --out" "$tmp/err" &&
+  ok "--merge without --out: refused" || bad "--merge without --out: status $st" "$tmp/err"
 : >"$tmp/afile"
 if $abl --ref "$tmp/d2" --out "$tmp/afile/x.csv" "$tmp/exact-s1" >"$tmp/out" 2>"$tmp/err"; then st=0; else st=$?; fi
 [ "$st" != 0 ] && grep -q "^head_ablation.py: --out $tmp/afile/x.csv: Not a directory" "$tmp/err" &&
