@@ -48,6 +48,14 @@ only the rounding of each x_i - mean: the computed mean, a shift common to
 every dimension, cancels in real arithmetic whatever order it was summed
 in.
 
+`ln_stock.py --loaded STEM INPUTS...` runs a `rasp compile --ln stock`
+model as the loader builds it: its layer norms torch.nn.LayerNorm itself
+(eps config.norm_eps), in float32 and in float64, against the numpy
+backend's argmax (another arithmetic: the mean in float64), and prints,
+per file and type, the inputs and positions that agree, the largest
+|mean| the layer norms computed against the bound the model was sized for
+(layout.layer_norm.mean_bound), and whether 1/rstd was 2^p everywhere.
+
 `ln_stock.py --orders` reads arm-ordered samples (`rasp gen --order arm`)
 on stdin and writes each with its edges in the three adversarial orders
 `rasp compile --check` cycles through: every arm from s outward, every arm
@@ -188,8 +196,55 @@ def add_sink(m1, p, rms):
         m1.ln_f = norm_of(m1.ln_f)
 
 
+def loaded(stem, paths):
+    """--loaded: a --ln stock model, torch.nn.LayerNorm against numpy."""
+    import numpy as np
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        mt = rasp_model.load(stem, backend="torch")
+        mn = rasp_model.load(stem, backend="numpy")
+    import json
+    with open(stem + ".json") as f:
+        lay = (json.load(f).get("layout") or {}).get("layer_norm") or {}
+    if lay.get("construction") != "stock":
+        sys.exit("%s: not a `rasp compile --ln stock` model" % stem)
+    p = lay["weight_log2"]
+    for path in paths:
+        with open(path) as f:
+            lines = [ln.strip() for ln in f if ln.strip()]
+        toks = [mt.encode(ln) for ln in lines]
+        ref = mn.forward(np.array(toks)).argmax(-1)
+        st = {}
+
+        def hook(mod, inp, out):
+            x = inp[0]
+            _, mu, rs = torch.native_layer_norm(x, (x.shape[-1],), mod.weight, mod.bias, mod.eps)
+            s = st.setdefault(x.dtype, [0.0, True])
+            s[0] = max(s[0], float(mu.abs().max()))
+            s[1] = s[1] and bool((rs.double() == 2.0 ** -p).all())
+
+        hooks = [m.register_forward_hook(hook) for m in mt.modules() if isinstance(m, nn.LayerNorm)]
+        for dt in (torch.float32, torch.float64):
+            mt.to(dt)
+            with torch.no_grad():
+                out = mt(torch.tensor(toks)).argmax(-1).numpy()
+            ag = (out == ref)[:, 1:]
+            s = st[dt]
+            print("%s %s %s: %d/%d inputs, %d/%d positions agree; max |mean| %.3g (sized for %.3g), "
+                  "rstd 2^-%d everywhere: %s"
+                  % (os.path.basename(stem), os.path.basename(path), str(dt)[6:],
+                     int(ag.all(-1).sum()), len(lines), int(ag.sum()), ag.size, s[0],
+                     lay["mean_bound"], p, "yes" if s[1] else "no"))
+        for h in hooks:
+            h.remove()
+
+
 def main():
     args = sys.argv[1:]
+    if args[:1] == ["--loaded"]:
+        torch.set_num_threads(1)
+        loaded(args[1], args[2:])
+        return
     rms = args[:1] == ["--rms"]
     if rms:
         args = args[1:]

@@ -102,6 +102,13 @@ except ImportError:  # the numpy forward pass serves
     torch = None
 
 RMS_EPS = 1e-5  # an RMS norm's epsilon (config.layer_norm 2), rmodel.h's RASPN_RMS_EPS
+LN_EPS = 1e-5  # a layer norm's default epsilon (config.norm_eps), rmodel.h's RASPN_LN_EPS
+
+
+def _norm_eps(c):
+    """The epsilon of config c's norms: config.norm_eps for layer norms
+    (absent: the default), RMS_EPS for RMS norms."""
+    return RMS_EPS if c["layer_norm"] == 2 else float(c.get("norm_eps", LN_EPS))
 ATTENTIONS = ("product", "sdpa")  # load()'s attention: the formula run
 
 __all__ = ["load", "read_safetensors", "NumpyModel", "Trace", "unit_site", "value_text",
@@ -308,6 +315,10 @@ def _read(stem):
     if cfg["n_layers"] > _MAXLAYERS:
         raise FormatError("%s.json: model config: n_layers = %d is too large (at most %d)"
                           % (stem, cfg["n_layers"], _MAXLAYERS))
+    eps = cfg.get("norm_eps", LN_EPS)
+    if type(eps) not in (int, float) or not 0 < eps < 1e38:
+        raise FormatError("%s.json: config field \"norm_eps\" is not a positive number below "
+                          "1e38" % stem)
     if cfg["layer_norm"] not in (0, 1, 2):
         raise FormatError("%s.json: model config: layer_norm = %d must be 0 (none), 1 (pre-LN) "
                           "or 2 (pre-RMSNorm)" % (stem, cfg["layer_norm"]))
@@ -396,6 +407,14 @@ class _Layout:
             warnings.warn("%s: the model is not proven exact (compiled with --unproven; the first "
                           "unit not proven: %s): its outputs may be wrong"
                           % (stem, first if isinstance(first, str) else "?"),
+                          UnprovenModelWarning, stacklevel=4)
+        # a model compiled for stock layer norms (`rasp compile --ln stock`)
+        # runs them as torch.nn.LayerNorm (its eps in config.norm_eps); its
+        # units are proven, its layer norms are not (layout.layer_norm)
+        lnl = layout.get("layer_norm")
+        if isinstance(lnl, dict) and lnl.get("proven") is False:
+            warnings.warn("%s: the model's layer norms are not proven exact (construction %s): "
+                          "its outputs may be wrong" % (stem, lnl.get("construction")),
                           UnprovenModelWarning, stacklevel=4)
 
     def encode(self, symbols):
@@ -581,15 +600,15 @@ def _batch(tokens):
     return a[None] if a.ndim == 1 else a
 
 
-def _exact_ln_np(x, w, b):
+def _exact_ln_np(x, w, b, eps):
     """rmodel.c's layer norm (raspN_layer_norm): mean and variance summed in
-    float64 in index order (np.cumsum adds in order; np.sum pairs), eps 1e-5,
+    float64 in index order (np.cumsum adds in order; np.sum pairs), eps,
     the reciprocal square root rounded to float32 once."""
     xd = x.astype(np.float64)
     mu = np.cumsum(xd, -1)[..., -1:] / x.shape[-1]
     dv = xd - mu
     var = np.cumsum(dv * dv, -1)[..., -1:] / x.shape[-1]
-    rs = (1.0 / np.sqrt(var + 1e-5)).astype(np.float32).astype(np.float64)
+    rs = (1.0 / np.sqrt(var + eps)).astype(np.float32).astype(np.float64)
     return (dv * rs).astype(np.float32) * w + b
 
 
@@ -605,10 +624,11 @@ class NumpyModel(_Layout):
             ms = (x * x).mean(-1, keepdims=True)
             return x * (1 / np.sqrt(ms + x.dtype.type(RMS_EPS))) * self.params[name + ".weight"]
         if self._exact_ln:
-            return _exact_ln_np(x, self.params[name + ".weight"], self.params[name + ".bias"])
+            return _exact_ln_np(x, self.params[name + ".weight"], self.params[name + ".bias"],
+                                _norm_eps(self.config))
         mu = x.mean(-1, keepdims=True, dtype=np.float64)
         var = ((x - mu) ** 2).mean(-1, keepdims=True)
-        y = ((x - mu) / np.sqrt(var + 1e-5)).astype(np.float32)
+        y = ((x - mu) / np.sqrt(var + _norm_eps(self.config))).astype(np.float32)
         return y * self.params[name + ".weight"] + self.params[name + ".bias"]
 
     def forward(self, tokens):
@@ -707,7 +727,7 @@ if torch is not None:
             self.b_out = nn.Parameter(torch.zeros(D))
 
     class ExactLayerNorm(nn.LayerNorm):
-        """torch.nn.LayerNorm (its weight and bias, eps 1e-5) computed in
+        """torch.nn.LayerNorm (its weight, bias and eps) computed in
         rmodel.c's arithmetic: mean and variance summed in float64 in index
         order, the reciprocal square root rounded to float32 once.  A compiled
         pre-LN model's layer norms are exact in that arithmetic; the stock
@@ -725,7 +745,7 @@ if torch is not None:
             v = torch.zeros_like(s)
             for i in range(D):
                 v = v + dv[..., i] * dv[..., i]
-            rs = (1.0 / torch.sqrt(v / D + 1e-5)).float().double()
+            rs = (1.0 / torch.sqrt(v / D + self.eps)).float().double()
             return (dv * rs[..., None]).float() * self.weight + self.bias
 
     class RMSNorm(nn.Module):
@@ -747,8 +767,8 @@ if torch is not None:
         def __init__(self, c, LN):
             super().__init__()
             if c["layer_norm"]:
-                self.ln1 = LN(c["d_model"], eps=1e-5)
-                self.ln2 = LN(c["d_model"], eps=1e-5)
+                self.ln1 = LN(c["d_model"], eps=_norm_eps(c))
+                self.ln2 = LN(c["d_model"], eps=_norm_eps(c))
             self.attn = _Attn(c)
             self.mlp = _MLP(c)
 
@@ -766,7 +786,7 @@ if torch is not None:
                   else nn.LayerNorm)
             self.layers = nn.ModuleList(_Block(c, LN) for _ in range(c["n_layers"]))
             if c["layer_norm"]:
-                self.ln_f = LN(c["d_model"], eps=1e-5)
+                self.ln_f = LN(c["d_model"], eps=_norm_eps(c))
             self.unembed = nn.Parameter(torch.zeros(c["d_model"], c["n_out"]))
             self.unembed_b = nn.Parameter(torch.zeros(c["n_out"]))
             self.load_state_dict({k: torch.from_numpy(np.array(v)) for k, v in tensors.items()})

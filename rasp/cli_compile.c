@@ -251,7 +251,7 @@ static int word_opt(const char *opt, const char *text, const char *const *names,
 }
 
 static const char *const precs[] = {"fp32", "fp16", "bf16"}, *const encs[] = {"auto", "categorical"},
-                         *const mvs[] = {"assume", "prove", "one"}, *const lns[] = {"none", "pre", "rms"};
+                         *const mvs[] = {"assume", "prove", "one"}, *const lns[] = {"none", "pre", "rms", "stock"};
 
 /* The options of a compile. */
 typedef struct copts {
@@ -291,7 +291,7 @@ static int compile_opt(const raspC_arg *a, copts *o) {
   case RASPC_O_PRECISION: return (o->prec = word_opt(a->name, v, precs, 3)) >= 0;
   case RASPC_O_ENCODING: return (o->encoding = word_opt(a->name, v, encs, 2)) >= 0;
   case RASPC_O_MOVES: return (o->moves = word_opt(a->name, v, mvs, 3)) >= 0;
-  case RASPC_O_LN: return (o->ln = word_opt(a->name, v, lns, 3)) >= 0;
+  case RASPC_O_LN: return (o->ln = word_opt(a->name, v, lns, 4)) >= 0;
   case RASPC_O_D: case RASPC_O_M: case RASPC_O_V:
     o->task_given = 1;
     return raspC_int_opt("compile", a->name, v, 1, 100000L,

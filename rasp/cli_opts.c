@@ -269,11 +269,13 @@ static const raspU_option options[] = {
      "and STEM.json state the premise, --check tests it; prove averages\n"
      "exactly"),
     OPT(RASPC_O_LN, "--ln", NULL, "L", RASPC_COMPILE,
-     "none (default), pre or rms: layer norms (pre) or RMS norms (rms)\n"
+     "none (default), pre, rms or stock: layer norms (pre) or RMS norms (rms)\n"
      "before every attention, every MLP and the readout (the standard\n"
      "pre-LN transformer, or LLaMA's pre-RMSNorm), with weights that make\n"
      "each exactly the identity on what the model reads (fp32 only; rms's\n"
-     "in any summation order, pre's in rasp's own)"),
+     "in any summation order, pre's in rasp's own); stock: layer norms\n"
+     "for stock arithmetic (eps 4^p, a balance and sink dimensions), not\n"
+     "proven: STEM.json says so"),
     OPT(RASPC_O_NO_SDPA, "--no-sdpa", NULL, NULL, RASPC_COMPILE,
      "d_head as the heads need it, not rounded up to 16 or 256 with zero\n"
      "columns: fewer parameters, but exact only under the score formula of\n"

@@ -360,6 +360,7 @@ static int compile_once(const rasp_ir *ir, const raspG_opts *o, unsigned char *f
     if (o->ln == RASPG_LN_PRE) raspG_ln_plan(g, out); /* (before the proof: it charges
                                                       ** what the layer norms can move) */
     if (o->ln == RASPG_LN_RMS) raspG_rms_plan(g, out);
+    if (o->ln == RASPG_LN_STOCK) raspG_stock_plan(g, out);
     pr = raspG_prove(g, out, &ov, o->precision, force);
   }
   if (pr != 0) {
@@ -374,7 +375,9 @@ static int compile_once(const rasp_ir *ir, const raspG_opts *o, unsigned char *f
   if (!sched && o->ln == RASPG_LN_NONE) raspG_cb_bound(g, out, &ov);
   if (o->ln != RASPG_LN_NONE) {
     out->cb_dev0 = -1;
-    if (!(o->ln == RASPG_LN_PRE ? raspG_ln_apply(g, out, err) : raspG_rms_apply(g, out, err))) {
+    if (!(o->ln == RASPG_LN_PRE     ? raspG_ln_apply(g, out, err)
+          : o->ln == RASPG_LN_STOCK ? raspG_stock_apply(g, out, err)
+                                    : raspG_rms_apply(g, out, err))) {
       raspG_view_free(&ov);
       raspG_gc_free(g);
       raspG_free(out);
@@ -401,6 +404,9 @@ static int compile_impl(const rasp_ir *ir, const raspG_opts *o, raspG_model *out
     raspR_setnoposc(err, RASP_E_USAGE, o->ln == RASPG_LN_PRE
                     ? "compile: --ln pre is for fp32 only (its layer norms are exact in float32's "
                       "arithmetic)"
+                    : o->ln == RASPG_LN_STOCK
+                    ? "compile: --ln stock is for fp32 only (its construction is float32's and "
+                      "float64's)"
                     : "compile: --ln rms is for fp32 only (its construction and proof are "
                       "float32's and float64's)");
     return 0;
@@ -418,7 +424,11 @@ static int compile_impl(const rasp_ir *ir, const raspG_opts *o, raspG_model *out
   o0.require_proof = 0;
   if (pd) {
     r = compile_once(ir, &o0, force, out, sched, err);
-    if (r == 1 && out->unproven == 0) {
+    /* (norms not proven are not a proven model either: the rounds below
+    ** refuse them, raspG_ln_conclude; but --ln stock's are never proven, and
+    ** say so: rcompile_lnstock.c) */
+    if (r == 1 && out->unproven == 0 &&
+        (o->ln == RASPG_LN_NONE || o->ln == RASPG_LN_STOCK || out->ln_proven)) {
       raspM_free(force);
       return 1;
     }

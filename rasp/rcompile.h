@@ -74,7 +74,10 @@ typedef struct raspG_opts {
   ** dimension the model reads (doc/compiler.md, "Pre-LN models");
   ** RASPG_LN_RMS (`--ln rms`): RMS norms there instead, made exact
   ** identities in any summation order (rcompile_rms.c; "Pre-RMSNorm
-  ** models").  fp32 only. */
+  ** models"); RASPG_LN_STOCK (`--ln stock`): layer norms for stock
+  ** arithmetic (eps 4^p, a balance and sink dimensions: rcompile_lnstock.c;
+  ** "Stock layer norms"), not proven (the units are, as without them).
+  ** fp32 only. */
   int ln;
   /* 0 (the default): every head's d_head is rounded up (zero columns) to
   ** the next of 1, 16, 256, ... (raspN_sdpa_exact), where PyTorch's
@@ -89,7 +92,7 @@ typedef struct raspG_opts {
 enum { RASPG_FP32, RASPG_FP16, RASPG_BF16 };
 enum { RASPG_MOVES_ASSUME, RASPG_MOVES_PROVE, RASPG_MOVES_ONE };
 enum { RASPG_ENC_AUTO, RASPG_ENC_CATEGORICAL };
-enum { RASPG_LN_NONE, RASPG_LN_PRE, RASPG_LN_RMS };
+enum { RASPG_LN_NONE, RASPG_LN_PRE, RASPG_LN_RMS, RASPG_LN_STOCK };
 /* "fp32", "fp16", "bf16" */
 const char *raspG_precision_name(int precision);
 /* x rounded to nearest-even in that format (fp16: 11 significand bits,
@@ -159,6 +162,11 @@ typedef struct raspG_model {
   ** of the ln_c summing to ln_d1), weight 2^ln_q; ln_f64: exact in float64
   ** too, not float32 alone (ln_d0, ln_d1, ln_S, ln_proven, ln_why as above) */
   int ln_nc, ln_c[4], ln_f64;
+  /* --ln stock (rcompile_lnstock.c): ln_stock 1; weight 2^ln_q, eps 4^ln_q
+  ** (exact scale in float64 too where ln_f64), ln_ns sink dimensions after
+  ** the balance; ln_M the bound on |computed mean| it was sized for */
+  int ln_stock, ln_ns;
+  double ln_M;
   char ln_why[160];
 } raspG_model;
 

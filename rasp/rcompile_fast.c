@@ -175,7 +175,7 @@ sparse_pass(const raspG_model *g, int pr, const int *tokens, int n, float *logit
                 *bo = P_("attn.b_o");
     if (c->layer_norm) {
       const float *lw = P_("ln1.weight"), *lb = P_("ln1.bias");
-      raspN_norm_rows(c->layer_norm, x, lw, lb, n, D, h);
+      raspN_norm_rows(c->layer_norm, x, lw, lb, n, D, raspN_norm_eps(c), h);
     }
     for (size_t i = 0; i < nD; i++) o[i] = rnd(pr, bo[i % D]);
     for (int hd = 0; hd < H; hd++) {
@@ -228,7 +228,7 @@ sparse_pass(const raspG_model *g, int pr, const int *tokens, int n, float *logit
     const float *bi = P_("mlp.b_in"), *bt = P_("mlp.b_out");
     if (c->layer_norm) {
       const float *lw = P_("ln2.weight"), *lb = P_("ln2.bias");
-      raspN_norm_rows(c->layer_norm, x, lw, lb, n, D, h);
+      raspN_norm_rows(c->layer_norm, x, lw, lb, n, D, raspN_norm_eps(c), h);
     }
 #undef P_
     for (int i = 0; i < n; i++) {
@@ -243,7 +243,7 @@ sparse_pass(const raspG_model *g, int pr, const int *tokens, int n, float *logit
   const float *ub = raspN_data(mm, "unembed_b");
   if (c->layer_norm) {
     const float *lw = raspN_data(mm, "ln_f.weight"), *lb = raspN_data(mm, "ln_f.bias");
-    raspN_norm_rows(c->layer_norm, x, lw, lb, n, D, h);
+    raspN_norm_rows(c->layer_norm, x, lw, lb, n, D, raspN_norm_eps(c), h);
   }
   for (int i = 0; i < n; i++)
     for (int j = 0; j < O; j++) logits[(size_t)i * O + j] = sp_dot(pr, &f->un, j, h + (size_t)i * D, ub);

@@ -395,6 +395,13 @@ RASPG_INTERNAL int raspG_ln_conclude(gc *g, raspG_model *out, rasp_model *m0, ra
 /* --ln rms (rcompile_rms.c): chooses the constants before the proof (and
 ** gc.ln_tiny), and builds the pre-RMSNorm model from the proven one. */
 RASPG_INTERNAL void raspG_rms_plan(gc *g, raspG_model *out);
+/* --ln stock (rcompile_lnstock.c): p from the residual's bounds before the
+** proof; the construction (balance, sinks, eps 4^p) after it. */
+RASPG_INTERNAL void raspG_stock_plan(gc *g, raspG_model *out);
+RASPG_INTERNAL int raspG_stock_apply(gc *g, raspG_model *out, rasp_error *err);
+/* Every row of what a writer adds to the residual gets minus the sum of
+** its first d0 entries at d0 (the balance dimension). */
+RASPG_INTERNAL void raspG_ln_write_balance(rasp_model *m, int d0);
 RASPG_INTERNAL int raspG_rms_apply(gc *g, raspG_model *out, rasp_error *err);
 
 /* ---- rcompile_fast.c: the sparse forward pass */

@@ -152,8 +152,11 @@ static void dims_json(gc *g, sbuf *b, const raspG_model *m) {
     if (kc > m->ln_nc) sb_printf(b, ", \"\"");
     else sb_printf(b, ", \"rms_const%d\"", m->ln_nc - kc);
   }
-  for (int dim = m->n_dims; m->model.cfg.layer_norm == RASPN_LN_PRE && dim < m->model.cfg.d_model;
-       dim++) {
+  for (int dim = m->n_dims; m->model.cfg.layer_norm == RASPN_LN_PRE && m->ln_stock &&
+                            dim < m->model.cfg.d_model; dim++)
+    sb_printf(b, dim == m->n_dims ? ", \"ln_balance\"" : ", \"ln_sink%d\"", dim - m->n_dims - 1);
+  for (int dim = m->n_dims; m->model.cfg.layer_norm == RASPN_LN_PRE && !m->ln_stock &&
+                            dim < m->model.cfg.d_model; dim++) {
     int kc = m->model.cfg.d_model - dim; /* 1..: from the last */
     int nc = m->ln_b ? 4 : 2;
     sb_printf(b, ", \"%s\"", dim == m->n_dims ? "ln_balance" : kc > nc ? "" :
@@ -273,6 +276,13 @@ char *raspG_layout_json(gc *g, const raspG_model *m, int root, const view *ov) {
     for (int k = 0; k < m->ln_nc; k++) sb_printf(&b, "%s%d", k ? ", " : "", m->ln_c[k]);
     sb_printf(&b, "], \"const_log2\": %d, \"weight_log2\": %d, \"exact_in\": [%s], "
                   "\"proven\": %s}", m->ln_q, m->ln_q,
+              m->ln_f64 ? "\"float32\", \"float64\"" : "\"float32\"", m->ln_proven ? "true" : "false");
+  } else if (m->model.cfg.layer_norm && m->ln_stock) {
+    sb_printf(&b, ", \"layer_norm\": {\"kind\": \"pre\", \"construction\": \"stock\", "
+                  "\"value_dims\": %d, \"balance_dim\": %d, \"sink_dims\": [", m->n_dims, m->n_dims);
+    for (int k = 0; k < m->ln_ns; k++) sb_printf(&b, "%s%d", k ? ", " : "", m->n_dims + 1 + k);
+    sb_printf(&b, "], \"eps_log2\": %d, \"weight_log2\": %d, \"mean_bound\": %.17g, "
+                  "\"scale_exact_in\": [%s], \"proven\": %s}", 2 * m->ln_q, m->ln_q, m->ln_M,
               m->ln_f64 ? "\"float32\", \"float64\"" : "\"float32\"", m->ln_proven ? "true" : "false");
   } else if (m->model.cfg.layer_norm)
     sb_printf(&b, ", \"layer_norm\": {\"kind\": \"pre\", \"construction\": \"exact identity\", "

@@ -205,7 +205,7 @@ int raspG_ln_widen(const rasp_model *m0, int d1, int kind, rasp_model *m1, rasp_
 
 /* Every row of what a writer adds to the residual (the last axis of these
 ** tensors) gets minus the sum of its first d0 entries at d0. */
-static void write_balance(rasp_model *m, int d0) {
+void raspG_ln_write_balance(rasp_model *m, int d0) {
   static const char *const suf[] = {"tok_emb", "pos_emb", "attn.w_o", "attn.b_o", "mlp.w_out",
                                     "mlp.b_out"};
   int D = m->cfg.d_model;
@@ -307,7 +307,7 @@ static int ln_selftest(const raspG_model *out, const rasp_model *m) {
       x[1] = (float)(c == 1 ? sqrt(out->ln_S * (1 - ldexp(1, -20)) / 2) : 1);
       x[d0] = -x[1];
     }
-    raspN_layer_norm(x, w, bb, D, y);
+    raspN_layer_norm(x, w, bb, D, raspN_norm_eps(&m->cfg), y);
     for (int j = 0; j < d0; j++) ok = ok && y[j] == x[j];
   }
   raspM_free(x);
@@ -318,7 +318,7 @@ static int ln_selftest(const raspG_model *out, const rasp_model *m) {
 int raspG_ln_apply(gc *g, raspG_model *out, rasp_error *err) {
   rasp_model *m0 = &out->model, m1;
   if (!raspG_ln_widen(m0, out->ln_d1, RASPN_LN_PRE, &m1, err)) return 0;
-  write_balance(&m1, out->ln_d0);
+  raspG_ln_write_balance(&m1, out->ln_d0);
   write_norms(out, &m1);
   out->ln_proven = raspG_ln_units_ok(g, out);
   if (out->ln_proven && out->ln_q > 100)

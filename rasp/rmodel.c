@@ -65,6 +65,11 @@ static int cfg_check(const rasp_model_config *c, rasp_error *err) {
                         "(pre-LN) or 2 (pre-RMSNorm)", c->layer_norm);
     return -1;
   }
+  if (!(c->norm_eps >= 0 && c->norm_eps < 1e38)) {
+    raspR_setnoposc(err, RASP_E_USAGE, "model config: norm_eps = %g must be a positive number "
+                        "below 1e38 (float32's range)", c->norm_eps);
+    return -1;
+  }
   struct { const char *name; int v; } b[] = {{"causal", c->causal},
                                              {"pos_embedding", c->pos_embedding},
                                              {"gelu", c->gelu}};
@@ -599,6 +604,8 @@ int raspN_save_fnv(const rasp_model *m, const char *stem_in, uint64_t *fnv,
 #define X(f) sb_printf(&j, "%s\n    \"" #f "\": %d", sep, m->cfg.f), sep = ",";
   CFG_FIELDS(X)
 #undef X
+  if (m->cfg.norm_eps > 0 && m->cfg.norm_eps != RASPN_LN_EPS)
+    sb_printf(&j, ",\n    \"norm_eps\": %.17g", m->cfg.norm_eps);
   uint64_t sum = raspN_fnv1a(RASPN_FNV0, m->params, m->nparams * sizeof(float));
   sb_printf(&j, "\n  },\n  \"params_fnv\": \"%016llx\",\n  \"layout\": %s\n}\n",
             (unsigned long long)sum, m->json_extra ? m->json_extra : "null");
@@ -651,6 +658,7 @@ static int read_at(FILE *f, const char *path, uint64_t off, void *dst, size_t n,
 static int load_config(const char *path, rasp_model_config *c, char **extra,
                        int *has_fnv, uint64_t *fnv, rasp_error *err) {
   uint64_t size;
+  memset(c, 0, sizeof *c); /* (its padding too: a config compares as bytes) */
   FILE *f = open_regular(path, &size, err);
   if (!f) return -1;
   if (size > MAXJSON) {
@@ -693,6 +701,14 @@ static int load_config(const char *path, rasp_model_config *c, char **extra,
   c->f = (int)v;
   CFG_FIELDS(X)
 #undef X
+  jval *ne = jget(cfg, "norm_eps");
+  c->norm_eps = 0;
+  if (ne && (ne->type != J_NUM || !(ne->num > 0))) {
+    raspR_setnoposc(err, RASP_E_FORMAT, "'%s': config field \"norm_eps\" is not a positive "
+                        "number", path);
+    goto out;
+  }
+  if (ne) c->norm_eps = ne->num;
   if (cfg_check(c, err)) {
     char m[sizeof err->msg];
     snprintf(m, sizeof m, "%s", err->msg);
@@ -1008,6 +1024,20 @@ int raspN_layout_bool(const rasp_model *m, const char *path) {
   return r;
 }
 
+int raspN_layout_is(const rasp_model *m, const char *path, const char *str) {
+  jval root;
+  if (layout_parse(m, &root)) return 0;
+  jval *v = jpath(&root, path);
+  int r = v && v->type == J_STR && !strcmp(v->str, str);
+  jfree(&root);
+  return r;
+}
+
+int raspN_ln_exact(const rasp_model *m) {
+  return m->cfg.layer_norm == RASPN_LN_PRE &&
+         raspN_layout_is(m, "layer_norm.construction", "exact identity");
+}
+
 int raspN_layout_has(const rasp_model *m, const char *path) {
   jval root;
   if (layout_parse(m, &root)) return 0;
@@ -1092,13 +1122,14 @@ rasp_layout_unit *raspN_layout_units(const rasp_model *m, int *n) {
 
 /* ---- reference forward pass --------------------------------------------- */
 
-void raspN_layer_norm(const float *x, const float *w, const float *b, int d, float *out) {
+void raspN_layer_norm(const float *x, const float *w, const float *b, int d, double eps,
+                      float *out) {
   double mean = 0, var = 0;
   for (int i = 0; i < d; i++) mean += x[i];
   mean /= d;
   for (int i = 0; i < d; i++) var += (x[i] - mean) * (x[i] - mean);
   var /= d;
-  float rs = (float)(1.0 / sqrt(var + 1e-5));
+  float rs = (float)(1.0 / sqrt(var + eps));
   for (int i = 0; i < d; i++) out[i] = (float)((x[i] - mean) * rs) * w[i] + b[i];
 }
 
@@ -1110,12 +1141,12 @@ void raspN_rms_norm(const float *x, const float *w, int d, float *out) {
 }
 
 void raspN_norm_rows(int kind, const float *x, const float *w, const float *b, int n, int d,
-                     float *out) {
+                     double eps, float *out) {
   for (int i = 0; i < n; i++) {
     const float *xi = x + (size_t)i * d;
     float *oi = out + (size_t)i * d;
     if (kind == RASPN_LN_RMS) raspN_rms_norm(xi, w, d, oi);
-    else raspN_layer_norm(xi, w, b, d, oi);
+    else raspN_layer_norm(xi, w, b, d, eps, oi);
   }
 }
 
@@ -1190,7 +1221,7 @@ static void norm_into(fwd *f, int L, const char *wname, const char *bname) {
   if (f->c->layer_norm) {
     const float *w = L < 0 ? raspN_data(f->m, wname) : layer_data(f->m, L, wname);
     const float *b = L < 0 ? raspN_data(f->m, bname) : layer_data(f->m, L, bname);
-    raspN_norm_rows(f->c->layer_norm, f->x, w, b, f->n, D, f->h);
+    raspN_norm_rows(f->c->layer_norm, f->x, w, b, f->n, D, raspN_norm_eps(f->c), f->h);
   } else {
     memcpy(f->h, f->x, nD * sizeof *f->h);
   }

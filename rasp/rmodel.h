@@ -69,11 +69,20 @@ typedef struct rasp_model_config {
   int pos_embedding; /* 0: none; 1: learned (or compiled) */
   int gelu;          /* 0: ReLU; 1: GELU */
   int bos_token;     /* id the model expects at position 0, or -1 */
+  double norm_eps;   /* a layer norm's epsilon (layer_norm 1); 0: the default,
+                        RASPN_LN_EPS.  Written to the file (config.norm_eps)
+                        only where it is not the default */
 } rasp_model_config;
 
 enum { RASPN_LN_NONE, RASPN_LN_PRE, RASPN_LN_RMS };
 /* The RMS norm's epsilon (layer_norm 2), as LLaMA's 1e-5. */
 #define RASPN_RMS_EPS 1e-5f
+/* A layer norm's default epsilon (layer_norm 1), torch.nn.LayerNorm's. */
+#define RASPN_LN_EPS 1e-5
+/* A layer norm's epsilon: config.norm_eps, or RASPN_LN_EPS where it is 0. */
+static inline double raspN_norm_eps(const rasp_model_config *c) {
+  return c->norm_eps > 0 ? c->norm_eps : RASPN_LN_EPS;
+}
 
 typedef struct rasp_tensor {
   char name[64];
@@ -132,12 +141,13 @@ int raspN_load_fnv(rasp_model *m, const char *stem, uint64_t *fnv,
 float raspN_softmax_exp(float *att, int nk);
 
 /* The forward passes' layer norm of one row of d values: the mean and the
-** variance summed in double, in index order, eps 1e-5, the reciprocal
+** variance summed in double, in index order, eps (raspN_norm_eps), the reciprocal
 ** square root rounded to float once, out[i] = (float)((x[i] - mean) rs)
 ** w[i] + b[i].  Shared by raspN_forward and the compiler's sparse pass, so
 ** that they stay bit-identical (compiled pre-LN models are exact only in
 ** this arithmetic: doc/compiler.md, "Pre-LN models"). */
-void raspN_layer_norm(const float *x, const float *w, const float *b, int d, float *out);
+void raspN_layer_norm(const float *x, const float *w, const float *b, int d, double eps,
+                      float *out);
 /* The forward passes' RMS norm of one row: the sum of squares in float32
 ** in index order, rs = 1 / sqrtf(sum / d + RASPN_RMS_EPS), out[i] =
 ** (x[i] rs) w[i] (what torch computes for x * torch.rsqrt(x.pow(2).mean(-1)
@@ -145,9 +155,9 @@ void raspN_layer_norm(const float *x, const float *w, const float *b, int d, flo
 ** exact in any order: doc/compiler.md, "Pre-RMSNorm models"). */
 void raspN_rms_norm(const float *x, const float *w, int d, float *out);
 /* n rows of d, each normed by kind's norm (RASPN_LN_PRE: raspN_layer_norm
-** with w and b; RASPN_LN_RMS: raspN_rms_norm with w). */
+** with w, b and eps; RASPN_LN_RMS: raspN_rms_norm with w). */
 void raspN_norm_rows(int kind, const float *x, const float *w, const float *b, int n, int d,
-                     float *out);
+                     double eps, float *out);
 
 /* The checks every forward pass makes of its input: n in 1..max_len and
 ** every token below vocab_size.  1, or 0 with err (RASP_E_USAGE). */
@@ -175,6 +185,13 @@ int raspN_forward(const rasp_model *m, const int *tokens, int n, float *logits,
 ** layout object: "dims", "readout.values". */
 /* 1 if the layout has a value at path, else 0 (also without a layout). */
 int raspN_layout_has(const rasp_model *m, const char *path);
+/* Whether the layout's value at path is the string str. */
+int raspN_layout_is(const rasp_model *m, const char *path, const char *str);
+/* Whether m's layer norms are the compiled exact-identity construction
+** (rasp compile --ln pre: rcompile_ln.c), which returns the residual only in
+** raspN_layer_norm's arithmetic; a stock layer norm (--ln stock, a trained
+** or a random model) runs in any. */
+int raspN_ln_exact(const rasp_model *m);
 /* The array of strings at path: fresh strings in a fresh array (free with
 ** raspN_free_strings), *n its length; NULL (*n = 0) when there is no
 ** such array or an item is not a string. */

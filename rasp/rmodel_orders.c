@@ -77,6 +77,7 @@ typedef struct smat {
 struct raspN_ofwd {
   const rasp_model *m;
   int order, f64;
+  int stock_ln;    /* layer norms not the exact construction: summed in the order */
   int *inv_d, *inv_f, *inv_e, *inv_k; /* index order of dims, hidden units,
                                          head dims, keys (identity but perm) */
   smat *q, *k, *v; /* [layer * H + head]: D x Dh */
@@ -147,6 +148,7 @@ raspN_ofwd *raspN_ofwd_new(const rasp_model *m, int order, uint64_t seed) {
   int D = c->d_model, H = c->n_heads, E = c->d_head, F = c->d_mlp, NL = c->n_layers;
   raspN_ofwd *f = raspM_alloc(sizeof *f);
   f->m = m, f->order = order, f->f64 = order == RASPN_ORD_F64;
+  f->stock_ln = c->layer_norm == RASPN_LN_PRE && !raspN_ln_exact(m);
   uint64_t s = seed ^ 0x5eed0bde7ULL, *rng = order == RASPN_ORD_PERM ? &s : NULL;
   f->inv_d = index_order(D, rng);
   f->inv_f = index_order(F, rng);
@@ -264,15 +266,61 @@ static double dot_col(raspN_ofwd *f, const smat *s, int c, const double *x, doub
 
 /* ---- the pass ----------------------------------------------------------- */
 
-/* x (d values) layer-normed into out, as raspN_forward's layer_norm. */
-static void layer_norm(const raspN_ofwd *f, const double *x, const float *w, const float *b,
+/* Welford's moments of t[0..n) (count, mean, sum of squared deviations),
+** each operation rounded: sequentially, or (pair) halves merged as Chan's
+** parallel update -- the updates torch.nn.LayerNorm's kernels use. */
+typedef struct { double n, mean, m2; } moments;
+
+static moments welford(const raspN_ofwd *f, const double *t, int n) {
+  moments r = {0, 0, 0};
+  if (f->order == RASPN_ORD_PAIR && n > 1) {
+    moments a = welford(f, t, n / 2), b = welford(f, t + n / 2, n - n / 2);
+    double delta = R(f, b.mean - a.mean);
+    r.n = a.n + b.n;
+    r.mean = R(f, a.mean + R(f, delta * R(f, b.n / r.n)));
+    r.m2 = R(f, R(f, a.m2 + b.m2) + R(f, R(f, delta * delta) * R(f, R(f, a.n * b.n) / r.n)));
+    return r;
+  }
+  for (int k = 0; k < n; k++) {
+    double delta = R(f, t[k] - r.mean);
+    r.n = k + 1;
+    r.mean = R(f, r.mean + R(f, delta / r.n));
+    r.m2 = R(f, r.m2 + R(f, delta * R(f, t[k] - r.mean)));
+  }
+  return r;
+}
+
+/* x (d values) layer-normed into out, as raspN_forward's layer_norm (the
+** exact construction of rasp compile --ln pre: its arithmetic, whatever
+** the order); a stock layer norm (stock_ln) instead as a float32 one
+** computes: Welford's mean and variance over x in the pass's order (sorted
+** by magnitude for asc and desc, halves merged for pair), each operation
+** rounded. */
+static void layer_norm(raspN_ofwd *f, const double *x, const float *w, const float *b,
                        int d, double *out) {
-  double mean = 0, var = 0;
+  double eps = raspN_norm_eps(&f->m->cfg), mean = 0, var = 0, rs;
+  if (f->stock_ln) { /* Welford's, over x in the pass's order */
+    double *t = f->buf;
+    for (int i = 0; i < d; i++) t[i] = x[f->inv_d[i]];
+    if (f->order == RASPN_ORD_ASC || f->order == RASPN_ORD_DESC)
+      qsort(t, (size_t)d, sizeof *t, cmp_mag);
+    if (f->order == RASPN_ORD_REV || f->order == RASPN_ORD_DESC)
+      for (int i = 0; i < d / 2; i++) {
+        double s = t[i];
+        t[i] = t[d - 1 - i], t[d - 1 - i] = s;
+      }
+    moments mo = welford(f, t, d);
+    mean = mo.mean;
+    var = R(f, mo.m2 / d);
+    rs = R(f, 1.0 / R(f, sqrt(R(f, var + eps))));
+    for (int i = 0; i < d; i++) out[i] = R(f, R(f, R(f, R(f, x[i] - mean) * rs) * w[i]) + b[i]);
+    return;
+  }
   for (int i = 0; i < d; i++) mean += x[f->inv_d[i]];
   mean /= d;
   for (int i = 0; i < d; i++) var += (x[i] - mean) * (x[i] - mean);
   var /= d;
-  double rs = f->f64 ? 1.0 / sqrt(var + 1e-5) : (float)(1.0 / sqrt(var + 1e-5));
+  rs = f->f64 ? 1.0 / sqrt(var + eps) : (float)(1.0 / sqrt(var + eps));
   for (int i = 0; i < d; i++) out[i] = R(f, R(f, R(f, (x[i] - mean) * rs) * w[i]) + b[i]);
 }
 

@@ -68,6 +68,6 @@ grep -q 'every layer norm proven exactly the identity' "$tmp/out" &&
   bad "decoder6 D = 2 --ln pre: layer norms proven" "$tmp/out"
 expect "--ln pre --precision bf16: refused" 2 '' 'compile: --ln pre is for fp32 only' \
   -- compile examples/histogram.rasp --input-vocab 'a b c' --length 8 --ln pre --precision bf16 --dry-run
-expect "--ln post: a usage error" 2 '' "rasp compile: --ln: expected none, pre or rms, got 'post'" \
+expect "--ln post: a usage error" 2 '' "rasp compile: --ln: expected none, pre, rms or stock, got 'post'" \
   -- compile examples/histogram.rasp --input-vocab 'a b c' --length 8 --ln post --dry-run
 finish

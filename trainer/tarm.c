@@ -83,7 +83,9 @@ static int from_compiled(train_arm *a, const train_opts *o, int trial, const tra
             o->init, bos, vocab, lo, hi, floor, m->cfg.d_model,
             m->cfg.n_layers, m->cfg.n_heads, m->cfg.d_mlp,
             m->cfg.layer_norm == RASPN_LN_RMS ? "pre-RMSNorm (compiled exact)"
-            : m->cfg.layer_norm ? "pre-LN (compiled exact)" : "no layer norm",
+            : m->cfg.layer_norm ? (a->exact_ln ? "pre-LN (compiled exact)"
+                                                     : "pre-LN (compiled, stock layer norm)")
+                                : "no layer norm",
             m->cfg.causal ? "causal" : "non-causal");
   return 1;
 }
@@ -196,7 +198,7 @@ static int make_model(train_arm *a, const train_opts *o, int trial, int random_i
   /* a pre-LN compiled model, or a checkpoint trained from one, runs its
   ** layer norms in rmodel.c's arithmetic (tnet.h, exact_ln): kept in
   ** the layout the arm writes, which replaces the file's */
-  a->exact_ln = m->cfg.layer_norm == RASPN_LN_PRE && raspN_layout_has(m, "layer_norm");
+  a->exact_ln = raspN_ln_exact(m);
   if (train_is_compiled(m) ? !from_compiled(a, o, trial, d, vocab, len, err)
                            : !fits_checkpoint(m, o, vocab, len, err))
     goto fail;

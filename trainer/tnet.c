@@ -98,7 +98,7 @@ int train_net_init(train_net *n, rasp_model *m, int B, int T, float dropout,
   }
   openblas_set_num_threads(1); /* see sg() */
   n->m = m;
-  n->exact_ln = c->layer_norm == RASPN_LN_PRE && raspN_layout_has(m, "layer_norm");
+  n->exact_ln = raspN_ln_exact(m);
   n->B = B;
   n->T = T;
   n->dropout = dropout;
@@ -248,7 +248,7 @@ VEC static void layernorm_fwd_rows(float *restrict out, float *restrict mean,
                                    float *restrict rstd, const float *restrict x,
                                    const float *restrict w,
                                    const float *restrict bias, size_t r0,
-                                   size_t r1, int D) {
+                                   size_t r1, int D, float eps) {
   for (size_t r = r0; r < r1; r++) {
     const float *xr = x + r * D;
     float m = 0, v = 0;
@@ -258,7 +258,7 @@ VEC static void layernorm_fwd_rows(float *restrict out, float *restrict mean,
 #pragma omp simd reduction(+ : v)
     for (int d = 0; d < D; d++) v += (xr[d] - m) * (xr[d] - m);
     v /= D;
-    float s = 1.0f / sqrtf(v + 1e-5f);
+    float s = 1.0f / sqrtf(v + eps);
     float *o = out + r * D;
 #pragma omp simd
     for (int d = 0; d < D; d++) o[d] = (xr[d] - m) * s * w[d] + bias[d];
@@ -273,29 +273,31 @@ VEC static void layernorm_fwd_rows(float *restrict out, float *restrict mean,
 ** 2^80, their squares past float32's range; doc/compiler.md, "Pre-LN
 ** models"), so its step 0 is the compiled model's. */
 static void layernorm_fwd_exact(float *out, float *mean, float *rstd, const float *x,
-                                const float *w, const float *bias, size_t R, int D) {
+                                const float *w, const float *bias, size_t R, int D,
+                                double eps) {
 #pragma omp parallel for schedule(static) if (R * D > 100000)
   for (size_t r = 0; r < R; r++) {
     const float *xr = x + r * D;
-    raspN_layer_norm(xr, w, bias, D, out + r * D);
+    raspN_layer_norm(xr, w, bias, D, eps, out + r * D);
     double m = 0, v = 0;
     for (int d = 0; d < D; d++) m += xr[d];
     m /= D;
     for (int d = 0; d < D; d++) v += (xr[d] - m) * (xr[d] - m);
     mean[r] = (float)m;
-    rstd[r] = (float)(1.0 / sqrt(v / D + 1e-5));
+    rstd[r] = (float)(1.0 / sqrt(v / D + eps));
   }
 }
 
 static void layernorm_fwd(float *out, float *mean, float *rstd, const float *x,
-                          const float *w, const float *bias, size_t R, int D, int exact) {
+                          const float *w, const float *bias, size_t R, int D, int exact,
+                          double eps) {
   if (exact) {
-    layernorm_fwd_exact(out, mean, rstd, x, w, bias, R, D);
+    layernorm_fwd_exact(out, mean, rstd, x, w, bias, R, D, eps);
     return;
   }
 #pragma omp parallel for schedule(static) if (R * D > 100000)
   for (size_t r = 0; r < R; r += 32)
-    layernorm_fwd_rows(out, mean, rstd, x, w, bias, r, r + 32 < R ? r + 32 : R, D);
+    layernorm_fwd_rows(out, mean, rstd, x, w, bias, r, r + 32 < R ? r + 32 : R, D, (float)eps);
 }
 
 VEC static void layernorm_bwd_rows(float *restrict dx, const float *restrict dout,
@@ -413,7 +415,7 @@ static void rmsnorm_bwd(float *dx, float *dw, const float *dout, const float *x,
 static void norm_fwd(const train_net *n, float *out, float *mean, float *rstd, const float *x,
                      const float *w, const float *b, size_t R, int D) {
   if (n->m->cfg.layer_norm == RASPN_LN_RMS) rmsnorm_fwd(out, rstd, x, w, R, D);
-  else layernorm_fwd(out, mean, rstd, x, w, b, R, D, n->exact_ln);
+  else layernorm_fwd(out, mean, rstd, x, w, b, R, D, n->exact_ln, raspN_norm_eps(&n->m->cfg));
 }
 
 static void norm_bwd(const train_net *n, float *dx, float *dw, float *db, const float *dout,

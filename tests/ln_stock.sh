@@ -1,0 +1,119 @@
+#!/bin/sh
+# ln_stock.sh -- `rasp compile --ln stock`: layer norms for stock
+# arithmetic (rcompile_lnstock.c): eps 4^p and weight 2^p (config.norm_eps,
+# the layer norms' weights), a balance dimension, and sink dimensions whose
+# rows in every reader cancel the reader's other rows exactly.
+#   - decoder2_backward_targets at D = 2, M = 5, V = 20 (the study's
+#     teacher) compiles; --stats says the layer norms are NOT proven;
+#     --check 200 agrees with the interpreter in every order of
+#     --check-orders (whose layer norms are Welford's, in each order);
+#   - STEM.json: config.norm_eps is 4^p for layout.layer_norm's
+#     weight_log2 p, construction "stock", proven false; every reader
+#     column's rows (w_q, w_k, w_v, w_in, unembed) sum to exactly 0;
+#   - the check can fail: decoder3_forward_start at D = 5, M = 5, V = 100
+#     (quantized widths next to 2^23) disagrees under Welford's mean in
+#     index order, and no model is written;
+#   - PyTorch: the loader warns that the layer norms are not proven, runs
+#     them as torch.nn.LayerNorm itself (eps 4^p), and its argmax in float32
+#     and in float64 equals the numpy backend's on every position of task
+#     samples and of arm samples in the three adversarial orders, with
+#     1/rstd exactly 2^p everywhere (experiments/ln_stock.py --loaded;
+#     skipped without torch; RASP_NO_SKIP=1 fails instead);
+#   - rasp-train --init runs it in its own float32 layer norm (not the
+#     exact arithmetic of --ln pre): right at every answer before a step.
+NAME=ln_stock.sh
+. "$(dirname "$0")/lib.sh"
+PY=/usr/bin/python3
+stem=$tmp/e2
+"$RASP" compile programs/decoder2_backward_targets.rasp --D 2 --M 5 --V 20 --moves one --ln stock \
+  -o "$stem" --stats --check 200 --check-orders all >"$tmp/out" 2>&1 &&
+  ok "decoder2 compiles with --ln stock" || bad "decoder2 --ln stock" "$tmp/out"
+grep -q "^layer norm: stock pre-LN (--ln stock), .*the layer norms are NOT proven" "$tmp/out" &&
+  ok "--stats: the layer norms are not proven" || bad "--stats line" "$tmp/out"
+n=$(grep -c "^check order [a-z0-9]*: 200/200 inputs agree" "$tmp/out")
+[ "$n" = 8 ] && ok "every order agrees on 200/200" || bad "orders agreeing: $n of 8" "$tmp/out"
+$PY - "$stem" >"$tmp/js" 2>&1 <<'PYEOF'
+import json, math, struct, sys
+stem = sys.argv[1]
+meta = json.load(open(stem + ".json"))
+c, ln = meta["config"], meta["layout"]["layer_norm"]
+assert ln["construction"] == "stock" and ln["proven"] is False, ln
+assert c["layer_norm"] == 1 and c["norm_eps"] == 4.0 ** ln["weight_log2"], (c, ln)
+assert ln["sink_dims"] == list(range(ln["balance_dim"] + 1, c["d_model"])), ln
+raw = open(stem + ".safetensors", "rb").read()
+hl = struct.unpack("<Q", raw[:8])[0]
+hdr = json.loads(raw[8:8 + hl])
+def tensor(name):
+    t = hdr[name]
+    a, b = t["data_offsets"]
+    v = struct.unpack("<%df" % ((b - a) // 4), raw[8 + hl + a:8 + hl + b])
+    return v, t["shape"]
+D, cols = c["d_model"], 0
+names = [k for k in hdr if k.endswith(("attn.w_q", "attn.w_k", "attn.w_v", "mlp.w_in")) or k == "unembed"]
+for name in names:
+    v, sh = tensor(name)
+    if len(sh) == 3:  # [head][D][d_head]
+        H, _, E = sh
+        cs = [[v[(h * D + i) * E + j] for i in range(D)] for h in range(H) for j in range(E)]
+    else:  # [D][n]
+        N = sh[1]
+        cs = [[v[i * N + j] for i in range(D)] for j in range(N)]
+    for col in cs:
+        assert math.fsum(col[:ln["value_dims"]] + col[ln["balance_dim"] + 1:]) == 0, name
+        cols += 1
+print("columns", cols)
+PYEOF
+grep -q "^columns [1-9]" "$tmp/js" && ok "config.norm_eps 4^p, layout says stock and not proven; $(cat "$tmp/js"): each sums to exactly 0 with its sinks" ||
+  bad "STEM.json" "$tmp/js"
+"$RASP" compile programs/decoder3_forward_start.rasp --D 5 --M 5 --V 100 --moves one --ln stock \
+  -o "$tmp/e3" --check 20 --check-orders c >"$tmp/out3" 2>&1
+st=$?
+if [ $st -ne 0 ] && grep -q "^check order c: [0-9]*/20 " "$tmp/out3" &&
+   ! grep -q "^check order c: 20/20 " "$tmp/out3" && [ ! -e "$tmp/e3.json" ]; then
+  ok "decoder3 at D = 5: $(grep '^check order c' "$tmp/out3" | cut -c1-60), refused"
+else
+  bad "decoder3 at D = 5 should fail order c (status $st)" "$tmp/out3"
+fi
+if $PY -c 'import torch' 2>/dev/null; then
+  "$RASP" gen --D 2 --M 5 --V 20 -n 40 --seed 41 --format text --order edge --no-bos --no-eos \
+    --st-names >"$tmp/task" 2>"$tmp/log" &&
+  "$RASP" gen --D 2 --M 5 --V 20 -n 20 --seed 42 --format text --order arm --no-bos --no-eos \
+    --st-names 2>"$tmp/log" | $PY experiments/ln_stock.py --orders >"$tmp/adv" ||
+    bad "gen" "$tmp/log"
+  $PY - "$stem" >"$tmp/py" 2>&1 <<'PYEOF'
+import sys, warnings
+sys.path.insert(0, "python")
+import torch
+import rasp_model
+with warnings.catch_warnings(record=True) as w:
+    warnings.simplefilter("always")
+    mt = rasp_model.load(sys.argv[1], backend="torch")
+assert any("layer norms are not proven" in str(x.message) for x in w), [str(x.message) for x in w]
+lns = [mt.ln_f] + [b.ln1 for b in mt.layers] + [b.ln2 for b in mt.layers]
+assert all(type(x) is torch.nn.LayerNorm and x.eps == mt.config["norm_eps"] for x in lns)
+print("stock torch.nn.LayerNorm")
+PYEOF
+  grep -q "^stock torch.nn.LayerNorm" "$tmp/py" &&
+    ok "the loader warns, and its layer norms are torch.nn.LayerNorm with config.norm_eps" ||
+    bad "torch loader" "$tmp/py"
+  $PY experiments/ln_stock.py --loaded "$stem" "$tmp/task" "$tmp/adv" >"$tmp/py" 2>&1
+  for want in "task float32: 40/40" "task float64: 40/40" "adv float32: 60/60" "adv float64: 60/60"; do
+    grep -q "^e2 $want inputs, .* rstd 2^-[0-9]* everywhere: yes" "$tmp/py" &&
+      ok "torch.nn.LayerNorm, $want inputs agree with numpy" || bad "torch: want '$want'" "$tmp/py"
+  done
+elif [ "${RASP_NO_SKIP:-0}" = 1 ]; then
+  bad "no torch under RASP_NO_SKIP=1"
+else
+  echo "  (torch checks skipped: no torch)"
+fi
+use_trainer
+"$train" --init "$stem" --D 2 --M 5 --V 20 --st-names --no-bos --no-eos --train 8 --test 32 --batch 8 \
+  --max-steps 1 --epochs 1 --dropout 0 --threads 1 >"$tmp/run" 2>&1
+line=$(sed -n 's/^trial 0 before training: \(val \)/\1/p' "$tmp/run")
+if grep -q "pre-LN (compiled, stock layer norm)" "$tmp/run" &&
+   printf '%s\n' "$line" | awk '{ if ($4 != "1.000") exit 1; for (i = 8; i <= NF; i++) if ($i != "1.000") exit 1 }'; then
+  ok "rasp-train --init, its own layer norm: step 0 $line"
+else
+  bad "rasp-train --init step 0: '$line'" "$tmp/run"
+fi
+finish
