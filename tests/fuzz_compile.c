@@ -13,7 +13,8 @@
 ** the model claims exactness wherever it compiles), and in the pre-LN
 ** architecture (`--ln pre`, with require_proof every other program; it
 ** claims exactness where its layer norms are proven the identity too,
-** which require_proof demands).  Each model runs (raspG_run) on a few
+** which require_proof demands) and for a stock layer norm (`--ln stock`,
+** which never claims its layer norms, so only runs).  Each model runs (raspG_run) on a few
 ** inputs: one pseudo-random input determined by the program's bytes, each
 ** symbol repeated, that input sorted ascending and descending, and two
 ** runs of two symbols -- inputs that uniform draws rarely produce and
@@ -180,7 +181,9 @@ static int fuzz_model(const rasp_ir *ir, const raspG_opts *base, int prec, int e
   /* --ln pre: claimed where its layer norms are proven the identity
      (with require_proof they must be, or the compile is refused) */
   if (o.ln == RASPG_LN_PRE && req && !g.ln_proven) finding("layer norms left unproven", &g, -1, g.ln_why);
-  int exact = g.unproven == 0 && (o.ln != RASPG_LN_PRE || g.ln_proven);
+  int exact = g.unproven == 0 && (o.ln == RASPG_LN_NONE || g.ln_proven);
+  /* --ln stock: its layer norms are never claimed (rcompile_lnstock.c) */
+  if (o.ln == RASPG_LN_STOCK && g.ln_proven) finding("stock layer norms claimed proven", &g, -1, NULL);
   int n = FUZZ_N, no = g.model.cfg.n_out, d = g.model.cfg.d_model, nl = g.model.cfg.n_layers;
   devunit u[256];
   int nu = prec == RASPG_FP32 ? devunit_read(&g, u, 256) : 0;
@@ -212,7 +215,8 @@ static int fuzz_model(const rasp_ir *ir, const raspG_opts *base, int prec, int e
     t[0] = g.model.cfg.bos_token;
     for (int i = 0; i < n; i++) t[i + 1] = (int)in[k][i];
     char why[256];
-    if (!devunit_check(&g, t, n, u, holds[k] ? nu : 0, res, ld, why, sizeof why))
+    if (!devunit_check(&g, t, n, u, holds[k] && o.ln != RASPG_LN_STOCK ? nu : 0, res, ld, why,
+                       sizeof why))
       finding("a proven deviation exceeded", &g, k, why);
     if (memcmp(lf, ld, sizeof(float) * (size_t)(n + 1) * (size_t)no) != 0)
       finding("raspG_run's logits differ from raspN_forward's", &g, k, NULL);
@@ -222,7 +226,8 @@ static int fuzz_model(const rasp_ir *ir, const raspG_opts *base, int prec, int e
     for (int k = 0; k < nin; k++) ran += want[k] != NULL, held += want[k] && holds[k];
     fprintf(stderr, "fuzz_compile: %s%s%s %s gain %g moves %s: %zu parameters, %s, %d units with a "
             "deviation, %d moves (%d assumed), %d inputs (%d claimed)\n",
-            raspG_precision_name(prec), req ? " require-proof" : "", o.ln ? " ln-pre" : "", enc ? "categorical" : "auto",
+            raspG_precision_name(prec), req ? " require-proof" : "",
+            o.ln == RASPG_LN_STOCK ? " ln-stock" : o.ln ? " ln-pre" : "", enc ? "categorical" : "auto",
             gain, moves == RASPG_MOVES_PROVE ? "prove" : moves == RASPG_MOVES_ONE ? "one" : "assume", g.model.nparams, exact ? "exact" : "unproven", nu,
             g.moves, g.moves_assumed, ran, held);
   }
@@ -315,6 +320,10 @@ static void fuzz_compile(rasp_ctx *ctx, uint64_t h) {
       raspG_opts lnb = base;
       lnb.ln = RASPG_LN_PRE;
       fuzz_model(ir, &lnb, RASPG_FP32, RASPG_ENC_AUTO, 1, A, (int)((h >> 15) & 1), in, want, holds,
+                 nin);
+      /* and for a stock layer norm (--ln stock): built, run, never claimed */
+      lnb.ln = RASPG_LN_STOCK;
+      fuzz_model(ir, &lnb, RASPG_FP32, RASPG_ENC_AUTO, 1, A, (int)((h >> 16) & 1), in, want, holds,
                  nin);
       if (assumed) { /* (fp16 claims exactness wherever it compiles; fp32 may not) */
         fuzz_model(ir, &base, RASPG_FP32, RASPG_ENC_AUTO, 1, RASPG_MOVES_PROVE, 0, in, want, holds,
