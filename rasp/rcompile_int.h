@@ -388,7 +388,7 @@ RASPG_INTERNAL double *raspG_ln_dim_bounds(gc *g, raspG_model *out);
 RASPG_INTERNAL int raspG_ln_widen(const rasp_model *m0, int d1, int kind, rasp_model *m1,
                                   rasp_error *err);
 RASPG_INTERNAL int raspG_ln_units_ok(gc *g, raspG_model *out);
-RASPG_INTERNAL void raspG_ln_set_weights(rasp_model *m, int d0, float w);
+RASPG_INTERNAL void raspG_ln_set_weights(rasp_model *m, int j0, int j1, float w);
 RASPG_INTERNAL int raspG_ln_conclude(gc *g, raspG_model *out, rasp_model *m0, rasp_model *m1,
                                      int selftest_ok, const char *norms, const char *one,
                                      rasp_error *err);

@@ -228,10 +228,11 @@ void raspG_ln_write_balance(rasp_model *m, int d0) {
 }
 
 /* The layer norms' weights and the constants. */
-/* Every norm's weight (ln1, ln2 of each layer, ln_f): w on the model's
-** own d0 dimensions; the rest keep the 0 they were made with.  Shared with
-** rcompile_rms.c. */
-void raspG_ln_set_weights(rasp_model *m, int d0, float w) {
+/* Every norm's weight (ln1, ln2 of each layer, ln_f): w on dimensions
+** [j0, j1) (the model's own, or --ln stock's sinks); the rest keep what
+** they hold (the 0 they were made with).  Shared with rcompile_rms.c and
+** rcompile_lnstock.c. */
+void raspG_ln_set_weights(rasp_model *m, int j0, int j1, float w) {
   char nm[64];
   for (int L = 0; L <= m->cfg.n_layers; L++)
     for (int s = 0; s < 2; s++) {
@@ -239,7 +240,7 @@ void raspG_ln_set_weights(rasp_model *m, int d0, float w) {
       if (L == m->cfg.n_layers) snprintf(nm, sizeof nm, "ln_f.weight");
       else snprintf(nm, sizeof nm, "layers.%d.ln%d.weight", L, s + 1);
       float *lw = raspN_data(m, nm);
-      for (int j = 0; j < d0; j++) lw[j] = w;
+      for (int j = j0; j < j1; j++) lw[j] = w;
     }
 }
 
@@ -247,7 +248,7 @@ static void write_norms(const raspG_model *out, rasp_model *m) {
   int D = m->cfg.d_model, d0 = out->ln_d0, nc = out->ln_b ? 4 : 2;
   float w = ldexpf(1, out->ln_q), K = ldexpf((float)out->ln_a, out->ln_s),
         J = ldexpf((float)out->ln_b, out->ln_s);
-  raspG_ln_set_weights(m, d0, w);
+  raspG_ln_set_weights(m, 0, d0, w);
   float *te = raspN_data(m, "tok_emb");
   for (int t = 0; t < m->cfg.vocab_size; t++) {
     float *row = te + (size_t)t * D + (D - nc);

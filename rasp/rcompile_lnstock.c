@@ -170,16 +170,8 @@ static int stock_build(const raspG_model *out, const rasp_model *m0, int ns, ras
   m1->cfg.norm_eps = ldexp(1, 2 * out->ln_q);
   raspG_ln_write_balance(m1, d0);
   float w = ldexpf(1, out->ln_q);
-  raspG_ln_set_weights(m1, d0, w);
-  char nm[64];
-  for (int L = 0; L <= m1->cfg.n_layers; L++)
-    for (int s = 0; s < 2; s++) {
-      if (L == m1->cfg.n_layers && s) break;
-      if (L == m1->cfg.n_layers) snprintf(nm, sizeof nm, "ln_f.weight");
-      else snprintf(nm, sizeof nm, "layers.%d.ln%d.weight", L, s + 1);
-      float *lw = raspN_data(m1, nm);
-      for (int j = 0; j < ns; j++) lw[d0 + 1 + j] = w;
-    }
+  raspG_ln_set_weights(m1, 0, d0, w);
+  raspG_ln_set_weights(m1, d0 + 1, d0 + 1 + ns, w); /* the sinks */
   return write_sinks(m1, d0, ns);
 }
 

@@ -136,7 +136,7 @@ void raspG_rms_plan(gc *g, raspG_model *out) {
 static void write_rms(const raspG_model *out, rasp_model *m) {
   int D = m->cfg.d_model, d0 = out->ln_d0, nc = out->ln_nc;
   float w = ldexpf(1, out->ln_q);
-  raspG_ln_set_weights(m, d0, w);
+  raspG_ln_set_weights(m, 0, d0, w);
   float *te = raspN_data(m, "tok_emb");
   for (int t = 0; t < m->cfg.vocab_size; t++)
     for (int k = 0; k < nc; k++) te[(size_t)t * D + (D - nc) + k] = ldexpf((float)out->ln_c[k], out->ln_q);
