@@ -54,7 +54,8 @@ model as the loader builds it: its layer norms torch.nn.LayerNorm itself
 backend's argmax (another arithmetic: the mean in float64), and prints,
 per file and type, the inputs and positions that agree, the largest
 |mean| the layer norms computed against the bound the model was sized for
-(layout.layer_norm.mean_bound), and whether 1/rstd was 2^p everywhere.
+(layout.layer_norm.mean_bound), and whether 1/rstd was 2^p everywhere
+(float64 not for a model exact in float32 alone: layout.arithmetic).
 
 `ln_stock.py --orders` reads arm-ordered samples (`rasp gen --order arm`)
 on stdin and writes each with its edges in the three adversarial orders
@@ -225,6 +226,10 @@ def loaded(stem, paths):
 
         hooks = [m.register_forward_hook(hook) for m in mt.modules() if isinstance(m, nn.LayerNorm)]
         for dt in (torch.float32, torch.float64):
+            if dt == torch.float64 and mt.arithmetic and "float64" not in mt.arithmetic:
+                print("%s %s float64: not run (a float32-only model: layout.arithmetic)"
+                      % (os.path.basename(stem), os.path.basename(path)))
+                continue
             mt.to(dt)
             with torch.no_grad():
                 out = mt(torch.tensor(toks)).argmax(-1).numpy()

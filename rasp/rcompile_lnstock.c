@@ -187,7 +187,13 @@ int raspG_stock_apply(gc *g, raspG_model *out, rasp_error *err) {
   out->ln_ns = m1.cfg.d_model - out->ln_d0 - 1;
   out->ln_d1 = m1.cfg.d_model;
   out->ln_proven = 0;
-  if (!need)
+  /* (what p was sized for: every unit's error below 1, no value it holds
+  ** below 2^(p-125); raspG_ln_units_ok says which fails, in ln_why) */
+  if (!raspG_ln_units_ok(g, out)) {
+    char why[sizeof out->ln_why];
+    snprintf(why, sizeof why, "%s", out->ln_why);
+    snprintf(out->ln_why, sizeof out->ln_why, "not even sized right: %.120s", why);
+  } else if (!need)
     snprintf(out->ln_why, sizeof out->ln_why,
              "a reader's sink rows cannot cancel its other rows exactly in two floats");
   else
@@ -197,7 +203,6 @@ int raspG_stock_apply(gc *g, raspG_model *out, rasp_error *err) {
   /* (not raspG_ln_conclude, which refuses norms not proven: these never
   ** are, and the model says so -- --stats, layout.layer_norm.proven, the
   ** loaders' warning) */
-  (void)g;
   raspN_free(m0);
   *m0 = m1;
   return 1;
