@@ -76,7 +76,8 @@ static __int128 scaled(float x, int e0) {
   long long m = (long long)ldexp(f, 24); /* exact: 24 significand bits */
   int sh = e - 24 - e0;
   /* (below: x's bits under 2^(e - 24) are 0 down to e0, so the shift is exact) */
-  return sh >= 0 ? (__int128)m << sh : (__int128)(m / (1LL << -sh));
+  /* (a product, not a shift: m may be negative) */
+  return sh >= 0 ? (__int128)m * ((__int128)1 << sh) : (__int128)(m / (1LL << -sh));
 }
 
 /* The exponent of x's lowest set bit (x a nonzero float). */
