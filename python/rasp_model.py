@@ -317,8 +317,8 @@ def _read(stem):
                           % (stem, cfg["n_layers"], _MAXLAYERS))
     eps = cfg.get("norm_eps", LN_EPS)
     if type(eps) not in (int, float) or not 0 < eps < 1e38:
-        raise FormatError("%s.json: config field \"norm_eps\" is not a positive number below "
-                          "1e38" % stem)
+        raise FormatError("%s.json: config field \"norm_eps\" = %r is not a positive number "
+                          "below 1e38" % (stem, eps))
     if cfg["layer_norm"] not in (0, 1, 2):
         raise FormatError("%s.json: model config: layer_norm = %d must be 0 (none), 1 (pre-LN) "
                           "or 2 (pre-RMSNorm)" % (stem, cfg["layer_norm"]))

@@ -385,6 +385,7 @@ RASPG_INTERNAL int raspG_ln_apply(gc *g, raspG_model *out, rasp_error *err);
 ** whether every unit's
 ** error and smallest value allow the norms (1, or 0 with out->ln_why). */
 RASPG_INTERNAL double *raspG_ln_dim_bounds(gc *g, raspG_model *out);
+RASPG_INTERNAL void raspG_ln_sums(gc *g, raspG_model *out, double *T, double *S);
 RASPG_INTERNAL int raspG_ln_widen(const rasp_model *m0, int d1, int kind, rasp_model *m1,
                                   rasp_error *err);
 RASPG_INTERNAL int raspG_ln_units_ok(gc *g, raspG_model *out);

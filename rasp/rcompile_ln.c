@@ -137,13 +137,22 @@ double *raspG_ln_dim_bounds(gc *g, raspG_model *out) {
   return B;
 }
 
+/* *T and *S: bounds on the sum of |x| and of x^2 over the model's
+** dimensions and a balance dimension holding minus their sum
+** (raspG_ln_dim_bounds), the residual a --ln pre or --ln stock layer norm
+** reads. */
+void raspG_ln_sums(gc *g, raspG_model *out, double *T, double *S) {
+  double *B = raspG_ln_dim_bounds(g, out), t = 0, s = 0;
+  for (int d = 0; d < out->model.cfg.d_model; d++) t += B[d], s += B[d] * B[d];
+  raspM_free(B);
+  *S = s + t * t; /* the balance holds minus their sum */
+  *T = 2 * t;
+}
+
 void raspG_ln_plan(gc *g, raspG_model *out) {
   int d0 = out->model.cfg.d_model, a = 1, b = 0, m = 0;
-  double *B = raspG_ln_dim_bounds(g, out), T = 0, S = 0;
-  for (int d = 0; d < d0; d++) T += B[d], S += B[d] * B[d];
-  raspM_free(B);
-  S += T * T; /* the balance holds minus their sum */
-  T *= 2;
+  double T, S;
+  raspG_ln_sums(g, out, &T, &S);
   /* exact constants where that costs no more than the near ones: d0 + 5,
   ** a 2^18 near sqrt(d/2) 2^18 and b 2^18 the most of the rest */
   int d1 = ln_width(d0, &a, &b);

@@ -50,11 +50,8 @@
 ** and the balance's rounding (2 u T per writer). */
 void raspG_stock_plan(gc *g, raspG_model *out) {
   int d0 = out->model.cfg.d_model, nw = 2 + 2 * out->model.cfg.n_layers;
-  double *B = raspG_ln_dim_bounds(g, out), T = 0, S = 0, u = ldexp(1, -24);
-  for (int d = 0; d < d0; d++) T += B[d], S += B[d] * B[d];
-  raspM_free(B);
-  S += T * T; /* the balance holds minus their sum */
-  T *= 2;
+  double T, S, u = ldexp(1, -24);
+  raspG_ln_sums(g, out, &T, &S);
   int d1 = d0 + 3; /* (at most: the balance and two sinks) */
   double M = 4 * u * T * (1 + ldexp(1, -20)) + (d0 + 2 * nw * u * T) / d1;
   double V = 2 * (S + 2 * M * T + d1 * M * M) / d1;

@@ -278,9 +278,9 @@ void raspG_print_stats(const raspG_model *g, FILE *out) {
   }
   if (c->layer_norm && g->ln_stock) {
     fprintf(out, "layer norm: stock pre-LN (--ln stock), d_model %d = %d + balance + %d sink%s, "
-            "eps 4^%d, weight 2^%d (the scale exactly 1 for every variance the residual can have, "
-            "in float32%s); sized for a computed mean within %.3g; the layer norms are NOT "
-            "proven:\n  %s\n", c->d_model, g->ln_d0, g->ln_ns, g->ln_ns == 1 ? "" : "s", g->ln_q,
+            "eps 4^%d, weight 2^%d (the scale exactly 1 in float32%s for every variance within "
+            "the bounds, if the computed mean is within %.3g: assumed, not proven); the layer "
+            "norms are NOT proven:\n  %s\n", c->d_model, g->ln_d0, g->ln_ns, g->ln_ns == 1 ? "" : "s", g->ln_q,
             g->ln_q, g->ln_f64 ? " and float64" : "", g->ln_M, g->ln_why);
     fprintf(out, "not proven: the noise bounds do not model layer norm\n");
     return;

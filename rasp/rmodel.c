@@ -703,9 +703,13 @@ static int load_config(const char *path, rasp_model_config *c, char **extra,
 #undef X
   jval *ne = jget(cfg, "norm_eps");
   c->norm_eps = 0;
-  if (ne && (ne->type != J_NUM || !(ne->num > 0))) {
-    raspR_setnoposc(err, RASP_E_FORMAT, "'%s': config field \"norm_eps\" is not a positive "
-                        "number", path);
+  if (ne && ne->type != J_NUM) {
+    raspR_setnoposc(err, RASP_E_FORMAT, "'%s': config field \"norm_eps\" is not a number", path);
+    goto out;
+  }
+  if (ne && !(ne->num > 0)) {
+    raspR_setnoposc(err, RASP_E_FORMAT, "'%s': config field \"norm_eps\" = %g is not positive",
+                    path, ne->num);
     goto out;
   }
   if (ne) c->norm_eps = ne->num;

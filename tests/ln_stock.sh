@@ -10,6 +10,8 @@
 #   - STEM.json: config.norm_eps is 4^p for layout.layer_norm's
 #     weight_log2 p, construction "stock", proven false; every reader
 #     column's rows (w_q, w_k, w_v, w_in, unembed) sum to exactly 0;
+#   - a file whose config.norm_eps is not positive is refused, naming the
+#     file and the value;
 #   - the check can fail: decoder3_forward_start at D = 5, M = 5, V = 100
 #     (quantized widths next to 2^23) disagrees under Welford's mean in
 #     index order, and no model is written;
@@ -65,6 +67,15 @@ print("columns", cols)
 PYEOF
 grep -q "^columns [1-9]" "$tmp/js" && ok "config.norm_eps 4^p, layout says stock and not proven; $(cat "$tmp/js"): each sums to exactly 0 with its sinks" ||
   bad "STEM.json" "$tmp/js"
+# a file whose norm_eps is not positive: refused, naming the file and the value
+cp "$stem.safetensors" "$tmp/bad.safetensors"
+sed 's/"norm_eps": [0-9.e+]*/"norm_eps": -3/' "$stem.json" >"$tmp/bad.json"
+if "$RASP" apply "$tmp/bad" --input a >"$tmp/outb" 2>&1; then
+  bad "a negative norm_eps was accepted" "$tmp/outb"
+else
+  grep -q "bad.json': config field \"norm_eps\" = -3 is not positive" "$tmp/outb" &&
+    ok "a negative norm_eps: refused with the file and the value" || bad "norm_eps message" "$tmp/outb"
+fi
 "$RASP" compile programs/decoder3_forward_start.rasp --D 5 --M 5 --V 100 --moves one --ln stock \
   -o "$tmp/e3" --check 20 --check-orders c >"$tmp/out3" 2>&1
 st=$?
