@@ -57,6 +57,17 @@ per file and type, the inputs and positions that agree, the largest
 (layout.layer_norm.mean_bound), and whether 1/rstd was 2^p everywhere
 (float64 not for a model exact in float32 alone: layout.arithmetic).
 
+`ln_stock.py --units STEM INPUTS...` finds where a `--ln stock` model
+first goes wrong under torch.nn.LayerNorm: it traces every input through
+the numpy backend (the reference: the mean in float64) and through torch
+in float32, and for every unit the layout names (in order of writing),
+reads its value off the residual stream just after the sublayer that
+writes it (rasp_model.Trace.value) and prints the positions where the two
+agree (a categorical value, or a number rounded to an integer:
+value_text) and the largest difference on any of its dimensions (a
+number's square too).  The first unit
+with a disagreement is marked; units after it may only inherit it.
+
 `ln_stock.py --orders` reads arm-ordered samples (`rasp gen --order arm`)
 on stdin and writes each with its edges in the three adversarial orders
 `rasp compile --check` cycles through: every arm from s outward, every arm
@@ -244,8 +255,59 @@ def loaded(stem, paths):
             h.remove()
 
 
+def units(stem, paths):
+    """--units: unit by unit, torch.nn.LayerNorm (float32) against numpy."""
+    import numpy as np
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        mt = rasp_model.load(stem, backend="torch")
+        mn = rasp_model.load(stem, backend="numpy")
+    lines = []
+    for path in paths:
+        with open(path) as f:
+            lines += [ln.strip() for ln in f if ln.strip()]
+    toks = [mt.encode(ln) for ln in lines]
+    mt.to(torch.float32)
+    with torch.no_grad():
+        tt = mt.trace(torch.tensor(toks))
+    tn = mn.trace(np.array(toks))
+    us = [u for u in mt.units if isinstance(u, dict) and u.get("layer", -1) >= 0]
+    us.sort(key=lambda u: tn.sites.index(rasp_model.unit_site(u)))
+    first = None
+    print("%s: %d inputs; unit (site): positions agreeing, torch float32 against numpy"
+          % (os.path.basename(stem), len(lines)))
+    for u in us:
+        site, name = rasp_model.unit_site(u), u["name"]
+        agree = total = 0
+        diff = 0.0
+        for b in range(len(toks)):
+            try:
+                vt, vn = tt.value(name, site, b), tn.value(name, site, b)
+            except KeyError:  # (a unit with no dimension of its own: the readout's)
+                break
+            at, an = rasp_model.value_text(vt), rasp_model.value_text(vn)
+            agree += sum(x == y for x, y in zip(at, an))
+            total += len(at)
+        if total and "dim" in u:  # every dimension of the unit (x^2 too)
+            d0, d1 = int(u["dim"]), int(u["dim"]) + int(u.get("size", 1))
+            rt = tt.residual[site].detach().numpy()[:, 1:, d0:d1].astype(np.float64)
+            diff = float(np.abs(rt - tn.residual[site][:, 1:, d0:d1]).max())
+        if not total:
+            continue
+        mark = ""
+        if agree < total and first is None:
+            first, mark = name, "   <- the first to disagree"
+        print("  %-28s %-16s %6d/%d%s%s" % (name, site, agree, total,
+                                          "  max |diff| %.3g" % diff if diff else "", mark))
+    print("first unit to disagree: %s" % (first or "none"))
+
+
 def main():
     args = sys.argv[1:]
+    if args[:1] == ["--units"]:
+        torch.set_num_threads(1)
+        units(args[1], args[2:])
+        return
     if args[:1] == ["--loaded"]:
         torch.set_num_threads(1)
         loaded(args[1], args[2:])

@@ -21,6 +21,9 @@
 #     samples and of arm samples in the three adversarial orders, with
 #     1/rstd exactly 2^p everywhere (experiments/ln_stock.py --loaded;
 #     skipped without torch; RASP_NO_SKIP=1 fails instead);
+#   - unit by unit (ln_stock.py --units): no unit of decoder2 differs
+#     between torch.nn.LayerNorm in float32 and the numpy backend; in
+#     decoder3 at D = 5 the first that differs is its width `rank`;
 #   - rasp-train --init runs it in its own float32 layer norm (not the
 #     exact arithmetic of --ln pre): right at every answer before a step.
 NAME=ln_stock.sh
@@ -112,6 +115,19 @@ PYEOF
     grep -q "^e2 $want inputs, .* rstd 2^-[0-9]* everywhere: yes" "$tmp/py" &&
       ok "torch.nn.LayerNorm, $want inputs agree with numpy" || bad "torch: want '$want'" "$tmp/py"
   done
+  # unit by unit (ln_stock.py --units): decoder2 at D = 2 has no unit that
+  # differs; decoder3 at D = 5 goes wrong first at its quantized width
+  $PY experiments/ln_stock.py --units "$stem" "$tmp/task" >"$tmp/py" 2>&1
+  grep -q "^first unit to disagree: none" "$tmp/py" &&
+    ok "--units: every unit of decoder2 agrees under torch.nn.LayerNorm" || bad "--units e2" "$tmp/py"
+  "$RASP" compile programs/decoder3_forward_start.rasp --D 5 --M 5 --V 100 --moves one --ln stock \
+    -o "$tmp/e3" >"$tmp/log" 2>&1 &&
+    "$RASP" gen --D 5 --M 5 --V 100 -n 10 --seed 41 --format text --order edge --no-bos --no-eos \
+      --st-names >"$tmp/task5" 2>"$tmp/log" || bad "decoder3 at D = 5, or gen" "$tmp/log"
+  $PY experiments/ln_stock.py --units "$tmp/e3" "$tmp/task5" >"$tmp/py" 2>&1
+  grep -q "^first unit to disagree: %[0-9]*:rank$" "$tmp/py" &&
+    ok "--units: decoder3 at D = 5 first differs at its width: $(grep 'the first to' "$tmp/py" | tr -s ' ' | cut -c1-60)" ||
+    bad "--units e3: want the width rank first" "$tmp/py"
 elif [ "${RASP_NO_SKIP:-0}" = 1 ]; then
   bad "no torch under RASP_NO_SKIP=1"
 else
