@@ -65,8 +65,8 @@ reads its value off the residual stream just after the sublayer that
 writes it (rasp_model.Trace.value) and prints the positions where the two
 agree (a categorical value, or a number rounded to an integer:
 value_text) and the largest difference on any of its dimensions (a
-number's square too).  The first unit
-with a disagreement is marked; units after it may only inherit it.
+number's square too).  The first unit with a disagreement is marked;
+units after it may only inherit it.
 
 `ln_stock.py --orders` reads arm-ordered samples (`rasp gen --order arm`)
 on stdin and writes each with its edges in the three adversarial orders
@@ -304,6 +304,8 @@ def units(stem, paths):
 
 def main():
     args = sys.argv[1:]
+    if args[:1] in (["--units"], ["--loaded"]) and len(args) < 3:
+        sys.exit("usage: ln_stock.py %s STEM INPUTS..." % args[0])
     if args[:1] == ["--units"]:
         torch.set_num_threads(1)
         units(args[1], args[2:])
@@ -319,7 +321,7 @@ def main():
     if sink:
         args = args[1:]
     if len(args) < 2:
-        sys.exit("usage: ln_stock.py [--rms] [--sink] STEM INPUTS...")
+        sys.exit("usage: ln_stock.py [--rms] [--sink] STEM INPUTS... (or --loaded, --units, --orders)")
     warnings.simplefilter("ignore")
     torch.set_num_threads(1)
     stem = args[0]
@@ -370,4 +372,7 @@ def main():
             h.remove()
 
 
-main()
+try:
+    main()
+except (OSError, rasp_model.FormatError) as e:  # a missing or malformed file
+    sys.exit("ln_stock.py: %s" % e)
