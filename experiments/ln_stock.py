@@ -208,13 +208,24 @@ def add_sink(m1, p, rms):
         m1.ln_f = norm_of(m1.ln_f)
 
 
+def _inputs(path):
+    """INPUTS: one input a line, blank lines skipped."""
+    with open(path) as f:
+        return [ln.strip() for ln in f if ln.strip()]
+
+
+def _backends(stem):
+    """A model loaded for torch and for numpy (the warning that a --ln
+    stock model's layer norms are not proven silenced: known here)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return rasp_model.load(stem, backend="torch"), rasp_model.load(stem, backend="numpy")
+
+
 def loaded(stem, paths):
     """--loaded: a --ln stock model, torch.nn.LayerNorm against numpy."""
     import numpy as np
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        mt = rasp_model.load(stem, backend="torch")
-        mn = rasp_model.load(stem, backend="numpy")
+    mt, mn = _backends(stem)
     import json
     with open(stem + ".json") as f:
         lay = (json.load(f).get("layout") or {}).get("layer_norm") or {}
@@ -222,8 +233,7 @@ def loaded(stem, paths):
         sys.exit("%s: not a `rasp compile --ln stock` model" % stem)
     p = lay["weight_log2"]
     for path in paths:
-        with open(path) as f:
-            lines = [ln.strip() for ln in f if ln.strip()]
+        lines = _inputs(path)
         toks = [mt.encode(ln) for ln in lines]
         ref = mn.forward(np.array(toks)).argmax(-1)
         st = {}
@@ -258,14 +268,8 @@ def loaded(stem, paths):
 def units(stem, paths):
     """--units: unit by unit, torch.nn.LayerNorm (float32) against numpy."""
     import numpy as np
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        mt = rasp_model.load(stem, backend="torch")
-        mn = rasp_model.load(stem, backend="numpy")
-    lines = []
-    for path in paths:
-        with open(path) as f:
-            lines += [ln.strip() for ln in f if ln.strip()]
+    mt, mn = _backends(stem)
+    lines = [ln for path in paths for ln in _inputs(path)]
     toks = [mt.encode(ln) for ln in lines]
     mt.to(torch.float32)
     with torch.no_grad():
@@ -326,8 +330,7 @@ def main():
     torch.set_num_threads(1)
     stem = args[0]
     for path in args[1:]:
-        with open(path) as f:
-            lines = [ln.strip() for ln in f if ln.strip()]
+        lines = _inputs(path)
         m0 = rasp_model.load(stem, backend="torch")
         toks = torch.tensor([m0.encode(ln) for ln in lines])
         m0, m1, p = variant(stem, toks, rms)
