@@ -274,8 +274,8 @@ static const raspU_option options[] = {
      "pre-LN transformer, or LLaMA's pre-RMSNorm), with weights that make\n"
      "each exactly the identity on what the model reads (fp32 only; rms's\n"
      "in any summation order, pre's in rasp's own); stock: layer norms\n"
-     "for stock arithmetic (eps 4^p, a balance and sink dimensions), not\n"
-     "proven: STEM.json says so"),
+     "for stock arithmetic (eps 4^p, a balance and sink dimensions), every\n"
+     "read charged their rounding; the norms themselves not proven"),
     OPT(RASPC_O_NO_SDPA, "--no-sdpa", NULL, NULL, RASPC_COMPILE,
      "d_head as the heads need it, not rounded up to 16 or 256 with zero\n"
      "columns: fewer parameters, but exact only under the score formula of\n"

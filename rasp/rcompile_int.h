@@ -182,6 +182,11 @@ typedef struct gc {
   double ln_tiny;  /* --ln pre and rms: what a layer norm can move a stored value it
                       does not return exactly by (rcompile_ln.c); prove()
                       adds it to every error that is not 0 */
+  /* --ln stock (rcompile_lnstock.c): the proof charges a stock layer norm's
+  ** rounding at every read (stock 1): stock_M bounds |the computed mean|,
+  ** stock_ns the sink rows a reader adds to its sum */
+  int stock, stock_ns;
+  double stock_M;
 } gc;
 
 /* A compile's force entry per IR node (the tokens last): FORCE_CAT, the
@@ -400,6 +405,17 @@ RASPG_INTERNAL void raspG_rms_plan(gc *g, raspG_model *out);
 ** proof; the construction (balance, sinks, eps 4^p) after it. */
 RASPG_INTERNAL void raspG_stock_plan(gc *g, raspG_model *out);
 RASPG_INTERNAL int raspG_stock_apply(gc *g, raspG_model *out, rasp_error *err);
+/* The proof's charges for a stock layer norm (gc.stock; 0 without it):
+** the rounding of one reader's sum over the norm's output (nnz nonzero
+** rows, their terms' sizes t, their inputs' errors D, their |weights|
+** summing to W1); what reading `one` with weight w1 costs; what reading
+** unit i's stored dimension k adds to its error (prove() adds it). */
+RASPG_INTERNAL double raspG_stock_sum_err(const gc *g, int nnz, double t, double D, double W1);
+RASPG_INTERNAL double raspG_stock_one_err(const gc *g, double w1);
+RASPG_INTERNAL double raspG_stock_read_err(const gc *g, int i, int k);
+/* The sum of |W[r][col]| over a column's rows (rows x ld), and how many
+** are not 0. */
+RASPG_INTERNAL double raspG_col_abs(const float *W, int rows, int ld, int col, int *nnz);
 /* Every row of what a writer adds to the residual gets minus the sum of
 ** its first d0 entries at d0 (the balance dimension). */
 RASPG_INTERNAL void raspG_ln_write_balance(rasp_model *m, int d0);

@@ -30,39 +30,214 @@
 **     rounding of each x_i - m (at most half an ulp of |x_i| + |m|, none
 **     where x_i = 0) and that of the reader's sum over the shifted terms.
 **
-** What is not done: the proof.  Those two roundings are not charged by the
-** per-unit proof (rcompile_prove.c), whose exactness arguments (integer
-** sums on a grain, exact quantized widths) a stock layer norm voids; so
-** the layer norms of such a model are reported not proven (--stats,
-** STEM.json's layout.layer_norm.proven, the Python loader's warning) on a
-** model whose units are proven as without layer norm.  doc/compiler.md
-** ("Stock layer norms") has what --check-orders and PyTorch's own layer
-** norm measure on it, and what a proof would need.
+** The proof charges both (gc.stock; the proof runs on the model before
+** the balance and sinks are added, and charges every reader two sink rows):
+**
+**   * reading a stored value x (raspG_stock_read_err): fl(x - m) is within
+**     u |x - m| of x - m, an error on that dimension for every reader
+**     (prove() adds it to the unit's absolute errors, as it does the
+**     subnormal ln_tiny); no value is read exactly, so the exactness
+**     arguments (a head_unique value exact, raspG_nz_exact) fall away;
+**   * each reader's sum (raspG_stock_sum_err: a head's query, key and
+**     value columns, its gate column at BOS, an MLP unit's pre-activation,
+**     a logit): its nnz rows and the sinks, n products and additions in
+**     any order, each rounding by u of a partial sum, which the shifted
+**     terms can carry to 2 (1 + u) M times the column's |weights| however
+**     exactly they cancel at the end; sums on a grain are not exact any
+**     more, so col_vectors, the readout and the MLP units take the general
+**     bound.  A quantized width needs its scores exact and is refused
+**     (FORCE_CLASSIC), as is any unit whose margin the charges exceed: the
+**     proof-driven loop makes its nodes categorical or refuses the compile.
+**
+** M (raspG_stock_plan) bounds the computed mean: the residual's true mean,
+** proven from the weights (what the balance leaves of each writer's
+** cancellation), plus the summation's error, taken to be at most 4 u T in
+** any order (Welford's included): an assumption about the implementation,
+** stated in --stats.  What is not charged: BOS's residual.  At BOS every
+** head writes its default and a shared MLP unit subtracts it; with norms,
+** both read through them, and what is left is not bounded here (the proof
+** takes it as exact, as without norms).  So the layer norms are still
+** reported not proven (--stats, STEM.json's layout.layer_norm.proven, the
+** Python loader's warning), and --check-orders (Welford's, in every order)
+** and PyTorch's own layer norm measure the rest (doc/compiler.md, "Stock
+** layer norms").
 */
 #include "rcompile_int.h"
 
-/* Chooses p (out->ln_q) from the residual's bounds, before the proof:
-** the variance of fl(x - m) over d dimensions is at most (S + 2 M T +
-** d M^2) / d in real arithmetic, M a bound on |m| (below), and twice that
-** as summed in float32 (d < 2^20).  M: the computed mean's error, at most
-** 4 u T in any order (u = 2^-24), plus the residual's true mean, at most
-** the sum of the stored errors over d (each below 1: raspG_ln_units_ok)
-** and the balance's rounding (2 u T per writer). */
+/* gamma_n = n u / (1 - n u): a sum of n products, in any order, is within
+** gamma_n times the sum of their sizes (u = 2^-24). */
+static double gamma_n(int n) {
+  double u = ldexp(1, -24);
+  return n * u / (1 - n * u);
+}
+
+double raspG_col_abs(const float *W, int rows, int ld, int col, int *nnz) {
+  double s = 0;
+  int k = 0;
+  for (int r = 0; r < rows; r++) {
+    float w = W[(size_t)r * ld + col];
+    if (w != 0) s += fabs((double)w), k++;
+  }
+  if (nnz) *nnz = k;
+  return s;
+}
+
+/* What one writer (rows of W: its inputs, each at most a[r] in size; b its
+** bias or NULL; D columns, the residual's dimensions) leaves of the
+** balance's cancellation: the residual sums to exactly 0 over what the
+** writer's weights give on its computed inputs, but for each column's
+** rounding (gamma over its nonzero rows and bias, times its terms' sizes),
+** the balance column's (its terms at most the others' sum), and the
+** balance weights' own rounding (fl(-sum of a row), u times that row's
+** sum of |W|). */
+static double writer_drift(const float *W, const float *b, int nin, int D, const double *a) {
+  double u = ldexp(1, -24), drift = 0, tot = 0;
+  for (int j = 0; j < D; j++) {
+    double S = b ? fabs((double)b[j]) : 0;
+    int n = b && b[j] != 0;
+    for (int r = 0; r < nin; r++) {
+      float w = W[(size_t)r * D + j];
+      if (w != 0) S += fabs((double)w) * a[r], n++;
+    }
+    drift += gamma_n(n) * S, tot += S;
+  }
+  return drift + gamma_n(nin + 1) * tot * (1 + u) + u * tot;
+}
+
+/* A bound on the residual's true mean times d1 at every layer norm (the
+** sum of what every writer leaves, writer_drift, and of every residual
+** addition's rounding, u T each), B bounding each dimension and Mg the
+** computed mean.  A writer's inputs (a head's values, an MLP's hidden
+** units) are sums over a layer norm's output whose shift m cancels in
+** real arithmetic: each within its terms' sizes, plus the rounding of a
+** sum of at most D + 3 products whose partial sums reach those sizes and
+** the shifted terms' (at most 2 Mg (1 + u) times the weights, and the
+** sinks' as much again). */
+static double residual_drift(rasp_model *m, const double *B, double T, double Mg) {
+  const rasp_model_config *c = &m->cfg;
+  int D = c->d_model, F = c->d_mlp, H = c->n_heads, dh = c->d_head;
+  double u = ldexp(1, -24), grow = 1 + ldexp(1, -20), total = 0;
+  int nmax = F > H * dh ? F : H * dh;
+  double *a = raspM_alloc(sizeof(double) * (size_t)(nmax + 1));
+  /* the embeddings: the balance of a token row and of a position row, each
+  ** rounded once, and their sum */
+  const float *te = raspN_data(m, "tok_emb"), *pe = c->pos_embedding ? raspN_data(m, "pos_emb") : NULL;
+  double tmax = 0, pmax = 0;
+  for (int v = 0; v < c->vocab_size; v++) tmax = fmax(tmax, raspG_col_abs(te + (size_t)v * D, D, 1, 0, NULL));
+  for (int p = 0; pe && p < c->max_len; p++) pmax = fmax(pmax, raspG_col_abs(pe + (size_t)p * D, D, 1, 0, NULL));
+  total += 2 * u * (tmax + pmax);
+  char nm[64];
+  for (int L = 0; L < c->n_layers; L++) {
+    /* attention: each head's values within the largest its value columns
+    ** read (a weighted mean moves no further), then w_o and b_o */
+    snprintf(nm, sizeof nm, "layers.%d.attn.w_v", L);
+    const float *wv = raspN_data(m, nm);
+    snprintf(nm, sizeof nm, "layers.%d.attn.b_v", L);
+    const float *bv = raspN_data(m, nm);
+    for (int h = 0; h < H; h++)
+      for (int j = 0; j < dh; j++) {
+        double s = fabs((double)bv[h * dh + j]), w1 = 0;
+        for (int r = 0; r < D; r++) {
+          double w = fabs((double)wv[((size_t)h * D + r) * dh + j]);
+          s += w * B[r], w1 += w;
+        }
+        a[h * dh + j] = s * grow + gamma_n(D + 3) * (s + 3 * Mg * w1);
+      }
+    snprintf(nm, sizeof nm, "layers.%d.attn.w_o", L);
+    const float *wo = raspN_data(m, nm);
+    snprintf(nm, sizeof nm, "layers.%d.attn.b_o", L);
+    total += writer_drift(wo, raspN_data(m, nm), H * dh, D, a) + u * T;
+    /* the MLP: each hidden unit within the size of its pre-activation */
+    snprintf(nm, sizeof nm, "layers.%d.mlp.w_in", L);
+    const float *wi = raspN_data(m, nm);
+    snprintf(nm, sizeof nm, "layers.%d.mlp.b_in", L);
+    const float *bi = raspN_data(m, nm);
+    for (int h = 0; h < F; h++) {
+      double s = fabs((double)bi[h]), w1 = 0;
+      for (int r = 0; r < D; r++) {
+        double w = fabs((double)wi[(size_t)r * F + h]);
+        s += w * B[r], w1 += w;
+      }
+      a[h] = s * grow + gamma_n(D + 3) * (s + 3 * Mg * w1);
+    }
+    snprintf(nm, sizeof nm, "layers.%d.mlp.w_out", L);
+    const float *wout = raspN_data(m, nm);
+    snprintf(nm, sizeof nm, "layers.%d.mlp.b_out", L);
+    total += writer_drift(wout, raspN_data(m, nm), F, D, a) + u * T;
+  }
+  raspM_free(a);
+  return total;
+}
+
+/* Chooses p (out->ln_q) from the residual's bounds, before the proof,
+** and the bound M on |m|, the computed mean, that the proof charges
+** (gc.stock_M): m is the residual's true mean (residual_drift over d1: the
+** balance cancels what every writer writes but for rounding) plus the
+** computed mean's own error, at most 4 u T in any order of summation
+** (u = 2^-24; T bounds the sum of |x| over a position: a sum's error is
+** at most gamma_d T, and Welford's updates stay within that too).  M is a
+** fixed point: the writers' inputs are bounded with the layer norm's
+** output off by 2 M.  The variance of fl(x - m) over d dimensions is at
+** most (S + 2 M T + d M^2) / d in real arithmetic, and twice that as
+** summed in float32 (d < 2^20).  A unit's stored errors do not move the
+** true mean (the balance cancels what is written, not what the program
+** means); that they stay below 1, as B assumes, raspG_ln_units_ok checks
+** after the proof. */
 void raspG_stock_plan(gc *g, raspG_model *out) {
-  int d0 = out->model.cfg.d_model, nw = 2 + 2 * out->model.cfg.n_layers;
+  int d0 = out->model.cfg.d_model;
   double T, S, u = ldexp(1, -24);
   raspG_ln_sums(g, out, &T, &S);
   int d1 = d0 + 3; /* (at most: the balance and two sinks) */
-  double M = 4 * u * T * (1 + ldexp(1, -20)) + (d0 + 2 * nw * u * T) / d1;
-  double V = 2 * (S + 2 * M * T + d1 * M * M) / d1;
+  double *B = raspG_ln_dim_bounds(g, out);
+  double M0 = 4 * u * T * (1 + ldexp(1, -20)), Mg = M0, M = M0;
+  for (int it = 0; it < 60; it++) {
+    M = M0 + residual_drift(&out->model, B, T, Mg) / (d0 + 1);
+    if (M <= Mg) break;
+    Mg = 2 * M;
+  }
+  raspM_free(B);
+  if (!(M <= Mg)) Mg = INFINITY;
+  double V = 2 * (S + 2 * Mg * T + d1 * Mg * Mg) / d1;
   int p32 = (int)ceil((log2(V) + 26) / 2), p64 = (int)ceil((log2(V) + 55) / 2);
   if (p32 < 1) p32 = 1;
   if (p64 < 1) p64 = 1;
   out->ln_f64 = p64 <= 62;
   out->ln_q = out->ln_f64 ? p64 : p32;
-  out->ln_d0 = d0, out->ln_T = T, out->ln_S = S, out->ln_M = M + ldexp(1, out->ln_q - 150);
+  out->ln_d0 = d0, out->ln_T = T, out->ln_S = S, out->ln_M = Mg + ldexp(1, out->ln_q - 150);
   out->ln_stock = 1;
   g->ln_tiny = ldexp(1, out->ln_q - 150);
+  g->stock = 1, g->stock_ns = 2, g->stock_M = out->ln_M;
+}
+
+/* A reader's sum over the layer norm's output: its nnz rows read fl(x_i -
+** m) and its sink rows -m, with weights summing to exactly 0, so m cancels
+** in real arithmetic; in float arithmetic every partial sum is within its
+** terms' sizes t, their inputs' errors D, and the shifted terms' M (W1 +
+** the sink rows' at most W1 (1 + u)), each of the nnz + ns products and
+** additions rounding by u of one.  (A value below 2^(p-126) after the
+** norm's scaling is a subnormal, off by ln_tiny more, as the shift is.) */
+double raspG_stock_sum_err(const gc *g, int nnz, double t, double D, double W1) {
+  if (!g->stock) return 0;
+  double u = ldexp(1, -24);
+  return gamma_n(nnz + g->stock_ns) * (t + D + 2 * (1 + u) * (g->stock_M + g->ln_tiny) * W1) +
+         W1 * g->ln_tiny;
+}
+
+/* Reading `one` (1) with weight w1: fl(1 - m) is within u (1 + M) of 1 - m. */
+double raspG_stock_one_err(const gc *g, double w1) {
+  if (!g->stock) return 0;
+  return fabs(w1) * (ldexp(1, -24) * (1 + g->stock_M) + g->ln_tiny);
+}
+
+/* Reading unit i's stored dimension k (|x| at most its largest value, off
+** by its ae and kappa): fl(x - m) is within u |x - m| of x - m.  (A value
+** stored exactly 0 is read as -m exactly; raspG_nz_exact's units keep
+** that, their readers charging only the shift.) */
+double raspG_stock_read_err(const gc *g, int i, int k) {
+  if (!g->stock) return 0;
+  const unit *s = &g->u[i];
+  double u = ldexp(1, -24), x = raspG_col_max(g, i, k);
+  return u * (x * (1 + s->kappa * u) + s->ae[k] + g->stock_M) + g->ln_tiny;
 }
 
 /* x as an integer multiple of 2^e0 (x a float, e0 at most its lowest
@@ -196,8 +371,8 @@ int raspG_stock_apply(gc *g, raspG_model *out, rasp_error *err) {
              "a reader's sink rows cannot cancel its other rows exactly in two floats");
   else
     snprintf(out->ln_why, sizeof out->ln_why,
-             "the proof does not yet charge a stock layer norm's rounding (its computed mean); "
-             "--check-orders and PyTorch's own layer norm measure it");
+             "BOS's residual (the heads' defaults less the shared MLP unit's undo) is taken as "
+             "exact, not charged; --check-orders measures it");
   /* (not raspG_ln_conclude, which refuses norms not proven: these never
   ** are, and the model says so -- --stats, layout.layer_norm.proven, the
   ** loaders' warning) */

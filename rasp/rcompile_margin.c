@@ -160,6 +160,34 @@ static double key_err(const gc *g, int p, double e, double qe, double s, double 
 ** leak and its values' own (vsrc_dev), or its lookup's (head_unique), and
 ** a quantized width's exactness.  Returns ok, cleared where a quantized
 ** width is not proven exact. */
+/* --ln stock: what the norms add to a head's values beyond what its errors
+** above carry.  Each value column is a sum over the norm's output: at a
+** key holding a value (col_vectors' errors, where the value unit's
+** are) and at BOS's key, whose value (the default: is_bos's row of w_v,
+** read as fl(1 - m)) no unit's error holds; the head's output is a
+** weighted mean of those, so it is off by at most the larger.  Added to
+** its errors (w_o copies each column: head_unique, vsrc_dev). */
+static void head_stock_values(gc *g, unit *u, rasp_model *m) {
+  int d = m->cfg.d_model, dh = m->cfg.d_head, width = u->hmode == H_WIDTH;
+  int ncol = u->hmode == H_MOVE ? 2 : u->hmode == H_CAT ? u->nvals : 1;
+  char nm[64];
+  snprintf(nm, sizeof nm, "layers.%d.attn.w_v", u->layer);
+  const float *wv = raspN_data(m, nm) + (size_t)u->hslot * d * dh;
+  double *VA = raspM_alloc(sizeof(double) * (size_t)(ncol + 1) * 2), *VE = VA + ncol + 1;
+  double *V = width ? NULL : raspG_col_vectors(g, u->hv.unit, wv, d, dh, 0, ncol, RASPG_FP32, VA, VE);
+  double add[2] = {0, 0};
+  for (int j = 0; j < ncol; j++) {
+    int nnz, k = u->hmode == H_MOVE ? j : 0;
+    double W1 = raspG_col_abs(wv, d, dh, j, &nnz), w0 = fabs((double)wv[j]);
+    double eb = raspG_stock_one_err(g, w0) + raspG_stock_sum_err(g, nnz, w0, 0, W1);
+    add[k] = fmax(add[k], fmax(eb, width ? 0 : VE[j]));
+  }
+  if (u->hmode != H_MOVE) add[1] = add[0];
+  u->ae[0] += add[0], u->ae[1] += add[1];
+  raspM_free(V);
+  raspM_free(VA);
+}
+
 static int head_fp32(gc *g, unit *u, rasp_model *m, int p, int ok, double leak, int avg,
                      int wexact) {
   int n = m->cfg.max_len, self = (int)(u - g->u), width = u->hmode == H_WIDTH;
@@ -188,6 +216,7 @@ static int head_fp32(gc *g, unit *u, rasp_model *m, int p, int ok, double leak, 
       ok = 0, u->why = "its selected keys' scores are not proven exactly equal to BOS's (a "
                        "quantized width needs them so)";
   }
+  if (g->stock) head_stock_values(g, u, m);
   return ok;
 }
 
@@ -204,6 +233,7 @@ typedef struct hmst {
   double up, lim, lsc;
   float qbf, kbf;
   double sbos, ebns, blo, bhi, vmax, smax;
+  double egate; /* --ln stock: what the gate column adds to a key's score but BOS's */
   double G, Gp, leak, spread;
   int wexact, unbounded;
   /* per component: the selected keys' lowest and highest score, the
@@ -244,6 +274,44 @@ static void hm_bos(hmst *st) {
   st->blo = st->sbos - ebos, st->bhi = st->sbos + ebos;
 }
 
+/* --ln stock: the gate column (query: `one`'s row, qbf; key: is_bos's,
+** kbf) and the components' columns at BOS's key, read through the norms.
+** The query's gate is qbf off by eq; BOS's key gate is kbf off by ek and
+** every other key's 0 off by ek0 (its rows' shifted terms), which meets
+** the query's gate in every key's score (egate); BOS's components' columns
+** hold its units' 0, off by their shifted terms, which meet the queries'
+** columns at their largest.  (BOS's residual itself, the heads' defaults
+** less what the shared MLP unit subtracts, is taken as exact, as without
+** the norms: not charged here, and the norms are not reported proven.) */
+static void hm_stock(hmst *st) {
+  gc *g = st->g;
+  const unit *u = st->u;
+  int d = st->d, dh = st->dh, nq, nk;
+  double qbf = fabs((double)st->qbf), kbf = fabs((double)st->kbf);
+  double W1q = raspG_col_abs(st->wq, d, dh, u->bcol, &nq), W1k = raspG_col_abs(st->wk, d, dh, u->bcol, &nk);
+  double eq = raspG_stock_one_err(g, qbf) + raspG_stock_sum_err(g, nq, qbf, 0, W1q);
+  double ek = raspG_stock_one_err(g, kbf) + raspG_stock_sum_err(g, nk, kbf, 0, W1k);
+  double ek0 = raspG_stock_sum_err(g, nk, 0, 0, W1k);
+  double e = kbf * eq + (qbf + eq) * ek;
+  st->egate = (qbf + eq) * ek0;
+  for (int ci = 0; ci < u->nc; ci++) {
+    const comp *c = &u->c[ci];
+    int ncol = c->col1 - c->col0;
+    double *QA = raspM_alloc(sizeof(double) * (size_t)(ncol + 1) * 2), *QE = QA + ncol + 1;
+    double *Q = raspG_col_vectors(g, c->qu, st->wq, d, dh, c->col0, c->col1, st->p, QA, QE);
+    for (int j = 0; j < ncol; j++) {
+      int n;
+      double W1 = raspG_col_abs(st->wk, d, dh, c->col0 + j, &n);
+      e += (QA[j] + QE[j]) * raspG_stock_sum_err(g, n, 0, 0, W1);
+    }
+    raspM_free(Q);
+    raspM_free(QA);
+  }
+  st->ebns += e;
+  double ebos = st->up * fabs(st->sbos) + st->ebns;
+  st->blo = st->sbos - ebos, st->bhi = st->sbos + ebos;
+}
+
 /* One component's column vectors and each key's nonzero columns. */
 typedef struct hmcomp {
   const comp *c;
@@ -272,7 +340,7 @@ static void hm_query(hmst *st, hmcomp *k, int b) {
   int qint = p == RASPG_FP32 && !g->cb;
   for (int j = 0; j < ncol && qint; j++) qint = qb[j] == floor(qb[j]);
   for (int a = 0; a < nk; a++) {
-    double s = 0, e = qe, T = 0, gr = INFINITY;
+    double s = 0, e = qe + st->egate, T = 0, gr = INFINITY;
     int sint = qint;
     for (int t = k->ks[a]; t < k->ks[a + 1]; t++) {
       double kv = K[(size_t)a * ncol + k->kn[t]];
@@ -472,6 +540,7 @@ int raspG_head_margin(gc *g, unit *u, rasp_model *m, int p) {
   st.lsc = (double)(1.0f / sqrtf((float)st.dh));
   st.width = u->hmode == H_WIDTH, st.avg = st.width || u->hmode == H_NUM;
   hm_bos(&st);
+  if (g->stock) hm_stock(&st);
   st.G = INFINITY, st.Gp = INFINITY, st.leak = 0, st.spread = 0;
   /* a quantized width: every selected key scores exactly BOS's score,
   ** each computed exactly */
@@ -852,6 +921,8 @@ typedef struct mu {
   double up, lim;
   double base, T, err, lerr, Tp, Tn, ain, aon, inz, innz, aonz, aonnz, alin, ztop, tt;
   int nnz, nsrc, hex, nterm, mterm;
+  int snnz;   /* --ln stock: its nonzero rows, BOS's included */
+  double sw1; /* --ln stock: the sum of |w_in| over them */
   double *zk; /* per source: its largest contribution */
   zsrc *zs;   /* the sources that vary: their distinct contributions */
   double mn, mx, eon;
@@ -869,6 +940,8 @@ static void mu_start(mu *q, const float *bi, int has_one, int allex) {
   q->Tp = fmax(0, (double)bi[h]) + fmax(0, (double)w1),
   q->Tn = fmax(0, -(double)bi[h]) + fmax(0, -(double)w1);
   q->err += fabs((double)bi[h] - raspG_round(p, bi[h])) + fabs((double)w1 - raspG_round(p, w1));
+  q->err += raspG_stock_one_err(q->g, w1);
+  q->sw1 = q->g->stock ? raspG_col_abs(q->wi, q->D, q->F, h, &q->snnz) : 0;
   q->nnz = 1, q->nsrc = 0, q->hex = allex && bi[h] == floorf(bi[h]) && w1 == floorf(w1);
   q->ain = 0; /* the sources' absolute errors through w_in (fp32) */
   q->aon = 0; /* the same at the source values where h can be on */
@@ -973,7 +1046,9 @@ static void mu_finish(mu *q) {
     err = ain > 0 ? fmin(raspG_dev_grow(ain, q->nterm, T + ain), raspG_dev_grow_z(q->inz, q->innz, q->mterm, T)) : 0;
     eon = aon > 0 ? fmin(raspG_dev_grow(aon, q->nterm, T + aon), raspG_dev_grow_z(q->aonz, q->aonnz, q->mterm, T)) : 0;
   } else {
-    double r = q->up * mx + (q->nnz + 1) * ldexp(1, -24) * T;
+    /* (--ln stock: its sum over the norm's output, the bias with it) */
+    double r = q->up * mx + (q->g->stock ? raspG_stock_sum_err(q->g, q->snnz + 1, T, ain, q->sw1)
+                                         : (q->nnz + 1) * ldexp(1, -24) * T);
     eon = err + aon + r;
     err += ain + r;
   }
@@ -1005,6 +1080,7 @@ int raspG_mlp_margin(gc *g, rasp_model *m, int l, int h0, int h1, const int *src
     has_one |= g->u[src[k]].kind == U_ONE;
     allex &= g->u[src[k]].kappa == 0;
   }
+  allex = allex && !g->stock; /* (--ln stock: nothing is read exactly) */
   mu q;
   memset(&q, 0, sizeof q);
   q.g = g, q.wi = wi, q.F = F, q.D = D, q.p = p, q.up = prec_u(p), q.lim = lim;

@@ -279,7 +279,8 @@ void raspG_print_stats(const raspG_model *g, FILE *out) {
   if (c->layer_norm && g->ln_stock) {
     fprintf(out, "layer norm: stock pre-LN (--ln stock), d_model %d = %d + balance + %d sink%s, "
             "eps 4^%d, weight 2^%d (the scale exactly 1 in float32%s for every variance within "
-            "the bounds, if the computed mean is within %.3g: assumed, not proven); the layer "
+            "the bounds); every read charged fl(x - m) with the computed mean m within %.3g (the "
+            "residual's true mean proven, the summation's error assumed below 4 u T); the layer "
             "norms are NOT proven:\n  %s\n", c->d_model, g->ln_d0, g->ln_ns, g->ln_ns == 1 ? "" : "s", g->ln_q,
             g->ln_q, g->ln_f64 ? " and float64" : "", g->ln_M, g->ln_why);
     fprintf(out, "not proven: the noise bounds do not model layer norm\n");

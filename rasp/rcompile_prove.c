@@ -51,7 +51,13 @@ int raspG_readout_margin(gc *g, raspG_model *out, const view *ov, int p, double 
         int mc = w1 != 0;
         for (int k = 0; k < sz; k++) mc += un[(size_t)(ru->dim + k) * no + j] != 0;
         double tt = t + fabs((double)w1), gr = raspG_uv_grain(g, uid, a, un, no, j, w1);
-        if (kap == 0 && wre == 0 && gr >= 1 && tt <= ldexp(1, 24) * gr &&
+        if (g->stock) { /* (no sum on a grain: the shifted terms are not) */
+          int nnz;
+          double W1 = raspG_col_abs(un, m->cfg.d_model, no, j, &nnz),
+                 D = raspG_aerr_cols(g, uid, a, un, no, j, -1);
+          R[j] = t * kap * up + wre + raspG_stock_one_err(g, w1) + raspG_stock_sum_err(g, nnz, tt, D, W1);
+        }
+        else if (kap == 0 && wre == 0 && gr >= 1 && tt <= ldexp(1, 24) * gr &&
             raspG_int_weights(g, uid, un, no, j, one)) {
           /* integer terms on one grain (a power-of-two scale): on exact
           ** inputs the sum is exact.  An input off by e_k moves its term
@@ -234,6 +240,9 @@ static void prove_start(gc *g, int i, int p, const rasp_model *m) {
              : u->kind == U_MLP       ? 1
              : u->hmode == H_WIDTH    ? 4
                                       : m->cfg.max_len / 2.0 + 4; /* a sum of up to n terms */
+  /* --ln stock: an embedded unit is exact where stored, and read through
+  ** the norm as every unit is (prove_residue) */
+  for (int k = 0; k < 2 && g->stock && u->kind < U_HEAD; k++) u->ae[k] += raspG_stock_read_err(g, i, k);
 }
 
 /* Head i's margin (head_margin), the model's largest leak and its smallest
@@ -350,9 +359,15 @@ static int prove_residue(gc *g, int i, int ok) {
   ** below 2^(q-126) and not 0, and then moves it by at most ln_tiny
   ** (rcompile_ln.c); only a unit that can hold such a value (an error
   ** that is not 0, or a relative one) is charged */
-  for (int k = 0; k < 2 && g->ln_tiny > 0; k++)
+  for (int k = 0; k < 2 && g->ln_tiny > 0 && !g->stock; k++)
     if (u->ae[k] > 0 || u->kappa > 0) u->ae[k] += g->ln_tiny;
-  u->nzx = ok && raspG_nz_exact(g, i);
+  /* (--ln stock: no value is read exactly, fl(x - m) rounds) */
+  u->nzx = ok && !g->stock && raspG_nz_exact(g, i);
+  /* --ln stock: every reader reads it through a layer norm, fl(x - m)
+  ** (raspG_stock_read_err; ln_tiny with it) */
+  double re[2];
+  for (int k = 0; k < 2 && g->stock; k++) re[k] = raspG_stock_read_err(g, i, k);
+  for (int k = 0; k < 2 && g->stock; k++) u->ae[k] += re[k];
   return ok;
 }
 

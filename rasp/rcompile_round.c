@@ -447,7 +447,9 @@ double *raspG_col_vectors(const gc *g, int uid, const float *W, int rows, int dh
       double t, wre, x = raspG_uv_dot(g, uid, a, W, dh, c0 + j, p, &t, &wre) + w1;
       t += fabs((double)w1);
       if (p == RASPG_FP32) gr = fmin(gr, raspG_uv_grain(g, uid, a, W, dh, c0 + j, w1));
-      double e = t * kap * up + wre + w1e + up * fabs(x) + 8 * ldexp(1, -24) * t;
+      /* (--ln stock: the sum's rounding is charged below, over its rows) */
+      double e = t * kap * up + wre + w1e + up * fabs(x) + (g->stock ? 0 : 8 * ldexp(1, -24) * t) +
+                 raspG_stock_one_err(g, w1);
       v[(size_t)a * ncol + j] = x;
       if (fabs(x) > amax[j]) amax[j] = fabs(x);
       if (e > emax[j]) emax[j] = e;
@@ -457,7 +459,12 @@ double *raspG_col_vectors(const gc *g, int uid, const float *W, int rows, int dh
     ** within 2^24 gr: exact on exact inputs, dev_grow's in units of gr on
     ** integers off by a little */
     double D = aerr_dot(g, uid, W, dh, c0 + j);
-    if (p == RASPG_FP32 && kap == 0 && D == 0 && tmax <= lim * gr)
+    if (g->stock) { /* no sum on a grain: the shifted terms are not */
+      int nnz;
+      double W1 = raspG_col_abs(W, rows, dh, c0 + j, &nnz);
+      emax[j] += D + raspG_stock_sum_err(g, nnz, tmax, D, W1);
+    }
+    else if (p == RASPG_FP32 && kap == 0 && D == 0 && tmax <= lim * gr)
       emax[j] = 0;
     else if (kap == 0 && raspG_int_weights(g, uid, W, dh, c0 + j, one) &&
              tmax <= lim * (gr = fmax(1, gr)))
