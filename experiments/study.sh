@@ -41,6 +41,12 @@
 #              the pre-LN architecture (a layer norm before every attention,
 #              MLP and the readout, each proven exactly the identity at step
 #              0; not in the default list: --arms compiledln)
+#   cstock     the same program compiled --ln stock: the compiled start in
+#              the pre-LN architecture with stock layer norms (epsilon 4^p,
+#              sink dimensions; every read charged the norms' rounding),
+#              which rasp-train runs in its own float32 layer norm, a random
+#              pre-LN start's code path (not in the default list: --arms
+#              cstock)
 #   stdtaught  the standard arm taught by the compiled program through the
 #              linear map fitted on each batch (its state at each depth
 #              against the program's at the same depth), weight 100,
@@ -88,7 +94,7 @@ while [ $# -gt 0 ]; do
 done
 # every arm and seed named before any cell runs (a grid takes hours)
 for arm in $arms; do
-  case " standard structured armwise random compiled lowgain compiledln frozen taught stdtaught taughtcat taughtattn randcat " in
+  case " standard structured armwise random compiled lowgain compiledln cstock frozen taught stdtaught taughtcat taughtattn randcat " in
     *" $arm "*) ;;
     *) echo "$0: unknown arm $arm" >&2; exit 2 ;;
   esac
@@ -124,6 +130,7 @@ compile() {
 compile "$WORK/d2"
 compile "$WORK/d2g" --attn-gain 0.25
 case " $arms " in *" compiledln "*) compile "$WORK/d2ln" --ln pre ;; esac
+case " $arms " in *" cstock "*) compile "$WORK/d2stock" --ln stock ;; esac
 case " $arms " in *" taughtcat "* | *" taughtattn "* | *" randcat "*) compile "$WORK/d2c" --encoding categorical ;; esac
 # armwise's task is written arm by arm: rasp-train takes the layout from the
 # --init model, so the same program declared for that order (a program
@@ -149,6 +156,7 @@ for arm in $arms; do
       compiled) spec="compiled compiled" ;;
       lowgain) spec="lowgain compiled" init=$WORK/d2g ;;
       compiledln) spec="compiledln compiled" init=$WORK/d2ln ;;
+      cstock) spec="cstock compiled" init=$WORK/d2stock ;;
       frozen) spec="frozen compiled --freeze compiled --widen 64" ;;
       taught) spec="taught random --teacher $WORK/d2 --teacher-weight 100 --teacher-until $((STEPS / 2))" ;;
       taughtcat) spec="taughtcat random --teacher $WORK/d2c --teacher-weight 100 --teacher-until $((STEPS / 2))"

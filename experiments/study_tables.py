@@ -288,7 +288,7 @@ QUESTIONS = [
     ("q_plateau", "Does the standard decoder stay on the plateau, and does it leave it "
      "where the paper's decoder does?", ["armwise", "structured", "standard"]),
     ("q_start", "Does a compiled start solve l_t, and does it survive training at the "
-     "standard rate?", ["compiled", "lowgain", "compiledln", "standard"]),
+     "standard rate?", ["compiled", "lowgain", "compiledln", "cstock", "standard"]),
     ("q_teacher", "Does a compiled teacher make l_t learnable?",
      ["taught", "taughtcat", "taughtattn", "stdtaught", "randcat", "random", "standard"]),
     ("q_frozen", "Does freezing and widening learn the rest?", ["frozen", "compiled"]),
