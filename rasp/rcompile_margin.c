@@ -156,10 +156,6 @@ static double key_err(const gc *g, int p, double e, double qe, double s, double 
   return e;
 }
 
-/* fp32 (not under the composed bound): head u's absolute errors, from its
-** leak and its values' own (vsrc_dev), or its lookup's (head_unique), and
-** a quantized width's exactness.  Returns ok, cleared where a quantized
-** width is not proven exact. */
 /* --ln stock: what the norms add to a head's values beyond what its errors
 ** above carry.  Each value column is a sum over the norm's output: at a
 ** key holding a value (col_vectors' errors, where the value unit's
@@ -188,6 +184,10 @@ static void head_stock_values(gc *g, unit *u, rasp_model *m) {
   raspM_free(VA);
 }
 
+/* fp32 (not under the composed bound): head u's absolute errors, from its
+** leak and its values' own (vsrc_dev), or its lookup's (head_unique), and
+** a quantized width's exactness.  Returns ok, cleared where a quantized
+** width is not proven exact. */
 static int head_fp32(gc *g, unit *u, rasp_model *m, int p, int ok, double leak, int avg,
                      int wexact) {
   int n = m->cfg.max_len, self = (int)(u - g->u), width = u->hmode == H_WIDTH;
