@@ -120,12 +120,13 @@ static double residual_drift(rasp_model *m, const double *B, double T, double Mg
   int nmax = F > H * dh ? F : H * dh;
   double *a = raspM_alloc(sizeof(double) * (size_t)(nmax + 1));
   /* the embeddings: the balance of a token row and of a position row, each
-  ** rounded once, and their sum */
+  ** rounded once, and their sum, rounded on every dimension and the
+  ** balance */
   const float *te = raspN_data(m, "tok_emb"), *pe = c->pos_embedding ? raspN_data(m, "pos_emb") : NULL;
   double tmax = 0, pmax = 0;
   for (int v = 0; v < c->vocab_size; v++) tmax = fmax(tmax, raspG_col_abs(te + (size_t)v * D, D, 1, 0, NULL));
   for (int p = 0; pe && p < c->max_len; p++) pmax = fmax(pmax, raspG_col_abs(pe + (size_t)p * D, D, 1, 0, NULL));
-  total += 2 * u * (tmax + pmax);
+  total += 3 * u * (tmax + pmax) * grow;
   char nm[64];
   for (int L = 0; L < c->n_layers; L++) {
     /* attention: each head's values within the largest its value columns
