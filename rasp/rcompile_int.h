@@ -338,6 +338,9 @@ RASPG_INTERNAL void raspG_aerr_split(const gc *g, int uid, int a, const float *W
 RASPG_INTERNAL double raspG_dev_grow_z(double Dz, double Dnz, int m, double T);
 RASPG_INTERNAL int raspG_nz_exact(const gc *g, int i);
 RASPG_INTERNAL double raspG_col_max(const gc *g, int uid, int col);
+/* The sum of |W[r][col]| over a column's rows (rows x ld), and how many
+** are not 0 (nnz, unless NULL). */
+RASPG_INTERNAL double raspG_col_abs(const float *W, int rows, int ld, int col, int *nnz);
 RASPG_INTERNAL double raspG_uv_grain(const gc *g, int uid, int a, const float *W, int ld, int col,
                                      float w1);
 RASPG_INTERNAL int raspG_int_weights(const gc *g, int uid, const float *W, int ld, int col,
@@ -413,9 +416,6 @@ RASPG_INTERNAL int raspG_stock_apply(gc *g, raspG_model *out, rasp_error *err);
 RASPG_INTERNAL double raspG_stock_sum_err(const gc *g, int nnz, double t, double D, double W1);
 RASPG_INTERNAL double raspG_stock_one_err(const gc *g, double w1);
 RASPG_INTERNAL double raspG_stock_read_err(const gc *g, int i, int k);
-/* The sum of |W[r][col]| over a column's rows (rows x ld), and how many
-** are not 0. */
-RASPG_INTERNAL double raspG_col_abs(const float *W, int rows, int ld, int col, int *nnz);
 /* Every row of what a writer adds to the residual gets minus the sum of
 ** its first d0 entries at d0 (the balance dimension). */
 RASPG_INTERNAL void raspG_ln_write_balance(rasp_model *m, int d0);

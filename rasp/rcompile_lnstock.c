@@ -71,17 +71,6 @@ static double gamma_n(int n) {
   return n * u / (1 - n * u);
 }
 
-double raspG_col_abs(const float *W, int rows, int ld, int col, int *nnz) {
-  double s = 0;
-  int k = 0;
-  for (int r = 0; r < rows; r++) {
-    float w = W[(size_t)r * ld + col];
-    if (w != 0) s += fabs((double)w), k++;
-  }
-  if (nnz) *nnz = k;
-  return s;
-}
-
 /* What one writer (rows of W: its inputs, each at most a[r] in size; b its
 ** bias or NULL; D columns, the residual's dimensions) leaves of the
 ** balance's cancellation: the residual sums to exactly 0 over what the
@@ -104,15 +93,26 @@ static double writer_drift(const float *W, const float *b, int nin, int D, const
   return drift + gamma_n(nin + 1) * tot * (1 + u) + u * tot;
 }
 
+/* The size of a sum over a layer norm's output, column col of W (D rows,
+** stride ld) plus bias b, with |x_r| <= B[r] and the computed mean within
+** Mg: its terms' sizes, grown by the rounding of at most D + 3 products
+** (the shift m cancels in real arithmetic; its terms, and the sinks' as
+** much again, reach 2 Mg (1 + u) times the weights in the partial sums). */
+static double read_bound(const float *W, int ld, int col, float b, const double *B, int D,
+                         double Mg) {
+  double s = fabs((double)b), w1 = 0;
+  for (int r = 0; r < D; r++) {
+    double w = fabs((double)W[(size_t)r * ld + col]);
+    s += w * B[r], w1 += w;
+  }
+  return s * (1 + ldexp(1, -20)) + gamma_n(D + 3) * (s + 3 * Mg * w1);
+}
+
 /* A bound on the residual's true mean times d1 at every layer norm (the
 ** sum of what every writer leaves, writer_drift, and of every residual
 ** addition's rounding, u T each), B bounding each dimension and Mg the
 ** computed mean.  A writer's inputs (a head's values, an MLP's hidden
-** units) are sums over a layer norm's output whose shift m cancels in
-** real arithmetic: each within its terms' sizes, plus the rounding of a
-** sum of at most D + 3 products whose partial sums reach those sizes and
-** the shifted terms' (at most 2 Mg (1 + u) times the weights, and the
-** sinks' as much again). */
+** units) are sums over a layer norm's output (read_bound). */
 static double residual_drift(rasp_model *m, const double *B, double T, double Mg) {
   const rasp_model_config *c = &m->cfg;
   int D = c->d_model, F = c->d_mlp, H = c->n_heads, dh = c->d_head;
@@ -136,14 +136,8 @@ static double residual_drift(rasp_model *m, const double *B, double T, double Mg
     snprintf(nm, sizeof nm, "layers.%d.attn.b_v", L);
     const float *bv = raspN_data(m, nm);
     for (int h = 0; h < H; h++)
-      for (int j = 0; j < dh; j++) {
-        double s = fabs((double)bv[h * dh + j]), w1 = 0;
-        for (int r = 0; r < D; r++) {
-          double w = fabs((double)wv[((size_t)h * D + r) * dh + j]);
-          s += w * B[r], w1 += w;
-        }
-        a[h * dh + j] = s * grow + gamma_n(D + 3) * (s + 3 * Mg * w1);
-      }
+      for (int j = 0; j < dh; j++)
+        a[h * dh + j] = read_bound(wv + (size_t)h * D * dh, dh, j, bv[h * dh + j], B, D, Mg);
     snprintf(nm, sizeof nm, "layers.%d.attn.w_o", L);
     const float *wo = raspN_data(m, nm);
     snprintf(nm, sizeof nm, "layers.%d.attn.b_o", L);
@@ -153,14 +147,7 @@ static double residual_drift(rasp_model *m, const double *B, double T, double Mg
     const float *wi = raspN_data(m, nm);
     snprintf(nm, sizeof nm, "layers.%d.mlp.b_in", L);
     const float *bi = raspN_data(m, nm);
-    for (int h = 0; h < F; h++) {
-      double s = fabs((double)bi[h]), w1 = 0;
-      for (int r = 0; r < D; r++) {
-        double w = fabs((double)wi[(size_t)r * F + h]);
-        s += w * B[r], w1 += w;
-      }
-      a[h] = s * grow + gamma_n(D + 3) * (s + 3 * Mg * w1);
-    }
+    for (int h = 0; h < F; h++) a[h] = read_bound(wi, F, h, bi[h], B, D, Mg);
     snprintf(nm, sizeof nm, "layers.%d.mlp.w_out", L);
     const float *wout = raspN_data(m, nm);
     snprintf(nm, sizeof nm, "layers.%d.mlp.b_out", L);

@@ -156,6 +156,15 @@ static double key_err(const gc *g, int p, double e, double qe, double s, double 
   return e;
 }
 
+/* --ln stock: column col of W (d rows, stride dh) read through the norms
+** at a position where its one nonzero term is weight w times 1 (w 0: every
+** term 0): w's read of 1 and the sum over the column's rows. */
+static double stock_col_err(const gc *g, const float *W, int d, int dh, int col, double w) {
+  int nnz;
+  double W1 = raspG_col_abs(W, d, dh, col, &nnz);
+  return raspG_stock_one_err(g, w) + raspG_stock_sum_err(g, nnz, fabs(w), 0, W1);
+}
+
 /* --ln stock: what the norms add to a head's values beyond what its errors
 ** above carry.  Each value column is a sum over the norm's output: at a
 ** key holding a value (col_vectors' errors, where the value unit's
@@ -173,9 +182,8 @@ static void head_stock_values(gc *g, unit *u, rasp_model *m) {
   double *V = width ? NULL : raspG_col_vectors(g, u->hv.unit, wv, d, dh, 0, ncol, RASPG_FP32, VA, VE);
   double add[2] = {0, 0};
   for (int j = 0; j < ncol; j++) {
-    int nnz, k = u->hmode == H_MOVE ? j : 0;
-    double W1 = raspG_col_abs(wv, d, dh, j, &nnz), w0 = fabs((double)wv[j]);
-    double eb = raspG_stock_one_err(g, w0) + raspG_stock_sum_err(g, nnz, w0, 0, W1);
+    int k = u->hmode == H_MOVE ? j : 0;
+    double eb = stock_col_err(g, wv, d, dh, j, wv[j]);
     add[k] = fmax(add[k], fmax(eb, width ? 0 : VE[j]));
   }
   if (u->hmode != H_MOVE) add[1] = add[0];
@@ -286,12 +294,11 @@ static void hm_bos(hmst *st) {
 static void hm_stock(hmst *st) {
   gc *g = st->g;
   const unit *u = st->u;
-  int d = st->d, dh = st->dh, nq, nk;
+  int d = st->d, dh = st->dh;
   double qbf = fabs((double)st->qbf), kbf = fabs((double)st->kbf);
-  double W1q = raspG_col_abs(st->wq, d, dh, u->bcol, &nq), W1k = raspG_col_abs(st->wk, d, dh, u->bcol, &nk);
-  double eq = raspG_stock_one_err(g, qbf) + raspG_stock_sum_err(g, nq, qbf, 0, W1q);
-  double ek = raspG_stock_one_err(g, kbf) + raspG_stock_sum_err(g, nk, kbf, 0, W1k);
-  double ek0 = raspG_stock_sum_err(g, nk, 0, 0, W1k);
+  double eq = stock_col_err(g, st->wq, d, dh, u->bcol, qbf);
+  double ek = stock_col_err(g, st->wk, d, dh, u->bcol, kbf);
+  double ek0 = stock_col_err(g, st->wk, d, dh, u->bcol, 0);
   double e = kbf * eq + (qbf + eq) * ek;
   st->egate = (qbf + eq) * ek0;
   for (int ci = 0; ci < u->nc; ci++) {
@@ -299,11 +306,7 @@ static void hm_stock(hmst *st) {
     int ncol = c->col1 - c->col0;
     double *QA = raspM_alloc(sizeof(double) * (size_t)(ncol + 1) * 2), *QE = QA + ncol + 1;
     double *Q = raspG_col_vectors(g, c->qu, st->wq, d, dh, c->col0, c->col1, st->p, QA, QE);
-    for (int j = 0; j < ncol; j++) {
-      int n;
-      double W1 = raspG_col_abs(st->wk, d, dh, c->col0 + j, &n);
-      e += (QA[j] + QE[j]) * raspG_stock_sum_err(g, n, 0, 0, W1);
-    }
+    for (int j = 0; j < ncol; j++) e += (QA[j] + QE[j]) * stock_col_err(g, st->wk, d, dh, c->col0 + j, 0);
     raspM_free(Q);
     raspM_free(QA);
   }

@@ -365,9 +365,7 @@ static int prove_residue(gc *g, int i, int ok) {
   u->nzx = ok && !g->stock && raspG_nz_exact(g, i);
   /* --ln stock: every reader reads it through a layer norm, fl(x - m)
   ** (raspG_stock_read_err; ln_tiny with it) */
-  double re[2];
-  for (int k = 0; k < 2 && g->stock; k++) re[k] = raspG_stock_read_err(g, i, k);
-  for (int k = 0; k < 2 && g->stock; k++) u->ae[k] += re[k];
+  for (int k = 0; k < 2 && g->stock; k++) u->ae[k] += raspG_stock_read_err(g, i, k);
   return ok;
 }
 

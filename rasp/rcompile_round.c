@@ -215,10 +215,21 @@ double raspG_dev_grow_on(double D, int nadd, double T, double G) {
   return G * raspG_dev_grow(D / G, nadd, T / G);
 }
 
+double raspG_col_abs(const float *W, int rows, int ld, int col, int *nnz) {
+  double s = 0;
+  int k = 0;
+  for (int r = 0; r < rows; r++) {
+    float w = W[(size_t)r * ld + col];
+    if (w != 0) s += fabs((double)w), k++;
+  }
+  if (nnz) *nnz = k;
+  return s;
+}
+
 /* The nonzero entries of column col of W (rows x ld). */
 static int col_nnz(const float *W, int rows, int ld, int col) {
-  int k = 0;
-  for (int r = 0; r < rows; r++) k += W[(size_t)r * ld + col] != 0;
+  int k;
+  raspG_col_abs(W, rows, ld, col, &k);
   return k;
 }
 
