@@ -245,7 +245,18 @@ def loaded(stem, paths):
             s[0] = max(s[0], float(mu.abs().max()))
             s[1] = s[1] and bool((rs.double() == 2.0 ** -p).all())
 
+        dv = lay["value_dims"]
+
+        def bos_hook(mod, inp, out):
+            # BOS's residual at an attention's layer norm against is_bos's
+            # one-hot, on the model's own dimensions (the proof's bound)
+            x = inp[0][:, 0, :dv].double().clone()
+            x[:, 0] -= 1
+            s = st.setdefault(("bos", inp[0].dtype), [0.0])
+            s[0] = max(s[0], float(x.abs().max()))
+
         hooks = [m.register_forward_hook(hook) for m in mt.modules() if isinstance(m, nn.LayerNorm)]
+        hooks += [b.ln1.register_forward_hook(bos_hook) for b in mt.layers]
         for dt in (torch.float32, torch.float64):
             if dt == torch.float64 and mt.arithmetic and "float64" not in mt.arithmetic:
                 print("%s %s float64: not run (a float32-only model: layout.arithmetic)"
@@ -256,11 +267,15 @@ def loaded(stem, paths):
                 out = mt(torch.tensor(toks)).argmax(-1).numpy()
             ag = (out == ref)[:, 1:]
             s = st[dt]
+            bb = lay.get("bos_bound")
+            bos = st[("bos", dt)][0]
             print("%s %s %s: %d/%d inputs, %d/%d positions agree; max |mean| %.3g (sized for %.3g), "
-                  "rstd 2^-%d everywhere: %s"
+                  "rstd 2^-%d everywhere: %s; BOS's residual off its one-hot by %.3g (bound %s): %s"
                   % (os.path.basename(stem), os.path.basename(path), str(dt)[6:],
                      int(ag.all(-1).sum()), len(lines), int(ag.sum()), ag.size, s[0],
-                     lay["mean_bound"], p, "yes" if s[1] else "no"))
+                     lay["mean_bound"], p, "yes" if s[1] else "no", bos,
+                     "none" if bb is None else "%.3g" % bb,
+                     "within" if bb is not None and bos <= bb else "NOT within"))
         for h in hooks:
             h.remove()
 

@@ -425,10 +425,8 @@ static int compile_impl(const rasp_ir *ir, const raspG_opts *o, raspG_model *out
   if (pd) {
     r = compile_once(ir, &o0, force, out, sched, err);
     /* (norms not proven are not a proven model either: the rounds below
-    ** refuse them, raspG_ln_conclude; but --ln stock's are never proven, and
-    ** say so: rcompile_lnstock.c) */
-    if (r == 1 && out->unproven == 0 &&
-        (o->ln == RASPG_LN_NONE || o->ln == RASPG_LN_STOCK || out->ln_proven)) {
+    ** refuse them, raspG_ln_conclude) */
+    if (r == 1 && out->unproven == 0 && (o->ln == RASPG_LN_NONE || out->ln_proven)) {
       raspM_free(force);
       return 1;
     }

@@ -167,6 +167,8 @@ typedef struct raspG_model {
   ** the balance; ln_M the bound on |computed mean| it was sized for */
   int ln_stock, ln_ns;
   double ln_M;
+  double ln_bos; /* ... and the bound on BOS's residual's distance from its one-hot
+                    at any attention (-1: none found, the norms not proven) */
   char ln_why[160];
 } raspG_model;
 

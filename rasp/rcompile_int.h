@@ -187,6 +187,14 @@ typedef struct gc {
   ** stock_ns the sink rows a reader adds to its sum */
   int stock, stock_ns;
   double stock_M;
+  /* ... and BOS's residual (raspG_stock_bos): per layer L, per dimension r
+  ** of the model the proof sees, a bound on how far BOS's residual at L's
+  ** attention is from is_bos's one-hot (stock_bos[L d0 + r]); NULL where
+  ** no bound was found (stock_bos_why says why), which the readers of BOS
+  ** then cannot charge, so the norms are not proven; stock_bos_max the
+  ** largest entry */
+  double *stock_bos, stock_bos_max;
+  const char *stock_bos_why;
 } gc;
 
 /* A compile's force entry per IR node (the tokens last): FORCE_CAT, the
@@ -416,6 +424,9 @@ RASPG_INTERNAL int raspG_stock_apply(gc *g, raspG_model *out, rasp_error *err);
 RASPG_INTERNAL double raspG_stock_sum_err(const gc *g, int nnz, double t, double D, double W1);
 RASPG_INTERNAL double raspG_stock_one_err(const gc *g, double w1);
 RASPG_INTERNAL double raspG_stock_read_err(const gc *g, int i, int k);
+/* What BOS's residual at layer L's attention adds to a reader column's sum
+** there (column col of W, d rows, stride ld), beyond the one-hot's read. */
+RASPG_INTERNAL double raspG_stock_bos_err(const gc *g, int L, const float *W, int d, int ld, int col);
 /* Every row of what a writer adds to the residual gets minus the sum of
 ** its first d0 entries at d0 (the balance dimension). */
 RASPG_INTERNAL void raspG_ln_write_balance(rasp_model *m, int d0);

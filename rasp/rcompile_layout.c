@@ -281,8 +281,11 @@ char *raspG_layout_json(gc *g, const raspG_model *m, int root, const view *ov) {
     sb_printf(&b, ", \"layer_norm\": {\"kind\": \"pre\", \"construction\": \"stock\", "
                   "\"value_dims\": %d, \"balance_dim\": %d, \"sink_dims\": [", m->n_dims, m->n_dims);
     for (int k = 0; k < m->ln_ns; k++) sb_printf(&b, "%s%d", k ? ", " : "", m->n_dims + 1 + k);
-    sb_printf(&b, "], \"eps_log2\": %d, \"weight_log2\": %d, \"mean_bound\": %.17g, "
-                  "\"scale_exact_in\": [%s], \"proven\": %s}", 2 * m->ln_q, m->ln_q, m->ln_M,
+    sb_printf(&b, "], \"eps_log2\": %d, \"weight_log2\": %d, \"mean_bound\": %.17g, ",
+              2 * m->ln_q, m->ln_q, m->ln_M);
+    if (m->ln_bos >= 0) sb_printf(&b, "\"bos_bound\": %.17g, ", m->ln_bos);
+    else sb_printf(&b, "\"bos_bound\": null, ");
+    sb_printf(&b, "\"scale_exact_in\": [%s], \"proven\": %s}",
               m->ln_f64 ? "\"float32\", \"float64\"" : "\"float32\"", m->ln_proven ? "true" : "false");
   } else if (m->model.cfg.layer_norm)
     sb_printf(&b, ", \"layer_norm\": {\"kind\": \"pre\", \"construction\": \"exact identity\", "

@@ -51,16 +51,35 @@
 **
 ** M (raspG_stock_plan) bounds the computed mean: the residual's true mean,
 ** proven from the weights (what the balance leaves of each writer's
-** cancellation), plus the summation's error, taken to be at most 4 u T in
-** any order (Welford's included): an assumption about the implementation,
-** stated in --stats.  What is not charged: BOS's residual.  At BOS every
-** head writes its default and a shared MLP unit subtracts it; with norms,
-** both read through them, and what is left is not bounded here (the proof
-** takes it as exact, as without norms).  So the layer norms are still
-** reported not proven (--stats, STEM.json's layout.layer_norm.proven, the
-** Python loader's warning), and --check-orders (Welford's, in every order)
-** and PyTorch's own layer norm measure the rest (doc/compiler.md, "Stock
-** layer norms").
+** cancellation), plus the mean's own rounding error, charged as 4 u T (T
+** bounds the sum of |x_i| at a position; u = 2^-24, d the dimensions,
+** d >= 8):
+**
+**   * a sum in any order, then a division (or a product by fl(1/d)): the
+**     sum is within gamma_(d-1) T, the division adds at most 2 u of the
+**     mean and (1 + u)^2 of the error: at most (gamma_(d-1) + 3 u) T / d
+**     (1 + 2^-20), below 2 u T;
+**   * Welford's updates, m_k = m_(k-1) + (x_k - m_(k-1)) / k: step k's
+**     rounding is at most (2 u + u^2) (|x_k| + |m_(k-1)|) / k + u |m_k| /
+**     (1 - u), and it reaches the end times k / d (each later step keeps
+**     1 - 1/j of it); by induction every computed m_k stays within 1.1 A_k
+**     / k (A_k = sum of |x_i| up to k, d < 2^20), so the sum is at most u T
+**     (1.5 + (2 + 3 H_d) / d) (1 + 2^-20), H_d the harmonic number: below
+**     2.8 u T for d >= 8;
+**   * Welford's in chunks merged pairwise (m = m_A + (m_B - m_A) n_B / n,
+**     PyTorch's CPU and CUDA kernels): each merge's rounding reaches the
+**     end times n / d and is at most about 5.5 u A_node / n there, so the
+**     merges add about 5.5 u T depth / d to the chunks' own (the bound
+**     above, weighted n_chunk / d): within 4 u T for d >= 64.  This last
+**     is a sketch; --check-orders (Welford's updates in every order) and
+**     PyTorch's own layer norm measure it (doc/compiler.md).
+**
+** BOS's residual (bos_pass, below) is bounded layer by layer and charged
+** to BOS's keys and values.  With every charge made, and the units proven,
+** the layer norms are reported proven (--stats, STEM.json's
+** layout.layer_norm.proven, bos_bound the largest distance): every reader
+** sums, through them, within what the proof charged it.  A proof-driven
+** compile refuses norms not proven (raspG_ln_conclude).
 */
 #include "rcompile_int.h"
 
@@ -157,13 +176,168 @@ static double residual_drift(rasp_model *m, const double *B, double T, double Mg
   return total;
 }
 
+/* ---- BOS's residual ----------------------------------------------------
+**
+** At BOS (position 0) a causal model sees BOS alone: every input gives it
+** the same residual, and every head's weight on its one key is exactly 1
+** (exp(0) over a sum of exp(0) and exact zeros), so its output is its value
+** vector, whatever the scores.  Without norms the construction makes BOS's
+** residual exactly is_bos's one-hot at every attention (each head writes
+** its default, the layer's hidden unit 0, ReLU(is_bos), takes it back,
+** every other hidden unit is gated off by -L is_bos), and the proof reads
+** BOS's key and value from that one-hot.  Through stock norms each of
+** those sums rounds with the shift m, so the heads' defaults and their undo
+** no longer cancel exactly.  bos_pass follows one forward pass at BOS with
+** a centre (the pass in real arithmetic, the norms' shifts cancelled by
+** the sinks, computed in double) and, per dimension, a bound G on how far
+** any implementation's float32 pass can be from it, in any summation
+** order, with the computed mean within M:
+**
+**   * a reader's sum (a value column, a hidden unit's pre-activation) is
+**     off by its rows' deviations, each read's rounding u |x - m|, and the
+**     sum's own (raspG_stock_sum_err over its terms);
+**   * a hidden unit whose centre is at or below minus its bound is exactly
+**     0 (ReLU); any other is off by at most its pre-activation's bound;
+**   * a writer's column (w_o, w_out) is off by its weights times its
+**     inputs' bounds, and by gamma of its nonzero terms' sizes; the
+**     residual's addition rounds by u of the sum;
+**   * double's own rounding of the centre, n 2^-52 of each sum's terms'
+**     sizes, is added to G too.
+**
+** raspG_stock_bos_err charges a reader at layer L what the difference from
+** is_bos's one-hot adds to its sum at BOS's key: the deviation of each row
+** (|centre - one-hot| + G), its read's rounding, and the sum's extra
+** rounding.  The readers: BOS's key columns (hm_stock) and its value
+** columns (the default a head returns, head_stock_values). */
+
+static double gamma_d(int n) { return n * ldexp(1, -52); }
+
+/* One reader column's sum at BOS, over the layer norm's output (col of W,
+** d rows, stride ld; bias b): its centre and bound, from the residual's
+** centre xc and bounds G. */
+static double bos_read(const gc *g, const float *W, int d, int ld, int col, float b,
+                       const double *xc, const double *G, double *err) {
+  double u = ldexp(1, -24), c = b, t = fabs((double)b), dev = 0, tgt = 0, w1 = 0, M = g->stock_M;
+  int nnz = b != 0;
+  for (int r = 0; r < d; r++) {
+    double w = W[(size_t)r * ld + col];
+    if (w == 0) continue;
+    c += w * xc[r], t += fabs(w) * fabs(xc[r]), w1 += fabs(w), nnz++;
+    dev += fabs(w) * (G[r] + u * (fabs(xc[r]) + G[r] + M) + g->ln_tiny);
+    tgt += fabs(w) * G[r];
+  }
+  *err = dev + raspG_stock_sum_err(g, nnz, t, tgt, w1) + gamma_d(nnz) * t;
+  return c;
+}
+
+/* A writer's column j at BOS (rows of W, ld columns; bias b): inputs with
+** centre a and bound e (e[i] 0 and a[i] 0: an exact zero, no term).
+** Adds the centre to xc[j] and the bound, with the addition's rounding, to
+** G[j]. */
+static void bos_write(const float *W, int nin, int ld, int j, float b, const double *a,
+                      const double *e, double *xc, double *G) {
+  double u = ldexp(1, -24), c = b, t = fabs((double)b), dev = 0;
+  int nnz = b != 0;
+  for (int i = 0; i < nin; i++) {
+    double w = W[(size_t)i * ld + j];
+    if (w == 0 || (a[i] == 0 && e[i] == 0)) continue;
+    c += w * a[i], t += fabs(w) * (fabs(a[i]) + e[i]), dev += fabs(w) * e[i], nnz++;
+  }
+  double eo = dev + gamma_n(nnz) * t + gamma_d(nnz) * t;
+  xc[j] += c;
+  G[j] += eo + u * (fabs(xc[j]) + G[j] + eo) + gamma_d(2) * fabs(xc[j]);
+}
+
+/* The pass: fills g->stock_bos (n_layers rows of d), or leaves it NULL
+** with stock_bos_why. */
+static void bos_pass(gc *g, rasp_model *m) {
+  const rasp_model_config *c = &m->cfg;
+  int D = c->d_model, F = c->d_mlp, H = c->n_heads, dh = c->d_head, nl = c->n_layers;
+  if (!c->causal) {
+    g->stock_bos_why = "the model is not causal: BOS's residual depends on the input";
+    return;
+  }
+  if (c->gelu) {
+    g->stock_bos_why = "BOS's residual is bounded for ReLU models only";
+    return;
+  }
+  int nmax = F > H * dh ? F : H * dh;
+  double *xc = raspM_alloc(sizeof(double) * (size_t)(2 * D + 2 * nmax)), *G = xc + D;
+  double *a = G + D, *e = a + nmax;
+  double *out = raspM_alloc(sizeof(double) * (size_t)nl * D);
+  const float *te = raspN_data(m, "tok_emb") + (size_t)c->bos_token * D;
+  const float *pe = c->pos_embedding ? raspN_data(m, "pos_emb") : NULL;
+  for (int r = 0; r < D; r++) {
+    xc[r] = (double)te[r] + (pe ? (double)pe[r] : 0);
+    G[r] = pe && te[r] != 0 && pe[r] != 0 ? ldexp(1, -24) * fabs(xc[r]) : 0;
+  }
+  double gmax = 0;
+  char nm[64];
+  for (int L = 0; L < nl; L++) {
+    for (int r = 0; r < D; r++) {
+      out[(size_t)L * D + r] = fabs(xc[r] - (r == 0)) + G[r];
+      gmax = fmax(gmax, out[(size_t)L * D + r]);
+    }
+    /* attention: each head's output is its value vector */
+    snprintf(nm, sizeof nm, "layers.%d.attn.w_v", L);
+    const float *wv = raspN_data(m, nm);
+    snprintf(nm, sizeof nm, "layers.%d.attn.b_v", L);
+    const float *bv = raspN_data(m, nm);
+    for (int h = 0; h < H; h++)
+      for (int j = 0; j < dh; j++)
+        a[h * dh + j] = bos_read(g, wv + (size_t)h * D * dh, D, dh, j, bv[h * dh + j], xc, G,
+                                 &e[h * dh + j]);
+    snprintf(nm, sizeof nm, "layers.%d.attn.w_o", L);
+    const float *wo = raspN_data(m, nm);
+    snprintf(nm, sizeof nm, "layers.%d.attn.b_o", L);
+    const float *bo = raspN_data(m, nm);
+    for (int j = 0; j < D; j++) bos_write(wo, H * dh, D, j, bo[j], a, e, xc, G);
+    /* the MLP: a hidden unit surely at or below 0 is exactly 0 */
+    snprintf(nm, sizeof nm, "layers.%d.mlp.w_in", L);
+    const float *wi = raspN_data(m, nm);
+    snprintf(nm, sizeof nm, "layers.%d.mlp.b_in", L);
+    const float *bi = raspN_data(m, nm);
+    for (int h = 0; h < F; h++) {
+      double pre = bos_read(g, wi, D, F, h, bi[h], xc, G, &e[h]);
+      a[h] = pre > 0 ? pre : 0;
+      if (pre + e[h] <= 0) e[h] = 0;
+    }
+    snprintf(nm, sizeof nm, "layers.%d.mlp.w_out", L);
+    const float *wout = raspN_data(m, nm);
+    snprintf(nm, sizeof nm, "layers.%d.mlp.b_out", L);
+    const float *bout = raspN_data(m, nm);
+    for (int j = 0; j < D; j++) bos_write(wout, F, D, j, bout[j], a, e, xc, G);
+  }
+  raspM_free(xc);
+  if (!(gmax < 1)) { /* (p was sized for errors below 1, and every value a unit holds) */
+    raspM_free(out);
+    g->stock_bos_why = "BOS's residual can be 1 or more from its one-hot";
+    return;
+  }
+  g->stock_bos = out, g->stock_bos_max = gmax;
+}
+
+double raspG_stock_bos_err(const gc *g, int L, const float *W, int d, int ld, int col) {
+  if (!g->stock || !g->stock_bos) return 0; /* (no bound: the norms are not proven) */
+  const double *dev = g->stock_bos + (size_t)L * d;
+  double u = ldexp(1, -24), e = 0, t = 0;
+  int nnz = 0;
+  for (int r = 0; r < d; r++) {
+    double w = fabs((double)W[(size_t)r * ld + col]);
+    if (w == 0) continue;
+    nnz++;
+    if (dev[r] == 0) continue;
+    e += w * (dev[r] + u * (dev[r] + g->stock_M) + g->ln_tiny), t += w * dev[r];
+  }
+  return e + gamma_n(nnz + g->stock_ns) * t * (1 + u);
+}
+
 /* Chooses p (out->ln_q) from the residual's bounds, before the proof,
 ** and the bound M on |m|, the computed mean, that the proof charges
 ** (gc.stock_M): m is the residual's true mean (residual_drift over d1: the
 ** balance cancels what every writer writes but for rounding) plus the
-** computed mean's own error, at most 4 u T in any order of summation
-** (u = 2^-24; T bounds the sum of |x| over a position: a sum's error is
-** at most gamma_d T, and Welford's updates stay within that too).  M is a
+** computed mean's own error, at most 4 u T (the essay above: a sum in any
+** order, Welford's updates, their merges).  M is a
 ** fixed point: the writers' inputs are bounded with the layer norm's
 ** output off by 2 M.  The variance of fl(x - m) over d dimensions is at
 ** most (S + 2 M T + d M^2) / d in real arithmetic, and twice that as
@@ -195,6 +369,7 @@ void raspG_stock_plan(gc *g, raspG_model *out) {
   out->ln_stock = 1;
   g->ln_tiny = ldexp(1, out->ln_q - 150);
   g->stock = 1, g->stock_ns = 2, g->stock_M = out->ln_M;
+  bos_pass(g, &out->model);
 }
 
 /* A reader's sum over the layer norm's output: its nnz rows read fl(x_i -
@@ -347,24 +522,21 @@ int raspG_stock_apply(gc *g, raspG_model *out, rasp_error *err) {
   }
   out->ln_ns = m1.cfg.d_model - out->ln_d0 - 1;
   out->ln_d1 = m1.cfg.d_model;
-  out->ln_proven = 0;
+  out->ln_bos = g->stock_bos ? g->stock_bos_max : -1;
   /* (what p was sized for: every unit's error below 1, no value it holds
   ** below 2^(p-125); raspG_ln_units_ok says which fails, in ln_why) */
-  if (!raspG_ln_units_ok(g, out)) {
+  out->ln_proven = raspG_ln_units_ok(g, out);
+  if (!out->ln_proven) {
     char why[sizeof out->ln_why];
     snprintf(why, sizeof why, "%s", out->ln_why);
     snprintf(out->ln_why, sizeof out->ln_why, "not even sized right: %.120s", why);
   } else if (!need)
-    snprintf(out->ln_why, sizeof out->ln_why,
-             "a reader's sink rows cannot cancel its other rows exactly in two floats");
-  else
-    snprintf(out->ln_why, sizeof out->ln_why,
-             "BOS's residual (the heads' defaults less the shared MLP unit's undo) is taken as "
-             "exact, not charged; --check-orders measures it");
-  /* (not raspG_ln_conclude, which refuses norms not proven: these never
-  ** are, and the model says so -- --stats, layout.layer_norm.proven, the
-  ** loaders' warning) */
-  raspN_free(m0);
-  *m0 = m1;
-  return 1;
+    out->ln_proven = 0, snprintf(out->ln_why, sizeof out->ln_why,
+                                 "a reader's sink rows cannot cancel its other rows exactly in two floats");
+  else if (!g->stock_bos)
+    out->ln_proven = 0, snprintf(out->ln_why, sizeof out->ln_why, "%s", g->stock_bos_why);
+  /* (no self-test at the worst rows: what the norms return is not the
+  ** identity, and the proof's charges are what --check-orders and the
+  ** loaders' layer norms are held to) */
+  return raspG_ln_conclude(g, out, m0, &m1, 1, "--ln stock: the layer norms", "a layer norm", err);
 }

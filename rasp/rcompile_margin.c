@@ -169,7 +169,8 @@ static double stock_col_err(const gc *g, const float *W, int d, int dh, int col,
 ** above carry.  Each value column is a sum over the norm's output: at a
 ** key holding a value (col_vectors' errors, where the value unit's
 ** are) and at BOS's key, whose value (the default: is_bos's row of w_v,
-** read as fl(1 - m)) no unit's error holds; the head's output is a
+** read as fl(1 - m), and what BOS's residual's bound moves it by,
+** raspG_stock_bos_err) no unit's error holds; the head's output is a
 ** weighted mean of those, so it is off by at most the larger.  Added to
 ** its errors (w_o copies each column: head_unique, vsrc_dev). */
 static void head_stock_values(gc *g, unit *u, rasp_model *m) {
@@ -183,7 +184,7 @@ static void head_stock_values(gc *g, unit *u, rasp_model *m) {
   double add[2] = {0, 0};
   for (int j = 0; j < ncol; j++) {
     int k = u->hmode == H_MOVE ? j : 0;
-    double eb = stock_col_err(g, wv, d, dh, j, wv[j]);
+    double eb = stock_col_err(g, wv, d, dh, j, wv[j]) + raspG_stock_bos_err(g, u->layer, wv, d, dh, j);
     add[k] = fmax(add[k], fmax(eb, width ? 0 : VE[j]));
   }
   if (u->hmode != H_MOVE) add[1] = add[0];
@@ -288,16 +289,18 @@ static void hm_bos(hmst *st) {
 ** every other key's 0 off by ek0 (its rows' shifted terms), which meets
 ** the query's gate in every key's score (egate); BOS's components' columns
 ** hold its units' 0, off by their shifted terms, which meet the queries'
-** columns at their largest.  (BOS's residual itself, the heads' defaults
-** less what the shared MLP unit subtracts, is taken as exact, as without
-** the norms: not charged here, and the norms are not reported proven.) */
+** columns at their largest.  BOS's residual is not exactly is_bos's
+** one-hot (the heads' defaults less what the shared MLP unit subtracts,
+** each read through the norms): raspG_stock_bos_err adds what its bound
+** moves each of BOS's columns by. */
 static void hm_stock(hmst *st) {
   gc *g = st->g;
   const unit *u = st->u;
   int d = st->d, dh = st->dh;
   double qbf = fabs((double)st->qbf), kbf = fabs((double)st->kbf);
   double eq = stock_col_err(g, st->wq, d, dh, u->bcol, qbf);
-  double ek = stock_col_err(g, st->wk, d, dh, u->bcol, kbf);
+  double ek = stock_col_err(g, st->wk, d, dh, u->bcol, kbf) +
+              raspG_stock_bos_err(g, u->layer, st->wk, d, dh, u->bcol);
   double ek0 = stock_col_err(g, st->wk, d, dh, u->bcol, 0);
   double e = kbf * eq + (qbf + eq) * ek;
   st->egate = (qbf + eq) * ek0;
@@ -306,7 +309,9 @@ static void hm_stock(hmst *st) {
     int ncol = c->col1 - c->col0;
     double *QA = raspM_alloc(sizeof(double) * (size_t)(ncol + 1) * 2), *QE = QA + ncol + 1;
     double *Q = raspG_col_vectors(g, c->qu, st->wq, d, dh, c->col0, c->col1, st->p, QA, QE);
-    for (int j = 0; j < ncol; j++) e += (QA[j] + QE[j]) * stock_col_err(g, st->wk, d, dh, c->col0 + j, 0);
+    for (int j = 0; j < ncol; j++)
+      e += (QA[j] + QE[j]) * (stock_col_err(g, st->wk, d, dh, c->col0 + j, 0) +
+                              raspG_stock_bos_err(g, u->layer, st->wk, d, dh, c->col0 + j));
     raspM_free(Q);
     raspM_free(QA);
   }

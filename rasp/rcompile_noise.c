@@ -280,9 +280,17 @@ void raspG_print_stats(const raspG_model *g, FILE *out) {
     fprintf(out, "layer norm: stock pre-LN (--ln stock), d_model %d = %d + balance + %d sink%s, "
             "eps 4^%d, weight 2^%d (the scale exactly 1 in float32%s for every variance within "
             "the bounds); every read charged fl(x - m) with the computed mean m within %.3g (the "
-            "residual's true mean proven, the summation's error assumed below 4 u T); the layer "
-            "norms are NOT proven:\n  %s\n", c->d_model, g->ln_d0, g->ln_ns, g->ln_ns == 1 ? "" : "s", g->ln_q,
-            g->ln_q, g->ln_f64 ? " and float64" : "", g->ln_M, g->ln_why);
+            "residual's true mean, and the mean's own rounding, below 4 u T summed in any order "
+            "or by Welford's updates); ", c->d_model, g->ln_d0, g->ln_ns, g->ln_ns == 1 ? "" : "s",
+            g->ln_q, g->ln_q, g->ln_f64 ? " and float64" : "", g->ln_M);
+    if (g->ln_bos >= 0)
+      fprintf(out, "BOS's residual within %.3g of its one-hot at every attention, charged to its "
+              "keys and values; ", g->ln_bos);
+    if (g->ln_proven)
+      fprintf(out, "every layer norm proven: each reader's sum through it is within the charges "
+              "the proof above makes\n");
+    else
+      fprintf(out, "the layer norms are NOT proven:\n  %s\n", g->ln_why);
     fprintf(out, "not proven: the noise bounds do not model layer norm\n");
     return;
   }

@@ -336,6 +336,7 @@ void raspG_gc_free(gc *g) {
     }
   }
   raspM_free(g->u);
+  raspM_free(g->stock_bos);
   if (g->nv)
     for (int i = 0; i < g->ir->nnodes; i++) raspG_view_free(&g->nv[i]);
   raspM_free(g->nv);

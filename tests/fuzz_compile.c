@@ -14,9 +14,9 @@
 ** architecture (`--ln pre`, with require_proof every other program; it
 ** claims exactness where its layer norms are proven the identity too,
 ** which require_proof demands) and for a stock layer norm (`--ln stock`,
-** which never claims its layer norms, but claims its units where it
-** proves every one: rasp's own layer norm is an arithmetic the proof
-** covers).  Each model runs (raspG_run) on a few
+** which claims its units where it proves every one and its layer norms
+** where it bounds BOS's residual, held to that bound: rasp's own layer
+** norm is an arithmetic the proof covers).  Each model runs (raspG_run) on a few
 ** inputs: one pseudo-random input determined by the program's bytes, each
 ** symbol repeated, that input sorted ascending and descending, and two
 ** runs of two symbols -- inputs that uniform draws rarely produce and
@@ -147,6 +147,22 @@ static int moves_hold(rasp_eval *ev, const unsigned char *assumed) {
   return raspE_moves_hold(ev, assumed, 0, NULL, NULL, &err) == 1; /* (unknown: claim nothing) */
 }
 
+/* A --ln stock model's BOS residual at every attention (residual slot 2 L,
+** position 0, as devunit_check left it in res) against is_bos's one-hot,
+** on the dimensions the proof saw: within the proven bound (ln_bos). */
+static int bos_within(const raspG_model *g, const float *res, int n, char *why, size_t nwhy) {
+  int d = g->model.cfg.d_model;
+  for (int L = 0; L < g->model.cfg.n_layers; L++)
+    for (int r = 0; r < g->ln_d0; r++) {
+      double x = res[((size_t)2 * L * (size_t)(n + 1)) * (size_t)d + (size_t)r] - (r == 0);
+      if (!(fabs(x) <= g->ln_bos)) {
+        snprintf(why, nwhy, "layer %d, dimension %d: off by %.3g, bound %.3g", L, r, x, g->ln_bos);
+        return 0;
+      }
+    }
+  return 1;
+}
+
 /* Compiles ir for (prec, enc, gain, moves, base->ln) and checks the model
 ** on the inputs the evaluator accepted (want[k] the first output on in[k],
 ** NULL where it failed; holds[k]: the assumed moves' premise holds on
@@ -183,14 +199,15 @@ static int fuzz_model(const rasp_ir *ir, const raspG_opts *base, int prec, int e
   /* --ln pre: claimed where its layer norms are proven the identity
      (with require_proof they must be, or the compile is refused) */
   if (o.ln == RASPG_LN_PRE && req && !g.ln_proven) finding("layer norms left unproven", &g, -1, g.ln_why);
-  /* --ln stock: its layer norms are never claimed (rcompile_lnstock.c:
-     BOS's residual is not charged), but every unit is proven with the
-     norms' rounding charged at every read, in any arithmetic whose mean
-     is within the bound: raspN_layer_norm's (double) is one, so a model
-     whose units are all proven is held to the evaluator and its units to
-     their deviations, as without norms -- which would find BOS's residual
-     where it matters */
-  if (o.ln == RASPG_LN_STOCK && g.ln_proven) finding("stock layer norms claimed proven", &g, -1, NULL);
+  /* --ln stock: every unit is proven with the norms' rounding charged at
+     every read, in any arithmetic whose mean is within the bound
+     (raspN_layer_norm's, in double, is one), and BOS's residual bounded
+     and charged (rcompile_lnstock.c); proven norms are claimed, and with
+     require_proof they must be.  A model whose units are all proven is held
+     to the evaluator and its units to their deviations whether or not its
+     norms are (they are not where BOS's residual has no bound: a model
+     that is not causal), and a proven one's BOS residual to its bound */
+  if (o.ln == RASPG_LN_STOCK && req && !g.ln_proven) finding("stock layer norms left unproven", &g, -1, g.ln_why);
   int exact = g.unproven == 0 && (o.ln == RASPG_LN_NONE || o.ln == RASPG_LN_STOCK || g.ln_proven);
   int n = FUZZ_N, no = g.model.cfg.n_out, d = g.model.cfg.d_model, nl = g.model.cfg.n_layers;
   devunit u[256];
@@ -226,6 +243,8 @@ static int fuzz_model(const rasp_ir *ir, const raspG_opts *base, int prec, int e
     if (!devunit_check(&g, t, n, u, holds[k] && (o.ln != RASPG_LN_STOCK || exact) ? nu : 0, res, ld, why,
                        sizeof why))
       finding("a proven deviation exceeded", &g, k, why);
+    if (o.ln == RASPG_LN_STOCK && g.ln_proven && !bos_within(&g, res, n, why, sizeof why))
+      finding("BOS's residual beyond its proven bound", &g, k, why);
     if (memcmp(lf, ld, sizeof(float) * (size_t)(n + 1) * (size_t)no) != 0)
       finding("raspG_run's logits differ from raspN_forward's", &g, k, NULL);
   }
@@ -329,7 +348,7 @@ static void fuzz_compile(rasp_ctx *ctx, uint64_t h) {
       lnb.ln = RASPG_LN_PRE;
       fuzz_model(ir, &lnb, RASPG_FP32, RASPG_ENC_AUTO, 1, A, (int)((h >> 15) & 1), in, want, holds,
                  nin);
-      /* and for a stock layer norm (--ln stock): built, run, never claimed */
+      /* and for a stock layer norm (--ln stock), default or proof-driven */
       lnb.ln = RASPG_LN_STOCK;
       fuzz_model(ir, &lnb, RASPG_FP32, RASPG_ENC_AUTO, 1, A, (int)((h >> 16) & 1), in, want, holds,
                  nin);
