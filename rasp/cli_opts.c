@@ -275,7 +275,7 @@ static const raspU_option options[] = {
      "each exactly the identity on what the model reads (fp32 only; rms's\n"
      "in any summation order, pre's in rasp's own); stock: layer norms\n"
      "for stock arithmetic (eps 4^p, a balance and sink dimensions), every\n"
-     "read charged their rounding; the norms themselves not proven"),
+     "read charged their rounding, BOS's residual bounded: proven or refused"),
     OPT(RASPC_O_NO_SDPA, "--no-sdpa", NULL, NULL, RASPC_COMPILE,
      "d_head as the heads need it, not rounded up to 16 or 256 with zero\n"
      "columns: fewer parameters, but exact only under the score formula of\n"

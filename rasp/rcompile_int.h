@@ -415,6 +415,8 @@ RASPG_INTERNAL void raspG_rms_plan(gc *g, raspG_model *out);
 /* --ln stock (rcompile_lnstock.c): p from the residual's bounds before the
 ** proof; the construction (balance, sinks, eps 4^p) after it. */
 RASPG_INTERNAL void raspG_stock_plan(gc *g, raspG_model *out);
+/* Tensor s of layer l ("attn.w_q", ...): rcompile_write.c. */
+RASPG_INTERNAL float *raspG_layer_data(rasp_model *m, int l, const char *s);
 RASPG_INTERNAL int raspG_stock_apply(gc *g, raspG_model *out, rasp_error *err);
 /* The proof's charges for a stock layer norm (gc.stock; 0 without it):
 ** the rounding of one reader's sum over the norm's output (nnz nonzero

@@ -146,31 +146,22 @@ static double residual_drift(rasp_model *m, const double *B, double T, double Mg
   for (int v = 0; v < c->vocab_size; v++) tmax = fmax(tmax, raspG_col_abs(te + (size_t)v * D, D, 1, 0, NULL));
   for (int p = 0; pe && p < c->max_len; p++) pmax = fmax(pmax, raspG_col_abs(pe + (size_t)p * D, D, 1, 0, NULL));
   total += 3 * u * (tmax + pmax) * grow;
-  char nm[64];
   for (int L = 0; L < c->n_layers; L++) {
     /* attention: each head's values within the largest its value columns
     ** read (a weighted mean moves no further), then w_o and b_o */
-    snprintf(nm, sizeof nm, "layers.%d.attn.w_v", L);
-    const float *wv = raspN_data(m, nm);
-    snprintf(nm, sizeof nm, "layers.%d.attn.b_v", L);
-    const float *bv = raspN_data(m, nm);
+    const float *wv = raspG_layer_data(m, L, "attn.w_v");
+    const float *bv = raspG_layer_data(m, L, "attn.b_v");
     for (int h = 0; h < H; h++)
       for (int j = 0; j < dh; j++)
         a[h * dh + j] = read_bound(wv + (size_t)h * D * dh, dh, j, bv[h * dh + j], B, D, Mg);
-    snprintf(nm, sizeof nm, "layers.%d.attn.w_o", L);
-    const float *wo = raspN_data(m, nm);
-    snprintf(nm, sizeof nm, "layers.%d.attn.b_o", L);
-    total += writer_drift(wo, raspN_data(m, nm), H * dh, D, a) + u * T;
+    const float *wo = raspG_layer_data(m, L, "attn.w_o");
+    total += writer_drift(wo, raspG_layer_data(m, L, "attn.b_o"), H * dh, D, a) + u * T;
     /* the MLP: each hidden unit within the size of its pre-activation */
-    snprintf(nm, sizeof nm, "layers.%d.mlp.w_in", L);
-    const float *wi = raspN_data(m, nm);
-    snprintf(nm, sizeof nm, "layers.%d.mlp.b_in", L);
-    const float *bi = raspN_data(m, nm);
+    const float *wi = raspG_layer_data(m, L, "mlp.w_in");
+    const float *bi = raspG_layer_data(m, L, "mlp.b_in");
     for (int h = 0; h < F; h++) a[h] = read_bound(wi, F, h, bi[h], B, D, Mg);
-    snprintf(nm, sizeof nm, "layers.%d.mlp.w_out", L);
-    const float *wout = raspN_data(m, nm);
-    snprintf(nm, sizeof nm, "layers.%d.mlp.b_out", L);
-    total += writer_drift(wout, raspN_data(m, nm), F, D, a) + u * T;
+    const float *wout = raspG_layer_data(m, L, "mlp.w_out");
+    total += writer_drift(wout, raspG_layer_data(m, L, "mlp.b_out"), F, D, a) + u * T;
   }
   raspM_free(a);
   return total;
@@ -272,40 +263,31 @@ static void bos_pass(gc *g, rasp_model *m) {
     G[r] = pe && te[r] != 0 && pe[r] != 0 ? ldexp(1, -24) * fabs(xc[r]) : 0;
   }
   double gmax = 0;
-  char nm[64];
   for (int L = 0; L < nl; L++) {
     for (int r = 0; r < D; r++) {
       out[(size_t)L * D + r] = fabs(xc[r] - (r == 0)) + G[r];
       gmax = fmax(gmax, out[(size_t)L * D + r]);
     }
     /* attention: each head's output is its value vector */
-    snprintf(nm, sizeof nm, "layers.%d.attn.w_v", L);
-    const float *wv = raspN_data(m, nm);
-    snprintf(nm, sizeof nm, "layers.%d.attn.b_v", L);
-    const float *bv = raspN_data(m, nm);
+    const float *wv = raspG_layer_data(m, L, "attn.w_v");
+    const float *bv = raspG_layer_data(m, L, "attn.b_v");
     for (int h = 0; h < H; h++)
       for (int j = 0; j < dh; j++)
         a[h * dh + j] = bos_read(g, wv + (size_t)h * D * dh, D, dh, j, bv[h * dh + j], xc, G,
                                  &e[h * dh + j]);
-    snprintf(nm, sizeof nm, "layers.%d.attn.w_o", L);
-    const float *wo = raspN_data(m, nm);
-    snprintf(nm, sizeof nm, "layers.%d.attn.b_o", L);
-    const float *bo = raspN_data(m, nm);
+    const float *wo = raspG_layer_data(m, L, "attn.w_o");
+    const float *bo = raspG_layer_data(m, L, "attn.b_o");
     for (int j = 0; j < D; j++) bos_write(wo, H * dh, D, j, bo[j], a, e, xc, G);
     /* the MLP: a hidden unit surely at or below 0 is exactly 0 */
-    snprintf(nm, sizeof nm, "layers.%d.mlp.w_in", L);
-    const float *wi = raspN_data(m, nm);
-    snprintf(nm, sizeof nm, "layers.%d.mlp.b_in", L);
-    const float *bi = raspN_data(m, nm);
+    const float *wi = raspG_layer_data(m, L, "mlp.w_in");
+    const float *bi = raspG_layer_data(m, L, "mlp.b_in");
     for (int h = 0; h < F; h++) {
       double pre = bos_read(g, wi, D, F, h, bi[h], xc, G, &e[h]);
       a[h] = pre > 0 ? pre : 0;
       if (pre + e[h] <= 0) e[h] = 0;
     }
-    snprintf(nm, sizeof nm, "layers.%d.mlp.w_out", L);
-    const float *wout = raspN_data(m, nm);
-    snprintf(nm, sizeof nm, "layers.%d.mlp.b_out", L);
-    const float *bout = raspN_data(m, nm);
+    const float *wout = raspG_layer_data(m, L, "mlp.w_out");
+    const float *bout = raspG_layer_data(m, L, "mlp.b_out");
     for (int j = 0; j < D; j++) bos_write(wout, F, D, j, bout[j], a, e, xc, G);
   }
   raspM_free(xc);
@@ -464,13 +446,11 @@ static int sink_col(float *col, size_t stride, int d0, int ns) {
 static int write_sinks(rasp_model *m, int d0, int ns) {
   const rasp_model_config *c = &m->cfg;
   int D = c->d_model, need = 1;
-  char nm[64];
   for (int L = 0; L <= c->n_layers; L++) {
     if (L < c->n_layers) {
       static const char *const qkv[] = {"attn.w_q", "attn.w_k", "attn.w_v"};
       for (int t = 0; t < 3; t++) { /* [head][D][d_head] */
-        snprintf(nm, sizeof nm, "layers.%d.%s", L, qkv[t]);
-        float *w = raspN_data(m, nm);
+        float *w = raspG_layer_data(m, L, qkv[t]);
         for (int h = 0; h < c->n_heads; h++)
           for (int j = 0; j < c->d_head; j++) {
             int k = sink_col(w + (size_t)h * D * c->d_head + j, (size_t)c->d_head, d0, ns);
@@ -478,8 +458,7 @@ static int write_sinks(rasp_model *m, int d0, int ns) {
             need = k > need ? k : need;
           }
       }
-      snprintf(nm, sizeof nm, "layers.%d.mlp.w_in", L); /* [D][d_mlp] */
-      float *wi = raspN_data(m, nm);
+      float *wi = raspG_layer_data(m, L, "mlp.w_in"); /* [D][d_mlp] */
       for (int f = 0; f < c->d_mlp; f++) {
         int k = sink_col(wi + f, (size_t)c->d_mlp, d0, ns);
         if (!k) return 0;

@@ -758,7 +758,7 @@ void raspG_write_embeddings(gc *g, rasp_model *m) {
 }
 
 /* Tensor s of layer l ("attn.w_q", ...). */
-static float *layer_data(rasp_model *m, int l, const char *s) {
+float *raspG_layer_data(rasp_model *m, int l, const char *s) {
   char name[64];
   snprintf(name, sizeof name, "layers.%d.%s", l, s);
   return raspN_data(m, name);
@@ -813,9 +813,9 @@ static void off_at_bos(wctx *w, int l) {
 void raspG_write_layer(gc *g, raspG_model *out, int l) {
   rasp_model *m = &out->model;
   int d = m->cfg.d_model, dh = m->cfg.d_head, hh = 0;
-  float *wq = layer_data(m, l, "attn.w_q"), *wk = layer_data(m, l, "attn.w_k"),
-        *wv = layer_data(m, l, "attn.w_v"), *wo = layer_data(m, l, "attn.w_o"),
-        *bo = layer_data(m, l, "attn.b_o");
+  float *wq = raspG_layer_data(m, l, "attn.w_q"), *wk = raspG_layer_data(m, l, "attn.w_k"),
+        *wv = raspG_layer_data(m, l, "attn.w_v"), *wo = raspG_layer_data(m, l, "attn.w_o"),
+        *bo = raspG_layer_data(m, l, "attn.b_o");
   for (int i = 0; i < g->nu; i++) {
     unit *u = &g->u[i];
     if (!u->used || u->kind != U_HEAD || u->layer != l) continue;
@@ -825,8 +825,8 @@ void raspG_write_layer(gc *g, raspG_model *out, int l) {
     if (u->qw) bo[u->dim] = (float)QW_B;
     u->hslot = hh++;
   }
-  wctx w = {g, d, m->cfg.d_mlp, dh, layer_data(m, l, "mlp.w_in"), layer_data(m, l, "mlp.b_in"),
-            layer_data(m, l, "mlp.w_out"), 0};
+  wctx w = {g, d, m->cfg.d_mlp, dh, raspG_layer_data(m, l, "mlp.w_in"), raspG_layer_data(m, l, "mlp.b_in"),
+            raspG_layer_data(m, l, "mlp.w_out"), 0};
   if (hh) undo_bos(&w, l);
   for (int i = 0; i < g->nu; i++) {
     unit *u = &g->u[i];
