@@ -135,6 +135,10 @@ typedef struct unit {
   int qw_residue;  /* prove: a quantized width refused for what its
                       dimension held before it (FORCE_FRESH next time) */
   double qv;       /* its BOS value weight, a power of two */
+  int cw;          /* --ln stock: a width counted (plan_count_width): the
+                      head weighs every visible key 1/(n + 1) and BOS the
+                      rest, its value the selector's indicator, so it holds
+                      count/(n + 1); its query's gate reads the indices */
 } unit;
 
 /* A quantized width's offset: the head writes qv fl(1/(w+1)) < 2^22 into a

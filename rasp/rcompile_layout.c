@@ -131,7 +131,7 @@ static void dim_json(gc *g, sbuf *b, int dim) {
       raspI_elem_format(g->ir, u->vals[k], eb, sizeof eb);
     else
       snprintf(eb, sizeof eb, "%s",
-               u->sq ? (k ? "x^2" : "x") : u->hmode == H_WIDTH ? (u->qw ? "2^23+qv/(w+1)" : "1/(w+1)") : "mean");
+               u->sq ? (k ? "x^2" : "x") : u->hmode == H_WIDTH ? (u->qw ? "2^23+qv/(w+1)" : "1/(w+1)") : u->cw ? "w/(n+1)" : "mean");
     sb_printf(&nm, "%s%s=%s", nm.len ? " | " : "", name, eb);
   }
   sb_printf(b, ", ");

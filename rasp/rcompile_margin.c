@@ -320,6 +320,41 @@ static void hm_stock(hmst *st) {
   st->blo = st->sbos - ebos, st->bhi = st->sbos + ebos;
 }
 
+/* A counted width (unit cw: plan_count_width): no components; every key
+** scores the query's gate times its own, 0, and BOS the gate times 1,
+** which at query position i is written as ln(n - i) / lsc, so that each
+** of the i + 1 visible keys weighs exactly 1/(n + 1) in real arithmetic.
+** The spread is twice the largest distance of any score from that design
+** (every weight then within e^(spread lsc) of 1/(n + 1)): the gate
+** entry's own rounding, its product's and scaling's (up each), and with
+** --ln stock the reads (the query's index row, BOS's key gate with BOS's
+** residual, another key's gate: stock_col_err); then the softmax's own
+** rounding. */
+static void hm_count(hmst *st) {
+  gc *g = st->g;
+  const unit *u = st->u, *ix = &g->u[1];
+  int d = st->d, dh = st->dh, n = g->n;
+  double kbf = st->wk[(size_t)0 * dh + u->bcol], ek = 0, ek0 = 0, sp = 0;
+  if (g->stock) {
+    ek = stock_col_err(g, st->wk, d, dh, u->bcol, kbf) +
+         raspG_stock_bos_err(g, u->layer, st->wk, d, dh, u->bcol);
+    ek0 = stock_col_err(g, st->wk, d, dh, u->bcol, 0);
+  }
+  for (int i = 0; i < n; i++) {
+    double w = st->wq[(size_t)(ix->dim + i) * dh + u->bcol];
+    double eq = g->stock ? stock_col_err(g, st->wq, d, dh, u->bcol, w) : 0;
+    double s = w * kbf, design = log((double)(n - i)) / st->lsc;
+    double eb = fabs(s - design) + fabs(w) * ek + eq * (fabs(kbf) + ek) + 2 * st->up * fabs(s);
+    double ekey = (fabs(w) + eq) * ek0;
+    sp = fmax(sp, eb + ekey);
+    st->vmax = fmax(st->vmax, fabs(w)), st->smax = fmax(st->smax, fabs(s));
+  }
+  /* (and the softmax's own rounding, a few u of each weight for the
+  ** exponentials and their sum of up to n + 1 terms, as a score) */
+  st->spread = 2 * sp + (n + 4) * st->up / st->lsc;
+  st->ebns = 0, st->blo = st->bhi = st->sbos = 0; /* (BOS is weighed by design, not beaten) */
+}
+
 /* One component's column vectors and each key's nonzero columns. */
 typedef struct hmcomp {
   const comp *c;
@@ -548,8 +583,14 @@ int raspG_head_margin(gc *g, unit *u, rasp_model *m, int p) {
   st.lsc = (double)(1.0f / sqrtf((float)st.dh));
   st.width = u->hmode == H_WIDTH, st.avg = st.width || u->hmode == H_NUM;
   hm_bos(&st);
-  if (g->stock) hm_stock(&st);
   st.G = INFINITY, st.Gp = INFINITY, st.leak = 0, st.spread = 0;
+  if (u->cw) {
+    hm_count(&st);
+    int ok = hm_verdict(&st, m);
+    u->leak0 = 0; /* (causal: at BOS's query only BOS is visible) */
+    return ok;
+  }
+  if (g->stock) hm_stock(&st);
   /* a quantized width: every selected key scores exactly BOS's score,
   ** each computed exactly */
   st.wexact = st.width && u->qw && st.ebns == 0;
@@ -561,6 +602,11 @@ int raspG_head_margin(gc *g, unit *u, rasp_model *m, int p) {
   st.emh = st.pMf + nc + 1, st.eMh = st.emh + nc + 1, st.Tsel = st.eMh + nc + 1;
   for (int ci = 0; ci < nc; ci++) hm_comp(&st, ci);
   if (nc > 1) hm_several(&st);
+  /* no components (a causal `always`): every key scores its gate, 0 but
+  ** for egate, and a width's BOS sbos within ebns; they are all selected,
+  ** so what they can differ by is the spread (0 where exact) */
+  if (nc == 0 && st.avg)
+    st.spread = st.width ? st.ebns + fabs(st.egate) + st.up * fabs(st.sbos) : 2 * fabs(st.egate);
   raspM_free(st.mh);
   return hm_verdict(&st, m);
 }

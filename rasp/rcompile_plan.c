@@ -694,11 +694,60 @@ static int plan_map(gc *g, int id, const rasp_ir_node *nd) {
   return plan_mlp(g, id, nd);
 }
 
-/* sel_width: the constant n for a non-causal `always` (no head), else a
-** width head, its raw values 1/(w + 1) or quantized (qwidth_scale). */
+/* --ln stock: a width whose select compares every key with one query value
+** (select(k, full(c), pred), causal) in a causal model, as a count.  A
+** stock norm's rounding of the keys' features weighs a classic width's
+** selected keys unequally by more than its decode allows (1/(w + 1) and
+** 1/(w + 2) are close); this head reads no key feature in its scores.
+** Every key scores 0 and BOS ln(n - i) at query position i (the query's
+** gate reads the indices), so in real arithmetic each of the i + 1 visible
+** keys weighs exactly 1/(n + 1) and BOS (n - i)/(n + 1); its value is the
+** indicator pred(k, c) (a view of the keys' categorical unit) and BOS's 0,
+** so it holds count/(n + 1): raw values a/(n + 1), a = 0..n, 1/(n + 1)
+** apart.  1 planned, 0 not this kind. */
+static int plan_count_width(gc *g, int id, const rasp_ir_node *nd, const rasp_ir_node *sn) {
+  if (g->o->ln != RASPG_LN_STOCK || !g->causal_model || sn->op != RASP_OP_SELECT ||
+      sn->aux == RASP_PRED_TRUE || !(sn->flags & RASP_CAUSAL))
+    return 0;
+  const view *qv = &g->nv[sn->in[1]];
+  int nq = 0;
+  rasp_elem c = {0, 1};
+  for (int b = 0; b < qv->nv; b++)
+    if (qv->ok[b]) {
+      if (nq++ && raspG_ecmp(qv->val[b], c) != 0) return 0;
+      c = qv->val[b];
+    }
+  if (!nq) return 0;
+  view kv;
+  raspG_view_copy(g, &kv, &g->nv[sn->in[0]]);
+  raspG_need_cat(g, &kv, sn->in[0]);
+  for (int a = 0; a < kv.nv; a++)
+    if (kv.ok[a]) kv.val[a] = (rasp_elem){raspG_pred_holds(g, sn, kv.val[a], c) ? 1 : 0, 1};
+  int n = g->n;
+  rasp_elem *vals = raspM_alloc(sizeof(rasp_elem) * (size_t)(n + 1));
+  for (int a = 0; a <= n; a++) { /* a/(n + 1) in lowest terms, ascending */
+    int64_t p = a, q = n + 1;
+    while (q) {
+      int64_t r = p % q;
+      p = q, q = r;
+    }
+    vals[a] = (rasp_elem){a / p, (n + 1) / p};
+  }
+  int uid = raspG_new_head(g, 0, vals, n + 1, id, H_NUM, nd->in[0], &kv, (rasp_elem){0, 1});
+  g->u[uid].cw = 1;
+  view *v = &g->nv[id];
+  raspG_view_alloc(g, v, uid);
+  for (int a = 0; a <= n; a++) v->val[a] = (rasp_elem){a, 1}, v->ok[a] = 1;
+  return 1;
+}
+
+/* sel_width: the constant n for a non-causal `always` (no head), a count
+** (plan_count_width), else a width head, its raw values 1/(w + 1) or
+** quantized (qwidth_scale). */
 static int plan_width(gc *g, int id, const rasp_ir_node *nd) {
   view *v = &g->nv[id];
   const rasp_ir_node *sn = &g->ir->nodes[nd->in[0]];
+  if (plan_count_width(g, id, nd, sn)) return 1;
   int wlo = 0;
   if (sn->op == RASP_OP_SELECT && sn->aux == RASP_PRED_TRUE) {
     if (!(sn->flags & RASP_CAUSAL)) { /* `length`: the constant n, no head */
@@ -1063,7 +1112,7 @@ int raspG_plan(gc *g, const rasp_ir *ir, const raspG_opts *o, const unsigned cha
     if (!quad) raspG_need_cat(g, ov, root);
   }
   for (int i = 0; i < g->nu && ok; i++)
-    if (g->u[i].kind == U_HEAD) {
+    if (g->u[i].kind == U_HEAD && !g->u[i].cw) { /* (a count has no components) */
       ok = sel_comps(g, g->u[i].selnode, g->u[i].c, &g->u[i].nc);
       if (ok) prune_comps(g, g->u[i].c, g->u[i].nc);
     }

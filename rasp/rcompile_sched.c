@@ -17,6 +17,7 @@ void raspG_unit_sources(const unit *u, int *src, int *ns) {
       src[(*ns)++] = u->c[i].qu;
     }
     if (u->hmode != H_WIDTH) src[(*ns)++] = u->hv.unit;
+    if (u->cw) src[(*ns)++] = 1; /* (its query's gate reads the indices, unit 1) */
   } else if (u->kind == U_MLP) {
     for (int i = 0; i < u->nmv; i++) src[(*ns)++] = u->mv[i].unit;
   }

@@ -579,6 +579,20 @@ double raspG_score_scale(double beta, int dh) {
   return exp2(ceil(log2(beta * sqrt((double)dh))));
 }
 
+/* A counted width's query gate (plan_count_width): at program position i
+** (the indices' dimension i) BOS's logit ln(n - i), the score times
+** 1/sqrt(d_head) (the gain does not scale it), nothing from `one` or
+** is_bos (at BOS only BOS is visible: a causal model; the fewer and smaller
+** the column's weights, the less a stock norm's shift costs its sum). */
+static void count_gate(gc *g, unit *u, float *wq, int dh) {
+  const unit *ix = &g->u[1];
+  double lsc = (double)(1.0f / sqrtf((float)dh));
+  wq[(size_t)1 * dh + u->bcol] = 0;
+  wq[(size_t)0 * dh + u->bcol] = 0;
+  for (int i = 0; i < g->n; i++)
+    wq[(size_t)(ix->dim + i) * dh + u->bcol] = (float)(log((double)(g->n - i)) / lsc);
+}
+
 static void write_head(gc *g, unit *u, float *wq, float *wk, float *wv, float *wo, int d,
                        int dh, double scale) {
   int col = 0;
@@ -634,6 +648,7 @@ static void write_head(gc *g, unit *u, float *wq, float *wk, float *wv, float *w
     wk[(size_t)0 * dh + col] = 1;
     wq[(size_t)1 * dh + col] = (float)((u->hmode == H_WIDTH ? m : m - 0.5) * scale);
     wq[(size_t)0 * dh + col] = (float)((m + 10) * scale);
+    if (u->cw) count_gate(g, u, wq, dh);
   }
   if (u->hmode == H_WIDTH) {
     wv[0] = u->qw ? (float)u->qv : 1; /* (quantized: b_o adds QW_B, below) */

@@ -10,10 +10,12 @@
 #     its keys and values, so the layer norms are proven; --check 200
 #     agrees with the interpreter in every order of --check-orders (whose
 #     layer norms are Welford's, in each order);
-#   - the charge can refuse: decoder3_forward_start at D = 2 is proven
-#     without layer norm, and with --ln stock refused at its width `rank`
-#     (file:line:col), whose selected keys' scores the norms' rounding can
-#     make unequal;
+#   - a width whose select has a constant query is counted: decoder3's
+#     `rank` at D = 2 is proven with the norms, and --check 100 agrees;
+#   - the charge can refuse: decoder6_causal at D = 2 is proven without
+#     layer norm, and with --ln stock refused at its width `is_before`
+#     (file:line:col; its query is not constant), whose selected keys'
+#     scores the norms' rounding can make unequal;
 #   - STEM.json: config.norm_eps is 4^p for layout.layer_norm's
 #     weight_log2 p, construction "stock", proven true with a bos_bound
 #     below 1e-3; every reader
@@ -32,8 +34,9 @@
 #     skipped without torch; RASP_NO_SKIP=1 fails instead);
 #   - unit by unit (ln_stock.py --units): no unit of decoder2 differs
 #     between torch.nn.LayerNorm in float32 and the numpy backend; in
-#     decoder3 at D = 5 (--unproven) the first that differs is its width
-#     `rank`, the unit the charge refuses;
+#     decoder3 at D = 5 (--unproven) its counted width `rank` agrees and
+#     the first that differs is `start_idx`, a move whose query reads
+#     start_rank as a number and its square (up to 99^2);
 #   - rasp-train --init runs it in its own float32 layer norm (not the
 #     exact arithmetic of --ln pre): right at every answer before a step.
 NAME=ln_stock.sh
@@ -47,16 +50,26 @@ grep -q "^layer norm: stock pre-LN (--ln stock), .*every read charged fl(x - m) 
   grep -Eq "^fp32: (every head, MLP unit and the readout proven|proven exact against rounding: ([0-9]+) of \2 )" "$tmp/out" &&
   ok "--stats: every unit proven with every read charged, BOS's residual too; the layer norms proven" ||
   bad "--stats line" "$tmp/out"
-# the charge refuses what it cannot prove: decoder3's width at D = 2
-"$RASP" compile programs/decoder3_forward_start.rasp --D 2 --M 5 --V 20 --moves one --dry-run \
-  >"$tmp/out0" 2>&1 || bad "decoder3 at D = 2 without layer norm" "$tmp/out0"
-if "$RASP" compile programs/decoder3_forward_start.rasp --D 2 --M 5 --V 20 --moves one --ln stock \
+# a width with a constant query is counted (plan_count_width): decoder3's
+# `rank` at D = 2, refused as a classic width, is proven and agrees
+"$RASP" compile programs/decoder3_forward_start.rasp --D 2 --M 5 --V 20 --moves one --ln stock \
+  --dry-run --stats --check 100 >"$tmp/out0" 2>&1 &&
+  grep -q "^fp32: every head, MLP unit and the readout proven against rounding" "$tmp/out0" &&
+  grep -q "every layer norm proven" "$tmp/out0" &&
+  grep -q "^check: 100/100 inputs agree with the interpreter" "$tmp/out0" &&
+  ok "decoder3 at D = 2: its width rank counted, every unit and the norms proven, 100/100 agree" ||
+  bad "decoder3 at D = 2 --ln stock" "$tmp/out0"
+# the charge refuses what it cannot prove: decoder6's width is_before (a
+# query that is not constant) at D = 2, proven without layer norm
+"$RASP" compile programs/decoder6_causal.rasp --D 2 --M 5 --V 20 --moves one --dry-run \
+  >"$tmp/out0" 2>&1 || bad "decoder6 at D = 2 without layer norm" "$tmp/out0"
+if "$RASP" compile programs/decoder6_causal.rasp --D 2 --M 5 --V 20 --moves one --ln stock \
      --dry-run >"$tmp/out0" 2>&1; then
-  bad "decoder3 at D = 2 --ln stock was not refused" "$tmp/out0"
+  bad "decoder6 at D = 2 --ln stock was not refused" "$tmp/out0"
 else
-  grep -q "^programs/decoder3_forward_start.rasp:32:12: compile: %31 rank (sel_width) cannot be compiled exactly in fp32: rounding can weigh its selected keys unequally" "$tmp/out0" &&
-    ok "decoder3 at D = 2: proven without layer norm, refused with --ln stock at its width" ||
-    bad "decoder3 --ln stock refusal" "$tmp/out0"
+  grep -q "^programs/listing6_causal_fixed.rasp:49:21: compile: %53 is_before (sel_width) cannot be compiled exactly in fp32: rounding can weigh its selected keys unequally" "$tmp/out0" &&
+    ok "decoder6 at D = 2: proven without layer norm, refused with --ln stock at its width" ||
+    bad "decoder6 --ln stock refusal" "$tmp/out0"
 fi
 n=$(grep -c "^check order [a-z0-9]*: 200/200 inputs agree" "$tmp/out")
 [ "$n" = 8 ] && ok "every order agrees on 200/200" || bad "orders agreeing: $n of 8" "$tmp/out"
@@ -149,9 +162,10 @@ PYEOF
     "$RASP" gen --D 5 --M 5 --V 100 -n 10 --seed 41 --format text --order edge --no-bos --no-eos \
       --st-names >"$tmp/task5" 2>"$tmp/log" || bad "decoder3 at D = 5, or gen" "$tmp/log"
   $PY experiments/ln_stock.py --units "$tmp/e3" "$tmp/task5" >"$tmp/py" 2>&1
-  grep -q "^first unit to disagree: %[0-9]*:rank$" "$tmp/py" &&
-    ok "--units: decoder3 at D = 5 first differs at its width: $(grep 'the first to' "$tmp/py" | tr -s ' ' | cut -c1-60)" ||
-    bad "--units e3: want the width rank first" "$tmp/py"
+  grep -q "^first unit to disagree: %[0-9]*:start_idx$" "$tmp/py" &&
+    grep -q "^  %[0-9]*:rank  *layers\.[0-9]*\.attn  *690/690 " "$tmp/py" &&
+    ok "--units: decoder3 at D = 5: its counted width agrees, the first to differ reads start_rank: $(grep 'the first to' "$tmp/py" | tr -s ' ' | cut -c1-60)" ||
+    bad "--units e3: want rank agreeing and start_idx first" "$tmp/py"
 elif [ "${RASP_NO_SKIP:-0}" = 1 ]; then
   bad "no torch under RASP_NO_SKIP=1"
 else
