@@ -161,6 +161,9 @@ typedef struct gc {
                       when need_num decoded one for it (val NULL: not) */
   unsigned char *ornot; /* per IR node: a select under an or / not */
   unsigned char *wsel; /* per IR node: a select a sel_width reads */
+  unsigned char *truth; /* per IR node: every reader reads only its truth (a
+                           where's condition), and so do those of the nodes
+                           raspF_canon merges with it (truth_readers) */
   int *decoded;    /* per unit: its categorical decode unit, or -1 */
   rasp_error *err;
   /* per IR node (and [nnodes]: the tokens): compile it categorically, its

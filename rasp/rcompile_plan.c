@@ -741,13 +741,57 @@ static int plan_count_width(gc *g, int id, const rasp_ir_node *nd, const rasp_ir
   return 1;
 }
 
+/* --ln stock: a width whose every reader reads only its truth (g->truth:
+** where(w, x, y) as the condition), as whether any key is selected: a head
+** that moves the constant True from every selected key, False (BOS's
+** default) where none is.  Every selected key holds the same value, so
+** however unequally rounding weighs them the head's one-hot is exact to its
+** leak, as a move's is: no fine reading of key features.  The node's view
+** gives 0 and 1 for False and True, which its readers read as truth only.
+** 1 planned, 0 not this kind. */
+static int plan_truth_width(gc *g, int id, const rasp_ir_node *nd) {
+  if (g->o->ln != RASPG_LN_STOCK || !g->truth || !g->truth[id]) return 0;
+  int one = one_unit(g);
+  view hv;
+  raspG_view_alloc(g, &hv, one);
+  for (int a = 0; a < hv.nv; a++) hv.val[a] = (rasp_elem){1, RASP_DEN_BOOL}, hv.ok[a] = 1;
+  rasp_elem *vals = raspM_alloc(sizeof(rasp_elem) * 2);
+  vals[0] = (rasp_elem){0, RASP_DEN_BOOL}, vals[1] = (rasp_elem){1, RASP_DEN_BOOL};
+  int uid = raspG_new_head(g, 1, vals, 2, id, H_CAT, nd->in[0], &hv, vals[0]);
+  view *v = &g->nv[id];
+  raspG_view_alloc(g, v, uid);
+  for (int a = 0; a < 2; a++) v->val[a] = (rasp_elem){a, 1}, v->ok[a] = 1;
+  return 1;
+}
+
+/* Per IR node, whether every live reader reads only its truth (as a
+** where's condition) and it is not an output; a node raspF_canon merges
+** with others is planned once for all of them, so all of theirs count. */
+static unsigned char *truth_readers(const rasp_ir *ir, const unsigned char *live, const int *canon) {
+  int n = ir->nnodes;
+  unsigned char *t = raspM_alloc((size_t)n + 1);
+  for (int i = 0; i < n; i++) t[i] = live[i] != 0;
+  for (int k = 0; k < ir->noutputs; k++) t[ir->outputs[k]] = 0;
+  for (int j = 0; j < n; j++) {
+    if (!live[j]) continue;
+    const rasp_ir_node *nd = &ir->nodes[j];
+    for (int k = 0; k < nd->nin; k++)
+      if (!(nd->op == RASP_OP_WHERE && k == 0)) t[nd->in[k]] = 0;
+  }
+  for (int i = 0; i < n; i++)
+    if (live[i] && !t[i]) t[canon[i]] = 0;
+  for (int i = 0; i < n; i++)
+    if (live[i]) t[i] = t[canon[i]];
+  return t;
+}
+
 /* sel_width: the constant n for a non-causal `always` (no head), a count
-** (plan_count_width), else a width head, its raw values 1/(w + 1) or
-** quantized (qwidth_scale). */
+** (plan_count_width) or a truth (plan_truth_width), else a width head, its
+** raw values 1/(w + 1) or quantized (qwidth_scale). */
 static int plan_width(gc *g, int id, const rasp_ir_node *nd) {
   view *v = &g->nv[id];
   const rasp_ir_node *sn = &g->ir->nodes[nd->in[0]];
-  if (plan_count_width(g, id, nd, sn)) return 1;
+  if (plan_count_width(g, id, nd, sn) || plan_truth_width(g, id, nd)) return 1;
   int wlo = 0;
   if (sn->op == RASP_OP_SELECT && sn->aux == RASP_PRED_TRUE) {
     if (!(sn->flags & RASP_CAUSAL)) { /* `length`: the constant n, no head */
@@ -1075,6 +1119,7 @@ int raspG_plan(gc *g, const rasp_ir *ir, const raspG_opts *o, const unsigned cha
      again (they make no unit, and their operands' decodes are memoised) */
   int *canon = raspM_alloc(sizeof(int) * (size_t)ir->nnodes);
   raspF_canon(ir, live, canon);
+  g->truth = truth_readers(ir, live, canon);
   unsigned char *st = raspM_alloc((size_t)ir->nnodes);
   raspF_static(ir, 0, st);
   rasp_eval *sev = NULL;

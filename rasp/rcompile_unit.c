@@ -348,6 +348,7 @@ void raspG_gc_free(gc *g) {
   raspM_free(g->numeq);
   raspM_free(g->ornot);
   raspM_free(g->wsel);
+  raspM_free(g->truth);
   raspM_free(g->fact);
   raspM_free(g->dist);
   raspF_moves_free(g->mscan);

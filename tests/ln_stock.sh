@@ -12,10 +12,12 @@
 #     layer norms are Welford's, in each order);
 #   - a width whose select has a constant query is counted: decoder3's
 #     `rank` at D = 2 is proven with the norms, and --check 100 agrees;
+#   - a width read only as a where's condition is compiled as whether a
+#     key is selected (a one-hot head), and agrees; read as a number too,
+#     it stays a width;
 #   - the charge can refuse: decoder6_causal at D = 2 is proven without
-#     layer norm, and with --ln stock refused at its width `is_before`
-#     (file:line:col; its query is not constant), whose selected keys'
-#     scores the norms' rounding can make unequal;
+#     layer norm, and with --ln stock refused (file:line:col) at the where
+#     `cur_state`, whose inputs' errors a chain of wheres adds up;
 #   - STEM.json: config.norm_eps is 4^p for layout.layer_norm's
 #     weight_log2 p, construction "stock", proven true with a bos_bound
 #     below 1e-3; every reader
@@ -59,16 +61,42 @@ grep -q "^layer norm: stock pre-LN (--ln stock), .*every read charged fl(x - m) 
   grep -q "^check: 100/100 inputs agree with the interpreter" "$tmp/out0" &&
   ok "decoder3 at D = 2: its width rank counted, every unit and the norms proven, 100/100 agree" ||
   bad "decoder3 at D = 2 --ln stock" "$tmp/out0"
-# the charge refuses what it cannot prove: decoder6's width is_before (a
-# query that is not constant) at D = 2, proven without layer norm
+# a width read only as a where's condition is compiled as whether any key
+# is selected (plan_truth_width: a one-hot head moving True); read as a
+# number too, it stays a width
+cat >"$tmp/any.rasp" <<'EOF2'
+def main(seq):
+    w = sel_width(select(seq, seq, lt, causal=True))
+    return where(w, full(seq, 'y'), full(seq, 'n'))
+EOF2
+sed 's/where(w,/where(w > 1,/' "$tmp/any.rasp" >"$tmp/any2.rasp"
+for v in any any2; do
+  "$RASP" compile "$tmp/$v.rasp" --input-vocab "a b c" --length 6 --ln stock -o "$tmp/$v" \
+    --check 200 >"$tmp/out0" 2>&1 && grep -q "^check: 200/200 inputs agree" "$tmp/out0" ||
+    bad "$v.rasp --ln stock" "$tmp/out0"
+done
+$PY - "$tmp/any" "$tmp/any2" >"$tmp/js" 2>&1 <<'PYEOF'
+import json, sys
+enc = []
+for stem in sys.argv[1:]:
+    us = json.load(open(stem + ".json"))["layout"]["units"]
+    enc.append([u["encoding"] for u in us if u["name"].endswith(":w")])
+print(enc)
+PYEOF
+grep -qx "\[\['categorical'\], \['numerical'\]\]" "$tmp/js" &&
+  ok "a width read only as a condition: a one-hot head (True/False), 200/200 agree; read as a number: a width" ||
+  bad "truth width" "$tmp/js"
+# the charge refuses what it cannot prove: decoder6 at D = 2, proven
+# without layer norm, past its widths (read as conditions: truths) at a
+# chain of wheres
 "$RASP" compile programs/decoder6_causal.rasp --D 2 --M 5 --V 20 --moves one --dry-run \
   >"$tmp/out0" 2>&1 || bad "decoder6 at D = 2 without layer norm" "$tmp/out0"
 if "$RASP" compile programs/decoder6_causal.rasp --D 2 --M 5 --V 20 --moves one --ln stock \
      --dry-run >"$tmp/out0" 2>&1; then
   bad "decoder6 at D = 2 --ln stock was not refused" "$tmp/out0"
 else
-  grep -q "^programs/listing6_causal_fixed.rasp:49:21: compile: %53 is_before (sel_width) cannot be compiled exactly in fp32: rounding can weigh its selected keys unequally" "$tmp/out0" &&
-    ok "decoder6 at D = 2: proven without layer norm, refused with --ln stock at its width" ||
+  grep -q "^programs/listing6_causal_fixed.rasp:58:21: compile: %106 cur_state (where) cannot be compiled exactly in fp32: rounding can push a hidden unit across its hinge" "$tmp/out0" &&
+    ok "decoder6 at D = 2: proven without layer norm, refused with --ln stock at a where (cur_state)" ||
     bad "decoder6 --ln stock refusal" "$tmp/out0"
 fi
 n=$(grep -c "^check order [a-z0-9]*: 200/200 inputs agree" "$tmp/out")
