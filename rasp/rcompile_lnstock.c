@@ -113,18 +113,50 @@ static double writer_drift(const float *W, const float *b, int nin, int D, const
 }
 
 /* The size of a sum over a layer norm's output, column col of W (D rows,
-** stride ld) plus bias b, with |x_r| <= B[r] and the computed mean within
-** Mg: its terms' sizes, grown by the rounding of at most D + 3 products
-** (the shift m cancels in real arithmetic; its terms, and the sinks' as
-** much again, reach 2 Mg (1 + u) times the weights in the partial sums). */
-static double read_bound(const float *W, int ld, int col, float b, const double *B, int D,
-                         double Mg) {
-  double s = fabs((double)b), w1 = 0;
+** stride ld) plus bias b, with x_r within [lo[r], hi[r]] and the computed
+** mean within Mg.  The sinks cancel the shift m in real arithmetic, so the
+** sum is b + sum of w_r x_r but for each read's rounding (u |x_r - m|):
+** between `below` and `above`, each term at the end of x_r's range that
+** makes it least or most; grown by the rounding of at most D + 3 products
+** (the shifted terms, and the sinks' as much again, reach 2 Mg (1 + u)
+** times the weights in the partial sums).  relu: what a hidden unit passes,
+** max(0, above) and the rounding (a large gate such as -L is_bos, where
+** is_bos is 0 or 1, only lowers it); else the sum's largest size. */
+static double read_bound(const float *W, int ld, int col, float b, const double *lo, const double *hi,
+                         int D, double Mg, int relu) {
+  double above = b, below = b, s = fabs((double)b), w1 = 0, e = ldexp(1, -23);
   for (int r = 0; r < D; r++) {
-    double w = fabs((double)W[(size_t)r * ld + col]);
-    s += w * B[r], w1 += w;
+    double w = W[(size_t)r * ld + col];
+    if (w == 0) continue;
+    double l = lo[r] - e * (fabs(lo[r]) + Mg), h = hi[r] + e * (fabs(hi[r]) + Mg);
+    above += fmax(w * l, w * h), below += fmin(w * l, w * h);
+    s += fabs(w) * fmax(fabs(l), fabs(h)), w1 += fabs(w);
   }
-  return s * (1 + ldexp(1, -20)) + gamma_n(D + 3) * (s + 3 * Mg * w1);
+  double v = relu ? fmax(0, above) : fmax(fabs(above), fabs(below));
+  return v * (1 + ldexp(1, -20)) + gamma_n(D + 3) * (s + 3 * Mg * w1);
+}
+
+/* Each residual dimension's range at every layer norm, signed: the values
+** of every unit that holds it (a one-hot 0 or 1, a number's values, its
+** square's) and 0 (before it is written, after it is erased), each off by
+** less than 1 (the bound raspG_ln_units_ok checks after the proof), and
+** within B, raspG_ln_dim_bounds's bound on its size. */
+static void dim_range(gc *g, const double *B, int D, double *lo, double *hi) {
+  for (int d = 0; d < D; d++) lo[d] = hi[d] = 0;
+  for (int d = 0; d < 2 && d < D; d++) hi[d] = 1; /* is_bos, one */
+  for (int i = 0; i < g->nu; i++) {
+    const unit *u = &g->u[i];
+    if (!u->used || u->dim < 0) continue;
+    for (int k = 0; k < usize(u) && u->dim + k < D; k++) {
+      double mn = 0, mx = u->cat ? 1 : 0;
+      for (int a = 0; a < u->nvals && !u->cat; a++) {
+        double x = dval(u->vals[a]), v = u->sq && k ? x * x : x;
+        mn = fmin(mn, v), mx = fmax(mx, v);
+      }
+      lo[u->dim + k] = fmin(lo[u->dim + k], mn), hi[u->dim + k] = fmax(hi[u->dim + k], mx);
+    }
+  }
+  for (int d = 0; d < D; d++) lo[d] = fmax(-B[d], lo[d] - 1), hi[d] = fmin(B[d], hi[d] + 1);
 }
 
 /* A bound on the residual's true mean times d1 at every layer norm (the
@@ -132,12 +164,13 @@ static double read_bound(const float *W, int ld, int col, float b, const double 
 ** addition's rounding, u T each), B bounding each dimension and Mg the
 ** computed mean.  A writer's inputs (a head's values, an MLP's hidden
 ** units) are sums over a layer norm's output (read_bound). */
-static double residual_drift(rasp_model *m, const double *B, double T, double Mg) {
+static double residual_drift(gc *g, rasp_model *m, const double *B, double T, double Mg) {
   const rasp_model_config *c = &m->cfg;
   int D = c->d_model, F = c->d_mlp, H = c->n_heads, dh = c->d_head;
   double u = ldexp(1, -24), grow = 1 + ldexp(1, -20), total = 0;
   int nmax = F > H * dh ? F : H * dh;
-  double *a = raspM_alloc(sizeof(double) * (size_t)(nmax + 1));
+  double *a = raspM_alloc(sizeof(double) * (size_t)(nmax + 1 + 2 * D)), *lo = a + nmax + 1, *hi = lo + D;
+  dim_range(g, B, D, lo, hi);
   /* the embeddings: the balance of a token row and of a position row, each
   ** rounded once, and their sum, rounded on every dimension and the
   ** balance */
@@ -153,13 +186,14 @@ static double residual_drift(rasp_model *m, const double *B, double T, double Mg
     const float *bv = raspG_layer_data(m, L, "attn.b_v");
     for (int h = 0; h < H; h++)
       for (int j = 0; j < dh; j++)
-        a[h * dh + j] = read_bound(wv + (size_t)h * D * dh, dh, j, bv[h * dh + j], B, D, Mg);
+        a[h * dh + j] = read_bound(wv + (size_t)h * D * dh, dh, j, bv[h * dh + j], lo, hi, D, Mg, 0);
     const float *wo = raspG_layer_data(m, L, "attn.w_o");
     total += writer_drift(wo, raspG_layer_data(m, L, "attn.b_o"), H * dh, D, a) + u * T;
-    /* the MLP: each hidden unit within the size of its pre-activation */
+    /* the MLP: each hidden unit within what ReLU passes of its
+    ** pre-activation */
     const float *wi = raspG_layer_data(m, L, "mlp.w_in");
     const float *bi = raspG_layer_data(m, L, "mlp.b_in");
-    for (int h = 0; h < F; h++) a[h] = read_bound(wi, F, h, bi[h], B, D, Mg);
+    for (int h = 0; h < F; h++) a[h] = read_bound(wi, F, h, bi[h], lo, hi, D, Mg, 1);
     const float *wout = raspG_layer_data(m, L, "mlp.w_out");
     total += writer_drift(wout, raspG_layer_data(m, L, "mlp.b_out"), F, D, a) + u * T;
   }
@@ -335,7 +369,7 @@ void raspG_stock_plan(gc *g, raspG_model *out) {
   double *B = raspG_ln_dim_bounds(g, out);
   double M0 = 4 * u * T * (1 + ldexp(1, -20)), Mg = M0, M = M0;
   for (int it = 0; it < 60; it++) {
-    M = M0 + residual_drift(&out->model, B, T, Mg) / (d0 + 1);
+    M = M0 + residual_drift(g, &out->model, B, T, Mg) / (d0 + 1);
     if (M <= Mg) break;
     Mg = 2 * M;
   }
