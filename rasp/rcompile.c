@@ -140,7 +140,12 @@
 ** and is decoded by exact integer steps (qw_steps).  prove() calls it exact
 ** only where the selected keys score exactly BOS's score and the leak is
 ** below 2^-25 (then the softmax gives BOS exactly fl(1/(w+1))); one it
-** cannot is compiled as 1/(w+1) again (FORCE_CLASSIC).
+** cannot is compiled as 1/(w+1) again (FORCE_CLASSIC).  Under --ln stock
+** no width's scores can be made exact, so a width whose select compares
+** every key with one constant query is counted instead (its keys weigh
+** 1/(n+1) each, its value the select's indicator: plan_count_width), and
+** one read only as a where's condition is whether any key is selected (a
+** one-hot move of True: plan_truth_width).
 **
 ** Liveness.  After scheduling, each unit's last reader is known; a dead
 ** unit can be erased by an MLP (minus its value: one hidden unit per

@@ -726,12 +726,8 @@ static int plan_count_width(gc *g, int id, const rasp_ir_node *nd, const rasp_ir
   int n = g->n;
   rasp_elem *vals = raspM_alloc(sizeof(rasp_elem) * (size_t)(n + 1));
   for (int a = 0; a <= n; a++) { /* a/(n + 1) in lowest terms, ascending */
-    int64_t p = a, q = n + 1;
-    while (q) {
-      int64_t r = p % q;
-      p = q, q = r;
-    }
-    vals[a] = (rasp_elem){a / p, (n + 1) / p};
+    int64_t d = gcd64(a, n + 1);
+    vals[a] = (rasp_elem){a / d, (n + 1) / d};
   }
   int uid = raspG_new_head(g, 0, vals, n + 1, id, H_NUM, nd->in[0], &kv, (rasp_elem){0, 1});
   g->u[uid].cw = 1;
