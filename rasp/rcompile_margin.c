@@ -167,13 +167,15 @@ static double stock_col_err(const gc *g, const float *W, int d, int dh, int col,
 
 /* --ln stock: what the norms add to a head's values beyond what its errors
 ** above carry.  Each value column is a sum over the norm's output: at a
-** key holding a value (col_vectors' errors, where the value unit's
-** are) and at BOS's key, whose value (the default: is_bos's row of w_v,
-** read as fl(1 - m), and what BOS's residual's bound moves it by,
+** key holding a value (col_vectors' errors VE, the value unit's errors D
+** among them) and at BOS's key, whose value (the default: is_bos's row of
+** w_v, read as fl(1 - m), and what BOS's residual's bound moves it by,
 ** raspG_stock_bos_err) no unit's error holds; the head's output is a
-** weighted mean of those, so it is off by at most the larger.  Added to
-** its errors (w_o copies each column: head_unique, vsrc_dev). */
-static void head_stock_values(gc *g, unit *u, rasp_model *m) {
+** weighted mean of those, so it is off by at most the larger, A.  What
+** the errors above already charge for the values, C, is D (vsrc_dev), or
+** VE itself where head_unique set them (uniq); A less C is added (w_o
+** copies each column), so D is not counted twice. */
+static void head_stock_values(gc *g, unit *u, rasp_model *m, int uniq) {
   int d = m->cfg.d_model, dh = m->cfg.d_head, width = u->hmode == H_WIDTH;
   int ncol = u->hmode == H_MOVE ? 2 : u->hmode == H_CAT ? u->nvals : 1;
   char nm[64];
@@ -181,14 +183,18 @@ static void head_stock_values(gc *g, unit *u, rasp_model *m) {
   const float *wv = raspN_data(m, nm) + (size_t)u->hslot * d * dh;
   double *VA = raspM_alloc(sizeof(double) * (size_t)(ncol + 1) * 2), *VE = VA + ncol + 1;
   double *V = width ? NULL : raspG_col_vectors(g, u->hv.unit, wv, d, dh, 0, ncol, RASPG_FP32, VA, VE);
-  double add[2] = {0, 0};
+  double A[2] = {0, 0}, C[2] = {0, 0};
   for (int j = 0; j < ncol; j++) {
     int k = u->hmode == H_MOVE ? j : 0;
     double eb = stock_col_err(g, wv, d, dh, j, wv[j]) + raspG_stock_bos_err(g, u->layer, wv, d, dh, j);
-    add[k] = fmax(add[k], fmax(eb, width ? 0 : VE[j]));
+    A[k] = fmax(A[k], fmax(eb, width ? 0 : VE[j]));
+    if (uniq && !width) C[k] = fmax(C[k], VE[j]);
   }
-  if (u->hmode != H_MOVE) add[1] = add[0];
-  u->ae[0] += add[0], u->ae[1] += add[1];
+  if (u->hmode != H_MOVE) A[1] = A[0], C[1] = C[0];
+  for (int k = 0; k < 2; k++) {
+    if (!uniq) C[k] = raspG_vsrc_dev(g, u, m, k);
+    u->ae[k] += fmax(0, A[k] - C[k]);
+  }
   raspM_free(V);
   raspM_free(VA);
 }
@@ -210,7 +216,8 @@ static int head_fp32(gc *g, unit *u, rasp_model *m, int p, int ok, double leak, 
     u->ae[k] = (raspG_col_max(g, self, k) > 0 ? 2 * (1 + 2 * up) * lk * raspG_col_max(g, self, k) : 0) +
                raspG_vsrc_dev(g, u, m, k);
   double ae[2];
-  if (ok && !avg && head_unique(g, u, m, lk, ae)) u->kappa = 0, u->ae[0] = ae[0], u->ae[1] = ae[1];
+  int uniq = ok && !avg && head_unique(g, u, m, lk, ae);
+  if (uniq) u->kappa = 0, u->ae[0] = ae[0], u->ae[1] = ae[1];
   /* a quantized width: the selected keys and BOS score alike, exactly,
   ** so each gets exp(0) = 1; the others weigh less than 2^-25 in all,
   ** so the softmax's sum is w + 1 exactly (in any order) and BOS's
@@ -225,7 +232,7 @@ static int head_fp32(gc *g, unit *u, rasp_model *m, int p, int ok, double leak, 
       ok = 0, u->why = "its selected keys' scores are not proven exactly equal to BOS's (a "
                        "quantized width needs them so)";
   }
-  if (g->stock) head_stock_values(g, u, m);
+  if (g->stock) head_stock_values(g, u, m, uniq);
   return ok;
 }
 

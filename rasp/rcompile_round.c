@@ -237,10 +237,17 @@ static int col_nnz(const float *W, int rows, int ld, int col) {
 ** times 2 (plus a little) where the entry is not a power of two and the
 ** product's error reaches 2^-25 (dev_grow's argument: a product by 2^k is
 ** exact, another rounds by at most its input's error times |w| more,
-** none below 2^-25 but a relative u). */
-static double aerr_term(double w, double a) {
+** none below 2^-25 but a relative u).  Under --ln stock (lin) the term is
+** |w| ae alone: there every reader's sum is charged gamma_n times its
+** terms' sizes with these errors included (raspG_stock_sum_err's D), which
+** bounds each product's rounding, the error's share with it, so doubling
+** it here would count that rounding twice -- and, charged as rounding, it
+** would escape the cancellation of an MLP's affine bound (active_od),
+** where a chain of wheres then doubles its error at every step. */
+static double aerr_term(double w, double a, int lin) {
   int e;
   if (w == 0) return 0;
+  if (lin) return w * a;
   return (frexp(w, &e) == 0.5 ? w : w * a < ldexp(1, -25) ? w * (1 + ldexp(1, -24)) : 2 * w * (1 + ldexp(1, -23))) * a;
 }
 
@@ -250,7 +257,7 @@ static double aerr_dot(const gc *g, int uid, const float *W, int ld, int col) {
   double D = 0;
   int sz = s->cat ? s->nvals : s->sq ? 2 : 1;
   for (int k = 0; k < sz; k++)
-    D += aerr_term(fabs((double)W[(size_t)(s->dim + k) * ld + col]), s->ae[s->sq && k == 1]);
+    D += aerr_term(fabs((double)W[(size_t)(s->dim + k) * ld + col]), s->ae[s->sq && k == 1], g->stock);
   return D;
 }
 
@@ -264,7 +271,7 @@ double raspG_aerr_val(const gc *g, int uid, int a, const float *W, int ld, int c
   int sz = s->cat ? s->nvals : s->sq ? 2 : 1;
   for (int k = 0; k < sz; k++) {
     double v = s->cat ? (k == a) : k ? x * x : x;
-    if (v == 0) D += aerr_term(fabs((double)W[(size_t)(s->dim + k) * ld + col]), s->ae[s->sq && k == 1]);
+    if (v == 0) D += aerr_term(fabs((double)W[(size_t)(s->dim + k) * ld + col]), s->ae[s->sq && k == 1], g->stock);
   }
   return D;
 }
@@ -290,7 +297,7 @@ void raspG_aerr_split(const gc *g, int uid, int a, const float *W, int ld, int c
     if (v == 0) *z += w * e * (1 + ldexp(1, -23));
     else {
       ++*m;
-      if (!s->nzx) *nz += aerr_term(w, e);
+      if (!s->nzx) *nz += aerr_term(w, e, g->stock);
     }
   }
 }

@@ -26,6 +26,26 @@ static void wout(wctx *w, int h, int dim, double x) {
   if (w->w_in) w->w_out[(size_t)h * w->d + dim] += (float)x;
 }
 
+/* Adds coef times [categorical unit uid holds a value in the set in[]]
+** to hidden unit h's input: coef on the set's dimensions, or, under --ln
+** stock where the set is the larger part, coef through h's bias and -coef
+** on the other dimensions.  The two agree wherever the unit holds a one-hot
+** or a convex mix of them (its dimensions sum to 1; at BOS, where it may
+** hold 0, hid's gate holds h off), and the second reads fewer dimensions:
+** a stock norm charges every read, and a where over a one-hot of n values
+** whose condition is "not the default" would otherwise sum n - 1 reads'
+** errors at each step of a chain. */
+static void win_onehot(wctx *w, int uid, const char *in, int h, double coef) {
+  gc *g = w->g;
+  const unit *s = &g->u[uid];
+  int n = s->nvals, nin = 0;
+  for (int b = 0; b < n; b++) nin += in[b] != 0;
+  int flip = g->o->ln == RASPG_LN_STOCK && n - nin < nin;
+  if (flip && w->w_in) w->b_in[h] += (float)coef;
+  for (int b = 0; b < n; b++)
+    if ((in[b] != 0) != flip) win(w, s->dim + b, h, flip ? -coef : coef);
+}
+
 /* Hidden unit h adds coef times value e of decode unit u: to e's one-hot
 ** dimension, or to (x, x^2) of a numerical decode. */
 static void dec_out(wctx *w, const unit *u, int h, rasp_elem e, double coef) {
@@ -90,12 +110,14 @@ static void mlp_decode(wctx *w, unit *u) {
     return;
   }
   if (s->cat) {
+    char *in = raspM_alloc((size_t)v->nv + 1);
     for (int k = 0; k < u->nvals; k++) {
       int h = hid(w, 0, 10);
-      for (int a = 0; a < v->nv; a++)
-        if (v->ok[a] && raspG_ecmp(v->val[a], u->vals[k]) == 0) win(w, s->dim + a, h, 1);
+      for (int a = 0; a < v->nv; a++) in[a] = v->ok[a] && raspG_ecmp(v->val[a], u->vals[k]) == 0;
+      win_onehot(w, v->unit, in, h, 1);
       wout(w, h, u->dim + k, 1);
     }
+    raspM_free(in);
     return;
   }
   /* numerical source: a base value and a step wherever the value changes */
@@ -128,26 +150,34 @@ static void mlp_decode(wctx *w, unit *u) {
   }
 }
 
+/* The values of view c whose truth is want (a where's condition). */
+static char *truth_set(const view *c, int want) {
+  char *in = raspM_alloc((size_t)c->nv + 1);
+  for (int b = 0; b < c->nv; b++) in[b] = c->ok[b] && raspI_elem_truth(c->val[b]) == want;
+  return in;
+}
+
 static void mlp_where(wctx *w, unit *u) {
-  gc *g = w->g;
   const view *c = &u->mv[0];
+  /* in place: where c holds, add x and take y away */
+  char *cin = truth_set(c, 1), *cout = truth_set(c, 0);
   for (int br = 1; br <= 2; br++) {
     const view *x = &u->mv[br];
     int cnt;
     rasp_elem *img = raspG_view_image(x, &cnt);
+    char *in = raspM_alloc((size_t)x->nv + 1);
     for (int k = 0; k < cnt; k++) {
       int h = hid(w, -1, 10);
-      for (int a = 0; a < x->nv; a++)
-        if (x->ok[a] && raspG_ecmp(x->val[a], img[k]) == 0) win(w, udim(g, x->unit) + a, h, 1);
-      /* in place: where c holds, add x and take y away */
-      int want = u->alias >= 0 ? 1 : br == 1;
-      for (int b = 0; b < c->nv; b++)
-        if (c->ok[b] && raspI_elem_truth(c->val[b]) == want)
-          win(w, udim(g, c->unit) + b, h, 1);
+      for (int a = 0; a < x->nv; a++) in[a] = x->ok[a] && raspG_ecmp(x->val[a], img[k]) == 0;
+      win_onehot(w, x->unit, in, h, 1);
+      win_onehot(w, c->unit, u->alias >= 0 || br == 1 ? cin : cout, h, 1);
       wout(w, h, u->dim + raspG_find(u->vals, u->nvals, img[k]), u->alias >= 0 && br == 2 ? -1 : 1);
     }
+    raspM_free(in);
     raspM_free(img);
   }
+  raspM_free(cin);
+  raspM_free(cout);
 }
 
 /* f(x_a, y_b) as an index into u->vals, or -1 when impossible. */
@@ -207,24 +237,27 @@ static void mlp_pair(wctx *w, unit *u) {
   ** each unit is off by a margin of 1 or on, its inputs' errors cancel in
   ** the pair (mlp_ncmp's steep step), for inputs off by less than 1/8 */
   int st = g->force && u->node >= 0 && (g->force[u->node] & FORCE_STEEP), nst = st ? 2 : 1;
+  char *in = raspM_alloc((size_t)ni + 1);
   for (int o = 0; o < no; o++) {
     if (!ov->ok[o]) continue;
     for (int v = 0; v < u->nvals; v++) {
       if (v == v0) continue;
-      int h[2] = {-1, -1};
+      int any = 0;
       for (int i = 0; i < ni; i++) {
         int r = outer ? tab[(size_t)i * ny + o] : tab[(size_t)o * ny + i];
-        if (r != v) continue;
-        for (int k = 0; k < nst && h[k] < 0; k++) {
-          h[k] = hid(w, st ? -6 - k : -1, 10);
-          win(w, udim(g, ov->unit) + o, h[k], st ? 4 : 1);
-          wout(w, h[k], u->dim + v, k ? -1 : 1);
-          wout(w, h[k], u->dim + v0, k ? 1 : -1);
-        }
-        for (int k = 0; k < nst; k++) win(w, udim(g, iv->unit) + i, h[k], st ? 4 : 1);
+        any |= in[i] = r == v;
+      }
+      if (!any) continue;
+      for (int k = 0; k < nst; k++) {
+        int h = hid(w, st ? -6 - k : -1, 10);
+        win(w, udim(g, ov->unit) + o, h, st ? 4 : 1);
+        win_onehot(w, iv->unit, in, h, st ? 4 : 1);
+        wout(w, h, u->dim + v, k ? -1 : 1);
+        wout(w, h, u->dim + v0, k ? 1 : -1);
       }
     }
   }
+  raspM_free(in);
   raspM_free(tab);
   raspM_free(cnt);
 }
@@ -414,7 +447,7 @@ static void mlp_nwhere(wctx *w, unit *u) {
     return;
   }
   const view *c = &u->mv[0];
-  int cd = udim(g, c->unit);
+  char *cin[2] = {truth_set(c, 0), truth_set(c, 1)};
   for (int br = 1; br <= 2; br++) {
     const view *x = &u->mv[br];
     double konst[2] = {0, 0};
@@ -429,8 +462,7 @@ static void mlp_nwhere(wctx *w, unit *u) {
       double M = hi - lo + 1;
       int h = hid(w, -lo - M, fabs(lo) + M + 10);
       if (w->w_in) raspG_lf_write(g, &f, w->w_in, w->dmlp, h, 1);
-      for (int b = 0; b < c->nv; b++)
-        if (c->ok[b] && raspI_elem_truth(c->val[b]) == (br == 1)) win(w, cd + b, h, M);
+      win_onehot(w, c->unit, cin[br == 1], h, M);
       wout(w, h, u->dim + col, 1);
       konst[col] = lo;
     }
@@ -438,12 +470,13 @@ static void mlp_nwhere(wctx *w, unit *u) {
       /* steep: ReLU(2 c - 1), not ReLU(c): off by a margin of 1 where c is
       ** 0, so a 0 off by a little (nz_exact) passes nothing on times lo */
       int st = steep(g), h = hid(w, st ? -1 : 0, 10);
-      for (int b = 0; b < c->nv; b++)
-        if (c->ok[b] && raspI_elem_truth(c->val[b]) == (br == 1)) win(w, cd + b, h, st ? 2 : 1);
+      win_onehot(w, c->unit, cin[br == 1], h, st ? 2 : 1);
       wout(w, h, u->dim, konst[0]);
       wout(w, h, u->dim + 1, konst[1]);
     }
   }
+  raspM_free(cin[0]);
+  raspM_free(cin[1]);
 }
 
 /* Adds coef * (form of v) to hidden unit h's input. */
