@@ -45,9 +45,22 @@
 **     terms can carry to 2 (1 + u) M times the column's |weights| however
 **     exactly they cancel at the end; sums on a grain are not exact any
 **     more, so col_vectors, the readout and the MLP units take the general
-**     bound.  A quantized width needs its scores exact and is refused
-**     (FORCE_CLASSIC), as is any unit whose margin the charges exceed: the
-**     proof-driven loop makes its nodes categorical or refuses the compile.
+**     bound.  That bound takes the terms' sizes with their inputs' errors
+**     (D, linear: |w| e), so it is also what charges each product's
+**     rounding, the error's share included; aerr_term does not double a
+**     product by a weight that is not a power of two as it does where sums
+**     are exact (which would keep half of every input's error out of an
+**     MLP's affine cancellation, and a chain of wheres would double it at
+**     each step), and a head's value errors are charged once
+**     (head_stock_values).  A quantized width needs its scores exact and
+**     is refused (FORCE_CLASSIC), as is any unit whose margin the charges
+**     exceed: the proof-driven loop makes its nodes categorical or refuses
+**     the compile.
+**
+** Since every read is charged, the MLP writers read a one-hot set from its
+** smaller side under --ln stock (rcompile_write.c, win_onehot): a where
+** whose condition is "x is not the default" reads 1 - x's default
+** dimension, not the n - 1 others.
 **
 ** M (raspG_stock_plan) bounds the computed mean: the residual's true mean,
 ** proven from the weights (what the balance leaves of each writer's
@@ -393,12 +406,16 @@ void raspG_stock_plan(gc *g, raspG_model *out) {
 ** in real arithmetic; in float arithmetic every partial sum is within its
 ** terms' sizes t, their inputs' errors D, and the shifted terms' M (W1 +
 ** the sink rows' at most W1 (1 + u)), each of the nnz + ns products and
-** additions rounding by u of one.  (A value below 2^(p-126) after the
-** norm's scaling is a subnormal, off by ln_tiny more, as the shift is.) */
+** additions rounding by u of one.  D is the inputs' absolute errors
+** times |w| (linear: this bound is what charges each product's rounding,
+** the error's share with it); their relative errors (kappa u, kappa at most
+** n/2 + 4, and the read's own u) make the terms up to (n/2 + 6) u times
+** larger than t.  (A value below 2^(p-126) after the norm's scaling is a
+** subnormal, off by ln_tiny more, as the shift is.) */
 double raspG_stock_sum_err(const gc *g, int nnz, double t, double D, double W1) {
   if (!g->stock) return 0;
-  double u = ldexp(1, -24);
-  return gamma_n(nnz + g->stock_ns) * (t + D + 2 * (1 + u) * (g->stock_M + g->ln_tiny) * W1) +
+  double u = ldexp(1, -24), rel = 1 + (g->n / 2.0 + 6) * u;
+  return gamma_n(nnz + g->stock_ns) * (t * rel + D + 2 * (1 + u) * (g->stock_M + g->ln_tiny) * W1) +
          W1 * g->ln_tiny;
 }
 

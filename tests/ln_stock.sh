@@ -12,6 +12,8 @@
 #     layer norms are Welford's, in each order);
 #   - a width whose select has a constant query is counted: decoder3's
 #     `rank` at D = 2 is proven with the norms, and --check 100 agrees;
+#   - a chain of wheres over one-hots is proven: decoder4 at D = 2, and
+#     --check 100 agrees;
 #   - a width read only as a where's condition is compiled as whether a
 #     key is selected (a one-hot head), and agrees; read as a number too,
 #     it stays a width;
@@ -24,7 +26,7 @@
 #     column's rows (w_q, w_k, w_v, w_in, unembed) sum to exactly 0;
 #   - a file whose config.norm_eps is not positive is refused, naming the
 #     file and the value;
-#   - the check can fail: decoder3_forward_start at D = 5, M = 5, V = 100
+#   - the check can fail: decoder6_causal at D = 5, M = 5, V = 100
 #     compiled --unproven (the units the charge refuses kept) disagrees
 #     under Welford's mean in index order, and no model is written;
 #   - PyTorch: the loader does not warn (the norms are proven), runs
@@ -52,15 +54,27 @@ grep -q "^layer norm: stock pre-LN (--ln stock), .*every read charged fl(x - m) 
   grep -Eq "^fp32: (every head, MLP unit and the readout proven|proven exact against rounding: ([0-9]+) of \2 )" "$tmp/out" &&
   ok "--stats: every unit proven with every read charged, BOS's residual too; the layer norms proven" ||
   bad "--stats line" "$tmp/out"
+# proven_d2 PROGRAM WHAT: PROGRAM at D = 2, M = 5, V = 20 compiles with
+# --ln stock, every unit and the norms proven, and --check 100 agrees
+proven_d2() {
+  "$RASP" compile "programs/$1.rasp" --D 2 --M 5 --V 20 --moves one --ln stock \
+    --dry-run --stats --check 100 >"$tmp/out0" 2>&1 &&
+    grep -q "^fp32: every head, MLP unit and the readout proven against rounding" "$tmp/out0" &&
+    grep -q "every layer norm proven" "$tmp/out0" &&
+    grep -q "^check: 100/100 inputs agree with the interpreter" "$tmp/out0" &&
+    ok "${1%%_*} at D = 2: $2, every unit and the norms proven, 100/100 agree" ||
+    bad "${1%%_*} at D = 2 --ln stock" "$tmp/out0"
+}
 # a width with a constant query is counted (plan_count_width): decoder3's
 # `rank` at D = 2, refused as a classic width, is proven and agrees
-"$RASP" compile programs/decoder3_forward_start.rasp --D 2 --M 5 --V 20 --moves one --ln stock \
-  --dry-run --stats --check 100 >"$tmp/out0" 2>&1 &&
-  grep -q "^fp32: every head, MLP unit and the readout proven against rounding" "$tmp/out0" &&
-  grep -q "every layer norm proven" "$tmp/out0" &&
-  grep -q "^check: 100/100 inputs agree with the interpreter" "$tmp/out0" &&
-  ok "decoder3 at D = 2: its width rank counted, every unit and the norms proven, 100/100 agree" ||
-  bad "decoder3 at D = 2 --ln stock" "$tmp/out0"
+proven_d2 decoder3_forward_start "its width rank counted"
+# a chain of wheres over one-hots whose conditions test "not the default"
+# (decoder4's lead, once per arm, then the answer): each where reads its
+# condition through the smaller side of its one-hot (win_onehot), a read's
+# error counts once through a product (its rounding is in the sum's
+# bound), and a head's values' errors once -- so decoder4 at D = 2, which
+# the earlier charges refused at its readout, is proven and agrees
+proven_d2 decoder4_log_meet "its chain of wheres"
 # a width read only as a where's condition is compiled as whether any key
 # is selected (plan_truth_width: a one-hot head moving True); read as a
 # number too, it stays a width
@@ -144,14 +158,14 @@ else
   grep -q "bad.json': config field \"norm_eps\" = -3 is not positive" "$tmp/outb" &&
     ok "a negative norm_eps: refused with the file and the value" || bad "norm_eps message" "$tmp/outb"
 fi
-"$RASP" compile programs/decoder3_forward_start.rasp --D 5 --M 5 --V 100 --moves one --ln stock \
-  --unproven -o "$tmp/e3" --check 20 --check-orders c >"$tmp/out3" 2>&1
+"$RASP" compile programs/decoder6_causal.rasp --D 5 --M 5 --V 100 --moves one --ln stock \
+  --unproven -o "$tmp/e6" --check 20 --check-orders c >"$tmp/out3" 2>&1
 st=$?
 if [ $st -ne 0 ] && grep -q "^check order c: [0-9]*/20 " "$tmp/out3" &&
-   ! grep -q "^check order c: 20/20 " "$tmp/out3" && [ ! -e "$tmp/e3.json" ]; then
-  ok "decoder3 at D = 5: $(grep '^check order c' "$tmp/out3" | cut -c1-60), refused"
+   ! grep -q "^check order c: 20/20 " "$tmp/out3" && [ ! -e "$tmp/e6.json" ]; then
+  ok "decoder6 at D = 5: $(grep '^check order c' "$tmp/out3" | cut -c1-60), refused"
 else
-  bad "decoder3 at D = 5 should fail order c (status $st)" "$tmp/out3"
+  bad "decoder6 at D = 5 should fail order c (status $st)" "$tmp/out3"
 fi
 if $PY -c 'import torch' 2>/dev/null; then
   "$RASP" gen --D 2 --M 5 --V 20 -n 40 --seed 41 --format text --order edge --no-bos --no-eos \
@@ -181,7 +195,8 @@ PYEOF
       ok "torch.nn.LayerNorm, $want inputs agree with numpy; BOS within its bound" || bad "torch: want '$want'" "$tmp/py"
   done
   # unit by unit (ln_stock.py --units): decoder2 at D = 2 has no unit that
-  # differs; decoder3 at D = 5 goes wrong first at its quantized width
+  # differs; in decoder3 at D = 5 compiled --unproven (its numerical
+  # encodings kept) the counted width agrees and start_idx differs first
   $PY experiments/ln_stock.py --units "$stem" "$tmp/task" >"$tmp/py" 2>&1
   grep -q "^first unit to disagree: none" "$tmp/py" &&
     ok "--units: every unit of decoder2 agrees under torch.nn.LayerNorm" || bad "--units e2" "$tmp/py"
