@@ -409,8 +409,8 @@ void raspG_stock_plan(gc *g, raspG_model *out) {
 ** additions rounding by u of one.  D is the inputs' absolute errors
 ** times |w| (linear: this bound is what charges each product's rounding,
 ** the error's share with it); their relative errors (kappa u, kappa at most
-** n/2 + 4, and the read's own u) make the terms up to (n/2 + 6) u times
-** larger than t.  (A value below 2^(p-126) after the norm's scaling is a
+** max_len/2 + 4 with max_len = n + 1, and the read's own u) make the terms
+** up to (n/2 + 6) u times larger than t.  (A value below 2^(p-126) after the norm's scaling is a
 ** subnormal, off by ln_tiny more, as the shift is.) */
 double raspG_stock_sum_err(const gc *g, int nnz, double t, double D, double W1) {
   if (!g->stock) return 0;

@@ -172,10 +172,10 @@ static double stock_col_err(const gc *g, const float *W, int d, int dh, int col,
 ** w_v, read as fl(1 - m), and what BOS's residual's bound moves it by,
 ** raspG_stock_bos_err) no unit's error holds; the head's output is a
 ** weighted mean of those, so it is off by at most the larger, A.  What
-** the errors above already charge for the values, C, is D (vsrc_dev), or
-** VE itself where head_unique set them (uniq); A less C is added (w_o
-** copies each column), so D is not counted twice. */
-static void head_stock_values(gc *g, unit *u, rasp_model *m, int uniq) {
+** the errors above already charge for the values, C, is D (vsrc, the
+** caller's vsrc_dev), or VE itself where head_unique set them (uniq); A
+** less C is added (w_o copies each column), so D is not counted twice. */
+static void head_stock_values(gc *g, unit *u, rasp_model *m, int uniq, const double vsrc[2]) {
   int d = m->cfg.d_model, dh = m->cfg.d_head, width = u->hmode == H_WIDTH;
   int ncol = u->hmode == H_MOVE ? 2 : u->hmode == H_CAT ? u->nvals : 1;
   char nm[64];
@@ -192,7 +192,7 @@ static void head_stock_values(gc *g, unit *u, rasp_model *m, int uniq) {
   }
   if (u->hmode != H_MOVE) A[1] = A[0], C[1] = C[0];
   for (int k = 0; k < 2; k++) {
-    if (!uniq) C[k] = raspG_vsrc_dev(g, u, m, k);
+    if (!uniq) C[k] = vsrc[k];
     u->ae[k] += fmax(0, A[k] - C[k]);
   }
   raspM_free(V);
@@ -211,10 +211,12 @@ static int head_fp32(gc *g, unit *u, rasp_model *m, int p, int ok, double leak, 
   ** is below float32's subnormals (a large --attn-gain), expf still
   ** returns up to one subnormal ulp, 2^-149, per key: the leak carries
   ** n 2^-148 more, so the tiny deviations stay bounds */
-  double lk = leak + (double)n * ldexp(1, -148);
-  for (int k = 0; k < 2; k++)
+  double lk = leak + (double)n * ldexp(1, -148), vsrc[2];
+  for (int k = 0; k < 2; k++) {
+    vsrc[k] = raspG_vsrc_dev(g, u, m, k);
     u->ae[k] = (raspG_col_max(g, self, k) > 0 ? 2 * (1 + 2 * up) * lk * raspG_col_max(g, self, k) : 0) +
-               raspG_vsrc_dev(g, u, m, k);
+               vsrc[k];
+  }
   double ae[2];
   int uniq = ok && !avg && head_unique(g, u, m, lk, ae);
   if (uniq) u->kappa = 0, u->ae[0] = ae[0], u->ae[1] = ae[1];
@@ -232,7 +234,7 @@ static int head_fp32(gc *g, unit *u, rasp_model *m, int p, int ok, double leak, 
       ok = 0, u->why = "its selected keys' scores are not proven exactly equal to BOS's (a "
                        "quantized width needs them so)";
   }
-  if (g->stock) head_stock_values(g, u, m, uniq);
+  if (g->stock) head_stock_values(g, u, m, uniq, vsrc);
   return ok;
 }
 
