@@ -302,6 +302,12 @@ def _read(stem):
     cfg = meta.get("config") if isinstance(meta, dict) else None
     if not isinstance(cfg, dict):
         raise FormatError("%s.json: not a model config: no \"config\" object" % stem)
+    # a field this loader does not know changes what the weights compute
+    # (as norm_eps did), so a file from a newer rasp is refused, not misread
+    for k in cfg:
+        if k not in _CFG_FIELDS and k != "norm_eps":
+            raise FormatError("%s.json: config field \"%.60s\" is not one this loader knows "
+                              "(a newer rasp wrote the file?)" % (stem, k))
     for k in _CFG_FIELDS:
         if type(cfg.get(k)) is not int:
             raise FormatError("%s.json: config field \"%s\" is missing or not an integer"

@@ -691,6 +691,21 @@ static int load_config(const char *path, rasp_model_config *c, char **extra,
     raspR_setnoposc(err, RASP_E_FORMAT, "'%s': not a model config: no \"config\" object", path);
     goto out;
   }
+  /* a field this build does not know changes what the weights compute
+  ** (norm_eps did: a reader that ignored it ran the norms with 1e-5), so
+  ** a file written by a newer rasp is refused, not misread */
+  for (int i = 0; i < cfg->n; i++) {
+    const char *k = cfg->keys[i];
+    int known = !strcmp(k, "norm_eps");
+#define X(f) known |= !strcmp(k, #f);
+    CFG_FIELDS(X)
+#undef X
+    if (!known) {
+      raspR_setnoposc(err, RASP_E_FORMAT, "'%s': config field \"%.60s\" is not one this "
+                      "build of rasp knows (a newer rasp wrote the file?)", path, k);
+      goto out;
+    }
+  }
   int64_t v;
 #define X(f)                                                                   \
   if (jint(jget(cfg, #f), INT_MIN, INT_MAX, &v)) {                             \

@@ -5,7 +5,7 @@
 # rasp_model.load raises FormatError, each within seconds and without a
 # large allocation (the Python side runs under a 2 GB address-space
 # limit): configs out of range (n_layers 10^8, 10^6, -1; causal 2), a key
-# given twice, a 100,000-digit number, a non-finite weight, overlapping tensors, a checksum that does not match,
+# given twice, a config field neither knows, a 100,000-digit number, a non-finite weight, overlapping tensors, a checksum that does not match,
 # /dev/zero and a 30 GB sparse file as the tensor file, a FIFO.
 # Prints "N passed, M failed".
 NAME=loader_hostile
@@ -54,6 +54,13 @@ variant causal; json_edit causal 's/"causal": [0-9]*/"causal": 2/'
 both_refuse causal "causal 2"
 variant dup; json_edit dup 's/"n_layers": \([0-9]*\)/"n_layers": \1, "n_layers": 4000/'
 both_refuse dup "a key twice in STEM.json (C read the first, Python the last)"
+# a config field neither reader knows (a newer rasp's, as norm_eps once
+# was to older builds): refused by name, not ignored
+variant newer; json_edit newer 's/"n_layers": \([0-9]*\)/"n_layers": \1, "norm_kind": 3/'
+both_refuse newer "a config field this build does not know"
+if grep -q 'config field "norm_kind" is not one' "$tmp/c.out" && grep -q 'config field "norm_kind" is not one' "$tmp/p.out"; then
+  ok "both name the unknown field"
+else bad "the unknown field's message" "$tmp/c.out" "$tmp/p.out"; fi
 variant sum; json_edit sum 's/"params_fnv": "[0-9a-f]*"/"params_fnv": "0000000000000000"/'
 both_refuse sum "a checksum that does not match"
 # a 100,000-digit number: named as a number too long (C), refused (Python)
