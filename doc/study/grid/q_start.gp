@@ -13,4 +13,6 @@ plot ARG1 index 0 using 1:3:4 with filledcurves fs transparent solid 0.2 lc 1 no
      ARG1 index 2 using 1:3:4 with filledcurves fs transparent solid 0.2 lc 3 notitle, \
      ARG1 index 2 using 1:2 with lines lw 2 lc 3 title 'compiledln', \
      ARG1 index 3 using 1:3:4 with filledcurves fs transparent solid 0.2 lc 4 notitle, \
-     ARG1 index 3 using 1:2 with lines lw 2 lc 4 title 'standard'
+     ARG1 index 3 using 1:2 with lines lw 2 lc 4 title 'cstock', \
+     ARG1 index 4 using 1:3:4 with filledcurves fs transparent solid 0.2 lc 5 notitle, \
+     ARG1 index 4 using 1:2 with lines lw 2 lc 5 title 'standard'
