@@ -196,8 +196,9 @@ static void unit_json(gc *g, sbuf *b, const raspG_model *m, unit *u) {
                   ? ", \"premise\": \"one key\"" : "");
   /* a head the proof sharpened: its scores' factor beyond score_scale */
   if (u->kind == U_HEAD && head_gain(g, u) != 1) sb_printf(b, ", \"gain\": %g", head_gain(g, u));
-  /* a table the proof wrote with no hinge on an integer (FORCE_STEEP) */
-  if (u->kind == U_MLP && u->mkind == M_PAIR && g->force && u->node >= 0 &&
+  /* a table or one-hot where the proof wrote with no hinge on an integer
+  ** (FORCE_STEEP) */
+  if (u->kind == U_MLP && (u->mkind == M_PAIR || u->mkind == M_WHERE) && g->force && u->node >= 0 &&
       (g->force[u->node] & FORCE_STEEP))
     sb_printf(b, ", \"steep\": true");
   /* fp32, an integer unit proven: how far from its integers its

@@ -60,7 +60,15 @@
 ** Since every read is charged, the MLP writers read a one-hot set from its
 ** smaller side under --ln stock (rcompile_write.c, win_onehot): a where
 ** whose condition is "x is not the default" reads 1 - x's default
-** dimension, not the n - 1 others.
+** dimension, not the n - 1 others; a one-hot head's value column does the
+** same through `one` (value_complements).  A chain of one-hot wheres (a
+** loop's state, once per step) adds its inputs' errors at each step where
+** a unit sits on its hinge, so the proof-driven loop writes such wheres
+** steep, as tables (rcompile_prove.c, prove_steepen: only where their
+** inputs' errors sum below 1/8), and a steep pair's two units, on and off
+** together, charge their outputs only their own rounding where there are
+** too many input combinations to enumerate (rcompile_margin.c,
+** twin_step).
 **
 ** M (raspG_stock_plan) bounds the computed mean: the residual's true mean,
 ** proven from the weights (what the balance leaves of each writer's

@@ -4,7 +4,10 @@
 ** head_margin and mlp_margin evaluate one head or one MLP unit on every
 ** value its inputs can take (rcompile_round.c's essay) and leave in the
 ** unit its margin, the rounding it must absorb and the error it passes on;
-** active_od carries an MLP unit's hidden errors to its outputs.
+** active_od carries an MLP unit's hidden errors to its outputs at every
+** combination of its inputs, and where those are too many to enumerate
+** (--ln stock) twin_step lets a steep pair's units charge their outputs
+** only their own rounding.
 */
 #include "rcompile_int.h"
 
@@ -940,6 +943,7 @@ static void active_od(gc *g, const float *wi, const float *bi, const float *wo, 
   int nh = h1 - h0;
   double combos = 1;
   for (int k = 0; k < ns; k++) combos *= g->u[src[k]].nvals ? g->u[src[k]].nvals : 1;
+  if (g->trace > 1) fprintf(stderr, "  active_od: %d sources, %g combinations, %d units: %g\n", ns, combos, nh, combos * nh * (ns + 1));
   if (nh <= 0 || combos * nh * (ns + 1) > 3e7) return;
   odst o;
   memset(&o, 0, sizeof o);
@@ -1120,6 +1124,34 @@ static void mu_finish(mu *q) {
   q->err = err, q->eon = eon, q->mn = mn, q->mx = mx;
 }
 
+/* Whether hidden units h and h + 1 are a step pair: the same input
+** weights on every row, biases b and b - delta (delta > 0), and opposite
+** output weights, so together they add w (ReLU(s + b) - ReLU(s + b -
+** delta)), s their common sum (a steep where or table, ReLU(4z - 6) -
+** ReLU(4z - 7)).  Where the exact s + b is never in (0, delta) -- one
+** margin at least delta (mg, over every combination of exact inputs) --
+** the two are on together or off together, and where each is proven on
+** the side of its hinge it is on exactly (mu: 2 err < mn), so the pair
+** adds exactly 0, or w delta plus the difference of the two sums'
+** roundings: their inputs' errors, the same terms in both (the same
+** weights times the same read values), cancel.  Each unit then charges
+** its outputs its own rounding (rh), not its error. */
+static int twin_step(const float *wi, const float *bi, const float *wo, int F, int D, int h,
+                     int h0, int h1, const double *mg) {
+  if (h < h0 || h + 1 >= h1) return 0;
+  double delta = (double)bi[h] - (double)bi[h + 1];
+  if (!(delta > 0) || !(mg[h - h0] >= delta || mg[h + 1 - h0] >= delta)) return 0;
+  int any = 0;
+  for (int r = 0; r < D; r++)
+    if (wi[(size_t)r * F + h] != wi[(size_t)r * F + h + 1]) return 0;
+  for (int o = 0; o < D; o++) {
+    float a = wo[(size_t)h * D + o], b = wo[(size_t)(h + 1) * D + o];
+    if (a != -b) return 0;
+    any |= a != 0;
+  }
+  return any;
+}
+
 /* Hidden units [h0, h1) of layer l reading units src[0..ns): their
 ** smallest margin and largest need into *mg, *nd, and *exact 1 when every
 ** one is computed exactly at p (exact inputs, integer weights in and out,
@@ -1157,8 +1189,8 @@ int raspG_mlp_margin(gc *g, rasp_model *m, int l, int h0, int h1, const int *src
   /* per hidden unit: its error where it can be on, the share of that
   ** which is its own rounding (what its inputs' errors do not bring), and
   ** its largest magnitude (active_od) */
-  double *eh = raspM_alloc(sizeof(double) * (size_t)(h1 - h0 + 1) * 4), *rh = eh + (h1 - h0 + 1),
-         *hm = rh + (h1 - h0 + 1), *hx = hm + (h1 - h0 + 1);
+  double *eh = raspM_alloc(sizeof(double) * (size_t)(h1 - h0 + 1) * 5), *rh = eh + (h1 - h0 + 1),
+         *hm = rh + (h1 - h0 + 1), *hx = hm + (h1 - h0 + 1), *mg_h = hx + (h1 - h0 + 1);
   for (int h = h0; h < h1; h++) {
     q.h = h;
     mu_start(&q, bi, has_one, allex);
@@ -1171,8 +1203,6 @@ int raspG_mlp_margin(gc *g, rasp_model *m, int l, int h0, int h1, const int *src
     for (int o = 0; o < D; o++) {
       float w = wo[(size_t)h * D + o];
       if (w != 0) outsum += fabs((double)w) * mx, otd[o] += fabs((double)w) * mx, ond[o]++;
-      int e2;
-      od[o] += fabs((double)w) * eon * (frexp(fabs((double)w), &e2) == 0.5 || w == 0 ? 1 : 2 + ldexp(1, -22));
       hex = hex && w == floorf(w);
     }
     *exact = *exact && hex;
@@ -1183,8 +1213,24 @@ int raspG_mlp_margin(gc *g, rasp_model *m, int l, int h0, int h1, const int *src
     hx[h - h0] = hex; /* integers in, weights in and out: its value an exact integer */
     rh[h - h0] = fmax(0, eon - q.alin);
     hm[h - h0] = mx;
+    mg_h[h - h0] = mn;
   }
   raspM_free(q.zk);
+  /* what each unit's error brings its outputs: eon, or for a unit of a
+  ** step pair only its own rounding (twin_step) */
+  char *tw = raspM_alloc((size_t)(h1 - h0 + 1));
+  memset(tw, 0, (size_t)(h1 - h0 + 1));
+  for (int h = h0; ok && g->stock && h + 1 < h1; h++) /* (each unit in one pair at most) */
+    if (twin_step(wi, bi, wo, F, D, h, h0, h1, mg_h)) tw[h - h0] = tw[h + 1 - h0] = 1, h++;
+  for (int h = h0; h < h1; h++) {
+    double e = tw[h - h0] ? rh[h - h0] : eh[h - h0];
+    for (int o = 0; o < D; o++) {
+      float w = wo[(size_t)h * D + o];
+      int e2;
+      od[o] += fabs((double)w) * e * (frexp(fabs((double)w), &e2) == 0.5 || w == 0 ? 1 : 2 + ldexp(1, -22));
+    }
+  }
+  raspM_free(tw);
   if (outsum > lim) *exact = 0;
   *otot = outsum;
   if (p == RASPG_FP32 && ok) active_od(g, wi, bi, wo, F, D, h0, h1, src, ns, has_one, eh, rh, hm, hx);

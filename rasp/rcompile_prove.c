@@ -302,7 +302,7 @@ static int prove_mlp(gc *g, raspG_model *out, int i, int p, int *at_m) {
   ex = ex && vint;
   /* (exact sums: everywhere, or at every combination, active_od) */
   if (ex || (vint && g->od_combo && g->od_int)) u->kappa = 0;
-  if (g->trace > 1) fprintf(stderr, "  h [%d,%d) oe %g %g ot %g ex %d od-dims:", u->h0, u->h1, oe[0], oe[1], ot, ex);
+  if (g->trace > 1) fprintf(stderr, "  h [%d,%d) oe %g %g ot %g ex %d combo %d od-dims:", u->h0, u->h1, oe[0], oe[1], ot, ex, g->od_combo);
   for (int r = 0; r < m->cfg.d_model && g->trace > 1; r++) if (g->od[r] > 0) fprintf(stderr, " %d:%g", r, g->od[r]);
   if (g->trace > 1) fprintf(stderr, "\n");
   /* fp32: what its hidden units' errors move its value by (w_out
@@ -387,12 +387,25 @@ static int prove_sharpen(gc *g, unsigned char *saved) {
 }
 
 /* Proof-driven fp32 after a failure that nothing else mends: marks
-** FORCE_STEEP every table (M_PAIR) whose output reaches unit fail, through
-** any chain of sources.  A table unit written with its hinge on an integer
-** passes the errors of its one-hot inputs on wherever it sits there, and
-** a table reading a table sums them per unit (a 59 by 59 table behind a
-** mean: 30 units, each 31 inputs' errors); steep, those errors stop at
-** it.  Returns how many were new. */
+** FORCE_STEEP every table (M_PAIR) and one-hot where (M_WHERE) whose
+** output reaches unit fail, through any chain of sources.  A table unit
+** written with its hinge on an integer passes the errors of its one-hot
+** inputs on wherever it sits there, and a table reading a table sums them
+** per unit (a 59 by 59 table behind a mean: 30 units, each 31 inputs'
+** errors), as a chain of wheres does (`lead = where(.., lead)` once per
+** arm); steep, those errors stop at it.  Under --ln stock only a unit
+** whose inputs' errors (this proof's) sum below 1/8 is marked: past that
+** a steep unit's slope 4 passes them on four times over (a plain one
+** once), and decoder6 at D = 5 had a test of a where's output off by 0.19
+** go from 0.0014 to 1.5.  Returns how many were new. */
+static int steep_inputs_small(const gc *g, const unit *u) {
+  int src[2 * MAXCOMPS + 4], ns;
+  double e = 0;
+  raspG_unit_sources(u, src, &ns);
+  for (int k = 0; k < ns; k++) e += fmax(g->u[src[k]].ae[0], g->u[src[k]].ae[1]);
+  return e < 0.125;
+}
+
 static int prove_steepen(gc *g, int fail, unsigned char *force) {
   int src[2 * MAXCOMPS + 4], ns, added = 0;
   unsigned char *reach = raspM_alloc((size_t)g->nu + 1);
@@ -403,7 +416,8 @@ static int prove_steepen(gc *g, int fail, unsigned char *force) {
     const unit *u = &g->u[i];
     raspG_unit_sources(u, src, &ns);
     for (int k = 0; k < ns; k++) reach[src[k]] = 1;
-    if (u->kind == U_MLP && u->mkind == M_PAIR && u->node >= 0 && !(force[u->node] & FORCE_STEEP))
+    if (u->kind == U_MLP && (u->mkind == M_PAIR || (u->mkind == M_WHERE && g->o->ln == RASPG_LN_STOCK)) && u->node >= 0 &&
+        !(force[u->node] & FORCE_STEEP) && (g->o->ln != RASPG_LN_STOCK || steep_inputs_small(g, u)))
       force[u->node] |= FORCE_STEEP, added++;
   }
   raspM_free(reach);

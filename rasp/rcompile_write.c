@@ -166,13 +166,17 @@ static void mlp_where(wctx *w, unit *u) {
     int cnt;
     rasp_elem *img = raspG_view_image(x, &cnt);
     char *in = raspM_alloc((size_t)x->nv + 1);
-    for (int k = 0; k < cnt; k++) {
-      int h = hid(w, -1, 10);
-      for (int a = 0; a < x->nv; a++) in[a] = x->ok[a] && raspG_ecmp(x->val[a], img[k]) == 0;
-      win_onehot(w, x->unit, in, h, 1);
-      win_onehot(w, c->unit, u->alias >= 0 || br == 1 ? cin : cout, h, 1);
-      wout(w, h, u->dim + raspG_find(u->vals, u->nvals, img[k]), u->alias >= 0 && br == 2 ? -1 : 1);
-    }
+    int st = w->g->force && u->node >= 0 && (w->g->force[u->node] & FORCE_STEEP), nst = st ? 2 : 1;
+    for (int k = 0; k < cnt; k++)
+      for (int j = 0; j < nst; j++) {
+        double sl = st ? 4 : 1;
+        int h = hid(w, st ? -6 - j : -1, 10);
+        for (int a = 0; a < x->nv; a++) in[a] = x->ok[a] && raspG_ecmp(x->val[a], img[k]) == 0;
+        win_onehot(w, x->unit, in, h, sl);
+        win_onehot(w, c->unit, u->alias >= 0 || br == 1 ? cin : cout, h, sl);
+        wout(w, h, u->dim + raspG_find(u->vals, u->nvals, img[k]),
+             (u->alias >= 0 && br == 2 ? -1 : 1) * (j ? -1 : 1));
+      }
     raspM_free(in);
     raspM_free(img);
   }
@@ -626,6 +630,30 @@ static void count_gate(gc *g, unit *u, float *wq, int dh) {
     wq[(size_t)(ix->dim + i) * dh + u->bcol] = (float)(log((double)(g->n - i)) / lsc);
 }
 
+/* --ln stock: a one-hot head's value column k reads the source's values
+** that map to k, or, where those are more than half of them, `one` less
+** the others (as win_onehot does an MLP's set): the same at every key but
+** BOS, where the source holds a one-hot (its dimensions sum to 1), and 0
+** at BOS as before (`one` and the source are 0 there).  A stock norm
+** charges every read, and a column such as `x == t`'s False over 100 node
+** values would otherwise sum 99 reads' errors. */
+static void value_complements(gc *g, const unit *u, float *wv, int dh) {
+  const view *v = &u->hv;
+  const unit *src = &g->u[v->unit];
+  if (!src->cat || src->kind == U_ONE) return;
+  int sd = udim(g, v->unit), n = v->nv;
+  for (int k = 0; k < u->nvals; k++) {
+    int nin = 0;
+    for (int a = 0; a < n; a++) nin += wv[(size_t)(sd + a) * dh + k] != 0;
+    if (n - nin >= nin) continue;
+    wv[(size_t)1 * dh + k] += 1;
+    for (int a = 0; a < n; a++) {
+      float *w = &wv[(size_t)(sd + a) * dh + k];
+      *w = *w != 0 ? 0 : -1;
+    }
+  }
+}
+
 static void write_head(gc *g, unit *u, float *wq, float *wk, float *wv, float *wo, int d,
                        int dh, double scale) {
   int col = 0;
@@ -707,6 +735,7 @@ static void write_head(gc *g, unit *u, float *wq, float *wk, float *wv, float *w
     for (int a = 0; a < v->nv; a++)
       if (v->ok[a])
         wv[(size_t)(udim(g, v->unit) + a) * dh + raspG_find(u->vals, u->nvals, v->val[a])] += 1;
+    if (g->o->ln == RASPG_LN_STOCK) value_complements(g, u, wv, dh);
     wv[raspG_find(u->vals, u->nvals, u->dflt)] = 1;
     for (int k = 0; k < u->nvals; k++) wo[(size_t)k * d + u->dim + k] = 1;
   }

@@ -17,9 +17,15 @@
 #   - a width read only as a where's condition is compiled as whether a
 #     key is selected (a one-hot head), and agrees; read as a number too,
 #     it stays a width;
-#   - the charge can refuse: decoder6_causal at D = 2 is proven without
-#     layer norm, and with --ln stock refused (file:line:col) at a where
-#     (`cur_k_nodes`), whose inputs' errors a chain of wheres adds up;
+#   - a loop's chain of wheres is proven once its wheres are written
+#     steep (no hinge where an input's error passes): decoder6_causal at
+#     D = 2, and --check 100 agrees;
+#   - at D = 5 decoder6_causal is proven too (one-hot heads' value
+#     columns from their smaller side, steep wheres' pairs charged their
+#     own rounding), and --check 20 agrees;
+#   - the charge can refuse: examples/sort.rasp at n = 8 is proven
+#     without layer norm, and with --ln stock refused (file:line:col) at
+#     its width;
 #   - STEM.json: config.norm_eps is 4^p for layout.layer_norm's
 #     weight_log2 p, construction "stock", proven true with a bos_bound
 #     below 1 (what p was sized for); every reader
@@ -100,18 +106,38 @@ PYEOF
 grep -qx "\[\['categorical'\], \['numerical'\]\]" "$tmp/js" &&
   ok "a width read only as a condition: a one-hot head (True/False), 200/200 agree; read as a number: a width" ||
   bad "truth width" "$tmp/js"
-# the charge refuses what it cannot prove: decoder6 at D = 2, proven
-# without layer norm, past its widths (read as conditions: truths) at a
-# chain of wheres
-"$RASP" compile programs/decoder6_causal.rasp --D 2 --M 5 --V 20 --moves one --dry-run \
-  >"$tmp/out0" 2>&1 || bad "decoder6 at D = 2 without layer norm" "$tmp/out0"
-if "$RASP" compile programs/decoder6_causal.rasp --D 2 --M 5 --V 20 --moves one --ln stock \
+# a loop's chain of wheres (decoder6's cur_k_nodes, cur_j_nodes and
+# cur_state, once per step, each step reading the last through a move):
+# each where passes its inputs' errors on where its hidden unit sits on a
+# hinge, so the bound grew about five times a step; written steep
+# (prove_steepen: two units per value, flat past 1.75) each where stops
+# them, and decoder6 at D = 2 is proven and agrees
+proven_d2 decoder6_causal "its loop's wheres written steep"
+# past the loop, at D = 5 (node ids to 100): a one-hot head's value
+# column read through its smaller side (`cur_state == t`'s False: `one`
+# less one dimension, not 99), and a steep where's two units, each on or
+# off with its partner, charging their outputs only their own rounding
+# where there are too many combinations of inputs to enumerate
+# (twin_step): decoder6 at D = 5 is proven and agrees
+"$RASP" compile programs/decoder6_causal.rasp --D 5 --M 5 --V 100 --moves one --ln stock \
+  --dry-run --stats --check 20 >"$tmp/out0" 2>&1 &&
+  grep -q "^fp32: every head, MLP unit and the readout proven against rounding" "$tmp/out0" &&
+  grep -q "every layer norm proven" "$tmp/out0" &&
+  grep -q "^check: 20/20 inputs agree with the interpreter" "$tmp/out0" &&
+  ok "decoder6 at D = 5: every unit and the norms proven, 20/20 agree" ||
+  bad "decoder6 at D = 5 --ln stock" "$tmp/out0"
+# the charge refuses what it cannot prove: sort at n = 8, proven without
+# layer norm, refused with --ln stock at its width (its selected keys'
+# weights, read with rounding, can differ by more than the decode allows)
+"$RASP" compile examples/sort.rasp --input-vocab "1 2 3 4" --length 8 --dry-run \
+  >"$tmp/out0" 2>&1 || bad "sort without layer norm" "$tmp/out0"
+if "$RASP" compile examples/sort.rasp --input-vocab "1 2 3 4" --length 8 --ln stock \
      --dry-run >"$tmp/out0" 2>&1; then
-  bad "decoder6 at D = 2 --ln stock was not refused" "$tmp/out0"
+  bad "sort --ln stock was not refused" "$tmp/out0"
 else
-  grep -q "^programs/listing6_causal_fixed.rasp:[0-9]*:[0-9]*: compile: %[0-9]* [a-z_]* (where) cannot be compiled exactly in fp32: rounding can push a hidden unit across its hinge" "$tmp/out0" &&
-    ok "decoder6 at D = 2: proven without layer norm, refused with --ln stock at a where: $(head -1 "$tmp/out0" | cut -d' ' -f3,4)" ||
-    bad "decoder6 --ln stock refusal" "$tmp/out0"
+  grep -q "^examples/sort.rasp:[0-9]*:[0-9]*: compile: %[0-9]* [a-z_]* (sel_width) cannot be compiled exactly in fp32: rounding can weigh its selected keys unequally" "$tmp/out0" &&
+    ok "sort: proven without layer norm, refused with --ln stock at $(head -1 "$tmp/out0" | cut -d' ' -f3,4)" ||
+    bad "sort --ln stock refusal" "$tmp/out0"
 fi
 n=$(grep -c "^check order [a-z0-9]*: 200/200 inputs agree" "$tmp/out")
 [ "$n" = 8 ] && ok "every order agrees on 200/200" || bad "orders agreeing: $n of 8" "$tmp/out"
