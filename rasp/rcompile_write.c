@@ -161,22 +161,24 @@ static void mlp_where(wctx *w, unit *u) {
   const view *c = &u->mv[0];
   /* in place: where c holds, add x and take y away */
   char *cin = truth_set(c, 1), *cout = truth_set(c, 0);
+  /* steep (FORCE_STEEP): two units per value, ReLU(4z - 6) - ReLU(4z - 7) */
+  int st = w->g->force && u->node >= 0 && (w->g->force[u->node] & FORCE_STEEP), nst = st ? 2 : 1;
+  double sl = st ? 4 : 1;
   for (int br = 1; br <= 2; br++) {
     const view *x = &u->mv[br];
     int cnt;
     rasp_elem *img = raspG_view_image(x, &cnt);
     char *in = raspM_alloc((size_t)x->nv + 1);
-    int st = w->g->force && u->node >= 0 && (w->g->force[u->node] & FORCE_STEEP), nst = st ? 2 : 1;
-    for (int k = 0; k < cnt; k++)
+    for (int k = 0; k < cnt; k++) {
+      for (int a = 0; a < x->nv; a++) in[a] = x->ok[a] && raspG_ecmp(x->val[a], img[k]) == 0;
       for (int j = 0; j < nst; j++) {
-        double sl = st ? 4 : 1;
         int h = hid(w, st ? -6 - j : -1, 10);
-        for (int a = 0; a < x->nv; a++) in[a] = x->ok[a] && raspG_ecmp(x->val[a], img[k]) == 0;
         win_onehot(w, x->unit, in, h, sl);
         win_onehot(w, c->unit, u->alias >= 0 || br == 1 ? cin : cout, h, sl);
         wout(w, h, u->dim + raspG_find(u->vals, u->nvals, img[k]),
              (u->alias >= 0 && br == 2 ? -1 : 1) * (j ? -1 : 1));
       }
+    }
     raspM_free(in);
     raspM_free(img);
   }
