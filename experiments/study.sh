@@ -141,6 +141,16 @@ case " $arms " in *" armwise "*)
   PROG=$WORK/d2arm.rasp compile "$WORK/d2arm" --allow-include "$top/programs" ;;
 esac
 
+# what ran a cell, recorded atop its config.txt: the trainer's version and
+# its binary's digest, the source revision of this checkout (with "-dirty"
+# where tracked files differ from it) and the digest of the model the cell
+# starts from or is taught by (a binary built from another tree, or a
+# compiler that writes other weights, shows as another digest)
+digest() { sha256sum "$1" | cut -c1-16; }
+rev=$(git -C "$top" rev-parse --short=12 HEAD 2>/dev/null) || rev="not a git checkout"
+[ -n "$(git -C "$top" status --porcelain --untracked-files=no 2>/dev/null)" ] && rev="$rev-dirty"
+build="$("$TRAIN" --version) (sha256 $(digest "$TRAIN")), rasp (sha256 $(digest "$RASP")), source $rev"
+
 [ -f "$OUT/timing.csv" ] ||
   echo "arm,seed,steps,wall_s,cpu_s,load_start,load_end,from_step" >"$OUT/timing.csv"
 for arm in $arms; do
@@ -183,7 +193,14 @@ for arm in $arms; do
     cpu=$(awk '{ print $1 + $2 }' "$WORK/$cell.time")
     # the record names the run directory from the repository root, not as
     # this checkout's absolute path
-    sed "s|$top/||g" "$dir/config.txt" >"$OUT/$cell.config.txt"
+    models=
+    for f in $init ${spec#*--teacher }; do
+      case $f,$models in
+        *", ${f##*/}.safetensors "*) ;;
+        "$WORK"/*) [ -f "$f.safetensors" ] && models="$models, ${f##*/}.safetensors sha256 $(digest "$f.safetensors")" ;;
+      esac
+    done
+    { echo "# build: $build$models"; sed "s|$top/||g" "$dir/config.txt"; } >"$OUT/$cell.config.txt"
     cp "$dir/split.json" "$OUT/$cell.split.json"
     cp "$dir/compare.csv" "$OUT/$cell.csv.tmp" && mv "$OUT/$cell.csv.tmp" "$OUT/$cell.csv"
     echo "$arm,$seed,$STEPS,$((t1 - t0)),$cpu,$l0,$(cut -d' ' -f1 /proc/loadavg),$from" >>"$OUT/timing.csv"

@@ -13,6 +13,9 @@
 #     d_model 265, with no teacher; taughtattn is a random start of the
 #     same, taught by the one-hot program at weight 1000 with its patterns
 #     pulled (--teacher-attn 100), annealed to 0 at half the budget;
+#   - each config.txt opens with the build that ran it: the trainer's
+#     version and digest, the source revision and the digest of the model
+#     it starts from or is taught by (once where they are the same file);
 #   - an unknown arm is refused (status 2) before anything runs.
 # Prints "N passed, M failed".
 NAME=study_grid
@@ -46,6 +49,12 @@ grep -q '^--order arm$' "$cfg" && grep -q '^--init .*/d2arm$' "$cfg" &&
 grep -q "order='arm'" "$tmp/w/d2arm.rasp" && grep -q '^check: 1000/1000' "$tmp/w/d2arm.compile.txt" &&
   ok "armwise: the program compiled for order arm, 1000/1000 on --check" ||
   bad "armwise: the compile" "$tmp/w/d2arm.compile.txt"
+# the build line: the trainer's version and digest, the source revision,
+# the --init model's digest (the same file the run directory started from)
+cfg=$tmp/o/standard-s1.config.txt
+d2=$(sha256sum "$tmp/w/d2.safetensors" | cut -c1-16)
+head -1 "$cfg" | grep -q "^# build: rasp-train [0-9.]* (sha256 [0-9a-f]\{16\}), rasp (sha256 [0-9a-f]\{16\}), source .*, d2.safetensors sha256 $d2\$" &&
+  ok "config.txt: the build that ran the cell and its model's digest" || bad "config.txt: build line" "$cfg"
 grep -q '^--order edge$' "$tmp/o/standard-s1.config.txt" &&
   ok "standard: --order edge" || bad "standard: config" "$tmp/o/standard-s1.config.txt"
 if head -1 "$tmp/o/timing.csv" | grep -q ',from_step$' &&
@@ -76,6 +85,7 @@ cfg=$tmp/o/taughtattn-s1.config.txt
 grep -q '^--init .*/d2c$' "$cfg" &&
   grep -q '^--arm taughtattn random --teacher .*/d2c --teacher-weight 1000 --teacher-attn 100 --teacher-until 10$' "$cfg" &&
   tail -1 "$tmp/o/taughtattn-s1.csv" | grep -q '^20,taughtattn,' &&
+  head -1 "$cfg" | grep -q "^# build: .*source [^,]*, d2c.safetensors sha256 [0-9a-f]\{16\}\$" &&
   ok "taughtattn: the one-hot teacher at 1000, patterns pulled at 100, annealed by step 10 of 20" ||
   bad "taughtattn: config" "$tmp/out" "$cfg"
 
