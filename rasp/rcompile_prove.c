@@ -386,18 +386,10 @@ static int prove_sharpen(gc *g, unsigned char *saved) {
   return raised;
 }
 
-/* Proof-driven fp32 after a failure that nothing else mends: marks
-** FORCE_STEEP every table (M_PAIR) and one-hot where (M_WHERE) whose
-** output reaches unit fail, through any chain of sources.  A table unit
-** written with its hinge on an integer passes the errors of its one-hot
-** inputs on wherever it sits there, and a table reading a table sums them
-** per unit (a 59 by 59 table behind a mean: 30 units, each 31 inputs'
-** errors), as a chain of wheres does (`lead = where(.., lead)` once per
-** arm); steep, those errors stop at it.  Under --ln stock only a unit
-** whose inputs' errors (this proof's) sum below 1/8 is marked: past that
-** a steep unit's slope 4 passes them on four times over (a plain one
-** once), and decoder6 at D = 5 had a test of a where's output off by 0.19
-** go from 0.0014 to 1.5.  Returns how many were new. */
+/* --ln stock: whether unit u's inputs' errors (this proof's) sum below
+** 1/8, the most a steep unit tolerates.  Past that a steep unit's slope 4
+** passes them on four times over where a plain one passes them once, so
+** making it steep makes things worse. */
 static int steep_inputs_small(const gc *g, const unit *u) {
   int src[2 * MAXCOMPS + 4], ns;
   double e = 0;
@@ -406,6 +398,17 @@ static int steep_inputs_small(const gc *g, const unit *u) {
   return e < 0.125;
 }
 
+/* Proof-driven fp32 after a failure that nothing else mends: marks
+** FORCE_STEEP every table (M_PAIR), and under --ln stock every one-hot
+** where (M_WHERE) too, whose output reaches unit fail through any chain of
+** sources (under --ln stock only those whose inputs' errors are small:
+** steep_inputs_small).  A table
+** unit written with its hinge on an integer passes the errors of its
+** one-hot inputs on wherever it sits there, and a table reading a table
+** sums them per unit (a 59 by 59 table behind a mean: 30 units, each 31
+** inputs' errors), as a chain of wheres does (`lead = where(.., lead)`
+** once per arm); steep, those errors stop at it.  Returns how many were
+** new. */
 static int prove_steepen(gc *g, int fail, unsigned char *force) {
   int src[2 * MAXCOMPS + 4], ns, added = 0;
   unsigned char *reach = raspM_alloc((size_t)g->nu + 1);

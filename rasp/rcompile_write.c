@@ -26,6 +26,13 @@ static void wout(wctx *w, int h, int dim, double x) {
   if (w->w_in) w->w_out[(size_t)h * w->d + dim] += (float)x;
 }
 
+/* Whether a reader of nin of a one-hot's n dimensions reads the other
+** n - nin instead, through `one` (an MLP unit's bias, a head's `one` row):
+** under --ln stock, which charges every read, where that is fewer. */
+static int reads_complement(const gc *g, int n, int nin) {
+  return g->o->ln == RASPG_LN_STOCK && n - nin < nin;
+}
+
 /* Adds coef times [categorical unit uid holds a value in the set in[]]
 ** to hidden unit h's input: coef on the set's dimensions, or, under --ln
 ** stock where the set is the larger part, coef through h's bias and -coef
@@ -40,7 +47,7 @@ static void win_onehot(wctx *w, int uid, const char *in, int h, double coef) {
   const unit *s = &g->u[uid];
   int n = s->nvals, nin = 0;
   for (int b = 0; b < n; b++) nin += in[b] != 0;
-  int flip = g->o->ln == RASPG_LN_STOCK && n - nin < nin;
+  int flip = reads_complement(g, n, nin);
   if (flip && w->w_in) w->b_in[h] += (float)coef;
   for (int b = 0; b < n; b++)
     if ((in[b] != 0) != flip) win(w, s->dim + b, h, flip ? -coef : coef);
@@ -647,7 +654,7 @@ static void value_complements(gc *g, const unit *u, float *wv, int dh) {
   for (int k = 0; k < u->nvals; k++) {
     int nin = 0;
     for (int a = 0; a < n; a++) nin += wv[(size_t)(sd + a) * dh + k] != 0;
-    if (n - nin >= nin) continue;
+    if (!reads_complement(g, n, nin)) continue;
     wv[(size_t)1 * dh + k] += 1;
     for (int a = 0; a < n; a++) {
       float *w = &wv[(size_t)(sd + a) * dh + k];
@@ -737,7 +744,7 @@ static void write_head(gc *g, unit *u, float *wq, float *wk, float *wv, float *w
     for (int a = 0; a < v->nv; a++)
       if (v->ok[a])
         wv[(size_t)(udim(g, v->unit) + a) * dh + raspG_find(u->vals, u->nvals, v->val[a])] += 1;
-    if (g->o->ln == RASPG_LN_STOCK) value_complements(g, u, wv, dh);
+    value_complements(g, u, wv, dh);
     wv[raspG_find(u->vals, u->nvals, u->dflt)] = 1;
     for (int k = 0; k < u->nvals; k++) wo[(size_t)k * d + u->dim + k] = 1;
   }
