@@ -25,8 +25,10 @@ plot ARG1 index 0 using 1:3:4 with filledcurves fs transparent solid 0.2 lc 1 no
      ARG1 index 8 using 1:3:4 with filledcurves fs transparent solid 0.2 lc 9 notitle, \
      ARG1 index 8 using 1:2 with lines lw 2 lc 9 title 'standard', \
      ARG1 index 9 using 1:3:4 with filledcurves fs transparent solid 0.2 lc 10 notitle, \
-     ARG1 index 9 using 1:2 with lines lw 2 lc 10 title 'taught', \
+     ARG1 index 9 using 1:2 with lines lw 2 lc 10 title 'structured', \
      ARG1 index 10 using 1:3:4 with filledcurves fs transparent solid 0.2 lc 11 notitle, \
-     ARG1 index 10 using 1:2 with lines lw 2 lc 11 title 'taughtattn', \
+     ARG1 index 10 using 1:2 with lines lw 2 lc 11 title 'taught', \
      ARG1 index 11 using 1:3:4 with filledcurves fs transparent solid 0.2 lc 12 notitle, \
-     ARG1 index 11 using 1:2 with lines lw 2 lc 12 title 'taughtcat'
+     ARG1 index 11 using 1:2 with lines lw 2 lc 12 title 'taughtattn', \
+     ARG1 index 12 using 1:3:4 with filledcurves fs transparent solid 0.2 lc 13 notitle, \
+     ARG1 index 12 using 1:2 with lines lw 2 lc 13 title 'taughtcat'

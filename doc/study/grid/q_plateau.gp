@@ -9,4 +9,6 @@ set key outside right
 plot ARG1 index 0 using 1:3:4 with filledcurves fs transparent solid 0.2 lc 1 notitle, \
      ARG1 index 0 using 1:2 with lines lw 2 lc 1 title 'armwise', \
      ARG1 index 1 using 1:3:4 with filledcurves fs transparent solid 0.2 lc 2 notitle, \
-     ARG1 index 1 using 1:2 with lines lw 2 lc 2 title 'standard'
+     ARG1 index 1 using 1:2 with lines lw 2 lc 2 title 'structured', \
+     ARG1 index 2 using 1:3:4 with filledcurves fs transparent solid 0.2 lc 3 notitle, \
+     ARG1 index 2 using 1:2 with lines lw 2 lc 3 title 'standard'
