@@ -744,7 +744,7 @@ static void write_head(gc *g, unit *u, float *wq, float *wk, float *wv, float *w
     for (int a = 0; a < v->nv; a++)
       if (v->ok[a])
         wv[(size_t)(udim(g, v->unit) + a) * dh + raspG_find(u->vals, u->nvals, v->val[a])] += 1;
-    value_complements(g, u, wv, dh);
+    if (g->o->ln == RASPG_LN_STOCK) value_complements(g, u, wv, dh);
     wv[raspG_find(u->vals, u->nvals, u->dflt)] = 1;
     for (int k = 0; k < u->nvals; k++) wo[(size_t)k * d + u->dim + k] = 1;
   }
